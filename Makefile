@@ -1,0 +1,126 @@
+# autoshard - top-level build.
+#   make            build every tool into bin/ (CUDA objects too when nvcc is found)
+#   make test       install missing dependencies (as root), build, run unit + bats tests
+#   make demo       the main job on an embedded default (synthetic pool)
+#   make deps       install missing Debian packages (root) or print the apt-get line
+#   make asan       build with AddressSanitizer/UBSan into build-asan/ and run the tests
+#   make install    copy the tools under $(PREFIX)/bin
+# Variables: CC, CFLAGS, NVCC (empty to disable CUDA), CUDA_SM (default 90), PREFIX.
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+BUILD    ?= build
+BIN      ?= bin
+CUDA_SM  ?= 90
+OPT      ?= -O2
+SAN      ?=
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+MSGPACK_PC := $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
+PKGS := libzstd $(MSGPACK_PC) zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -Ilib $(PKG_CFLAGS) $(SAN)
+LDFLAGS += $(SAN)
+LDLIBS  += $(PKG_LIBS) -lm -lpthread
+
+LIB_SRC  := $(wildcard lib/*.c)
+CU_SRC   := $(wildcard lib/*.cu)
+LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+ifneq ($(NVCC),)
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  CU_OBJ  := $(CU_SRC:lib/%.cu=$(BUILD)/cuda/%.o)
+  CFLAGS  += -DAS_HAVE_CUDA -I$(CUDA_HOME)/include
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+  NVFLAGS ?= -O2 -std=c++17 -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) -Ilib -DAS_HAVE_CUDA
+endif
+LIBA     := $(BUILD)/libautoshard.a
+
+TOOLS    := $(notdir $(wildcard cmd/as-*))
+TOOL_BIN := $(TOOLS:%=$(BIN)/%)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
+TT_SRC   := $(wildcard tests/tools/*.c)
+TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+
+.PHONY: all test unit bats deps demo asan install clean check-deps
+.DEFAULT_GOAL := all
+
+all: $(TOOL_BIN) $(TT_BIN)
+
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) | check-deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/cuda/%.o: lib/%.cu $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c -o $@ $<
+
+$(LIBA): $(LIB_OBJ) $(CU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/%: cmd/%/main.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit -c -o $@ $<
+
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBA) $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+# ---- dependencies --------------------------------------------------------------------
+DEB_PKGS := build-essential pkg-config libzstd-dev libmsgpack-dev zlib1g-dev libopenblas-dev \
+            parallel bats bats-assert bats-support gnuplot-nox zstd python3
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then echo "deps: all present"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "deps: installing$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null || \
+	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || \
+	  { echo "deps: apt-get install failed" >&2; exit 3; }; \
+	else echo "deps: missing:$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 3; fi
+
+check-deps:
+	@pkg-config --exists $(PKGS) || { echo "missing libraries ($(PKGS)); run 'make deps' (as root)" >&2; exit 3; }
+
+# ---- tests ---------------------------------------------------------------------------
+test: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/unit-tests
+	@$(MAKE) --no-print-directory unit bats
+
+unit: $(BUILD)/unit-tests
+	$(BUILD)/unit-tests
+
+bats: all
+	bats tests/
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 NVCC= \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  all build-asan/unit-tests
+	ASAN_OPTIONS=detect_leaks=0 build-asan/unit-tests
+	AS_BIN=$(CURDIR)/build-asan/bin AS_TOOLS=$(CURDIR)/build-asan/tools ASAN_OPTIONS=detect_leaks=0 bats tests/
+
+# ---- the main job --------------------------------------------------------------------
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory -f pipelines/demo.mk
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf $(BUILD) $(BIN) build-asan

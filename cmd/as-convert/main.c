@@ -1,0 +1,161 @@
+/* as-convert - torch.save files (MetaSyn, the prototype's processed data) or a synthetic
+ * MetaSyn-like pool into an autoshard stream of `table` records; --list/--dump inspect
+ * any torch.save file. */
+#include "cli.h"
+#include "common.h"
+#include "convert.h"
+#include "stream.h"
+#include "synth.h"
+#include "torchsave.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char HELP[] =
+    "Convert embedding-lookup data into an autoshard stream: one `table` record per table\n"
+    "(id, rows, batch, lookups, pooling, dim, offsets re-based at 0, indices).\n"
+    "\n"
+    "Inputs (FILE may be '-' for standard input; .pt.gz is detected by content):\n"
+    "  as-convert [options] FILE       a MetaSyn file (tuple of indices, offsets, lengths) or\n"
+    "                                  the prototype's dict {'lS_indices', 'lS_offsets'};\n"
+    "                                  zip or legacy torch.save format, plain or gzip'd\n"
+    "  as-convert --synth [options]    a synthetic MetaSyn-like pool, no input file\n"
+    "  as-convert --list FILE          one line per tensor: path, dtype, shape (text)\n"
+    "  as-convert --dump FILE          as --list, then every value in row-major order (text)\n"
+    "\n"
+    "Options:\n"
+    "      --dims LIST     dims to draw each table's dim from (default 16,32); MetaSyn has none\n"
+    "      --seed S        seed for the dims and the synthetic pool (default 0)\n"
+    "      --tables LIST   convert only these table ids, in this order (e.g. 3,17,42 or 0-9);\n"
+    "                      with --synth: the number of tables in the pool (default 856)\n"
+    "      --first N       only the first N tables\n"
+    "\n"
+    "Synthetic pool (--synth), calibrated to MetaSyn's published statistics (docs/SYNTH.md):\n"
+    "      --batch B       batch size (default 65536)\n"
+    "      --row-scale X   multiply every hash size by X (default 1; laptops: 0.01)\n"
+    "      --pool-scale X  multiply every pooling factor by X (default 1)\n"
+    "      --preset NAME   tiny (32 tables, batch 512, rows x0.001), small (128 tables,\n"
+    "                      batch 4096, rows x0.01) or full (the defaults); later options win\n"
+    "\n"
+    "Offsets, lengths and indices are validated (offsets start at 0, never decrease, end at\n"
+    "the number of indices and agree with lengths; indices are non-negative); the first\n"
+    "violation is reported precisely. gzip'd and piped inputs are decompressed once into an\n"
+    "unlinked file under $TMPDIR, so memory stays bounded by the largest table.\n"
+    "\n"
+    "Examples:\n"
+    "  as-convert fbgemm_t856_bs65536.pt.gz -o pool.ast\n"
+    "  as-convert --synth --preset small | as-show | head\n"
+    "  as-convert --list data.pt\n";
+
+enum { OPT_DIMS = AS_OPT_TOOL_BASE, OPT_SEED, OPT_TABLES, OPT_FIRST, OPT_SYNTH, OPT_LIST, OPT_DUMP,
+       OPT_BATCH, OPT_ROWSCALE, OPT_POOLSCALE, OPT_PRESET };
+
+int main(int argc, char **argv)
+{
+    as_cli cli;
+    as_cli_init(&cli, argc, argv, "as-convert", "as-convert [options] FILE | --synth [options] | --list FILE | --dump FILE", HELP);
+    static const struct option opts[] = {
+        { "dims", required_argument, 0, OPT_DIMS },
+        { "seed", required_argument, 0, OPT_SEED },
+        { "tables", required_argument, 0, OPT_TABLES },
+        { "first", required_argument, 0, OPT_FIRST },
+        { "synth", no_argument, 0, OPT_SYNTH },
+        { "list", no_argument, 0, OPT_LIST },
+        { "dump", no_argument, 0, OPT_DUMP },
+        { "batch", required_argument, 0, OPT_BATCH },
+        { "row-scale", required_argument, 0, OPT_ROWSCALE },
+        { "pool-scale", required_argument, 0, OPT_POOLSCALE },
+        { "preset", required_argument, 0, OPT_PRESET },
+        AS_CLI_COMMON_OPTIONS
+    };
+    as_synth_cfg sc;
+    as_synth_defaults(&sc);
+    int64_t default_dims[] = { 16, 32 };
+    as_convert_opts co = { default_dims, 2, 0, NULL, 0, 0, NULL };
+    int64_t *dims = NULL, *sel = NULL;
+    const char *tables_arg = NULL;
+    int synth = 0, list = 0, dump = 0, opt;
+    int64_t seed = 0;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_DIMS: {
+            size_t n;
+            free(dims);
+            if (as_parse_i64_list(optarg, 1, 65536, &dims, &n)) as_cli_usage(&cli, "--dims: '%s' is not a list of positive integers", optarg);
+            co.dims = dims;
+            co.ndims = n;
+            break;
+        }
+        case OPT_SEED: seed = as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
+        case OPT_TABLES: tables_arg = optarg; break;
+        case OPT_FIRST: co.first = as_cli_i64(&cli, "--first", optarg, 1, INT64_MAX); break;
+        case OPT_SYNTH: synth = 1; break;
+        case OPT_LIST: list = 1; break;
+        case OPT_DUMP: dump = 1; break;
+        case OPT_BATCH: sc.batch = as_cli_i64(&cli, "--batch", optarg, 1, (int64_t)1 << 24); break;
+        case OPT_ROWSCALE: sc.row_scale = as_cli_f64(&cli, "--row-scale", optarg, 1e-9, 1e3); break;
+        case OPT_POOLSCALE: sc.pool_scale = as_cli_f64(&cli, "--pool-scale", optarg, 0, 1e3); break;
+        case OPT_PRESET:
+            if (!strcmp(optarg, "tiny")) { sc.tables = 32; sc.batch = 512; sc.row_scale = 0.001; }
+            else if (!strcmp(optarg, "small")) { sc.tables = 128; sc.batch = 4096; sc.row_scale = 0.01; }
+            else if (!strcmp(optarg, "full")) { as_synth_defaults(&sc); }
+            else as_cli_usage(&cli, "--preset: '%s' is not tiny, small or full", optarg);
+            break;
+        default:
+            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+        }
+    }
+    as_cli_finish(&cli);
+    co.seed = (uint64_t)seed;
+    sc.seed = (uint64_t)seed;
+    if (synth + list + dump > 1) as_cli_usage(&cli, "--synth, --list and --dump exclude each other");
+    if (tables_arg) {
+        if (synth) sc.tables = as_cli_i64(&cli, "--tables", tables_arg, 1, 10000000);
+        else {
+            if (as_parse_i64_list(tables_arg, 0, INT32_MAX, &sel, &co.nselect))
+                as_cli_usage(&cli, "--tables: '%s' is not a list of table ids (e.g. 3,17,42 or 0-9)", tables_arg);
+            co.select = sel;
+        }
+    }
+    if (co.select && co.first) as_cli_usage(&cli, "--tables LIST and --first exclude each other");
+    char err[1024] = "";
+    if (synth) {
+        if (optind < argc) as_cli_usage(&cli, "--synth takes no input file");
+        as_writer *w = as_cli_open_output(&cli);
+        as_progress p;
+        as_progress_start(&p, &cli, "tables", 0);
+        co.source = "synth";
+        int64_t n = as_convert_synth(&sc, &co, w, &p, err, sizeof err);
+        if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
+        as_progress_end(&p);
+        as_writer_close(w);
+        as_debug("wrote %lld synthetic tables", (long long)n);
+    } else {
+        if (optind >= argc) as_cli_usage(&cli, "no input file (use - for standard input, or --synth)");
+        if (optind + 1 < argc) as_cli_usage(&cli, "one input file at a time");
+        const char *path = argv[optind];
+        const char *name = strcmp(path, "-") ? path : "<stdin>";
+        pt_file *f = pt_open(path, err, sizeof err);
+        if (!f) as_die(AS_EXIT_DATA, "%s: %s", name, err);
+        if (list || dump) {
+            FILE *out = as_cli_open_text(&cli);
+            if ((dump ? as_convert_dump : as_convert_list)(f, out, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", name, err);
+            as_cli_close_text(&cli, out);
+        } else {
+            as_writer *w = as_cli_open_output(&cli);
+            as_progress p;
+            as_progress_start(&p, &cli, "tables", 0);
+            const char *base = strrchr(path, '/');
+            co.source = base ? base + 1 : path;
+            int64_t n = as_convert_torch(f, &co, w, &p, err, sizeof err);
+            if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", name, err); }
+            as_progress_end(&p);
+            as_writer_close(w);
+            as_debug("wrote %lld tables from %s (%s)", (long long)n, name, pt_format(f));
+        }
+        pt_close(f);
+    }
+    free(dims);
+    free(sel);
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* cli.c - shared command-line behaviour; see cli.h */
+#include "cli.h"
+#include "common.h"
+#include "device.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+#include <zlib.h>
+
+void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char *usage, const char *help)
+{
+    memset(c, 0, sizeof *c);
+    c->tool = tool;
+    c->usage = usage;
+    c->help = help;
+    c->argc = argc;
+    c->argv = argv;
+    as_prog = tool;
+    opterr = 0;   /* we print our own messages */
+}
+
+const char *as_build_info(void)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "stream schema %s v%d; zstd %s; msgpack-c %s; zlib %s; %s",
+             AS_SCHEMA, AS_SCHEMA_VERSION, ZSTD_versionString(), msgpack_version(), zlibVersion(),
+             as_device_build_info());
+    return buf;
+}
+
+int as_cli_common(as_cli *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'h':
+        printf("usage: %s\n%s", c->usage, c->help);
+        printf("\n%s", AS_CLI_COMMON_HELP);
+        if (fflush(stdout) || ferror(stdout)) exit(AS_EXIT_ENV);
+        exit(0);
+    case AS_OPT_VERSION:
+        printf("%s %s\n%s\n", c->tool, AS_VERSION, as_build_info());
+        if (fflush(stdout) || ferror(stdout)) exit(AS_EXIT_ENV);
+        exit(0);
+    case 'o': c->output = arg; return 1;
+    case 'q': as_verbosity = 0; return 1;
+    case 'v': as_verbosity = 2; return 1;
+    case AS_OPT_FORCE: c->force = 1; return 1;
+    case AS_OPT_PROGRESS: c->progress = 2; return 1;
+    case '?':
+        if (optopt >= AS_OPT_FORCE || optopt == 0) as_cli_usage(c, "unknown option '%s'", c->argv[optind - 1]);
+        as_cli_usage(c, "unknown option '-%c'", optopt);
+    case ':':
+        as_cli_usage(c, "option '%s' needs a value", c->argv[optind - 1]);
+    default:
+        return 0;
+    }
+}
+
+_Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", c->tool);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\nTry '%s --help' for more information.\n", c->usage, c->tool);
+    exit(AS_EXIT_USAGE);
+}
+
+void as_cli_finish(as_cli *c)
+{
+    if (as_verbosity == 0) c->progress = 0;
+    else if (c->progress == 2) c->progress = 1;
+    else c->progress = isatty(2);
+}
+
+as_writer *as_cli_open_output(as_cli *c)
+{
+    if ((!c->output || !strcmp(c->output, "-")) && isatty(1) && !c->force)
+        as_cli_usage(c, "refusing to write binary output to a terminal (use -o FILE, a pipe, or --force)");
+    int level = 0, workers = 0;
+    const char *e = getenv("AS_ZSTD_LEVEL");
+    int64_t v;
+    if (e && as_parse_i64(e, 1, 19, &v) == 0) level = (int)v;
+    e = getenv("AS_ZSTD_WORKERS");
+    if (e && as_parse_i64(e, 0, 64, &v) == 0) workers = (int)v;
+    as_writer *w = as_writer_open(c->output, level, workers);
+    as_writer_header(w, c->tool, c->argc, c->argv);
+    return w;
+}
+
+FILE *as_cli_open_text(as_cli *c)
+{
+    if (!c->output || !strcmp(c->output, "-")) return stdout;
+    FILE *f = fopen(c->output, "w");
+    if (!f) as_die(AS_EXIT_ENV, "%s: %s", c->output, strerror(errno));
+    return f;
+}
+
+void as_cli_close_text(as_cli *c, FILE *f)
+{
+    const char *name = (f == stdout) ? "<stdout>" : c->output;
+    if (fflush(f) || ferror(f)) as_die(AS_EXIT_ENV, "%s: write error: %s", name, strerror(errno ? errno : EIO));
+    if (f != stdout && fclose(f)) as_die(AS_EXIT_ENV, "%s: write error: %s", name, strerror(errno));
+}
+
+int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo, int64_t hi)
+{
+    int64_t v;
+    if (as_parse_i64(arg, lo, hi, &v))
+        as_cli_usage(c, "%s: '%s' is not an integer in [%lld, %lld]", opt, arg, (long long)lo, (long long)hi);
+    return v;
+}
+
+double as_cli_f64(const as_cli *c, const char *opt, const char *arg, double lo, double hi)
+{
+    double v;
+    if (as_parse_f64(arg, lo, hi, &v))
+        as_cli_usage(c, "%s: '%s' is not a number in [%g, %g]", opt, arg, lo, hi);
+    return v;
+}
+
+void as_progress_start(as_progress *p, const as_cli *c, const char *label, double total)
+{
+    p->on = c->progress;
+    p->label = label;
+    p->total = total;
+    p->t0 = p->last = as_now();
+}
+
+void as_progress_update(as_progress *p, double done)
+{
+    if (!p->on) return;
+    double t = as_now();
+    if (t - p->last < 0.2) return;
+    p->last = t;
+    if (p->total > 0)
+        fprintf(stderr, "\r%s: %s %.0f/%.0f (%.1f%%) %.1fs ", as_prog, p->label, done, p->total, 100.0 * done / p->total, t - p->t0);
+    else
+        fprintf(stderr, "\r%s: %s %.0f %.1fs ", as_prog, p->label, done, t - p->t0);
+    fflush(stderr);
+}
+
+void as_progress_end(as_progress *p)
+{
+    if (!p->on) return;
+    fprintf(stderr, "\r%s: %s done in %.1fs%30s\n", as_prog, p->label, as_now() - p->t0, "");
+}

@@ -1,0 +1,87 @@
+/* cli.h - the command-line behaviour every autoshard tool shares.
+ *
+ * Common options: -h/--help and --version (stdout, exit 0), -o/--output FILE, -q/--quiet,
+ * -v/--verbose, --force (write binary to a terminal), --progress (progress on stderr even
+ * when it is not a TTY). Usage errors print "as-x: msg", the usage line and a hint, exit 2.
+ * A tool lists its own options in a getopt_long table ending with AS_CLI_COMMON_OPTIONS
+ * and forwards unknown codes to as_cli_common().
+ */
+#ifndef AS_CLI_H
+#define AS_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stream.h"
+
+enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_TOOL_BASE = 1100 };
+
+#define AS_CLI_COMMON_OPTIONS \
+    { "help", no_argument, 0, 'h' }, \
+    { "version", no_argument, 0, AS_OPT_VERSION }, \
+    { "output", required_argument, 0, 'o' }, \
+    { "quiet", no_argument, 0, 'q' }, \
+    { "verbose", no_argument, 0, 'v' }, \
+    { "force", no_argument, 0, AS_OPT_FORCE }, \
+    { "progress", no_argument, 0, AS_OPT_PROGRESS }, \
+    { 0, 0, 0, 0 }
+#define AS_CLI_COMMON_SHORT "ho:qv"
+
+/* the text printed under "Common options:" in every --help */
+#define AS_CLI_COMMON_HELP \
+    "Common options:\n" \
+    "  -o, --output FILE   write to FILE (atomically: a temporary name, then rename)\n" \
+    "                      instead of standard output\n" \
+    "  -q, --quiet         no messages but errors\n" \
+    "  -v, --verbose       more messages\n" \
+    "      --progress      progress on stderr even when it is not a terminal\n" \
+    "      --force         write binary output even to a terminal\n" \
+    "  -h, --help          this help\n" \
+    "      --version       version and build information\n" \
+    "\n" \
+    "Exit status: 0 success, 1 bad input data, 2 usage error,\n" \
+    "3 environment failure (write error, out of memory, no device).\n"
+
+typedef struct {
+    const char *tool;       /* "as-convert" */
+    const char *usage;      /* "as-convert [options] FILE" */
+    const char *help;       /* full help text (printed after the usage line) */
+    const char *output;     /* -o FILE or NULL */
+    int force;
+    int progress;           /* 1 when progress should be shown */
+    int argc;
+    char **argv;
+} as_cli;
+
+void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char *usage, const char *help);
+/* handle a common option; returns 1 if handled (may exit for --help/--version), 0 if the
+ * code is not a common one (then the tool reports a usage error) */
+int as_cli_common(as_cli *c, int opt, const char *arg);
+_Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* after option parsing: decide progress (TTY / --progress / -q) */
+void as_cli_finish(as_cli *c);
+/* open the binary output stream (refusing a terminal unless --force) and write the header */
+as_writer *as_cli_open_output(as_cli *c);
+/* open a text output (-o FILE or stdout) */
+FILE *as_cli_open_text(as_cli *c);
+void as_cli_close_text(as_cli *c, FILE *f);
+
+/* option-value parsing with usage errors */
+int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo, int64_t hi);
+double as_cli_f64(const as_cli *c, const char *opt, const char *arg, double lo, double hi);
+
+/* progress on stderr, at most ~5 updates a second */
+typedef struct {
+    int on;
+    const char *label;
+    double total, t0, last;
+} as_progress;
+void as_progress_start(as_progress *p, const as_cli *c, const char *label, double total);
+void as_progress_update(as_progress *p, double done);
+void as_progress_end(as_progress *p);
+
+/* "CUDA: ..." build/runtime line used by --version */
+const char *as_build_info(void);
+
+#endif

@@ -1,0 +1,230 @@
+/* common.c - see common.h */
+#include "common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+
+const char *as_prog = "autoshard";
+int as_verbosity = 1;
+
+void as_set_prog(const char *argv0)
+{
+    const char *s = strrchr(argv0, '/');
+    as_prog = s ? s + 1 : argv0;
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "%s: ", as_prog);
+    if (n < 0) n = 0;
+    if ((size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    size_t len = strlen(buf);
+    if (len + 1 < sizeof buf) { buf[len++] = '\n'; buf[len] = 0; }
+    fputs(buf, stderr);
+}
+
+void as_err(const char *fmt, ...)
+{
+    va_list ap; va_start(ap, fmt); vmsg(fmt, ap); va_end(ap);
+}
+
+_Noreturn void as_die(int code, const char *fmt, ...)
+{
+    va_list ap; va_start(ap, fmt); vmsg(fmt, ap); va_end(ap);
+    exit(code);
+}
+
+void as_info(const char *fmt, ...)
+{
+    if (as_verbosity < 1) return;
+    va_list ap; va_start(ap, fmt); vmsg(fmt, ap); va_end(ap);
+}
+
+void as_debug(const char *fmt, ...)
+{
+    if (as_verbosity < 2) return;
+    va_list ap; va_start(ap, fmt); vmsg(fmt, ap); va_end(ap);
+}
+
+void *as_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) as_die(AS_EXIT_ENV, "out of memory (%zu bytes)", n);
+    return p;
+}
+
+void *as_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) as_die(AS_EXIT_ENV, "out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+void *as_realloc(void *q, size_t n)
+{
+    void *p = realloc(q, n ? n : 1);
+    if (!p) as_die(AS_EXIT_ENV, "out of memory (%zu bytes)", n);
+    return p;
+}
+
+char *as_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = as_malloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s) return -1;
+    if (v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int as_parse_f64(const char *s, double lo, double hi, double *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !isfinite(v)) return -1;
+    if (v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int as_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0) return -1;
+    double mul = 1;
+    if (*end) {
+        char c = *end++;
+        switch (c) {
+        case 'k': case 'K': mul = 1024.0; break;
+        case 'm': case 'M': mul = 1024.0 * 1024; break;
+        case 'g': case 'G': mul = 1024.0 * 1024 * 1024; break;
+        case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
+        case 'b': case 'B': mul = 1; if (*end) return -1; break;
+        default: return -1;
+        }
+        if (c != 'b' && c != 'B') {
+            if (*end == 'i') end++;
+            if (*end == 'B' || *end == 'b') end++;
+            if (*end) return -1;
+        }
+    }
+    v *= mul;
+    if (v > 1.8e19) return -1;
+    *out = (uint64_t)(v + 0.5);
+    return 0;
+}
+
+int as_parse_i64_list(const char *s, int64_t lo, int64_t hi, int64_t **out, size_t *n)
+{
+    if (!s || !*s) return -1;
+    size_t cap = 16, len = 0;
+    int64_t *v = as_malloc(cap * sizeof *v);
+    char *copy = as_strdup(s), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int64_t a, b;
+        char *dash = strchr(tok + (tok[0] == '-'), '-');
+        if (dash) {
+            *dash = 0;
+            if (as_parse_i64(tok, lo, hi, &a) || as_parse_i64(dash + 1, lo, hi, &b) || b < a || b - a > 100000000) { rc = -1; break; }
+        } else {
+            if (as_parse_i64(tok, lo, hi, &a)) { rc = -1; break; }
+            b = a;
+        }
+        for (int64_t x = a; x <= b; x++) {
+            if (len == cap) { cap *= 2; v = as_realloc(v, cap * sizeof *v); }
+            v[len++] = x;
+        }
+    }
+    /* reject empty items such as "1,,2" or trailing comma */
+    if (rc == 0 && (s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))) rc = -1;
+    free(copy);
+    if (rc || len == 0) { free(v); return -1; }
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+uint64_t as_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void as_rng_seed(as_rng *r, uint64_t seed, uint64_t stream)
+{
+    uint64_t st = seed ^ (stream * 0xd1b54a32d192ed03ULL + 0x632be59bd9b4e019ULL);
+    for (int i = 0; i < 4; i++) r->s[i] = as_splitmix64(&st);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t as_rng_next(as_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double as_rng_uniform(as_rng *r)
+{
+    return (double)(as_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+uint64_t as_rng_below(as_rng *r, uint64_t n)
+{
+    /* Lemire's multiply-shift with rejection */
+    uint64_t x = as_rng_next(r);
+    __uint128_t m = (__uint128_t)x * n;
+    uint64_t l = (uint64_t)m;
+    if (l < n) {
+        uint64_t t = -n % n;
+        while (l < t) {
+            x = as_rng_next(r);
+            m = (__uint128_t)x * n;
+            l = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+double as_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+uint64_t as_peak_rss(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return (uint64_t)ru.ru_maxrss * 1024;
+}

@@ -1,0 +1,61 @@
+/* common.h - process-wide helpers shared by every autoshard tool and library file:
+ * program name, diagnostics, exit codes, checked allocation, strict number parsing.
+ * Dimension letters used across lib/: B batch, L pooling, D dim, E rows, T tables, K shards. */
+#ifndef AS_COMMON_H
+#define AS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#define AS_VERSION "0.1.0"
+
+/* exit codes, the same for every tool */
+enum {
+    AS_EXIT_OK = 0,
+    AS_EXIT_DATA = 1,   /* bad input data / format */
+    AS_EXIT_USAGE = 2,  /* bad command line */
+    AS_EXIT_ENV = 3     /* environment: write error, out of memory, no device */
+};
+
+extern const char *as_prog;   /* "as-convert", ... set by as_set_prog() */
+extern int as_verbosity;      /* 0 = -q, 1 = default, 2 = -v */
+
+void as_set_prog(const char *argv0);
+
+/* "as-x: msg\n" on stderr */
+void as_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* print then exit(code) */
+_Noreturn void as_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* info / debug messages, silenced by -q / shown with -v */
+void as_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void as_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* allocation that exits with AS_EXIT_ENV on failure */
+void *as_malloc(size_t n);
+void *as_calloc(size_t n, size_t size);
+void *as_realloc(void *p, size_t n);
+char *as_strdup(const char *s);
+
+/* strict parsing: whole string, range-checked. return 0 ok, -1 bad */
+int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+int as_parse_f64(const char *s, double lo, double hi, double *out);
+/* sizes with optional suffix: 123, 4K, 1.5M, 2G, 3GB, 1GiB (powers of 1024) */
+int as_parse_size(const char *s, uint64_t *out);
+/* comma-separated list of non-negative ints, e.g. "3,17,42" or "0-9,12"; *out malloc'd */
+int as_parse_i64_list(const char *s, int64_t lo, int64_t hi, int64_t **out, size_t *n);
+
+/* seeded PRNG: splitmix64 for seeding, xoshiro256** for streams */
+typedef struct { uint64_t s[4]; } as_rng;
+uint64_t as_splitmix64(uint64_t *state);
+void as_rng_seed(as_rng *r, uint64_t seed, uint64_t stream);
+uint64_t as_rng_next(as_rng *r);
+double as_rng_uniform(as_rng *r);              /* [0,1) with 53 bits */
+uint64_t as_rng_below(as_rng *r, uint64_t n);  /* unbiased in [0,n), n > 0 */
+
+/* wall clock seconds (monotonic) */
+double as_now(void);
+/* peak resident set size of this process in bytes (0 if unknown) */
+uint64_t as_peak_rss(void);
+
+#endif

@@ -1,0 +1,417 @@
+/* convert.c - MetaSyn / prototype / synthetic data to table records; --list and --dump.
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables. See convert.h. */
+#include "convert.h"
+#include "common.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK ((int64_t)1 << 20)
+
+int64_t as_table_dim(const as_convert_opts *o, int64_t id)
+{
+    if (o->ndims == 1) return o->dims[0];
+    as_rng r;
+    as_rng_seed(&r, o->seed, 0x64696d0000000000ULL ^ (uint64_t)id);   /* "dim" stream per table */
+    return o->dims[as_rng_below(&r, o->ndims)];
+}
+
+void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
+                    const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source)
+{
+    int64_t lookups = offsets[batch];
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 10);
+    as_pack_kv_str(pk, "kind", "table");
+    as_pack_kv_i64(pk, "id", id);
+    as_pack_kv_i64(pk, "rows", rows);
+    as_pack_kv_i64(pk, "batch", batch);
+    as_pack_kv_i64(pk, "lookups", lookups);
+    as_pack_kv_f64(pk, "pooling", batch ? (double)lookups / (double)batch : 0.0);
+    as_pack_kv_i64(pk, "dim", dim);
+    as_pack_kv_str(pk, "source", source ? source : "");
+    int64_t oshape = batch + 1, ishape = lookups;
+    if (lookups < INT32_MAX) {
+        /* offsets fit int32: halve their size */
+        int32_t *o32 = as_malloc((size_t)oshape * sizeof *o32);
+        for (int64_t b = 0; b <= batch; b++) o32[b] = (int32_t)offsets[b];
+        as_pack_kv_array(pk, "offsets", AS_DT_I32, o32, 1, &oshape);
+        free(o32);
+    } else {
+        as_pack_kv_array(pk, "offsets", AS_DT_I64, offsets, 1, &oshape);
+    }
+    as_pack_kv_array(pk, "indices", idx_dt, indices, 1, &ishape);
+    as_writer_end_record(w);
+}
+
+/* ---- MetaSyn ------------------------------------------------------------------------ */
+
+static int is_int_dtype(pt_dtype d)
+{
+    return d == PT_UINT8 || d == PT_INT8 || d == PT_INT16 || d == PT_INT32 || d == PT_INT64;
+}
+
+typedef struct {
+    pt_file *f;
+    char *err;
+    size_t errlen;
+    int64_t *ibuf;        /* CHUNK int64 scratch */
+} ctx;
+
+/* Read tensor ti's elements [start, start+n) as indices, check >= 0, narrow into a
+ * freshly allocated int32 (or int64 when some index needs it) array. */
+static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t table, as_dtype *dt, int64_t *maxv)
+{
+    int32_t *out32 = as_malloc((size_t)(n ? n : 1) * sizeof *out32);
+    int64_t *out64 = NULL;
+    int64_t mx = -1;
+    for (int64_t s = 0; s < n; s += CHUNK) {
+        int64_t m = n - s < CHUNK ? n - s : CHUNK;
+        if (pt_read_i64(c->f, ti, start + s, m, c->ibuf, c->err, c->errlen)) goto fail;
+        for (int64_t i = 0; i < m; i++) {
+            int64_t v = c->ibuf[i];
+            if (v < 0) {
+                snprintf(c->err, c->errlen, "indices[%" PRId64 "] = %" PRId64 " is negative (table %" PRId64 ", lookup %" PRId64 ")",
+                         start + s + i, v, table, s + i);
+                goto fail;
+            }
+            if (v > mx) mx = v;
+        }
+        if (!out64 && mx > INT32_MAX - 1) {
+            /* widen what we have so far */
+            out64 = as_malloc((size_t)n * sizeof *out64);
+            for (int64_t i = 0; i < s; i++) out64[i] = out32[i];
+            free(out32);
+            out32 = NULL;
+        }
+        if (out64) memcpy(out64 + s, c->ibuf, (size_t)m * sizeof *out64);
+        else for (int64_t i = 0; i < m; i++) out32[s + i] = (int32_t)c->ibuf[i];
+    }
+    *dt = out64 ? AS_DT_I64 : AS_DT_I32;
+    *maxv = mx;
+    return out64 ? (void *)out64 : (void *)out32;
+fail:
+    free(out32);
+    free(out64);
+    return NULL;
+}
+
+static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts *o, as_writer *w,
+                           as_progress *p, int64_t *written)
+{
+    pt_file *f = c->f;
+    const pt_tensor *I = pt_get(f, ti), *O = pt_get(f, to), *L = pt_get(f, tl);
+    if (!is_int_dtype(I->dtype) || !is_int_dtype(O->dtype) || !is_int_dtype(L->dtype)) {
+        snprintf(c->err, c->errlen, "MetaSyn tensors must be integer (indices %s, offsets %s, lengths %s)",
+                 pt_dtype_name(I->dtype), pt_dtype_name(O->dtype), pt_dtype_name(L->dtype));
+        return -1;
+    }
+    if (I->ndim != 1 || O->ndim != 1) {
+        snprintf(c->err, c->errlen, "MetaSyn indices and offsets must be 1-D (got %d-D and %d-D)", I->ndim, O->ndim);
+        return -1;
+    }
+    int64_t T, B;
+    if (L->ndim == 2) { T = L->shape[0]; B = L->shape[1]; }
+    else {
+        snprintf(c->err, c->errlen, "MetaSyn lengths must be 2-D [tables, batch] (got %d-D)", L->ndim);
+        return -1;
+    }
+    if (B <= 0) { snprintf(c->err, c->errlen, "MetaSyn batch size is 0"); return -1; }
+    if (O->numel != T * B + 1) {
+        snprintf(c->err, c->errlen, "offsets has %" PRId64 " entries but lengths is [%" PRId64 ", %" PRId64 "]: expected T*B+1 = %" PRId64,
+                 O->numel, T, B, T * B + 1);
+        return -1;
+    }
+    int64_t nidx = I->numel;
+    int64_t first_last[2];
+    if (pt_read_i64(f, to, 0, 1, &first_last[0], c->err, c->errlen)) return -1;
+    if (pt_read_i64(f, to, T * B, 1, &first_last[1], c->err, c->errlen)) return -1;
+    if (first_last[0] != 0) {
+        snprintf(c->err, c->errlen, "offsets[0] = %" PRId64 ", expected 0", first_last[0]);
+        return -1;
+    }
+    if (first_last[1] != nidx) {
+        snprintf(c->err, c->errlen, "offsets[%" PRId64 "] = %" PRId64 " (the last) differs from the number of indices %" PRId64,
+                 T * B, first_last[1], nidx);
+        return -1;
+    }
+    int64_t n = o->select ? (int64_t)o->nselect : (o->first > 0 && o->first < T ? o->first : T);
+    for (size_t i = 0; o->select && i < o->nselect; i++)
+        if (o->select[i] >= T) {
+            snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
+            return -1;
+        }
+    int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off);
+    int64_t *len = as_malloc((size_t)B * sizeof *len);
+    int rc = -1;
+    p->total = (double)n;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t t = o->select ? o->select[k] : k;
+        if (pt_read_i64(f, to, t * B, B + 1, off, c->err, c->errlen)) goto out;
+        if (pt_read_i64(f, tl, t * B, B, len, c->err, c->errlen)) goto out;
+        for (int64_t b = 0; b < B; b++) {
+            if (off[b + 1] < off[b]) {
+                snprintf(c->err, c->errlen, "offsets[%" PRId64 "] = %" PRId64 " is less than offsets[%" PRId64 "] = %" PRId64
+                         " (table %" PRId64 ", bag %" PRId64 "): offsets must be non-decreasing",
+                         t * B + b + 1, off[b + 1], t * B + b, off[b], t, b);
+                goto out;
+            }
+            if (off[b + 1] - off[b] != len[b]) {
+                snprintf(c->err, c->errlen, "lengths[%" PRId64 "][%" PRId64 "] = %" PRId64 " but offsets give %" PRId64
+                         " (offsets[%" PRId64 "] = %" PRId64 ", offsets[%" PRId64 "] = %" PRId64 ")",
+                         t, b, len[b], off[b + 1] - off[b], t * B + b, off[b], t * B + b + 1, off[b + 1]);
+                goto out;
+            }
+        }
+        if (off[0] < 0 || off[B] > nidx) {
+            snprintf(c->err, c->errlen, "table %" PRId64 ": offsets [%" PRId64 ", %" PRId64 "] fall outside the %" PRId64 " indices",
+                     t, off[0], off[B], nidx);
+            goto out;
+        }
+        int64_t base = off[0];
+        for (int64_t b = 0; b <= B; b++) off[b] -= base;
+        as_dtype dt;
+        int64_t mx;
+        void *idx = read_indices(c, ti, base, off[B], t, &dt, &mx);
+        if (!idx) goto out;
+        int64_t rows = mx + 1 > 1 ? mx + 1 : 1;
+        as_write_table(w, t, rows, B, as_table_dim(o, t), off, idx, dt, o->source);
+        free(idx);
+        (*written)++;
+        as_progress_update(p, (double)(k + 1));
+    }
+    rc = 0;
+out:
+    free(off);
+    free(len);
+    return rc;
+}
+
+/* ---- the prototype's processed file ------------------------------------------------- */
+
+static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_progress *p, int64_t *written)
+{
+    pt_file *f = c->f;
+    int64_t T = 0;
+    char path[300];
+    for (;;) {
+        snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", T);
+        if (pt_find(f, path) < 0) break;
+        T++;
+    }
+    int64_t n = o->select ? (int64_t)o->nselect : (o->first > 0 && o->first < T ? o->first : T);
+    for (size_t i = 0; o->select && i < o->nselect; i++)
+        if (o->select[i] >= T) {
+            snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
+            return -1;
+        }
+    p->total = (double)n;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t t = o->select ? o->select[k] : k;
+        snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", t);
+        int ti = pt_find(f, path);
+        snprintf(path, sizeof path, "['lS_offsets'][%" PRId64 "]", t);
+        int to = pt_find(f, path);
+        if (to < 0) {
+            snprintf(c->err, c->errlen, "table %" PRId64 " has indices but no offsets (%s)", t, path);
+            return -1;
+        }
+        const pt_tensor *I = pt_get(f, ti), *O = pt_get(f, to);
+        if (!is_int_dtype(I->dtype) || !is_int_dtype(O->dtype) || I->ndim != 1 || O->ndim != 1) {
+            snprintf(c->err, c->errlen, "table %" PRId64 ": lS_indices and lS_offsets must be 1-D integer tensors", t);
+            return -1;
+        }
+        int64_t nidx = I->numel, no = O->numel;
+        int64_t *off = as_malloc((size_t)(no + 1) * sizeof *off);
+        if (pt_read_i64(f, to, 0, no, off, c->err, c->errlen)) { free(off); return -1; }
+        /* DLRM convention: B offsets, the first 0, the end implied by the indices count;
+           a trailing total (B+1 entries ending at nidx) is accepted too */
+        int64_t B = (no > 1 && off[no - 1] == nidx && no - 1 > 0 && nidx > 0) ? no - 1 : no;
+        off[B] = nidx;
+        if (no == 0 || off[0] != 0) {
+            snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[0] = %" PRId64 ", expected 0", t, no ? off[0] : -1);
+            free(off);
+            return -1;
+        }
+        for (int64_t b = 0; b < B; b++)
+            if (off[b + 1] < off[b] || off[b + 1] > nidx) {
+                snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[%" PRId64 "] = %" PRId64 " %s (previous %" PRId64 ", %" PRId64 " indices)",
+                         t, b + 1, off[b + 1], off[b + 1] > nidx ? "exceeds the indices count" : "decreases", off[b], nidx);
+                free(off);
+                return -1;
+            }
+        as_dtype dt;
+        int64_t mx;
+        void *idx = read_indices(c, ti, 0, nidx, t, &dt, &mx);
+        if (!idx) { free(off); return -1; }
+        as_write_table(w, t, mx + 1 > 1 ? mx + 1 : 1, B, as_table_dim(o, t), off, idx, dt, o->source);
+        free(idx);
+        free(off);
+        (*written)++;
+        as_progress_update(p, (double)(k + 1));
+    }
+    return 0;
+}
+
+int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_progress *p, char *err, size_t errlen)
+{
+    ctx c = { f, err, errlen, as_malloc((size_t)CHUNK * sizeof(int64_t)) };
+    int64_t written = 0;
+    int rc;
+    const char *kind = pt_root_kind(f);
+    if (!strcmp(kind, "tuple") && pt_ntensors(f) == 3 && pt_find(f, "[0]") >= 0 && pt_find(f, "[1]") >= 0 && pt_find(f, "[2]") >= 0) {
+        rc = convert_metasyn(&c, pt_find(f, "[0]"), pt_find(f, "[1]"), pt_find(f, "[2]"), o, w, p, &written);
+    } else if (!strcmp(kind, "dict") && pt_find(f, "['lS_indices'][0]") >= 0) {
+        rc = convert_prototype(&c, o, w, p, &written);
+    } else {
+        snprintf(err, errlen, "not a MetaSyn file (a tuple of indices, offsets, lengths) nor a prototype dict "
+                 "('lS_indices', 'lS_offsets'): the root is a %s holding %d tensor(s)", kind, pt_ntensors(f));
+        rc = -1;
+    }
+    free(c.ibuf);
+    return rc ? -1 : written;
+}
+
+/* ---- synthetic ---------------------------------------------------------------------- */
+
+int64_t as_convert_synth(const as_synth_cfg *cfg, const as_convert_opts *o, as_writer *w, as_progress *p,
+                         char *err, size_t errlen)
+{
+    int64_t T = cfg->tables;
+    int64_t n = o->select ? (int64_t)o->nselect : (o->first > 0 && o->first < T ? o->first : T);
+    for (size_t i = 0; o->select && i < o->nselect; i++)
+        if (o->select[i] >= T) {
+            snprintf(err, errlen, "--select: table %" PRId64 " does not exist (the pool has %" PRId64 " tables)", o->select[i], T);
+            return -1;
+        }
+    p->total = (double)n;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t t = o->select ? o->select[k] : k;
+        as_synth_table tb;
+        if (as_synth_table_gen(cfg, t, &tb)) {
+            snprintf(err, errlen, "synthetic table %" PRId64 ": generation failed", t);
+            return -1;
+        }
+        as_write_table(w, t, tb.rows, tb.batch, as_table_dim(o, t), tb.offsets, tb.indices, AS_DT_I32, "synth");
+        as_synth_free(&tb);
+        as_progress_update(p, (double)(k + 1));
+    }
+    return n;
+}
+
+/* ---- --list / --dump ---------------------------------------------------------------- */
+
+static uint16_t f32_to_f16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t s = (u >> 16) & 0x8000;
+    int32_t e = (int32_t)((u >> 23) & 0xff) - 127 + 15;
+    uint32_t m = u & 0x7fffff;
+    if (((u >> 23) & 0xff) == 0xff) return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
+    if (e >= 31) return (uint16_t)(s | 0x7c00);
+    if (e <= 0) {
+        if (e < -10) return (uint16_t)s;
+        m |= 0x800000;
+        int shift = 14 - e;
+        uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(s | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    return (uint16_t)(s | h);
+}
+
+static uint16_t f32_to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+void as_format_value(char *buf, size_t len, double v, pt_dtype dt)
+{
+    switch (dt) {
+    case PT_BOOL: snprintf(buf, len, "%s", v != 0 ? "true" : "false"); return;
+    case PT_UINT8: case PT_INT8: case PT_INT16: case PT_INT32: case PT_INT64:
+        snprintf(buf, len, "%.0f", v);
+        return;
+    default: break;
+    }
+    if (isnan(v)) { snprintf(buf, len, "nan"); return; }
+    if (isinf(v)) { snprintf(buf, len, v > 0 ? "inf" : "-inf"); return; }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        double back = strtod(buf, NULL);
+        int same;
+        switch (dt) {
+        case PT_FLOAT16: same = f32_to_f16((float)back) == f32_to_f16((float)v); break;
+        case PT_BFLOAT16: same = f32_to_bf16((float)back) == f32_to_bf16((float)v); break;
+        case PT_FLOAT32: same = (float)back == (float)v; break;
+        default: same = back == v; break;
+        }
+        if (same) return;
+    }
+}
+
+static void print_header(const pt_tensor *t, FILE *out)
+{
+    fprintf(out, "%s\t%s\t[", t->path[0] ? t->path : ".", pt_dtype_name(t->dtype));
+    for (int d = 0; d < t->ndim; d++) fprintf(out, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+    fputc(']', out);
+    int64_t expect = 1;
+    int contiguous = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] > 1 && t->stride[d] != expect) contiguous = 0;
+        expect *= t->shape[d];
+    }
+    if (!contiguous || t->storage_offset) {
+        fprintf(out, "\tstride=(");
+        for (int d = 0; d < t->ndim; d++) fprintf(out, "%s%" PRId64, d ? ", " : "", t->stride[d]);
+        fprintf(out, ") offset=%" PRId64, t->storage_offset);
+    }
+}
+
+int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    for (int i = 0; i < pt_ntensors(f); i++) {
+        print_header(pt_get(f, i), out);
+        fputc('\n', out);
+    }
+    return 0;
+}
+
+int as_convert_dump(pt_file *f, FILE *out, char *err, size_t errlen)
+{
+    double *buf = as_malloc((size_t)CHUNK * sizeof *buf);
+    char txt[64];
+    for (int i = 0; i < pt_ntensors(f); i++) {
+        const pt_tensor *t = pt_get(f, i);
+        print_header(t, out);
+        fputc('\t', out);
+        for (int64_t s = 0; s < t->numel; s += CHUNK) {
+            int64_t m = t->numel - s < CHUNK ? t->numel - s : CHUNK;
+            if (t->dtype == PT_INT64) {
+                /* exact for all int64 values */
+                int64_t *ib = (int64_t *)buf;
+                if (pt_read_i64(f, i, s, m, ib, err, errlen)) { free(buf); return -1; }
+                for (int64_t k = 0; k < m; k++) fprintf(out, "%s%" PRId64, s + k ? " " : "", ib[k]);
+                continue;
+            }
+            if (pt_read_f64(f, i, s, m, buf, err, errlen)) { free(buf); return -1; }
+            for (int64_t k = 0; k < m; k++) {
+                as_format_value(txt, sizeof txt, buf[k], t->dtype);
+                fprintf(out, "%s%s", s + k ? " " : "", txt);
+            }
+        }
+        fputc('\n', out);
+    }
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* convert.h - turn MetaSyn-like data into `table` records, and print torch.save contents.
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables.
+ *
+ * A `table` record (docs/FORMAT.md) carries one table's batch of lookups: id, rows
+ * (E = max index + 1, at least 1), batch (B), lookups, pooling (lookups / B), dim (D,
+ * drawn per table from a list with the seed, since MetaSyn has none), offsets (B+1 entries
+ * re-based at 0) and indices.
+ */
+#ifndef AS_CONVERT_H
+#define AS_CONVERT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stream.h"
+#include "torchsave.h"
+#include "synth.h"
+#include "cli.h"
+
+typedef struct {
+    const int64_t *dims;     /* choices for the per-table dim */
+    size_t ndims;
+    uint64_t seed;           /* seeds the dims (and the synthetic pool) */
+    const int64_t *select;   /* table ids to convert, in this order (NULL = all) */
+    size_t nselect;
+    int64_t first;           /* > 0: only the first N tables (when select is NULL) */
+    const char *source;      /* recorded in every table record ("synth", file name) */
+} as_convert_opts;
+
+/* The dim of table `id`: dims[uniform choice], from (seed, id) only. */
+int64_t as_table_dim(const as_convert_opts *o, int64_t id);
+
+/* Write one table record. offsets: B+1 re-based values (offsets[0] = 0); indices: lookups
+ * values, int32 or int64 (idx_dt). rows is computed by the caller. */
+void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
+                    const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source);
+
+/* MetaSyn tuple (indices, offsets, lengths) or the prototype's dict {'lS_indices': [...],
+ * 'lS_offsets': [...]} -> table records. Validates offsets against lengths and indices and
+ * reports the first violation in err. Returns number of tables written, -1 on error. */
+int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_progress *p,
+                         char *err, size_t errlen);
+
+/* the synthetic pool -> table records; returns tables written or -1 */
+int64_t as_convert_synth(const as_synth_cfg *c, const as_convert_opts *o, as_writer *w, as_progress *p,
+                         char *err, size_t errlen);
+
+/* one line per tensor: path, dtype, shape (and strides/offset when not contiguous) */
+int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen);
+/* as --list, followed by the values in logical row-major order */
+int as_convert_dump(pt_file *f, FILE *out, char *err, size_t errlen);
+
+/* shortest decimal text that reads back to the same value in the given dtype */
+void as_format_value(char *buf, size_t len, double v, pt_dtype dt);
+
+#endif

@@ -1,0 +1,649 @@
+/* stream.c - the zstd + msgpack record stream; see stream.h */
+#include "stream.h"
+#include "common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "autoshard streams are little-endian; this host is not (add byte swapping)"
+#endif
+
+/* ==== reader ========================================================================= */
+
+struct as_reader {
+    FILE *f;
+    int own;
+    char name[512];
+    ZSTD_DCtx *dctx;
+    /* compressed input */
+    unsigned char *in;
+    size_t insize;
+    ZSTD_inBuffer zin;
+    int in_eof;
+    int started;          /* saw at least one byte */
+    size_t frame_left;    /* last ZSTD_decompressStream hint: 0 = at a frame boundary */
+    int out_full;         /* last call filled its output: more may be buffered in zstd */
+    /* decompressed bytes */
+    char *buf;
+    size_t cap, len, pos;
+    uint64_t nrec;        /* records returned so far */
+    int need_header;      /* next record must be a header */
+    msgpack_unpacked up;
+    char err[1600];
+    size_t rec_cap;
+};
+
+size_t as_record_cap(void)
+{
+    const char *e = getenv("AS_MAX_RECORD");
+    uint64_t v;
+    if (e && *e && as_parse_size(e, &v) == 0 && v > 0) return (size_t)v;
+    return AS_RECORD_CAP_DEFAULT;
+}
+
+static as_reader *reader_new(FILE *f, const char *name, int own)
+{
+    as_reader *r = as_calloc(1, sizeof *r);
+    r->f = f;
+    r->own = own;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->dctx = ZSTD_createDCtx();
+    if (!r->dctx) as_die(AS_EXIT_ENV, "out of memory (zstd)");
+    r->insize = ZSTD_DStreamInSize();
+    r->in = as_malloc(r->insize);
+    r->zin.src = r->in;
+    r->need_header = 1;
+    r->rec_cap = as_record_cap();
+    msgpack_unpacked_init(&r->up);
+    return r;
+}
+
+as_reader *as_reader_open(const char *path)
+{
+    if (!path || !strcmp(path, "-")) return reader_new(stdin, "<stdin>", 0);
+    FILE *f = fopen(path, "rb");
+    if (!f) { as_err("%s: %s", path, strerror(errno)); return NULL; }
+    return reader_new(f, path, 1);
+}
+
+as_reader *as_reader_from_file(FILE *f, const char *name)
+{
+    return reader_new(f, name, 0);
+}
+
+void as_reader_close(as_reader *r)
+{
+    if (!r) return;
+    if (r->own && r->f) fclose(r->f);
+    ZSTD_freeDCtx(r->dctx);
+    msgpack_unpacked_destroy(&r->up);
+    free(r->in);
+    free(r->buf);
+    free(r);
+}
+
+const char *as_reader_error(const as_reader *r) { return r->err; }
+const char *as_reader_name(const as_reader *r) { return r->name; }
+
+__attribute__((format(printf, 2, 3)))
+static int rfail(as_reader *r, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(r->err, sizeof r->err, "%s: record %llu: %s", r->name, (unsigned long long)(r->nrec + 1), msg);
+    return -1;
+}
+
+/* Decompress at least `want` more bytes into buf (or until input ends).
+ * Returns 1 if bytes were added, 0 at end of input, -1 on error. */
+static int fill(as_reader *r, size_t want)
+{
+    size_t added = 0;
+    size_t outstep = ZSTD_DStreamOutSize();
+    while (added < want) {
+        if (r->zin.pos == r->zin.size && !r->in_eof) {
+            size_t n = fread(r->in, 1, r->insize, r->f);
+            if (n == 0) {
+                if (ferror(r->f)) return rfail(r, "read error: %s", strerror(errno));
+                r->in_eof = 1;
+            } else {
+                if (!r->started) {
+                    r->started = 1;
+                    /* zstd frame magic 28 b5 2f fd, or a skippable frame 5? 2a 4d 18 */
+                    int ok = n >= 4 && ((r->in[0] == 0x28 && r->in[1] == 0xb5 && r->in[2] == 0x2f && r->in[3] == 0xfd) ||
+                                        ((r->in[0] & 0xf0) == 0x50 && r->in[1] == 0x2a && r->in[2] == 0x4d && r->in[3] == 0x18));
+                    if (!ok) {
+                        snprintf(r->err, sizeof r->err, "%s: not an autoshard stream (no zstd frame magic)", r->name);
+                        return -1;
+                    }
+                }
+                r->zin.size = n;
+                r->zin.pos = 0;
+            }
+        }
+        if (r->zin.pos == r->zin.size && r->in_eof && !r->out_full) {
+            if (!r->started) {
+                snprintf(r->err, sizeof r->err, "%s: empty input (expected an autoshard stream)", r->name);
+                return -1;
+            }
+            if (r->frame_left != 0)
+                return rfail(r, "truncated zstd frame (input ends inside a frame)");
+            return added ? 1 : 0;
+        }
+        if (r->len + outstep > r->cap) {
+            /* compact first, then grow */
+            if (r->pos > 0) {
+                memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+                r->len -= r->pos;
+                r->pos = 0;
+            }
+            if (r->len + outstep > r->cap) {
+                size_t nc = r->cap ? r->cap : (size_t)1 << 20;
+                while (nc < r->len + outstep) nc *= 2;
+                char *nb = realloc(r->buf, nc);
+                if (!nb) return rfail(r, "out of memory growing the record buffer to %zu bytes", nc);
+                r->buf = nb;
+                r->cap = nc;
+            }
+        }
+        ZSTD_outBuffer zout = { r->buf + r->len, r->cap - r->len, 0 };
+        size_t rc = ZSTD_decompressStream(r->dctx, &zout, &r->zin);
+        if (ZSTD_isError(rc)) return rfail(r, "corrupt zstd data: %s", ZSTD_getErrorName(rc));
+        r->frame_left = rc;
+        r->out_full = zout.pos == zout.size;
+        r->len += zout.pos;
+        added += zout.pos;
+        if (rc == 0 && r->zin.pos < r->zin.size) {
+            /* a new frame follows in the same input chunk: check it starts sanely */
+        }
+    }
+    return 1;
+}
+
+/* Scan one msgpack object at p[0..n). Returns its size (>0), 0 if incomplete, or
+ * (size_t)-1 if malformed (msg set). Never allocates; nesting limited to 32. */
+static size_t scan(const unsigned char *p, size_t n, size_t cap, const char **msg)
+{
+    uint64_t stack[33];
+    int depth = 0;
+    uint64_t left = 1;      /* items left at the current level */
+    size_t i = 0;
+    for (;;) {
+        while (left == 0) {
+            if (depth == 0) return i;
+            left = stack[--depth];
+        }
+        if (i >= n) return 0;
+        unsigned b = p[i];
+        uint64_t skip = 0, items = 0;
+        size_t hdr = 1;
+        int container = 0;
+        if (b <= 0x7f || b >= 0xe0) { }
+        else if (b >= 0x80 && b <= 0x8f) { items = 2 * (uint64_t)(b & 0x0f); container = 1; }
+        else if (b >= 0x90 && b <= 0x9f) { items = b & 0x0f; container = 1; }
+        else if (b >= 0xa0 && b <= 0xbf) { skip = b & 0x1f; }
+        else {
+            size_t need;
+            switch (b) {
+            case 0xc0: case 0xc2: case 0xc3: break;
+            case 0xc1: *msg = "malformed msgpack (reserved byte 0xc1)"; return (size_t)-1;
+            case 0xcc: case 0xd0: hdr = 2; break;
+            case 0xcd: case 0xd1: hdr = 3; break;
+            case 0xce: case 0xd2: case 0xca: hdr = 5; break;
+            case 0xcf: case 0xd3: case 0xcb: hdr = 9; break;
+            case 0xd4: hdr = 3; break;
+            case 0xd5: hdr = 4; break;
+            case 0xd6: hdr = 6; break;
+            case 0xd7: hdr = 10; break;
+            case 0xd8: hdr = 18; break;
+            case 0xc4: case 0xd9: case 0xc7: need = 2; goto len8;
+            case 0xc5: case 0xda: case 0xc8: need = 3; goto len16;
+            case 0xc6: case 0xdb: case 0xc9: need = 5; goto len32;
+            case 0xdc: need = 3; goto len16;
+            case 0xdd: need = 5; goto len32;
+            case 0xde: need = 3; goto len16;
+            case 0xdf: need = 5; goto len32;
+            default: *msg = "malformed msgpack"; return (size_t)-1;
+            len8:
+                if (i + need > n) return 0;
+                skip = p[i + 1]; hdr = 2;
+                if (b == 0xc7) { hdr = 3; }
+                break;
+            len16:
+                if (i + need > n) return 0;
+                skip = ((uint64_t)p[i + 1] << 8) | p[i + 2]; hdr = 3;
+                if (b == 0xc8) hdr = 4;
+                break;
+            len32:
+                if (i + need > n) return 0;
+                skip = ((uint64_t)p[i + 1] << 24) | ((uint64_t)p[i + 2] << 16) | ((uint64_t)p[i + 3] << 8) | p[i + 4];
+                hdr = 5;
+                if (b == 0xc9) hdr = 6;
+                break;
+            }
+            if (b == 0xdc || b == 0xdd) { items = skip; skip = 0; container = 1; }
+            if (b == 0xde || b == 0xdf) { items = 2 * skip; skip = 0; container = 1; }
+        }
+        if (skip > cap || items > cap) { *msg = "a length field exceeds the record size cap"; return (size_t)-1; }
+        if (i + hdr > n) return 0;
+        i += hdr;
+        if (skip) {
+            if (skip > n - i) return 0;
+            i += skip;
+        }
+        left--;
+        if (container && items) {
+            if (depth == 32) { *msg = "msgpack nesting deeper than 32 levels"; return (size_t)-1; }
+            stack[depth++] = left;
+            left = items;
+        }
+        if (i > cap) { *msg = "record exceeds the size cap"; return (size_t)-1; }
+    }
+}
+
+static int check_header(as_reader *r, const msgpack_object *o)
+{
+    const msgpack_object *s = as_obj_get(o, "schema");
+    if (!s || !as_obj_streq(s, AS_SCHEMA)) return rfail(r, "header does not name schema \"%s\"", AS_SCHEMA);
+    int64_t v;
+    if (as_obj_i64(o, "version", &v)) return rfail(r, "header has no integer version");
+    if (v != AS_SCHEMA_VERSION)
+        return rfail(r, "unsupported stream version %lld (this tool reads version %d)", (long long)v, AS_SCHEMA_VERSION);
+    return 0;
+}
+
+int as_reader_next(as_reader *r, as_record *rec)
+{
+    if (r->err[0]) return -1;
+    size_t want = 1;
+    for (;;) {
+        const char *msg = NULL;
+        size_t avail = r->len - r->pos;
+        size_t sz = avail ? scan((const unsigned char *)r->buf + r->pos, avail, r->rec_cap, &msg) : 0;
+        if (sz == (size_t)-1) return rfail(r, "%s", msg);
+        if (sz > 0) break;
+        if (avail > r->rec_cap) return rfail(r, "record exceeds the size cap of %zu bytes (set AS_MAX_RECORD to raise it)", r->rec_cap);
+        /* grow geometrically so rescans stay linear overall */
+        want = avail > want ? avail : want;
+        int f = fill(r, want);
+        if (f < 0) return -1;
+        if (f == 0) {
+            if (avail == 0) {
+                if (r->nrec == 0 && !r->err[0])
+                    return rfail(r, "stream holds no records");
+                return 0;
+            }
+            return rfail(r, "truncated record (input ends after %zu of its bytes)", avail);
+        }
+    }
+    const char *msg = NULL;
+    size_t avail = r->len - r->pos;
+    size_t sz = scan((const unsigned char *)r->buf + r->pos, avail, r->rec_cap, &msg);
+    size_t off = 0;
+    msgpack_unpacked_destroy(&r->up);
+    msgpack_unpacked_init(&r->up);
+    msgpack_unpack_return ur = msgpack_unpack_next(&r->up, r->buf + r->pos, sz, &off);
+    if (ur != MSGPACK_UNPACK_SUCCESS || off != sz) return rfail(r, "malformed msgpack record");
+    const msgpack_object *o = &r->up.data;
+    if (o->type != MSGPACK_OBJECT_MAP) return rfail(r, "record is not a map");
+    const msgpack_object *k = as_obj_get(o, "kind");
+    if (!k || k->type != MSGPACK_OBJECT_STR || k->via.str.size == 0) return rfail(r, "record has no \"kind\" string");
+    int is_header = k->via.str.size == 6 && !memcmp(k->via.str.ptr, "header", 6);
+    if (r->need_header && !is_header) return rfail(r, "stream does not start with a header record");
+    if (is_header && check_header(r, o)) return -1;
+    r->need_header = 0;
+    rec->obj = *o;
+    rec->raw = r->buf + r->pos;
+    rec->rawlen = sz;
+    rec->kind = k->via.str.ptr;
+    rec->kindlen = k->via.str.size;
+    rec->index = ++r->nrec;
+    r->pos += sz;
+    /* after each zstd frame a new stream may begin (cat a b): it starts with a header */
+    if (r->pos == r->len && r->frame_left == 0) {
+        /* we cannot know whether a following frame starts a new stream or continues this
+           one (writers may flush mid-stream); headers are accepted anywhere */
+    }
+    return 1;
+}
+
+int as_reader_next_or_die(as_reader *r, as_record *rec)
+{
+    int rc = as_reader_next(r, rec);
+    if (rc < 0) as_die(AS_EXIT_DATA, "%s", r->err);
+    return rc;
+}
+
+int as_rec_is(const as_record *rec, const char *kind)
+{
+    size_t n = strlen(kind);
+    return rec->kindlen == n && !memcmp(rec->kind, kind, n);
+}
+
+/* ==== looking inside ================================================================ */
+
+int as_obj_streq(const msgpack_object *o, const char *s)
+{
+    size_t n = strlen(s);
+    return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && !memcmp(o->via.str.ptr, s, n);
+}
+
+const msgpack_object *as_obj_get(const msgpack_object *map, const char *key)
+{
+    if (!map || map->type != MSGPACK_OBJECT_MAP) return NULL;
+    size_t n = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object_kv *kv = &map->via.map.ptr[i];
+        if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == n && !memcmp(kv->key.via.str.ptr, key, n))
+            return &kv->val;
+    }
+    return NULL;
+}
+
+int as_obj_i64(const msgpack_object *map, const char *key, int64_t *out)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o) return -1;
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        if (o->via.u64 > INT64_MAX) return -1;
+        *out = (int64_t)o->via.u64;
+        return 0;
+    }
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) { *out = o->via.i64; return 0; }
+    return -1;
+}
+
+int as_obj_f64(const msgpack_object *map, const char *key, double *out)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o) return -1;
+    switch (o->type) {
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: *out = (double)o->via.u64; return 0;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *out = (double)o->via.i64; return 0;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: *out = o->via.f64; return 0;
+    default: return -1;
+    }
+}
+
+int as_obj_str(const msgpack_object *map, const char *key, char *buf, size_t len)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o || o->type != MSGPACK_OBJECT_STR || len == 0) return -1;
+    size_t n = o->via.str.size < len - 1 ? o->via.str.size : len - 1;
+    memcpy(buf, o->via.str.ptr, n);
+    buf[n] = 0;
+    return 0;
+}
+
+static const char *dt_names[AS_DT_COUNT] = {
+    "uint8", "int8", "int16", "int32", "int64", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64"
+};
+static const size_t dt_sizes[AS_DT_COUNT] = { 1, 1, 2, 4, 8, 4, 8, 2, 2, 4, 8 };
+
+const char *as_dtype_name(as_dtype d) { return (unsigned)d < AS_DT_COUNT ? dt_names[d] : "?"; }
+size_t as_dtype_size(as_dtype d) { return (unsigned)d < AS_DT_COUNT ? dt_sizes[d] : 0; }
+
+int as_dtype_parse(const char *s, size_t n, as_dtype *out)
+{
+    for (int i = 0; i < AS_DT_COUNT; i++)
+        if (strlen(dt_names[i]) == n && !memcmp(dt_names[i], s, n)) { *out = (as_dtype)i; return 0; }
+    return -1;
+}
+
+int as_obj_array(const msgpack_object *map, const char *key, as_array *a, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o) { snprintf(err, errlen, "missing field '%s'", key); return -1; }
+    if (o->type != MSGPACK_OBJECT_MAP) { snprintf(err, errlen, "field '%s' is not an array map", key); return -1; }
+    const msgpack_object *dt = as_obj_get(o, "dtype"), *sh = as_obj_get(o, "shape"), *d = as_obj_get(o, "data");
+    if (!dt || dt->type != MSGPACK_OBJECT_STR || as_dtype_parse(dt->via.str.ptr, dt->via.str.size, &a->dtype)) {
+        snprintf(err, errlen, "field '%s': missing or unknown dtype", key); return -1;
+    }
+    if (!sh || sh->type != MSGPACK_OBJECT_ARRAY || sh->via.array.size > AS_ARRAY_MAX_DIMS) {
+        snprintf(err, errlen, "field '%s': missing or bad shape", key); return -1;
+    }
+    if (!d || (d->type != MSGPACK_OBJECT_BIN && d->type != MSGPACK_OBJECT_STR)) {
+        snprintf(err, errlen, "field '%s': data is not bin", key); return -1;
+    }
+    a->ndim = (int)sh->via.array.size;
+    uint64_t n = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        const msgpack_object *x = &sh->via.array.ptr[i];
+        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > ((uint64_t)1 << 48)) {
+            snprintf(err, errlen, "field '%s': bad shape entry %d", key, i); return -1;
+        }
+        a->shape[i] = (int64_t)x->via.u64;
+        if (x->via.u64 && n > ((uint64_t)1 << 48) / x->via.u64) { snprintf(err, errlen, "field '%s': shape too large", key); return -1; }
+        n *= x->via.u64;
+    }
+    a->n = (int64_t)n;
+    a->data = d->type == MSGPACK_OBJECT_BIN ? (const void *)d->via.bin.ptr : (const void *)d->via.str.ptr;
+    a->nbytes = d->type == MSGPACK_OBJECT_BIN ? d->via.bin.size : d->via.str.size;
+    if ((uint64_t)a->nbytes != n * as_dtype_size(a->dtype)) {
+        snprintf(err, errlen, "field '%s': %zu data bytes but shape x %s needs %llu", key, a->nbytes,
+                 as_dtype_name(a->dtype), (unsigned long long)(n * as_dtype_size(a->dtype)));
+        return -1;
+    }
+    return 0;
+}
+
+static double half_to_double(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v;
+    if (e == 0) v = ldexp(m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexp(m + 1024, e - 25);
+    return s ? -v : v;
+}
+
+static double bf16_to_double(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#define GET_LOOP(T, conv) do { const unsigned char *p = (const unsigned char *)a->data + (size_t)start * sizeof(T); \
+    for (int64_t i = 0; i < n; i++) { T v; memcpy(&v, p + (size_t)i * sizeof(T), sizeof(T)); out[i] = conv; } } while (0)
+
+void as_array_get_i64(const as_array *a, int64_t start, int64_t n, int64_t *out)
+{
+    switch (a->dtype) {
+    case AS_DT_U8: GET_LOOP(uint8_t, (int64_t)v); break;
+    case AS_DT_I8: GET_LOOP(int8_t, (int64_t)v); break;
+    case AS_DT_I16: GET_LOOP(int16_t, (int64_t)v); break;
+    case AS_DT_I32: GET_LOOP(int32_t, (int64_t)v); break;
+    case AS_DT_I64: if (n) memcpy(out, (const char *)a->data + (size_t)start * 8, (size_t)n * 8); break;
+    case AS_DT_U32: GET_LOOP(uint32_t, (int64_t)v); break;
+    case AS_DT_U64: GET_LOOP(uint64_t, (int64_t)v); break;
+    case AS_DT_F16: GET_LOOP(uint16_t, (int64_t)half_to_double(v)); break;
+    case AS_DT_BF16: GET_LOOP(uint16_t, (int64_t)bf16_to_double(v)); break;
+    case AS_DT_F32: GET_LOOP(float, (int64_t)v); break;
+    case AS_DT_F64: GET_LOOP(double, (int64_t)v); break;
+    default: break;
+    }
+}
+
+void as_array_get_f64(const as_array *a, int64_t start, int64_t n, double *out)
+{
+    switch (a->dtype) {
+    case AS_DT_U8: GET_LOOP(uint8_t, (double)v); break;
+    case AS_DT_I8: GET_LOOP(int8_t, (double)v); break;
+    case AS_DT_I16: GET_LOOP(int16_t, (double)v); break;
+    case AS_DT_I32: GET_LOOP(int32_t, (double)v); break;
+    case AS_DT_I64: GET_LOOP(int64_t, (double)v); break;
+    case AS_DT_U32: GET_LOOP(uint32_t, (double)v); break;
+    case AS_DT_U64: GET_LOOP(uint64_t, (double)v); break;
+    case AS_DT_F16: GET_LOOP(uint16_t, half_to_double(v)); break;
+    case AS_DT_BF16: GET_LOOP(uint16_t, bf16_to_double(v)); break;
+    case AS_DT_F32: GET_LOOP(float, (double)v); break;
+    case AS_DT_F64: GET_LOOP(double, v); break;
+    default: break;
+    }
+}
+
+/* ==== writer ======================================================================== */
+
+struct as_writer {
+    FILE *f;
+    int own;
+    char *path, *tmp;
+    ZSTD_CCtx *cctx;
+    unsigned char *out;
+    size_t outsize;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+};
+
+static _Noreturn void wdie(as_writer *w, const char *what)
+{
+    int e = errno;
+    const char *name = w->path ? w->path : "<stdout>";
+    if (w->tmp) unlink(w->tmp);
+    as_die(AS_EXIT_ENV, "%s: %s: %s", name, what, strerror(e));
+}
+
+as_writer *as_writer_open(const char *path, int level, int workers)
+{
+    as_writer *w = as_calloc(1, sizeof *w);
+    if (!path || !strcmp(path, "-")) {
+        w->f = stdout;
+    } else {
+        w->path = as_strdup(path);
+        size_t n = strlen(path) + 32;
+        w->tmp = as_malloc(n);
+        snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+        w->f = fopen(w->tmp, "wb");
+        if (!w->f) { int e = errno; free(w->tmp); w->tmp = NULL; errno = e; wdie(w, "cannot create"); }
+        w->own = 1;
+    }
+    w->cctx = ZSTD_createCCtx();
+    if (!w->cctx) as_die(AS_EXIT_ENV, "out of memory (zstd)");
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level > 0 ? level : 3);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    if (workers > 0) ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_nbWorkers, workers);
+    w->outsize = ZSTD_CStreamOutSize();
+    w->out = as_malloc(w->outsize);
+    msgpack_sbuffer_init(&w->sb);
+    msgpack_packer_init(&w->pk, &w->sb, msgpack_sbuffer_write);
+    return w;
+}
+
+static void compress(as_writer *w, const void *p, size_t n, ZSTD_EndDirective mode)
+{
+    ZSTD_inBuffer in = { p, n, 0 };
+    for (;;) {
+        ZSTD_outBuffer out = { w->out, w->outsize, 0 };
+        size_t rem = ZSTD_compressStream2(w->cctx, &out, &in, mode);
+        if (ZSTD_isError(rem)) { errno = EIO; as_die(AS_EXIT_ENV, "zstd: %s", ZSTD_getErrorName(rem)); }
+        if (out.pos && fwrite(w->out, 1, out.pos, w->f) != out.pos) wdie(w, "write error");
+        if (mode == ZSTD_e_continue ? in.pos == in.size : rem == 0) break;
+    }
+}
+
+msgpack_packer *as_writer_pk(as_writer *w)
+{
+    msgpack_sbuffer_clear(&w->sb);
+    return &w->pk;
+}
+
+void as_writer_end_record(as_writer *w)
+{
+    compress(w, w->sb.data, w->sb.size, ZSTD_e_continue);
+    msgpack_sbuffer_clear(&w->sb);
+    if (w->sb.alloc > ((size_t)64 << 20)) {  /* do not keep a huge buffer around */
+        msgpack_sbuffer_destroy(&w->sb);
+        msgpack_sbuffer_init(&w->sb);
+    }
+}
+
+void as_writer_raw(as_writer *w, const void *p, size_t n)
+{
+    compress(w, p, n, ZSTD_e_continue);
+}
+
+void as_writer_header(as_writer *w, const char *tool, int argc, char **argv)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, argv ? 6 : 5);
+    as_pack_kv_str(pk, "kind", "header");
+    as_pack_kv_str(pk, "schema", AS_SCHEMA);
+    as_pack_kv_i64(pk, "version", AS_SCHEMA_VERSION);
+    as_pack_kv_str(pk, "tool", tool);
+    as_pack_kv_str(pk, "tool_version", AS_VERSION);
+    if (argv) {
+        as_pack_str(pk, "args");
+        msgpack_pack_array(pk, (size_t)argc);
+        for (int i = 0; i < argc; i++) as_pack_str(pk, argv[i]);
+    }
+    as_writer_end_record(w);
+}
+
+void as_writer_close(as_writer *w)
+{
+    compress(w, NULL, 0, ZSTD_e_end);
+    if (fflush(w->f)) wdie(w, "write error");
+    if (w->own) {
+        if (fsync(fileno(w->f)) && errno != EINVAL) wdie(w, "write error");
+        if (fclose(w->f)) { w->f = NULL; wdie(w, "write error"); }
+        if (rename(w->tmp, w->path)) wdie(w, "cannot rename into place");
+    } else if (ferror(w->f)) {
+        errno = EIO;
+        wdie(w, "write error");
+    }
+    ZSTD_freeCCtx(w->cctx);
+    msgpack_sbuffer_destroy(&w->sb);
+    free(w->out);
+    free(w->path);
+    free(w->tmp);
+    free(w);
+}
+
+void as_writer_abort(as_writer *w)
+{
+    if (!w) return;
+    if (w->own) {
+        fclose(w->f);
+        unlink(w->tmp);
+    }
+}
+
+void as_pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+void as_pack_kv_str(msgpack_packer *pk, const char *k, const char *v) { as_pack_str(pk, k); as_pack_str(pk, v); }
+void as_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v) { as_pack_str(pk, k); msgpack_pack_int64(pk, v); }
+void as_pack_kv_f64(msgpack_packer *pk, const char *k, double v) { as_pack_str(pk, k); msgpack_pack_double(pk, v); }
+
+void as_pack_kv_array(msgpack_packer *pk, const char *k, as_dtype dt, const void *data, int ndim, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    size_t nbytes = n * as_dtype_size(dt);
+    as_pack_str(pk, k);
+    msgpack_pack_map(pk, 3);
+    as_pack_kv_str(pk, "dtype", as_dtype_name(dt));
+    as_pack_str(pk, "shape");
+    msgpack_pack_array(pk, (size_t)ndim);
+    for (int i = 0; i < ndim; i++) msgpack_pack_int64(pk, shape[i]);
+    as_pack_str(pk, "data");
+    msgpack_pack_bin(pk, nbytes);
+    msgpack_pack_bin_body(pk, data, nbytes);
+}

@@ -1,0 +1,122 @@
+/* stream.h - the record stream between autoshard tools.
+ *
+ * A stream is one zstd stream (one or more frames) of concatenated msgpack records. Every
+ * record is a map with a string field "kind". The first record of a stream is a header
+ * {"kind":"header","schema":"autoshard","version":1,"tool":...}; concatenating streams
+ * (cat a b) gives a valid stream, so further headers may appear anywhere. Large numeric
+ * arrays are maps {"dtype":"int32","shape":[n,...],"data":<bin, little-endian>}.
+ * docs/FORMAT.md is the contract.
+ *
+ * Reading is robust by construction: not-zstd input, empty input, truncated frames,
+ * truncated or malformed records, unknown schema versions, records over the size cap and
+ * arrays whose length disagrees with dtype x shape are errors with a one-line message
+ * naming the input and the record number. Writing checks every write.
+ */
+#ifndef AS_STREAM_H
+#define AS_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <msgpack.h>
+
+#define AS_SCHEMA "autoshard"
+#define AS_SCHEMA_VERSION 1
+/* default cap on one record's encoded size; env AS_MAX_RECORD (bytes, suffixes K/M/G) overrides */
+#define AS_RECORD_CAP_DEFAULT ((size_t)2 << 30)
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+typedef struct as_reader as_reader;
+
+typedef struct {
+    msgpack_object obj;     /* the record: a map; valid until the next as_reader_next */
+    const char *raw;        /* its encoded bytes, for pass-through */
+    size_t rawlen;
+    const char *kind;       /* value of "kind" (not NUL-terminated) */
+    size_t kindlen;
+    uint64_t index;         /* 1-based record number within the input */
+} as_record;
+
+/* path NULL or "-" reads stdin. Returns NULL (and prints "as-x: FILE: strerror") if the
+ * file cannot be opened. */
+as_reader *as_reader_open(const char *path);
+/* Reader over an already-open FILE (not closed by as_reader_close); name for messages. */
+as_reader *as_reader_from_file(FILE *f, const char *name);
+/* 1: a record; 0: clean end of input; -1: error, message in as_reader_error() */
+int as_reader_next(as_reader *r, as_record *rec);
+/* as_reader_next, but prints the error and exits 1 on error */
+int as_reader_next_or_die(as_reader *r, as_record *rec);
+const char *as_reader_error(const as_reader *r);   /* "FILE: record 3: ..." */
+const char *as_reader_name(const as_reader *r);
+void as_reader_close(as_reader *r);
+size_t as_record_cap(void);
+
+int as_rec_is(const as_record *rec, const char *kind);
+
+/* ---- looking inside records --------------------------------------------------------- */
+
+/* value of key in a map, or NULL */
+const msgpack_object *as_obj_get(const msgpack_object *map, const char *key);
+/* typed getters: 0 ok, -1 missing or wrong type / out of range */
+int as_obj_i64(const msgpack_object *map, const char *key, int64_t *out);
+int as_obj_f64(const msgpack_object *map, const char *key, double *out);   /* ints accepted */
+/* string into buf (NUL-terminated, truncated to len-1); 0 ok */
+int as_obj_str(const msgpack_object *map, const char *key, char *buf, size_t len);
+int as_obj_streq(const msgpack_object *o, const char *s);   /* o is a str equal to s */
+
+typedef enum {
+    AS_DT_U8, AS_DT_I8, AS_DT_I16, AS_DT_I32, AS_DT_I64, AS_DT_U32, AS_DT_U64,
+    AS_DT_F16, AS_DT_BF16, AS_DT_F32, AS_DT_F64, AS_DT_COUNT
+} as_dtype;
+
+const char *as_dtype_name(as_dtype d);   /* "uint8", "int32", "float16", ... */
+size_t as_dtype_size(as_dtype d);
+int as_dtype_parse(const char *s, size_t n, as_dtype *out);
+
+#define AS_ARRAY_MAX_DIMS 8
+typedef struct {
+    as_dtype dtype;
+    int ndim;
+    int64_t shape[AS_ARRAY_MAX_DIMS];
+    int64_t n;              /* number of elements = product of shape */
+    const void *data;       /* unaligned, little-endian; points into the record */
+    size_t nbytes;
+} as_array;
+
+/* Parse the array stored under key. Validates dtype, shape and that the bin length is
+ * exactly n * dtype size. 0 ok, -1 with err filled ("field 'indices': ..."). */
+int as_obj_array(const msgpack_object *map, const char *key, as_array *a, char *err, size_t errlen);
+/* copy element range [start, start+n) converted to int64 / double (integer or float dtypes) */
+void as_array_get_i64(const as_array *a, int64_t start, int64_t n, int64_t *out);
+void as_array_get_f64(const as_array *a, int64_t start, int64_t n, double *out);
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+typedef struct as_writer as_writer;
+
+/* path NULL or "-" writes stdout; a file is written under a temporary name and renamed
+ * into place by as_writer_close. level: zstd level (0 = default 3); workers: zstd threads.
+ * On failure prints and exits 3. */
+as_writer *as_writer_open(const char *path, int level, int workers);
+/* the header record: tool name and the command line (argc/argv may be 0/NULL) */
+void as_writer_header(as_writer *w, const char *tool, int argc, char **argv);
+/* packer for the next record; pack exactly one map, then call as_writer_end_record */
+msgpack_packer *as_writer_pk(as_writer *w);
+void as_writer_end_record(as_writer *w);
+/* an already-encoded record, passed through unchanged */
+void as_writer_raw(as_writer *w, const void *p, size_t n);
+/* finish the zstd frame, flush, close and rename into place; prints and exits 3 on error */
+void as_writer_close(as_writer *w);
+/* remove a partial output (used on error paths before exiting) */
+void as_writer_abort(as_writer *w);
+
+/* helpers for packing */
+void as_pack_str(msgpack_packer *pk, const char *s);
+void as_pack_kv_str(msgpack_packer *pk, const char *k, const char *v);
+void as_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v);
+void as_pack_kv_f64(msgpack_packer *pk, const char *k, double v);
+/* key, then an array map {"dtype","shape","data"}; data little-endian host layout */
+void as_pack_kv_array(msgpack_packer *pk, const char *k, as_dtype dt, const void *data,
+                      int ndim, const int64_t *shape);
+
+#endif

@@ -1,0 +1,72 @@
+/* torchsave.h - read torch.save files in C, without Python.
+ *
+ * Formats: the zip format (PyTorch >= 1.6, ZIP64 included) and the legacy format
+ * (magic number, protocol, sys_info, pickle, storage keys, raw storages), either plain or
+ * gzip-compressed (.pt.gz, detected by magic bytes, not by name). A gzip or non-seekable
+ * input (a pipe, "-" = stdin) is decompressed once into an unlinked temporary file in
+ * $TMPDIR (default /tmp), so memory stays bounded whatever the file size.
+ *
+ * The pickle interpreter accepts only tensor rebuilds (torch._utils._rebuild_tensor_v2/_v3),
+ * storage classes (torch.XStorage, torch.storage.UntypedStorage / TypedStorage), dtype
+ * globals (torch.float32 ...) and collections.OrderedDict; containers are tuple, list, dict.
+ * Anything else is rejected with a clear error and never executed. Ints, floats, strings,
+ * bools and None may appear in containers (they are not tensors and are not listed).
+ *
+ * Every error is reported through the err buffer as one line (no trailing newline),
+ * e.g. "zip: central directory entry 3 lies outside the file" or
+ * "pickle: global 'os system' is not allowed"; the functions never print and never exit.
+ */
+#ifndef AS_TORCHSAVE_H
+#define AS_TORCHSAVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    PT_BOOL, PT_UINT8, PT_INT8, PT_INT16, PT_INT32, PT_INT64,
+    PT_FLOAT16, PT_BFLOAT16, PT_FLOAT32, PT_FLOAT64, PT_NDTYPES
+} pt_dtype;
+
+const char *pt_dtype_name(pt_dtype d);   /* "int32", "float16", "bool", ... (torch names) */
+size_t pt_dtype_size(pt_dtype d);
+
+#define PT_MAX_DIMS 8
+
+typedef struct {
+    char path[256];           /* where the tensor sits in the object, Python syntax relative to
+                                 the root: "" for a bare tensor, "[0]", "['lS_indices'][3]" */
+    pt_dtype dtype;
+    int ndim;
+    int64_t shape[PT_MAX_DIMS];
+    int64_t stride[PT_MAX_DIMS];   /* in elements */
+    int64_t storage_offset;        /* in elements */
+    int storage;                   /* index of its storage (shared storages share it) */
+    int64_t numel;                 /* product of shape */
+} pt_tensor;
+
+typedef struct pt_file pt_file;
+
+/* Open and parse the structure (zip directory / legacy pickles, the object pickle, the
+ * storages' sizes and locations). Storage bytes are not read. Bounds are checked: every
+ * tensor's extent (offset, shape, strides) must lie inside its storage.
+ * Returns NULL and fills err on failure. path "-" reads stdin. */
+pt_file *pt_open(const char *path, char *err, size_t errlen);
+void pt_close(pt_file *f);
+
+int pt_ntensors(const pt_file *f);
+const pt_tensor *pt_get(const pt_file *f, int i);
+/* index of the tensor whose path equals path, or -1 */
+int pt_find(const pt_file *f, const char *path);
+/* the kind of the root object: "tensor", "tuple", "list", "dict" (OrderedDict counts as dict) */
+const char *pt_root_kind(const pt_file *f);
+/* format description for --list headers: "zip", "zip64", "legacy", with " (gzip)" appended */
+const char *pt_format(const pt_file *f);
+
+/* Read logical elements [start, start+n) of tensor i in row-major order (whatever the
+ * strides), converted to int64 (floats truncated toward zero; bool 0/1) or to double.
+ * Efficient for large contiguous ranges (reads in chunks straight from the file).
+ * Returns 0 on success, -1 with err filled (I/O error, short file). */
+int pt_read_i64(pt_file *f, int i, int64_t start, int64_t n, int64_t *out, char *err, size_t errlen);
+int pt_read_f64(pt_file *f, int i, int64_t start, int64_t n, double *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,109 @@
+/* runner.c - runs the registered unit tests; see unit.h */
+#include "unit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UT_MAX 1024
+static struct { const char *name; ut_fn fn; const char *file; } tests[UT_MAX];
+static int ntests;
+static int cur_failed;
+static char tmpdir[256];
+
+void ut_register(const char *name, ut_fn fn, const char *file)
+{
+    if (ntests == UT_MAX) { fprintf(stderr, "too many tests\n"); exit(2); }
+    tests[ntests].name = name;
+    tests[ntests].fn = fn;
+    tests[ntests].file = file;
+    ntests++;
+}
+
+int ut_check(int ok, const char *expr, const char *file, int line)
+{
+    if (!ok) {
+        fprintf(stderr, "  %s:%d: check failed: %s\n", file, line, expr);
+        cur_failed = 1;
+    }
+    return ok;
+}
+
+int ut_check_i64(int64_t a, int64_t b, const char *ea, const char *eb, const char *file, int line)
+{
+    if (a != b) {
+        fprintf(stderr, "  %s:%d: %s == %s failed: %lld != %lld\n", file, line, ea, eb, (long long)a, (long long)b);
+        cur_failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+int ut_check_near(double a, double b, double tol, const char *ea, const char *eb, const char *file, int line)
+{
+    if (!(fabs(a - b) <= tol)) {
+        fprintf(stderr, "  %s:%d: %s ~ %s failed: %.9g vs %.9g (tol %g)\n", file, line, ea, eb, a, b, tol);
+        cur_failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+int ut_check_str(const char *a, const char *b, const char *ea, const char *eb, const char *file, int line)
+{
+    if (!a || !b || strcmp(a, b)) {
+        fprintf(stderr, "  %s:%d: %s == %s failed: \"%s\" != \"%s\"\n", file, line, ea, eb, a ? a : "(null)", b ? b : "(null)");
+        cur_failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+const char *ut_fixture(const char *rel)
+{
+    static char buf[4096];
+    const char *root = getenv("AS_FIXTURES");
+    if (!root) root = "../shared/fixtures/torch-save";
+    snprintf(buf, sizeof buf, "%s/%s", root, rel);
+    return buf;
+}
+
+static void rm_tmpdir(void)
+{
+    if (tmpdir[0]) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd)) { /* best effort */ }
+    }
+}
+
+const char *ut_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/as-unit-XXXXXX", t ? t : "/tmp");
+        if (!mkdtemp(tmpdir)) { perror("mkdtemp"); exit(2); }
+        atexit(rm_tmpdir);
+    }
+    return tmpdir;
+}
+
+int main(int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (argc > 1) {
+            int want = 0;
+            for (int a = 1; a < argc; a++)
+                if (strstr(tests[i].name, argv[a]) || strstr(tests[i].file, argv[a])) want = 1;
+            if (!want) continue;
+        }
+        cur_failed = 0;
+        tests[i].fn();
+        if (cur_failed) { failed++; fprintf(stderr, "FAIL %s (%s)\n", tests[i].name, tests[i].file); }
+        else passed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
