@@ -79,7 +79,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(LIBA)
 
 # ---- dependencies --------------------------------------------------------------------
 DEB_PKGS := build-essential pkg-config libzstd-dev libmsgpack-dev zlib1g-dev libopenblas-dev \
-            parallel bats bats-assert bats-support gnuplot-nox zstd python3
+            parallel bats bats-assert bats-support gnuplot-nox zstd jq bsdutils bc time python3
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -116,7 +116,7 @@ asan:
 # ---- the main job --------------------------------------------------------------------
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(MAKE) --no-print-directory -f pipelines/demo.mk
+	$(MAKE) --no-print-directory -f pipelines/demo.mk BIN=$(BIN)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

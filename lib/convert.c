@@ -207,6 +207,21 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
             snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
             return -1;
         }
+    /* Which offsets convention? The prototype slices MetaSyn's offsets per table into B+1
+       entries ending at the table's total; DLRM's lS_o has B entries (the end implied).
+       With B+1 entries every table ends at its total, so decide over the whole pool. */
+    int with_total = T > 0;
+    for (int64_t t = 0; t < T && with_total; t++) {
+        snprintf(path, sizeof path, "['lS_offsets'][%" PRId64 "]", t);
+        int to = pt_find(f, path);
+        snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", t);
+        int ti = pt_find(f, path);
+        if (to < 0 || ti < 0) { with_total = 0; break; }
+        const pt_tensor *O = pt_get(f, to);
+        int64_t last;
+        if (O->numel < 2 || pt_read_i64(f, to, O->numel - 1, 1, &last, c->err, c->errlen) || last != pt_get(f, ti)->numel)
+            with_total = 0;
+    }
     p->total = (double)n;
     for (int64_t k = 0; k < n; k++) {
         int64_t t = o->select ? o->select[k] : k;
@@ -228,7 +243,7 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
         if (pt_read_i64(f, to, 0, no, off, c->err, c->errlen)) { free(off); return -1; }
         /* DLRM convention: B offsets, the first 0, the end implied by the indices count;
            a trailing total (B+1 entries ending at nidx) is accepted too */
-        int64_t B = (no > 1 && off[no - 1] == nidx && no - 1 > 0 && nidx > 0) ? no - 1 : no;
+        int64_t B = with_total ? no - 1 : no;
         off[B] = nidx;
         if (no == 0 || off[0] != 0) {
             snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[0] = %" PRId64 ", expected 0", t, no ? off[0] : -1);

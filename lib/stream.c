@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -516,11 +517,24 @@ static _Noreturn void wdie(as_writer *w, const char *what)
     as_die(AS_EXIT_ENV, "%s: %s: %s", name, what, strerror(e));
 }
 
+static int is_regular_or_absent(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st)) return 1;
+    return S_ISREG(st.st_mode);
+}
+
 as_writer *as_writer_open(const char *path, int level, int workers)
 {
     as_writer *w = as_calloc(1, sizeof *w);
     if (!path || !strcmp(path, "-")) {
         w->f = stdout;
+    } else if (!is_regular_or_absent(path)) {
+        /* a device or a fifo (/dev/null, /dev/full, a named pipe): write it directly */
+        w->path = as_strdup(path);
+        w->f = fopen(path, "wb");
+        if (!w->f) wdie(w, "cannot open");
+        w->own = 2;
     } else {
         w->path = as_strdup(path);
         size_t n = strlen(path) + 32;
@@ -596,7 +610,9 @@ void as_writer_close(as_writer *w)
 {
     compress(w, NULL, 0, ZSTD_e_end);
     if (fflush(w->f)) wdie(w, "write error");
-    if (w->own) {
+    if (w->own == 2) {
+        if (fclose(w->f)) { w->f = NULL; wdie(w, "write error"); }
+    } else if (w->own) {
         if (fsync(fileno(w->f)) && errno != EINVAL) wdie(w, "write error");
         if (fclose(w->f)) { w->f = NULL; wdie(w, "write error"); }
         if (rename(w->tmp, w->path)) wdie(w, "cannot rename into place");
@@ -617,7 +633,7 @@ void as_writer_abort(as_writer *w)
     if (!w) return;
     if (w->own) {
         fclose(w->f);
-        unlink(w->tmp);
+        if (w->tmp) unlink(w->tmp);
     }
 }
 

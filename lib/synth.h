@@ -38,8 +38,9 @@ typedef struct {
 typedef struct {
     int64_t hash;        /* E the indices are drawn from, >= 1 (measured rows <= hash) */
     double pooling;      /* mean bag length L (0: an empty table), pool_scale applied */
-    double zipf;         /* exponent s: rank r (0-based) is drawn with weight (r+q)^-s */
-    double offset;       /* q >= 1 (1 = plain Zipf; larger flattens the hottest ranks) */
+    double zipf;         /* head exponent s: rank r (0-based) has weight (r+1)^-s ... */
+    double zipf2;        /* ... up to the knee, then falls off with exponent s2 >= s */
+    double knee;         /* K >= 1: weight(r) = K^(s2-s) (r+1)^-s2 for r+1 > K */
 } as_synth_params;
 
 /* Returns 0, or -EINVAL for a bad config or t out of range. */

@@ -69,4 +69,17 @@ const char *pt_format(const pt_file *f);
 int pt_read_i64(pt_file *f, int i, int64_t start, int64_t n, int64_t *out, char *err, size_t errlen);
 int pt_read_f64(pt_file *f, int i, int64_t start, int64_t n, double *out, char *err, size_t errlen);
 
+/* Additions (not in the first contract):
+ * pt_read_raw: like pt_read_i64 but copies the elements unconverted, pt_dtype_size(dtype)
+ *   little-endian bytes each (bool as one 0/1 byte), e.g. int32 indices without widening.
+ * pt_nstorages: number of distinct storages (pt_tensor.storage is in [0, pt_nstorages)).
+ * Notes: pt_format says "zip64" only when the archive needs ZIP64 (a size, offset or count
+ * saturated in the 32-bit fields), not merely because PyTorch wrote the ZIP64 records.
+ * pt_root_kind is "other" for a root that is not a tensor or container. Reads on one
+ * pt_file share a buffer: use one pt_file per thread. Float to int64 truncates toward zero,
+ * saturates out-of-range values and maps NaN to 0. torch._utils._rebuild_parameter(_with_state)
+ * is accepted too (a Parameter reads as its tensor). */
+int pt_read_raw(pt_file *f, int i, int64_t start, int64_t n, void *out, char *err, size_t errlen);
+int pt_nstorages(const pt_file *f);
+
 #endif

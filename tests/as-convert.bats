@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# as-convert: torch.save reading (--list/--dump on real files), MetaSyn/prototype conversion
+# with validation, the synthetic pool, and the command-line contract.
+load test_helper/common
+
+@test "as-convert --help and --version" {
+    run as-convert --help
+    assert_success
+    assert_output --partial "usage: as-convert"
+    assert_output --partial "--synth"
+    assert_output --partial "Exit status"
+    run as-convert --version
+    assert_success
+    assert_line --index 0 --regexp '^as-convert [0-9.]+$'
+}
+
+@test "as-convert: usage errors are exit 2" {
+    run as-convert --bogus
+    assert_failure 2
+    run as-convert
+    assert_failure 2
+    assert_output --partial "no input file"
+    run as-convert --synth --dims 16,x
+    assert_failure 2
+    run as-convert --synth --batch 0
+    assert_failure 2
+    run as-convert --synth --list
+    assert_failure 2
+    run as-convert --synth some.pt
+    assert_failure 2
+    run as-convert --tables 1,,2 x.pt
+    assert_failure 2
+    run as-convert --synth --preset huge
+    assert_failure 2
+}
+
+@test "as-convert: refuses to write binary to a terminal" {
+    run_tty as-convert --synth --preset tiny
+    assert_failure 2
+    assert_output --partial "refusing to write binary output to a terminal"
+}
+
+@test "as-convert: a write error is exit 3 and leaves no partial file" {
+    run sh -c 'as-convert --synth --preset tiny > /dev/full'
+    assert_failure 3
+    run as-convert --synth --preset tiny -o /dev/full
+    assert_failure 3
+    mkdir "$T/ro" && chmod 500 "$T/ro"
+    if [ "$(id -u)" != 0 ]; then
+        run as-convert --synth --preset tiny -o "$T/ro/x.ast"
+        assert_failure 3
+    fi
+}
+
+@test "as-convert: empty, non-torch and missing inputs are exit 1" {
+    : > "$T/empty.pt"
+    run as-convert "$T/empty.pt"
+    assert_failure 1
+    assert_output --regexp "^as-convert: $T/empty.pt: "
+    echo "hello world, not a torch file" > "$T/text.pt"
+    run as-convert --list "$T/text.pt"
+    assert_failure 1
+    run as-convert --list "$T/none.pt"
+    assert_failure 1
+    run as-convert - < /dev/null
+    assert_failure 1
+}
+
+@test "as-convert --list and --dump read every real torch.save fixture" {
+    n=0
+    for f in "$FIXTURES"/gopickle/*.pt; do
+        b=$(basename "$f" .pt)
+        dt=${b#tensor_}; dt=${dt%%_proto*}
+        case $dt in
+            int8|int16|int32|int64) want="1 -2 3 -4" ;;
+            uint8) want="1 10 100 255" ;;
+            bool) want="true false true false" ;;
+            *) want="1.2 -3.4 5.6 -7.8" ;;
+        esac
+        run as-convert --list "$f"
+        assert_success
+        assert_output ".	$dt	[4]"
+        run as-convert --dump "$f"
+        assert_success
+        assert_output ".	$dt	[4]	$want"
+        n=$((n+1))
+    done
+    [ "$n" -eq 100 ]
+}
+
+@test "as-convert: gzip'd and piped torch.save files read the same" {
+    f="$FIXTURES/gopickle/tensor_float16_proto2_zip.pt"
+    gzip -c "$f" > "$T/x.pt.gz"
+    run as-convert --dump "$T/x.pt.gz"
+    assert_success
+    assert_output ".	float16	[4]	1.2 -3.4 5.6 -7.8"
+    run sh -c "cat '$FIXTURES/gopickle/tensor_int64_proto1.pt' | as-convert --dump -"
+    assert_success
+    assert_output ".	int64	[4]	1 -2 3 -4"
+}
+
+@test "as-convert: truncated torch.save files are exit 1, never a crash" {
+    for f in "$FIXTURES/gopickle/tensor_int32_proto2_zip.pt" "$FIXTURES/gopickle/tensor_int32_proto2.pt"; do
+        size=$(stat -c %s "$f")
+        for cut in 0 1 10 $((size/3)) $((size/2)) $((size-30)) $((size-1)); do
+            head -c "$cut" "$f" > "$T/cut.pt"
+            run as-convert --dump "$T/cut.pt"
+            assert_failure 1
+        done
+    done
+}
+
+@test "as-convert --synth: valid tables, deterministic for a seed" {
+    as-convert --synth --preset tiny -o "$T/a.ast"
+    as-convert --synth --preset tiny > "$T/b.ast"
+    as-convert --synth --preset tiny --seed 1 -o "$T/c.ast"
+    run as-show --count "$T/a.ast"
+    assert_line "table	32"
+    [ "$(canon "$T/a.ast")" = "$(canon "$T/b.ast")" ]
+    [ "$(canon "$T/a.ast")" != "$(canon "$T/c.ast")" ]
+    # invariants of every table record
+    run sh -c "as-show --full --no-header '$T/a.ast' | jq -e -s 'all(.[];
+        .kind == \"table\" and .batch == 512 and (.offsets.shape == [513]) and .offsets.data[0] == 0
+        and .offsets.data[-1] == .lookups and (.indices.shape == [.lookups])
+        and ((.indices.data | max // 0) < .rows) and ((.indices.data | min // 0) >= 0)
+        and (.pooling - .lookups / .batch | fabs) < 1e-12 and (.dim == 16 or .dim == 32))'"
+    assert_success
+    # both default dims occur
+    run sh -c "as-show --no-header '$T/a.ast' | jq -r .dim | sort -u | tr '\n' ' '"
+    assert_output "16 32 "
+}
+
+@test "as-convert --synth: --first and the pool size select the same tables" {
+    as-convert --synth --preset tiny -o "$T/all.ast"
+    as-convert --synth --preset tiny --first 5 -o "$T/first.ast"
+    [ "$(canon "$T/first.ast")" = "$(canon "$T/all.ast" | head -5)" ]
+    as-convert --synth --preset tiny --dims 64 --first 3 -o "$T/d.ast"
+    run sh -c "as-show --no-header '$T/d.ast' | jq -r .dim | sort -u"
+    assert_output "64"
+}
+
+@test "as-convert: concatenated outputs are one valid stream" {
+    as-convert --synth --preset tiny --first 2 -o "$T/a.ast"
+    as-convert --synth --preset tiny --seed 3 --first 3 -o "$T/b.ast"
+    run sh -c "cat '$T/a.ast' '$T/b.ast' | as-show --count"
+    assert_success
+    assert_line "header	2"
+    assert_line "table	5"
+}
