@@ -110,8 +110,8 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 NVCC= \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  all build-asan/unit-tests
-	ASAN_OPTIONS=detect_leaks=0 build-asan/unit-tests
-	AS_BIN=$(CURDIR)/build-asan/bin AS_TOOLS=$(CURDIR)/build-asan/tools ASAN_OPTIONS=detect_leaks=0 bats tests/
+	ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86 build-asan/unit-tests
+	AS_BIN=$(CURDIR)/build-asan/bin AS_TOOLS=$(CURDIR)/build-asan/tools ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86 bats tests/
 
 # ---- the main job --------------------------------------------------------------------
 demo: deps

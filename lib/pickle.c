@@ -795,6 +795,10 @@ as_pickle_obj *as_pickle_load(as_pickle *p, const void *buf, size_t len, int fd,
 {
     p->err[0] = 0;
     p->sp = p->nmarks = p->memolen = 0;
+    if (!p->stack) {   /* never NULL, so stack + k is always defined */
+        if (!(p->stack = malloc(64 * sizeof *p->stack))) return as_pickle_fail(p, "out of memory");
+        p->stackcap = 64;
+    }
     if (p->memo) memset(p->memo, 0, p->memocap * sizeof *p->memo);
     p->mem = buf;
     if (buf) {

@@ -28,12 +28,12 @@
 /* hash size: E = min(EMAX, ceil(EMAX * E_OVER * u^E_POW)), u uniform (0,1]; ~4% of tables
  * sit at the clamp, mean ~4.1M, and small tables (down to 1 row) are rare but present */
 static double syn_e_over = 1.10;
-static double syn_e_pow = 2.34;
+static double syn_e_pow = 2.42;
 /* pooling: empty with probability L_EMPTY, else a Lomax power law
  * L = L_SCALE * (u^(-1/L_ALPHA) - 1) clamped to L_MAX */
 static double syn_l_empty = 0.03;
-static double syn_l_scale = 3.0;
-static double syn_l_alpha = 0.85;
+static double syn_l_scale = 10.2;
+static double syn_l_alpha = 1.5;
 static double syn_l_max = 193.0;
 /* Zipf exponent: s = S_LO + (S_HI - S_LO) * u^S_POW */
 static double syn_s_lo = 0.55;

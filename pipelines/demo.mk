@@ -21,14 +21,8 @@ $(POOL): $(BIN)/as-convert
 	@mkdir -p $(OUT)
 	$(BIN)/as-convert --synth --preset $(PRESET) --seed $(SEED) -o $@
 
-$(OUT)/pool-summary-$(PRESET)-s$(SEED).txt: $(POOL) $(BIN)/as-show
+$(OUT)/pool-summary-$(PRESET)-s$(SEED).txt: $(POOL) $(BIN)/as-show pipelines/pool-summary.jq
 	@{ $(BIN)/as-show --version | tail -1; \
 	   echo "pool: $(POOL) ($$(stat -c %s $(POOL)) bytes)"; \
-	   $(BIN)/as-show --no-header --head 0 $(POOL) | jq -rs ' \
-	     "tables: \(length), batch: \(.[0].batch), lookups: \(map(.lookups) | add)", \
-	     "rows (hash size) max/mean/min: \(map(.rows) | max) / \((map(.rows) | add) / length | floor) / \(map(.rows) | min)", \
-	     "pooling factor max/mean/min: \(map(.pooling) | max * 100 | round / 100) / \((map(.pooling) | add) / length * 100 | round / 100) / \(map(.pooling) | min)", \
-	     "empty tables: \(map(select(.lookups == 0)) | length), dims: \(map(.dim) | group_by(.) | map("\(.[0]) x\(length)") | join(", "))", \
-	     "", "first tables:", "  id      rows  pooling  dim", \
-	     (.[0:8][] | "  \(.id | tostring | (" " * (2 - length)) + .)  \(.rows | tostring | (" " * (8 - length)) + .)  \(.pooling * 100 | round / 100 | tostring | (" " * (7 - length)) + .)  \(.dim)")'; \
+	   $(BIN)/as-show --no-header --head 0 $(POOL) | jq -rs -f pipelines/pool-summary.jq; \
 	 } > $@.tmp && mv $@.tmp $@

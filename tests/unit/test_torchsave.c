@@ -388,8 +388,8 @@ static void check_stdin(const char *src, int gz)
     close(pfd[0]);
     char err[256] = "";
     pt_file *f = pt_open("-", err, sizeof err);
-    dup2(saved, 0);
-    close(saved);
+    if (saved >= 0) { dup2(saved, 0); close(saved); }
+    else close(0);
     if (!CHECK(f)) { fprintf(stderr, "  %s\n", err); free(d); return; }
     CHECK_STR(pt_format(f), gz ? "zip (gzip)" : "zip");
     int64_t v[4];
