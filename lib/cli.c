@@ -19,6 +19,7 @@ void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char 
     c->help = help;
     c->argc = argc;
     c->argv = argv;
+    c->zlevel = c->zworkers = -1;
     as_prog = tool;
     opterr = 0;   /* we print our own messages */
 }
@@ -49,6 +50,8 @@ int as_cli_common(as_cli *c, int opt, const char *arg)
     case 'v': as_verbosity = 2; return 1;
     case AS_OPT_FORCE: c->force = 1; return 1;
     case AS_OPT_PROGRESS: c->progress = 2; return 1;
+    case AS_OPT_ZLEVEL: c->zlevel = (int)as_cli_i64(c, "--zstd-level", arg, 1, 19); return 1;
+    case AS_OPT_ZWORKERS: c->zworkers = (int)as_cli_i64(c, "--zstd-workers", arg, 0, 64); return 1;
     case '?':
         if (optopt >= AS_OPT_FORCE || optopt == 0) as_cli_usage(c, "unknown option '%s'", c->argv[optind - 1]);
         as_cli_usage(c, "unknown option '-%c'", optopt);
@@ -87,6 +90,8 @@ as_writer *as_cli_open_output(as_cli *c)
     if (e && as_parse_i64(e, 1, 19, &v) == 0) level = (int)v;
     e = getenv("AS_ZSTD_WORKERS");
     if (e && as_parse_i64(e, 0, 64, &v) == 0) workers = (int)v;
+    if (c->zlevel > 0) level = c->zlevel;
+    if (c->zworkers >= 0) workers = c->zworkers;
     as_writer *w = as_writer_open(c->output, level, workers);
     as_writer_header(w, c->tool, c->argc, c->argv);
     return w;

@@ -15,7 +15,7 @@
 
 #include "stream.h"
 
-enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_TOOL_BASE = 1100 };
+enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_OPT_ZWORKERS, AS_OPT_TOOL_BASE = 1100 };
 
 #define AS_CLI_COMMON_OPTIONS \
     { "help", no_argument, 0, 'h' }, \
@@ -25,6 +25,8 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_TOOL_BASE = 
     { "verbose", no_argument, 0, 'v' }, \
     { "force", no_argument, 0, AS_OPT_FORCE }, \
     { "progress", no_argument, 0, AS_OPT_PROGRESS }, \
+    { "zstd-level", required_argument, 0, AS_OPT_ZLEVEL }, \
+    { "zstd-workers", required_argument, 0, AS_OPT_ZWORKERS }, \
     { 0, 0, 0, 0 }
 #define AS_CLI_COMMON_SHORT "ho:qv"
 
@@ -37,6 +39,10 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_TOOL_BASE = 
     "  -v, --verbose       more messages\n" \
     "      --progress      progress on stderr even when it is not a terminal\n" \
     "      --force         write binary output even to a terminal\n" \
+    "      --zstd-level N  compression level of binary output, 1-19 (default 3;\n" \
+    "                      environment AS_ZSTD_LEVEL)\n" \
+    "      --zstd-workers N  compression threads (default 0 = in the calling thread;\n" \
+    "                      environment AS_ZSTD_WORKERS)\n" \
     "  -h, --help          this help\n" \
     "      --version       version and build information\n" \
     "\n" \
@@ -49,6 +55,7 @@ typedef struct {
     const char *help;       /* full help text (printed after the usage line) */
     const char *output;     /* -o FILE or NULL */
     int force;
+    int zlevel, zworkers;   /* -1 = not given */
     int progress;           /* 1 when progress should be shown */
     int argc;
     char **argv;

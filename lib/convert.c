@@ -37,12 +37,12 @@ void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64
         /* offsets fit int32: halve their size */
         int32_t *o32 = as_malloc((size_t)oshape * sizeof *o32);
         for (int64_t b = 0; b <= batch; b++) o32[b] = (int32_t)offsets[b];
-        as_pack_kv_array(pk, "offsets", AS_DT_I32, o32, 1, &oshape);
+        as_writer_kv_array(w, "offsets", AS_DT_I32, o32, 1, &oshape);
         free(o32);
     } else {
-        as_pack_kv_array(pk, "offsets", AS_DT_I64, offsets, 1, &oshape);
+        as_writer_kv_array(w, "offsets", AS_DT_I64, offsets, 1, &oshape);
     }
-    as_pack_kv_array(pk, "indices", idx_dt, indices, 1, &ishape);
+    as_writer_kv_array(w, "indices", idx_dt, indices, 1, &ishape);
     as_writer_end_record(w);
 }
 
@@ -58,44 +58,76 @@ typedef struct {
     char *err;
     size_t errlen;
     int64_t *ibuf;        /* CHUNK int64 scratch */
+    void *out;            /* the current table's indices, reused across tables */
+    size_t outcap;        /* bytes */
 } ctx;
 
-/* Read tensor ti's elements [start, start+n) as indices, check >= 0, narrow into a
- * freshly allocated int32 (or int64 when some index needs it) array. */
+static void *out_buf(ctx *c, size_t bytes)
+{
+    if (bytes > c->outcap) {
+        free(c->out);
+        c->outcap = bytes + bytes / 4;
+        c->out = as_malloc(c->outcap);
+    }
+    return c->out;
+}
+
+/* Read tensor ti's elements [start, start+n) as indices, check >= 0, into the reusable
+ * buffer as int32 (or int64 when some index needs it). */
 static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t table, as_dtype *dt, int64_t *maxv)
 {
-    int32_t *out32 = as_malloc((size_t)(n ? n : 1) * sizeof *out32);
-    int64_t *out64 = NULL;
+    pt_dtype src = pt_get(c->f, ti)->dtype;
     int64_t mx = -1;
+    if (src == PT_INT32) {
+        /* the common case (MetaSyn): copy raw, then scan */
+        int32_t *o = out_buf(c, (size_t)(n ? n : 1) * sizeof *o);
+        for (int64_t s = 0; s < n; s += CHUNK) {
+            int64_t m = n - s < CHUNK ? n - s : CHUNK;
+            if (pt_read_raw(c->f, ti, start + s, m, o + s, c->err, c->errlen)) return NULL;
+            int32_t lo = 0, hi = -1;
+            for (int64_t i = 0; i < m; i++) {
+                int32_t v = o[s + i];
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+            if (lo < 0) {
+                for (int64_t i = 0; i < m; i++)
+                    if (o[s + i] < 0) {
+                        snprintf(c->err, c->errlen, "indices[%" PRId64 "] = %d is negative (table %" PRId64 ", lookup %" PRId64 ")",
+                                 start + s + i, o[s + i], table, s + i);
+                        return NULL;
+                    }
+            }
+            if (hi > mx) mx = hi;
+        }
+        *dt = AS_DT_I32;
+        *maxv = mx;
+        return o;
+    }
+    /* other integer dtypes: through int64, narrowed to int32 when every index fits */
+    int64_t *o64 = out_buf(c, (size_t)(n ? n : 1) * sizeof *o64);
     for (int64_t s = 0; s < n; s += CHUNK) {
         int64_t m = n - s < CHUNK ? n - s : CHUNK;
-        if (pt_read_i64(c->f, ti, start + s, m, c->ibuf, c->err, c->errlen)) goto fail;
+        if (pt_read_i64(c->f, ti, start + s, m, o64 + s, c->err, c->errlen)) return NULL;
         for (int64_t i = 0; i < m; i++) {
-            int64_t v = c->ibuf[i];
+            int64_t v = o64[s + i];
             if (v < 0) {
                 snprintf(c->err, c->errlen, "indices[%" PRId64 "] = %" PRId64 " is negative (table %" PRId64 ", lookup %" PRId64 ")",
                          start + s + i, v, table, s + i);
-                goto fail;
+                return NULL;
             }
             if (v > mx) mx = v;
         }
-        if (!out64 && mx > INT32_MAX - 1) {
-            /* widen what we have so far */
-            out64 = as_malloc((size_t)n * sizeof *out64);
-            for (int64_t i = 0; i < s; i++) out64[i] = out32[i];
-            free(out32);
-            out32 = NULL;
-        }
-        if (out64) memcpy(out64 + s, c->ibuf, (size_t)m * sizeof *out64);
-        else for (int64_t i = 0; i < m; i++) out32[s + i] = (int32_t)c->ibuf[i];
     }
-    *dt = out64 ? AS_DT_I64 : AS_DT_I32;
     *maxv = mx;
-    return out64 ? (void *)out64 : (void *)out32;
-fail:
-    free(out32);
-    free(out64);
-    return NULL;
+    if (mx <= INT32_MAX - 1) {
+        int32_t *o32 = (int32_t *)o64;   /* narrowing in place, front to back, is safe */
+        for (int64_t i = 0; i < n; i++) o32[i] = (int32_t)o64[i];
+        *dt = AS_DT_I32;
+        return o32;
+    }
+    *dt = AS_DT_I64;
+    return o64;
 }
 
 static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts *o, as_writer *w,
@@ -178,7 +210,6 @@ static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts
         if (!idx) goto out;
         int64_t rows = mx + 1 > 1 ? mx + 1 : 1;
         as_write_table(w, t, rows, B, as_table_dim(o, t), off, idx, dt, o->source);
-        free(idx);
         (*written)++;
         as_progress_update(p, (double)(k + 1));
     }
@@ -262,7 +293,6 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
         void *idx = read_indices(c, ti, 0, nidx, t, &dt, &mx);
         if (!idx) { free(off); return -1; }
         as_write_table(w, t, mx + 1 > 1 ? mx + 1 : 1, B, as_table_dim(o, t), off, idx, dt, o->source);
-        free(idx);
         free(off);
         (*written)++;
         as_progress_update(p, (double)(k + 1));
@@ -272,7 +302,7 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
 
 int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_progress *p, char *err, size_t errlen)
 {
-    ctx c = { f, err, errlen, as_malloc((size_t)CHUNK * sizeof(int64_t)) };
+    ctx c = { f, err, errlen, as_malloc((size_t)CHUNK * sizeof(int64_t)), NULL, 0 };
     int64_t written = 0;
     int rc;
     const char *kind = pt_root_kind(f);
@@ -286,6 +316,7 @@ int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_
         rc = -1;
     }
     free(c.ibuf);
+    free(c.out);
     return rc ? -1 : written;
 }
 

@@ -637,6 +637,26 @@ void as_writer_abort(as_writer *w)
     }
 }
 
+void as_writer_kv_array(as_writer *w, const char *k, as_dtype dt, const void *data, int ndim, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    size_t nbytes = n * as_dtype_size(dt);
+    msgpack_packer *pk = &w->pk;
+    as_pack_str(pk, k);
+    msgpack_pack_map(pk, 3);
+    as_pack_kv_str(pk, "dtype", as_dtype_name(dt));
+    as_pack_str(pk, "shape");
+    msgpack_pack_array(pk, (size_t)ndim);
+    for (int i = 0; i < ndim; i++) msgpack_pack_int64(pk, shape[i]);
+    as_pack_str(pk, "data");
+    msgpack_pack_bin(pk, nbytes);
+    /* what is packed so far goes out first, then the body itself */
+    compress(w, w->sb.data, w->sb.size, ZSTD_e_continue);
+    msgpack_sbuffer_clear(&w->sb);
+    if (nbytes) compress(w, data, nbytes, ZSTD_e_continue);
+}
+
 void as_pack_str(msgpack_packer *pk, const char *s)
 {
     size_t n = strlen(s);

@@ -110,6 +110,12 @@ void as_writer_close(as_writer *w);
 /* remove a partial output (used on error paths before exiting) */
 void as_writer_abort(as_writer *w);
 
+/* Pack key + array map like as_pack_kv_array, but stream the data straight into the
+ * compressor instead of copying it into the record buffer (for large arrays). Only for the
+ * packer returned by as_writer_pk(w); the record continues normally afterwards. */
+void as_writer_kv_array(as_writer *w, const char *k, as_dtype dt, const void *data,
+                        int ndim, const int64_t *shape);
+
 /* helpers for packing */
 void as_pack_str(msgpack_packer *pk, const char *s);
 void as_pack_kv_str(msgpack_packer *pk, const char *k, const char *v);
