@@ -1,0 +1,161 @@
+/* as-features - per-table features (the paper's 21, plus cheap extras) from `table`
+ * records, and sharding tasks built from them. */
+#include "cli.h"
+#include "common.h"
+#include "featurize.h"
+#include "stream.h"
+#include "tasks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char HELP[] =
+    "Read `table` records (as-convert) and write one `features` record per table: dim, rows,\n"
+    "pooling, size (GiB at fp16) and the 17 index-distribution bins (the paper's 21 features,\n"
+    "in order, also as the vector `features`), plus lookups, distinct rows, the fraction of\n"
+    "lookups per bin, max/mean bag length and weight bytes at fp16/fp32. The index data is\n"
+    "not passed on. `features` records in the input pass through (and count as the pool for\n"
+    "--tasks), as do records of other kinds.\n"
+    "\n"
+    "Bins: for each distinct row, count its accesses c in the batch; bin k holds c in\n"
+    "(2^(k-1), 2^k] for k = 0..15 ((0,1], (1,2], (2,4], ..., (16384,32768]), bin 16 holds\n"
+    "c > 32768; the feature is the fraction of distinct rows per bin (all 0 when a table has\n"
+    "no lookups). Normalisation (z-scores of dim, rows, pooling) is left to the consumer, which\n"
+    "computes it over the tables it trains on and stores it with its model.\n"
+    "\n"
+    "Sharding tasks (written after the features, when --tasks is given):\n"
+    "      --tasks N          number of tasks (training and test together)\n"
+    "      --test-tasks M     how many of them are test tasks (default N/10, e.g. 90 + 10)\n"
+    "      --task-tables T    tables per task (default 80)\n"
+    "      --shards K         shards per task (default T/10)\n"
+    "      --mem-cap SIZE     memory cap per shard, bytes with optional K/M/G suffix (binary);\n"
+    "                         a task whose tables cannot fit in K x SIZE is refused\n"
+    "      --unseen-ratio R   the transfer setting: training tasks use only the first half of\n"
+    "                         the pool (by id); test tasks take round(R*T) tables from the\n"
+    "                         second half, the rest from the first (R in 0..1)\n"
+    "      --seed S           seed (default 0): the same seed and pool give the same tasks\n"
+    "                         on any machine\n"
+    "\n"
+    "Example:\n"
+    "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n";
+
+enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED };
+
+int main(int argc, char **argv)
+{
+    as_cli cli;
+    as_cli_init(&cli, argc, argv, "as-features", "as-features [options] [FILE...]", HELP);
+    static const struct option opts[] = {
+        { "tasks", required_argument, 0, OPT_TASKS },
+        { "test-tasks", required_argument, 0, OPT_TEST },
+        { "task-tables", required_argument, 0, OPT_TT },
+        { "shards", required_argument, 0, OPT_SHARDS },
+        { "mem-cap", required_argument, 0, OPT_CAP },
+        { "unseen-ratio", required_argument, 0, OPT_UNSEEN },
+        { "seed", required_argument, 0, OPT_SEED },
+        AS_CLI_COMMON_OPTIONS
+    };
+    as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
+    int opt, want_tasks = 0;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_TASKS: tc.ntasks = as_cli_i64(&cli, "--tasks", optarg, 1, 10000000); want_tasks = 1; break;
+        case OPT_TEST: tc.ntest = as_cli_i64(&cli, "--test-tasks", optarg, 0, 10000000); break;
+        case OPT_TT: tc.tables = as_cli_i64(&cli, "--task-tables", optarg, 1, 100000000); break;
+        case OPT_SHARDS: tc.shards = as_cli_i64(&cli, "--shards", optarg, 1, 1000000); break;
+        case OPT_CAP: {
+            uint64_t v;
+            if (as_parse_size(optarg, &v) || v == 0) as_cli_usage(&cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000)", optarg);
+            tc.mem_cap = v;
+            break;
+        }
+        case OPT_UNSEEN: tc.unseen_ratio = as_cli_f64(&cli, "--unseen-ratio", optarg, 0, 1); break;
+        case OPT_SEED: tc.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
+        default:
+            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+        }
+    }
+    as_cli_finish(&cli);
+    if (!want_tasks && (tc.ntest >= 0 || tc.shards || tc.mem_cap || tc.unseen_ratio >= 0))
+        as_cli_usage(&cli, "task options need --tasks N");
+    if (tc.ntest < 0) tc.ntest = tc.ntasks / 10;
+    if (tc.ntest > tc.ntasks) as_cli_usage(&cli, "--test-tasks %" PRId64 " exceeds --tasks %" PRId64, tc.ntest, tc.ntasks);
+
+    as_writer *w = as_cli_open_output(&cli);
+    char *none[] = { "-" };
+    char **files = optind < argc ? argv + optind : none;
+    int nfiles = optind < argc ? argc - optind : 1;
+    int64_t npool = 0, cap = 1024;
+    int64_t *ids = as_malloc((size_t)cap * sizeof *ids), *bytes = as_malloc((size_t)cap * sizeof *bytes);
+    as_feat_scratch scratch = { 0 };
+    as_progress p;
+    as_progress_start(&p, &cli, "records", 0);
+    uint64_t nrec = 0, lookups = 0;
+    double t0 = as_now();
+    char err[1024];
+    for (int fi = 0; fi < nfiles; fi++) {
+        as_reader *r = as_reader_open(files[fi]);
+        if (!r) { as_writer_abort(w); exit(AS_EXIT_DATA); }
+        as_record rec;
+        int rc;
+        while ((rc = as_reader_next(r, &rec)) == 1) {
+            as_features f;
+            int have = 0;
+            if (as_rec_is(&rec, "header")) continue;
+            if (as_rec_is(&rec, "table")) {
+                int64_t id, rows, batch, dim;
+                as_array off, idx;
+                char src[128];
+                if (as_table_parse(&rec.obj, &id, &rows, &batch, &dim, &off, &idx, src, sizeof src, err, sizeof err) ||
+                    as_features_compute(&f, &scratch, id, rows, dim, &off, &idx, err, sizeof err)) {
+                    as_writer_abort(w);
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                }
+                snprintf(f.source, sizeof f.source, "%s", src);
+                as_features_write(w, &f);
+                lookups += (uint64_t)f.lookups;
+                have = 1;
+            } else if (as_rec_is(&rec, "features")) {
+                if (as_features_read(&rec.obj, &f, err, sizeof err)) {
+                    as_writer_abort(w);
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                }
+                as_writer_raw(w, rec.raw, rec.rawlen);
+                have = 1;
+            } else {
+                as_writer_raw(w, rec.raw, rec.rawlen);
+            }
+            if (have) {
+                if (npool == cap) {
+                    cap *= 2;
+                    ids = as_realloc(ids, (size_t)cap * sizeof *ids);
+                    bytes = as_realloc(bytes, (size_t)cap * sizeof *bytes);
+                }
+                ids[npool] = f.id;
+                bytes[npool] = f.bytes_fp16;
+                npool++;
+            }
+            as_progress_update(&p, (double)++nrec);
+        }
+        if (rc < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", as_reader_error(r)); }
+        as_reader_close(r);
+    }
+    as_progress_end(&p);
+    double dt = as_now() - t0;
+    as_debug("%" PRId64 " tables, %" PRIu64 " lookups in %.2f s (%.1f M lookups/s)", npool, lookups, dt, dt > 0 ? lookups / dt / 1e6 : 0);
+    if (want_tasks) {
+        as_task *tasks;
+        if (as_tasks_make(&tc, ids, bytes, npool, &tasks, err, sizeof err)) {
+            as_writer_abort(w);
+            as_die(AS_EXIT_DATA, "%s", err);
+        }
+        for (int64_t i = 0; i < tc.ntasks; i++) as_task_write(w, &tc, &tasks[i]);
+        as_tasks_free(tasks, tc.ntasks);
+    }
+    as_writer_close(w);
+    as_feat_scratch_free(&scratch);
+    free(ids);
+    free(bytes);
+    return 0;
+}

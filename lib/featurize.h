@@ -1,0 +1,66 @@
+/* featurize.h - the per-table features of the cost model and the RL policy (21, the paper's
+ * order) plus cheap extras, computed in one pass over a table's batch of lookups.
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables.
+ *
+ * The 17 index-distribution bins: for every distinct row touched in the batch, count its
+ * accesses c >= 1; bin k holds c in (2^(k-1), 2^k] for k = 0..15 (bin 0 is (0,1]) and
+ * bin 16 holds c > 32768. bins[k] = fraction of distinct rows in bin k (sums to 1, or all
+ * 0 for a table with no lookups); lookup_bins[k] = fraction of lookups that hit a row
+ * of bin k. Size = rows x dim x 2 bytes (fp16 weights) in GiB (2^30 bytes).
+ */
+#ifndef AS_FEATURIZE_H
+#define AS_FEATURIZE_H
+
+#include <stdint.h>
+
+#include "stream.h"
+
+#define AS_NBINS 17
+#define AS_NFEATURES 21   /* dim, rows, pooling, size, 17 bins */
+
+typedef struct {
+    int64_t id, rows, batch, lookups, dim, distinct, max_bag;
+    double pooling;                  /* lookups / batch */
+    double size_gib;                 /* rows * dim * 2 / 2^30 */
+    double bins[AS_NBINS];           /* fraction of distinct rows per access-count bin */
+    double lookup_bins[AS_NBINS];    /* fraction of lookups per bin */
+    int64_t bytes_fp16, bytes_fp32;  /* weight bytes */
+    char source[128];
+} as_features;
+
+/* bin of an access count c >= 1 */
+static inline int as_count_bin(uint64_t c)
+{
+    if (c <= 1) return 0;
+    int k = 64 - __builtin_clzll(c - 1);
+    return k < AS_NBINS - 1 ? k : AS_NBINS - 1;
+}
+
+/* reusable scratch: a count per row, kept zero between tables */
+typedef struct {
+    uint32_t *count;
+    int64_t cap;
+} as_feat_scratch;
+
+void as_feat_scratch_free(as_feat_scratch *s);
+
+/* Compute the features of a table from its lookups. indices: `lookups` row ids (int32 or
+ * int64 little-endian, possibly unaligned), offsets: B+1 entries (int32 or int64).
+ * Returns 0, or -1 with err set when an index falls outside [0, rows). */
+int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,
+                        const as_array *offsets, const as_array *indices, char *err, size_t errlen);
+
+/* Parse a `table` record into its arrays, validating it against the schema
+ * (docs/FORMAT.md): offsets [batch+1] from 0, non-decreasing, ending at lookups; indices
+ * [lookups]. 0 ok, -1 with err. */
+int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_t *batch, int64_t *dim,
+                   as_array *offsets, as_array *indices, char *source, size_t srclen, char *err, size_t errlen);
+
+/* the 21-vector in the paper's order: dim, rows, pooling, size, bins */
+void as_features_vector(const as_features *f, double out[AS_NFEATURES]);
+
+/* write / read a `features` record */
+void as_features_write(as_writer *w, const as_features *f);
+int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,175 @@
+/* tasks.c - sharding tasks; see tasks.h. Dimension letters: T tables per task, K shards. */
+#include "tasks.h"
+#include "common.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { int64_t id, bytes; } ent;
+
+static int cmp_ent(const void *a, const void *b)
+{
+    int64_t x = ((const ent *)a)->id, y = ((const ent *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* draw k distinct entries of src[0..n) into dst (partial Fisher-Yates on scratch) */
+static void draw(as_rng *r, const ent *src, int64_t n, int64_t k, ent *scratch, ent *dst)
+{
+    memcpy(scratch, src, (size_t)n * sizeof *src);
+    for (int64_t i = 0; i < k; i++) {
+        int64_t j = i + (int64_t)as_rng_below(r, (uint64_t)(n - i));
+        ent t = scratch[i];
+        scratch[i] = scratch[j];
+        scratch[j] = t;
+        dst[i] = scratch[i];
+    }
+}
+
+static uint64_t set_hash(const int64_t *v, int64_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t s = h ^ (uint64_t)v[i];
+        h = as_splitmix64(&s);
+    }
+    return h;
+}
+
+void as_tasks_free(as_task *t, int64_t n)
+{
+    for (int64_t i = 0; t && i < n; i++) free(t[i].tables);
+    free(t);
+}
+
+static void human(char *buf, size_t len, uint64_t b)
+{
+    if (b >= (1ULL << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ULL << 30));
+    else if (b >= (1ULL << 20)) snprintf(buf, len, "%.2f MiB", (double)b / (double)(1ULL << 20));
+    else snprintf(buf, len, "%" PRIu64 " bytes", b);
+}
+
+int as_tasks_make(const as_task_cfg *c, const int64_t *pool_ids, const int64_t *pool_bytes, int64_t npool,
+                  as_task **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int64_t T = c->tables, K = c->shards > 0 ? c->shards : (c->tables / 10 > 0 ? c->tables / 10 : 1);
+    int transfer = c->unseen_ratio >= 0;
+    if (npool == 0) { snprintf(err, errlen, "the input holds no tables or features to build tasks from"); return -1; }
+    ent *pool = as_malloc((size_t)npool * sizeof *pool);
+    for (int64_t i = 0; i < npool; i++) { pool[i].id = pool_ids[i]; pool[i].bytes = pool_bytes[i]; }
+    qsort(pool, (size_t)npool, sizeof *pool, cmp_ent);
+    for (int64_t i = 1; i < npool; i++)
+        if (pool[i].id == pool[i - 1].id) {
+            snprintf(err, errlen, "table %" PRId64 " appears twice in the input", pool[i].id);
+            free(pool);
+            return -1;
+        }
+    /* the seen part (all of the pool, or its first half) and the unseen part */
+    int64_t nseen = transfer ? npool / 2 : npool, nunseen = npool - nseen;
+    int64_t u = transfer ? (int64_t)(c->unseen_ratio * (double)T + 0.5) : 0;
+    if (T > npool) {
+        snprintf(err, errlen, "a task of %" PRId64 " tables needs at least that many in the pool, which has %" PRId64, T, npool);
+        free(pool);
+        return -1;
+    }
+    if (transfer && (T > nseen || T - u > nseen || u > nunseen)) {
+        snprintf(err, errlen, "transfer setting: tasks of %" PRId64 " tables with %" PRId64 " unseen need %" PRId64
+                 " seen and %" PRId64 " unseen tables, but the pool's halves hold %" PRId64 " and %" PRId64,
+                 T, u, T > T - u ? T : T - u, u, nseen, nunseen);
+        free(pool);
+        return -1;
+    }
+    as_task *tasks = as_calloc((size_t)c->ntasks, sizeof *tasks);
+    ent *scratch = as_malloc((size_t)npool * sizeof *scratch), *pick = as_malloc((size_t)T * sizeof *pick);
+    uint64_t *hashes = as_malloc((size_t)c->ntasks * sizeof *hashes);
+    as_rng r;
+    as_rng_seed(&r, c->seed, 0x7461736b73ULL);   /* "tasks" */
+    int64_t ntrain = c->ntasks - c->ntest;
+    int rc = 0;
+    for (int64_t i = 0; i < c->ntasks && rc == 0; i++) {
+        as_task *t = &tasks[i];
+        t->id = i;
+        t->test = i >= ntrain;
+        t->shards = K;
+        t->ntables = T;
+        t->tables = as_malloc((size_t)T * sizeof *t->tables);
+        for (int attempt = 0;; attempt++) {
+            if (!t->test || !transfer) {
+                draw(&r, pool, nseen, T, scratch, pick);
+                t->unseen = 0;
+            } else {
+                draw(&r, pool, nseen, T - u, scratch, pick);
+                draw(&r, pool + nseen, nunseen, u, scratch, pick + (T - u));
+                t->unseen = u;
+            }
+            t->bytes = 0;
+            for (int64_t k = 0; k < T; k++) { t->tables[k] = pick[k].id; t->bytes += (uint64_t)pick[k].bytes; }
+            qsort(t->tables, (size_t)T, sizeof *t->tables, cmp_i64);
+            hashes[i] = set_hash(t->tables, T);
+            /* test tasks must differ from every training task (as sets of tables) */
+            int dup = 0;
+            if (t->test)
+                for (int64_t j = 0; j < ntrain && !dup; j++)
+                    dup = hashes[j] == hashes[i] && !memcmp(tasks[j].tables, t->tables, (size_t)T * sizeof *t->tables);
+            if (!dup) break;
+            if (attempt == 1000) {
+                snprintf(err, errlen, "cannot draw a test task unlike every training task: the pool is too small for %" PRId64 " tables per task", T);
+                rc = -1;
+                break;
+            }
+        }
+        if (rc == 0 && c->mem_cap) {
+            uint64_t cap = c->mem_cap, biggest = 0;
+            int64_t big_id = -1;
+            for (int64_t k = 0; k < T; k++)
+                if ((uint64_t)pick[k].bytes > biggest) { biggest = (uint64_t)pick[k].bytes; big_id = pick[k].id; }
+            char a[64], b[64];
+            if (biggest > cap) {
+                human(a, sizeof a, biggest);
+                human(b, sizeof b, cap);
+                snprintf(err, errlen, "task %" PRId64 ": table %" PRId64 " (%s) is larger than a shard's memory cap (%s)", i, big_id, a, b);
+                rc = -1;
+            } else if (t->bytes > cap * (uint64_t)K) {
+                human(a, sizeof a, t->bytes);
+                human(b, sizeof b, cap * (uint64_t)K);
+                snprintf(err, errlen, "task %" PRId64 ": its %" PRId64 " tables need %s but %" PRId64 " shards x the cap hold %s",
+                         i, T, a, K, b);
+                rc = -1;
+            }
+        }
+    }
+    free(scratch);
+    free(pick);
+    free(hashes);
+    free(pool);
+    if (rc) { as_tasks_free(tasks, c->ntasks); return -1; }
+    *out = tasks;
+    return 0;
+}
+
+void as_task_write(as_writer *w, const as_task_cfg *c, const as_task *t)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 10);
+    as_pack_kv_str(pk, "kind", "task");
+    as_pack_kv_i64(pk, "id", t->id);
+    as_pack_kv_str(pk, "split", t->test ? "test" : "train");
+    as_pack_kv_str(pk, "setting", c->unseen_ratio >= 0 ? "transfer" : "standard");
+    as_pack_kv_i64(pk, "shards", t->shards);
+    as_pack_kv_i64(pk, "mem_cap", (int64_t)c->mem_cap);
+    as_pack_kv_i64(pk, "bytes", (int64_t)t->bytes);
+    as_pack_kv_i64(pk, "unseen", t->unseen);
+    as_pack_kv_i64(pk, "seed", (int64_t)c->seed);
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)t->ntables);
+    for (int64_t k = 0; k < t->ntables; k++) msgpack_pack_int64(pk, t->tables[k]);
+    as_writer_end_record(w);
+}
