@@ -22,8 +22,8 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -Ilib $(PKG_CFLAGS) $(SAN)
-LDFLAGS += $(SAN)
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -fopenmp -Ilib $(PKG_CFLAGS) $(SAN)
+LDFLAGS += -fopenmp $(SAN)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
 LIB_SRC  := $(wildcard lib/*.c)
@@ -34,7 +34,7 @@ ifneq ($(NVCC),)
   CU_OBJ  := $(CU_SRC:lib/%.cu=$(BUILD)/cuda/%.o)
   CFLAGS  += -DAS_HAVE_CUDA -I$(CUDA_HOME)/include
   LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
-  NVFLAGS ?= -O2 -std=c++17 -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) -Ilib -DAS_HAVE_CUDA
+  NVFLAGS ?= -O3 -std=c++17 -lineinfo -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) -Ilib -DAS_HAVE_CUDA
 endif
 LIBA     := $(BUILD)/libautoshard.a
 
@@ -43,9 +43,11 @@ TOOL_BIN := $(TOOLS:%=$(BIN)/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
 TT_SRC   := $(wildcard tests/tools/*.c)
+GPU_SRC  := $(wildcard tests/gpu/*.c)
+GPU_OBJ  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/gpu/%.o)
 TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all test unit bats deps demo asan install clean check-deps
+.PHONY: all test unit bats deps demo asan install clean check-deps gpu-test
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BIN) $(TT_BIN)
@@ -76,6 +78,23 @@ $(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBA)
 $(BUILD)/tools/%: tests/tools/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit -c -o $@ $<
+
+$(BUILD)/gpu-tests: $(GPU_OBJ) $(BUILD)/unit/runner.o $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $(GPU_OBJ) $(BUILD)/unit/runner.o $(LIBA) $(LDLIBS)
+
+# GPU tests: CUDA results against the CPU reference, then again under compute-sanitizer.
+# Needs nvcc at build time and a GPU at run time (CI has neither GPU nor runs this).
+gpu-test: all $(BUILD)/gpu-tests
+	@test -n "$(NVCC)" || { echo "gpu-test: nvcc not found; CUDA code was not built" >&2; exit 3; }
+	$(BUILD)/gpu-tests
+	@if command -v compute-sanitizer >/dev/null 2>&1; then \
+	  compute-sanitizer --tool memcheck --error-exitcode 9 $(BUILD)/gpu-tests small && \
+	  compute-sanitizer --tool racecheck --error-exitcode 9 $(BUILD)/gpu-tests small; \
+	else echo "gpu-test: compute-sanitizer not found, sanitizer runs skipped"; fi
 
 # ---- dependencies --------------------------------------------------------------------
 DEB_PKGS := build-essential pkg-config libzstd-dev libmsgpack-dev zlib1g-dev libopenblas-dev \

@@ -2,15 +2,18 @@
  * Dimension letters: B batch, L pooling, E rows (hash size), T tables.
  *
  * Each table t is made in three independent PRNG streams derived from (seed, t):
- *   stream 3t   table parameters: hash size E, mean pooling factor L, Zipf exponent s;
+ *   stream 3t   table parameters: hash size E, mean pooling factor L, head exponent s,
+ *               tail exponent s2 and knee K (never dependent on B or T);
  *   stream 3t+1 bag lengths: geometric with mean L (so some bags are empty);
- *   stream 3t+2 indices: a power law over ranks 0..E-1 (rank r has weight (r+1)^-s),
- *               mapped to rows by a bijective affine permutation of [0, E).
- * The parameters do not depend on the batch, so a smaller batch yields the first bags of
- * the same table. Sampling is O(1) per lookup: ranks are grouped into cells (the first
- * AS_SYN_HOT ranks one cell each, then cells that grow geometrically, 1/AS_SYN_CELL_DIV of
- * their start rank wide, sampled uniformly inside), and one alias table over the cells
- * picks a cell. Memory is one table's offsets and indices plus a few thousand cells.
+ *   stream 3t+2 indices: a broken power law over ranks 0..E-1 (rank r has weight
+ *               (r+1)^-s up to the knee, then falls off as (r+1)^-s2), mapped to rows by a
+ *               bijective affine permutation of [0, E).
+ * So a smaller batch yields the first bags of the same table. Sampling is O(1) per lookup:
+ * ranks are grouped into cells (the first AS_SYN_HOT ranks one cell each, then cells
+ * 1/AS_SYN_CELL_DIV of their start rank wide, sampled uniformly inside), and one alias table
+ * over the few thousand cells picks a cell. Memory is one table's offsets and indices.
+ * The constants below were fitted (docs/SYNTH.md) so that the 856-table pool at batch
+ * 65536 reproduces MetaSyn's published hash sizes, pooling factors and reuse histograms.
  */
 #include "synth.h"
 #include "common.h"
@@ -19,34 +22,41 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- calibration constants (docs/SYNTH.md explains each) ------------------------------ */
+#ifndef AS_SYN_PARAM
+#define AS_SYN_PARAM static const  /* a calibration harness may #define it away */
+#endif
 #define AS_SYN_EMAX 12543670.0  /* largest MetaSyn hash size */
 #define AS_SYN_HOT 2048         /* ranks sampled individually */
 #define AS_SYN_CELL_DIV 32      /* tail cell width = start rank / this */
 
 /* hash size: E = min(EMAX, ceil(EMAX * E_OVER * u^E_POW)), u uniform (0,1]; ~4% of tables
  * sit at the clamp, mean ~4.1M, and small tables (down to 1 row) are rare but present */
-static double syn_e_over = 1.10;
-static double syn_e_pow = 2.42;
+AS_SYN_PARAM double syn_e_over = 1.10;
+AS_SYN_PARAM double syn_e_pow = 2.42;
 /* pooling: empty with probability L_EMPTY, else a Lomax power law
  * L = L_SCALE * (u^(-1/L_ALPHA) - 1) clamped to L_MAX */
-static double syn_l_empty = 0.03;
-static double syn_l_scale = 10.2;
-static double syn_l_alpha = 1.5;
-static double syn_l_max = 193.0;
-/* Zipf exponent: s = S_LO + (S_HI - S_LO) * u^S_POW */
-static double syn_s_lo = 0.55;
-static double syn_s_hi = 1.15;
-static double syn_s_pow = 1.0;
-/* broken power law: rank r (x = r+1) has weight x^-s below the knee K, and continues with
- * the steeper exponent s2 = s + S2_ADD + (S2_HI-S2_LO) u above it; K is log-uniform in
- * [K_LO, K_HI] times (L / 15)^K_LPOW */
-static double syn_s2_lo = 0.0;
-static double syn_s2_hi = 0.0;
-static double syn_k_lo = 1e9;
-static double syn_k_hi = 1e9;
-static double syn_k_lpow = 0.0;
+AS_SYN_PARAM double syn_l_empty = 0.03;
+AS_SYN_PARAM double syn_l_scale = 10.9;
+AS_SYN_PARAM double syn_l_alpha = 1.5;
+AS_SYN_PARAM double syn_l_max = 193.0;
+/* small tables get short bags: L *= min(1, (E / LE_REF)^LE_POW) (E before row_scale) */
+AS_SYN_PARAM double syn_le_ref = 1e4;
+AS_SYN_PARAM double syn_le_pow = 0.5;
+/* head (Zipf) exponent: s = S_LO + (S_HI - S_LO) * u^S_POW */
+AS_SYN_PARAM double syn_s_lo = 0.735;
+AS_SYN_PARAM double syn_s_hi = 0.886;
+AS_SYN_PARAM double syn_s_pow = 1.66;
+/* broken power law: rank r (x = r+1) has weight x^-s below the knee K and continues with
+ * the steeper exponent s2 = s + S2_LO + (S2_HI - S2_LO) u above it; K is log-uniform in
+ * [K_LO, K_HI], times (L / 15)^K_LPOW (L before pool_scale), times row_scale */
+AS_SYN_PARAM double syn_s2_lo = 0.99;
+AS_SYN_PARAM double syn_s2_hi = 1.12;
+AS_SYN_PARAM double syn_k_lo = 13700;
+AS_SYN_PARAM double syn_k_hi = 117000;
+AS_SYN_PARAM double syn_k_lpow = 1.19;
 
 void as_synth_defaults(as_synth_cfg *c)
 {
@@ -64,6 +74,22 @@ static int cfg_ok(const as_synth_cfg *c)
            c->pool_scale >= 0 && isfinite(c->pool_scale) && c->pool_scale <= 1e3;
 }
 
+/* malloc, but large blocks are 2 MiB aligned and marked for transparent huge pages: the
+ * first touch of a fresh 4 KiB page costs microseconds on a VM, more than generating the
+ * 1024 indices it holds. The block is still released with free(). */
+static void *big_alloc(size_t n)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (n < 2 * huge) return malloc(n ? n : 1);
+    size_t m = (n + huge - 1) & ~(huge - 1);
+    void *p = NULL;
+    if (posix_memalign(&p, huge, m)) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, m, MADV_HUGEPAGE); /* advice only: failure just means 4 KiB pages */
+#endif
+    return p;
+}
+
 /* (0, 1] */
 static double u01(as_rng *r) { return 1.0 - as_rng_uniform(r); }
 
@@ -77,6 +103,7 @@ int as_synth_table_params(const as_synth_cfg *c, int64_t t, as_synth_params *p)
 
     double e = ceil(AS_SYN_EMAX * syn_e_over * pow(ue, syn_e_pow));
     if (e > AS_SYN_EMAX) e = AS_SYN_EMAX;
+    const double e0 = e;
     e = ceil(e * c->row_scale - 1e-9);
     if (e < 1) e = 1;
     if (e > INT32_MAX) e = INT32_MAX;
@@ -85,15 +112,16 @@ int as_synth_table_params(const as_synth_cfg *c, int64_t t, as_synth_params *p)
     if (ul0 >= syn_l_empty) {
         l = syn_l_scale * (pow(ul, -1.0 / syn_l_alpha) - 1.0);
         if (l > syn_l_max) l = syn_l_max;
+        if (e0 < syn_le_ref) l *= pow(e0 / syn_le_ref, syn_le_pow);
     }
-    l *= c->pool_scale;
+    double k = syn_k_lo * pow(syn_k_hi / syn_k_lo, uk);
+    if (l > 0) k *= pow(l / 15.0, syn_k_lpow);
+    k *= c->row_scale;
 
     p->hash = (int64_t)e;
-    p->pooling = l;
+    p->pooling = l * c->pool_scale;
     p->zipf = syn_s_lo + (syn_s_hi - syn_s_lo) * pow(us, syn_s_pow);
     p->zipf2 = p->zipf + syn_s2_lo + (syn_s2_hi - syn_s2_lo) * us2;
-    double k = syn_k_lo * pow(syn_k_hi / syn_k_lo, uk);
-    if (l > 0) k *= pow(l / c->pool_scale / 15.0, syn_k_lpow);
     p->knee = k < 1 ? 1 : k;
     return 0;
 }
@@ -101,12 +129,11 @@ int as_synth_table_params(const as_synth_cfg *c, int64_t t, as_synth_params *p)
 /* ---- rank cells and the alias table ---------------------------------------------------- */
 
 typedef struct {
-    uint32_t lo;      /* first rank of the cell */
+    uint32_t row0;    /* the row of the cell's first rank (perm(lo); lo before that) */
     uint32_t width;   /* ranks in the cell */
-    uint32_t row0;    /* perm(lo) */
     uint32_t alias;   /* cell taken when the coin fails */
-    uint32_t thresh;  /* keep this cell when the low 32 random bits are below (0 = never) */
-    uint32_t keep;    /* 1: always keep (probability 1) */
+    uint32_t thresh;  /* keep this cell when the low 32 random bits are below it; cells that
+                       * always keep have alias = self, so UINT32_MAX works for them */
 } syn_cell;
 
 /* integral of x^-s over [a, b] */
@@ -141,7 +168,7 @@ static int64_t make_cells(int64_t e, const as_synth_params *p, syn_cell *cells, 
         int64_t width = lo < AS_SYN_HOT ? 1 : lo / AS_SYN_CELL_DIV;
         if (width > e - lo) width = e - lo;
         if (cells) {
-            cells[n].lo = (uint32_t)lo;
+            cells[n].row0 = (uint32_t)lo;
             cells[n].width = (uint32_t)width;
             w[n] = cell_weight((double)lo, (double)(lo + width), p);
         }
@@ -166,13 +193,12 @@ static int build_alias(syn_cell *cells, double *w, int64_t n)
     while (ns && nl) {
         int64_t a = small[--ns], g = large[nl - 1];
         cells[a].alias = (uint32_t)g;
-        cells[a].keep = 0;
         cells[a].thresh = (uint32_t)(w[a] * 4294967296.0 >= 4294967295.0 ? 4294967295u : w[a] * 4294967296.0);
         w[g] -= 1.0 - w[a];
         if (w[g] < 1.0) { nl--; small[ns++] = g; }
     }
-    while (nl) { int64_t g = large[--nl]; cells[g].keep = 1; cells[g].alias = (uint32_t)g; cells[g].thresh = 0; }
-    while (ns) { int64_t a = small[--ns]; cells[a].keep = 1; cells[a].alias = (uint32_t)a; cells[a].thresh = 0; }
+    while (nl) { int64_t g = large[--nl]; cells[g].alias = (uint32_t)g; cells[g].thresh = UINT32_MAX; }
+    while (ns) { int64_t a = small[--ns]; cells[a].alias = (uint32_t)a; cells[a].thresh = UINT32_MAX; }
     free(small);
     free(large);
     return 0;
@@ -197,7 +223,7 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
 
     out->id = t;
     out->batch = B;
-    out->offsets = malloc((size_t)(B + 1) * sizeof *out->offsets);
+    out->offsets = big_alloc((size_t)(B + 1) * sizeof *out->offsets);
     if (!out->offsets) return -ENOMEM;
 
     /* bag lengths: geometric on {0,1,...} with mean L */
@@ -218,7 +244,7 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
         for (int64_t b = 0; b < B; b++) out->offsets[b + 1] = 0;
     }
     out->lookups = n;
-    out->indices = malloc((size_t)(n > 0 ? n : 1) * sizeof *out->indices);
+    out->indices = big_alloc((size_t)n * sizeof *out->indices);
     if (!out->indices) { as_synth_free(out); return -ENOMEM; }
     if (n == 0) { out->rows = 1; return 0; } /* nothing measured: one row */
 
@@ -238,28 +264,30 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
     free(w);
     if (rc) { free(cells); as_synth_free(out); return rc; }
     for (int64_t i = 0; i < nc; i++)
-        cells[i].row0 = (uint32_t)(((unsigned __int128)a * cells[i].lo + ue - 1) % ue);
+        cells[i].row0 = (uint32_t)(((unsigned __int128)a * cells[i].row0 + ue - 1) % ue);
 
     const double inv_e = 1.0 / (double)E;
     const uint64_t unc = (uint64_t)nc;
     int32_t *idx = out->indices;
     int32_t maxrow = 0;
+    /* one 64-bit draw per lookup: the high half times the cell count gives the cell (integer
+     * part) and the alias coin (fraction, resolution cells/2^32); the low half gives the
+     * offset inside the cell (0 for a single rank). Branch-free: mod E via a double
+     * reciprocal whose quotient is off by at most one, fixed by two conditional moves. */
+    const int64_t se = E;
     for (int64_t i = 0; i < n; i++) {
         uint64_t x = as_rng_next(&r);
-        uint64_t ci = ((x >> 32) * unc) >> 32;
-        const syn_cell *cl = &cells[ci];
-        if (!cl->keep && (uint32_t)x >= cl->thresh) cl = &cells[cl->alias];
-        uint64_t row = cl->row0;
-        if (cl->width > 1) {
-            uint64_t off = ((as_rng_next(&r) >> 32) * cl->width) >> 32;
-            uint64_t v = row + off * a;
-            int64_t rr = (int64_t)(v - (uint64_t)((double)v * inv_e) * ue);
-            while (rr < 0) rr += E;
-            while (rr >= E) rr -= E;
-            row = (uint64_t)rr;
-        }
-        idx[i] = (int32_t)row;
-        if ((int32_t)row > maxrow) maxrow = (int32_t)row;
+        uint64_t prod = (x >> 32) * unc;
+        uint64_t ci = prod >> 32;
+        uint32_t pick = (uint32_t)prod < cells[ci].thresh ? (uint32_t)ci : cells[ci].alias;
+        const syn_cell *cl = &cells[pick];
+        uint64_t off = ((x & 0xffffffffu) * cl->width) >> 32;
+        uint64_t v = cl->row0 + off * a;
+        int64_t rr = (int64_t)v - (int64_t)((double)(int64_t)v * inv_e) * se;
+        rr += rr < 0 ? se : 0;
+        rr -= rr >= se ? se : 0;
+        idx[i] = (int32_t)rr;
+        maxrow = (int32_t)rr > maxrow ? (int32_t)rr : maxrow;
     }
     free(cells);
     out->rows = (int64_t)maxrow + 1;

@@ -1,0 +1,750 @@
+/* embbag.c - the CPU half of the fused multi-table embedding-bag op (see embbag.h):
+ * fp16 <-> fp32 conversion, shard validation, OpenMP forward and backward + exact SGD,
+ * naive single-threaded references, and error-returning CUDA stubs for builds without CUDA.
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables.
+ *
+ * Numerics (identical in the fast paths and the references, so they agree bit for bit):
+ *   forward   out = 0.0f, then += float(row) for each lookup of the bag in lookup order;
+ *   backward  G = 0.0f, then += grad[bag] for each lookup of the row in ascending lookup
+ *             order; W = half(float(W) - (lr * G)) with the product rounded to fp32 before
+ *             the subtraction (no fused multiply-add) and one round-to-nearest-even to fp16.
+ * On x86 the hot loops use F16C + AVX through function target attributes chosen at run time
+ * (the build does not need -mf16c); elsewhere, or when forced, portable bit-twiddling code.
+ *
+ * Backward: per table, keys (row << 32 | bag) are built in lookup order and sorted by an LSD
+ * radix sort over only the ceil(log2 E_t) row bits, in passes of at most 11 bits. The sort
+ * is stable, so within a row the lookups stay in ascending lookup (= ascending bag) order.
+ * Each run of equal rows is reduced into a D-wide fp32 accumulator and the fp16 row is
+ * updated once. Threads split every table's lookups into contiguous chunks (per-thread
+ * histograms keep the parallel sort stable and deterministic) and then own the runs that
+ * start in their chunk, so no two threads touch the same row. Results do not depend on the
+ * thread count. Library code: no printing, no exit. */
+#include "embbag.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__GNUC__) || defined(__clang__)
+#define AS_EB_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+#endif
+
+/* W - lr*G must not become a fused multiply-add: the references and the SIMD path round
+ * the product first. (No target used below enables FMA; this keeps it so everywhere.) */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+/* exported for tests only (not part of embbag.h) */
+float as_eb_h2f_soft(uint16_t h);
+uint16_t as_eb_f2h_soft(float f);
+int as_eb_h2f_hw(float *out, const uint16_t *in, size_t n);
+int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n);
+int as_eb_cpu_simd(int mode);
+
+/* software prefetch distances, in lookups (measured on a 2-core EPYC VM, cold caches):
+ * the forward wants more rows in flight when rows are short */
+#define PF_FWD(D) ((D) <= 64 ? 32 : 16)
+#define PF_DIST 16         /* backward */
+#define BLK_V 8            /* 8-float vectors per register block (64 columns) */
+#define RADIX_MAX_BITS 11
+#define HIST_STRIDE ((1 << RADIX_MAX_BITS) + 16)   /* padded: no false sharing */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- fp16 <-> fp32 -------------------------------------------------------------------- */
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* NaNs are quieted and keep their sign and the top payload bits, as F16C does */
+static inline float h2f_soft(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return u2f(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0));
+    if (e) return u2f(sign | ((e + 112) << 23) | (m << 13));
+    /* zero or subnormal m * 2^-24: exact in fp32 (a normal number or zero) */
+    return u2f(sign | f2u((float)m * 0x1p-24f));
+}
+
+static inline uint16_t f2h_soft(float f)
+{
+    uint32_t x = f2u(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    x &= 0x7fffffffu;
+    if (x >= 0x7f800000u)                       /* inf or nan (quieted, top payload bits) */
+        return (uint16_t)(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u | ((x >> 13) & 0x3ffu) : 0));
+    uint32_t e = x >> 23;
+    if (e >= 143) return (uint16_t)(sign | 0x7c00u);  /* >= 2^16: overflow */
+    if (e >= 113) {                                   /* normal half (or rounds up to inf) */
+        uint32_t h = ((e - 112) << 10) | ((x >> 13) & 0x3ffu);
+        uint32_t rem = x & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;   /* carry may reach inf */
+        return (uint16_t)(sign | h);
+    }
+    if (e < 102) return sign;                         /* < 2^-25: rounds to zero */
+    /* subnormal half: value = m * 2^(e-150), in units of 2^-24 that is m >> (126 - e) */
+    uint32_t m = (x & 0x7fffffu) | 0x800000u;
+    uint32_t sh = 126 - e;                            /* 14 .. 24 */
+    uint32_t h = m >> sh, rem = m & ((1u << sh) - 1), halfw = 1u << (sh - 1);
+    if (rem > halfw || (rem == halfw && (h & 1))) h++; /* may become the smallest normal */
+    return (uint16_t)(sign | h);
+}
+
+float as_eb_h2f_soft(uint16_t h) { return h2f_soft(h); }
+uint16_t as_eb_f2h_soft(float f) { return f2h_soft(f); }
+
+#if defined(__F16C__) && defined(AS_EB_X86)
+float as_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+uint16_t as_float_to_half(float f) { return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+#else
+float as_half_to_float(uint16_t h) { return h2f_soft(h); }
+uint16_t as_float_to_half(float f) { return f2h_soft(f); }
+#endif
+
+/* ---- SIMD dispatch -------------------------------------------------------------------- */
+
+#ifdef AS_EB_X86
+#define AS_F16C __attribute__((target("avx,f16c")))
+#define AS_F16C_INLINE static inline __attribute__((always_inline, target("avx,f16c")))
+
+/* CPUID.1:ECX F16C (29), AVX (28), OSXSAVE (27), and the OS saves YMM state (XCR0 1,2) */
+static int cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    if (!(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6u) == 6u;
+}
+#else
+static int cpu_has_f16c(void) { return 0; }
+#endif
+
+static int simd_forced_off;   /* tests: as_eb_cpu_simd(0) */
+
+static int use_f16c(void)
+{
+    static int detected = -1;
+    int d = __atomic_load_n(&detected, __ATOMIC_RELAXED);
+    if (d < 0) {
+        d = cpu_has_f16c();
+        __atomic_store_n(&detected, d, __ATOMIC_RELAXED);
+    }
+    return d && !__atomic_load_n(&simd_forced_off, __ATOMIC_RELAXED);
+}
+
+/* mode 0: force the portable path; 1: use F16C when the CPU has it; < 0: query only.
+ * Returns 1 when the F16C path is in use afterwards. */
+int as_eb_cpu_simd(int mode)
+{
+    if (mode == 0) __atomic_store_n(&simd_forced_off, 1, __ATOMIC_RELAXED);
+    else if (mode > 0) __atomic_store_n(&simd_forced_off, 0, __ATOMIC_RELAXED);
+    return use_f16c();
+}
+
+#ifdef AS_EB_X86
+AS_F16C static void h2f_hw(float *out, const uint16_t *in, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
+    for (; i < n; i++) out[i] = _cvtsh_ss(in[i]);
+}
+
+AS_F16C static void f2h_hw(uint16_t *out, const float *in, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) out[i] = (uint16_t)_cvtss_sh(in[i], _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
+
+/* hardware conversions (tests compare them with the portable ones); -1 when unavailable */
+int as_eb_h2f_hw(float *out, const uint16_t *in, size_t n)
+{
+#ifdef AS_EB_X86
+    if (!cpu_has_f16c()) return -1;
+    h2f_hw(out, in, n);
+    return 0;
+#else
+    (void)out; (void)in; (void)n;
+    return -1;
+#endif
+}
+
+int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n)
+{
+#ifdef AS_EB_X86
+    if (!cpu_has_f16c()) return -1;
+    f2h_hw(out, in, n);
+    return 0;
+#else
+    (void)out; (void)in; (void)n;
+    return -1;
+#endif
+}
+
+/* ---- validation ----------------------------------------------------------------------- */
+
+int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
+{
+    if (!s) { set_err(err, errlen, "no shard"); return -1; }
+    if (s->T < 0) { set_err(err, errlen, "bad table count %d", (int)s->T); return -1; }
+    if (s->B < 0) { set_err(err, errlen, "bad batch size %lld", (long long)s->B); return -1; }
+    if (!s->rows || !s->dims || !s->w_off || !s->d_off || !s->offsets ||
+        (!s->indices && s->offsets[(int64_t)s->T * s->B] > 0)) {
+        set_err(err, errlen, "shard has a missing array");
+        return -1;
+    }
+    const int32_t T = s->T;
+    const int64_t B = s->B;
+    if (s->w_off[0] != 0) {
+        set_err(err, errlen, "w_off[0] = %lld, must be 0", (long long)s->w_off[0]);
+        return -1;
+    }
+    if (s->d_off[0] != 0) {
+        set_err(err, errlen, "d_off[0] = %d, must be 0", (int)s->d_off[0]);
+        return -1;
+    }
+    for (int32_t t = 0; t < T; t++) {
+        int64_t E = s->rows[t];
+        int32_t D = s->dims[t];
+        if (E < 1) { set_err(err, errlen, "table %d: rows = %lld, must be >= 1", (int)t, (long long)E); return -1; }
+        if (D < 1) { set_err(err, errlen, "table %d: dim = %d, must be >= 1", (int)t, (int)D); return -1; }
+        if (E > INT64_MAX / D) { set_err(err, errlen, "table %d: rows x dim overflows", (int)t); return -1; }
+        if (s->w_off[t + 1] - s->w_off[t] != E * D) {
+            set_err(err, errlen, "table %d: w_off[%d] - w_off[%d] = %lld, expected rows x dim = %lld",
+                    (int)t, (int)t + 1, (int)t, (long long)(s->w_off[t + 1] - s->w_off[t]), (long long)(E * D));
+            return -1;
+        }
+        if ((int64_t)s->d_off[t + 1] - s->d_off[t] != D) {
+            set_err(err, errlen, "table %d: d_off[%d] - d_off[%d] = %lld, expected dim = %d",
+                    (int)t, (int)t + 1, (int)t, (long long)s->d_off[t + 1] - s->d_off[t], (int)D);
+            return -1;
+        }
+    }
+    const int64_t nbags = (int64_t)T * B;
+    if (s->offsets[0] != 0) {
+        set_err(err, errlen, "offsets[0] = %lld, must be 0", (long long)s->offsets[0]);
+        return -1;
+    }
+    for (int64_t k = 0; k < nbags; k++) {
+        if (s->offsets[k + 1] < s->offsets[k]) {
+            set_err(err, errlen, "offsets decrease: table %lld, bag %lld: offsets[%lld] = %lld < offsets[%lld] = %lld",
+                    (long long)(k / B), (long long)(k % B), (long long)(k + 1), (long long)s->offsets[k + 1],
+                    (long long)k, (long long)s->offsets[k]);
+            return -1;
+        }
+    }
+    for (int64_t k = 0; k < nbags; k++) {
+        const int64_t E = s->rows[k / B];
+        for (int64_t p = s->offsets[k]; p < s->offsets[k + 1]; p++) {
+            int32_t r = s->indices[p];
+            if (r < 0 || r >= E) {
+                set_err(err, errlen, "%s index: table %lld, bag %lld, position %lld (indices[%lld]) = %d, "
+                        "table has %lld rows", r < 0 ? "negative" : "out-of-range",
+                        (long long)(k / B), (long long)(k % B), (long long)(p - s->offsets[k]),
+                        (long long)p, (int)r, (long long)E);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- references ----------------------------------------------------------------------- */
+
+void as_eb_forward_ref(float *out, const uint16_t *W, const as_eb_shard *s)
+{
+    const int64_t B = s->B, sumD = s->d_off[s->T];
+    for (int32_t t = 0; t < s->T; t++) {
+        const int64_t D = s->dims[t];
+        const uint16_t *Wt = W + s->w_off[t];
+        for (int64_t b = 0; b < B; b++) {
+            float *o = out + b * sumD + s->d_off[t];
+            for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
+            const int64_t k = (int64_t)t * B + b;
+            for (int64_t p = s->offsets[k]; p < s->offsets[k + 1]; p++) {
+                const uint16_t *row = Wt + (int64_t)s->indices[p] * D;
+                for (int64_t j = 0; j < D; j++) o[j] += h2f_soft(row[j]);
+            }
+        }
+    }
+}
+
+/* one table, no allocation: for each lookup that is the first of its row, sum that row's
+ * gradients over all its lookups in ascending order (64 columns at a time), then update */
+static void bwd_ref_table(uint16_t *W, const float *grad, const as_eb_shard *s, float lr, int32_t t)
+{
+    const int64_t B = s->B, D = s->dims[t], sumD = s->d_off[s->T];
+    const int64_t *off = s->offsets + (int64_t)t * B;
+    const int32_t *idx = s->indices;
+    const float *gt = grad + s->d_off[t];
+    uint16_t *Wt = W + s->w_off[t];
+    for (int64_t bi = 0; bi < B; bi++) {
+        for (int64_t i = off[bi]; i < off[bi + 1]; i++) {
+            const int32_t r = idx[i];
+            int seen = 0;
+            for (int64_t q = off[0]; q < i && !seen; q++) seen = idx[q] == r;
+            if (seen) continue;
+            for (int64_t c0 = 0; c0 < D; c0 += 64) {
+                const int64_t w = D - c0 < 64 ? D - c0 : 64;
+                float acc[64];
+                for (int64_t j = 0; j < w; j++) acc[j] = 0.0f;
+                for (int64_t bk = bi; bk < B; bk++)
+                    for (int64_t k = bk == bi ? i : off[bk]; k < off[bk + 1]; k++)
+                        if (idx[k] == r)
+                            for (int64_t j = 0; j < w; j++) acc[j] += gt[bk * sumD + c0 + j];
+                uint16_t *wr = Wt + (int64_t)r * D + c0;
+                for (int64_t j = 0; j < w; j++) {
+                    const float u = lr * acc[j];
+                    wr[j] = f2h_soft(h2f_soft(wr[j]) - u);
+                }
+            }
+        }
+    }
+}
+
+void as_eb_backward_sgd_ref(uint16_t *W, const float *grad, const as_eb_shard *s, float lr)
+{
+    for (int32_t t = 0; t < s->T; t++) bwd_ref_table(W, grad, s, lr, t);
+}
+
+/* ---- prefetch helpers ----------------------------------------------------------------- */
+
+static inline void prefetch_range(const void *p, size_t bytes, int write)
+{
+    const char *c = (const char *)p;
+    for (size_t o = 0; o < bytes; o += 64) {
+        if (write) __builtin_prefetch(c + o, 1, 3);
+        else __builtin_prefetch(c + o, 0, 3);
+    }
+    if (write) __builtin_prefetch(c + bytes - 1, 1, 3);
+    else __builtin_prefetch(c + bytes - 1, 0, 3);
+}
+
+/* ---- forward -------------------------------------------------------------------------- */
+
+/* one bag: idx[0..n) its lookups; idx[n..avail) the rest of the table (prefetch targets) */
+static void fwd_bag_soft(float *o, const uint16_t *Wt, int64_t D, const int32_t *idx, int64_t n,
+                         int64_t avail)
+{
+    for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
+    const size_t rowbytes = (size_t)D * 2;
+    const int64_t pf = PF_FWD(D);
+    for (int64_t i = 0; i < n; i++) {
+        if (i + pf < avail) prefetch_range(Wt + (int64_t)idx[i + pf] * D, rowbytes, 0);
+        const uint16_t *row = Wt + (int64_t)idx[i] * D;
+        for (int64_t j = 0; j < D; j++) o[j] += h2f_soft(row[j]);
+    }
+}
+
+#ifdef AS_EB_X86
+/* columns [c0, c0 + 8*nv) of one bag in nv ymm accumulators; nv is a literal at each call */
+AS_F16C_INLINE void fwd_blk_f16c(float *o, const uint16_t *Wt, int64_t D, const int32_t *idx,
+                                 int64_t n, int64_t avail, int64_t c0, const int nv)
+{
+    __m256 acc[BLK_V];
+    for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
+    const size_t pfbytes = (size_t)(D - c0) * 2;
+    const int64_t pf = PF_FWD(D);
+    for (int64_t i = 0; i < n; i++) {
+        if (i + pf < avail) prefetch_range(Wt + (int64_t)idx[i + pf] * D + c0, pfbytes, 0);
+        const uint16_t *row = Wt + (int64_t)idx[i] * D + c0;
+        for (int v = 0; v < nv; v++)
+            acc[v] = _mm256_add_ps(acc[v], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 8 * v))));
+    }
+    for (int v = 0; v < nv; v++) _mm256_storeu_ps(o + c0 + 8 * v, acc[v]);
+}
+
+AS_F16C static void fwd_bag_f16c(float *o, const uint16_t *Wt, int64_t D, const int32_t *idx,
+                                 int64_t n, int64_t avail)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
+        int64_t nv = (D8 - c0) / 8;
+        switch (nv < BLK_V ? nv : BLK_V) {
+        case 1: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 1); break;
+        case 2: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 2); break;
+        case 3: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 3); break;
+        case 4: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 4); break;
+        case 5: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 5); break;
+        case 6: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 6); break;
+        case 7: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 7); break;
+        default: fwd_blk_f16c(o, Wt, D, idx, n, avail, c0, 8); break;
+        }
+    }
+    if (D8 < D) {   /* 1..7 tail columns, scalar */
+        const int64_t w = D - D8;
+        float acc[8] = { 0 };
+        for (int64_t i = 0; i < n; i++) {
+            if (D8 == 0 && i + PF_FWD(D) < avail)
+                prefetch_range(Wt + (int64_t)idx[i + PF_FWD(D)] * D, (size_t)D * 2, 0);
+            const uint16_t *row = Wt + (int64_t)idx[i] * D + D8;
+            for (int64_t j = 0; j < w; j++) acc[j] += _cvtsh_ss(row[j]);
+        }
+        for (int64_t j = 0; j < w; j++) o[D8 + j] = acc[j];
+    }
+}
+#endif
+
+void as_eb_forward_cpu(float *out, const uint16_t *W, const as_eb_shard *s, int nthreads)
+{
+    const int64_t B = s->B, nbags = (int64_t)s->T * B, sumD = s->d_off[s->T];
+    if (nbags == 0) return;
+    const int hw = use_f16c();
+    const int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+    for (int64_t k = 0; k < nbags; k++) {
+        const int64_t t = k / B, b = k - t * B;
+        const int64_t D = s->dims[t];
+        const uint16_t *Wt = W + s->w_off[t];
+        float *o = out + b * sumD + s->d_off[t];
+        const int64_t p0 = s->offsets[k], n = s->offsets[k + 1] - p0;
+        const int64_t avail = s->offsets[(t + 1) * B] - p0;
+        const int32_t *idx = s->indices + p0;
+#ifdef AS_EB_X86
+        if (hw) { fwd_bag_f16c(o, Wt, D, idx, n, avail); continue; }
+#else
+        (void)hw;
+#endif
+        fwd_bag_soft(o, Wt, D, idx, n, avail);
+    }
+}
+
+/* ---- backward + SGD ------------------------------------------------------------------- */
+
+struct as_eb_cpu_ws {
+    int64_t cap_n;      /* lookups of the largest table */
+    int64_t cap_D;      /* largest dim */
+    int cap_thr;        /* threads the histograms and accumulators are sized for */
+    uint64_t *keys[2];  /* (row << 32) | bag */
+    int64_t *hist;      /* [cap_thr][HIST_STRIDE] */
+    float *acc;         /* [cap_thr][acc_stride], portable path */
+    int64_t acc_stride;
+};
+
+static int64_t table_lookups(const as_eb_shard *s, int32_t t)
+{
+    return s->offsets[(int64_t)(t + 1) * s->B] - s->offsets[(int64_t)t * s->B];
+}
+
+as_eb_cpu_ws *as_eb_cpu_ws_new(const as_eb_shard *s)
+{
+    if (!s || s->B > (int64_t)UINT32_MAX) return NULL;
+    as_eb_cpu_ws *ws = calloc(1, sizeof *ws);
+    if (!ws) return NULL;
+    for (int32_t t = 0; t < s->T; t++) {
+        int64_t n = table_lookups(s, t);
+        if (n > ws->cap_n) ws->cap_n = n;
+        if (s->dims[t] > ws->cap_D) ws->cap_D = s->dims[t];
+    }
+    int thr = omp_get_max_threads(), np = omp_get_num_procs();
+    ws->cap_thr = thr > np ? thr : np;
+    if (ws->cap_thr < 1) ws->cap_thr = 1;
+    ws->acc_stride = (ws->cap_D + 15) & ~(int64_t)15;
+    size_t nk = (size_t)(ws->cap_n > 0 ? ws->cap_n : 1);
+    ws->keys[0] = aligned_alloc(64, ((nk * 8 + 63) / 64) * 64);
+    ws->keys[1] = aligned_alloc(64, ((nk * 8 + 63) / 64) * 64);
+    ws->hist = aligned_alloc(64, (size_t)ws->cap_thr * HIST_STRIDE * sizeof(int64_t));
+    ws->acc = aligned_alloc(64, (size_t)ws->cap_thr * (size_t)(ws->acc_stride > 0 ? ws->acc_stride : 16) * sizeof(float));
+    if (!ws->keys[0] || !ws->keys[1] || !ws->hist || !ws->acc) {
+        as_eb_cpu_ws_free(ws);
+        return NULL;
+    }
+    return ws;
+}
+
+void as_eb_cpu_ws_free(as_eb_cpu_ws *ws)
+{
+    if (!ws) return;
+    free(ws->keys[0]);
+    free(ws->keys[1]);
+    free(ws->hist);
+    free(ws->acc);
+    free(ws);
+}
+
+#define KEY_ROW(k) ((int64_t)((k) >> 32))
+#define KEY_BAG(k) ((int64_t)(uint32_t)(k))
+
+/* runs of keys[r0..r1) (run starts; a run may extend past r1), portable */
+static void bwd_runs_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
+                          int64_t r0, int64_t r1, int64_t n, float lr, float *acc)
+{
+    const size_t gbytes = (size_t)D * 4, wbytes = (size_t)D * 2;
+    int64_t i = r0;
+    while (i < r1) {
+        const int64_t row = KEY_ROW(keys[i]);
+        for (int64_t j = 0; j < D; j++) acc[j] = 0.0f;
+        int64_t k = i;
+        for (; k < n && KEY_ROW(keys[k]) == row; k++) {
+            if (k + PF_DIST < n) {
+                prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, gbytes, 0);
+                prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, wbytes, 1);
+            }
+            const float *g = gt + KEY_BAG(keys[k]) * sumD;
+            for (int64_t j = 0; j < D; j++) acc[j] += g[j];
+        }
+        uint16_t *w = Wt + row * D;
+        for (int64_t j = 0; j < D; j++) {
+            const float u = lr * acc[j];
+            w[j] = f2h_soft(h2f_soft(w[j]) - u);
+        }
+        i = k;
+    }
+}
+
+#ifdef AS_EB_X86
+/* columns [c0, c0 + 8*nv) of the run keys[i..j): reduce in registers, then update W */
+AS_F16C_INLINE void bwd_blk_f16c(uint16_t *wrow, const float *gt, int64_t sumD, int64_t D,
+                                 const uint64_t *keys, int64_t i, int64_t j, int64_t n,
+                                 int64_t c0, float lr, const int nv, uint16_t *Wt)
+{
+    __m256 acc[BLK_V];
+    for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
+    const size_t gbytes = (size_t)(D - c0) * 4, wbytes = (size_t)D * 2;
+    for (int64_t k = i; k < j; k++) {
+        if (k + PF_DIST < n) {
+            prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD + c0, gbytes, 0);
+            if (c0 == 0) prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, wbytes, 1);
+        }
+        const float *g = gt + KEY_BAG(keys[k]) * sumD + c0;
+        for (int v = 0; v < nv; v++) acc[v] = _mm256_add_ps(acc[v], _mm256_loadu_ps(g + 8 * v));
+    }
+    const __m256 vlr = _mm256_set1_ps(lr);
+    for (int v = 0; v < nv; v++) {
+        uint16_t *wp = wrow + c0 + 8 * v;
+        __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)wp));
+        w = _mm256_sub_ps(w, _mm256_mul_ps(vlr, acc[v]));
+        _mm_storeu_si128((__m128i *)wp, _mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+AS_F16C static void bwd_runs_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
+                                  const uint64_t *keys, int64_t r0, int64_t r1, int64_t n, float lr)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    int64_t i = r0;
+    while (i < r1) {
+        const int64_t row = KEY_ROW(keys[i]);
+        int64_t j = i + 1;
+        while (j < n && KEY_ROW(keys[j]) == row) j++;
+        uint16_t *wrow = Wt + row * D;
+        for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
+            int64_t nv = (D8 - c0) / 8;
+            switch (nv < BLK_V ? nv : BLK_V) {
+            case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt); break;
+            case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt); break;
+            case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt); break;
+            case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt); break;
+            case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt); break;
+            case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt); break;
+            case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt); break;
+            default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt); break;
+            }
+        }
+        if (D8 < D) {   /* 1..7 tail columns, scalar */
+            const int64_t w = D - D8;
+            float acc[8] = { 0 };
+            for (int64_t k = i; k < j; k++) {
+                if (D8 == 0 && k + PF_DIST < n) {
+                    prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
+                    prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, (size_t)D * 2, 1);
+                }
+                const float *g = gt + KEY_BAG(keys[k]) * sumD + D8;
+                for (int64_t c = 0; c < w; c++) acc[c] += g[c];
+            }
+            for (int64_t c = 0; c < w; c++) {
+                const float u = lr * acc[c];
+                wrow[D8 + c] = (uint16_t)_cvtss_sh(_cvtsh_ss(wrow[D8 + c]) - u, _MM_FROUND_TO_NEAREST_INT);
+            }
+        }
+        i = j;
+    }
+}
+#endif
+
+/* first run start at or after x (x itself when it starts a run) */
+static int64_t run_start_at(const uint64_t *keys, int64_t x, int64_t n)
+{
+    if (x <= 0) return 0;
+    while (x < n && KEY_ROW(keys[x]) == KEY_ROW(keys[x - 1])) x++;
+    return x;
+}
+
+void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s, float lr,
+                            as_eb_cpu_ws *ws, int nthreads)
+{
+    const int32_t T = s->T;
+    const int64_t B = s->B, sumD = s->d_off[T];
+    if (T == 0 || B == 0) return;
+    /* tables the workspace was not sized for (misuse): slow but exact reference path */
+    int any_fast = 0;
+    for (int32_t t = 0; t < T; t++) {
+        if (!ws || table_lookups(s, t) > ws->cap_n || s->dims[t] > ws->cap_D || B > (int64_t)UINT32_MAX)
+            bwd_ref_table(W, grad, s, lr, t);
+        else any_fast = 1;
+    }
+    if (!any_fast) return;
+    const int hw = use_f16c();
+    int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+    if (nt > ws->cap_thr) nt = ws->cap_thr;
+
+#pragma omp parallel num_threads(nt)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        int64_t *hist = ws->hist + (size_t)tid * HIST_STRIDE;
+        float *acc = ws->acc + (size_t)tid * (size_t)ws->acc_stride;
+        for (int32_t t = 0; t < T; t++) {
+            const int64_t n = table_lookups(s, t), D = s->dims[t], E = s->rows[t];
+            if (n == 0 || n > ws->cap_n || D > ws->cap_D) continue;   /* same in every thread */
+            const int64_t *off = s->offsets + (int64_t)t * B;
+            const int64_t base = off[0];
+            const int32_t *idx = s->indices + base;
+            const int64_t c0 = n * tid / nth, c1 = n * (tid + 1) / nth;
+            uint64_t *src = ws->keys[0], *dst = ws->keys[1];
+
+            /* keys for lookups [c0, c1): find the bag of c0 (first b with off[b+1] > base+c0) */
+            if (c0 < c1) {
+                int64_t lo = 0, hi = B - 1;
+                while (lo < hi) {
+                    int64_t mid = lo + (hi - lo) / 2;
+                    if (off[mid + 1] - base > c0) hi = mid; else lo = mid + 1;
+                }
+                int64_t b = lo;
+                for (int64_t p = c0; p < c1; p++) {
+                    while (off[b + 1] - base <= p) b++;
+                    src[p] = ((uint64_t)(uint32_t)idx[p] << 32) | (uint64_t)b;
+                }
+            }
+
+            /* LSD radix sort on the row bits only */
+            int nbits = 0;
+            while (nbits < 31 && ((int64_t)1 << nbits) < E) nbits++;   /* ceil(log2 E); rows < 2^31 */
+            const int passes = (nbits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
+            const int dbits = passes ? (nbits + passes - 1) / passes : 0;
+            const int64_t nbuck = (int64_t)1 << dbits;
+            const uint64_t mask = (uint64_t)nbuck - 1;
+            if (passes == 0) {
+#pragma omp barrier
+            }
+            for (int pass = 0; pass < passes; pass++) {
+                const int shift = 32 + pass * dbits;
+                for (int64_t d = 0; d < nbuck; d++) hist[d] = 0;
+                for (int64_t p = c0; p < c1; p++) hist[(src[p] >> shift) & mask]++;
+#pragma omp barrier
+#pragma omp single
+                {
+                    int64_t pos = 0;
+                    for (int64_t d = 0; d < nbuck; d++)
+                        for (int th = 0; th < nth; th++) {
+                            int64_t *h = ws->hist + (size_t)th * HIST_STRIDE + d;
+                            int64_t c = *h;
+                            *h = pos;
+                            pos += c;
+                        }
+                }   /* implicit barrier */
+                for (int64_t p = c0; p < c1; p++) {
+                    const uint64_t key = src[p];
+                    dst[hist[(key >> shift) & mask]++] = key;
+                }
+#pragma omp barrier
+                uint64_t *tmp = src; src = dst; dst = tmp;
+            }
+
+            /* runs starting in this thread's chunk */
+            const int64_t r0 = run_start_at(src, c0, n), r1 = run_start_at(src, c1, n);
+            uint16_t *Wt = W + s->w_off[t];
+            const float *gt = grad + s->d_off[t];
+#ifdef AS_EB_X86
+            if (hw) bwd_runs_f16c(Wt, gt, sumD, D, src, r0, r1, n, lr);
+            else
+#else
+            (void)hw;
+#endif
+            bwd_runs_soft(Wt, gt, sumD, D, src, r0, r1, n, lr, acc);
+#pragma omp barrier
+        }
+    }
+}
+
+/* ---- CUDA stubs ----------------------------------------------------------------------- */
+
+#ifndef AS_HAVE_CUDA
+size_t as_eb_gpu_bytes_needed(const as_eb_shard *s) { (void)s; return 0; }
+
+int as_eb_gpu_create(as_eb_gpu **g, const as_eb_shard *s, const uint16_t *W, const float *grad,
+                     int device, char *err, size_t errlen)
+{
+    (void)s; (void)W; (void)grad; (void)device;
+    if (g) *g = NULL;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errlen)
+{
+    (void)g;
+    if (ms) *ms = 0;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *err, size_t errlen)
+{
+    (void)g; (void)lr;
+    if (ms) *ms = 0;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen)
+{
+    (void)g;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *err, size_t errlen)
+{
+    (void)g; (void)out; (void)W;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_clock_mhz, double *copy_gbps)
+{
+    (void)g;
+    if (name && namelen) snprintf(name, namelen, "none (built without CUDA)");
+    if (sm_clock_mhz) *sm_clock_mhz = 0;
+    if (copy_gbps) *copy_gbps = 0;
+    return -1;
+}
+
+void as_eb_gpu_destroy(as_eb_gpu *g) { (void)g; }
+#endif

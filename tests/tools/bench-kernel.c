@@ -1,0 +1,434 @@
+/* bench-kernel.c - GPU micro-benchmark of the fused embedding-bag op (lib/embbag.cu) over a
+ * grid of representative shards. Dimension letters: B batch, L pooling, D dim, E rows,
+ * T tables.
+ *
+ * For each shard (every dim x pooling x distribution of the lists given, plus one shard of
+ * mixed dims per pooling x distribution unless --no-mixed): T tables of E fp16 rows, B bags
+ * of exactly L lookups per table, rows uniform or power-law (Zipf exponent --alpha over the
+ * ranks, ranks scattered over the rows by a multiplicative permutation), a random fp32 grad.
+ * W/B/R protocol: --warmup iterations, then --iters timed ones; every iteration is
+ * flush, forward, flush, backward+SGD (the flush reads a buffer >= 2x L2 on the same stream,
+ * so each phase starts cold). Per phase: the mean after dropping the --drop highest and
+ * --drop lowest ("ms"), the median, min, max and relative std-dev of all timed iterations.
+ * GB/s by FBGEMM's formula: forward bytes = sum_t 4*B*D_t + 2*B*D_t*L_t, backward credited 2x,
+ * total = 3x forward bytes over forward+backward time; % of the measured device copy rate.
+ *
+ * stdout: '#' comment lines (device, clock, copy GB/s, seed, protocol), then a tab-separated
+ * table with a header line. --dump DIR writes per shard DIR/<name>.json plus
+ * DIR/<name>.offsets.i64 and DIR/<name>.indices.i32 (raw little-endian) and appends the name
+ * to DIR/index.txt, for pipelines/bench-torch.py.
+ * Exit: 0 ok, 2 usage, 3 environment (built without CUDA, no device, out of memory). */
+#include "embbag.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VERSION "bench-kernel 0.1"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench-kernel [options]\n"
+            "  --tables T        tables per shard (8)\n"
+            "  --rows E          rows per table (1000000)\n"
+            "  --batch B         bags per table (65536)\n"
+            "  --dims LIST       comma-separated dims (16,32,64,128)\n"
+            "  --pooling LIST    comma-separated pooling factors (1,15,100)\n"
+            "  --dist LIST       uniform,powerlaw (both)\n"
+            "  --alpha A         power-law exponent (1.05)\n"
+            "  --no-mixed        skip the mixed-dims shards (dims of the list, cycled over tables)\n"
+            "  --only NAME       run only shards whose name contains NAME\n"
+            "  --quick           small shards: --tables 4 --rows 100000 --batch 8192\n"
+            "  --warmup W        warm-up iterations (5)\n"
+            "  --iters R         timed iterations (10)\n"
+            "  --drop K          drop K highest and K lowest (2)\n"
+            "  --lr X            SGD learning rate (0.01)\n"
+            "  --seed S          PRNG seed (1)\n"
+            "  --device N        CUDA device (0)\n"
+            "  --dump DIR        write each shard's offsets/indices + JSON for bench-torch.py\n"
+            "  -h, --help        this help;  --version  the version\n"
+            "Shard names: d<D>-l<L>-<dist> and mixed-l<L>-<dist>.\n"
+            "Exit status: 0 ok, 2 usage error, 3 environment error (no CUDA build or device,\n"
+            "not enough device memory, write error).\n");
+}
+
+/* ---- PRNG ------------------------------------------------------------------------------- */
+
+static uint64_t sm64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static double unif(uint64_t *s) { return (double)(sm64(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ---- option parsing ----------------------------------------------------------------------- */
+
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < lo || x > hi) return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_list(const char *s, int *vals, int max, int *n)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int64_t v;
+        if (*n == max || parse_i64(tok, 1, 100000, &v)) return -1;
+        vals[(*n)++] = (int)v;
+    }
+    return *n ? 0 : -1;
+}
+
+/* ---- statistics ---------------------------------------------------------------------------- */
+
+typedef struct { double trim, med, min, max, rsd; } stats_t;
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static stats_t stats(const double *v, int n, int drop)
+{
+    stats_t s = {0, 0, 0, 0, 0};
+    if (n <= 0) return s;
+    double *w = malloc(sizeof(double) * n);
+    memcpy(w, v, sizeof(double) * n);
+    qsort(w, n, sizeof(double), cmpd);
+    int lo = drop, hi = n - drop;
+    if (hi <= lo) { lo = 0; hi = n; }
+    double sum = 0;
+    for (int i = lo; i < hi; i++) sum += w[i];
+    s.trim = sum / (hi - lo);
+    s.med = n % 2 ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+    s.min = w[0];
+    s.max = w[n - 1];
+    double m = 0, q = 0;
+    for (int i = 0; i < n; i++) m += w[i];
+    m /= n;
+    for (int i = 0; i < n; i++) q += (w[i] - m) * (w[i] - m);
+    s.rsd = n > 1 && m > 0 ? sqrt(q / (n - 1)) / m : 0;
+    free(w);
+    return s;
+}
+
+/* ---- shards -------------------------------------------------------------------------------- */
+
+typedef struct {
+    char name[64];
+    const char *dist;
+    int L;
+    as_eb_shard s;
+    int64_t *rows, *w_off, *offsets;
+    int32_t *dims, *d_off, *indices;
+    uint16_t *W;
+    float *grad;
+    int64_t unique;
+} shard_t;
+
+static void free_shard(shard_t *h)
+{
+    free(h->rows); free(h->w_off); free(h->offsets); free(h->dims); free(h->d_off); free(h->indices);
+    free(h->W); free(h->grad);
+    memset(h, 0, sizeof *h);
+}
+
+static int make_shard(shard_t *h, int T, int64_t E, int64_t B, const int *dims, int L, int powerlaw, double alpha,
+                      uint64_t seed)
+{
+    uint64_t st = seed;
+    h->L = L;
+    h->dist = powerlaw ? "powerlaw" : "uniform";
+    h->rows = malloc(sizeof(int64_t) * T);
+    h->w_off = malloc(sizeof(int64_t) * (T + 1));
+    h->dims = malloc(sizeof(int32_t) * T);
+    h->d_off = malloc(sizeof(int32_t) * (T + 1));
+    h->offsets = malloc(sizeof(int64_t) * ((size_t)T * B + 1));
+    int64_t n = (int64_t)T * B * L;
+    h->indices = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!h->rows || !h->w_off || !h->dims || !h->d_off || !h->offsets || !h->indices) return -1;
+    int64_t wo = 0;
+    int32_t dof = 0;
+    for (int t = 0; t < T; t++) {
+        h->rows[t] = E;
+        h->dims[t] = dims[t];
+        h->w_off[t] = wo;
+        h->d_off[t] = dof;
+        wo += E * dims[t];
+        dof += dims[t];
+    }
+    h->w_off[T] = wo;
+    h->d_off[T] = dof;
+    for (int64_t g = 0; g <= (int64_t)T * B; g++) h->offsets[g] = g * L;
+    double c1 = pow((double)E, 1.0 - alpha) - 1.0, ia = 1.0 / (1.0 - alpha);
+    for (int64_t p = 0; p < n; p++) {
+        int64_t r;
+        if (powerlaw) {
+            double x = pow(c1 * unif(&st) + 1.0, ia); /* continuous Zipf inverse CDF on [1, E] */
+            int64_t rank = (int64_t)x - 1;
+            if (rank < 0) rank = 0;
+            if (rank >= E) rank = E - 1;
+            r = (int64_t)(((uint64_t)rank * 2654435761ULL) % (uint64_t)E);
+        } else r = (int64_t)(sm64(&st) % (uint64_t)E);
+        h->indices[p] = (int32_t)r;
+    }
+    /* unique rows over the shard */
+    int64_t sumE = (int64_t)T * E;
+    uint64_t *bits = calloc((size_t)(sumE + 63) / 64, 8);
+    if (!bits) return -1;
+    h->unique = 0;
+    for (int t = 0; t < T; t++)
+        for (int64_t p = (int64_t)t * B * L; p < (int64_t)(t + 1) * B * L; p++) {
+            uint64_t k = (uint64_t)(t * E + h->indices[p]);
+            if (!(bits[k >> 6] >> (k & 63) & 1)) { bits[k >> 6] |= 1ULL << (k & 63); h->unique++; }
+        }
+    free(bits);
+    /* weights: random fp16 of magnitude in [2^-7, 1) with random sign, straight from bits */
+    h->W = malloc(sizeof(uint16_t) * ((size_t)wo + 1));
+    h->grad = malloc(sizeof(float) * ((size_t)B * dof + 1));
+    if (!h->W || !h->grad) return -1;
+    for (int64_t i = 0; i < wo; i += 4) {
+        uint64_t z = sm64(&st);
+        for (int k = 0; k < 4 && i + k < wo; k++) {
+            uint16_t v = (uint16_t)(z >> (16 * k));
+            h->W[i + k] = (uint16_t)((v & 0x8000) | (0x2000 + (v & 0x1bff)));
+        }
+    }
+    for (int64_t i = 0; i < B * dof; i++) h->grad[i] = (float)(2.0 * unif(&st) - 1.0);
+    h->s.T = T;
+    h->s.B = B;
+    h->s.rows = h->rows;
+    h->s.dims = h->dims;
+    h->s.w_off = h->w_off;
+    h->s.d_off = h->d_off;
+    h->s.offsets = h->offsets;
+    h->s.indices = h->indices;
+    return 0;
+}
+
+static int write_file(const char *path, const void *p, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(p, 1, bytes, f);
+    int bad = w != bytes;
+    bad |= fclose(f) != 0;
+    return bad ? -1 : 0;
+}
+
+/* raw little-endian arrays (this tool runs on little-endian hosts only: x86-64, aarch64) */
+static int dump_shard(const char *dir, const shard_t *h, double alpha, uint64_t seed, float lr)
+{
+    char path[4096];
+    const as_eb_shard *s = &h->s;
+    int64_t n = s->offsets[(int64_t)s->T * s->B];
+    snprintf(path, sizeof path, "%s/%s.offsets.i64", dir, h->name);
+    if (write_file(path, s->offsets, sizeof(int64_t) * ((size_t)s->T * s->B + 1))) return -1;
+    snprintf(path, sizeof path, "%s/%s.indices.i32", dir, h->name);
+    if (write_file(path, s->indices, sizeof(int32_t) * (size_t)n)) return -1;
+    snprintf(path, sizeof path, "%s/%s.json", dir, h->name);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "{\"name\": \"%s\", \"T\": %d, \"B\": %lld, \"pooling\": %d, \"dist\": \"%s\", \"alpha\": %g, "
+               "\"seed\": %llu, \"lr\": %g, \"lookups\": %lld, \"unique\": %lld,\n \"rows\": [",
+            h->name, s->T, (long long)s->B, h->L, h->dist, alpha, (unsigned long long)seed, lr, (long long)n,
+            (long long)h->unique);
+    for (int t = 0; t < s->T; t++) fprintf(f, "%s%lld", t ? ", " : "", (long long)s->rows[t]);
+    fprintf(f, "],\n \"dims\": [");
+    for (int t = 0; t < s->T; t++) fprintf(f, "%s%d", t ? ", " : "", s->dims[t]);
+    fprintf(f, "],\n \"offsets\": \"%s.offsets.i64\", \"indices\": \"%s.indices.i32\"}\n", h->name, h->name);
+    if (fclose(f)) return -1;
+    snprintf(path, sizeof path, "%s/index.txt", dir);
+    f = fopen(path, "a");
+    if (!f) return -1;
+    fprintf(f, "%s\n", h->name);
+    return fclose(f) ? -1 : 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    int64_t T = 8, E = 1000000, B = 65536, warm = 5, iters = 10, drop = 2, device = 0, seedv = 1;
+    int dims[16] = {16, 32, 64, 128}, ndims = 4, pools[16] = {1, 15, 100}, npools = 3;
+    int do_uniform = 1, do_power = 1, mixed = 1;
+    double alpha = 1.05, lr = 0.01;
+    const char *dump = NULL, *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED() do { if (!v) { fprintf(stderr, "bench-kernel: %s needs a value\nusage: see bench-kernel --help\n", a); return 2; } i++; } while (0)
+#define BAD() do { fprintf(stderr, "bench-kernel: bad value for %s: %s\nusage: see bench-kernel --help\n", a, v); return 2; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--version")) { printf("%s\n", VERSION); return 0; }
+        else if (!strcmp(a, "--tables")) { NEED(); if (parse_i64(v, 1, 4096, &T)) BAD(); }
+        else if (!strcmp(a, "--rows")) { NEED(); if (parse_i64(v, 1, 2000000000LL, &E)) BAD(); }
+        else if (!strcmp(a, "--batch")) { NEED(); if (parse_i64(v, 1, 1LL << 24, &B)) BAD(); }
+        else if (!strcmp(a, "--dims")) { NEED(); if (parse_list(v, dims, 16, &ndims)) BAD(); }
+        else if (!strcmp(a, "--pooling")) { NEED(); if (parse_list(v, pools, 16, &npools)) BAD(); }
+        else if (!strcmp(a, "--dist")) {
+            NEED();
+            do_uniform = strstr(v, "uniform") != NULL;
+            do_power = strstr(v, "powerlaw") != NULL;
+            if (!do_uniform && !do_power) BAD();
+        } else if (!strcmp(a, "--alpha")) {
+            NEED();
+            char *end;
+            alpha = strtod(v, &end);
+            if (*end || end == v || !(alpha > 0) || fabs(alpha - 1.0) < 1e-9 || alpha > 10) BAD();
+        } else if (!strcmp(a, "--lr")) {
+            NEED();
+            char *end;
+            lr = strtod(v, &end);
+            if (*end || end == v || !(lr >= 0) || lr > 1e6) BAD();
+        } else if (!strcmp(a, "--no-mixed")) mixed = 0;
+        else if (!strcmp(a, "--only")) { NEED(); only = v; }
+        else if (!strcmp(a, "--quick")) { T = 4; E = 100000; B = 8192; }
+        else if (!strcmp(a, "--warmup")) { NEED(); if (parse_i64(v, 0, 1000, &warm)) BAD(); }
+        else if (!strcmp(a, "--iters")) { NEED(); if (parse_i64(v, 1, 100000, &iters)) BAD(); }
+        else if (!strcmp(a, "--drop")) { NEED(); if (parse_i64(v, 0, 1000, &drop)) BAD(); }
+        else if (!strcmp(a, "--seed")) { NEED(); if (parse_i64(v, 0, INT64_MAX, &seedv)) BAD(); }
+        else if (!strcmp(a, "--device")) { NEED(); if (parse_i64(v, 0, 1024, &device)) BAD(); }
+        else if (!strcmp(a, "--dump")) { NEED(); dump = v; }
+        else {
+            fprintf(stderr, "bench-kernel: unknown option %s\nusage: see bench-kernel --help\n", a);
+            return 2;
+        }
+#undef NEED
+#undef BAD
+    }
+    if (2 * drop >= iters) fprintf(stderr, "bench-kernel: note: --drop %lld leaves nothing; using all\n", (long long)drop);
+#ifndef AS_HAVE_CUDA
+    (void)T; (void)E; (void)B; (void)warm; (void)dump; (void)only; (void)seedv; (void)device; (void)mixed;
+    (void)do_uniform; (void)do_power; (void)alpha; (void)lr; (void)ndims; (void)npools;
+    (void)stats; (void)make_shard; (void)free_shard; (void)dump_shard;
+    fprintf(stderr, "bench-kernel: built without CUDA\n");
+    return 3;
+#else
+    uint64_t seed = (uint64_t)seedv;
+    int header_done = 0;
+    double copy_gbps = 0;
+    int ndist = 0;
+    int dist_list[2];
+    if (do_uniform) dist_list[ndist++] = 0;
+    if (do_power) dist_list[ndist++] = 1;
+    if (dump) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/index.txt", dump);
+        FILE *f = fopen(path, "w"); /* start a fresh index */
+        if (!f || fclose(f)) { fprintf(stderr, "bench-kernel: %s: %s\n", path, strerror(errno)); return 3; }
+    }
+    int nshape = ndims + (mixed ? 1 : 0);
+    for (int pi = 0; pi < npools; pi++)
+        for (int di = 0; di < ndist; di++)
+            for (int si = 0; si < nshape; si++) {
+                int L = pools[pi], pw = dist_list[di];
+                int tdims[4096];
+                char name[64];
+                if (si < ndims) {
+                    for (int t = 0; t < T; t++) tdims[t] = dims[si];
+                    snprintf(name, sizeof name, "d%d-l%d-%s", dims[si], L, pw ? "powerlaw" : "uniform");
+                } else {
+                    for (int t = 0; t < T; t++) tdims[t] = dims[t % ndims];
+                    snprintf(name, sizeof name, "mixed-l%d-%s", L, pw ? "powerlaw" : "uniform");
+                }
+                if (only && !strstr(name, only)) continue;
+                shard_t h;
+                memset(&h, 0, sizeof h);
+                snprintf(h.name, sizeof h.name, "%s", name);
+                uint64_t sseed = seed ^ (0x1000193ULL * (uint64_t)(pi * 64 + di * 16 + si + 1));
+                fprintf(stderr, "bench-kernel: %s: generating\n", name);
+                if (make_shard(&h, (int)T, E, B, tdims, L, pw, alpha, sseed)) {
+                    fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
+                    free_shard(&h);
+                    return 3;
+                }
+                if (dump && dump_shard(dump, &h, alpha, sseed, (float)lr)) {
+                    fprintf(stderr, "bench-kernel: %s: cannot write: %s\n", dump, strerror(errno));
+                    free_shard(&h);
+                    return 3;
+                }
+                char err[512] = "";
+                as_eb_gpu *g = NULL;
+                if (as_eb_gpu_create(&g, &h.s, h.W, h.grad, (int)device, err, sizeof err)) {
+                    fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
+                    free_shard(&h);
+                    return 3;
+                }
+                if (!header_done) {
+                    char dev[256];
+                    int mhz = 0;
+                    as_eb_gpu_info(g, dev, sizeof dev, &mhz, &copy_gbps);
+                    printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, copy_gbps);
+                    printf("# seed: %llu  tables: %lld  rows: %lld  batch: %lld  alpha: %g  lr: %g\n",
+                           (unsigned long long)seed, (long long)T, (long long)E, (long long)B, alpha, lr);
+                    printf("# protocol: %lld warm-up, %lld timed, each phase after a cache flush; ms = mean "
+                           "without %lld highest and %lld lowest\n",
+                           (long long)warm, (long long)iters, (long long)drop, (long long)drop);
+                    printf("name\tdims\tpooling\tdist\tlookups\tunique\tfwd_ms\tfwd_med\tfwd_min\tfwd_max\tfwd_rsd\t"
+                           "bwd_ms\tbwd_med\tbwd_min\tbwd_max\tbwd_rsd\ttotal_ms\tfwd_gbps\tbwd_gbps\ttotal_gbps\t"
+                           "fwd_pct_copy\ttotal_pct_copy\n");
+                    fflush(stdout);
+                    header_done = 1;
+                }
+                double *tf = calloc((size_t)iters, sizeof(double)), *tb = calloc((size_t)iters, sizeof(double));
+                double *tt = calloc((size_t)iters, sizeof(double));
+                int rc = 0;
+                for (int64_t it = 0; it < warm + iters && !rc; it++) {
+                    float fms = 0, bms = 0;
+                    rc = as_eb_gpu_flush_cache(g, err, sizeof err) || as_eb_gpu_forward(g, &fms, err, sizeof err) ||
+                         as_eb_gpu_flush_cache(g, err, sizeof err) ||
+                         as_eb_gpu_backward_sgd(g, (float)lr, &bms, err, sizeof err);
+                    if (!rc && it >= warm) {
+                        tf[it - warm] = fms;
+                        tb[it - warm] = bms;
+                        tt[it - warm] = (double)fms + bms;
+                    }
+                }
+                as_eb_gpu_destroy(g);
+                if (rc) {
+                    fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
+                    free(tf); free(tb); free(tt);
+                    free_shard(&h);
+                    return 3;
+                }
+                stats_t sf = stats(tf, (int)iters, (int)drop), sb = stats(tb, (int)iters, (int)drop);
+                stats_t st = stats(tt, (int)iters, (int)drop);
+                double fbytes = 0;
+                int64_t n = h.s.offsets[T * B];
+                for (int t = 0; t < T; t++) {
+                    double Lt = (double)(h.s.offsets[(t + 1) * B] - h.s.offsets[t * B]) / (double)B;
+                    fbytes += 4.0 * B * tdims[t] + 2.0 * B * tdims[t] * Lt;
+                }
+                double fg = sf.trim > 0 ? fbytes / (sf.trim * 1e-3) / 1e9 : 0;
+                double bg = sb.trim > 0 ? 2 * fbytes / (sb.trim * 1e-3) / 1e9 : 0;
+                double tg = st.trim > 0 ? 3 * fbytes / (st.trim * 1e-3) / 1e9 : 0;
+                char dl[64];
+                if (si < ndims) snprintf(dl, sizeof dl, "%d", dims[si]);
+                else snprintf(dl, sizeof dl, "mixed");
+                printf("%s\t%s\t%d\t%s\t%lld\t%lld\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t"
+                       "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n",
+                       name, dl, L, h.dist, (long long)n, (long long)h.unique, sf.trim, sf.med, sf.min, sf.max,
+                       sf.rsd, sb.trim, sb.med, sb.min, sb.max, sb.rsd, st.trim, fg, bg, tg,
+                       copy_gbps > 0 ? 100 * fg / copy_gbps : 0, copy_gbps > 0 ? 100 * tg / copy_gbps : 0);
+                if (fflush(stdout)) { fprintf(stderr, "bench-kernel: write error\n"); return 3; }
+                free(tf); free(tb); free(tt);
+                free_shard(&h);
+            }
+    if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "bench-kernel: write error\n"); return 3; }
+    return 0;
+#endif
+}

@@ -1,0 +1,545 @@
+/* test_embbag.c - the CPU embedding-bag op: fp16 conversions (every half, rounding ties,
+ * subnormals, overflow, nan; portable against F16C), fast forward and backward + SGD
+ * against the naive references bit for bit (uniform and skewed indices, empty bags, one-row
+ * tables, dims that are not multiples of 8, mixed dims, 1 and 2 threads, portable and F16C
+ * paths, 1-3 radix passes), a hand-computed case, a finite-difference gradient check, and
+ * validation messages.
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables. */
+#include "unit.h"
+#include "embbag.h"
+#include "common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* test hooks exported by lib/embbag.c (not in embbag.h) */
+float as_eb_h2f_soft(uint16_t h);
+uint16_t as_eb_f2h_soft(float f);
+int as_eb_h2f_hw(float *out, const uint16_t *in, size_t n);
+int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n);
+int as_eb_cpu_simd(int mode);
+
+static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* ---- fp16 ----------------------------------------------------------------------------- */
+
+TEST(eb_half_every_value_round_trips)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = as_half_to_float((uint16_t)h);
+        if (fbits(f) != fbits(as_eb_h2f_soft((uint16_t)h))) bad++;
+        uint16_t back = as_float_to_half(f);
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {   /* nan: stays nan, sign kept, quieted */
+            if (!isnan(f) || back != (uint16_t)(h | 0x200)) bad++;
+        } else if (back != h) {
+            bad++;
+        }
+    }
+    CHECK_EQ_I64(bad, 0);
+    CHECK(as_half_to_float(0x3c00) == 1.0f);
+    CHECK(as_half_to_float(0xc000) == -2.0f);
+    CHECK(as_half_to_float(0x7bff) == 65504.0f);
+    CHECK(as_half_to_float(0x0001) == 0x1p-24f);
+    CHECK(as_half_to_float(0x03ff) == 1023 * 0x1p-24f);
+    CHECK(as_half_to_float(0x0400) == 0x1p-14f);
+    CHECK(isinf(as_half_to_float(0x7c00)) && as_half_to_float(0x7c00) > 0);
+    CHECK(isinf(as_half_to_float(0xfc00)) && as_half_to_float(0xfc00) < 0);
+    CHECK_EQ_I64(fbits(as_half_to_float(0x8000)), 0x80000000u);
+    CHECK(isnan(as_half_to_float(0x7e00)));
+}
+
+TEST(eb_half_hw_matches_portable)
+{
+    static uint16_t h[65536];
+    static float f[65536];
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    if (as_eb_h2f_hw(f, h, 65536) != 0) {
+        fprintf(stderr, "  (no F16C on this CPU: hardware comparison skipped)\n");
+        return;
+    }
+    int bad = 0;
+    for (uint32_t i = 0; i < 65536; i++) bad += fbits(f[i]) != fbits(as_eb_h2f_soft((uint16_t)i));
+    CHECK_EQ_I64(bad, 0);
+
+    /* float -> half: every half, the midpoints to its neighbour and one float either side */
+    enum { N = 1 << 16 };
+    float *in = malloc(sizeof(float) * N * 5);
+    uint16_t *hw = malloc(2 * N * 5);
+    size_t n = 0;
+    for (uint32_t i = 0; i < 65536; i++) {
+        float a = as_eb_h2f_soft((uint16_t)i), b = as_eb_h2f_soft((uint16_t)(i + 1));
+        in[n++] = a;
+        if (isfinite(a) && isfinite(b) && (i & 0x7fff) != 0x7fff) {
+            float mid = (float)(((double)a + (double)b) / 2);   /* exact: 12-bit mantissas */
+            in[n++] = mid;
+            in[n++] = nextafterf(mid, INFINITY);
+            in[n++] = nextafterf(mid, -INFINITY);
+        }
+    }
+    CHECK(n <= (size_t)N * 5);
+    if (as_eb_f2h_hw(hw, in, n) == 0) {
+        bad = 0;
+        for (size_t i = 0; i < n; i++) bad += hw[i] != as_eb_f2h_soft(in[i]);
+        CHECK_EQ_I64(bad, 0);
+    }
+    /* random bit patterns (all exponents, nans, float subnormals) */
+    as_rng r;
+    as_rng_seed(&r, 7, 0);
+    bad = 0;
+    for (int rep = 0; rep < 8; rep++) {
+        for (size_t i = 0; i < (size_t)N; i++) {
+            uint32_t u = (uint32_t)as_rng_next(&r);
+            if (rep & 1) u = (u & 0x807fffffu) | ((uint32_t)(96 + as_rng_below(&r, 48)) << 23); /* near half range */
+            in[i] = bitsf(u);
+        }
+        if (as_eb_f2h_hw(hw, in, N) != 0) break;
+        for (size_t i = 0; i < (size_t)N; i++) bad += hw[i] != as_eb_f2h_soft(in[i]);
+    }
+    CHECK_EQ_I64(bad, 0);
+    free(in);
+    free(hw);
+}
+
+TEST(eb_float_to_half_rounding)
+{
+    struct { float f; uint16_t h; } c[] = {
+        { 1.0f, 0x3c00 },
+        { 1.0f + 0x1p-11f, 0x3c00 },                 /* tie -> even (down) */
+        { 1.0f + 3 * 0x1p-11f, 0x3c02 },             /* tie -> even (up) */
+        { 1.0f + 0x1p-11f + 0x1p-20f, 0x3c01 },      /* just above the tie */
+        { 1.0f + 0x1p-11f - 0x1p-20f, 0x3c00 },      /* just below */
+        { -1.0f - 3 * 0x1p-11f, 0xbc02 },
+        { 0.1f, 0x2e66 },
+        { 65504.0f, 0x7bff },
+        { 65519.0f, 0x7bff },
+        { 65520.0f, 0x7c00 },                        /* tie between max and 2^16 -> inf */
+        { 1e10f, 0x7c00 },
+        { -1e10f, 0xfc00 },
+        { INFINITY, 0x7c00 },
+        { -INFINITY, 0xfc00 },
+        { 0.0f, 0x0000 },
+        { -0.0f, 0x8000 },
+        { 0x1p-14f, 0x0400 },                        /* smallest normal */
+        { 0x1p-14f - 0x1p-25f, 0x0400 },             /* tie 0x3ff/0x400 -> even 0x400 */
+        { 0x1p-14f - 3 * 0x1p-25f, 0x03fe },         /* tie 0x3fe/0x3ff -> even 0x3fe */
+        { 0x1p-24f, 0x0001 },                        /* smallest subnormal */
+        { 0x1p-25f, 0x0000 },                        /* tie 0/1 -> 0 */
+        { 0x1p-25f + 0x1p-40f, 0x0001 },
+        { -0x1p-25f, 0x8000 },
+        { 3 * 0x1p-25f, 0x0002 },                    /* 1.5 units: tie 1/2 -> 2 */
+        { 5 * 0x1p-25f, 0x0002 },                    /* 2.5 units: tie 2/3 -> 2 */
+        { 0x1p-26f, 0x0000 },
+        { 1e-45f, 0x0000 },                          /* float subnormal */
+        { -1e-45f, 0x8000 },
+        { 2049.0f, 0x6800 },                         /* 2048 + 1: tie -> 2048 */
+        { 2051.0f, 0x6802 },                         /* tie -> 2052 */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        if (as_float_to_half(c[i].f) != c[i].h) {
+            fprintf(stderr, "  case %zu: %a -> %04x, want %04x\n", i, (double)c[i].f,
+                    as_float_to_half(c[i].f), c[i].h);
+            CHECK(0);
+        }
+        CHECK_EQ_I64(as_eb_f2h_soft(c[i].f), c[i].h);
+    }
+    CHECK_EQ_I64(as_float_to_half(NAN), 0x7e00);
+    CHECK_EQ_I64(as_float_to_half(-NAN), 0xfe00);
+    CHECK_EQ_I64(as_float_to_half(bitsf(0x7f800001u)), 0x7e00);   /* signalling -> quiet */
+    CHECK_EQ_I64(as_float_to_half(bitsf(0x7fffe000u)), 0x7fff);   /* payload kept */
+
+    /* random finite floats: the result is a nearest half, ties to the even one */
+    as_rng r;
+    as_rng_seed(&r, 11, 0);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        float f = (float)((as_rng_uniform(&r) * 2 - 1) * ldexp(1.0, (int)as_rng_below(&r, 44) - 27));
+        if (!(fabsf(f) < 65520.0f)) continue;
+        uint16_t h = as_float_to_half(f);
+        double d = fabs((double)as_half_to_float(h) - f);
+        uint16_t up = (uint16_t)(h + 1), dn = (uint16_t)(h - 1);
+        if ((h & 0x7fff) != 0x7bff && fabs((double)as_half_to_float(up) - f) < d) bad++;
+        if ((h & 0x7fff) != 0 && fabs((double)as_half_to_float(dn) - f) < d) bad++;
+        if ((h & 0x7fff) != 0x7bff && fabs((double)as_half_to_float(up) - f) == d && (h & 1)) bad++;
+        if ((h & 0x7fff) != 0 && fabs((double)as_half_to_float(dn) - f) == d && (h & 1)) bad++;
+    }
+    CHECK_EQ_I64(bad, 0);
+}
+
+/* ---- synthetic shards ----------------------------------------------------------------- */
+
+enum { DIST_UNIFORM, DIST_HOT, DIST_POW };
+
+typedef struct {
+    as_eb_shard s;
+    int64_t *rows, *w_off, *offsets;
+    int32_t *dims, *d_off, *indices;
+    uint16_t *W;
+    float *grad;
+    int64_t nW, sumD, nidx;
+} tshard;
+
+/* pooling uniform in [0, maxL]; empty_pct% of bags forced empty */
+static void ts_make(tshard *x, int T, int64_t B, const int32_t *dims, const int64_t *rows,
+                    int maxL, int empty_pct, int dist, uint64_t seed)
+{
+    memset(x, 0, sizeof *x);
+    as_rng r;
+    as_rng_seed(&r, seed, 0);
+    x->rows = calloc((size_t)T + 1, sizeof(int64_t));
+    x->dims = calloc((size_t)T + 1, sizeof(int32_t));
+    x->w_off = calloc((size_t)T + 1, sizeof(int64_t));
+    x->d_off = calloc((size_t)T + 1, sizeof(int32_t));
+    x->offsets = calloc((size_t)(T * B + 1), sizeof(int64_t));
+    for (int t = 0; t < T; t++) {
+        x->rows[t] = rows[t];
+        x->dims[t] = dims[t];
+        x->w_off[t + 1] = x->w_off[t] + rows[t] * dims[t];
+        x->d_off[t + 1] = x->d_off[t] + dims[t];
+    }
+    x->nW = x->w_off[T];
+    x->sumD = x->d_off[T];
+    for (int64_t k = 0; k < T * B; k++) {
+        int64_t L = (int64_t)as_rng_below(&r, 100) < empty_pct ? 0 : (int64_t)as_rng_below(&r, (uint64_t)maxL + 1);
+        x->offsets[k + 1] = x->offsets[k] + L;
+    }
+    x->nidx = x->offsets[T * B];
+    x->indices = malloc(sizeof(int32_t) * (size_t)(x->nidx + 1));
+    for (int64_t k = 0; k < T * B; k++) {
+        int64_t E = rows[k / B];
+        for (int64_t p = x->offsets[k]; p < x->offsets[k + 1]; p++) {
+            int64_t v;
+            if (dist == DIST_HOT) v = as_rng_below(&r, 10) < 8 ? E / 2 : (int64_t)as_rng_below(&r, (uint64_t)E);
+            else if (dist == DIST_POW) v = (int64_t)(E * pow(as_rng_uniform(&r), 4.0));
+            else v = (int64_t)as_rng_below(&r, (uint64_t)E);
+            x->indices[p] = (int32_t)(v < E ? v : E - 1);
+        }
+    }
+    x->W = malloc(2 * (size_t)(x->nW + 1));
+    for (int64_t i = 0; i < x->nW; i++) {   /* random sign, exponent 2^-5 .. 2^2, mantissa */
+        uint64_t u = as_rng_next(&r);
+        x->W[i] = (uint16_t)((u & 0x83ffu) | ((10 + (u >> 32) % 8) << 10));
+    }
+    x->grad = malloc(sizeof(float) * (size_t)(B * x->sumD + 1));
+    for (int64_t i = 0; i < B * x->sumD; i++) x->grad[i] = (float)(as_rng_uniform(&r) * 2 - 1);
+    x->s = (as_eb_shard){ .T = T, .B = B, .rows = x->rows, .dims = x->dims, .w_off = x->w_off,
+                          .d_off = x->d_off, .offsets = x->offsets, .indices = x->indices };
+}
+
+static void ts_free(tshard *x)
+{
+    free(x->rows); free(x->dims); free(x->w_off); free(x->d_off);
+    free(x->offsets); free(x->indices); free(x->W); free(x->grad);
+}
+
+/* bitwise comparison, reporting the first difference */
+static int same_f32(const float *a, const float *b, int64_t n, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (fbits(a[i]) != fbits(b[i])) {
+            fprintf(stderr, "  %s: first difference at %lld: %a vs %a\n", what, (long long)i, (double)a[i], (double)b[i]);
+            return 0;
+        }
+    return 1;
+}
+
+static int same_f16(const uint16_t *a, const uint16_t *b, int64_t n, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (a[i] != b[i]) {
+            fprintf(stderr, "  %s: first difference at %lld: %04x vs %04x\n", what, (long long)i, a[i], b[i]);
+            return 0;
+        }
+    return 1;
+}
+
+/* fast forward and backward against the references, threads 1 and 2, F16C and portable */
+static void check_against_ref(tshard *x, const char *name)
+{
+    char err[256];
+    if (!CHECK(as_eb_validate(&x->s, err, sizeof err) == 0)) fprintf(stderr, "  %s: %s\n", name, err);
+    const int64_t nout = x->s.B * x->sumD;
+    float *ref = malloc(sizeof(float) * (size_t)(nout + 1));
+    float *out = malloc(sizeof(float) * (size_t)(nout + 1));
+    uint16_t *Wref = malloc(2 * (size_t)(x->nW + 1)), *Wf = malloc(2 * (size_t)(x->nW + 1));
+    as_eb_forward_ref(ref, x->W, &x->s);
+    memcpy(Wref, x->W, 2 * (size_t)x->nW);
+    as_eb_backward_sgd_ref(Wref, x->grad, &x->s, 0.25f);
+    CHECK(memcmp(Wref, x->W, 2 * (size_t)x->nW) != 0 || x->nidx == 0);   /* it did something */
+    as_eb_cpu_ws *ws = as_eb_cpu_ws_new(&x->s);
+    CHECK(ws != NULL);
+    int simd_modes[2] = { 1, 0 };
+    for (int m = 0; m < 2; m++) {
+        as_eb_cpu_simd(simd_modes[m]);
+        for (int nt = 1; nt <= 2; nt++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s forward simd=%d threads=%d", name, as_eb_cpu_simd(-1), nt);
+            for (int64_t i = 0; i < nout; i++) out[i] = NAN;
+            as_eb_forward_cpu(out, x->W, &x->s, nt);
+            CHECK(same_f32(out, ref, nout, what));
+            snprintf(what, sizeof what, "%s backward simd=%d threads=%d", name, as_eb_cpu_simd(-1), nt);
+            memcpy(Wf, x->W, 2 * (size_t)x->nW);
+            as_eb_backward_sgd_cpu(Wf, x->grad, &x->s, 0.25f, ws, nt);
+            CHECK(same_f16(Wf, Wref, x->nW, what));
+        }
+    }
+    as_eb_cpu_simd(1);
+    as_eb_cpu_ws_free(ws);
+    free(ref); free(out); free(Wref); free(Wf);
+}
+
+TEST(eb_fast_matches_ref_uniform)
+{
+    tshard x;
+    ts_make(&x, 1, 64, (const int32_t[]){ 16 }, (const int64_t[]){ 1000 }, 20, 0, DIST_UNIFORM, 1);
+    check_against_ref(&x, "uniform D16");
+    ts_free(&x);
+    ts_make(&x, 2, 48, (const int32_t[]){ 32, 128 }, (const int64_t[]){ 5000, 300 }, 25, 5, DIST_UNIFORM, 2);
+    check_against_ref(&x, "uniform D32+D128");
+    ts_free(&x);
+}
+
+TEST(eb_fast_matches_ref_skewed)
+{
+    tshard x;
+    ts_make(&x, 3, 64, (const int32_t[]){ 1, 3, 17 }, (const int64_t[]){ 100, 50, 1000 }, 30, 10, DIST_HOT, 3);
+    check_against_ref(&x, "hot row D1/3/17");
+    ts_free(&x);
+    ts_make(&x, 2, 64, (const int32_t[]){ 33, 64 }, (const int64_t[]){ 20000, 4096 }, 30, 10, DIST_POW, 4);
+    check_against_ref(&x, "power law D33/64");
+    ts_free(&x);
+}
+
+TEST(eb_fast_matches_ref_edge_shapes)
+{
+    tshard x;
+    /* many empty bags, one-row tables, mixed dims incl. multi-block with and without tails */
+    ts_make(&x, 5, 40, (const int32_t[]){ 33, 8, 72, 1, 203 }, (const int64_t[]){ 7, 1, 300, 1, 90 },
+            12, 50, DIST_UNIFORM, 5);
+    check_against_ref(&x, "edge shapes");
+    ts_free(&x);
+    /* a single bag of a single one-row table */
+    ts_make(&x, 1, 1, (const int32_t[]){ 5 }, (const int64_t[]){ 1 }, 9, 0, DIST_UNIFORM, 6);
+    check_against_ref(&x, "one bag one row");
+    ts_free(&x);
+    /* every bag empty */
+    ts_make(&x, 2, 16, (const int32_t[]){ 4, 9 }, (const int64_t[]){ 3, 3 }, 5, 100, DIST_UNIFORM, 7);
+    check_against_ref(&x, "all empty");
+    ts_free(&x);
+    /* big tables: 23 and 12 row bits (3 and 2 radix passes); D 200 = 25 vectors */
+    ts_make(&x, 2, 128, (const int32_t[]){ 1, 200 }, (const int64_t[]){ 5000000, 2500 }, 24, 5, DIST_POW, 8);
+    check_against_ref(&x, "radix passes");
+    ts_free(&x);
+}
+
+/* ---- hand-computed case --------------------------------------------------------------- */
+
+TEST(eb_hand_computed)
+{
+    /* table 0: E=3, D=2; table 1: E=2, D=3; B=2; sumD=5 */
+    const int64_t rows[2] = { 3, 2 };
+    const int32_t dims[2] = { 2, 3 };
+    const int64_t w_off[3] = { 0, 6, 12 };
+    const int32_t d_off[3] = { 0, 2, 5 };
+    /* bags: (0,0)=[0,2] (0,1)=[1,1,2] (1,0)=[] (1,1)=[1,0] */
+    const int64_t offsets[5] = { 0, 2, 5, 5, 7 };
+    const int32_t indices[7] = { 0, 2, 1, 1, 2, 1, 0 };
+    const float wf[12] = { 1, 2, 0.5f, -1, -2, 4,      /* table 0 rows 0..2 */
+                           3, 0.25f, -0.5f, 8, 1, 2 }; /* table 1 rows 0..1 */
+    uint16_t W[12], W2[12];
+    for (int i = 0; i < 12; i++) W[i] = as_float_to_half(wf[i]);
+    as_eb_shard s = { 2, 2, rows, dims, w_off, d_off, offsets, indices };
+    char err[128];
+    CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+    /* out [2, 5]: b=0: (row0 + row2 of table 0), empty bag of table 1;
+                   b=1: (row1 + row1 + row2 of table 0), (row1 + row0 of table 1) */
+    const float want[10] = { 1 - 2, 2 + 4, 0, 0, 0,
+                             0.5f + 0.5f - 2, -1 - 1 + 4, 8 + 3, 1 + 0.25f, 2 - 0.5f };
+    float out[10], outr[10];
+    as_eb_forward_ref(outr, W, &s);
+    as_eb_forward_cpu(out, W, &s, 2);
+    for (int i = 0; i < 10; i++) { CHECK(outr[i] == want[i]); CHECK(out[i] == want[i]); }
+
+    /* grad [2, 5]; lr = 0.5 */
+    const float g[10] = { 1, 2, 3, 4, 5,
+                          -1, 0.5f, 6, 7, 8 };
+    /* table 0: row 0 <- bag 0: G=(1,2); row 1 <- bag 1 twice: G=(-2,1); row 2 <- bags 0,1: G=(0,2.5)
+       table 1: row 0 <- bag 1: G=(6,7,8); row 1 <- bag 1: G=(6,7,8) */
+    const float wantW[12] = { 1 - 0.5f, 2 - 1, 0.5f + 1, -1 - 0.5f, -2 - 0, 4 - 1.25f,
+                              3 - 3, 0.25f - 3.5f, -0.5f - 4, 8 - 3, 1 - 3.5f, 2 - 4 };
+    memcpy(W2, W, sizeof W);
+    as_eb_backward_sgd_ref(W2, g, &s, 0.5f);
+    for (int i = 0; i < 12; i++) CHECK(as_half_to_float(W2[i]) == wantW[i]);
+    as_eb_cpu_ws *ws = as_eb_cpu_ws_new(&s);
+    memcpy(W2, W, sizeof W);
+    as_eb_backward_sgd_cpu(W2, g, &s, 0.5f, ws, 2);
+    for (int i = 0; i < 12; i++) CHECK(as_half_to_float(W2[i]) == wantW[i]);
+    as_eb_cpu_ws_free(ws);
+}
+
+/* ---- finite differences --------------------------------------------------------------- */
+
+/* loss = sum_{b,j} out[b,j] * g[b,j] with the forward in double on float weights */
+static double fd_loss(const float *Wf, const tshard *x)
+{
+    double loss = 0;
+    const as_eb_shard *s = &x->s;
+    for (int t = 0; t < s->T; t++)
+        for (int64_t b = 0; b < s->B; b++) {
+            int64_t k = t * s->B + b;
+            for (int64_t p = s->offsets[k]; p < s->offsets[k + 1]; p++)
+                for (int j = 0; j < s->dims[t]; j++)
+                    loss += (double)Wf[s->w_off[t] + (int64_t)s->indices[p] * s->dims[t] + j] *
+                            x->grad[b * x->sumD + s->d_off[t] + j];
+        }
+    return loss;
+}
+
+TEST(eb_gradient_finite_differences)
+{
+    tshard x;
+    ts_make(&x, 2, 32, (const int32_t[]){ 5, 12 }, (const int64_t[]){ 40, 9 }, 10, 10, DIST_HOT, 9);
+    /* small weights so the fp16 update keeps G to ~11 bits: G = (W - W') / lr */
+    for (int64_t i = 0; i < x.nW; i++) x.W[i] = as_float_to_half(as_half_to_float(x.W[i]) / 64);
+    float *Wf = malloc(sizeof(float) * (size_t)x.nW);
+    for (int64_t i = 0; i < x.nW; i++) Wf[i] = as_half_to_float(x.W[i]);
+    uint16_t *W2 = malloc(2 * (size_t)x.nW);
+    memcpy(W2, x.W, 2 * (size_t)x.nW);
+    const float lr = 1.0f;
+    as_eb_cpu_ws *ws = as_eb_cpu_ws_new(&x.s);
+    as_eb_backward_sgd_cpu(W2, x.grad, &x.s, lr, ws, 2);
+    as_eb_cpu_ws_free(ws);
+    /* every element of the smaller tables: rows hit many times, once, and never */
+    const double h = 0x1p-6;
+    int checked = 0, untouched = 0;
+    for (int64_t e = 0; e < x.nW; e++) {
+        float keep = Wf[e];
+        Wf[e] = keep + (float)h;
+        double lp = fd_loss(Wf, &x);
+        Wf[e] = keep - (float)h;
+        double lm = fd_loss(Wf, &x);
+        Wf[e] = keep;
+        double fd = (lp - lm) / (2 * h);
+        double G = ((double)keep - as_half_to_float(W2[e])) / lr;
+        if (fd == 0) { untouched++; CHECK_EQ_I64(W2[e], x.W[e]); continue; }
+        CHECK_NEAR(G, fd, 2e-3 * fmax(1.0, fabs(fd)));
+        checked++;
+    }
+    CHECK(checked > 100);
+    CHECK(untouched > 0);
+    free(Wf); free(W2);
+    ts_free(&x);
+}
+
+/* ---- workspace misuse falls back to the reference ------------------------------------- */
+
+TEST(eb_backward_without_workspace)
+{
+    tshard x, y;
+    ts_make(&x, 2, 32, (const int32_t[]){ 7, 16 }, (const int64_t[]){ 50, 60 }, 10, 0, DIST_HOT, 10);
+    ts_make(&y, 1, 4, (const int32_t[]){ 4 }, (const int64_t[]){ 5 }, 2, 0, DIST_UNIFORM, 11);
+    uint16_t *a = malloc(2 * (size_t)x.nW), *b = malloc(2 * (size_t)x.nW);
+    memcpy(a, x.W, 2 * (size_t)x.nW);
+    as_eb_backward_sgd_ref(a, x.grad, &x.s, 0.5f);
+    memcpy(b, x.W, 2 * (size_t)x.nW);
+    as_eb_backward_sgd_cpu(b, x.grad, &x.s, 0.5f, NULL, 2);
+    CHECK(same_f16(a, b, x.nW, "no workspace"));
+    as_eb_cpu_ws *small = as_eb_cpu_ws_new(&y.s);   /* too small for x */
+    memcpy(b, x.W, 2 * (size_t)x.nW);
+    as_eb_backward_sgd_cpu(b, x.grad, &x.s, 0.5f, small, 2);
+    CHECK(same_f16(a, b, x.nW, "small workspace"));
+    as_eb_cpu_ws_free(small);
+    free(a); free(b);
+    ts_free(&x); ts_free(&y);
+}
+
+/* ---- validation ----------------------------------------------------------------------- */
+
+static int expect_invalid(const as_eb_shard *s, const char *want)
+{
+    char err[256] = "";
+    int rc = as_eb_validate(s, err, sizeof err);
+    if (rc != -1 || !strstr(err, want)) {
+        fprintf(stderr, "  validate: rc %d, message \"%s\", want \"%s\"\n", rc, err, want);
+        return 0;
+    }
+    return 1;
+}
+
+TEST(eb_validate_messages)
+{
+    const int64_t rows[2] = { 3, 2 };
+    const int32_t dims[2] = { 2, 3 };
+    const int64_t w_off[3] = { 0, 6, 12 };
+    const int32_t d_off[3] = { 0, 2, 5 };
+    int64_t offsets[5] = { 0, 2, 5, 5, 7 };
+    int32_t indices[7] = { 0, 2, 1, 1, 2, 1, 0 };
+    as_eb_shard s = { 2, 2, rows, dims, w_off, d_off, offsets, indices };
+    char err[256];
+    CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+
+    indices[4] = 3;   /* table 0 has 3 rows; bag (0,1) position 2 */
+    CHECK(expect_invalid(&s, "out-of-range index: table 0, bag 1, position 2 (indices[4]) = 3, table has 3 rows"));
+    indices[4] = 2;
+    indices[6] = -1;  /* table 1, bag 1, position 1 */
+    CHECK(expect_invalid(&s, "negative index: table 1, bag 1, position 1 (indices[6]) = -1"));
+    indices[6] = 2;   /* table 1 has only 2 rows */
+    CHECK(expect_invalid(&s, "out-of-range index: table 1, bag 1, position 1"));
+    indices[6] = 0;
+    CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+
+    offsets[2] = 1;   /* bag (0,1) = [5 .. 1): decreasing */
+    CHECK(expect_invalid(&s, "offsets decrease: table 0, bag 1: offsets[2] = 1 < offsets[1] = 2"));
+    offsets[2] = 5;
+    offsets[0] = 1;
+    CHECK(expect_invalid(&s, "offsets[0] = 1, must be 0"));
+    offsets[0] = 0;
+
+    const int64_t rows0[2] = { 3, 0 };
+    s.rows = rows0;
+    CHECK(expect_invalid(&s, "table 1: rows = 0"));
+    s.rows = rows;
+    const int32_t dims0[2] = { 0, 3 };
+    s.dims = dims0;
+    CHECK(expect_invalid(&s, "table 0: dim = 0"));
+    s.dims = dims;
+    const int64_t w_bad[3] = { 0, 6, 11 };
+    s.w_off = w_bad;
+    CHECK(expect_invalid(&s, "table 1: w_off[2] - w_off[1] = 5, expected rows x dim = 6"));
+    s.w_off = w_off;
+    const int32_t d_bad[3] = { 0, 3, 5 };
+    s.d_off = d_bad;
+    CHECK(expect_invalid(&s, "table 0: d_off[1] - d_off[0] = 3, expected dim = 2"));
+    s.d_off = d_off;
+    CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+    /* a tiny error buffer is never overrun */
+    indices[0] = 9;
+    char tiny[8];
+    CHECK(as_eb_validate(&s, tiny, sizeof tiny) == -1);
+    CHECK(strlen(tiny) == 7);
+    CHECK(as_eb_validate(&s, NULL, 0) == -1);
+}
+
+#ifndef AS_HAVE_CUDA
+TEST(eb_gpu_stubs_without_cuda)
+{
+    char err[128] = "";
+    as_eb_gpu *g = (as_eb_gpu *)&err;
+    const int64_t rows[1] = { 1 };
+    const int32_t dims[1] = { 1 }, d_off[2] = { 0, 1 };
+    const int64_t w_off[2] = { 0, 1 }, offsets[2] = { 0, 0 };
+    as_eb_shard s = { 1, 1, rows, dims, w_off, d_off, offsets, NULL };
+    CHECK(as_eb_gpu_create(&g, &s, NULL, NULL, 0, err, sizeof err) == -1);
+    CHECK(g == NULL);
+    CHECK_STR(err, "built without CUDA");
+    float ms = 1;
+    CHECK(as_eb_gpu_forward(NULL, &ms, err, sizeof err) == -1);
+    CHECK(as_eb_gpu_backward_sgd(NULL, 0.1f, &ms, err, sizeof err) == -1);
+    CHECK(as_eb_gpu_flush_cache(NULL, err, sizeof err) == -1);
+    CHECK(as_eb_gpu_download(NULL, NULL, NULL, err, sizeof err) == -1);
+    CHECK_EQ_I64(as_eb_gpu_bytes_needed(&s), 0);
+    as_eb_gpu_destroy(NULL);
+}
+#endif
