@@ -148,15 +148,19 @@ void as_bench_stats(const double *v, int n, int trim, double *tmean, double *med
 
 static volatile double flush_sink;
 
-static void cpu_flush(void)
+static void cpu_flush(uint64_t want)
 {
     static double *buf;
     static size_t n;
     if (!buf) {
-        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        if (llc <= 0) llc = 32L << 20;
-        n = (size_t)(2 * llc) / sizeof(double);
-        if (n < ((size_t)64 << 20) / sizeof(double)) n = ((size_t)64 << 20) / sizeof(double);
+        if (!want) {
+            long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+            if (llc <= 0) llc = 32L << 20;
+            want = 2 * (uint64_t)llc;
+            if (want < ((uint64_t)64 << 20)) want = (uint64_t)64 << 20;
+        }
+        n = (size_t)(want / sizeof(double));
+        if (n < 1024) n = 1024;
         buf = as_malloc(n * sizeof *buf);
         for (size_t i = 0; i < n; i++) buf[i] = (double)i;
     }
@@ -306,7 +310,7 @@ void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids
             as_eb_backward_sgd_cpu(W, grad, &s, c->lr, ws, threads);
         }
         for (int i = 0; i < R; i++) {
-            cpu_flush();
+            cpu_flush(c->flush_bytes);
             double t0 = as_now();
             as_eb_forward_cpu(out, W, &s, threads);
             double t1 = as_now();

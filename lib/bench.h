@@ -40,6 +40,7 @@ typedef struct {
     float lr;
     uint64_t seed;
     uint64_t max_bytes;     /* memory budget for one shard (0: no limit) */
+    uint64_t flush_bytes;   /* CPU cache-flush sweep (0: 2 x the last-level cache, at least 64 MiB) */
 } as_bench_cfg;
 
 typedef struct {

@@ -637,12 +637,12 @@ void as_writer_abort(as_writer *w)
     }
 }
 
-void as_writer_kv_array(as_writer *w, const char *k, as_dtype dt, const void *data, int ndim, const int64_t *shape)
+/* key, then the array map up to and including the bin header; returns the body's size */
+static size_t pack_array_head(msgpack_packer *pk, const char *k, as_dtype dt, int ndim, const int64_t *shape)
 {
     size_t n = 1;
     for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
     size_t nbytes = n * as_dtype_size(dt);
-    msgpack_packer *pk = &w->pk;
     as_pack_str(pk, k);
     msgpack_pack_map(pk, 3);
     as_pack_kv_str(pk, "dtype", as_dtype_name(dt));
@@ -651,6 +651,12 @@ void as_writer_kv_array(as_writer *w, const char *k, as_dtype dt, const void *da
     for (int i = 0; i < ndim; i++) msgpack_pack_int64(pk, shape[i]);
     as_pack_str(pk, "data");
     msgpack_pack_bin(pk, nbytes);
+    return nbytes;
+}
+
+void as_writer_kv_array(as_writer *w, const char *k, as_dtype dt, const void *data, int ndim, const int64_t *shape)
+{
+    size_t nbytes = pack_array_head(&w->pk, k, dt, ndim, shape);
     /* what is packed so far goes out first, then the body itself */
     compress(w, w->sb.data, w->sb.size, ZSTD_e_continue);
     msgpack_sbuffer_clear(&w->sb);
@@ -670,16 +676,6 @@ void as_pack_kv_f64(msgpack_packer *pk, const char *k, double v) { as_pack_str(p
 
 void as_pack_kv_array(msgpack_packer *pk, const char *k, as_dtype dt, const void *data, int ndim, const int64_t *shape)
 {
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    size_t nbytes = n * as_dtype_size(dt);
-    as_pack_str(pk, k);
-    msgpack_pack_map(pk, 3);
-    as_pack_kv_str(pk, "dtype", as_dtype_name(dt));
-    as_pack_str(pk, "shape");
-    msgpack_pack_array(pk, (size_t)ndim);
-    for (int i = 0; i < ndim; i++) msgpack_pack_int64(pk, shape[i]);
-    as_pack_str(pk, "data");
-    msgpack_pack_bin(pk, nbytes);
+    size_t nbytes = pack_array_head(pk, k, dt, ndim, shape);
     msgpack_pack_bin_body(pk, data, nbytes);
 }

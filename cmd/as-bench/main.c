@@ -37,6 +37,8 @@ static const char HELP[] =
     "      --trim K           drop K highest and K lowest runs (default 2)\n"
     "      --lr X             SGD learning rate (default 0.01)\n"
     "      --max-mem SIZE     CPU: refuse shards needing more (default: half the RAM)\n"
+    "      --flush SIZE       CPU: bytes read to flush the caches before each timed run\n"
+    "                         (default: twice the last-level cache, at least 64M)\n"
     "      --part I/N         only every N-th unit of work, starting at the I-th (1-based):\n"
     "                         plans, shards or samples; for fan-out over devices and hosts\n"
     "\n"
@@ -48,7 +50,7 @@ static const char HELP[] =
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART };
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH };
 
 typedef struct {
     char *raw;
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
         { "lr", required_argument, 0, OPT_LR },
         { "max-mem", required_argument, 0, OPT_MAXMEM },
         { "part", required_argument, 0, OPT_PART },
+        { "flush", required_argument, 0, OPT_FLUSH },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
@@ -136,6 +139,12 @@ int main(int argc, char **argv)
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--max-mem: '%s' is not a size", optarg);
             cfg.max_bytes = v;
+            break;
+        }
+        case OPT_FLUSH: {
+            uint64_t v;
+            if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--flush: '%s' is not a size", optarg);
+            cfg.flush_bytes = v;
             break;
         }
         case OPT_PART: {

@@ -34,8 +34,9 @@ static const char HELP[] =
     "      --batch B       batch size (default 65536)\n"
     "      --row-scale X   multiply every hash size by X (default 1; laptops: 0.01)\n"
     "      --pool-scale X  multiply every pooling factor by X (default 1)\n"
-    "      --preset NAME   tiny (32 tables, batch 512, rows x0.001), small (128 tables,\n"
-    "                      batch 4096, rows x0.01) or full (the defaults); later options win\n"
+    "      --preset NAME   tiny (32 tables, batch 512, rows x1/128), small (128 tables,\n"
+    "                      batch 2048, rows x1/32) or full (the defaults); later options win.\n"
+    "                      Shrink batch and rows together to keep MetaSyn's reuse statistics\n"
     "\n"
     "Offsets, lengths and indices are validated (offsets start at 0, never decrease, end at\n"
     "the number of indices and agree with lengths; indices are non-negative); the first\n"
@@ -96,8 +97,10 @@ int main(int argc, char **argv)
         case OPT_ROWSCALE: sc.row_scale = as_cli_f64(&cli, "--row-scale", optarg, 1e-9, 1e3); break;
         case OPT_POOLSCALE: sc.pool_scale = as_cli_f64(&cli, "--pool-scale", optarg, 0, 1e3); break;
         case OPT_PRESET:
-            if (!strcmp(optarg, "tiny")) { sc.tables = 32; sc.batch = 512; sc.row_scale = 0.001; }
-            else if (!strcmp(optarg, "small")) { sc.tables = 128; sc.batch = 4096; sc.row_scale = 0.01; }
+            /* batch and hash sizes shrink together (batch / row_scale = 65536), which keeps
+               the reuse histogram MetaSyn-like (docs/SYNTH.md) */
+            if (!strcmp(optarg, "tiny")) { sc.tables = 32; sc.batch = 512; sc.row_scale = 1.0 / 128; }
+            else if (!strcmp(optarg, "small")) { sc.tables = 128; sc.batch = 2048; sc.row_scale = 1.0 / 32; }
             else if (!strcmp(optarg, "full")) { as_synth_defaults(&sc); }
             else as_cli_usage(&cli, "--preset: '%s' is not tiny, small or full", optarg);
             break;
