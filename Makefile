@@ -17,7 +17,7 @@ SAN      ?=
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
 MSGPACK_PC := $(shell pkg-config --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
-PKGS := libzstd $(MSGPACK_PC) zlib
+PKGS := libzstd $(MSGPACK_PC) zlib openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -33,7 +33,7 @@ ifneq ($(NVCC),)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
   CU_OBJ  := $(CU_SRC:lib/%.cu=$(BUILD)/cuda/%.o)
   CFLAGS  += -DAS_HAVE_CUDA -I$(CUDA_HOME)/include
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lstdc++
   NVFLAGS ?= -O3 -std=c++17 -lineinfo -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) -Ilib -DAS_HAVE_CUDA
 endif
 LIBA     := $(BUILD)/libautoshard.a

@@ -2,11 +2,21 @@
  * per table the 21 features (dim, rows, pooling z-scored with statistics of the training
  * tables; size and the 17 bins raw) -> shared MLP 21->128->32 (ReLU) -> sum over the
  * shard's tables -> MLP 32->64->1 = predicted shard cost in ms.
- * Dimension letters: T tables per shard, F = 21 features.
+ * Dimension letters: T tables per shard, F = 21 features, K shards, H1/H2/H3 hidden sizes.
  *
  * A model travels as a stream (header + one `model` record, docs/FORMAT.md) holding the
  * weights (one contiguous float32 parameter buffer), the normalisation statistics, the
  * feature order, the device the costs were measured on and training metadata.
+ *
+ * The network predicts cost / y_scale; y_scale (stored with the model, by default the mean
+ * training cost) only rescales the target so one learning rate suits costs of any
+ * magnitude (GPU shards of 0.1 ms, CPU shards of 100 ms). The loss is the MSE in ms^2 up to
+ * that constant factor. Predictions are always in ms.
+ *
+ * Parameter buffer layout (PyTorch's nn.Linear layout, weight [out, in]):
+ *   w1[H1,F] b1[H1] w2[H2,H1] b2[H2] w3[H3,H2] b3[H3] w4[1,H3] b4[1]
+ *
+ * Prediction is on the CPU, thread-safe on a const model (scratch per call).
  */
 #ifndef AS_COSTMODEL_H
 #define AS_COSTMODEL_H
@@ -15,29 +25,113 @@
 #include <stdint.h>
 
 #include "featurize.h"
+#include "nn.h"
+#include "stream.h"
+
+#define AS_COSTMODEL_VERSION 1   /* the `model` record's format_version */
 
 typedef struct as_costmodel as_costmodel;
 
 /* load the `model` record of a model stream file; checks kind, version, feature order and
- * sizes; 0 ok, -1 with err */
+ * sizes; reads the whole stream (a truncated file is an error); 0 ok, -1 with err */
 int as_costmodel_load(as_costmodel **m, const char *path, char *err, size_t errlen);
 void as_costmodel_free(as_costmodel *m);
 
-/* predicted cost (ms) of one shard made of tables f[0..n) (n may be 0: an empty shard) */
+/* predicted cost (ms) of one shard made of tables f[0..n) (n may be 0: an empty shard,
+ * cost 0) */
 double as_costmodel_predict(const as_costmodel *m, const as_features *const *f, int n);
 
 /* the device the model's training costs were measured on ("cpu: ...", "NVIDIA H100 ...") */
 const char *as_costmodel_device(const as_costmodel *m);
 
-/* Incremental prediction, for planners that grow shards one table at a time (as-plan's
- * cost-greedy). The first MLP acts per table and its outputs are summed, so a shard's
- * prediction is the head applied to the sum of its tables' representations:
- *   as_costmodel_predict(m, f, n) == as_costmodel_head(m, sum_i rep(f[i])) up to rounding.
- * AS_COSTMODEL_REP is the width of a table representation (the shared MLP's output). */
-#define AS_COSTMODEL_REP 32
-/* one table's representation: its normalised features through the shared MLP 21->128->32 */
-void as_costmodel_embed(const as_costmodel *m, const as_features *f, float out[AS_COSTMODEL_REP]);
-/* the head MLP 32->64->1 on a summed representation (all zeros = an empty shard): ms */
-double as_costmodel_head(const as_costmodel *m, const float sum[AS_COSTMODEL_REP]);
+/* ---- batches, training, serialisation ----------------------------------------------------- */
+
+/* A set of shards over a table list: shard k is tables tab[idx[off[k] .. off[k+1])],
+ * measured cost cost[k] ms (cost may be NULL when only predicting). */
+typedef struct {
+    const as_features *tab;
+    int64_t ntab;
+    const int64_t *off, *idx;
+    const double *cost;
+    int64_t nshards;
+} as_costset;
+
+/* predicted cost (ms) of shards[0..n) of d (all shards when shards is NULL), into out[n] */
+void as_costmodel_predict_batch(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
+                                double *out);
+
+/* what a model knows about itself; filled by training, stored in the model record */
+typedef struct {
+    int h1, h2, h3;                 /* hidden sizes (21 -> h1 -> h2, sum, -> h3 -> 1) */
+    double mean[3], std[3];         /* z-score statistics of dim, rows, pooling */
+    double y_scale;                 /* the network predicts cost / y_scale */
+    char cost_device[256];          /* device the training costs were measured on */
+    char cost_device_kind[16];      /* "cpu" / "cuda" */
+    char train_device[32];          /* "cpu" / "cuda:0": where it was trained (last) */
+    char split[16];                 /* "shards" / "tables" / "none" */
+    uint64_t seed;
+    int64_t steps, epochs, batch;   /* cumulative over --init continuations */
+    double lr, clip;
+    int64_t train_shards, test_shards, train_tables;
+    double *losses;                 /* mean training loss (ms^2) per epoch, all trainings */
+    int64_t nlosses;
+} as_costmodel_info;
+
+/* a fresh model with PyTorch's default init from seed; statistics identity, y_scale 1 */
+as_costmodel *as_costmodel_new(int h1, int h2, int h3, uint64_t seed);
+as_costmodel_info *as_costmodel_meta(as_costmodel *m);
+const as_costmodel_info *as_costmodel_cmeta(const as_costmodel *m);
+/* the contiguous parameter buffer and its length */
+float *as_costmodel_params(as_costmodel *m, int64_t *n);
+
+/* set mean/std of dim, rows, pooling from the distinct tables of shards[0..n) of d, and
+ * y_scale from their mean cost (when y_scale <= 0 is given; else that value) */
+void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double y_scale);
+
+typedef struct {
+    int64_t epochs;         /* passes over the training shards (used when steps == 0) */
+    int64_t steps;          /* optimiser steps (0 = epochs decide) */
+    double lr;              /* Adam learning rate (paper: 1e-3) */
+    int batch;              /* shards per step (paper: 512) */
+    double clip;            /* global gradient-norm clip, 0 = none */
+    uint64_t seed;          /* shuffling */
+    const as_nn_ops *ops;   /* device; NULL = CPU */
+    /* called after every step (may be NULL) */
+    void (*progress)(void *ctx, int64_t step, int64_t steps, double loss);
+    void *ctx;
+} as_costfit_opts;
+
+/* minibatch Adam on the MSE over shards[0..n) of d (costs required); continues from the
+ * model's current weights (fresh Adam moments). Appends per-epoch losses to the metadata.
+ * 0 ok, -1 with err. */
+int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
+                       const as_costfit_opts *o, char *err, size_t errlen);
+
+/* the training loss (MSE of the network output against cost / y_scale, i.e. in units of
+ * y_scale^2) over shards[0..n) of d on the CPU; when grad is not NULL, its gradient with
+ * respect to the parameter buffer is ACCUMULATED into grad[nparams]. For tests and for
+ * callers that run their own optimiser. */
+double as_costmodel_loss_grad(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, float *grad);
+
+/* pack the `model` record into w */
+void as_costmodel_write(const as_costmodel *m, as_writer *w);
+/* parse a `model` record; 0 ok, -1 with err */
+int as_costmodel_read(as_costmodel **m, const msgpack_object *rec, char *err, size_t errlen);
+
+/* the feature names in the model's order ("dim", "rows", "pooling", "size", "bin0".."bin16") */
+const char *as_costmodel_feature_name(int i);
+
+/* ---- incremental prediction (used by as-plan's cost-greedy, lib/plan.h) ------------------- */
+/* The first MLP acts per table and its outputs are summed, so a shard's prediction is the
+ * head applied to the sum of its tables' representations: for n >= 1,
+ *   as_costmodel_predict(m, f, n) == as_costmodel_head(m, rep(f[0]) + ... + rep(f[n-1]))
+ * up to float rounding. A planner caches every table's representation and every shard's
+ * running sum, so trying a table on a shard costs one evaluation of the small head. */
+/* width of a table representation (h2, 32 for the paper's model) */
+int as_costmodel_rep(const as_costmodel *m);
+/* one table's representation: normalised features through the shared MLP, out[rep] */
+void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out);
+/* the head (rep -> h3 -> 1, times y_scale) on a summed representation sum[rep]: ms */
+double as_costmodel_head(const as_costmodel *m, const float *sum);
 
 #endif

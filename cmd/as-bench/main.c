@@ -29,6 +29,8 @@ static const char HELP[] =
     "      --tables FILE      the table data (as-convert output); required\n"
     "      --sample N         no input: measure N random shards drawn from the pool\n"
     "      --max-tables M     tables per sampled shard: uniform in 1..M (default 10)\n"
+    "      --singles          with --sample: first measure every table of the pool alone\n"
+    "                         (origin \"single\"), then the N samples\n"
     "      --seed S           sampling and weight seed (default 0)\n"
     "      --device D         auto (a working GPU, else the CPU), cpu, cuda, cuda:N\n"
     "      --threads N        CPU threads (default: all cores)\n"
@@ -50,7 +52,7 @@ static const char HELP[] =
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH };
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES };
 
 typedef struct {
     char *raw;
@@ -84,6 +86,12 @@ static void write_cost(as_writer *w, const int64_t *ids, int64_t n, const as_ben
     }
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static int get_ids(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n)
 {
     const msgpack_object *o = as_obj_get(rec, key);
@@ -115,10 +123,12 @@ int main(int argc, char **argv)
         { "max-mem", required_argument, 0, OPT_MAXMEM },
         { "part", required_argument, 0, OPT_PART },
         { "flush", required_argument, 0, OPT_FLUSH },
+        { "singles", no_argument, 0, OPT_SINGLES },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
     int64_t sample = 0, maxt = 10, part_i = 1, part_n = 1;
+    int singles = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     cfg.max_bytes = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 0;
@@ -141,6 +151,7 @@ int main(int argc, char **argv)
             cfg.max_bytes = v;
             break;
         }
+        case OPT_SINGLES: singles = 1; break;
         case OPT_FLUSH: {
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--flush: '%s' is not a size", optarg);
@@ -163,6 +174,7 @@ int main(int argc, char **argv)
     if (!tables) as_cli_usage(&cli, "--tables FILE is required (the table data to benchmark)");
     if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
+    if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
     /* the device */
     if (!strcmp(device, "cpu")) cfg.cuda = 0;
     else if (!strcmp(device, "auto")) cfg.cuda = as_cuda_device_count() > 0;
@@ -180,7 +192,7 @@ int main(int argc, char **argv)
     char err[1024];
     /* read the work: held input records, or sampled shards */
     held *in = NULL;
-    int64_t nin = 0, capin = 0, nunits = 0;
+    int64_t nin = 0, capin = 0, nunits = 0, nsingles = 0;
     int64_t maxid = -1;
     int64_t **sh_ids = NULL, *sh_n = NULL;
     as_bpool meta;
@@ -206,6 +218,29 @@ int main(int argc, char **argv)
             sh_n[i] = k;
         }
         free(perm);
+        if (singles) {
+            /* every table alone first, in id order, then the samples */
+            int64_t ns = meta.n;
+            int64_t **ids2 = as_malloc((size_t)(ns + sample) * sizeof *ids2), *n2 = as_malloc((size_t)(ns + sample) * sizeof *n2);
+            int64_t *sorted = as_malloc((size_t)ns * sizeof *sorted);
+            for (int64_t j = 0; j < ns; j++) sorted[j] = meta.t[j].id;
+            qsort(sorted, (size_t)ns, sizeof *sorted, cmp_i64);
+            for (int64_t j = 0; j < ns; j++) {
+                ids2[j] = as_malloc(sizeof **ids2);
+                ids2[j][0] = sorted[j];
+                n2[j] = 1;
+                if (sorted[j] > maxid) maxid = sorted[j];
+            }
+            memcpy(ids2 + ns, sh_ids, (size_t)sample * sizeof *ids2);
+            memcpy(n2 + ns, sh_n, (size_t)sample * sizeof *n2);
+            free(sh_ids);
+            free(sh_n);
+            free(sorted);
+            sh_ids = ids2;
+            sh_n = n2;
+            nsingles = ns;
+            sample += ns;
+        }
         nunits = sample;
     } else {
         char *none[] = { "-" };
@@ -287,7 +322,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < sample; i++) {
             if ((i % part_n) != part_i - 1) continue;
             as_bench_shard(&cfg, &pool, sh_ids[i], sh_n[i], &res);
-            write_cost(w, sh_ids[i], sh_n[i], &res, "sample", -1, NULL, i);
+            write_cost(w, sh_ids[i], sh_n[i], &res, i < nsingles ? "single" : "sample", -1, NULL, i < nsingles ? -1 : i - nsingles);
             as_progress_update(&p, (double)++done);
         }
     } else {

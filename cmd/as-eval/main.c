@@ -1,0 +1,282 @@
+/* as-eval - evaluate sharding plans: balance, speedup over random, memory, feasibility, and
+ * the per-algorithm summary (the paper's Figure 8), as tables and gnuplot plots. */
+#include "cli.h"
+#include "common.h"
+#include "costmodel.h"
+#include "eval.h"
+#include "featurize.h"
+#include "stream.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char HELP[] =
+    "Read `plan` records annotated with measured per-shard costs (as-bench: cost_ms, cost_kind\n"
+    "\"measured\"), or estimate every shard's cost with --model (then every figure is labelled\n"
+    "\"estimated\"; measured and estimated costs are never mixed in one evaluation), and print:\n"
+    "  plans    per plan: max, min and mean shard cost, degree of balance = min/max, speedup =\n"
+    "           max cost of the random plan of the same task and run / max cost of the plan,\n"
+    "           largest and smallest shard memory, feasibility\n"
+    "  shards   per shard: tables, cost, memory\n"
+    "  summary  per algorithm: mean ± std of balance and speedup (the paper's Figure 8)\n"
+    "Infeasible plans and plans with an unmeasured shard count in `plans` but not in the\n"
+    "statistics. A run is one input file and plan seed: give several runs (files, or plans with\n"
+    "different seeds) and the statistics pool them. std is the population standard deviation.\n"
+    "\n"
+    "Options:\n"
+    "      --model FILE       estimate shard costs with this cost model (needs the tables'\n"
+    "                         `features` records in the input)\n"
+    "      --format F         text (default), markdown or csv\n"
+    "      --table LIST       which tables, comma-separated: plans, shards, summary\n"
+    "                         (default plans,summary)\n"
+    "      --over W           summary statistics over `plans` (every task of every run, the\n"
+    "                         default) or `runs` (each run's mean over its tasks)\n"
+    "      --split S          only plans of tasks of split S (train or test)\n"
+    "      --plot FILE.png    plots with gnuplot: balance and speedup per algorithm with error\n"
+    "                         bars, per-shard costs of every algorithm on one task, and the\n"
+    "                         cost model's predicted vs measured test costs when a\n"
+    "                         `costfit-report` record is in the input\n"
+    "      --plot-task ID     the task of the per-shard bars (default: the first plan's)\n"
+    "\n"
+    "Exit status 1 also when there are no plans, a plan has no costs (and no --model), or the\n"
+    "input mixes measured and estimated costs. A failing gnuplot is exit 3.\n"
+    "\n"
+    "Example:\n"
+    "  as-plan --alg all ft.ast | as-bench --tables pool.ast | as-eval --format markdown\n";
+
+enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK };
+
+static int cmp_feat(const void *a, const void *b)
+{
+    int64_t x = ((const as_features *)a)->id, y = ((const as_features *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* numbers of a costfit-report field: a msgpack array of numbers or an array map */
+static int64_t report_list(const msgpack_object *rec, const char *key, double **out)
+{
+    const msgpack_object *o = as_obj_get(rec, key);
+    *out = NULL;
+    if (!o) return -1;
+    if (o->type == MSGPACK_OBJECT_ARRAY) {
+        int64_t n = o->via.array.size;
+        double *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
+        for (int64_t i = 0; i < n; i++) {
+            const msgpack_object *e = &o->via.array.ptr[i];
+            if (e->type == MSGPACK_OBJECT_FLOAT32 || e->type == MSGPACK_OBJECT_FLOAT64) v[i] = e->via.f64;
+            else if (e->type == MSGPACK_OBJECT_POSITIVE_INTEGER) v[i] = (double)e->via.u64;
+            else { free(v); return -1; }
+        }
+        *out = v;
+        return n;
+    }
+    as_array a;
+    char err[256];
+    if (o->type == MSGPACK_OBJECT_MAP && !as_obj_array(rec, key, &a, err, sizeof err) && a.ndim == 1 &&
+        a.dtype >= AS_DT_F32) {
+        double *v = as_malloc((size_t)(a.n ? a.n : 1) * sizeof *v);
+        as_array_get_f64(&a, 0, a.n, v);
+        *out = v;
+        return a.n;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    as_cli cli;
+    as_cli_init(&cli, argc, argv, "as-eval", "as-eval [options] [FILE...]", HELP);
+    static const struct option opts[] = {
+        { "model", required_argument, 0, OPT_MODEL },
+        { "format", required_argument, 0, OPT_FORMAT },
+        { "table", required_argument, 0, OPT_TABLE },
+        { "over", required_argument, 0, OPT_OVER },
+        { "split", required_argument, 0, OPT_SPLIT },
+        { "plot", required_argument, 0, OPT_PLOT },
+        { "plot-task", required_argument, 0, OPT_PLOT_TASK },
+        AS_CLI_COMMON_OPTIONS
+    };
+    const char *model_path = NULL, *split = NULL, *plot = NULL;
+    as_eval_format fmt = AS_EVAL_TEXT;
+    int show_plans = 1, show_shards = 0, show_summary = 1, over_runs = 0;
+    int64_t plot_task = -1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_MODEL: model_path = optarg; break;
+        case OPT_FORMAT:
+            if (!strcmp(optarg, "text")) fmt = AS_EVAL_TEXT;
+            else if (!strcmp(optarg, "markdown")) fmt = AS_EVAL_MARKDOWN;
+            else if (!strcmp(optarg, "csv")) fmt = AS_EVAL_CSV;
+            else as_cli_usage(&cli, "--format: '%s' is not text, markdown or csv", optarg);
+            break;
+        case OPT_TABLE: {
+            show_plans = show_shards = show_summary = 0;
+            char *s = as_strdup(optarg), *save = NULL;
+            for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(t, "plans")) show_plans = 1;
+                else if (!strcmp(t, "shards")) show_shards = 1;
+                else if (!strcmp(t, "summary")) show_summary = 1;
+                else as_cli_usage(&cli, "--table: '%s' is not plans, shards or summary", t);
+            }
+            free(s);
+            if (!show_plans && !show_shards && !show_summary) as_cli_usage(&cli, "--table: nothing to show");
+            break;
+        }
+        case OPT_OVER:
+            if (!strcmp(optarg, "plans")) over_runs = 0;
+            else if (!strcmp(optarg, "runs")) over_runs = 1;
+            else as_cli_usage(&cli, "--over: '%s' is not plans or runs", optarg);
+            break;
+        case OPT_SPLIT:
+            if (strcmp(optarg, "train") && strcmp(optarg, "test")) as_cli_usage(&cli, "--split: '%s' is not train or test", optarg);
+            split = optarg;
+            break;
+        case OPT_PLOT:
+            if (!*optarg) as_cli_usage(&cli, "--plot: empty file name");
+            plot = optarg;
+            break;
+        case OPT_PLOT_TASK: plot_task = as_cli_i64(&cli, "--plot-task", optarg, 0, INT64_MAX); break;
+        default:
+            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+        }
+    }
+    as_cli_finish(&cli);
+    if (plot_task >= 0 && !plot) as_cli_usage(&cli, "--plot-task needs --plot FILE.png");
+
+    char err[1024];
+    as_costmodel *cm = NULL;
+    if (model_path && as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
+
+    char *none[] = { "-" };
+    char **files = optind < argc ? argv + optind : none;
+    int nfiles = optind < argc ? argc - optind : 1;
+    as_eval_plan *pl = NULL;
+    int64_t np = 0, capp = 0, nfeat = 0, capf = 0, nscatter = 0;
+    as_features *feat = NULL;
+    double *pred = NULL, *meas = NULL;
+    /* runs: (file, seed) pairs in order of appearance */
+    int64_t (*runs)[2] = NULL, nruns = 0, capr = 0;
+    char device[128] = "";
+    int devices_differ = 0;
+    for (int fi = 0; fi < nfiles; fi++) {
+        as_reader *r = as_reader_open(files[fi]);
+        if (!r) exit(AS_EXIT_DATA);
+        as_record rec;
+        int rc;
+        while ((rc = as_reader_next(r, &rec)) == 1) {
+            if (as_rec_is(&rec, "plan")) {
+                if (np == capp) { capp = capp ? 2 * capp : 64; pl = as_realloc(pl, (size_t)capp * sizeof *pl); }
+                as_eval_plan *q = &pl[np];
+                if (as_eval_plan_read(&rec.obj, q, err, sizeof err))
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                if (split && strcmp(q->split, split)) { as_eval_plan_free(q); continue; }
+                if (!model_path) {
+                    if (!q->cost_kind)
+                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": plan of task %" PRId64 " (%s) has no costs: measure it with "
+                               "as-bench or give --model", as_reader_name(r), rec.index, q->task, q->alg);
+                    if (np && q->cost_kind != pl[0].cost_kind)
+                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": the input mixes measured and estimated costs; "
+                               "evaluate them separately", as_reader_name(r), rec.index);
+                    if (q->device[0]) {
+                        if (!device[0]) snprintf(device, sizeof device, "%s", q->device);
+                        else if (strcmp(device, q->device)) devices_differ = 1;
+                    }
+                }
+                int64_t ri;
+                for (ri = 0; ri < nruns; ri++) if (runs[ri][0] == fi && runs[ri][1] == q->seed) break;
+                if (ri == nruns) {
+                    if (nruns == capr) { capr = capr ? 2 * capr : 8; runs = as_realloc(runs, (size_t)capr * sizeof *runs); }
+                    runs[nruns][0] = fi;
+                    runs[nruns][1] = q->seed;
+                    nruns++;
+                }
+                q->run = ri;
+                np++;
+            } else if (as_rec_is(&rec, "features") && model_path) {
+                if (nfeat == capf) { capf = capf ? 2 * capf : 256; feat = as_realloc(feat, (size_t)capf * sizeof *feat); }
+                if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err))
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                nfeat++;
+            } else if (as_rec_is(&rec, "costfit-report") && !nscatter) {
+                double *pp, *mm;
+                int64_t a = report_list(&rec.obj, "test_pred", &pp), b = report_list(&rec.obj, "test_measured", &mm);
+                if (a > 0 && a == b) { pred = pp; meas = mm; nscatter = a; }
+                else {
+                    free(pp);
+                    free(mm);
+                    as_info("%s: record %" PRIu64 ": costfit-report without equal-length test_pred and test_measured "
+                            "arrays: no predicted-vs-measured plot", as_reader_name(r), rec.index);
+                }
+            }
+        }
+        if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
+        as_reader_close(r);
+    }
+    if (!np) as_die(AS_EXIT_DATA, "no %splan records in the input", split ? "matching " : "");
+    const char *label = model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated";
+    if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
+
+    if (model_path) {
+        qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+        for (int64_t j = 0; j < np; j++) {
+            as_eval_plan *q = &pl[j];
+            const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
+            for (int64_t k = 0; k < q->K; k++) {
+                int m = 0;
+                for (int64_t i = 0; i < q->T; i++) {
+                    if (q->assign[i] != k) continue;
+                    as_features key = { .id = q->tables[i] };
+                    sh[m] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+                    if (!sh[m])
+                        as_die(AS_EXIT_DATA, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
+                               q->task, q->alg, q->tables[i]);
+                    m++;
+                }
+                q->cost[k] = as_costmodel_predict(cm, sh, m);
+            }
+            q->cost_kind = 2;
+            free(sh);
+        }
+    }
+
+    as_eval_compute(pl, np);
+    as_eval_alg *sum;
+    int64_t nsum;
+    as_eval_summary(pl, np, over_runs, &sum, &nsum);
+
+    FILE *f = as_cli_open_text(&cli);
+    if (fmt != AS_EVAL_CSV) {
+        if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
+                                fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
+        else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
+                     device[0] ? " on " : "", device[0] ? (devices_differ ? "several devices" : device) : "", np, nruns,
+                     nruns == 1 ? "" : "s");
+    }
+    int sep = 0;
+    if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
+    /* CSV: tables separated by an empty line */
+    if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
+    if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, over_runs); }
+    as_cli_close_text(&cli, f);
+
+    if (plot) {
+        if (plot_task < 0) plot_task = pl[0].task;
+        int found = 0;
+        for (int64_t j = 0; j < np; j++) found |= pl[j].task == plot_task;
+        if (!found) as_info("--plot-task %" PRId64 ": no plan of that task; no per-shard bars", plot_task);
+        if (as_eval_plot(plot, pl, np, sum, nsum, plot_task, label, pred, meas, nscatter, err, sizeof err))
+            as_die(AS_EXIT_ENV, "%s: %s", plot, err);
+    }
+    for (int64_t j = 0; j < np; j++) as_eval_plan_free(&pl[j]);
+    free(pl);
+    free(sum);
+    free(feat);
+    free(runs);
+    free(pred);
+    free(meas);
+    if (cm) as_costmodel_free(cm);
+    return 0;
+}

@@ -1,0 +1,592 @@
+/* costmodel.c - the paper's shard cost model on the nn.h layers: forward, backward,
+ * training, prediction and the `model` record. Dimension letters: F features (21), R table
+ * rows of a batch (sum of the shards' table counts), S shards of a batch, H1/H2/H3 hidden.
+ *
+ *   z1[R,H1] = X W1^T + b1, a1 = relu(z1)      per table (shared weights)
+ *   z2[R,H2] = a1 W2^T + b2, a2 = relu(z2)
+ *   p[S,H2]  = sum of a2's rows per shard
+ *   z3[S,H3] = p W3^T + b3,  a3 = relu(z3)
+ *   y[S]     = a3 W4^T + b4;  cost = y_scale * y
+ */
+#include "costmodel.h"
+
+#include "common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F AS_NFEATURES
+
+struct as_costmodel {
+    as_costmodel_info info;
+    int64_t nparams;
+    float *params;
+    struct { int64_t w1, b1, w2, b2, w3, b3, w4, b4; } at;   /* offsets into params */
+};
+
+static const char *feature_names[F] = {
+    "dim", "rows", "pooling", "size", "bin0", "bin1", "bin2", "bin3", "bin4", "bin5", "bin6",
+    "bin7", "bin8", "bin9", "bin10", "bin11", "bin12", "bin13", "bin14", "bin15", "bin16",
+};
+
+const char *as_costmodel_feature_name(int i) { return i >= 0 && i < F ? feature_names[i] : NULL; }
+
+static int64_t layout(as_costmodel *m)
+{
+    int h1 = m->info.h1, h2 = m->info.h2, h3 = m->info.h3;
+    int64_t o = 0;
+    m->at.w1 = o; o += (int64_t)h1 * F;
+    m->at.b1 = o; o += h1;
+    m->at.w2 = o; o += (int64_t)h2 * h1;
+    m->at.b2 = o; o += h2;
+    m->at.w3 = o; o += (int64_t)h3 * h2;
+    m->at.b3 = o; o += h3;
+    m->at.w4 = o; o += h3;
+    m->at.b4 = o; o += 1;
+    return o;
+}
+
+static as_costmodel *alloc_model(int h1, int h2, int h3)
+{
+    as_costmodel *m = as_calloc(1, sizeof *m);
+    m->info.h1 = h1;
+    m->info.h2 = h2;
+    m->info.h3 = h3;
+    m->nparams = layout(m);
+    m->params = as_calloc((size_t)m->nparams, sizeof *m->params);
+    for (int k = 0; k < 3; k++) { m->info.mean[k] = 0; m->info.std[k] = 1; }
+    m->info.y_scale = 1;
+    snprintf(m->info.split, sizeof m->info.split, "none");
+    return m;
+}
+
+as_costmodel *as_costmodel_new(int h1, int h2, int h3, uint64_t seed)
+{
+    as_costmodel *m = alloc_model(h1, h2, h3);
+    uint64_t st = seed ^ 0x636f73746d6f646cULL;   /* "costmodl" */
+    float *p = m->params;
+    as_nn_init_linear(p + m->at.w1, p + m->at.b1, F, h1, &st);
+    as_nn_init_linear(p + m->at.w2, p + m->at.b2, h1, h2, &st);
+    as_nn_init_linear(p + m->at.w3, p + m->at.b3, h2, h3, &st);
+    as_nn_init_linear(p + m->at.w4, p + m->at.b4, h3, 1, &st);
+    m->info.seed = seed;
+    return m;
+}
+
+void as_costmodel_free(as_costmodel *m)
+{
+    if (!m) return;
+    free(m->info.losses);
+    free(m->params);
+    free(m);
+}
+
+as_costmodel_info *as_costmodel_meta(as_costmodel *m) { return &m->info; }
+const as_costmodel_info *as_costmodel_cmeta(const as_costmodel *m) { return &m->info; }
+float *as_costmodel_params(as_costmodel *m, int64_t *n) { if (n) *n = m->nparams; return m->params; }
+const char *as_costmodel_device(const as_costmodel *m) { return m->info.cost_device; }
+
+/* the normalised 21-vector of a table */
+static void featvec(const as_costmodel *m, const as_features *f, float *out)
+{
+    double v[F];
+    as_features_vector(f, v);
+    for (int k = 0; k < 3; k++) v[k] = (v[k] - m->info.mean[k]) / m->info.std[k];
+    for (int k = 0; k < F; k++) out[k] = (float)v[k];
+}
+
+void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double y_scale)
+{
+    char *seen = as_calloc((size_t)d->ntab + 1, 1);
+    double s[3] = { 0 }, s2[3] = { 0 }, cs = 0;
+    int64_t nt = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = shards ? shards[i] : i;
+        if (d->cost) cs += d->cost[k];
+        for (int64_t j = d->off[k]; j < d->off[k + 1]; j++) {
+            int64_t t = d->idx[j];
+            if (seen[t]) continue;
+            seen[t] = 1;
+            double v[F];
+            as_features_vector(&d->tab[t], v);
+            for (int c = 0; c < 3; c++) { s[c] += v[c]; s2[c] += v[c] * v[c]; }
+            nt++;
+        }
+    }
+    free(seen);
+    for (int c = 0; c < 3; c++) {
+        double mu = nt ? s[c] / nt : 0, var = nt ? s2[c] / nt - mu * mu : 1;
+        double sd = var > 0 ? sqrt(var) : 0;
+        m->info.mean[c] = mu;
+        m->info.std[c] = sd > 1e-12 * (fabs(mu) + 1) ? sd : 1;   /* a constant feature: just centre it */
+    }
+    m->info.train_tables = nt;
+    if (y_scale > 0) m->info.y_scale = y_scale;
+    else m->info.y_scale = (n > 0 && cs > 0) ? cs / n : 1;
+}
+
+/* ---- forward / backward on a batch, through an ops table ---------------------------------- */
+
+typedef struct {
+    const as_nn_ops *o;
+    int64_t maxR, maxS;
+    float *X, *a1, *a2, *p, *a3, *y, *t;         /* activations (device) */
+    float *da1, *dz1, *da2, *dz2, *dp, *da3, *dz3, *dy;
+    int32_t *off;
+} cm_buf;
+
+static void buf_alloc(cm_buf *b, const as_nn_ops *o, const as_costmodel *m, int64_t maxR, int64_t maxS, int train)
+{
+    memset(b, 0, sizeof *b);
+    b->o = o;
+    b->maxR = maxR;
+    b->maxS = maxS;
+    size_t fs = sizeof(float);
+    int h1 = m->info.h1, h2 = m->info.h2, h3 = m->info.h3;
+    b->X = o->alloc((size_t)maxR * F * fs);
+    b->a1 = o->alloc((size_t)maxR * h1 * fs);
+    b->a2 = o->alloc((size_t)maxR * h2 * fs);
+    b->p = o->alloc((size_t)maxS * h2 * fs);
+    b->a3 = o->alloc((size_t)maxS * h3 * fs);
+    b->y = o->alloc((size_t)maxS * fs);
+    b->off = o->alloc((size_t)(maxS + 1) * sizeof(int32_t));
+    if (train) {
+        b->t = o->alloc((size_t)maxS * fs);
+        b->da1 = o->alloc((size_t)maxR * h1 * fs);
+        b->dz1 = o->alloc((size_t)maxR * h1 * fs);
+        b->da2 = o->alloc((size_t)maxR * h2 * fs);
+        b->dz2 = o->alloc((size_t)maxR * h2 * fs);
+        b->dp = o->alloc((size_t)maxS * h2 * fs);
+        b->da3 = o->alloc((size_t)maxS * h3 * fs);
+        b->dz3 = o->alloc((size_t)maxS * h3 * fs);
+        b->dy = o->alloc((size_t)maxS * fs);
+    }
+}
+
+static void buf_free(cm_buf *b)
+{
+    float *all[] = { b->X, b->a1, b->a2, b->p, b->a3, b->y, b->t, b->da1, b->dz1, b->da2, b->dz2, b->dp, b->da3, b->dz3, b->dy };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) if (all[i]) b->o->free(all[i]);
+    if (b->off) b->o->free(b->off);
+}
+
+/* P: parameters on the ops' device. X, off already in b. */
+static void forward(const as_costmodel *m, const float *P, cm_buf *b, int R, int S)
+{
+    const as_nn_ops *o = b->o;
+    int h1 = m->info.h1, h2 = m->info.h2, h3 = m->info.h3;
+    o->linear_fwd(b->a1, b->X, P + m->at.w1, P + m->at.b1, R, F, h1);
+    o->relu_fwd(b->a1, b->a1, (int64_t)R * h1);
+    o->linear_fwd(b->a2, b->a1, P + m->at.w2, P + m->at.b2, R, h1, h2);
+    o->relu_fwd(b->a2, b->a2, (int64_t)R * h2);
+    o->sumpool_fwd(b->p, b->a2, b->off, S, h2);
+    o->linear_fwd(b->a3, b->p, P + m->at.w3, P + m->at.b3, S, h2, h3);
+    o->relu_fwd(b->a3, b->a3, (int64_t)S * h3);
+    o->linear_fwd(b->y, b->a3, P + m->at.w4, P + m->at.b4, S, h3, 1);
+}
+
+/* gradients of the MSE of y against b->t, accumulated into G (zeroed by the caller) */
+static void backward(const as_costmodel *m, const float *P, float *G, cm_buf *b, int R, int S)
+{
+    const as_nn_ops *o = b->o;
+    int h1 = m->info.h1, h2 = m->info.h2, h3 = m->info.h3;
+    size_t fs = sizeof(float);
+    o->zero(b->dy, (size_t)S * fs);
+    o->zero(b->da3, (size_t)S * h3 * fs);
+    o->zero(b->dz3, (size_t)S * h3 * fs);
+    o->zero(b->dp, (size_t)S * h2 * fs);
+    o->zero(b->da2, (size_t)R * h2 * fs);
+    o->zero(b->dz2, (size_t)R * h2 * fs);
+    o->zero(b->da1, (size_t)R * h1 * fs);
+    o->zero(b->dz1, (size_t)R * h1 * fs);
+    o->mse_bwd(b->dy, b->y, b->t, S);
+    o->linear_bwd(b->da3, G + m->at.w4, G + m->at.b4, b->dy, b->a3, P + m->at.w4, S, h3, 1);
+    o->relu_bwd(b->dz3, b->da3, b->a3, (int64_t)S * h3);
+    o->linear_bwd(b->dp, G + m->at.w3, G + m->at.b3, b->dz3, b->p, P + m->at.w3, S, h2, h3);
+    o->sumpool_bwd(b->da2, b->dp, b->off, S, h2);
+    o->relu_bwd(b->dz2, b->da2, b->a2, (int64_t)R * h2);
+    o->linear_bwd(b->da1, G + m->at.w2, G + m->at.b2, b->dz2, b->a1, P + m->at.w2, R, h1, h2);
+    o->relu_bwd(b->dz1, b->da1, b->a1, (int64_t)R * h1);
+    o->linear_bwd(NULL, G + m->at.w1, G + m->at.b1, b->dz1, b->X, P + m->at.w1, R, F, h1);
+}
+
+/* host staging of a batch: X rows, offsets, targets; returns R */
+static int stage(const as_costmodel *m, const as_costset *d, const int64_t *sh, int S, float *hX, int32_t *hoff,
+                 float *ht)
+{
+    int R = 0;
+    hoff[0] = 0;
+    for (int s = 0; s < S; s++) {
+        int64_t k = sh ? sh[s] : s;
+        for (int64_t j = d->off[k]; j < d->off[k + 1]; j++) featvec(m, &d->tab[d->idx[j]], hX + (size_t)R++ * F);
+        hoff[s + 1] = R;
+        if (ht) ht[s] = (float)(d->cost[k] / m->info.y_scale);
+    }
+    return R;
+}
+
+/* ---- prediction (CPU) ---------------------------------------------------------------------- */
+
+double as_costmodel_predict(const as_costmodel *m, const as_features *const *f, int n)
+{
+    if (n <= 0) return 0;
+    as_features *tab = as_malloc((size_t)n * sizeof *tab);
+    int64_t off[2] = { 0, n }, *idx = as_malloc((size_t)n * sizeof *idx);
+    for (int i = 0; i < n; i++) { tab[i] = *f[i]; idx[i] = i; }
+    as_costset d = { tab, n, off, idx, NULL, 1 };
+    double y;
+    as_costmodel_predict_batch(m, &d, NULL, 1, &y);
+    free(tab);
+    free(idx);
+    return y;
+}
+
+void as_costmodel_predict_batch(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
+                                double *out)
+{
+    const int64_t CH = 4096;   /* shards per chunk */
+    int64_t maxS = n < CH ? n : CH, maxR = 0;
+    if (n <= 0) return;
+    for (int64_t c = 0; c < n; c += CH) {
+        int64_t r = 0;
+        for (int64_t s = c; s < n && s < c + CH; s++) {
+            int64_t k = shards ? shards[s] : s;
+            r += d->off[k + 1] - d->off[k];
+        }
+        if (r > maxR) maxR = r;
+    }
+    cm_buf b;
+    buf_alloc(&b, as_nn_cpu(), m, maxR > 0 ? maxR : 1, maxS, 0);
+    int64_t *sh = as_malloc((size_t)maxS * sizeof *sh);
+    for (int64_t c = 0; c < n; c += CH) {
+        int S = (int)(n - c < CH ? n - c : CH);
+        for (int s = 0; s < S; s++) sh[s] = shards ? shards[c + s] : c + s;
+        int R = stage(m, d, sh, S, b.X, b.off, NULL);
+        forward(m, m->params, &b, R, S);
+        for (int s = 0; s < S; s++) {
+            int64_t k = sh[s];
+            out[c + s] = d->off[k + 1] > d->off[k] ? (double)b.y[s] * m->info.y_scale : 0.0;
+        }
+    }
+    free(sh);
+    buf_free(&b);
+}
+
+double as_costmodel_loss_grad(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, float *grad)
+{
+    if (n <= 0) return 0;
+    int64_t R = 0;
+    for (int64_t s = 0; s < n; s++) {
+        int64_t k = shards ? shards[s] : s;
+        R += d->off[k + 1] - d->off[k];
+    }
+    cm_buf b;
+    buf_alloc(&b, as_nn_cpu(), m, R > 0 ? R : 1, n, 1);
+    int64_t *sh = as_malloc((size_t)n * sizeof *sh);
+    for (int64_t s = 0; s < n; s++) sh[s] = shards ? shards[s] : s;
+    stage(m, d, sh, (int)n, b.X, b.off, b.t);
+    forward(m, m->params, &b, (int)R, (int)n);
+    double loss = as_nn_mse_fwd(b.y, b.t, (int)n);
+    if (grad) backward(m, m->params, grad, &b, (int)R, (int)n);
+    free(sh);
+    buf_free(&b);
+    return loss;
+}
+
+/* ---- training ------------------------------------------------------------------------------- */
+
+static int cmp_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
+                       const as_costfit_opts *opt, char *err, size_t errlen)
+{
+    if (n <= 0) { snprintf(err, errlen, "no training shards"); return -1; }
+    if (!d->cost) { snprintf(err, errlen, "training needs costs"); return -1; }
+    if (opt->batch < 1) { snprintf(err, errlen, "batch must be at least 1"); return -1; }
+    const as_nn_ops *o = opt->ops ? opt->ops : as_nn_cpu();
+    int B = opt->batch < n ? opt->batch : (int)n;
+    int64_t per_epoch = (n + B - 1) / B;
+    int64_t steps = opt->steps > 0 ? opt->steps : opt->epochs * per_epoch;
+    /* the most table rows any batch can hold: the B largest shards */
+    int64_t *sz = as_malloc((size_t)n * sizeof *sz), maxR = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = shards ? shards[i] : i;
+        sz[i] = d->off[k + 1] - d->off[k];
+    }
+    qsort(sz, (size_t)n, sizeof *sz, cmp_desc);
+    for (int i = 0; i < B; i++) maxR += sz[i];
+    free(sz);
+    if (maxR > INT32_MAX / 256) { snprintf(err, errlen, "batch of %" PRId64 " table rows is too large", maxR); return -1; }
+    if (maxR == 0) maxR = 1;
+
+    /* device copies: parameters, gradients, Adam moments */
+    size_t pb = (size_t)m->nparams * sizeof(float);
+    float *P = o->alloc(pb), *G = o->alloc(pb), *M1 = o->alloc(pb), *M2 = o->alloc(pb);
+    o->upload(P, m->params, pb);
+    cm_buf b;
+    buf_alloc(&b, o, m, maxR, B, 1);
+    float *hX = as_malloc((size_t)maxR * F * sizeof *hX), *ht = as_malloc((size_t)B * sizeof *ht);
+    float *hy = as_malloc((size_t)B * sizeof *hy);
+    int32_t *hoff = as_malloc((size_t)(B + 1) * sizeof *hoff);
+    int64_t *perm = as_malloc((size_t)n * sizeof *perm), *sh = as_malloc((size_t)B * sizeof *sh);
+    for (int64_t i = 0; i < n; i++) perm[i] = shards ? shards[i] : i;
+    as_rng r;
+    as_rng_seed(&r, opt->seed, 0x73687566666c65ULL ^ (uint64_t)m->info.steps);   /* "shuffle" */
+    as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)opt->lr);
+    int64_t epochs_done = (steps + per_epoch - 1) / per_epoch;
+    m->info.losses = as_realloc(m->info.losses, (size_t)(m->info.nlosses + epochs_done + 1) * sizeof(double));
+    double ysc2 = m->info.y_scale * m->info.y_scale, ep_loss = 0;
+    int64_t ep_n = 0, pos = n;
+    for (int64_t step = 0; step < steps; step++) {
+        if (pos >= n) {   /* a new epoch: shuffle (Fisher-Yates) */
+            for (int64_t i = n - 1; i > 0; i--) {
+                int64_t j = (int64_t)as_rng_below(&r, (uint64_t)i + 1), t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
+            pos = 0;
+        }
+        int S = (int)(n - pos < B ? n - pos : B);
+        memcpy(sh, perm + pos, (size_t)S * sizeof *sh);
+        pos += S;
+        int R = stage(m, d, sh, S, hX, hoff, ht);
+        o->upload(b.X, hX, (size_t)R * F * sizeof(float));
+        o->upload(b.off, hoff, (size_t)(S + 1) * sizeof(int32_t));
+        o->upload(b.t, ht, (size_t)S * sizeof(float));
+        o->zero(G, pb);
+        forward(m, P, &b, R, S);
+        backward(m, P, G, &b, R, S);
+        if (opt->clip > 0) as_nn_clip_ops(o, G, m->nparams, opt->clip);
+        o->adam(P, G, M1, M2, m->nparams, &ac, step + 1);
+        o->download(hy, b.y, (size_t)S * sizeof(float));
+        double loss = as_nn_mse_fwd(hy, ht, S) * ysc2;
+        ep_loss += loss * S;
+        ep_n += S;
+        if (pos >= n || step == steps - 1) {
+            m->info.losses[m->info.nlosses++] = ep_loss / (double)ep_n;
+            ep_loss = 0;
+            ep_n = 0;
+        }
+        if (opt->progress) opt->progress(opt->ctx, step + 1, steps, loss);
+        if (!isfinite(loss)) {
+            snprintf(err, errlen, "training diverged at step %" PRId64 " (loss %g); try a smaller --lr or --clip", step + 1, loss);
+            break;
+        }
+    }
+    int ok = m->info.nlosses > 0 && isfinite(m->info.losses[m->info.nlosses - 1]);
+    o->sync();
+    if (ok) o->download(m->params, P, pb);
+    m->info.steps += steps;
+    m->info.epochs += epochs_done;
+    m->info.batch = opt->batch;
+    m->info.lr = opt->lr;
+    m->info.clip = opt->clip;
+    m->info.seed = opt->seed;
+    snprintf(m->info.train_device, sizeof m->info.train_device, "%s", o->name);
+    buf_free(&b);
+    o->free(P); o->free(G); o->free(M1); o->free(M2);
+    free(hX); free(ht); free(hy); free(hoff); free(perm); free(sh);
+    return ok ? 0 : -1;
+}
+
+/* ---- the `model` record ------------------------------------------------------------------------ */
+
+static void pack_f64_list(msgpack_packer *pk, const char *k, const double *v, int n)
+{
+    as_pack_str(pk, k);
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_double(pk, v[i]);
+}
+
+void as_costmodel_write(const as_costmodel *m, as_writer *w)
+{
+    const as_costmodel_info *in = &m->info;
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 27);
+    as_pack_kv_str(pk, "kind", "model");
+    as_pack_kv_str(pk, "model", "costmodel");
+    as_pack_kv_i64(pk, "format_version", AS_COSTMODEL_VERSION);
+    as_pack_str(pk, "features");
+    msgpack_pack_array(pk, F);
+    for (int i = 0; i < F; i++) as_pack_str(pk, feature_names[i]);
+    as_pack_str(pk, "zscored");
+    msgpack_pack_array(pk, 3);
+    for (int i = 0; i < 3; i++) as_pack_str(pk, feature_names[i]);
+    pack_f64_list(pk, "norm_mean", in->mean, 3);
+    pack_f64_list(pk, "norm_std", in->std, 3);
+    as_pack_kv_f64(pk, "y_scale", in->y_scale);
+    as_pack_str(pk, "layers");
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_int(pk, F);
+    msgpack_pack_int(pk, in->h1);
+    msgpack_pack_int(pk, in->h2);
+    msgpack_pack_int(pk, in->h3);
+    msgpack_pack_int(pk, 1);
+    as_pack_str(pk, "param_order");
+    msgpack_pack_array(pk, 8);
+    const char *names[8] = { "w1", "b1", "w2", "b2", "w3", "b3", "w4", "b4" };
+    for (int i = 0; i < 8; i++) as_pack_str(pk, names[i]);
+    as_pack_kv_i64(pk, "nparams", m->nparams);
+    int64_t shape[1] = { m->nparams };
+    as_pack_kv_array(pk, "params", AS_DT_F32, m->params, 1, shape);
+    as_pack_kv_str(pk, "cost_device", in->cost_device);
+    as_pack_kv_str(pk, "cost_device_kind", in->cost_device_kind);
+    as_pack_kv_str(pk, "train_device", in->train_device);
+    as_pack_kv_i64(pk, "seed", (int64_t)in->seed);
+    as_pack_kv_i64(pk, "steps", in->steps);
+    as_pack_kv_i64(pk, "epochs", in->epochs);
+    as_pack_kv_i64(pk, "batch", in->batch);
+    as_pack_kv_f64(pk, "lr", in->lr);
+    as_pack_kv_f64(pk, "clip", in->clip);
+    int64_t ls[1] = { in->nlosses };
+    as_pack_kv_array(pk, "losses", AS_DT_F64, in->losses ? (const void *)in->losses : (const void *)"", 1, ls);
+    as_pack_kv_f64(pk, "final_loss", in->nlosses ? in->losses[in->nlosses - 1] : NAN);
+    as_pack_kv_i64(pk, "train_shards", in->train_shards);
+    as_pack_kv_i64(pk, "test_shards", in->test_shards);
+    as_pack_kv_i64(pk, "train_tables", in->train_tables);
+    as_pack_kv_str(pk, "split", in->split);
+    as_writer_end_record(w);
+}
+
+static int get_f64_list(const msgpack_object *rec, const char *k, double *v, int n)
+{
+    const msgpack_object *o = as_obj_get(rec, k);
+    if (!o || o->type != MSGPACK_OBJECT_ARRAY || (int)o->via.array.size != n) return -1;
+    for (int i = 0; i < n; i++) {
+        const msgpack_object *x = &o->via.array.ptr[i];
+        if (x->type == MSGPACK_OBJECT_FLOAT64 || x->type == MSGPACK_OBJECT_FLOAT32) v[i] = x->via.f64;
+        else if (x->type == MSGPACK_OBJECT_POSITIVE_INTEGER) v[i] = (double)x->via.u64;
+        else if (x->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) v[i] = (double)x->via.i64;
+        else return -1;
+    }
+    return 0;
+}
+
+int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
+{
+    *out = NULL;
+    char s[256];
+    int64_t ver;
+    if (!as_obj_get(rec, "kind") || !as_obj_streq(as_obj_get(rec, "kind"), "model") ||
+        as_obj_str(rec, "model", s, sizeof s) || strcmp(s, "costmodel")) {
+        snprintf(err, errlen, "not a cost model record (kind \"model\", model \"costmodel\")");
+        return -1;
+    }
+    if (as_obj_i64(rec, "format_version", &ver)) { snprintf(err, errlen, "cost model record has no format_version"); return -1; }
+    if (ver != AS_COSTMODEL_VERSION) {
+        snprintf(err, errlen, "cost model format version %" PRId64 "; this build reads version %d", ver, AS_COSTMODEL_VERSION);
+        return -1;
+    }
+    const msgpack_object *fo = as_obj_get(rec, "features");
+    if (!fo || fo->type != MSGPACK_OBJECT_ARRAY) { snprintf(err, errlen, "cost model record has no feature list"); return -1; }
+    int same = fo->via.array.size == F;
+    for (int i = 0; same && i < F; i++) same = as_obj_streq(&fo->via.array.ptr[i], feature_names[i]);
+    if (!same) {
+        snprintf(err, errlen, "cost model was trained on a different feature order (%u features); this build uses "
+                 "[dim, rows, pooling, size, bin0..bin16]", fo->via.array.size);
+        return -1;
+    }
+    const msgpack_object *lo = as_obj_get(rec, "layers");
+    int64_t L[5];
+    if (!lo || lo->type != MSGPACK_OBJECT_ARRAY || lo->via.array.size != 5) { snprintf(err, errlen, "cost model record: layers must be 5 sizes"); return -1; }
+    for (int i = 0; i < 5; i++) {
+        const msgpack_object *x = &lo->via.array.ptr[i];
+        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 < 1 || x->via.u64 > 65536) {
+            snprintf(err, errlen, "cost model record: layer size %d is not in 1..65536", i);
+            return -1;
+        }
+        L[i] = (int64_t)x->via.u64;
+    }
+    if (L[0] != F || L[4] != 1) { snprintf(err, errlen, "cost model record: layers must be [21, H1, H2, H3, 1]"); return -1; }
+    as_costmodel *m = alloc_model((int)L[1], (int)L[2], (int)L[3]);
+    int64_t np;
+    as_array a;
+    char e2[256];
+    if (as_obj_i64(rec, "nparams", &np) || np != m->nparams) {
+        snprintf(err, errlen, "cost model record: nparams does not match layers [21, %d, %d, %d, 1] (%" PRId64 " parameters)",
+                 m->info.h1, m->info.h2, m->info.h3, m->nparams);
+        goto fail;
+    }
+    if (as_obj_array(rec, "params", &a, e2, sizeof e2)) { snprintf(err, errlen, "cost model record: %s", e2); goto fail; }
+    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != m->nparams) {
+        snprintf(err, errlen, "cost model record: params must be float32 [%" PRId64 "]", m->nparams);
+        goto fail;
+    }
+    memcpy(m->params, a.data, (size_t)m->nparams * sizeof(float));   /* little-endian host */
+    if (get_f64_list(rec, "norm_mean", m->info.mean, 3) || get_f64_list(rec, "norm_std", m->info.std, 3) ||
+        as_obj_f64(rec, "y_scale", &m->info.y_scale)) {
+        snprintf(err, errlen, "cost model record: norm_mean[3], norm_std[3] and y_scale are required");
+        goto fail;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!(m->info.std[i] > 0) || !isfinite(m->info.mean[i])) { snprintf(err, errlen, "cost model record: bad normalisation statistics"); goto fail; }
+    if (!(m->info.y_scale > 0) || !isfinite(m->info.y_scale)) { snprintf(err, errlen, "cost model record: bad y_scale"); goto fail; }
+    for (int64_t i = 0; i < m->nparams; i++)
+        if (!isfinite(m->params[i])) { snprintf(err, errlen, "cost model record: parameter %" PRId64 " is not finite", i); goto fail; }
+    /* metadata: optional */
+    as_obj_str(rec, "cost_device", m->info.cost_device, sizeof m->info.cost_device);
+    as_obj_str(rec, "cost_device_kind", m->info.cost_device_kind, sizeof m->info.cost_device_kind);
+    as_obj_str(rec, "train_device", m->info.train_device, sizeof m->info.train_device);
+    as_obj_str(rec, "split", m->info.split, sizeof m->info.split);
+    int64_t v;
+    if (!as_obj_i64(rec, "seed", &v)) m->info.seed = (uint64_t)v;
+    as_obj_i64(rec, "steps", &m->info.steps);
+    as_obj_i64(rec, "epochs", &m->info.epochs);
+    as_obj_i64(rec, "batch", &m->info.batch);
+    as_obj_f64(rec, "lr", &m->info.lr);
+    as_obj_f64(rec, "clip", &m->info.clip);
+    as_obj_i64(rec, "train_shards", &m->info.train_shards);
+    as_obj_i64(rec, "test_shards", &m->info.test_shards);
+    as_obj_i64(rec, "train_tables", &m->info.train_tables);
+    if (as_obj_get(rec, "losses") && !as_obj_array(rec, "losses", &a, e2, sizeof e2) && a.ndim == 1 && a.n > 0 &&
+        a.n < ((int64_t)1 << 28)) {
+        m->info.losses = as_malloc((size_t)a.n * sizeof(double));
+        as_array_get_f64(&a, 0, a.n, m->info.losses);
+        m->info.nlosses = a.n;
+    }
+    *out = m;
+    return 0;
+fail:
+    as_costmodel_free(m);
+    return -1;
+}
+
+int as_costmodel_load(as_costmodel **out, const char *path, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
+    as_reader *r = as_reader_from_file(f, path);
+    as_record rec;
+    as_costmodel *m = NULL;
+    int rc, nmodel = 0;
+    char e2[512];
+    while ((rc = as_reader_next(r, &rec)) == 1) {
+        if (!as_rec_is(&rec, "model")) continue;
+        nmodel++;
+        if (m) continue;
+        if (as_costmodel_read(&m, &rec.obj, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
+            as_reader_close(r);
+            fclose(f);
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", as_reader_error(r));
+        as_costmodel_free(m);
+        m = NULL;
+    } else if (!m) snprintf(err, errlen, "%s: no `model` record (not a cost model file)", path);
+    as_reader_close(r);
+    fclose(f);
+    *out = m;
+    return m ? 0 : -1;
+}

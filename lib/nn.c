@@ -1,0 +1,215 @@
+/* nn.c - the CPU layers of nn.h (OpenBLAS for the products) and device selection.
+ * Dimension letters: N rows, I inputs, O outputs, S sets, C channels. */
+#include "nn.h"
+
+#include "common.h"
+#include "device.h"
+
+#include <cblas.h>
+#undef I   /* complex.h (pulled in by cblas.h) defines I; nn.h uses it as a dimension */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void as_nn_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O)
+{
+    if (N <= 0 || O <= 0) return;
+    if (b)
+        for (int n = 0; n < N; n++) memcpy(y + (size_t)n * O, b, (size_t)O * sizeof *y);
+    if (I <= 0) {
+        if (!b) memset(y, 0, (size_t)N * O * sizeof *y);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1.0f, x, I, W, I, b ? 1.0f : 0.0f, y, O);
+}
+
+void as_nn_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
+                      int N, int I, int O)
+{
+    if (N <= 0 || O <= 0) return;
+    if (I > 0) {
+        if (dx) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, I, O, 1.0f, dy, O, W, I, 1.0f, dx, I);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, N, 1.0f, dy, O, x, I, 1.0f, dW, I);
+    }
+    if (db)
+        for (int o = 0; o < O; o++) {
+            float s = 0;
+            for (int n = 0; n < N; n++) s += dy[(size_t)n * O + o];
+            db[o] += s;
+        }
+}
+
+void as_nn_relu_fwd(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+
+void as_nn_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (y[i] > 0) dx[i] += dy[i];
+}
+
+void as_nn_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
+{
+    for (int s = 0; s < S; s++) {
+        float *ys = y + (size_t)s * C;
+        for (int c = 0; c < C; c++) ys[c] = 0;
+        for (int32_t r = off[s]; r < off[s + 1]; r++) {
+            const float *xr = x + (size_t)r * C;
+            for (int c = 0; c < C; c++) ys[c] += xr[c];
+        }
+    }
+}
+
+void as_nn_sumpool_bwd(float *dx, const float *dy, const int32_t *off, int S, int C)
+{
+    for (int s = 0; s < S; s++) {
+        const float *ds = dy + (size_t)s * C;
+        for (int32_t r = off[s]; r < off[s + 1]; r++) {
+            float *dr = dx + (size_t)r * C;
+            for (int c = 0; c < C; c++) dr[c] += ds[c];
+        }
+    }
+}
+
+double as_nn_mse_fwd(const float *pred, const float *target, int n)
+{
+    if (n <= 0) return 0;
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        double d = (double)pred[i] - (double)target[i];
+        s += d * d;
+    }
+    return s / n;
+}
+
+void as_nn_mse_bwd(float *dpred, const float *pred, const float *target, int n)
+{
+    if (n <= 0) return;
+    float k = 2.0f / (float)n;
+    for (int i = 0; i < n; i++) dpred[i] += k * (pred[i] - target[i]);
+}
+
+double as_nn_grad_norm(const float *g, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)g[i] * (double)g[i];
+    return sqrt(s);
+}
+
+void as_nn_scale(float *g, int64_t n, float s)
+{
+    for (int64_t i = 0; i < n; i++) g[i] *= s;
+}
+
+double as_nn_clip(float *g, int64_t n, double max_norm)
+{
+    double norm = as_nn_grad_norm(g, n);
+    if (max_norm > 0 && norm > max_norm) as_nn_scale(g, n, (float)(max_norm / norm));
+    return norm;
+}
+
+void as_nn_adam(float *p, const float *g, float *m, float *v, int64_t n, const as_nn_adam_cfg *c, int64_t t)
+{
+    /* bias corrections in double, then the per-element update in float (the CUDA kernel
+     * does the same operations in the same order) */
+    float bc1 = (float)(1.0 - pow((double)c->beta1, (double)t));
+    float bc2 = (float)(1.0 - pow((double)c->beta2, (double)t));
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = c->beta1 * m[i] + (1.0f - c->beta1) * gi;
+        float vi = c->beta2 * v[i] + (1.0f - c->beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float mhat = mi / bc1, vhat = vi / bc2;
+        p[i] -= c->lr * (mhat / (sqrtf(vhat) + c->eps) + c->wd * p[i]);
+    }
+}
+
+void as_nn_init_linear(float *W, float *b, int I, int O, uint64_t *state)
+{
+    double k = I > 0 ? 1.0 / sqrt((double)I) : 0;
+    for (int64_t i = 0; i < (int64_t)O * I; i++)
+        W[i] = (float)(k * (2.0 * ((double)(as_splitmix64(state) >> 11) * 0x1.0p-53) - 1.0));
+    if (b)
+        for (int o = 0; o < O; o++) b[o] = (float)(k * (2.0 * ((double)(as_splitmix64(state) >> 11) * 0x1.0p-53) - 1.0));
+}
+
+void as_nn_set_threads(int n)
+{
+    openblas_set_num_threads(n > 0 ? n : 1);
+}
+
+/* ---- the CPU ops table -------------------------------------------------------------------- */
+
+static void *cpu_alloc(size_t bytes) { return as_calloc(1, bytes ? bytes : 1); }
+static void cpu_free(void *p) { free(p); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) { if (bytes) memcpy(dst, src, bytes); }
+static void cpu_zero(void *p, size_t bytes) { if (bytes) memset(p, 0, bytes); }
+static void cpu_sync(void) {}
+
+static const as_nn_ops cpu_ops = {
+    "cpu", 0, cpu_alloc, cpu_free, cpu_copy, cpu_copy, cpu_zero,
+    as_nn_linear_fwd, as_nn_linear_bwd, as_nn_relu_fwd, as_nn_relu_bwd,
+    as_nn_sumpool_fwd, as_nn_sumpool_bwd, as_nn_mse_bwd, as_nn_grad_norm, as_nn_scale, as_nn_adam, cpu_sync,
+};
+
+const as_nn_ops *as_nn_cpu(void) { return &cpu_ops; }
+
+#ifdef AS_HAVE_CUDA
+const as_nn_ops *as_nn_cuda_ops(int dev, char *err, size_t errlen);   /* nn_cuda.cu */
+#endif
+
+const as_nn_ops *as_nn_cuda(int dev, char *err, size_t errlen)
+{
+#ifdef AS_HAVE_CUDA
+    int n = as_cuda_device_count();
+    if (n == 0) { snprintf(err, errlen, "no working CUDA device (%s)", as_device_build_info()); return NULL; }
+    if (dev < 0 || dev >= n) { snprintf(err, errlen, "only %d CUDA device(s)", n); return NULL; }
+    return as_nn_cuda_ops(dev, err, errlen);
+#else
+    snprintf(err, errlen, "CUDA support was not built (%s)", as_device_build_info());
+    (void)dev;
+    return NULL;
+#endif
+}
+
+double as_nn_clip_ops(const as_nn_ops *o, float *g, int64_t n, double max_norm)
+{
+    double norm = o->grad_norm(g, n);
+    if (max_norm > 0 && norm > max_norm) o->scale(g, n, (float)(max_norm / norm));
+    return norm;
+}
+
+const as_nn_ops *as_nn_device(const char *spec, int *code, char *err, size_t errlen)
+{
+    *code = 0;
+    if (!strcmp(spec, "cpu")) return as_nn_cpu();
+    if (!strcmp(spec, "auto")) {
+        if (as_cuda_device_count() > 0) {
+            const as_nn_ops *o = as_nn_cuda(0, err, errlen);
+            if (o) return o;
+        }
+        return as_nn_cpu();
+    }
+    if (!strncmp(spec, "cuda", 4) && (spec[4] == 0 || spec[4] == ':')) {
+        int64_t d = 0;
+        if (spec[4] == ':' && as_parse_i64(spec + 5, 0, 1024, &d)) {
+            snprintf(err, errlen, "--device: '%s' is not cuda:N", spec);
+            *code = AS_EXIT_USAGE;
+            return NULL;
+        }
+        char e2[512];
+        const as_nn_ops *o = as_nn_cuda((int)d, e2, sizeof e2);
+        if (!o) {
+            snprintf(err, errlen, "--device %s: %s", spec, e2);
+            *code = AS_EXIT_ENV;
+        }
+        return o;
+    }
+    snprintf(err, errlen, "--device: '%s' is not auto, cpu, cuda or cuda:N", spec);
+    *code = AS_EXIT_USAGE;
+    return NULL;
+}

@@ -1,0 +1,251 @@
+/* nn_cuda.cu - the CUDA implementation of the nn.h ops table: cuBLAS for the products, one
+ * small kernel per other op. Dimension letters: N rows, I inputs, O outputs, S sets, C
+ * channels. Every kernel has its CPU reference in nn.c (same operations, same order per
+ * element where possible); tests/gpu/test_gpu_nn.c compares them.
+ *
+ * Row-major A[r, c] is column-major A^T, so y = x W^T (row-major) is y^T = W x^T in cuBLAS's
+ * column-major terms: gemm(T, N, O, N, I, W, ld I, x, ld I, y, ld O).
+ * No atomics: sums over rows (bias gradients, pooling, the gradient norm) are loops or
+ * fixed-shape tree reductions, so results are deterministic from run to run.
+ * Errors (a failed launch, out of memory) print and exit 3: they are environment failures. */
+#include "nn.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cublasHandle_t g_blas;
+static int g_dev = -1;
+static char g_name[32];
+static double *g_norm;   /* device scalar for the gradient norm */
+
+static void die_cuda(const char *what, const char *msg)
+{
+    fprintf(stderr, "as-nn: CUDA %s: %s\n", what, msg);
+    exit(3);
+}
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) die_cuda(#x, cudaGetErrorString(e_)); } while (0)
+#define CKB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { char b_[32]; snprintf(b_, sizeof b_, "status %d", (int)s_); die_cuda(#x, b_); } } while (0)
+#define CKL() CK(cudaGetLastError())
+
+static unsigned nblk(int64_t n, int t) { int64_t b = (n + t - 1) / t; return (unsigned)(b < 1 ? 1 : (b > 65535 * 32 ? 65535 * 32 : b)); }
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+static void *g_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 4) != cudaSuccess) die_cuda("cudaMalloc", "out of device memory");
+    CK(cudaMemset(p, 0, bytes ? bytes : 4));
+    return p;
+}
+static void g_free(void *p) { if (p) cudaFree(p); }
+static void g_upload(void *d, const void *h, size_t bytes) { if (bytes) CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)); }
+static void g_download(void *h, const void *d, size_t bytes) { if (bytes) CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost)); }
+static void g_zero(void *p, size_t bytes) { if (bytes) CK(cudaMemset(p, 0, bytes)); }
+static void g_sync(void) { CK(cudaDeviceSynchronize()); }
+
+/* ---- kernels --------------------------------------------------------------------------- */
+
+/* y[n, o] = b[o] */
+__global__ void k_bias_bcast(float *y, const float *b, int64_t N, int O)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * O; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = b ? b[i % O] : 0.0f;
+}
+
+/* db[o] += sum_n dy[n, o], sequential over n like the CPU */
+__global__ void k_bias_grad(float *db, const float *dy, int N, int O)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= O) return;
+    float s = 0;
+    for (int n = 0; n < N; n++) s += dy[(size_t)n * O + o];
+    db[o] += s;
+}
+
+__global__ void k_relu_fwd(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+
+__global__ void k_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        if (y[i] > 0) dx[i] += dy[i];
+}
+
+/* one thread per (s, c), rows of the set in order */
+__global__ void k_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= (int64_t)S * C) return;
+    int s = (int)(i / C), c = (int)(i % C);
+    float acc = 0;
+    for (int32_t r = off[s]; r < off[s + 1]; r++) acc += x[(size_t)r * C + c];
+    y[i] = acc;
+}
+
+__global__ void k_sumpool_bwd(float *dx, const float *dy, const int32_t *off, int S, int C)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= (int64_t)S * C) return;
+    int s = (int)(i / C), c = (int)(i % C);
+    float d = dy[i];
+    for (int32_t r = off[s]; r < off[s + 1]; r++) dx[(size_t)r * C + c] += d;
+}
+
+__global__ void k_mse_bwd(float *dp, const float *p, const float *t, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dp[i] += (2.0f / (float)n) * (p[i] - t[i]);
+}
+
+/* one block of 1024 threads: strided double sums, then a fixed tree */
+__global__ void k_sumsq(double *out, const float *g, int64_t n)
+{
+    __shared__ double sh[1024];
+    double s = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)g[i] * (double)g[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *out = sh[0];
+}
+
+__global__ void k_scale(float *g, int64_t n, float s)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        g[i] *= s;
+}
+
+/* the same float operations as as_nn_adam (no FMA contraction: __fmul_rn/__fadd_rn) */
+__global__ void k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                       float eps, float wd, float bc1, float bc2)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float gi = g[i];
+        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(1.0f - b1, gi));
+        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(1.0f - b2, gi), gi));
+        m[i] = mi;
+        v[i] = vi;
+        float mhat = __fdiv_rn(mi, bc1), vhat = __fdiv_rn(vi, bc2);
+        float upd = __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), eps)), __fmul_rn(wd, p[i]));
+        p[i] = __fsub_rn(p[i], __fmul_rn(lr, upd));
+    }
+}
+
+/* ---- ops --------------------------------------------------------------------------------- */
+
+static void g_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O)
+{
+    if (N <= 0 || O <= 0) return;
+    k_bias_bcast<<<nblk((int64_t)N * O, 256), 256>>>(y, b, N, O);
+    CKL();
+    if (I <= 0) return;
+    const float one = 1.0f;
+    CKB(cublasSgemm(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, &one, W, I, x, I, &one, y, O));
+}
+
+static void g_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
+                         int N, int I, int O)
+{
+    if (N <= 0 || O <= 0) return;
+    const float one = 1.0f;
+    if (I > 0) {
+        if (dx) CKB(cublasSgemm(g_blas, CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, &one, W, I, dy, O, &one, dx, I));
+        CKB(cublasSgemm(g_blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, &one, x, I, dy, O, &one, dW, I));
+    }
+    if (db) {
+        k_bias_grad<<<(O + 127) / 128, 128>>>(db, dy, N, O);
+        CKL();
+    }
+}
+
+static void g_relu_fwd(float *y, const float *x, int64_t n)
+{
+    if (n <= 0) return;
+    k_relu_fwd<<<nblk(n, 256), 256>>>(y, x, n);
+    CKL();
+}
+
+static void g_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
+{
+    if (n <= 0) return;
+    k_relu_bwd<<<nblk(n, 256), 256>>>(dx, dy, y, n);
+    CKL();
+}
+
+static void g_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
+{
+    if (S <= 0 || C <= 0) return;
+    k_sumpool_fwd<<<(unsigned)(((int64_t)S * C + 255) / 256), 256>>>(y, x, off, S, C);
+    CKL();
+}
+
+static void g_sumpool_bwd(float *dx, const float *dy, const int32_t *off, int S, int C)
+{
+    if (S <= 0 || C <= 0) return;
+    k_sumpool_bwd<<<(unsigned)(((int64_t)S * C + 255) / 256), 256>>>(dx, dy, off, S, C);
+    CKL();
+}
+
+static void g_mse_bwd(float *dp, const float *p, const float *t, int n)
+{
+    if (n <= 0) return;
+    k_mse_bwd<<<(n + 255) / 256, 256>>>(dp, p, t, n);
+    CKL();
+}
+
+static double g_grad_norm(const float *g, int64_t n)
+{
+    double h = 0;
+    k_sumsq<<<1, 1024>>>(g_norm, g, n);
+    CKL();
+    CK(cudaMemcpy(&h, g_norm, sizeof h, cudaMemcpyDeviceToHost));
+    return sqrt(h);
+}
+
+static void g_scale(float *g, int64_t n, float s)
+{
+    if (n <= 0) return;
+    k_scale<<<nblk(n, 256), 256>>>(g, n, s);
+    CKL();
+}
+
+static void g_adam(float *p, const float *g, float *m, float *v, int64_t n, const as_nn_adam_cfg *c, int64_t t)
+{
+    if (n <= 0) return;
+    float bc1 = (float)(1.0 - pow((double)c->beta1, (double)t));
+    float bc2 = (float)(1.0 - pow((double)c->beta2, (double)t));
+    k_adam<<<nblk(n, 256), 256>>>(p, g, m, v, n, c->lr, c->beta1, c->beta2, c->eps, c->wd, bc1, bc2);
+    CKL();
+}
+
+static as_nn_ops g_ops = {
+    g_name, 1, g_alloc, g_free, g_upload, g_download, g_zero,
+    g_linear_fwd, g_linear_bwd, g_relu_fwd, g_relu_bwd, g_sumpool_fwd, g_sumpool_bwd, g_mse_bwd,
+    g_grad_norm, g_scale, g_adam, g_sync,
+};
+
+extern "C" const as_nn_ops *as_nn_cuda_ops(int dev, char *err, size_t errlen)
+{
+    if (g_dev == dev) return &g_ops;
+    if (g_dev >= 0) { snprintf(err, errlen, "the CUDA ops already run on device %d", g_dev); return NULL; }
+    if (cudaSetDevice(dev) != cudaSuccess) { cudaGetLastError(); snprintf(err, errlen, "cannot use CUDA device %d", dev); return NULL; }
+    if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) { snprintf(err, errlen, "cuBLAS does not start on device %d", dev); return NULL; }
+    /* no TF32 and no reduced-precision shortcuts: keep fp32 products close to the CPU's */
+    cublasSetMathMode(g_blas, CUBLAS_PEDANTIC_MATH);
+    if (cudaMalloc(&g_norm, sizeof(double)) != cudaSuccess) { cudaGetLastError(); snprintf(err, errlen, "out of device memory"); return NULL; }
+    g_dev = dev;
+    snprintf(g_name, sizeof g_name, "cuda:%d", dev);
+    return &g_ops;
+}

@@ -1,0 +1,407 @@
+/* plan.c - sharding plans: heuristics, cost-model greedy, 2D rank map, plan records.
+ * Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas. */
+#include "plan.h"
+#include "common.h"
+#include "json.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ALG_NAMES[AS_ALG_COUNT] = {
+    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy"
+};
+
+const char *as_alg_name(as_alg a)
+{
+    return (unsigned)a < AS_ALG_COUNT ? ALG_NAMES[a] : "?";
+}
+
+int as_alg_parse(const char *s, as_alg *out)
+{
+    for (int a = 0; a < AS_ALG_COUNT; a++)
+        if (!strcmp(s, ALG_NAMES[a])) { *out = (as_alg)a; return 0; }
+    return -1;
+}
+
+double as_plan_key(as_alg a, const as_features *f)
+{
+    switch (a) {
+    case AS_ALG_SIZE: return (double)f->rows * (double)f->dim;
+    case AS_ALG_DIM: return (double)f->dim;
+    case AS_ALG_LOOKUP: return (double)f->dim * f->pooling;
+    case AS_ALG_SIZE_LOOKUP: return (double)f->dim * f->pooling * log10((double)f->rows);
+    default: return 0;
+    }
+}
+
+static uint64_t table_bytes(const as_features *f)
+{
+    return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2;
+}
+
+/* sort order: key descending, then bytes descending, then id descending */
+typedef struct {
+    const double *key;
+    const uint64_t *bytes;
+    const as_features *const *t;
+} order_ctx;
+
+static int order_cmp(const void *a, const void *b, void *arg)
+{
+    const order_ctx *c = arg;
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    if (c->key[i] != c->key[j]) return c->key[i] > c->key[j] ? -1 : 1;
+    if (c->bytes[i] != c->bytes[j]) return c->bytes[i] > c->bytes[j] ? -1 : 1;
+    if (c->t[i]->id != c->t[j]->id) return c->t[i]->id > c->t[j]->id ? -1 : 1;
+    return 0;
+}
+
+static int fits(uint64_t cap, uint64_t used, uint64_t b)
+{
+    return cap == 0 || (used <= cap && b <= cap - used);
+}
+
+void as_plan_free(as_plan *p)
+{
+    free(p->assign);
+    free(p->mem);
+    free(p->count);
+    free(p->key);
+    free(p->pred);
+    free(p->infeasible);
+    memset(p, 0, sizeof *p);
+}
+
+int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n,
+                 char *err, size_t errlen)
+{
+    double t0 = as_now();
+    memset(p, 0, sizeof *p);
+    int64_t K = c->shards;
+    if (K < 1) { snprintf(err, errlen, "a plan needs at least one shard"); return -1; }
+    if ((unsigned)c->alg >= AS_ALG_COUNT) { snprintf(err, errlen, "unknown algorithm"); return -1; }
+    const as_plan_model *m = c->model;
+    if (c->alg == AS_ALG_COST && !m) { snprintf(err, errlen, "cost-greedy needs a cost model"); return -1; }
+    if (m && (m->rep < 1 || m->rep > AS_PLAN_MAX_REP || !m->embed || !m->head)) {
+        snprintf(err, errlen, "cost model: representation width %d is not in 1..%d", m->rep, AS_PLAN_MAX_REP);
+        return -1;
+    }
+    p->n = n;
+    p->shards = K;
+    p->assign = as_malloc((size_t)(n ? n : 1) * sizeof *p->assign);
+    p->mem = as_calloc((size_t)K, sizeof *p->mem);
+    p->count = as_calloc((size_t)K, sizeof *p->count);
+    p->key = as_calloc((size_t)K, sizeof *p->key);
+    p->infeasible = as_malloc((size_t)(n ? n : 1) * sizeof *p->infeasible);
+    uint64_t *bytes = as_malloc((size_t)(n ? n : 1) * sizeof *bytes);
+    for (int64_t i = 0; i < n; i++) { bytes[i] = table_bytes(t[i]); p->assign[i] = -1; }
+
+    /* the model's table representations, when there is a model */
+    int R = m ? m->rep : 0;
+    float *rep = NULL, *sum = NULL;
+    if (m) {
+        rep = as_malloc((size_t)(n ? n : 1) * (size_t)R * sizeof *rep);
+        sum = as_calloc((size_t)K * (size_t)R, sizeof *sum);
+        for (int64_t i = 0; i < n; i++) m->embed(m->ctx, t[i], rep + (size_t)i * R);
+    }
+
+    if (c->alg == AS_ALG_RANDOM) {
+        as_rng rng;
+        as_rng_seed(&rng, c->seed, (uint64_t)c->stream);
+        int64_t *ok = as_malloc((size_t)K * sizeof *ok);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t nok = 0, k;
+            for (k = 0; k < K; k++) if (fits(c->mem_cap, p->mem[k], bytes[i])) ok[nok++] = k;
+            if (!nok) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+            k = ok[as_rng_below(&rng, (uint64_t)nok)];
+            p->assign[i] = k;
+            p->mem[k] += bytes[i];
+            p->count[k]++;
+        }
+        free(ok);
+    } else {
+        double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
+        float tmp[AS_PLAN_MAX_REP];
+        for (int64_t i = 0; i < n; i++)
+            key[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
+        int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
+        for (int64_t i = 0; i < n; i++) order[i] = i;
+        order_ctx oc = { key, bytes, t };
+        qsort_r(order, (size_t)n, sizeof *order, order_cmp, &oc);
+        for (int64_t q = 0; q < n; q++) {
+            int64_t i = order[q], best = -1;
+            double bestv = 0;
+            for (int64_t k = 0; k < K; k++) {
+                if (!fits(c->mem_cap, p->mem[k], bytes[i])) continue;
+                double v;
+                if (c->alg == AS_ALG_COST) {
+                    const float *s = sum + (size_t)k * R, *r = rep + (size_t)i * R;
+                    for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
+                    v = m->head(m->ctx, tmp);
+                } else {
+                    v = p->key[k];
+                }
+                if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
+            }
+            if (best < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+            p->assign[i] = best;
+            p->mem[best] += bytes[i];
+            p->count[best]++;
+            p->key[best] += key[i];
+            if (c->alg == AS_ALG_COST) {
+                float *s = sum + (size_t)best * R;
+                const float *r = rep + (size_t)i * R;
+                for (int d = 0; d < R; d++) s[d] += r[d];
+            }
+        }
+        free(order);
+        free(key);
+    }
+    if (m) {
+        if (c->alg != AS_ALG_COST)
+            for (int64_t i = 0; i < n; i++) {
+                if (p->assign[i] < 0) continue;
+                float *s = sum + (size_t)p->assign[i] * R;
+                const float *r = rep + (size_t)i * R;
+                for (int d = 0; d < R; d++) s[d] += r[d];
+            }
+        p->pred = as_malloc((size_t)K * sizeof *p->pred);
+        for (int64_t k = 0; k < K; k++) p->pred[k] = p->count[k] ? m->head(m->ctx, sum + (size_t)k * R) : 0;   /* empty: 0 */
+    }
+    p->feasible = p->ninfeasible == 0;
+    free(rep);
+    free(sum);
+    free(bytes);
+    p->plan_ms = (as_now() - t0) * 1e3;
+    return 0;
+}
+
+int64_t as_plan_ranks(int64_t world, int64_t shards, int64_t k, int64_t *out)
+{
+    if (shards < 1 || world < shards || world % shards) return -1;
+    int64_t G = world / shards;
+    if (out)
+        for (int64_t i = 0; i < G; i++) out[i] = k * G + i;
+    return G;
+}
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+void as_ptask_free(as_ptask *t)
+{
+    free(t->tables);
+    memset(t, 0, sizeof *t);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (as_obj_i64(rec, "id", &t->id) || t->id < 0) {
+        snprintf(err, errlen, "task without a non-negative integer 'id'");
+        return -1;
+    }
+    if (as_obj_i64(rec, "shards", &t->shards) || t->shards < 1 || t->shards > 100000000) {
+        snprintf(err, errlen, "task %" PRId64 ": 'shards' must be an integer >= 1", t->id);
+        return -1;
+    }
+    const msgpack_object *tb = as_obj_get(rec, "tables");
+    if (!tb || tb->type != MSGPACK_OBJECT_ARRAY || tb->via.array.size == 0) {
+        snprintf(err, errlen, "task %" PRId64 ": 'tables' must be a non-empty list of table ids", t->id);
+        return -1;
+    }
+    const msgpack_object *mc = as_obj_get(rec, "mem_cap");
+    if (mc && mc->type != MSGPACK_OBJECT_NIL) {
+        int64_t v;
+        if (as_obj_i64(rec, "mem_cap", &v) || v < 0) {
+            snprintf(err, errlen, "task %" PRId64 ": 'mem_cap' must be a non-negative integer (bytes)", t->id);
+            return -1;
+        }
+        t->mem_cap = (uint64_t)v;
+    }
+    as_obj_str(rec, "split", t->split, sizeof t->split);
+    uint32_t n = tb->via.array.size;
+    t->tables = as_malloc((size_t)n * sizeof *t->tables);
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *o = &tb->via.array.ptr[i];
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > INT64_MAX) {
+            snprintf(err, errlen, "task %" PRId64 ": tables[%u] is not a non-negative integer", t->id, i);
+            as_ptask_free(t);
+            return -1;
+        }
+        t->tables[i] = (int64_t)o->via.u64;
+    }
+    t->ntables = n;
+    int64_t *s = as_malloc((size_t)n * sizeof *s);
+    memcpy(s, t->tables, (size_t)n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_i64);
+    for (uint32_t i = 1; i < n; i++)
+        if (s[i] == s[i - 1]) {
+            snprintf(err, errlen, "task %" PRId64 ": table %" PRId64 " is listed twice", t->id, s[i]);
+            free(s);
+            as_ptask_free(t);
+            return -1;
+        }
+    free(s);
+    return 0;
+}
+
+void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    int64_t K = p->shards;
+    int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
+    uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
+                  (m->model_device ? 1 : 0);
+    msgpack_pack_map(pk, nf);
+    as_pack_kv_str(pk, "kind", "plan");
+    as_pack_kv_i64(pk, "task", m->task->id);
+    as_pack_kv_str(pk, "alg", as_alg_name(m->alg));
+    as_pack_kv_i64(pk, "shards", K);
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)p->n);
+    for (int64_t i = 0; i < p->n; i++) msgpack_pack_int64(pk, m->task->tables[i]);
+    as_pack_str(pk, "assign");
+    msgpack_pack_array(pk, (size_t)p->n);
+    for (int64_t i = 0; i < p->n; i++) msgpack_pack_int64(pk, p->assign[i]);
+    as_pack_str(pk, "counts");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, p->count[k]);
+    as_pack_str(pk, "mem_bytes");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) msgpack_pack_uint64(pk, p->mem[k]);
+    as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
+    if (p->pred) {
+        as_pack_str(pk, "pred_ms");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_double(pk, p->pred[k]);
+    }
+    if (m->model_device) as_pack_kv_str(pk, "pred_device", m->model_device);
+    as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
+    as_pack_str(pk, "options");
+    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0));
+    as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
+    as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
+    as_pack_kv_i64(pk, "world_size", m->world);
+    if (m->model) as_pack_kv_str(pk, "model", m->model);
+    as_pack_kv_f64(pk, "plan_ms", p->plan_ms);
+    as_pack_str(pk, "feasible");
+    if (p->feasible) msgpack_pack_true(pk); else msgpack_pack_false(pk);
+    as_pack_str(pk, "infeasible_tables");
+    msgpack_pack_array(pk, (size_t)p->ninfeasible);
+    for (int64_t i = 0; i < p->ninfeasible; i++) msgpack_pack_int64(pk, p->infeasible[i]);
+    if (m->task->split[0]) as_pack_kv_str(pk, "split", m->task->split);
+    if (G > 0) {
+        as_pack_str(pk, "ranks");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) {
+            msgpack_pack_array(pk, (size_t)G);
+            for (int64_t i = 0; i < G; i++) msgpack_pack_int64(pk, k * G + i);
+        }
+    }
+    as_writer_end_record(w);
+}
+
+/* ---- text outputs ----------------------------------------------------------------------- */
+
+static void print_ids(FILE *f, const as_plan *p, const as_features *const *t, int64_t k, int max)
+{
+    int shown = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        if (p->assign[i] != k) continue;
+        if (shown == max) { fprintf(f, ",..."); return; }
+        fprintf(f, "%s%" PRId64, shown ? "," : "", t[i]->id);
+        shown++;
+    }
+    if (!shown) fputc('-', f);
+}
+
+void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t)
+{
+    int64_t K = p->shards;
+    const double MiB = 1024.0 * 1024.0;
+    fprintf(f, "task %" PRId64 "%s%s%s  %s  %" PRId64 " tables on %" PRId64 " shards  ", m->task->id,
+            m->task->split[0] ? " (" : "", m->task->split, m->task->split[0] ? ")" : "", as_alg_name(m->alg),
+            p->n, K);
+    if (m->mem_cap) fprintf(f, "cap %.1f MiB/shard  ", m->mem_cap / MiB);
+    else fprintf(f, "no memory cap  ");
+    fprintf(f, "%s  planned in %.3f ms\n", p->feasible ? "feasible" : "INFEASIBLE", p->plan_ms);
+    int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
+    fprintf(f, "  %5s %6s %12s %7s %12s %10s  %s\n", "shard", "tables", "memory MiB", "cap %", "key sum",
+            p->pred ? "pred ms" : "", G > 0 ? "ranks  table ids" : "table ids");
+    uint64_t tot = 0;
+    for (int64_t k = 0; k < K; k++) {
+        tot += p->mem[k];
+        fprintf(f, "  %5" PRId64 " %6" PRId64 " %12.3f ", k, p->count[k], p->mem[k] / MiB);
+        if (m->mem_cap) fprintf(f, "%6.1f%%", 100.0 * (double)p->mem[k] / (double)m->mem_cap);
+        else fprintf(f, "%7s", "-");
+        fprintf(f, " %12.6g ", p->key[k]);
+        if (p->pred) fprintf(f, "%10.4f  ", p->pred[k]);
+        else fprintf(f, "%10s  ", "");
+        if (G > 0) {
+            fputc('[', f);
+            for (int64_t i = 0; i < G && i < 8; i++) fprintf(f, "%s%" PRId64, i ? "," : "", k * G + i);
+            fprintf(f, "%s]  ", G > 8 ? ",..." : "");
+        }
+        print_ids(f, p, t, k, 16);
+        fputc('\n', f);
+    }
+    fprintf(f, "  %5s %6" PRId64 " %12.3f\n", "total", p->n - p->ninfeasible, tot / MiB);
+    if (p->pred && K > 0) {
+        double mx = p->pred[0], mn = p->pred[0], s = 0;
+        for (int64_t k = 0; k < K; k++) {
+            if (p->pred[k] > mx) mx = p->pred[k];
+            if (p->pred[k] < mn) mn = p->pred[k];
+            s += p->pred[k];
+        }
+        fprintf(f, "  predicted (estimated): max %.4f ms, min %.4f ms, mean %.4f ms, balance %.1f%%\n", mx, mn, s / K,
+                mx > 0 ? 100.0 * mn / mx : 100.0);
+    }
+    if (p->ninfeasible) {
+        fprintf(f, "  fit on no shard:");
+        for (int64_t i = 0; i < p->ninfeasible; i++) fprintf(f, " %" PRId64, p->infeasible[i]);
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+}
+
+int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t,
+                           const as_torchrec_opts *o)
+{
+    if (!p->feasible) return -1;
+    int64_t K = p->shards, L = o->local_size > 0 ? o->local_size : 8;
+    fprintf(f, "{\"task\":%" PRId64 ",\"alg\":\"%s\",\"feasible\":true,\"world_size\":%" PRId64
+               ",\"local_size\":%" PRId64 ",\"module\":", m->task->id, as_alg_name(m->alg), K, L);
+    as_json_string(f, o->module, strlen(o->module));
+    int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
+    if (G > 0) {
+        fprintf(f, ",\"dmp_collection\":{\"world_size\":%" PRId64 ",\"sharding_group_size\":%" PRId64
+                   ",\"replicas\":%" PRId64 ",\"shard_ranks\":[", m->world, K, G);
+        for (int64_t k = 0; k < K; k++) {
+            fprintf(f, "%s[", k ? "," : "");
+            for (int64_t i = 0; i < G; i++) fprintf(f, "%s%" PRId64, i ? "," : "", k * G + i);
+            fputc(']', f);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, ",\"plan\":{");
+    as_json_string(f, o->module, strlen(o->module));
+    fprintf(f, ":{");
+    for (int64_t i = 0; i < p->n; i++) {
+        int64_t r = p->assign[i];
+        fprintf(f, "%s\"t%" PRId64 "\":{\"sharding_type\":\"table_wise\",\"compute_kernel\":\"fused\",\"ranks\":[%" PRId64
+                   "],\"shards\":[{\"shard_offsets\":[0,0],\"shard_sizes\":[%" PRId64 ",%" PRId64
+                   "],\"placement\":\"rank:%" PRId64 "/cuda:%" PRId64 "\"}]}",
+                i ? "," : "", t[i]->id, r, t[i]->rows, t[i]->dim, r, r % L);
+    }
+    fprintf(f, "}}}\n");
+    return 0;
+}

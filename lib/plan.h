@@ -1,0 +1,142 @@
+/* plan.h - sharding plans: the heuristic baselines of the paper (prototype semantics, with
+ * memory caps honoured), the cost-model greedy, the 2D-parallel rank map, and the `plan`
+ * record. Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas.
+ *
+ * Greedy heuristics: sort the task's tables by a cost key, descending (ties: larger weight
+ * bytes, then larger table id); put each on the shard with the smallest running sum of keys
+ * among the shards where it still fits under the memory cap (ties: smaller bytes sum, then
+ * lower shard id). Keys: size-greedy rows*dim, dim-greedy dim, lookup-greedy dim*pooling,
+ * size-lookup-greedy dim*pooling*log10(rows). random: each table, in task order, on a shard
+ * drawn uniformly from those where it still fits (all K without a cap: the prototype).
+ * cost-greedy: tables ordered by the model's predicted single-table cost (ties as above),
+ * each placed where the predicted cost of the resulting shard is lowest among the shards
+ * where it fits (ties: smaller bytes sum, then lower shard id).
+ *
+ * A table that fits on no shard is left unplaced (assign -1) and the plan is infeasible:
+ * caps are never exceeded. Memory is fp16 weight bytes (rows*dim*2).
+ */
+#ifndef AS_PLAN_H
+#define AS_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "featurize.h"
+#include "stream.h"
+
+typedef enum {
+    AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST,
+    AS_ALG_COUNT
+} as_alg;
+
+const char *as_alg_name(as_alg a);             /* "random", "size-greedy", ... */
+int as_alg_parse(const char *s, as_alg *out);  /* 0 ok, -1 unknown */
+
+/* The cost model as the planner sees it: a per-table representation of width rep that is
+ * summed over a shard, and a head mapping a summed representation to the shard's cost
+ * (ms). lib/costmodel.h provides one (as_costmodel_embed / as_costmodel_head); the tests
+ * use hand-made ones. */
+typedef struct {
+    void *ctx;
+    int rep;                                                          /* <= AS_PLAN_MAX_REP */
+    void (*embed)(void *ctx, const as_features *f, float *out);      /* out[rep] */
+    double (*head)(void *ctx, const float *sum);                      /* sum[rep] -> ms */
+} as_plan_model;
+#define AS_PLAN_MAX_REP 256
+
+typedef struct {
+    as_alg alg;
+    int64_t shards;                 /* K >= 1 */
+    uint64_t mem_cap;               /* bytes per shard, 0 = no cap */
+    uint64_t seed;                  /* random: the plan of task t uses stream t of this seed */
+    int64_t stream;                 /* usually the task id */
+    const as_plan_model *model;     /* needed by cost-greedy; with any algorithm it also
+                                       gives the predicted cost of every shard */
+} as_plan_cfg;
+
+typedef struct {
+    int64_t n, shards;              /* T, K */
+    int64_t *assign;                /* [T] shard of each table, -1 = fits nowhere */
+    uint64_t *mem;                  /* [K] weight bytes per shard */
+    int64_t *count;                 /* [K] tables per shard */
+    double *key;                    /* [K] running sum of the algorithm's key (random: 0;
+                                       cost-greedy: predicted single-table costs) */
+    double *pred;                   /* [K] predicted cost (ms), NULL without a model */
+    int feasible;
+    int64_t ninfeasible;
+    int64_t *infeasible;            /* table ids that fit nowhere, in placement order */
+    double plan_ms;                 /* planning time (wall clock) */
+} as_plan;
+
+/* The cost key of a table for a greedy heuristic (the algorithms without a key: 0). */
+double as_plan_key(as_alg a, const as_features *f);
+
+/* Plan tables t[0..n) onto c->shards shards. Returns 0 (an infeasible plan is still 0: check
+ * p->feasible), or -1 with err (cost-greedy without a model, K < 1, a bad model width).
+ * Free with as_plan_free. */
+int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n,
+                 char *err, size_t errlen);
+void as_plan_free(as_plan *p);
+
+/* 2D parallelism (TorchRec DMPCollection): W ranks in G = W/K replicas of a sharding group
+ * of K ranks; group i (0 <= i < G) holds global ranks i, G+i, 2G+i, ..., (K-1)G+i, so
+ * shard k of the plan lives on ranks k*G + i for i = 0..G-1. Fills out[G]; returns G, or -1
+ * when W is not a positive multiple of K. */
+int64_t as_plan_ranks(int64_t world, int64_t shards, int64_t k, int64_t *out);
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+/* a `task` record (docs/FORMAT.md) */
+typedef struct {
+    int64_t id;
+    int64_t *tables;                /* T ids, malloc'd */
+    int64_t ntables;
+    int64_t shards;
+    uint64_t mem_cap;               /* 0 = no cap */
+    char split[16];                 /* "train", "test" or "" */
+} as_ptask;
+
+/* parse a task record: tables (distinct ids), shards >= 1, optional mem_cap >= 0 and split.
+ * 0 ok, -1 with err */
+int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errlen);
+void as_ptask_free(as_ptask *t);
+
+/* what a plan record carries besides the plan itself */
+typedef struct {
+    const as_ptask *task;
+    as_alg alg;
+    uint64_t seed;
+    uint64_t mem_cap;               /* the cap used (task's or the override) */
+    int64_t world;                  /* 0: no 2D rank map */
+    const char *model;              /* model file name or NULL */
+    const char *model_device;       /* what the model's costs were measured on, or NULL */
+} as_plan_meta;
+
+/* write a `plan` record (docs/FORMAT.md) */
+void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m);
+
+/* ---- text outputs ----------------------------------------------------------------------- */
+
+/* A readable per-shard summary (like TorchRec's planner statistics): for every shard its
+ * tables, weight memory (and share of the cap), key sum and predicted cost; then the
+ * predicted max / min / mean and balance when a model was given. t: the task's features, in
+ * task order. */
+void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t);
+
+typedef struct {
+    const char *module;             /* module fqn, e.g. "embedding_bags" */
+    int64_t local_size;             /* GPUs per host: placement cuda:{r % local_size} */
+} as_torchrec_opts;
+
+/* One line of JSON holding the plan in the shape TorchRec's ShardingPlan serialises to:
+ * {"task","alg","world_size","local_size","module","plan":{module:{"t<id>":{"sharding_type":
+ * "table_wise","compute_kernel":"fused","ranks":[r],"shards":[{"shard_offsets":[0,0],
+ * "shard_sizes":[rows,dim],"placement":"rank:r/cuda:r%L"}]}}}}, rank r = shard k of the
+ * sharding group (world_size K); with m->world, "dmp_collection" adds the global world size
+ * and every shard's ranks across the W/K replicas. A plan with unplaced tables cannot be
+ * written: returns -1 (nothing printed), else 0. */
+int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t,
+                           const as_torchrec_opts *o);
+
+#endif

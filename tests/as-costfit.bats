@@ -1,0 +1,174 @@
+#!/usr/bin/env bats
+# as-costfit: training on a real small pipeline (CPU costs), prediction, --init, the held-out
+# report, bad input and the CLI contract.
+load test_helper/common
+
+FAST="--device cpu --warmup 1 --runs 3 --trim 1 --threads 1"
+
+# one pool, its features and 60 measured shards, made once for the whole file
+setup_file() {
+    D="$BATS_FILE_TMPDIR"
+    export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
+    as-convert --synth --preset tiny -o "$D/pool.ast"
+    as-features "$D/pool.ast" -o "$D/f.ast"
+    as-bench --tables "$D/pool.ast" --sample 60 --max-tables 4 $FAST -o "$D/c.ast"
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 30 -o "$D/m.ast"
+}
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    D="$BATS_FILE_TMPDIR"
+}
+
+@test "as-costfit --help and --version" {
+    run as-costfit --help
+    assert_success
+    assert_output --partial "usage: as-costfit"
+    assert_output --partial "--split tables"
+    assert_output --partial "--predict MODEL"
+    run as-costfit --version
+    assert_success
+}
+
+@test "as-costfit: usage errors are exit 2" {
+    run as-costfit --bogus
+    assert_failure 2
+    run as-costfit --epochs 0
+    assert_failure 2
+    run as-costfit --hidden 1,2
+    assert_failure 2
+    run as-costfit --split rows
+    assert_failure 2
+    run as-costfit --test-frac 1.5
+    assert_failure 2
+    run as-costfit --device tpu "$D/f.ast"
+    assert_failure 2
+    run as-costfit --predict "$D/m.ast" --init "$D/m.ast"
+    assert_failure 2
+}
+
+@test "as-costfit: empty, non-zstd and truncated input are exit 1; TTY and /dev/full refused" {
+    run as-costfit -o "$T/m.ast" < /dev/null
+    assert_failure 1
+    [ ! -e "$T/m.ast" ]
+    echo hello > "$T/x"
+    run as-costfit "$T/x" -o "$T/m.ast"
+    assert_failure 1
+    cat "$D/f.ast" "$D/c.ast" > "$T/all.ast"
+    head -c $(( $(stat -c %s "$T/all.ast") - 100 )) "$T/all.ast" > "$T/cut.ast"
+    run as-costfit "$T/cut.ast" -o "$T/m.ast"
+    assert_failure 1
+    [ ! -e "$T/m.ast" ]
+    run_tty "as-costfit --epochs 1 '$T/all.ast'"
+    assert_failure 2
+    run as-costfit --epochs 1 "$T/all.ast" -o /dev/full
+    assert_failure 3
+    run sh -c "as-costfit --epochs 1 '$T/all.ast' > /dev/full"
+    assert_failure 3
+    # no usable costs (only features)
+    run as-costfit "$D/f.ast"
+    assert_failure 1
+    assert_output --partial "no usable"
+}
+
+@test "as-costfit: the model and report records of the small pipeline" {
+    run sh -c "as-show --count '$D/m.ast'"
+    assert_line "model	1"
+    assert_line "costfit-report	1"
+    run sh -c "as-show --kind model '$D/m.ast' | jq -c '[.model, .format_version, (.features|length), .features[0:4], .layers, .nparams, .params.shape, .cost_device_kind, .train_device, .epochs, (.losses.shape[0]), (.norm_std|length), .split]'"
+    assert_output '["costmodel",1,21,["dim","rows","pooling","size"],[21,128,32,64,1],9121,[9121],"cpu","cpu",30,30,3,"shards"]'
+    run sh -c "as-show --full --kind costfit-report '$D/m.ast' | jq -e '(.train_shards + .test_shards) == 60 and .test_shards > 0
+        and (.test_measured.data | length) == .test_shards and (.test_pred.shape[0]) == .test_shards
+        and .model.test.n == .test_shards and (.model.test.mae >= 0) and (.linear.test.mae >= 0)
+        and .sum_single.coverage >= 0 and .sum_single.coverage <= 1 and .noise.mean_rel_std >= 0'"
+    assert_success
+}
+
+@test "as-costfit: deterministic for a seed on the CPU; --report FILE" {
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 20 --seed 4 -o "$T/a.ast"
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 20 --seed 4 --report "$T/r.ast" -o "$T/b.ast"
+    [ "$(as-show --kind model "$T/a.ast" | jq -c .params)" = "$(as-show --kind model "$T/b.ast" | jq -c .params)" ]
+    run as-show --count "$T/b.ast"
+    refute_line --partial "costfit-report"
+    run as-show --count "$T/r.ast"
+    assert_line "costfit-report	1"
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 20 --seed 5 -o "$T/c.ast"
+    [ "$(as-show --kind model "$T/a.ast" | jq -c .params)" != "$(as-show --kind model "$T/c.ast" | jq -c .params)" ]
+}
+
+@test "as-costfit --split tables: train and test shards use disjoint table halves" {
+    cat "$D/f.ast" "$D/c.ast" | as-costfit --epochs 5 --split tables -o "$T/m.ast" 2> "$T/err"
+    grep -q "split by tables" "$T/err"
+    run sh -c "as-show --kind costfit-report '$T/m.ast' | jq -e '.split == \"tables\" and (.train_shards + .test_shards + .dropped_shards) == 60 and .dropped_shards > 0'"
+    assert_success
+}
+
+@test "as-costfit --predict: shards, costs and plans get pred_ms; other records pass" {
+    PLAN='\x86\xa4kind\xa4plan\xa4task\x03\xa3alg\xa1x\xa6shards\x03\xa6tables\x93\x00\x01\x02\xa6assign\x93\x00\x01\x00'
+    SHARD='\x82\xa4kind\xa5shard\xa6tables\x92\x04\x05'
+    OTHER='\x82\xa4kind\xa5other\xa1x\x2a'
+    make_stream "$HDR$PLAN$SHARD$OTHER" > "$T/in.ast"
+    cat "$D/f.ast" "$T/in.ast" "$D/c.ast" | as-costfit --predict "$D/m.ast" -o "$T/out.ast"
+    run as-show --count "$T/out.ast"
+    assert_line "features	32"
+    assert_line "cost	60"
+    assert_line "plan	1"
+    assert_line "shard	1"
+    assert_line "other	1"
+    run sh -c "as-show --kind plan '$T/out.ast' | jq -c '[.task, .assign, (.pred_ms|length), (.pred_ms[0] > 0), .pred_ms[2], (.pred_max_ms == (.pred_ms|max))]'"
+    assert_output '[3,[0,1,0],3,true,0,true]'
+    run sh -c "as-show --kind shard '$T/out.ast' | jq -c '[.tables, (.pred_ms > 0)]'"
+    assert_output '[[4,5],true]'
+    run sh -c "as-show --kind cost '$T/out.ast' | jq -e -s 'all(.[]; .pred_ms > 0)'"
+    assert_success
+    run as-show --kind other "$T/out.ast"
+    assert_output '{"kind":"other","x":42}'
+    # predicting twice replaces pred_ms (no duplicate keys)
+    as-costfit --predict "$D/m.ast" "$T/out.ast" | as-show --kind shard | jq -e 'keys == ["kind","pred_ms","tables"]'
+}
+
+@test "as-costfit: costs or shards of tables without features are exit 1" {
+    run sh -c "as-costfit --epochs 1 '$D/c.ast' -o '$T/m.ast'"
+    assert_failure 1
+    assert_output --partial "has no \`features\` record"
+    [ ! -e "$T/m.ast" ]
+    make_stream "$HDR"'\x82\xa4kind\xa5shard\xa6tables\x92\x04\x63' > "$T/s.ast"
+    run sh -c "cat '$D/f.ast' '$T/s.ast' | as-costfit --predict '$D/m.ast'"
+    assert_failure 1
+    assert_output --partial "table 99 has no"
+}
+
+@test "as-costfit: bad model files are exit 1" {
+    head -c 2000 "$D/m.ast" > "$T/cut.ast"
+    run sh -c "as-costfit --predict '$T/cut.ast' '$D/f.ast' > /dev/null"
+    assert_failure 1
+    run sh -c "as-costfit --predict '$D/f.ast' '$D/f.ast' > /dev/null"
+    assert_failure 1
+    assert_output --partial "no \`model\` record"
+    run sh -c "as-costfit --init '$T/cut.ast' '$D/f.ast' '$D/c.ast' > /dev/null"
+    assert_failure 1
+    run sh -c "as-costfit --predict '$T/absent.ast' '$D/f.ast' > /dev/null"
+    assert_failure 1
+}
+
+@test "as-costfit --init continues training; error and null costs are skipped with a count" {
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --init "$D/m.ast" --epochs 7 -o "$T/m2.ast"
+    run sh -c "as-show --kind model '$T/m2.ast' | jq -c '[.epochs, .losses.shape[0], .layers]'"
+    assert_output '[37,37,[21,128,32,64,1]]'
+    run as-costfit --init "$D/m.ast" --hidden 8,8,8 "$D/f.ast"
+    assert_failure 2
+    # a cost with an error and one with nil cost_ms
+    E1='\x83\xa4kind\xa4cost\xa6tables\x91\x01\xa5error\xa4oops'
+    E2='\x84\xa4kind\xa4cost\xa6tables\x91\x01\xa7cost_ms\xc0\xa5error\xc0'
+    make_stream "$HDR$E1$E2" > "$T/e.ast"
+    run sh -c "cat '$D/f.ast' '$D/c.ast' '$T/e.ast' | as-costfit --epochs 1 -o '$T/m3.ast'"
+    assert_success
+    assert_output --partial "skipped 2 cost record(s)"
+}
+
+@test "as-costfit: concatenated input, features after costs" {
+    run sh -c "cat '$D/c.ast' '$D/f.ast' | as-costfit -q --epochs 2 | as-show --count"
+    assert_success
+    assert_line "model	1"
+    assert_line "header	1"
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# as-eval: figures checked by hand, runs, refusals, the whole pipeline at a tiny scale and
+# the plots.
+load test_helper/common
+
+hx() { printf '\\x%02x' "$1"; }
+s() { printf '%s' "$(hx $((0xa0 + ${#1})))$1"; }
+# PL TASK ALG KIND COST... : a plan of K = number of costs, table k on shard k
+PL() {
+    local task=$1 alg=$2 kind=$3; shift 3
+    local K=$# ids="" c=""
+    for ((k = 0; k < K; k++)); do ids="$ids$(hx $k)"; done
+    for v in "$@"; do c="$c$(hx "$v")"; done
+    printf '%s' '\x88'"$(s kind)$(s plan)$(s task)$(hx "$task")$(s alg)$(s "$alg")$(s shards)$(hx $K)$(s tables)$(hx $((0x90 + K)))$ids$(s assign)$(hx $((0x90 + K)))$ids$(s cost_ms)$(hx $((0x90 + K)))$c$(s cost_kind)$(s "$kind")"
+}
+# task 0: random [4,2], lookup [3,3]; task 1: random [6,3,3], lookup [2,1,3]
+PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 lookup-greedy measured 2 1 3)$(PL 1 random measured 6 3 3)"
+
+@test "as-eval --help and --version" {
+    run as-eval --help
+    assert_success
+    assert_output --partial "usage: as-eval"
+    assert_output --partial "never mixed"
+    run as-eval --version
+    assert_success
+}
+
+@test "as-eval: usage errors are exit 2" {
+    run as-eval --bogus
+    assert_failure 2
+    run as-eval --format html
+    assert_failure 2
+    run as-eval --table plots
+    assert_failure 2
+    run as-eval --over seeds
+    assert_failure 2
+    run as-eval --plot-task 3
+    assert_failure 2
+}
+
+@test "as-eval: empty, non-zstd, truncated input exit 1; /dev/full exit 3; a terminal is fine" {
+    run as-eval < /dev/null
+    assert_failure 1
+    echo hello > "$T/x"
+    run as-eval "$T/x"
+    assert_failure 1
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    head -c 30 "$T/p.ast" > "$T/cut.ast"
+    run as-eval "$T/cut.ast"
+    assert_failure 1
+    run as-eval "$T/p.ast" -o /dev/full
+    assert_failure 3
+    run_tty "as-eval '$T/p.ast'"
+    assert_success
+    assert_output --partial "costs measured"
+    make_stream "$HDR"'\x82\xa4kind\xa5other\xa1x\x2a' > "$T/o.ast"
+    run as-eval "$T/o.ast"
+    assert_failure 1
+    assert_output --partial "no plan records"
+}
+
+@test "as-eval: the hand-made plans give the hand-computed figures" {
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    run as-eval --format csv --table summary "$T/p.ast"
+    assert_success
+    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean
+random,measured,2,0,0,plans,2,0.5,0,2,1,0,5
+lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3"
+    run as-eval --format csv --table plans "$T/p.ast"
+    assert_line --index 2 "0,0,,lookup-greedy,2,2,measured,3,3,3,1,1.33333333,,,true"
+    assert_line --index 3 "0,1,,lookup-greedy,3,3,measured,3,1,2,0.333333333,2,,,true"
+    run as-eval --format markdown --table summary "$T/p.ast"
+    assert_line "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | 1.667 ± 0.333 | 3.0000 |"
+    run as-eval --table shards,summary "$T/p.ast"
+    assert_line --regexp '^ +0 +1 lookup-greedy +2 +1 +3\.0000 +n/a$'
+    assert_line --regexp '^lookup-greedy +2 +0 +66\.7 ± 33\.3 +1\.667 ± 0\.333 +3\.0000$'
+}
+
+@test "as-eval: runs from several files or seeds; concatenated input is one run" {
+    make_stream "$HDR$PLANS" > "$T/a.ast"
+    make_stream "$HDR$(PL 0 random measured 2 2)$(PL 0 lookup-greedy measured 1 2)" > "$T/b.ast"
+    # two runs: lookup balance over runs = mean(2/3, 1/2) = 7/12 ± 1/12
+    run sh -c "as-eval --format csv --table summary --over runs '$T/a.ast' '$T/b.ast' | grep ^lookup"
+    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5"
+    # one concatenated stream is one run: task 0 has two random plans, the first counts
+    run sh -c "cat '$T/a.ast' '$T/b.ast' | as-eval --format csv --table summary --over runs | grep ^lookup"
+    assert_output --regexp '^lookup-greedy,measured,3,0,0,runs,1,'
+}
+
+@test "as-eval: refuses plans without costs and a mix of measured and estimated costs" {
+    make_stream "$HDR$(PL 0 random measured 4 2)$(PL 0 lookup-greedy estimated 3 3)" > "$T/m.ast"
+    run as-eval "$T/m.ast"
+    assert_failure 1
+    assert_output --partial "mixes measured and estimated"
+    make_stream "$HDR"'\x86\xa4kind\xa4plan\xa4task\x03\xa3alg\xa1x\xa6shards\x01\xa6tables\x91\x00\xa6assign\x91\x00' > "$T/n.ast"
+    run as-eval "$T/n.ast"
+    assert_failure 1
+    assert_output --partial "has no costs"
+}
+
+@test "as-eval: the whole pipeline at a tiny scale, estimated costs and plots" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    as-features "$T/pool.ast" --tasks 2 --task-tables 10 --shards 3 -o "$T/ft.ast"
+    as-plan --alg all "$T/ft.ast" -o "$T/plans.ast"
+    as-bench --tables "$T/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/plans.ast" -o "$T/measured.ast"
+    run as-eval "$T/measured.ast"
+    assert_success
+    assert_output --partial "costs measured on cpu"
+    for a in random size-greedy dim-greedy lookup-greedy size-lookup-greedy; do
+        assert_line --regexp "^$a +2 +0 "
+    done
+    run sh -c "as-eval --format csv --table plans '$T/measured.ast' | tail -n +2 | awk -F, '\$12 != \"\" && \$11 >= 0 && \$11 <= 1' | wc -l"
+    assert_output 10
+    # a cost model trained on the measured shards; its estimates are labelled as such
+    cat "$T/ft.ast" "$T/measured.ast" | as-costfit --epochs 10 -q -o "$T/m.ast"
+    run as-eval --model "$T/m.ast" "$T/measured.ast"
+    assert_success
+    assert_output --partial "costs estimated by the cost model"
+    refute_output --partial "measured;"
+    run sh -c "as-eval --model '$T/m.ast' --format csv --table summary '$T/measured.ast' | cut -d, -f2 | sort -u"
+    assert_output "cost_kind
+estimated"
+    # plots, with the cost model's predicted-vs-measured report
+    as-eval "$T/measured.ast" "$T/m.ast" --plot "$T/p.png" --plot-task 1 -q > /dev/null
+    [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ]
+}

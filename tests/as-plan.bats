@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# as-plan: heuristics on a hand-made task, memory caps, 2D ranks, the TorchRec and text
+# formats, cost-greedy with a trained model, and the CLI contract.
+load test_helper/common
+
+hx() { printf '\\x%02x' "$1"; }
+# a features record with the fields as-plan needs (ids, dims, rows, pooling < 128)
+FEAT() {
+    printf '%s' '\x87\xa4kind\xa8features\xa2id'"$(hx "$1")"'\xa3dim'"$(hx "$2")"'\xa4rows'"$(hx "$3")"'\xa7pooling'"$(hx "$4")"'\xa4size\x00\xa4bins\xdc\x00\x11'
+    for _ in $(seq 17); do printf '%s' '\x00'; done
+}
+# tables 0..4: dims 16 32 16 32 16, 100 rows, pooling 10 10 5 2 1 (lookup keys 160 320 80 64 16)
+FEATS="$(FEAT 0 16 100 10)$(FEAT 1 32 100 10)$(FEAT 2 16 100 5)$(FEAT 3 32 100 2)$(FEAT 4 16 100 1)"
+TASK='\x85\xa4kind\xa4task\xa2id\x07\xa6tables\x95\x00\x01\x02\x03\x04\xa6shards\x02\xa5split\xa4test'
+
+hand() { make_stream "$HDR$FEATS$TASK" > "$T/h.ast"; }
+
+@test "as-plan --help and --version" {
+    run as-plan --help
+    assert_success
+    assert_output --partial "usage: as-plan"
+    assert_output --partial "size-lookup-greedy"
+    assert_output --partial "plans infeasible"
+    run as-plan --version
+    assert_success
+}
+
+@test "as-plan: usage errors are exit 2" {
+    run as-plan --bogus
+    assert_failure 2
+    run as-plan
+    assert_failure 2
+    assert_output --partial "--alg is required"
+    run as-plan --alg greedy
+    assert_failure 2
+    run as-plan --alg cost-greedy
+    assert_failure 2
+    assert_output --partial "needs --model"
+    run as-plan --alg all --format json
+    assert_failure 2
+    run as-plan --alg all --shards 3 --world-size 8
+    assert_failure 2
+    run as-plan --alg all --mem-cap 12Q
+    assert_failure 2
+}
+
+@test "as-plan: empty, non-zstd and truncated input are exit 1; TTY and /dev/full refused" {
+    run as-plan --alg all < /dev/null
+    assert_failure 1
+    echo hello > "$T/x"
+    run as-plan --alg all "$T/x"
+    assert_failure 1
+    assert_output --partial "not an autoshard stream"
+    as-convert --synth --preset tiny | as-features --tasks 3 --task-tables 6 --shards 2 -o "$T/ft.ast"
+    head -c 1500 "$T/ft.ast" > "$T/cut.ast"
+    run as-plan --alg all "$T/cut.ast" -o "$T/out.ast"
+    assert_failure 1
+    [ ! -e "$T/out.ast" ]
+    run_tty "as-plan --alg all '$T/ft.ast'"
+    assert_failure 2
+    run as-plan --alg all "$T/ft.ast" -o /dev/full
+    assert_failure 3
+    # text output may go to a terminal
+    run_tty "as-plan --alg all --format text '$T/ft.ast'"
+    assert_success
+    # no tasks, or a task whose table has no features
+    as-convert --synth --preset tiny | as-features -o "$T/f.ast"
+    run as-plan --alg all "$T/f.ast"
+    assert_failure 1
+    assert_output --partial "no task records"
+    make_stream "$HDR$(FEAT 0 16 100 10)$TASK" > "$T/m.ast"
+    run as-plan --alg all "$T/m.ast"
+    assert_failure 1
+    assert_output --partial "task 7: table 1 has no features record"
+}
+
+@test "as-plan: the hand-made task gives the hand-computed plans" {
+    hand
+    run sh -c "as-plan --alg lookup-greedy --plans-only '$T/h.ast' | as-show --no-header | jq -c '[.kind,.task,.alg,.shards,.tables,.assign,.counts,.mem_bytes,.feasible,.infeasible_tables,.split,.seed]'"
+    assert_success
+    assert_output '["plan",7,"lookup-greedy",2,[0,1,2,3,4],[1,0,1,1,1],[1,4],[6400,16000],true,[],"test",0]'
+    # size-greedy: keys 1600 3200 1600 3200 1600 -> id 3 (larger id first) s0, id 1 s1,
+    # id 4 s0 (tie: lower shard), id 2 s1, id 0 s0; dim-greedy orders the same way;
+    # size-lookup-greedy = 2 x lookup keys (log10 100 = 2)
+    run sh -c "as-plan --alg dim-greedy,size-greedy,size-lookup-greedy '$T/h.ast' | as-show --kind plan | jq -c '[.alg,.assign]'"
+    assert_line --index 0 '["size-greedy",[0,1,1,0,0]]'
+    assert_line --index 1 '["dim-greedy",[0,1,1,0,0]]'
+    assert_line --index 2 '["size-lookup-greedy",[1,0,1,1,1]]'
+    # input records pass through in order, plans at the end
+    run sh -c "as-plan --alg all '$T/h.ast' | as-show --no-header | jq -r .kind | uniq -c"
+    assert_line --regexp '^ +5 features$'
+    assert_line --regexp '^ +1 task$'
+    assert_line --regexp '^ +5 plan$'
+    # random: seeded, recorded
+    a=$(as-plan --alg random --seed 3 "$T/h.ast" | as-show --kind plan)
+    b=$(as-plan --alg random --seed 3 "$T/h.ast" | as-show --kind plan)
+    [ "$(echo "$a" | jq -c .assign)" = "$(echo "$b" | jq -c .assign)" ]
+    [ "$(echo "$a" | jq -c .options)" = '{"seed":3,"mem_cap":0,"world_size":0}' ]
+}
+
+@test "as-plan: a memory cap is honoured; what fits nowhere makes the plan infeasible, exit 1" {
+    hand
+    run as-plan --alg lookup-greedy --mem-cap 6400 --plans-only "$T/h.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "task 7: lookup-greedy: plan infeasible: 2 tables fit on no shard under the 6400-byte cap (3, 4)"
+    assert_output --partial "1 of 1 plans infeasible"
+    run sh -c "as-show --no-header '$T/p.ast' | jq -c '[.assign,.mem_bytes,.feasible,.infeasible_tables,.mem_cap]'"
+    assert_output '[[1,0,1,-1,-1],[6400,6400],false,[3,4],6400]'
+    run as-plan --alg all --mem-cap 6400 "$T/h.ast" -o "$T/all.ast"
+    assert_failure 1
+    assert_output --partial "5 of 5 plans infeasible"
+    run sh -c "as-show --kind plan '$T/all.ast' | jq -e -s 'all(.[]; (.mem_bytes | max) <= 6400 and .feasible == false)'"
+    assert_success
+    # a roomy cap: feasible, exit 0
+    run as-plan --alg all --mem-cap 16000 "$T/h.ast" -o "$T/ok.ast"
+    assert_success
+}
+
+@test "as-plan --world-size: every shard's ranks across the replicas (DMPCollection)" {
+    hand
+    run sh -c "as-plan --alg lookup-greedy --world-size 8 '$T/h.ast' | as-show --kind plan | jq -c .ranks"
+    assert_output '[[0,1,2,3],[4,5,6,7]]'
+    run as-plan --alg lookup-greedy --world-size 7 "$T/h.ast"
+    assert_failure 1
+    assert_output --partial "not a multiple of its 2 shards"
+}
+
+@test "as-plan --format torchrec and text; the Python helper compiles and reads it" {
+    hand
+    as-plan --alg lookup-greedy --format torchrec --local-size 4 --world-size 4 --module sparse.ebc "$T/h.ast" > "$T/p.json"
+    run jq -c '[.task, .alg, .world_size, .local_size, .module, .dmp_collection.shard_ranks, (.plan["sparse.ebc"] | keys),
+                .plan["sparse.ebc"].t1, .plan["sparse.ebc"].t0.shards[0].placement]' "$T/p.json"
+    assert_output '[7,"lookup-greedy",2,4,"sparse.ebc",[[0,1],[2,3]],["t0","t1","t2","t3","t4"],{"sharding_type":"table_wise","compute_kernel":"fused","ranks":[0],"shards":[{"shard_offsets":[0,0],"shard_sizes":[100,32],"placement":"rank:0/cuda:0"}]},"rank:1/cuda:1"]'
+    python3 -c 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)' \
+        "$ROOT/pipelines/torchrec_plan.py" "$T/torchrec_plan.pyc"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/p.json" --task 7 --alg lookup-greedy
+    assert_success
+    assert_output "task 7 lookup-greedy sparse.ebc: 5 tables; tables per rank 0:1 1:4"
+    # infeasible plans cannot be written for TorchRec
+    run as-plan --alg lookup-greedy --format torchrec --mem-cap 6400 "$T/h.ast"
+    assert_failure 1
+    assert_output --partial "left out of the torchrec output"
+    run as-plan --alg lookup-greedy --format text "$T/h.ast"
+    assert_success
+    assert_line --partial "task 7 (test)  lookup-greedy  5 tables on 2 shards  no memory cap  feasible"
+    assert_line --regexp '^ +1 +4 +0\.015 +- +320 +0,2,3,4$'
+}
+
+@test "as-plan: concatenated input (features and tasks from separate streams) gives the same plans" {
+    as-convert --synth --preset tiny | as-features --tasks 4 --task-tables 8 --shards 3 -o "$T/ft.ast"
+    as-show --kind features "$T/ft.ast" > /dev/null
+    as-plan --alg all --plans-only "$T/ft.ast" -o "$T/a.ast"
+    # split: features only / tasks only, via as-plan's own pass-through of a features stream
+    as-convert --synth --preset tiny | as-features -o "$T/f.ast"
+    as-features "$T/f.ast" --tasks 4 --task-tables 8 --shards 3 --seed 0 | as-plan --alg all --plans-only -o "$T/b.ast"
+    cat "$T/f.ast" "$T/ft.ast" | as-plan --alg all --plans-only -o "$T/c.ast"
+    [ "$(as-show --kind plan "$T/a.ast" | jq -c 'del(.plan_ms)')" = "$(as-show --kind plan "$T/b.ast" | jq -c 'del(.plan_ms)')" ]
+    [ "$(as-show --kind plan "$T/a.ast" | jq -c 'del(.plan_ms)')" = "$(as-show --kind plan "$T/c.ast" | jq -c 'del(.plan_ms)')" ]
+    run sh -c "as-show --kind plan '$T/a.ast' | jq -e -s 'length == 20 and all(.[]; .feasible and (.assign | length) == 8 and (.counts | add) == 8)'"
+    assert_success
+}
+
+@test "as-plan --alg cost-greedy with a trained cost model; pred_ms on every plan" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    as-features "$T/pool.ast" --tasks 3 --task-tables 10 --shards 3 -o "$T/ft.ast"
+    as-bench --tables "$T/pool.ast" --sample 12 --max-tables 4 --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q -o "$T/c.ast"
+    cat "$T/ft.ast" "$T/c.ast" | as-costfit --epochs 20 -q -o "$T/m.ast"
+    as-plan --alg all --model "$T/m.ast" --plans-only "$T/ft.ast" -o "$T/p.ast"
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -r .alg | sort | uniq -c"
+    assert_line --regexp '^ +3 cost-greedy$'
+    assert_line --regexp '^ +3 random$'
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -e -s 'all(.[]; (.pred_ms | length) == 3 and .feasible and .options.model != null and (.pred_device | startswith(\"cpu\")))'"
+    assert_success
+    # all but cost-greedy without the model
+    run sh -c "as-plan --alg all --plans-only '$T/ft.ast' | as-show --kind plan | jq -r .alg | sort -u | wc -l"
+    assert_output 5
+    run as-plan --alg cost-greedy --model "$T/nonexistent" "$T/ft.ast"
+    assert_failure 1
+}

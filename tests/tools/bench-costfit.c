@@ -1,0 +1,111 @@
+/* bench-costfit - speed of the cost model (lib/costmodel.h): training samples (shards) per
+ * second on the CPU and, when one works, the GPU; prediction latency for one shard and for
+ * a batch of 1000 shards (CPU, the library call the planner uses). Synthetic tables and
+ * shards of T tables (default 10, the paper's). Dimension letters: T tables per shard, K
+ * shards. Prints a TSV: what, device, value, unit.
+ *   bench-costfit [--shards K] [--tables-per-shard T] [--steps N] [--batch B] [--threads N] */
+#include "common.h"
+#include "costmodel.h"
+#include "device.h"
+#include "nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    as_set_prog("bench-costfit");
+    int64_t K = 5000, T = 10, steps = 200, batch = 512, threads = 1, NT = 200;
+    for (int i = 1; i < argc; i++) {
+        int64_t *dst = NULL;
+        if (!strcmp(argv[i], "--shards")) dst = &K;
+        else if (!strcmp(argv[i], "--tables-per-shard")) dst = &T;
+        else if (!strcmp(argv[i], "--steps")) dst = &steps;
+        else if (!strcmp(argv[i], "--batch")) dst = &batch;
+        else if (!strcmp(argv[i], "--threads")) dst = &threads;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: bench-costfit [--shards K] [--tables-per-shard T] [--steps N] [--batch B] [--threads N]\n");
+            return 0;
+        }
+        if (!dst || i + 1 >= argc || as_parse_i64(argv[++i], 1, 100000000, dst)) as_die(AS_EXIT_USAGE, "usage: bench-costfit --help");
+    }
+    as_nn_set_threads((int)threads);
+    as_features *tab = as_calloc((size_t)NT, sizeof *tab);
+    uint64_t st = 42;
+    for (int64_t i = 0; i < NT; i++) {
+        tab[i].id = i;
+        tab[i].dim = 16 * (1 + (int64_t)(as_splitmix64(&st) % 16));
+        tab[i].rows = 1000 + (int64_t)(as_splitmix64(&st) % 4000000);
+        tab[i].pooling = 1 + (double)(as_splitmix64(&st) % 100);
+        tab[i].size_gib = (double)tab[i].rows * tab[i].dim * 2 / 1073741824.0;
+        tab[i].bins[as_splitmix64(&st) % 17] = 1;
+    }
+    int64_t *off = as_malloc((size_t)(K + 1) * sizeof *off), *idx = as_malloc((size_t)(K * T) * sizeof *idx);
+    double *cost = as_malloc((size_t)K * sizeof *cost);
+    off[0] = 0;
+    for (int64_t k = 0; k < K; k++) {
+        cost[k] = 0.1;
+        for (int64_t j = 0; j < T; j++) {
+            int64_t t = (int64_t)(as_splitmix64(&st) % (uint64_t)NT);
+            idx[k * T + j] = t;
+            cost[k] += 1e-4 * tab[t].dim * tab[t].pooling;
+        }
+        off[k + 1] = off[k] + T;
+    }
+    as_costset d = { tab, NT, off, idx, cost, K };
+    printf("what\tdevice\tvalue\tunit\n");
+    const as_nn_ops *devs[2] = { as_nn_cpu(), NULL };
+    char err[256];
+    if (as_cuda_device_count() > 0) devs[1] = as_nn_cuda(0, err, sizeof err);
+    as_costmodel *m = NULL;
+    for (int di = 0; di < 2; di++) {
+        if (!devs[di]) { if (di == 1) fprintf(stderr, "bench-costfit: no GPU: training on CUDA not measured\n"); continue; }
+        as_costmodel *x = as_costmodel_new(128, 32, 64, 1);
+        as_costmodel_fit_stats(x, &d, NULL, K, 0);
+        as_costfit_opts o = { 0, 3, 1e-3, (int)batch, 0, 1, devs[di], NULL, NULL };
+        if (as_costmodel_train(x, &d, NULL, K, &o, err, sizeof err)) as_die(1, "%s", err);   /* warm-up */
+        o.steps = steps;
+        double t0 = as_now();
+        if (as_costmodel_train(x, &d, NULL, K, &o, err, sizeof err)) as_die(1, "%s", err);
+        double dt = as_now() - t0;
+        printf("train_samples_per_s\t%s\t%.0f\tshards/s\n", devs[di]->name, (double)steps * batch / dt);
+        printf("train_step_ms\t%s\t%.3f\tms\n", devs[di]->name, 1e3 * dt / steps);
+        if (!m) m = x;
+        else as_costmodel_free(x);
+    }
+    /* prediction latency: one shard of T tables (median of 2000 calls), a batch of 1000 */
+    const as_features **f = as_malloc((size_t)T * sizeof *f);
+    for (int64_t j = 0; j < T; j++) f[j] = &tab[idx[j]];
+    enum { R = 2000, RB = 20 };
+    double lat[R], sink = 0;
+    for (int r = 0; r < R; r++) {
+        double t0 = as_now();
+        sink += as_costmodel_predict(m, f, (int)T);
+        lat[r] = as_now() - t0;
+    }
+    qsort(lat, R, sizeof *lat, cmp_d);
+    printf("predict_1_shard\tcpu\t%.2f\tus\n", 1e6 * lat[R / 2]);
+    int64_t nb = K < 1000 ? K : 1000;
+    double *out = as_malloc((size_t)nb * sizeof *out), bl[RB];
+    for (int r = 0; r < RB; r++) {
+        double t0 = as_now();
+        as_costmodel_predict_batch(m, &d, NULL, nb, out);
+        bl[r] = as_now() - t0;
+        sink += out[0];
+    }
+    qsort(bl, RB, sizeof *bl, cmp_d);
+    printf("predict_%lld_shards_batch\tcpu\t%.3f\tms\n", (long long)nb, 1e3 * bl[RB / 2]);
+    printf("predict_per_shard_in_batch\tcpu\t%.2f\tus\n", 1e6 * bl[RB / 2] / nb);
+    if (!isfinite(sink)) fprintf(stderr, "bench-costfit: non-finite predictions\n");
+    as_costmodel_free(m);
+    free(tab); free(off); free(idx); free(cost); free(f); free(out);
+    return 0;
+}

@@ -1,0 +1,92 @@
+/* bench-plan.c - planning time of every algorithm (lib/plan.h) on a synthetic task: T tables
+ * with random dims (16/32/64), rows (1..2M), pooling (0..30) and bins onto K shards, one
+ * thread. cost-greedy uses a cost model of the paper's sizes (128,32,64) with random
+ * weights (its speed does not depend on training) or --model FILE. Prints, per algorithm,
+ * the best and median wall time of --reps plans, in ms, tab-separated.
+ * Dimension letters: T tables, K shards.
+ * usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] */
+#include "common.h"
+#include "costmodel.h"
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
+static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int64_t T = 800, K = 80, reps = 7;
+    uint64_t seed = 0;
+    const char *model = NULL;
+    for (int i = 1; i < argc; i++) {
+        int64_t v;
+        if (i + 1 < argc && !strcmp(argv[i], "--tables") && !as_parse_i64(argv[i + 1], 1, 10000000, &v)) T = v, i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--shards") && !as_parse_i64(argv[i + 1], 1, 1000000, &v)) K = v, i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--reps") && !as_parse_i64(argv[i + 1], 1, 1000, &v)) reps = v, i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--seed") && !as_parse_i64(argv[i + 1], 0, INT64_MAX, &v)) seed = (uint64_t)v, i++;
+        else if (i + 1 < argc && !strcmp(argv[i], "--model")) model = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE]\n");
+            return 2;
+        }
+    }
+    as_rng r;
+    as_rng_seed(&r, seed, 0);
+    as_features *f = as_calloc((size_t)T, sizeof *f);
+    const as_features **p = as_malloc((size_t)T * sizeof *p);
+    for (int64_t i = 0; i < T; i++) {
+        f[i].id = i;
+        f[i].dim = 16 << as_rng_below(&r, 3);
+        f[i].rows = 1 + (int64_t)as_rng_below(&r, 2000000);
+        f[i].pooling = 30 * as_rng_uniform(&r);
+        f[i].bytes_fp16 = f[i].rows * f[i].dim * 2;
+        f[i].size_gib = f[i].bytes_fp16 / 1073741824.0;
+        double left = 1;
+        for (int k = 0; k < AS_NBINS; k++) { f[i].bins[k] = left * 0.5 * as_rng_uniform(&r); left -= f[i].bins[k]; }
+        p[i] = &f[i];
+    }
+    char err[1024];
+    as_costmodel *cm = NULL;
+    if (model) {
+        if (as_costmodel_load(&cm, model, err, sizeof err)) { fprintf(stderr, "bench-plan: %s: %s\n", model, err); return 1; }
+    } else {
+        cm = as_costmodel_new(128, 32, 64, seed);
+    }
+    as_plan_model pm = { cm, as_costmodel_rep(cm), cm_embed, cm_head };
+    printf("# %lld tables onto %lld shards, one thread, %lld repetitions; cost model %s\n", (long long)T, (long long)K,
+           (long long)reps, model ? model : "128,32,64 (random weights)");
+    printf("alg\tbest_ms\tmedian_ms\twith_pred_ms\n");
+    double *t = as_malloc((size_t)reps * sizeof *t);
+    for (int a = 0; a < AS_ALG_COUNT; a++) {
+        double with_pred = 0;
+        for (int withm = 0; withm < 2; withm++) {
+            if (withm && a == AS_ALG_COST) break;
+            for (int64_t q = 0; q < reps; q++) {
+                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL };
+                as_plan pl;
+                if (as_plan_make(&pl, &c, p, T, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
+                t[q] = pl.plan_ms;
+                as_plan_free(&pl);
+            }
+            qsort(t, (size_t)reps, sizeof *t, cmp_d);
+            if (withm) with_pred = t[reps / 2];
+            else if (a != AS_ALG_COST) { printf("%s\t%.3f\t%.3f", as_alg_name((as_alg)a), t[0], t[reps / 2]); }
+            else printf("%s\t%.3f\t%.3f\t-\n", as_alg_name((as_alg)a), t[0], t[reps / 2]);
+        }
+        if (a != AS_ALG_COST) printf("\t%.3f\n", with_pred);
+    }
+    free(t);
+    free(f);
+    free(p);
+    as_costmodel_free(cm);
+    return 0;
+}
