@@ -140,17 +140,21 @@ void as_progress_update(as_progress *p, double done)
 {
     if (!p->on) return;
     double t = as_now();
-    if (t - p->last < 0.2) return;
+    /* a terminal gets ~5 updates a second on one line; a log file a line every 10 s */
+    int tty = isatty(2);
+    if (t - p->last < (tty ? 0.2 : 10.0)) return;
     p->last = t;
+    const char *lead = tty ? "\r" : "", *end = tty ? " " : "\n";
     if (p->total > 0)
-        fprintf(stderr, "\r%s: %s %.0f/%.0f (%.1f%%) %.1fs ", as_prog, p->label, done, p->total, 100.0 * done / p->total, t - p->t0);
+        fprintf(stderr, "%s%s: %s %.0f/%.0f (%.1f%%) %.1fs%s", lead, as_prog, p->label, done, p->total, 100.0 * done / p->total, t - p->t0, end);
     else
-        fprintf(stderr, "\r%s: %s %.0f %.1fs ", as_prog, p->label, done, t - p->t0);
+        fprintf(stderr, "%s%s: %s %.0f %.1fs%s", lead, as_prog, p->label, done, t - p->t0, end);
     fflush(stderr);
 }
 
 void as_progress_end(as_progress *p)
 {
     if (!p->on) return;
-    fprintf(stderr, "\r%s: %s done in %.1fs%30s\n", as_prog, p->label, as_now() - p->t0, "");
+    if (isatty(2)) fprintf(stderr, "\r%s: %s done in %.1fs%30s\n", as_prog, p->label, as_now() - p->t0, "");
+    else fprintf(stderr, "%s: %s done in %.1fs\n", as_prog, p->label, as_now() - p->t0);
 }

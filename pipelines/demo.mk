@@ -1,28 +1,71 @@
-# demo.mk - the main job on an embedded default: a synthetic MetaSyn-like pool.
+# demo.mk - the main job on an embedded default: a synthetic MetaSyn-like pool, end to end.
 # Run through `make demo` (which installs dependencies and builds first), or directly:
-#   make -f pipelines/demo.mk [PRESET=small|tiny|full] [SEED=0] [OUT=pipelines/out]
+#   make -f pipelines/demo.mk [PRESET=small] [SEED=0] [DEVICE=auto] [OUT=pipelines/out]
 # File targets: re-running only redoes what changed.
 #
-# Today the job is: generate the pool (as-convert --synth) -> the stream file, then print
-# what it holds (as-show). Later stages (features, bench, costfit, plan, eval) join here.
+#   convert   as-convert --synth                 pool of tables (batch of lookups each)
+#   features  as-features --tasks                features, 90 training + 10 test tasks
+#   costs     as-bench --sample --singles        the cost dataset (GNU parallel over GPUs)
+#   model     as-costfit                         the neural cost model (+ held-out report)
+#   plans     as-plan --alg all --split test     every algorithm on the test tasks
+#   measured  as-bench on the plans              real per-shard costs of every plan
+#   report    as-eval                            balance and speedup table, plots
 
 BIN    ?= bin
 OUT    ?= pipelines/out
 PRESET ?= small
 SEED   ?= 0
+DEVICE ?= auto
+TASKS  ?= 100
+TEST_TASKS ?= 10
+TASK_TABLES ?= 80
+NCOST  ?= 600
+MAXT   ?= 10
+# the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
+BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
+NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
-POOL := $(OUT)/pool-$(PRESET)-s$(SEED).ast
+D := $(OUT)/$(PRESET)-s$(SEED)
 
 .PHONY: demo-run
-demo-run: $(OUT)/pool-summary-$(PRESET)-s$(SEED).txt
+demo-run: $(D)/report.md
 	@cat $<
+	@echo
+	@echo "plots: $(D)/plots.png   (all files under $(D))"
 
-$(POOL): $(BIN)/as-convert
-	@mkdir -p $(OUT)
+$(D)/pool.ast: $(BIN)/as-convert
+	@mkdir -p $(D)
+	@echo "== convert: synthetic pool ($(PRESET), seed $(SEED)); device: $$($(BIN)/as-show --version | tail -1 | sed 's/.*; CUDA/CUDA/')"
 	$(BIN)/as-convert --synth --preset $(PRESET) --seed $(SEED) -o $@
 
-$(OUT)/pool-summary-$(PRESET)-s$(SEED).txt: $(POOL) $(BIN)/as-show pipelines/pool-summary.jq
-	@{ $(BIN)/as-show --version | tail -1; \
-	   echo "pool: $(POOL) ($$(stat -c %s $(POOL)) bytes)"; \
-	   $(BIN)/as-show --no-header --head 0 $(POOL) | jq -rs -f pipelines/pool-summary.jq; \
-	 } > $@.tmp && mv $@.tmp $@
+$(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
+	@echo "== features and tasks"
+	$(BIN)/as-features $< --tasks $(TASKS) --test-tasks $(TEST_TASKS) --task-tables $(TASK_TABLES) --seed $(SEED) -o $@
+
+$(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
+	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone"
+ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
+	pipelines/bench-fanout --tables $< --devices gpu -o $@ -- --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS)
+else
+	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS) -o $@
+endif
+
+$(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
+	@echo "== cost model"
+	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) -o $@
+
+$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
+	@echo "== plans: every algorithm on the test tasks"
+	$(BIN)/as-plan --alg all --model $(D)/model.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@
+
+$(D)/measured.ast: $(D)/plans.ast $(D)/pool.ast $(BIN)/as-bench
+	@echo "== measure every shard of every plan"
+ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
+	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@ $< -- $(BENCH_OPTS)
+else
+	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $< -o $@
+endif
+
+$(D)/report.md: $(D)/measured.ast $(D)/model.ast $(BIN)/as-eval
+	@echo "== evaluation"
+	cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval --format markdown --table plans,summary --plot $(D)/plots.png -o $@

@@ -29,6 +29,7 @@ static const char HELP[] =
     "      --tables FILE      the table data (as-convert output); required\n"
     "      --sample N         no input: measure N random shards drawn from the pool\n"
     "      --max-tables M     tables per sampled shard: uniform in 1..M (default 10)\n"
+    "      --sample-from LIST draw sampled shards only from these table ids (e.g. 0-63)\n"
     "      --singles          with --sample: first measure every table of the pool alone\n"
     "                         (origin \"single\"), then the N samples\n"
     "      --seed S           sampling and weight seed (default 0)\n"
@@ -52,7 +53,7 @@ static const char HELP[] =
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES };
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM };
 
 typedef struct {
     char *raw;
@@ -124,11 +125,14 @@ int main(int argc, char **argv)
         { "part", required_argument, 0, OPT_PART },
         { "flush", required_argument, 0, OPT_FLUSH },
         { "singles", no_argument, 0, OPT_SINGLES },
+        { "sample-from", required_argument, 0, OPT_FROM },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
     int64_t sample = 0, maxt = 10, part_i = 1, part_n = 1;
     int singles = 0;
+    int64_t *from = NULL;
+    size_t nfrom = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     cfg.max_bytes = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 0;
@@ -152,6 +156,11 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_SINGLES: singles = 1; break;
+        case OPT_FROM:
+            free(from);
+            if (as_parse_i64_list(optarg, 0, INT32_MAX, &from, &nfrom))
+                as_cli_usage(&cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
+            break;
         case OPT_FLUSH: {
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--flush: '%s' is not a size", optarg);
@@ -175,6 +184,7 @@ int main(int argc, char **argv)
     if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
     if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
+    if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
     /* the device */
     if (!strcmp(device, "cpu")) cfg.cuda = 0;
     else if (!strcmp(device, "auto")) cfg.cuda = as_cuda_device_count() > 0;
@@ -200,6 +210,21 @@ int main(int argc, char **argv)
     if (sample) {
         if (as_bpool_load(&meta, tables, NULL, 0, 1, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", tables);
+        if (from) {
+            /* keep only the listed tables in the sampling pool */
+            int64_t k = 0;
+            for (int64_t j = 0; j < meta.n; j++) {
+                int keep = 0;
+                for (size_t q = 0; q < nfrom && !keep; q++) keep = from[q] == meta.t[j].id;
+                if (keep) meta.t[k++] = meta.t[j];
+            }
+            for (size_t q = 0; q < nfrom; q++) {
+                int found = 0;
+                for (int64_t j = 0; j < k && !found; j++) found = meta.t[j].id == from[q];
+                if (!found) as_die(AS_EXIT_DATA, "--sample-from: table %" PRId64 " is not in %s", from[q], tables);
+            }
+            meta.n = k;
+        }
         as_rng r;
         as_rng_seed(&r, cfg.seed, 0x73616d706c65ULL);
         sh_ids = as_malloc((size_t)sample * sizeof *sh_ids);
@@ -315,7 +340,9 @@ int main(int argc, char **argv)
 
     as_writer *w = as_cli_open_output(&cli);
     as_progress p;
-    as_progress_start(&p, &cli, "shards", 0);
+    int64_t mine = 0;   /* units of work in this part */
+    for (int64_t i = 0; i < nunits; i++) mine += (i % part_n) == part_i - 1;
+    as_progress_start(&p, &cli, sample ? "shards" : "plans and shards", (double)mine);
     int64_t done = 0;
     as_bench_result res;
     if (sample) {
@@ -403,6 +430,7 @@ int main(int argc, char **argv)
     free(sh_ids);
     free(sh_n);
     free(want);
+    free(from);
     as_bpool_free(&pool);
     as_bpool_free(&meta);
     return 0;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bats
+# The main job (pipelines/demo.mk) end to end at a tiny scale, on the CPU.
+load test_helper/common
+
+@test "main job: convert -> features/tasks -> costs -> model -> plans -> measured -> report" {
+    args=(BIN="$BIN" OUT="$T/out" PRESET=tiny TASKS=12 TEST_TASKS=2 TASK_TABLES=20 NCOST=25 MAXT=3
+          DEVICE=cpu BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
+    run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}"
+    assert_success
+    d="$T/out/tiny-s0"
+    for f in pool ft costs model plans measured; do [ -s "$d/$f.ast" ]; done
+    [ -s "$d/plots.png" ]
+    for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy; do
+        assert_output --partial "$alg"
+    done
+    run as-show --count "$d/plans.ast"
+    assert_line "plan	12"
+    # nothing changed: nothing is redone
+    run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md"
+    assert_success
+}
