@@ -90,12 +90,25 @@ const as_costmodel_info *as_costmodel_cmeta(const as_costmodel *m) { return &m->
 float *as_costmodel_params(as_costmodel *m, int64_t *n) { if (n) *n = m->nparams; return m->params; }
 const char *as_costmodel_device(const as_costmodel *m) { return m->info.cost_device; }
 
+/* the raw 21-vector, with dim, rows and pooling through log1p when the model asks for it */
+static void raw_vector(int log_feats, const as_features *f, double v[F])
+{
+    as_features_vector(f, v);
+    if (log_feats)
+        for (int k = 0; k < 3; k++) v[k] = log1p(v[k]);
+}
+
+void as_costmodel_table_vector(const as_costmodel *m, const as_features *f, double v[F])
+{
+    raw_vector(m->info.log_feats, f, v);
+    for (int k = 0; k < 3; k++) v[k] = (v[k] - m->info.mean[k]) / m->info.std[k];
+}
+
 /* the normalised 21-vector of a table */
 static void featvec(const as_costmodel *m, const as_features *f, float *out)
 {
     double v[F];
-    as_features_vector(f, v);
-    for (int k = 0; k < 3; k++) v[k] = (v[k] - m->info.mean[k]) / m->info.std[k];
+    as_costmodel_table_vector(m, f, v);
     for (int k = 0; k < F; k++) out[k] = (float)v[k];
 }
 
@@ -112,7 +125,7 @@ void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t 
             if (seen[t]) continue;
             seen[t] = 1;
             double v[F];
-            as_features_vector(&d->tab[t], v);
+            raw_vector(m->info.log_feats, &d->tab[t], v);
             for (int c = 0; c < 3; c++) { s[c] += v[c]; s2[c] += v[c] * v[c]; }
             nt++;
         }
@@ -410,7 +423,7 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
 {
     const as_costmodel_info *in = &m->info;
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 27);
+    msgpack_pack_map(pk, 28);
     as_pack_kv_str(pk, "kind", "model");
     as_pack_kv_str(pk, "model", "costmodel");
     as_pack_kv_i64(pk, "format_version", AS_COSTMODEL_VERSION);
@@ -420,6 +433,7 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
     as_pack_str(pk, "zscored");
     msgpack_pack_array(pk, 3);
     for (int i = 0; i < 3; i++) as_pack_str(pk, feature_names[i]);
+    as_pack_kv_str(pk, "transform", in->log_feats ? "log1p" : "none");
     pack_f64_list(pk, "norm_mean", in->mean, 3);
     pack_f64_list(pk, "norm_std", in->std, 3);
     as_pack_kv_f64(pk, "y_scale", in->y_scale);
@@ -528,6 +542,13 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
     }
     for (int i = 0; i < 3; i++)
         if (!(m->info.std[i] > 0) || !isfinite(m->info.mean[i])) { snprintf(err, errlen, "cost model record: bad normalisation statistics"); goto fail; }
+    {
+        char tr[32] = "none";
+        const msgpack_object *tro = as_obj_get(rec, "transform");
+        if (tro && as_obj_str(rec, "transform", tr, sizeof tr)) { snprintf(err, errlen, "cost model record: 'transform' is not a string"); goto fail; }
+        if (!strcmp(tr, "log1p")) m->info.log_feats = 1;
+        else if (strcmp(tr, "none")) { snprintf(err, errlen, "cost model record: unknown feature transform '%s'", tr); goto fail; }
+    }
     if (!(m->info.y_scale > 0) || !isfinite(m->info.y_scale)) { snprintf(err, errlen, "cost model record: bad y_scale"); goto fail; }
     for (int64_t i = 0; i < m->nparams; i++)
         if (!isfinite(m->params[i])) { snprintf(err, errlen, "cost model record: parameter %" PRId64 " is not finite", i); goto fail; }

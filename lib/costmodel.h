@@ -64,6 +64,8 @@ void as_costmodel_predict_batch(const as_costmodel *m, const as_costset *d, cons
 typedef struct {
     int h1, h2, h3;                 /* hidden sizes (21 -> h1 -> h2, sum, -> h3 -> 1) */
     double mean[3], std[3];         /* z-score statistics of dim, rows, pooling */
+    int log_feats;                  /* 1: z-score log1p(dim, rows, pooling) instead of the raw
+                                       values (not the paper's choice; record field "transform") */
     double y_scale;                 /* the network predicts cost / y_scale */
     char cost_device[256];          /* device the training costs were measured on */
     char cost_device_kind[16];      /* "cpu" / "cuda" */
@@ -76,6 +78,9 @@ typedef struct {
     double *losses;                 /* mean training loss (ms^2) per epoch, all trainings */
     int64_t nlosses;
 } as_costmodel_info;
+
+/* the normalised 21-vector the network sees for one table (transform, then z-score) */
+void as_costmodel_table_vector(const as_costmodel *m, const as_features *f, double out[AS_NFEATURES]);
 
 /* a fresh model with PyTorch's default init from seed; statistics identity, y_scale 1 */
 as_costmodel *as_costmodel_new(int h1, int h2, int h3, uint64_t seed);

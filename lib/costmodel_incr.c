@@ -29,8 +29,7 @@ void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out)
     const float *w1 = params(m), *b1 = w1 + (size_t)h1 * F, *w2 = b1 + h1, *b2 = w2 + (size_t)h2 * h1;
     double v[F];
     float x[F];
-    as_features_vector(f, v);
-    for (int k = 0; k < 3; k++) v[k] = (v[k] - in->mean[k]) / in->std[k];
+    as_costmodel_table_vector(m, f, v);
     for (int k = 0; k < F; k++) x[k] = (float)v[k];
     float *a1 = malloc((size_t)h1 * sizeof *a1);
     for (int o = 0; o < h1; o++) {

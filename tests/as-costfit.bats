@@ -172,3 +172,22 @@ setup() {
     assert_line "model	1"
     assert_line "header	1"
 }
+
+@test "as-costfit --log-features: the transform is stored, reloaded and used by --predict and as-plan" {
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 20 --log-features -o "$T/mlog.ast"
+    run sh -c "as-show --kind model '$T/mlog.ast' | jq -r .transform"
+    assert_output "log1p"
+    run sh -c "as-show --kind model '$D/m.ast' | jq -r .transform"
+    assert_output "none"
+    # predictions through the model file equal the report's own test predictions
+    run sh -c "cat '$D/f.ast' '$D/c.ast' | as-costfit --predict '$T/mlog.ast' | as-show --kind cost | jq -e -s 'all(.[]; .pred_ms >= 0)'"
+    assert_success
+    as-features "$D/pool.ast" --tasks 2 --task-tables 8 --shards 2 -o "$T/ft.ast"
+    run as-plan --alg cost-greedy --model "$T/mlog.ast" "$T/ft.ast" -o "$T/p.ast"
+    assert_success
+    # an unknown transform is refused
+    zstd -dc "$T/mlog.ast" | perl -pe 's/log1p/logXp/g' | zstd -q -c > "$T/bad.ast"
+    run sh -c "cat '$D/f.ast' '$D/c.ast' | as-costfit --predict '$T/bad.ast'"
+    assert_failure 1
+    assert_output --partial "unknown feature transform 'logXp'"
+}

@@ -35,6 +35,9 @@ static const char HELP[] =
     "                         training on the CPU is deterministic for a seed\n"
     "      --device D         auto (a working GPU, else the CPU), cpu, cuda, cuda:N (default cpu)\n"
     "      --threads N        BLAS threads on the CPU (default 1)\n"
+    "      --log-features     z-score log1p(dim), log1p(rows), log1p(pooling) instead of the raw\n"
+    "                         values (the paper z-scores raw values; heavy-tailed hash sizes\n"
+    "                         generalise better to unseen tables in log space)\n"
     "      --init MODEL       continue training MODEL (keeps its sizes, statistics, y-scale)\n"
     "\n"
     "Evaluation (errors on stderr and in the `costfit-report` record):\n"
@@ -59,7 +62,7 @@ static const char HELP[] =
     "Cost records with an error or no cost_ms are skipped (counted on stderr). A cost or shard\n"
     "whose tables have no `features` record is an error (exit 1).\n";
 
-enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_SEED,
+enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
        OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT };
 
 /* ---- input ---------------------------------------------------------------------------------- */
@@ -430,6 +433,7 @@ int main(int argc, char **argv)
         { "hidden", required_argument, 0, OPT_HIDDEN },
         { "clip", required_argument, 0, OPT_CLIP },
         { "y-scale", required_argument, 0, OPT_YSCALE },
+        { "log-features", no_argument, 0, OPT_LOGF },
         { "seed", required_argument, 0, OPT_SEED },
         { "device", required_argument, 0, OPT_DEVICE },
         { "threads", required_argument, 0, OPT_THREADS },
@@ -442,6 +446,7 @@ int main(int argc, char **argv)
     };
     int64_t epochs = 300, steps = 0, batch = 512, threads = 1, hidden[3] = { 128, 32, 64 };
     double lr = 1e-3, clip = 0, yscale = 0, test_frac = 0.2;
+    int log_feats = 0;
     uint64_t seed = 0;
     const char *device = "cpu", *init = NULL, *report = NULL, *predict = NULL;
     int split_tables = 0, hidden_given = 0, opt;
@@ -463,6 +468,7 @@ int main(int argc, char **argv)
         }
         case OPT_CLIP: clip = as_cli_f64(&cli, "--clip", optarg, 0, 1e30); break;
         case OPT_YSCALE: yscale = as_cli_f64(&cli, "--y-scale", optarg, 1e-30, 1e30); break;
+        case OPT_LOGF: log_feats = 1; break;
         case OPT_SEED: seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
         case OPT_DEVICE: device = optarg; break;
         case OPT_THREADS: threads = as_cli_i64(&cli, "--threads", optarg, 1, 1024); break;
@@ -609,6 +615,7 @@ int main(int argc, char **argv)
     /* ---- model ---- */
     if (!m) {
         m = as_costmodel_new((int)hidden[0], (int)hidden[1], (int)hidden[2], seed);
+        as_costmodel_meta(m)->log_feats = log_feats;
         as_costmodel_fit_stats(m, &d, train, ntrain, yscale);
     } else {
         /* keep its statistics and y_scale; count the training tables */
