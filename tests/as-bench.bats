@@ -161,3 +161,12 @@ WRAP
     assert_line "other	1"
     [ -f "$T/out.ast.parts/hosts.joblog" ]
 }
+
+@test "as-bench: an infeasible plan's unplaced tables (assign -1) are left out, the rest measured" {
+    pool
+    make_stream "$HDR"'\x84\xa4kind\xa4plan\xa6shards\x02\xa6tables\x93\x00\x01\x02\xa6assign\x93\x00\xff\x01' > "$T/p.ast"
+    run sh -c "as-bench --tables '$T/pool.ast' $FAST '$T/p.ast' | as-show --kind cost | jq -c .tables"
+    assert_success
+    assert_output '[0]
+[2]'
+}

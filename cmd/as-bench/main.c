@@ -93,7 +93,8 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int get_ids(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n)
+/* a list of non-negative ints; allow_unplaced also accepts -1 (a plan's unplaced table) */
+static int get_list(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n, int allow_unplaced)
 {
     const msgpack_object *o = as_obj_get(rec, key);
     if (!o || o->type != MSGPACK_OBJECT_ARRAY) return -1;
@@ -101,10 +102,16 @@ static int get_ids(const msgpack_object *rec, const char *key, int64_t **ids, in
     *ids = as_malloc((size_t)(*n ? *n : 1) * sizeof **ids);
     for (int64_t i = 0; i < *n; i++) {
         const msgpack_object *x = &o->via.array.ptr[i];
+        if (allow_unplaced && x->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && x->via.i64 == -1) { (*ids)[i] = -1; continue; }
         if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > INT64_MAX) { free(*ids); return -1; }
         (*ids)[i] = (int64_t)x->via.u64;
     }
     return 0;
+}
+
+static int get_ids(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n)
+{
+    return get_list(rec, key, ids, n, 0);
 }
 
 int main(int argc, char **argv)
@@ -287,7 +294,7 @@ int main(int argc, char **argv)
                     for (int64_t i = 0; i < n; i++) if (ids[i] > maxid) maxid = ids[i];
                     if (kind == 1) {
                         int64_t *as, na, K;
-                        if (get_ids(&rec.obj, "assign", &as, &na) || na != n || as_obj_i64(&rec.obj, "shards", &K) || K < 1)
+                        if (get_list(&rec.obj, "assign", &as, &na, 1) || na != n || as_obj_i64(&rec.obj, "shards", &K) || K < 1)
                             as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": plan needs 'shards' and an 'assign' list as long as 'tables'",
                                    as_reader_name(r), rec.index);
                         for (int64_t i = 0; i < na; i++)
@@ -377,7 +384,7 @@ int main(int argc, char **argv)
             } else {
                 int64_t *as, na, K;
                 char alg[64] = "";
-                get_ids(rec, "assign", &as, &na);
+                get_list(rec, "assign", &as, &na, 1);   /* -1: unplaced (an infeasible plan): not measured */
                 as_obj_i64(rec, "shards", &K);
                 as_obj_str(rec, "alg", alg, sizeof alg);
                 double *cost = as_malloc((size_t)K * sizeof *cost);
