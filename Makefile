@@ -22,9 +22,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -fopenmp -Ilib $(PKG_CFLAGS) $(SAN)
-LDFLAGS += -fopenmp $(SAN)
-LDLIBS  += $(PKG_LIBS) -lm -lpthread
+override CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -fopenmp -Ilib $(PKG_CFLAGS) $(SAN)
+override LDFLAGS += -fopenmp $(SAN)
+override LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
 LIB_SRC  := $(wildcard lib/*.c)
 CU_SRC   := $(wildcard lib/*.cu)
@@ -32,8 +32,8 @@ LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 ifneq ($(NVCC),)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
   CU_OBJ  := $(CU_SRC:lib/%.cu=$(BUILD)/cuda/%.o)
-  CFLAGS  += -DAS_HAVE_CUDA -I$(CUDA_HOME)/include
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lstdc++
+  override CFLAGS  += -DAS_HAVE_CUDA -I$(CUDA_HOME)/include
+  override LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lstdc++
   NVFLAGS ?= -O3 -std=c++17 -lineinfo -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) -Ilib -DAS_HAVE_CUDA
 endif
 LIBA     := $(BUILD)/libautoshard.a
