@@ -25,14 +25,6 @@ static void pool_add(as_bpool *p, const as_btable *t)
     p->t[p->n++] = *t;
 }
 
-static int64_t geti(const as_array *a, int64_t i)
-{
-    if (a->dtype == AS_DT_I32) { int32_t v; memcpy(&v, (const char *)a->data + 4 * i, 4); return v; }
-    int64_t v;
-    memcpy(&v, (const char *)a->data + 8 * i, 8);
-    return v;
-}
-
 int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
                   char *err, size_t errlen)
 {
@@ -69,7 +61,8 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                 memcpy(t.indices, idx.data, (size_t)t.lookups * 4);
             } else {
                 for (int64_t i = 0; i < t.lookups; i++) {
-                    int64_t v = geti(&idx, i);
+                    int64_t v;
+                    as_array_get_i64(&idx, i, 1, &v);
                     if (v < 0 || v > INT32_MAX) {
                         snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, rec.index, t.id, v);
                         free(t.offsets);

@@ -2,6 +2,7 @@
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables. See convert.h. */
 #include "convert.h"
 #include "common.h"
+#include "embbag.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -349,37 +350,6 @@ int64_t as_convert_synth(const as_synth_cfg *cfg, const as_convert_opts *o, as_w
 
 /* ---- --list / --dump ---------------------------------------------------------------- */
 
-static uint16_t f32_to_f16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    uint32_t s = (u >> 16) & 0x8000;
-    int32_t e = (int32_t)((u >> 23) & 0xff) - 127 + 15;
-    uint32_t m = u & 0x7fffff;
-    if (((u >> 23) & 0xff) == 0xff) return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
-    if (e >= 31) return (uint16_t)(s | 0x7c00);
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)s;
-        m |= 0x800000;
-        int shift = 14 - e;
-        uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(s | h);
-    }
-    uint32_t h = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-    return (uint16_t)(s | h);
-}
-
-static uint16_t f32_to_bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
 void as_format_value(char *buf, size_t len, double v, pt_dtype dt)
 {
     switch (dt) {
@@ -396,8 +366,8 @@ void as_format_value(char *buf, size_t len, double v, pt_dtype dt)
         double back = strtod(buf, NULL);
         int same;
         switch (dt) {
-        case PT_FLOAT16: same = f32_to_f16((float)back) == f32_to_f16((float)v); break;
-        case PT_BFLOAT16: same = f32_to_bf16((float)back) == f32_to_bf16((float)v); break;
+        case PT_FLOAT16: same = as_float_to_half((float)back) == as_float_to_half((float)v); break;
+        case PT_BFLOAT16: same = as_float_to_bf16((float)back) == as_float_to_bf16((float)v); break;
         case PT_FLOAT32: same = (float)back == (float)v; break;
         default: same = back == v; break;
         }

@@ -470,19 +470,6 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
     as_writer_end_record(w);
 }
 
-static int get_f64_list(const msgpack_object *rec, const char *k, double *v, int n)
-{
-    const msgpack_object *o = as_obj_get(rec, k);
-    if (!o || o->type != MSGPACK_OBJECT_ARRAY || (int)o->via.array.size != n) return -1;
-    for (int i = 0; i < n; i++) {
-        const msgpack_object *x = &o->via.array.ptr[i];
-        if (x->type == MSGPACK_OBJECT_FLOAT64 || x->type == MSGPACK_OBJECT_FLOAT32) v[i] = x->via.f64;
-        else if (x->type == MSGPACK_OBJECT_POSITIVE_INTEGER) v[i] = (double)x->via.u64;
-        else if (x->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) v[i] = (double)x->via.i64;
-        else return -1;
-    }
-    return 0;
-}
 
 int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
 {
@@ -535,7 +522,7 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
         goto fail;
     }
     memcpy(m->params, a.data, (size_t)m->nparams * sizeof(float));   /* little-endian host */
-    if (get_f64_list(rec, "norm_mean", m->info.mean, 3) || get_f64_list(rec, "norm_std", m->info.std, 3) ||
+    if (as_obj_f64_list(rec, "norm_mean", m->info.mean, 3) || as_obj_f64_list(rec, "norm_std", m->info.std, 3) ||
         as_obj_f64(rec, "y_scale", &m->info.y_scale)) {
         snprintf(err, errlen, "cost model record: norm_mean[3], norm_std[3] and y_scale are required");
         goto fail;

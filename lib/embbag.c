@@ -121,6 +121,23 @@ float as_half_to_float(uint16_t h) { return h2f_soft(h); }
 uint16_t as_float_to_half(float f) { return f2h_soft(f); }
 #endif
 
+float as_bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t as_float_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40);   /* quiet NaN */
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
 /* ---- SIMD dispatch -------------------------------------------------------------------- */
 
 #ifdef AS_EB_X86

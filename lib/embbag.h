@@ -44,6 +44,9 @@ int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen);
 /* fp16 <-> fp32, round to nearest even, subnormals/inf/nan handled */
 float as_half_to_float(uint16_t h);
 uint16_t as_float_to_half(float f);
+/* bfloat16 <-> fp32 (bf16 is the top half of a float32), round to nearest even */
+float as_bf16_to_float(uint16_t h);
+uint16_t as_float_to_bf16(float f);
 
 /* ---- CPU ------------------------------------------------------------------------------ */
 

@@ -13,6 +13,8 @@ void as_feat_scratch_free(as_feat_scratch *s)
     s->cap = 0;
 }
 
+/* offsets and indices of a parsed table are int32 or int64 (as_table_parse checks): read
+   them directly, this is on the per-bag path */
 static int64_t get_at(const as_array *a, int64_t i)
 {
     if (a->dtype == AS_DT_I32) { int32_t v; memcpy(&v, (const char *)a->data + 4 * i, 4); return v; }
@@ -170,25 +172,12 @@ void as_features_write(as_writer *w, const as_features *f)
     as_writer_end_record(w);
 }
 
-static int get_f64s(const msgpack_object *rec, const char *k, double *v, int n)
-{
-    const msgpack_object *o = as_obj_get(rec, k);
-    if (!o || o->type != MSGPACK_OBJECT_ARRAY || (int)o->via.array.size != n) return -1;
-    for (int i = 0; i < n; i++) {
-        const msgpack_object *x = &o->via.array.ptr[i];
-        if (x->type == MSGPACK_OBJECT_FLOAT64 || x->type == MSGPACK_OBJECT_FLOAT32) v[i] = x->via.f64;
-        else if (x->type == MSGPACK_OBJECT_POSITIVE_INTEGER) v[i] = (double)x->via.u64;
-        else return -1;
-    }
-    return 0;
-}
-
 int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     if (as_obj_i64(rec, "id", &f->id) || as_obj_i64(rec, "dim", &f->dim) || as_obj_i64(rec, "rows", &f->rows) ||
         as_obj_f64(rec, "pooling", &f->pooling) || as_obj_f64(rec, "size", &f->size_gib) ||
-        get_f64s(rec, "bins", f->bins, AS_NBINS)) {
+        as_obj_f64_list(rec, "bins", f->bins, AS_NBINS)) {
         snprintf(err, errlen, "features record lacks one of id, dim, rows, pooling, size, bins[17]");
         return -1;
     }
@@ -200,7 +189,7 @@ int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_
     as_obj_i64(rec, "lookups", &f->lookups);
     as_obj_i64(rec, "distinct", &f->distinct);
     as_obj_i64(rec, "max_bag", &f->max_bag);
-    get_f64s(rec, "lookup_bins", f->lookup_bins, AS_NBINS);
+    as_obj_f64_list(rec, "lookup_bins", f->lookup_bins, AS_NBINS);
     if (as_obj_i64(rec, "bytes_fp16", &f->bytes_fp16)) f->bytes_fp16 = f->rows * f->dim * 2;
     if (as_obj_i64(rec, "bytes_fp32", &f->bytes_fp32)) f->bytes_fp32 = f->rows * f->dim * 4;
     as_obj_str(rec, "source", f->source, sizeof f->source);

@@ -1,6 +1,7 @@
 /* stream.c - the zstd + msgpack record stream; see stream.h */
 #include "stream.h"
 #include "common.h"
+#include "embbag.h"
 
 #include <errno.h>
 #include <math.h>
@@ -376,6 +377,23 @@ int as_obj_f64(const msgpack_object *map, const char *key, double *out)
     }
 }
 
+int as_obj_f64_list(const msgpack_object *map, const char *key, double *out, int n)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o || o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != n) return -1;
+    for (int i = 0; i < n; i++) {
+        const msgpack_object *x = &o->via.array.ptr[i];
+        switch (x->type) {
+        case MSGPACK_OBJECT_FLOAT32:
+        case MSGPACK_OBJECT_FLOAT64: out[i] = x->via.f64; break;
+        case MSGPACK_OBJECT_POSITIVE_INTEGER: out[i] = (double)x->via.u64; break;
+        case MSGPACK_OBJECT_NEGATIVE_INTEGER: out[i] = (double)x->via.i64; break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+
 int as_obj_str(const msgpack_object *map, const char *key, char *buf, size_t len)
 {
     const msgpack_object *o = as_obj_get(map, key);
@@ -439,24 +457,6 @@ int as_obj_array(const msgpack_object *map, const char *key, as_array *a, char *
     return 0;
 }
 
-static double half_to_double(uint16_t h)
-{
-    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    double v;
-    if (e == 0) v = ldexp(m, -24);
-    else if (e == 31) v = m ? NAN : INFINITY;
-    else v = ldexp(m + 1024, e - 25);
-    return s ? -v : v;
-}
-
-static double bf16_to_double(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 #define GET_LOOP(T, conv) do { const unsigned char *p = (const unsigned char *)a->data + (size_t)start * sizeof(T); \
     for (int64_t i = 0; i < n; i++) { T v; memcpy(&v, p + (size_t)i * sizeof(T), sizeof(T)); out[i] = conv; } } while (0)
 
@@ -470,8 +470,8 @@ void as_array_get_i64(const as_array *a, int64_t start, int64_t n, int64_t *out)
     case AS_DT_I64: if (n) memcpy(out, (const char *)a->data + (size_t)start * 8, (size_t)n * 8); break;
     case AS_DT_U32: GET_LOOP(uint32_t, (int64_t)v); break;
     case AS_DT_U64: GET_LOOP(uint64_t, (int64_t)v); break;
-    case AS_DT_F16: GET_LOOP(uint16_t, (int64_t)half_to_double(v)); break;
-    case AS_DT_BF16: GET_LOOP(uint16_t, (int64_t)bf16_to_double(v)); break;
+    case AS_DT_F16: GET_LOOP(uint16_t, (int64_t)as_half_to_float(v)); break;
+    case AS_DT_BF16: GET_LOOP(uint16_t, (int64_t)as_bf16_to_float(v)); break;
     case AS_DT_F32: GET_LOOP(float, (int64_t)v); break;
     case AS_DT_F64: GET_LOOP(double, (int64_t)v); break;
     default: break;
@@ -488,8 +488,8 @@ void as_array_get_f64(const as_array *a, int64_t start, int64_t n, double *out)
     case AS_DT_I64: GET_LOOP(int64_t, (double)v); break;
     case AS_DT_U32: GET_LOOP(uint32_t, (double)v); break;
     case AS_DT_U64: GET_LOOP(uint64_t, (double)v); break;
-    case AS_DT_F16: GET_LOOP(uint16_t, half_to_double(v)); break;
-    case AS_DT_BF16: GET_LOOP(uint16_t, bf16_to_double(v)); break;
+    case AS_DT_F16: GET_LOOP(uint16_t, as_half_to_float(v)); break;
+    case AS_DT_BF16: GET_LOOP(uint16_t, as_bf16_to_float(v)); break;
     case AS_DT_F32: GET_LOOP(float, (double)v); break;
     case AS_DT_F64: GET_LOOP(double, v); break;
     default: break;

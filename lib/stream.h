@@ -62,6 +62,8 @@ int as_obj_i64(const msgpack_object *map, const char *key, int64_t *out);
 int as_obj_f64(const msgpack_object *map, const char *key, double *out);   /* ints accepted */
 /* string into buf (NUL-terminated, truncated to len-1); 0 ok */
 int as_obj_str(const msgpack_object *map, const char *key, char *buf, size_t len);
+/* a msgpack array of exactly n numbers (ints or floats) into out; 0 ok */
+int as_obj_f64_list(const msgpack_object *map, const char *key, double *out, int n);
 int as_obj_streq(const msgpack_object *o, const char *s);   /* o is a str equal to s */
 
 typedef enum {

@@ -9,6 +9,7 @@
  */
 #include "torchsave.h"
 #include "pickle.h"
+#include "embbag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -937,24 +938,6 @@ int pt_nstorages(const pt_file *f) { return f->nst; }
 
 enum { M_I64, M_F64, M_RAW };
 
-static double half_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v;
-    if (e == 0) v = ldexp((double)m, -24);              /* zero and subnormals */
-    else if (e == 31) v = m ? (double)NAN : (double)INFINITY;
-    else v = ldexp((double)(m | 1024), e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static double bf16_to_double(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
 static int64_t f2i(double d)
 {
     if (d != d) return 0;
@@ -972,8 +955,8 @@ static double ld_f64(pt_dtype dt, const uint8_t *b)
     case PT_INT16: return (int16_t)rd16(b);
     case PT_INT32: return (int32_t)rd32(b);
     case PT_INT64: return (double)(int64_t)rd64(b);
-    case PT_FLOAT16: return half_to_double(rd16(b));
-    case PT_BFLOAT16: return bf16_to_double(rd16(b));
+    case PT_FLOAT16: return as_half_to_float(rd16(b));
+    case PT_BFLOAT16: return as_bf16_to_float(rd16(b));
     case PT_FLOAT32: { uint32_t u = rd32(b); float x; memcpy(&x, &u, 4); return x; }
     case PT_FLOAT64: { uint64_t u = rd64(b); double x; memcpy(&x, &u, 8); return x; }
     default: return 0;
