@@ -111,6 +111,55 @@ double as_nn_clip(float *g, int64_t n, double max_norm)
     return norm;
 }
 
+/* ---- LSTM cell ------------------------------------------------------------------------------ */
+
+static inline float sigm(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+void as_nn_lstm_fwd(float *h, float *c, float *gates, const float *x, const float *h_prev, const float *c_prev,
+                    const float *Wih, const float *Whh, const float *b, int N, int I, int H)
+{
+    int G = 4 * H;
+    as_nn_linear_fwd(gates, x, Wih, b, N, I, G);
+    if (h_prev)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, G, H, 1.0f, h_prev, H, Whh, H, 1.0f, gates, G);
+    for (int n = 0; n < N; n++) {
+        float *z = gates + (size_t)n * G, *hn = h + (size_t)n * H, *cn = c + (size_t)n * H;
+        const float *cp = c_prev ? c_prev + (size_t)n * H : NULL;
+        for (int j = 0; j < H; j++) {
+            float i = sigm(z[j]), f = sigm(z[H + j]), g = tanhf(z[2 * H + j]), o = sigm(z[3 * H + j]);
+            z[j] = i; z[H + j] = f; z[2 * H + j] = g; z[3 * H + j] = o;
+            float cc = i * g + (cp ? f * cp[j] : 0.0f);
+            cn[j] = cc;
+            hn[j] = o * tanhf(cc);
+        }
+    }
+}
+
+void as_nn_lstm_bwd(float *dx, float *dh_prev, float *dc_prev, float *dWih, float *dWhh, float *db, float *dz,
+                    const float *dh, const float *dc, const float *gates, const float *c, const float *c_prev,
+                    const float *x, const float *h_prev, const float *Wih, const float *Whh, int N, int I, int H)
+{
+    int G = 4 * H;
+    for (int n = 0; n < N; n++) {
+        const float *z = gates + (size_t)n * G, *cn = c + (size_t)n * H, *dhn = dh + (size_t)n * H;
+        const float *dcn = dc ? dc + (size_t)n * H : NULL, *cp = c_prev ? c_prev + (size_t)n * H : NULL;
+        float *d = dz + (size_t)n * G;
+        for (int j = 0; j < H; j++) {
+            float i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
+            float tc = tanhf(cn[j]);
+            float dct = dhn[j] * o * (1.0f - tc * tc) + (dcn ? dcn[j] : 0.0f);
+            float cpj = cp ? cp[j] : 0.0f;
+            d[j] = dct * g * i * (1.0f - i);
+            d[H + j] = dct * cpj * f * (1.0f - f);
+            d[2 * H + j] = dct * i * (1.0f - g * g);
+            d[3 * H + j] = dhn[j] * tc * o * (1.0f - o);
+            if (dc_prev) dc_prev[(size_t)n * H + j] += dct * f;
+        }
+    }
+    as_nn_linear_bwd(dx, dWih, db, dz, x, Wih, N, I, G);
+    if (h_prev) as_nn_linear_bwd(dh_prev, dWhh, NULL, dz, h_prev, Whh, N, H, G);
+}
+
 void as_nn_adam(float *p, const float *g, float *m, float *v, int64_t n, const as_nn_adam_cfg *c, int64_t t)
 {
     /* bias corrections in double, then the per-element update in float (the CUDA kernel

@@ -54,6 +54,20 @@ void as_nn_scale(float *g, int64_t n, float s);
  * Returns the norm before clipping. */
 double as_nn_clip(float *g, int64_t n, double max_norm);
 
+/* LSTM cell (PyTorch's gate order i, f, g, o; one bias b[4H] = b_ih + b_hh) on N rows:
+ *   z[N,4H] = x[N,I] Wih[4H,I]^T + h_prev[N,H] Whh[4H,H]^T + b
+ *   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_g), o = sigmoid(z_o)
+ *   c = f*c_prev + i*g;   h = o*tanh(c)
+ * gates[N,4H] keeps the activated gates for the backward. h_prev/c_prev NULL = zeros. */
+void as_nn_lstm_fwd(float *h, float *c, float *gates, const float *x, const float *h_prev, const float *c_prev,
+                    const float *Wih, const float *Whh, const float *b, int N, int I, int H);
+/* Backward of one cell, given dh[N,H] (everything reaching h) and dc[N,H] (reaching c from
+ * the next step; may be NULL). ACCUMULATES dx[N,I], dh_prev[N,H], dc_prev[N,H] (each may be
+ * NULL), dWih, dWhh, db. dz[N,4H] is scratch. h_prev/c_prev NULL = zeros (as forward). */
+void as_nn_lstm_bwd(float *dx, float *dh_prev, float *dc_prev, float *dWih, float *dWhh, float *db, float *dz,
+                    const float *dh, const float *dc, const float *gates, const float *c, const float *c_prev,
+                    const float *x, const float *h_prev, const float *Wih, const float *Whh, int N, int I, int H);
+
 /* Adam (Kingma & Ba) with bias correction, step t >= 1, optional decoupled weight decay wd
  * (AdamW; 0 = plain Adam):
  *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char *const ALG_NAMES[AS_ALG_COUNT] = {
-    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy"
+    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy", "autoshard"
 };
 
 const char *as_alg_name(as_alg a)
@@ -85,6 +85,10 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     if ((unsigned)c->alg >= AS_ALG_COUNT) { snprintf(err, errlen, "unknown algorithm"); return -1; }
     const as_plan_model *m = c->model;
     if (c->alg == AS_ALG_COST && !m) { snprintf(err, errlen, "cost-greedy needs a cost model"); return -1; }
+    if (c->alg == AS_ALG_AUTOSHARD && (!c->policy || !c->policy->place)) {
+        snprintf(err, errlen, "autoshard needs a policy");
+        return -1;
+    }
     if (m && (m->rep < 1 || m->rep > AS_PLAN_MAX_REP || !m->embed || !m->head)) {
         snprintf(err, errlen, "cost model: representation width %d is not in 1..%d", m->rep, AS_PLAN_MAX_REP);
         return -1;
@@ -122,6 +126,26 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
             p->count[k]++;
         }
         free(ok);
+    } else if (c->alg == AS_ALG_AUTOSHARD) {
+        int64_t *a = as_malloc((size_t)(n ? n : 1) * sizeof *a);
+        int rc = c->policy->place(c->policy->ctx, t, n, K, c->mem_cap, a, err, errlen);
+        for (int64_t i = 0; rc == 0 && i < n; i++) {
+            if (a[i] < -1 || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, t[i]->id, a[i]); rc = -1; break; }
+            if (a[i] < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+            p->assign[i] = a[i];
+            p->mem[a[i]] += bytes[i];
+            p->count[a[i]]++;
+            if (c->mem_cap && p->mem[a[i]] > c->mem_cap) {
+                snprintf(err, errlen, "policy put table %" PRId64 " over shard %" PRId64 "'s cap", t[i]->id, a[i]);
+                rc = -1;
+            }
+        }
+        free(a);
+        if (rc) {
+            free(rep); free(sum); free(bytes);
+            as_plan_free(p);
+            return -1;
+        }
     } else {
         double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
         float tmp[AS_PLAN_MAX_REP];

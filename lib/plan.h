@@ -12,6 +12,8 @@
  * each placed where the predicted cost of the resulting shard is lowest among the shards
  * where it fits (ties: smaller bytes sum, then lower shard id).
  *
+ * autoshard: the learned policy (lib/policy.h), through an as_plan_policy callback.
+ *
  * A table that fits on no shard is left unplaced (assign -1) and the plan is infeasible:
  * caps are never exceeded. Memory is fp16 weight bytes (rows*dim*2).
  */
@@ -26,7 +28,7 @@
 #include "stream.h"
 
 typedef enum {
-    AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST,
+    AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST, AS_ALG_AUTOSHARD,
     AS_ALG_COUNT
 } as_alg;
 
@@ -45,6 +47,14 @@ typedef struct {
 } as_plan_model;
 #define AS_PLAN_MAX_REP 256
 
+/* A learned planner (lib/policy.h provides one): fills assign[0..n) with a shard in 0..K-1,
+ * or -1 for a table that fits nowhere under cap; 0 ok, -1 with err. */
+typedef struct {
+    void *ctx;
+    int (*place)(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
+                 char *err, size_t errlen);
+} as_plan_policy;
+
 typedef struct {
     as_alg alg;
     int64_t shards;                 /* K >= 1 */
@@ -53,6 +63,7 @@ typedef struct {
     int64_t stream;                 /* usually the task id */
     const as_plan_model *model;     /* needed by cost-greedy; with any algorithm it also
                                        gives the predicted cost of every shard */
+    const as_plan_policy *policy;   /* needed by autoshard */
 } as_plan_cfg;
 
 typedef struct {

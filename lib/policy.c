@@ -1,0 +1,842 @@
+/* policy.c - the LSTM policy-value network of policy.h: parameters, episodes (actor and
+ * greedy planner), the learner's replay with V-trace and backpropagation through time, and
+ * the `policy` record. Dimension letters: T tables, L steps taken, K shards, F features,
+ * H LSTM hidden, R rows of the batched head (L x K). */
+#include "policy.h"
+
+#include "costmodel.h"
+#include "nn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F AS_NFEATURES
+#define NCF AS_POLICY_NCF
+
+enum {
+    B_EW1, B_EB1, B_EW2, B_EB2, B_SW, B_SB, B_L1WI, B_L1WH, B_L1B, B_L2WI, B_L2WH, B_L2B, B_CW, B_CB,
+    B_HW1, B_HB1, B_HW2, B_HB2, B_HW3, B_HB3, B_HW4, B_HB4, B_VW1, B_VB1, B_VW2, B_VB2, B_COUNT
+};
+static const char *const BLOCK_NAMES[B_COUNT] = {
+    "ew1", "eb1", "ew2", "eb2", "sw", "sb", "l1wi", "l1wh", "l1b", "l2wi", "l2wh", "l2b", "cw", "cb",
+    "hw1", "hb1", "hw2", "hb2", "hw3", "hb3", "hw4", "hb4", "vw1", "vb1", "vw2", "vb2",
+};
+
+struct as_policy {
+    as_policy_dims d;
+    int64_t n;
+    float *p;
+    int64_t at[B_COUNT + 1];        /* offsets of the blocks; at[B_COUNT] = n */
+    double mean[3], std[3];         /* z-scores of dim, rows, pooling */
+    int log_feats;
+    as_policy_info info;
+};
+
+static void layout(as_policy *q)
+{
+    const as_policy_dims *d = &q->d;
+    int64_t len[B_COUNT] = {
+        (int64_t)d->e1 * d->f, d->e1, (int64_t)d->e2 * d->e1, d->e2,
+        d->sd, d->sd,
+        4LL * d->h * (d->e2 + d->sd), 4LL * d->h * d->h, 4LL * d->h,
+        4LL * d->h * d->h, 4LL * d->h * d->h, 4LL * d->h,
+        (int64_t)d->cd * NCF, d->cd,
+        (int64_t)d->p1 * 3 * d->h, d->p1, (int64_t)d->p2 * d->p1, d->p2, (int64_t)d->p3 * d->p2, d->p3, d->p3, 1,
+        (int64_t)d->vh * d->h, d->vh, d->vh, 1,
+    };
+    int64_t o = 0;
+    for (int i = 0; i < B_COUNT; i++) { q->at[i] = o; o += len[i]; }
+    q->at[B_COUNT] = o;
+    q->n = o;
+}
+
+static as_policy *alloc_policy(const as_policy_dims *d)
+{
+    as_policy *q = as_calloc(1, sizeof *q);
+    q->d = *d;
+    layout(q);
+    q->p = as_calloc((size_t)q->n, sizeof *q->p);
+    for (int k = 0; k < 3; k++) { q->mean[k] = 0; q->std[k] = 1; }
+    snprintf(q->info.reward, sizeof q->info.reward, "model");
+    return q;
+}
+
+#define P(q, b) ((q)->p + (q)->at[b])
+
+as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed)
+{
+    as_policy_dims d = { F, 128, 32, 32, 64, 32, 128, 128, 64, 64 };
+    if (cm) { d.e1 = as_costmodel_cmeta(cm)->h1; d.e2 = as_costmodel_cmeta(cm)->h2; }
+    d.cd = d.h - d.e2 > 0 ? d.h - d.e2 : 32;
+    if (d.e2 + d.cd != d.h) d.h = d.e2 + d.cd;
+    as_policy *q = alloc_policy(&d);
+    uint64_t st = seed ^ 0x706f6c6963790000ULL;   /* "policy" */
+    as_nn_init_linear(P(q, B_EW1), P(q, B_EB1), d.f, d.e1, &st);
+    as_nn_init_linear(P(q, B_EW2), P(q, B_EB2), d.e1, d.e2, &st);
+    as_nn_init_linear(P(q, B_SW), P(q, B_SB), 1, d.sd, &st);
+    /* PyTorch's LSTM init: every weight and bias U(-1/sqrt(H), 1/sqrt(H)) */
+    double k = 1.0 / sqrt((double)d.h);
+    for (int b = B_L1WI; b <= B_L2B; b++)
+        for (int64_t i = q->at[b]; i < q->at[b + 1]; i++)
+            q->p[i] = (float)(k * (2.0 * ((double)(as_splitmix64(&st) >> 11) * 0x1.0p-53) - 1.0));
+    as_nn_init_linear(P(q, B_CW), P(q, B_CB), NCF, d.cd, &st);
+    as_nn_init_linear(P(q, B_HW1), P(q, B_HB1), 3 * d.h, d.p1, &st);
+    as_nn_init_linear(P(q, B_HW2), P(q, B_HB2), d.p1, d.p2, &st);
+    as_nn_init_linear(P(q, B_HW3), P(q, B_HB3), d.p2, d.p3, &st);
+    as_nn_init_linear(P(q, B_HW4), P(q, B_HB4), d.p3, 1, &st);
+    as_nn_init_linear(P(q, B_VW1), P(q, B_VB1), d.h, d.vh, &st);
+    as_nn_init_linear(P(q, B_VW2), P(q, B_VB2), d.vh, 1, &st);
+    if (cm) {
+        /* the cost model's table MLP: w1[H1,F] b1 w2[H2,H1] b2 at the front of its buffer */
+        const float *cp = as_costmodel_params((as_costmodel *)cm, NULL);
+        memcpy(P(q, B_EW1), cp, (size_t)(q->at[B_SW] - q->at[B_EW1]) * sizeof(float));
+        const as_costmodel_info *ci = as_costmodel_cmeta(cm);
+        for (int c = 0; c < 3; c++) { q->mean[c] = ci->mean[c]; q->std[c] = ci->std[c]; }
+        q->log_feats = ci->log_feats;
+    }
+    q->info.seed = seed;
+    return q;
+}
+
+as_policy *as_policy_clone(const as_policy *p)
+{
+    as_policy *q = alloc_policy(&p->d);
+    memcpy(q->p, p->p, (size_t)p->n * sizeof *q->p);
+    memcpy(q->mean, p->mean, sizeof q->mean);
+    memcpy(q->std, p->std, sizeof q->std);
+    q->log_feats = p->log_feats;
+    q->info = p->info;
+    return q;
+}
+
+void as_policy_free(as_policy *p)
+{
+    if (!p) return;
+    free(p->p);
+    free(p);
+}
+
+float *as_policy_params(as_policy *p, int64_t *n) { if (n) *n = p->n; return p->p; }
+const as_policy_dims *as_policy_cdims(const as_policy *p) { return &p->d; }
+as_policy_info *as_policy_meta(as_policy *p) { return &p->info; }
+const as_policy_info *as_policy_cmeta(const as_policy *p) { return &p->info; }
+
+const char *as_policy_block(const as_policy *p, int i, int64_t *off, int64_t *len)
+{
+    if (i < 0 || i >= B_COUNT) return NULL;
+    if (off) *off = p->at[i];
+    if (len) *len = p->at[i + 1] - p->at[i];
+    return BLOCK_NAMES[i];
+}
+
+void as_policy_table_vector(const as_policy *p, const as_features *f, float out[F])
+{
+    double v[F];
+    as_features_vector(f, v);
+    for (int k = 0; k < 3; k++) {
+        double x = p->log_feats ? log1p(v[k]) : v[k];
+        v[k] = (x - p->mean[k]) / p->std[k];
+    }
+    for (int k = 0; k < F; k++) out[k] = (float)v[k];
+}
+
+void as_traj_free(as_traj *t)
+{
+    if (!t) return;
+    free(t->x);
+    free(t->cf);
+    free(t->mask);
+    free(t->act);
+    free(t->logp);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- shared pieces of the forward pass ----------------------------------------------------- */
+
+static void relu_inplace(float *x, int64_t n) { as_nn_relu_fwd(x, x, n); }
+
+/* encoder over N rows: a1[N,E1], e[N,E2] */
+static void encode(const as_policy *q, float *a1, float *e, const float *x, int N)
+{
+    const as_policy_dims *d = &q->d;
+    as_nn_linear_fwd(a1, x, P(q, B_EW1), P(q, B_EB1), N, d->f, d->e1);
+    relu_inplace(a1, (int64_t)N * d->e1);
+    as_nn_linear_fwd(e, a1, P(q, B_EW2), P(q, B_EB2), N, d->e1, d->e2);
+    relu_inplace(e, (int64_t)N * d->e2);
+}
+
+/* u[N,SD] = relu(sw * frac + sb) for fractions fr[N] */
+static void step_mlp(const as_policy *q, float *u, const float *fr, int N)
+{
+    as_nn_linear_fwd(u, fr, P(q, B_SW), P(q, B_SB), N, 1, q->d.sd);
+    relu_inplace(u, (int64_t)N * q->d.sd);
+}
+
+/* the head over R rows of Z[R,3H]: q1[R,P1], q2[R,P2], q3[R,P3], logit[R] */
+static void head_fwd(const as_policy *q, float *q1, float *q2, float *q3, float *logit, const float *Z, int R)
+{
+    const as_policy_dims *d = &q->d;
+    as_nn_linear_fwd(q1, Z, P(q, B_HW1), P(q, B_HB1), R, 3 * d->h, d->p1);
+    relu_inplace(q1, (int64_t)R * d->p1);
+    as_nn_linear_fwd(q2, q1, P(q, B_HW2), P(q, B_HB2), R, d->p1, d->p2);
+    relu_inplace(q2, (int64_t)R * d->p2);
+    as_nn_linear_fwd(q3, q2, P(q, B_HW3), P(q, B_HB3), R, d->p2, d->p3);
+    relu_inplace(q3, (int64_t)R * d->p3);
+    as_nn_linear_fwd(logit, q3, P(q, B_HW4), P(q, B_HB4), R, d->p3, 1);
+}
+
+/* Z row = [s | a | s*a], a = [E | c] */
+static void build_z(float *Z, const float *s, const float *E, const float *c, int e2, int cd)
+{
+    int h = e2 + cd;
+    memcpy(Z, s, (size_t)h * sizeof *Z);
+    memcpy(Z + h, E, (size_t)e2 * sizeof *Z);
+    memcpy(Z + h + e2, c, (size_t)cd * sizeof *Z);
+    for (int j = 0; j < h; j++) Z[2 * h + j] = s[j] * Z[h + j];
+}
+
+/* masked log-softmax of logit[K] into lp[K] (-INFINITY where masked); returns 0, or -1 when
+ * nothing is allowed */
+static int log_softmax(float *lp, const float *logit, const uint8_t *mask, int K)
+{
+    float mx = -INFINITY;
+    for (int k = 0; k < K; k++) if (mask[k] && logit[k] > mx) mx = logit[k];
+    if (mx == -INFINITY) return -1;
+    double s = 0;
+    for (int k = 0; k < K; k++) if (mask[k]) s += exp((double)(logit[k] - mx));
+    float ls = (float)log(s);
+    for (int k = 0; k < K; k++) lp[k] = mask[k] ? logit[k] - mx - ls : -INFINITY;
+    return 0;
+}
+
+/* ---- episodes ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const as_features *const *t;
+    const double *key;
+    const uint64_t *bytes;
+} ord_ctx;
+
+static int ord_cmp(const void *a, const void *b, void *ctx)
+{
+    const ord_ctx *c = ctx;
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    if (c->key[i] != c->key[j]) return c->key[i] > c->key[j] ? -1 : 1;
+    if (c->bytes[i] != c->bytes[j]) return c->bytes[i] > c->bytes[j] ? -1 : 1;
+    if (c->t[i]->id != c->t[j]->id) return c->t[i]->id > c->t[j]->id ? -1 : 1;
+    return 0;
+}
+
+static uint64_t tbytes(const as_features *f)
+{
+    return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2u;
+}
+
+int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errlen)
+{
+    const as_policy_dims *d = &q->d;
+    const as_plan_model *cm = ro->cm;
+    int64_t n = ro->n, K = ro->K;
+    ro->feasible = 0;
+    ro->pred_balance = 0;
+    if (K < 1 || n < 0 || n > INT32_MAX / 2 || K > INT32_MAX / 2) { snprintf(err, errlen, "bad task size"); return -1; }
+    if (!cm || cm->rep < 1 || cm->rep > AS_PLAN_MAX_REP) { snprintf(err, errlen, "the policy needs a cost model"); return -1; }
+    if (ro->tr && !ro->rng) { snprintf(err, errlen, "recording needs sampling"); return -1; }
+    int R = cm->rep, E2 = d->e2, H = d->h, CD = d->cd;
+    size_t nn = (size_t)(n ? n : 1);
+
+    /* cost-model representations, single costs, the order */
+    float *rep = as_malloc(nn * R * sizeof *rep);
+    double *single = as_malloc(nn * sizeof *single);
+    uint64_t *bytes = as_malloc(nn * sizeof *bytes);
+    int64_t *order = as_malloc(nn * sizeof *order);
+    double ref = 0;
+    for (int64_t i = 0; i < n; i++) {
+        cm->embed(cm->ctx, ro->t[i], rep + (size_t)i * R);
+        single[i] = cm->head(cm->ctx, rep + (size_t)i * R);
+        bytes[i] = tbytes(ro->t[i]);
+        order[i] = i;
+        ref += single[i];
+    }
+    ref /= (double)K;
+    if (!(ref > 0) || !isfinite(ref)) ref = 1;
+    ord_ctx oc = { ro->t, single, bytes };
+    qsort_r(order, nn, sizeof *order, ord_cmp, &oc);
+
+    /* policy encoder over the tables in step order */
+    float *x = as_malloc(nn * F * sizeof *x);
+    for (int64_t s = 0; s < n; s++) as_policy_table_vector(q, ro->t[order[s]], x + (size_t)s * F);
+    float *a1 = as_malloc(nn * d->e1 * sizeof *a1), *e = as_malloc(nn * E2 * sizeof *e);
+    encode(q, a1, e, x, (int)n);
+
+    /* episode state */
+    float *csum = as_calloc((size_t)K * R, sizeof *csum);   /* cost-model rep sums */
+    float *Es = as_calloc((size_t)K * E2, sizeof *Es);      /* policy encoder sums */
+    double *pnow = as_calloc((size_t)K, sizeof *pnow), *pafter = as_malloc((size_t)K * sizeof *pafter);
+    uint64_t *mem = as_calloc((size_t)K, sizeof *mem);
+    int64_t *cnt = as_calloc((size_t)K, sizeof *cnt);
+    float h1[256], c1[256], h2[256], c2[256], g[1024], xin[256], u[256], fr, tmp[AS_PLAN_MAX_REP];
+    int first = 1;
+    float *cf = as_malloc((size_t)K * NCF * sizeof *cf), *cu = as_malloc((size_t)K * CD * sizeof *cu);
+    float *Z = as_malloc((size_t)K * 3 * H * sizeof *Z);
+    float *q1 = as_malloc((size_t)K * d->p1 * sizeof *q1), *q2 = as_malloc((size_t)K * d->p2 * sizeof *q2);
+    float *q3 = as_malloc((size_t)K * d->p3 * sizeof *q3), *logit = as_malloc((size_t)K * sizeof *logit);
+    float *lp = as_malloc((size_t)K * sizeof *lp);
+    uint8_t *mask = as_malloc((size_t)K);
+    as_traj *tr = ro->tr;
+    if (tr) {
+        memset(tr, 0, sizeof *tr);
+        tr->T = (int)n;
+        tr->K = (int)K;
+        tr->x = x;   /* handed over below */
+        tr->cf = as_malloc(nn * K * NCF * sizeof *tr->cf);
+        tr->mask = as_malloc(nn * K);
+        tr->act = as_malloc(nn * sizeof *tr->act);
+        tr->logp = as_malloc(nn * sizeof *tr->logp);
+    }
+    for (int64_t i = 0; i < n; i++) ro->assign[i] = -1;
+    int feasible = 1;
+    for (int64_t s = 0; s < n; s++) {
+        int64_t j = order[s];
+        /* state */
+        fr = (float)((double)s / (double)n);
+        step_mlp(q, u, &fr, 1);
+        memcpy(xin, e + (size_t)s * E2, (size_t)E2 * sizeof *xin);
+        memcpy(xin + E2, u, (size_t)d->sd * sizeof *xin);
+        float h1n[256], c1n[256], h2n[256], c2n[256];
+        as_nn_lstm_fwd(h1n, c1n, g, xin, first ? NULL : h1, first ? NULL : c1, P(q, B_L1WI), P(q, B_L1WH), P(q, B_L1B),
+                       1, E2 + d->sd, H);
+        as_nn_lstm_fwd(h2n, c2n, g, h1n, first ? NULL : h2, first ? NULL : c2, P(q, B_L2WI), P(q, B_L2WH), P(q, B_L2B),
+                       1, H, H);
+        memcpy(h1, h1n, (size_t)H * sizeof *h1);
+        memcpy(c1, c1n, (size_t)H * sizeof *c1);
+        memcpy(h2, h2n, (size_t)H * sizeof *h2);
+        memcpy(c2, c2n, (size_t)H * sizeof *c2);
+        first = 0;
+        /* actions */
+        double mx = 0;
+        int nok = 0;
+        for (int64_t k = 0; k < K; k++) if (pnow[k] > mx) mx = pnow[k];
+        const float *rj = rep + (size_t)j * R;
+        for (int64_t k = 0; k < K; k++) {
+            mask[k] = !ro->cap || (mem[k] + bytes[j] <= ro->cap && mem[k] + bytes[j] >= mem[k]);
+            nok += mask[k];
+            const float *cs = csum + (size_t)k * R;
+            for (int r = 0; r < R; r++) tmp[r] = cs[r] + rj[r];
+            pafter[k] = cm->head(cm->ctx, tmp);
+            float *c = cf + (size_t)k * NCF;
+            c[0] = (float)(pnow[k] / ref);
+            c[1] = (float)(pafter[k] / ref);
+            c[2] = (float)(mx / ref);
+            c[3] = ro->cap ? (float)((double)mem[k] / (double)ro->cap) : 0.0f;
+        }
+        if (!nok) {
+            feasible = 0;
+            if (tr) break;   /* training: the episode ends here */
+            continue;        /* planning: leave it unplaced, go on */
+        }
+        as_nn_linear_fwd(cu, cf, P(q, B_CW), P(q, B_CB), (int)K, NCF, CD);
+        relu_inplace(cu, K * CD);
+        for (int64_t k = 0; k < K; k++)
+            build_z(Z + (size_t)k * 3 * H, h2, Es + (size_t)k * E2, cu + (size_t)k * CD, E2, CD);
+        head_fwd(q, q1, q2, q3, logit, Z, (int)K);
+        log_softmax(lp, logit, mask, (int)K);
+        int64_t a = -1;
+        if (ro->rng) {
+            double r = as_rng_uniform(ro->rng), acc = 0;
+            for (int64_t k = 0; k < K; k++) {
+                if (!mask[k]) continue;
+                a = k;
+                acc += exp((double)lp[k]);
+                if (r < acc) break;
+            }
+        } else {
+            for (int64_t k = 0; k < K; k++)
+                if (mask[k] && (a < 0 || lp[k] > lp[a])) a = k;
+        }
+        if (tr) {
+            int L = tr->L;
+            memcpy(tr->cf + (size_t)L * K * NCF, cf, (size_t)K * NCF * sizeof *cf);
+            memcpy(tr->mask + (size_t)L * K, mask, (size_t)K);
+            tr->act[L] = (int32_t)a;
+            tr->logp[L] = lp[a];
+            tr->L++;
+        }
+        /* apply */
+        ro->assign[j] = a;
+        mem[a] += bytes[j];
+        cnt[a]++;
+        float *cs = csum + (size_t)a * R;
+        for (int r = 0; r < R; r++) cs[r] += rj[r];
+        float *Ea = Es + (size_t)a * E2;
+        const float *ej = e + (size_t)s * E2;
+        for (int r = 0; r < E2; r++) Ea[r] += ej[r];
+        pnow[a] = pafter[a];
+    }
+    ro->feasible = feasible;
+    double pmin = INFINITY, pmax = 0;
+    for (int64_t k = 0; k < K; k++) {
+        double v = cnt[k] ? cm->head(cm->ctx, csum + (size_t)k * R) : 0;
+        if (ro->pred) ro->pred[k] = v;
+        if (v < pmin) pmin = v;
+        if (v > pmax) pmax = v;
+    }
+    ro->pred_balance = feasible && pmax > 0 ? pmin / pmax : 0;
+    if (tr) {
+        tr->feasible = feasible;
+        tr->pred_balance = ro->pred_balance;
+        tr->reward = feasible ? (float)ro->pred_balance : -1.0f;
+    } else {
+        free(x);
+    }
+    free(rep); free(single); free(bytes); free(order); free(a1); free(e);
+    free(csum); free(Es); free(pnow); free(pafter); free(mem); free(cnt);
+    free(cf); free(cu); free(Z); free(q1); free(q2); free(q3); free(logit); free(lp); free(mask);
+    return 0;
+}
+
+int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
+                    char *err, size_t errlen)
+{
+    const as_policy_planner *pp = ctx;
+    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign };
+    return as_policy_rollout(pp->pol, &ro, err, errlen);
+}
+
+/* ---- V-trace ------------------------------------------------------------------------------- */
+
+void as_vtrace(float *vs, float *adv, const float *logrho, const float *r, const float *done, const float *V,
+               float bootstrap, int L, const as_vtrace_cfg *c)
+{
+    double acc = 0, vnext = bootstrap;   /* vs_{t+1} */
+    for (int t = L - 1; t >= 0; t--) {
+        double rho = exp((double)logrho[t]);
+        double rh = rho < c->rho_bar ? rho : c->rho_bar, ct = rho < c->c_bar ? rho : c->c_bar;
+        double gt = c->gamma * (1.0 - done[t]);
+        double Vn = t + 1 < L ? V[t + 1] : bootstrap;
+        double delta = rh * (r[t] + gt * Vn - V[t]);
+        acc = delta + gt * ct * acc;
+        double v = V[t] + acc;
+        adv[t] = (float)(rh * (r[t] + gt * vnext - V[t]));
+        vs[t] = (float)v;
+        vnext = v;
+    }
+}
+
+/* ---- the learner: replay, loss, backward --------------------------------------------------- */
+
+static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, float *G, as_policy_stats *st)
+{
+    const as_policy_dims *d = &q->d;
+    int L = tr->L, K = tr->K, T = tr->T, E1 = d->e1, E2 = d->e2, H = d->h, CD = d->cd, SD = d->sd;
+    if (L <= 0) return 0;
+    int64_t Rr = (int64_t)L * K;
+    int IN = E2 + SD;
+    /* forward */
+    float *a1 = as_malloc((size_t)L * E1 * sizeof(float)), *e = as_malloc((size_t)L * E2 * sizeof(float));
+    encode(q, a1, e, tr->x, L);
+    float *fr = as_malloc((size_t)L * sizeof(float)), *u = as_malloc((size_t)L * SD * sizeof(float));
+    for (int t = 0; t < L; t++) fr[t] = (float)((double)t / (double)T);
+    step_mlp(q, u, fr, L);
+    float *xin = as_malloc((size_t)L * IN * sizeof(float));
+    for (int t = 0; t < L; t++) {
+        memcpy(xin + (size_t)t * IN, e + (size_t)t * E2, (size_t)E2 * sizeof(float));
+        memcpy(xin + (size_t)t * IN + E2, u + (size_t)t * SD, (size_t)SD * sizeof(float));
+    }
+    float *h1 = as_malloc((size_t)L * H * 4), *c1 = as_malloc((size_t)L * H * 4), *g1 = as_malloc((size_t)L * 4 * H * 4);
+    float *h2 = as_malloc((size_t)L * H * 4), *c2 = as_malloc((size_t)L * H * 4), *g2 = as_malloc((size_t)L * 4 * H * 4);
+    for (int t = 0; t < L; t++) {
+        size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
+        as_nn_lstm_fwd(h1 + o, c1 + o, g1 + 4 * o, xin + (size_t)t * IN, t ? h1 + op : NULL, t ? c1 + op : NULL,
+                       P(q, B_L1WI), P(q, B_L1WH), P(q, B_L1B), 1, IN, H);
+        as_nn_lstm_fwd(h2 + o, c2 + o, g2 + 4 * o, h1 + o, t ? h2 + op : NULL, t ? c2 + op : NULL,
+                       P(q, B_L2WI), P(q, B_L2WH), P(q, B_L2B), 1, H, H);
+    }
+    /* encoder sums per (step, shard) before the step's action */
+    float *Es = as_calloc((size_t)Rr * E2, sizeof(float));
+    for (int t = 1; t < L; t++) {
+        memcpy(Es + (size_t)t * K * E2, Es + (size_t)(t - 1) * K * E2, (size_t)K * E2 * sizeof(float));
+        float *dst = Es + ((size_t)t * K + tr->act[t - 1]) * E2;
+        const float *src = e + (size_t)(t - 1) * E2;
+        for (int j = 0; j < E2; j++) dst[j] += src[j];
+    }
+    float *cu = as_malloc((size_t)Rr * CD * 4);
+    as_nn_linear_fwd(cu, tr->cf, P(q, B_CW), P(q, B_CB), (int)Rr, NCF, CD);
+    relu_inplace(cu, Rr * CD);
+    float *Z = as_malloc((size_t)Rr * 3 * H * 4);
+    for (int t = 0; t < L; t++)
+        for (int k = 0; k < K; k++) {
+            size_t r = (size_t)t * K + k;
+            build_z(Z + r * 3 * H, h2 + (size_t)t * H, Es + r * E2, cu + r * CD, E2, CD);
+        }
+    float *q1 = as_malloc((size_t)Rr * d->p1 * 4), *q2 = as_malloc((size_t)Rr * d->p2 * 4);
+    float *q3 = as_malloc((size_t)Rr * d->p3 * 4), *logit = as_malloc((size_t)Rr * 4);
+    head_fwd(q, q1, q2, q3, logit, Z, (int)Rr);
+    float *w1 = as_malloc((size_t)L * d->vh * 4), *V = as_malloc((size_t)L * 4);
+    as_nn_linear_fwd(w1, h2, P(q, B_VW1), P(q, B_VB1), L, H, d->vh);
+    relu_inplace(w1, (int64_t)L * d->vh);
+    as_nn_linear_fwd(V, w1, P(q, B_VW2), P(q, B_VB2), L, d->vh, 1);
+    float *lp = as_malloc((size_t)Rr * 4);
+    float *logrho = as_malloc((size_t)L * 4), *rw = as_calloc((size_t)L, 4), *done = as_calloc((size_t)L, 4);
+    float *vs = as_malloc((size_t)L * 4), *adv = as_malloc((size_t)L * 4);
+    double ent = 0, rho_sum = 0;
+    for (int t = 0; t < L; t++) {
+        float *l = lp + (size_t)t * K;
+        log_softmax(l, logit + (size_t)t * K, tr->mask + (size_t)t * K, K);
+        logrho[t] = l[tr->act[t]] - tr->logp[t];
+        rho_sum += exp((double)logrho[t]);
+        for (int k = 0; k < K; k++) if (tr->mask[(size_t)t * K + k]) ent -= exp((double)l[k]) * l[k];
+    }
+    rw[L - 1] = tr->reward;
+    done[L - 1] = 1;
+    as_vtrace(vs, adv, logrho, rw, done, V, 0.0f, L, vc);
+    if (tr->fixed_vs) memcpy(vs, tr->fixed_vs, (size_t)L * 4);
+    if (tr->fixed_adv) memcpy(adv, tr->fixed_adv, (size_t)L * 4);
+    double pg = 0, vl = 0, el = 0;
+    for (int t = 0; t < L; t++) {
+        pg -= (double)lp[(size_t)t * K + tr->act[t]] * adv[t];
+        double dv = (double)vs[t] - V[t];
+        vl += 0.5 * vc->baseline * dv * dv;
+        for (int k = 0; k < K; k++) {
+            size_t r = (size_t)t * K + k;
+            if (tr->mask[r]) el += vc->entropy * exp((double)lp[r]) * lp[r];
+        }
+    }
+    double loss = pg + vl + el;
+    if (st) {
+        st->loss += loss; st->pg += pg; st->value += vl; st->entropy += ent;
+        st->rho_mean += rho_sum; st->steps += L; st->episodes++; st->reward += tr->reward;
+    }
+
+    if (G) {
+        /* d loss / d logit and d loss / d V */
+        float *dlogit = as_calloc((size_t)Rr, 4), *dV = as_malloc((size_t)L * 4);
+        for (int t = 0; t < L; t++) {
+            const float *l = lp + (size_t)t * K;
+            const uint8_t *m = tr->mask + (size_t)t * K;
+            double Hs = 0;
+            for (int k = 0; k < K; k++) if (m[k]) Hs += exp((double)l[k]) * l[k];
+            for (int k = 0; k < K; k++) {
+                if (!m[k]) continue;
+                double pk = exp((double)l[k]);
+                double gk = -adv[t] * ((k == tr->act[t]) - pk) + vc->entropy * pk * ((double)l[k] - Hs);
+                dlogit[(size_t)t * K + k] = (float)gk;
+            }
+            dV[t] = vc->baseline * (V[t] - vs[t]);
+        }
+        /* head */
+        float *dq3 = as_calloc((size_t)Rr * d->p3, 4), *dq2 = as_calloc((size_t)Rr * d->p2, 4);
+        float *dq1 = as_calloc((size_t)Rr * d->p1, 4), *dZ = as_calloc((size_t)Rr * 3 * H, 4);
+        float *GP = G;
+        as_nn_linear_bwd(dq3, GP + q->at[B_HW4], GP + q->at[B_HB4], dlogit, q3, P(q, B_HW4), (int)Rr, d->p3, 1);
+        for (int64_t i = 0; i < Rr * d->p3; i++) if (!(q3[i] > 0)) dq3[i] = 0;
+        as_nn_linear_bwd(dq2, GP + q->at[B_HW3], GP + q->at[B_HB3], dq3, q2, P(q, B_HW3), (int)Rr, d->p2, d->p3);
+        for (int64_t i = 0; i < Rr * d->p2; i++) if (!(q2[i] > 0)) dq2[i] = 0;
+        as_nn_linear_bwd(dq1, GP + q->at[B_HW2], GP + q->at[B_HB2], dq2, q1, P(q, B_HW2), (int)Rr, d->p1, d->p2);
+        for (int64_t i = 0; i < Rr * d->p1; i++) if (!(q1[i] > 0)) dq1[i] = 0;
+        as_nn_linear_bwd(dZ, GP + q->at[B_HW1], GP + q->at[B_HB1], dq1, Z, P(q, B_HW1), (int)Rr, 3 * H, d->p1);
+        /* split dZ into ds and dA */
+        float *ds = as_calloc((size_t)L * H, 4), *dE = as_calloc((size_t)Rr * E2, 4), *dcu = as_calloc((size_t)Rr * CD, 4);
+        for (int t = 0; t < L; t++) {
+            const float *s = h2 + (size_t)t * H;
+            float *dst = ds + (size_t)t * H;
+            for (int k = 0; k < K; k++) {
+                size_t r = (size_t)t * K + k;
+                const float *z = dZ + r * 3 * H, *A = Z + r * 3 * H + H;
+                for (int j = 0; j < H; j++) {
+                    dst[j] += z[j] + z[2 * H + j] * A[j];
+                    float da = z[H + j] + z[2 * H + j] * s[j];
+                    if (j < E2) dE[r * E2 + j] = da;
+                    else dcu[r * CD + (j - E2)] = cu[r * CD + (j - E2)] > 0 ? da : 0.0f;
+                }
+            }
+        }
+        as_nn_linear_bwd(NULL, GP + q->at[B_CW], GP + q->at[B_CB], dcu, tr->cf, P(q, B_CW), (int)Rr, NCF, CD);
+        /* value head */
+        float *dw1 = as_calloc((size_t)L * d->vh, 4);
+        as_nn_linear_bwd(dw1, GP + q->at[B_VW2], GP + q->at[B_VB2], dV, w1, P(q, B_VW2), L, d->vh, 1);
+        for (int64_t i = 0; i < (int64_t)L * d->vh; i++) if (!(w1[i] > 0)) dw1[i] = 0;
+        as_nn_linear_bwd(ds, GP + q->at[B_VW1], GP + q->at[B_VB1], dw1, h2, P(q, B_VW1), L, H, d->vh);
+        /* encoder sums: table of step t is in Es of every later step on shard act[t] */
+        float *de = as_calloc((size_t)L * E2, 4), *acc = as_calloc((size_t)K * E2, 4);
+        for (int t = L - 1; t >= 0; t--) {
+            const float *ga = acc + (size_t)tr->act[t] * E2;
+            for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += ga[j];
+            for (int k = 0; k < K; k++) {
+                const float *src = dE + ((size_t)t * K + k) * E2;
+                float *dst = acc + (size_t)k * E2;
+                for (int j = 0; j < E2; j++) dst[j] += src[j];
+            }
+        }
+        /* LSTM, backward through time */
+        float *dh1 = as_calloc((size_t)L * H, 4), *dxin = as_calloc((size_t)L * IN, 4), *dz = as_malloc((size_t)4 * H * 4);
+        float *dhc = as_calloc((size_t)H, 4), *dcc = as_calloc((size_t)H, 4), *dh = as_malloc((size_t)H * 4);
+        float *dhp = as_calloc((size_t)H, 4), *dcp = as_calloc((size_t)H, 4);
+        for (int t = L - 1; t >= 0; t--) {   /* layer 2 */
+            size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
+            for (int j = 0; j < H; j++) dh[j] = ds[o + j] + dhc[j];
+            memset(dhp, 0, (size_t)H * 4);
+            memset(dcp, 0, (size_t)H * 4);
+            as_nn_lstm_bwd(dh1 + o, t ? dhp : NULL, t ? dcp : NULL, GP + q->at[B_L2WI], GP + q->at[B_L2WH], GP + q->at[B_L2B],
+                           dz, dh, dcc, g2 + 4 * o, c2 + o, t ? c2 + op : NULL, h1 + o, t ? h2 + op : NULL,
+                           P(q, B_L2WI), P(q, B_L2WH), 1, H, H);
+            memcpy(dhc, dhp, (size_t)H * 4);
+            memcpy(dcc, dcp, (size_t)H * 4);
+        }
+        memset(dhc, 0, (size_t)H * 4);
+        memset(dcc, 0, (size_t)H * 4);
+        for (int t = L - 1; t >= 0; t--) {   /* layer 1 */
+            size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
+            for (int j = 0; j < H; j++) dh[j] = dh1[o + j] + dhc[j];
+            memset(dhp, 0, (size_t)H * 4);
+            memset(dcp, 0, (size_t)H * 4);
+            as_nn_lstm_bwd(dxin + (size_t)t * IN, t ? dhp : NULL, t ? dcp : NULL, GP + q->at[B_L1WI], GP + q->at[B_L1WH],
+                           GP + q->at[B_L1B], dz, dh, dcc, g1 + 4 * o, c1 + o, t ? c1 + op : NULL, xin + (size_t)t * IN,
+                           t ? h1 + op : NULL, P(q, B_L1WI), P(q, B_L1WH), 1, IN, H);
+            memcpy(dhc, dhp, (size_t)H * 4);
+            memcpy(dcc, dcp, (size_t)H * 4);
+        }
+        /* step MLP and encoder */
+        float *du = as_calloc((size_t)L * SD, 4);
+        for (int t = 0; t < L; t++)
+            for (int j = 0; j < SD; j++)   /* xin = [e | u] */
+                du[(size_t)t * SD + j] = u[(size_t)t * SD + j] > 0 ? dxin[(size_t)t * IN + E2 + j] : 0.0f;
+        for (int t = 0; t < L; t++)
+            for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += dxin[(size_t)t * IN + j];
+        as_nn_linear_bwd(NULL, GP + q->at[B_SW], GP + q->at[B_SB], du, fr, P(q, B_SW), L, 1, SD);
+        for (int64_t i = 0; i < (int64_t)L * E2; i++) if (!(e[i] > 0)) de[i] = 0;
+        float *da1 = as_calloc((size_t)L * E1, 4);
+        as_nn_linear_bwd(da1, GP + q->at[B_EW2], GP + q->at[B_EB2], de, a1, P(q, B_EW2), L, E1, E2);
+        for (int64_t i = 0; i < (int64_t)L * E1; i++) if (!(a1[i] > 0)) da1[i] = 0;
+        as_nn_linear_bwd(NULL, GP + q->at[B_EW1], GP + q->at[B_EB1], da1, tr->x, P(q, B_EW1), L, d->f, E1);
+        free(dlogit); free(dV); free(dq3); free(dq2); free(dq1); free(dZ); free(ds); free(dE); free(dcu); free(dw1);
+        free(de); free(acc); free(dh1); free(dxin); free(dz); free(dhc); free(dcc); free(dh); free(dhp); free(dcp);
+        free(du); free(da1);
+    }
+    free(a1); free(e); free(fr); free(u); free(xin); free(h1); free(c1); free(g1); free(h2); free(c2); free(g2);
+    free(Es); free(cu); free(Z); free(q1); free(q2); free(q3); free(logit); free(w1); free(V); free(lp);
+    free(logrho); free(rw); free(done); free(vs); free(adv);
+    return loss;
+}
+
+double as_policy_loss_grad(const as_policy *p, as_traj *const *tr, int n, const as_vtrace_cfg *c, float *grad,
+                           as_policy_stats *st)
+{
+    double loss = 0;
+    for (int i = 0; i < n; i++) loss += replay(p, tr[i], c, grad, st);
+    return loss;
+}
+
+/* ---- records --------------------------------------------------------------------------------- */
+
+static void pack_f64_list(msgpack_packer *pk, const char *k, const double *v, int n)
+{
+    as_pack_str(pk, k);
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_double(pk, v[i]);
+}
+
+#define POLICY_FIELDS 30
+
+void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)(msgpack_packer *, void *), void *ctx)
+{
+    const as_policy_info *in = &q->info;
+    const as_policy_dims *d = &q->d;
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, (size_t)(POLICY_FIELDS + (extra ? nextra : 0)));
+    as_pack_kv_str(pk, "kind", "policy");
+    as_pack_kv_str(pk, "policy", "autoshard-lstm");
+    as_pack_kv_i64(pk, "format_version", AS_POLICY_VERSION);
+    as_pack_str(pk, "features");
+    msgpack_pack_array(pk, F);
+    for (int i = 0; i < F; i++) as_pack_str(pk, as_costmodel_feature_name(i));
+    as_pack_kv_str(pk, "transform", q->log_feats ? "log1p" : "none");
+    pack_f64_list(pk, "norm_mean", q->mean, 3);
+    pack_f64_list(pk, "norm_std", q->std, 3);
+    as_pack_str(pk, "dims");
+    int dv[10] = { d->f, d->e1, d->e2, d->sd, d->h, d->cd, d->p1, d->p2, d->p3, d->vh };
+    msgpack_pack_array(pk, 10);
+    for (int i = 0; i < 10; i++) msgpack_pack_int(pk, dv[i]);
+    as_pack_kv_i64(pk, "cost_features", NCF);
+    as_pack_str(pk, "param_order");
+    msgpack_pack_array(pk, B_COUNT);
+    for (int i = 0; i < B_COUNT; i++) as_pack_str(pk, BLOCK_NAMES[i]);
+    as_pack_kv_i64(pk, "nparams", q->n);
+    int64_t shape[1] = { q->n };
+    as_pack_kv_array(pk, "params", AS_DT_F32, q->p, 1, shape);
+    as_pack_kv_i64(pk, "seed", (int64_t)in->seed);
+    as_pack_kv_i64(pk, "episodes", in->episodes);
+    as_pack_kv_i64(pk, "updates", in->updates);
+    as_pack_kv_i64(pk, "steps", in->steps);
+    as_pack_kv_i64(pk, "evals", in->evals);
+    as_pack_kv_str(pk, "reward", in->reward);
+    as_pack_kv_i64(pk, "train_tasks", in->train_tasks);
+    as_pack_kv_i64(pk, "task_tables", in->task_tables);
+    as_pack_kv_i64(pk, "task_shards", in->task_shards);
+    as_pack_kv_f64(pk, "lr", in->lr);
+    as_pack_kv_f64(pk, "entropy_cost", in->entropy);
+    as_pack_kv_f64(pk, "baseline_cost", in->baseline);
+    as_pack_kv_f64(pk, "clip", in->clip);
+    as_pack_kv_i64(pk, "batch", in->batch);
+    as_pack_kv_i64(pk, "actors", in->actors);
+    as_pack_kv_f64(pk, "final_reward", in->final_reward);
+    as_pack_kv_str(pk, "order", "predicted single-table cost, descending");
+    if (extra) extra(pk, ctx);
+    as_writer_end_record(w);
+}
+
+static int get_i64(const msgpack_object *rec, const char *k, int64_t *v, char *err, size_t errlen)
+{
+    if (as_obj_i64(rec, k, v)) { snprintf(err, errlen, "policy record: field '%s' missing or not an integer", k); return -1; }
+    return 0;
+}
+
+int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t errlen)
+{
+    *out = NULL;
+    char s[64];
+    int64_t ver;
+    if (!as_obj_get(rec, "kind") || !as_obj_streq(as_obj_get(rec, "kind"), "policy") ||
+        as_obj_str(rec, "policy", s, sizeof s) || strcmp(s, "autoshard-lstm")) {
+        snprintf(err, errlen, "not a policy record (kind \"policy\", policy \"autoshard-lstm\")");
+        return -1;
+    }
+    if (get_i64(rec, "format_version", &ver, err, errlen)) return -1;
+    if (ver != AS_POLICY_VERSION) {
+        snprintf(err, errlen, "policy format version %" PRId64 "; this build reads version %d", ver, AS_POLICY_VERSION);
+        return -1;
+    }
+    const msgpack_object *fo = as_obj_get(rec, "features");
+    if (!fo || fo->type != MSGPACK_OBJECT_ARRAY) { snprintf(err, errlen, "policy record has no feature list"); return -1; }
+    int same = fo->via.array.size == F;
+    for (int i = 0; same && i < F; i++) same = as_obj_streq(&fo->via.array.ptr[i], as_costmodel_feature_name(i));
+    if (!same) {
+        snprintf(err, errlen, "policy was trained on a different feature order (%u features); this build uses "
+                 "[dim, rows, pooling, size, bin0..bin16]", fo->via.array.size);
+        return -1;
+    }
+    int64_t ncf;
+    if (get_i64(rec, "cost_features", &ncf, err, errlen)) return -1;
+    if (ncf != NCF) { snprintf(err, errlen, "policy uses %" PRId64 " cost features; this build uses %d", ncf, NCF); return -1; }
+    const msgpack_object *dm = as_obj_get(rec, "dims");
+    if (!dm || dm->type != MSGPACK_OBJECT_ARRAY || dm->via.array.size != 10) {
+        snprintf(err, errlen, "policy record: dims must be 10 sizes");
+        return -1;
+    }
+    int dv[10];
+    for (int i = 0; i < 10; i++) {
+        const msgpack_object *x = &dm->via.array.ptr[i];
+        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 < 1 || x->via.u64 > 4096) {
+            snprintf(err, errlen, "policy record: size %d of dims is not in 1..4096", i);
+            return -1;
+        }
+        dv[i] = (int)x->via.u64;
+    }
+    as_policy_dims d = { dv[0], dv[1], dv[2], dv[3], dv[4], dv[5], dv[6], dv[7], dv[8], dv[9] };
+    if (d.f != F || d.e2 + d.cd != d.h || d.h > 256) {
+        snprintf(err, errlen, "policy record: inconsistent dims (features %d, encoder %d + cost %d != hidden %d, at most 256)",
+                 d.f, d.e2, d.cd, d.h);
+        return -1;
+    }
+    char tr[16];
+    if (as_obj_str(rec, "transform", tr, sizeof tr) || (strcmp(tr, "none") && strcmp(tr, "log1p"))) {
+        snprintf(err, errlen, "policy record: transform must be none or log1p");
+        return -1;
+    }
+    double mean[3], sd[3];
+    if (as_obj_f64_list(rec, "norm_mean", mean, 3) || as_obj_f64_list(rec, "norm_std", sd, 3)) {
+        snprintf(err, errlen, "policy record: norm_mean / norm_std must be 3 numbers");
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(mean[i]) || !isfinite(sd[i]) || !(sd[i] > 0)) {
+            snprintf(err, errlen, "policy record: normalisation statistics must be finite, std > 0");
+            return -1;
+        }
+    as_policy *q = alloc_policy(&d);
+    int64_t np;
+    as_array a;
+    char e2[256];
+    if (get_i64(rec, "nparams", &np, err, errlen)) goto bad;
+    if (np != q->n) { snprintf(err, errlen, "policy record: nparams %" PRId64 " but dims need %" PRId64, np, q->n); goto bad; }
+    if (as_obj_array(rec, "params", &a, e2, sizeof e2)) { snprintf(err, errlen, "policy record: %s", e2); goto bad; }
+    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != q->n) {
+        snprintf(err, errlen, "policy record: params must be float32 [%" PRId64 "]", q->n);
+        goto bad;
+    }
+    memcpy(q->p, a.data, (size_t)q->n * sizeof *q->p);
+    for (int64_t i = 0; i < q->n; i++)
+        if (!isfinite(q->p[i])) { snprintf(err, errlen, "policy record: parameter %" PRId64 " is not finite", i); goto bad; }
+    q->log_feats = !strcmp(tr, "log1p");
+    memcpy(q->mean, mean, sizeof mean);
+    memcpy(q->std, sd, sizeof sd);
+    as_policy_info *in = &q->info;
+    int64_t v;
+    if (!as_obj_i64(rec, "seed", &v)) in->seed = (uint64_t)v;
+    as_obj_i64(rec, "episodes", &in->episodes);
+    as_obj_i64(rec, "updates", &in->updates);
+    as_obj_i64(rec, "steps", &in->steps);
+    as_obj_i64(rec, "evals", &in->evals);
+    as_obj_str(rec, "reward", in->reward, sizeof in->reward);
+    as_obj_i64(rec, "train_tasks", &in->train_tasks);
+    as_obj_i64(rec, "task_tables", &in->task_tables);
+    as_obj_i64(rec, "task_shards", &in->task_shards);
+    as_obj_f64(rec, "lr", &in->lr);
+    as_obj_f64(rec, "entropy_cost", &in->entropy);
+    as_obj_f64(rec, "baseline_cost", &in->baseline);
+    as_obj_f64(rec, "clip", &in->clip);
+    as_obj_i64(rec, "batch", &in->batch);
+    as_obj_i64(rec, "actors", &in->actors);
+    as_obj_f64(rec, "final_reward", &in->final_reward);
+    *out = q;
+    return 0;
+bad:
+    as_policy_free(q);
+    return -1;
+}
+
+int as_policy_load(const char *path, as_policy **p, as_costmodel **cm, char *err, size_t errlen)
+{
+    if (p) *p = NULL;
+    if (cm) *cm = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
+    as_reader *r = as_reader_from_file(f, path);
+    as_record rec;
+    as_policy *pol = NULL;
+    as_costmodel *m = NULL;
+    int rc, bad = 0;
+    char e2[512];
+    while ((rc = as_reader_next(r, &rec)) == 1) {
+        if (p && !pol && as_rec_is(&rec, "policy")) {
+            if (as_policy_read(&pol, &rec.obj, e2, sizeof e2)) {
+                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
+                bad = 1;
+                break;
+            }
+        } else if (cm && !m && as_rec_is(&rec, "model")) {
+            if (as_costmodel_read(&m, &rec.obj, e2, sizeof e2)) {
+                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
+                bad = 1;
+                break;
+            }
+        }
+    }
+    if (!bad && rc < 0) { snprintf(err, errlen, "%s", as_reader_error(r)); bad = 1; }
+    if (!bad && p && !pol) { snprintf(err, errlen, "%s: no `policy` record (not a policy file; make one with as-rl)", path); bad = 1; }
+    if (!bad && cm && !m) { snprintf(err, errlen, "%s: no `model` record (the policy's cost model is missing)", path); bad = 1; }
+    as_reader_close(r);
+    fclose(f);
+    if (bad) {
+        as_policy_free(pol);
+        as_costmodel_free(m);
+        return -1;
+    }
+    if (p) *p = pol;
+    if (cm) *cm = m;
+    return 0;
+}

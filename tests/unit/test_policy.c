@@ -1,0 +1,260 @@
+/* test_policy.c - the policy network (lib/policy.h): LSTM and whole-loss gradients against
+ * finite differences, V-trace against a hand-computed example, episodes and masking. */
+#include "unit.h"
+
+#include "common.h"
+#include "nn.h"
+#include "policy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t g_st = 777;
+static float frand(void) { return (float)(2.0 * ((double)(as_splitmix64(&g_st) >> 11) * 0x1.0p-53) - 1.0); }
+
+/* ---- LSTM: 2 rows, 6 steps, loss = sum_t w_t . h_t ---------------------------------------- */
+
+enum { LN = 2, LI = 3, LH = 4, LT = 6 };
+
+static double lstm_loss(const float *x, const float *Wih, const float *Whh, const float *b, const float *w,
+                        const float *h0, const float *c0)
+{
+    float h[LT][LN * LH], c[LT][LN * LH], g[LN * 4 * LH];
+    double s = 0;
+    for (int t = 0; t < LT; t++) {
+        as_nn_lstm_fwd(h[t], c[t], g, x + t * LN * LI, t ? h[t - 1] : h0, t ? c[t - 1] : c0, Wih, Whh, b, LN, LI, LH);
+        for (int i = 0; i < LN * LH; i++) s += (double)w[t * LN * LH + i] * h[t][i];
+    }
+    return s;
+}
+
+TEST(nn_lstm_bptt_grad_fd)
+{
+    float x[LT * LN * LI], Wih[4 * LH * LI], Whh[4 * LH * LH], b[4 * LH], w[LT * LN * LH], h0[LN * LH], c0[LN * LH];
+    float *all[] = { x, Wih, Whh, b, w, h0, c0 };
+    int len[] = { LT * LN * LI, 4 * LH * LI, 4 * LH * LH, 4 * LH, LT * LN * LH, LN * LH, LN * LH };
+    for (int a = 0; a < 7; a++) for (int i = 0; i < len[a]; i++) all[a][i] = frand();
+    /* forward, keeping everything */
+    float h[LT][LN * LH], c[LT][LN * LH], g[LT][LN * 4 * LH];
+    for (int t = 0; t < LT; t++)
+        as_nn_lstm_fwd(h[t], c[t], g[t], x + t * LN * LI, t ? h[t - 1] : h0, t ? c[t - 1] : c0, Wih, Whh, b, LN, LI, LH);
+    /* backward through time */
+    float dx[LT * LN * LI] = { 0 }, dWih[4 * LH * LI] = { 0 }, dWhh[4 * LH * LH] = { 0 }, db[4 * LH] = { 0 };
+    float dh0[LN * LH] = { 0 }, dc0[LN * LH] = { 0 }, dhn[LN * LH] = { 0 }, dcn[LN * LH] = { 0 }, dz[LN * 4 * LH];
+    for (int t = LT - 1; t >= 0; t--) {
+        float dh[LN * LH], dhp[LN * LH] = { 0 }, dcp[LN * LH] = { 0 };
+        for (int i = 0; i < LN * LH; i++) dh[i] = w[t * LN * LH + i] + dhn[i];
+        as_nn_lstm_bwd(dx + t * LN * LI, dhp, dcp, dWih, dWhh, db, dz, dh, dcn, g[t], c[t], t ? c[t - 1] : c0,
+                       x + t * LN * LI, t ? h[t - 1] : h0, Wih, Whh, LN, LI, LH);
+        memcpy(dhn, dhp, sizeof dhn);
+        memcpy(dcn, dcp, sizeof dcn);
+    }
+    memcpy(dh0, dhn, sizeof dh0);
+    memcpy(dc0, dcn, sizeof dc0);
+    float *grads[] = { dx, Wih /* unused */, dWhh, db, NULL, dh0, dc0 };
+    grads[1] = dWih;
+    int bad = 0, checked = 0;
+    for (int a = 0; a < 7; a++) {
+        if (a == 4) continue;
+        for (int i = 0; i < len[a]; i++) {
+            float keep = all[a][i];
+            double eps = 1e-2;
+            all[a][i] = keep + (float)eps;
+            double lp = lstm_loss(x, Wih, Whh, b, w, h0, c0);
+            all[a][i] = keep - (float)eps;
+            double lm = lstm_loss(x, Wih, Whh, b, w, h0, c0);
+            all[a][i] = keep;
+            double fd = (lp - lm) / (2 * eps), an = grads[a][i];
+            checked++;
+            if (fabs(fd - an) > 1e-3 + 1e-2 * fabs(fd)) {
+                if (bad++ < 5) fprintf(stderr, "  lstm block %d [%d]: fd %.6f analytic %.6f\n", a, i, fd, an);
+            }
+        }
+    }
+    CHECK(checked > 100);
+    CHECK_EQ_I64(bad, 0);
+}
+
+/* ---- V-trace by hand ------------------------------------------------------------------------ */
+
+TEST(vtrace_hand_example)
+{
+    /* rho = 2 (truncated to 1), 0.5, 1.5 (truncated), 0.8; the episode ends at step 1 and a
+     * new one runs to a bootstrap value 0.6; gamma 0.9. Worked by hand:
+     *   t=3: delta = .8(1 + .9*.6 - .4) = .912, vs = 1.312, adv = .912
+     *   t=2: delta = 2 + .9*.4 - .2 = 2.16, acc = 2.16 + .9*.912 = 2.9808, vs = 3.1808,
+     *        adv = 2 + .9*1.312 - .2 = 2.9808
+     *   t=1: done: delta = .5(0 - 1) = -.5, vs = .5, adv = -.5
+     *   t=0: delta = 1 + .9*1 - .5 = 1.4, acc = 1.4 + .9*(-.5) = .95, vs = 1.45,
+     *        adv = 1 + .9*.5 - .5 = .95 */
+    float logrho[4] = { logf(2.0f), logf(0.5f), logf(1.5f), logf(0.8f) };
+    float r[4] = { 1, 0, 2, 1 }, done[4] = { 0, 1, 0, 0 }, V[4] = { 0.5f, 1.0f, 0.2f, 0.4f };
+    float vs[4], adv[4];
+    as_vtrace_cfg c = { 0.9f, 1.0f, 1.0f, 0.5f, 0.001f };
+    as_vtrace(vs, adv, logrho, r, done, V, 0.6f, 4, &c);
+    float evs[4] = { 1.45f, 0.5f, 3.1808f, 1.312f }, eadv[4] = { 0.95f, -0.5f, 2.9808f, 0.912f };
+    for (int t = 0; t < 4; t++) {
+        CHECK_NEAR(vs[t], evs[t], 1e-5);
+        CHECK_NEAR(adv[t], eadv[t], 1e-5);
+    }
+    /* on-policy, gamma 1, one terminal reward: vs_t = r (a Monte-Carlo return) */
+    float lr0[3] = { 0, 0, 0 }, r0[3] = { 0, 0, 0.7f }, d0[3] = { 0, 0, 1 }, V0[3] = { 0.1f, 0.3f, 0.9f };
+    as_vtrace_cfg c1 = { 1, 1, 1, 0.5f, 0.001f };
+    as_vtrace(vs, adv, lr0, r0, d0, V0, 5.0f, 3, &c1);
+    for (int t = 0; t < 3; t++) CHECK_NEAR(vs[t], 0.7, 1e-6);
+    CHECK_NEAR(adv[0], 0.7 - 0.1, 1e-6);
+    CHECK_NEAR(adv[2], 0.7 - 0.9, 1e-6);
+}
+
+/* ---- a hand-made cost model: rep = [pooling, rows/1000]; cost = s0^0.9 + 0.05 s1 + 0.1 ---- */
+
+static void hm_embed(void *ctx, const as_features *f, float *out)
+{
+    (void)ctx;
+    out[0] = (float)f->pooling;
+    out[1] = (float)f->rows / 1000.0f;
+}
+static double hm_head(void *ctx, const float *s)
+{
+    (void)ctx;
+    return pow(fabs((double)s[0]), 0.9) + 0.05 * s[1] + 0.1;
+}
+static const as_plan_model HM = { NULL, 2, hm_embed, hm_head };
+
+static void mk_tables(as_features *f, const as_features **fp, int n, uint64_t seed)
+{
+    uint64_t st = seed;
+    for (int i = 0; i < n; i++) {
+        memset(&f[i], 0, sizeof f[i]);
+        f[i].id = i;
+        f[i].dim = (as_splitmix64(&st) & 1) ? 32 : 16;
+        f[i].rows = 1000 + (int64_t)(as_splitmix64(&st) % 50000);
+        f[i].batch = 512;
+        f[i].pooling = 1.0 + (double)(as_splitmix64(&st) % 1000) / 100.0;
+        f[i].bytes_fp16 = f[i].rows * f[i].dim * 2;
+        f[i].size_gib = (double)f[i].bytes_fp16 / 1073741824.0;
+        f[i].bins[0] = 0.5; f[i].bins[1] = 0.3; f[i].bins[2 + i % 5] = 0.2;
+        fp[i] = &f[i];
+    }
+}
+
+TEST(policy_loss_grad_fd_every_block)
+{
+    enum { N = 7, K = 3 };
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, N, 5);
+    as_policy *p = as_policy_new(NULL, 3);
+    int64_t np;
+    float *w = as_policy_params(p, &np);
+    /* larger weights than the init so that every block matters in the loss */
+    for (int64_t i = 0; i < np; i++) w[i] *= 1.5f;
+    as_traj tr[2];
+    as_traj *trp[2] = { &tr[0], &tr[1] };
+    int64_t assign[N];
+    char err[256];
+    float fv[2][N], fa[2][N];
+    for (int e = 0; e < 2; e++) {
+        as_rng rng;
+        as_rng_seed(&rng, 11, (uint64_t)e);
+        as_rollout ro = { .cm = &HM, .t = fp, .n = N, .K = K, .rng = &rng, .tr = &tr[e], .assign = assign };
+        CHECK(as_policy_rollout(p, &ro, err, sizeof err) == 0);
+        CHECK_EQ_I64(tr[e].L, N);
+        /* behaviour log-probs off the current policy (rho != 1) and arbitrary fixed targets */
+        for (int t = 0; t < N; t++) {
+            tr[e].logp[t] += 0.3f * frand();
+            fv[e][t] = frand();
+            fa[e][t] = frand();
+        }
+        tr[e].fixed_vs = fv[e];
+        tr[e].fixed_adv = fa[e];
+    }
+    as_vtrace_cfg vc = { 1, 1, 1, 0.5f, 0.05f };
+    float *g = calloc((size_t)np, sizeof *g);
+    as_policy_loss_grad(p, trp, 2, &vc, g, NULL);
+    int bad = 0, checked = 0;
+    uint64_t st = 99;
+    const char *name;
+    int64_t off, len;
+    for (int b = 0; (name = as_policy_block(p, b, &off, &len)); b++) {
+        int nb = 0, nonzero = 0;
+        for (int s = 0; s < 6; s++) {
+            int64_t i = off + (int64_t)(as_splitmix64(&st) % (uint64_t)len);
+            float keep = w[i];
+            double eps = 1e-4;   /* small: ReLU kinks of the many head rows are near */
+            w[i] = keep + (float)eps;
+            double lp = as_policy_loss_grad(p, trp, 2, &vc, NULL, NULL);
+            w[i] = keep - (float)eps;
+            double lm = as_policy_loss_grad(p, trp, 2, &vc, NULL, NULL);
+            w[i] = keep;
+            double fd = (lp - lm) / (2 * eps);
+            checked++;
+            if (g[i] != 0) nonzero++;
+            if (fabs(fd - g[i]) > 2e-3 + 2e-2 * fabs(fd)) {
+                nb++;
+                fprintf(stderr, "  block %s [%lld]: fd %.6f analytic %.6f\n", name, (long long)(i - off), fd, g[i]);
+            }
+        }
+        if (nb) bad++;
+        (void)nonzero;
+    }
+    CHECK_EQ_I64(checked, 26 * 6);
+    CHECK_EQ_I64(bad, 0);
+    /* every block receives some gradient */
+    for (int b = 0; (name = as_policy_block(p, b, &off, &len)); b++) {
+        double s = 0;
+        for (int64_t i = off; i < off + len; i++) s += fabs(g[i]);
+        if (!CHECK(s > 0)) fprintf(stderr, "  block %s has no gradient\n", name);
+    }
+    free(g);
+    as_traj_free(&tr[0]);
+    as_traj_free(&tr[1]);
+    as_policy_free(p);
+}
+
+TEST(policy_rollout_masking_and_greedy)
+{
+    enum { N = 30, K = 4 };
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, N, 8);
+    uint64_t total = 0;
+    for (int i = 0; i < N; i++) total += (uint64_t)f[i].bytes_fp16;
+    as_policy *p = as_policy_new(NULL, 1);
+    int64_t a1[N], a2[N];
+    char err[256];
+    /* a cap with 20% slack: sampled plans never exceed it */
+    uint64_t cap = total / K + total / 5;
+    for (int e = 0; e < 20; e++) {
+        as_rng rng;
+        as_rng_seed(&rng, 4, (uint64_t)e);
+        as_traj tr;
+        as_rollout ro = { .cm = &HM, .t = fp, .n = N, .K = K, .cap = cap, .rng = &rng, .tr = &tr, .assign = a1 };
+        CHECK(as_policy_rollout(p, &ro, err, sizeof err) == 0);
+        uint64_t mem[K] = { 0 };
+        for (int i = 0; i < N; i++) if (a1[i] >= 0) mem[a1[i]] += (uint64_t)f[i].bytes_fp16;
+        for (int k = 0; k < K; k++) CHECK(mem[k] <= cap);
+        if (ro.feasible) CHECK_EQ_I64(tr.L, N);
+        else { CHECK(tr.L < N); CHECK(tr.reward == -1.0f); }
+        as_traj_free(&tr);
+    }
+    /* greedy: deterministic, complete without a cap */
+    as_rollout g1 = { .cm = &HM, .t = fp, .n = N, .K = K, .assign = a1 };
+    as_rollout g2 = { .cm = &HM, .t = fp, .n = N, .K = K, .assign = a2 };
+    CHECK(as_policy_rollout(p, &g1, err, sizeof err) == 0);
+    CHECK(as_policy_rollout(p, &g2, err, sizeof err) == 0);
+    CHECK(g1.feasible);
+    CHECK(memcmp(a1, a2, sizeof a1) == 0);
+    for (int i = 0; i < N; i++) CHECK(a1[i] >= 0 && a1[i] < K);
+    /* an impossible cap: the plan reports unplaced tables, never an over-cap shard */
+    as_rollout g3 = { .cm = &HM, .t = fp, .n = N, .K = K, .cap = total / (2 * K), .assign = a1 };
+    CHECK(as_policy_rollout(p, &g3, err, sizeof err) == 0);
+    CHECK(!g3.feasible);
+    uint64_t mem[K] = { 0 };
+    int unplaced = 0;
+    for (int i = 0; i < N; i++) { if (a1[i] >= 0) mem[a1[i]] += (uint64_t)f[i].bytes_fp16; else unplaced++; }
+    for (int k = 0; k < K; k++) CHECK(mem[k] <= total / (2 * K));
+    CHECK(unplaced > 0);
+    as_policy_free(p);
+}
