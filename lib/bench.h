@@ -61,6 +61,11 @@ typedef struct {
  * (does not fit, bad data) gives ok = 0 and a reason. */
 void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int64_t n, as_bench_result *r);
 
+/* Resolve --device for measurement: "auto" (a working GPU, else the CPU), "cpu", "cuda",
+ * "cuda:N"; sets c->cuda and c->device. Returns 0, or the exit code (2 not a device name,
+ * 3 no such device) with err. */
+int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen);
+
 /* the protocol's statistics over n timings (sorted copy inside); mean of the middle after
  * dropping trim from each end; rel_std over all runs */
 void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, double *median,

@@ -640,7 +640,7 @@ static void pack_f64_list(msgpack_packer *pk, const char *k, const double *v, in
     for (int i = 0; i < n; i++) msgpack_pack_double(pk, v[i]);
 }
 
-#define POLICY_FIELDS 30
+#define POLICY_FIELDS 29
 
 void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)(msgpack_packer *, void *), void *ctx)
 {

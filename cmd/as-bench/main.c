@@ -193,18 +193,12 @@ int main(int argc, char **argv)
     if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
     if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
     /* the device */
-    if (!strcmp(device, "cpu")) cfg.cuda = 0;
-    else if (!strcmp(device, "auto")) cfg.cuda = as_cuda_device_count() > 0;
-    else if (!strncmp(device, "cuda", 4)) {
-        int64_t d = 0;
-        if (device[4] == ':' && as_parse_i64(device + 5, 0, 1024, &d)) as_cli_usage(&cli, "--device: '%s' is not cuda:N", device);
-        else if (device[4] && device[4] != ':') as_cli_usage(&cli, "--device: '%s' is not auto, cpu, cuda or cuda:N", device);
-        int n = as_cuda_device_count();
-        if (n == 0) as_die(AS_EXIT_ENV, "--device %s: no working CUDA device (%s)", device, as_device_build_info());
-        if (d >= n) as_die(AS_EXIT_ENV, "--device %s: only %d CUDA device(s)", device, n);
-        cfg.cuda = 1;
-        cfg.device = (int)d;
-    } else as_cli_usage(&cli, "--device: '%s' is not auto, cpu, cuda or cuda:N", device);
+    {
+        char derr[512];
+        int code = as_bench_device(device, &cfg, derr, sizeof derr);
+        if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", derr);
+        if (code) as_die(code, "%s", derr);
+    }
 
     char err[1024];
     /* read the work: held input records, or sampled shards */

@@ -5,6 +5,8 @@
 #include "costmodel.h"
 #include "featurize.h"
 #include "plan.h"
+#include "policy.h"
+#include "rl.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -25,11 +27,16 @@ static const char HELP[] =
     "  size-lookup-greedy  key dim*pooling*log10(rows) / smaller bytes sum, then lower shard)\n"
     "  cost-greedy         tables by predicted single-table cost, descending; each where the\n"
     "                      predicted cost of the resulting shard is lowest (needs --model)\n"
-    "  all                 every algorithm above (cost-greedy only with --model)\n"
+    "  autoshard           the learned policy (as-rl; needs --policy): tables in the cost-greedy\n"
+    "                      order, each on the shard of the highest policy logit where it fits\n"
+    "  all                 every algorithm above (cost-greedy only with --model, autoshard\n"
+    "                      only with --policy)\n"
     "\n"
     "Options:\n"
     "      --alg LIST         algorithms (required)\n"
     "      --model FILE       cost model (as-costfit): enables cost-greedy and adds pred_ms\n"
+    "      --policy FILE      policy (as-rl): enables autoshard; its inputs come from the cost\n"
+    "                         model stored with it, pred_ms from --model as for every algorithm\n"
     "      --seed S           seed of the random plans (default 0); task t uses stream t\n"
     "      --mem-cap SIZE     memory cap per shard for every task (bytes, K/M/G suffixes;\n"
     "                         0 = none), instead of the task's mem_cap\n"
@@ -53,7 +60,7 @@ static const char HELP[] =
     "  as-features pool.ast --tasks 100 | as-plan --alg all --model cost.model > plans.ast\n";
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
-       OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY };
+       OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY };
 
 static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
 static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
@@ -80,9 +87,10 @@ int main(int argc, char **argv)
         { "local-size", required_argument, 0, OPT_LOCAL },
         { "module", required_argument, 0, OPT_MODULE },
         { "plans-only", no_argument, 0, OPT_PLANS_ONLY },
+        { "policy", required_argument, 0, OPT_POLICY },
         AS_CLI_COMMON_OPTIONS
     };
-    const char *alg_arg = NULL, *model_path = NULL, *split = NULL;
+    const char *alg_arg = NULL, *model_path = NULL, *split = NULL, *policy_path = NULL;
     int fmt = 0, plans_only = 0, cap_given = 0;   /* fmt 0 stream, 1 text, 2 torchrec */
     uint64_t seed = 0, cap = 0;
     int64_t shards = 0, world = 0;
@@ -116,6 +124,7 @@ int main(int argc, char **argv)
             tro.module = optarg;
             break;
         case OPT_PLANS_ONLY: plans_only = 1; break;
+        case OPT_POLICY: policy_path = optarg; break;
         default:
             if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
         }
@@ -128,9 +137,11 @@ int main(int argc, char **argv)
         for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             as_alg a;
             if (!strcmp(tok, "all")) {
-                for (int q = 0; q < AS_ALG_COUNT; q++) if (q != AS_ALG_COST || model_path) want[q] = 1;
+                for (int q = 0; q < AS_ALG_COUNT; q++)
+                    if ((q != AS_ALG_COST || model_path) && (q != AS_ALG_AUTOSHARD || policy_path)) want[q] = 1;
             } else if (!as_alg_parse(tok, &a)) {
                 if (a == AS_ALG_COST && !model_path) as_cli_usage(&cli, "--alg cost-greedy needs --model FILE");
+                if (a == AS_ALG_AUTOSHARD && !policy_path) as_cli_usage(&cli, "--alg autoshard needs --policy FILE");
                 want[a] = 1;
             } else {
                 as_cli_usage(&cli, "--alg: unknown algorithm '%s'", tok);
@@ -152,6 +163,17 @@ int main(int argc, char **argv)
         pm.rep = as_costmodel_rep(cm);
         pm.embed = cm_embed;
         pm.head = cm_head;
+    }
+    as_policy *pol = NULL;
+    as_costmodel *pcm = NULL;
+    as_plan_model ppm = { 0 };
+    as_policy_planner pplan = { 0 };
+    as_plan_policy pp = { &pplan, as_policy_place };
+    if (policy_path) {
+        if (as_policy_load(policy_path, &pol, &pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        as_rl_plan_model(&ppm, pcm);
+        pplan.pol = pol;
+        pplan.cm = &ppm;
     }
 
     as_writer *w = NULL;
@@ -242,7 +264,7 @@ int main(int argc, char **argv)
         uint64_t mcap = cap_given ? cap : t->mem_cap;
         for (int a = 0; a < AS_ALG_COUNT; a++) {
             if (!want[a]) continue;
-            as_plan_cfg pc = { (as_alg)a, K, mcap, seed, t->id, model_path ? &pm : NULL };
+            as_plan_cfg pc = { (as_alg)a, K, mcap, seed, t->id, model_path ? &pm : NULL, policy_path ? &pp : NULL };
             as_plan pl;
             if (as_plan_make(&pl, &pc, tf_, t->ntables, err, sizeof err)) {
                 if (w) as_writer_abort(w);
@@ -279,6 +301,8 @@ int main(int argc, char **argv)
     free(tasks);
     free(feat);
     if (cm) as_costmodel_free(cm);
+    as_policy_free(pol);
+    as_costmodel_free(pcm);
     if (ninf) as_die(AS_EXIT_DATA, "%" PRId64 " of %" PRId64 " plans infeasible", ninf, nplans);
     return 0;
 }

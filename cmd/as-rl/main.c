@@ -1,0 +1,343 @@
+/* as-rl - train the learned sharding policy (LSTM policy-value network, IMPALA / V-trace)
+ * on the training tasks of a features-and-tasks stream, with rewards from the cost model
+ * or from real measurements. */
+#include "bench.h"
+#include "cli.h"
+#include "common.h"
+#include "costmodel.h"
+#include "featurize.h"
+#include "plan.h"
+#include "policy.h"
+#include "rl.h"
+#include "stream.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char HELP[] =
+    "Train the sharding policy on the `train` tasks of the input (features and tasks from\n"
+    "as-features) and write it as a policy file: a stream holding the `policy` record and the\n"
+    "`model` record of the cost model it was trained with (docs/FORMAT.md). Plan with it:\n"
+    "as-plan --alg autoshard --policy FILE.\n"
+    "\n"
+    "Episodes place a task's tables one per step (sorted by predicted single-table cost,\n"
+    "descending) on the shards where they fit; the reward at the end is min/max of the shard\n"
+    "costs (-1 when a table fits nowhere). Every B1 episodes the learner applies V-trace\n"
+    "(gamma 1, rho and c clipped at 1), Adam with linear decay, gradient-norm clip.\n"
+    "\n"
+    "Options:\n"
+    "      --model FILE       cost model (as-costfit); required unless --resume\n"
+    "      --reward R         model (default): rewards from the cost model (the estimated MDP);\n"
+    "                         bench: shard costs measured in-process (needs --tables), and every\n"
+    "                         measured shard trains the cost model (AutoShard's Algorithm 1)\n"
+    "      --episodes N       training episodes (default 2000)\n"
+    "      --minutes M        train for M minutes of wall time instead\n"
+    "      --actors N         actor threads (default 1: deterministic for a seed; more run\n"
+    "                         ahead of the learner with stale snapshots, corrected by V-trace)\n"
+    "      --seed S           seed (default 0): episode e uses stream e\n"
+    "      --tables FILE      table data (as-convert) for measurements\n"
+    "      --device D         measuring device: auto (default), cpu, cuda, cuda:N\n"
+    "      --eval-every N     every N episodes plan the first --eval-tasks training tasks\n"
+    "                         greedily; log their predicted balance, and the measured one when\n"
+    "                         --tables is given (default 0: never)\n"
+    "      --eval-tasks N     tasks per evaluation (default 4)\n"
+    "      --log FILE         the training log: `train` records (as-eval --curve plots them);\n"
+    "                         with --resume, an existing log is continued\n"
+    "      --checkpoint FILE  write a checkpoint (atomically) at the end, every\n"
+    "                         --checkpoint-every N episodes, and on SIGINT/SIGTERM\n"
+    "      --resume FILE      continue a checkpoint exactly (its seed; its budget unless\n"
+    "                         --episodes/--minutes is given)\n"
+    "      --halt-after N     stop after N episodes in all, with a checkpoint (to split a run)\n"
+    "Learning (defaults: the paper's):\n"
+    "      --lr X             Adam learning rate, decayed linearly to 0 (1e-3)\n"
+    "      --batch N          trajectories per update, B1 (8)\n"
+    "      --entropy X        entropy cost (0.001)\n"
+    "      --baseline X       value-loss cost (0.5)\n"
+    "      --clip X           global gradient-norm clip (40)\n"
+    "      --cost-steps N     bench: cost-model updates per policy update, I (20)\n"
+    "      --buffer N         bench: measured shards kept for the cost model (5000)\n"
+    "Measurement (as as-bench): --warmup N (5) --runs N (10) --trim N (2) --flush SIZE\n"
+    "      --threads N (CPU threads; default all)\n"
+    "\n"
+    "Progress on stderr. Exit status 130/143 when stopped by SIGINT/SIGTERM (the checkpoint\n"
+    "and the policy are written first).\n"
+    "\n"
+    "Example:\n"
+    "  as-rl --model cost.ast --episodes 3000 --log train.ast ft.ast -o policy.ast\n";
+
+enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_ACTORS, OPT_SEED, OPT_TABLES,
+       OPT_DEVICE, OPT_EVAL_EVERY, OPT_EVAL_TASKS, OPT_LOG, OPT_CKPT, OPT_CKPT_EVERY, OPT_RESUME, OPT_HALT,
+       OPT_LR, OPT_BATCH, OPT_ENTROPY, OPT_BASELINE, OPT_CLIP, OPT_COST_STEPS, OPT_BUFFER, OPT_WARMUP, OPT_RUNS,
+       OPT_TRIM, OPT_FLUSH, OPT_THREADS };
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) { g_stop = sig; }
+
+static int cmp_feat(const void *a, const void *b)
+{
+    int64_t x = ((const as_features *)a)->id, y = ((const as_features *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* copy the train records of an existing log up to `episodes` into w */
+static void continue_log(const char *path, as_writer *w, int64_t episodes)
+{
+    if (access(path, F_OK)) return;
+    as_reader *r = as_reader_open(path);
+    if (!r) return;
+    as_record rec;
+    int rc;
+    while ((rc = as_reader_next(r, &rec)) == 1) {
+        int64_t e;
+        if (!as_rec_is(&rec, "train") || as_obj_i64(&rec.obj, "episode", &e) || e > episodes) continue;
+        as_writer_raw(w, rec.raw, rec.rawlen);
+    }
+    if (rc < 0) as_err("%s (the log continues after the readable part)", as_reader_error(r));
+    as_reader_close(r);
+}
+
+int main(int argc, char **argv)
+{
+    as_cli cli;
+    as_cli_init(&cli, argc, argv, "as-rl", "as-rl --model COSTMODEL [options] [FILE...] -o POLICY", HELP);
+    static const struct option opts[] = {
+        { "model", required_argument, 0, OPT_MODEL },
+        { "reward", required_argument, 0, OPT_REWARD },
+        { "episodes", required_argument, 0, OPT_EPISODES },
+        { "minutes", required_argument, 0, OPT_MINUTES },
+        { "actors", required_argument, 0, OPT_ACTORS },
+        { "seed", required_argument, 0, OPT_SEED },
+        { "tables", required_argument, 0, OPT_TABLES },
+        { "device", required_argument, 0, OPT_DEVICE },
+        { "eval-every", required_argument, 0, OPT_EVAL_EVERY },
+        { "eval-tasks", required_argument, 0, OPT_EVAL_TASKS },
+        { "log", required_argument, 0, OPT_LOG },
+        { "checkpoint", required_argument, 0, OPT_CKPT },
+        { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
+        { "resume", required_argument, 0, OPT_RESUME },
+        { "halt-after", required_argument, 0, OPT_HALT },
+        { "lr", required_argument, 0, OPT_LR },
+        { "batch", required_argument, 0, OPT_BATCH },
+        { "entropy", required_argument, 0, OPT_ENTROPY },
+        { "baseline", required_argument, 0, OPT_BASELINE },
+        { "clip", required_argument, 0, OPT_CLIP },
+        { "cost-steps", required_argument, 0, OPT_COST_STEPS },
+        { "buffer", required_argument, 0, OPT_BUFFER },
+        { "warmup", required_argument, 0, OPT_WARMUP },
+        { "runs", required_argument, 0, OPT_RUNS },
+        { "trim", required_argument, 0, OPT_TRIM },
+        { "flush", required_argument, 0, OPT_FLUSH },
+        { "threads", required_argument, 0, OPT_THREADS },
+        AS_CLI_COMMON_OPTIONS
+    };
+    as_rl_cfg c;
+    memset(&c, 0, sizeof c);
+    c.actors = 1; c.lr = 1e-3; c.entropy = 0.001; c.baseline = 0.5; c.clip = 40; c.batch = 8;
+    c.cost_steps = 20; c.cost_batch = 512; c.buffer = 5000; c.eval_tasks = 4;
+    as_bench_cfg bc;
+    memset(&bc, 0, sizeof bc);
+    bc.warmup = 5; bc.runs = 10; bc.trim = 2; bc.lr = 0.01f;
+    const char *model_path = NULL, *tables = NULL, *device = "auto", *log_path = NULL, *resume = NULL;
+    int episodes_given = 0, minutes_given = 0, seed_given = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_MODEL: model_path = optarg; break;
+        case OPT_REWARD:
+            if (!strcmp(optarg, "model")) c.bench = 0;
+            else if (!strcmp(optarg, "bench")) c.bench = 1;
+            else as_cli_usage(&cli, "--reward: '%s' is not model or bench", optarg);
+            break;
+        case OPT_EPISODES: c.episodes = as_cli_i64(&cli, "--episodes", optarg, 1, INT64_MAX / 4); episodes_given = 1; break;
+        case OPT_MINUTES: c.minutes = as_cli_f64(&cli, "--minutes", optarg, 1e-6, 1e7); minutes_given = 1; break;
+        case OPT_ACTORS: c.actors = (int)as_cli_i64(&cli, "--actors", optarg, 1, 1024); break;
+        case OPT_SEED: c.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); seed_given = 1; break;
+        case OPT_TABLES: tables = optarg; break;
+        case OPT_DEVICE: device = optarg; break;
+        case OPT_EVAL_EVERY: c.eval_every = as_cli_i64(&cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
+        case OPT_EVAL_TASKS: c.eval_tasks = as_cli_i64(&cli, "--eval-tasks", optarg, 1, INT64_MAX / 4); break;
+        case OPT_LOG: log_path = optarg; break;
+        case OPT_CKPT: c.ckpt = optarg; break;
+        case OPT_CKPT_EVERY: c.ckpt_every = as_cli_i64(&cli, "--checkpoint-every", optarg, 1, INT64_MAX / 4); break;
+        case OPT_RESUME: resume = optarg; break;
+        case OPT_HALT: c.halt_after = as_cli_i64(&cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
+        case OPT_LR: c.lr = as_cli_f64(&cli, "--lr", optarg, 0, 10); break;
+        case OPT_BATCH: c.batch = (int)as_cli_i64(&cli, "--batch", optarg, 1, 100000); break;
+        case OPT_ENTROPY: c.entropy = as_cli_f64(&cli, "--entropy", optarg, 0, 100); break;
+        case OPT_BASELINE: c.baseline = as_cli_f64(&cli, "--baseline", optarg, 0, 100); break;
+        case OPT_CLIP: c.clip = as_cli_f64(&cli, "--clip", optarg, 0, 1e12); break;
+        case OPT_COST_STEPS: c.cost_steps = (int)as_cli_i64(&cli, "--cost-steps", optarg, 0, 1000000); break;
+        case OPT_BUFFER: c.buffer = as_cli_i64(&cli, "--buffer", optarg, 1, 100000000); break;
+        case OPT_WARMUP: bc.warmup = (int)as_cli_i64(&cli, "--warmup", optarg, 0, 100000); break;
+        case OPT_RUNS: bc.runs = (int)as_cli_i64(&cli, "--runs", optarg, 1, 100000); break;
+        case OPT_TRIM: bc.trim = (int)as_cli_i64(&cli, "--trim", optarg, 0, 100000); break;
+        case OPT_THREADS: bc.threads = (int)as_cli_i64(&cli, "--threads", optarg, 1, 4096); break;
+        case OPT_FLUSH: {
+            uint64_t v;
+            if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--flush: '%s' is not a size", optarg);
+            bc.flush_bytes = v;
+            break;
+        }
+        default:
+            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+        }
+    }
+    as_cli_finish(&cli);
+    if (!model_path && !resume) as_cli_usage(&cli, "--model FILE is required (a cost model from as-costfit)");
+    if (episodes_given && minutes_given) as_cli_usage(&cli, "--episodes and --minutes exclude each other");
+    if (c.bench && !tables) as_cli_usage(&cli, "--reward bench needs --tables FILE (the table data to measure)");
+    if (2 * bc.trim >= bc.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", bc.trim, bc.runs);
+    if (c.ckpt_every && !c.ckpt) as_cli_usage(&cli, "--checkpoint-every needs --checkpoint FILE");
+    if (c.halt_after && !c.ckpt) as_cli_usage(&cli, "--halt-after needs --checkpoint FILE");
+    if (!cli.output && isatty(1) && !cli.force) as_cli_usage(&cli, "refusing to write the binary policy to a terminal (use -o FILE or --force)");
+    char err[1024];
+    if (tables) {
+        int code = as_bench_device(device, &bc, err, sizeof err);
+        if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", err);
+        if (code) as_die(code, "%s", err);
+    }
+
+    /* the policy and its cost model: fresh or from a checkpoint */
+    as_policy *pol = NULL;
+    as_costmodel *cm = NULL;
+    as_rl_state *st = NULL;
+    if (resume) {
+        if (as_rl_load_checkpoint(resume, &pol, &cm, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        if (model_path) as_info("--resume: the checkpoint's cost model is used, not %s", model_path);
+        if (seed_given && c.seed != as_policy_cmeta(pol)->seed)
+            as_die(AS_EXIT_USAGE, "--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64, c.seed, as_policy_cmeta(pol)->seed);
+        c.seed = as_policy_cmeta(pol)->seed;
+        if (!episodes_given && !minutes_given) {
+            c.episodes = as_rl_state_total_episodes(st);
+            c.minutes = as_rl_state_minutes(st);
+        }
+    } else {
+        if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        pol = as_policy_new(cm, c.seed);
+    }
+    if (!c.episodes && c.minutes <= 0) c.episodes = 2000;
+
+    /* read features and tasks */
+    char *none[] = { "-" };
+    char **files = optind < argc ? argv + optind : none;
+    int nfiles = optind < argc ? argc - optind : 1;
+    as_features *feat = NULL;
+    int64_t nfeat = 0, capf = 0, ntask = 0, capt = 0;
+    as_ptask *tasks = NULL;
+    for (int fi = 0; fi < nfiles; fi++) {
+        as_reader *r = as_reader_open(files[fi]);
+        if (!r) exit(AS_EXIT_DATA);
+        as_record rec;
+        int rc;
+        while ((rc = as_reader_next(r, &rec)) == 1) {
+            if (as_rec_is(&rec, "features")) {
+                if (nfeat == capf) { capf = capf ? 2 * capf : 256; feat = as_realloc(feat, (size_t)capf * sizeof *feat); }
+                if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err))
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                nfeat++;
+            } else if (as_rec_is(&rec, "task")) {
+                as_ptask t;
+                if (as_ptask_read(&rec.obj, &t, err, sizeof err))
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                if (!strcmp(t.split, "test")) { as_ptask_free(&t); continue; }
+                if (ntask == capt) { capt = capt ? 2 * capt : 64; tasks = as_realloc(tasks, (size_t)capt * sizeof *tasks); }
+                tasks[ntask++] = t;
+            }
+        }
+        if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
+        as_reader_close(r);
+    }
+    if (!ntask) as_die(AS_EXIT_DATA, "no training task records in the input (make them with as-features --tasks)");
+    qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+    int64_t u = 0;
+    for (int64_t i = 0; i < nfeat; i++) {
+        if (u && feat[u - 1].id == feat[i].id) continue;
+        feat[u++] = feat[i];
+    }
+    nfeat = u;
+    as_rl_task *rt = as_calloc((size_t)ntask, sizeof *rt);
+    for (int64_t ti = 0; ti < ntask; ti++) {
+        as_ptask *t = &tasks[ti];
+        rt[ti].id = t->id;
+        rt[ti].n = t->ntables;
+        rt[ti].K = t->shards;
+        rt[ti].cap = t->mem_cap;
+        rt[ti].t = as_malloc((size_t)(t->ntables ? t->ntables : 1) * sizeof *rt[ti].t);
+        for (int64_t i = 0; i < t->ntables; i++) {
+            as_features key = { .id = t->tables[i] };
+            rt[ti].t[i] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+            if (!rt[ti].t[i])
+                as_die(AS_EXIT_DATA, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id, t->tables[i]);
+        }
+    }
+    c.feat = feat;
+    c.nfeat = nfeat;
+
+    /* table data for measurements */
+    as_bpool pool;
+    memset(&pool, 0, sizeof pool);
+    if (tables) {
+        int64_t maxid = 0;
+        for (int64_t i = 0; i < nfeat; i++) if (feat[i].id > maxid) maxid = feat[i].id;
+        uint8_t *want = as_calloc((size_t)maxid + 1, 1);
+        int64_t nwant = 0;
+        for (int64_t ti = 0; ti < ntask; ti++)
+            if (c.bench || ti < c.eval_tasks)
+                for (int64_t i = 0; i < rt[ti].n; i++) if (!want[rt[ti].t[i]->id]) { want[rt[ti].t[i]->id] = 1; nwant++; }
+        as_info("loading %" PRId64 " tables from %s", nwant, tables);
+        if (as_bpool_load(&pool, tables, want, maxid + 1, 0, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        for (int64_t id = 0; id <= maxid; id++)
+            if (want[id] && !as_bpool_get(&pool, id)) as_die(AS_EXIT_DATA, "%s: no table record for table %" PRId64, tables, id);
+        free(want);
+        c.bcfg = &bc;
+        c.pool = &pool;
+    }
+
+    as_writer *lw = NULL;
+    if (log_path) {
+        lw = as_writer_open(log_path, 0, 0);
+        as_writer_header(lw, "as-rl", argc, argv);
+        if (resume) continue_log(log_path, lw, as_policy_cmeta(pol)->episodes);
+    }
+    c.log = lw;
+    c.cli = &cli;
+    c.stop = &g_stop;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    as_nn_set_threads(1);
+
+    as_info("training on %" PRId64 " tasks (%" PRId64 " tables onto %" PRId64 " shards in the first), reward %s, %s, "
+            "%d actor%s, seed %" PRIu64, ntask, rt[0].n, rt[0].K, c.bench ? "bench (measured)" : "model (predicted)",
+            c.episodes > 0 ? "episodes" : "minutes", c.actors, c.actors == 1 ? "" : "s", c.seed);
+    int64_t e0 = as_policy_cmeta(pol)->episodes;
+    double t0 = as_now();
+    int rc = as_rl_train(pol, cm, rt, ntask, &c, st, err, sizeof err);
+    if (rc < 0) {
+        if (lw) as_writer_abort(lw);
+        as_die(AS_EXIT_DATA, "%s", err);
+    }
+    if (lw) as_writer_close(lw);
+    as_writer *w = as_cli_open_output(&cli);
+    as_rl_write_policy(w, pol, cm);
+    as_writer_close(w);
+    const as_policy_info *in = as_policy_cmeta(pol);
+    as_info("%" PRId64 " episodes (%" PRId64 " this run) in %.1f s, %" PRId64 " updates, %" PRId64
+            " measured shards; mean reward of the last update %.4f", in->episodes, in->episodes - e0, as_now() - t0,
+            in->updates, in->evals, in->final_reward);
+    if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c.ckpt ? c.ckpt : "(no checkpoint)");
+    for (int64_t ti = 0; ti < ntask; ti++) { free(rt[ti].t); as_ptask_free(&tasks[ti]); }
+    free(rt); free(tasks); free(feat);
+    if (tables) as_bpool_free(&pool);
+    as_policy_free(pol);
+    as_costmodel_free(cm);
+    as_rl_state_free(st);
+    if (g_stop) return 128 + (int)g_stop;
+    return 0;
+}

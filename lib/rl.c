@@ -1,0 +1,724 @@
+/* rl.c - IMPALA training of the sharding policy (rl.h): actors, the V-trace learner, the
+ * cost-model buffer of measured shards, evaluation, `train` log records and checkpoints.
+ * Dimension letters: T tables, K shards, B1 trajectories per update. */
+#include "rl.h"
+
+#include "common.h"
+#include "nn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the cost model as the planner sees it ------------------------------------------------ */
+
+static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
+static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
+
+void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm)
+{
+    pm->ctx = (void *)cm;
+    pm->rep = as_costmodel_rep(cm);
+    pm->embed = cm_embed;
+    pm->head = cm_head;
+}
+
+static as_costmodel *cm_clone(const as_costmodel *cm)
+{
+    const as_costmodel_info *ci = as_costmodel_cmeta(cm);
+    as_costmodel *c = as_costmodel_new(ci->h1, ci->h2, ci->h3, 0);
+    as_costmodel_info *di = as_costmodel_meta(c);
+    *di = *ci;
+    di->losses = NULL;
+    di->nlosses = 0;
+    int64_t n;
+    float *dst = as_costmodel_params(c, &n);
+    memcpy(dst, as_costmodel_params((as_costmodel *)cm, NULL), (size_t)n * sizeof *dst);
+    return c;
+}
+
+static void cm_copy_params(as_costmodel *dst, const as_costmodel *src)
+{
+    int64_t n;
+    float *d = as_costmodel_params(dst, &n);
+    memcpy(d, as_costmodel_params((as_costmodel *)src, NULL), (size_t)n * sizeof *d);
+}
+
+/* ---- state -------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t n;
+    int64_t *pos;           /* positions in cfg->feat */
+    double cost;            /* measured ms */
+} buf_entry;
+
+struct as_rl_state {
+    int64_t np, t;          /* policy Adam */
+    float *m, *v;
+    int64_t cnp, ct;        /* cost-model Adam */
+    float *cm_m, *cm_v;
+    double wall;            /* training seconds so far */
+    int64_t total_episodes;
+    double minutes;
+    buf_entry *buf;         /* ring of measured shards */
+    int64_t nbuf, cap, head;
+};
+
+void as_rl_state_free(as_rl_state *st)
+{
+    if (!st) return;
+    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v);
+    for (int64_t i = 0; i < st->nbuf; i++) free(st->buf[i].pos);
+    free(st->buf);
+    free(st);
+}
+
+int64_t as_rl_state_total_episodes(const as_rl_state *st) { return st->total_episodes; }
+double as_rl_state_minutes(const as_rl_state *st) { return st->minutes; }
+double as_rl_state_wall(const as_rl_state *st) { return st->wall; }
+
+static as_rl_state *state_new(int64_t np, int64_t cnp, int64_t cap)
+{
+    as_rl_state *s = as_calloc(1, sizeof *s);
+    s->np = np;
+    s->m = as_calloc((size_t)np, sizeof *s->m);
+    s->v = as_calloc((size_t)np, sizeof *s->v);
+    s->cnp = cnp;
+    s->cm_m = as_calloc((size_t)(cnp ? cnp : 1), sizeof *s->cm_m);
+    s->cm_v = as_calloc((size_t)(cnp ? cnp : 1), sizeof *s->cm_v);
+    s->cap = cap > 0 ? cap : 1;
+    s->buf = as_calloc((size_t)s->cap, sizeof *s->buf);
+    return s;
+}
+
+static void buf_push(as_rl_state *s, const int64_t *pos, int64_t n, double cost)
+{
+    buf_entry *e;
+    if (s->nbuf < s->cap) e = &s->buf[s->nbuf++];
+    else { e = &s->buf[s->head]; s->head = (s->head + 1) % s->cap; free(e->pos); }
+    e->n = n;
+    e->pos = as_malloc((size_t)(n ? n : 1) * sizeof *e->pos);
+    memcpy(e->pos, pos, (size_t)n * sizeof *pos);
+    e->cost = cost;
+}
+
+/* ---- episodes ------------------------------------------------------------------------------ */
+
+typedef struct {
+    as_traj tr;
+    int64_t episode, task;
+    double pred_balance, meas_balance;   /* meas: NaN when not measured */
+    int64_t measured;                    /* shards measured */
+    /* measured shards for the cost buffer: shard k = pos[off[k] .. off[k+1]), cost[k] */
+    int64_t K, *off, *pos;
+    double *cost;
+} rl_ep;
+
+static void ep_free(rl_ep *e)
+{
+    as_traj_free(&e->tr);
+    free(e->off); free(e->pos); free(e->cost);
+    memset(e, 0, sizeof *e);
+}
+
+typedef struct {
+    const as_rl_cfg *c;
+    const as_rl_task *tasks;
+    int64_t ntasks;
+    pthread_mutex_t measure_mu;     /* one measurement at a time */
+} rl_ctx;
+
+/* measure the shards of a plan; costs[K] (0 for an empty shard); 0 ok, -1 with err */
+static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, double *costs, int64_t *nmeas,
+                        char *err, size_t errlen)
+{
+    int64_t K = t->K;
+    int64_t *ids = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *ids);
+    int rc = 0;
+    pthread_mutex_lock(&x->measure_mu);
+    for (int64_t k = 0; k < K && !rc; k++) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) ids[n++] = t->t[i]->id;
+        costs[k] = 0;
+        if (!n) continue;
+        as_bench_result r;
+        as_bench_shard(x->c->bcfg, x->c->pool, ids, n, &r);
+        if (!r.ok) { snprintf(err, errlen, "task %" PRId64 ": measuring shard %" PRId64 ": %s", t->id, k, r.error); rc = -1; }
+        costs[k] = r.cost_ms;
+        (*nmeas)++;
+    }
+    pthread_mutex_unlock(&x->measure_mu);
+    free(ids);
+    return rc;
+}
+
+static double balance_of(const double *c, int64_t K)
+{
+    double mn = INFINITY, mx = 0;
+    for (int64_t k = 0; k < K; k++) { if (c[k] < mn) mn = c[k]; if (c[k] > mx) mx = c[k]; }
+    return mx > 0 ? mn / mx : 0;
+}
+
+static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm, rl_ep *out, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = x->c;
+    memset(out, 0, sizeof *out);
+    out->episode = e;
+    out->meas_balance = NAN;
+    as_rng rng;
+    as_rng_seed(&rng, c->seed, (uint64_t)e);
+    int64_t ti = (int64_t)as_rng_below(&rng, (uint64_t)x->ntasks);
+    const as_rl_task *t = &x->tasks[ti];
+    out->task = ti;
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
+    as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .rng = &rng, .tr = &out->tr,
+                      .assign = assign };
+    if (as_policy_rollout(p, &ro, err, errlen)) { free(assign); return -1; }
+    out->tr.task = ti;
+    out->pred_balance = ro.pred_balance;
+    if (c->bench && ro.feasible) {
+        int64_t K = t->K;
+        out->K = K;
+        out->cost = as_malloc((size_t)K * sizeof *out->cost);
+        if (measure_plan(x, t, assign, out->cost, &out->measured, err, errlen)) { free(assign); return -1; }
+        out->meas_balance = balance_of(out->cost, K);
+        out->tr.reward = (float)out->meas_balance;
+        out->off = as_malloc((size_t)(K + 1) * sizeof *out->off);
+        out->pos = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *out->pos);
+        int64_t o = 0;
+        for (int64_t k = 0; k < K; k++) {
+            out->off[k] = o;
+            for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) out->pos[o++] = t->t[i] - c->feat;
+        }
+        out->off[K] = o;
+    }
+    free(assign);
+    return 0;
+}
+
+/* ---- actors on threads --------------------------------------------------------------------- */
+
+typedef struct {
+    rl_ctx *x;
+    pthread_mutex_t mu;
+    pthread_cond_t items, space;
+    /* the published snapshot */
+    float *snap;
+    int64_t np;
+    as_costmodel *cm_snap;
+    int64_t version;
+    int64_t next, limit;
+    int done;
+    rl_ep **q;
+    int qcap, qn, qhead;
+    const as_policy *shape;         /* to clone the layout */
+    char err[512];
+    int failed;
+} rl_pool;
+
+typedef struct {
+    rl_pool *pl;
+    pthread_t th;
+} rl_actor;
+
+static void *actor_main(void *arg)
+{
+    rl_actor *a = arg;
+    rl_pool *pl = a->pl;
+    as_policy *p = as_policy_clone(pl->shape);
+    as_costmodel *cm = cm_clone(pl->cm_snap);
+    int64_t myver = -1;
+    char err[512];
+    as_nn_set_threads(1);
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (!pl->done && pl->qn == pl->qcap) pthread_cond_wait(&pl->space, &pl->mu);
+        if (pl->done || pl->next >= pl->limit) break;
+        int64_t e = pl->next++;
+        if (myver != pl->version) {
+            memcpy(as_policy_params(p, NULL), pl->snap, (size_t)pl->np * sizeof(float));
+            cm_copy_params(cm, pl->cm_snap);
+            myver = pl->version;
+        }
+        pthread_mutex_unlock(&pl->mu);
+        rl_ep *ep = as_malloc(sizeof *ep);
+        int rc = play(pl->x, e, p, cm, ep, err, sizeof err);
+        pthread_mutex_lock(&pl->mu);
+        if (rc) {
+            if (!pl->failed) { pl->failed = 1; snprintf(pl->err, sizeof pl->err, "%s", err); }
+            ep_free(ep);
+            free(ep);
+            pl->done = 1;
+            pthread_cond_broadcast(&pl->items);
+            break;
+        }
+        pl->q[(pl->qhead + pl->qn) % pl->qcap] = ep;
+        pl->qn++;
+        pthread_cond_signal(&pl->items);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    as_policy_free(p);
+    as_costmodel_free(cm);
+    return NULL;
+}
+
+/* ---- evaluation ---------------------------------------------------------------------------- */
+
+static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, double *pred_bal, double *meas_bal,
+                    int64_t *nmeas, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = x->c;
+    int64_t n = c->eval_tasks < x->ntasks ? c->eval_tasks : x->ntasks;
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    double sp = 0, sm = 0;
+    int64_t nm = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const as_rl_task *t = &x->tasks[i];
+        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
+        double *costs = as_malloc((size_t)t->K * sizeof *costs);
+        as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign };
+        int rc = as_policy_rollout(p, &ro, err, errlen);
+        if (!rc) {
+            sp += ro.pred_balance;
+            if (c->bcfg && c->pool && ro.feasible) {
+                rc = measure_plan(x, t, assign, costs, nmeas, err, errlen);
+                if (!rc) { sm += balance_of(costs, t->K); nm++; }
+            }
+        }
+        free(assign);
+        free(costs);
+        if (rc) return -1;
+    }
+    *pred_bal = n ? sp / n : NAN;
+    *meas_bal = nm ? sm / nm : NAN;
+    return 0;
+}
+
+/* ---- checkpoints ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const as_rl_state *st;
+} ck_ctx;
+
+static void pack_f32(msgpack_packer *pk, const char *k, const float *v, int64_t n)
+{
+    int64_t shape[1] = { n };
+    as_pack_kv_array(pk, k, AS_DT_F32, v, 1, shape);
+}
+
+#define CK_EXTRA 10
+static void ck_extra(msgpack_packer *pk, void *ctx)
+{
+    const as_rl_state *s = ((ck_ctx *)ctx)->st;
+    pack_f32(pk, "adam_m", s->m, s->np);
+    pack_f32(pk, "adam_v", s->v, s->np);
+    as_pack_kv_i64(pk, "adam_t", s->t);
+    pack_f32(pk, "cm_adam_m", s->cm_m, s->cnp);
+    pack_f32(pk, "cm_adam_v", s->cm_v, s->cnp);
+    as_pack_kv_i64(pk, "cm_adam_t", s->ct);
+    as_pack_kv_f64(pk, "wall_s", s->wall);
+    as_pack_kv_i64(pk, "total_episodes", s->total_episodes);
+    as_pack_kv_f64(pk, "minutes", s->minutes);
+    as_pack_kv_str(pk, "checkpoint", "as-rl");
+}
+
+void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm)
+{
+    as_policy_write(p, w, 0, NULL, NULL);
+    as_costmodel_write(cm, w);
+}
+
+static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_costmodel *cm, const as_rl_state *st)
+{
+    as_writer *w = as_writer_open(c->ckpt, 0, 0);
+    as_writer_header(w, "as-rl", c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL);
+    ck_ctx cc = { st };
+    as_policy_write(p, w, CK_EXTRA, ck_extra, &cc);
+    as_costmodel_write(cm, w);
+    /* the buffer of measured shards, oldest first, as table ids */
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 4);
+    as_pack_kv_str(pk, "kind", "rl_buffer");
+    int64_t tot = 0;
+    for (int64_t i = 0; i < st->nbuf; i++) tot += st->buf[i].n;
+    int64_t *off = as_malloc((size_t)(st->nbuf + 1) * sizeof *off), *ids = as_malloc((size_t)(tot ? tot : 1) * sizeof *ids);
+    double *cost = as_malloc((size_t)(st->nbuf ? st->nbuf : 1) * sizeof *cost);
+    int64_t o = 0;
+    for (int64_t j = 0; j < st->nbuf; j++) {
+        const buf_entry *e = &st->buf[(st->head + j) % st->cap];
+        off[j] = o;
+        for (int64_t i = 0; i < e->n; i++) ids[o++] = c->feat[e->pos[i]].id;
+        cost[j] = e->cost;
+    }
+    off[st->nbuf] = o;
+    int64_t s1[1] = { st->nbuf + 1 }, s2[1] = { tot }, s3[1] = { st->nbuf };
+    as_pack_kv_array(pk, "off", AS_DT_I64, off, 1, s1);
+    as_pack_kv_array(pk, "ids", AS_DT_I64, ids, 1, s2);
+    as_pack_kv_array(pk, "cost_ms", AS_DT_F64, cost, 1, s3);
+    as_writer_end_record(w);
+    free(off); free(ids); free(cost);
+    as_writer_close(w);
+}
+
+static int read_f32(const msgpack_object *rec, const char *k, float *out, int64_t n, char *err, size_t errlen)
+{
+    as_array a;
+    char e2[256];
+    if (as_obj_array(rec, k, &a, e2, sizeof e2)) { snprintf(err, errlen, "checkpoint: %s", e2); return -1; }
+    if (a.dtype != AS_DT_F32 || a.n != n) { snprintf(err, errlen, "checkpoint: %s must be float32 [%" PRId64 "]", k, n); return -1; }
+    memcpy(out, a.data, (size_t)n * sizeof *out);
+    return 0;
+}
+
+int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, as_rl_state **stp, char *err,
+                          size_t errlen)
+{
+    *pp = NULL; *cmp = NULL; *stp = NULL;
+    as_policy *p = NULL;
+    as_costmodel *cm = NULL;
+    if (as_policy_load(path, &p, &cm, err, errlen)) return -1;
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); goto bad; }
+    as_reader *r = as_reader_from_file(f, path);
+    as_record rec;
+    int rc, got = 0;
+    int64_t np, cnp;
+    as_policy_params(p, &np);
+    as_costmodel_params(cm, &cnp);
+    as_rl_state *st = state_new(np, cnp, 1);
+    char e2[512];
+    while ((rc = as_reader_next(r, &rec)) == 1) {
+        if (as_rec_is(&rec, "policy") && !got) {
+            const msgpack_object *o = &rec.obj;
+            if (!as_obj_get(o, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
+            if (read_f32(o, "adam_m", st->m, np, e2, sizeof e2) || read_f32(o, "adam_v", st->v, np, e2, sizeof e2) ||
+                read_f32(o, "cm_adam_m", st->cm_m, cnp, e2, sizeof e2) || read_f32(o, "cm_adam_v", st->cm_v, cnp, e2, sizeof e2) ||
+                as_obj_i64(o, "adam_t", &st->t) || as_obj_i64(o, "cm_adam_t", &st->ct) || as_obj_f64(o, "wall_s", &st->wall) ||
+                as_obj_i64(o, "total_episodes", &st->total_episodes) || as_obj_f64(o, "minutes", &st->minutes)) {
+                if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: optimiser state incomplete");
+                rc = -2;
+                break;
+            }
+            got = 1;
+        } else if (as_rec_is(&rec, "rl_buffer")) {
+            as_array a1, a2, a3;
+            if (as_obj_array(&rec.obj, "off", &a1, e2, sizeof e2) || as_obj_array(&rec.obj, "ids", &a2, e2, sizeof e2) ||
+                as_obj_array(&rec.obj, "cost_ms", &a3, e2, sizeof e2) || a1.n < 1 || a3.n != a1.n - 1) {
+                snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer record");
+                rc = -2;
+                break;
+            }
+            int64_t nb = a3.n;
+            int64_t *off = as_malloc((size_t)a1.n * sizeof *off), *ids = as_malloc((size_t)(a2.n ? a2.n : 1) * sizeof *ids);
+            double *cost = as_malloc((size_t)(nb ? nb : 1) * sizeof *cost);
+            as_array_get_i64(&a1, 0, a1.n, off);
+            as_array_get_i64(&a2, 0, a2.n, ids);
+            as_array_get_f64(&a3, 0, nb, cost);
+            int okb = off[0] == 0 && off[nb] == a2.n;
+            for (int64_t j = 0; okb && j < nb; j++) okb = off[j] <= off[j + 1];
+            if (!okb) { free(off); free(ids); free(cost); snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer offsets"); rc = -2; break; }
+            /* entries keep table ids as -1 - id until as_rl_train resolves them to positions */
+            free(st->buf);
+            st->cap = nb > 0 ? nb : 1;
+            st->buf = as_calloc((size_t)st->cap, sizeof *st->buf);
+            for (int64_t j = 0; j < nb; j++) {
+                buf_entry *e = &st->buf[st->nbuf++];
+                e->n = off[j + 1] - off[j];
+                e->pos = as_malloc((size_t)(e->n ? e->n : 1) * sizeof *e->pos);
+                for (int64_t i = 0; i < e->n; i++) e->pos[i] = -1 - ids[off[j] + i];
+                e->cost = cost[j];
+            }
+            free(off); free(ids); free(cost);
+        }
+    }
+    if (rc == -1) snprintf(e2, sizeof e2, "%s", as_reader_error(r));
+    as_reader_close(r);
+    fclose(f);
+    if (rc < 0 || !got) {
+        snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
+        as_rl_state_free(st);
+        goto bad;
+    }
+    *pp = p; *cmp = cm; *stp = st;
+    return 0;
+bad:
+    as_policy_free(p);
+    as_costmodel_free(cm);
+    return -1;
+}
+
+/* ---- the learner ------------------------------------------------------------------------------ */
+
+static int64_t feat_pos(const as_rl_cfg *c, int64_t id)
+{
+    int64_t lo = 0, hi = c->nfeat - 1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (c->feat[mid].id == id) return mid;
+        if (c->feat[mid].id < id) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, int64_t update, float *g, double *loss)
+{
+    int64_t nb = st->nbuf, B = c->cost_batch < nb ? c->cost_batch : nb;
+    *loss = NAN;
+    if (B < 1 || c->cost_steps < 1) return;
+    int64_t cnp;
+    float *w = as_costmodel_params(cm, &cnp);
+    int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off), *sh = as_malloc((size_t)B * sizeof *sh);
+    double *cost = as_malloc((size_t)B * sizeof *cost);
+    int64_t maxidx = 0;
+    for (int64_t i = 0; i < nb; i++) maxidx += st->buf[i].n;
+    int64_t *idx = as_malloc((size_t)(maxidx ? maxidx : 1) * sizeof *idx);
+    as_rng rng;
+    as_rng_seed(&rng, c->seed ^ 0x636f737462756666ULL, (uint64_t)update);
+    as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)1e-3);
+    double ls = 0;
+    for (int s = 0; s < c->cost_steps; s++) {
+        int64_t o = 0;
+        for (int64_t b = 0; b < B; b++) {
+            const buf_entry *e = &st->buf[as_rng_below(&rng, (uint64_t)nb)];
+            off[b] = o;
+            memcpy(idx + o, e->pos, (size_t)e->n * sizeof *idx);
+            o += e->n;
+            cost[b] = e->cost;
+            sh[b] = b;
+        }
+        off[B] = o;
+        as_costset set = { c->feat, c->nfeat, off, idx, cost, B };
+        memset(g, 0, (size_t)cnp * sizeof *g);
+        ls += as_costmodel_loss_grad(cm, &set, sh, B, g);
+        st->ct++;
+        as_nn_adam(w, g, st->cm_m, st->cm_v, cnp, &ac, st->ct);
+    }
+    *loss = ls / c->cost_steps;
+    free(off); free(sh); free(cost); free(idx);
+}
+
+static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, const as_policy_stats *s, double pred_bal,
+                       double gnorm, double lr, double ev_pred, double ev_meas, double meas_bal, double cm_loss)
+{
+    const as_policy_info *in = as_policy_cmeta(p);
+    msgpack_packer *pk = as_writer_pk(c->log);
+    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss);
+    msgpack_pack_map(pk, (size_t)nf);
+    as_pack_kv_str(pk, "kind", "train");
+    as_pack_kv_i64(pk, "episode", in->episodes);
+    as_pack_kv_i64(pk, "update", in->updates);
+    as_pack_kv_i64(pk, "steps", in->steps);
+    as_pack_kv_f64(pk, "wall_s", wall);
+    as_pack_kv_i64(pk, "evals", in->evals);
+    as_pack_kv_str(pk, "reward_source", in->reward);
+    as_pack_kv_f64(pk, "reward", s->episodes ? s->reward / s->episodes : NAN);
+    as_pack_kv_f64(pk, "pred_balance", pred_bal);
+    as_pack_kv_f64(pk, "loss", s->loss);
+    as_pack_kv_f64(pk, "pg_loss", s->pg);
+    as_pack_kv_f64(pk, "value_loss", s->value);
+    as_pack_kv_f64(pk, "entropy", s->steps ? s->entropy / s->steps : NAN);
+    as_pack_kv_f64(pk, "grad_norm", gnorm);
+    as_pack_kv_f64(pk, "lr", lr);
+    if (!isnan(meas_bal)) as_pack_kv_f64(pk, "meas_balance", meas_bal);
+    if (!isnan(ev_pred)) as_pack_kv_f64(pk, "eval_pred_balance", ev_pred);
+    if (!isnan(ev_meas)) as_pack_kv_f64(pk, "eval_meas_balance", ev_meas);
+    if (!isnan(cm_loss)) as_pack_kv_f64(pk, "cost_loss", cm_loss);
+    as_writer_end_record(c->log);
+}
+
+int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
+                as_rl_state *state, char *err, size_t errlen)
+{
+    if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
+    if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
+    if (c->bench && (!c->bcfg || !c->pool)) { snprintf(err, errlen, "measured rewards need a device and the tables"); return -1; }
+    int64_t np, cnp;
+    float *w = as_policy_params(p, &np);
+    as_costmodel_params(cm, &cnp);
+    as_rl_state *st = state;
+    if (!st) st = state_new(np, cnp, c->buffer);
+    else {
+        /* resolve the buffer's table ids and resize the ring to the configured size */
+        as_rl_state *ns = state_new(np, cnp, c->buffer);
+        memcpy(ns->m, st->m, (size_t)np * sizeof *ns->m);
+        memcpy(ns->v, st->v, (size_t)np * sizeof *ns->v);
+        memcpy(ns->cm_m, st->cm_m, (size_t)cnp * sizeof *ns->cm_m);
+        memcpy(ns->cm_v, st->cm_v, (size_t)cnp * sizeof *ns->cm_v);
+        ns->t = st->t; ns->ct = st->ct; ns->wall = st->wall;
+        for (int64_t j = 0; j < st->nbuf; j++) {
+            buf_entry *e = &st->buf[j];
+            int ok = 1;
+            for (int64_t i = 0; i < e->n && ok; i++) {
+                int64_t pos = e->pos[i] < 0 ? feat_pos(c, -1 - e->pos[i]) : e->pos[i];
+                if (pos < 0) ok = 0;
+                else e->pos[i] = pos;
+            }
+            if (ok) buf_push(ns, e->pos, e->n, e->cost);
+        }
+        /* the caller owns state: move ours into it */
+        as_rl_state tmp = *state;
+        *state = *ns;
+        *ns = tmp;
+        as_rl_state_free(ns);
+        st = state;
+    }
+    st->total_episodes = c->episodes;
+    st->minutes = c->minutes;
+    as_policy_info *in = as_policy_meta(p);
+    snprintf(in->reward, sizeof in->reward, "%s", c->bench ? "bench" : "model");
+    in->lr = c->lr; in->entropy = c->entropy; in->baseline = c->baseline; in->clip = c->clip;
+    in->batch = c->batch; in->actors = c->actors; in->seed = c->seed;
+    in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
+
+    rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER };
+    as_vtrace_cfg vc = { 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
+    int64_t limit = c->episodes > 0 ? c->episodes : INT64_MAX / 2;
+    if (c->halt_after > 0 && c->halt_after < limit) limit = c->halt_after;
+    double budget = c->minutes > 0 ? c->minutes * 60.0 : 0;
+    double t0 = as_now(), wall0 = st->wall;
+    float *g = as_malloc((size_t)np * sizeof *g), *cg = as_malloc((size_t)cnp * sizeof *cg);
+    rl_ep *eps = as_calloc((size_t)c->batch, sizeof *eps);
+    as_traj **trs = as_malloc((size_t)c->batch * sizeof *trs);
+    as_progress pr;
+    as_progress_start(&pr, c->cli, "episodes", c->episodes > 0 ? (double)c->episodes : budget);
+    int rc = 0, stopped = 0;
+    int64_t last_eval = in->episodes, last_ck = in->episodes;
+
+    rl_pool pl;
+    rl_actor *act = NULL;
+    int threaded = c->actors > 1;
+    if (threaded) {
+        memset(&pl, 0, sizeof pl);
+        pl.x = &x;
+        pthread_mutex_init(&pl.mu, NULL);
+        pthread_cond_init(&pl.items, NULL);
+        pthread_cond_init(&pl.space, NULL);
+        pl.np = np;
+        pl.snap = as_malloc((size_t)np * sizeof *pl.snap);
+        memcpy(pl.snap, w, (size_t)np * sizeof *pl.snap);
+        pl.cm_snap = cm_clone(cm);
+        pl.shape = p;
+        pl.next = in->episodes;
+        pl.limit = limit;
+        pl.qcap = 2 * c->batch + c->actors;
+        pl.q = as_calloc((size_t)pl.qcap, sizeof *pl.q);
+        act = as_calloc((size_t)c->actors, sizeof *act);
+        for (int i = 0; i < c->actors; i++) {
+            act[i].pl = &pl;
+            pthread_create(&act[i].th, NULL, actor_main, &act[i]);
+        }
+    }
+
+    while (in->episodes < limit) {
+        double wall = wall0 + (as_now() - t0);
+        if (budget > 0 && wall >= budget) break;
+        if (c->stop && *c->stop) { stopped = 1; break; }
+        int B = c->batch;
+        if (limit - in->episodes < B) B = (int)(limit - in->episodes);
+        /* gather B episodes */
+        if (!threaded) {
+            for (int b = 0; b < B && !rc; b++)
+                if (play(&x, in->episodes + b, p, cm, &eps[b], err, errlen)) rc = -1;
+        } else {
+            pthread_mutex_lock(&pl.mu);
+            for (int b = 0; b < B; b++) {
+                while (!pl.qn && !pl.failed) pthread_cond_wait(&pl.items, &pl.mu);
+                if (pl.failed) { snprintf(err, errlen, "%s", pl.err); rc = -1; break; }
+                rl_ep *e = pl.q[pl.qhead];
+                pl.qhead = (pl.qhead + 1) % pl.qcap;
+                pl.qn--;
+                eps[b] = *e;
+                free(e);
+                pthread_cond_signal(&pl.space);
+            }
+            pthread_mutex_unlock(&pl.mu);
+        }
+        if (rc) { for (int b = 0; b < B; b++) ep_free(&eps[b]); break; }
+        /* learn */
+        int nt = 0;
+        double pb = 0, mb = 0;
+        int npb = 0, nmb = 0;
+        for (int b = 0; b < B; b++) {
+            if (eps[b].tr.L > 0) trs[nt++] = &eps[b].tr;
+            if (eps[b].tr.feasible) { pb += eps[b].pred_balance; npb++; }
+            if (!isnan(eps[b].meas_balance)) { mb += eps[b].meas_balance; nmb++; }
+            in->evals += eps[b].measured;
+            if (c->bench && eps[b].off)
+                for (int64_t k = 0; k < eps[b].K; k++)
+                    if (eps[b].off[k + 1] > eps[b].off[k])
+                        buf_push(st, eps[b].pos + eps[b].off[k], eps[b].off[k + 1] - eps[b].off[k], eps[b].cost[k]);
+        }
+        memset(g, 0, (size_t)np * sizeof *g);
+        as_policy_stats s = { 0 };
+        as_policy_loss_grad(p, trs, nt, &vc, g, &s);
+        double gn = as_nn_clip(g, np, c->clip);
+        double frac = c->episodes > 0 ? (double)in->episodes / (double)c->episodes
+                                      : budget > 0 ? (wall0 + (as_now() - t0)) / budget : 0;
+        if (frac > 1) frac = 1;
+        double lr = c->lr * (1.0 - frac);
+        as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)lr);
+        st->t++;
+        as_nn_adam(w, g, st->m, st->v, np, &ac, st->t);
+        double cml = NAN;
+        if (c->bench) cost_updates(c, cm, st, in->updates, cg, &cml);
+        in->episodes += B;
+        in->updates++;
+        in->steps += s.steps;
+        in->final_reward = s.episodes ? s.reward / s.episodes : 0;
+        if (threaded) {
+            pthread_mutex_lock(&pl.mu);
+            memcpy(pl.snap, w, (size_t)np * sizeof *pl.snap);
+            cm_copy_params(pl.cm_snap, cm);
+            pl.version++;
+            pthread_mutex_unlock(&pl.mu);
+        }
+        for (int b = 0; b < B; b++) ep_free(&eps[b]);
+        /* evaluation, log, checkpoint */
+        double evp = NAN, evm = NAN;
+        if (c->eval_every > 0 && (in->episodes - last_eval >= c->eval_every || in->episodes >= limit)) {
+            last_eval = in->episodes;
+            if (evaluate(&x, p, cm, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
+        }
+        st->wall = wall0 + (as_now() - t0);
+        if (c->log)
+            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml);
+        if (c->ckpt && c->ckpt_every > 0 && in->episodes - last_ck >= c->ckpt_every) {
+            last_ck = in->episodes;
+            write_checkpoint(c, p, cm, st);
+        }
+        as_progress_update(&pr, c->episodes > 0 ? (double)in->episodes : st->wall);
+    }
+    as_progress_end(&pr);
+    if (threaded) {
+        pthread_mutex_lock(&pl.mu);
+        pl.done = 1;
+        pthread_cond_broadcast(&pl.space);
+        pthread_cond_broadcast(&pl.items);
+        pthread_mutex_unlock(&pl.mu);
+        for (int i = 0; i < c->actors; i++) pthread_join(act[i].th, NULL);
+        for (int i = 0; i < pl.qn; i++) { rl_ep *e = pl.q[(pl.qhead + i) % pl.qcap]; ep_free(e); free(e); }
+        free(pl.q);
+        free(pl.snap);
+        as_costmodel_free(pl.cm_snap);
+        free(act);
+        pthread_mutex_destroy(&pl.mu);
+        pthread_cond_destroy(&pl.items);
+        pthread_cond_destroy(&pl.space);
+    }
+    st->wall = wall0 + (as_now() - t0);
+    if (!rc && c->ckpt) write_checkpoint(c, p, cm, st);
+    if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
+        stopped = 1;
+    free(g); free(cg); free(eps); free(trs);
+    if (st != state) as_rl_state_free(st);
+    pthread_mutex_destroy(&x.measure_mu);
+    return rc ? -1 : stopped;
+}

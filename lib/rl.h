@@ -1,0 +1,85 @@
+/* rl.h - training the sharding policy (lib/policy.h) with IMPALA: actors play episodes on
+ * training tasks with a snapshot of the policy, one learner applies V-trace updates over
+ * batches of B1 trajectories (Adam, linear learning-rate decay, global gradient clipping),
+ * and, with measured rewards, trains the cost model on a buffer of measured shards
+ * (AutoShard's Algorithm 1). Dimension letters: T tables of a task, K shards, B1 batch.
+ *
+ * Rewards (the last step of an episode; 0 before):
+ *   model  min/max of the cost model's predicted shard costs (the estimated MDP)
+ *   bench  min/max of the shard costs measured with lib/bench (the paper's algorithm)
+ * An episode that meets a table fitting on no shard ends there with reward -1.
+ *
+ * Determinism: episode e draws its task and its actions from stream e of the seed, so one
+ * actor gives the same policy for the same inputs, and a resumed run continues exactly.
+ * Several actors run ahead of the learner with stale snapshots (V-trace corrects for it);
+ * the result then depends on thread timing.
+ */
+#ifndef AS_RL_H
+#define AS_RL_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "costmodel.h"
+#include "policy.h"
+
+typedef struct {
+    int64_t id;
+    const as_features **t;          /* T tables, pointers into as_rl_cfg.feat */
+    int64_t n, K;
+    uint64_t cap;                   /* 0 = none */
+} as_rl_task;
+
+typedef struct {
+    int bench;                      /* 1: measured rewards (needs pool) */
+    int64_t episodes;               /* total episodes (0: minutes decide) */
+    double minutes;                 /* wall-clock budget (0: episodes decide) */
+    int actors;
+    uint64_t seed;
+    double lr, entropy, baseline, clip;
+    int batch;                      /* trajectories per update (B1) */
+    int cost_steps, cost_batch;     /* cost-model updates per policy update (I), batch */
+    int64_t buffer;                 /* measured shards kept for the cost model */
+    int64_t eval_every;             /* greedy evaluation every N episodes (0: never) */
+    int64_t eval_tasks;             /* training tasks evaluated (the first N) */
+    const char *ckpt;               /* checkpoint file (NULL: none) */
+    int64_t ckpt_every;             /* episodes between checkpoints (0: only at the end) */
+    int64_t halt_after;             /* stop (with a checkpoint) after this many episodes, 0: no */
+    const as_features *feat;        /* every table of the input, for the cost buffer */
+    int64_t nfeat;
+    const as_bench_cfg *bcfg;       /* measurement (NULL: none) */
+    const as_bpool *pool;
+    as_writer *log;                 /* `train` records (NULL: none) */
+    const as_cli *cli;              /* progress */
+    volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */
+} as_rl_cfg;
+
+/* training state beyond the policy weights; lives in checkpoints */
+typedef struct as_rl_state as_rl_state;
+
+/* Train p (and, with bench rewards, cm) on tasks[0..n). state: from as_rl_load_checkpoint
+ * to resume, or NULL to start. Returns 0 when the budget was used up, 1 when stopped early
+ * (halt_after or *stop), -1 with err. */
+int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t n, const as_rl_cfg *c,
+                as_rl_state *state, char *err, size_t errlen);
+
+/* A checkpoint: header, the `policy` record with the optimiser state, the cost model's
+ * `model` record and, with bench rewards, an `rl_buffer` record. The file is a valid
+ * policy file too. 0 ok, -1 with err. */
+int as_rl_load_checkpoint(const char *path, as_policy **p, as_costmodel **cm, as_rl_state **st, char *err,
+                          size_t errlen);
+void as_rl_state_free(as_rl_state *st);
+/* what a checkpoint says about the run it came from */
+int64_t as_rl_state_total_episodes(const as_rl_state *st);
+double as_rl_state_minutes(const as_rl_state *st);
+double as_rl_state_wall(const as_rl_state *st);
+
+/* write a policy file: header, `policy` record, the cost model's `model` record */
+void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm);
+
+/* as_plan_model over an as_costmodel (ctx = the model) */
+void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm);
+
+#endif
