@@ -130,7 +130,7 @@ double as_cli_f64(const as_cli *c, const char *opt, const char *arg, double lo, 
 
 void as_progress_start(as_progress *p, const as_cli *c, const char *label, double total)
 {
-    p->on = c->progress;
+    p->on = c ? c->progress : 0;   /* no command line (library callers): silent */
     p->label = label;
     p->total = total;
     p->t0 = p->last = as_now();

@@ -372,6 +372,113 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
     fputc('\n', f);
 }
 
+/* ---- training curves -------------------------------------------------------------------- */
+
+/* a number field: 0 a number (NaN for nil), 1 absent, -1 something else */
+static int get_num(const msgpack_object *rec, const char *key, double *v)
+{
+    const msgpack_object *o = as_obj_get(rec, key);
+    *v = NAN;
+    if (!o) return 1;
+    if (o->type == MSGPACK_OBJECT_NIL) return 0;
+    return as_obj_f64(rec, key, v) ? -1 : 0;
+}
+
+int as_eval_train_read(const msgpack_object *rec, as_eval_train *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    t->update = -1;
+    if (as_obj_i64(rec, "episode", &t->episode) || t->episode < 0 || as_obj_i64(rec, "evals", &t->evals) || t->evals < 0) {
+        snprintf(err, errlen, "train record needs integers 'episode' and 'evals' >= 0");
+        return -1;
+    }
+    if (get_num(rec, "wall_s", &t->wall_s) || !isfinite(t->wall_s) || t->wall_s < 0) {
+        snprintf(err, errlen, "train record of episode %" PRId64 ": needs a number 'wall_s' >= 0", t->episode);
+        return -1;
+    }
+    if (get_num(rec, "reward", &t->reward) || get_num(rec, "pred_balance", &t->pred_balance)) {
+        snprintf(err, errlen, "train record of episode %" PRId64 ": needs numbers 'reward' and 'pred_balance'", t->episode);
+        return -1;
+    }
+    static const char *const opt[3] = { "meas_balance", "eval_pred_balance", "eval_meas_balance" };
+    double *dst[3] = { &t->meas_balance, &t->eval_pred_balance, &t->eval_meas_balance };
+    for (int i = 0; i < 3; i++)
+        if (get_num(rec, opt[i], dst[i]) < 0) {
+            snprintf(err, errlen, "train record of episode %" PRId64 ": '%s' is not a number", t->episode, opt[i]);
+            return -1;
+        }
+    if (as_obj_get(rec, "update") && (as_obj_i64(rec, "update", &t->update) || t->update < 0)) {
+        snprintf(err, errlen, "train record of episode %" PRId64 ": 'update' is not an integer >= 0", t->episode);
+        return -1;
+    }
+    as_obj_str(rec, "reward_source", t->reward_source, sizeof t->reward_source);
+    return 0;
+}
+
+double as_eval_train_balance(const as_eval_train *t)
+{
+    return isnan(t->pred_balance) ? t->reward : t->pred_balance;
+}
+
+static int has_eval(const as_eval_train *t)
+{
+    return isfinite(t->eval_pred_balance) || isfinite(t->eval_meas_balance);
+}
+
+int64_t as_eval_curve_rows(const as_eval_train *t, int64_t n, int64_t max, int64_t *rows)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) if (has_eval(&t[i])) rows[m++] = i;
+    if (m || n < 1) return m;
+    if (max < 1) max = 1;
+    int64_t step = (n + max - 1) / max;
+    for (int64_t i = n - 1; i >= 0; i -= step) rows[m++] = i;
+    for (int64_t a = 0, b = m - 1; a < b; a++, b--) { int64_t x = rows[a]; rows[a] = rows[b]; rows[b] = x; }
+    return m;
+}
+
+void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, int64_t n)
+{
+    int64_t *rows = as_malloc((size_t)(n ? n : 1) * sizeof *rows);
+    int64_t m = as_eval_curve_rows(t, n, 20, rows);
+    if (fmt == AS_EVAL_CSV) fprintf(f, "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance\n");
+    else {
+        char which[64];
+        int evals = m && has_eval(&t[rows[0]]);
+        int64_t step = (n + 19) / 20;
+        if (evals) snprintf(which, sizeof which, "the records with a greedy evaluation");
+        else if (step > 1) snprintf(which, sizeof which, "every %" PRId64 "th record", step);
+        else snprintf(which, sizeof which, "every record");
+        const char *src = n && t[0].reward_source[0] ? t[0].reward_source : "?";
+        if (fmt == AS_EVAL_TEXT) {
+            fprintf(f, "Training curve (%" PRId64 " train records, reward %s; balance = min/max shard cost; %s):\n", n, src, which);
+            fprintf(f, "%8s %10s %7s %9s %9s %9s %9s\n", "episode", "wall s", "evals", "reward", "pred bal", "eval pred", "eval meas");
+        } else {
+            fprintf(f, "**Training curve** (%" PRId64 " train records, reward %s; balance = min/max shard cost; %s)\n\n", n, src, which);
+            fprintf(f, "| episode | wall (s) | evals | reward | pred balance | eval pred balance | eval meas balance |\n");
+            fprintf(f, "|---:|---:|---:|---:|---:|---:|---:|\n");
+        }
+    }
+    for (int64_t j = 0; j < m; j++) {
+        const as_eval_train *r = &t[rows[j]];
+        const char *cf = fmt == AS_EVAL_CSV ? "%.9g" : "%.4f";
+        if (fmt == AS_EVAL_CSV) fprintf(f, "%" PRId64, r->episode);
+        else if (fmt == AS_EVAL_TEXT) fprintf(f, "%8" PRId64, r->episode);
+        else fprintf(f, "| %" PRId64 " |", r->episode);
+        num(f, fmt, 10, fmt == AS_EVAL_CSV ? "%.9g" : "%.3f", r->wall_s);
+        if (fmt == AS_EVAL_CSV) fprintf(f, ",%" PRId64, r->evals);
+        else if (fmt == AS_EVAL_TEXT) fprintf(f, " %7" PRId64, r->evals);
+        else fprintf(f, " %" PRId64 " |", r->evals);
+        num(f, fmt, 9, cf, r->reward);
+        num(f, fmt, 9, cf, r->pred_balance);
+        num(f, fmt, 9, cf, r->eval_pred_balance);
+        num(f, fmt, 9, cf, r->eval_meas_balance);
+        fputc('\n', f);
+    }
+    if (fmt != AS_EVAL_CSV) fputc('\n', f);
+    free(rows);
+}
+
 /* ---- plots ------------------------------------------------------------------------------ */
 
 static void gp_str(FILE *f, const char *s)
@@ -382,6 +489,35 @@ static void gp_str(FILE *f, const char *s)
         fputc(*s, f);
     }
     fputc('"', f);
+}
+
+/* the png terminal (pngcairo when this gnuplot has it) and the output file */
+static void gp_terminal(FILE *f, const char *png, int w, int h)
+{
+    fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size %d,%d noenhanced } "
+               "else { set terminal png size %d,%d noenhanced }\n", w, h, w, h);
+    fprintf(f, "set output ");
+    gp_str(f, png);
+    fputc('\n', f);
+}
+
+/* run gnuplot on a script, its stdout to /dev/null; 0 ok, -1 with err (a failing script is
+ * named in err as "script kept: PATH", and the caller keeps it) */
+static int gp_run(const char *script, char *err, size_t errlen)
+{
+    pid_t pid = fork();
+    if (pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); return -1; }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) { dup2(devnull, 1); close(devnull); }
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127) { snprintf(err, errlen, "gnuplot not found (install gnuplot-nox)"); return -1; }
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) { snprintf(err, errlen, "gnuplot failed (script kept: %s)", script); return -1; }
+    return 0;
 }
 
 int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
@@ -433,11 +569,8 @@ int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eva
     }
     if (!(f = fopen(path[3], "w"))) { free(bars); snprintf(err, errlen, "%s: %s", path[3], strerror(errno)); goto out; }
     int panels = 2 + (nb > 0) + (nscatter > 0);
-    fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size %d,%d noenhanced } "
-               "else { set terminal png size %d,%d noenhanced }\n", 1200, panels > 2 ? 900 : 450, 1200, panels > 2 ? 900 : 450);
-    fprintf(f, "set output ");
-    gp_str(f, png);
-    fprintf(f, "\nset datafile missing \"NaN\"\nset multiplot layout %d,2\nset grid ytics\nset style fill solid 0.6 border -1\n"
+    gp_terminal(f, png, 1200, panels > 2 ? 900 : 450);
+    fprintf(f, "set datafile missing \"NaN\"\nset multiplot layout %d,2\nset grid ytics\nset style fill solid 0.6 border -1\n"
                "set boxwidth 0.6\nset xtics rotate by -30\nset key off\nset offsets 0.5,0.5,0,0\n",
             panels > 2 ? 2 : 1);
     fprintf(f, "set title \"Degree of balance (%s costs), mean ± std\"\nset ylabel \"balance (%%)\"\nset yrange [0:110]\n", label);
@@ -463,22 +596,75 @@ int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eva
     }
     fprintf(f, "unset multiplot\n");
     if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[3], strerror(errno)); goto out; }
-    pid_t pid = fork();
-    if (pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); goto out; }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) { dup2(devnull, 1); close(devnull); }
-        execlp("gnuplot", "gnuplot", path[3], (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 127) snprintf(err, errlen, "gnuplot not found (install gnuplot-nox)");
-    else if (!WIFEXITED(st) || WEXITSTATUS(st)) snprintf(err, errlen, "gnuplot failed (script kept: %s)", path[3]);
-    else rc = 0;
+    rc = gp_run(path[3], err, errlen);
 out:
     if (rc == 0 || !strstr(err, "script kept")) {
         for (int i = 0; i < 4; i++) unlink(path[i]);
+        rmdir(dir);
+    }
+    return rc;
+}
+
+int as_eval_plot_curve(const char *png, const as_eval_train *t, int64_t n, char *err, size_t errlen)
+{
+    char dir[] = "/tmp/as-eval-curve-XXXXXX";
+    if (!mkdtemp(dir)) { snprintf(err, errlen, "temporary directory: %s", strerror(errno)); return -1; }
+    enum { S_TRAIN, S_MEAS, S_EVP, S_EVM, NS };
+    static const char *const names[NS + 1] = { "train.dat", "meas.dat", "evalpred.dat", "evalmeas.dat", "curve.gp" };
+    char path[NS + 1][600];
+    for (int i = 0; i <= NS; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+    int rc = -1, fallback = 0;
+    int64_t npts[NS] = { 0 };
+    FILE *f;
+    /* one file per series, finite points only: gnuplot joins the lines over the gaps */
+    for (int s = 0; s < NS; s++) {
+        if (!(f = fopen(path[s], "w"))) { snprintf(err, errlen, "%s: %s", path[s], strerror(errno)); goto out; }
+        for (int64_t i = 0; i < n; i++) {
+            double y = s == S_TRAIN ? as_eval_train_balance(&t[i]) : s == S_MEAS ? t[i].meas_balance
+                     : s == S_EVP ? t[i].eval_pred_balance : t[i].eval_meas_balance;
+            if (!isfinite(y)) continue;
+            if (s == S_TRAIN && isnan(t[i].pred_balance)) fallback = 1;
+            fprintf(f, "%" PRId64 " %.9g %.9g\n", t[i].episode, t[i].wall_s, y);
+            npts[s]++;
+        }
+        if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[s], strerror(errno)); goto out; }
+    }
+    if (!(f = fopen(path[NS], "w"))) { snprintf(err, errlen, "%s: %s", path[NS], strerror(errno)); goto out; }
+    gp_terminal(f, png, 1200, 450);
+    const char *src = n && t[0].reward_source[0] ? t[0].reward_source : "?";
+    static const char *const style[NS] = {
+        "with linespoints pt 7 ps 0.4 lc rgb \"#4c72b0\"", "with linespoints pt 7 ps 0.4 lc rgb \"#dd8452\"",
+        "with linespoints pt 5 ps 0.9 lw 2 lc rgb \"#55a868\"", "with linespoints pt 9 ps 1.1 lw 2 lc rgb \"#c44e52\"",
+    };
+    const char *title[NS] = {
+        fallback ? "training episodes, predicted (reward where none was feasible)" : "training episodes, predicted",
+        "training episodes, measured", "greedy evaluation, predicted", "greedy evaluation, measured",
+    };
+    int64_t total = 0;
+    for (int s = 0; s < NS; s++) total += npts[s];
+    fprintf(f, "set multiplot layout 1,2\nset grid\nset key bottom right\nset yrange [*<0:1.05]\n"
+               "set ylabel \"balance (min/max shard cost)\"\n");
+    if (!total) fprintf(f, "set label 1 \"no finite balance in the train records\" at graph 0.5,0.5 center\n");
+    for (int panel = 0; panel < 2; panel++) {
+        if (!panel) fprintf(f, "set title \"Training curve (reward: %s): balance vs episodes\"\nset xlabel \"episodes\"\n", src);
+        else fprintf(f, "set title \"Training curve (reward: %s): balance vs training time\"\nset xlabel \"wall time (s)\"\n", src);
+        if (!total) { fprintf(f, "plot [0:1] NaN notitle\n"); continue; }
+        fprintf(f, "plot ");
+        int first = 1;
+        for (int s = 0; s < NS; s++) {
+            if (!npts[s]) continue;
+            fprintf(f, "%s\"%s\" using %d:3 %s title ", first ? "" : ", ", path[s], panel ? 2 : 1, style[s]);
+            gp_str(f, title[s]);
+            first = 0;
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "unset multiplot\n");
+    if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[NS], strerror(errno)); goto out; }
+    rc = gp_run(path[NS], err, errlen);
+out:
+    if (rc == 0 || !strstr(err, "script kept")) {
+        for (int i = 0; i <= NS; i++) unlink(path[i]);
         rmdir(dir);
     }
     return rc;

@@ -6,6 +6,9 @@
  *
  * Costs are either all measured (as-bench) or all estimated (a cost model); the two are
  * never mixed in one evaluation. Standard deviations are population ones (divide by n).
+ *
+ * Also the training curve of the learned policy from as-rl's `train` records: a table and
+ * gnuplot plots of balance against episodes and wall time.
  */
 #ifndef AS_EVAL_H
 #define AS_EVAL_H
@@ -78,5 +81,45 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
 int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
                  int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
                  char *err, size_t errlen);
+
+/* ---- training curves (as-rl --log) ------------------------------------------------------- */
+
+/* one `train` record (docs/FORMAT.md); NaN where a number is absent or undefined */
+typedef struct {
+    int64_t episode;            /* cumulative episodes after the update */
+    int64_t update;             /* -1 when absent */
+    int64_t evals;              /* shards measured so far */
+    double wall_s;              /* cumulative training seconds */
+    char reward_source[16];     /* "model", "bench"; "" when absent */
+    double reward;              /* mean final reward of the update's episodes */
+    double pred_balance;        /* mean predicted balance of the feasible episodes */
+    double meas_balance;        /* mean measured balance (bench rewards) */
+    double eval_pred_balance;   /* greedy evaluation on training tasks */
+    double eval_meas_balance;
+} as_eval_train;
+
+/* Parse a `train` record: integers episode and evals, numbers wall_s, reward and
+ * pred_balance (nil reads as NaN) are required; the optional numbers, when present, must be
+ * numbers or nil. 0 ok, -1 with err. */
+int as_eval_train_read(const msgpack_object *rec, as_eval_train *t, char *err, size_t errlen);
+
+/* the balance the training curve shows for a record: pred_balance, or the reward when the
+ * update had no feasible episode (pred_balance NaN) */
+double as_eval_train_balance(const as_eval_train *t);
+
+/* The records the curve table shows, as indices into t[0..n) (rows[n]): every record that
+ * carries an evaluation; when none does, every ceil(n/max)-th counted back from the last
+ * (so at most max rows, the last record always among them). Returns how many. */
+int64_t as_eval_curve_rows(const as_eval_train *t, int64_t n, int64_t max, int64_t *rows);
+
+/* the curve table (rows of as_eval_curve_rows with max 20): episode, wall_s, evals, reward,
+ * pred_balance, eval_pred_balance, eval_meas_balance */
+void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, int64_t n);
+
+/* The training curve with gnuplot (pngcairo when available, else png) into png: balance
+ * against episodes and against wall time (wall_s), series training episodes (as_eval_train_
+ * balance), their measured balance, and the greedy evaluations' predicted and measured
+ * balance, each where present. 0 ok; -1 with err (gnuplot missing or failing). */
+int as_eval_plot_curve(const char *png, const as_eval_train *t, int64_t n, char *err, size_t errlen);
 
 #endif

@@ -540,6 +540,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
     if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
     if (c->bench && (!c->bcfg || !c->pool)) { snprintf(err, errlen, "measured rewards need a device and the tables"); return -1; }
+    as_nn_set_threads(1);   /* small products: one BLAS thread is fastest and deterministic */
     int64_t np, cnp;
     float *w = as_policy_params(p, &np);
     as_costmodel_params(cm, &cnp);

@@ -172,6 +172,7 @@ int main(int argc, char **argv)
     if (policy_path) {
         if (as_policy_load(policy_path, &pol, &pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         as_rl_plan_model(&ppm, pcm);
+        as_nn_set_threads(1);   /* the policy's small products: one core */
         pplan.pol = pol;
         pplan.cm = &ppm;
     }
