@@ -138,5 +138,9 @@ int as_costmodel_rep(const as_costmodel *m);
 void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out);
 /* the head (rep -> h3 -> 1, times y_scale) on a summed representation sum[rep]: ms */
 double as_costmodel_head(const as_costmodel *m, const float *sum);
+/* the head in two parts: head(sum) = head_post(head_pre(sum)); head_pre is the linear
+ * W3 sum (out[h3], no bias), head_post adds b3, applies ReLU, W4, b4 and y_scale */
+void as_costmodel_head_pre(const as_costmodel *m, const float *sum, float *out);
+double as_costmodel_head_post(const as_costmodel *m, const float *z);
 
 #endif

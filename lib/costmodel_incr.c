@@ -62,3 +62,29 @@ double as_costmodel_head(const as_costmodel *m, const float *sum)
     }
     return in->y_scale * (double)y;
 }
+
+void as_costmodel_head_pre(const as_costmodel *m, const float *sum, float *out)
+{
+    const as_costmodel_info *in = as_costmodel_cmeta(m);
+    int h1 = in->h1, h2 = in->h2, h3 = in->h3;
+    const float *w3 = params(m) + (size_t)h1 * F + h1 + (size_t)h2 * h1 + h2;
+    for (int o = 0; o < h3; o++) {
+        float s = 0;
+        const float *w = w3 + (size_t)o * h2;
+        for (int i = 0; i < h2; i++) s += w[i] * sum[i];
+        out[o] = s;
+    }
+}
+
+double as_costmodel_head_post(const as_costmodel *m, const float *z)
+{
+    const as_costmodel_info *in = as_costmodel_cmeta(m);
+    int h1 = in->h1, h2 = in->h2, h3 = in->h3;
+    const float *b3 = params(m) + (size_t)h1 * F + h1 + (size_t)h2 * h1 + h2 + (size_t)h3 * h2, *w4 = b3 + h3, *b4 = w4 + h3;
+    float y = b4[0];
+    for (int o = 0; o < h3; o++) {
+        float s = z[o] + b3[o];
+        if (s > 0) y += w4[o] * s;
+    }
+    return in->y_scale * (double)y;
+}

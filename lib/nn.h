@@ -31,6 +31,9 @@ extern "C" {
 
 /* y[N,O] = x[N,I] W[O,I]^T + b[O]  (b may be NULL) */
 void as_nn_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O);
+/* y[N,O] = x[N,I] W^T + b for a weight whose rows lie ldw floats apart (a column block of a
+ * wider W; b may be NULL) */
+void as_nn_linear_fwd_ld(float *y, const float *x, const float *W, int ldw, const float *b, int N, int I, int O);
 /* dx[N,I] += dy W; dW[O,I] += dy^T x; db[O] += sum_n dy. dx and db may be NULL. */
 void as_nn_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
                       int N, int I, int O);

@@ -149,6 +149,10 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     } else {
         double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
         float tmp[AS_PLAN_MAX_REP];
+        /* cost-greedy with a split head: pre of every table (rows 0..n) and shard (n..n+K) */
+        int HD = c->alg == AS_ALG_COST && m->pre && m->post && m->hid > 0 && m->hid <= AS_PLAN_MAX_REP ? m->hid : 0;
+        float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
+        for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, rep + (size_t)i * R, pre + (size_t)i * HD);
         for (int64_t i = 0; i < n; i++)
             key[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
         int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
@@ -161,7 +165,11 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
             for (int64_t k = 0; k < K; k++) {
                 if (!fits(c->mem_cap, p->mem[k], bytes[i])) continue;
                 double v;
-                if (c->alg == AS_ALG_COST) {
+                if (c->alg == AS_ALG_COST && pre) {
+                    const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;
+                    for (int d = 0; d < HD; d++) tmp[d] = s[d] + r[d];
+                    v = m->post(m->ctx, tmp);
+                } else if (c->alg == AS_ALG_COST) {
                     const float *s = sum + (size_t)k * R, *r = rep + (size_t)i * R;
                     for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
                     v = m->head(m->ctx, tmp);
@@ -179,10 +187,16 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
                 float *s = sum + (size_t)best * R;
                 const float *r = rep + (size_t)i * R;
                 for (int d = 0; d < R; d++) s[d] += r[d];
+                if (pre) {
+                    float *ps = pre + (size_t)(n + best) * HD;
+                    const float *pr = pre + (size_t)i * HD;
+                    for (int d = 0; d < HD; d++) ps[d] += pr[d];
+                }
             }
         }
         free(order);
         free(key);
+        free(pre);
     }
     if (m) {
         if (c->alg != AS_ALG_COST)

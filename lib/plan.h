@@ -44,6 +44,12 @@ typedef struct {
     int rep;                                                          /* <= AS_PLAN_MAX_REP */
     void (*embed)(void *ctx, const as_features *f, float *out);      /* out[rep] */
     double (*head)(void *ctx, const float *sum);                      /* sum[rep] -> ms */
+    /* optional split of the head for incremental use: head(sum) == post(pre(sum)) where pre
+     * is linear (no bias) into hid <= AS_PLAN_MAX_REP values, so pre(a + b) = pre(a) + pre(b)
+     * up to rounding; a planner caches pre of every table and every shard */
+    int hid;
+    void (*pre)(void *ctx, const float *sum, float *out);            /* out[hid] */
+    double (*post)(void *ctx, const float *z);                       /* z[hid] -> ms */
 } as_plan_model;
 #define AS_PLAN_MAX_REP 256
 

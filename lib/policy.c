@@ -254,7 +254,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     double *single = as_malloc(nn * sizeof *single);
     uint64_t *bytes = as_malloc(nn * sizeof *bytes);
     int64_t *order = as_malloc(nn * sizeof *order);
-    double ref = 0;
+    double ref = 0, left = 0;
     for (int64_t i = 0; i < n; i++) {
         cm->embed(cm->ctx, ro->t[i], rep + (size_t)i * R);
         single[i] = cm->head(cm->ctx, rep + (size_t)i * R);
@@ -262,6 +262,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         order[i] = i;
         ref += single[i];
     }
+    left = ref;
     ref /= (double)K;
     if (!(ref > 0) || !isfinite(ref)) ref = 1;
     ord_ctx oc = { ro->t, single, bytes };
@@ -282,7 +283,17 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     float h1[256], c1[256], h2[256], c2[256], g[1024], xin[256], u[256], fr, tmp[AS_PLAN_MAX_REP];
     int first = 1;
     float *cf = as_malloc((size_t)K * NCF * sizeof *cf), *cu = as_malloc((size_t)K * CD * sizeof *cu);
-    float *Z = as_malloc((size_t)K * 3 * H * sizeof *Z);
+    int XW = CD + H;                                          /* [cu | s*a] columns of hw1 */
+    float *X1 = as_malloc((size_t)K * XW * sizeof *X1);
+    float *WE = as_calloc((size_t)K * d->p1, sizeof *WE);    /* hw1's E block times E_k */
+    float *base = as_malloc((size_t)d->p1 * sizeof *base), *wtmp = as_malloc((size_t)d->p1 * sizeof *wtmp);
+    const float *hw1 = P(q, B_HW1);
+    /* the cost model's head split: pre of every table, running pre of every shard */
+    int fast = cm->pre && cm->post && cm->hid > 0 && cm->hid <= AS_PLAN_MAX_REP;
+    int HD = fast ? cm->hid : 1;
+    float *U = as_malloc(nn * HD * sizeof *U), *Vs = as_calloc((size_t)K * HD, sizeof *Vs);
+    if (fast)
+        for (int64_t i = 0; i < n; i++) cm->pre(cm->ctx, rep + (size_t)i * R, U + (size_t)i * HD);
     float *q1 = as_malloc((size_t)K * d->p1 * sizeof *q1), *q2 = as_malloc((size_t)K * d->p2 * sizeof *q2);
     float *q3 = as_malloc((size_t)K * d->p3 * sizeof *q3), *logit = as_malloc((size_t)K * sizeof *logit);
     float *lp = as_malloc((size_t)K * sizeof *lp);
@@ -318,22 +329,31 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         memcpy(c2, c2n, (size_t)H * sizeof *c2);
         first = 0;
         /* actions */
-        double mx = 0;
+        double mx = 0, mn = INFINITY;
         int nok = 0;
-        for (int64_t k = 0; k < K; k++) if (pnow[k] > mx) mx = pnow[k];
+        for (int64_t k = 0; k < K; k++) { if (pnow[k] > mx) mx = pnow[k]; if (pnow[k] < mn) mn = pnow[k]; }
         const float *rj = rep + (size_t)j * R;
         for (int64_t k = 0; k < K; k++) {
             mask[k] = !ro->cap || (mem[k] + bytes[j] <= ro->cap && mem[k] + bytes[j] >= mem[k]);
             nok += mask[k];
-            const float *cs = csum + (size_t)k * R;
-            for (int r = 0; r < R; r++) tmp[r] = cs[r] + rj[r];
-            pafter[k] = cm->head(cm->ctx, tmp);
+            if (fast) {
+                const float *vk = Vs + (size_t)k * HD, *uj = U + (size_t)j * HD;
+                for (int r = 0; r < HD; r++) tmp[r] = vk[r] + uj[r];
+                pafter[k] = cm->post(cm->ctx, tmp);
+            } else {
+                const float *cs = csum + (size_t)k * R;
+                for (int r = 0; r < R; r++) tmp[r] = cs[r] + rj[r];
+                pafter[k] = cm->head(cm->ctx, tmp);
+            }
             float *c = cf + (size_t)k * NCF;
             c[0] = (float)(pnow[k] / ref);
             c[1] = (float)(pafter[k] / ref);
             c[2] = (float)(mx / ref);
             c[3] = ro->cap ? (float)((double)mem[k] / (double)ro->cap) : 0.0f;
+            c[4] = (float)(mn / ref);
+            c[5] = (float)(left / (ref * (double)K));
         }
+        left -= single[j];
         if (!nok) {
             feasible = 0;
             if (tr) break;   /* training: the episode ends here */
@@ -341,12 +361,33 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         }
         as_nn_linear_fwd(cu, cf, P(q, B_CW), P(q, B_CB), (int)K, NCF, CD);
         relu_inplace(cu, K * CD);
-        for (int64_t k = 0; k < K; k++)
-            build_z(Z + (size_t)k * 3 * H, h2, Es + (size_t)k * E2, cu + (size_t)k * CD, E2, CD);
-        head_fwd(q, q1, q2, q3, logit, Z, (int)K);
+        /* the head's first layer in parts: hw1 [s | E | cu | s*a] = hw1_s s (once per step)
+         * + hw1_E E_k (kept per shard) + hw1_[cu|s*a] [cu_k | s*a_k] (one product over K) */
+        as_nn_linear_fwd_ld(base, h2, hw1, 3 * H, P(q, B_HB1), 1, H, d->p1);
+        for (int64_t k = 0; k < K; k++) {
+            float *xr = X1 + (size_t)k * XW;
+            const float *Ek = Es + (size_t)k * E2, *ck = cu + (size_t)k * CD;
+            memcpy(xr, ck, (size_t)CD * sizeof *xr);
+            for (int r = 0; r < E2; r++) xr[CD + r] = h2[r] * Ek[r];
+            for (int r = 0; r < CD; r++) xr[CD + E2 + r] = h2[E2 + r] * ck[r];
+        }
+        as_nn_linear_fwd_ld(q1, X1, hw1 + H + E2, 3 * H, NULL, (int)K, XW, d->p1);
+        for (int64_t k = 0; k < K; k++) {
+            float *row = q1 + (size_t)k * d->p1;
+            const float *we = WE + (size_t)k * d->p1;
+            for (int o = 0; o < d->p1; o++) { float v = row[o] + base[o] + we[o]; row[o] = v > 0 ? v : 0.0f; }
+        }
+        as_nn_linear_fwd(q2, q1, P(q, B_HW2), P(q, B_HB2), (int)K, d->p1, d->p2);
+        relu_inplace(q2, K * d->p2);
+        as_nn_linear_fwd(q3, q2, P(q, B_HW3), P(q, B_HB3), (int)K, d->p2, d->p3);
+        relu_inplace(q3, K * d->p3);
+        as_nn_linear_fwd(logit, q3, P(q, B_HW4), P(q, B_HB4), (int)K, d->p3, 1);
         log_softmax(lp, logit, mask, (int)K);
         int64_t a = -1;
-        if (ro->rng) {
+        if (ro->teacher) {
+            for (int64_t k = 0; k < K; k++)
+                if (mask[k] && (a < 0 || pafter[k] < pafter[a] || (pafter[k] == pafter[a] && mem[k] < mem[a]))) a = k;
+        } else if (ro->rng) {
             double r = as_rng_uniform(ro->rng), acc = 0;
             for (int64_t k = 0; k < K; k++) {
                 if (!mask[k]) continue;
@@ -375,6 +416,14 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         float *Ea = Es + (size_t)a * E2;
         const float *ej = e + (size_t)s * E2;
         for (int r = 0; r < E2; r++) Ea[r] += ej[r];
+        as_nn_linear_fwd_ld(wtmp, ej, hw1 + H, 3 * H, NULL, 1, E2, d->p1);
+        float *wa = WE + (size_t)a * d->p1;
+        for (int o = 0; o < d->p1; o++) wa[o] += wtmp[o];
+        if (fast) {
+            float *va = Vs + (size_t)a * HD;
+            const float *uj = U + (size_t)j * HD;
+            for (int r = 0; r < HD; r++) va[r] += uj[r];
+        }
         pnow[a] = pafter[a];
     }
     ro->feasible = feasible;
@@ -395,7 +444,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     }
     free(rep); free(single); free(bytes); free(order); free(a1); free(e);
     free(csum); free(Es); free(pnow); free(pafter); free(mem); free(cnt);
-    free(cf); free(cu); free(Z); free(q1); free(q2); free(q3); free(logit); free(lp); free(mask);
+    free(cf); free(cu); free(X1); free(WE); free(base); free(wtmp); free(U); free(Vs); free(q1); free(q2); free(q3); free(logit); free(lp); free(mask);
     return 0;
 }
 

@@ -16,12 +16,15 @@
  *                   table fits (memory mask)
  *   value           relu(Wv1 s + bv1) (H -> 64) -> 1
  *
- * Cost features of shard k at a step (NCF = 4), all from the cost model (as_plan_model),
+ * Cost features of shard k at a step (NCF = 6), all from the cost model (as_plan_model),
  * divided by ref = (sum of the task's predicted single-table costs) / K:
  *   0 predicted cost of k now, 1 predicted cost of k with the current table added,
- *   2 the largest predicted shard cost now, 3 k's weight bytes / cap (0 without a cap).
- * (The paper feeds the predicted cost and, in its prototype, the size sum; 1 and 2 are this
- * project's additions: they let the policy see the effect of its action on the bottleneck.)
+ *   2 the largest and 4 the smallest predicted shard cost now, 3 k's weight bytes / cap (0
+ *   without a cap), 5 the predicted single costs of the tables not yet placed (this one
+ *   included) / (ref K).
+ * (The paper feeds the predicted cost and, in its prototype, the size sum; 1, 2, 4 and 5
+ * are this project's additions: they let the policy see the effect of its action on the
+ * slowest and fastest shard and how much is left to place.)
  *
  * Episodes: the task's tables sorted by predicted single-table cost, descending (ties:
  * larger weight bytes, then larger id), as cost-greedy. Training samples from the masked
@@ -52,7 +55,7 @@
 #include "stream.h"
 
 #define AS_POLICY_VERSION 1   /* the `policy` record's format_version */
-#define AS_POLICY_NCF 4       /* cost features per shard */
+#define AS_POLICY_NCF 6       /* cost features per shard */
 
 typedef struct {
     int f, e1, e2, sd, h, cd, p1, p2, p3, vh;
@@ -113,6 +116,9 @@ typedef struct {
     int64_t n, K;
     uint64_t cap;                   /* bytes per shard, 0 = none */
     as_rng *rng;                    /* sample with it; NULL = greedy argmax */
+    int teacher;                    /* act as cost-greedy (lowest predicted cost after the
+                                       step; ties: fewer bytes, lower shard) instead of the
+                                       policy; recorded log-probabilities stay the policy's */
     as_traj *tr;                    /* record into it (needs rng); NULL = do not record.
                                        Recording stops at the first table that fits nowhere. */
     /* outputs */

@@ -18,6 +18,8 @@
 
 static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
 static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
+static void cm_pre(void *ctx, const float *sum, float *out) { as_costmodel_head_pre(ctx, sum, out); }
+static double cm_post(void *ctx, const float *z) { return as_costmodel_head_post(ctx, z); }
 
 void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm)
 {
@@ -25,6 +27,9 @@ void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm)
     pm->rep = as_costmodel_rep(cm);
     pm->embed = cm_embed;
     pm->head = cm_head;
+    pm->hid = as_costmodel_cmeta(cm)->h3 <= AS_PLAN_MAX_REP ? as_costmodel_cmeta(cm)->h3 : 0;
+    pm->pre = pm->hid ? cm_pre : NULL;
+    pm->post = pm->hid ? cm_post : NULL;
 }
 
 static as_costmodel *cm_clone(const as_costmodel *cm)
@@ -116,12 +121,13 @@ typedef struct {
     /* measured shards for the cost buffer: shard k = pos[off[k] .. off[k+1]), cost[k] */
     int64_t K, *off, *pos;
     double *cost;
+    float *fvs, *fadv;                   /* imitation: fixed V-trace targets */
 } rl_ep;
 
 static void ep_free(rl_ep *e)
 {
     as_traj_free(&e->tr);
-    free(e->off); free(e->pos); free(e->cost);
+    free(e->off); free(e->pos); free(e->cost); free(e->fvs); free(e->fadv);
     memset(e, 0, sizeof *e);
 }
 
@@ -178,7 +184,7 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
     as_rl_plan_model(&pm, cm);
     int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
     as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .rng = &rng, .tr = &out->tr,
-                      .assign = assign };
+                      .assign = assign, .teacher = e < c->imitate };
     if (as_policy_rollout(p, &ro, err, errlen)) { free(assign); return -1; }
     out->tr.task = ti;
     out->pred_balance = ro.pred_balance;
@@ -199,6 +205,16 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
         out->off[K] = o;
     }
     free(assign);
+    if (e < c->imitate && out->tr.L > 0) {
+        /* behaviour cloning of the teacher: -log pi(a*) for every step (advantage 1), and
+         * the value of every state = the episode's return */
+        int L = out->tr.L;
+        out->fvs = as_malloc((size_t)L * sizeof *out->fvs);
+        out->fadv = as_malloc((size_t)L * sizeof *out->fadv);
+        for (int s = 0; s < L; s++) { out->fvs[s] = out->tr.reward; out->fadv[s] = 1.0f; }
+        out->tr.fixed_vs = out->fvs;
+        out->tr.fixed_adv = out->fadv;
+    }
     return 0;
 }
 

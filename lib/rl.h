@@ -40,6 +40,9 @@ typedef struct {
     uint64_t seed;
     double lr, entropy, baseline, clip;
     int batch;                      /* trajectories per update (B1) */
+    int64_t imitate;                /* the first N episodes follow cost-greedy and train the
+                                       policy to imitate it (cross-entropy; values regress on
+                                       the return) before reinforcement learning takes over */
     int cost_steps, cost_batch;     /* cost-model updates per policy update (I), batch */
     int64_t buffer;                 /* measured shards kept for the cost model */
     int64_t eval_every;             /* greedy evaluation every N episodes (0: never) */

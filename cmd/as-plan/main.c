@@ -62,8 +62,6 @@ static const char HELP[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY };
 
-static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
-static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
 
 static int cmp_feat(const void *a, const void *b)
 {
@@ -159,10 +157,7 @@ int main(int argc, char **argv)
     as_plan_model pm = { 0 };
     if (model_path) {
         if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
-        pm.ctx = cm;
-        pm.rep = as_costmodel_rep(cm);
-        pm.embed = cm_embed;
-        pm.head = cm_head;
+        as_rl_plan_model(&pm, cm);   /* embed, head and the split head */
     }
     as_policy *pol = NULL;
     as_costmodel *pcm = NULL;

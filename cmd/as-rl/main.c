@@ -55,6 +55,9 @@ static const char HELP[] =
     "Learning (defaults: the paper's):\n"
     "      --lr X             Adam learning rate, decayed linearly to 0 (1e-3)\n"
     "      --batch N          trajectories per update, B1 (8)\n"
+    "      --imitate N        the first N episodes imitate cost-greedy (behaviour cloning: the\n"
+    "                         policy learns the cost-greedy choice, the value its return), then\n"
+    "                         reinforcement learning takes over (default 0; not in the paper)\n"
     "      --entropy X        entropy cost (0.001)\n"
     "      --baseline X       value-loss cost (0.5)\n"
     "      --clip X           global gradient-norm clip (40)\n"
@@ -72,7 +75,7 @@ static const char HELP[] =
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_ACTORS, OPT_SEED, OPT_TABLES,
        OPT_DEVICE, OPT_EVAL_EVERY, OPT_EVAL_TASKS, OPT_LOG, OPT_CKPT, OPT_CKPT_EVERY, OPT_RESUME, OPT_HALT,
        OPT_LR, OPT_BATCH, OPT_ENTROPY, OPT_BASELINE, OPT_CLIP, OPT_COST_STEPS, OPT_BUFFER, OPT_WARMUP, OPT_RUNS,
-       OPT_TRIM, OPT_FLUSH, OPT_THREADS };
+       OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE };
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
         { "trim", required_argument, 0, OPT_TRIM },
         { "flush", required_argument, 0, OPT_FLUSH },
         { "threads", required_argument, 0, OPT_THREADS },
+        { "imitate", required_argument, 0, OPT_IMITATE },
         AS_CLI_COMMON_OPTIONS
     };
     as_rl_cfg c;
@@ -166,6 +170,7 @@ int main(int argc, char **argv)
         case OPT_RESUME: resume = optarg; break;
         case OPT_HALT: c.halt_after = as_cli_i64(&cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
         case OPT_LR: c.lr = as_cli_f64(&cli, "--lr", optarg, 0, 10); break;
+        case OPT_IMITATE: c.imitate = as_cli_i64(&cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
         case OPT_BATCH: c.batch = (int)as_cli_i64(&cli, "--batch", optarg, 1, 100000); break;
         case OPT_ENTROPY: c.entropy = as_cli_f64(&cli, "--entropy", optarg, 0, 100); break;
         case OPT_BASELINE: c.baseline = as_cli_f64(&cli, "--baseline", optarg, 0, 100); break;

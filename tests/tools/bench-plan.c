@@ -1,20 +1,21 @@
 /* bench-plan.c - planning time of every algorithm (lib/plan.h) on a synthetic task: T tables
  * with random dims (16/32/64), rows (1..2M), pooling (0..30) and bins onto K shards, one
- * thread. cost-greedy uses a cost model of the paper's sizes (128,32,64) with random
+ * thread. autoshard uses a policy of the paper's sizes with random weights (the work per
+ * step does not depend on training) or --policy FILE. cost-greedy uses a cost model of the paper's sizes (128,32,64) with random
  * weights (its speed does not depend on training) or --model FILE. Prints, per algorithm,
  * the best and median wall time of --reps plans, in ms, tab-separated.
  * Dimension letters: T tables, K shards.
- * usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] */
+ * usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE] */
 #include "common.h"
 #include "costmodel.h"
 #include "plan.h"
+#include "policy.h"
+#include "rl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
-static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -26,7 +27,7 @@ int main(int argc, char **argv)
 {
     int64_t T = 800, K = 80, reps = 7;
     uint64_t seed = 0;
-    const char *model = NULL;
+    const char *model = NULL, *policy = NULL;
     for (int i = 1; i < argc; i++) {
         int64_t v;
         if (i + 1 < argc && !strcmp(argv[i], "--tables") && !as_parse_i64(argv[i + 1], 1, 10000000, &v)) T = v, i++;
@@ -34,8 +35,9 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--reps") && !as_parse_i64(argv[i + 1], 1, 1000, &v)) reps = v, i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--seed") && !as_parse_i64(argv[i + 1], 0, INT64_MAX, &v)) seed = (uint64_t)v, i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--model")) model = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--policy")) policy = argv[++i];
         else {
-            fprintf(stderr, "usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE]\n");
+            fprintf(stderr, "usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE]\n");
             return 2;
         }
     }
@@ -61,17 +63,32 @@ int main(int argc, char **argv)
     } else {
         cm = as_costmodel_new(128, 32, 64, seed);
     }
-    as_plan_model pm = { cm, as_costmodel_rep(cm), cm_embed, cm_head };
-    printf("# %lld tables onto %lld shards, one thread, %lld repetitions; cost model %s\n", (long long)T, (long long)K,
-           (long long)reps, model ? model : "128,32,64 (random weights)");
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    as_policy *pol = NULL;
+    as_costmodel *pcm = NULL;
+    as_plan_model ppm = pm;
+    if (policy) {
+        if (as_policy_load(policy, &pol, &pcm, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
+        as_rl_plan_model(&ppm, pcm);
+    } else {
+        pol = as_policy_new(cm, seed);
+        as_rl_plan_model(&ppm, cm);
+    }
+    as_nn_set_threads(1);
+    as_policy_planner pplan = { pol, &ppm };
+    as_plan_policy pp = { &pplan, as_policy_place };
+    printf("# %lld tables onto %lld shards, one thread, %lld repetitions; cost model %s; policy %s\n", (long long)T,
+           (long long)K, (long long)reps, model ? model : "128,32,64 (random weights)",
+           policy ? policy : "the paper's sizes (random weights)");
     printf("alg\tbest_ms\tmedian_ms\twith_pred_ms\n");
     double *t = as_malloc((size_t)reps * sizeof *t);
     for (int a = 0; a < AS_ALG_COUNT; a++) {
         double with_pred = 0;
         for (int withm = 0; withm < 2; withm++) {
-            if (withm && a == AS_ALG_COST) break;
+            if (withm && (a == AS_ALG_COST || a == AS_ALG_AUTOSHARD)) break;
             for (int64_t q = 0; q < reps; q++) {
-                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL };
+                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL, &pp };
                 as_plan pl;
                 if (as_plan_make(&pl, &c, p, T, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
                 t[q] = pl.plan_ms;
@@ -79,14 +96,16 @@ int main(int argc, char **argv)
             }
             qsort(t, (size_t)reps, sizeof *t, cmp_d);
             if (withm) with_pred = t[reps / 2];
-            else if (a != AS_ALG_COST) { printf("%s\t%.3f\t%.3f", as_alg_name((as_alg)a), t[0], t[reps / 2]); }
+            else if (a != AS_ALG_COST && a != AS_ALG_AUTOSHARD) { printf("%s\t%.3f\t%.3f", as_alg_name((as_alg)a), t[0], t[reps / 2]); }
             else printf("%s\t%.3f\t%.3f\t-\n", as_alg_name((as_alg)a), t[0], t[reps / 2]);
         }
-        if (a != AS_ALG_COST) printf("\t%.3f\n", with_pred);
+        if (a != AS_ALG_COST && a != AS_ALG_AUTOSHARD) printf("\t%.3f\n", with_pred);
     }
     free(t);
     free(f);
     free(p);
     as_costmodel_free(cm);
+    as_policy_free(pol);
+    as_costmodel_free(pcm);
     return 0;
 }
