@@ -447,7 +447,7 @@ void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, in
         int evals = m && has_eval(&t[rows[0]]);
         int64_t step = (n + 19) / 20;
         if (evals) snprintf(which, sizeof which, "the records with a greedy evaluation");
-        else if (step > 1) snprintf(which, sizeof which, "every %" PRId64 "th record", step);
+        else if (step > 1) snprintf(which, sizeof which, "one record in %" PRId64 ", ending with the last", step);
         else snprintf(which, sizeof which, "every record");
         const char *src = n && t[0].reward_source[0] ? t[0].reward_source : "?";
         if (fmt == AS_EVAL_TEXT) {
@@ -630,19 +630,19 @@ int as_eval_plot_curve(const char *png, const as_eval_train *t, int64_t n, char 
         if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[s], strerror(errno)); goto out; }
     }
     if (!(f = fopen(path[NS], "w"))) { snprintf(err, errlen, "%s: %s", path[NS], strerror(errno)); goto out; }
-    gp_terminal(f, png, 1200, 450);
+    gp_terminal(f, png, 1100, 900);
     const char *src = n && t[0].reward_source[0] ? t[0].reward_source : "?";
     static const char *const style[NS] = {
         "with linespoints pt 7 ps 0.4 lc rgb \"#4c72b0\"", "with linespoints pt 7 ps 0.4 lc rgb \"#dd8452\"",
         "with linespoints pt 5 ps 0.9 lw 2 lc rgb \"#55a868\"", "with linespoints pt 9 ps 1.1 lw 2 lc rgb \"#c44e52\"",
     };
     const char *title[NS] = {
-        fallback ? "training episodes, predicted (reward where none was feasible)" : "training episodes, predicted",
-        "training episodes, measured", "greedy evaluation, predicted", "greedy evaluation, measured",
+        fallback ? "training, predicted (or reward)" : "training, predicted",
+        "training, measured", "greedy evaluation, predicted", "greedy evaluation, measured",
     };
     int64_t total = 0;
     for (int s = 0; s < NS; s++) total += npts[s];
-    fprintf(f, "set multiplot layout 1,2\nset grid\nset key bottom right\nset yrange [*<0:1.05]\n"
+    fprintf(f, "set multiplot layout 2,1\nset grid\nset key below maxcols 2\nset offsets graph 0.02, graph 0.02, 0, 0\nset yrange [*<0:1.05]\n"
                "set ylabel \"balance (min/max shard cost)\"\n");
     if (!total) fprintf(f, "set label 1 \"no finite balance in the train records\" at graph 0.5,0.5 center\n");
     for (int panel = 0; panel < 2; panel++) {

@@ -124,3 +124,111 @@ estimated"
     as-eval "$T/measured.ast" "$T/m.ast" --plot "$T/p.png" --plot-task 1 -q > /dev/null
     [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ]
 }
+
+# ---- training curves (as-rl --log) ---------------------------------------------------------
+# float64 values as msgpack bytes
+F025='\xcb\x3f\xd0\x00\x00\x00\x00\x00\x00'
+F05='\xcb\x3f\xe0\x00\x00\x00\x00\x00\x00'
+F075='\xcb\x3f\xe8\x00\x00\x00\x00\x00\x00'
+F1='\xcb\x3f\xf0\x00\x00\x00\x00\x00\x00'
+F15='\xcb\x3f\xf8\x00\x00\x00\x00\x00\x00'
+FM1='\xcb\xbf\xf0\x00\x00\x00\x00\x00\x00'
+FNAN='\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00'
+# TR EPISODE EVALS WALL REWARD PRED [KEY VALUE]... : a train record of a run with bench rewards
+TR() {
+    local ep=$1 ev=$2 wall=$3 rew=$4 pred=$5 extra=""; shift 5
+    local n=$((7 + $# / 2))
+    while (($#)); do extra="$extra$(s "$1")$2"; shift 2; done
+    printf '%s' "$(hx $((0x80 + n)))$(s kind)$(s train)$(s episode)$(hx "$ep")$(s evals)$(hx "$ev")$(s wall_s)$wall$(s reward_source)$(s bench)$(s reward)$rew$(s pred_balance)$pred$extra"
+}
+# update 1 had no feasible episode (reward -1, pred_balance NaN); update 2 was evaluated
+LOG="$(TR 8 3 "$F05" "$FM1" "$FNAN")$(TR 16 9 "$F1" "$F05" "$F075" meas_balance "$F05" eval_pred_balance "$F075" eval_meas_balance "$F05")$(TR 24 12 "$F15" "$F025" "$F05" meas_balance "$F025")"
+
+@test "as-eval --table curve: a hand-made training log; train records alone are valid input for the curve only" {
+    make_stream "$HDR$LOG" > "$T/log.ast"
+    run as-eval --table curve --format csv "$T/log.ast"
+    assert_success
+    assert_output "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance
+16,1,9,0.5,0.75,0.75,0.5"
+    run as-eval --table curve --format markdown "$T/log.ast"
+    assert_success
+    assert_output --partial "(3 train records, reward bench;"
+    assert_line "| 16 | 1.000 | 9 | 0.5000 | 0.7500 | 0.7500 | 0.5000 |"
+    run as-eval --table curve "$T/log.ast"
+    assert_line --regexp '^ +16 +1\.000 +9 +0\.5000 +0\.7500 +0\.7500 +0\.5000$'
+    # plans asked for (the default tables, or --plot): still exit 1
+    run as-eval "$T/log.ast"
+    assert_failure 1
+    assert_output --partial "no plan records in the input (a training log: --table curve or --curve FILE.png)"
+    run as-eval --table curve,summary "$T/log.ast"
+    assert_failure 1
+    run as-eval --table curve --plot "$T/p.png" "$T/log.ast"
+    assert_failure 1
+    # the curve asked for without train records
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    run as-eval --table curve "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "no train records"
+    # plans and a log in one stream: both tables, CSV ones separated by an empty line
+    run sh -c "cat '$T/p.ast' '$T/log.ast' | as-eval --table summary,curve --format csv"
+    assert_success
+    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3"
+    assert_line --index 3 "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance"
+    [ "$(printf '%s\n' "$output" | sed -n 4p)" = "" ]
+    # a bad train record names its record number
+    make_stream "$HDR$LOG"'\x83\xa4kind\xa5train\xa7episode\x20\xa5evals\x01' > "$T/bad.ast"
+    run as-eval --table curve "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "record 5: train record of episode 32: needs a number 'wall_s'"
+    # the plot: every series, with the reward where no episode was feasible
+    run as-eval --curve "$T/c.png" -q "$T/log.ast"
+    assert_success
+    assert_output ""
+    [ "$(head -c 4 "$T/c.png" | od -An -c | tr -d ' ')" = "211PNG" ]
+}
+
+@test "as-eval --curve: usage errors; gnuplot missing is exit 3" {
+    run as-eval --curve ""
+    assert_failure 2
+    run as-eval --table curve,loss
+    assert_failure 2
+    make_stream "$HDR$LOG" > "$T/log.ast"
+    run env PATH="$BIN" as-eval --curve "$T/c.png" "$T/log.ast"
+    assert_failure 3
+    assert_output --partial "gnuplot not found"
+    [ ! -e "$T/c.png" ]
+}
+
+@test "as-eval --curve and --table curve: the training log of as-rl at a tiny scale" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    as-features "$T/pool.ast" --tasks 6 --task-tables 10 --shards 3 -o "$T/ft.ast"
+    as-bench --tables "$T/pool.ast" --sample 20 --max-tables 3 --singles --device cpu --warmup 1 --runs 3 --trim 1 \
+        --flush 8M --threads 1 -q -o "$T/costs.ast"
+    cat "$T/ft.ast" "$T/costs.ast" | as-costfit -q -o "$T/m.ast"
+    # evaluations every 16 episodes, measured on the CPU: 6 updates of 8, 3 evaluations
+    as-rl --model "$T/m.ast" --episodes 48 --eval-every 16 --eval-tasks 2 --tables "$T/pool.ast" --device cpu \
+        --warmup 1 --runs 3 --trim 1 --flush 8M --threads 1 -q --log "$T/log.ast" "$T/ft.ast" -o "$T/pol.ast"
+    run as-show --count "$T/log.ast"
+    assert_line "train	6"
+    run as-eval --table curve --format csv "$T/log.ast"
+    assert_success
+    assert_line --index 0 "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance"
+    [ "${#lines[@]}" -eq 4 ]
+    run sh -c "as-eval --table curve --format csv '$T/log.ast' | tail -n +2 | awk -F, '\$2 > 0 && \$3 > 0 && \$6 != \"\" && \$6 >= 0 && \$6 <= 1 && \$7 != \"\" && \$7 >= 0 && \$7 <= 1 { print \$1 }' | tr '\n' ' '"
+    assert_output "16 32 48 "
+    as-eval --curve "$T/c.png" -q "$T/log.ast"
+    [ "$(head -c 4 "$T/c.png" | od -An -c | tr -d ' ')" = "211PNG" ]
+    # without evaluations: every Nth record up to the last (24 updates of 2 -> every 2nd)
+    as-rl --model "$T/m.ast" --episodes 48 --batch 2 -q --log "$T/log2.ast" "$T/ft.ast" -o "$T/pol2.ast"
+    run sh -c "as-eval --table curve --format csv '$T/log2.ast' | tail -n +2 | cut -d, -f1 | tr '\n' ' '"
+    assert_output "4 8 12 16 20 24 28 32 36 40 44 48 "
+    run as-eval --table curve "$T/log2.ast"
+    assert_output --partial "one record in 2, ending with the last"
+    # a policy file and the plans it makes pass through: the curve of a log next to plans
+    as-plan --alg autoshard --policy "$T/pol.ast" "$T/ft.ast" -o "$T/plans.ast"
+    run sh -c "cat '$T/plans.ast' '$T/log.ast' | as-eval --model '$T/m.ast' --table summary,curve --curve '$T/c2.png' -q"
+    assert_success
+    assert_output --partial "autoshard"
+    assert_output --partial "Training curve (6 train records, reward model;"
+    [ -s "$T/c2.png" ]
+}

@@ -1,5 +1,6 @@
 /* as-eval - evaluate sharding plans: balance, speedup over random, memory, feasibility, and
- * the per-algorithm summary (the paper's Figure 8), as tables and gnuplot plots. */
+ * the per-algorithm summary (the paper's Figure 8), as tables and gnuplot plots; and the
+ * training curve of as-rl's log (`train` records). */
 #include "cli.h"
 #include "common.h"
 #include "costmodel.h"
@@ -21,6 +22,10 @@ static const char HELP[] =
     "           largest and smallest shard memory, feasibility\n"
     "  shards   per shard: tables, cost, memory\n"
     "  summary  per algorithm: mean ± std of balance and speedup (the paper's Figure 8)\n"
+    "  curve    the training curve of `train` records (as-rl --log): episode, wall_s, evals,\n"
+    "           reward, pred_balance and the greedy evaluation's eval_pred_balance and\n"
+    "           eval_meas_balance, for the records with an evaluation (without any: every\n"
+    "           Nth record, at most 20 rows)\n"
     "Infeasible plans and plans with an unmeasured shard count in `plans` but not in the\n"
     "statistics. A run is one input file and plan seed: give several runs (files, or plans with\n"
     "different seeds) and the statistics pool them. std is the population standard deviation.\n"
@@ -29,8 +34,9 @@ static const char HELP[] =
     "      --model FILE       estimate shard costs with this cost model (needs the tables'\n"
     "                         `features` records in the input)\n"
     "      --format F         text (default), markdown or csv\n"
-    "      --table LIST       which tables, comma-separated: plans, shards, summary\n"
-    "                         (default plans,summary)\n"
+    "      --table LIST       which tables, comma-separated: plans, shards, summary, curve\n"
+    "                         (default plans,summary; with --curve and no plans in the input:\n"
+    "                         none)\n"
     "      --over W           summary statistics over `plans` (every task of every run, the\n"
     "                         default) or `runs` (each run's mean over its tasks)\n"
     "      --split S          only plans of tasks of split S (train or test)\n"
@@ -39,14 +45,25 @@ static const char HELP[] =
     "                         cost model's predicted vs measured test costs when a\n"
     "                         `costfit-report` record is in the input\n"
     "      --plot-task ID     the task of the per-shard bars (default: the first plan's)\n"
+    "      --curve FILE.png   the training curve of the `train` records with gnuplot: balance\n"
+    "                         against episodes and against training wall time (wall_s); series:\n"
+    "                         the training episodes' predicted balance (their reward where an\n"
+    "                         update had no feasible episode), their measured balance (bench\n"
+    "                         rewards), the greedy evaluations' predicted and measured balance\n"
     "\n"
-    "Exit status 1 also when there are no plans, a plan has no costs (and no --model), or the\n"
+    "A stream of `train` records alone is valid input for --table curve and --curve. The\n"
+    "records are one run, in input order (as-rl --resume continues a log); when episodes go\n"
+    "back (logs of several runs concatenated) a warning says so.\n"
+    "\n"
+    "Exit status 1 also when there are no plans (and plan tables or --plot are asked for), no\n"
+    "train records (and the curve is asked for), a plan has no costs (and no --model), or the\n"
     "input mixes measured and estimated costs. A failing gnuplot is exit 3.\n"
     "\n"
     "Example:\n"
-    "  as-plan --alg all ft.ast | as-bench --tables pool.ast | as-eval --format markdown\n";
+    "  as-plan --alg all ft.ast | as-bench --tables pool.ast | as-eval --format markdown\n"
+    "  as-eval --table curve --curve curve.png train.ast\n";
 
-enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK };
+enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE };
 
 static int cmp_feat(const void *a, const void *b)
 {
@@ -96,11 +113,12 @@ int main(int argc, char **argv)
         { "split", required_argument, 0, OPT_SPLIT },
         { "plot", required_argument, 0, OPT_PLOT },
         { "plot-task", required_argument, 0, OPT_PLOT_TASK },
+        { "curve", required_argument, 0, OPT_CURVE },
         AS_CLI_COMMON_OPTIONS
     };
-    const char *model_path = NULL, *split = NULL, *plot = NULL;
+    const char *model_path = NULL, *split = NULL, *plot = NULL, *curve = NULL;
     as_eval_format fmt = AS_EVAL_TEXT;
-    int show_plans = 1, show_shards = 0, show_summary = 1, over_runs = 0;
+    int show_plans = 1, show_shards = 0, show_summary = 1, show_curve = 0, table_given = 0, over_runs = 0;
     int64_t plot_task = -1;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
@@ -113,16 +131,18 @@ int main(int argc, char **argv)
             else as_cli_usage(&cli, "--format: '%s' is not text, markdown or csv", optarg);
             break;
         case OPT_TABLE: {
-            show_plans = show_shards = show_summary = 0;
+            show_plans = show_shards = show_summary = show_curve = 0;
+            table_given = 1;
             char *s = as_strdup(optarg), *save = NULL;
             for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (!strcmp(t, "plans")) show_plans = 1;
                 else if (!strcmp(t, "shards")) show_shards = 1;
                 else if (!strcmp(t, "summary")) show_summary = 1;
-                else as_cli_usage(&cli, "--table: '%s' is not plans, shards or summary", t);
+                else if (!strcmp(t, "curve")) show_curve = 1;
+                else as_cli_usage(&cli, "--table: '%s' is not plans, shards, summary or curve", t);
             }
             free(s);
-            if (!show_plans && !show_shards && !show_summary) as_cli_usage(&cli, "--table: nothing to show");
+            if (!show_plans && !show_shards && !show_summary && !show_curve) as_cli_usage(&cli, "--table: nothing to show");
             break;
         }
         case OPT_OVER:
@@ -139,6 +159,10 @@ int main(int argc, char **argv)
             plot = optarg;
             break;
         case OPT_PLOT_TASK: plot_task = as_cli_i64(&cli, "--plot-task", optarg, 0, INT64_MAX); break;
+        case OPT_CURVE:
+            if (!*optarg) as_cli_usage(&cli, "--curve: empty file name");
+            curve = optarg;
+            break;
         default:
             if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
         }
@@ -159,6 +183,9 @@ int main(int argc, char **argv)
     double *pred = NULL, *meas = NULL;
     /* runs: (file, seed) pairs in order of appearance */
     int64_t (*runs)[2] = NULL, nruns = 0, capr = 0;
+    /* train records (as-rl --log), in input order */
+    as_eval_train *tr = NULL;
+    int64_t ntr = 0, capt = 0, back_at = -1, back_from = 0;
     char device[128] = "";
     int devices_differ = 0;
     for (int fi = 0; fi < nfiles; fi++) {
@@ -195,6 +222,15 @@ int main(int argc, char **argv)
                 }
                 q->run = ri;
                 np++;
+            } else if (as_rec_is(&rec, "train")) {
+                if (ntr == capt) { capt = capt ? 2 * capt : 256; tr = as_realloc(tr, (size_t)capt * sizeof *tr); }
+                if (as_eval_train_read(&rec.obj, &tr[ntr], err, sizeof err))
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                if (ntr && tr[ntr].episode <= tr[ntr - 1].episode && back_at < 0) {
+                    back_at = tr[ntr].episode;
+                    back_from = tr[ntr - 1].episode;
+                }
+                ntr++;
             } else if (as_rec_is(&rec, "features") && model_path) {
                 if (nfeat == capf) { capf = capf ? 2 * capf : 256; feat = as_realloc(feat, (size_t)capf * sizeof *feat); }
                 if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err))
@@ -215,52 +251,64 @@ int main(int argc, char **argv)
         if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
         as_reader_close(r);
     }
-    if (!np) as_die(AS_EXIT_DATA, "no %splan records in the input", split ? "matching " : "");
-    const char *label = model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated";
-    if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
-
-    if (model_path) {
-        qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
-        for (int64_t j = 0; j < np; j++) {
-            as_eval_plan *q = &pl[j];
-            const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
-            for (int64_t k = 0; k < q->K; k++) {
-                int m = 0;
-                for (int64_t i = 0; i < q->T; i++) {
-                    if (q->assign[i] != k) continue;
-                    as_features key = { .id = q->tables[i] };
-                    sh[m] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
-                    if (!sh[m])
-                        as_die(AS_EXIT_DATA, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
-                               q->task, q->alg, q->tables[i]);
-                    m++;
+    /* plan tables by default, unless only the curve is asked for and there are no plans */
+    if (!table_given && curve && !np) show_plans = show_summary = 0;
+    int want_plans = show_plans || show_shards || show_summary || plot;
+    if (want_plans && !np)
+        as_die(AS_EXIT_DATA, "no %splan records in the input%s", split ? "matching " : "",
+               ntr && !table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
+    if ((show_curve || curve) && !ntr) as_die(AS_EXIT_DATA, "no train records in the input (as-rl --log FILE writes them)");
+    if (back_at >= 0 && (show_curve || curve))
+        as_info("warning: the train records are not one run (episode %" PRId64 " after %" PRId64 "); the curve shows "
+                "them in input order", back_at, back_from);
+    const char *label = np ? (model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated") : "";
+    as_eval_alg *sum = NULL;
+    int64_t nsum = 0;
+    if (want_plans) {
+        if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
+        if (model_path) {
+            qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+            for (int64_t j = 0; j < np; j++) {
+                as_eval_plan *q = &pl[j];
+                const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
+                for (int64_t k = 0; k < q->K; k++) {
+                    int m = 0;
+                    for (int64_t i = 0; i < q->T; i++) {
+                        if (q->assign[i] != k) continue;
+                        as_features key = { .id = q->tables[i] };
+                        sh[m] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+                        if (!sh[m])
+                            as_die(AS_EXIT_DATA, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
+                                   q->task, q->alg, q->tables[i]);
+                        m++;
+                    }
+                    q->cost[k] = as_costmodel_predict(cm, sh, m);
                 }
-                q->cost[k] = as_costmodel_predict(cm, sh, m);
+                q->cost_kind = 2;
+                free(sh);
             }
-            q->cost_kind = 2;
-            free(sh);
         }
+        as_eval_compute(pl, np);
+        as_eval_summary(pl, np, over_runs, &sum, &nsum);
     }
 
-    as_eval_compute(pl, np);
-    as_eval_alg *sum;
-    int64_t nsum;
-    as_eval_summary(pl, np, over_runs, &sum, &nsum);
-
-    FILE *f = as_cli_open_text(&cli);
-    if (fmt != AS_EVAL_CSV) {
-        if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
-                                fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
-        else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
-                     device[0] ? " on " : "", device[0] ? (devices_differ ? "several devices" : device) : "", np, nruns,
-                     nruns == 1 ? "" : "s");
+    if (show_plans || show_shards || show_summary || show_curve) {
+        FILE *f = as_cli_open_text(&cli);
+        int sep = 0;
+        if (fmt != AS_EVAL_CSV && (show_plans || show_shards || show_summary)) {
+            if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
+                                    fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
+            else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
+                         device[0] ? " on " : "", device[0] ? (devices_differ ? "several devices" : device) : "", np, nruns,
+                         nruns == 1 ? "" : "s");
+        }
+        if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
+        /* CSV: tables separated by an empty line */
+        if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
+        if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, over_runs); sep = 1; }
+        if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, tr, ntr); }
+        as_cli_close_text(&cli, f);
     }
-    int sep = 0;
-    if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
-    /* CSV: tables separated by an empty line */
-    if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
-    if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, over_runs); }
-    as_cli_close_text(&cli, f);
 
     if (plot) {
         if (plot_task < 0) plot_task = pl[0].task;
@@ -270,11 +318,13 @@ int main(int argc, char **argv)
         if (as_eval_plot(plot, pl, np, sum, nsum, plot_task, label, pred, meas, nscatter, err, sizeof err))
             as_die(AS_EXIT_ENV, "%s: %s", plot, err);
     }
+    if (curve && as_eval_plot_curve(curve, tr, ntr, err, sizeof err)) as_die(AS_EXIT_ENV, "%s: %s", curve, err);
     for (int64_t j = 0; j < np; j++) as_eval_plan_free(&pl[j]);
     free(pl);
     free(sum);
     free(feat);
     free(runs);
+    free(tr);
     free(pred);
     free(meas);
     if (cm) as_costmodel_free(cm);

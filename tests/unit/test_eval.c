@@ -1,5 +1,6 @@
 /* test_eval.c - plan evaluation figures checked by hand on a small example: balance,
- * speedup over random, mean ± std per algorithm (over plans and over runs), exclusions. */
+ * speedup over random, mean ± std per algorithm (over plans and over runs), exclusions;
+ * `train` records and the rows of the training-curve table. */
 #include "unit.h"
 
 #include "common.h"
@@ -211,4 +212,126 @@ TEST(eval_plan_read)
     as_eval_plan_free(&p);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
+}
+
+/* a `train` record as as-rl --log writes it; pred_balance NaN, an optional field nil */
+static void pack_train(msgpack_sbuffer *sb, int with_eval)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, with_eval ? 10 : 8);
+    as_pack_kv_str(&pk, "kind", "train");
+    as_pack_kv_i64(&pk, "episode", 16);
+    as_pack_kv_i64(&pk, "update", 2);
+    as_pack_kv_i64(&pk, "evals", 6);
+    as_pack_kv_f64(&pk, "wall_s", 1.25);
+    as_pack_kv_str(&pk, "reward_source", "bench");
+    as_pack_kv_f64(&pk, "reward", -1);
+    as_pack_kv_f64(&pk, "pred_balance", NAN);
+    if (with_eval) {
+        as_pack_kv_f64(&pk, "eval_pred_balance", 0.75);
+        as_pack_str(&pk, "eval_meas_balance");
+        msgpack_pack_nil(&pk);
+    }
+}
+
+TEST(eval_train_read)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    pack_train(&sb, 1);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    msgpack_unpack_next(&up, sb.data, sb.size, &off);
+    as_eval_train t;
+    char err[256];
+    CHECK_EQ_I64(as_eval_train_read(&up.data, &t, err, sizeof err), 0);
+    CHECK_EQ_I64(t.episode, 16);
+    CHECK_EQ_I64(t.update, 2);
+    CHECK_EQ_I64(t.evals, 6);
+    CHECK_NEAR(t.wall_s, 1.25, 0);
+    CHECK_STR(t.reward_source, "bench");
+    CHECK(isnan(t.pred_balance));
+    CHECK(isnan(t.meas_balance));               /* absent */
+    CHECK_NEAR(t.eval_pred_balance, 0.75, 0);
+    CHECK(isnan(t.eval_meas_balance));          /* nil */
+    CHECK_NEAR(as_eval_train_balance(&t), -1, 0);   /* no feasible episode: the reward */
+    t.pred_balance = 0.5;
+    CHECK_NEAR(as_eval_train_balance(&t), 0.5, 0);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+
+    /* without wall_s: refused */
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 5);
+    as_pack_kv_str(&pk, "kind", "train");
+    as_pack_kv_i64(&pk, "episode", 8);
+    as_pack_kv_i64(&pk, "evals", 0);
+    as_pack_kv_f64(&pk, "reward", 0.5);
+    as_pack_kv_f64(&pk, "pred_balance", 0.5);
+    msgpack_unpacked_init(&up);
+    off = 0;
+    msgpack_unpack_next(&up, sb.data, sb.size, &off);
+    CHECK_EQ_I64(as_eval_train_read(&up.data, &t, err, sizeof err), -1);
+    CHECK(strstr(err, "wall_s") != NULL);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static as_eval_train TR(int64_t episode, double pred, double ev)
+{
+    as_eval_train t;
+    memset(&t, 0, sizeof t);
+    t.episode = episode;
+    t.update = episode / 8;
+    t.wall_s = (double)episode / 100;
+    t.evals = 0;
+    snprintf(t.reward_source, sizeof t.reward_source, "model");
+    t.reward = pred;
+    t.pred_balance = pred;
+    t.meas_balance = t.eval_meas_balance = NAN;
+    t.eval_pred_balance = ev;
+    return t;
+}
+
+/* the rows of the curve table: the evaluations; without any, every ceil(n/max)-th record
+ * counted back from the last */
+TEST(eval_curve_rows)
+{
+    as_eval_train t[45];
+    int64_t rows[45];
+    for (int i = 0; i < 45; i++) t[i] = TR(8 * (i + 1), 0.5, NAN);
+    CHECK_EQ_I64(as_eval_curve_rows(t, 45, 20, rows), 15);     /* step 3 */
+    CHECK_EQ_I64(rows[0], 2);
+    CHECK_EQ_I64(rows[1], 5);
+    CHECK_EQ_I64(rows[14], 44);
+    CHECK_EQ_I64(as_eval_curve_rows(t, 6, 20, rows), 6);       /* few: all */
+    CHECK_EQ_I64(rows[5], 5);
+    CHECK_EQ_I64(as_eval_curve_rows(t, 41, 20, rows), 14);     /* step 3: 40, 37, ..., 1 */
+    CHECK_EQ_I64(rows[0], 1);
+    CHECK_EQ_I64(rows[13], 40);
+    CHECK_EQ_I64(as_eval_curve_rows(t, 0, 20, rows), 0);
+    t[9].eval_pred_balance = 0.75;
+    t[19].eval_meas_balance = 0.5;
+    CHECK_EQ_I64(as_eval_curve_rows(t, 45, 20, rows), 2);
+    CHECK_EQ_I64(rows[0], 9);
+    CHECK_EQ_I64(rows[1], 19);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_print_curve(f, AS_EVAL_CSV, t, 45);
+    as_eval_print_curve(f, AS_EVAL_MARKDOWN, t, 45);
+    as_eval_print_curve(f, AS_EVAL_TEXT, t, 3);
+    fclose(f);
+    static const char csv[] = "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance\n"
+                              "80,0.8,0,0.5,0.5,0.75,\n160,1.6,0,0.5,0.5,,0.5\n";
+    CHECK(!strncmp(buf, csv, strlen(csv)));
+    CHECK(strstr(buf, "| 80 | 0.800 | 0 | 0.5000 | 0.5000 | 0.7500 | n/a |\n") != NULL);
+    CHECK(strstr(buf, "(3 train records, reward model;") != NULL);
+    CHECK(strstr(buf, "      24      0.240       0    0.5000    0.5000       n/a       n/a\n") != NULL);
+    free(buf);
 }
