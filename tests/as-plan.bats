@@ -15,6 +15,19 @@ TASK='\x85\xa4kind\xa4task\xa2id\x07\xa6tables\x95\x00\x01\x02\x03\x04\xa6shards
 
 hand() { make_stream "$HDR$FEATS$TASK" > "$T/h.ast"; }
 
+# for the autoshard cases, once per file: a tiny pool, 8 tasks (6 train + 2 test) of 12
+# tables on 3 shards, single-table CPU costs, a cost model and a 32-episode policy
+setup_file() {
+    D="$BATS_FILE_TMPDIR"
+    export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
+    as-convert --synth --preset tiny --seed 0 -o "$D/pool.ast"
+    as-features "$D/pool.ast" --tasks 8 --test-tasks 2 --task-tables 12 --shards 3 --seed 0 -o "$D/ft.ast"
+    as-bench --tables "$D/pool.ast" --sample 30 --max-tables 3 --singles --device cpu --warmup 1 --runs 3 \
+        --trim 1 --flush 8M --threads 1 -q -o "$D/c.ast"
+    cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 -q -o "$D/m.ast"
+    as-rl -q --model "$D/m.ast" --seed 3 --episodes 32 "$D/ft.ast" -o "$D/pol.ast"
+}
+
 @test "as-plan --help and --version" {
     run as-plan --help
     assert_success
@@ -176,4 +189,88 @@ hand() { make_stream "$HDR$FEATS$TASK" > "$T/h.ast"; }
     assert_output 5
     run as-plan --alg cost-greedy --model "$T/nonexistent" "$T/ft.ast"
     assert_failure 1
+}
+
+@test "as-plan --alg autoshard: needs --policy (exit 2); a bad policy file is exit 1" {
+    D="$BATS_FILE_TMPDIR"
+    run as-plan --alg autoshard "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "needs --policy"
+    # a truncated policy file
+    head -c $(( $(stat -c %s "$D/pol.ast") / 2 )) "$D/pol.ast" > "$T/cut.ast"
+    run as-plan --alg autoshard --policy "$T/cut.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "$T/cut.ast"
+    assert_output --partial "truncated"
+    [ ! -e "$T/p.ast" ]
+    # a cost model is no policy
+    run as-plan --alg all --policy "$D/m.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "no \`policy\` record"
+    # a policy whose feature list was changed: rows and dim swapped in the policy record
+    # (the uncompressed msgpack, edited in place, compressed again)
+    zstd -dc "$D/pol.ast" > "$T/pol.raw"
+    python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+i = d.index(b"\xa4kind\xa6policy")
+j = d.index(b"\xa3dim\xa4rows", i)
+open(sys.argv[2], "wb").write(d[:j] + b"\xa4rows\xa3dim" + d[j + 9:])' "$T/pol.raw" "$T/swap.raw"
+    zstd -qc "$T/swap.raw" > "$T/swap.ast"
+    run sh -c "as-show --kind policy '$T/swap.ast' | jq -c '.features[0:3]'"
+    assert_output '["rows","dim","pooling"]'
+    run as-plan --alg autoshard --policy "$T/swap.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "different feature order"
+    [ ! -e "$T/p.ast" ]
+}
+
+@test "as-plan --alg all --policy --model: autoshard plans every task, feasible, from the policy's own cost model" {
+    D="$BATS_FILE_TMPDIR"
+    as-plan --alg all --policy "$D/pol.ast" --model "$D/m.ast" --plans-only "$D/ft.ast" -o "$T/all.ast"
+    run sh -c "as-show --kind plan '$T/all.ast' | jq -r .alg | sort | uniq -c"
+    assert_line --regexp '^ +8 autoshard$'
+    assert_line --regexp '^ +8 cost-greedy$'
+    assert_line --regexp '^ +8 size-lookup-greedy$'
+    run sh -c "as-show --kind plan '$T/all.ast' | jq -e -s '[.[] | select(.alg == \"autoshard\")] | length == 8
+        and all(.[]; .feasible and .shards == 3 and (.assign | length) == 12 and all(.assign[]; . >= 0 and . < 3)
+                     and (.counts | add) == 12 and (.pred_ms | length) == 3 and .infeasible_tables == [])
+        and ([.[].split] | sort) == [\"test\",\"test\",\"train\",\"train\",\"train\",\"train\",\"train\",\"train\"]'"
+    assert_success
+    # alone and without --model: the same plans (its inputs come from the model stored with it)
+    as-plan --alg autoshard --policy "$D/pol.ast" --plans-only "$D/ft.ast" -o "$T/a.ast"
+    [ "$(as-show --kind plan "$T/a.ast" | jq -c '[.task, .assign, .mem_bytes]')" = \
+      "$(as-show --kind plan "$T/all.ast" | jq -c 'select(.alg == "autoshard") | [.task, .assign, .mem_bytes]')" ]
+    # a roomy cap changes nothing
+    as-plan --alg autoshard --policy "$D/pol.ast" --mem-cap 1G --plans-only "$D/ft.ast" -o "$T/b.ast"
+    [ "$(as-show --kind plan "$T/a.ast" | jq -c .assign)" = "$(as-show --kind plan "$T/b.ast" | jq -c .assign)" ]
+    # other shard counts than the policy was trained on, and the text format
+    run sh -c "as-plan --alg autoshard --policy '$D/pol.ast' --shards 5 --split test --format text '$D/ft.ast'"
+    assert_success
+    assert_line --partial "task 6 (test)  autoshard  12 tables on 5 shards  no memory cap  feasible"
+    assert_line --partial "task 7 (test)  autoshard  12 tables on 5 shards  no memory cap  feasible"
+}
+
+@test "as-plan --alg autoshard with a memory cap never puts a shard over it" {
+    D="$BATS_FILE_TMPDIR"
+    # 10 MiB on 3 shards: some tasks cannot be packed by every algorithm
+    run as-plan --alg all --policy "$D/pol.ast" --mem-cap 10M --plans-only "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --regexp "[1-9][0-9]* of 48 plans infeasible"
+    # recompute each shard's fp16 bytes from the features; a table left out (-1) must fit
+    # on no shard even at the end, and a plan is feasible exactly when none is left out
+    run sh -c "{ as-show --kind features '$D/ft.ast'; as-show --kind plan '$T/p.ast'; } | jq -e -s '
+        (map(select(.kind == \"features\") | {key: (.id | tostring), value: .bytes_fp16}) | from_entries) as \$b
+        | [.[] | select(.kind == \"plan\")]
+        | length == 48 and any(.[]; .feasible | not)
+          and all(.[]; . as \$p
+            | [range(0; .shards) as \$k | [range(0; .tables | length) | select(\$p.assign[.] == \$k) | \$b[\$p.tables[.] | tostring]] | add // 0] as \$m
+            | \$m == .mem_bytes and (\$m | max) <= 10485760 and .mem_cap == 10485760
+              and .feasible == (.infeasible_tables == [])
+              and ([range(0; .tables | length) | select(\$p.assign[.] == -1) | \$p.tables[.]] | sort) == (.infeasible_tables | sort)
+              and all(.infeasible_tables[]; \$b[tostring] as \$t | all(\$m[]; . + \$t > 10485760)))'"
+    assert_success
+    # autoshard's own plans under the cap
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -e -s '[.[] | select(.alg == \"autoshard\")] | length == 8 and all(.[]; (.mem_bytes | max) <= 10485760)'"
+    assert_success
 }

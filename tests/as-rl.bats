@@ -1,0 +1,220 @@
+#!/usr/bin/env bats
+# as-rl: training the sharding policy on a small real pipeline (CPU costs, a cost model),
+# the policy file, determinism, checkpoints and resume, the training log, SIGTERM, several
+# actors, the bench reward, bad input and the CLI contract.
+load test_helper/common
+
+FAST="--device cpu --warmup 1 --runs 3 --trim 1 --flush 8M --threads 1"
+
+# one pool, features and 8 tasks (6 train + 2 test, 12 tables on 3 shards), single-table
+# costs, a cost model and a 32-episode policy, made once for the whole file
+setup_file() {
+    D="$BATS_FILE_TMPDIR"
+    export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
+    as-convert --synth --preset tiny --seed 0 -o "$D/pool.ast"
+    as-features "$D/pool.ast" -o "$D/f.ast"
+    as-features "$D/f.ast" --tasks 8 --test-tasks 2 --task-tables 12 --shards 3 --seed 0 -o "$D/ft.ast"
+    as-bench --tables "$D/pool.ast" --sample 30 --max-tables 3 --singles $FAST -q -o "$D/c.ast"
+    cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 -q -o "$D/m.ast"
+    as-rl -q --model "$D/m.ast" --actors 1 --seed 3 --episodes 32 "$D/ft.ast" > "$D/pol.ast"
+}
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    D="$BATS_FILE_TMPDIR"
+}
+
+# the policy record's parameters, every value
+params() { as-show --full --kind policy "$1" | jq -c .params.data; }
+
+@test "as-rl --help and --version" {
+    run sh -c "as-rl --help 2>/dev/null"
+    assert_success
+    assert_output --partial "usage: as-rl --model COSTMODEL"
+    assert_output --partial "--resume FILE"
+    assert_output --partial "--halt-after N"
+    assert_output --partial "Exit status"
+    # help goes to stdout
+    [[ "${lines[0]}" == "usage: as-rl"* ]]
+    run sh -c "as-rl --version 2>/dev/null"
+    assert_success
+    assert_output --partial "as-rl"
+}
+
+@test "as-rl: usage errors are exit 2" {
+    run as-rl --bogus
+    assert_failure 2
+    assert_output --partial "usage: as-rl"
+    run as-rl "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "--model FILE is required"
+    run as-rl --model "$D/m.ast" --episodes 8 --minutes 1 "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "exclude each other"
+    run as-rl --model "$D/m.ast" --reward bench "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "needs --tables"
+    run as-rl --model "$D/m.ast" --episodes 12x "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    [ ! -e "$T/p.ast" ]
+}
+
+@test "as-rl: empty, non-zstd and truncated input are exit 1; TTY and /dev/full refused" {
+    run as-rl --model "$D/m.ast" -o "$T/p.ast" < /dev/null
+    assert_failure 1
+    assert_output --partial "empty input"
+    echo hello > "$T/x"
+    run as-rl --model "$D/m.ast" "$T/x" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "not an autoshard stream"
+    head -c $(( $(stat -c %s "$D/ft.ast") - 100 )) "$D/ft.ast" > "$T/cut.ast"
+    run as-rl --model "$D/m.ast" --episodes 8 "$T/cut.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "truncated"
+    [ ! -e "$T/p.ast" ]
+    run_tty "as-rl --model '$D/m.ast' --episodes 8 '$D/ft.ast'"
+    assert_failure 2
+    assert_output --partial "terminal"
+    run as-rl -q --model "$D/m.ast" --episodes 8 "$D/ft.ast" -o /dev/full
+    assert_failure 3
+    assert_output --partial "/dev/full"
+}
+
+@test "as-rl: no training task, or a bad --model or --resume file, is exit 1" {
+    # features and tasks, but all of them test tasks
+    as-features "$D/f.ast" --tasks 3 --test-tasks 3 --task-tables 12 --shards 3 -o "$T/test.ast"
+    run as-rl --model "$D/m.ast" --episodes 8 "$T/test.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "training task"
+    # --model: a features stream, a truncated model
+    run as-rl --model "$D/ft.ast" --episodes 8 "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "no \`model\` record"
+    head -c $(( $(stat -c %s "$D/m.ast") / 2 )) "$D/m.ast" > "$T/mcut.ast"
+    run as-rl --model "$T/mcut.ast" --episodes 8 "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    # --resume: a cost model, and a policy file that is no checkpoint
+    run as-rl --resume "$D/m.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "no \`policy\` record"
+    run as-rl --resume "$D/pol.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "not a checkpoint"
+    [ ! -e "$T/p.ast" ]
+}
+
+@test "as-rl: the policy file holds the policy and the cost model it was trained with" {
+    run as-show --count "$D/pol.ast"
+    assert_output "$(printf 'header\t1\npolicy\t1\nmodel\t1')"
+    run sh -c "as-show --kind policy '$D/pol.ast' | jq -c '[.policy, .format_version, (.features|length), .features[0:4], .episodes, .updates, .seed, .actors, .batch, .reward, .train_tasks, .task_tables, .task_shards, .nparams == .params.shape[0], .params.dtype]'"
+    assert_output '["autoshard-lstm",1,21,["dim","rows","pooling","size"],32,4,3,1,8,"model",6,12,3,true,"float32"]'
+    # the model record is the input cost model, unchanged (reward model does not train it)
+    [ "$(as-show --full --kind model "$D/m.ast")" = "$(as-show --full --kind model "$D/pol.ast")" ]
+    # every parameter is finite
+    run sh -c "as-show --full --kind policy '$D/pol.ast' | jq -e '(.params.data | length) == .nparams and .nparams > 1000 and all(.params.data[]; type == \"number\" and fabs < 1e6)'"
+    assert_success
+}
+
+@test "as-rl: one actor and a seed give byte-identical policies; another seed differs" {
+    # the same command line as setup_file's (the header records it)
+    as-rl -q --model "$D/m.ast" --actors 1 --seed 3 --episodes 32 "$D/ft.ast" > "$T/a.ast"
+    cmp "$T/a.ast" "$D/pol.ast"
+    as-rl -q --model "$D/m.ast" --actors 1 --seed 4 --episodes 32 "$D/ft.ast" -o "$T/c.ast"
+    [ "$(params "$T/c.ast")" != "$(params "$D/pol.ast")" ]
+    run sh -c "as-show --kind policy '$T/c.ast' | jq .seed"
+    assert_output 4
+}
+
+@test "as-rl: concatenated input (the features stream, then features and tasks) gives the same policy" {
+    cat "$D/f.ast" "$D/ft.ast" | as-rl -q --model "$D/m.ast" --actors 1 --seed 3 --episodes 32 -o "$T/p.ast"
+    [ "$(canon --kind policy "$T/p.ast")" = "$(canon --kind policy "$D/pol.ast")" ]
+}
+
+@test "as-rl --halt-after then --resume equals the uninterrupted run; --log writes train records" {
+    O="-q --model $D/m.ast --actors 1 --seed 3"
+    as-rl $O --episodes 32 --checkpoint "$T/ckA" --log "$T/logA" "$D/ft.ast" -o "$T/polA"
+    as-rl $O --episodes 32 --checkpoint "$T/ckB" --halt-after 16 --log "$T/logB" "$D/ft.ast" -o "$T/polB16"
+    run sh -c "as-show --kind policy '$T/ckB' | jq .episodes"
+    assert_output 16
+    as-rl $O --episodes 32 --resume "$T/ckB" --checkpoint "$T/ckB2" --log "$T/logB" "$D/ft.ast" -o "$T/polB"
+    [ "$(params "$T/polA")" = "$(params "$T/polB")" ]
+    # the whole policy record, not only the parameters, and the final checkpoints
+    [ "$(canon --kind policy "$T/polA")" = "$(canon --kind policy "$T/polB")" ]
+    [ "$(as-show --full --no-header "$T/ckA" | jq -c 'del(.wall_s)')" = "$(as-show --full --no-header "$T/ckB2" | jq -c 'del(.wall_s)')" ]
+    # the straight run equals setup_file's policy (a checkpoint and a log change nothing)
+    [ "$(params "$T/polA")" = "$(params "$D/pol.ast")" ]
+    # the log: one train record per update (batch 8), the last at episode 32
+    run as-show --count "$T/logA"
+    assert_output "$(printf 'header\t1\ntrain\t4')"
+    run sh -c "as-show --kind train '$T/logA' | jq -c '[.episode, .update, .reward_source, (.reward >= 0 and .reward <= 1), .lr > 0, (.loss | type)]'"
+    assert_line --index 0 '[8,1,"model",true,true,"number"]'
+    assert_line --index 3 '[32,4,"model",true,true,"number"]'
+    run sh -c "as-show --kind train '$T/logA' | tail -1 | jq .episode"
+    assert_output 32
+    [ "$(as-show --kind train "$T/logA" | tail -1 | jq .reward)" = "$(as-show --kind policy "$T/polA" | jq .final_reward)" ]
+    # with --resume the log was continued: one header, 4 updates, the same values but the wall time
+    run as-show --count "$T/logB"
+    assert_output "$(printf 'header\t1\ntrain\t4')"
+    [ "$(as-show --no-header "$T/logA" | jq -c 'del(.wall_s)')" = "$(as-show --no-header "$T/logB" | jq -c 'del(.wall_s)')" ]
+    # without --episodes the checkpoint's budget is used
+    as-rl -q --resume "$T/ckB" "$D/ft.ast" -o "$T/polC"
+    [ "$(params "$T/polA")" = "$(params "$T/polC")" ]
+}
+
+@test "as-rl --eval-every logs the greedy balance and does not change the training" {
+    as-rl -q --model "$D/m.ast" --seed 3 --episodes 32 --eval-every 16 --eval-tasks 2 --log "$T/ev.ast" "$D/ft.ast" -o "$T/e.ast"
+    run sh -c "as-show --kind train '$T/ev.ast' | jq -c '[.episode, (.eval_pred_balance | type)]'"
+    assert_output "$(printf '[8,"null"]\n[16,"number"]\n[24,"null"]\n[32,"number"]')"
+    run sh -c "as-show --kind train '$T/ev.ast' | jq -e -s 'all(.[]; .eval_pred_balance == null or (.eval_pred_balance > 0 and .eval_pred_balance <= 1))'"
+    assert_success
+    [ "$(params "$T/e.ast")" = "$(params "$D/pol.ast")" ]
+}
+
+@test "as-rl: SIGTERM writes the checkpoint and the policy, exit 143, and resume continues exactly" {
+    as-rl --model "$D/m.ast" --seed 3 --episodes 1000000 --checkpoint "$T/ck" "$D/ft.ast" -o "$T/p.ast" \
+        > /dev/null 2> "$T/err" 3>&- &
+    pid=$!
+    # signal once training runs (before that the default action is fine: nothing to save)
+    for _ in $(seq 400); do grep -q "training on" "$T/err" && break; sleep 0.05; done
+    sleep 0.1
+    kill -TERM "$pid"
+    rc=0; wait "$pid" || rc=$?
+    cat "$T/err"
+    [ "$rc" -eq 143 ]
+    grep -q "continue with --resume" "$T/err"
+    E=$(as-show --kind policy "$T/ck" | jq .episodes)
+    [ "$E" -ge 0 ] && [ "$E" -lt 1000000 ]
+    [ "$(as-show --kind policy "$T/p.ast" | jq .episodes)" = "$E" ]
+    [ "$(params "$T/p.ast")" = "$(params "$T/ck")" ]
+    # it stopped between updates: resumed to E+8 it equals a straight run halted at E+8
+    # (same 1000000-episode budget, so the same learning-rate schedule)
+    as-rl -q --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" "$D/ft.ast" -o "$T/r.ast"
+    as-rl -q --model "$D/m.ast" --seed 3 --episodes 1000000 --halt-after $((E + 8)) --checkpoint "$T/cks" "$D/ft.ast" -o "$T/s.ast"
+    [ "$(as-show --kind policy "$T/r.ast" | jq .episodes)" = $((E + 8)) ]
+    [ "$(params "$T/r.ast")" = "$(params "$T/s.ast")" ]
+}
+
+@test "as-rl --actors 3 trains a policy that as-plan accepts" {
+    # 64 episodes: the actors run ahead until the episode queue is full
+    run as-rl -q --model "$D/m.ast" --actors 3 --seed 3 --episodes 64 --log "$T/log.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_success
+    run sh -c "as-show --kind policy '$T/p.ast' | jq -c '[.actors, .episodes, .updates]'"
+    assert_output '[3,64,8]'
+    run sh -c "as-show --kind train '$T/log.ast' | jq -c .episode | tr '\\n' ' '"
+    assert_output "8 16 24 32 40 48 56 64 "
+    as-plan --alg autoshard --policy "$T/p.ast" --plans-only "$D/ft.ast" -o "$T/plans.ast"
+    run sh -c "as-show --kind plan '$T/plans.ast' | jq -e -s 'length == 8 and all(.[]; .alg == \"autoshard\" and .feasible and (.counts | add) == 12)'"
+    assert_success
+}
+
+@test "as-rl --reward bench measures shards and trains the cost model" {
+    run as-rl -q --model "$D/m.ast" --reward bench --tables "$D/pool.ast" $FAST --episodes 16 \
+        --log "$T/log.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_success
+    run sh -c "as-show --kind policy '$T/p.ast' | jq -c '[.reward, .episodes, .evals > 0]'"
+    assert_output '["bench",16,true]'
+    run sh -c "as-show --kind train '$T/log.ast' | jq -r .reward_source | sort -u"
+    assert_output bench
+    # the stored cost model was trained on the measured shards
+    [ "$(as-show --full --kind model "$D/m.ast" | jq -c .params)" != "$(as-show --full --kind model "$T/p.ast" | jq -c .params)" ]
+}
