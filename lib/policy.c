@@ -329,7 +329,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         memcpy(c2, c2n, (size_t)H * sizeof *c2);
         first = 0;
         /* actions */
-        double mx = 0, mn = INFINITY;
+        double mx = 0, mn = INFINITY, amax = 0, amin = INFINITY;
         int nok = 0;
         for (int64_t k = 0; k < K; k++) { if (pnow[k] > mx) mx = pnow[k]; if (pnow[k] < mn) mn = pnow[k]; }
         const float *rj = rep + (size_t)j * R;
@@ -345,13 +345,18 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
                 for (int r = 0; r < R; r++) tmp[r] = cs[r] + rj[r];
                 pafter[k] = cm->head(cm->ctx, tmp);
             }
+            if (mask[k]) { if (pafter[k] > amax) amax = pafter[k]; if (pafter[k] < amin) amin = pafter[k]; }
+        }
+        double sc = amax > 0 && isfinite(amax) ? amax : ref, spread = amax - amin;
+        for (int64_t k = 0; k < K; k++) {
             float *c = cf + (size_t)k * NCF;
-            c[0] = (float)(pnow[k] / ref);
-            c[1] = (float)(pafter[k] / ref);
-            c[2] = (float)(mx / ref);
+            c[0] = (float)(pnow[k] / sc);
+            c[1] = (float)(pafter[k] / sc);
+            c[2] = (float)(mx / sc);
             c[3] = ro->cap ? (float)((double)mem[k] / (double)ro->cap) : 0.0f;
-            c[4] = (float)(mn / ref);
+            c[4] = (float)(mn / sc);
             c[5] = (float)(left / (ref * (double)K));
+            c[6] = spread > 0 && mask[k] ? (float)((pafter[k] - amin) / spread) : 0.0f;
         }
         left -= single[j];
         if (!nok) {

@@ -16,14 +16,16 @@
  *                   table fits (memory mask)
  *   value           relu(Wv1 s + bv1) (H -> 64) -> 1
  *
- * Cost features of shard k at a step (NCF = 6), all from the cost model (as_plan_model),
- * divided by ref = (sum of the task's predicted single-table costs) / K:
+ * Cost features of shard k at a step (NCF = 7), all from the cost model (as_plan_model),
+ * in units of the step's scale = the largest predicted shard cost after the step over the
+ * shards where the table fits (so that small differences between shards stay visible):
  *   0 predicted cost of k now, 1 predicted cost of k with the current table added,
  *   2 the largest and 4 the smallest predicted shard cost now, 3 k's weight bytes / cap (0
  *   without a cap), 5 the predicted single costs of the tables not yet placed (this one
- *   included) / (ref K).
- * (The paper feeds the predicted cost and, in its prototype, the size sum; 1, 2, 4 and 5
- * are this project's additions: they let the policy see the effect of its action on the
+ *   included) / their sum over the task, 6 where feature 1 lies between its smallest and
+ *   largest value over the allowed shards (0 = the cost-greedy choice, 1 the worst).
+ * (The paper feeds the predicted cost and, in its prototype, the size sum; the others are
+ * this project's additions: they let the policy see the effect of its action on the
  * slowest and fastest shard and how much is left to place.)
  *
  * Episodes: the task's tables sorted by predicted single-table cost, descending (ties:
@@ -55,7 +57,7 @@
 #include "stream.h"
 
 #define AS_POLICY_VERSION 1   /* the `policy` record's format_version */
-#define AS_POLICY_NCF 6       /* cost features per shard */
+#define AS_POLICY_NCF 7       /* cost features per shard */
 
 typedef struct {
     int f, e1, e2, sd, h, cd, p1, p2, p3, vh;

@@ -233,7 +233,7 @@ typedef struct {
     int done;
     rl_ep **q;
     int qcap, qn, qhead;
-    const as_policy *shape;         /* to clone the layout */
+    as_policy *shape;               /* a private copy the actors clone (never written) */
     char err[512];
     int failed;
 } rl_pool;
@@ -274,6 +274,8 @@ static void *actor_main(void *arg)
             pthread_cond_broadcast(&pl->items);
             break;
         }
+        while (!pl->done && pl->qn == pl->qcap) pthread_cond_wait(&pl->space, &pl->mu);
+        if (pl->done) { ep_free(ep); free(ep); break; }
         pl->q[(pl->qhead + pl->qn) % pl->qcap] = ep;
         pl->qn++;
         pthread_cond_signal(&pl->items);
@@ -493,9 +495,9 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
     float *w = as_costmodel_params(cm, &cnp);
     int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off), *sh = as_malloc((size_t)B * sizeof *sh);
     double *cost = as_malloc((size_t)B * sizeof *cost);
-    int64_t maxidx = 0;
-    for (int64_t i = 0; i < nb; i++) maxidx += st->buf[i].n;
-    int64_t *idx = as_malloc((size_t)(maxidx ? maxidx : 1) * sizeof *idx);
+    int64_t longest = 0;   /* entries are drawn with replacement: B x the longest */
+    for (int64_t i = 0; i < nb; i++) if (st->buf[i].n > longest) longest = st->buf[i].n;
+    int64_t *idx = as_malloc((size_t)(B * longest > 0 ? B * longest : 1) * sizeof *idx);
     as_rng rng;
     as_rng_seed(&rng, c->seed ^ 0x636f737462756666ULL, (uint64_t)update);
     as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)1e-3);
@@ -622,7 +624,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         pl.snap = as_malloc((size_t)np * sizeof *pl.snap);
         memcpy(pl.snap, w, (size_t)np * sizeof *pl.snap);
         pl.cm_snap = cm_clone(cm);
-        pl.shape = p;
+        pl.shape = as_policy_clone(p);
         pl.next = in->episodes;
         pl.limit = limit;
         pl.qcap = 2 * c->batch + c->actors;
@@ -724,6 +726,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         for (int i = 0; i < pl.qn; i++) { rl_ep *e = pl.q[(pl.qhead + i) % pl.qcap]; ep_free(e); free(e); }
         free(pl.q);
         free(pl.snap);
+        as_policy_free(pl.shape);
         as_costmodel_free(pl.cm_snap);
         free(act);
         pthread_mutex_destroy(&pl.mu);

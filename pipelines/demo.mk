@@ -7,9 +7,13 @@
 #   features  as-features --tasks                features, 90 training + 10 test tasks
 #   costs     as-bench --sample --singles        the cost dataset (GNU parallel over GPUs)
 #   model     as-costfit                         the neural cost model (+ held-out report)
-#   plans     as-plan --alg all --split test     every algorithm on the test tasks
+#   policy    as-rl                              the learned policy (rewards from the cost
+#                                                model; measured evaluations on the way)
+#   plans     as-plan --alg all --split test     every algorithm, autoshard included, on the
+#                                                test tasks
 #   measured  as-bench on the plans              real per-shard costs of every plan
-#   report    as-eval                            balance and speedup table, plots
+#   report    as-eval                            balance and speedup table, plots, the
+#                                                training curve
 
 BIN    ?= bin
 OUT    ?= pipelines/out
@@ -21,6 +25,12 @@ TEST_TASKS ?= 10
 TASK_TABLES ?= 80
 NCOST  ?= 600
 MAXT   ?= 10
+# the policy: training episodes, measured evaluations every EVAL_EVERY episodes on EVAL_TASKS
+# training tasks, other as-rl options
+EPISODES ?= 3000
+EVAL_EVERY ?= 1000
+EVAL_TASKS ?= 4
+RL_OPTS ?= --lr 3e-3
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
@@ -54,9 +64,15 @@ $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
 	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) -o $@
 
-$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
+$(D)/policy.ast: $(D)/ft.ast $(D)/model.ast $(D)/pool.ast $(BIN)/as-rl
+	@echo "== policy: $(EPISODES) episodes on the training tasks (rewards from the cost model)"
+	$(BIN)/as-rl --model $(D)/model.ast --episodes $(EPISODES) --seed $(SEED) $(RL_OPTS) \
+	  --eval-every $(EVAL_EVERY) --eval-tasks $(EVAL_TASKS) --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) \
+	  --log $(D)/train.ast $(D)/ft.ast -o $@
+
+$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-plan
 	@echo "== plans: every algorithm on the test tasks"
-	$(BIN)/as-plan --alg all --model $(D)/model.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@
+	$(BIN)/as-plan --alg all --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@
 
 $(D)/measured.ast: $(D)/plans.ast $(D)/pool.ast $(BIN)/as-bench
 	@echo "== measure every shard of every plan"

@@ -4,17 +4,17 @@ load test_helper/common
 
 @test "main job: convert -> features/tasks -> costs -> model -> plans -> measured -> report" {
     args=(BIN="$BIN" OUT="$T/out" PRESET=tiny TASKS=12 TEST_TASKS=2 TASK_TABLES=20 NCOST=25 MAXT=3
-          DEVICE=cpu BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
+          DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
     run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}"
     assert_success
     d="$T/out/tiny-s0"
-    for f in pool ft costs model plans measured; do [ -s "$d/$f.ast" ]; done
+    for f in pool ft costs model policy train plans measured; do [ -s "$d/$f.ast" ]; done
     [ -s "$d/plots.png" ]
-    for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy; do
+    for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard; do
         assert_output --partial "$alg"
     done
     run as-show --count "$d/plans.ast"
-    assert_line "plan	12"
+    assert_line "plan	14"
     # nothing changed: nothing is redone
     run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md"
     assert_success

@@ -36,11 +36,13 @@ static const char HELP[] =
     "                         second half, the rest from the first (R in 0..1)\n"
     "      --seed S           seed (default 0): the same seed and pool give the same tasks\n"
     "                         on any machine\n"
+    "      --drop-tasks       leave the input's `task` records out (to make new tasks over an\n"
+    "                         existing features stream)\n"
     "\n"
     "Example:\n"
     "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n";
 
-enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED };
+enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP };
 
 int main(int argc, char **argv)
 {
@@ -54,10 +56,11 @@ int main(int argc, char **argv)
         { "mem-cap", required_argument, 0, OPT_CAP },
         { "unseen-ratio", required_argument, 0, OPT_UNSEEN },
         { "seed", required_argument, 0, OPT_SEED },
+        { "drop-tasks", no_argument, 0, OPT_DROP },
         AS_CLI_COMMON_OPTIONS
     };
     as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
-    int opt, want_tasks = 0;
+    int opt, want_tasks = 0, drop_tasks = 0;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
         case OPT_TASKS: tc.ntasks = as_cli_i64(&cli, "--tasks", optarg, 1, 10000000); want_tasks = 1; break;
@@ -71,6 +74,7 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_UNSEEN: tc.unseen_ratio = as_cli_f64(&cli, "--unseen-ratio", optarg, 0, 1); break;
+        case OPT_DROP: drop_tasks = 1; break;
         case OPT_SEED: tc.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
         default:
             if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
@@ -126,7 +130,7 @@ int main(int argc, char **argv)
                 }
                 as_writer_raw(w, rec.raw, rec.rawlen);
                 have = 1;
-            } else {
+            } else if (!drop_tasks || !as_rec_is(&rec, "task")) {
                 as_writer_raw(w, rec.raw, rec.rawlen);
             }
             if (have) {
