@@ -41,7 +41,7 @@ D := $(OUT)/$(PRESET)-s$(SEED)
 demo-run: $(D)/report.md
 	@cat $<
 	@echo
-	@echo "plots: $(D)/plots.png   (all files under $(D))"
+	@echo "plots: $(D)/plots.png, training curve: $(D)/curve.png   (all files under $(D))"
 
 $(D)/pool.ast: $(BIN)/as-convert
 	@mkdir -p $(D)
@@ -82,6 +82,9 @@ else
 	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $< -o $@
 endif
 
-$(D)/report.md: $(D)/measured.ast $(D)/model.ast $(BIN)/as-eval
+$(D)/report.md: $(D)/measured.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-eval
 	@echo "== evaluation"
-	cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval --format markdown --table plans,summary --plot $(D)/plots.png -o $@
+	cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval --format markdown --table plans,summary --plot $(D)/plots.png -o $@.tmp
+	@printf '\n## Training the policy\n\n' >> $@.tmp
+	$(BIN)/as-eval --format markdown --table curve --curve $(D)/curve.png $(D)/train.ast >> $@.tmp
+	mv $@.tmp $@

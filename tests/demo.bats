@@ -9,7 +9,7 @@ load test_helper/common
     assert_success
     d="$T/out/tiny-s0"
     for f in pool ft costs model policy train plans measured; do [ -s "$d/$f.ast" ]; done
-    [ -s "$d/plots.png" ]
+    [ -s "$d/plots.png" ] && [ -s "$d/curve.png" ]
     for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard; do
         assert_output --partial "$alg"
     done

@@ -28,7 +28,7 @@ static as_plan run(as_alg alg, int64_t K, uint64_t cap, const as_features *f, in
 {
     const as_features *p[64];
     for (int i = 0; i < n; i++) p[i] = &f[i];
-    as_plan_cfg c = { alg, K, cap, 7, 3, m };
+    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL };
     as_plan pl;
     char err[256];
     int rc = as_plan_make(&pl, &c, p, n, err, sizeof err);
@@ -217,7 +217,7 @@ TEST(plan_random)
     /* another stream (task) gives another plan */
     const as_features *pp[N];
     for (int i = 0; i < N; i++) pp[i] = &f[i];
-    as_plan_cfg c = { AS_ALG_RANDOM, 4, 0, 7, 4, NULL };
+    as_plan_cfg c = { AS_ALG_RANDOM, 4, 0, 7, 4, NULL, NULL };
     char err[128];
     CHECK_EQ_I64(as_plan_make(&q, &c, pp, N, err, sizeof err), 0);
     CHECK(memcmp(p.assign, q.assign, N * sizeof *p.assign) != 0);
@@ -243,7 +243,7 @@ static double toy_head(void *ctx, const float *s) { return s[0] + penalty * s[1]
 
 TEST(plan_cost_greedy_additive_is_lookup_greedy)
 {
-    as_plan_model m = { NULL, 2, toy_embed, toy_head };
+    as_plan_model m = { NULL, 2, toy_embed, toy_head, 0, NULL, NULL };
     penalty = 0;
     enum { N = 40 };
     as_features f[N];
@@ -264,7 +264,7 @@ TEST(plan_cost_greedy_additive_is_lookup_greedy)
  * lookup-greedy puts id1 on s1 instead. Predicted: s0 190, s1 100. */
 TEST(plan_cost_greedy_by_hand)
 {
-    as_plan_model m = { NULL, 2, toy_embed, toy_head };
+    as_plan_model m = { NULL, 2, toy_embed, toy_head, 0, NULL, NULL };
     penalty = 20;
     as_features f[] = { F(0, 10, 100, 10), F(1, 10, 100, 1), F(2, 10, 100, 1), F(3, 10, 100, 1) };
     as_plan p = run(AS_ALG_COST, 2, 0, f, 4, &m);
@@ -299,11 +299,14 @@ TEST(plan_errors)
     const as_features *p[] = { &f };
     as_plan pl;
     char err[256];
-    as_plan_cfg c = { AS_ALG_COST, 2, 0, 0, 0, NULL };
+    as_plan_cfg c = { AS_ALG_COST, 2, 0, 0, 0, NULL, NULL };
     CHECK_EQ_I64(as_plan_make(&pl, &c, p, 1, err, sizeof err), -1);
     CHECK(strstr(err, "needs a cost model") != NULL);
-    as_plan_cfg d = { AS_ALG_LOOKUP, 0, 0, 0, 0, NULL };
+    as_plan_cfg d = { AS_ALG_LOOKUP, 0, 0, 0, 0, NULL, NULL };
     CHECK_EQ_I64(as_plan_make(&pl, &d, p, 1, err, sizeof err), -1);
+    as_plan_cfg e = { AS_ALG_AUTOSHARD, 2, 0, 0, 0, NULL, NULL };
+    CHECK_EQ_I64(as_plan_make(&pl, &e, p, 1, err, sizeof err), -1);
+    CHECK(strstr(err, "needs a policy") != NULL);
 }
 
 /* DMPCollection: W = 8, K = 4 -> G = 2 replicas; group 0 = ranks 0,2,4,6, group 1 =
@@ -423,7 +426,7 @@ TEST(plan_costmodel_incremental)
         double a = as_costmodel_predict(m, p, n), b = as_costmodel_head(m, sum);
         CHECK_NEAR(a, b, 1e-4 * (fabs(a) + 1));
     }
-    as_plan_model pm = { m, 32, cm_embed, cm_head };
+    as_plan_model pm = { m, 32, cm_embed, cm_head, 0, NULL, NULL };
     as_plan pl = run(AS_ALG_COST, 4, 0, f, N, &pm);
     CHECK(pl.feasible);
     for (int k = 0; k < 4; k++) {

@@ -120,7 +120,7 @@ static double hm_head(void *ctx, const float *s)
     (void)ctx;
     return pow(fabs((double)s[0]), 0.9) + 0.05 * s[1] + 0.1;
 }
-static const as_plan_model HM = { NULL, 2, hm_embed, hm_head };
+static const as_plan_model HM = { NULL, 2, hm_embed, hm_head, 0, NULL, NULL };
 
 static void mk_tables(as_features *f, const as_features **fp, int n, uint64_t seed)
 {
