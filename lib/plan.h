@@ -128,6 +128,7 @@ typedef struct {
     int64_t world;                  /* 0: no 2D rank map */
     const char *model;              /* model file name or NULL */
     const char *model_device;       /* what the model's costs were measured on, or NULL */
+    const char *policy;             /* autoshard: the policy file, else NULL */
 } as_plan_meta;
 
 /* write a `plan` record (docs/FORMAT.md) */

@@ -130,3 +130,20 @@ train	transfer	0	0"
     assert_line "features	8"
     assert_line "header	1"
 }
+
+@test "as-features --drop-tasks: new tasks over a features stream replace its old ones" {
+    as-convert --synth --preset tiny | as-features --tasks 10 --task-tables 8 --seed 0 -o "$T/f.ast"
+    run as-show --count "$T/f.ast"
+    assert_line "task	10"
+    # without the flag the old tasks pass through next to the new ones
+    as-features --tasks 4 --task-tables 16 --seed 1 "$T/f.ast" -o "$T/g.ast"
+    run as-show --count "$T/g.ast"
+    assert_line "task	14"
+    as-features --drop-tasks --tasks 4 --task-tables 16 --seed 1 "$T/f.ast" -o "$T/h.ast"
+    run as-show --count "$T/h.ast"
+    assert_line "task	4"
+    run sh -c "as-show --kind task '$T/h.ast' | jq -r '.tables | length' | sort -u"
+    assert_output "16"
+    # the features themselves pass unchanged
+    [ "$(as-show --kind features "$T/f.ast" | md5sum)" = "$(as-show --kind features "$T/h.ast" | md5sum)" ]
+}

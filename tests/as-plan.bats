@@ -237,6 +237,9 @@ open(sys.argv[2], "wb").write(d[:j] + b"\xa4rows\xa3dim" + d[j + 9:])' "$T/pol.r
                      and (.counts | add) == 12 and (.pred_ms | length) == 3 and .infeasible_tables == [])
         and ([.[].split] | sort) == [\"test\",\"test\",\"train\",\"train\",\"train\",\"train\",\"train\",\"train\"]'"
     assert_success
+    # autoshard plans name the policy file in their options, the others do not
+    [ "$(as-show --kind plan "$T/all.ast" | jq -r 'select(.alg == "autoshard") | .options.policy' | sort -u)" = "$D/pol.ast" ]
+    [ -z "$(as-show --kind plan "$T/all.ast" | jq -r 'select(.alg != "autoshard") | .options.policy // empty')" ]
     # alone and without --model: the same plans (its inputs come from the model stored with it)
     as-plan --alg autoshard --policy "$D/pol.ast" --plans-only "$D/ft.ast" -o "$T/a.ast"
     [ "$(as-show --kind plan "$T/a.ast" | jq -c '[.task, .assign, .mem_bytes]')" = \

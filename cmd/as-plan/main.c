@@ -267,7 +267,8 @@ int main(int argc, char **argv)
                 as_die(AS_EXIT_DATA, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), err);
             }
             tplan += pl.plan_ms;
-            as_plan_meta meta = { &tk, (as_alg)a, seed, mcap, world, model_path, cm ? as_costmodel_device(cm) : NULL };
+            as_plan_meta meta = { &tk, (as_alg)a, seed, mcap, world, model_path, cm ? as_costmodel_device(cm) : NULL,
+                                  a == AS_ALG_AUTOSHARD ? policy_path : NULL };
             if (!pl.feasible) {
                 ninf++;
                 char list[256] = "";
