@@ -412,13 +412,6 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
 
 /* ---- the `model` record ------------------------------------------------------------------------ */
 
-static void pack_f64_list(msgpack_packer *pk, const char *k, const double *v, int n)
-{
-    as_pack_str(pk, k);
-    msgpack_pack_array(pk, (size_t)n);
-    for (int i = 0; i < n; i++) msgpack_pack_double(pk, v[i]);
-}
-
 void as_costmodel_write(const as_costmodel *m, as_writer *w)
 {
     const as_costmodel_info *in = &m->info;
@@ -434,8 +427,8 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
     msgpack_pack_array(pk, 3);
     for (int i = 0; i < 3; i++) as_pack_str(pk, feature_names[i]);
     as_pack_kv_str(pk, "transform", in->log_feats ? "log1p" : "none");
-    pack_f64_list(pk, "norm_mean", in->mean, 3);
-    pack_f64_list(pk, "norm_std", in->std, 3);
+    as_pack_kv_f64_list(pk, "norm_mean", in->mean, 3);
+    as_pack_kv_f64_list(pk, "norm_std", in->std, 3);
     as_pack_kv_f64(pk, "y_scale", in->y_scale);
     as_pack_str(pk, "layers");
     msgpack_pack_array(pk, 5);

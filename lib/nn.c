@@ -12,18 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void as_nn_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O)
-{
-    if (N <= 0 || O <= 0) return;
-    if (b)
-        for (int n = 0; n < N; n++) memcpy(y + (size_t)n * O, b, (size_t)O * sizeof *y);
-    if (I <= 0) {
-        if (!b) memset(y, 0, (size_t)N * O * sizeof *y);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1.0f, x, I, W, I, b ? 1.0f : 0.0f, y, O);
-}
-
 void as_nn_linear_fwd_ld(float *y, const float *x, const float *W, int ldw, const float *b, int N, int I, int O)
 {
     if (N <= 0 || O <= 0) return;
@@ -34,6 +22,11 @@ void as_nn_linear_fwd_ld(float *y, const float *x, const float *W, int ldw, cons
         return;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1.0f, x, I, W, ldw, b ? 1.0f : 0.0f, y, O);
+}
+
+void as_nn_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O)
+{
+    as_nn_linear_fwd_ld(y, x, W, I, b, N, I, O);
 }
 
 void as_nn_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,

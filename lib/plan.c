@@ -37,7 +37,7 @@ double as_plan_key(as_alg a, const as_features *f)
     }
 }
 
-static uint64_t table_bytes(const as_features *f)
+uint64_t as_plan_table_bytes(const as_features *f)
 {
     return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2;
 }
@@ -59,7 +59,14 @@ static int order_cmp(const void *a, const void *b, void *arg)
     return 0;
 }
 
-static int fits(uint64_t cap, uint64_t used, uint64_t b)
+void as_plan_order(int64_t *order, const double *key, const uint64_t *bytes, const as_features *const *t, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    order_ctx oc = { key, bytes, t };
+    qsort_r(order, (size_t)n, sizeof *order, order_cmp, &oc);
+}
+
+int as_plan_fits(uint64_t cap, uint64_t used, uint64_t b)
 {
     return cap == 0 || (used <= cap && b <= cap - used);
 }
@@ -101,7 +108,7 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     p->key = as_calloc((size_t)K, sizeof *p->key);
     p->infeasible = as_malloc((size_t)(n ? n : 1) * sizeof *p->infeasible);
     uint64_t *bytes = as_malloc((size_t)(n ? n : 1) * sizeof *bytes);
-    for (int64_t i = 0; i < n; i++) { bytes[i] = table_bytes(t[i]); p->assign[i] = -1; }
+    for (int64_t i = 0; i < n; i++) { bytes[i] = as_plan_table_bytes(t[i]); p->assign[i] = -1; }
 
     /* the model's table representations, when there is a model */
     int R = m ? m->rep : 0;
@@ -118,7 +125,7 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         int64_t *ok = as_malloc((size_t)K * sizeof *ok);
         for (int64_t i = 0; i < n; i++) {
             int64_t nok = 0, k;
-            for (k = 0; k < K; k++) if (fits(c->mem_cap, p->mem[k], bytes[i])) ok[nok++] = k;
+            for (k = 0; k < K; k++) if (as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) ok[nok++] = k;
             if (!nok) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
             k = ok[as_rng_below(&rng, (uint64_t)nok)];
             p->assign[i] = k;
@@ -156,14 +163,12 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         for (int64_t i = 0; i < n; i++)
             key[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
         int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
-        for (int64_t i = 0; i < n; i++) order[i] = i;
-        order_ctx oc = { key, bytes, t };
-        qsort_r(order, (size_t)n, sizeof *order, order_cmp, &oc);
+        as_plan_order(order, key, bytes, t, n);
         for (int64_t q = 0; q < n; q++) {
             int64_t i = order[q], best = -1;
             double bestv = 0;
             for (int64_t k = 0; k < K; k++) {
-                if (!fits(c->mem_cap, p->mem[k], bytes[i])) continue;
+                if (!as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) continue;
                 double v;
                 if (c->alg == AS_ALG_COST && pre) {
                     const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;

@@ -86,6 +86,14 @@ typedef struct {
     double plan_ms;                 /* planning time (wall clock) */
 } as_plan;
 
+/* weight bytes of a table (fp16: rows * dim * 2 unless the features carry them) */
+uint64_t as_plan_table_bytes(const as_features *f);
+/* 1 when b more bytes fit on a shard holding used bytes under cap (0 = no cap) */
+int as_plan_fits(uint64_t cap, uint64_t used, uint64_t b);
+/* order[0..n) = the table indices sorted by key descending, then bytes descending, then
+ * table id descending (the greedy planners' order) */
+void as_plan_order(int64_t *order, const double *key, const uint64_t *bytes, const as_features *const *t, int64_t n);
+
 /* The cost key of a table for a greedy heuristic (the algorithms without a key: 0). */
 double as_plan_key(as_alg a, const as_features *f);
 

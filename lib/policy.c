@@ -215,27 +215,6 @@ static int log_softmax(float *lp, const float *logit, const uint8_t *mask, int K
 
 /* ---- episodes ------------------------------------------------------------------------------ */
 
-typedef struct {
-    const as_features *const *t;
-    const double *key;
-    const uint64_t *bytes;
-} ord_ctx;
-
-static int ord_cmp(const void *a, const void *b, void *ctx)
-{
-    const ord_ctx *c = ctx;
-    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    if (c->key[i] != c->key[j]) return c->key[i] > c->key[j] ? -1 : 1;
-    if (c->bytes[i] != c->bytes[j]) return c->bytes[i] > c->bytes[j] ? -1 : 1;
-    if (c->t[i]->id != c->t[j]->id) return c->t[i]->id > c->t[j]->id ? -1 : 1;
-    return 0;
-}
-
-static uint64_t tbytes(const as_features *f)
-{
-    return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2u;
-}
-
 int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errlen)
 {
     const as_policy_dims *d = &q->d;
@@ -258,15 +237,13 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     for (int64_t i = 0; i < n; i++) {
         cm->embed(cm->ctx, ro->t[i], rep + (size_t)i * R);
         single[i] = cm->head(cm->ctx, rep + (size_t)i * R);
-        bytes[i] = tbytes(ro->t[i]);
-        order[i] = i;
+        bytes[i] = as_plan_table_bytes(ro->t[i]);
         ref += single[i];
     }
     left = ref;
     ref /= (double)K;
     if (!(ref > 0) || !isfinite(ref)) ref = 1;
-    ord_ctx oc = { ro->t, single, bytes };
-    qsort_r(order, nn, sizeof *order, ord_cmp, &oc);
+    as_plan_order(order, single, bytes, ro->t, n);
 
     /* policy encoder over the tables in step order */
     float *x = as_malloc(nn * F * sizeof *x);
@@ -334,7 +311,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         for (int64_t k = 0; k < K; k++) { if (pnow[k] > mx) mx = pnow[k]; if (pnow[k] < mn) mn = pnow[k]; }
         const float *rj = rep + (size_t)j * R;
         for (int64_t k = 0; k < K; k++) {
-            mask[k] = !ro->cap || (mem[k] + bytes[j] <= ro->cap && mem[k] + bytes[j] >= mem[k]);
+            mask[k] = (uint8_t)as_plan_fits(ro->cap, mem[k], bytes[j]);
             nok += mask[k];
             if (fast) {
                 const float *vk = Vs + (size_t)k * HD, *uj = U + (size_t)j * HD;
@@ -687,13 +664,6 @@ double as_policy_loss_grad(const as_policy *p, as_traj *const *tr, int n, const 
 
 /* ---- records --------------------------------------------------------------------------------- */
 
-static void pack_f64_list(msgpack_packer *pk, const char *k, const double *v, int n)
-{
-    as_pack_str(pk, k);
-    msgpack_pack_array(pk, (size_t)n);
-    for (int i = 0; i < n; i++) msgpack_pack_double(pk, v[i]);
-}
-
 #define POLICY_FIELDS 29
 
 void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)(msgpack_packer *, void *), void *ctx)
@@ -709,8 +679,8 @@ void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)
     msgpack_pack_array(pk, F);
     for (int i = 0; i < F; i++) as_pack_str(pk, as_costmodel_feature_name(i));
     as_pack_kv_str(pk, "transform", q->log_feats ? "log1p" : "none");
-    pack_f64_list(pk, "norm_mean", q->mean, 3);
-    pack_f64_list(pk, "norm_std", q->std, 3);
+    as_pack_kv_f64_list(pk, "norm_mean", q->mean, 3);
+    as_pack_kv_f64_list(pk, "norm_std", q->std, 3);
     as_pack_str(pk, "dims");
     int dv[10] = { d->f, d->e1, d->e2, d->sd, d->h, d->cd, d->p1, d->p2, d->p3, d->vh };
     msgpack_pack_array(pk, 10);

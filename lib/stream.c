@@ -674,6 +674,13 @@ void as_pack_kv_str(msgpack_packer *pk, const char *k, const char *v) { as_pack_
 void as_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v) { as_pack_str(pk, k); msgpack_pack_int64(pk, v); }
 void as_pack_kv_f64(msgpack_packer *pk, const char *k, double v) { as_pack_str(pk, k); msgpack_pack_double(pk, v); }
 
+void as_pack_kv_f64_list(msgpack_packer *pk, const char *k, const double *v, int n)
+{
+    as_pack_str(pk, k);
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_double(pk, v[i]);
+}
+
 void as_pack_kv_array(msgpack_packer *pk, const char *k, as_dtype dt, const void *data, int ndim, const int64_t *shape)
 {
     size_t nbytes = pack_array_head(pk, k, dt, ndim, shape);

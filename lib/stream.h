@@ -123,6 +123,8 @@ void as_pack_str(msgpack_packer *pk, const char *s);
 void as_pack_kv_str(msgpack_packer *pk, const char *k, const char *v);
 void as_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v);
 void as_pack_kv_f64(msgpack_packer *pk, const char *k, double v);
+/* key, then a msgpack array of n doubles (small lists; read back with as_obj_f64_list) */
+void as_pack_kv_f64_list(msgpack_packer *pk, const char *k, const double *v, int n);
 /* key, then an array map {"dtype","shape","data"}; data little-endian host layout */
 void as_pack_kv_array(msgpack_packer *pk, const char *k, as_dtype dt, const void *data,
                       int ndim, const int64_t *shape);
