@@ -330,12 +330,13 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     if (m->model_device) as_pack_kv_str(pk, "pred_device", m->model_device);
     as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
     as_pack_str(pk, "options");
-    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0) + (m->policy ? 1 : 0));
+    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0) + (m->policy ? 1 : 0) + (m->policy && m->samples > 0 ? 1 : 0));
     as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
     as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
     as_pack_kv_i64(pk, "world_size", m->world);
     if (m->model) as_pack_kv_str(pk, "model", m->model);
     if (m->policy) as_pack_kv_str(pk, "policy", m->policy);
+    if (m->policy && m->samples > 0) as_pack_kv_i64(pk, "samples", m->samples);
     as_pack_kv_f64(pk, "plan_ms", p->plan_ms);
     as_pack_str(pk, "feasible");
     if (p->feasible) msgpack_pack_true(pk); else msgpack_pack_false(pk);

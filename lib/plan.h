@@ -137,6 +137,7 @@ typedef struct {
     const char *model;              /* model file name or NULL */
     const char *model_device;       /* what the model's costs were measured on, or NULL */
     const char *policy;             /* autoshard: the policy file, else NULL */
+    int64_t samples;                /* autoshard: candidates per task (the policy's), else 0 */
 } as_plan_meta;
 
 /* write a `plan` record (docs/FORMAT.md) */

@@ -430,12 +430,59 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     return 0;
 }
 
+int as_policy_auto_samples(int64_t n, int64_t K)
+{
+    if (n < 1 || K < 1 || K > AS_POLICY_SAMPLE_BUDGET || n > AS_POLICY_SAMPLE_BUDGET / (48 + K)) return 1;
+    int64_t s = AS_POLICY_SAMPLE_BUDGET / (n * (48 + K));
+    return s < 1 ? 1 : s > AS_POLICY_MAX_SAMPLES ? AS_POLICY_MAX_SAMPLES : (int)s;
+}
+
+static double max_of(const double *v, int64_t K)
+{
+    double m = 0;
+    for (int64_t k = 0; k < K; k++)
+        if (v[k] > m) m = v[k];
+    return m;
+}
+
 int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                     char *err, size_t errlen)
 {
     const as_policy_planner *pp = ctx;
-    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign };
-    return as_policy_rollout(pp->pol, &ro, err, errlen);
+    if (K < 1 || K > INT32_MAX / 2) { snprintf(err, errlen, "bad task size"); return -1; }
+    double *pred = as_malloc((size_t)K * sizeof *pred);
+    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign, .pred = pred };
+    int rc = as_policy_rollout(pp->pol, &ro, err, errlen);
+    int S = pp->samples > 0 ? pp->samples : as_policy_auto_samples(n, K);
+    if (rc || S <= 1) {
+        free(pred);
+        return rc;
+    }
+    int best_f = ro.feasible;
+    double best_b = ro.pred_balance, best_m = max_of(pred, K);
+    /* the draws' stream: the task's table ids (FNV-1a), so a task gets the same plan
+     * wherever it appears */
+    uint64_t hsh = 1469598103934665603ull;
+    for (int64_t i = 0; i < n; i++) hsh = (hsh ^ (uint64_t)t[i]->id) * 1099511628211ull;
+    as_rng rng;
+    as_rng_seed(&rng, pp->seed, hsh);
+    int64_t *cand = as_malloc((size_t)(n ? n : 1) * sizeof *cand);
+    for (int s = 1; s < S && rc == 0; s++) {
+        as_rollout rs = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = cand, .pred = pred, .rng = &rng };
+        rc = as_policy_rollout(pp->pol, &rs, err, errlen);
+        if (rc) break;
+        double m = max_of(pred, K);
+        int better = rs.feasible > best_f ||
+                     (rs.feasible == best_f && (rs.pred_balance > best_b || (rs.pred_balance == best_b && m < best_m)));
+        if (!better) continue;
+        best_f = rs.feasible;
+        best_b = rs.pred_balance;
+        best_m = m;
+        memcpy(assign, cand, (size_t)n * sizeof *assign);
+    }
+    free(cand);
+    free(pred);
+    return rc;
 }
 
 /* ---- V-trace ------------------------------------------------------------------------------- */

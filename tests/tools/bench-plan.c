@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         as_rl_plan_model(&ppm, cm);
     }
     as_nn_set_threads(1);
-    as_policy_planner pplan = { pol, &ppm };
+    as_policy_planner pplan = { pol, &ppm, 0, 0 };   /* samples: auto, as as-plan */
     as_plan_policy pp = { &pplan, as_policy_place };
     printf("# %lld tables onto %lld shards, one thread, %lld repetitions; cost model %s; policy %s\n", (long long)T,
            (long long)K, (long long)reps, model ? model : "128,32,64 (random weights)",

@@ -115,7 +115,7 @@ TEST(rl_learns_known_optimum)
     as_policy *p = as_policy_new(cm, 5);
     int64_t a[N];
     char err[256];
-    as_policy_planner pl = { p, &pm };
+    as_policy_planner pl = { p, &pm, 1, 0 };   /* the greedy plan */
     CHECK(as_policy_place(&pl, fp, N, K, 0, a, err, sizeof err) == 0);
     double before = plan_balance(W, a);
     as_rl_cfg c = base_cfg(f, 3000, 5);
