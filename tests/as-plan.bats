@@ -279,3 +279,29 @@ open(sys.argv[2], "wb").write(d[:j] + b"\xa4rows\xa3dim" + d[j + 9:])' "$T/pol.r
     run sh -c "as-show --kind plan '$T/p.ast' | jq -e -s '[.[] | select(.alg == \"autoshard\")] | length == 8 and all(.[]; (.mem_bytes | max) <= 10485760)'"
     assert_success
 }
+
+@test "as-plan --alg autoshard --samples: the best of N candidates by predicted balance, seeded, recorded" {
+    D="$BATS_FILE_TMPDIR"
+    run as-plan --alg autoshard --policy "$D/pol.ast" --samples 0 "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--samples"
+    run as-plan --alg autoshard --policy "$D/pol.ast" --samples many "$D/ft.ast"
+    assert_failure 2
+    # --model m.ast (the policy's own cost model) adds pred_ms to every plan
+    for s in 1 32 auto; do
+        as-plan --alg autoshard --policy "$D/pol.ast" --model "$D/m.ast" --samples $s --plans-only "$D/ft.ast" -o "$T/s$s.ast"
+    done
+    as-plan --alg autoshard --policy "$D/pol.ast" --model "$D/m.ast" --samples 32 --plans-only "$D/ft.ast" -o "$T/again.ast"
+    # recorded in the options: 12 tables on 3 shards -> auto = min(64, 102400 / (12 x 51)) = 64
+    [ "$(as-show --kind plan "$T/s1.ast" | jq -r .options.samples | sort -u)" = 1 ]
+    [ "$(as-show --kind plan "$T/s32.ast" | jq -r .options.samples | sort -u)" = 32 ]
+    [ "$(as-show --kind plan "$T/sauto.ast" | jq -r .options.samples | sort -u)" = 64 ]
+    # the same seed gives the same plans
+    [ "$(as-show --kind plan "$T/s32.ast" | jq -c .assign)" = "$(as-show --kind plan "$T/again.ast" | jq -c .assign)" ]
+    # on every task the kept plan's predicted balance is at least the greedy plan's
+    bal() { as-show --kind plan "$1" | jq -r '"\(.task) \((.pred_ms | min) / (.pred_ms | max))"'; }
+    join <(bal "$T/s1.ast") <(bal "$T/s32.ast") > "$T/bal.txt"
+    [ "$(wc -l < "$T/bal.txt")" -eq 8 ]
+    run awk '$3 < $2 - 1e-9 { print; bad++ } END { exit bad ? 1 : 0 }' "$T/bal.txt"
+    assert_success
+}
