@@ -99,17 +99,25 @@ gpu-test: all $(BUILD)/gpu-tests
 # ---- dependencies --------------------------------------------------------------------
 DEB_PKGS := build-essential pkg-config libzstd-dev libmsgpack-dev zlib1g-dev libopenblas-dev \
             parallel bats bats-assert bats-support gnuplot-nox zstd jq bsdutils bc time python3
+# installed without their Recommends: python3-torch (Debian's PyTorch 1.13, CPU; about 630 MB
+# with its dependencies) is for tests/torch.bats and pipelines/bench-torch.py; its Recommends
+# (libtorch-dev, ninja-build, pybind11-dev) are not needed
+DEB_PKGS_NOREC := python3-torch
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -z "$$missing" ]; then echo "deps: all present"; exit 0; fi; \
+	@missing=""; norec=""; \
+	for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for p in $(DEB_PKGS_NOREC); do dpkg -s $$p >/dev/null 2>&1 || norec="$$norec $$p"; done; \
+	if [ -z "$$missing$$norec" ]; then echo "deps: all present"; exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
-	  echo "deps: installing$$missing"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null || \
-	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || \
+	  echo "deps: installing$$missing$$norec"; \
+	  inst() { { [ -z "$$missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } && \
+	           { [ -z "$$norec" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$norec >/dev/null; }; }; \
+	  inst || { apt-get update -q >/dev/null && inst; } || \
 	  { echo "deps: apt-get install failed" >&2; exit 3; }; \
-	else echo "deps: missing:$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 3; fi
+	else echo "deps: missing:$$missing$$norec"; \
+	  [ -z "$$missing" ] || echo "run: sudo apt-get install -y$$missing"; \
+	  [ -z "$$norec" ] || echo "run: sudo apt-get install -y --no-install-recommends$$norec"; exit 3; fi
 
 check-deps:
 	@pkg-config --exists $(PKGS) || { echo "missing libraries ($(PKGS)); run 'make deps' (as root)" >&2; exit 3; }

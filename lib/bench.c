@@ -3,11 +3,13 @@
 #include "bench.h"
 #include "common.h"
 #include "device.h"
+#include "ebgen.h"
 #include "embbag.h"
 #include "featurize.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -185,134 +187,237 @@ void as_cpu_name(char *buf, size_t len, int threads)
     snprintf(buf, len, "cpu: %s (%d thread%s)", model, threads, threads == 1 ? "" : "s");
 }
 
-/* ---- one shard ---------------------------------------------------------------------- */
+/* ---- the session ------------------------------------------------------------------- */
 
-static void fill_weights(uint16_t *w, int64_t n, uint64_t seed)
+struct as_bench_session {
+    as_bench_cfg c;
+    const as_bpool *p;
+    int threads;
+    char cpu_name[128];
+    as_eb_table *view;              /* [p->n] the pool's tables as embbag.h / ebgen.h see them */
+    uint8_t *checked;               /* [p->n] passed as_ebg_check_table */
+    /* per-shard scratch, grown */
+    int64_t capT;
+    const as_eb_table **tb;
+    int64_t *pos, *tid, *rows, *w_off;
+    int32_t *dims, *d_off;
+    int capR;
+    double *tot, *fw, *bw;
+    /* CPU: the shard's data, grown (capacities in elements) */
+    uint16_t *W;
+    float *grad, *out;
+    int64_t *offs;
+    int32_t *idx;
+    size_t capW, capG, capOut, capO, capI;
+    as_eb_cpu_ws *ws;
+    int64_t ws_n, ws_D;             /* lookups of one table and dim the workspace is sized for */
+    int64_t grows, shards;
+    /* the last shard measured (as_bench_session_last) */
+    int32_t last_T;
+    int64_t last_B;
+    as_eb_gpu *last_g;
+    /* CUDA */
+    as_eb_gpu_ctx *ctx;
+};
+
+/* buf holding at least `need` elements of `elt` bytes: kept when large enough, else
+ * replaced (contents lost) with 25 % headroom. Cache-line aligned, so that with
+ * as_ebg_layout's table starts a row of D = 32 halves is one line, whatever malloc does. */
+static void *grow(void *buf, size_t *cap, size_t need, size_t elt, int64_t *grows)
 {
-    /* small random fp16 values, |w| in [2^-8, 2^-4): sign, exponent 7..10, mantissa */
-    as_rng r;
-    as_rng_seed(&r, seed, 0x77);
-    int64_t i = 0;
-    while (i < n) {
-        uint64_t x = as_rng_next(&r);
-        for (int k = 0; k < 4 && i < n; k++, i++) {
-            uint16_t h = (uint16_t)(x >> (16 * k));
-            w[i] = (uint16_t)((h & 0x83ff) | ((7 + ((h >> 10) & 3)) << 10));
-        }
-    }
+    if (buf && need <= *cap) return buf;
+    free(buf);
+    size_t n = need + need / 4;
+    if (n < 16) n = 16;
+    *cap = n;
+    (*grows)++;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (n * elt + 63) & ~(size_t)63)) as_die(AS_EXIT_ENV, "out of memory (%zu bytes)", n * elt);
+    return p;
 }
 
-void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int64_t n, as_bench_result *res)
+as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen)
 {
-    memset(res, 0, sizeof *res);
+    as_bench_session *S = as_calloc(1, sizeof *S);
+    S->c = *c;
+    S->p = p;
     int threads = c->threads;
 #ifdef _OPENMP
     if (threads <= 0) threads = omp_get_max_threads();
 #else
     threads = 1;
 #endif
+    S->threads = threads;
+    as_cpu_name(S->cpu_name, sizeof S->cpu_name, threads);
+    size_t np = (size_t)(p->n > 0 ? p->n : 1);
+    S->view = as_calloc(np, sizeof *S->view);
+    S->checked = as_calloc(np, 1);
+    for (int64_t i = 0; i < p->n; i++) {
+        const as_btable *t = &p->t[i];
+        as_eb_table v = { t->id, t->rows, t->batch, t->dim, t->lookups, t->offsets, t->indices };
+        S->view[i] = v;
+    }
+    if (c->cuda && as_eb_gpu_ctx_create(&S->ctx, c->device, S->view, p->n, !c->per_shard_upload, err, errlen)) {
+        as_bench_session_free(S);
+        return NULL;
+    }
+    return S;
+}
+
+void as_bench_session_free(as_bench_session *S)
+{
+    if (!S) return;
+    as_eb_gpu_ctx_destroy(S->ctx);
+    if (S->ws) as_eb_cpu_ws_free(S->ws);
+    free(S->view); free(S->checked);
+    free((void *)S->tb); free(S->pos); free(S->tid); free(S->rows); free(S->w_off); free(S->dims); free(S->d_off);
+    free(S->tot); free(S->fw); free(S->bw);
+    free(S->W); free(S->grad); free(S->out); free(S->offs); free(S->idx);
+    free(S);
+}
+
+void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->shards = S->shards;
+    if (S->ctx) {
+        size_t b = 0;
+        int64_t g = 0;
+        as_eb_gpu_ctx_stats(S->ctx, &b, &g, NULL);
+        info->grows = g;
+        info->bytes = b;
+        info->resident = as_eb_gpu_ctx_resident(S->ctx);
+    } else {
+        info->grows = S->grows;
+        info->bytes = S->capW * 2 + S->capG * 4 + S->capOut * 4 + S->capO * 8 + S->capI * 4 + (uint64_t)S->ws_n * 16;
+    }
+}
+
+void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as_bench_result *res)
+{
+    const double wall0 = as_now();
+    double busy = 0;
+    const as_bench_cfg *c = &S->c;
+    const as_bpool *p = S->p;
+    memset(res, 0, sizeof *res);
+    const int threads = S->threads;
     res->threads = c->cuda ? 0 : threads;
-    if (!c->cuda) as_cpu_name(res->device, sizeof res->device, threads);
-    if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); return; }
-    int32_t T = (int32_t)n;
-    const as_btable **tb = as_malloc((size_t)T * sizeof *tb);
+    if (!c->cuda) snprintf(res->device, sizeof res->device, "%s", S->cpu_name);
+    S->shards++;
+    S->last_T = 0;
+    S->last_g = NULL;
+    if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); goto done; }
+    if (n > INT32_MAX) { snprintf(res->error, sizeof res->error, "too many tables (%" PRId64 ")", n); goto done; }
+    const int32_t T = (int32_t)n;
+    if (n > S->capT) {
+        free((void *)S->tb); free(S->pos); free(S->tid); free(S->rows); free(S->w_off); free(S->dims); free(S->d_off);
+        S->capT = n;
+        S->tb = as_malloc((size_t)n * sizeof *S->tb);
+        S->pos = as_malloc((size_t)n * sizeof *S->pos);
+        S->tid = as_malloc((size_t)n * sizeof *S->tid);
+        S->rows = as_malloc((size_t)n * sizeof *S->rows);
+        S->w_off = as_malloc((size_t)(n + 1) * sizeof *S->w_off);
+        S->dims = as_malloc((size_t)n * sizeof *S->dims);
+        S->d_off = as_malloc((size_t)(n + 1) * sizeof *S->d_off);
+    }
     for (int32_t t = 0; t < T; t++) {
-        tb[t] = as_bpool_get(p, ids[t]);
-        if (!tb[t]) { snprintf(res->error, sizeof res->error, "table %" PRId64 " is not in the table data", ids[t]); free(tb); return; }
-        if (tb[t]->batch != tb[0]->batch) {
+        const as_btable *bt = as_bpool_get(p, ids[t]);
+        if (!bt) { snprintf(res->error, sizeof res->error, "table %" PRId64 " is not in the table data", ids[t]); goto done; }
+        S->pos[t] = bt - p->t;
+        S->tb[t] = &S->view[S->pos[t]];
+        S->tid[t] = ids[t];
+        if (bt->batch != S->tb[0]->batch) {
             snprintf(res->error, sizeof res->error, "tables %" PRId64 " and %" PRId64 " have different batch sizes", ids[0], ids[t]);
-            free(tb);
-            return;
+            goto done;
         }
     }
-    int64_t B = tb[0]->batch;
-    int64_t *rows = as_malloc((size_t)T * sizeof *rows), *w_off = as_malloc((size_t)(T + 1) * sizeof *w_off);
-    int32_t *dims = as_malloc((size_t)T * sizeof *dims), *d_off = as_malloc((size_t)(T + 1) * sizeof *d_off);
-    int64_t nidx = 0, fwd_bytes = 0;
-    w_off[0] = 0;
-    d_off[0] = 0;
+    const int64_t B = S->tb[0]->batch;
+    const int64_t wtotal = as_ebg_layout(S->tb, T, S->rows, S->dims, S->w_off, S->d_off);
+    int64_t nidx = 0, fwd_bytes = 0, wpacked = 0, maxn = 0, maxD = 0;
     for (int32_t t = 0; t < T; t++) {
-        rows[t] = tb[t]->rows;
-        dims[t] = (int32_t)tb[t]->dim;
-        w_off[t + 1] = w_off[t] + rows[t] * dims[t];
-        d_off[t + 1] = d_off[t] + dims[t];
-        nidx += tb[t]->lookups;
-        fwd_bytes += 4 * B * dims[t] + 2 * (int64_t)dims[t] * tb[t]->lookups;
+        const int64_t L = S->tb[t]->lookups;
+        nidx += L;
+        wpacked += S->rows[t] * S->dims[t];
+        fwd_bytes += 4 * B * S->dims[t] + 2 * (int64_t)S->dims[t] * L;
+        if (L > maxn) maxn = L;
+        if (S->dims[t] > maxD) maxD = S->dims[t];
     }
-    int64_t sumD = d_off[T];
+    const int64_t sumD = S->d_off[T];
     res->lookups = nidx;
     res->batch = B;
     res->sum_dim = sumD;
-    uint64_t bytes = (uint64_t)w_off[T] * 2 + (uint64_t)B * (uint64_t)sumD * 8 + (uint64_t)nidx * 4 +
-                     (uint64_t)(T * B + 1) * 8 + (uint64_t)nidx * 16;
-    res->bytes = bytes;
-    int64_t *offs = NULL;
-    int32_t *idx = NULL;
-    uint16_t *W = NULL;
-    float *out = NULL, *grad = NULL;
-    as_eb_cpu_ws *ws = NULL;
-    if (!c->cuda && c->max_bytes && bytes > c->max_bytes) {
+    res->bytes = (uint64_t)wpacked * 2 + (uint64_t)B * (uint64_t)sumD * 8 + (uint64_t)nidx * 4 +
+                 (uint64_t)(T * B + 1) * 8 + (uint64_t)nidx * 16;
+    if (!c->cuda && c->max_bytes && res->bytes > c->max_bytes) {
         snprintf(res->error, sizeof res->error, "does not fit: needs %.2f GiB, the budget is %.2f GiB",
-                 bytes / 1073741824.0, c->max_bytes / 1073741824.0);
-        goto out;
+                 res->bytes / 1073741824.0, c->max_bytes / 1073741824.0);
+        goto done;
     }
-    offs = as_malloc((size_t)(T * B + 1) * sizeof *offs);
-    idx = as_malloc((size_t)(nidx ? nidx : 1) * sizeof *idx);
-    int64_t base = 0;
-    for (int32_t t = 0; t < T; t++) {
-        for (int64_t b = 0; b < B; b++) offs[t * B + b] = base + tb[t]->offsets[b];
-        memcpy(idx + base, tb[t]->indices, (size_t)tb[t]->lookups * sizeof *idx);
-        base += tb[t]->lookups;
+    /* every table is checked once per session (bounds of its offsets and indices) */
+    for (int32_t t = 0; t < T; t++)
+        if (!S->checked[S->pos[t]]) {
+            if (as_ebg_check_table(S->tb[t], res->error, sizeof res->error)) goto done;
+            S->checked[S->pos[t]] = 1;
+        }
+    const int R = c->runs;
+    if (R > S->capR) {
+        free(S->tot); free(S->fw); free(S->bw);
+        S->capR = R;
+        S->tot = as_malloc((size_t)R * sizeof *S->tot);
+        S->fw = as_malloc((size_t)R * sizeof *S->fw);
+        S->bw = as_malloc((size_t)R * sizeof *S->bw);
     }
-    offs[T * B] = base;
-    as_eb_shard s = { T, B, rows, dims, w_off, d_off, offs, idx };
-    if (as_eb_validate(&s, res->error, sizeof res->error)) goto out;
-    W = as_malloc((size_t)(w_off[T] ? w_off[T] : 1) * sizeof *W);
-    fill_weights(W, w_off[T], c->seed);
-    grad = as_malloc((size_t)(B * sumD > 0 ? B * sumD : 1) * sizeof *grad);
-    {
-        as_rng r;
-        as_rng_seed(&r, c->seed, 0x67);
-        for (int64_t i = 0; i < B * sumD; i++) grad[i] = (float)(as_rng_uniform(&r) - 0.5) * 0.01f;
-    }
-    int R = c->runs;
-    double *tot = as_malloc((size_t)R * sizeof *tot), *fw = as_malloc((size_t)R * sizeof *fw), *bw = as_malloc((size_t)R * sizeof *bw);
+    double *tot = S->tot, *fw = S->fw, *bw = S->bw;
     if (c->cuda) {
         as_eb_gpu *g = NULL;
-        if (as_eb_gpu_create(&g, &s, W, grad, c->device, res->error, sizeof res->error)) goto out_t;
-        double copy_gbps = 0;
-        as_eb_gpu_info(g, res->device, sizeof res->device, &res->sm_clock_mhz, &copy_gbps);
-        float ms;
-        for (int i = 0; i < c->warmup; i++)
-            if (as_eb_gpu_forward(g, &ms, res->error, sizeof res->error) ||
-                as_eb_gpu_backward_sgd(g, c->lr, &ms, res->error, sizeof res->error)) { as_eb_gpu_destroy(g); goto out_t; }
-        for (int i = 0; i < R; i++) {
-            float f1, b1;
-            if (as_eb_gpu_flush_cache(g, res->error, sizeof res->error) ||
-                as_eb_gpu_forward(g, &f1, res->error, sizeof res->error) ||
-                as_eb_gpu_backward_sgd(g, c->lr, &b1, res->error, sizeof res->error)) { as_eb_gpu_destroy(g); goto out_t; }
-            fw[i] = f1;
-            bw[i] = b1;
-            tot[i] = (double)f1 + (double)b1;
+        if (as_eb_gpu_ctx_shard(S->ctx, S->pos, T, c->seed, &g, res->error, sizeof res->error)) goto done;
+        as_eb_gpu_info(g, res->device, sizeof res->device, &res->sm_clock_mhz, NULL);
+        if (as_eb_gpu_measure(g, c->warmup, R, c->lr, fw, bw, &busy, res->error, sizeof res->error)) {
+            busy = 0;
+            goto done;
         }
-        as_eb_gpu_destroy(g);
+        for (int i = 0; i < R; i++) tot[i] = fw[i] + bw[i];
+        S->last_g = g;
     } else {
-        out = as_malloc((size_t)(B * sumD > 0 ? B * sumD : 1) * sizeof *out);
-        ws = as_eb_cpu_ws_new(&s);
+        const size_t outn = (size_t)(B * sumD);
+        S->offs = grow(S->offs, &S->capO, (size_t)(T * B + 1), sizeof *S->offs, &S->grows);
+        S->idx = grow(S->idx, &S->capI, (size_t)(nidx ? nidx : 1), sizeof *S->idx, &S->grows);
+        S->W = grow(S->W, &S->capW, (size_t)(wtotal ? wtotal : 1), sizeof *S->W, &S->grows);
+        S->grad = grow(S->grad, &S->capG, outn ? outn : 1, sizeof *S->grad, &S->grows);
+        S->out = grow(S->out, &S->capOut, outn ? outn : 1, sizeof *S->out, &S->grows);
+        if (!S->ws || maxn > S->ws_n || maxD > S->ws_D) {
+            /* the backward's sort buffers, sized for the largest table and dim seen so far */
+            if (S->ws) as_eb_cpu_ws_free(S->ws);
+            if (maxn > S->ws_n) S->ws_n = maxn;
+            if (maxD > S->ws_D) S->ws_D = maxD;
+            int32_t d1 = (int32_t)S->ws_D, doff[2] = { 0, d1 };
+            int64_t r1 = 1, wo[2] = { 0, S->ws_D }, of[2] = { 0, S->ws_n };
+            as_eb_shard big = { 1, 1, &r1, &d1, wo, doff, of, NULL };
+            S->ws = as_eb_cpu_ws_new(&big);
+            S->grows++;
+            if (!S->ws) { S->ws_n = S->ws_D = 0; snprintf(res->error, sizeof res->error, "out of memory for the sort buffers"); goto done; }
+        }
+        as_ebg_gather(S->offs, S->idx, S->tb, T, B, threads);
+        as_eb_shard s = { T, B, S->rows, S->dims, S->w_off, S->d_off, S->offs, S->idx };
+        as_ebg_fill_weights(S->W, &s, S->tid, c->seed, threads);
+        as_ebg_fill_grad(S->grad, &s, S->tid, c->seed, threads);
         for (int i = 0; i < c->warmup; i++) {
-            as_eb_forward_cpu(out, W, &s, threads);
-            as_eb_backward_sgd_cpu(W, grad, &s, c->lr, ws, threads);
+            double t0 = as_now();
+            as_eb_forward_cpu(S->out, S->W, &s, threads);
+            as_eb_backward_sgd_cpu(S->W, S->grad, &s, c->lr, S->ws, threads);
+            busy += (as_now() - t0) * 1e3;
         }
         for (int i = 0; i < R; i++) {
             cpu_flush(c->flush_bytes);
             double t0 = as_now();
-            as_eb_forward_cpu(out, W, &s, threads);
+            as_eb_forward_cpu(S->out, S->W, &s, threads);
             double t1 = as_now();
-            as_eb_backward_sgd_cpu(W, grad, &s, c->lr, ws, threads);
+            as_eb_backward_sgd_cpu(S->W, S->grad, &s, c->lr, S->ws, threads);
             double t2 = as_now();
             fw[i] = (t1 - t0) * 1e3;
             bw[i] = (t2 - t1) * 1e3;
             tot[i] = (t2 - t0) * 1e3;
+            busy += tot[i];
         }
     }
     {
@@ -322,23 +427,114 @@ void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids
         as_bench_stats(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
         res->gbps = res->cost_ms > 0 ? 3.0 * (double)fwd_bytes / (res->cost_ms * 1e-3) / 1e9 : 0;
         res->ok = 1;
+        S->last_T = T;
+        S->last_B = B;
     }
-out_t:
-    free(tot);
-    free(fw);
-    free(bw);
-out:
-    if (ws) as_eb_cpu_ws_free(ws);
-    free(out);
-    free(grad);
-    free(W);
-    free(idx);
-    free(offs);
-    free(rows);
-    free(w_off);
-    free(dims);
-    free(d_off);
-    free(tb);
+done:
+    res->busy_ms = busy;
+    res->wall_ms = (as_now() - wall0) * 1e3;
+}
+
+int as_bench_session_last(as_bench_session *S, as_eb_shard *shard, const uint16_t **W, const float **grad,
+                          const float **out, char *err, size_t errlen)
+{
+    if (!S->last_T) { snprintf(err, errlen, "no shard measured yet"); return -1; }
+    const int32_t T = S->last_T;
+    const int64_t B = S->last_B, sumD = S->d_off[T], wtotal = S->w_off[T];
+    int64_t nidx = 0;
+    for (int32_t t = 0; t < T; t++) nidx += S->tb[t]->lookups;
+    if (S->ctx) {
+        const size_t outn = (size_t)(B * sumD);
+        S->offs = grow(S->offs, &S->capO, (size_t)(T * B + 1), sizeof *S->offs, &S->grows);
+        S->idx = grow(S->idx, &S->capI, (size_t)(nidx ? nidx : 1), sizeof *S->idx, &S->grows);
+        S->W = grow(S->W, &S->capW, (size_t)(wtotal ? wtotal : 1), sizeof *S->W, &S->grows);
+        S->grad = grow(S->grad, &S->capG, outn ? outn : 1, sizeof *S->grad, &S->grows);
+        S->out = grow(S->out, &S->capOut, outn ? outn : 1, sizeof *S->out, &S->grows);
+        if (as_eb_gpu_download(S->last_g, S->out, S->W, err, errlen) ||
+            as_eb_gpu_download_inputs(S->last_g, S->offs, S->idx, S->grad, err, errlen))
+            return -1;
+    }
+    as_eb_shard s = { T, B, S->rows, S->dims, S->w_off, S->d_off, S->offs, S->idx };
+    *shard = s;
+    *W = S->W;
+    *grad = S->grad;
+    *out = S->out;
+    return 0;
+}
+
+/* ---- one shard, on a kept session ------------------------------------------------------ */
+
+static pthread_mutex_t shard_mu = PTHREAD_MUTEX_INITIALIZER;
+static as_bench_session *shard_sess;
+static const as_bpool *shard_pool;
+static const as_btable *shard_pool_t;
+static int64_t shard_pool_n;
+
+void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int64_t n, as_bench_result *r)
+{
+    pthread_mutex_lock(&shard_mu);
+    as_bench_session *S = shard_sess;
+    if (S && (shard_pool != p || shard_pool_t != p->t || shard_pool_n != p->n || S->c.cuda != c->cuda ||
+              (c->cuda && (S->c.device != c->device || S->c.per_shard_upload != c->per_shard_upload)) ||
+              S->c.threads != c->threads)) {
+        as_bench_session_free(S);
+        S = shard_sess = NULL;
+    }
+    if (!S) {
+        char err[256];
+        S = shard_sess = as_bench_session_new(c, p, err, sizeof err);
+        if (!S) {
+            memset(r, 0, sizeof *r);
+            snprintf(r->error, sizeof r->error, "%s", err);
+            pthread_mutex_unlock(&shard_mu);
+            return;
+        }
+        shard_pool = p;
+        shard_pool_t = p->t;
+        shard_pool_n = p->n;
+    }
+    S->c = *c;   /* the protocol's values may differ between calls; the workspace does not care */
+    as_bench_session_run(S, ids, n, r);
+    pthread_mutex_unlock(&shard_mu);
+}
+
+void as_bench_shard_release(void)
+{
+    pthread_mutex_lock(&shard_mu);
+    as_bench_session_free(shard_sess);
+    shard_sess = NULL;
+    shard_pool = NULL;
+    shard_pool_t = NULL;
+    shard_pool_n = 0;
+    pthread_mutex_unlock(&shard_mu);
+}
+
+/* ---- the measuring loop's figures ------------------------------------------------------ */
+
+void as_bench_tally_add(as_bench_tally *t, const as_bench_result *r)
+{
+    t->shards++;
+    if (r->ok) t->ok++;
+    t->busy_ms += r->busy_ms;
+}
+
+double as_bench_busy_fraction(const as_bench_tally *t, double wall_s)
+{
+    return wall_s > 0 ? t->busy_ms / (wall_s * 1e3) : 0;
+}
+
+double as_bench_shards_per_s(const as_bench_tally *t, double wall_s)
+{
+    return wall_s > 0 ? (double)t->shards / wall_s : 0;
+}
+
+void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wall_s)
+{
+    int k = snprintf(buf, len, "%" PRId64 " shard%s in %.2f s: %.2f shards/s; device busy %.1f %% of the measuring loop "
+                     "(warm-up + timed kernels %.2f s)", t->shards, t->shards == 1 ? "" : "s", wall_s,
+                     as_bench_shards_per_s(t, wall_s), 100.0 * as_bench_busy_fraction(t, wall_s), t->busy_ms / 1e3);
+    if (k > 0 && (size_t)k < len && t->ok < t->shards)
+        snprintf(buf + k, len - (size_t)k, "; %" PRId64 " not measured", t->shards - t->ok);
 }
 
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r)

@@ -1,13 +1,21 @@
 /* bench.h - the micro-benchmark: time the fused embedding-bag op (embbag.h) of a shard
  * with the paper's protocol (W warm-up iterations, R timed runs each after a cache flush,
  * drop the `trim` highest and lowest, mean of the rest) on the CPU or a CUDA device.
- * Dimension letters: B batch, L pooling, D dim, E rows, T tables, K shards. */
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables, K shards.
+ *
+ * A session (one per process) measures any number of shards of one pool: it keeps its
+ * buffers and grows them on demand, checks each table once, and on a GPU keeps the pool's
+ * offsets and indices on the device (as_eb_gpu_ctx) and generates each shard's weights and
+ * gradients there. The data a shard is measured on is the same on both devices: bags
+ * concatenated from the pool tables, weights and gradients from ebgen.h's counter-based
+ * hash of (seed, table id, element), in as_ebg_layout's layout. */
 #ifndef AS_BENCH_H
 #define AS_BENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "embbag.h"
 #include "stream.h"
 
 /* one table's data, loaded from a `table` record */
@@ -41,6 +49,8 @@ typedef struct {
     uint64_t seed;
     uint64_t max_bytes;     /* memory budget for one shard (0: no limit) */
     uint64_t flush_bytes;   /* CPU cache-flush sweep (0: 2 x the last-level cache, at least 64 MiB) */
+    int per_shard_upload;   /* CUDA: 1 = upload each shard's table data when it is set up; 0 = keep
+                             * the pool's data on the device when it fits (the default) */
 } as_bench_cfg;
 
 typedef struct {
@@ -55,11 +65,54 @@ typedef struct {
     char device[128];
     int threads;
     int sm_clock_mhz;
+    /* not in the cost record: for the measuring loop's summary (as_bench_tally) */
+    double busy_ms;         /* kernel time of all warm-up iterations and timed phases (CUDA
+                             * events; CPU: the as_now()-timed calls), flushes not included */
+    double wall_ms;         /* wall time of the whole measurement call, setup included */
 } as_bench_result;
 
-/* Benchmark the shard made of tables ids[0..n). Never exits; a shard that cannot run
- * (does not fit, bad data) gives ok = 0 and a reason. */
+typedef struct as_bench_session as_bench_session;
+
+/* a session measuring shards of pool p (which must outlive it, unchanged) with config c
+ * (copied). On CUDA this sets up the device context (and uploads the pool when it stays on
+ * the device). NULL with err when the device cannot be set up. */
+as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen);
+/* Benchmark the shard made of tables ids[0..n). Never exits; a shard that cannot run (does
+ * not fit, bad data) gives ok = 0 and a reason. */
+void as_bench_session_run(as_bench_session *s, const int64_t *ids, int64_t n, as_bench_result *r);
+typedef struct {
+    int64_t shards;         /* shards set up so far */
+    int64_t grows;          /* times a workspace buffer was (re)allocated */
+    uint64_t bytes;         /* bytes the workspace holds (host, or device for CUDA) */
+    int resident;           /* CUDA: the pool's data is on the device */
+} as_bench_session_info;
+void as_bench_session_info_get(const as_bench_session *s, as_bench_session_info *info);
+/* tests: the data of the last shard measured (ok) by the session, valid until its next run:
+ * the shard (as_ebg_layout's layout, concatenated bags), the weights after the measurement's
+ * updates, the gradient, the last forward's output. On CUDA they are downloaded from the
+ * device first. 0, or -1 with err (no shard measured yet, a CUDA error) */
+int as_bench_session_last(as_bench_session *s, as_eb_shard *shard, const uint16_t **W, const float **grad,
+                          const float **out, char *err, size_t errlen);
+void as_bench_session_free(as_bench_session *s);
+
+/* as_bench_session_run on a session kept for (c's values, p) between calls and made anew
+ * when either changes; thread-safe (one measurement at a time). A pool freed and loaded
+ * again must be preceded by as_bench_shard_release(), which frees the kept session. */
 void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int64_t n, as_bench_result *r);
+void as_bench_shard_release(void);
+
+/* the figures of a measuring loop: add every shard's result, then summarise with the
+ * loop's wall time. busy fraction = sum of busy_ms / wall time; shards/s = shards / wall */
+typedef struct {
+    int64_t shards, ok;
+    double busy_ms;
+} as_bench_tally;
+void as_bench_tally_add(as_bench_tally *t, const as_bench_result *r);
+double as_bench_busy_fraction(const as_bench_tally *t, double wall_s);
+double as_bench_shards_per_s(const as_bench_tally *t, double wall_s);
+/* one line: "N shards in X s: Y shards/s; device busy Z % (warm-up + timed kernels S s)"
+ * (and the count of shards not measured when there are any) */
+void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wall_s);
 
 /* Resolve --device for measurement: "auto" (a working GPU, else the CPU), "cpu", "cuda",
  * "cuda:N"; sets c->cuda and c->device. Returns 0, or the exit code (2 not a device name,

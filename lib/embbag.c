@@ -5,9 +5,12 @@
  *
  * Numerics (identical in the fast paths and the references, so they agree bit for bit):
  *   forward   out = 0.0f, then += float(row) for each lookup of the bag in lookup order;
- *   backward  G = 0.0f, then += grad[bag] for each lookup of the row in ascending lookup
- *             order; W = half(float(W) - (lr * G)) with the product rounded to fp32 before
- *             the subtraction (no fused multiply-add) and one round-to-nearest-even to fp16.
+ *   backward  the row's lookups in ascending lookup order, cut into chunks of AS_EB_CHUNK
+ *             (embbag.h); per chunk P = 0.0f, then += grad[bag] for each of its lookups in
+ *             order; G = P of the first chunk, then G += P of each later chunk in order (a
+ *             row with at most AS_EB_CHUNK lookups: G is the plain sequential sum);
+ *             W = half(float(W) - (lr * G)) with the product rounded to fp32 before the
+ *             subtraction (no fused multiply-add) and one round-to-nearest-even to fp16.
  * On x86 the hot loops use F16C + AVX through function target attributes chosen at run time
  * (the build does not need -mf16c); elsewhere, or when forced, portable bit-twiddling code.
  *
@@ -15,9 +18,11 @@
  * radix sort over only the ceil(log2 E_t) row bits, in passes of at most 11 bits. The sort
  * is stable, so within a row the lookups stay in ascending lookup (= ascending bag) order.
  * Each run of equal rows is reduced into a D-wide fp32 accumulator and the fp16 row is
- * updated once. Threads split every table's lookups into contiguous chunks (per-thread
+ * updated once; runs of more than AS_EB_CHUNK lookups (found by probing every
+ * AS_EB_CHUNK-th sorted key) are reduced chunk by chunk by their own routines, the others
+ * by the plain loops. Threads split every table's lookups into contiguous ranges (per-thread
  * histograms keep the parallel sort stable and deterministic) and then own the runs that
- * start in their chunk, so no two threads touch the same row. Results do not depend on the
+ * start in their range, so no two threads touch the same row. Results do not depend on the
  * thread count. Library code: no printing, no exit. */
 #include "embbag.h"
 
@@ -227,6 +232,65 @@ int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n)
 
 /* ---- validation ----------------------------------------------------------------------- */
 
+typedef struct { int64_t lo, hi; int32_t t; } wregion;
+
+static int wregion_cmp(const void *a, const void *b)
+{
+    const wregion *x = a, *y = b;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* the layout rule of embbag.h: every table's region [w_off[t], w_off[t] + E_t*D_t) inside
+ * [0, w_off[T]), no two regions overlapping (any order, gaps allowed). Rows and dims are
+ * already checked (>= 1, E_t*D_t does not overflow). */
+static int validate_w_layout(const as_eb_shard *s, char *err, size_t errlen)
+{
+    const int32_t T = s->T;
+    const int64_t total = s->w_off[T];
+    if (total < 0) {
+        set_err(err, errlen, "w_off[%d] = %lld (the weight buffer's size) is negative", (int)T, (long long)total);
+        return -1;
+    }
+    int ordered = 1;   /* tables in W in table order: the common case needs no sort */
+    for (int32_t t = 0; t < T; t++) {
+        const int64_t lo = s->w_off[t], n = s->rows[t] * (int64_t)s->dims[t];
+        if (lo < 0) {
+            set_err(err, errlen, "table %d: w_off[%d] = %lld is negative", (int)t, (int)t, (long long)lo);
+            return -1;
+        }
+        if (lo > total || n > total - lo) {
+            set_err(err, errlen, "table %d: weights at w_off[%d] = %lld, rows x dim = %lld, end past the weight "
+                    "buffer's w_off[%d] = %lld elements", (int)t, (int)t, (long long)lo, (long long)n, (int)T,
+                    (long long)total);
+            return -1;
+        }
+        if (t > 0 && s->w_off[t - 1] + s->rows[t - 1] * (int64_t)s->dims[t - 1] > lo) ordered = 0;
+    }
+    if (ordered) return 0;
+    /* sort the regions by start: two regions overlap iff some pair adjacent in that order does */
+    wregion *r = malloc((size_t)T * sizeof *r);
+    if (!r) { set_err(err, errlen, "out of memory checking the weight layout"); return -1; }
+    for (int32_t t = 0; t < T; t++) {
+        r[t].lo = s->w_off[t];
+        r[t].hi = s->w_off[t] + s->rows[t] * (int64_t)s->dims[t];
+        r[t].t = t;
+    }
+    qsort(r, (size_t)T, sizeof *r, wregion_cmp);
+    int rc = 0;
+    for (int32_t k = 1; k < T; k++)
+        if (r[k - 1].hi > r[k].lo) {
+            const wregion *a = &r[k - 1], *b = &r[k];
+            if (a->t > b->t) { const wregion *x = a; a = b; b = x; }
+            set_err(err, errlen, "tables %d and %d overlap in the weights: [%lld, %lld) and [%lld, %lld)", (int)a->t,
+                    (int)b->t, (long long)a->lo, (long long)a->hi, (long long)b->lo, (long long)b->hi);
+            rc = -1;
+            break;
+        }
+    free(r);
+    return rc;
+}
+
 int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
 {
     if (!s) { set_err(err, errlen, "no shard"); return -1; }
@@ -239,10 +303,6 @@ int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
     }
     const int32_t T = s->T;
     const int64_t B = s->B;
-    if (s->w_off[0] != 0) {
-        set_err(err, errlen, "w_off[0] = %lld, must be 0", (long long)s->w_off[0]);
-        return -1;
-    }
     if (s->d_off[0] != 0) {
         set_err(err, errlen, "d_off[0] = %d, must be 0", (int)s->d_off[0]);
         return -1;
@@ -253,17 +313,13 @@ int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
         if (E < 1) { set_err(err, errlen, "table %d: rows = %lld, must be >= 1", (int)t, (long long)E); return -1; }
         if (D < 1) { set_err(err, errlen, "table %d: dim = %d, must be >= 1", (int)t, (int)D); return -1; }
         if (E > INT64_MAX / D) { set_err(err, errlen, "table %d: rows x dim overflows", (int)t); return -1; }
-        if (s->w_off[t + 1] - s->w_off[t] != E * D) {
-            set_err(err, errlen, "table %d: w_off[%d] - w_off[%d] = %lld, expected rows x dim = %lld",
-                    (int)t, (int)t + 1, (int)t, (long long)(s->w_off[t + 1] - s->w_off[t]), (long long)(E * D));
-            return -1;
-        }
         if ((int64_t)s->d_off[t + 1] - s->d_off[t] != D) {
             set_err(err, errlen, "table %d: d_off[%d] - d_off[%d] = %lld, expected dim = %d",
                     (int)t, (int)t + 1, (int)t, (long long)s->d_off[t + 1] - s->d_off[t], (int)D);
             return -1;
         }
     }
+    if (validate_w_layout(s, err, errlen)) return -1;
     const int64_t nbags = (int64_t)T * B;
     if (s->offsets[0] != 0) {
         set_err(err, errlen, "offsets[0] = %lld, must be 0", (long long)s->offsets[0]);
@@ -313,8 +369,9 @@ void as_eb_forward_ref(float *out, const uint16_t *W, const as_eb_shard *s)
     }
 }
 
-/* one table, no allocation: for each lookup that is the first of its row, sum that row's
- * gradients over all its lookups in ascending order (64 columns at a time), then update */
+/* one table, no allocation: for each lookup that is the first of its row, walk that row's
+ * lookups in ascending order (64 columns at a time), summing each chunk of AS_EB_CHUNK
+ * lookups from 0.0f and adding the chunk sums left to right (embbag.h), then update */
 static void bwd_ref_table(uint16_t *W, const float *grad, const as_eb_shard *s, float lr, int32_t t)
 {
     const int64_t B = s->B, D = s->dims[t], sumD = s->d_off[s->T];
@@ -330,12 +387,22 @@ static void bwd_ref_table(uint16_t *W, const float *grad, const as_eb_shard *s, 
             if (seen) continue;
             for (int64_t c0 = 0; c0 < D; c0 += 64) {
                 const int64_t w = D - c0 < 64 ? D - c0 : 64;
-                float acc[64];
-                for (int64_t j = 0; j < w; j++) acc[j] = 0.0f;
+                float acc[64], part[64];
+                int64_t m = 0, chunks = 0;   /* lookups in the open chunk; chunks closed */
                 for (int64_t bk = bi; bk < B; bk++)
-                    for (int64_t k = bk == bi ? i : off[bk]; k < off[bk + 1]; k++)
-                        if (idx[k] == r)
-                            for (int64_t j = 0; j < w; j++) acc[j] += gt[bk * sumD + c0 + j];
+                    for (int64_t k = bk == bi ? i : off[bk]; k < off[bk + 1]; k++) {
+                        if (idx[k] != r) continue;
+                        if (m == 0)
+                            for (int64_t j = 0; j < w; j++) part[j] = 0.0f;
+                        for (int64_t j = 0; j < w; j++) part[j] += gt[bk * sumD + c0 + j];
+                        if (++m == AS_EB_CHUNK) {
+                            for (int64_t j = 0; j < w; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
+                            chunks++;
+                            m = 0;
+                        }
+                    }
+                if (m > 0)
+                    for (int64_t j = 0; j < w; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
                 uint16_t *wr = Wt + (int64_t)r * D + c0;
                 for (int64_t j = 0; j < w; j++) {
                     const float u = lr * acc[j];
@@ -461,7 +528,7 @@ struct as_eb_cpu_ws {
     int cap_thr;        /* threads the histograms and accumulators are sized for */
     uint64_t *keys[2];  /* (row << 32) | bag */
     int64_t *hist;      /* [cap_thr][HIST_STRIDE] */
-    float *acc;         /* [cap_thr][acc_stride], portable path */
+    float *acc;         /* [cap_thr][acc_stride]: run sum, then chunk sum (portable path) */
     int64_t acc_stride;
 };
 
@@ -483,7 +550,7 @@ as_eb_cpu_ws *as_eb_cpu_ws_new(const as_eb_shard *s)
     int thr = omp_get_max_threads(), np = omp_get_num_procs();
     ws->cap_thr = thr > np ? thr : np;
     if (ws->cap_thr < 1) ws->cap_thr = 1;
-    ws->acc_stride = (ws->cap_D + 15) & ~(int64_t)15;
+    ws->acc_stride = 2 * ((ws->cap_D + 15) & ~(int64_t)15);
     size_t nk = (size_t)(ws->cap_n > 0 ? ws->cap_n : 1);
     ws->keys[0] = aligned_alloc(64, ((nk * 8 + 63) / 64) * 64);
     ws->keys[1] = aligned_alloc(64, ((nk * 8 + 63) / 64) * 64);
@@ -509,7 +576,8 @@ void as_eb_cpu_ws_free(as_eb_cpu_ws *ws)
 #define KEY_ROW(k) ((int64_t)((k) >> 32))
 #define KEY_BAG(k) ((int64_t)(uint32_t)(k))
 
-/* runs of keys[r0..r1) (run starts; a run may extend past r1), portable */
+/* runs of keys[r0..r1) (run starts; a run may extend past r1), each of at most AS_EB_CHUNK
+ * lookups (bwd_runs splits the longer ones off), portable */
 static void bwd_runs_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
                           int64_t r0, int64_t r1, int64_t n, float lr, float *acc)
 {
@@ -536,22 +604,71 @@ static void bwd_runs_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D
     }
 }
 
+/* one run keys[i..j) of more than AS_EB_CHUNK lookups, portable, chunk by chunk: each
+ * chunk's sum from 0.0f in part, added into acc (the first chunk's sum is acc itself) */
+static void bwd_long_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
+                          int64_t i, int64_t j, int64_t n, float lr, float *acc, float *part)
+{
+    const size_t gbytes = (size_t)D * 4, wbytes = (size_t)D * 2;
+    for (int64_t k0 = i; k0 < j; k0 += AS_EB_CHUNK) {
+        const int64_t k1 = j - k0 > AS_EB_CHUNK ? k0 + AS_EB_CHUNK : j;
+        float *p = k0 == i ? acc : part;
+        for (int64_t c = 0; c < D; c++) p[c] = 0.0f;
+        for (int64_t k = k0; k < k1; k++) {
+            if (k + PF_DIST < n) {
+                prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, gbytes, 0);
+                prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, wbytes, 1);
+            }
+            const float *g = gt + KEY_BAG(keys[k]) * sumD;
+            for (int64_t c = 0; c < D; c++) p[c] += g[c];
+        }
+        if (p != acc)
+            for (int64_t c = 0; c < D; c++) acc[c] += part[c];
+    }
+    uint16_t *w = Wt + KEY_ROW(keys[i]) * D;
+    for (int64_t c = 0; c < D; c++) {
+        const float u = lr * acc[c];
+        w[c] = f2h_soft(h2f_soft(w[c]) - u);
+    }
+}
+
 #ifdef AS_EB_X86
-/* columns [c0, c0 + 8*nv) of the run keys[i..j): reduce in registers, then update W */
+/* the lookups keys[k0..k1) added into acc[0..nv) (columns [c0, c0 + 8*nv)), in order */
+#define BWD_SUM_F16C(k0, k1)                                                                          \
+    for (int64_t k = (k0); k < (k1); k++) {                                                           \
+        if (k + PF_DIST < n) {                                                                        \
+            prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD + c0, gbytes, 0);                    \
+            if (c0 == 0) prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, wbytes, 1);               \
+        }                                                                                             \
+        const float *g = gt + KEY_BAG(keys[k]) * sumD + c0;                                           \
+        for (int v = 0; v < nv; v++) acc[v] = _mm256_add_ps(acc[v], _mm256_loadu_ps(g + 8 * v));      \
+    }
+
+/* columns [c0, c0 + 8*nv) of the run keys[i..j): reduce in registers, then update W. A run
+ * of at most AS_EB_CHUNK lookups is one chunk (chunked = 0: the plain loop); longer runs
+ * (chunked = 1) go chunk by chunk, each chunk's sum in registers from zero, the run's sum
+ * G = the first chunk's sum, then + each later one, kept in memory between chunks so that
+ * the loop over lookups has the registers to itself. nv and chunked are literals. */
 AS_F16C_INLINE void bwd_blk_f16c(uint16_t *wrow, const float *gt, int64_t sumD, int64_t D,
                                  const uint64_t *keys, int64_t i, int64_t j, int64_t n,
-                                 int64_t c0, float lr, const int nv, uint16_t *Wt)
+                                 int64_t c0, float lr, const int nv, uint16_t *Wt, const int chunked)
 {
     __m256 acc[BLK_V];
     for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
     const size_t gbytes = (size_t)(D - c0) * 4, wbytes = (size_t)D * 2;
-    for (int64_t k = i; k < j; k++) {
-        if (k + PF_DIST < n) {
-            prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD + c0, gbytes, 0);
-            if (c0 == 0) prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, wbytes, 1);
+    if (!chunked) {
+        BWD_SUM_F16C(i, j)
+    } else {
+        float G[8 * BLK_V] __attribute__((aligned(32)));
+        BWD_SUM_F16C(i, i + AS_EB_CHUNK)
+        for (int v = 0; v < nv; v++) _mm256_store_ps(G + 8 * v, acc[v]);
+        for (int64_t k0 = i + AS_EB_CHUNK; k0 < j; k0 += AS_EB_CHUNK) {
+            const int64_t k1 = j - k0 > AS_EB_CHUNK ? k0 + AS_EB_CHUNK : j;
+            for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
+            BWD_SUM_F16C(k0, k1)
+            for (int v = 0; v < nv; v++) _mm256_store_ps(G + 8 * v, _mm256_add_ps(_mm256_load_ps(G + 8 * v), acc[v]));
         }
-        const float *g = gt + KEY_BAG(keys[k]) * sumD + c0;
-        for (int v = 0; v < nv; v++) acc[v] = _mm256_add_ps(acc[v], _mm256_loadu_ps(g + 8 * v));
+        for (int v = 0; v < nv; v++) acc[v] = _mm256_load_ps(G + 8 * v);
     }
     const __m256 vlr = _mm256_set1_ps(lr);
     for (int v = 0; v < nv; v++) {
@@ -562,6 +679,51 @@ AS_F16C_INLINE void bwd_blk_f16c(uint16_t *wrow, const float *gt, int64_t sumD, 
     }
 }
 
+/* one run keys[i..j) of more than AS_EB_CHUNK lookups (a hot row), chunk by chunk: the
+ * 8-column blocks as in bwd_blk_f16c, the 1..7 tail columns in scalar code */
+AS_F16C static void bwd_long_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
+                                  int64_t i, int64_t j, int64_t n, float lr)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    uint16_t *wrow = Wt + KEY_ROW(keys[i]) * D;
+    for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
+        int64_t nv = (D8 - c0) / 8;
+        switch (nv < BLK_V ? nv : BLK_V) {
+        case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt, 1); break;
+        case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt, 1); break;
+        case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt, 1); break;
+        case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt, 1); break;
+        case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt, 1); break;
+        case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt, 1); break;
+        case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt, 1); break;
+        default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt, 1); break;
+        }
+    }
+    if (D8 < D) {
+        const int64_t w = D - D8;
+        float acc[8] = { 0 };
+        for (int64_t k0 = i; k0 < j; k0 += AS_EB_CHUNK) {
+            const int64_t k1 = j - k0 > AS_EB_CHUNK ? k0 + AS_EB_CHUNK : j;
+            float part[8] = { 0 };
+            for (int64_t k = k0; k < k1; k++) {
+                if (D8 == 0 && k + PF_DIST < n) {
+                    prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
+                    prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, (size_t)D * 2, 1);
+                }
+                const float *g = gt + KEY_BAG(keys[k]) * sumD + D8;
+                for (int64_t c = 0; c < w; c++) part[c] += g[c];
+            }
+            for (int64_t c = 0; c < w; c++) acc[c] = k0 == i ? part[c] : acc[c] + part[c];
+        }
+        for (int64_t c = 0; c < w; c++) {
+            const float u = lr * acc[c];
+            wrow[D8 + c] = (uint16_t)_cvtss_sh(_cvtsh_ss(wrow[D8 + c]) - u, _MM_FROUND_TO_NEAREST_INT);
+        }
+    }
+}
+
+/* runs of keys[r0..r1) (run starts; a run may extend past r1), each of at most AS_EB_CHUNK
+ * lookups (bwd_runs splits the longer ones off) */
 AS_F16C static void bwd_runs_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
                                   const uint64_t *keys, int64_t r0, int64_t r1, int64_t n, float lr)
 {
@@ -575,14 +737,14 @@ AS_F16C static void bwd_runs_f16c(uint16_t *Wt, const float *gt, int64_t sumD, i
         for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
             int64_t nv = (D8 - c0) / 8;
             switch (nv < BLK_V ? nv : BLK_V) {
-            case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt); break;
-            case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt); break;
-            case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt); break;
-            case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt); break;
-            case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt); break;
-            case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt); break;
-            case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt); break;
-            default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt); break;
+            case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt, 0); break;
+            case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt, 0); break;
+            case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt, 0); break;
+            case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt, 0); break;
+            case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt, 0); break;
+            case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt, 0); break;
+            case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt, 0); break;
+            default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt, 0); break;
             }
         }
         if (D8 < D) {   /* 1..7 tail columns, scalar */
@@ -605,6 +767,64 @@ AS_F16C static void bwd_runs_f16c(uint16_t *Wt, const float *gt, int64_t sumD, i
     }
 }
 #endif
+
+/* the runs starting in keys[r0..r1) (r0 a run start; the last run may extend past r1): the
+ * stretches of runs of at most AS_EB_CHUNK lookups go to bwd_runs_f16c/_soft unchanged, the
+ * longer runs to bwd_long_f16c/_soft. A run of more than AS_EB_CHUNK lookups holds a
+ * position p that is a multiple of AS_EB_CHUNK (and p + 1), so probing the run around every
+ * such p finds them all; between long runs, and on shards without any, that costs one probe
+ * per AS_EB_CHUNK lookups. Portable path (hw = 0): acc holds 2*round16(D) floats, the run's
+ * sum and a chunk's sum. Inlined into the two wrappers below, whose calls look as the calls
+ * of bwd_runs_f16c/_soft did before chunking (the sort around them compiles the same). */
+static inline __attribute__((always_inline)) void bwd_split(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
+                                                            const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
+                                                            float lr, float *acc, const int hw)
+{
+    int64_t a = r0;   /* the next stretch of short runs starts here */
+    for (int64_t p = (r0 + AS_EB_CHUNK - 1) / AS_EB_CHUNK * AS_EB_CHUNK; p < n; p += AS_EB_CHUNK) {
+        if (p < a) continue;   /* inside the long run just done */
+        const int64_t row = KEY_ROW(keys[p]);
+        int64_t i = p, j = p + 1;
+        while (i > r0 && KEY_ROW(keys[i - 1]) == row) i--;   /* r0 starts a run: no run crosses it */
+        if (i >= r1) break;   /* this run and all later ones belong to the next thread */
+        while (j < n && KEY_ROW(keys[j]) == row) j++;
+        if (j - i <= AS_EB_CHUNK) continue;
+#ifdef AS_EB_X86
+        if (hw) {
+            if (a < i) bwd_runs_f16c(Wt, gt, sumD, D, keys, a, i, n, lr);
+            bwd_long_f16c(Wt, gt, sumD, D, keys, i, j, n, lr);
+        } else
+#endif
+        {
+            if (a < i) bwd_runs_soft(Wt, gt, sumD, D, keys, a, i, n, lr, acc);
+            bwd_long_soft(Wt, gt, sumD, D, keys, i, j, n, lr, acc, acc + ((D + 15) & ~(int64_t)15));
+        }
+        a = j;
+    }
+    if (a < r1) {
+#ifdef AS_EB_X86
+        if (hw) bwd_runs_f16c(Wt, gt, sumD, D, keys, a, r1, n, lr);
+        else
+#endif
+        bwd_runs_soft(Wt, gt, sumD, D, keys, a, r1, n, lr, acc);
+    }
+}
+
+#ifdef AS_EB_X86
+__attribute__((noinline)) static void bwd_split_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
+                                                     const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
+                                                     float lr)
+{
+    bwd_split(Wt, gt, sumD, D, keys, r0, r1, n, lr, NULL, 1);
+}
+#endif
+
+__attribute__((noinline)) static void bwd_split_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
+                                                     const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
+                                                     float lr, float *acc)
+{
+    bwd_split(Wt, gt, sumD, D, keys, r0, r1, n, lr, acc, 0);
+}
 
 /* first run start at or after x (x itself when it starts a run) */
 static int64_t run_start_at(const uint64_t *keys, int64_t x, int64_t n)
@@ -699,12 +919,12 @@ void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s
             uint16_t *Wt = W + s->w_off[t];
             const float *gt = grad + s->d_off[t];
 #ifdef AS_EB_X86
-            if (hw) bwd_runs_f16c(Wt, gt, sumD, D, src, r0, r1, n, lr);
+            if (hw) bwd_split_f16c(Wt, gt, sumD, D, src, r0, r1, n, lr);
             else
 #else
             (void)hw;
 #endif
-            bwd_runs_soft(Wt, gt, sumD, D, src, r0, r1, n, lr, acc);
+            bwd_split_soft(Wt, gt, sumD, D, src, r0, r1, n, lr, acc);
 #pragma omp barrier
         }
     }
@@ -754,6 +974,14 @@ int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *err, size_t 
     return -1;
 }
 
+int as_eb_gpu_download_inputs(as_eb_gpu *g, int64_t *offsets, int32_t *indices, float *grad, char *err,
+                              size_t errlen)
+{
+    (void)g; (void)offsets; (void)indices; (void)grad;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
 int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_clock_mhz, double *copy_gbps)
 {
     (void)g;
@@ -764,4 +992,43 @@ int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_clock_mhz, 
 }
 
 void as_eb_gpu_destroy(as_eb_gpu *g) { (void)g; }
+
+int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
+                      double *busy_ms, char *err, size_t errlen)
+{
+    (void)g; (void)warmup; (void)runs; (void)lr; (void)fwd_ms; (void)bwd_ms;
+    if (busy_ms) *busy_ms = 0;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_ctx_create(as_eb_gpu_ctx **ctx, int device, const as_eb_table *tabs, int64_t ntab, int resident,
+                         char *err, size_t errlen)
+{
+    (void)device; (void)tabs; (void)ntab; (void)resident;
+    if (ctx) *ctx = NULL;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_ctx_resident(const as_eb_gpu_ctx *ctx) { (void)ctx; return 0; }
+
+int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *ctx, const int64_t *pos, int32_t T, uint64_t seed, as_eb_gpu **g,
+                        char *err, size_t errlen)
+{
+    (void)ctx; (void)pos; (void)T; (void)seed;
+    if (g) *g = NULL;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+void as_eb_gpu_ctx_stats(const as_eb_gpu_ctx *ctx, size_t *bytes, int64_t *grows, int64_t *shards)
+{
+    (void)ctx;
+    if (bytes) *bytes = 0;
+    if (grows) *grows = 0;
+    if (shards) *shards = 0;
+}
+
+void as_eb_gpu_ctx_destroy(as_eb_gpu_ctx *ctx) { (void)ctx; }
 #endif

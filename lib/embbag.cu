@@ -18,16 +18,29 @@
  *   5. short runs (<= AS_LONG_RUN lookups): a lane group per run (D/4 lanes, float4 grad
  *      loads), 4 grad rows in flight, fp32 sums in ascending lookup order per column, then
  *      W = half(float(W) - lr*G) with __fmul_rn/__fsub_rn/__float2half_rn (no FMA
- *      contraction, one round-to-nearest-even). Longer runs are appended to a list.
- *   6. long runs (hot rows): one 256-thread block per (run, 32-column slice), runs taken
- *      dynamically from the list. All 8 warps gather tiles of 256 grad rows (32 columns)
- *      into shared memory, double-buffered, while warp 0 adds the previous tile column-
- *      sequentially: the order stays ascending lookup order, so results are bit-exact too.
- *   Every unique row is updated by exactly one group or block: deterministic, no atomics on
- *   data (the only atomics hand out list slots, which does not affect any value).
+ *      contraction, one round-to-nearest-even). Longer runs are appended to a list
+ *      (LongRun) with their work items reserved: one 64-bit atomic hands out the list slot
+ *      q and the run's first item together, so item bases ascend with q; runs of more than
+ *      AS_EB_CHUNK lookups also reserve nchunks*D floats of the partial-sum scratch.
+ *   6. long runs, chunks (eb_chunk_kernel): a run is cut into chunks of AS_EB_CHUNK lookups
+ *      (embbag.h's canonical order); a work item is (run, chunk, slice of 32*V columns)
+ *      and takes one warp, lane l owning columns slice*32V + l*V .. +V-1 (V = 4/2/1 floats
+ *      per load, the fewest slices the alignment allows). The warp reads 32 bag ids at a
+ *      time (one per lane, coalesced), broadcasts them by shuffle, keeps U grad-row loads
+ *      in flight (each a contiguous 32V-float segment of a row), then adds them in lookup
+ *      order: P = the chunk's sequential sum from 0.0f, per column. No shared memory, no
+ *      block barriers; warps find their item by a warp-wide search of the item bases. A
+ *      run of one chunk applies SGD at once (G = P); longer runs store P to the scratch.
+ *   7. long runs, combine (eb_combine_kernel): one warp per (run, slice) of each run of
+ *      more than one chunk: G = P_0, G += P_1, ... left to right (U partials in flight),
+ *      then SGD once, rounded as in 5.
+ *   Every unique row is updated by exactly one lane group or warp: deterministic, no
+ *   atomics on data (atomics only hand out list slots and scratch space, which does not
+ *   affect any value), bit-exact with the CPU reference in every case.
  *
  * Guard words surround the device output and weights (as_eb_gpu_check_guards, tests). */
 #include "embbag.h"
+#include "ebgen.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -41,12 +54,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AS_LONG_RUN 64      /* runs longer than this go to the block-per-run kernel */
-#define AS_TILE 256         /* lookups per shared-memory tile in the long-run kernel */
-#define AS_SLICE 32         /* columns per long-run block */
+#define AS_LONG_RUN 64      /* runs longer than this go to the chunked long-run kernels */
+#define AS_SLICE 32         /* lanes per long-run slice: a slice is AS_SLICE*V columns */
+#define AS_LQ_SHIFT 38      /* long-run counter: list slots above bit 38, work items below */
+#define AS_CHUNK_BLOCKS 3   /* resident 256-thread blocks per SM (launch bounds = grid) */
+#define AS_COMBINE_BLOCKS 2
+#define AS_CNT_INTS 6       /* dcnt: [0] runs, [1] unused, [2..3] u64 long-run counter
+                             * (slots << AS_LQ_SHIFT | items), [4..5] u64 scratch floats */
 #define AS_GUARD 1024       /* guard elements on each side of out and W */
 #define AS_GUARD_F32 0x7fbadbadu
 #define AS_GUARD_F16 0x7dadu  /* a NaN pattern no kernel writes */
+#define AS_NBUF 18          /* device buffers of a workspace (ws_list) */
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -78,11 +96,25 @@ struct TblDev {
     int fV, fG;          /* forward: halves per lane load, lanes per bag */
     int out_vec;         /* forward: float4 stores allowed */
     int bV, bG;          /* backward: floats per lane load (4 or 1), lanes per run */
-    int pad;
+    int lV;              /* long runs: floats per lane load (4, 2 or 1); a slice is 32*lV columns */
 };
 
 struct FwdItem {
     int t, b0, nb, pad;
+};
+
+/* a run of more than AS_LONG_RUN lookups (eb_short_kernel appends it) */
+struct LongRun {
+    unsigned long long ibase;  /* first work item of the chunk kernel */
+    unsigned long long pbase;  /* first float of its partial sums in the scratch (> 1 chunk) */
+    unsigned s, len;           /* sorted positions [s, s + len) */
+    int t, row;                /* table, row within it */
+};
+
+/* bytes of each device buffer of a shard's workspace (what it needs, or what is allocated) */
+struct Sizes {
+    size_t W, out, grad, ind, off, tbl, rowb, items, keys, vals, cnt, truns, task, lng, part, temp, flush, sink;
+    size_t total;
 };
 
 struct as_eb_gpu {
@@ -107,17 +139,26 @@ struct as_eb_gpu {
 
     void *dkeys[2];
     uint32_t *dvals[2];
-    int *dcnt;              /* [0] unique runs, [1] long runs, [2..2+max_slices) slice counters */
+    int *dcnt;              /* [AS_CNT_INTS]: unique runs, long-run and scratch counters */
     int *dtruns;            /* [T+1] first run of each table */
     int *dtask;             /* [T+1] prefix of warp tasks */
-    uint32_t *dlong;
+    LongRun *dlong;         /* [long_cap] */
     long long long_cap;
+    float *dpart;           /* partial sums of the chunks of runs of more than one chunk */
     void *dtemp;
     size_t temp_bytes;
 
     unsigned char *dflush;
     size_t flush_bytes;
     unsigned *dsink;
+
+    size_t capb[AS_NBUF];   /* bytes allocated per workspace buffer (ws_list's order; grows, never shrinks) */
+    long long grows;        /* times the workspace was (re)allocated */
+    as_eb_gpu_ctx *ctx;     /* non-NULL: the handle and its buffers belong to this context */
+    cudaEvent_t *ev;        /* as_eb_gpu_measure's events */
+    int nev;
+    int info_ok, mhz;       /* as_eb_gpu_info's cached answers */
+    char name[256];
 };
 
 /* ---- small device helpers ------------------------------------------------------------- */
@@ -294,7 +335,7 @@ __device__ __forceinline__ int last_le(const A *a, int n, X x)
 
 template <typename K>
 __global__ void eb_prep_kernel(const K *__restrict__ ukeys, const long long *__restrict__ row_base,
-                               const TblDev *__restrict__ tbl, int T, int *cnt, int nslice_ctr,
+                               const TblDev *__restrict__ tbl, int T, int *cnt, int nctr,
                                int *truns, int *task)
 {
     int nruns = cnt[0];
@@ -308,7 +349,7 @@ __global__ void eb_prep_kernel(const K *__restrict__ ukeys, const long long *__r
         }
         truns[t] = lo;
     }
-    for (int i = threadIdx.x; i < nslice_ctr; i += blockDim.x) cnt[1 + i] = 0;
+    for (int i = threadIdx.x; i < nctr; i += blockDim.x) cnt[1 + i] = 0;   /* the long-run counters */
     __syncthreads();
     if (threadIdx.x == 0) {
         int acc = 0;
@@ -387,6 +428,36 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
     }
 }
 
+/* 32*V-column slices of a table's row in the long-run kernels */
+__device__ __forceinline__ int long_slices(const TblDev &tb)
+{
+    return (tb.D + AS_SLICE * tb.lV - 1) / (AS_SLICE * tb.lV);
+}
+
+/* eb_short_kernel's hand-off of a run (sorted positions [s, e), e - s > AS_LONG_RUN) of
+ * table t: one 64-bit atomic on cnt[2..3] returns the list slot (high bits) and the first
+ * work item (low bits) together, so item bases ascend with the slot; a run of more than one
+ * chunk also reserves nchunks*D floats of the scratch (cnt[4..5]). The host checks that
+ * the item count fits below bit AS_LQ_SHIFT, and sizes the scratch for the worst case. */
+__device__ __noinline__ void long_append(int *cnt, LongRun *__restrict__ list, int t, int D, int nslices,
+                                        long long row, long long s, long long e)
+{
+    const unsigned long long len = (unsigned long long)(e - s);
+    const unsigned long long nch = (len + AS_EB_CHUNK - 1) / AS_EB_CHUNK;
+    const unsigned long long items = nch * (unsigned long long)nslices;
+    const unsigned long long old =
+        atomicAdd(reinterpret_cast<unsigned long long *>(cnt + 2), (1ULL << AS_LQ_SHIFT) | items);
+    LongRun L;
+    L.ibase = old & ((1ULL << AS_LQ_SHIFT) - 1);
+    L.pbase = nch > 1 ? atomicAdd(reinterpret_cast<unsigned long long *>(cnt + 4), nch * (unsigned long long)D)
+                      : 0ULL;
+    L.s = (unsigned)s;
+    L.len = (unsigned)len;
+    L.t = t;
+    L.row = (int)row;
+    list[old >> AS_LQ_SHIFT] = L;
+}
+
 template <typename K>
 __global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict__ tbl, int T,
                                                        const int *__restrict__ truns, const int *__restrict__ task,
@@ -395,7 +466,7 @@ __global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict_
                                                        const uint32_t *__restrict__ vals, long long n,
                                                        const float *__restrict__ grad, __half *W,
                                                        unsigned Bu, int sumD, float lr,
-                                                       uint32_t *__restrict__ long_list)
+                                                       LongRun *__restrict__ long_list)
 {
     int total = task[T];
     int nruns = cnt_ro[0];
@@ -414,10 +485,8 @@ __global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict_
         long long s = starts[r];
         long long e = r + 1 < nruns ? (long long)starts[r + 1] : n;
         if (e - s > AS_LONG_RUN) {
-            if (gl == 0) {
-                int q = atomicAdd(cnt + 1, 1);
-                long_list[q] = (uint32_t)r;
-            }
+            if (gl == 0)   /* out of line: the rare path must not cost the short path registers */
+                long_append(cnt, long_list, t, tb.D, long_slices(tb), (long long)ukeys[r] - tb.row_base, s, e);
             continue;
         }
         long long row = (long long)ukeys[r] - tb.row_base;
@@ -431,101 +500,186 @@ __global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict_
 
 /* ---- backward: long runs ------------------------------------------------------------------- */
 
-struct LongSmem {
-    float buf[2][AS_TILE][AS_SLICE];
-    uint32_t sb[2][AS_TILE];
-    int q;
-};
-
-template <typename K>
-__global__ void __launch_bounds__(256) eb_long_kernel(const TblDev *__restrict__ tbl, const long long *__restrict__ row_base,
-                                                      int T, const int *__restrict__ cnt_ro, int *cnt,
-                                                      const K *__restrict__ ukeys, const uint32_t *__restrict__ starts,
-                                                      const uint32_t *__restrict__ vals, long long n,
-                                                      const float *__restrict__ grad, __half *W,
-                                                      unsigned Bu, int sumD, float lr,
-                                                      const uint32_t *__restrict__ long_list)
+/* V consecutive grad floats at p (V-aligned), zeros when !ok */
+template <int V>
+__device__ __forceinline__ void ld_gv(const float *p, float *f, bool ok)
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    LongSmem &sm = *reinterpret_cast<LongSmem *>(smem_raw);
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int slice = blockIdx.y;
-    const int nlong = cnt_ro[1];
-    const int nruns = cnt_ro[0];
-    int *ctr = cnt + 2 + slice;
-    for (;;) {
-        if (tid == 0) sm.q = atomicAdd(ctr, 1);
-        __syncthreads();
-        int q = sm.q;
-        __syncthreads(); /* everyone has read sm.q before thread 0 may overwrite it */
-        if (q >= nlong) break;
-        int r = (int)long_list[q];
-        K key = ukeys[r];
-        int t = last_le(row_base, T, (long long)key);
-        TblDev tb = tbl[t];
-        int c0 = slice * AS_SLICE;
-        if (c0 >= tb.D) continue; /* block-uniform */
-        long long s = starts[r];
-        long long e = r + 1 < nruns ? (long long)starts[r + 1] : n;
-        long long len = e - s;
-        long long row = (long long)key - tb.row_base;
-        unsigned tB = (unsigned)t * Bu;
-        int col = c0 + lane;
-        bool cvalid = col < tb.D;
-        const float *gbase = grad + tb.d_off + (cvalid ? col : 0);
-        long long ntiles = (len + AS_TILE - 1) / AS_TILE;
+    if constexpr (V == 4) {
+        float4 x = ok ? __ldg(reinterpret_cast<const float4 *>(p)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        f[0] = x.x; f[1] = x.y; f[2] = x.z; f[3] = x.w;
+    } else if constexpr (V == 2) {
+        float2 x = ok ? __ldg(reinterpret_cast<const float2 *>(p)) : make_float2(0.0f, 0.0f);
+        f[0] = x.x; f[1] = x.y;
+    } else {
+        f[0] = ok ? __ldg(p) : 0.0f;
+    }
+}
 
-        /* prologue: bag ids of tiles 0 and 1, grads of tile 0 */
-        sm.sb[0][tid] = tid < len ? vals[s + tid] - tB : 0u;
-        if (ntiles > 1) sm.sb[1][tid] = AS_TILE + tid < len ? vals[s + AS_TILE + tid] - tB : 0u;
-        __syncthreads();
-        {
-            int cn = (int)(len < AS_TILE ? len : AS_TILE);
-            float v[AS_TILE / 8];
-#pragma unroll
-            for (int kk = 0; kk < AS_TILE / 8; kk++) {
-                int k = warp + 8 * kk;
-                v[kk] = (k < cn && cvalid) ? __ldg(gbase + (size_t)sm.sb[0][k] * sumD) : 0.0f;
-            }
-#pragma unroll
-            for (int kk = 0; kk < AS_TILE / 8; kk++) sm.buf[0][warp + 8 * kk][lane] = v[kk];
-        }
-        __syncthreads();
+/* the largest q in [0, n) with list[q].ibase <= x (ibase ascending, list[0].ibase = 0 <= x),
+ * found by the whole warp: each round its 32 lanes probe 32 evenly spaced slots, so a list
+ * of a million runs takes 4 rounds. Called by all 32 lanes with the same arguments. */
+__device__ __forceinline__ int warp_find_run(const LongRun *__restrict__ list, int n, unsigned long long x, int lane)
+{
+    int lo = 0, hi = n;   /* the answer lies in [lo, hi) */
+    while (hi - lo > 1) {
+        const int step = (hi - lo + 31) / 32;
+        const int p = lo + lane * step;
+        const bool ok = p < hi && list[p].ibase <= x;
+        const unsigned m = __ballot_sync(0xffffffffu, ok);   /* a prefix of lanes; lane 0 probes lo */
+        lo += (31 - __clz(m)) * step;
+        hi = min(hi, lo + step);
+    }
+    return lo;
+}
 
-        float acc = 0.0f;
-        for (long long i = 0; i < ntiles; i++) {
-            int cur = (int)(i & 1), nxt = cur ^ 1;
-            float v[AS_TILE / 8];
-            bool more = i + 1 < ntiles;
-            if (more) {
-                long long rem = len - (i + 1) * AS_TILE;
-                int cn = (int)(rem < AS_TILE ? rem : AS_TILE);
+/* one work item: chunk `chunk` of the run, columns slice*32V + lane*V .. +V-1 of each lane.
+ * The warp reads the chunk's bag ids 32 at a time (coalesced, one per lane) and broadcasts
+ * them; each lane keeps U grad loads in flight (the warp's loads of one lookup are one
+ * contiguous 32V-float segment of the grad row), then adds them in lookup order:
+ * P = 0.0f + g_0 + g_1 + ... per column, the CPU's chunk sum. A run of one chunk is
+ * updated here (G = P); otherwise P goes to the scratch for eb_combine_kernel. */
+template <int V, int U>
+__device__ __forceinline__ void chunk_item(const LongRun &L, const TblDev &tb, long long chunk, int slice,
+                                           const uint32_t *__restrict__ vals, const float *__restrict__ grad,
+                                           __half *W, float *__restrict__ part, unsigned tB, int sumD, float lr,
+                                           int lane)
+{
+    const long long p0 = (long long)L.s + chunk * AS_EB_CHUNK;
+    const long long rem = (long long)L.len - chunk * AS_EB_CHUNK;
+    const int cnt = rem < AS_EB_CHUNK ? (int)rem : AS_EB_CHUNK;
+    const int col = (slice * AS_SLICE + lane) * V;
+    const bool cv = col < tb.D;   /* D is a multiple of V: a lane's V columns are all in or all out */
+    const float *gc = grad + tb.d_off + (cv ? col : 0);
+    float acc[V];
 #pragma unroll
-                for (int kk = 0; kk < AS_TILE / 8; kk++) {
-                    int k = warp + 8 * kk;
-                    v[kk] = (k < cn && cvalid) ? __ldg(gbase + (size_t)sm.sb[nxt][k] * sumD) : 0.0f;
-                }
-            }
-            if (warp == 0) {
-                long long rem = len - i * AS_TILE;
-                int cn = (int)(rem < AS_TILE ? rem : AS_TILE);
-                const float *bp = &sm.buf[cur][0][lane];
-#pragma unroll 8
-                for (int k = 0; k < cn; k++) acc += bp[k * AS_SLICE];
-            }
-            if (more) {
+    for (int v = 0; v < V; v++) acc[v] = 0.0f;
+    for (int j0 = 0; j0 < cnt; j0 += 32) {
+        const int m = cnt - j0 < 32 ? cnt - j0 : 32;   /* warp-uniform */
+        const unsigned myb = lane < m ? __ldg(vals + p0 + j0 + lane) - tB : 0u;
+        int j = 0;
+        for (; j + U <= m; j += U) {
+            float f[U][V];
 #pragma unroll
-                for (int kk = 0; kk < AS_TILE / 8; kk++) sm.buf[nxt][warp + 8 * kk][lane] = v[kk];
+            for (int u = 0; u < U; u++) {
+                const unsigned b = __shfl_sync(0xffffffffu, myb, j + u);
+                ld_gv<V>(gc + (size_t)b * sumD, f[u], cv);
             }
-            if (i + 2 < ntiles) {
-                long long p = (i + 2) * AS_TILE + tid;
-                sm.sb[cur][tid] = p < len ? vals[s + p] - tB : 0u;
-            }
-            __syncthreads();
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int v = 0; v < V; v++) acc[v] += f[u][v];
         }
-        if (warp == 0 && cvalid) {
-            unsigned short *u = reinterpret_cast<unsigned short *>(W + tb.w_off + row * tb.D + col);
-            *u = sgd_h(*u, lr, acc);
+        for (; j < m; j++) {
+            const unsigned b = __shfl_sync(0xffffffffu, myb, j);
+            float f[V];
+            ld_gv<V>(gc + (size_t)b * sumD, f, cv);
+#pragma unroll
+            for (int v = 0; v < V; v++) acc[v] += f[v];
+        }
+    }
+    if (!cv) return;
+    if (L.len <= AS_EB_CHUNK) {
+        unsigned short *w = reinterpret_cast<unsigned short *>(W + tb.w_off + (long long)L.row * tb.D + col);
+#pragma unroll
+        for (int v = 0; v < V; v++) w[v] = sgd_h(w[v], lr, acc[v]);
+    } else {
+        float *o = part + L.pbase + chunk * tb.D + col;
+#pragma unroll
+        for (int v = 0; v < V; v++) o[v] = acc[v];
+    }
+}
+
+/* every (run, chunk, slice) of the long-run list, one warp each, grid-stride; a run's items
+ * are ibase .. ibase + nchunks*slices - 1, chunk-major. No shared memory, no barriers. */
+__global__ void __launch_bounds__(256, AS_CHUNK_BLOCKS) eb_chunk_kernel(const TblDev *__restrict__ tbl, const int *__restrict__ cnt,
+                                                       const LongRun *__restrict__ list,
+                                                       const uint32_t *__restrict__ vals,
+                                                       const float *__restrict__ grad, __half *W,
+                                                       float *__restrict__ part, unsigned Bu, int sumD, float lr)
+{
+    const unsigned long long c = *reinterpret_cast<const unsigned long long *>(cnt + 2);
+    const int nlong = (int)(c >> AS_LQ_SHIFT);
+    const unsigned long long total = c & ((1ULL << AS_LQ_SHIFT) - 1);
+    const unsigned long long warp = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const unsigned long long nwarps = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    for (unsigned long long w = warp; w < total; w += nwarps) {
+        const LongRun L = list[warp_find_run(list, nlong, w, lane)];
+        const TblDev tb = tbl[L.t];
+        const unsigned long long ns = (unsigned long long)long_slices(tb), li = w - L.ibase;
+        const long long chunk = (long long)(li / ns);
+        const int slice = (int)(li - (unsigned long long)chunk * ns);
+        const unsigned tB = (unsigned)L.t * Bu;
+        switch (tb.lV) {   /* warp-uniform */
+        case 4: chunk_item<4, 8>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane); break;
+        case 2: chunk_item<2, 16>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane); break;
+        default: chunk_item<1, 16>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane); break;
+        }
+    }
+}
+
+/* one slice of a run of more than one chunk: G = P_0, G += P_1, ... in chunk order (U
+ * partials in flight), then the SGD update as in bwd_run. Here lane l owns the columns
+ * slice*32V + v*32 + l (v < V), so each of its loads is a coalesced 32-float segment. */
+template <int V, int U>
+__device__ __forceinline__ void combine_item(const LongRun &L, const TblDev &tb, int slice,
+                                             const float *__restrict__ part, __half *W, float lr, int lane)
+{
+    const long long D = tb.D;
+    const long long nch = ((long long)L.len + AS_EB_CHUNK - 1) / AS_EB_CHUNK;
+    const int c0 = slice * AS_SLICE * V + lane;
+    const float *p = part + L.pbase;
+    bool ok[V];
+    float G[V];
+#pragma unroll
+    for (int v = 0; v < V; v++) {
+        ok[v] = c0 + v * AS_SLICE < D;
+        G[v] = ok[v] ? __ldg(p + c0 + v * AS_SLICE) : 0.0f;   /* P_0 */
+    }
+    long long k = 1;
+    for (; k + U <= nch; k += U) {
+        float f[U][V];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int v = 0; v < V; v++) f[u][v] = ok[v] ? __ldg(p + (k + u) * D + c0 + v * AS_SLICE) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int v = 0; v < V; v++) G[v] += f[u][v];
+    }
+    for (; k < nch; k++)
+#pragma unroll
+        for (int v = 0; v < V; v++) G[v] += ok[v] ? __ldg(p + k * D + c0 + v * AS_SLICE) : 0.0f;
+    unsigned short *w = reinterpret_cast<unsigned short *>(W + tb.w_off + (long long)L.row * D);
+#pragma unroll
+    for (int v = 0; v < V; v++)
+        if (ok[v]) w[c0 + v * AS_SLICE] = sgd_h(w[c0 + v * AS_SLICE], lr, G[v]);
+}
+
+/* every (run, slice) with run < the long-run count and slice < max_slices (a bound for every
+ * table), one warp each; runs of one chunk and slices past a table's own count are skipped */
+__global__ void __launch_bounds__(256, AS_COMBINE_BLOCKS) eb_combine_kernel(const TblDev *__restrict__ tbl, const int *__restrict__ cnt,
+                                                         const LongRun *__restrict__ list,
+                                                         const float *__restrict__ part, __half *W, float lr,
+                                                         int max_slices)
+{
+    const unsigned long long c = *reinterpret_cast<const unsigned long long *>(cnt + 2);
+    const long long total = (long long)(c >> AS_LQ_SHIFT) * max_slices;
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    for (long long w = warp; w < total; w += nwarps) {
+        const long long q = w / max_slices;
+        const int slice = (int)(w - q * max_slices);
+        const LongRun L = list[q];
+        if (L.len <= AS_EB_CHUNK) continue;
+        const TblDev tb = tbl[L.t];
+        if (slice >= long_slices(tb)) continue;
+        switch (tb.lV) {   /* warp-uniform */
+        case 4: combine_item<4, 16>(L, tb, slice, part, W, lr, lane); break;
+        case 2: combine_item<2, 16>(L, tb, slice, part, W, lr, lane); break;
+        default: combine_item<1, 16>(L, tb, slice, part, W, lr, lane); break;
         }
     }
 }
@@ -548,6 +702,81 @@ __global__ void eb_fill_f32(float *p, size_t n, unsigned bits)
         p[i] = __uint_as_float(bits);
 }
 
+__global__ void eb_fill_u16(unsigned short *p, size_t n, unsigned short v)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+/* ---- shard setup in a context: gather from the pool, generated weights and gradients --------
+ * One descriptor per table of the shard; blockIdx.y walks the tables, the x dimension the
+ * elements. Each kernel's CPU reference is in ebgen.c (as_ebg_gather, as_ebg_fill_weights,
+ * as_ebg_fill_grad); both use the same ebgen.h functions, so the results are identical. */
+
+struct GenDev {
+    unsigned long long wkey, gkey;  /* ebgen.h keys of the table's weights and gradients */
+    long long w_off, w_end, nel;    /* weights [w_off, w_off + nel), zero padding up to w_end */
+    long long soff, sind;           /* the table's offsets / indices in the source (pool) buffers */
+    long long lookups, dst;         /* its lookups and where they go in the shard's indices */
+    int D, d_off;
+};
+
+/* shard offsets [T*B+1] and indices from the source buffers (as_ebg_gather) */
+__global__ void eb_gather_kernel(long long *__restrict__ off, int *__restrict__ ind,
+                                 const long long *__restrict__ poff, const int *__restrict__ pind,
+                                 const GenDev *__restrict__ gd, int T, long long B)
+{
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    for (int t = blockIdx.y; t < T; t += gridDim.y) {
+        const GenDev g = gd[t];
+        const long long *so = poff + g.soff;
+        const int *si = pind + g.sind;
+        long long *o = off + (long long)t * B;
+        for (long long i = i0; i < B; i += step) o[i] = g.dst + so[i];
+        int *d = ind + g.dst;
+        for (long long i = i0; i < g.lookups; i += step) d[i] = si[i];
+        if (t == T - 1 && i0 == 0) off[(long long)T * B] = g.dst + g.lookups;
+    }
+}
+
+/* W (as_ebg_fill_weights): 4 elements per thread from one 64-bit hash; w_off and w_end are
+ * multiples of AS_EBG_W_ALIGN, so every group of 4 lies in one table and is 8-byte aligned */
+__global__ void eb_gen_weights_kernel(unsigned short *__restrict__ W, const GenDev *__restrict__ gd, int T)
+{
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    for (int t = blockIdx.y; t < T; t += gridDim.y) {
+        const GenDev g = gd[t];
+        const long long ngroups = (g.w_end - g.w_off) / 4;
+        unsigned short *Wt = W + g.w_off;
+        for (long long q = i0; q < ngroups; q += step) {
+            const long long e = 4 * q;
+            const uint64_t h = as_ebg_bits(g.wkey, (uint64_t)q);
+            unsigned v[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                v[k] = e + k < g.nel ? as_ebg_half((uint32_t)(h >> (16 * k)) & 0xffffu) : 0u;
+            *reinterpret_cast<uint2 *>(Wt + e) = make_uint2(v[0] | (v[1] << 16), v[2] | (v[3] << 16));
+        }
+    }
+}
+
+/* grad [B, sumD] (as_ebg_fill_grad): element e = b*D + j of table t goes to column d_off + j */
+__global__ void eb_gen_grad_kernel(float *__restrict__ grad, const GenDev *__restrict__ gd, int T, long long B,
+                                   int sumD)
+{
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    for (int t = blockIdx.y; t < T; t += gridDim.y) {
+        const GenDev g = gd[t];
+        const long long n = B * g.D;
+        for (long long e = i0; e < n; e += step) {
+            long long b, j;
+            if (n <= 0xffffffffLL) { b = (unsigned)e / (unsigned)g.D; j = (unsigned)e - (unsigned)b * (unsigned)g.D; }
+            else { b = e / g.D; j = e - b * g.D; }
+            grad[b * sumD + g.d_off + j] = as_ebg_grad(g.gkey, (uint64_t)e);
+        }
+    }
+}
+
 /* ---- host helpers ---------------------------------------------------------------------------- */
 
 static size_t rup(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -557,6 +786,17 @@ static int next_pow2_le32(int x)
     int g = 1;
     while (g < x && g < 32) g <<= 1;
     return g;
+}
+
+/* long runs: the smallest V in {1, 2, 4} that gives the fewest 32*V-column slices, among
+ * those the grad's alignment allows (V floats per load: D, sumD and d_off multiples of V;
+ * the weights are updated one half at a time, so their offset does not matter) */
+static int long_vec(int D, int sumD, int dof)
+{
+    int V = 1, best = (D + 31) / 32;
+    if (D % 2 == 0 && sumD % 2 == 0 && dof % 2 == 0 && (D + 63) / 64 < best) { V = 2; best = (D + 63) / 64; }
+    if (D % 4 == 0 && sumD % 4 == 0 && dof % 4 == 0 && (D + 127) / 128 < best) V = 4;
+    return V;
 }
 
 static void table_params(const as_eb_shard *s, int t, TblDev *tb)
@@ -578,35 +818,41 @@ static void table_params(const as_eb_shard *s, int t, TblDev *tb)
     int bV = (D % 4 == 0 && wo % 4 == 0 && sumD % 4 == 0 && dof % 4 == 0) ? 4 : 1;
     tb->bV = bV;
     tb->bG = next_pow2_le32((D + bV - 1) / bV);
-    tb->pad = 0;
+    tb->lV = long_vec(D, sumD, dof);
 }
 
-/* forward work items: each covers >= one bag per lane group and about gpw*64 lookups,
- * at most 8 bags per group. Returns the count; fills items when non-NULL. */
+/* forward work items of table t (bag offsets off[0..B], gpw lane groups per warp): each
+ * covers >= one bag per lane group and about gpw*64 lookups, at most 8 bags per group.
+ * Returns the count; fills items when non-NULL. */
+static long long build_items_table(const int64_t *off, long long B, int gpw, int t, FwdItem *items)
+{
+    long long cnt = 0, b = 0;
+    while (b < B) {
+        long long b0 = b, nb = 0, look = 0;
+        while (b < B && (nb < gpw || (nb < 8LL * gpw && look < 64LL * gpw))) {
+            look += off[b + 1] - off[b];
+            nb++;
+            b++;
+        }
+        if (items) {
+            items[cnt].t = t;
+            items[cnt].b0 = (int)b0;
+            items[cnt].nb = (int)nb;
+            items[cnt].pad = 0;
+        }
+        cnt++;
+    }
+    return cnt;
+}
+
+/* the work items of every table of the shard. Returns the count; fills items when non-NULL. */
 static long long build_items(const as_eb_shard *s, FwdItem *items)
 {
     long long cnt = 0;
     for (int t = 0; t < s->T; t++) {
         TblDev tb;
         table_params(s, t, &tb);
-        int gpw = 32 / tb.fG;
-        const int64_t *off = s->offsets + (int64_t)t * s->B;
-        long long b = 0;
-        while (b < s->B) {
-            long long b0 = b, nb = 0, look = 0;
-            while (b < s->B && (nb < gpw || (nb < 8LL * gpw && look < 64LL * gpw))) {
-                look += off[b + 1] - off[b];
-                nb++;
-                b++;
-            }
-            if (items) {
-                items[cnt].t = t;
-                items[cnt].b0 = (int)b0;
-                items[cnt].nb = (int)nb;
-                items[cnt].pad = 0;
-            }
-            cnt++;
-        }
+        cnt += build_items_table(s->offsets + (int64_t)t * s->B, s->B, 32 / tb.fG, t, items ? items + cnt : NULL);
     }
     return cnt;
 }
@@ -658,11 +904,6 @@ static int flush_size(int dev, size_t *bytes)
     return 0;
 }
 
-struct Sizes {
-    size_t W, out, grad, ind, off, tbl, rowb, items, keys, vals, cnt, truns, task, lng, temp, flush, sink;
-    size_t total;
-};
-
 /* 64-bit keys when the shard has more than 2^32 rows; AS_EB_FORCE_KEY64=1 forces them
  * (tests use it to exercise that path on small shards) */
 static int want_key64(long long sumE)
@@ -671,32 +912,40 @@ static int want_key64(long long sumE)
     return sumE > 4294967296LL || (f && f[0] == '1');
 }
 
-static int compute_sizes(const as_eb_shard *s, int dev, int have_dev, Sizes *z)
+/* what the workspace size of a shard depends on */
+struct ShardDims {
+    int T, sumD, maxD;
+    long long B, n, sumE, wtotal, nitems;
+};
+
+static int sizes_for(const ShardDims *d, int dev, int have_dev, Sizes *z)
 {
-    long long TB = (long long)s->T * s->B;
-    long long n = s->offsets[TB];
-    long long sumE = sum_rows(s);
+    long long TB = (long long)d->T * d->B;
+    long long n = d->n;
+    long long sumE = d->sumE;
     int key64 = want_key64(sumE);
     size_t ks = key64 ? 8 : 4;
-    int sumD = s->d_off[s->T];
-    int maxD = 1;
-    for (int t = 0; t < s->T; t++) if (s->dims[t] > maxD) maxD = s->dims[t];
-    int max_slices = (maxD + AS_SLICE - 1) / AS_SLICE;
+    int sumD = d->sumD;
+    int maxD = d->maxD;
     memset(z, 0, sizeof *z);
-    z->W = rup(2 * ((size_t)s->w_off[s->T] + 2 * AS_GUARD));
-    z->out = rup(4 * ((size_t)s->B * sumD + 2 * AS_GUARD));
-    z->grad = rup(4 * ((size_t)s->B * sumD + 1));
+    z->W = rup(2 * ((size_t)d->wtotal + 2 * AS_GUARD));
+    z->out = rup(4 * ((size_t)d->B * sumD + 2 * AS_GUARD));
+    z->grad = rup(4 * ((size_t)d->B * sumD + 1));
     z->ind = rup(4 * ((size_t)n + 1));
     z->off = rup(8 * ((size_t)TB + 1));
-    z->tbl = rup(sizeof(TblDev) * (size_t)s->T);
-    z->rowb = rup(8 * ((size_t)s->T + 1));
-    z->items = rup(sizeof(FwdItem) * (size_t)(build_items(s, NULL) + 1));
+    z->tbl = rup(sizeof(TblDev) * (size_t)d->T);
+    z->rowb = rup(8 * ((size_t)d->T + 1));
+    z->items = rup(sizeof(FwdItem) * (size_t)(d->nitems + 1));
     z->keys = rup(ks * ((size_t)n + 1));
     z->vals = rup(4 * ((size_t)n + 1));
-    z->cnt = rup(4 * (size_t)(2 + max_slices));
-    z->truns = rup(4 * ((size_t)s->T + 1));
-    z->task = rup(4 * ((size_t)s->T + 1));
-    z->lng = rup(4 * (size_t)long_capacity(n));
+    z->cnt = rup(4 * (size_t)AS_CNT_INTS);
+    z->truns = rup(4 * ((size_t)d->T + 1));
+    z->task = rup(4 * ((size_t)d->T + 1));
+    z->lng = rup(sizeof(LongRun) * (size_t)long_capacity(n));
+    /* the chunk sums of runs of more than one chunk: a table with n_t lookups has fewer than
+     * 2*n_t/AS_EB_CHUNK such chunks (each run of len > C lookups has ceil(len/C) < 2*len/C),
+     * each of D_t <= maxD floats */
+    z->part = rup(4 * ((size_t)(2 * n / AS_EB_CHUNK + 1) * (size_t)maxD));
     size_t tb = 0;
     cudaError_t e = cudaErrorNoDevice;
     if (have_dev) {
@@ -712,8 +961,23 @@ static int compute_sizes(const as_eb_shard *s, int dev, int have_dev, Sizes *z)
     else z->flush = (size_t)256 << 20;
     z->sink = 256;
     z->total = z->W + z->out + z->grad + z->ind + z->off + z->tbl + z->rowb + z->items + 2 * z->keys +
-               2 * z->vals + z->cnt + z->truns + z->task + z->lng + z->temp + z->flush + z->sink;
+               2 * z->vals + z->cnt + z->truns + z->task + z->lng + z->part + z->temp + z->flush + z->sink;
     return 0;
+}
+
+static int compute_sizes(const as_eb_shard *s, int dev, int have_dev, Sizes *z)
+{
+    ShardDims d;
+    d.T = s->T;
+    d.B = s->B;
+    d.n = s->offsets[(long long)s->T * s->B];
+    d.sumE = sum_rows(s);
+    d.wtotal = s->w_off[s->T];
+    d.sumD = s->d_off[s->T];
+    d.maxD = 1;
+    for (int t = 0; t < s->T; t++) if (s->dims[t] > d.maxD) d.maxD = s->dims[t];
+    d.nitems = build_items(s, NULL);
+    return sizes_for(&d, dev, have_dev, z);
 }
 
 static int current_or_zero(void)
@@ -736,24 +1000,169 @@ extern "C" size_t as_eb_gpu_bytes_needed(const as_eb_shard *s)
     return z.total;
 }
 
-extern "C" void as_eb_gpu_destroy(as_eb_gpu *g)
+/* ---- the workspace ------------------------------------------------------------------------------ */
+
+/* the workspace's device buffers in one list (the keys and values twice: double buffers) */
+static void ws_list(as_eb_gpu *g, const Sizes *z, void ***p, size_t *need)
 {
-    if (!g) return;
-    cudaSetDevice(g->dev);
-    if (g->st) cudaStreamSynchronize(g->st);
-    void *ptrs[] = {g->dW_base, g->dout_base, g->dgrad, g->dind, g->doff, g->dtbl, g->drow_base, g->ditems,
-                    g->dkeys[0], g->dkeys[1], g->dvals[0], g->dvals[1], g->dcnt, g->dtruns, g->dtask,
-                    g->dlong, g->dtemp, g->dflush, g->dsink};
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (ptrs[i]) cudaFree(ptrs[i]);
-    if (g->e0) cudaEventDestroy(g->e0);
-    if (g->e1) cudaEventDestroy(g->e1);
-    if (g->st) cudaStreamDestroy(g->st);
-    cudaGetLastError();
-    free(g);
+    void **pp[AS_NBUF] = {(void **)&g->dW_base, (void **)&g->dout_base, (void **)&g->dgrad, (void **)&g->dind,
+                          (void **)&g->doff, (void **)&g->dtbl, (void **)&g->drow_base, (void **)&g->ditems,
+                          &g->dkeys[0], &g->dkeys[1], (void **)&g->dvals[0], (void **)&g->dvals[1],
+                          (void **)&g->dcnt, (void **)&g->dtruns, (void **)&g->dtask, (void **)&g->dlong,
+                          (void **)&g->dpart, &g->dtemp};
+    for (int i = 0; i < AS_NBUF; i++) p[i] = pp[i];
+    if (!z) return;
+    size_t nn[AS_NBUF] = {z->W, z->out, z->grad, z->ind, z->off, z->tbl, z->rowb, z->items, z->keys, z->keys,
+                          z->vals, z->vals, z->cnt, z->truns, z->task, z->lng, z->part, z->temp};
+    for (int i = 0; i < AS_NBUF; i++) need[i] = nn[i];
 }
 
 static double gib(size_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+/* bytes of device memory the handle's workspace holds (flush buffer included) */
+static size_t ws_bytes(const as_eb_gpu *g)
+{
+    size_t b = g->flush_bytes + (g->dsink ? 256 : 0);
+    for (int i = 0; i < AS_NBUF; i++) b += g->capb[i];
+    return b;
+}
+
+/* make every workspace buffer at least as large as z says. A buffer that grows is freed and
+ * allocated anew (its contents are lost), with 25 % headroom when `headroom` is set so that
+ * slowly growing shards do not reallocate every time. 0 ok; 1 it does not fit in the free
+ * device memory (err says so); -1 another CUDA error */
+static int ws_reserve(as_eb_gpu *g, const Sizes *z, int headroom, char *err, size_t errlen)
+{
+    void **p[AS_NBUF];
+    size_t need[AS_NBUF], want[AS_NBUF];
+    ws_list(g, z, p, need);
+    size_t add = 0, exact = 0, release = 0;
+    for (int i = 0; i < AS_NBUF; i++) {
+        want[i] = 0;
+        if (need[i] <= g->capb[i]) continue;
+        want[i] = headroom ? rup(need[i] + need[i] / 4) : need[i];
+        add += want[i];
+        exact += need[i];
+        release += g->capb[i];
+    }
+    if (!add) return 0;
+    size_t freeb = 0, totalb = 0;
+    if (CK(cudaMemGetInfo(&freeb, &totalb), "cudaMemGetInfo")) return -1;
+    size_t margin = (size_t)64 << 20;
+    size_t avail = freeb + release > margin ? freeb + release - margin : 0;
+    if (exact > avail) {
+        seterr(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z->total),
+               gib(freeb + release), gib(totalb));
+        return 1;
+    }
+    if (add > avail)
+        for (int i = 0; i < AS_NBUF; i++) if (want[i]) want[i] = need[i];
+    /* the old buffers may still be in use by queued work */
+    if (g->st && CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
+    for (int i = 0; i < AS_NBUF; i++) {
+        if (!want[i]) continue;
+        if (*p[i]) cudaFree(*p[i]);
+        *p[i] = NULL;
+        g->capb[i] = 0;
+    }
+    g->grows++;
+    for (int i = 0; i < AS_NBUF; i++) {
+        if (!want[i]) continue;
+        cudaError_t e = cudaMalloc(p[i], want[i]);
+        if (e == cudaErrorMemoryAllocation && want[i] > need[i]) {
+            cudaGetLastError();
+            want[i] = need[i];
+            e = cudaMalloc(p[i], want[i]);
+        }
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            *p[i] = NULL;
+            seterr(err, errlen, "shard needs %.2f GiB of device memory: cudaMalloc of %.2f GiB failed", gib(z->total),
+                   gib(want[i]));
+            return 1;
+        }
+        if (CK(e, "cudaMalloc(workspace)")) { *p[i] = NULL; return -1; }
+        g->capb[i] = want[i];
+    }
+    return 0;
+}
+
+/* what a handle needs before its first shard: stream, events, SM count, the flush buffer */
+static int g_init(as_eb_gpu *g, int device, char *err, size_t errlen)
+{
+    g->dev = device;
+    int nsm = 0;
+    if (CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute")) return -1;
+    g->nsm = nsm > 0 ? nsm : 1;
+    if (CK(cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking), "cudaStreamCreate")) return -1;
+    if (CK(cudaEventCreate(&g->e0), "cudaEventCreate")) return -1;
+    if (CK(cudaEventCreate(&g->e1), "cudaEventCreate")) return -1;
+    size_t fb = 0;
+    flush_size(device, &fb);
+    if (CK(cudaMalloc((void **)&g->dflush, fb), "cudaMalloc(flush)")) return -1;
+    g->flush_bytes = fb;
+    if (CK(cudaMalloc((void **)&g->dsink, 256), "cudaMalloc(sink)")) return -1;
+    if (CK(cudaMemsetAsync(g->dflush, 0x5a, fb, g->st), "cudaMemset") ||
+        CK(cudaMemsetAsync(g->dsink, 0, 256, g->st), "cudaMemset"))
+        return -1;
+    return 0;
+}
+
+/* the handle's per-shard fields for a shard of these dimensions in a workspace sized by z */
+static void g_set_dims(as_eb_gpu *g, const ShardDims *d, const Sizes *z)
+{
+    g->T = d->T;
+    g->B = d->B;
+    g->TB = (long long)d->T * d->B;
+    g->n = d->n;
+    g->sumE = d->sumE;
+    g->wtotal = d->wtotal;
+    g->sumD = d->sumD;
+    g->key64 = want_key64(d->sumE);
+    g->end_bit = key_bits(d->sumE);
+    g->maxD = d->maxD;
+    g->max_slices = (d->maxD + AS_SLICE - 1) / AS_SLICE;
+    g->long_cap = long_capacity(d->n);
+    g->temp_bytes = z->temp;
+    g->nitems = d->nitems;
+    g->dW = g->dW_base + AS_GUARD;
+    g->dout = g->dout_base + AS_GUARD;
+}
+
+/* frees what g_init and ws_reserve allocated (not the handle itself) */
+static void ws_free(as_eb_gpu *g)
+{
+    cudaSetDevice(g->dev);
+    if (g->st) cudaStreamSynchronize(g->st);
+    void **p[AS_NBUF];
+    ws_list(g, NULL, p, NULL);
+    for (int i = 0; i < AS_NBUF; i++) {
+        if (*p[i]) cudaFree(*p[i]);
+        *p[i] = NULL;
+        g->capb[i] = 0;
+    }
+    if (g->dflush) cudaFree(g->dflush);
+    if (g->dsink) cudaFree(g->dsink);
+    g->dflush = NULL;
+    g->dsink = NULL;
+    for (int i = 0; i < g->nev; i++) cudaEventDestroy(g->ev[i]);
+    free(g->ev);
+    g->ev = NULL;
+    g->nev = 0;
+    if (g->e0) cudaEventDestroy(g->e0);
+    if (g->e1) cudaEventDestroy(g->e1);
+    if (g->st) cudaStreamDestroy(g->st);
+    g->e0 = g->e1 = NULL;
+    g->st = NULL;
+    cudaGetLastError();
+}
+
+extern "C" void as_eb_gpu_destroy(as_eb_gpu *g)
+{
+    if (!g || g->ctx) return;   /* a context's handle goes with the context */
+    ws_free(g);
+    free(g);
+}
 
 extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint16_t *W, const float *grad,
                                 int device, char *err, size_t errlen)
@@ -781,9 +1190,13 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
                TB, n);
         return -1;
     }
+    /* as_eb_validate has checked embbag.h's layout rule: every table's weights lie within
+     * [0, w_off[T]) and no two tables overlap; padding around them is uploaded with W, never
+     * touched by a kernel and downloaded unchanged. Re-checked here because the kernels index
+     * W with these offsets unchecked. */
     for (int t = 0; t < s->T; t++) {
         if (s->dims[t] < 1 || s->rows[t] < 1) { seterr(err, errlen, "table %d: empty table or dim", t); return -1; }
-        if (s->d_off[t] + s->dims[t] > s->d_off[s->T] ||
+        if (s->d_off[t] + s->dims[t] > s->d_off[s->T] || s->w_off[t] < 0 ||
             s->w_off[t] + (long long)s->rows[t] * s->dims[t] > s->w_off[s->T]) {
             seterr(err, errlen, "table %d: w_off/d_off inconsistent with rows and dims", t);
             return -1;
@@ -804,62 +1217,29 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
 
     as_eb_gpu *g = (as_eb_gpu *)calloc(1, sizeof *g);
     if (!g) { seterr(err, errlen, "out of host memory"); return -1; }
-    g->dev = device;
-    g->T = s->T;
-    g->B = s->B;
-    g->TB = TB;
-    g->n = n;
-    g->sumE = sum_rows(s);
-    g->wtotal = s->w_off[s->T];
-    g->sumD = s->d_off[s->T];
-    g->key64 = want_key64(g->sumE);
-    g->end_bit = key_bits(g->sumE);
-    g->maxD = 1;
-    for (int t = 0; t < s->T; t++) if (s->dims[t] > g->maxD) g->maxD = s->dims[t];
-    g->max_slices = (g->maxD + AS_SLICE - 1) / AS_SLICE;
-    g->long_cap = long_capacity(n);
-    g->temp_bytes = z.temp;
-    g->flush_bytes = z.flush;
+    ShardDims d;
+    d.T = s->T;
+    d.B = s->B;
+    d.n = n;
+    d.sumE = sum_rows(s);
+    d.wtotal = s->w_off[s->T];
+    d.sumD = s->d_off[s->T];
+    d.maxD = 1;
+    for (int t = 0; t < s->T; t++) if (s->dims[t] > d.maxD) d.maxD = s->dims[t];
+    d.nitems = build_items(s, NULL);
 
     TblDev *htbl = NULL;
     long long *hrb = NULL;
     FwdItem *hitems = NULL;
     int rc = -1;
     {
-        int nsm = 0;
-        if (CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute"))
-            goto out;
-        g->nsm = nsm > 0 ? nsm : 1;
-        if (CK(cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking), "cudaStreamCreate")) goto out;
-        if (CK(cudaEventCreate(&g->e0), "cudaEventCreate")) goto out;
-        if (CK(cudaEventCreate(&g->e1), "cudaEventCreate")) goto out;
-
-        if (CK(cudaMalloc((void **)&g->dW_base, z.W), "cudaMalloc(W)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dout_base, z.out), "cudaMalloc(out)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dgrad, z.grad), "cudaMalloc(grad)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dind, z.ind), "cudaMalloc(indices)")) goto out;
-        if (CK(cudaMalloc((void **)&g->doff, z.off), "cudaMalloc(offsets)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dtbl, z.tbl), "cudaMalloc(tables)")) goto out;
-        if (CK(cudaMalloc((void **)&g->drow_base, z.rowb), "cudaMalloc(row base)")) goto out;
-        if (CK(cudaMalloc((void **)&g->ditems, z.items), "cudaMalloc(items)")) goto out;
-        for (int i = 0; i < 2; i++) {
-            if (CK(cudaMalloc(&g->dkeys[i], z.keys), "cudaMalloc(keys)")) goto out;
-            if (CK(cudaMalloc((void **)&g->dvals[i], z.vals), "cudaMalloc(vals)")) goto out;
-        }
-        if (CK(cudaMalloc((void **)&g->dcnt, z.cnt), "cudaMalloc(counters)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dtruns, z.truns), "cudaMalloc(table runs)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dtask, z.task), "cudaMalloc(tasks)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dlong, z.lng), "cudaMalloc(long runs)")) goto out;
-        if (CK(cudaMalloc(&g->dtemp, z.temp), "cudaMalloc(cub temp)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dflush, z.flush), "cudaMalloc(flush)")) goto out;
-        if (CK(cudaMalloc((void **)&g->dsink, z.sink), "cudaMalloc(sink)")) goto out;
-        g->dW = g->dW_base + AS_GUARD;
-        g->dout = g->dout_base + AS_GUARD;
+        if (g_init(g, device, err, errlen)) goto out;
+        if (ws_reserve(g, &z, 0, err, errlen)) goto out;
+        g_set_dims(g, &d, &z);
 
         /* host-side tables */
         htbl = (TblDev *)calloc((size_t)s->T, sizeof *htbl);
         hrb = (long long *)calloc((size_t)s->T + 1, sizeof *hrb);
-        g->nitems = build_items(s, NULL);
         hitems = (FwdItem *)calloc((size_t)g->nitems + 1, sizeof *hitems);
         if (!htbl || !hrb || !hitems) { seterr(err, errlen, "out of host memory"); goto out; }
         build_items(s, hitems);
@@ -872,6 +1252,9 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
         }
         hrb[s->T] = rb;
 
+        /* the flush buffer's fill ran on st, which the legacy-stream copies below do not
+         * order with */
+        if (CK(cudaStreamSynchronize(g->st), "fill flush buffer")) goto out;
         /* uploads (synchronous copies from pageable memory) */
         size_t wbytes = 2 * (size_t)g->wtotal;
         if (CK(cudaMemset(g->dW_base, 0, z.W), "cudaMemset(W)")) goto out;
@@ -898,22 +1281,13 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
         if (g->nitems &&
             CK(cudaMemcpy(g->ditems, hitems, sizeof(FwdItem) * g->nitems, cudaMemcpyHostToDevice), "upload items"))
             goto out;
-        if (CK(cudaMemset(g->dcnt, 0, z.cnt), "cudaMemset") || CK(cudaMemset(g->dflush, 0x5a, z.flush), "cudaMemset") ||
-            CK(cudaMemset(g->dsink, 0, z.sink), "cudaMemset") || CK(cudaMemset(g->dtruns, 0, z.truns), "cudaMemset") ||
+        if (CK(cudaMemset(g->dcnt, 0, z.cnt), "cudaMemset") || CK(cudaMemset(g->dtruns, 0, z.truns), "cudaMemset") ||
             CK(cudaMemset(g->dtask, 0, z.task), "cudaMemset"))
             goto out;
         /* output: guard words everywhere; the forward must overwrite every element of [B, sumD] */
         eb_fill_f32<<<g->nsm * 4, 256, 0, g->st>>>(g->dout_base, z.out / 4, AS_GUARD_F32);
         if (CK(cudaGetLastError(), "launch fill")) goto out;
         if (CK(cudaStreamSynchronize(g->st), "fill output")) goto out;
-
-        int smem = (int)sizeof(LongSmem);
-        if (CK(cudaFuncSetAttribute(eb_long_kernel<uint32_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-               "cudaFuncSetAttribute") ||
-            CK(cudaFuncSetAttribute(eb_long_kernel<unsigned long long>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    smem),
-               "cudaFuncSetAttribute"))
-            goto out;
         /* the uploads and memsets ran on the legacy stream, which does not order with the
          * non-blocking stream st: wait for all of them before any kernel uses the data */
         if (CK(cudaDeviceSynchronize(), "upload")) goto out;
@@ -938,11 +1312,9 @@ static int finish_timed(as_eb_gpu *g, float *ms, char *err, size_t errlen)
     return 0;
 }
 
-extern "C" int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errlen)
+/* the forward's launch on the handle's stream, nothing else */
+static int fwd_enqueue(as_eb_gpu *g, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_forward: null handle"); return -1; }
-    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
-    if (CK(cudaEventRecord(g->e0, g->st), "cudaEventRecord")) return -1;
     if (g->nitems > 0) {
         long long threads = g->nitems * 32;
         unsigned blocks = (unsigned)((threads + 255) / 256);
@@ -950,6 +1322,15 @@ extern "C" int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errl
                                                  g->doff, g->dout, g->B, g->sumD);
         if (CK(cudaGetLastError(), "launch forward")) return -1;
     }
+    return 0;
+}
+
+extern "C" int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errlen)
+{
+    if (!g) { seterr(err, errlen, "as_eb_gpu_forward: null handle"); return -1; }
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    if (CK(cudaEventRecord(g->e0, g->st), "cudaEventRecord")) return -1;
+    if (fwd_enqueue(g, err, errlen)) return -1;
     return finish_timed(g, ms, err, errlen);
 }
 
@@ -958,6 +1339,14 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
 {
     cudaStream_t st = g->st;
     int n = (int)g->n;
+    /* the long-run counter keeps list slots above bit AS_LQ_SHIFT and work items below: at
+     * most long_cap slots and (n / AS_EB_CHUNK + long_cap) chunks times the widest row's
+     * slices (only a dim of ~200k columns could overflow it) */
+    if ((double)g->long_cap >= (double)(1ULL << (64 - AS_LQ_SHIFT)) ||
+        ((double)g->n / AS_EB_CHUNK + (double)g->long_cap) * g->max_slices >= (double)(1ULL << AS_LQ_SHIFT)) {
+        seterr(err, errlen, "shard too large for the GPU backward (lookups %lld, widest dim %d)", g->n, g->maxD);
+        return -1;
+    }
     K *k0 = (K *)g->dkeys[0], *k1 = (K *)g->dkeys[1];
     long long nchunks = (g->TB + 31) / 32;
     long long kb = (nchunks * 32 + 255) / 256;
@@ -979,7 +1368,7 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
            "unique by key"))
         return -1;
 
-    eb_prep_kernel<K><<<1, 256, 0, st>>>(uk, g->drow_base, g->dtbl, g->T, g->dcnt, 1 + g->max_slices, g->dtruns,
+    eb_prep_kernel<K><<<1, 256, 0, st>>>(uk, g->drow_base, g->dtbl, g->T, g->dcnt, AS_CNT_INTS - 1, g->dtruns,
                                          g->dtask);
     if (CK(cudaGetLastError(), "launch prep")) return -1;
 
@@ -988,19 +1377,21 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
                                                    g->dlong);
     if (CK(cudaGetLastError(), "launch short runs")) return -1;
 
-    dim3 lg((unsigned)(g->nsm * 3 / g->max_slices > 0 ? g->nsm * 3 / g->max_slices : 1), (unsigned)g->max_slices);
-    eb_long_kernel<K><<<lg, 256, sizeof(LongSmem), st>>>(g->dtbl, g->drow_base, g->T, g->dcnt, g->dcnt, uk, starts,
-                                                         sv, g->n, g->dgrad, (__half *)g->dW, (unsigned)g->B,
-                                                         g->sumD, lr, g->dlong);
-    if (CK(cudaGetLastError(), "launch long runs")) return -1;
+    /* long runs: chunk sums (runs of one chunk are finished there), then each longer run's
+     * partial sums combined left to right and applied; both grids stride over the work the
+     * short kernel listed, so nothing is read back to the host */
+    eb_chunk_kernel<<<g->nsm * AS_CHUNK_BLOCKS, 256, 0, st>>>(g->dtbl, g->dcnt, g->dlong, sv, g->dgrad, (__half *)g->dW,
+                                                 g->dpart, (unsigned)g->B, g->sumD, lr);
+    if (CK(cudaGetLastError(), "launch long-run chunks")) return -1;
+    eb_combine_kernel<<<g->nsm * AS_COMBINE_BLOCKS, 256, 0, st>>>(g->dtbl, g->dcnt, g->dlong, g->dpart, (__half *)g->dW, lr,
+                                                   g->max_slices);
+    if (CK(cudaGetLastError(), "launch long-run combine")) return -1;
     return 0;
 }
 
-extern "C" int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *err, size_t errlen)
+/* the backward's launches on the handle's stream, nothing else */
+static int bwd_enqueue(as_eb_gpu *g, float lr, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_backward_sgd: null handle"); return -1; }
-    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
-    if (CK(cudaEventRecord(g->e0, g->st), "cudaEventRecord")) return -1;
     if (g->n > 0) {
         int r = g->key64 ? backward_t<unsigned long long>(g, lr, err, errlen) : backward_t<uint32_t>(g, lr, err, errlen);
         if (r) {
@@ -1009,16 +1400,81 @@ extern "C" int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *e
             return -1;
         }
     }
+    return 0;
+}
+
+extern "C" int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *err, size_t errlen)
+{
+    if (!g) { seterr(err, errlen, "as_eb_gpu_backward_sgd: null handle"); return -1; }
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    if (CK(cudaEventRecord(g->e0, g->st), "cudaEventRecord")) return -1;
+    if (bwd_enqueue(g, lr, err, errlen)) return -1;
     return finish_timed(g, ms, err, errlen);
+}
+
+static int flush_enqueue(as_eb_gpu *g, char *err, size_t errlen)
+{
+    eb_flush_kernel<<<g->nsm * 8, 256, 0, g->st>>>((const uint4 *)g->dflush, g->flush_bytes / 16, g->dsink);
+    return CK(cudaGetLastError(), "launch flush");
 }
 
 extern "C" int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen)
 {
     if (!g) { seterr(err, errlen, "as_eb_gpu_flush_cache: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
-    eb_flush_kernel<<<g->nsm * 8, 256, 0, g->st>>>((const uint4 *)g->dflush, g->flush_bytes / 16, g->dsink);
-    if (CK(cudaGetLastError(), "launch flush")) return -1;
+    if (flush_enqueue(g, err, errlen)) return -1;
     if (CK(cudaStreamSynchronize(g->st), "flush")) return -1;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
+                                 double *busy_ms, char *err, size_t errlen)
+{
+    if (busy_ms) *busy_ms = 0;
+    if (!g || warmup < 0 || runs < 0 || (runs > 0 && (!fwd_ms || !bwd_ms))) {
+        seterr(err, errlen, "as_eb_gpu_measure: bad arguments");
+        return -1;
+    }
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    /* events: [0] before the warm-ups, [1] after them; run r: [2+3r] after its flush,
+     * [3+3r] after its forward, [4+3r] after its backward */
+    int need = 2 + 3 * runs;
+    if (need > g->nev) {
+        cudaEvent_t *ev = (cudaEvent_t *)realloc(g->ev, sizeof *ev * (size_t)need);
+        if (!ev) { seterr(err, errlen, "out of host memory"); return -1; }
+        g->ev = ev;
+        while (g->nev < need) {
+            if (CK(cudaEventCreate(&g->ev[g->nev]), "cudaEventCreate")) return -1;
+            g->nev++;
+        }
+    }
+    cudaEvent_t *ev = g->ev;
+    int bad = CK(cudaEventRecord(ev[0], g->st), "cudaEventRecord");
+    for (int i = 0; i < warmup && !bad; i++) bad = fwd_enqueue(g, err, errlen) || bwd_enqueue(g, lr, err, errlen);
+    if (!bad) bad = CK(cudaEventRecord(ev[1], g->st), "cudaEventRecord");
+    for (int r = 0; r < runs && !bad; r++)
+        bad = flush_enqueue(g, err, errlen) || CK(cudaEventRecord(ev[2 + 3 * r], g->st), "cudaEventRecord") ||
+              fwd_enqueue(g, err, errlen) || CK(cudaEventRecord(ev[3 + 3 * r], g->st), "cudaEventRecord") ||
+              bwd_enqueue(g, lr, err, errlen) || CK(cudaEventRecord(ev[4 + 3 * r], g->st), "cudaEventRecord");
+    if (bad) {
+        cudaStreamSynchronize(g->st);
+        cudaGetLastError();
+        return -1;
+    }
+    if (CK(cudaEventSynchronize(ev[need - 1]), "kernel execution")) return -1;
+    float t = 0;
+    if (CK(cudaEventElapsedTime(&t, ev[0], ev[1]), "cudaEventElapsedTime")) return -1;
+    double busy = t;
+    for (int r = 0; r < runs; r++) {
+        float f = 0, b = 0;
+        if (CK(cudaEventElapsedTime(&f, ev[2 + 3 * r], ev[3 + 3 * r]), "cudaEventElapsedTime") ||
+            CK(cudaEventElapsedTime(&b, ev[3 + 3 * r], ev[4 + 3 * r]), "cudaEventElapsedTime"))
+            return -1;
+        fwd_ms[r] = f;
+        bwd_ms[r] = b;
+        busy += (double)f + (double)b;
+    }
+    if (busy_ms) *busy_ms = busy;
     return 0;
 }
 
@@ -1031,6 +1487,21 @@ extern "C" int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *e
     if (out && outn && CK(cudaMemcpy(out, g->dout, outn * 4, cudaMemcpyDeviceToHost), "download out")) return -1;
     if (W && g->wtotal && CK(cudaMemcpy(W, g->dW, 2 * (size_t)g->wtotal, cudaMemcpyDeviceToHost), "download W"))
         return -1;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_download_inputs(as_eb_gpu *g, int64_t *offsets, int32_t *indices, float *grad, char *err,
+                                         size_t errlen)
+{
+    if (!g) { seterr(err, errlen, "as_eb_gpu_download_inputs: null handle"); return -1; }
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
+    size_t outn = (size_t)g->B * g->sumD;
+    if (offsets && CK(cudaMemcpy(offsets, g->doff, 8 * ((size_t)g->TB + 1), cudaMemcpyDeviceToHost), "download offsets"))
+        return -1;
+    if (indices && g->n && CK(cudaMemcpy(indices, g->dind, 4 * (size_t)g->n, cudaMemcpyDeviceToHost), "download indices"))
+        return -1;
+    if (grad && outn && CK(cudaMemcpy(grad, g->dgrad, 4 * outn, cudaMemcpyDeviceToHost), "download grad")) return -1;
     return 0;
 }
 
@@ -1075,12 +1546,17 @@ extern "C" int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_
     char *err = errbuf;
     size_t errlen = sizeof errbuf;
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
-    cudaDeviceProp p;
-    if (CK(cudaGetDeviceProperties(&p, g->dev), "cudaGetDeviceProperties")) return -1;
-    if (name && namelen) snprintf(name, namelen, "%s", p.name);
-    int khz = 0;
-    if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, g->dev) != cudaSuccess) { cudaGetLastError(); khz = 0; }
-    if (sm_clock_mhz) *sm_clock_mhz = khz / 1000;
+    if (!g->info_ok) {   /* asked once per handle (a context's handle serves every shard) */
+        cudaDeviceProp p;
+        if (CK(cudaGetDeviceProperties(&p, g->dev), "cudaGetDeviceProperties")) return -1;
+        snprintf(g->name, sizeof g->name, "%s", p.name);
+        int khz = 0;
+        if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, g->dev) != cudaSuccess) { cudaGetLastError(); khz = 0; }
+        g->mhz = khz / 1000;
+        g->info_ok = 1;
+    }
+    if (name && namelen) snprintf(name, namelen, "%s", g->name);
+    if (sm_clock_mhz) *sm_clock_mhz = g->mhz;
     if (copy_gbps) {
         /* device-to-device copy of half the flush buffer into the other half; counted as
          * read + write bytes (like CUDA's bandwidthTest), mean of 5 after one warm-up */
@@ -1097,5 +1573,462 @@ extern "C" int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_
         double mean = total / 5.0;
         if (mean > 0) *copy_gbps = 2.0 * (double)half / (mean * 1e-3) / 1e9;
     }
+    return 0;
+}
+
+/* ---- the benchmark context ------------------------------------------------------------------------
+ * One per process: the workspace handle every shard gets, the pool (resident on the device,
+ * or staged per shard), pinned staging, per-table caches. Not thread-safe: one caller. */
+
+#define AS_PIN_CHUNK ((size_t)32 << 20)   /* bytes of each of the two pinned staging chunks */
+
+struct as_eb_gpu_ctx {
+    as_eb_gpu g;                  /* the workspace; the handle as_eb_gpu_ctx_shard returns */
+    long long ntab;
+    as_eb_table *tabs;            /* the pool's descriptors (host data stays the caller's) */
+    unsigned char *checked;       /* per table: passed as_ebg_check_table */
+    FwdItem **items;              /* per table: forward work items (t = 0), built on first use */
+    long long *nitems;            /* per table: their count, -1 not built yet */
+    int *items_gpw;               /* per table: the lane groups per warp they were built for */
+    int resident;                 /* the pool is on the device: dpoff, dpind */
+    long long *pool_soff, *pool_sind;   /* per table: first element of its offsets / indices there */
+    long long *dpoff;
+    int *dpind;
+    size_t pool_bytes;
+    long long *dsoff;             /* not resident: the shard's tables, uploaded per shard */
+    int *dsind;
+    size_t cap_soff, cap_sind;    /* bytes */
+    long long src_grows;
+    unsigned char *pin[2];        /* pinned chunks for bulk uploads, used alternately */
+    cudaEvent_t pin_ev[2];
+    int pin_busy[2], pin_next;
+    unsigned char *hmeta;         /* pinned: a shard's table parameters, row bases, descriptors, items */
+    size_t cap_hmeta;
+    cudaEvent_t meta_ev;          /* the last upload from hmeta */
+    int meta_busy;
+    GenDev *dgen;
+    size_t cap_gen;
+    int cap_T;                    /* host scratch for one shard */
+    const as_eb_table **stab;
+    int64_t *rows, *w_off;
+    int32_t *dims, *d_off;
+    long long shards;
+};
+
+/* bytes from host memory to the device through the pinned chunks: the copy of one chunk
+ * overlaps the memcpy into the other */
+static int stage_upload(as_eb_gpu_ctx *c, void *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    unsigned char *d = (unsigned char *)dst;
+    while (bytes) {
+        int k = c->pin_next;
+        c->pin_next ^= 1;
+        if (c->pin_busy[k] && CK(cudaEventSynchronize(c->pin_ev[k]), "staging")) return -1;
+        size_t len = bytes < AS_PIN_CHUNK ? bytes : AS_PIN_CHUNK;
+        memcpy(c->pin[k], s, len);
+        if (CK(cudaMemcpyAsync(d, c->pin[k], len, cudaMemcpyHostToDevice, c->g.st), "upload") ||
+            CK(cudaEventRecord(c->pin_ev[k], c->g.st), "cudaEventRecord"))
+            return -1;
+        c->pin_busy[k] = 1;
+        s += len;
+        d += len;
+        bytes -= len;
+    }
+    return 0;
+}
+
+static long long rup4(long long x) { return (x + 3) & ~3LL; }
+
+/* the per-shard source buffers (not resident): 0 ok, 1 does not fit, -1 CUDA error */
+static int src_reserve(as_eb_gpu_ctx *c, size_t soff, size_t sind, char *err, size_t errlen)
+{
+    void **p[2] = {(void **)&c->dsoff, (void **)&c->dsind};
+    size_t need[2] = {rup(soff), rup(sind)}, *cap[2] = {&c->cap_soff, &c->cap_sind};
+    for (int i = 0; i < 2; i++) {
+        if (need[i] <= *cap[i]) continue;
+        if (CK(cudaStreamSynchronize(c->g.st), "synchronize")) return -1;
+        if (*p[i]) cudaFree(*p[i]);
+        *p[i] = NULL;
+        *cap[i] = 0;
+        size_t want = rup(need[i] + need[i] / 4);
+        cudaError_t e = cudaMalloc(p[i], want);
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            want = need[i];
+            e = cudaMalloc(p[i], want);
+        }
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            *p[i] = NULL;
+            seterr(err, errlen, "shard's table data needs %.2f GiB of device memory: cudaMalloc failed", gib(need[i]));
+            return 1;
+        }
+        if (CK(e, "cudaMalloc(table data)")) { *p[i] = NULL; return -1; }
+        *cap[i] = want;
+        c->src_grows++;
+    }
+    return 0;
+}
+
+static void pool_free(as_eb_gpu_ctx *c)
+{
+    if (c->dpoff) cudaFree(c->dpoff);
+    if (c->dpind) cudaFree(c->dpind);
+    c->dpoff = NULL;
+    c->dpind = NULL;
+    c->pool_bytes = 0;
+    c->resident = 0;
+}
+
+extern "C" void as_eb_gpu_ctx_destroy(as_eb_gpu_ctx *c)
+{
+    if (!c) return;
+    cudaSetDevice(c->g.dev);
+    ws_free(&c->g);
+    pool_free(c);
+    if (c->dsoff) cudaFree(c->dsoff);
+    if (c->dsind) cudaFree(c->dsind);
+    if (c->dgen) cudaFree(c->dgen);
+    for (int k = 0; k < 2; k++) {
+        if (c->pin[k]) cudaFreeHost(c->pin[k]);
+        if (c->pin_ev[k]) cudaEventDestroy(c->pin_ev[k]);
+    }
+    if (c->hmeta) cudaFreeHost(c->hmeta);
+    if (c->meta_ev) cudaEventDestroy(c->meta_ev);
+    cudaGetLastError();
+    if (c->items)
+        for (long long i = 0; i < c->ntab; i++) free(c->items[i]);
+    free(c->items);
+    free(c->nitems);
+    free(c->items_gpw);
+    free(c->tabs);
+    free(c->checked);
+    free(c->pool_soff);
+    free(c->pool_sind);
+    free(c->stab);
+    free(c->rows);
+    free(c->w_off);
+    free(c->dims);
+    free(c->d_off);
+    free(c);
+}
+
+extern "C" int as_eb_gpu_ctx_create(as_eb_gpu_ctx **cp, int device, const as_eb_table *tabs, int64_t ntab,
+                                    int resident, char *err, size_t errlen)
+{
+    if (!cp) { seterr(err, errlen, "as_eb_gpu_ctx_create: no output pointer"); return -1; }
+    *cp = NULL;
+    if (ntab < 0 || (ntab > 0 && !tabs)) { seterr(err, errlen, "as_eb_gpu_ctx_create: no tables"); return -1; }
+    int ndev = 0;
+    cudaError_t ce = cudaGetDeviceCount(&ndev);
+    if (ce != cudaSuccess || ndev <= 0) {
+        seterr(err, errlen, "no CUDA device (%s)", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+        cudaGetLastError();
+        return -1;
+    }
+    if (device < 0 || device >= ndev) {
+        seterr(err, errlen, "CUDA device %d does not exist (%d present)", device, ndev);
+        return -1;
+    }
+    if (CK(cudaSetDevice(device), "cudaSetDevice")) return -1;
+    as_eb_gpu_ctx *c = (as_eb_gpu_ctx *)calloc(1, sizeof *c);
+    if (!c) { seterr(err, errlen, "out of host memory"); return -1; }
+    c->g.ctx = c;
+    c->g.dev = device;
+    c->ntab = ntab;
+    size_t nt = (size_t)(ntab > 0 ? ntab : 1);
+    c->tabs = (as_eb_table *)malloc(nt * sizeof *c->tabs);
+    c->checked = (unsigned char *)calloc(nt, 1);
+    c->items = (FwdItem **)calloc(nt, sizeof *c->items);
+    c->nitems = (long long *)malloc(nt * sizeof *c->nitems);
+    c->items_gpw = (int *)calloc(nt, sizeof *c->items_gpw);
+    c->pool_soff = (long long *)calloc(nt, sizeof *c->pool_soff);
+    c->pool_sind = (long long *)calloc(nt, sizeof *c->pool_sind);
+    if (!c->tabs || !c->checked || !c->items || !c->nitems || !c->items_gpw || !c->pool_soff || !c->pool_sind) {
+        seterr(err, errlen, "out of host memory");
+        goto fail;
+    }
+    if (ntab > 0) memcpy(c->tabs, tabs, (size_t)ntab * sizeof *tabs);
+    for (long long i = 0; i < ntab; i++) c->nitems[i] = -1;
+    if (g_init(&c->g, device, err, errlen)) goto fail;
+    for (int k = 0; k < 2; k++) {
+        if (CK(cudaMallocHost((void **)&c->pin[k], AS_PIN_CHUNK), "cudaMallocHost(staging)")) goto fail;
+        if (CK(cudaEventCreateWithFlags(&c->pin_ev[k], cudaEventDisableTiming), "cudaEventCreate")) goto fail;
+    }
+    if (CK(cudaEventCreateWithFlags(&c->meta_ev, cudaEventDisableTiming), "cudaEventCreate")) goto fail;
+    if (resident && ntab > 0) {
+        /* the pool's place on the device: each table's offsets, and its indices from a
+         * multiple of 4 elements */
+        long long so = 0, si = 0;
+        for (long long i = 0; i < ntab; i++) {
+            if (tabs[i].batch < 0 || tabs[i].lookups < 0) {
+                seterr(err, errlen, "table %lld: negative batch or lookups", (long long)tabs[i].id);
+                goto fail;
+            }
+            c->pool_soff[i] = so;
+            c->pool_sind[i] = si;
+            so += tabs[i].batch + 1;
+            si += rup4(tabs[i].lookups);
+        }
+        size_t bytes = rup(8 * (size_t)so) + rup(4 * (size_t)(si + 1));
+        size_t freeb = 0, totalb = 0;
+        if (CK(cudaMemGetInfo(&freeb, &totalb), "cudaMemGetInfo")) goto fail;
+        if (bytes <= freeb / 2) {
+            cudaError_t e1 = cudaMalloc((void **)&c->dpoff, rup(8 * (size_t)so));
+            cudaError_t e2 = e1 == cudaSuccess ? cudaMalloc((void **)&c->dpind, rup(4 * (size_t)(si + 1))) : e1;
+            if (e1 == cudaSuccess && e2 == cudaSuccess) {
+                c->resident = 1;
+                c->pool_bytes = bytes;
+                for (long long i = 0; i < ntab && c->resident; i++) {
+                    const as_eb_table *t = &tabs[i];
+                    if (!t->offsets || (t->lookups && !t->indices)) continue;   /* fails its check when used */
+                    if (stage_upload(c, c->dpoff + c->pool_soff[i], t->offsets, 8 * (size_t)(t->batch + 1), err,
+                                     errlen) ||
+                        (t->lookups &&
+                         stage_upload(c, c->dpind + c->pool_sind[i], t->indices, 4 * (size_t)t->lookups, err, errlen)))
+                        goto fail;
+                }
+            } else {
+                /* no room after all: upload per shard */
+                cudaGetLastError();
+                pool_free(c);
+            }
+        }
+    }
+    if (CK(cudaStreamSynchronize(c->g.st), "upload the pool")) goto fail;
+    *cp = c;
+    return 0;
+fail:
+    as_eb_gpu_ctx_destroy(c);
+    return -1;
+}
+
+extern "C" int as_eb_gpu_ctx_resident(const as_eb_gpu_ctx *c) { return c ? c->resident : 0; }
+
+extern "C" void as_eb_gpu_ctx_stats(const as_eb_gpu_ctx *c, size_t *bytes, int64_t *grows, int64_t *shards)
+{
+    if (bytes) *bytes = c ? ws_bytes(&c->g) + c->pool_bytes + c->cap_soff + c->cap_sind + c->cap_gen : 0;
+    if (grows) *grows = c ? c->g.grows + c->src_grows : 0;
+    if (shards) *shards = c ? c->shards : 0;
+}
+
+/* blocks in x for a per-table loop over up to `len` elements with T tables in y: about
+ * 32 blocks per SM in all */
+static unsigned gx_for(const as_eb_gpu *g, long long len, int T)
+{
+    long long want = (len + 255) / 256, cap = ((long long)g->nsm * 32 + T - 1) / T;
+    if (want > cap) want = cap;
+    return (unsigned)(want < 1 ? 1 : want);
+}
+
+extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, uint64_t seed, as_eb_gpu **gp,
+                                   char *err, size_t errlen)
+{
+    if (gp) *gp = NULL;
+    if (!c || !gp || !pos) { seterr(err, errlen, "as_eb_gpu_ctx_shard: bad arguments"); return -1; }
+    if (T < 1) { seterr(err, errlen, "empty shard"); return -1; }
+    as_eb_gpu *g = &c->g;
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    if (T > c->cap_T) {
+        free(c->stab); free(c->rows); free(c->w_off); free(c->dims); free(c->d_off);
+        c->stab = (const as_eb_table **)malloc(sizeof *c->stab * (size_t)T);
+        c->rows = (int64_t *)malloc(sizeof *c->rows * (size_t)T);
+        c->w_off = (int64_t *)malloc(sizeof *c->w_off * ((size_t)T + 1));
+        c->dims = (int32_t *)malloc(sizeof *c->dims * (size_t)T);
+        c->d_off = (int32_t *)malloc(sizeof *c->d_off * ((size_t)T + 1));
+        c->cap_T = T;
+        if (!c->stab || !c->rows || !c->w_off || !c->dims || !c->d_off) {
+            c->cap_T = 0;
+            seterr(err, errlen, "out of host memory");
+            return -1;
+        }
+    }
+    /* the tables: checked on first use, one batch size */
+    for (int t = 0; t < T; t++) {
+        if (pos[t] < 0 || pos[t] >= c->ntab) {
+            seterr(err, errlen, "table position %lld is not in the pool of %lld", (long long)pos[t], c->ntab);
+            return -1;
+        }
+        const as_eb_table *tb = &c->tabs[pos[t]];
+        if (!c->checked[pos[t]]) {
+            if (as_ebg_check_table(tb, err, errlen)) return -1;
+            c->checked[pos[t]] = 1;
+        }
+        if (tb->batch != c->tabs[pos[0]].batch) {
+            seterr(err, errlen, "tables %lld and %lld have different batch sizes", (long long)c->tabs[pos[0]].id,
+                   (long long)tb->id);
+            return -1;
+        }
+        c->stab[t] = tb;
+    }
+    ShardDims d;
+    d.T = T;
+    d.B = c->stab[0]->batch;
+    d.wtotal = as_ebg_layout(c->stab, T, c->rows, c->dims, c->w_off, c->d_off);
+    d.sumD = c->d_off[T];
+    d.n = 0;
+    d.sumE = 0;
+    d.maxD = 1;
+    for (int t = 0; t < T; t++) {
+        d.n += c->stab[t]->lookups;
+        d.sumE += c->rows[t];
+        if (c->dims[t] > d.maxD) d.maxD = c->dims[t];
+    }
+    const long long B = d.B, TB = (long long)T * B;
+    if (B > INT_MAX || TB >= 4294967295LL || d.n >= (long long)INT_MAX) {
+        seterr(err, errlen, "shard too large for the GPU path (T*B=%lld, lookups=%lld; limits 2^32-1 and 2^31-1)",
+               TB, d.n);
+        return -1;
+    }
+    const as_eb_shard hs = {T, B, c->rows, c->dims, c->w_off, c->d_off, NULL, NULL};
+    /* forward work items: per table, cached (they depend on its offsets and lane groups) */
+    d.nitems = 0;
+    for (int t = 0; t < T; t++) {
+        TblDev tb;
+        table_params(&hs, t, &tb);
+        int gpw = 32 / tb.fG;
+        long long p = pos[t];
+        if (c->nitems[p] < 0 || c->items_gpw[p] != gpw) {
+            free(c->items[p]);
+            c->items[p] = NULL;
+            long long cnt = build_items_table(c->stab[t]->offsets, B, gpw, 0, NULL);
+            c->items[p] = (FwdItem *)malloc(sizeof(FwdItem) * (size_t)(cnt > 0 ? cnt : 1));
+            if (!c->items[p]) { c->nitems[p] = -1; seterr(err, errlen, "out of host memory"); return -1; }
+            build_items_table(c->stab[t]->offsets, B, gpw, 0, c->items[p]);
+            c->nitems[p] = cnt;
+            c->items_gpw[p] = gpw;
+        }
+        d.nitems += c->nitems[p];
+    }
+    Sizes z;
+    sizes_for(&d, g->dev, 1, &z);
+
+    /* the workspace (and, without a resident pool, room for the shard's table data); a
+     * shard that does not fit beside the resident pool evicts it */
+    size_t need_soff = 0, need_sind = 0;
+    for (;;) {
+        need_soff = need_sind = 0;
+        if (!c->resident)
+            for (int t = 0; t < T; t++) {
+                need_soff += 8 * (size_t)(B + 1);
+                need_sind += 4 * (size_t)rup4(c->stab[t]->lookups);
+            }
+        int r = ws_reserve(g, &z, 1, err, errlen);
+        if (r == 0 && !c->resident) r = src_reserve(c, need_soff + 8, need_sind + 16, err, errlen);
+        if (r == 0) break;
+        if (r == 1 && c->resident) {
+            if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
+            pool_free(c);
+            continue;
+        }
+        return -1;
+    }
+    g_set_dims(g, &d, &z);
+
+    /* the small tables, through one pinned buffer: [TblDev T][row base T+1][GenDev T][items] */
+    size_t o_rb = rup(sizeof(TblDev) * (size_t)T), o_gen = o_rb + rup(8 * ((size_t)T + 1));
+    size_t o_it = o_gen + rup(sizeof(GenDev) * (size_t)T), total = o_it + sizeof(FwdItem) * (size_t)d.nitems + 16;
+    if (c->meta_busy && CK(cudaEventSynchronize(c->meta_ev), "staging")) return -1;
+    c->meta_busy = 0;
+    if (total > c->cap_hmeta) {
+        if (c->hmeta) cudaFreeHost(c->hmeta);
+        c->hmeta = NULL;
+        c->cap_hmeta = 0;
+        size_t want = rup(total + total / 4);
+        if (CK(cudaMallocHost((void **)&c->hmeta, want), "cudaMallocHost(staging)")) return -1;
+        c->cap_hmeta = want;
+    }
+    if (sizeof(GenDev) * (size_t)T > c->cap_gen) {
+        if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
+        if (c->dgen) cudaFree(c->dgen);
+        c->dgen = NULL;
+        c->cap_gen = 0;
+        size_t want = rup(sizeof(GenDev) * (size_t)T * 2);
+        if (CK(cudaMalloc((void **)&c->dgen, want), "cudaMalloc(descriptors)")) return -1;
+        c->cap_gen = want;
+    }
+    TblDev *htbl = (TblDev *)c->hmeta;
+    long long *hrb = (long long *)(c->hmeta + o_rb);
+    GenDev *hgen = (GenDev *)(c->hmeta + o_gen);
+    FwdItem *hit = (FwdItem *)(c->hmeta + o_it);
+    long long rb = 0, dst = 0, so = 0, si = 0, it = 0, maxw = 0, maxg = 0, maxc = 0;
+    for (int t = 0; t < T; t++) {
+        const as_eb_table *tb = c->stab[t];
+        long long p = pos[t];
+        table_params(&hs, t, &htbl[t]);
+        htbl[t].row_base = rb;
+        hrb[t] = rb;
+        rb += c->rows[t];
+        GenDev *gd = &hgen[t];
+        memset(gd, 0, sizeof *gd);
+        gd->wkey = as_ebg_key(seed, tb->id, AS_EBG_WEIGHTS);
+        gd->gkey = as_ebg_key(seed, tb->id, AS_EBG_GRADS);
+        gd->w_off = c->w_off[t];
+        gd->w_end = c->w_off[t + 1];
+        gd->nel = c->rows[t] * (long long)c->dims[t];
+        gd->soff = c->resident ? c->pool_soff[p] : so;
+        gd->sind = c->resident ? c->pool_sind[p] : si;
+        so += B + 1;
+        si += rup4(tb->lookups);
+        gd->lookups = tb->lookups;
+        gd->dst = dst;
+        dst += tb->lookups;
+        gd->D = c->dims[t];
+        gd->d_off = c->d_off[t];
+        for (long long k = 0; k < c->nitems[p]; k++) {
+            hit[it + k] = c->items[p][k];
+            hit[it + k].t = t;
+        }
+        it += c->nitems[p];
+        long long lg = B > tb->lookups ? B : tb->lookups;
+        if (lg > maxc) maxc = lg;
+        if ((gd->w_end - gd->w_off) / 4 > maxw) maxw = (gd->w_end - gd->w_off) / 4;
+        if (B * gd->D > maxg) maxg = B * gd->D;
+    }
+    hrb[T] = rb;
+    cudaStream_t st = g->st;
+    if (CK(cudaMemcpyAsync(g->dtbl, htbl, sizeof(TblDev) * (size_t)T, cudaMemcpyHostToDevice, st), "upload tables") ||
+        CK(cudaMemcpyAsync(g->drow_base, hrb, 8 * ((size_t)T + 1), cudaMemcpyHostToDevice, st), "upload row base") ||
+        CK(cudaMemcpyAsync(c->dgen, hgen, sizeof(GenDev) * (size_t)T, cudaMemcpyHostToDevice, st), "upload descriptors") ||
+        (d.nitems &&
+         CK(cudaMemcpyAsync(g->ditems, hit, sizeof(FwdItem) * (size_t)d.nitems, cudaMemcpyHostToDevice, st),
+            "upload items")) ||
+        CK(cudaEventRecord(c->meta_ev, st), "cudaEventRecord"))
+        return -1;
+    c->meta_busy = 1;
+    /* without a resident pool: the shard's tables, in shard order */
+    const long long *poff = c->dpoff;
+    const int *pind = c->dpind;
+    if (!c->resident) {
+        for (int t = 0; t < T; t++) {
+            const as_eb_table *tb = c->stab[t];
+            if (stage_upload(c, c->dsoff + hgen[t].soff, tb->offsets, 8 * (size_t)(B + 1), err, errlen) ||
+                (tb->lookups && stage_upload(c, c->dsind + hgen[t].sind, tb->indices, 4 * (size_t)tb->lookups, err,
+                                             errlen)))
+                return -1;
+        }
+        poff = c->dsoff;
+        pind = c->dsind;
+    }
+    unsigned gy = (unsigned)(T < 65535 ? T : 65535);
+    eb_gather_kernel<<<dim3(gx_for(g, maxc, T), gy), 256, 0, st>>>(g->doff, g->dind, poff, pind, c->dgen, T, B);
+    if (CK(cudaGetLastError(), "launch gather")) return -1;
+    eb_gen_weights_kernel<<<dim3(gx_for(g, maxw, T), gy), 256, 0, st>>>((unsigned short *)g->dW, c->dgen, T);
+    if (CK(cudaGetLastError(), "launch weights")) return -1;
+    eb_fill_u16<<<4, 256, 0, st>>>((unsigned short *)g->dW_base, AS_GUARD, (unsigned short)AS_GUARD_F16);
+    eb_fill_u16<<<4, 256, 0, st>>>((unsigned short *)(g->dW + g->wtotal), AS_GUARD, (unsigned short)AS_GUARD_F16);
+    if (CK(cudaGetLastError(), "launch guards")) return -1;
+    eb_gen_grad_kernel<<<dim3(gx_for(g, maxg, T), gy), 256, 0, st>>>(g->dgrad, c->dgen, T, B, d.sumD);
+    if (CK(cudaGetLastError(), "launch gradients")) return -1;
+    /* output: guard words everywhere; the forward must overwrite every element of [B, sumD] */
+    eb_fill_f32<<<g->nsm * 4, 256, 0, st>>>(g->dout_base, (size_t)B * d.sumD + 2 * AS_GUARD, AS_GUARD_F32);
+    if (CK(cudaGetLastError(), "launch fill")) return -1;
+    if (CK(cudaMemsetAsync(g->dcnt, 0, z.cnt, st), "cudaMemset") ||
+        CK(cudaMemsetAsync(g->dtruns, 0, z.truns, st), "cudaMemset") ||
+        CK(cudaMemsetAsync(g->dtask, 0, z.task, st), "cudaMemset"))
+        return -1;
+    c->shards++;
+    *gp = g;
     return 0;
 }

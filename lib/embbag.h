@@ -7,12 +7,27 @@
  * table-major (bag (t,b) is indices[offsets[t*B+b] : offsets[t*B+b+1]]), indices are row
  * ids within their table.
  *
+ * Weight layout rule (checked by as_eb_validate): W holds w_off[T] >= 0 elements; table t
+ * occupies the region [w_off[t], w_off[t] + E_t*D_t), which must lie within [0, w_off[T]);
+ * no two tables' regions may overlap. Nothing else is required: regions may come in any
+ * order, and elements outside every region (padding before, between or after tables, e.g.
+ * to align table starts) are allowed; no forward or backward reads or writes them (the GPU
+ * path uploads them with W and as_eb_gpu_download returns them unchanged). The packed
+ * layout w_off[0] = 0, w_off[t+1] = w_off[t] + E_t*D_t is one such layout. The output and
+ * the gradient [B, sumD] are packed: d_off[0] = 0, d_off[t+1] = d_off[t] + D_t.
+ *
  * forward:  out[b*sumD + d_off[t] + j] = sum over i in bag(t,b), in lookup order, of
  *           float(W[w_off[t] + idx_i*D_t + j]); fp32 accumulation, fp32 output [B, sumD]
  * backward + exact SGD: for every row r of table t touched in the batch,
- *           W_t[r][j] = half(float(W_t[r][j]) - lr * G), G = sum over lookups i with
- *           idx_i = r, in ascending lookup order, of grad[b_i*sumD + d_off[t] + j] (fp32);
- *           one fp16 rounding (to nearest even) per updated element.
+ *           W_t[r][j] = half(float(W_t[r][j]) - lr * G), with lr * G rounded to fp32
+ *           before the subtraction (no fused multiply-add) and one fp16 rounding (to
+ *           nearest even) per updated element. G is summed in this canonical order, the
+ *           same on the CPU and the GPU (so they agree bit for bit): the row's lookups i
+ *           with idx_i = r, in ascending lookup order, are cut into chunks of AS_EB_CHUNK
+ *           consecutive lookups (the last one may be shorter); chunk k's partial sum P_k
+ *           is the fp32 sum, from 0.0f, of grad[b_i*sumD + d_off[t] + j] over its lookups
+ *           in order; G = P_0, then G += P_1, G += P_2, ... left to right. A row with at
+ *           most AS_EB_CHUNK lookups has G = the plain sequential sum from 0.0f.
  * Bags with no lookups give zero rows. Index bounds are validated by as_eb_validate
  * before any kernel runs: an out-of-range index is an error, never a wild write.
  */
@@ -21,6 +36,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* lookups per chunk in the backward's canonical summation order (above). 512: a hot row's
+ * chunks are independent GPU work items (a 447k-lookup row gives 874), each short enough
+ * for one warp (512 grad rows, a few in flight at a time), while the GPU's scratch for
+ * partial sums stays at most ~2*n/512 chunk rows (n lookups) and the left-to-right combine
+ * of a row is 1/512 of its lookups. Changing it changes results for rows with more lookups. */
+#define AS_EB_CHUNK 512
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,14 +53,25 @@ typedef struct {
     int64_t B;
     const int64_t *rows;      /* [T] E_t >= 1 */
     const int32_t *dims;      /* [T] D_t >= 1 */
-    const int64_t *w_off;     /* [T+1] element offset of table t in W; w_off[T] = total elements */
+    const int64_t *w_off;     /* [T+1] element offset of table t in W; w_off[T] = elements of W
+                               * (padding included; see the layout rule above) */
     const int32_t *d_off;     /* [T+1] column of table t in the output; d_off[T] = sumD */
     const int64_t *offsets;   /* [T*B+1] table-major, offsets[0] = 0, non-decreasing */
     const int32_t *indices;   /* [offsets[T*B]] */
 } as_eb_shard;
 
-/* 0 if offsets are well formed and every index lies in [0, E_t); else -1 and err names
- * the first violation (table, bag, position) */
+/* one table of a pool (as-bench's table data), the unit a shard is assembled from
+ * (ebgen.h: layout and concatenation; as_eb_gpu_ctx: the same on the device) */
+typedef struct {
+    int64_t id;               /* table id: keys its generated weights and gradients */
+    int64_t rows, batch, dim, lookups;
+    const int64_t *offsets;   /* [batch+1]: 0 .. lookups, non-decreasing */
+    const int32_t *indices;   /* [lookups], each in [0, rows) */
+} as_eb_table;
+
+/* 0 if rows and dims are >= 1, the weight layout follows the rule above, d_off is packed,
+ * offsets are well formed and every index lies in [0, E_t); else -1 and err names the first
+ * violation (table, bag, position; the two tables whose weights overlap) */
 int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen);
 
 /* fp16 <-> fp32, round to nearest even, subnormals/inf/nan handled */
@@ -78,8 +111,12 @@ int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errlen);
 int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *err, size_t errlen);
 /* read a >= 2x L2 buffer on the same stream so the next timed run starts cold */
 int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen);
-/* copy the output [B, sumD] and the weights back (tests) */
+/* copy the output [B, sumD] and the weights (all w_off[T] elements of W) back (tests) */
 int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *err, size_t errlen);
+/* copy the shard's inputs back (tests): offsets [T*B+1], indices [offsets[T*B]], the
+ * gradient [B, sumD]; any pointer may be NULL */
+int as_eb_gpu_download_inputs(as_eb_gpu *g, int64_t *offsets, int32_t *indices, float *grad, char *err,
+                              size_t errlen);
 /* device name, SM clock (MHz, 0 if unknown) and measured device-to-device copy GB/s */
 int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_clock_mhz, double *copy_gbps);
 void as_eb_gpu_destroy(as_eb_gpu *g);
@@ -89,6 +126,49 @@ void as_eb_gpu_destroy(as_eb_gpu *g);
  * Before the first forward the output holds the guard pattern too (a NaN), so an element
  * the forward fails to write shows up as NaN in the downloaded output. */
 int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen);
+
+/* the measurement protocol on the device, enqueued at once on the handle's stream with one
+ * synchronisation at the end: `warmup` forward + backward iterations, then `runs` times a
+ * cache flush (as_eb_gpu_flush_cache's sweep), the forward and the backward, with CUDA
+ * events between the phases. fwd_ms and bwd_ms [runs] get each timed phase; busy_ms (may
+ * be NULL) the event time of all warm-up iterations plus all timed phases, flushes not
+ * included. Works on any handle. 0 ok */
+int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
+                      double *busy_ms, char *err, size_t errlen);
+
+/* ---- CUDA: the benchmark context, one per process --------------------------------------
+ * It holds what outlives a shard: the pool's offsets and indices, uploaded once and kept on
+ * the device when they fit (else each shard's tables are uploaded through pinned staging
+ * when the shard is set up), one workspace grown on demand and reused by every shard
+ * (weights, output, gradients, bags, sort buffers, events), pinned staging buffers, a
+ * per-table cache of forward work items, the cache-flush buffer. A shard is set up on the
+ * device without any weight byte crossing PCIe: its bags gathered from the pool (equal to
+ * as_ebg_gather's), its weights and gradients generated by ebgen.h's hash (equal to
+ * as_ebg_fill_weights / as_ebg_fill_grad), in as_ebg_layout's layout, the output filled
+ * with the guard pattern. */
+typedef struct as_eb_gpu_ctx as_eb_gpu_ctx;
+
+/* tabs[0..ntab): the pool (descriptors copied; the host arrays they point to must outlive
+ * the context). resident = 1: keep the pool on the device when it takes at most half of
+ * the free device memory (uploaded here); 0, or when it does not fit: upload the tables of
+ * each shard when it is set up. A table is checked (as_ebg_check_table) when a shard first
+ * uses it. 0 ok, -1 with err */
+int as_eb_gpu_ctx_create(as_eb_gpu_ctx **ctx, int device, const as_eb_table *tabs, int64_t ntab, int resident,
+                         char *err, size_t errlen);
+/* 1 while the pool is on the device: a shard that does not fit beside it evicts it, and
+ * the context goes on uploading per shard */
+int as_eb_gpu_ctx_resident(const as_eb_gpu_ctx *ctx);
+/* set up the shard made of the pool tables pos[0..T) (positions in tabs, one batch size)
+ * with `seed`; *g is a handle owned by the context, valid until the next as_eb_gpu_ctx_shard
+ * or as_eb_gpu_ctx_destroy (as_eb_gpu_destroy on it does nothing). The setup is enqueued on
+ * the handle's stream; what the handle does next orders after it. 0 ok; -1 with err (a
+ * table fails its check, mixed batch sizes, "shard needs X GiB of device memory, Y GiB free") */
+int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *ctx, const int64_t *pos, int32_t T, uint64_t seed, as_eb_gpu **g,
+                        char *err, size_t errlen);
+/* device bytes the context holds (pool, workspace, flush buffer), how many times the
+ * workspace was (re)allocated, and shards set up so far; any pointer may be NULL */
+void as_eb_gpu_ctx_stats(const as_eb_gpu_ctx *ctx, size_t *bytes, int64_t *grows, int64_t *shards);
+void as_eb_gpu_ctx_destroy(as_eb_gpu_ctx *ctx);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* no fused multiply-add: these functions are the references of lib/nn_cuda.cu's kernels,
+ * which round every product and every sum separately (GCC contracts a * b + c by default
+ * on targets with FMA, e.g. aarch64; on x86-64 without -mfma there is nothing to fuse) */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 void as_nn_linear_fwd_ld(float *y, const float *x, const float *W, int ldw, const float *b, int N, int I, int O)
 {
     if (N <= 0 || O <= 0) return;

@@ -7,6 +7,11 @@
  * column-major terms: gemm(T, N, O, N, I, W, ld I, x, ld I, y, ld O).
  * No atomics: sums over rows (bias gradients, pooling, the gradient norm) are loops or
  * fixed-shape tree reductions, so results are deterministic from run to run.
+ * No contraction: nvcc fuses a * b + c into one FMA (one rounding) by default, where nn.c
+ * rounds the product and then the sum. Every elementwise kernel that multiplies and adds
+ * spells its operations with round-to-nearest intrinsics (__fmul_rn, __fadd_rn, ...), which
+ * nvcc never fuses, in the CPU's order: mse_bwd, scale and Adam round exactly as nn.c does.
+ * The other kernels only copy, compare or add, and have nothing to fuse.
  * Errors (a failed launch, out of memory) print and exit 3: they are environment failures. */
 #include "nn.h"
 
@@ -100,10 +105,12 @@ __global__ void k_sumpool_bwd(float *dx, const float *dy, const int32_t *off, in
     for (int32_t r = off[s]; r < off[s + 1]; r++) dx[(size_t)r * C + c] += d;
 }
 
-__global__ void k_mse_bwd(float *dp, const float *p, const float *t, int n)
+/* dp[i] += k * (p[i] - t[i]), k = 2/n computed on the host exactly as nn.c does: three
+ * roundings (difference, product, sum) like the CPU, never one FMA */
+__global__ void k_mse_bwd(float *dp, const float *p, const float *t, int n, float k)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) dp[i] += (2.0f / (float)n) * (p[i] - t[i]);
+    if (i < n) dp[i] = __fadd_rn(dp[i], __fmul_rn(k, __fsub_rn(p[i], t[i])));
 }
 
 /* one block of 1024 threads: strided double sums, then a fixed tree */
@@ -111,7 +118,9 @@ __global__ void k_sumsq(double *out, const float *g, int64_t n)
 {
     __shared__ double sh[1024];
     double s = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += (double)g[i] * (double)g[i];
+    /* the product of two floats is exact in double, so a fused multiply-add would round
+     * the same; spelled out anyway so no contraction question arises */
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s = __dadd_rn(s, __dmul_rn((double)g[i], (double)g[i]));
     sh[threadIdx.x] = s;
     __syncthreads();
     for (int w = blockDim.x / 2; w > 0; w /= 2) {
@@ -124,7 +133,7 @@ __global__ void k_sumsq(double *out, const float *g, int64_t n)
 __global__ void k_scale(float *g, int64_t n, float s)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        g[i] *= s;
+        g[i] = __fmul_rn(g[i], s);
 }
 
 /* the same float operations as as_nn_adam (no FMA contraction: __fmul_rn/__fadd_rn) */
@@ -133,8 +142,8 @@ __global__ void k_adam(float *p, const float *g, float *m, float *v, int64_t n, 
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float gi = g[i];
-        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(1.0f - b1, gi));
-        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(1.0f - b2, gi), gi));
+        float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(__fsub_rn(1.0f, b1), gi));
+        float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, b2), gi), gi));
         m[i] = mi;
         v[i] = vi;
         float mhat = __fdiv_rn(mi, bc1), vhat = __fdiv_rn(vi, bc2);
@@ -201,7 +210,8 @@ static void g_sumpool_bwd(float *dx, const float *dy, const int32_t *off, int S,
 static void g_mse_bwd(float *dp, const float *p, const float *t, int n)
 {
     if (n <= 0) return;
-    k_mse_bwd<<<(n + 255) / 256, 256>>>(dp, p, t, n);
+    const float k = 2.0f / (float)n;   /* as as_nn_mse_bwd */
+    k_mse_bwd<<<(n + 255) / 256, 256>>>(dp, p, t, n, k);
     CKL();
 }
 

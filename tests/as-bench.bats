@@ -165,8 +165,35 @@ WRAP
 @test "as-bench: an infeasible plan's unplaced tables (assign -1) are left out, the rest measured" {
     pool
     make_stream "$HDR"'\x84\xa4kind\xa4plan\xa6shards\x02\xa6tables\x93\x00\x01\x02\xa6assign\x93\x00\xff\x01' > "$T/p.ast"
-    run sh -c "as-bench --tables '$T/pool.ast' $FAST '$T/p.ast' | as-show --kind cost | jq -c .tables"
+    run sh -c "as-bench --tables '$T/pool.ast' $FAST -q '$T/p.ast' | as-show --kind cost | jq -c .tables"
     assert_success
     assert_output '[0]
 [2]'
+}
+
+@test "as-bench: the summary on stderr gives shards/s and the busy fraction; -q silences it" {
+    pool
+    run sh -c "as-bench --tables '$T/pool.ast' --sample 6 --max-tables 3 --seed 3 $FAST --flush 1M -o '$T/c.ast' 2>&1"
+    assert_success
+    assert_line --partial "as-bench: 6 shards in "
+    line=$(printf '%s\n' "$output" | grep 'shards/s')
+    # shards/s is the count over the loop's seconds; the busy fraction a percentage in (0, 100]
+    secs=$(printf '%s\n' "$line" | sed 's/.* shards in \([0-9.]*\) s: .*/\1/')
+    rate=$(printf '%s\n' "$line" | sed 's/.* s: \([0-9.]*\) shards\/s.*/\1/')
+    busy=$(printf '%s\n' "$line" | sed 's/.*device busy \([0-9.]*\) %.*/\1/')
+    # (both printed rounded: their product is 6 within the rounding)
+    [ "$(echo "p = $rate * $secs; p > 5.5 && p < 6.5" | bc -l)" = 1 ]
+    [ "$(echo "$busy > 0 && $busy <= 100" | bc -l)" = 1 ]
+    assert_line --partial "warm-up + timed kernels"
+    # the same shards: the summary goes to stderr only, the records are unchanged in kind and count
+    run as-show --count "$T/c.ast"
+    assert_line "cost	6"
+    run sh -c "as-bench --tables '$T/pool.ast' --sample 2 $FAST -q -o '$T/d.ast' 2>&1"
+    assert_success
+    assert_output ""
+    # --no-resident is a CUDA option; the CPU takes it and measures as usual
+    run as-bench --tables "$T/pool.ast" --sample 2 $FAST --no-resident -q -o "$T/e.ast"
+    assert_success
+    run as-show --count "$T/e.ast"
+    assert_line "cost	2"
 }

@@ -44,6 +44,15 @@ static const char HELP[] =
     "                         (default: twice the last-level cache, at least 64M)\n"
     "      --part I/N         only every N-th unit of work, starting at the I-th (1-based):\n"
     "                         plans, shards or samples; for fan-out over devices and hosts\n"
+    "      --no-resident      CUDA: upload each shard's table data when it is measured\n"
+    "                         (default: the tables' offsets and indices are uploaded once\n"
+    "                         and stay on the GPU when they fit in half its free memory)\n"
+    "\n"
+    "Weights and gradients are generated from --seed, the table id and the element by a\n"
+    "counter-based hash (on the GPU itself with --device cuda): the same values on every\n"
+    "device. At the end a summary on stderr (not with -q): shards per second and the\n"
+    "device's busy fraction, the kernel time of all warm-up and timed iterations over the\n"
+    "wall time of the measuring loop.\n"
     "\n"
     "A shard that cannot run (does not fit in memory, tables of different batch sizes) is\n"
     "reported on stderr and in its record (`error`), not crashed on.\n"
@@ -53,7 +62,7 @@ static const char HELP[] =
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM };
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES };
 
 typedef struct {
     char *raw;
@@ -64,6 +73,7 @@ typedef struct {
 static as_cli cli;
 static as_bench_cfg cfg;
 static int64_t nfailed;
+static as_bench_tally tally;
 
 static void write_cost(as_writer *w, const int64_t *ids, int64_t n, const as_bench_result *r, const char *origin,
                        int64_t task, const char *alg, int64_t shard)
@@ -81,6 +91,7 @@ static void write_cost(as_writer *w, const int64_t *ids, int64_t n, const as_ben
     as_pack_kv_i64(pk, "shard", shard);
     as_bench_pack_result(pk, &cfg, r);
     as_writer_end_record(w);
+    as_bench_tally_add(&tally, r);
     if (!r->ok) {
         nfailed++;
         as_err("shard of %" PRId64 " table(s) (first %" PRId64 ") not measured: %s", n, n ? ids[0] : -1, r->error);
@@ -133,6 +144,7 @@ int main(int argc, char **argv)
         { "flush", required_argument, 0, OPT_FLUSH },
         { "singles", no_argument, 0, OPT_SINGLES },
         { "sample-from", required_argument, 0, OPT_FROM },
+        { "no-resident", no_argument, 0, OPT_NORES },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
@@ -163,6 +175,7 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_SINGLES: singles = 1; break;
+        case OPT_NORES: cfg.per_shard_upload = 1; break;
         case OPT_FROM:
             free(from);
             if (as_parse_i64_list(optarg, 0, INT32_MAX, &from, &nfrom))
@@ -340,6 +353,10 @@ int main(int argc, char **argv)
             as_die(AS_EXIT_DATA, "table %" PRId64 " is not in the table data %s", id, tables);
 
     as_writer *w = as_cli_open_output(&cli);
+    double setup0 = as_now();
+    as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
+    if (!sess) as_die(AS_EXIT_ENV, "%s", err);
+    double loop0 = as_now();
     as_progress p;
     int64_t mine = 0;   /* units of work in this part */
     for (int64_t i = 0; i < nunits; i++) mine += (i % part_n) == part_i - 1;
@@ -349,7 +366,7 @@ int main(int argc, char **argv)
     if (sample) {
         for (int64_t i = 0; i < sample; i++) {
             if ((i % part_n) != part_i - 1) continue;
-            as_bench_shard(&cfg, &pool, sh_ids[i], sh_n[i], &res);
+            as_bench_session_run(sess, sh_ids[i], sh_n[i], &res);
             write_cost(w, sh_ids[i], sh_n[i], &res, i < nsingles ? "single" : "sample", -1, NULL, i < nsingles ? -1 : i - nsingles);
             as_progress_update(&p, (double)++done);
         }
@@ -373,7 +390,7 @@ int main(int argc, char **argv)
             as_obj_i64(rec, "task", &task);
             if (in[i].kind == 2) {
                 as_obj_i64(rec, "id", &sid);
-                as_bench_shard(&cfg, &pool, ids, n, &res);
+                as_bench_session_run(sess, ids, n, &res);
                 write_cost(w, ids, n, &res, "shard", task, NULL, sid);
             } else {
                 int64_t *as, na, K;
@@ -389,7 +406,7 @@ int main(int argc, char **argv)
                     int64_t m = 0;
                     for (int64_t j = 0; j < n; j++) if (as[j] == k) sh[m++] = ids[j];
                     if (m == 0) { cost[k] = 0; ok[k] = 1; continue; }   /* an empty shard costs nothing */
-                    as_bench_shard(&cfg, &pool, sh, m, &res);
+                    as_bench_session_run(sess, sh, m, &res);
                     cost[k] = res.cost_ms;
                     ok[k] = res.ok;
                     snprintf(dev, sizeof dev, "%s", res.device);
@@ -422,7 +439,17 @@ int main(int argc, char **argv)
             as_progress_update(&p, (double)++done);
         }
     }
+    double loop_s = as_now() - loop0;
     as_progress_end(&p);
+    {
+        char line[512];
+        as_bench_session_info si;
+        as_bench_session_info_get(sess, &si);
+        as_bench_summary(line, sizeof line, &tally, loop_s);
+        as_info("%s; setup %.2f s%s", line, loop0 - setup0,
+                cfg.cuda ? (si.resident ? ", table data resident on the GPU" : ", table data uploaded per shard") : "");
+    }
+    as_bench_session_free(sess);
     as_writer_close(w);
     if (nfailed) as_err("%" PRId64 " shard(s) could not be measured (see their 'error')", nfailed);
     for (int64_t i = 0; i < nin; i++) free(in[i].raw);

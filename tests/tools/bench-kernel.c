@@ -1,37 +1,47 @@
-/* bench-kernel.c - GPU micro-benchmark of the fused embedding-bag op (lib/embbag.cu) over a
- * grid of representative shards. Dimension letters: B batch, L pooling, D dim, E rows,
- * T tables.
+/* bench-kernel.c - micro-benchmark of the fused embedding-bag op over a grid of
+ * representative shards: the CUDA kernels (lib/embbag.cu), or with --cpu the CPU path
+ * (lib/embbag.c, OpenMP). Dimension letters: B batch, L pooling, D dim, E rows, T tables.
  *
  * For each shard (every dim x pooling x distribution of the lists given, plus one shard of
  * mixed dims per pooling x distribution unless --no-mixed): T tables of E fp16 rows, B bags
  * of exactly L lookups per table, rows uniform or power-law (Zipf exponent --alpha over the
  * ranks, ranks scattered over the rows by a multiplicative permutation), a random fp32 grad.
  * W/B/R protocol: --warmup iterations, then --iters timed ones; every iteration is
- * flush, forward, flush, backward+SGD (the flush reads a buffer >= 2x L2 on the same stream,
- * so each phase starts cold). Per phase: the mean after dropping the --drop highest and
+ * flush, forward, flush, backward+SGD (on the GPU the flush reads a buffer >= 2x L2 on the
+ * same stream and phases are timed with CUDA events; on the CPU every thread sweeps a buffer
+ * of 2x the last-level cache, at least 64 MiB, and phases are timed with the monotonic
+ * clock; so each phase starts cold). Per phase: the mean after dropping the --drop highest and
  * --drop lowest ("ms"), the median, min, max and relative std-dev of all timed iterations.
  * GB/s by FBGEMM's formula: forward bytes = sum_t 4*B*D_t + 2*B*D_t*L_t, backward credited 2x,
- * total = 3x forward bytes over forward+backward time; % of the measured device copy rate.
+ * total = 3x forward bytes over forward+backward time; % of the measured device copy rate
+ * (GPU only; 0 on the CPU).
  *
  * stdout: '#' comment lines (device, clock, copy GB/s, seed, protocol), then a tab-separated
  * table with a header line. --dump DIR writes per shard DIR/<name>.json plus
  * DIR/<name>.offsets.i64 and DIR/<name>.indices.i32 (raw little-endian) and appends the name
  * to DIR/index.txt, for pipelines/bench-torch.py.
- * Exit: 0 ok, 2 usage, 3 environment (built without CUDA, no device, out of memory). */
+ * Exit: 0 ok, 2 usage, 3 environment (GPU: built without CUDA, no device; out of memory). */
+#include "bench.h"
 #include "embbag.h"
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define VERSION "bench-kernel 0.1"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: bench-kernel [options]\n"
+            "usage: bench-kernel [--cpu] [options]\n"
+            "  --cpu             time the CPU path (OpenMP) instead of the CUDA kernels\n"
+            "  --threads N       CPU threads, 0 = OpenMP's default (0)\n"
+            "  --flush-mb M      CPU cache-flush sweep in MiB (2x the last-level cache, >= 64)\n"
             "  --tables T        tables per shard (8)\n"
             "  --rows E          rows per table (1000000)\n"
             "  --batch B         bags per table (65536)\n"
@@ -47,12 +57,12 @@ static void usage(FILE *f)
             "  --drop K          drop K highest and K lowest (2)\n"
             "  --lr X            SGD learning rate (0.01)\n"
             "  --seed S          PRNG seed (1)\n"
-            "  --device N        CUDA device (0)\n"
+            "  --device N        CUDA device (0; GPU only)\n"
             "  --dump DIR        write each shard's offsets/indices + JSON for bench-torch.py\n"
             "  -h, --help        this help;  --version  the version\n"
             "Shard names: d<D>-l<L>-<dist> and mixed-l<L>-<dist>.\n"
-            "Exit status: 0 ok, 2 usage error, 3 environment error (no CUDA build or device,\n"
-            "not enough device memory, write error).\n");
+            "Exit status: 0 ok, 2 usage error, 3 environment error (GPU: no CUDA build or\n"
+            "device, not enough device memory; out of host memory, write error).\n");
 }
 
 /* ---- PRNG ------------------------------------------------------------------------------- */
@@ -258,11 +268,32 @@ static int dump_shard(const char *dir, const shard_t *h, double alpha, uint64_t 
     return fclose(f) ? -1 : 0;
 }
 
+/* ---- the CPU path ------------------------------------------------------------------------------ */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* read one word of every cache line of the buffer, with every thread */
+static volatile uint64_t flush_sink;
+static void cpu_flush(const uint64_t *buf, size_t words, int nt)
+{
+    uint64_t s = 0;
+#pragma omp parallel for num_threads(nt) reduction(+ : s) schedule(static)
+    for (size_t i = 0; i < words; i += 8) s += buf[i];
+    flush_sink += s;
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
     int64_t T = 8, E = 1000000, B = 65536, warm = 5, iters = 10, drop = 2, device = 0, seedv = 1;
+    int64_t threads = 0, flush_mb = 0;
+    int cpu = 0;
     int dims[16] = {16, 32, 64, 128}, ndims = 4, pools[16] = {1, 15, 100}, npools = 3;
     int do_uniform = 1, do_power = 1, mixed = 1;
     double alpha = 1.05, lr = 0.01;
@@ -303,6 +334,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seed")) { NEED(); if (parse_i64(v, 0, INT64_MAX, &seedv)) BAD(); }
         else if (!strcmp(a, "--device")) { NEED(); if (parse_i64(v, 0, 1024, &device)) BAD(); }
         else if (!strcmp(a, "--dump")) { NEED(); dump = v; }
+        else if (!strcmp(a, "--cpu")) cpu = 1;
+        else if (!strcmp(a, "--threads")) { NEED(); if (parse_i64(v, 0, 4096, &threads)) BAD(); }
+        else if (!strcmp(a, "--flush-mb")) { NEED(); if (parse_i64(v, 1, 1 << 20, &flush_mb)) BAD(); }
         else {
             fprintf(stderr, "bench-kernel: unknown option %s\nusage: see bench-kernel --help\n", a);
             return 2;
@@ -311,14 +345,23 @@ int main(int argc, char **argv)
 #undef BAD
     }
     if (2 * drop >= iters) fprintf(stderr, "bench-kernel: note: --drop %lld leaves nothing; using all\n", (long long)drop);
-#ifndef AS_HAVE_CUDA
-    (void)T; (void)E; (void)B; (void)warm; (void)dump; (void)only; (void)seedv; (void)device; (void)mixed;
-    (void)do_uniform; (void)do_power; (void)alpha; (void)lr; (void)ndims; (void)npools;
-    (void)stats; (void)make_shard; (void)free_shard; (void)dump_shard;
-    fprintf(stderr, "bench-kernel: built without CUDA\n");
-    return 3;
-#else
     uint64_t seed = (uint64_t)seedv;
+    /* the CPU path: threads and the flush buffer */
+    const int nt = threads > 0 ? (int)threads : omp_get_max_threads();
+    uint64_t *fbuf = NULL;
+    size_t fwords = 0;
+    if (cpu) {
+        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        if (llc <= 0) llc = 32L << 20;
+        size_t fb = flush_mb > 0 ? (size_t)flush_mb << 20 : 2 * (size_t)llc;
+        if (flush_mb == 0 && fb < ((size_t)64 << 20)) fb = (size_t)64 << 20;
+        fwords = fb / 8;
+        fbuf = malloc(fwords * 8);
+        if (!fbuf) { fprintf(stderr, "bench-kernel: out of host memory (flush buffer)\n"); return 3; }
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (size_t i = 0; i < fwords; i++) fbuf[i] = i;
+    }
     int header_done = 0;
     double copy_gbps = 0;
     int ndist = 0;
@@ -363,7 +406,24 @@ int main(int argc, char **argv)
                 }
                 char err[512] = "";
                 as_eb_gpu *g = NULL;
-                if (as_eb_gpu_create(&g, &h.s, h.W, h.grad, (int)device, err, sizeof err)) {
+                as_eb_cpu_ws *ws = NULL;
+                float *out = NULL;
+                if (cpu) {
+                    if (as_eb_validate(&h.s, err, sizeof err)) {
+                        fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
+                        free_shard(&h);
+                        return 3;
+                    }
+                    ws = as_eb_cpu_ws_new(&h.s);
+                    out = malloc(sizeof(float) * ((size_t)B * h.s.d_off[T] + 1));
+                    if (!ws || !out) {
+                        fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
+                        as_eb_cpu_ws_free(ws);
+                        free(out);
+                        free_shard(&h);
+                        return 3;
+                    }
+                } else if (as_eb_gpu_create(&g, &h.s, h.W, h.grad, (int)device, err, sizeof err)) {
                     fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
                     free_shard(&h);
                     return 3;
@@ -371,8 +431,14 @@ int main(int argc, char **argv)
                 if (!header_done) {
                     char dev[256];
                     int mhz = 0;
-                    as_eb_gpu_info(g, dev, sizeof dev, &mhz, &copy_gbps);
-                    printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, copy_gbps);
+                    if (cpu) {
+                        as_cpu_name(dev, sizeof dev, nt);
+                        printf("# device: %s\n# threads: %d\n# flush_mib: %.0f\n# copy_gbps: 0 (not measured "
+                               "on the CPU)\n", dev, nt, fwords * 8 / 1048576.0);
+                    } else {
+                        as_eb_gpu_info(g, dev, sizeof dev, &mhz, &copy_gbps);
+                        printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, copy_gbps);
+                    }
                     printf("# seed: %llu  tables: %lld  rows: %lld  batch: %lld  alpha: %g  lr: %g\n",
                            (unsigned long long)seed, (long long)T, (long long)E, (long long)B, alpha, lr);
                     printf("# protocol: %lld warm-up, %lld timed, each phase after a cache flush; ms = mean "
@@ -388,17 +454,33 @@ int main(int argc, char **argv)
                 double *tt = calloc((size_t)iters, sizeof(double));
                 int rc = 0;
                 for (int64_t it = 0; it < warm + iters && !rc; it++) {
-                    float fms = 0, bms = 0;
-                    rc = as_eb_gpu_flush_cache(g, err, sizeof err) || as_eb_gpu_forward(g, &fms, err, sizeof err) ||
-                         as_eb_gpu_flush_cache(g, err, sizeof err) ||
-                         as_eb_gpu_backward_sgd(g, (float)lr, &bms, err, sizeof err);
+                    double fms = 0, bms = 0;
+                    if (cpu) {
+                        cpu_flush(fbuf, fwords, nt);
+                        double t0 = now_ms();
+                        as_eb_forward_cpu(out, h.W, &h.s, nt);
+                        fms = now_ms() - t0;
+                        cpu_flush(fbuf, fwords, nt);
+                        t0 = now_ms();
+                        as_eb_backward_sgd_cpu(h.W, h.grad, &h.s, (float)lr, ws, nt);
+                        bms = now_ms() - t0;
+                    } else {
+                        float f1 = 0, b1 = 0;
+                        rc = as_eb_gpu_flush_cache(g, err, sizeof err) || as_eb_gpu_forward(g, &f1, err, sizeof err) ||
+                             as_eb_gpu_flush_cache(g, err, sizeof err) ||
+                             as_eb_gpu_backward_sgd(g, (float)lr, &b1, err, sizeof err);
+                        fms = f1;
+                        bms = b1;
+                    }
                     if (!rc && it >= warm) {
                         tf[it - warm] = fms;
                         tb[it - warm] = bms;
-                        tt[it - warm] = (double)fms + bms;
+                        tt[it - warm] = fms + bms;
                     }
                 }
                 as_eb_gpu_destroy(g);
+                as_eb_cpu_ws_free(ws);
+                free(out);
                 if (rc) {
                     fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
                     free(tf); free(tb); free(tt);
@@ -428,7 +510,7 @@ int main(int argc, char **argv)
                 free(tf); free(tb); free(tt);
                 free_shard(&h);
             }
+    free(fbuf);
     if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "bench-kernel: write error\n"); return 3; }
     return 0;
-#endif
 }

@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """torch_check.py - cross-check our torch.save reader and writer against real PyTorch.
 
-Needs a machine with PyTorch (the GPU machines have it); run from the repository root after
-`make`:  python3 tests/tools/torch_check.py [--big]
+Needs PyTorch (Debian's python3-torch, which `make deps` installs, or the GPU machines'
+own); `make test` runs it through tests/torch.bats. By hand, after `make`:
+    /usr/bin/python3 tests/tools/torch_check.py [--big]
+The binaries are bin/as-convert, bin/as-show and build/tools/ptwrite under the repository
+root, or under $AS_BIN and $AS_TOOLS when set (as the bats suite sets them).
+Every tensor is compared by path, dtype, shape, layout (the `stride=(...) offset=N` field
+that `--dump` prints for a view: non-contiguous, or starting past its storage's first
+element) and values, and the number of tensors must match.
 1. torch.load reads every variant our test writer (build/tools/ptwrite) produces: MetaSyn
-   zip and legacy, gzip'd (through gzip.open), the prototype dict; values agree with
+   zip and legacy, gzip'd (through gzip.open), the prototype dict; they agree with
    `as-convert --dump`.
-2. as-convert reads what torch.save writes: every dtype, a non-contiguous view, tensors that
-   share one storage at different offsets, a nested dict/list, both the zip and the legacy
-   format, and a MetaSyn-shaped tuple whose table records must equal a conversion done here
-   in Python.
+2. as-convert reads what torch.save writes: every dtype, non-contiguous views, tensors that
+   share one storage at different offsets, a nested dict/list, empty and 0-d tensors, both
+   the zip and the legacy format, and a MetaSyn-shaped tuple whose table records must equal
+   a conversion done here in Python.
 3. --big: a MetaSyn-shaped tuple over 4 GB saved by torch.save (ZIP64), converted whole.
 Prints one line per check and exits non-zero on the first mismatch.
 """
@@ -17,6 +23,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,22 +31,75 @@ import tempfile
 import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PTWRITE = os.path.join(ROOT, "build", "tools", "ptwrite")
-CONVERT = os.path.join(ROOT, "bin", "as-convert")
-SHOW = os.path.join(ROOT, "bin", "as-show")
+BIN = os.environ.get("AS_BIN") or os.path.join(ROOT, "bin")
+TOOLS = os.environ.get("AS_TOOLS") or os.path.join(ROOT, "build", "tools")
+PTWRITE = os.path.join(TOOLS, "ptwrite")
+CONVERT = os.path.join(BIN, "as-convert")
+SHOW = os.path.join(BIN, "as-show")
 
 
 def run(*args, **kw):
-    return subprocess.run(args, check=True, capture_output=True, **kw).stdout
+    r = subprocess.run(args, capture_output=True, **kw)
+    if r.returncode != 0:
+        print("FAIL %s exited with %d: %s" % (" ".join(args), r.returncode, r.stderr.decode(errors="replace").strip()))
+        sys.exit(1)
+    return r.stdout
 
 
 def dump(path):
-    """as-convert --dump -> {path: (dtype, shape, [values as text])}"""
+    """as-convert --dump -> {path: (dtype, shape, layout, [values as text])}
+
+    A line is path, dtype, shape, then for views a layout field `stride=(...) offset=N`,
+    then the values (space-separated; the field is empty for an empty tensor)."""
     out = {}
     for line in run(CONVERT, "--dump", path).decode().splitlines():
-        p, dt, shape, *vals = line.split("\t")
-        out[p] = (dt, shape, vals[0].split(" ") if vals and vals[0] else [])
+        f = line.split("\t")
+        if len(f) == 5 and f[3].startswith("stride="):
+            p, dt, shape, layout, vals = f
+        elif len(f) == 4:
+            p, dt, shape, vals = f
+            layout = ""
+        else:
+            raise ValueError("as-convert --dump %s: unexpected line %r" % (path, line[:200]))
+        if p in out:
+            raise ValueError("as-convert --dump %s: path %s twice" % (path, p))
+        out[p] = (dt, shape, layout, vals.split(" ") if vals else [])
     return out
+
+
+def layout(t):
+    """the layout field as-convert prints: only for a view that is not contiguous (dims of
+    size <= 1 do not count) or does not start at its storage's first element"""
+    expect, contiguous = 1, True
+    for size, stride in reversed(list(zip(t.shape, t.stride()))):
+        if size > 1 and stride != expect:
+            contiguous = False
+        expect *= size
+    if contiguous and t.storage_offset() == 0:
+        return ""
+    return "stride=(%s) offset=%d" % (", ".join(str(s) for s in t.stride()), t.storage_offset())
+
+
+def agree(ours, obj, what):
+    """every tensor of obj is in ours with the same dtype, shape, layout and values, and
+    ours has no other tensor; prints the first disagreement"""
+    tensors = list(walk(obj))
+    if len(ours) != len(tensors):
+        print("  %s: as-convert lists %d tensors, torch has %d" % (what, len(ours), len(tensors)))
+        return False
+    for p, t in tensors:
+        if p not in ours:
+            print("  %s: %s missing from as-convert --dump" % (what, p))
+            return False
+        dt, shape, lay, vals = ours[p]
+        want = (str(t.dtype).replace("torch.", ""), "[%s]" % ", ".join(str(s) for s in t.shape), layout(t))
+        if (dt, shape, lay) != want:
+            print("  %s: %s: as-convert says %r, torch %r" % (what, p, (dt, shape, lay), want))
+            return False
+        if not same(vals, t):
+            print("  %s: %s: values differ: as-convert %s, torch %s" % (what, p, vals[:8], fmt(t)[:8]))
+            return False
+    return True
 
 
 def fmt(t):
@@ -81,8 +141,18 @@ def table_records(path, *extra):
 
 
 def main():
-    big = "--big" in sys.argv
     tmp = tempfile.mkdtemp(prefix="as-torch-check-")
+    try:
+        checks(tmp, "--big" in sys.argv)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(tmp, big):
+    for exe in (PTWRITE, CONVERT, SHOW):
+        if not os.access(exe, os.X_OK):
+            print("FAIL %s is missing (run make first)" % exe)
+            sys.exit(1)
     pool = ["--tables", "5", "--batch", "32", "--row-scale", "0.001", "--seed", "3"]
     # 1. torch.load reads our writer's files
     for variant, extra in [("zip", []), ("legacy", ["--format", "legacy"]), ("gzip", ["--gzip"]),
@@ -98,10 +168,7 @@ def main():
         else:
             obj = torch.load(f, weights_only=True)
         ours = dump(f)
-        ok = True
-        for p, t in walk(obj):
-            dt, shape, vals = ours.get(p, (None, None, None))
-            ok &= dt == str(t.dtype).replace("torch.", "") and same(vals, t)
+        ok = agree(ours, obj, variant)
         check(f"torch.load reads ptwrite {variant} ({len(ours)} tensors agree with as-convert --dump)", ok and len(ours) > 0)
     # 2. as-convert reads torch.save's files
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6) * 0.5 - 3
@@ -114,17 +181,15 @@ def main():
         "strided": [base.t(), base[:, ::2], base[1:3, 2:5]],
         "shared": (store[10:20], store[50:55], store.view(10, 10)[2:4, 3]),
         "nested": {"a": [torch.ones(2, 3), {"b": torch.zeros(1)}], "c": (torch.tensor(7),)},
+        "empty": [torch.empty(0), torch.zeros(2, 0), torch.tensor(2.5), base[:, 5:], base[3]],
     }
     for name, obj in objs.items():
         for fmtname, zipfmt in [("zip", True), ("legacy", False)]:
             f = os.path.join(tmp, f"t-{name}-{fmtname}.pt")
             torch.save(obj, f, _use_new_zipfile_serialization=zipfmt)
             ours = dump(f)
-            ok = True
-            for p, t in walk(obj):
-                dt, shape, vals = ours.get(p, (None, None, None))
-                ok &= dt == str(t.dtype).replace("torch.", "") and same(vals, t)
-            check(f"as-convert reads torch.save {name} ({fmtname})", ok)
+            ok = agree(ours, obj, f"{name} ({fmtname})")
+            check(f"as-convert reads torch.save {name} ({fmtname}, {len(ours)} tensors)", ok)
     # MetaSyn-shaped tuple
     T, B = 4, 16
     g = torch.Generator().manual_seed(0)
@@ -159,7 +224,6 @@ def main():
         run(CONVERT, f, "-o", os.path.join(tmp, "big.ast"))
         counts = run(SHOW, "--count", os.path.join(tmp, "big.ast")).decode()
         check("as-convert converts it", "table\t2" in counts)
-    subprocess.run(["rm", "-rf", tmp])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,515 @@
+/* test_gpu_bench.c - the benchmark context on CUDA (as_eb_gpu_ctx, lib/embbag.cu) and the
+ * CUDA bench session (lib/bench.c) against their CPU references, bit for bit:
+ *   the device gather of a shard's bags      vs as_ebg_gather (concatenation on the host)
+ *   device-generated weights and gradients   vs as_ebg_fill_weights / as_ebg_fill_grad
+ *   a whole shard measured through the context (as_eb_gpu_measure: warm-ups, flushes, timed
+ *   runs) vs as many forward + backward iterations of the CPU reference on the CPU's data
+ *   a CUDA bench session vs a CPU bench session on the same shard (same seed and protocol)
+ * with the pool resident on the device and uploaded per shard, shards of growing and
+ * shrinking size in one context, odd dims, one-row tables, empty bags, hot rows.
+ * Dimension letters: B batch, D dim, E rows, T tables.
+ *
+ * Run on a GPU machine by `make gpu-test`; *_small tests are re-run under compute-sanitizer.
+ * Without a CUDA device every test fails (they are only meant to run where one is). */
+#include "bench.h"
+#include "ebgen.h"
+#include "embbag.h"
+#include "unit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* ---- a pool ------------------------------------------------------------------------------------ */
+
+#define MAXT 16
+
+typedef struct {
+    int n;
+    as_eb_table t[MAXT];
+    int64_t *off[MAXT];
+    int32_t *ind[MAXT];
+} pool_t;
+
+/* table i: id 200+i, dims[i], rows[i], batch B, bags of 0..lmax lookups; a fraction hot[i] of
+ * them on row 3 % E (long runs) */
+static pool_t *mk_pool(int n, int64_t B, const int64_t *dims, const int64_t *rows, const int *lmax, const double *hot,
+                       uint64_t seed)
+{
+    pool_t *p = calloc(1, sizeof *p);
+    p->n = n;
+    for (int i = 0; i < n; i++) {
+        p->off[i] = malloc(sizeof(int64_t) * (size_t)(B + 1));
+        p->off[i][0] = 0;
+        for (int64_t b = 0; b < B; b++)
+            p->off[i][b + 1] = p->off[i][b] + (lmax[i] ? (int64_t)(rnd(&seed) % (uint64_t)(lmax[i] + 1)) : 0);
+        int64_t L = p->off[i][B];
+        p->ind[i] = malloc(sizeof(int32_t) * (size_t)(L + 1));
+        for (int64_t k = 0; k < L; k++) {
+            double u = (double)(rnd(&seed) >> 11) / 9007199254740992.0;
+            p->ind[i][k] = u < hot[i] ? (int32_t)(3 % rows[i]) : (int32_t)(rnd(&seed) % (uint64_t)rows[i]);
+        }
+        as_eb_table t = { 200 + i, rows[i], B, dims[i], L, p->off[i], p->ind[i] };
+        p->t[i] = t;
+    }
+    return p;
+}
+
+static void free_pool(pool_t *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) { free(p->off[i]); free(p->ind[i]); }
+    free(p);
+}
+
+/* ---- the CPU's version of a shard -------------------------------------------------------------- */
+
+typedef struct {
+    as_eb_shard s;
+    int64_t rows[MAXT], w_off[MAXT + 1], ids[MAXT], n, wn, outn;
+    int32_t dims[MAXT], d_off[MAXT + 1];
+    int64_t *off;
+    int32_t *ind;
+    uint16_t *W;
+    float *grad;
+} cshard_t;
+
+static cshard_t *cpu_shard(const pool_t *p, const int64_t *pos, int T, uint64_t seed)
+{
+    cshard_t *h = calloc(1, sizeof *h);
+    const as_eb_table *tb[MAXT];
+    for (int t = 0; t < T; t++) { tb[t] = &p->t[pos[t]]; h->ids[t] = tb[t]->id; h->n += tb[t]->lookups; }
+    int64_t B = tb[0]->batch;
+    h->wn = as_ebg_layout(tb, T, h->rows, h->dims, h->w_off, h->d_off);
+    h->outn = B * h->d_off[T];
+    h->off = malloc(sizeof(int64_t) * (size_t)(T * B + 1));
+    h->ind = malloc(sizeof(int32_t) * (size_t)(h->n + 1));
+    as_ebg_gather(h->off, h->ind, tb, T, B, 0);
+    as_eb_shard s = { T, B, h->rows, h->dims, h->w_off, h->d_off, h->off, h->ind };
+    h->s = s;
+    h->W = malloc(sizeof(uint16_t) * (size_t)(h->wn + 1));
+    h->grad = malloc(sizeof(float) * (size_t)(h->outn + 1));
+    as_ebg_fill_weights(h->W, &h->s, h->ids, seed, 0);
+    as_ebg_fill_grad(h->grad, &h->s, h->ids, seed, 0);
+    return h;
+}
+
+static void free_cshard(cshard_t *h)
+{
+    if (!h) return;
+    free(h->off); free(h->ind); free(h->W); free(h->grad); free(h);
+}
+
+/* iters forward + backward iterations on the CPU: the naive references for small shards,
+ * the OpenMP path (same summation order, tested against them) for large ones; out gets the
+ * last forward */
+static void cpu_iters(cshard_t *h, float *out, float lr, int iters, int fast)
+{
+    as_eb_cpu_ws *ws = fast ? as_eb_cpu_ws_new(&h->s) : NULL;
+    for (int i = 0; i < iters; i++) {
+        if (fast) {
+            as_eb_forward_cpu(out, h->W, &h->s, 0);
+            as_eb_backward_sgd_cpu(h->W, h->grad, &h->s, lr, ws, 0);
+        } else {
+            as_eb_forward_ref(out, h->W, &h->s);
+            as_eb_backward_sgd_ref(h->W, h->grad, &h->s, lr);
+        }
+    }
+    as_eb_cpu_ws_free(ws);
+}
+
+/* ---- comparisons ------------------------------------------------------------------------------- */
+
+static int same_bits(const void *a, const void *b, size_t n, size_t elt, const char *what)
+{
+    size_t bad = 0, first = 0;
+    const unsigned char *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(x + i * elt, y + i * elt, elt)) { if (!bad) first = i; bad++; }
+    if (bad) fprintf(stderr, "  %s: %zu of %zu elements differ (first at %zu)\n", what, bad, n, first);
+    else fprintf(stderr, "  %s: %zu/%zu bit-exact\n", what, n, n);
+    CHECK_EQ_I64(bad, 0);
+    return bad == 0;
+}
+
+static void guards_ok(as_eb_gpu *g)
+{
+#ifdef AS_HAVE_CUDA
+    char err[256] = "";
+    int rc = as_eb_gpu_check_guards(g, err, sizeof err);
+    if (rc) fprintf(stderr, "  guards: %s\n", err);
+    CHECK(rc == 0);
+#else
+    (void)g;
+#endif
+}
+
+/* what the context set up for the shard equals the CPU's: bags, weights (padding included),
+ * gradients; the output holds the guard pattern everywhere */
+static void check_setup(as_eb_gpu *g, const cshard_t *h, const char *what)
+{
+    char err[256] = "";
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(h->s.T * h->s.B + 1));
+    int32_t *ind = malloc(sizeof(int32_t) * (size_t)(h->n + 1));
+    float *grad = malloc(sizeof(float) * (size_t)(h->outn + 1)), *out = malloc(sizeof(float) * (size_t)(h->outn + 1));
+    uint16_t *W = malloc(sizeof(uint16_t) * (size_t)(h->wn + 1));
+    int rc = as_eb_gpu_download_inputs(g, off, ind, grad, err, sizeof err);
+    if (!rc) rc = as_eb_gpu_download(g, out, W, err, sizeof err);
+    if (rc) fprintf(stderr, "  %s: download: %s\n", what, err);
+    CHECK(rc == 0);
+    if (!rc) {
+        fprintf(stderr, "  %s:\n", what);
+        same_bits(off, h->off, (size_t)(h->s.T * h->s.B + 1), 8, "gathered offsets");
+        same_bits(ind, h->ind, (size_t)h->n, 4, "gathered indices");
+        same_bits(W, h->W, (size_t)h->wn, 2, "generated weights");
+        same_bits(grad, h->grad, (size_t)h->outn, 4, "generated gradients");
+        size_t notguard = 0;
+        for (int64_t i = 0; i < h->outn; i++) {
+            uint32_t u;
+            memcpy(&u, &out[i], 4);
+            notguard += u != 0x7fbadbadu;
+        }
+        CHECK_EQ_I64(notguard, 0);
+        guards_ok(g);
+    }
+    free(off); free(ind); free(grad); free(out); free(W);
+}
+
+/* forward + backward `iters` times through the handle, each compared with the CPU */
+static void check_iters(as_eb_gpu *g, cshard_t *h, float lr, int iters, int fast, const char *what)
+{
+    char err[256] = "";
+    float *out = malloc(sizeof(float) * (size_t)(h->outn + 1)), *outc = malloc(sizeof(float) * (size_t)(h->outn + 1));
+    uint16_t *W = malloc(sizeof(uint16_t) * (size_t)(h->wn + 1));
+    for (int it = 0; it < iters; it++) {
+        float ms = -1;
+        int rc = as_eb_gpu_forward(g, &ms, err, sizeof err);
+        if (!rc) rc = as_eb_gpu_backward_sgd(g, lr, &ms, err, sizeof err);
+        if (!rc) rc = as_eb_gpu_download(g, out, W, err, sizeof err);
+        if (rc) fprintf(stderr, "  %s: %s\n", what, err);
+        CHECK(rc == 0);
+        if (rc) break;
+        cpu_iters(h, outc, lr, 1, fast);
+        fprintf(stderr, "  %s, iteration %d:\n", what, it + 1);
+        same_bits(out, outc, (size_t)h->outn, 4, "forward");
+        same_bits(W, h->W, (size_t)h->wn, 2, "weights");
+        guards_ok(g);
+    }
+    free(out); free(outc); free(W);
+}
+
+/* the protocol through as_eb_gpu_measure, then the weights and the last forward compared
+ * with warmup + runs CPU iterations */
+static void check_measure(as_eb_gpu *g, cshard_t *h, float lr, int warmup, int runs, int fast, const char *what)
+{
+    char err[256] = "";
+    double fw[16], bw[16], busy = -1;
+    int rc = as_eb_gpu_measure(g, warmup, runs, lr, fw, bw, &busy, err, sizeof err);
+    if (rc) fprintf(stderr, "  %s: measure: %s\n", what, err);
+    CHECK(rc == 0);
+    if (rc) return;
+    double timed = 0;
+    for (int r = 0; r < runs; r++) {
+        CHECK(fw[r] >= 0 && bw[r] >= 0);
+        timed += fw[r] + bw[r];
+    }
+    CHECK(busy >= timed * (1 - 1e-6));
+    fprintf(stderr, "  %s: measured %d runs, busy %.3f ms (timed %.3f ms)\n", what, runs, busy, timed);
+    float *out = malloc(sizeof(float) * (size_t)(h->outn + 1)), *outc = malloc(sizeof(float) * (size_t)(h->outn + 1));
+    uint16_t *W = malloc(sizeof(uint16_t) * (size_t)(h->wn + 1));
+    rc = as_eb_gpu_download(g, out, W, err, sizeof err);
+    CHECK(rc == 0);
+    cpu_iters(h, outc, lr, warmup + runs, fast);
+    same_bits(out, outc, (size_t)h->outn, 4, "forward after the protocol");
+    same_bits(W, h->W, (size_t)h->wn, 2, "weights after the protocol");
+    guards_ok(g);
+    free(out); free(outc); free(W);
+}
+
+/* odd dims, a one-row table, a table without lookups, empty bags, a hot row */
+static pool_t *odd_pool(void)
+{
+    int64_t dims[7] = {1, 3, 17, 33, 100, 8, 64}, rows[7] = {7, 300, 1, 129, 250, 40, 1000};
+    int lmax[7] = {3, 20, 6, 0, 9, 30, 12};
+    double hot[7] = {0, 0, 0, 0, 0.1, 0.8, 0.3};
+    return mk_pool(7, 48, dims, rows, lmax, hot, 1);
+}
+
+/* ---- cases ------------------------------------------------------------------------------------- */
+
+TEST(gpu_ctx_setup_small)
+{
+    pool_t *p = odd_pool();
+    for (int resident = 1; resident >= 0; resident--) {
+        char err[256] = "";
+        as_eb_gpu_ctx *ctx = NULL;
+        int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, resident, err, sizeof err);
+        if (rc) fprintf(stderr, "  ctx: %s\n", err);
+        CHECK(rc == 0);
+        if (rc) break;
+        CHECK_EQ_I64(as_eb_gpu_ctx_resident(ctx), resident);
+        int64_t pos[5] = {4, 0, 3, 2, 6};
+        as_eb_gpu *g = NULL;
+        rc = as_eb_gpu_ctx_shard(ctx, pos, 5, 11, &g, err, sizeof err);
+        if (rc) fprintf(stderr, "  shard: %s\n", err);
+        CHECK(rc == 0 && g != NULL);
+        if (!rc) {
+            cshard_t *h = cpu_shard(p, pos, 5, 11);
+            check_setup(g, h, resident ? "resident pool" : "uploaded per shard");
+            free_cshard(h);
+        }
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    free_pool(p);
+}
+
+TEST(gpu_ctx_shard_small)
+{
+    pool_t *p = odd_pool();
+    char err[256] = "";
+    as_eb_gpu_ctx *ctx = NULL;
+    int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, 1, err, sizeof err);
+    if (rc) fprintf(stderr, "  ctx: %s\n", err);
+    CHECK(rc == 0);
+    if (!rc) {
+        int64_t pos[6] = {6, 5, 1, 0, 4, 2};
+        as_eb_gpu *g = NULL;
+        /* forward and backward step by step */
+        CHECK(as_eb_gpu_ctx_shard(ctx, pos, 6, 3, &g, err, sizeof err) == 0);
+        cshard_t *h = cpu_shard(p, pos, 6, 3);
+        check_iters(g, h, 0.05f, 2, 0, "step by step");
+        free_cshard(h);
+        /* the same shard again (set up anew), through the whole protocol */
+        CHECK(as_eb_gpu_ctx_shard(ctx, pos, 6, 3, &g, err, sizeof err) == 0);
+        h = cpu_shard(p, pos, 6, 3);
+        check_measure(g, h, 0.05f, 2, 3, 0, "protocol");
+        free_cshard(h);
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    free_pool(p);
+}
+
+TEST(gpu_ctx_reuse_small)
+{
+    pool_t *p = odd_pool();
+    for (int resident = 0; resident <= 1; resident++) {
+        char err[256] = "";
+        as_eb_gpu_ctx *ctx = NULL;
+        int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, resident, err, sizeof err);
+        CHECK(rc == 0);
+        if (rc) break;
+        const int64_t all[7] = {0, 1, 2, 3, 4, 5, 6}, one[1] = {6}, two[2] = {3, 1}, five[5] = {6, 5, 4, 2, 0};
+        const int64_t *shards[5] = {all, one, two, five, all};
+        int Ts[5] = {7, 1, 2, 5, 7};
+        int64_t grows_after_first = -1, grows = 0, nsh = 0;
+        size_t bytes = 0;
+        for (int k = 0; k < 5; k++) {
+            as_eb_gpu *g = NULL;
+            rc = as_eb_gpu_ctx_shard(ctx, shards[k], Ts[k], 100 + k, &g, err, sizeof err);
+            if (rc) fprintf(stderr, "  shard %d: %s\n", k, err);
+            CHECK(rc == 0);
+            if (rc) break;
+            cshard_t *h = cpu_shard(p, shards[k], Ts[k], 100 + k);
+            check_setup(g, h, "reused context");
+            check_iters(g, h, 0.02f, 1, 0, "reused context");
+            free_cshard(h);
+            as_eb_gpu_ctx_stats(ctx, &bytes, &grows, &nsh);
+            if (k == 0) grows_after_first = grows;
+        }
+        /* the first (largest) shard sized the workspace: nothing was allocated after it */
+        CHECK_EQ_I64(grows, grows_after_first);
+        CHECK_EQ_I64(nsh, 5);
+        CHECK(bytes > 0);
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    free_pool(p);
+}
+
+TEST(gpu_ctx_errors_small)
+{
+    pool_t *p = odd_pool();
+    p->ind[1][5] = 300;                /* table 201: index out of range */
+    char err[256] = "";
+    as_eb_gpu_ctx *ctx = NULL;
+    int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, 1, err, sizeof err);
+    CHECK(rc == 0);
+    if (!rc) {
+        as_eb_gpu *g = NULL;
+        int64_t bad[2] = {0, 1};
+        CHECK(as_eb_gpu_ctx_shard(ctx, bad, 2, 1, &g, err, sizeof err) == -1);
+        CHECK(g == NULL);
+        CHECK(strstr(err, "table 201") != NULL);
+        int64_t nowhere[1] = {7};
+        CHECK(as_eb_gpu_ctx_shard(ctx, nowhere, 1, 1, &g, err, sizeof err) == -1);
+        CHECK(as_eb_gpu_ctx_shard(ctx, nowhere, 0, 1, &g, err, sizeof err) == -1);
+        /* a good shard afterwards, and as_eb_gpu_destroy on the context's handle does nothing */
+        int64_t good[2] = {4, 5};
+        CHECK(as_eb_gpu_ctx_shard(ctx, good, 2, 1, &g, err, sizeof err) == 0);
+        as_eb_gpu_destroy(g);
+        cshard_t *h = cpu_shard(p, good, 2, 1);
+        check_iters(g, h, 0.05f, 1, 0, "after errors");
+        free_cshard(h);
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    /* mixed batch sizes */
+    int64_t d1[2] = {8, 8}, r1[2] = {10, 10};
+    int l1[2] = {3, 3};
+    double h1[2] = {0, 0};
+    pool_t *q = mk_pool(2, 16, d1, r1, l1, h1, 2);
+    q->t[1].batch = 8;
+    q->t[1].lookups = q->off[1][8];
+    rc = as_eb_gpu_ctx_create(&ctx, 0, q->t, q->n, 0, err, sizeof err);
+    CHECK(rc == 0);
+    if (!rc) {
+        as_eb_gpu *g = NULL;
+        int64_t both[2] = {0, 1};
+        CHECK(as_eb_gpu_ctx_shard(ctx, both, 2, 1, &g, err, sizeof err) == -1);
+        CHECK(strstr(err, "batch") != NULL);
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    CHECK(as_eb_gpu_ctx_create(&ctx, 1000, q->t, q->n, 1, err, sizeof err) == -1);
+    CHECK(ctx == NULL);
+    free_pool(q);
+    free_pool(p);
+}
+
+TEST(gpu_measure_created_small)
+{
+    /* as_eb_gpu_measure on a handle of as_eb_gpu_create (host data uploaded) */
+    pool_t *p = odd_pool();
+    int64_t pos[3] = {5, 2, 4};
+    cshard_t *h = cpu_shard(p, pos, 3, 8);
+    char err[256] = "";
+    as_eb_gpu *g = NULL;
+    int rc = as_eb_gpu_create(&g, &h->s, h->W, h->grad, 0, err, sizeof err);
+    if (rc) fprintf(stderr, "  create: %s\n", err);
+    CHECK(rc == 0);
+    if (!rc) {
+        check_measure(g, h, 0.05f, 1, 2, 0, "created handle");
+        double fw[1], bw[1];
+        CHECK(as_eb_gpu_measure(g, 0, 1, 0.05f, NULL, bw, NULL, err, sizeof err) == -1);
+        CHECK(as_eb_gpu_measure(g, 0, 0, 0.05f, fw, bw, NULL, err, sizeof err) == 0);
+        as_eb_gpu_destroy(g);
+    }
+    free_cshard(h);
+    free_pool(p);
+}
+
+/* a bench session on CUDA measures exactly what one on the CPU does */
+static void session_pair(int per_shard_upload)
+{
+    pool_t *p = odd_pool();
+    as_bpool bp;
+    memset(&bp, 0, sizeof bp);
+    bp.n = bp.cap = p->n;
+    bp.t = calloc((size_t)p->n, sizeof *bp.t);
+    bp.maxid = 200 + p->n - 1;
+    bp.index = calloc((size_t)bp.maxid + 1, sizeof *bp.index);
+    for (int i = 0; i < p->n; i++) {
+        as_btable t = { p->t[i].id, p->t[i].rows, p->t[i].batch, p->t[i].dim, p->t[i].lookups, p->off[i], p->ind[i] };
+        bp.t[i] = t;
+        bp.index[t.id] = i + 1;
+    }
+    as_bench_cfg c;
+    memset(&c, 0, sizeof c);
+    c.warmup = 2;
+    c.runs = 3;
+    c.trim = 1;
+    c.lr = 0.03f;
+    c.seed = 5;
+    c.threads = 2;
+    c.flush_bytes = 1 << 20;
+    c.per_shard_upload = per_shard_upload;
+    as_bench_cfg cg = c;
+    cg.cuda = 1;
+    char err[256] = "";
+    as_bench_session *sc = as_bench_session_new(&c, &bp, err, sizeof err);
+    as_bench_session *sg = as_bench_session_new(&cg, &bp, err, sizeof err);
+    if (!sg) fprintf(stderr, "  session: %s\n", err);
+    CHECK(sc != NULL && sg != NULL);
+    if (sc && sg) {
+        as_bench_session_info si;
+        as_bench_session_info_get(sg, &si);
+        CHECK_EQ_I64(si.resident, !per_shard_upload);
+        const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
+        const int64_t *shards[3] = {s1, s2, s1};
+        int Ts[3] = {4, 2, 4};
+        for (int k = 0; k < 3; k++) {
+            as_bench_result rc_, rg;
+            as_bench_session_run(sc, shards[k], Ts[k], &rc_);
+            as_bench_session_run(sg, shards[k], Ts[k], &rg);
+            if (!rg.ok) fprintf(stderr, "  cuda: %s\n", rg.error);
+            CHECK(rc_.ok && rg.ok);
+            if (!rc_.ok || !rg.ok) continue;
+            CHECK(rg.device[0] != 0);
+            CHECK(rg.cost_ms > 0);
+            CHECK(rg.busy_ms > 0 && rg.busy_ms <= rg.wall_ms);
+            CHECK_EQ_I64(rg.lookups, rc_.lookups);
+            CHECK_EQ_I64(rg.bytes, rc_.bytes);
+            fprintf(stderr, "  shard %d: cuda %.3f ms (busy %.2f of %.2f ms wall), cpu %.3f ms\n", k, rg.cost_ms,
+                    rg.busy_ms, rg.wall_ms, rc_.cost_ms);
+            as_eb_shard a, b;
+            const uint16_t *Wa, *Wb;
+            const float *ga, *gb, *oa, *ob;
+            CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
+            int r2 = as_bench_session_last(sg, &b, &Wb, &gb, &ob, err, sizeof err);
+            if (r2) fprintf(stderr, "  last: %s\n", err);
+            CHECK(r2 == 0);
+            if (r2) continue;
+            int64_t T = a.T, B = a.B, n = a.offsets[T * B], outn = B * a.d_off[T];
+            CHECK_EQ_I64(b.T, T);
+            same_bits(b.offsets, a.offsets, (size_t)(T * B + 1), 8, "session offsets");
+            same_bits(b.indices, a.indices, (size_t)n, 4, "session indices");
+            same_bits(gb, ga, (size_t)outn, 4, "session gradients");
+            same_bits(ob, oa, (size_t)outn, 4, "session last forward");
+            same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "session weights after the protocol");
+        }
+    }
+    as_bench_session_free(sc);
+    as_bench_session_free(sg);
+    free(bp.t);
+    free(bp.index);
+    free_pool(p);
+}
+
+TEST(gpu_bench_session_small) { session_pair(0); }
+TEST(gpu_bench_session_per_shard_small) { session_pair(1); }
+
+TEST(gpu_ctx_large)
+{
+    /* production-like sizes: 6 tables up to 1M rows, batch 4096, skewed, through the protocol */
+    int64_t dims[6] = {128, 64, 32, 16, 96, 4}, rows[6] = {1000000, 200000, 500000, 100000, 50000, 7};
+    int lmax[6] = {40, 20, 30, 60, 10, 5};
+    double hot[6] = {0.3, 0.05, 0.6, 0, 0.1, 0};
+    pool_t *p = mk_pool(6, 4096, dims, rows, lmax, hot, 3);
+    char err[256] = "";
+    as_eb_gpu_ctx *ctx = NULL;
+    int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, 1, err, sizeof err);
+    CHECK(rc == 0);
+    if (!rc) {
+        int64_t pos[6] = {2, 0, 5, 3, 1, 4};
+        as_eb_gpu *g = NULL;
+        rc = as_eb_gpu_ctx_shard(ctx, pos, 6, 21, &g, err, sizeof err);
+        if (rc) fprintf(stderr, "  shard: %s\n", err);
+        CHECK(rc == 0);
+        if (!rc) {
+            cshard_t *h = cpu_shard(p, pos, 6, 21);
+            check_setup(g, h, "large");
+            free_cshard(h);
+            CHECK(as_eb_gpu_ctx_shard(ctx, pos, 6, 21, &g, err, sizeof err) == 0);
+            h = cpu_shard(p, pos, 6, 21);
+            check_measure(g, h, 0.01f, 2, 3, 1, "large protocol");
+            free_cshard(h);
+        }
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    free_pool(p);
+}

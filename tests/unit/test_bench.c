@@ -1,0 +1,316 @@
+/* test_bench.c - the micro-benchmark's session on the CPU (lib/bench.c): the data a shard is
+ * measured on, workspace reuse across shards, errors, the measuring loop's figures.
+ * Dimension letters: B batch, D dim, E rows, T tables. */
+#include "bench.h"
+#include "common.h"
+#include "ebgen.h"
+#include "embbag.h"
+#include "unit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* an in-memory pool: table ids 10, 11, ... (n tables, batch B), dims and rows cycling
+ * through the lists, bags of 0..lmax lookups, ~30 % of them on row 0 (runs of all lengths) */
+static void mk_pool(as_bpool *p, int n, int64_t B, const int64_t *dims, const int64_t *rows, int nd, int lmax,
+                    uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->t = calloc((size_t)n, sizeof *p->t);
+    p->n = p->cap = n;
+    p->maxid = 10 + n - 1;
+    p->index = calloc((size_t)p->maxid + 1, sizeof *p->index);
+    for (int i = 0; i < n; i++) {
+        as_btable *t = &p->t[i];
+        t->id = 10 + i;
+        t->rows = rows[i % nd];
+        t->dim = dims[i % nd];
+        t->batch = B;
+        t->offsets = malloc(sizeof(int64_t) * (size_t)(B + 1));
+        t->offsets[0] = 0;
+        for (int64_t b = 0; b < B; b++) t->offsets[b + 1] = t->offsets[b] + (int64_t)(rnd(&seed) % (uint64_t)(lmax + 1));
+        t->lookups = t->offsets[B];
+        t->indices = malloc(sizeof(int32_t) * (size_t)(t->lookups + 1));
+        for (int64_t k = 0; k < t->lookups; k++)
+            t->indices[k] = rnd(&seed) % 10 < 3 ? 0 : (int32_t)(rnd(&seed) % (uint64_t)t->rows);
+        p->index[t->id] = i + 1;
+    }
+}
+
+static as_bench_cfg cpu_cfg(void)
+{
+    as_bench_cfg c;
+    memset(&c, 0, sizeof c);
+    c.warmup = 2;
+    c.runs = 3;
+    c.trim = 1;
+    c.lr = 0.05f;
+    c.seed = 7;
+    c.threads = 2;
+    c.flush_bytes = 1 << 20;
+    return c;
+}
+
+/* the data the session measured, recomputed from scratch: the shard assembled by ebgen.c,
+ * warm-up + timed iterations of the naive references. W and out must equal bit for bit. */
+static void check_last(as_bench_session *S, const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int T,
+                       const char *what)
+{
+    as_eb_shard s;
+    const uint16_t *W;
+    const float *grad, *out;
+    char err[256] = "";
+    int rc = as_bench_session_last(S, &s, &W, &grad, &out, err, sizeof err);
+    if (rc) fprintf(stderr, "  %s: %s\n", what, err);
+    CHECK(rc == 0);
+    if (rc) return;
+    const as_eb_table *tb[16];
+    as_eb_table v[16];
+    for (int t = 0; t < T; t++) {
+        const as_btable *bt = as_bpool_get(p, ids[t]);
+        as_eb_table x = { bt->id, bt->rows, bt->batch, bt->dim, bt->lookups, bt->offsets, bt->indices };
+        v[t] = x;
+        tb[t] = &v[t];
+    }
+    int64_t rows[16], w_off[17], n = 0;
+    int32_t dims[16], d_off[17];
+    int64_t wn = as_ebg_layout(tb, T, rows, dims, w_off, d_off), B = tb[0]->batch;
+    for (int t = 0; t < T; t++) n += tb[t]->lookups;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(T * B + 1));
+    int32_t *ind = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    as_ebg_gather(off, ind, tb, T, B, 1);
+    as_eb_shard r = { T, B, rows, dims, w_off, d_off, off, ind };
+    CHECK_EQ_I64(s.T, T);
+    CHECK_EQ_I64(s.B, B);
+    CHECK(memcmp(s.w_off, w_off, sizeof(int64_t) * (size_t)(T + 1)) == 0);
+    CHECK(memcmp(s.d_off, d_off, sizeof(int32_t) * (size_t)(T + 1)) == 0);
+    CHECK(memcmp(s.offsets, off, sizeof(int64_t) * (size_t)(T * B + 1)) == 0);
+    CHECK(n == 0 || memcmp(s.indices, ind, sizeof(int32_t) * (size_t)n) == 0);
+    uint16_t *Wr = malloc(2 * (size_t)(wn + 1));
+    float *gr = malloc(4 * (size_t)(B * d_off[T] + 1)), *outr = malloc(4 * (size_t)(B * d_off[T] + 1));
+    as_ebg_fill_weights(Wr, &r, ids, c->seed, 1);
+    as_ebg_fill_grad(gr, &r, ids, c->seed, 1);
+    CHECK(memcmp(grad, gr, 4 * (size_t)(B * d_off[T])) == 0);
+    for (int i = 0; i < c->warmup + c->runs; i++) {
+        as_eb_forward_ref(outr, Wr, &r);
+        as_eb_backward_sgd_ref(Wr, gr, &r, c->lr);
+    }
+    int64_t bw = 0, bo = 0;
+    for (int64_t e = 0; e < wn; e++) bw += W[e] != Wr[e];
+    for (int64_t e = 0; e < B * d_off[T]; e++) bo += memcmp(&out[e], &outr[e], 4) != 0;
+    if (bw || bo) fprintf(stderr, "  %s: %lld weights, %lld outputs differ\n", what, (long long)bw, (long long)bo);
+    CHECK_EQ_I64(bw, 0);
+    CHECK_EQ_I64(bo, 0);
+    free(off); free(ind); free(Wr); free(gr); free(outr);
+}
+
+TEST(bench_session_measures_the_generated_shard)
+{
+    as_bpool p;
+    int64_t dims[4] = {16, 5, 32, 1}, rows[4] = {500, 40, 3000, 1};
+    mk_pool(&p, 8, 96, dims, rows, 4, 9, 1);
+    as_bench_cfg c = cpu_cfg();
+    char err[256] = "";
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    if (!S) return;
+    int64_t ids[3] = {12, 11, 17};
+    as_bench_result r;
+    as_bench_session_run(S, ids, 3, &r);
+    if (!r.ok) fprintf(stderr, "  %s\n", r.error);
+    CHECK(r.ok);
+    CHECK(r.cost_ms > 0);
+    CHECK(r.busy_ms > 0);
+    CHECK(r.wall_ms >= r.busy_ms);
+    /* the busy time is every warm-up and timed iteration: at least the timed runs' sum */
+    CHECK(r.busy_ms >= 3 * r.min_ms);
+    CHECK_EQ_I64(r.lookups, p.t[2].lookups + p.t[1].lookups + p.t[7].lookups);
+    CHECK_EQ_I64(r.sum_dim, 32 + 5 + 1);
+    /* bytes: the packed size, as before the layout was padded */
+    int64_t wp = 3000 * 32 + 40 * 5 + 1 * 1;
+    CHECK_EQ_I64(r.bytes, wp * 2 + 96 * 38 * 8 + r.lookups * 4 + (3 * 96 + 1) * 8 + r.lookups * 16);
+    check_last(S, &c, &p, ids, 3, "first shard");
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+TEST(bench_session_reuses_and_grows_its_workspace)
+{
+    as_bpool p;
+    int64_t dims[3] = {8, 24, 3}, rows[3] = {200, 1000, 50};
+    mk_pool(&p, 9, 64, dims, rows, 3, 12, 2);
+    as_bench_cfg c = cpu_cfg();
+    c.threads = 3;   /* more threads than cores: results must not depend on it */
+    char err[256] = "";
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    if (!S) return;
+    as_bench_result r;
+    as_bench_session_info i0, i1, i2, i3;
+    int64_t big[5] = {10, 11, 13, 14, 16}, small[1] = {12}, other[4] = {18, 15, 17, 11};
+    as_bench_session_run(S, big, 5, &r);
+    CHECK(r.ok);
+    check_last(S, &c, &p, big, 5, "big");
+    as_bench_session_info_get(S, &i0);
+    CHECK(i0.grows > 0);
+    CHECK(i0.bytes > 0);
+    /* a smaller shard, then one no larger than the first: no new allocation, same results as
+     * made from scratch (nothing left over from the shard before) */
+    as_bench_session_run(S, small, 1, &r);
+    CHECK(r.ok);
+    check_last(S, &c, &p, small, 1, "small after big");
+    as_bench_session_info_get(S, &i1);
+    CHECK_EQ_I64(i1.grows, i0.grows);
+    as_bench_session_run(S, other, 4, &r);
+    CHECK(r.ok);
+    check_last(S, &c, &p, other, 4, "other");
+    as_bench_session_info_get(S, &i2);
+    CHECK_EQ_I64(i2.grows, i0.grows);
+    CHECK_EQ_I64(i2.shards, 3);
+    /* the whole pool: larger than anything before, so it grows */
+    int64_t all[9] = {18, 17, 16, 15, 14, 13, 12, 11, 10};
+    as_bench_session_run(S, all, 9, &r);
+    CHECK(r.ok);
+    check_last(S, &c, &p, all, 9, "all");
+    as_bench_session_info_get(S, &i3);
+    CHECK(i3.grows > i2.grows);
+    CHECK(i3.bytes > i2.bytes);
+    /* the same shard twice gives the same data */
+    as_bench_session_run(S, small, 1, &r);
+    check_last(S, &c, &p, small, 1, "small again");
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+TEST(bench_session_errors)
+{
+    as_bpool p;
+    int64_t dims[1] = {4}, rows[1] = {30};
+    mk_pool(&p, 3, 16, dims, rows, 1, 4, 3);
+    p.t[1].indices[0] = 30;             /* table 11: an out-of-range index */
+    p.t[2].batch = 8;                   /* table 12: another batch size */
+    as_bench_cfg c = cpu_cfg();
+    char err[256] = "";
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    if (!S) return;
+    as_bench_result r;
+    int64_t bad[2] = {10, 11};
+    as_bench_session_run(S, bad, 2, &r);
+    CHECK(!r.ok);
+    CHECK(strstr(r.error, "table 11") != NULL && strstr(r.error, "out-of-range") != NULL);
+    CHECK(r.wall_ms >= 0);
+    CHECK_EQ_I64((int64_t)r.busy_ms, 0);
+    int64_t mixed[2] = {10, 12};
+    as_bench_session_run(S, mixed, 2, &r);
+    CHECK(!r.ok);
+    CHECK(strstr(r.error, "different batch sizes") != NULL);
+    int64_t missing[1] = {99};
+    as_bench_session_run(S, missing, 1, &r);
+    CHECK(!r.ok);
+    CHECK(strstr(r.error, "table 99 is not in the table data") != NULL);
+    as_bench_session_run(S, missing, 0, &r);
+    CHECK(!r.ok);
+    CHECK(strstr(r.error, "empty shard") != NULL);
+    const uint16_t *W;
+    const float *g, *o;
+    as_eb_shard s;
+    CHECK(as_bench_session_last(S, &s, &W, &g, &o, err, sizeof err) == -1);
+    /* a memory budget too small for the shard */
+    as_bench_session_free(S);
+    c.max_bytes = 1000;
+    S = as_bench_session_new(&c, &p, err, sizeof err);
+    int64_t one[1] = {10};
+    as_bench_session_run(S, one, 1, &r);
+    CHECK(!r.ok);
+    CHECK(strncmp(r.error, "does not fit", 12) == 0);
+    /* the good table still measures once the budget allows */
+    as_bench_session_free(S);
+    c.max_bytes = 0;
+    S = as_bench_session_new(&c, &p, err, sizeof err);
+    as_bench_session_run(S, one, 1, &r);
+    CHECK(r.ok);
+    check_last(S, &c, &p, one, 1, "good table");
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+TEST(bench_shard_keeps_a_session)
+{
+    as_bpool p;
+    int64_t dims[2] = {8, 16}, rows[2] = {100, 70};
+    mk_pool(&p, 4, 32, dims, rows, 2, 5, 4);
+    as_bench_cfg c = cpu_cfg();
+    as_bench_result r1, r2;
+    int64_t ids[2] = {13, 10};
+    as_bench_shard(&c, &p, ids, 2, &r1);
+    CHECK(r1.ok);
+    c.runs = 5;   /* protocol values change without a new session */
+    as_bench_shard(&c, &p, ids, 2, &r2);
+    CHECK(r2.ok);
+    CHECK_EQ_I64(r1.lookups, r2.lookups);
+    as_bench_shard_release();
+    c.threads = 1;
+    as_bench_shard(&c, &p, ids, 2, &r2);
+    CHECK(r2.ok);
+    as_bench_shard_release();
+    as_bpool_free(&p);
+}
+
+TEST(bench_tally_and_summary)
+{
+    as_bench_tally t;
+    memset(&t, 0, sizeof t);
+    as_bench_result r;
+    memset(&r, 0, sizeof r);
+    r.ok = 1;
+    r.busy_ms = 300;
+    as_bench_tally_add(&t, &r);
+    r.busy_ms = 200;
+    as_bench_tally_add(&t, &r);
+    r.ok = 0;
+    r.busy_ms = 0;
+    as_bench_tally_add(&t, &r);
+    CHECK_EQ_I64(t.shards, 3);
+    CHECK_EQ_I64(t.ok, 2);
+    CHECK_NEAR(as_bench_busy_fraction(&t, 2.0), 0.25, 1e-12);
+    CHECK_NEAR(as_bench_shards_per_s(&t, 2.0), 1.5, 1e-12);
+    CHECK_NEAR(as_bench_busy_fraction(&t, 0), 0, 0);
+    char line[256];
+    as_bench_summary(line, sizeof line, &t, 2.0);
+    CHECK(strstr(line, "3 shards in 2.00 s") != NULL);
+    CHECK(strstr(line, "1.50 shards/s") != NULL);
+    CHECK(strstr(line, "busy 25.0 %") != NULL);
+    CHECK(strstr(line, "kernels 0.50 s") != NULL);
+    CHECK(strstr(line, "1 not measured") != NULL);
+    /* a real loop on the CPU: busy <= wall, and the tally is the sum of the shards' */
+    as_bpool p;
+    int64_t dims[1] = {16}, rows[1] = {400};
+    mk_pool(&p, 3, 128, dims, rows, 1, 6, 5);
+    as_bench_cfg c = cpu_cfg();
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    memset(&t, 0, sizeof t);
+    double sum = 0, t0 = as_now();
+    for (int64_t id = 10; id <= 12; id++) {
+        as_bench_session_run(S, &id, 1, &r);
+        CHECK(r.ok);
+        sum += r.busy_ms;
+        as_bench_tally_add(&t, &r);
+    }
+    double wall = as_now() - t0;
+    CHECK_NEAR(t.busy_ms, sum, 1e-9);
+    double f = as_bench_busy_fraction(&t, wall);
+    CHECK(f > 0 && f <= 1);
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
