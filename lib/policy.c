@@ -62,6 +62,7 @@ static as_policy *alloc_policy(const as_policy_dims *d)
     q->p = as_calloc((size_t)q->n, sizeof *q->p);
     for (int k = 0; k < 3; k++) { q->mean[k] = 0; q->std[k] = 1; }
     snprintf(q->info.reward, sizeof q->info.reward, "model");
+    q->info.selected_episode = -1;
     return q;
 }
 
@@ -718,7 +719,8 @@ void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)
     const as_policy_info *in = &q->info;
     const as_policy_dims *d = &q->d;
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, (size_t)(POLICY_FIELDS + (extra ? nextra : 0)));
+    int sel = in->selected_episode >= 0;
+    msgpack_pack_map(pk, (size_t)(POLICY_FIELDS + 3 * sel + (extra ? nextra : 0)));
     as_pack_kv_str(pk, "kind", "policy");
     as_pack_kv_str(pk, "policy", "autoshard-lstm");
     as_pack_kv_i64(pk, "format_version", AS_POLICY_VERSION);
@@ -755,6 +757,11 @@ void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)
     as_pack_kv_i64(pk, "batch", in->batch);
     as_pack_kv_i64(pk, "actors", in->actors);
     as_pack_kv_f64(pk, "final_reward", in->final_reward);
+    if (sel) {
+        as_pack_kv_i64(pk, "selected_episode", in->selected_episode);
+        as_pack_kv_f64(pk, "selected_balance", in->selected_balance);
+        as_pack_kv_i64(pk, "select_tasks", in->select_tasks);
+    }
     as_pack_kv_str(pk, "order", "predicted single-table cost, descending");
     if (extra) extra(pk, ctx);
     as_writer_end_record(w);
@@ -863,6 +870,14 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
     as_obj_i64(rec, "batch", &in->batch);
     as_obj_i64(rec, "actors", &in->actors);
     as_obj_f64(rec, "final_reward", &in->final_reward);
+    if (!as_obj_i64(rec, "selected_episode", &v)) {
+        if (v < 0 || v > in->episodes || as_obj_f64(rec, "selected_balance", &in->selected_balance) ||
+            as_obj_i64(rec, "select_tasks", &in->select_tasks) || in->select_tasks < 1) {
+            snprintf(err, errlen, "policy record: bad model-selection fields (selected_episode, selected_balance, select_tasks)");
+            goto bad;
+        }
+        in->selected_episode = v;
+    }
     *out = q;
     return 0;
 bad:

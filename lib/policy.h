@@ -73,6 +73,10 @@ typedef struct {
     double lr, entropy, baseline, clip;
     int64_t batch, actors;
     double final_reward;                /* mean reward of the last update */
+    int64_t selected_episode;           /* model selection: the episode whose weights these are
+                                           (-1: no selection, the last weights) */
+    double selected_balance;            /* their score: mean predicted balance of greedy plans */
+    int64_t select_tasks;               /* of the first select_tasks training tasks */
 } as_policy_info;
 
 typedef struct as_policy as_policy;

@@ -71,12 +71,16 @@ struct as_rl_state {
     double minutes;
     buf_entry *buf;         /* ring of measured shards */
     int64_t nbuf, cap, head;
+    /* model selection: the best-scoring weights so far (best_episode -1: none yet) */
+    float *best_w, *best_cm;
+    double best_score;
+    int64_t best_episode;
 };
 
 void as_rl_state_free(as_rl_state *st)
 {
     if (!st) return;
-    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v);
+    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v); free(st->best_w); free(st->best_cm);
     for (int64_t i = 0; i < st->nbuf; i++) free(st->buf[i].pos);
     free(st->buf);
     free(st);
@@ -85,6 +89,7 @@ void as_rl_state_free(as_rl_state *st)
 int64_t as_rl_state_total_episodes(const as_rl_state *st) { return st->total_episodes; }
 double as_rl_state_minutes(const as_rl_state *st) { return st->minutes; }
 double as_rl_state_wall(const as_rl_state *st) { return st->wall; }
+int64_t as_rl_state_best_episode(const as_rl_state *st) { return st->best_episode; }
 
 static as_rl_state *state_new(int64_t np, int64_t cnp, int64_t cap)
 {
@@ -97,6 +102,10 @@ static as_rl_state *state_new(int64_t np, int64_t cnp, int64_t cap)
     s->cm_v = as_calloc((size_t)(cnp ? cnp : 1), sizeof *s->cm_v);
     s->cap = cap > 0 ? cap : 1;
     s->buf = as_calloc((size_t)s->cap, sizeof *s->buf);
+    s->best_w = as_calloc((size_t)(np ? np : 1), sizeof *s->best_w);
+    s->best_cm = as_calloc((size_t)(cnp ? cnp : 1), sizeof *s->best_cm);
+    s->best_score = -INFINITY;
+    s->best_episode = -1;
     return s;
 }
 
@@ -319,6 +328,48 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, doubl
     return 0;
 }
 
+/* model selection: the mean predicted balance of greedy plans of the first select_tasks
+ * training tasks (an infeasible plan scores 0); nothing is measured and no random number is
+ * drawn, so scoring never changes the training run */
+static double select_score(rl_ctx *x, const as_policy *p, const as_costmodel *cm, char *err, size_t errlen, int *rc)
+{
+    const as_rl_cfg *c = x->c;
+    int64_t n = c->select_tasks < x->ntasks ? c->select_tasks : x->ntasks;
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    double s = 0;
+    *rc = 0;
+    for (int64_t i = 0; i < n && !*rc; i++) {
+        const as_rl_task *t = &x->tasks[i];
+        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
+        as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign };
+        if (as_policy_rollout(p, &ro, err, errlen)) *rc = -1;
+        else if (ro.feasible && isfinite(ro.pred_balance)) s += ro.pred_balance;
+        free(assign);
+    }
+    return n ? s / (double)n : 0;
+}
+
+/* score the current weights; keep them when they score at least as well as the best so far */
+static int select_step(rl_ctx *x, as_policy *p, as_costmodel *cm, as_rl_state *st, int64_t episode, double *score,
+                       char *err, size_t errlen)
+{
+    int rc;
+    double sc = select_score(x, p, cm, err, errlen, &rc);
+    if (rc) return -1;
+    *score = sc;
+    if (sc >= st->best_score) {
+        int64_t np, cnp;
+        const float *w = as_policy_params(p, &np);
+        const float *cw = as_costmodel_params(cm, &cnp);
+        memcpy(st->best_w, w, (size_t)np * sizeof *w);
+        memcpy(st->best_cm, cw, (size_t)cnp * sizeof *cw);
+        st->best_score = sc;
+        st->best_episode = episode;
+    }
+    return 0;
+}
+
 /* ---- checkpoints ----------------------------------------------------------------------------- */
 
 typedef struct {
@@ -332,9 +383,16 @@ static void pack_f32(msgpack_packer *pk, const char *k, const float *v, int64_t 
 }
 
 #define CK_EXTRA 10
+#define CK_EXTRA_BEST 4
 static void ck_extra(msgpack_packer *pk, void *ctx)
 {
     const as_rl_state *s = ((ck_ctx *)ctx)->st;
+    if (s->best_episode >= 0) {
+        pack_f32(pk, "best_params", s->best_w, s->np);
+        pack_f32(pk, "best_cm_params", s->best_cm, s->cnp);
+        as_pack_kv_f64(pk, "best_score", s->best_score);
+        as_pack_kv_i64(pk, "best_episode", s->best_episode);
+    }
     pack_f32(pk, "adam_m", s->m, s->np);
     pack_f32(pk, "adam_v", s->v, s->np);
     as_pack_kv_i64(pk, "adam_t", s->t);
@@ -358,7 +416,7 @@ static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_co
     as_writer *w = as_writer_open(c->ckpt, 0, 0);
     as_writer_header(w, "as-rl", c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL);
     ck_ctx cc = { st };
-    as_policy_write(p, w, CK_EXTRA, ck_extra, &cc);
+    as_policy_write(p, w, CK_EXTRA + (st->best_episode >= 0 ? CK_EXTRA_BEST : 0), ck_extra, &cc);
     as_costmodel_write(cm, w);
     /* the buffer of measured shards, oldest first, as table ids */
     msgpack_packer *pk = as_writer_pk(w);
@@ -411,7 +469,7 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
     as_policy_params(p, &np);
     as_costmodel_params(cm, &cnp);
     as_rl_state *st = state_new(np, cnp, 1);
-    char e2[512];
+    char e2[512] = "";
     while ((rc = as_reader_next(r, &rec)) == 1) {
         if (as_rec_is(&rec, "policy") && !got) {
             const msgpack_object *o = &rec.obj;
@@ -423,6 +481,16 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
                 if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: optimiser state incomplete");
                 rc = -2;
                 break;
+            }
+            if (as_obj_get(o, "best_episode")) {
+                if (read_f32(o, "best_params", st->best_w, np, e2, sizeof e2) ||
+                    read_f32(o, "best_cm_params", st->best_cm, cnp, e2, sizeof e2) ||
+                    as_obj_f64(o, "best_score", &st->best_score) || as_obj_i64(o, "best_episode", &st->best_episode) ||
+                    st->best_episode < 0 || !isfinite(st->best_score)) {
+                    if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: model-selection state incomplete");
+                    rc = -2;
+                    break;
+                }
             }
             got = 1;
         } else if (as_rec_is(&rec, "rl_buffer")) {
@@ -524,11 +592,12 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
 }
 
 static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, const as_policy_stats *s, double pred_bal,
-                       double gnorm, double lr, double ev_pred, double ev_meas, double meas_bal, double cm_loss)
+                       double gnorm, double lr, double ev_pred, double ev_meas, double meas_bal, double cm_loss,
+                       double sel)
 {
     const as_policy_info *in = as_policy_cmeta(p);
     msgpack_packer *pk = as_writer_pk(c->log);
-    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss);
+    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel);
     msgpack_pack_map(pk, (size_t)nf);
     as_pack_kv_str(pk, "kind", "train");
     as_pack_kv_i64(pk, "episode", in->episodes);
@@ -549,6 +618,7 @@ static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, cons
     if (!isnan(ev_pred)) as_pack_kv_f64(pk, "eval_pred_balance", ev_pred);
     if (!isnan(ev_meas)) as_pack_kv_f64(pk, "eval_meas_balance", ev_meas);
     if (!isnan(cm_loss)) as_pack_kv_f64(pk, "cost_loss", cm_loss);
+    if (!isnan(sel)) as_pack_kv_f64(pk, "select_balance", sel);
     as_writer_end_record(c->log);
 }
 
@@ -572,6 +642,9 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         memcpy(ns->cm_m, st->cm_m, (size_t)cnp * sizeof *ns->cm_m);
         memcpy(ns->cm_v, st->cm_v, (size_t)cnp * sizeof *ns->cm_v);
         ns->t = st->t; ns->ct = st->ct; ns->wall = st->wall;
+        memcpy(ns->best_w, st->best_w, (size_t)np * sizeof *ns->best_w);
+        memcpy(ns->best_cm, st->best_cm, (size_t)cnp * sizeof *ns->best_cm);
+        ns->best_score = st->best_score; ns->best_episode = st->best_episode;
         for (int64_t j = 0; j < st->nbuf; j++) {
             buf_entry *e = &st->buf[j];
             int ok = 1;
@@ -596,6 +669,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     in->lr = c->lr; in->entropy = c->entropy; in->baseline = c->baseline; in->clip = c->clip;
     in->batch = c->batch; in->actors = c->actors; in->seed = c->seed;
     in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
+    in->selected_episode = -1;
 
     rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER };
     as_vtrace_cfg vc = { 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
@@ -706,9 +780,14 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             last_eval = in->episodes;
             if (evaluate(&x, p, cm, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
         }
+        /* model selection on multiples of select_every, so a resumed run scores the same
+         * weights as an uninterrupted one */
+        double sel = NAN;
+        if (c->select_every > 0 && in->episodes / c->select_every > (in->episodes - B) / c->select_every &&
+            select_step(&x, p, cm, st, in->episodes, &sel, err, errlen)) { rc = -1; break; }
         st->wall = wall0 + (as_now() - t0);
         if (c->log)
-            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml);
+            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel);
         if (c->ckpt && c->ckpt_every > 0 && in->episodes - last_ck >= c->ckpt_every) {
             last_ck = in->episodes;
             write_checkpoint(c, p, cm, st);
@@ -734,7 +813,25 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         pthread_cond_destroy(&pl.space);
     }
     st->wall = wall0 + (as_now() - t0);
+    /* a finished run scores its last weights too (a halted or stopped one does not: its
+     * continuation will) */
+    int finished = c->episodes > 0 ? in->episodes >= c->episodes : budget > 0 && st->wall >= budget;
+    double last_sel = NAN;
+    if (!rc && finished && c->select_every > 0 && st->best_episode != in->episodes &&
+        select_step(&x, p, cm, st, in->episodes, &last_sel, err, errlen))
+        rc = -1;
     if (!rc && c->ckpt) write_checkpoint(c, p, cm, st);
+    /* hand back the selected weights (the checkpoint keeps the latest, to continue from) */
+    if (!rc && c->select_every > 0 && st->best_episode >= 0) {
+        if (st->best_episode != in->episodes) {
+            int64_t cnp2;
+            memcpy(w, st->best_w, (size_t)np * sizeof *w);
+            memcpy(as_costmodel_params(cm, &cnp2), st->best_cm, (size_t)cnp * sizeof *st->best_cm);
+        }
+        in->selected_episode = st->best_episode;
+        in->selected_balance = st->best_score;
+        in->select_tasks = c->select_tasks < ntasks ? c->select_tasks : ntasks;
+    }
     if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
         stopped = 1;
     free(g); free(cg); free(eps); free(trs);

@@ -47,6 +47,14 @@ typedef struct {
     int64_t buffer;                 /* measured shards kept for the cost model */
     int64_t eval_every;             /* greedy evaluation every N episodes (0: never) */
     int64_t eval_tasks;             /* training tasks evaluated (the first N) */
+    int64_t select_every;           /* model selection: every N episodes (on multiples of N) and
+                                       at the end of a finished run, plan the first select_tasks
+                                       training tasks greedily and score the policy by their mean
+                                       predicted balance; the best-scoring weights (and cost
+                                       model) are what p and cm hold when training ends.
+                                       Training itself is unchanged (it goes on from the latest
+                                       weights). 0: keep the last weights */
+    int64_t select_tasks;
     const char *ckpt;               /* checkpoint file (NULL: none) */
     int64_t ckpt_every;             /* episodes between checkpoints (0: only at the end) */
     int64_t halt_after;             /* stop (with a checkpoint) after this many episodes, 0: no */
@@ -75,6 +83,7 @@ int as_rl_load_checkpoint(const char *path, as_policy **p, as_costmodel **cm, as
                           size_t errlen);
 void as_rl_state_free(as_rl_state *st);
 /* what a checkpoint says about the run it came from */
+int64_t as_rl_state_best_episode(const as_rl_state *st);   /* -1: no selection yet */
 int64_t as_rl_state_total_episodes(const as_rl_state *st);
 double as_rl_state_minutes(const as_rl_state *st);
 double as_rl_state_wall(const as_rl_state *st);

@@ -170,6 +170,31 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     [ "$(params "$T/e.ast")" = "$(params "$D/pol.ast")" ]
 }
 
+@test "as-rl --select-every keeps the best-scoring weights of the run and names their episode" {
+    O="-q --model $D/m.ast --seed 3 --episodes 48"
+    as-rl $O --select-every 16 --select-tasks 2 --log "$T/log" "$D/ft.ast" -o "$T/sel.ast"
+    # a score at every multiple of 16, and the policy names the best (the later one on a tie)
+    run sh -c "as-show --kind train '$T/log' | jq -c 'select(.select_balance != null) | .episode'"
+    assert_output "$(printf '16\n32\n48')"
+    best=$(as-show --kind train "$T/log" | jq -s -r '[.[] | select(.select_balance != null)] | max_by(.select_balance) | .select_balance')
+    ep=$(as-show --kind train "$T/log" | jq -s -r --argjson b "$best" '[.[] | select(.select_balance == $b)] | last | .episode')
+    run sh -c "as-show --kind policy '$T/sel.ast' | jq -c '[.selected_episode, .select_tasks, .episodes]'"
+    assert_output "[$ep,2,48]"
+    [ "$(as-show --kind policy "$T/sel.ast" | jq .selected_balance)" = "$best" ]
+    # its weights are those the same run had at that episode
+    as-rl $O --select-every 0 --halt-after "$ep" --checkpoint "$T/ck" "$D/ft.ast" -o "$T/at.ast"
+    [ "$(params "$T/sel.ast")" = "$(params "$T/at.ast")" ]
+    # --select-every 0 writes the last weights and no selection fields; training is the same
+    as-rl $O --select-every 0 --log "$T/log0" "$D/ft.ast" -o "$T/last.ast"
+    run sh -c "as-show --kind policy '$T/last.ast' | jq -c '[.selected_episode, .selected_balance]'"
+    assert_output "[null,null]"
+    [ "$(as-show --no-header "$T/log" | jq -c 'del(.wall_s, .select_balance)')" = "$(as-show --no-header "$T/log0" | jq -c 'del(.wall_s)')" ]
+    run as-rl $O --select-tasks 0 "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    run as-rl $O --select-every -1 "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+}
+
 @test "as-rl: SIGTERM writes the checkpoint and the policy, exit 143, and resume continues exactly" {
     as-rl --model "$D/m.ast" --seed 3 --episodes 1000000 --checkpoint "$T/ck" "$D/ft.ast" -o "$T/p.ast" \
         > /dev/null 2> "$T/err" 3>&- &

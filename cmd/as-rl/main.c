@@ -45,6 +45,13 @@ static const char HELP[] =
     "                         greedily; log their predicted balance, and the measured one when\n"
     "                         --tables is given (default 0: never)\n"
     "      --eval-tasks N     tasks per evaluation (default 4)\n"
+    "      --select-every N   model selection: every N episodes, and at the end, plan the first\n"
+    "                         --select-tasks training tasks greedily with the cost model; the\n"
+    "                         policy written is the one that scored the best mean predicted\n"
+    "                         balance (training goes on from the latest; the checkpoint keeps\n"
+    "                         both). Guards against a run that degrades late (default 100;\n"
+    "                         0: write the last policy)\n"
+    "      --select-tasks N   tasks per selection (default 8)\n"
     "      --log FILE         the training log: `train` records (as-eval --curve plots them);\n"
     "                         with --resume, an existing log is continued\n"
     "      --checkpoint FILE  write a checkpoint (atomically) at the end, every\n"
@@ -75,7 +82,7 @@ static const char HELP[] =
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_ACTORS, OPT_SEED, OPT_TABLES,
        OPT_DEVICE, OPT_EVAL_EVERY, OPT_EVAL_TASKS, OPT_LOG, OPT_CKPT, OPT_CKPT_EVERY, OPT_RESUME, OPT_HALT,
        OPT_LR, OPT_BATCH, OPT_ENTROPY, OPT_BASELINE, OPT_CLIP, OPT_COST_STEPS, OPT_BUFFER, OPT_WARMUP, OPT_RUNS,
-       OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE };
+       OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE, OPT_SELECT_EVERY, OPT_SELECT_TASKS };
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -118,6 +125,8 @@ int main(int argc, char **argv)
         { "device", required_argument, 0, OPT_DEVICE },
         { "eval-every", required_argument, 0, OPT_EVAL_EVERY },
         { "eval-tasks", required_argument, 0, OPT_EVAL_TASKS },
+        { "select-every", required_argument, 0, OPT_SELECT_EVERY },
+        { "select-tasks", required_argument, 0, OPT_SELECT_TASKS },
         { "log", required_argument, 0, OPT_LOG },
         { "checkpoint", required_argument, 0, OPT_CKPT },
         { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
@@ -142,6 +151,7 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.actors = 1; c.lr = 1e-3; c.entropy = 0.001; c.baseline = 0.5; c.clip = 40; c.batch = 8;
     c.cost_steps = 20; c.cost_batch = 512; c.buffer = 5000; c.eval_tasks = 4;
+    c.select_every = 100; c.select_tasks = 8;
     as_bench_cfg bc;
     memset(&bc, 0, sizeof bc);
     bc.warmup = 5; bc.runs = 10; bc.trim = 2; bc.lr = 0.01f;
@@ -164,6 +174,8 @@ int main(int argc, char **argv)
         case OPT_DEVICE: device = optarg; break;
         case OPT_EVAL_EVERY: c.eval_every = as_cli_i64(&cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
         case OPT_EVAL_TASKS: c.eval_tasks = as_cli_i64(&cli, "--eval-tasks", optarg, 1, INT64_MAX / 4); break;
+        case OPT_SELECT_EVERY: c.select_every = as_cli_i64(&cli, "--select-every", optarg, 0, INT64_MAX / 4); break;
+        case OPT_SELECT_TASKS: c.select_tasks = as_cli_i64(&cli, "--select-tasks", optarg, 1, INT64_MAX / 4); break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_CKPT: c.ckpt = optarg; break;
         case OPT_CKPT_EVERY: c.ckpt_every = as_cli_i64(&cli, "--checkpoint-every", optarg, 1, INT64_MAX / 4); break;
@@ -336,6 +348,10 @@ int main(int argc, char **argv)
     as_info("%" PRId64 " episodes (%" PRId64 " this run) in %.1f s, %" PRId64 " updates, %" PRId64
             " measured shards; mean reward of the last update %.4f", in->episodes, in->episodes - e0, as_now() - t0,
             in->updates, in->evals, in->final_reward);
+    if (in->selected_episode >= 0)
+        as_info("kept the policy of episode %" PRId64 " (mean predicted balance %.4f on %" PRId64
+                " training tasks, the best of the selection points)", in->selected_episode, in->selected_balance,
+                in->select_tasks);
     if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c.ckpt ? c.ckpt : "(no checkpoint)");
     for (int64_t ti = 0; ti < ntask; ti++) { free(rt[ti].t); as_ptask_free(&tasks[ti]); }
     free(rt); free(tasks); free(feat);

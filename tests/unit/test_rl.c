@@ -8,6 +8,7 @@
 #include "policy.h"
 #include "rl.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,5 +174,78 @@ TEST(rl_deterministic_and_resume_exact)
     as_rl_state_free(st);
     as_policy_free(p1); as_policy_free(p2); as_policy_free(p3); as_policy_free(p4);
     as_costmodel_free(cm4);
+    as_costmodel_free(cm);
+}
+
+/* the greedy plan's predicted balance, as model selection scores it */
+static double greedy_score(const as_policy *p, const as_costmodel *cm, const as_features **fp)
+{
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    int64_t a[N];
+    char err[256];
+    as_rollout ro = { .cm = &pm, .t = fp, .n = N, .K = K, .assign = a };
+    if (as_policy_rollout(p, &ro, err, sizeof err)) return -1;
+    return ro.feasible ? ro.pred_balance : 0;
+}
+
+TEST(rl_model_selection_keeps_the_best_scored_weights)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_costmodel *cm = additive_model();
+    as_rl_task task = { 0, fp, N, K, 0 };
+    char err[256], ck[512];
+    snprintf(ck, sizeof ck, "%s/rl-select.ckpt", ut_tmpdir());
+    const int64_t E = 240, S = 16;
+    /* without selection: the last weights */
+    as_policy *last = as_policy_new(cm, 1);
+    as_rl_cfg c0 = base_cfg(f, E, 1);
+    c0.lr = 3e-2;   /* ten times the usual rate: this run collapses (all tables on one shard,
+                       predicted balance 0) after episode 32 and never recovers */
+    CHECK_EQ_I64(as_rl_train(last, cm, &task, 1, &c0, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(as_policy_cmeta(last)->selected_episode, -1);
+    /* with selection every S episodes: the weights of the best-scoring selection point */
+    as_policy *sel = as_policy_new(cm, 1);
+    as_rl_cfg c = c0;
+    c.select_every = S;
+    c.select_tasks = 8;
+    CHECK_EQ_I64(as_rl_train(sel, cm, &task, 1, &c, NULL, err, sizeof err), 0);
+    const as_policy_info *in = as_policy_cmeta(sel);
+    int64_t best = in->selected_episode;
+    fprintf(stderr, "  selected episode %" PRId64 " (score %.4f); last weights score %.4f\n", best, in->selected_balance,
+            greedy_score(last, cm, fp));
+    CHECK(best >= S && best % S == 0 && best <= E);
+    CHECK_EQ_I64(in->select_tasks, 1);   /* capped at the tasks there are */
+    CHECK_EQ_I64(in->episodes, E);
+    CHECK_NEAR(greedy_score(sel, cm, fp), in->selected_balance, 1e-12);
+    CHECK(in->selected_balance >= greedy_score(last, cm, fp));
+    /* this run must exercise selection: the best point is not the end */
+    CHECK(best < E);
+    CHECK(in->selected_balance > greedy_score(last, cm, fp));
+    /* the selected weights are exactly those of the same run stopped at that episode */
+    as_policy *at = as_policy_new(cm, 1);
+    as_rl_cfg h = c0;
+    h.halt_after = best;
+    CHECK_EQ_I64(as_rl_train(at, cm, &task, 1, &h, NULL, err, sizeof err), 1);
+    CHECK(same_params(sel, at));
+    /* halted with selection and a checkpoint, then resumed: the same selection as straight */
+    as_policy *p1 = as_policy_new(cm, 1);
+    as_rl_cfg hc = c;
+    hc.ckpt = ck;
+    hc.halt_after = E / 2 + 8;
+    CHECK_EQ_I64(as_rl_train(p1, cm, &task, 1, &hc, NULL, err, sizeof err), 1);
+    as_policy *p2;
+    as_costmodel *cm2;
+    as_rl_state *st;
+    CHECK(as_rl_load_checkpoint(ck, &p2, &cm2, &st, err, sizeof err) == 0);
+    CHECK(as_rl_state_best_episode(st) >= S);
+    CHECK_EQ_I64(as_rl_train(p2, cm2, &task, 1, &c, st, err, sizeof err), 0);
+    CHECK_EQ_I64(as_policy_cmeta(p2)->selected_episode, best);
+    CHECK(same_params(sel, p2));
+    as_rl_state_free(st);
+    as_policy_free(last); as_policy_free(sel); as_policy_free(at); as_policy_free(p1); as_policy_free(p2);
+    as_costmodel_free(cm2);
     as_costmodel_free(cm);
 }
