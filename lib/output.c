@@ -162,6 +162,9 @@ static int create_tmp(as_out *o)
         errno = e;
         return -1;
     }
+    /* a file replaced keeps its permissions */
+    struct stat st;
+    if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode)) (void)fchmod(fd, st.st_mode & 07777);
     o->fd = fd;
     return 0;
 }
@@ -249,7 +252,10 @@ as_out *as_out_open(const char *path)
     char err[1024];
     int code = as_out_check_path(path, err, sizeof err);
     if (code) as_die(code, "%s", err);
-    o->path = as_strdup(path);
+    /* a symbolic link: the file it names is replaced (next to it), not the link */
+    struct stat lst;
+    char *real = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL) : NULL;
+    o->path = real ? real : as_strdup(path);
     if (is_direct(path)) {
         /* a device or a fifo (/dev/null, /dev/full, a named pipe): write it directly */
         o->kind = OUT_DIRECT;

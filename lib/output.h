@@ -12,8 +12,9 @@
  *     the registered temporaries and raises the signal again with the default action.
  * The registry is a fixed table of AS_OUT_MAX paths; the handler only calls unlink(2),
  * sigaction(2), sigprocmask(2) and raise(3), which are async-signal-safe.
- * Devices and FIFOs (/dev/null, /dev/full, a named pipe) and paths under /dev/ are written
- * directly; NULL or "-" is standard output.
+ * A replaced file keeps its permission bits; a symbolic link to a file has that file
+ * replaced, the link stays. Devices and FIFOs (/dev/null, /dev/full, a named pipe) and
+ * paths under /dev/ are written directly; NULL or "-" is standard output.
  *
  * Test hook: with AS_TEST_OUT_STOP=1 in the environment the process stops itself
  * (SIGSTOP) once, right after the first bytes reached a temporary, so a test can signal it

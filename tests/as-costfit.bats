@@ -198,8 +198,9 @@ setup() {
     echo precious > "$T/old"
     for sig in TERM INT; do
         cp "$T/old" "$T/out.ast"
-        kill_mid_write $sig "$T/out.ast" as-costfit -q --epochs 5 "$D/f.ast" "$D/c.ast" -o "$T/out.ast"
+        kill_mid_write $sig "$T/out.ast" as-costfit --epochs 5 "$D/f.ast" "$D/c.ast" -o "$T/out.ast"
         assert_killed_intact $sig "$T/out.ast" "$T/old"
+        grep -q "model test" "$T/kill.err"   # the temporary came after training and evaluation
         cp "$T/old" "$T/rep.ast"
         cp "$T/old" "$T/out.ast"
         kill_mid_write $sig "$T/rep.ast" as-costfit -q --epochs 5 --report "$T/rep.ast" "$D/f.ast" "$D/c.ast" -o "$T/out.ast"

@@ -161,6 +161,16 @@ load test_helper/common
     [ "$status" -eq 143 ] && [ ! -e "$T/out.txt" ] && [ -z "$(compgen -G "$T/out.txt.tmp.*")" ]
 }
 
+@test "as-show: killed for real while writing a large -o (no test hook), the old file is intact" {
+    as-convert --synth --preset small -o "$T/in.ast"
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        cp "$T/old" "$T/out.txt"
+        KILL_HOOK=0 kill_mid_write $sig "$T/out.txt" as-show --full "$T/in.ast" -o "$T/out.txt"
+        assert_killed_intact $sig "$T/out.txt" "$T/old"
+    done
+}
+
 @test "as-show: a missing option value, an empty or unusable -o are reported before any work" {
     run as-show -o
     assert_failure 2

@@ -271,3 +271,24 @@ TEST(output_binary_writer_is_atomic)
     CHECK(r && as_reader_next(r, &rec) == 1 && as_rec_is(&rec, "header"));
     as_reader_close(r);
 }
+
+TEST(output_keeps_permissions_and_follows_links)
+{
+    const char *p = opath("mode.txt");
+    put(p, "old\n");
+    chmod(p, 0600);
+    as_out *o = as_out_open(p);
+    fputs("new\n", as_out_file(o));
+    as_out_close(o);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK_STR(get(p), "new\n");
+    const char *l = opath("mode-link.txt");
+    unlink(l);
+    CHECK(symlink(p, l) == 0);
+    o = as_out_open(l);
+    fputs("via link\n", as_out_file(o));
+    as_out_close(o);
+    CHECK(lstat(l, &st) == 0 && S_ISLNK(st.st_mode));   /* the link stays a link */
+    CHECK_STR(get(p), "via link\n");
+}
