@@ -235,7 +235,8 @@ int main(int argc, char **argv)
         if (w) as_writer_abort(w);
         as_die(AS_EXIT_DATA, "no %stask records in the input (make them with as-features --tasks)", split ? "matching " : "");
     }
-    /* features by id; the same table twice must agree */
+    /* features by id; the same table twice must agree (qsort and bsearch need a non-NULL base) */
+    if (!feat) feat = as_malloc(sizeof *feat);
     qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
     int64_t u = 0;
     for (int64_t i = 0; i < nfeat; i++) {
