@@ -45,7 +45,10 @@ int as_cli_common(as_cli *c, int opt, const char *arg)
         printf("%s %s\n%s\n", c->tool, AS_VERSION, as_build_info());
         if (fflush(stdout) || ferror(stdout)) exit(AS_EXIT_ENV);
         exit(0);
-    case 'o': c->output = arg; return 1;
+    case 'o':
+        if (!*arg) as_cli_usage(c, "-o: empty file name");
+        c->output = arg;
+        return 1;
     case 'q': as_verbosity = 0; return 1;
     case 'v': as_verbosity = 2; return 1;
     case AS_OPT_FORCE: c->force = 1; return 1;
@@ -55,8 +58,11 @@ int as_cli_common(as_cli *c, int opt, const char *arg)
     case '?':
         if (optopt >= AS_OPT_FORCE || optopt == 0) as_cli_usage(c, "unknown option '%s'", c->argv[optind - 1]);
         as_cli_usage(c, "unknown option '-%c'", optopt);
-    case ':':
-        as_cli_usage(c, "option '%s' needs a value", c->argv[optind - 1]);
+    case ':': {
+        const char *a = optind > 0 && optind <= c->argc ? c->argv[optind - 1] : "";
+        if (!strncmp(a, "--", 2)) as_cli_usage(c, "option %.*s needs a value", (int)strcspn(a, "="), a);
+        as_cli_usage(c, "option -%c needs a value", optopt);
+    }
     default:
         return 0;
     }
@@ -73,11 +79,41 @@ _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...)
     exit(AS_EXIT_USAGE);
 }
 
+static void check_output(as_cli *c, const char *opt, const char *path)
+{
+    char err[1024];
+    int code = as_out_check_path(path, err, sizeof err);
+    if (code == AS_EXIT_USAGE) as_cli_usage(c, "%s%s%s", opt ? opt : "", opt ? ": " : "", err);
+    if (code) as_die(code, "%s", err);
+}
+
+void as_cli_output_arg(as_cli *c, const char *opt, const char *path)
+{
+    if (path && !*path) as_cli_usage(c, "%s: empty file name", opt);
+    check_output(c, opt, path);
+}
+
+static void check_input(as_cli *c, const char *in)
+{
+    if (c->output && as_out_same_file(c->output, in))
+        as_cli_usage(c, "-o %s: it is also an input (%s); write elsewhere and rename", c->output,
+                     !in || !strcmp(in, "-") ? "<stdin>" : in);
+}
+
+void as_cli_inputs(as_cli *c, const char *const *paths, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (paths[i]) check_input(c, paths[i]);
+}
+
 void as_cli_finish(as_cli *c)
 {
     if (as_verbosity == 0) c->progress = 0;
     else if (c->progress == 2) c->progress = 1;
     else c->progress = isatty(2);
+    check_output(c, NULL, c->output);
+    if (optind >= c->argc) check_input(c, "-");
+    for (int i = optind; i < c->argc; i++) check_input(c, c->argv[i]);
 }
 
 as_writer *as_cli_open_output(as_cli *c)
@@ -99,17 +135,15 @@ as_writer *as_cli_open_output(as_cli *c)
 
 FILE *as_cli_open_text(as_cli *c)
 {
-    if (!c->output || !strcmp(c->output, "-")) return stdout;
-    FILE *f = fopen(c->output, "w");
-    if (!f) as_die(AS_EXIT_ENV, "%s: %s", c->output, strerror(errno));
-    return f;
+    c->text = as_out_open(c->output);
+    return as_out_file(c->text);
 }
 
 void as_cli_close_text(as_cli *c, FILE *f)
 {
-    const char *name = (f == stdout) ? "<stdout>" : c->output;
-    if (fflush(f) || ferror(f)) as_die(AS_EXIT_ENV, "%s: write error: %s", name, strerror(errno ? errno : EIO));
-    if (f != stdout && fclose(f)) as_die(AS_EXIT_ENV, "%s: write error: %s", name, strerror(errno));
+    (void)f;
+    as_out_close(c->text);
+    c->text = NULL;
 }
 
 int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo, int64_t hi)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "output.h"
 #include "stream.h"
 
 enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_OPT_ZWORKERS, AS_OPT_TOOL_BASE = 1100 };
@@ -28,13 +29,17 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_O
     { "zstd-level", required_argument, 0, AS_OPT_ZLEVEL }, \
     { "zstd-workers", required_argument, 0, AS_OPT_ZWORKERS }, \
     { 0, 0, 0, 0 }
-#define AS_CLI_COMMON_SHORT "ho:qv"
+/* the leading ':' makes getopt report a missing value as ':' ("option -x needs a value") */
+#define AS_CLI_COMMON_SHORT ":ho:qv"
 
 /* the text printed under "Common options:" in every --help */
 #define AS_CLI_COMMON_HELP \
     "Common options:\n" \
-    "  -o, --output FILE   write to FILE (atomically: a temporary name, then rename)\n" \
-    "                      instead of standard output\n" \
+    "  -o, --output FILE   write to FILE instead of standard output, atomically: under\n" \
+    "                      a temporary name FILE.tmp.PID renamed to FILE at the end, so\n" \
+    "                      FILE holds its old content or the complete new one, never a\n" \
+    "                      part; an error or SIGINT/SIGTERM/SIGHUP removes the temporary\n" \
+    "                      (SIGKILL cannot); FILE must not be one of the inputs\n" \
     "  -q, --quiet         no messages but errors\n" \
     "  -v, --verbose       more messages\n" \
     "      --progress      progress on stderr even when it is not a terminal\n" \
@@ -59,6 +64,7 @@ typedef struct {
     int progress;           /* 1 when progress should be shown */
     int argc;
     char **argv;
+    as_out *text;           /* the open text output (as_cli_open_text) */
 } as_cli;
 
 void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char *usage, const char *help);
@@ -66,12 +72,20 @@ void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char 
  * code is not a common one (then the tool reports a usage error) */
 int as_cli_common(as_cli *c, int opt, const char *arg);
 _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* after option parsing: decide progress (TTY / --progress / -q) */
+/* after option parsing: decide progress (TTY / --progress / -q); check -o FILE before any
+ * work: an empty name or a directory is a usage error (exit 2), a missing or unwritable
+ * directory exit 3, and FILE naming an existing input (same device and inode as a
+ * positional argument, or standard input when there are none or '-') exit 2 */
 void as_cli_finish(as_cli *c);
+/* the same input check for inputs given as option values (--model FILE ...); NULLs skipped */
+void as_cli_inputs(as_cli *c, const char *const *paths, int n);
+/* check an output file given as an option value (--report FILE ...) as -o is checked */
+void as_cli_output_arg(as_cli *c, const char *opt, const char *path);
 /* open the binary output stream (refusing a terminal unless --force) and write the header */
 as_writer *as_cli_open_output(as_cli *c);
-/* open a text output (-o FILE or stdout) */
+/* open a text output (-o FILE or stdout), atomic as the binary one (output.h) */
 FILE *as_cli_open_text(as_cli *c);
+/* flush, commit (rename into place) and close it; exits 3 on a write error */
 void as_cli_close_text(as_cli *c, FILE *f);
 
 /* option-value parsing with usage errors */

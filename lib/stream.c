@@ -2,6 +2,7 @@
 #include "stream.h"
 #include "common.h"
 #include "embbag.h"
+#include "output.h"
 
 #include <errno.h>
 #include <math.h>
@@ -499,9 +500,8 @@ void as_array_get_f64(const as_array *a, int64_t start, int64_t n, double *out)
 /* ==== writer ======================================================================== */
 
 struct as_writer {
+    as_out *o;          /* the file (a temporary renamed into place at close) or stdout */
     FILE *f;
-    int own;
-    char *path, *tmp;
     ZSTD_CCtx *cctx;
     unsigned char *out;
     size_t outsize;
@@ -511,39 +511,19 @@ struct as_writer {
 
 static _Noreturn void wdie(as_writer *w, const char *what)
 {
-    int e = errno;
-    const char *name = w->path ? w->path : "<stdout>";
-    if (w->tmp) unlink(w->tmp);
-    as_die(AS_EXIT_ENV, "%s: %s: %s", name, what, strerror(e));
-}
-
-static int is_regular_or_absent(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st)) return 1;
-    return S_ISREG(st.st_mode);
+    int e = as_out_error(w->o);
+    if (!e) e = errno ? errno : EIO;
+    const char *name = as_out_name(w->o);
+    as_err("%s: %s: %s", name, what, strerror(e));
+    as_out_abort(w->o);
+    exit(AS_EXIT_ENV);
 }
 
 as_writer *as_writer_open(const char *path, int level, int workers)
 {
     as_writer *w = as_calloc(1, sizeof *w);
-    if (!path || !strcmp(path, "-")) {
-        w->f = stdout;
-    } else if (!is_regular_or_absent(path)) {
-        /* a device or a fifo (/dev/null, /dev/full, a named pipe): write it directly */
-        w->path = as_strdup(path);
-        w->f = fopen(path, "wb");
-        if (!w->f) wdie(w, "cannot open");
-        w->own = 2;
-    } else {
-        w->path = as_strdup(path);
-        size_t n = strlen(path) + 32;
-        w->tmp = as_malloc(n);
-        snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-        w->f = fopen(w->tmp, "wb");
-        if (!w->f) { int e = errno; free(w->tmp); w->tmp = NULL; errno = e; wdie(w, "cannot create"); }
-        w->own = 1;
-    }
+    w->o = as_out_open(path);
+    w->f = as_out_file(w->o);
     w->cctx = ZSTD_createCCtx();
     if (!w->cctx) as_die(AS_EXIT_ENV, "out of memory (zstd)");
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level > 0 ? level : 3);
@@ -606,35 +586,26 @@ void as_writer_header(as_writer *w, const char *tool, int argc, char **argv)
     as_writer_end_record(w);
 }
 
-void as_writer_close(as_writer *w)
+static void writer_free(as_writer *w)
 {
-    compress(w, NULL, 0, ZSTD_e_end);
-    if (fflush(w->f)) wdie(w, "write error");
-    if (w->own == 2) {
-        if (fclose(w->f)) { w->f = NULL; wdie(w, "write error"); }
-    } else if (w->own) {
-        if (fsync(fileno(w->f)) && errno != EINVAL) wdie(w, "write error");
-        if (fclose(w->f)) { w->f = NULL; wdie(w, "write error"); }
-        if (rename(w->tmp, w->path)) wdie(w, "cannot rename into place");
-    } else if (ferror(w->f)) {
-        errno = EIO;
-        wdie(w, "write error");
-    }
     ZSTD_freeCCtx(w->cctx);
     msgpack_sbuffer_destroy(&w->sb);
     free(w->out);
-    free(w->path);
-    free(w->tmp);
     free(w);
+}
+
+void as_writer_close(as_writer *w)
+{
+    compress(w, NULL, 0, ZSTD_e_end);
+    as_out_close(w->o);   /* flush, fsync, rename; exits 3 on error */
+    writer_free(w);
 }
 
 void as_writer_abort(as_writer *w)
 {
     if (!w) return;
-    if (w->own) {
-        fclose(w->f);
-        if (w->tmp) unlink(w->tmp);
-    }
+    as_out_abort(w->o);
+    writer_free(w);
 }
 
 /* key, then the array map up to and including the bin header; returns the body's size */

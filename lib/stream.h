@@ -97,7 +97,8 @@ void as_array_get_f64(const as_array *a, int64_t start, int64_t n, double *out);
 typedef struct as_writer as_writer;
 
 /* path NULL or "-" writes stdout; a file is written under a temporary name and renamed
- * into place by as_writer_close. level: zstd level (0 = default 3); workers: zstd threads.
+ * into place by as_writer_close (lib/output.h: the temporary appears with the first
+ * compressed byte and is removed on any error exit and on SIGINT/SIGTERM/SIGHUP). level: zstd level (0 = default 3); workers: zstd threads.
  * On failure prints and exits 3. */
 as_writer *as_writer_open(const char *path, int level, int workers);
 /* the header record: tool name and the command line (argc/argv may be 0/NULL) */
@@ -109,7 +110,7 @@ void as_writer_end_record(as_writer *w);
 void as_writer_raw(as_writer *w, const void *p, size_t n);
 /* finish the zstd frame, flush, close and rename into place; prints and exits 3 on error */
 void as_writer_close(as_writer *w);
-/* remove a partial output (used on error paths before exiting) */
+/* drop the output: remove the temporary, PATH keeps its old content; frees w */
 void as_writer_abort(as_writer *w);
 
 /* Pack key + array map like as_pack_kv_array, but stream the data straight into the

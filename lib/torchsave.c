@@ -8,6 +8,7 @@
  * the object graph collecting tensors, then element reads with pread.
  */
 #include "torchsave.h"
+#include "common.h"
 #include "pickle.h"
 #include "embbag.h"
 
@@ -157,17 +158,18 @@ static int make_tmp(const char **dirp, char *err, size_t errlen)
 }
 
 /* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
- * (all members) when it starts with 1f 8b. Returns the temporary fd or -1. */
+ * (all members) when it starts with 1f 8b. Returns the temporary fd, -1 for bad input or
+ * -2 when the environment failed (no temporary file in $TMPDIR, a full disk, no memory). */
 static int spool(int in_fd, int *gz, char *err, size_t errlen)
 {
     const char *dir;
     int out = make_tmp(&dir, err, errlen);
-    if (out < 0) return -1;
+    if (out < 0) return -2;
     uint8_t *in = malloc(TS_SPOOL), *ob = malloc(TS_SPOOL);
     z_stream zs;
     int zinit = 0, rc = -1;
     memset(&zs, 0, sizeof zs);
-    if (!in || !ob) { fail(err, errlen, "out of memory"); goto done; }
+    if (!in || !ob) { fail(err, errlen, "out of memory"); rc = -2; goto done; }
 
     /* first bytes decide */
     size_t have = 0;
@@ -182,6 +184,7 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
         for (;;) {
             if (have && write_all(out, in, have)) {
                 fail(err, errlen, "cannot write a temporary file in %s: %s", dir, strerror(errno));
+                rc = -2;
                 goto done;
             }
             ssize_t r = read_some(in_fd, in, TS_SPOOL);
@@ -222,6 +225,7 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
         size_t produced = TS_SPOOL - zs.avail_out;
         if (produced && write_all(out, ob, produced)) {
             fail(err, errlen, "cannot write a temporary file in %s: %s", dir, strerror(errno));
+            rc = -2;
             goto done;
         }
         if (zr == Z_STREAM_END) in_member = 0;
@@ -236,7 +240,7 @@ done:
     if (zinit) inflateEnd(&zs);
     free(in);
     free(ob);
-    if (rc) { close(out); return -1; }
+    if (rc) { close(out); return rc; }
     return out;
 }
 
@@ -830,9 +834,16 @@ static int open_legacy(pt_file *f, as_pickle *p)
 
 pt_file *pt_open(const char *path, char *err, size_t errlen)
 {
+    int code;
+    return pt_open_code(path, &code, err, errlen);
+}
+
+pt_file *pt_open_code(const char *path, int *code, char *err, size_t errlen)
+{
     if (err && errlen) err[0] = 0;
+    *code = AS_EXIT_DATA;
     pt_file *f = calloc(1, sizeof *f);
-    if (!f) { fail(err, errlen, "out of memory"); return NULL; }
+    if (!f) { fail(err, errlen, "out of memory"); *code = AS_EXIT_ENV; return NULL; }
     f->fd = -1;
     f->err = err;
     f->errlen = errlen;
@@ -862,7 +873,11 @@ pt_file *pt_open(const char *path, char *err, size_t errlen)
         own = 0;
     } else {
         f->fd = spool(in, &f->gz, err, errlen);
-        if (f->fd < 0) goto bad;
+        if (f->fd < 0) {
+            if (f->fd == -2) *code = AS_EXIT_ENV;
+            f->fd = -1;
+            goto bad;
+        }
         if (fstat(f->fd, &sb)) { fail(err, errlen, "cannot stat: %s", strerror(errno)); goto bad; }
     }
     if (f->fd == in && !S_ISREG(sb.st_mode)) {

@@ -51,6 +51,10 @@ typedef struct pt_file pt_file;
  * tensor's extent (offset, shape, strides) must lie inside its storage.
  * Returns NULL and fills err on failure. path "-" reads stdin. */
 pt_file *pt_open(const char *path, char *err, size_t errlen);
+/* pt_open, and *code the exit status a failure deserves: AS_EXIT_ENV (3) when the
+ * environment failed (gzip'd or piped input needs a temporary file in $TMPDIR, which is
+ * missing or full; out of memory), else AS_EXIT_DATA (1) */
+pt_file *pt_open_code(const char *path, int *code, char *err, size_t errlen);
 void pt_close(pt_file *f);
 
 int pt_ntensors(const pt_file *f);

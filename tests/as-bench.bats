@@ -197,3 +197,39 @@ WRAP
     run as-show --count "$T/e.ast"
     assert_line "cost	2"
 }
+
+# ---- -o: atomic and late, never over an input; usage errors (issue 11) -----------------------
+
+@test "as-bench: killed mid-write (SIGTERM, SIGINT), the old -o file is intact; the temporary comes after the work" {
+    pool
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        cp "$T/old" "$T/out.ast"
+        kill_mid_write $sig "$T/out.ast" as-bench --tables "$T/pool.ast" --sample 6 --max-tables 3 $FAST -o "$T/out.ast"
+        assert_killed_intact $sig "$T/out.ast" "$T/old"
+        # the first byte reached the temporary only after every shard was measured
+        grep -q "shards/s" "$T/kill.err"
+    done
+}
+
+@test "as-bench: -o onto --tables or an input is refused before measuring; a missing value is not an unknown option" {
+    pool
+    cp "$T/pool.ast" "$T/orig.ast"
+    run as-bench --tables "$T/pool.ast" --sample 3 $FAST -o "$T/pool.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/pool.ast" "$T/orig.ast"
+    make_stream "$HDR$SHARD" > "$T/s.ast"
+    cp "$T/s.ast" "$T/s0.ast"
+    run as-bench --tables "$T/pool.ast" $FAST "$T/s.ast" -o "$T/s.ast"
+    assert_failure 2
+    cmp "$T/s.ast" "$T/s0.ast"
+    run as-bench --tables
+    assert_failure 2
+    assert_output --partial "option --tables needs a value"
+    refute_output --partial "unknown option"
+    run as-bench --tables "$T/pool.ast" --sample 3 $FAST -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+    refute_output --partial "shards/s"
+}

@@ -147,3 +147,65 @@ load test_helper/common
     assert_line "header	2"
     assert_line "table	5"
 }
+
+# ---- -o: atomic, never over an input; exit codes (issue 11) ----------------------------------
+
+@test "as-convert: killed mid-write (SIGTERM, SIGINT), the old -o file is intact and no temporary is left" {
+    ptwrite metasyn --tables 6 --batch 64 --row-scale 0.001 --seed 5 -o "$T/m.pt"
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        for mode in "--synth --preset tiny" "$T/m.pt" "--list $T/m.pt" "--dump $T/m.pt"; do
+            cp "$T/old" "$T/out"
+            kill_mid_write $sig "$T/out" as-convert $mode -o "$T/out"
+            assert_killed_intact $sig "$T/out" "$T/old"
+        done
+    done
+}
+
+@test "as-convert --list/--dump -o: an error leaves the old file; -o onto the input is refused" {
+    ptwrite metasyn --tables 6 --batch 64 --row-scale 0.001 --seed 5 -o "$T/m.pt"
+    echo precious > "$T/out.txt"
+    run as-convert --dump "$T/none.pt" -o "$T/out.txt"
+    assert_failure 1
+    [ "$(cat "$T/out.txt")" = precious ]
+    cp "$T/m.pt" "$T/orig.pt"
+    run as-convert --list "$T/m.pt" -o "$T/m.pt"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    run as-convert "$T/m.pt" -o "$T/m.pt"
+    assert_failure 2
+    cmp "$T/m.pt" "$T/orig.pt"
+    as-convert --dump "$T/m.pt" -o "$T/out.txt"
+    [ "$(as-convert --dump "$T/m.pt")" = "$(cat "$T/out.txt")" ]
+}
+
+@test "as-convert: a missing or full TMPDIR is an environment failure (exit 3), not bad data" {
+    ptwrite metasyn --tables 6 --batch 512 --row-scale 0.001 --seed 5 --gzip -o "$T/m.pt.gz"
+    run env TMPDIR="$T/no-such-dir" as-convert --list "$T/m.pt.gz"
+    assert_failure 3
+    assert_output --partial "$T/no-such-dir"
+    run sh -c "gzip -dc '$T/m.pt.gz' | TMPDIR='$T/no-such-dir' as-convert --list -"
+    assert_failure 3
+    # a full disk: writes past the file-size limit fail (EFBIG) once SIGXFSZ is ignored
+    [ "$(gzip -dc "$T/m.pt.gz" | wc -c)" -gt 65536 ]
+    run bash -c "trap '' XFSZ; ulimit -f 32; TMPDIR='$T' as-convert --list '$T/m.pt.gz'"
+    assert_failure 3
+    assert_output --partial "cannot write a temporary file"
+    # and with room, the same input is fine
+    TMPDIR="$T" as-convert --list "$T/m.pt.gz" > /dev/null
+}
+
+@test "as-convert: a missing option value and an empty -o are usage errors before any work" {
+    run as-convert --synth --dims
+    assert_failure 2
+    assert_output --partial "option --dims needs a value"
+    refute_output --partial "unknown option"
+    run as-convert --synth -o
+    assert_failure 2
+    assert_output --partial "option -o needs a value"
+    run as-convert --synth -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+    run as-convert --synth --output=
+    assert_failure 2
+}

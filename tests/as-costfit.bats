@@ -191,3 +191,62 @@ setup() {
     assert_failure 1
     assert_output --partial "unknown feature transform 'logXp'"
 }
+
+# ---- -o and --report: atomic, never over an input; messages (issue 11) -----------------------
+
+@test "as-costfit: killed mid-write (SIGTERM, SIGINT) of the model, the report and --predict, old files intact" {
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        cp "$T/old" "$T/out.ast"
+        kill_mid_write $sig "$T/out.ast" as-costfit --epochs 5 "$D/f.ast" "$D/c.ast" -o "$T/out.ast"
+        assert_killed_intact $sig "$T/out.ast" "$T/old"
+        grep -q "model test" "$T/kill.err"   # the temporary came after training and evaluation
+        cp "$T/old" "$T/rep.ast"
+        cp "$T/old" "$T/out.ast"
+        kill_mid_write $sig "$T/rep.ast" as-costfit -q --epochs 5 --report "$T/rep.ast" "$D/f.ast" "$D/c.ast" -o "$T/out.ast"
+        assert_killed_intact $sig "$T/rep.ast" "$T/old"
+        assert_killed_intact $sig "$T/out.ast" "$T/old"
+        cp "$T/old" "$T/out.ast"
+        kill_mid_write $sig "$T/out.ast" as-costfit --predict "$D/m.ast" "$D/f.ast" "$D/c.ast" -o "$T/out.ast"
+        assert_killed_intact $sig "$T/out.ast" "$T/old"
+    done
+}
+
+@test "as-costfit: -o onto an input or the --init model is refused; an empty -o or --report before any work" {
+    cp "$D/m.ast" "$T/m.ast"
+    run as-costfit --init "$T/m.ast" "$D/f.ast" "$D/c.ast" -o "$T/m.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/m.ast" "$D/m.ast"
+    cp "$D/c.ast" "$T/c.ast"
+    run as-costfit "$D/f.ast" "$T/c.ast" -o "$T/c.ast"
+    assert_failure 2
+    cmp "$T/c.ast" "$D/c.ast"
+    run as-costfit --predict "$T/m.ast" "$D/f.ast" -o "$T/m.ast"
+    assert_failure 2
+    run as-costfit "$D/f.ast" "$D/c.ast" -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+    run as-costfit "$D/f.ast" "$D/c.ast" --report '' -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "--report: empty file name"
+    [ ! -e "$T/x.ast" ]
+    run as-costfit --epochs
+    assert_failure 2
+    assert_output --partial "option --epochs needs a value"
+    refute_output --partial "unknown option"
+}
+
+@test "as-costfit: standard input is called <stdin> in every message" {
+    # costs without features, from standard input: training and --predict name the record
+    run sh -c "as-costfit -q < '$D/c.ast' > /dev/null"
+    assert_failure 1
+    assert_output --partial "<stdin>: record"
+    refute_output --partial "-: record"
+    run sh -c "as-costfit --predict '$D/m.ast' < '$D/c.ast' > /dev/null"
+    assert_failure 1
+    assert_output --partial "<stdin>: record"
+    refute_output --partial "-: record"
+    run sh -c "as-costfit -q - < '$D/c.ast' > /dev/null"
+    assert_output --partial "<stdin>: record"
+}

@@ -232,3 +232,54 @@ LOG="$(TR 8 3 "$F05" "$FM1" "$FNAN")$(TR 16 9 "$F1" "$F05" "$F075" meas_balance 
     assert_output --partial "Training curve (6 train records, reward model;"
     [ -s "$T/c2.png" ]
 }
+
+# ---- -o: atomic, never over an input; messages (issue 11) ------------------------------------
+
+@test "as-eval: killed mid-write (SIGTERM, SIGINT), the old -o file is intact and no temporary is left" {
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        for fmt in text markdown csv; do
+            cp "$T/old" "$T/out.txt"
+            kill_mid_write $sig "$T/out.txt" as-eval --format $fmt --table plans,shards,summary "$T/p.ast" -o "$T/out.txt"
+            assert_killed_intact $sig "$T/out.txt" "$T/old"
+        done
+    done
+}
+
+@test "as-eval -o: bad data keeps the old file; -o onto an input or the model is refused; a bad model is named once" {
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    echo precious > "$T/out.txt"
+    head -c 30 "$T/p.ast" > "$T/cut.ast"
+    run as-eval "$T/p.ast" "$T/cut.ast" -o "$T/out.txt"
+    assert_failure 1
+    [ "$(cat "$T/out.txt")" = precious ]
+    [ -z "$(compgen -G "$T/out.txt.tmp.*")" ]
+    cp "$T/p.ast" "$T/orig.ast"
+    run as-eval "$T/p.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/p.ast" "$T/orig.ast"
+    echo junk > "$T/bad.model"
+    run as-eval --model "$T/bad.model" "$T/p.ast" -o "$T/bad.model"
+    assert_failure 2
+    run as-eval --model "$T/bad.model" "$T/p.ast"
+    assert_failure 1
+    [ "$(grep -o "$T/bad.model" <<< "$output" | wc -l)" -eq 1 ]
+    as-eval "$T/p.ast" -o "$T/out.txt"
+    [ "$(as-eval "$T/p.ast")" = "$(cat "$T/out.txt")" ]
+}
+
+@test "as-eval: a missing option value and an empty -o are usage errors" {
+    run as-eval --format
+    assert_failure 2
+    assert_output --partial "option --format needs a value"
+    refute_output --partial "unknown option"
+    run as-eval -o
+    assert_failure 2
+    assert_output --partial "option -o needs a value"
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    run as-eval "$T/p.ast" -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+}

@@ -147,3 +147,43 @@ train	transfer	0	0"
     # the features themselves pass unchanged
     [ "$(as-show --kind features "$T/f.ast" | md5sum)" = "$(as-show --kind features "$T/h.ast" | md5sum)" ]
 }
+
+# ---- -o: atomic, never over an input; usage errors (issue 11) --------------------------------
+
+@test "as-features: killed mid-write (SIGTERM, SIGINT), the old -o file is intact and no temporary is left" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        cp "$T/old" "$T/out.ast"
+        kill_mid_write $sig "$T/out.ast" as-features "$T/pool.ast" --tasks 50 --task-tables 10 -o "$T/out.ast"
+        assert_killed_intact $sig "$T/out.ast" "$T/old"
+    done
+}
+
+@test "as-features: -o onto an input is refused; bad data keeps the old -o file" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    cp "$T/pool.ast" "$T/orig.ast"
+    run as-features "$T/pool.ast" -o "$T/pool.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/pool.ast" "$T/orig.ast"
+    echo precious > "$T/out.ast"
+    head -c 20000 "$T/pool.ast" > "$T/cut.ast"
+    run as-features "$T/pool.ast" "$T/cut.ast" -o "$T/out.ast"
+    assert_failure 1
+    [ "$(cat "$T/out.ast")" = precious ]
+    [ -z "$(compgen -G "$T/out.ast.tmp.*")" ]
+}
+
+@test "as-features: a missing option value and an empty -o are usage errors" {
+    run as-features --tasks
+    assert_failure 2
+    assert_output --partial "option --tasks needs a value"
+    refute_output --partial "unknown option"
+    run as-features -o
+    assert_failure 2
+    assert_output --partial "option -o needs a value"
+    run as-features -o '' < /dev/null
+    assert_failure 2
+    assert_output --partial "empty file name"
+}

@@ -305,3 +305,59 @@ open(sys.argv[2], "wb").write(d[:j] + b"\xa4rows\xa3dim" + d[j + 9:])' "$T/pol.r
     run awk '$3 < $2 - 1e-9 { print; bad++ } END { exit bad ? 1 : 0 }' "$T/bal.txt"
     assert_success
 }
+
+# ---- -o: atomic, never over an input; messages (issue 11) ------------------------------------
+
+@test "as-plan: killed mid-write (SIGTERM, SIGINT) in every format, the old -o file is intact, no temporary left" {
+    D="$BATS_FILE_TMPDIR"
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        for fmt in stream text torchrec; do
+            cp "$T/old" "$T/out"
+            kill_mid_write $sig "$T/out" as-plan --alg all --format $fmt "$D/ft.ast" -o "$T/out"
+            assert_killed_intact $sig "$T/out" "$T/old"
+        done
+    done
+}
+
+@test "as-plan --format text -o: an error keeps the old file; -o onto an input or the model is refused" {
+    D="$BATS_FILE_TMPDIR"
+    echo precious > "$T/out.txt"
+    hand
+    # a task whose table has no features record: exit 1 after the reading
+    make_stream "$HDR$TASK" > "$T/nofeat.ast"
+    run as-plan --alg all --format text "$T/nofeat.ast" -o "$T/out.txt"
+    assert_failure 1
+    [ "$(cat "$T/out.txt")" = precious ]
+    [ -z "$(compgen -G "$T/out.txt.tmp.*")" ]
+    cp "$T/h.ast" "$T/orig.ast"
+    run as-plan --alg all --format text "$T/h.ast" -o "$T/h.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/h.ast" "$T/orig.ast"
+    cp "$D/m.ast" "$T/m.ast"
+    run as-plan --alg all --model "$T/m.ast" "$T/h.ast" -o "$T/m.ast"
+    assert_failure 2
+    cmp "$T/m.ast" "$D/m.ast"
+}
+
+@test "as-plan: a bad --model is named once; a missing option value is not an unknown option" {
+    hand
+    echo junk > "$T/bad.model"
+    run as-plan --alg all --model "$T/bad.model" "$T/h.ast"
+    assert_failure 1
+    [ "$(grep -o "$T/bad.model" <<< "$output" | wc -l)" -eq 1 ]
+    run as-plan --alg all --model "$T/none.model" "$T/h.ast"
+    assert_failure 1
+    [ "$(grep -o "$T/none.model" <<< "$output" | wc -l)" -eq 1 ]
+    run as-plan --alg
+    assert_failure 2
+    assert_output --partial "option --alg needs a value"
+    refute_output --partial "unknown option"
+    run as-plan --alg all -o
+    assert_failure 2
+    assert_output --partial "option -o needs a value"
+    run as-plan --alg all "$T/h.ast" -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+}

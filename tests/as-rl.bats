@@ -243,3 +243,51 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     # the stored cost model was trained on the measured shards
     [ "$(as-show --full --kind model "$D/m.ast" | jq -c .params)" != "$(as-show --full --kind model "$T/p.ast" | jq -c .params)" ]
 }
+
+# ---- -o, --log, --checkpoint: atomic, never over an input; usage errors (issue 11) ------------
+
+@test "as-rl: killed by SIGHUP mid-write of the policy, log or checkpoint, the old files are intact, no temporary" {
+    echo precious > "$T/old"
+    cp "$T/old" "$T/p.ast"
+    kill_mid_write HUP "$T/p.ast" as-rl -q --model "$D/m.ast" --seed 3 --episodes 16 "$D/ft.ast" -o "$T/p.ast"
+    assert_killed_intact HUP "$T/p.ast" "$T/old"
+    for f in log ck p; do cp "$T/old" "$T/$f.ast"; done
+    kill_mid_write HUP "$T/log.ast" as-rl -q --model "$D/m.ast" --seed 3 --episodes 2000 --log "$T/log.ast" \
+        --checkpoint "$T/ck.ast" --checkpoint-every 8 "$D/ft.ast" -o "$T/p.ast"
+    for f in log ck p; do assert_killed_intact HUP "$T/$f.ast" "$T/old"; done
+}
+
+@test "as-rl: SIGTERM or SIGINT mid-write still ends with a complete policy (its own graceful stop), no temporary" {
+    for sig in TERM INT; do
+        echo precious > "$T/p.ast"
+        kill_mid_write $sig "$T/p.ast" as-rl -q --model "$D/m.ast" --seed 3 --episodes 16 "$D/ft.ast" -o "$T/p.ast"
+        [ "$status" -eq $((128 + $(kill -l $sig))) ]
+        as-show --kind policy "$T/p.ast" > /dev/null
+        [ -z "$(compgen -G "$T/p.ast.tmp.*")" ]
+    done
+}
+
+@test "as-rl: -o onto --model or an input is refused; missing values and empty names are usage errors" {
+    cp "$D/m.ast" "$T/m.ast"
+    run as-rl --model "$T/m.ast" --episodes 8 "$D/ft.ast" -o "$T/m.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/m.ast" "$D/m.ast"
+    cp "$D/ft.ast" "$T/ft.ast"
+    run as-rl --model "$D/m.ast" --episodes 8 "$T/ft.ast" -o "$T/ft.ast"
+    assert_failure 2
+    cmp "$T/ft.ast" "$D/ft.ast"
+    run as-rl --model
+    assert_failure 2
+    assert_output --partial "option --model needs a value"
+    refute_output --partial "unknown option"
+    run as-rl --model "$D/m.ast" --episodes 8 "$D/ft.ast" -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+    run as-rl --model "$D/m.ast" --episodes 8 --log '' "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "--log: empty file name"
+    run as-rl --model "$D/m.ast" --episodes 8 --checkpoint "$T/no/dir/ck" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 3
+    [ ! -e "$T/p.ast" ]
+}

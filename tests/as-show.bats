@@ -107,3 +107,89 @@ load test_helper/common
     assert_failure 1
     assert_output --partial "No such file"
 }
+
+# ---- -o: atomic, never over an input (issue 11) ---------------------------------------------
+
+@test "as-show -o: a failed run leaves the old file as it was, no temporary" {
+    echo precious > "$T/out.txt"
+    run as-show "$T/nonexistent.ast" -o "$T/out.txt"
+    assert_failure 1
+    [ "$(cat "$T/out.txt")" = precious ]
+    # bad data after some records were printed: the old file stays, the partial text is dropped
+    make_stream "$HDR"'\x82\xa4kind\xa1t\xa2id\x01' > "$T/a.ast"
+    make_stream "$HDR"'\x82\xa4kind\xa1t\xa2' > "$T/short.ast"
+    run as-show "$T/a.ast" "$T/short.ast" -o "$T/out.txt"
+    assert_failure 1
+    [ "$(cat "$T/out.txt")" = precious ]
+    [ -z "$(compgen -G "$T/out.txt.tmp.*")" ]
+    # success replaces it; an empty result is an empty file
+    as-show "$T/a.ast" -o "$T/out.txt"
+    [ "$(wc -l < "$T/out.txt")" -eq 2 ]
+    as-show --kind none "$T/a.ast" -o "$T/out.txt"
+    [ ! -s "$T/out.txt" ]
+}
+
+@test "as-show -o onto an input is refused (exit 2): the same path, a hard link, standard input" {
+    make_stream "$HDR"'\x82\xa4kind\xa1t\xa2id\x01' > "$T/in.ast"
+    cp "$T/in.ast" "$T/orig.ast"
+    run as-show "$T/in.ast" -o "$T/in.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/in.ast" "$T/orig.ast"
+    ln "$T/in.ast" "$T/link.ast"
+    run as-show "$T/link.ast" -o "$T/in.ast"
+    assert_failure 2
+    run sh -c "as-show -o '$T/in.ast' < '$T/in.ast'"
+    assert_failure 2
+    assert_output --partial "<stdin>"
+    run sh -c "as-show - -o '$T/in.ast' < '$T/in.ast'"
+    assert_failure 2
+    cmp "$T/in.ast" "$T/orig.ast"
+}
+
+@test "as-show: killed mid-write (SIGTERM, SIGINT, SIGHUP), the old -o file is intact and no temporary is left" {
+    as-convert --synth --preset tiny -o "$T/in.ast"
+    echo precious > "$T/old"
+    for sig in TERM INT HUP; do
+        cp "$T/old" "$T/out.txt"
+        kill_mid_write $sig "$T/out.txt" as-show --full "$T/in.ast" -o "$T/out.txt"
+        assert_killed_intact $sig "$T/out.txt" "$T/old"
+    done
+    # no old file: none afterwards
+    rm "$T/out.txt"
+    kill_mid_write TERM "$T/out.txt" as-show --full "$T/in.ast" -o "$T/out.txt"
+    [ "$status" -eq 143 ] && [ ! -e "$T/out.txt" ] && [ -z "$(compgen -G "$T/out.txt.tmp.*")" ]
+}
+
+@test "as-show: killed for real while writing a large -o (no test hook), the old file is intact" {
+    as-convert --synth --preset small -o "$T/in.ast"
+    echo precious > "$T/old"
+    for sig in TERM INT; do
+        cp "$T/old" "$T/out.txt"
+        KILL_HOOK=0 kill_mid_write $sig "$T/out.txt" as-show --full "$T/in.ast" -o "$T/out.txt"
+        assert_killed_intact $sig "$T/out.txt" "$T/old"
+    done
+}
+
+@test "as-show: a missing option value, an empty or unusable -o are reported before any work" {
+    run as-show -o
+    assert_failure 2
+    assert_output --partial "option -o needs a value"
+    refute_output --partial "unknown option"
+    run as-show --kind
+    assert_failure 2
+    assert_output --partial "option --kind needs a value"
+    run as-show --head
+    assert_failure 2
+    assert_output --partial "option --head needs a value"
+    make_stream "$HDR" > "$T/a.ast"
+    run as-show "$T/a.ast" -o ''
+    assert_failure 2
+    assert_output --partial "empty file name"
+    run as-show "$T/a.ast" -o "$T"
+    assert_failure 2
+    assert_output --partial "is a directory"
+    run as-show "$T/a.ast" -o "$T/no/such/dir/out.txt"
+    assert_failure 3
+    assert_output --partial "No such file or directory"
+}

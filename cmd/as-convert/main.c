@@ -138,8 +138,9 @@ int main(int argc, char **argv)
         if (optind + 1 < argc) as_cli_usage(&cli, "one input file at a time");
         const char *path = argv[optind];
         const char *name = strcmp(path, "-") ? path : "<stdin>";
-        pt_file *f = pt_open(path, err, sizeof err);
-        if (!f) as_die(AS_EXIT_DATA, "%s: %s", name, err);
+        int code;
+        pt_file *f = pt_open_code(path, &code, err, sizeof err);
+        if (!f) as_die(code, "%s: %s", name, err);
         if (list || dump) {
             FILE *out = as_cli_open_text(&cli);
             if ((dump ? as_convert_dump : as_convert_list)(f, out, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", name, err);

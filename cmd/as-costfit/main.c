@@ -229,6 +229,12 @@ static void on_step(void *ctx, int64_t step, int64_t steps, double loss)
     as_progress_update(&c->p, (double)step);
 }
 
+/* an input's name in messages, as the stream reader names it: "-" is "<stdin>" */
+static const char *input_name(const char *path)
+{
+    return strcmp(path, "-") ? path : "<stdin>";
+}
+
 /* ---- predict mode ------------------------------------------------------------------------------ */
 
 typedef struct { char *buf; size_t len, cap; size_t *off; int64_t n, ncap; uint64_t *rec; int *file; } rawlist;
@@ -321,7 +327,7 @@ static void predict_mode(as_cli *cli, const char *model_path, char **files, int 
         if (msgpack_unpack_next(&up, p, len, &used) != MSGPACK_UNPACK_SUCCESS) as_die(AS_EXIT_DATA, "internal: re-parse failed");
         const msgpack_object *o = &up.data;
         const msgpack_object *kind = as_obj_get(o, "kind");
-        const char *fname = files[raw.file[i]];
+        const char *fname = input_name(files[raw.file[i]]);
         int is_shard = as_obj_streq(kind, "shard"), is_cost = as_obj_streq(kind, "cost"), is_plan = as_obj_streq(kind, "plan");
         if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, p, len); continue; }
         int64_t *ids, n;
@@ -486,6 +492,8 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
+    as_cli_inputs(&cli, (const char *const[]){ init, predict }, 2);
+    if (report) as_cli_output_arg(&cli, "--report", report);
     if (predict && (init || report)) as_cli_usage(&cli, "--predict does not train: no --init or --report");
     if (init && hidden_given) as_cli_usage(&cli, "--init keeps the model's sizes: no --hidden");
     as_nn_set_threads((int)threads);
@@ -576,7 +584,7 @@ int main(int argc, char **argv)
             if (k < 0) {
                 as_writer_abort(w);
                 as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": cost of a shard with table %" PRId64 ", which has no `features` record%s",
-                       files[cs[i].file], cs[i].rec, cs[i].ids[j], ft.n ? "" : " (the input holds no features at all: cat features.ast costs.ast | as-costfit)");
+                       input_name(files[cs[i].file]), cs[i].rec, cs[i].ids[j], ft.n ? "" : " (the input holds no features at all: cat features.ast costs.ast | as-costfit)");
             }
             idx[off[i] + j] = k;
         }

@@ -168,11 +168,12 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
+    as_cli_inputs(&cli, (const char *const[]){ model_path }, 1);
     if (plot_task >= 0 && !plot) as_cli_usage(&cli, "--plot-task needs --plot FILE.png");
 
     char err[1024];
     as_costmodel *cm = NULL;
-    if (model_path && as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
+    if (model_path && as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
 
     char *none[] = { "-" };
     char **files = optind < argc ? argv + optind : none;

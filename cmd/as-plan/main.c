@@ -141,6 +141,7 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
+    as_cli_inputs(&cli, (const char *const[]){ model_path, policy_path }, 2);
     if (!alg_arg) as_cli_usage(&cli, "--alg is required (e.g. --alg all)");
     int want[AS_ALG_COUNT] = { 0 }, nalg = 0;
     {
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
     as_costmodel *cm = NULL;
     as_plan_model pm = { 0 };
     if (model_path) {
-        if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
+        if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
         as_rl_plan_model(&pm, cm);   /* embed, head and the split head */
     }
     as_policy *pol = NULL;
@@ -234,7 +235,8 @@ int main(int argc, char **argv)
         if (w) as_writer_abort(w);
         as_die(AS_EXIT_DATA, "no %stask records in the input (make them with as-features --tasks)", split ? "matching " : "");
     }
-    /* features by id; the same table twice must agree */
+    /* features by id; the same table twice must agree (qsort and bsearch need a non-NULL base) */
+    if (!feat) feat = as_malloc(sizeof *feat);
     qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
     int64_t u = 0;
     for (int64_t i = 0; i < nfeat; i++) {

@@ -204,6 +204,9 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
+    as_cli_inputs(&cli, (const char *const[]){ model_path, tables, resume }, 3);
+    if (log_path) as_cli_output_arg(&cli, "--log", log_path);
+    if (c.ckpt) as_cli_output_arg(&cli, "--checkpoint", c.ckpt);
     if (!model_path && !resume) as_cli_usage(&cli, "--model FILE is required (a cost model from as-costfit)");
     if (episodes_given && minutes_given) as_cli_usage(&cli, "--episodes and --minutes exclude each other");
     if (c.bench && !tables) as_cli_usage(&cli, "--reward bench needs --tables FILE (the table data to measure)");

@@ -29,3 +29,37 @@ HDR='\x84\xa4kind\xa6header\xa6schema\xa9autoshard\xa7version\x01\xa4tool\xa4bat
 canon() {
     as-show --no-header --full "$@" | sed -e 's/"source":"[^"]*",//'
 }
+
+# kill_mid_write SIG DEST CMD...: run CMD, which writes DEST, in the background, send it SIG
+# in the middle of writing DEST, let it run on and set $status to its exit status.
+# "In the middle": stopped by the AS_TEST_OUT_STOP=1 hook of lib/output.c right after the
+# first bytes reached a temporary; a build without the hook (or KILL_HOOK=0: a real race
+# with a large output) is signalled as soon as DEST changes or a temporary DEST.tmp.*
+# appears. SIGINT, SIGTERM and SIGHUP get their default
+# action in CMD (a non-interactive shell starts background jobs with SIGINT ignored).
+kill_mid_write() {
+    local sig=$1 dest=$2 before pid state i
+    shift 2
+    before=$(cksum "$dest" 2> /dev/null || true)
+    AS_TEST_OUT_STOP=${KILL_HOOK-1} env --default-signal=INT,TERM,HUP "$@" > "$BATS_TEST_TMPDIR/kill.out" 2> "$BATS_TEST_TMPDIR/kill.err" 3>&- &
+    pid=$!
+    for ((i = 0; i < 2000; i++)); do
+        state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+        [ -z "$state" ] || [ "$state" = Z ] || [ "$state" = T ] && break
+        compgen -G "$dest.tmp.*" > /dev/null && break
+        [ "$(cksum "$dest" 2> /dev/null || true)" != "$before" ] && break
+        sleep 0.01
+    done
+    kill -s "$sig" "$pid" 2> /dev/null || true   # gone already: $status tells
+    kill -s CONT "$pid" 2> /dev/null || true
+    wait "$pid" && status=0 || status=$?
+}
+
+# after kill_mid_write: the tool died of SIG, DEST holds exactly OLDFILE's bytes and no
+# temporary DEST.tmp.* is left
+assert_killed_intact() {
+    local sig=$1 dest=$2 old=$3
+    [ "$status" -eq $((128 + $(kill -l "$sig"))) ] || fail "exit status $status, not death by SIG$sig ($(cat "$BATS_TEST_TMPDIR/kill.err"))"
+    cmp -s "$dest" "$old" || fail "$dest changed: $(head -c 200 "$dest")"
+    [ -z "$(compgen -G "$dest.tmp.*")" ] || fail "temporaries left: $(compgen -G "$dest.tmp.*")"
+}
