@@ -210,7 +210,14 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     E=$(as-show --kind policy "$T/ck" | jq .episodes)
     [ "$E" -ge 0 ] && [ "$E" -lt 1000000 ]
     [ "$(as-show --kind policy "$T/p.ast" | jq .episodes)" = "$E" ]
-    [ "$(params "$T/p.ast")" = "$(params "$T/ck")" ]
+    # the policy written is the checkpoint's latest weights, or its best-scoring ones once a
+    # model-selection point (every 100 episodes) has passed
+    if [ "$(as-show --kind policy "$T/ck" | jq .best_episode)" = null ]; then
+        [ "$(params "$T/p.ast")" = "$(params "$T/ck")" ]
+    else
+        [ "$(params "$T/p.ast")" = "$(as-show --full --kind policy "$T/ck" | jq -c .best_params.data)" ]
+        [ "$(as-show --kind policy "$T/p.ast" | jq .selected_episode)" = "$(as-show --kind policy "$T/ck" | jq .best_episode)" ]
+    fi
     # it stopped between updates: resumed to E+8 it equals a straight run halted at E+8
     # (same 1000000-episode budget, so the same learning-rate schedule)
     as-rl -q --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" "$D/ft.ast" -o "$T/r.ast"
