@@ -235,7 +235,7 @@ int main(int argc, char **argv)
         as_die(AS_EXIT_DATA, "no %stask records in the input (make them with as-features --tasks)", split ? "matching " : "");
     }
     /* features by id; the same table twice must agree */
-    qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+    if (nfeat) qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);   /* feat is NULL when there are none */
     int64_t u = 0;
     for (int64_t i = 0; i < nfeat; i++) {
         if (u && feat[u - 1].id == feat[i].id) {
@@ -259,7 +259,7 @@ int main(int argc, char **argv)
         const as_features **tf_ = as_malloc((size_t)t->ntables * sizeof *tf_);
         for (int64_t i = 0; i < t->ntables; i++) {
             as_features key = { .id = t->tables[i] };
-            tf_[i] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+            tf_[i] = (nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL);
             if (!tf_[i]) {
                 if (w) as_writer_abort(w);
                 as_die(AS_EXIT_DATA, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id, t->tables[i]);

@@ -29,3 +29,9 @@ HDR='\x84\xa4kind\xa6header\xa6schema\xa9autoshard\xa7version\x01\xa4tool\xa4bat
 canon() {
     as-show --no-header --full "$@" | sed -e 's/"source":"[^"]*",//'
 }
+
+# a stream of hand-made records: the header, then one record per Python expression (see
+# tests/test_helper/mp.py: arr(), u64(), nils(), nan, inf), compressed with zstd
+mp_stream() {
+    { printf "$HDR"; python3 "$ROOT/tests/test_helper/mp.py" "$@"; } | zstd -q -c
+}
