@@ -44,8 +44,7 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
         char e2[512];
         if (as_table_parse(&rec.obj, &t.id, &t.rows, &t.batch, &t.dim, &off, &idx, NULL, 0, e2, sizeof e2)) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, rec.index, e2);
-            as_reader_close(r);
-            return -1;
+            goto fail;
         }
         if (want && (t.id >= want_n || !want[t.id])) continue;
         t.lookups = idx.n;
@@ -56,8 +55,7 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                 if (t.offsets[b + 1] < t.offsets[b]) {
                     snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": offsets decrease at bag %" PRId64, file, rec.index, t.id, b);
                     free(t.offsets);
-                    as_reader_close(r);
-                    return -1;
+                    goto fail;
                 }
             t.indices = as_malloc((size_t)(t.lookups ? t.lookups : 1) * sizeof *t.indices);
             if (idx.dtype == AS_DT_I32) {
@@ -70,8 +68,7 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                         snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, rec.index, t.id, v);
                         free(t.offsets);
                         free(t.indices);
-                        as_reader_close(r);
-                        return -1;
+                        goto fail;
                     }
                     t.indices[i] = (int32_t)v;
                 }
@@ -81,21 +78,26 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s", as_reader_error(r));
-        as_reader_close(r);
-        return -1;
+        goto fail;
     }
     as_reader_close(r);
+    r = NULL;
+    /* ids are at most AS_MAX_TABLE_ID (as_table_parse): maxid + 1 cannot overflow */
     p->maxid = -1;
     for (int64_t i = 0; i < p->n; i++) if (p->t[i].id > p->maxid) p->maxid = p->t[i].id;
     p->index = as_calloc((size_t)(p->maxid + 1), sizeof *p->index);
     for (int64_t i = 0; i < p->n; i++) {
         if (p->index[p->t[i].id]) {
             snprintf(err, errlen, "%s: table %" PRId64 " appears twice", file, p->t[i].id);
-            return -1;
+            goto fail;
         }
         p->index[p->t[i].id] = i + 1;
     }
     return 0;
+fail:
+    as_reader_close(r);
+    as_bpool_free(p);
+    return -1;
 }
 
 const as_btable *as_bpool_get(const as_bpool *p, int64_t id)

@@ -11,6 +11,7 @@ static struct { const char *name; ut_fn fn; const char *file; } tests[UT_MAX];
 static int ntests;
 static int cur_failed;
 static char tmpdir[256];
+static pid_t tmpdir_owner;
 
 void ut_register(const char *name, ut_fn fn, const char *file)
 {
@@ -71,7 +72,7 @@ const char *ut_fixture(const char *rel)
 
 static void rm_tmpdir(void)
 {
-    if (tmpdir[0]) {
+    if (tmpdir[0] && getpid() == tmpdir_owner) {   /* not in a forked test child that exits */
         char cmd[512];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         if (system(cmd)) { /* best effort */ }
@@ -84,6 +85,7 @@ const char *ut_tmpdir(void)
         const char *t = getenv("TMPDIR");
         snprintf(tmpdir, sizeof tmpdir, "%s/as-unit-XXXXXX", t ? t : "/tmp");
         if (!mkdtemp(tmpdir)) { perror("mkdtemp"); exit(2); }
+        tmpdir_owner = getpid();
         atexit(rm_tmpdir);
     }
     return tmpdir;
