@@ -44,8 +44,7 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
         char e2[512];
         if (as_table_parse(&rec.obj, &t.id, &t.rows, &t.batch, &t.dim, &off, &idx, NULL, 0, e2, sizeof e2)) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, rec.index, e2);
-            as_reader_close(r);
-            return -1;
+            goto fail;
         }
         if (want && (t.id >= want_n || !want[t.id])) continue;
         t.lookups = idx.n;
@@ -56,8 +55,7 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                 if (t.offsets[b + 1] < t.offsets[b]) {
                     snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": offsets decrease at bag %" PRId64, file, rec.index, t.id, b);
                     free(t.offsets);
-                    as_reader_close(r);
-                    return -1;
+                    goto fail;
                 }
             t.indices = as_malloc((size_t)(t.lookups ? t.lookups : 1) * sizeof *t.indices);
             if (idx.dtype == AS_DT_I32) {
@@ -70,8 +68,7 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                         snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, rec.index, t.id, v);
                         free(t.offsets);
                         free(t.indices);
-                        as_reader_close(r);
-                        return -1;
+                        goto fail;
                     }
                     t.indices[i] = (int32_t)v;
                 }
@@ -81,21 +78,26 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s", as_reader_error(r));
-        as_reader_close(r);
-        return -1;
+        goto fail;
     }
     as_reader_close(r);
+    r = NULL;
+    /* ids are at most AS_MAX_TABLE_ID (as_table_parse): maxid + 1 cannot overflow */
     p->maxid = -1;
     for (int64_t i = 0; i < p->n; i++) if (p->t[i].id > p->maxid) p->maxid = p->t[i].id;
     p->index = as_calloc((size_t)(p->maxid + 1), sizeof *p->index);
     for (int64_t i = 0; i < p->n; i++) {
         if (p->index[p->t[i].id]) {
             snprintf(err, errlen, "%s: table %" PRId64 " appears twice", file, p->t[i].id);
-            return -1;
+            goto fail;
         }
         p->index[p->t[i].id] = i + 1;
     }
     return 0;
+fail:
+    as_reader_close(r);
+    as_bpool_free(p);
+    return -1;
 }
 
 const as_btable *as_bpool_get(const as_bpool *p, int64_t id)
@@ -332,13 +334,24 @@ void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as
         }
     }
     const int64_t B = S->tb[0]->batch;
+    {
+        /* the layout keeps dims and their sum in int32: refuse a shard whose dims do not fit
+           (each table's rows and dim were range-checked when its record was read) */
+        int64_t sd = 0;
+        for (int32_t t = 0; t < T; t++) sd += S->tb[t]->dim;
+        if (sd > INT32_MAX) {
+            snprintf(res->error, sizeof res->error, "does not fit: the dims of its tables sum to %" PRId64 " (at most 2^31 - 1)", sd);
+            goto done;
+        }
+    }
     const int64_t wtotal = as_ebg_layout(S->tb, T, S->rows, S->dims, S->w_off, S->d_off);
-    int64_t nidx = 0, fwd_bytes = 0, wpacked = 0, maxn = 0, maxD = 0;
+    int64_t nidx = 0, wpacked = 0, maxn = 0, maxD = 0;
+    double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
     for (int32_t t = 0; t < T; t++) {
         const int64_t L = S->tb[t]->lookups;
         nidx += L;
         wpacked += S->rows[t] * S->dims[t];
-        fwd_bytes += 4 * B * S->dims[t] + 2 * (int64_t)S->dims[t] * L;
+        fwd_bytes += 4.0 * (double)B * S->dims[t] + 2.0 * S->dims[t] * (double)L;
         if (L > maxn) maxn = L;
         if (S->dims[t] > maxD) maxD = S->dims[t];
     }
@@ -346,8 +359,22 @@ void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as
     res->lookups = nidx;
     res->batch = B;
     res->sum_dim = sumD;
-    res->bytes = (uint64_t)wpacked * 2 + (uint64_t)B * (uint64_t)sumD * 8 + (uint64_t)nidx * 4 +
-                 (uint64_t)(T * B + 1) * 8 + (uint64_t)nidx * 16;
+    {
+        /* weights, output + gradient, indices, offsets, the backward's sort buffers; checked
+           products (B comes from a record, only the record cap bounds it) */
+        uint64_t a, b, d, e, tot;
+        int ovf = __builtin_mul_overflow((uint64_t)wpacked, 2, &a) | __builtin_mul_overflow((uint64_t)B, (uint64_t)sumD, &b) |
+                  __builtin_mul_overflow(b, 8, &b) | __builtin_mul_overflow((uint64_t)nidx, 20, &d) |
+                  __builtin_mul_overflow((uint64_t)T, (uint64_t)B, &e) | __builtin_add_overflow(e, 1, &e) |
+                  __builtin_mul_overflow(e, 8, &e) | __builtin_add_overflow(a, b, &tot) | __builtin_add_overflow(tot, d, &tot) |
+                  __builtin_add_overflow(tot, e, &tot);
+        if (ovf || tot > (uint64_t)INT64_MAX) {
+            res->bytes = UINT64_MAX;
+            snprintf(res->error, sizeof res->error, "does not fit: needs more than 2^63 bytes");
+            goto done;
+        }
+        res->bytes = tot;
+    }
     if (!c->cuda && c->max_bytes && res->bytes > c->max_bytes) {
         snprintf(res->error, sizeof res->error, "does not fit: needs %.2f GiB, the budget is %.2f GiB",
                  res->bytes / 1073741824.0, c->max_bytes / 1073741824.0);
@@ -425,7 +452,7 @@ void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as
         as_bench_stats(tot, R, c->trim, &res->cost_ms, &res->median_ms, &res->min_ms, &res->max_ms, &res->rel_std);
         as_bench_stats(fw, R, c->trim, &res->fwd_ms, &d1, &d2, &d3, &d4);
         as_bench_stats(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
-        res->gbps = res->cost_ms > 0 ? 3.0 * (double)fwd_bytes / (res->cost_ms * 1e-3) / 1e9 : 0;
+        res->gbps = res->cost_ms > 0 ? 3.0 * fwd_bytes / (res->cost_ms * 1e-3) / 1e9 : 0;
         res->ok = 1;
         S->last_T = T;
         S->last_B = B;

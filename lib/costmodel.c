@@ -500,20 +500,23 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
         L[i] = (int64_t)x->via.u64;
     }
     if (L[0] != F || L[4] != 1) { snprintf(err, errlen, "cost model record: layers must be [21, H1, H2, H3, 1]"); return -1; }
-    as_costmodel *m = alloc_model((int)L[1], (int)L[2], (int)L[3]);
-    int64_t np;
+    /* the parameter count the layers need, checked against nparams and the params array the
+       record actually carries before anything is allocated (layers alone may ask for 2^35) */
+    as_costmodel shape = { .info = { .h1 = (int)L[1], .h2 = (int)L[2], .h3 = (int)L[3] } };
+    int64_t need = layout(&shape), np;
     as_array a;
     char e2[256];
-    if (as_obj_i64(rec, "nparams", &np) || np != m->nparams) {
+    if (as_obj_i64(rec, "nparams", &np) || np != need) {
         snprintf(err, errlen, "cost model record: nparams does not match layers [21, %d, %d, %d, 1] (%" PRId64 " parameters)",
-                 m->info.h1, m->info.h2, m->info.h3, m->nparams);
-        goto fail;
+                 shape.info.h1, shape.info.h2, shape.info.h3, need);
+        return -1;
     }
-    if (as_obj_array(rec, "params", &a, e2, sizeof e2)) { snprintf(err, errlen, "cost model record: %s", e2); goto fail; }
-    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != m->nparams) {
-        snprintf(err, errlen, "cost model record: params must be float32 [%" PRId64 "]", m->nparams);
-        goto fail;
+    if (as_obj_array(rec, "params", &a, e2, sizeof e2)) { snprintf(err, errlen, "cost model record: %s", e2); return -1; }
+    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != need) {
+        snprintf(err, errlen, "cost model record: params must be float32 [%" PRId64 "]", need);
+        return -1;
     }
+    as_costmodel *m = alloc_model((int)L[1], (int)L[2], (int)L[3]);
     memcpy(m->params, a.data, (size_t)m->nparams * sizeof(float));   /* little-endian host */
     if (as_obj_f64_list(rec, "norm_mean", m->info.mean, 3) || as_obj_f64_list(rec, "norm_std", m->info.std, 3) ||
         as_obj_f64(rec, "y_scale", &m->info.y_scale)) {
@@ -572,8 +575,14 @@ int as_costmodel_load(as_costmodel **out, const char *path, char *err, size_t er
     char e2[512];
     while ((rc = as_reader_next(r, &rec)) == 1) {
         if (!as_rec_is(&rec, "model")) continue;
-        nmodel++;
-        if (m) continue;
+        if (++nmodel > 1) {
+            /* docs/FORMAT.md: a model stream holds one model; two would be ambiguous */
+            snprintf(err, errlen, "%s: record %" PRIu64 ": a second `model` record (a model file holds exactly one)", path, rec.index);
+            as_costmodel_free(m);
+            as_reader_close(r);
+            fclose(f);
+            return -1;
+        }
         if (as_costmodel_read(&m, &rec.obj, e2, sizeof e2)) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
             as_reader_close(r);

@@ -46,24 +46,17 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
 {
     memset(p, 0, sizeof *p);
     p->seed = -1;
-    if (as_obj_i64(rec, "task", &p->task) || as_obj_str(rec, "alg", p->alg, sizeof p->alg) ||
-        as_obj_i64(rec, "shards", &p->K) || p->K < 1 || p->K > 100000000) {
-        snprintf(err, errlen, "plan needs 'task', 'alg' and 'shards' >= 1");
-        return -1;
-    }
-    int64_t na;
-    if (get_ints(rec, "tables", &p->tables, &p->T) || get_ints(rec, "assign", &p->assign, &na) || na != p->T) {
-        snprintf(err, errlen, "plan of task %" PRId64 ": needs integer lists 'tables' and 'assign' of equal length", p->task);
+    as_planrec pr;
+    if (as_planrec_read(rec, &pr, err, errlen)) return -1;
+    p->task = pr.task;
+    p->K = pr.shards;
+    p->T = pr.n;
+    p->tables = pr.tables;
+    p->assign = pr.assign;
+    int unplaced = pr.unplaced > 0;
+    if (!pr.has_task || pr.task < 0 || as_obj_str(rec, "alg", p->alg, sizeof p->alg)) {
+        snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
         goto bad;
-    }
-    int unplaced = 0;
-    for (int64_t i = 0; i < p->T; i++) {
-        if (p->assign[i] < -1 || p->assign[i] >= p->K) {
-            snprintf(err, errlen, "plan of task %" PRId64 ": table %" PRId64 " is assigned to shard %" PRId64 " of %" PRId64,
-                     p->task, p->tables[i], p->assign[i], p->K);
-            goto bad;
-        }
-        if (p->assign[i] < 0) unplaced = 1;
     }
     as_obj_str(rec, "split", p->split, sizeof p->split);
     as_obj_i64(rec, "seed", &p->seed);
@@ -91,9 +84,13 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
             switch (o->type) {
             case MSGPACK_OBJECT_FLOAT32: case MSGPACK_OBJECT_FLOAT64: p->cost[k] = o->via.f64; break;
             case MSGPACK_OBJECT_POSITIVE_INTEGER: p->cost[k] = (double)o->via.u64; break;
-            case MSGPACK_OBJECT_NIL: break;
+            case MSGPACK_OBJECT_NIL: continue;   /* not measured: stays NaN */
             default:
                 snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not a number or nil", p->task, k);
+                goto bad;
+            }
+            if (!isfinite(p->cost[k])) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not finite (an unmeasured shard is nil)", p->task, k);
                 goto bad;
             }
             if (p->cost[k] < 0) {

@@ -1,6 +1,7 @@
 /* featurize.c - table features; see featurize.h. Dimension letters: B batch, E rows. */
 #include "featurize.h"
 #include "common.h"
+#include "reclimits.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -26,14 +27,18 @@ static int64_t get_at(const as_array *a, int64_t i)
 int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_t *batch, int64_t *dim,
                    as_array *offsets, as_array *indices, char *source, size_t srclen, char *err, size_t errlen)
 {
-    int64_t lookups;
-    if (as_obj_i64(rec, "id", id) || *id < 0) { snprintf(err, errlen, "table: missing or bad 'id'"); return -1; }
-    if (as_obj_i64(rec, "rows", rows) || *rows < 1) { snprintf(err, errlen, "table %" PRId64 ": missing or bad 'rows'", *id); return -1; }
-    if (as_obj_i64(rec, "batch", batch) || *batch < 1) { snprintf(err, errlen, "table %" PRId64 ": missing or bad 'batch'", *id); return -1; }
-    if (as_obj_i64(rec, "dim", dim) || *dim < 1) { snprintf(err, errlen, "table %" PRId64 ": missing or bad 'dim'", *id); return -1; }
-    if (as_obj_i64(rec, "lookups", &lookups) || lookups < 0) { snprintf(err, errlen, "table %" PRId64 ": missing or bad 'lookups'", *id); return -1; }
-    if (source && as_obj_str(rec, "source", source, srclen)) source[0] = 0;
+    int64_t lookups, bytes;
     char e2[256];
+    if (as_field_lim(rec, "id", 0, AS_LIM_TABLE_ID, id, e2, sizeof e2)) { snprintf(err, errlen, "table: %s", e2); return -1; }
+    if (as_field_lim(rec, "rows", 1, AS_LIM_ROWS, rows, e2, sizeof e2) ||
+        as_field_i64(rec, "batch", 1, INT64_MAX - 1, batch, e2, sizeof e2) ||
+        as_field_lim(rec, "dim", 1, AS_LIM_DIM, dim, e2, sizeof e2) ||
+        as_field_i64(rec, "lookups", 0, INT64_MAX, &lookups, e2, sizeof e2) ||
+        as_table_bytes(*rows, *dim, 4, &bytes, e2, sizeof e2)) {
+        snprintf(err, errlen, "table %" PRId64 ": %s", *id, e2);
+        return -1;
+    }
+    if (source && as_obj_str(rec, "source", source, srclen)) source[0] = 0;
     if (as_obj_array(rec, "offsets", offsets, e2, sizeof e2) || as_obj_array(rec, "indices", indices, e2, sizeof e2)) {
         snprintf(err, errlen, "table %" PRId64 ": %s", *id, e2);
         return -1;
@@ -76,6 +81,37 @@ int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_
     } \
 } while (0)
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* the access-count bins from a sorted copy of the indices (memory: 8 bytes per lookup);
+   returns the position of the first index outside [0, rows), or -1 */
+static int64_t count_sorted(const as_array *indices, int64_t rows, uint64_t *dist, uint64_t *look)
+{
+    int64_t n = indices->n;
+    uint64_t *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = get_at(indices, i);
+        if ((uint64_t)x >= (uint64_t)rows) { free(v); return i; }
+        v[i] = (uint64_t)x;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_u64);
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i + 1;
+        while (j < n && v[j] == v[i]) j++;
+        uint64_t c = (uint64_t)(j - i);
+        int k = as_count_bin(c);
+        dist[k]++;
+        look[k] += c;
+        i = j;
+    }
+    free(v);
+    return -1;
+}
+
 int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,
                         const as_array *offsets, const as_array *indices, char *err, size_t errlen)
 {
@@ -87,8 +123,12 @@ int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t 
     f->batch = B;
     f->lookups = n;
     f->pooling = B > 0 ? (double)n / (double)B : 0;
-    f->bytes_fp16 = rows * dim * 2;
-    f->bytes_fp32 = rows * dim * 4;
+    if (as_table_bytes(rows, dim, 2, &f->bytes_fp16, err, errlen) || as_table_bytes(rows, dim, 4, &f->bytes_fp32, err, errlen)) {
+        char e2[256];
+        snprintf(e2, sizeof e2, "%s", err);
+        snprintf(err, errlen, "table %" PRId64 ": %s", id, e2);
+        return -1;
+    }
     f->size_gib = (double)f->bytes_fp16 / (double)(1ULL << 30);
     int64_t prev = 0;
     for (int64_t b = 1; b <= B; b++) {
@@ -101,20 +141,27 @@ int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t 
         if (o - prev > f->max_bag) f->max_bag = o - prev;
         prev = o;
     }
-    if (rows > s->cap) {
-        free(s->count);
-        s->count = as_calloc((size_t)rows, sizeof *s->count);
-        s->cap = rows;
-    }
     /* an access count over 2^32 - 1 would wrap: impossible below 2^32 lookups per table */
     if (n >= (int64_t)UINT32_MAX) { snprintf(err, errlen, "table %" PRId64 ": too many lookups", id); return -1; }
-    uint32_t *cnt = s->count;
     uint64_t dist[AS_NBINS] = { 0 }, look[AS_NBINS] = { 0 };
     int64_t bad = -1;
-    do {
-        if (indices->dtype == AS_DT_I32) COUNT_LOOP(int32_t);
-        else COUNT_LOOP(int64_t);
-    } while (0);
+    /* a count per row while that stays small or proportional to the lookups; else sort the
+       indices, so what a table costs is bounded by its record, whatever its `rows` says */
+    int dense = s->mode == 1 || (s->mode == 0 && (rows <= AS_FEAT_DENSE_ROWS || rows / 16 <= n));
+    if (dense) {
+        if (rows > s->cap) {
+            free(s->count);
+            s->count = as_calloc((size_t)rows, sizeof *s->count);
+            s->cap = rows;
+        }
+        uint32_t *cnt = s->count;
+        do {
+            if (indices->dtype == AS_DT_I32) COUNT_LOOP(int32_t);
+            else COUNT_LOOP(int64_t);
+        } while (0);
+    } else {
+        bad = count_sorted(indices, rows, dist, look);
+    }
     if (bad >= 0) {
         snprintf(err, errlen, "table %" PRId64 ": indices[%" PRId64 "] = %" PRId64 " is outside [0, rows = %" PRId64 ")",
                  id, bad, get_at(indices, bad), rows);
@@ -175,23 +222,38 @@ void as_features_write(as_writer *w, const as_features *f)
 int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
-    if (as_obj_i64(rec, "id", &f->id) || as_obj_i64(rec, "dim", &f->dim) || as_obj_i64(rec, "rows", &f->rows) ||
-        as_obj_f64(rec, "pooling", &f->pooling) || as_obj_f64(rec, "size", &f->size_gib) ||
-        as_obj_f64_list(rec, "bins", f->bins, AS_NBINS)) {
-        snprintf(err, errlen, "features record lacks one of id, dim, rows, pooling, size, bins[17]");
+    char e2[256];
+    int64_t v;
+    if (as_field_lim(rec, "id", 0, AS_LIM_TABLE_ID, &f->id, e2, sizeof e2)) {
+        snprintf(err, errlen, "features: %s", e2);
         return -1;
     }
-    if (f->id < 0 || f->dim < 1 || f->rows < 1 || f->pooling < 0 || f->size_gib < 0) {
-        snprintf(err, errlen, "features record %" PRId64 " has an out-of-range id, dim, rows, pooling or size", f->id);
+    /* the fields the planners and models use: range-checked here, once */
+    if (as_field_lim(rec, "dim", 1, AS_LIM_DIM, &f->dim, e2, sizeof e2) ||
+        as_field_lim(rec, "rows", 1, AS_LIM_ROWS, &f->rows, e2, sizeof e2) ||
+        as_table_bytes(f->rows, f->dim, 4, &v, e2, sizeof e2) ||
+        as_field_f64(rec, "pooling", 0, 1e15, &f->pooling, e2, sizeof e2) ||
+        as_field_f64(rec, "size", 0, 1e15, &f->size_gib, e2, sizeof e2) ||
+        as_field_f64_list(rec, "bins", AS_NBINS, 0, 1, f->bins, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "batch", 0, INT64_MAX, &f->batch, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "lookups", 0, INT64_MAX, &f->lookups, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "distinct", 0, INT64_MAX, &f->distinct, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "max_bag", 0, INT64_MAX, &f->max_bag, e2, sizeof e2)) {
+        snprintf(err, errlen, "features of table %" PRId64 ": %s", f->id, e2);
         return -1;
     }
-    as_obj_i64(rec, "batch", &f->batch);
-    as_obj_i64(rec, "lookups", &f->lookups);
-    as_obj_i64(rec, "distinct", &f->distinct);
-    as_obj_i64(rec, "max_bag", &f->max_bag);
-    as_obj_f64_list(rec, "lookup_bins", f->lookup_bins, AS_NBINS);
-    if (as_obj_i64(rec, "bytes_fp16", &f->bytes_fp16)) f->bytes_fp16 = f->rows * f->dim * 2;
-    if (as_obj_i64(rec, "bytes_fp32", &f->bytes_fp32)) f->bytes_fp32 = f->rows * f->dim * 4;
+    if (as_obj_get(rec, "lookup_bins") && as_field_f64_list(rec, "lookup_bins", AS_NBINS, 0, 1, f->lookup_bins, e2, sizeof e2)) {
+        snprintf(err, errlen, "features of table %" PRId64 ": %s", f->id, e2);
+        return -1;
+    }
+    /* weight bytes: as written, or rows x dim x 2 / x 4; never more than the table holds at fp32 */
+    as_table_bytes(f->rows, f->dim, 2, &f->bytes_fp16, e2, sizeof e2);
+    as_table_bytes(f->rows, f->dim, 4, &f->bytes_fp32, e2, sizeof e2);
+    if (as_field_i64_opt(rec, "bytes_fp16", 0, f->bytes_fp32, &f->bytes_fp16, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "bytes_fp32", 0, 2 * f->bytes_fp32, &f->bytes_fp32, e2, sizeof e2)) {
+        snprintf(err, errlen, "features of table %" PRId64 ": %s", f->id, e2);
+        return -1;
+    }
     as_obj_str(rec, "source", f->source, sizeof f->source);
     return 0;
 }

@@ -36,10 +36,14 @@ static inline int as_count_bin(uint64_t c)
     return k < AS_NBINS - 1 ? k : AS_NBINS - 1;
 }
 
-/* reusable scratch: a count per row, kept zero between tables */
+/* reusable scratch: a count per row, kept zero between tables. A table of more rows than
+ * AS_FEAT_DENSE_ROWS and more than 16 per lookup is counted from a sorted copy of its
+ * indices instead (same features; memory bounded by the lookups, not the rows). */
+#define AS_FEAT_DENSE_ROWS ((int64_t)1 << 26)
 typedef struct {
     uint32_t *count;
     int64_t cap;
+    int mode;               /* 0 auto, 1 always the count per row, 2 always sort (tests) */
 } as_feat_scratch;
 
 void as_feat_scratch_free(as_feat_scratch *s);

@@ -3,6 +3,7 @@
 #include "plan.h"
 #include "common.h"
 #include "json.h"
+#include "reclimits.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -248,45 +249,32 @@ static int cmp_i64(const void *a, const void *b)
 int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    if (as_obj_i64(rec, "id", &t->id) || t->id < 0) {
-        snprintf(err, errlen, "task without a non-negative integer 'id'");
+    char e2[512];
+    if (as_field_i64(rec, "id", 0, INT64_MAX, &t->id, e2, sizeof e2)) {
+        snprintf(err, errlen, "task: %s", e2);
         return -1;
     }
-    if (as_obj_i64(rec, "shards", &t->shards) || t->shards < 1 || t->shards > 100000000) {
-        snprintf(err, errlen, "task %" PRId64 ": 'shards' must be an integer >= 1", t->id);
+    int64_t cap = 0;
+    if (as_field_lim(rec, "shards", 1, AS_LIM_SHARDS, &t->shards, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "mem_cap", 0, INT64_MAX, &cap, e2, sizeof e2) ||
+        as_field_table_ids(rec, "tables", &t->tables, &t->ntables, e2, sizeof e2) ||
+        as_check_pairs(t->ntables, t->shards, e2, sizeof e2)) {
+        snprintf(err, errlen, "task %" PRId64 ": %s", t->id, e2);
+        as_ptask_free(t);
         return -1;
     }
-    const msgpack_object *tb = as_obj_get(rec, "tables");
-    if (!tb || tb->type != MSGPACK_OBJECT_ARRAY || tb->via.array.size == 0) {
+    t->mem_cap = (uint64_t)cap;
+    if (t->ntables == 0) {
         snprintf(err, errlen, "task %" PRId64 ": 'tables' must be a non-empty list of table ids", t->id);
+        as_ptask_free(t);
         return -1;
-    }
-    const msgpack_object *mc = as_obj_get(rec, "mem_cap");
-    if (mc && mc->type != MSGPACK_OBJECT_NIL) {
-        int64_t v;
-        if (as_obj_i64(rec, "mem_cap", &v) || v < 0) {
-            snprintf(err, errlen, "task %" PRId64 ": 'mem_cap' must be a non-negative integer (bytes)", t->id);
-            return -1;
-        }
-        t->mem_cap = (uint64_t)v;
     }
     as_obj_str(rec, "split", t->split, sizeof t->split);
-    uint32_t n = tb->via.array.size;
-    t->tables = as_malloc((size_t)n * sizeof *t->tables);
-    for (uint32_t i = 0; i < n; i++) {
-        const msgpack_object *o = &tb->via.array.ptr[i];
-        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > INT64_MAX) {
-            snprintf(err, errlen, "task %" PRId64 ": tables[%u] is not a non-negative integer", t->id, i);
-            as_ptask_free(t);
-            return -1;
-        }
-        t->tables[i] = (int64_t)o->via.u64;
-    }
-    t->ntables = n;
+    int64_t n = t->ntables;
     int64_t *s = as_malloc((size_t)n * sizeof *s);
     memcpy(s, t->tables, (size_t)n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_i64);
-    for (uint32_t i = 1; i < n; i++)
+    qsort(s, (size_t)n, sizeof *s, cmp_i64);
+    for (int64_t i = 1; i < n; i++)
         if (s[i] == s[i - 1]) {
             snprintf(err, errlen, "task %" PRId64 ": table %" PRId64 " is listed twice", t->id, s[i]);
             free(s);
@@ -295,6 +283,48 @@ int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errl
         }
     free(s);
     return 0;
+}
+
+void as_planrec_free(as_planrec *p)
+{
+    free(p->tables);
+    free(p->assign);
+    memset(p, 0, sizeof *p);
+}
+
+int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    p->task = -1;
+    char e2[512];
+    if (as_field_i64_opt(rec, "task", -1, INT64_MAX, &p->task, e2, sizeof e2)) {
+        snprintf(err, errlen, "plan: %s", e2);
+        return -1;
+    }
+    p->has_task = as_obj_get(rec, "task") != NULL;
+    if (as_field_lim(rec, "shards", 1, AS_LIM_SHARDS, &p->shards, e2, sizeof e2) ||
+        as_field_table_ids(rec, "tables", &p->tables, &p->n, e2, sizeof e2) ||
+        as_check_pairs(p->n, p->shards, e2, sizeof e2) ||
+        as_field_assign(rec, "assign", p->n, p->shards, &p->assign, &p->unplaced, e2, sizeof e2)) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": %s", p->task, e2);
+        as_planrec_free(p);
+        return -1;
+    }
+    return 0;
+}
+
+void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
+{
+    int64_t K = p->shards;
+    for (int64_t k = 0; k <= K; k++) start[k] = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->assign[i] >= 0) start[p->assign[i] + 1]++;
+    for (int64_t k = 0; k < K; k++) start[k + 1] += start[k];
+    /* stable: tables of a shard keep their plan order */
+    for (int64_t k = K; k > 0; k--) start[k] = start[k - 1];
+    start[0] = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->assign[i] >= 0) order[start[p->assign[i] + 1]++] = i;
 }
 
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)

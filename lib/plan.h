@@ -122,10 +122,32 @@ typedef struct {
     char split[16];                 /* "train", "test" or "" */
 } as_ptask;
 
-/* parse a task record: tables (distinct ids), shards >= 1, optional mem_cap >= 0 and split.
- * 0 ok, -1 with err */
+/* parse a task record: tables (distinct ids, at most AS_MAX_TABLES, each within
+ * AS_MAX_TABLE_ID), shards in 1..AS_MAX_SHARDS, tables x shards within AS_MAX_PAIRS,
+ * optional mem_cap >= 0 and split. 0 ok, -1 with err */
 int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errlen);
 void as_ptask_free(as_ptask *t);
+
+/* The placement in a `plan` record, as every reader of plans sees it (as-bench, as-costfit
+ * --predict, as-eval): shards within AS_MAX_SHARDS, table ids within the limits, tables x
+ * shards within AS_MAX_PAIRS, assign parallel to tables with each entry a shard in 0..K-1
+ * or -1 (unplaced: an infeasible plan). */
+typedef struct {
+    int64_t task;                   /* -1 when the record has none */
+    int has_task;
+    int64_t shards;                 /* K >= 1 */
+    int64_t n;                      /* T */
+    int64_t *tables;                /* [T] ids, malloc'd */
+    int64_t *assign;                /* [T] shard or -1, malloc'd */
+    int64_t unplaced;               /* entries of assign that are -1 */
+} as_planrec;
+
+/* 0 ok, -1 with err ("plan of task 3: 'shards' = ... exceeds the limit ...") */
+int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t errlen);
+void as_planrec_free(as_planrec *p);
+/* the plan's tables grouped by shard: shard k holds the table positions
+ * order[start[k] .. start[k+1]) in plan order; start[K+1], order[T] (unplaced left out) */
+void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order);
 
 /* what a plan record carries besides the plan itself */
 typedef struct {

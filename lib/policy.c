@@ -835,17 +835,21 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
             snprintf(err, errlen, "policy record: normalisation statistics must be finite, std > 0");
             return -1;
         }
-    as_policy *q = alloc_policy(&d);
+    /* what dims need, checked against nparams and the params the record carries before
+       anything is allocated */
+    as_policy shape = { .d = d };
+    layout(&shape);
     int64_t np;
     as_array a;
     char e2[256];
-    if (get_i64(rec, "nparams", &np, err, errlen)) goto bad;
-    if (np != q->n) { snprintf(err, errlen, "policy record: nparams %" PRId64 " but dims need %" PRId64, np, q->n); goto bad; }
-    if (as_obj_array(rec, "params", &a, e2, sizeof e2)) { snprintf(err, errlen, "policy record: %s", e2); goto bad; }
-    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != q->n) {
-        snprintf(err, errlen, "policy record: params must be float32 [%" PRId64 "]", q->n);
-        goto bad;
+    if (get_i64(rec, "nparams", &np, err, errlen)) return -1;
+    if (np != shape.n) { snprintf(err, errlen, "policy record: nparams %" PRId64 " but dims need %" PRId64, np, shape.n); return -1; }
+    if (as_obj_array(rec, "params", &a, e2, sizeof e2)) { snprintf(err, errlen, "policy record: %s", e2); return -1; }
+    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != shape.n) {
+        snprintf(err, errlen, "policy record: params must be float32 [%" PRId64 "]", shape.n);
+        return -1;
     }
+    as_policy *q = alloc_policy(&d);
     memcpy(q->p, a.data, (size_t)q->n * sizeof *q->p);
     for (int64_t i = 0; i < q->n; i++)
         if (!isfinite(q->p[i])) { snprintf(err, errlen, "policy record: parameter %" PRId64 " is not finite", i); goto bad; }

@@ -4,6 +4,7 @@
 #include "rl.h"
 
 #include "common.h"
+#include "reclimits.h"
 #include "nn.h"
 
 #include <errno.h>
@@ -496,7 +497,8 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
         } else if (as_rec_is(&rec, "rl_buffer")) {
             as_array a1, a2, a3;
             if (as_obj_array(&rec.obj, "off", &a1, e2, sizeof e2) || as_obj_array(&rec.obj, "ids", &a2, e2, sizeof e2) ||
-                as_obj_array(&rec.obj, "cost_ms", &a3, e2, sizeof e2) || a1.n < 1 || a3.n != a1.n - 1) {
+                as_obj_array(&rec.obj, "cost_ms", &a3, e2, sizeof e2) || a1.n < 1 || a3.n != a1.n - 1 ||
+                a1.dtype > AS_DT_U64 || a2.dtype > AS_DT_U64) {
                 snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer record");
                 rc = -2;
                 break;
@@ -510,6 +512,21 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
             int okb = off[0] == 0 && off[nb] == a2.n;
             for (int64_t j = 0; okb && j < nb; j++) okb = off[j] <= off[j + 1];
             if (!okb) { free(off); free(ids); free(cost); snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer offsets"); rc = -2; break; }
+            /* the buffer is the cost model's training data: ids within the limit, costs
+               finite and positive, as for cost records */
+            int64_t maxid = as_limit(AS_LIM_TABLE_ID), badj = -1, badi = -1;
+            for (int64_t i = 0; i < a2.n && badi < 0; i++) if (ids[i] < 0 || ids[i] > maxid) badi = i;
+            for (int64_t j = 0; j < nb && badj < 0; j++) if (!isfinite(cost[j]) || !(cost[j] > 0)) badj = j;
+            if (badi >= 0 || badj >= 0) {
+                if (badi >= 0)
+                    snprintf(e2, sizeof e2, "checkpoint: rl_buffer ids[%" PRId64 "] = %" PRId64 " is not a table id in 0..%" PRId64,
+                             badi, ids[badi], maxid);
+                else
+                    snprintf(e2, sizeof e2, "checkpoint: rl_buffer cost_ms[%" PRId64 "] = %g is not a positive finite cost", badj, cost[badj]);
+                free(off); free(ids); free(cost);
+                rc = -2;
+                break;
+            }
             /* entries keep table ids as -1 - id until as_rl_train resolves them to positions */
             free(st->buf);
             st->cap = nb > 0 ? nb : 1;

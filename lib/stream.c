@@ -3,6 +3,7 @@
 #include "common.h"
 #include "embbag.h"
 #include "output.h"
+#include "reclimits.h"
 
 #include <errno.h>
 #include <math.h>
@@ -40,6 +41,7 @@ struct as_reader {
     msgpack_unpacked up;
     char err[1600];
     size_t rec_cap;
+    uint64_t max_objects;  /* msgpack objects per record (AS_MAX_OBJECTS) */
 };
 
 size_t as_record_cap(void)
@@ -63,6 +65,7 @@ static as_reader *reader_new(FILE *f, const char *name, int own)
     r->zin.src = r->in;
     r->need_header = 1;
     r->rec_cap = as_record_cap();
+    r->max_objects = (uint64_t)as_limit(AS_LIM_OBJECTS);
     msgpack_unpacked_init(&r->up);
     return r;
 }
@@ -173,12 +176,15 @@ static int fill(as_reader *r, size_t want)
 }
 
 /* Scan one msgpack object at p[0..n). Returns its size (>0), 0 if incomplete, or
- * (size_t)-1 if malformed (msg set). Never allocates; nesting limited to 32. */
-static size_t scan(const unsigned char *p, size_t n, size_t cap, const char **msg)
+ * (size_t)-1 if malformed (msg set). Never allocates; nesting limited to 32; at most maxobj
+ * objects (the unpacker spends ~24 bytes on each, so a record of nils would otherwise cost
+ * 24 times its size). */
+static size_t scan(const unsigned char *p, size_t n, size_t cap, uint64_t maxobj, const char **msg)
 {
     uint64_t stack[33];
     int depth = 0;
     uint64_t left = 1;      /* items left at the current level */
+    uint64_t nobj = 0;
     size_t i = 0;
     for (;;) {
         while (left == 0) {
@@ -186,6 +192,7 @@ static size_t scan(const unsigned char *p, size_t n, size_t cap, const char **ms
             left = stack[--depth];
         }
         if (i >= n) return 0;
+        if (++nobj > maxobj) { *msg = "too many msgpack objects"; return (size_t)-2; }
         unsigned b = p[i];
         uint64_t skip = 0, items = 0;
         size_t hdr = 1;
@@ -271,8 +278,11 @@ int as_reader_next(as_reader *r, as_record *rec)
     for (;;) {
         const char *msg = NULL;
         size_t avail = r->len - r->pos;
-        size_t sz = avail ? scan((const unsigned char *)r->buf + r->pos, avail, r->rec_cap, &msg) : 0;
+        size_t sz = avail ? scan((const unsigned char *)r->buf + r->pos, avail, r->rec_cap, r->max_objects, &msg) : 0;
         if (sz == (size_t)-1) return rfail(r, "%s", msg);
+        if (sz == (size_t)-2)
+            return rfail(r, "record holds more than %llu msgpack objects, the limit (%s raises it)",
+                         (unsigned long long)r->max_objects, as_limit_env(AS_LIM_OBJECTS));
         if (sz > 0) break;
         if (avail > r->rec_cap) return rfail(r, "record exceeds the size cap of %zu bytes (set AS_MAX_RECORD to raise it)", r->rec_cap);
         /* grow geometrically so rescans stay linear overall */
@@ -290,7 +300,7 @@ int as_reader_next(as_reader *r, as_record *rec)
     }
     const char *msg = NULL;
     size_t avail = r->len - r->pos;
-    size_t sz = scan((const unsigned char *)r->buf + r->pos, avail, r->rec_cap, &msg);
+    size_t sz = scan((const unsigned char *)r->buf + r->pos, avail, r->rec_cap, r->max_objects, &msg);
     size_t off = 0;
     msgpack_unpacked_destroy(&r->up);
     msgpack_unpacked_init(&r->up);

@@ -111,7 +111,11 @@ int as_tasks_make(const as_task_cfg *c, const int64_t *pool_ids, const int64_t *
                 t->unseen = u;
             }
             t->bytes = 0;
-            for (int64_t k = 0; k < T; k++) { t->tables[k] = pick[k].id; t->bytes += (uint64_t)pick[k].bytes; }
+            for (int64_t k = 0; k < T; k++) {
+                t->tables[k] = pick[k].id;
+                /* saturating: a sum past 2^64 bytes only ever meets "does not fit" below */
+                if (__builtin_add_overflow(t->bytes, (uint64_t)pick[k].bytes, &t->bytes)) t->bytes = UINT64_MAX;
+            }
             qsort(t->tables, (size_t)T, sizeof *t->tables, cmp_i64);
             hashes[i] = set_hash(t->tables, T);
             /* test tasks must differ from every training task (as sets of tables) */
@@ -127,7 +131,9 @@ int as_tasks_make(const as_task_cfg *c, const int64_t *pool_ids, const int64_t *
             }
         }
         if (rc == 0 && c->mem_cap) {
-            uint64_t cap = c->mem_cap, biggest = 0;
+            uint64_t cap = c->mem_cap, biggest = 0, total;
+            /* K x cap past 2^64 bytes holds any task */
+            if (__builtin_mul_overflow(cap, (uint64_t)K, &total)) total = UINT64_MAX;
             int64_t big_id = -1;
             for (int64_t k = 0; k < T; k++)
                 if ((uint64_t)pick[k].bytes > biggest) { biggest = (uint64_t)pick[k].bytes; big_id = pick[k].id; }
@@ -137,9 +143,9 @@ int as_tasks_make(const as_task_cfg *c, const int64_t *pool_ids, const int64_t *
                 human(b, sizeof b, cap);
                 snprintf(err, errlen, "task %" PRId64 ": table %" PRId64 " (%s) is larger than a shard's memory cap (%s)", i, big_id, a, b);
                 rc = -1;
-            } else if (t->bytes > cap * (uint64_t)K) {
+            } else if (t->bytes > total) {
                 human(a, sizeof a, t->bytes);
-                human(b, sizeof b, cap * (uint64_t)K);
+                human(b, sizeof b, total);
                 snprintf(err, errlen, "task %" PRId64 ": its %" PRId64 " tables need %s but %" PRId64 " shards x the cap hold %s",
                          i, T, a, K, b);
                 rc = -1;
@@ -165,7 +171,8 @@ void as_task_write(as_writer *w, const as_task_cfg *c, const as_task *t)
     as_pack_kv_str(pk, "setting", c->unseen_ratio >= 0 ? "transfer" : "standard");
     as_pack_kv_i64(pk, "shards", t->shards);
     as_pack_kv_i64(pk, "mem_cap", (int64_t)c->mem_cap);
-    as_pack_kv_i64(pk, "bytes", (int64_t)t->bytes);
+    as_pack_str(pk, "bytes");
+    msgpack_pack_uint64(pk, t->bytes);
     as_pack_kv_i64(pk, "unseen", t->unseen);
     as_pack_kv_i64(pk, "seed", (int64_t)c->seed);
     as_pack_str(pk, "tables");

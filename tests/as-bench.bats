@@ -79,11 +79,11 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     make_stream "$HDR"'\x81\xa4kind\xa5shard' > "$T/s2.ast"
     run as-bench --tables "$T/pool.ast" $FAST "$T/s2.ast"
     assert_failure 1
-    assert_output --partial "without a 'tables' list"
+    assert_output --partial "record 2: shard: 'tables' must be a list of table ids"
     make_stream "$HDR"'\x84\xa4kind\xa4plan\xa6shards\x02\xa6tables\x92\x00\x01\xa6assign\x92\x00\x05' > "$T/p.ast"
     run as-bench --tables "$T/pool.ast" $FAST "$T/p.ast"
     assert_failure 1
-    assert_output --partial "to shard 5 of 2"
+    assert_output --partial "assign[1] = 5 is not a shard of 0..1"
     head -c 3000 "$T/pool.ast" > "$T/cut.ast"
     make_stream "$HDR$SHARD" > "$T/ok.ast"
     run as-bench --tables "$T/cut.ast" $FAST "$T/ok.ast"

@@ -2,6 +2,8 @@
  * + exact SGD, on a CUDA GPU or the CPU, with the paper's protocol. Writes `cost` records
  * (the cost model's training data) and passes plans on annotated with per-shard costs. */
 #include "bench.h"
+#include "plan.h"
+#include "reclimits.h"
 #include "cli.h"
 #include "common.h"
 #include "device.h"
@@ -102,27 +104,6 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
-}
-
-/* a list of non-negative ints; allow_unplaced also accepts -1 (a plan's unplaced table) */
-static int get_list(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n, int allow_unplaced)
-{
-    const msgpack_object *o = as_obj_get(rec, key);
-    if (!o || o->type != MSGPACK_OBJECT_ARRAY) return -1;
-    *n = o->via.array.size;
-    *ids = as_malloc((size_t)(*n ? *n : 1) * sizeof **ids);
-    for (int64_t i = 0; i < *n; i++) {
-        const msgpack_object *x = &o->via.array.ptr[i];
-        if (allow_unplaced && x->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && x->via.i64 == -1) { (*ids)[i] = -1; continue; }
-        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > INT64_MAX) { free(*ids); return -1; }
-        (*ids)[i] = (int64_t)x->via.u64;
-    }
-    return 0;
-}
-
-static int get_ids(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n)
-{
-    return get_list(rec, key, ids, n, 0);
 }
 
 int main(int argc, char **argv)
@@ -295,23 +276,17 @@ int main(int argc, char **argv)
                 if (as_rec_is(&rec, "header")) continue;
                 int kind = as_rec_is(&rec, "plan") ? 1 : as_rec_is(&rec, "shard") ? 2 : 0;
                 if (kind) {
-                    int64_t *ids, n;
-                    if (get_ids(&rec.obj, "tables", &ids, &n))
-                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s without a 'tables' list of ids", as_reader_name(r), rec.index,
-                               kind == 1 ? "plan" : "shard");
+                    /* every field checked here, once: the loop below re-reads records that passed */
+                    char e2[768];
+                    as_planrec pr;
+                    int64_t *ids = NULL, n = 0;
+                    if (kind == 1 ? as_planrec_read(&rec.obj, &pr, e2, sizeof e2)
+                                  : as_field_table_ids(&rec.obj, "tables", &ids, &n, e2, sizeof e2))
+                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s%s", as_reader_name(r), rec.index, kind == 1 ? "" : "shard: ", e2);
+                    if (kind == 1) { ids = pr.tables; n = pr.n; }
                     for (int64_t i = 0; i < n; i++) if (ids[i] > maxid) maxid = ids[i];
-                    if (kind == 1) {
-                        int64_t *as, na, K;
-                        if (get_list(&rec.obj, "assign", &as, &na, 1) || na != n || as_obj_i64(&rec.obj, "shards", &K) || K < 1)
-                            as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": plan needs 'shards' and an 'assign' list as long as 'tables'",
-                                   as_reader_name(r), rec.index);
-                        for (int64_t i = 0; i < na; i++)
-                            if (as[i] >= K)
-                                as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": plan assigns table %" PRId64 " to shard %" PRId64 " of %" PRId64,
-                                       as_reader_name(r), rec.index, ids[i], as[i], K);
-                        free(as);
-                    }
-                    free(ids);
+                    if (kind == 1) as_planrec_free(&pr);
+                    else free(ids);
                     nunits++;
                 }
                 if (nin == capin) { capin = capin ? 2 * capin : 64; in = as_realloc(in, (size_t)capin * sizeof *in); }
@@ -342,7 +317,8 @@ int main(int argc, char **argv)
             size_t off = 0;
             msgpack_unpack_next(&up, in[i].raw, in[i].len, &off);
             int64_t *ids, n;
-            get_ids(&up.data, "tables", &ids, &n);
+            char e2[512];
+            if (as_field_table_ids(&up.data, "tables", &ids, &n, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
             for (int64_t j = 0; j < n; j++) want[ids[j]] = 1;
             free(ids);
             msgpack_unpacked_destroy(&up);
@@ -387,25 +363,30 @@ int main(int argc, char **argv)
             msgpack_unpack_next(&up, in[i].raw, in[i].len, &off);
             const msgpack_object *rec = &up.data;
             int64_t *ids, n, task = -1, sid = -1;
-            get_ids(rec, "tables", &ids, &n);
+            char e2[768];
             as_obj_i64(rec, "task", &task);
             if (in[i].kind == 2) {
+                if (as_field_table_ids(rec, "tables", &ids, &n, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
                 as_obj_i64(rec, "id", &sid);
                 as_bench_session_run(sess, ids, n, &res);
                 write_cost(w, ids, n, &res, "shard", task, NULL, sid);
+                free(ids);
             } else {
-                int64_t *as, na, K;
+                as_planrec pr;
                 char alg[64] = "";
-                get_list(rec, "assign", &as, &na, 1);   /* -1: unplaced (an infeasible plan): not measured */
-                as_obj_i64(rec, "shards", &K);
+                if (as_planrec_read(rec, &pr, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
                 as_obj_str(rec, "alg", alg, sizeof alg);
+                /* shard by shard: the tables placed on it (-1: unplaced, not measured) */
+                const int64_t K = pr.shards;
+                int64_t *start = as_malloc((size_t)(K + 1) * sizeof *start), *order = as_malloc((size_t)(pr.n ? pr.n : 1) * sizeof *order);
+                as_planrec_group(&pr, start, order);
                 double *cost = as_malloc((size_t)K * sizeof *cost);
                 int *ok = as_malloc((size_t)K * sizeof *ok);
-                int64_t *sh = as_malloc((size_t)(n ? n : 1) * sizeof *sh);
+                int64_t *sh = as_malloc((size_t)(pr.n ? pr.n : 1) * sizeof *sh);
                 char dev[128] = "";
                 for (int64_t k = 0; k < K; k++) {
                     int64_t m = 0;
-                    for (int64_t j = 0; j < n; j++) if (as[j] == k) sh[m++] = ids[j];
+                    for (int64_t q = start[k]; q < start[k + 1]; q++) sh[m++] = pr.tables[order[q]];
                     if (m == 0) { cost[k] = 0; ok[k] = 1; continue; }   /* an empty shard costs nothing */
                     as_bench_session_run(sess, sh, m, &res);
                     cost[k] = res.cost_ms;
@@ -433,9 +414,9 @@ int main(int argc, char **argv)
                 as_pack_kv_str(pk, "cost_device", dev);
                 as_pack_kv_str(pk, "cost_kind", "measured");
                 as_writer_end_record(w);
-                free(as); free(cost); free(ok); free(sh);
+                free(cost); free(ok); free(sh); free(start); free(order);
+                as_planrec_free(&pr);
             }
-            free(ids);
             msgpack_unpacked_destroy(&up);
             as_progress_update(&p, (double)++done);
         }

@@ -6,6 +6,8 @@
 #include "costmodel.h"
 #include "featurize.h"
 #include "nn.h"
+#include "plan.h"
+#include "reclimits.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -57,9 +59,11 @@ static const char HELP[] =
     "      --predict MODEL    read `features` records and `shard`, `cost` and `plan` records;\n"
     "                         write every record back in order, shards and costs with\n"
     "                         `pred_ms` added, plans with `pred_ms` per shard and\n"
-    "                         `pred_max_ms`\n"
+    "                         `pred_max_ms`; an infeasible plan's shards are predicted from\n"
+    "                         the tables placed on them and its `pred_max_ms` is nil\n"
     "\n"
-    "Cost records with an error or no cost_ms are skipped (counted on stderr). A cost or shard\n"
+    "Cost records with an error or no cost_ms are skipped (counted on stderr); a cost_ms that\n"
+    "is not a finite number above 0 is bad data (exit 1). A cost or shard\n"
     "whose tables have no `features` record is an error (exit 1).\n";
 
 enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
@@ -146,23 +150,6 @@ static int64_t ftab_find(const ftab *t, int64_t id)
         else hi = mid - 1;
     }
     return -1;
-}
-
-/* a msgpack array of non-negative ints; 0 ok */
-static int get_ids(const msgpack_object *rec, const char *key, int64_t **ids, int64_t *n)
-{
-    const msgpack_object *o = as_obj_get(rec, key);
-    *ids = NULL;
-    *n = 0;
-    if (!o || o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > 10000000) return -1;
-    *n = o->via.array.size;
-    *ids = as_malloc((size_t)(*n + 1) * sizeof **ids);
-    for (int64_t i = 0; i < *n; i++) {
-        const msgpack_object *x = &o->via.array.ptr[i];
-        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 > INT64_MAX) { free(*ids); *ids = NULL; return -1; }
-        (*ids)[i] = (int64_t)x->via.u64;
-    }
-    return 0;
 }
 
 /* ---- metrics ---------------------------------------------------------------------------------- */
@@ -330,14 +317,19 @@ static void predict_mode(as_cli *cli, const char *model_path, char **files, int 
         const char *fname = input_name(files[raw.file[i]]);
         int is_shard = as_obj_streq(kind, "shard"), is_cost = as_obj_streq(kind, "cost"), is_plan = as_obj_streq(kind, "plan");
         if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, p, len); continue; }
-        int64_t *ids, n;
-        if (get_ids(o, "tables", &ids, &n)) {
+        /* every field range-checked by the shared readers (lib/reclimits.h, lib/plan.h) */
+        int64_t *ids = NULL, n = 0;
+        as_planrec pr;
+        char e2[768];
+        if (is_plan ? as_planrec_read(o, &pr, e2, sizeof e2) : as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2)) {
             as_writer_abort(w);
-            as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": `tables` must be an array of table ids", fname, raw.rec[i]);
+            as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s%s", fname, raw.rec[i], is_plan ? "" : is_shard ? "shard: " : "cost: ", e2);
         }
-        const as_features **f = lookup(&ft, ids, n, fname, raw.rec[i], w);
-        msgpack_packer *pk = as_writer_pk(w);
+        const as_features **f = NULL;
+        msgpack_packer *pk;
         if (!is_plan) {
+            f = lookup(&ft, ids, n, fname, raw.rec[i], w);
+            pk = as_writer_pk(w);
             static const char *const skip[] = { "pred_ms" };
             int kept;
             copy_except(NULL, o, skip, 1, &kept);
@@ -349,24 +341,15 @@ static void predict_mode(as_cli *cli, const char *model_path, char **files, int 
             as_pack_kv_f64(pk, "pred_ms", y);
             if (is_shard) nshard++; else ncost++;
         } else {
-            int64_t *assign, na, K;
-            if (get_ids(o, "assign", &assign, &na) || na != n || as_obj_i64(o, "shards", &K) || K < 1 || K > 10000000) {
-                as_writer_abort(w);
-                as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": a plan needs `shards` and `assign` parallel to `tables`", fname, raw.rec[i]);
-            }
-            int64_t *cnt = as_calloc((size_t)K + 1, sizeof *cnt);
-            for (int64_t j = 0; j < n; j++) {
-                if (assign[j] >= K) {
-                    as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": assign[%" PRId64 "] = %" PRId64 " is not below shards = %" PRId64,
-                           fname, raw.rec[i], j, assign[j], K);
-                }
-                cnt[assign[j] + 1]++;
-            }
-            for (int64_t k = 0; k < K; k++) cnt[k + 1] += cnt[k];
-            const as_features **g = as_malloc((size_t)(n + 1) * sizeof *g);
-            int64_t *fill = as_calloc((size_t)K, sizeof *fill);
-            for (int64_t j = 0; j < n; j++) g[cnt[assign[j]] + fill[assign[j]]++] = f[j];
+            /* an infeasible plan (assign -1, as-plan writes them) is predicted too: each shard
+               from the tables placed on it; the plan's maximum is nil, as it has no cost */
+            const int64_t K = pr.shards;
+            int64_t *start = as_malloc((size_t)(K + 1) * sizeof *start), *order = as_malloc((size_t)(pr.n + 1) * sizeof *order);
+            as_planrec_group(&pr, start, order);
+            int64_t *placed = as_malloc((size_t)(pr.n + 1) * sizeof *placed);
+            for (int64_t q = 0; q < start[K]; q++) placed[q] = pr.tables[order[q]];
+            const as_features **g = lookup(&ft, placed, start[K], fname, raw.rec[i], w);
+            pk = as_writer_pk(w);
             static const char *const skip[] = { "pred_ms", "pred_max_ms" };
             int kept;
             copy_except(NULL, o, skip, 2, &kept);
@@ -376,16 +359,19 @@ static void predict_mode(as_cli *cli, const char *model_path, char **files, int 
             msgpack_pack_array(pk, (size_t)K);
             double mx = 0, t1 = as_now();
             for (int64_t k = 0; k < K; k++) {
-                double y = as_costmodel_predict(m, (const as_features *const *)(g + cnt[k]), (int)(cnt[k + 1] - cnt[k]));
+                double y = as_costmodel_predict(m, (const as_features *const *)(g + start[k]), (int)(start[k + 1] - start[k]));
                 if (y > mx) mx = y;
                 msgpack_pack_double(pk, y);
             }
             tpred += as_now() - t1;
-            as_pack_kv_f64(pk, "pred_max_ms", mx);
-            free(cnt);
+            as_pack_str(pk, "pred_max_ms");
+            if (pr.unplaced) msgpack_pack_nil(pk);
+            else msgpack_pack_double(pk, mx);
+            free(start);
+            free(order);
+            free(placed);
             free(g);
-            free(fill);
-            free(assign);
+            as_planrec_free(&pr);
             nplan++;
         }
         as_writer_end_record(w);
@@ -533,14 +519,21 @@ int main(int argc, char **argv)
                 ftab_add(&ft, &f);
             } else if (as_rec_is(&rec, "cost")) {
                 costrec c = { 0 };
-                const msgpack_object *e = as_obj_get(&rec.obj, "error");
-                if ((e && e->type != MSGPACK_OBJECT_NIL) || as_obj_f64(&rec.obj, "cost_ms", &c.cost) || !isfinite(c.cost) || c.cost < 0) {
-                    nskipped++;
+                const msgpack_object *e = as_obj_get(&rec.obj, "error"), *cm = as_obj_get(&rec.obj, "cost_ms");
+                if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) {
+                    nskipped++;   /* not measured */
                     continue;
                 }
-                if (get_ids(&rec.obj, "tables", &c.ids, &c.n)) {
+                /* a measured cost is training data: finite and positive, or the input is bad */
+                char e2[768];
+                int bad = as_field_f64(&rec.obj, "cost_ms", -INFINITY, INFINITY, &c.cost, e2, sizeof e2);
+                if (!bad && !(c.cost > 0)) {
+                    snprintf(e2, sizeof e2, "'cost_ms' = %g is not a positive cost", c.cost);
+                    bad = 1;
+                }
+                if (bad || as_field_table_ids(&rec.obj, "tables", &c.ids, &c.n, e2, sizeof e2)) {
                     as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": `tables` must be an array of table ids", as_reader_name(r), rec.index);
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec.index, e2);
                 }
                 if (c.n == 0) { nempty++; free(c.ids); continue; }
                 if (as_obj_f64(&rec.obj, "rel_std", &c.rel_std)) c.rel_std = NAN;

@@ -268,7 +268,7 @@ int main(int argc, char **argv)
     if (want_plans) {
         if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
         if (model_path) {
-            qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+            if (nfeat) qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);   /* feat is NULL when there are none */
             for (int64_t j = 0; j < np; j++) {
                 as_eval_plan *q = &pl[j];
                 const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
                     for (int64_t i = 0; i < q->T; i++) {
                         if (q->assign[i] != k) continue;
                         as_features key = { .id = q->tables[i] };
-                        sh[m] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+                        sh[m] = nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL;
                         if (!sh[m])
                             as_die(AS_EXIT_DATA, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
                                    q->task, q->alg, q->tables[i]);

@@ -91,7 +91,10 @@ int main(int argc, char **argv)
     char **files = optind < argc ? argv + optind : none;
     int nfiles = optind < argc ? argc - optind : 1;
     int64_t npool = 0, cap = 1024;
-    int64_t *ids = as_malloc((size_t)cap * sizeof *ids), *bytes = as_malloc((size_t)cap * sizeof *bytes);
+    /* static: still reachable when a bad record ends the run through as_die (no leak report) */
+    static int64_t *ids, *bytes;
+    ids = as_malloc((size_t)cap * sizeof *ids);
+    bytes = as_malloc((size_t)cap * sizeof *bytes);
     as_feat_scratch scratch = { 0 };
     as_progress p;
     as_progress_start(&p, &cli, "records", 0);

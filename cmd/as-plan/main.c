@@ -261,7 +261,7 @@ int main(int argc, char **argv)
         const as_features **tf_ = as_malloc((size_t)t->ntables * sizeof *tf_);
         for (int64_t i = 0; i < t->ntables; i++) {
             as_features key = { .id = t->tables[i] };
-            tf_[i] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+            tf_[i] = (nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL);
             if (!tf_[i]) {
                 if (w) as_writer_abort(w);
                 as_die(AS_EXIT_DATA, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id, t->tables[i]);

@@ -272,7 +272,7 @@ int main(int argc, char **argv)
         as_reader_close(r);
     }
     if (!ntask) as_die(AS_EXIT_DATA, "no training task records in the input (make them with as-features --tasks)");
-    qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+    if (nfeat) qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);   /* feat is NULL when there are none */
     int64_t u = 0;
     for (int64_t i = 0; i < nfeat; i++) {
         if (u && feat[u - 1].id == feat[i].id) continue;
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
         rt[ti].t = as_malloc((size_t)(t->ntables ? t->ntables : 1) * sizeof *rt[ti].t);
         for (int64_t i = 0; i < t->ntables; i++) {
             as_features key = { .id = t->tables[i] };
-            rt[ti].t[i] = bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat);
+            rt[ti].t[i] = (nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL);
             if (!rt[ti].t[i])
                 as_die(AS_EXIT_DATA, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id, t->tables[i]);
         }

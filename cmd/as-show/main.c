@@ -21,6 +21,61 @@ static const char HELP[] =
 
 enum { OPT_FULL = AS_OPT_TOOL_BASE, OPT_HEAD, OPT_NOHEADER };
 
+/* -c: records per kind, in order of first appearance, for any number of kinds of any
+ * length (an open-addressing table of positions; kind names are copied whole) */
+typedef struct { char *name; size_t len; uint64_t n; } kind_count;
+typedef struct {
+    kind_count *k;
+    size_t n, cap;
+    size_t *slot;          /* position + 1, 0 = empty; nslot a power of two */
+    size_t nslot;
+} kind_counts;
+
+static uint64_t kind_hash(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a */
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 0x100000001b3ULL; }
+    return h;
+}
+
+static void kind_count_add(kind_counts *c, const char *name, size_t len)
+{
+    if (2 * (c->n + 1) > c->nslot) {
+        size_t ns = c->nslot ? 2 * c->nslot : 64;
+        free(c->slot);
+        c->slot = as_calloc(ns, sizeof *c->slot);
+        c->nslot = ns;
+        for (size_t i = 0; i < c->n; i++) {
+            size_t j = kind_hash(c->k[i].name, c->k[i].len) & (ns - 1);
+            while (c->slot[j]) j = (j + 1) & (ns - 1);
+            c->slot[j] = i + 1;
+        }
+    }
+    size_t j = kind_hash(name, len) & (c->nslot - 1);
+    for (; c->slot[j]; j = (j + 1) & (c->nslot - 1)) {
+        kind_count *k = &c->k[c->slot[j] - 1];
+        if (k->len == len && !memcmp(k->name, name, len)) { k->n++; return; }
+    }
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->k = as_realloc(c->k, c->cap * sizeof *c->k);
+    }
+    kind_count *k = &c->k[c->n];
+    k->name = as_malloc(len + 1);
+    memcpy(k->name, name, len);
+    k->name[len] = 0;
+    k->len = len;
+    k->n = 1;
+    c->slot[j] = ++c->n;
+}
+
+static void kind_counts_free(kind_counts *c)
+{
+    for (size_t i = 0; i < c->n; i++) free(c->k[i].name);
+    free(c->k);
+    free(c->slot);
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
@@ -56,8 +111,7 @@ int main(int argc, char **argv)
     char *none[] = { "-" };
     char **files = optind < argc ? argv + optind : none;
     int nfiles = optind < argc ? argc - optind : 1;
-    struct { char name[64]; uint64_t n; } counts[256];
-    int ncounts = 0;
+    kind_counts counts = { 0 };
     for (int fi = 0; fi < nfiles; fi++) {
         as_reader *r = as_reader_open(files[fi]);
         if (!r) exit(AS_EXIT_DATA);
@@ -71,17 +125,7 @@ int main(int argc, char **argv)
                 if (!want) continue;
             }
             if (count) {
-                int i;
-                for (i = 0; i < ncounts; i++)
-                    if (strlen(counts[i].name) == rec.kindlen && !memcmp(counts[i].name, rec.kind, rec.kindlen)) break;
-                if (i == ncounts && ncounts < 256) {
-                    size_t n = rec.kindlen < 63 ? rec.kindlen : 63;
-                    memcpy(counts[i].name, rec.kind, n);
-                    counts[i].name[n] = 0;
-                    counts[i].n = 0;
-                    ncounts++;
-                }
-                if (i < ncounts) counts[i].n++;
+                kind_count_add(&counts, rec.kind, rec.kindlen);
                 continue;
             }
             as_json_print(out, &rec.obj, full, head);
@@ -94,7 +138,11 @@ int main(int argc, char **argv)
         }
         as_reader_close(r);
     }
-    for (int i = 0; i < ncounts; i++) fprintf(out, "%s\t%llu\n", counts[i].name, (unsigned long long)counts[i].n);
+    for (size_t i = 0; i < counts.n; i++) {
+        fwrite(counts.k[i].name, 1, counts.k[i].len, out);
+        fprintf(out, "\t%llu\n", (unsigned long long)counts.k[i].n);
+    }
+    kind_counts_free(&counts);
     as_cli_close_text(&cli, out);
     return 0;
 }

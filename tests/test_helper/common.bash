@@ -63,3 +63,9 @@ assert_killed_intact() {
     cmp -s "$dest" "$old" || fail "$dest changed: $(head -c 200 "$dest")"
     [ -z "$(compgen -G "$dest.tmp.*")" ] || fail "temporaries left: $(compgen -G "$dest.tmp.*")"
 }
+
+# a stream of hand-made records: the header, then one record per Python expression (see
+# tests/test_helper/mp.py: arr(), u64(), nils(), nan, inf), compressed with zstd
+mp_stream() {
+    { printf "$HDR"; python3 "$ROOT/tests/test_helper/mp.py" "$@"; } | zstd -q -c
+}

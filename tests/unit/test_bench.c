@@ -314,3 +314,23 @@ TEST(bench_tally_and_summary)
     as_bench_session_free(S);
     as_bpool_free(&p);
 }
+
+/* dims whose sum passes int32 (the layout's type): refused, never wrapped (issue 11) */
+TEST(bench_session_dims_sum_overflow)
+{
+    as_bpool p;
+    int64_t dims[1] = { ((int64_t)1 << 30) + 5 }, rows[1] = { 1 };
+    mk_pool(&p, 2, 1, dims, rows, 1, 0, 5);
+    as_bench_cfg c = cpu_cfg();
+    char err[256] = "";
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    if (!S) return;
+    as_bench_result r;
+    int64_t both[2] = { 10, 11 };
+    as_bench_session_run(S, both, 2, &r);
+    CHECK(!r.ok);
+    CHECK(strstr(r.error, "the dims of its tables sum to 2147483658") != NULL);
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}

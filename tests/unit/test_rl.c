@@ -249,3 +249,62 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     as_costmodel_free(cm2);
     as_costmodel_free(cm);
 }
+
+/* copy checkpoint src to dst with its rl_buffer record replaced by one shard of table id
+   `id` costing `cost` ms */
+static void rewrite_buffer(const char *src, const char *dst, int64_t id, double cost)
+{
+    as_reader *r = as_reader_open(src);
+    as_writer *w = as_writer_open(dst, 0, 0);
+    as_record rec;
+    while (as_reader_next(r, &rec) == 1)
+        if (!as_rec_is(&rec, "rl_buffer")) as_writer_raw(w, rec.raw, rec.rawlen);
+    as_reader_close(r);
+    msgpack_packer *pk = as_writer_pk(w);
+    int64_t off[2] = { 0, 1 }, s2[1] = { 2 }, s1[1] = { 1 };
+    msgpack_pack_map(pk, 4);
+    as_pack_kv_str(pk, "kind", "rl_buffer");
+    as_pack_kv_array(pk, "off", AS_DT_I64, off, 1, s2);
+    as_pack_kv_array(pk, "ids", AS_DT_I64, &id, 1, s1);
+    as_pack_kv_array(pk, "cost_ms", AS_DT_F64, &cost, 1, s1);
+    as_writer_end_record(w);
+    as_writer_close(w);
+}
+
+/* the buffer is the cost model's training data: a negative or non-finite cost, or a table id
+   out of range, makes the checkpoint bad data (issue 11) */
+TEST(rl_checkpoint_buffer_costs_checked)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_costmodel *cm = additive_model();
+    as_rl_task task = { 0, fp, N, K, 0 };
+    char err[512], ck[512], bad[512];
+    snprintf(ck, sizeof ck, "%s/rlb.ckpt", ut_tmpdir());
+    snprintf(bad, sizeof bad, "%s/rlb-bad.ckpt", ut_tmpdir());
+    as_policy *p = as_policy_new(cm, 3);
+    as_rl_cfg c = base_cfg(f, 16, 3);
+    c.ckpt = ck;
+    c.halt_after = 8;
+    CHECK_EQ_I64(as_rl_train(p, cm, &task, 1, &c, NULL, err, sizeof err), 1);
+    as_policy *q = NULL;
+    as_costmodel *qm = NULL;
+    as_rl_state *st = NULL;
+    const double costs[4] = { -1.5, 0, NAN, INFINITY };
+    for (int i = 0; i < 4; i++) {
+        rewrite_buffer(ck, bad, 2, costs[i]);
+        CHECK(as_rl_load_checkpoint(bad, &q, &qm, &st, err, sizeof err) == -1);
+        CHECK(strstr(err, "rl_buffer cost_ms[0]") != NULL);
+    }
+    rewrite_buffer(ck, bad, -5, 2.0);
+    CHECK(as_rl_load_checkpoint(bad, &q, &qm, &st, err, sizeof err) == -1);
+    CHECK(strstr(err, "rl_buffer ids[0] = -5") != NULL);
+    rewrite_buffer(ck, bad, 2, 2.0);
+    CHECK(as_rl_load_checkpoint(bad, &q, &qm, &st, err, sizeof err) == 0);
+    as_rl_state_free(st);
+    as_policy_free(q);
+    as_costmodel_free(qm);
+    as_policy_free(p);
+    as_costmodel_free(cm);
+}

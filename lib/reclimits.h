@@ -1,0 +1,78 @@
+/* reclimits.h - what one record may make, and the range-checked reading of record fields.
+ *
+ * Every field a record carries is checked once, when the record is parsed, by the parser of
+ * its kind (featurize.c: table, features; plan.c: task, plan, shard lists; costmodel.c:
+ * model; policy.c: policy; rl.c: rl_buffer; eval.c: plan costs), through the getters below,
+ * so a number that would overflow an allocation size or a product later is refused as bad
+ * data (exit 1) with a message naming the field; the caller adds the input and the record.
+ *
+ * The limits bound what one (small) record can make a tool allocate or loop over. Each has
+ * a default and an environment variable that changes it (up to a hard maximum, which keeps
+ * the products of fields inside int64); docs/FORMAT.md lists them. Dimension letters: T
+ * tables, K shards, E rows, D dim.
+ */
+#ifndef AS_RECLIMITS_H
+#define AS_RECLIMITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <msgpack.h>
+
+typedef enum {
+    AS_LIM_TABLE_ID,    /* largest table id (ids index dense per-pool arrays) */
+    AS_LIM_TABLES,      /* T: tables in one task, plan, shard or cost record */
+    AS_LIM_SHARDS,      /* K: shards of one task or plan */
+    AS_LIM_PAIRS,       /* T x K of one task or plan */
+    AS_LIM_ROWS,        /* E: rows of one table */
+    AS_LIM_DIM,         /* D: dim of one table */
+    AS_LIM_OBJECTS,     /* msgpack objects in one record (the unpacker needs ~24 bytes each) */
+    AS_LIM_COUNT
+} as_limit_id;
+
+/* rows x dim of one table (weight elements), fixed: keeps the weight bytes of a task (at
+ * most 2^20 tables of 2^40 fp32 elements) inside int64 */
+#define AS_MAX_TABLE_ELEMENTS ((int64_t)1 << 40)
+
+/* the limit in force (the default, or the environment's value; an environment value that is
+ * not a count in 1..hard maximum is a usage error: exit 2) */
+int64_t as_limit(as_limit_id l);
+int64_t as_limit_default(as_limit_id l);
+int64_t as_limit_hard(as_limit_id l);
+const char *as_limit_env(as_limit_id l);     /* "AS_MAX_SHARDS", ... */
+const char *as_limit_what(as_limit_id l);    /* "shards per task or plan", ... */
+/* tests: forget the cached values so a changed environment is read again */
+void as_limit_reset(void);
+
+/* ---- range-checked fields: 0 ok; -1 with err ("'rows' = 5 is outside 1..4") ------------ */
+
+/* a required integer field in [lo, hi] */
+int as_field_i64(const msgpack_object *map, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                 char *err, size_t errlen);
+/* a required integer field in [lo, as_limit(l)]; the message names the limit's variable */
+int as_field_lim(const msgpack_object *map, const char *key, int64_t lo, as_limit_id l, int64_t *out,
+                 char *err, size_t errlen);
+/* an optional integer field (absent or nil: *out untouched, returns 0) in [lo, hi] */
+int as_field_i64_opt(const msgpack_object *map, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                     char *err, size_t errlen);
+/* a required number (ints accepted), finite and in [lo, hi] */
+int as_field_f64(const msgpack_object *map, const char *key, double lo, double hi, double *out,
+                 char *err, size_t errlen);
+/* a msgpack array of exactly n finite numbers in [lo, hi] */
+int as_field_f64_list(const msgpack_object *map, const char *key, int n, double lo, double hi, double *out,
+                      char *err, size_t errlen);
+/* a msgpack array of at most AS_LIM_TABLES table ids, each in 0..AS_LIM_TABLE_ID; *ids is
+ * malloc'd (at least one element) */
+int as_field_table_ids(const msgpack_object *map, const char *key, int64_t **ids, int64_t *n,
+                       char *err, size_t errlen);
+/* a plan's assignment: a msgpack array of exactly n ints, each a shard in 0..K-1 or -1
+ * (unplaced); *out malloc'd; *unplaced counts the -1 */
+int as_field_assign(const msgpack_object *map, const char *key, int64_t n, int64_t K, int64_t **out,
+                    int64_t *unplaced, char *err, size_t errlen);
+
+/* the weight bytes of a table of rows x dim elements of elt bytes; -1 (err set) when rows,
+ * dim or their product is out of range. The one place rows x dim is multiplied. */
+int as_table_bytes(int64_t rows, int64_t dim, int64_t elt, int64_t *out, char *err, size_t errlen);
+/* T x K of a task or plan within AS_LIM_PAIRS; -1 with err */
+int as_check_pairs(int64_t T, int64_t K, char *err, size_t errlen);
+
+#endif
