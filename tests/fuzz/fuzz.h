@@ -36,4 +36,29 @@ static inline int fz_memfd(const uint8_t *data, size_t size, char *path, size_t 
     return fd;
 }
 
+/* Stream inputs start with a mode byte, so that mutations reach the records and not only
+ * the compressed framing: odd = the rest is the stream as it is (zstd frames); even = the
+ * rest is raw msgpack records, compressed here (zstd level 1) into one frame. Returns a
+ * malloc'd buffer (free it) and its length in *outn; NULL when out of memory. */
+#include <stdlib.h>
+#include <zstd.h>
+static inline uint8_t *fz_stream_bytes(const uint8_t *data, size_t size, size_t *outn)
+{
+    const uint8_t *p = size ? data + 1 : data;
+    size_t n = size ? size - 1 : 0;
+    if (!size || (data[0] & 1)) {
+        uint8_t *b = malloc(n ? n : 1);
+        if (b && n) memcpy(b, p, n);
+        *outn = n;
+        return b;
+    }
+    size_t cap = ZSTD_compressBound(n);
+    uint8_t *b = malloc(cap);
+    if (!b) return NULL;
+    size_t r = ZSTD_compress(b, cap, p, n, 1);
+    if (ZSTD_isError(r)) { free(b); return NULL; }
+    *outn = r;
+    return b;
+}
+
 #endif

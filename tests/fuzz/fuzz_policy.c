@@ -1,6 +1,7 @@
 /* fuzz_policy.c - the policy and cost-model file loaders (as_policy_load, as_costmodel_load:
  * a record stream whose `policy` / `model` records are checked field by field before any
- * parameter is used). Input: the bytes of a policy or model file. */
+ * parameter is used). Input: a mode byte, then a policy or model file or its raw msgpack
+ * records (fuzz.h). */
 #include "fuzz.h"
 #include "policy.h"
 #include "costmodel.h"
@@ -11,7 +12,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     setenv("AS_MAX_RECORD", "64M", 0);
     char path[64], err[1024];
-    int fd = fz_memfd(data, size, path, sizeof path);
+    size_t n;
+    uint8_t *bytes = fz_stream_bytes(data, size, &n);
+    if (!bytes) return 0;
+    int fd = fz_memfd(bytes, n, path, sizeof path);
+    free(bytes);
     if (fd < 0) return 0;
     as_policy *p = NULL;
     as_costmodel *cm = NULL;

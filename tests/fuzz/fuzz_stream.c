@@ -1,6 +1,6 @@
 /* fuzz_stream.c - the record stream reader (lib/stream.c: zstd frames, msgpack records,
  * the header check, the record size cap) and typed arrays inside records (as_obj_array,
- * as_array_get_*). Input: the bytes of a stream. */
+ * as_array_get_*). Input: a mode byte, then a stream or raw msgpack records (fuzz.h). */
 #include "fuzz.h"
 #include "stream.h"
 
@@ -34,8 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* records up to 64 MiB: enough for any seed, and a small zstd frame may not make the
        reader buffer gigabytes (AS_MAX_RECORD's default is 2 GiB) */
     setenv("AS_MAX_RECORD", "64M", 0);
-    FILE *f = size ? fmemopen((void *)data, size, "rb") : fopen("/dev/null", "rb");
-    if (!f) return 0;
+    size_t n;
+    uint8_t *bytes = fz_stream_bytes(data, size, &n);
+    if (!bytes) return 0;
+    FILE *f = n ? fmemopen(bytes, n, "rb") : fopen("/dev/null", "rb");
+    if (!f) { free(bytes); return 0; }
     as_reader *r = as_reader_from_file(f, "fuzz");
     as_record rec;
     int rc;
@@ -46,5 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc < 0 && !as_reader_error(r)[0]) abort();   /* an error always has a message */
     as_reader_close(r);
     fclose(f);
+    free(bytes);
     return 0;
 }

@@ -390,16 +390,37 @@ static void torch_seeds(void)
 
 /* ---------------------------------------------------------------- streams and models */
 
-static void stream_file(const char *target, const char *name, void (*fill)(as_writer *))
+/* Stream seeds start with the mode byte of fuzz.h: 01 + the stream (NAME.ast), and
+ * 00 + its raw msgpack records (NAME.msgpack). Returns the stream's bytes. */
+static buf stream_file(const char *target, const char *name, void (*fill)(as_writer *))
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", outdir, target);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/%s/%s", outdir, target, name);
+    snprintf(path, sizeof path, "%s/.%s.tmp", outdir, name);
     as_writer *w = as_writer_open(path, 19, 0);
     as_writer_header(w, "mkcorpus", 0, NULL);
     fill(w);
     as_writer_close(w);
+    buf s = {0}, seed = {0}, raw = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) abort();
+    uint8_t tmp[4096];
+    size_t r;
+    while ((r = fread(tmp, 1, sizeof tmp, f)) > 0) put(&s, tmp, r);
+    fclose(f);
+    as_reader *rd = as_reader_open(path);
+    as_record rec;
+    u8(&raw, 0);
+    while (as_reader_next(rd, &rec) == 1) put(&raw, rec.raw, rec.rawlen);
+    as_reader_close(rd);
+    unlink(path);
+    char nm[256];
+    u8(&seed, 1);
+    put(&seed, s.p, s.n);
+    snprintf(nm, sizeof nm, "%s.ast", name);
+    save_buf(target, nm, &seed, 0);
+    snprintf(nm, sizeof nm, "%s.msgpack", name);
+    save_buf(target, nm, &raw, 0);
+    return s;
 }
 
 static void fill_tables(as_writer *w)
@@ -475,28 +496,24 @@ static void fill_policy(as_writer *w)
 
 static void stream_seeds(void)
 {
-    stream_file("stream", "tables.ast", fill_tables);
-    stream_file("policy", "policy.ast", fill_policy);
-    stream_file("policy", "model.ast", fill_model);
+    buf p = stream_file("policy", "policy", fill_policy);
+    buf m = stream_file("policy", "model", fill_model);
+    bfree(&p);
+    bfree(&m);
+    buf s = stream_file("stream", "tables", fill_tables);
     /* two streams concatenated, a truncated one, a skippable frame before a stream */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/stream/tables.ast", outdir);
-    FILE *f = fopen(path, "rb");
-    if (!f) abort();
-    buf s = {0};
-    uint8_t tmp[4096];
-    size_t r;
-    while ((r = fread(tmp, 1, sizeof tmp, f)) > 0) put(&s, tmp, r);
-    fclose(f);
     buf c = {0};
+    u8(&c, 1);
     put(&c, s.p, s.n);
     put(&c, s.p, s.n);
     save_buf("stream", "concat.ast", &c, 0);
-    save("stream", "truncated.ast", s.p, s.n * 2 / 3);
-    buf k = {0};
-    u32(&k, 0x184d2a50); u32(&k, 4); u32(&k, 0xdeadbeef);
-    put(&k, s.p, s.n);
-    save_buf("stream", "skippable.ast", &k, 0);
+    u8(&c, 1);
+    put(&c, s.p, s.n * 2 / 3);
+    save_buf("stream", "truncated.ast", &c, 0);
+    u8(&c, 1);
+    u32(&c, 0x184d2a50); u32(&c, 4); u32(&c, 0xdeadbeef);
+    put(&c, s.p, s.n);
+    save_buf("stream", "skippable.ast", &c, 0);
     bfree(&s);
 }
 
