@@ -20,6 +20,16 @@ WRAP
     touch "$T/fail"
 }
 
+@test "bench-fanout --help: the whole header, the exit codes included" {
+    run "$FANOUT" --help
+    assert_success
+    assert_line --index 0 "bench-fanout - run as-bench over many devices and hosts with GNU parallel."
+    assert_output --partial "WORKDIR/params"
+    assert_output --partial "--resume included), 3 environment"
+    run "$FANOUT" --bogus
+    assert_failure 2
+}
+
 @test "bench-fanout --resume: other --parts, --sample or input are refused (exit 2, naming them)" {
     pool
     failing_bench
