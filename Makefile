@@ -4,8 +4,14 @@
 #   make demo       the main job on an embedded default (synthetic pool)
 #   make deps       install missing Debian packages (root) or print the apt-get line
 #   make asan       build with AddressSanitizer/UBSan into build-asan/ and run the tests
+#                   (unit, bats, and the fuzz targets over their seed corpus: fuzz-replay)
+#   make fuzz       libFuzzer runs of every decoder's fuzz target (tests/fuzz), FUZZ_TIME
+#                   seconds each (default 10), with clang; without clang, the replay below
+#   make fuzz-replay  every fuzz target over tests/fuzz/corpus/<target>/ and 48 mutants of
+#                   each seed, with $(CC) (any compiler; seconds)
 #   make install    copy the tools under $(PREFIX)/bin
-# Variables: CC, CFLAGS, NVCC (empty to disable CUDA), CUDA_SM (default 90), PREFIX.
+# Variables: CC, CFLAGS, NVCC (empty to disable CUDA), CUDA_SM (default 90), PREFIX,
+#   CLANG (for make fuzz), FUZZ_TIME.
 
 PREFIX   ?= /usr/local
 CC       ?= cc
@@ -46,8 +52,13 @@ TT_SRC   := $(wildcard tests/tools/*.c)
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_OBJ  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/gpu/%.o)
 TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+FUZZ_TARGETS := stream pickle torchsave convert policy
+FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
+CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
+FUZZ_TIME ?= 10
+SAN_ENV  := ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86
 
-.PHONY: all test unit bats deps demo asan install clean check-deps gpu-test
+.PHONY: all test unit bats deps demo asan install clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BIN) $(TT_BIN)
@@ -76,6 +87,19 @@ $(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBA)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBA) $(LDLIBS)
 
 $(BUILD)/tools/%: tests/tools/%.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+# fuzz targets (tests/fuzz/README.md): a replay driver for any compiler, libFuzzer with clang
+$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIBA) $(LDLIBS)
+
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_$*.c $(LIBA) $(LDLIBS)
+
+$(BUILD)/fuzz/mkcorpus: tests/fuzz/mkcorpus.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
@@ -136,9 +160,37 @@ bats: all
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin OPT=-O1 NVCC= \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  all build-asan/unit-tests
-	ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86 build-asan/unit-tests
-	AS_BIN=$(CURDIR)/build-asan/bin AS_TOOLS=$(CURDIR)/build-asan/tools ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86 bats tests/
+	  all build-asan/unit-tests $(FUZZ_TARGETS:%=build-asan/fuzz/replay-%)
+	$(SAN_ENV) build-asan/unit-tests
+	@for t in $(FUZZ_TARGETS); do $(SAN_ENV) build-asan/fuzz/replay-$$t tests/fuzz/corpus/$$t || exit 1; done
+	AS_BIN=$(CURDIR)/build-asan/bin AS_TOOLS=$(CURDIR)/build-asan/tools $(SAN_ENV) bats tests/
+
+# the seed corpus, replayed with mutants by whatever compiler builds the project
+fuzz-replay: $(FUZZ_REPLAY)
+	@for t in $(FUZZ_TARGETS); do $(SAN_ENV) $(BUILD)/fuzz/replay-$$t tests/fuzz/corpus/$$t || exit 1; done
+
+# libFuzzer (clang): new inputs go to build-fuzz/corpus/<target>, the seeds stay untouched;
+# crashes are written as build-fuzz/crash-* (replay one with build-fuzz/fuzz/fuzz-<t> FILE)
+fuzz:
+ifneq ($(CLANG),)
+	$(MAKE) BUILD=build-fuzz BIN=build-fuzz/bin CC=$(CLANG) OPT=-O1 NVCC= \
+	  SAN="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  $(FUZZ_TARGETS:%=build-fuzz/fuzz/fuzz-%)
+	@for t in $(FUZZ_TARGETS); do mkdir -p build-fuzz/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_TIME) s"; \
+	  $(SAN_ENV) build-fuzz/fuzz/fuzz-$$t -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+	    -timeout=10 -print_final_stats=0 -artifact_prefix=build-fuzz/crash-$$t- \
+	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t 2>build-fuzz/$$t.log || { tail -40 build-fuzz/$$t.log; exit 1; }; \
+	  tail -1 build-fuzz/$$t.log; done
+else
+	@echo "fuzz: clang not found (set CLANG=...); replaying the seed corpus with $(CC) instead" >&2
+	$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/bin OPT=-O1 NVCC= \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" fuzz-replay
+endif
+
+# regenerate tests/fuzz/corpus from tests/fuzz/mkcorpus.c (the files are checked in)
+fuzz-corpus: $(BUILD)/fuzz/mkcorpus
+	$(BUILD)/fuzz/mkcorpus tests/fuzz/corpus
 
 # ---- the main job --------------------------------------------------------------------
 demo: deps
@@ -150,4 +202,4 @@ install: all
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
-	rm -rf $(BUILD) $(BIN) build-asan
+	rm -rf $(BUILD) $(BIN) build-asan build-fuzz

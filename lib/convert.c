@@ -63,6 +63,55 @@ typedef struct {
     size_t outcap;        /* bytes */
 } ctx;
 
+/* A data tensor may not repeat stored values: stride 0 in a dimension longer than 1 (an
+ * expanded tensor) would let a few stored bytes stand for any number of tables or lookups. */
+static int refuse_stride0(ctx *c, const pt_tensor *t, const char *what)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1 && t->stride[d] == 0) {
+            snprintf(c->err, c->errlen, "%s (%s) has stride 0 in dimension %d of size %" PRId64
+                     ": an expanded tensor repeats stored values and is not lookup data", what,
+                     t->path[0] ? t->path : ".", d, t->shape[d]);
+            return -1;
+        }
+    return 0;
+}
+
+/* Tensors that neither overlap nor repeat hold at most the bytes of the storages under them.
+ * More means overlapping strides, shared storages or a tensor referenced many times, which
+ * would let the output outgrow the input without bound. free_elems: fewer elements than
+ * this pass anyway (--dump's allowance for legitimately expanded tensors; 0 for data). */
+static int check_no_repeats(ctx *c, const int *ti, int n, int64_t free_elems, const char *what)
+{
+    pt_file *f = c->f;
+    uint8_t *seen = as_calloc((size_t)pt_nstorages(f) + 1, 1);
+    uint64_t need = 0, have = 0;
+    int64_t elems = 0;
+    int over = 0;
+    for (int i = 0; i < n; i++) {
+        const pt_tensor *t = pt_get(f, ti[i]);
+        uint64_t b;
+        if (__builtin_mul_overflow((uint64_t)t->numel, (uint64_t)pt_dtype_size(t->dtype), &b) ||
+            __builtin_add_overflow(need, b, &need) || __builtin_add_overflow(elems, t->numel, &elems))
+            over = 1;
+        if (!seen[t->storage]) {
+            seen[t->storage] = 1;
+            have += pt_storage_bytes(f, t->storage);
+        }
+    }
+    free(seen);
+    if (!over && (need <= have || elems <= free_elems)) return 0;
+    char more[96] = "";
+    if (free_elems > 0) snprintf(more, sizeof more, " (and more than the %" PRId64 " elements allowed any file)", free_elems);
+    if (over)
+        snprintf(c->err, c->errlen, "%s hold more than 2^63 elements or bytes but their storages only %" PRIu64
+                 " bytes: overlapping, shared, expanded or repeated tensors would repeat stored data", what, have);
+    else
+        snprintf(c->err, c->errlen, "%s hold %" PRIu64 " bytes of data but their storages only %" PRIu64 "%s: "
+                 "overlapping, shared, expanded or repeated tensors would repeat stored data", what, need, have, more);
+    return -1;
+}
+
 static void *out_buf(ctx *c, size_t bytes)
 {
     if (bytes > c->outcap) {
@@ -145,6 +194,9 @@ static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts
         snprintf(c->err, c->errlen, "MetaSyn indices and offsets must be 1-D (got %d-D and %d-D)", I->ndim, O->ndim);
         return -1;
     }
+    if (refuse_stride0(c, I, "indices") || refuse_stride0(c, O, "offsets") || refuse_stride0(c, L, "lengths")) return -1;
+    int all[3] = { ti, to, tl };
+    if (check_no_repeats(c, all, 3, 0, "indices, offsets and lengths")) return -1;
     int64_t T, B;
     if (L->ndim == 2) { T = L->shape[0]; B = L->shape[1]; }
     else {
@@ -176,6 +228,7 @@ static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts
             snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
             return -1;
         }
+    if (n == 0) return 0;   /* (with T = 0, B is bounded by nothing: allocate nothing) */
     int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off);
     int64_t *len = as_malloc((size_t)B * sizeof *len);
     int rc = -1;
@@ -239,6 +292,20 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
             snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
             return -1;
         }
+    /* the whole pool: no expanded tensors, none repeating stored data */
+    int *data = as_malloc((size_t)(2 * T + 1) * sizeof *data), nd = 0;
+    for (int64_t t = 0; t < T; t++) {
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, k ? "['lS_offsets'][%" PRId64 "]" : "['lS_indices'][%" PRId64 "]", t);
+            int i = pt_find(f, path);
+            if (i < 0) continue;
+            if (refuse_stride0(c, pt_get(f, i), k ? "lS_offsets" : "lS_indices")) { free(data); return -1; }
+            data[nd++] = i;
+        }
+    }
+    int bad = check_no_repeats(c, data, nd, 0, "lS_indices and lS_offsets");
+    free(data);
+    if (bad) return -1;
     /* Which offsets convention? The prototype slices MetaSyn's offsets per table into B+1
        entries ending at the table's total; DLRM's lS_o has B entries (the end implied).
        With B+1 entries every table ends at its total, so decide over the whole pool. */
@@ -405,6 +472,14 @@ int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen)
 
 int as_convert_dump(pt_file *f, FILE *out, char *err, size_t errlen)
 {
+    /* expanded tensors are legitimate here, but the text may not grow without bound */
+    ctx c = { f, err, errlen, NULL, NULL, 0 };
+    int n = pt_ntensors(f);
+    int *all = as_malloc((size_t)(n + 1) * sizeof *all);
+    for (int i = 0; i < n; i++) all[i] = i;
+    int bad = check_no_repeats(&c, all, n, AS_DUMP_FREE_ELEMENTS, "the tensors");
+    free(all);
+    if (bad) return -1;
     double *buf = as_malloc((size_t)CHUNK * sizeof *buf);
     char txt[64];
     for (int i = 0; i < pt_ntensors(f); i++) {

@@ -37,7 +37,11 @@ void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64
 
 /* MetaSyn tuple (indices, offsets, lengths) or the prototype's dict {'lS_indices': [...],
  * 'lS_offsets': [...]} -> table records. Validates offsets against lengths and indices and
- * reports the first violation in err. Returns number of tables written, -1 on error. */
+ * reports the first violation in err. Returns number of tables written, -1 on error.
+ * Bounded by the input: a data tensor with stride 0 in a dimension longer than 1 (expanded)
+ * is refused, and the data tensors together may hold no more bytes than the distinct
+ * storages under them (no overlapping, shared or repeated tensors), so the tables written
+ * and their lookups grow at most linearly with the file. */
 int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_progress *p,
                          char *err, size_t errlen);
 
@@ -47,7 +51,10 @@ int64_t as_convert_synth(const as_synth_cfg *c, const as_convert_opts *o, as_wri
 
 /* one line per tensor: path, dtype, shape (and strides/offset when not contiguous) */
 int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen);
-/* as --list, followed by the values in logical row-major order */
+/* as --list, followed by the values in logical row-major order. Expanded (stride-0),
+ * overlapping or repeated tensors are printed, but the tensors together may hold no more
+ * bytes than their storages unless they hold at most AS_DUMP_FREE_ELEMENTS elements. */
+#define AS_DUMP_FREE_ELEMENTS ((int64_t)1 << 20)
 int as_convert_dump(pt_file *f, FILE *out, char *err, size_t errlen);
 
 /* shortest decimal text that reads back to the same value in the given dtype */

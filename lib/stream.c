@@ -471,6 +471,16 @@ int as_obj_array(const msgpack_object *map, const char *key, as_array *a, char *
 #define GET_LOOP(T, conv) do { const unsigned char *p = (const unsigned char *)a->data + (size_t)start * sizeof(T); \
     for (int64_t i = 0; i < n; i++) { T v; memcpy(&v, p + (size_t)i * sizeof(T), sizeof(T)); out[i] = conv; } } while (0)
 
+/* float to int64: toward zero, saturating, NaN -> 0 (a plain cast of inf or 1e30 is
+ * undefined behaviour; found by tests/fuzz/fuzz_stream.c) */
+static int64_t f2i64(double d)
+{
+    if (d != d) return 0;
+    if (d >= 9223372036854775808.0) return INT64_MAX;
+    if (d < -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)d;
+}
+
 void as_array_get_i64(const as_array *a, int64_t start, int64_t n, int64_t *out)
 {
     switch (a->dtype) {
@@ -481,10 +491,10 @@ void as_array_get_i64(const as_array *a, int64_t start, int64_t n, int64_t *out)
     case AS_DT_I64: if (n) memcpy(out, (const char *)a->data + (size_t)start * 8, (size_t)n * 8); break;
     case AS_DT_U32: GET_LOOP(uint32_t, (int64_t)v); break;
     case AS_DT_U64: GET_LOOP(uint64_t, (int64_t)v); break;
-    case AS_DT_F16: GET_LOOP(uint16_t, (int64_t)as_half_to_float(v)); break;
-    case AS_DT_BF16: GET_LOOP(uint16_t, (int64_t)as_bf16_to_float(v)); break;
-    case AS_DT_F32: GET_LOOP(float, (int64_t)v); break;
-    case AS_DT_F64: GET_LOOP(double, (int64_t)v); break;
+    case AS_DT_F16: GET_LOOP(uint16_t, f2i64(as_half_to_float(v))); break;
+    case AS_DT_BF16: GET_LOOP(uint16_t, f2i64(as_bf16_to_float(v))); break;
+    case AS_DT_F32: GET_LOOP(float, f2i64(v)); break;
+    case AS_DT_F64: GET_LOOP(double, f2i64(v)); break;
     default: break;
     }
 }

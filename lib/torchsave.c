@@ -59,6 +59,8 @@ struct pt_file {
     const char *root_kind;
     pt_tensor *tensors;
     int ntensors, captensors;
+    int *order;        /* tensor indices sorted by path (then index), for pt_find */
+    pt_limits lim;
     pt_tensor *recs;   /* tensors as made by the rebuild calls (no path yet) */
     int nrecs, caprecs;
     ts_storage *st;
@@ -157,10 +159,26 @@ static int make_tmp(const char **dirp, char *err, size_t errlen)
     return t;
 }
 
+/* the spooled output may not outgrow the limits: max_spool bytes in all, and for gzip
+ * max_ratio times the compressed bytes consumed once past PT_RATIO_FREE */
+static int spool_check(const pt_limits *lim, int gz, uint64_t out, uint64_t in, char *err, size_t errlen)
+{
+    if (lim->max_spool && out > lim->max_spool)
+        return fail(err, errlen, "%s is larger than %llu bytes (AS_MAX_SPOOL, the limit on a gzip'd or piped "
+                    "input spooled into $TMPDIR)", gz ? "the decompressed input" : "the piped input",
+                    (unsigned long long)lim->max_spool);
+    if (gz && lim->max_ratio > 0 && out > PT_RATIO_FREE && (double)out > lim->max_ratio * (double)in)
+        return fail(err, errlen, "gzip: %llu compressed bytes expand to more than %llu (over %g times; a gzip bomb?); "
+                    "AS_MAX_GZIP_RATIO raises the limit", (unsigned long long)in, (unsigned long long)out, lim->max_ratio);
+    return 0;
+}
+
 /* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
- * (all members) when it starts with 1f 8b. Returns the temporary fd, -1 for bad input or
- * -2 when the environment failed (no temporary file in $TMPDIR, a full disk, no memory). */
-static int spool(int in_fd, int *gz, char *err, size_t errlen)
+/* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
+ * (all members) when it starts with 1f 8b, within the limits. Returns the temporary fd, -1
+ * for bad input (or a limit passed) or -2 when the environment failed (no temporary file in
+ * $TMPDIR, a full disk, no memory). */
+static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t errlen)
 {
     const char *dir;
     int out = make_tmp(&dir, err, errlen);
@@ -168,6 +186,7 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
     uint8_t *in = malloc(TS_SPOOL), *ob = malloc(TS_SPOOL);
     z_stream zs;
     int zinit = 0, rc = -1;
+    uint64_t nin = 0, nout = 0;   /* bytes read from in_fd, bytes written */
     memset(&zs, 0, sizeof zs);
     if (!in || !ob) { fail(err, errlen, "out of memory"); rc = -2; goto done; }
 
@@ -179,9 +198,12 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
         if (r == 0) break;
         have += (size_t)r;
     }
+    nin = have;
     *gz = have >= 2 && in[0] == 0x1f && in[1] == 0x8b;
     if (!*gz) {
         for (;;) {
+            nout += have;
+            if (spool_check(lim, 0, nout, nin, err, errlen)) goto done;
             if (have && write_all(out, in, have)) {
                 fail(err, errlen, "cannot write a temporary file in %s: %s", dir, strerror(errno));
                 rc = -2;
@@ -191,6 +213,7 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
             if (r < 0) { fail(err, errlen, "read error: %s", strerror(errno)); goto done; }
             if (r == 0) break;
             have = (size_t)r;
+            nin += have;
         }
         rc = 0;
         goto done;
@@ -208,6 +231,7 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
             if (r == 0) eof = 1;
             zs.next_in = in;
             zs.avail_in = (uInt)r;
+            nin += (uint64_t)r;
         }
         if (zs.avail_in == 0 && eof) {
             if (in_member) { fail(err, errlen, "gzip: truncated input (unexpected end of compressed data)"); goto done; }
@@ -223,6 +247,8 @@ static int spool(int in_fd, int *gz, char *err, size_t errlen)
         zs.avail_out = TS_SPOOL;
         int zr = inflate(&zs, Z_NO_FLUSH);
         size_t produced = TS_SPOOL - zs.avail_out;
+        nout += produced;
+        if (spool_check(lim, 1, nout, nin - zs.avail_in, err, errlen)) goto done;
         if (produced && write_all(out, ob, produced)) {
             fail(err, errlen, "cannot write a temporary file in %s: %s", dir, strerror(errno));
             rc = -2;
@@ -436,6 +462,8 @@ static as_pickle_obj *make_tensor(as_pickle *p, pt_file *f, as_pickle_obj **v, i
                                   (long long)off->u.i, (long long)ext, st->key, (unsigned long long)cap);
     }
     if (__builtin_add_overflow(t.storage_offset, voff, &t.storage_offset)) return as_pickle_fail(p, "tensor: bad storage offset");
+    if (f->lim.max_tensors && f->nrecs >= f->lim.max_tensors)
+        return as_pickle_fail(p, "more than %lld tensors (AS_MAX_TENSORS raises the limit)", (long long)f->lim.max_tensors);
     if (f->nrecs == f->caprecs) {
         int nc = f->caprecs ? 2 * f->caprecs : 16;
         if (nc > TS_MAX_TENSORS) return as_pickle_fail(p, "too many tensors");
@@ -557,6 +585,9 @@ static int walk(walker *w, const as_pickle_obj *o, int depth)
     if (o->kind == K_TENSOR) {
         if (w->overflow || w->len >= sizeof f->tensors[0].path)
             return FFAIL(f, "pickle: tensor path longer than %zu characters", sizeof f->tensors[0].path - 1);
+        if (f->lim.max_tensors && f->ntensors >= f->lim.max_tensors)
+            return FFAIL(f, "pickle: more than %lld tensors in the object (shared containers count once per path; "
+                         "AS_MAX_TENSORS raises the limit)", (long long)f->lim.max_tensors);
         if (f->ntensors == f->captensors) {
             int nc = f->captensors ? 2 * f->captensors : 16;
             if (nc > TS_MAX_TENSORS) return FFAIL(f, "too many tensors");
@@ -832,19 +863,63 @@ static int open_legacy(pt_file *f, as_pickle *p)
 
 /* ---------------------------------------------------------------- open / close */
 
-pt_file *pt_open(const char *path, char *err, size_t errlen)
+int pt_limits_init(pt_limits *l, char *err, size_t errlen)
 {
-    int code;
-    return pt_open_code(path, &code, err, errlen);
+    l->max_spool = PT_DEFAULT_MAX_SPOOL;
+    l->max_ratio = PT_DEFAULT_MAX_RATIO;
+    l->max_tensors = PT_DEFAULT_MAX_TENSORS;
+    const char *e = getenv("AS_MAX_SPOOL");
+    if (e && *e && as_parse_size(e, &l->max_spool))
+        return fail(err, errlen, "AS_MAX_SPOOL: '%s' is not a size in bytes (e.g. 64G; 0 = no limit)", e);
+    if ((e = getenv("AS_MAX_GZIP_RATIO")) && *e) {
+        char *end;
+        errno = 0;
+        double v = strtod(e, &end);
+        if (errno || end == e || *end || !(v >= 0) || !isfinite(v))
+            return fail(err, errlen, "AS_MAX_GZIP_RATIO: '%s' is not a ratio (e.g. 1000; 0 = no limit)", e);
+        l->max_ratio = v;
+    }
+    if ((e = getenv("AS_MAX_TENSORS")) && *e) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(e, &end, 10);
+        if (errno || end == e || *end || v < 0 || v > INT32_MAX)
+            return fail(err, errlen, "AS_MAX_TENSORS: '%s' is not a count in [0, %d] (0 = no limit)", e, INT32_MAX);
+        l->max_tensors = v;
+    }
+    return 0;
 }
 
-pt_file *pt_open_code(const char *path, int *code, char *err, size_t errlen)
+static int order_cmp(const void *a, const void *b, void *ctx)
+{
+    const pt_tensor *t = ctx;
+    int i = *(const int *)a, j = *(const int *)b;
+    int c = strcmp(t[i].path, t[j].path);
+    return c ? c : (i > j) - (i < j);
+}
+
+pt_file *pt_open(const char *path, char *err, size_t errlen)
+{
+    return pt_open_code(path, NULL, NULL, err, errlen);
+}
+
+pt_file *pt_open_limits(const char *path, const pt_limits *lim, char *err, size_t errlen)
+{
+    return pt_open_code(path, lim, NULL, err, errlen);
+}
+
+pt_file *pt_open_code(const char *path, const pt_limits *lim, int *code, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
+    int code_unused;
+    if (!code) code = &code_unused;
     *code = AS_EXIT_DATA;
     pt_file *f = calloc(1, sizeof *f);
     if (!f) { fail(err, errlen, "out of memory"); *code = AS_EXIT_ENV; return NULL; }
     f->fd = -1;
+    if (lim) f->lim = *lim;
+    else if (pt_limits_init(&f->lim, err, errlen)) { free(f); return NULL; }
+    if (f->lim.max_tensors <= 0 || f->lim.max_tensors > TS_MAX_TENSORS) f->lim.max_tensors = TS_MAX_TENSORS;
     f->err = err;
     f->errlen = errlen;
     as_pickle *p = NULL;
@@ -872,7 +947,7 @@ pt_file *pt_open_code(const char *path, int *code, char *err, size_t errlen)
         f->fd = in;
         own = 0;
     } else {
-        f->fd = spool(in, &f->gz, err, errlen);
+        f->fd = spool(in, &f->lim, &f->gz, err, errlen);
         if (f->fd < 0) {
             if (f->fd == -2) *code = AS_EXIT_ENV;
             f->fd = -1;
@@ -895,6 +970,9 @@ pt_file *pt_open_code(const char *path, int *code, char *err, size_t errlen)
     if (!p) { fail(err, errlen, "out of memory"); goto bad; }
     int rc = (m[0] == 'P' && m[1] == 'K') ? open_zip(f, p) : open_legacy(f, p);
     if (rc) goto bad;
+    if (!(f->order = malloc(((size_t)f->ntensors + 1) * sizeof *f->order))) { fail(err, errlen, "out of memory"); goto bad; }
+    for (int i = 0; i < f->ntensors; i++) f->order[i] = i;
+    qsort_r(f->order, (size_t)f->ntensors, sizeof *f->order, order_cmp, f->tensors);
     as_pickle_free(p);
     free(f->recs);
     f->recs = NULL;
@@ -921,9 +999,12 @@ void pt_close(pt_file *f)
     free(f->ht);
     free(f->recs);
     free(f->tensors);
+    free(f->order);
     free(f->buf);
     free(f);
 }
+
+uint64_t pt_size(const pt_file *f) { return f->size; }
 
 int pt_ntensors(const pt_file *f) { return f->ntensors; }
 
@@ -934,9 +1015,14 @@ const pt_tensor *pt_get(const pt_file *f, int i)
 
 int pt_find(const pt_file *f, const char *path)
 {
-    for (int i = 0; i < f->ntensors; i++)
-        if (!strcmp(f->tensors[i].path, path)) return i;
-    return -1;
+    /* the first in file order among equal paths (a dict may repeat a key) */
+    size_t lo = 0, hi = (size_t)f->ntensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(f->tensors[f->order[mid]].path, path) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < (size_t)f->ntensors && !strcmp(f->tensors[f->order[lo]].path, path) ? f->order[lo] : -1;
 }
 
 const char *pt_root_kind(const pt_file *f) { return f->root_kind ? f->root_kind : "other"; }
@@ -948,6 +1034,8 @@ const char *pt_format(const pt_file *f)
 }
 
 int pt_nstorages(const pt_file *f) { return f->nst; }
+
+uint64_t pt_storage_bytes(const pt_file *f, int s) { return s >= 0 && s < f->nst ? f->st[s].nbytes : 0; }
 
 /* ---------------------------------------------------------------- element reads */
 

@@ -46,20 +46,49 @@ typedef struct {
 
 typedef struct pt_file pt_file;
 
+/* Limits on what one input may make (docs/FORMAT.md, "Limits on torch.save input"), so a
+ * small hostile file cannot turn into gigabytes of memory or of $TMPDIR. 0 = no limit.
+ *   max_spool    bytes a gzip'd or piped input may take in $TMPDIR once decompressed
+ *                (env AS_MAX_SPOOL, sizes with K/M/G/T suffixes; default 32G)
+ *   max_ratio    gzip: decompressed bytes per compressed byte consumed, checked once the
+ *                output passes PT_RATIO_FREE bytes (env AS_MAX_GZIP_RATIO; default 100)
+ *   max_tensors  tensor rebuilds in the pickle and tensors listed from the object graph,
+ *                where shared containers count once per path (env AS_MAX_TENSORS;
+ *                default 65536) */
+typedef struct {
+    uint64_t max_spool;
+    double max_ratio;
+    int64_t max_tensors;
+} pt_limits;
+
+#define PT_DEFAULT_MAX_SPOOL ((uint64_t)32 << 30)
+#define PT_DEFAULT_MAX_RATIO 100.0
+#define PT_DEFAULT_MAX_TENSORS 65536
+#define PT_RATIO_FREE ((uint64_t)16 << 20)
+
+/* the defaults, overridden by the environment variables above; -1 with err naming the
+ * variable when one is malformed */
+int pt_limits_init(pt_limits *l, char *err, size_t errlen);
+
 /* Open and parse the structure (zip directory / legacy pickles, the object pickle, the
  * storages' sizes and locations). Storage bytes are not read. Bounds are checked: every
  * tensor's extent (offset, shape, strides) must lie inside its storage.
  * Returns NULL and fills err on failure. path "-" reads stdin. */
 pt_file *pt_open(const char *path, char *err, size_t errlen);
-/* pt_open, and *code the exit status a failure deserves: AS_EXIT_ENV (3) when the
- * environment failed (gzip'd or piped input needs a temporary file in $TMPDIR, which is
- * missing or full; out of memory), else AS_EXIT_DATA (1) */
-pt_file *pt_open_code(const char *path, int *code, char *err, size_t errlen);
+/* pt_open with explicit limits (NULL: pt_limits_init's; pt_open fails on a malformed
+ * environment variable) */
+pt_file *pt_open_limits(const char *path, const pt_limits *lim, char *err, size_t errlen);
+/* pt_open_limits, and *code (when not NULL) the exit status a failure deserves: AS_EXIT_ENV
+ * (3) when the environment failed (gzip'd or piped input needs a temporary file in $TMPDIR,
+ * which is missing or full; out of memory), else AS_EXIT_DATA (1) */
+pt_file *pt_open_code(const char *path, const pt_limits *lim, int *code, char *err, size_t errlen);
 void pt_close(pt_file *f);
+/* the size in bytes of the (decompressed) torch.save data */
+uint64_t pt_size(const pt_file *f);
 
 int pt_ntensors(const pt_file *f);
 const pt_tensor *pt_get(const pt_file *f, int i);
-/* index of the tensor whose path equals path, or -1 */
+/* index of the tensor whose path equals path, or -1 (a binary search: O(log n)) */
 int pt_find(const pt_file *f, const char *path);
 /* the kind of the root object: "tensor", "tuple", "list", "dict" (OrderedDict counts as dict) */
 const char *pt_root_kind(const pt_file *f);
@@ -85,5 +114,7 @@ int pt_read_f64(pt_file *f, int i, int64_t start, int64_t n, double *out, char *
  * is accepted too (a Parameter reads as its tensor). */
 int pt_read_raw(pt_file *f, int i, int64_t start, int64_t n, void *out, char *err, size_t errlen);
 int pt_nstorages(const pt_file *f);
+/* bytes stored for storage s (its element count times its dtype's size), 0 for a bad s */
+uint64_t pt_storage_bytes(const pt_file *f, int s);
 
 #endif

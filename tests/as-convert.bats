@@ -209,3 +209,85 @@ load test_helper/common
     run as-convert --synth --output=
     assert_failure 2
 }
+
+# ---- limits on what one input may make (issue 11); the hostile files are seeds of the
+# fuzz corpus, written by tests/fuzz/mkcorpus.c
+HOSTILE="$ROOT/tests/fuzz/corpus"
+
+@test "as-convert: expanded (stride-0) data tensors are refused, exit 1" {
+    # 946 bytes: offsets and lengths expanded to a million tables (the old converter wrote them all)
+    run as-convert "$HOSTILE/convert/stride0-tables.pt" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial "offsets ([1]) has stride 0 in dimension 0 of size 1000001: an expanded tensor"
+    [ ! -e "$T/out.ast" ]
+    # batch 2^31 from two stored zeros (the old converter allocated and filled 2 x 16 GiB)
+    run timeout 20 as-convert "$HOSTILE/convert/stride0-batch.pt" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial "has stride 0"
+    # --list shows them; --dump refuses 2^32 repeated elements but prints a small expansion
+    run as-convert --list "$HOSTILE/convert/stride0-batch.pt"
+    assert_success
+    assert_line $'[1]\tint64\t[2147483649]\tstride=(0) offset=0'
+    run timeout 20 as-convert --dump "$HOSTILE/convert/stride0-batch.pt"
+    assert_failure 1
+    assert_output --partial "elements allowed any file)"
+}
+
+@test "as-convert: a table stored once and referenced a thousand times is refused, exit 1" {
+    run as-convert "$HOSTILE/convert/shared-storage.pt" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial "lS_indices and lS_offsets hold 4112000 bytes of data but their storages only 4112: overlapping, shared"
+    [ ! -e "$T/out.ast" ]
+    # the same layout stored honestly converts
+    run as-convert "$HOSTILE/convert/prototype.pt" -o "$T/p.ast"
+    assert_success
+    run as-show --count "$T/p.ast"
+    assert_line "table	2"
+}
+
+@test "as-convert: 2^20 paths to one tensor stop at AS_MAX_TENSORS (65536), exit 1" {
+    # 524 bytes; the old reader listed a million tensors (430 MB)
+    run sh -c 'as-convert --list "$1" > "$2"' _ "$HOSTILE/torchsave/dag-tensors.pt" "$T/list.txt"
+    assert_failure 1
+    [ ! -s "$T/list.txt" ]
+    assert_output --partial "more than 65536 tensors in the object"
+    assert_output --partial "AS_MAX_TENSORS raises the limit"
+    run env AS_MAX_TENSORS=2 as-convert --list "$HOSTILE/convert/metasyn-zip.pt"
+    assert_failure 1
+    assert_output --partial "more than 2 tensors"
+    run env AS_MAX_TENSORS=3 as-convert --list "$HOSTILE/convert/metasyn-zip.pt"
+    assert_success
+    run env AS_MAX_TENSORS=many as-convert --list "$HOSTILE/convert/metasyn-zip.pt"
+    assert_failure 2
+    assert_output --partial "AS_MAX_TENSORS: 'many'"
+}
+
+@test "as-convert: a gzip bomb stops at AS_MAX_GZIP_RATIO, before filling TMPDIR; AS_MAX_SPOOL" {
+    head -c 64M /dev/zero | gzip -1 > "$T/bomb.pt.gz"
+    [ "$(stat -c %s "$T/bomb.pt.gz")" -lt 1000000 ]
+    mkdir "$T/tmp"
+    # at most 32 MiB per file (the old reader spooled all 64 MiB and died of SIGXFSZ)
+    run bash -c 'ulimit -f 32768; TMPDIR="$1" as-convert --list "$2"' _ "$T/tmp" "$T/bomb.pt.gz"
+    assert_failure 1
+    assert_output --partial "gzip: "
+    assert_output --partial "a gzip bomb?); AS_MAX_GZIP_RATIO raises the limit"
+    run bash -c 'ulimit -f 32768; TMPDIR="$1" as-convert --list - < "$2"' _ "$T/tmp" "$T/bomb.pt.gz"
+    assert_failure 1
+    assert_output --partial "a gzip bomb?"
+    # raised, the zeros are spooled and found not to be torch.save data
+    run env TMPDIR="$T/tmp" AS_MAX_GZIP_RATIO=2000 as-convert --list "$T/bomb.pt.gz"
+    assert_failure 1
+    assert_output --partial "not a torch.save file"
+    run env TMPDIR="$T/tmp" AS_MAX_GZIP_RATIO=0 AS_MAX_SPOOL=10M as-convert --list "$T/bomb.pt.gz"
+    assert_failure 1
+    assert_output --partial "the decompressed input is larger than 10485760 bytes (AS_MAX_SPOOL"
+    # piped plain input is spooled too, and bounded the same way
+    run sh -c "cat '$HOSTILE/convert/metasyn-zip.pt' | AS_MAX_SPOOL=1K as-convert --list -"
+    assert_failure 1
+    assert_output --partial "the piped input is larger than 1024 bytes"
+    run sh -c "cat '$HOSTILE/convert/metasyn-zip.pt' | AS_MAX_SPOOL=2K as-convert --list -"
+    assert_success
+    run env AS_MAX_SPOOL=lots as-convert --list "$HOSTILE/convert/metasyn-zip.pt"
+    assert_failure 2
+    [ -z "$(ls -A "$T/tmp")" ]
+}

@@ -43,6 +43,13 @@ static const char HELP[] =
     "violation is reported precisely. gzip'd and piped inputs are decompressed once into an\n"
     "unlinked file under $TMPDIR, so memory stays bounded by the largest table.\n"
     "\n"
+    "Limits on one input (exit 1 when exceeded; docs/FORMAT.md; 0 = no limit):\n"
+    "  AS_MAX_SPOOL       bytes a gzip'd or piped input may take in $TMPDIR (default 32G)\n"
+    "  AS_MAX_GZIP_RATIO  gzip expansion beyond the first 16 MiB (default 100 times)\n"
+    "  AS_MAX_TENSORS     tensors in the file, shared containers once per path (default 65536)\n"
+    "Expanded (stride-0) data tensors, and data tensors holding more elements than the file\n"
+    "has bytes (overlapping or shared storages), are refused.\n"
+    "\n"
     "Examples:\n"
     "  as-convert fbgemm_t856_bs65536.pt.gz -o pool.ast\n"
     "  as-convert --synth --preset small | as-show | head\n"
@@ -138,8 +145,10 @@ int main(int argc, char **argv)
         if (optind + 1 < argc) as_cli_usage(&cli, "one input file at a time");
         const char *path = argv[optind];
         const char *name = strcmp(path, "-") ? path : "<stdin>";
+        pt_limits lim;
+        if (pt_limits_init(&lim, err, sizeof err)) as_cli_usage(&cli, "%s", err);
         int code;
-        pt_file *f = pt_open_code(path, &code, err, sizeof err);
+        pt_file *f = pt_open_code(path, &lim, &code, err, sizeof err);
         if (!f) as_die(code, "%s: %s", name, err);
         if (list || dump) {
             FILE *out = as_cli_open_text(&cli);

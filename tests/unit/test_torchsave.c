@@ -1,11 +1,14 @@
 /* test_torchsave.c - unit tests for lib/torchsave.c and lib/pickle.c: the 100 real
  * torch.save fixtures (plain and gzip), hand-built zip / ZIP64 / legacy files (strides,
  * shared storages, views, special floats, nested containers), and hostile input (every
- * truncation, random byte flips, disallowed globals, huge lengths, bad directories).
+ * truncation, random byte flips, disallowed globals, huge lengths, bad directories); the
+ * limits on what one input may make (tensors, gzip expansion, spooled bytes) and
+ * as-convert's refusal of expanded and repeated data tensors (lib/convert.c).
  */
 #include "unit.h"
 #include "torchsave.h"
 #include "pickle.h"
+#include "convert.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -1047,4 +1050,233 @@ TEST(pickle_memory_source)
     CHECK(!as_pickle_load(p, "\x80\x02K", 3, -1, 0, 0, NULL));
     CHECK(strstr(as_pickle_error(p), "truncated") != NULL);
     as_pickle_free(p);
+}
+
+/* ---------------------------------------------------------------- limits (issue 11) */
+
+/* one tensor under `levels` levels of DUP + TUPLE2: 2^levels paths to it */
+static void dag_pickle(bb *b, int levels)
+{
+    int64_t sh[1] = {4}, st[1] = {1};
+    pproto(b);
+    ptensor(b, "IntStorage", "0", 4, 0, 1, sh, st);
+    for (int i = 0; i < levels; i++) { bbyte(b, '2'); bbyte(b, 0x86); }
+    bbyte(b, '.');
+}
+
+static int opens_with(const char *path, const pt_limits *l, const char *want)
+{
+    char err[512] = "";
+    pt_file *f = pt_open_limits(path, l, err, sizeof err);
+    if (f) { pt_close(f); if (want) fprintf(stderr, "  %s opened; expected '%s'\n", path, want); return !want; }
+    if (want && strstr(err, want)) return 1;
+    fprintf(stderr, "  %s: '%s' (expected %s)\n", path, err, want ? want : "success");
+    return 0;
+}
+
+TEST(torchsave_limit_tensors)
+{
+    pt_limits l;
+    char err[256];
+    CHECK(pt_limits_init(&l, err, sizeof err) == 0);
+    CHECK_EQ_I64(l.max_tensors, 65536);
+    bb b = {0};
+    dag_pickle(&b, 12);   /* 4096 paths */
+    zip_with_pickle(tpath("dag12.pt"), &b);
+    bfree(&b);
+    l.max_tensors = 4095;
+    CHECK(opens_with(tpath("dag12.pt"), &l, "more than 4095 tensors"));
+    l.max_tensors = 4096;
+    pt_file *f = pt_open_limits(tpath("dag12.pt"), &l, err, sizeof err);
+    if (CHECK(f)) {
+        CHECK_EQ_I64(pt_ntensors(f), 4096);
+        /* pt_find is a binary search now: every path is found at its own index */
+        int bad = 0;
+        for (int i = 0; i < pt_ntensors(f); i++) bad += pt_find(f, pt_get(f, i)->path) != i;
+        CHECK_EQ_I64(bad, 0);
+        CHECK_EQ_I64(pt_find(f, "[1][0][1][1][0][0][1][0][1][1][0][1]"), 0xb2d);
+        CHECK_EQ_I64(pt_find(f, "[2]"), -1);
+        CHECK_EQ_I64(pt_find(f, ""), -1);
+        pt_close(f);
+    }
+    /* the default limit stops 2^20 paths (the old reader listed them: 430 MB) */
+    dag_pickle(&b, 20);
+    zip_with_pickle(tpath("dag20.pt"), &b);
+    bfree(&b);
+    CHECK(opens_with(tpath("dag20.pt"), NULL, "more than 65536 tensors"));
+    /* rebuild calls count too, even when the object does not keep them */
+    int64_t sh[1] = {4}, st[1] = {1};
+    pproto(&b);
+    bbyte(&b, '(');
+    for (int i = 0; i < 10; i++) { ptensor(&b, "IntStorage", "0", 4, 0, 1, sh, st); bbyte(&b, '0'); }   /* POP */
+    bbyte(&b, 't'); bbyte(&b, '.');
+    zip_with_pickle(tpath("calls.pt"), &b);
+    bfree(&b);
+    l.max_tensors = 9;
+    CHECK(opens_with(tpath("calls.pt"), &l, "more than 9 tensors"));
+    l.max_tensors = 10;
+    CHECK(opens_with(tpath("calls.pt"), &l, NULL));
+    /* the environment */
+    setenv("AS_MAX_TENSORS", "7", 1);
+    setenv("AS_MAX_SPOOL", "1.5K", 1);
+    setenv("AS_MAX_GZIP_RATIO", "0", 1);
+    CHECK(pt_limits_init(&l, err, sizeof err) == 0);
+    CHECK_EQ_I64(l.max_tensors, 7);
+    CHECK_EQ_I64(l.max_spool, 1536);
+    CHECK(l.max_ratio == 0);
+    setenv("AS_MAX_TENSORS", "-1", 1);
+    CHECK(pt_limits_init(&l, err, sizeof err) == -1 && strstr(err, "AS_MAX_TENSORS: '-1'"));
+    unsetenv("AS_MAX_TENSORS");
+    setenv("AS_MAX_GZIP_RATIO", "lots", 1);
+    CHECK(pt_limits_init(&l, err, sizeof err) == -1 && strstr(err, "AS_MAX_GZIP_RATIO"));
+    CHECK(!pt_open(tpath("calls.pt"), err, sizeof err) && strstr(err, "AS_MAX_GZIP_RATIO"));
+    unsetenv("AS_MAX_GZIP_RATIO");
+    setenv("AS_MAX_SPOOL", "12Q", 1);
+    CHECK(pt_limits_init(&l, err, sizeof err) == -1 && strstr(err, "AS_MAX_SPOOL"));
+    unsetenv("AS_MAX_SPOOL");
+}
+
+TEST(torchsave_limit_gzip_and_spool)
+{
+    /* a gzip bomb: 40 MiB of zeros in about 40 KB */
+    size_t n = (size_t)40 << 20;
+    uint8_t *zeros = calloc(1, n);
+    const char *raw = tpath("zeros.bin"), *gz = tpath("bomb.pt.gz");
+    write_file(raw, zeros, n);
+    free(zeros);
+    gzip_file(raw, gz);
+    unlink(raw);
+    struct stat sb;
+    CHECK(stat(gz, &sb) == 0 && sb.st_size < (1 << 20));
+    pt_limits l;
+    char err[256];
+    CHECK(pt_limits_init(&l, err, sizeof err) == 0);
+    CHECK(opens_with(gz, &l, "a gzip bomb?"));
+    CHECK(opens_with(gz, &l, "AS_MAX_GZIP_RATIO"));
+    l.max_ratio = 0;                                    /* no ratio: spooled, then not torch */
+    CHECK(opens_with(gz, &l, "not a torch.save file"));
+    l.max_ratio = 2000;
+    CHECK(opens_with(gz, &l, "not a torch.save file"));
+    l.max_spool = (uint64_t)20 << 20;                   /* 20 MiB of TMPDIR at most */
+    CHECK(opens_with(gz, &l, "larger than 20971520 bytes (AS_MAX_SPOOL"));
+    /* a real gzip'd file is far below every limit; a tiny spool limit stops it */
+    gzip_file(ut_fixture("gopickle/tensor_int32_proto2_zip.pt"), tpath("small.pt.gz"));
+    CHECK(pt_limits_init(&l, err, sizeof err) == 0);
+    CHECK(opens_with(tpath("small.pt.gz"), &l, NULL));
+    l.max_spool = 100;
+    CHECK(opens_with(tpath("small.pt.gz"), &l, "the decompressed input is larger than 100 bytes"));
+    l.max_spool = 0;                                    /* 0: no limit */
+    CHECK(opens_with(tpath("small.pt.gz"), &l, NULL));
+}
+
+/* convert f into /dev/null: tables written, or -1 with err */
+static int64_t convert_null(pt_file *f, char *err, size_t errlen)
+{
+    int64_t dims[1] = {16};
+    as_convert_opts o = {dims, 1, 0, NULL, 0, 0, "test"};
+    as_writer *w = as_writer_open("/dev/null", 1, 0);
+    as_progress pr;
+    memset(&pr, 0, sizeof pr);
+    int64_t n = as_convert_torch(f, &o, w, &pr, err, errlen);
+    as_writer_close(w);
+    return n;
+}
+
+/* a MetaSyn tuple: indices int32 [ni] (stride 1), offsets int64 [no] stride os, lengths int32
+ * [T, B] strides (l0, l1), storages of the given element counts (zeros) */
+static const char *metasyn_file(const char *name, int64_t ni, int64_t no, int64_t os, int64_t T, int64_t B,
+                                int64_t l0, int64_t l1, int64_t si, int64_t so, int64_t sl)
+{
+    bb b = {0};
+    int64_t ish[1] = {ni}, ist[1] = {1}, osh[1] = {no}, ost[1] = {os}, lsh[2] = {T, B}, lst[2] = {l0, l1};
+    pproto(&b);
+    ptensor(&b, "IntStorage", "0", si, 0, 1, ish, ist);
+    ptensor(&b, "LongStorage", "1", so, 0, 1, osh, ost);
+    ptensor(&b, "IntStorage", "2", sl, 0, 2, lsh, lst);
+    bbyte(&b, 0x87); bbyte(&b, '.');
+    void *zi = calloc((size_t)si + 1, 4), *zo = calloc((size_t)so + 1, 8), *zl = calloc((size_t)sl + 1, 4);
+    const char *keys[3] = {"0", "1", "2"};
+    const void *data[3] = {zi, zo, zl};
+    size_t len[3] = {(size_t)si * 4, (size_t)so * 8, (size_t)sl * 4};
+    const char *path = tpath(name);
+    CHECK(write_torch_zip(path, &b, 3, keys, data, len, 0, 0) == 0);
+    free(zi); free(zo); free(zl);
+    bfree(&b);
+    return path;
+}
+
+TEST(convert_refuses_expanded_and_repeated_tensors)
+{
+    char err[512];
+    /* zeros are valid MetaSyn data: 4 tables of batch 3 without lookups */
+    pt_file *f = pt_open(metasyn_file("ok.pt", 0, 13, 1, 4, 3, 3, 1, 0, 13, 12), err, sizeof err);
+    if (CHECK(f)) { CHECK_EQ_I64(convert_null(f, err, sizeof err), 4); pt_close(f); }
+    /* the same tables from one stored offset and one stored length (stride 0): the old
+       converter wrote every table; 1000 here, a million in the 1 KB file of the issue */
+    f = pt_open(metasyn_file("s0.pt", 0, 1001, 0, 1000, 1, 0, 0, 0, 1, 1), err, sizeof err);
+    if (CHECK(f)) {
+        CHECK_EQ_I64(convert_null(f, err, sizeof err), -1);
+        CHECK(strstr(err, "offsets ([1]) has stride 0 in dimension 0 of size 1001") != NULL);
+        pt_close(f);
+    }
+    /* only lengths expanded */
+    f = pt_open(metasyn_file("s0l.pt", 0, 13, 1, 4, 3, 0, 1, 0, 13, 3), err, sizeof err);
+    if (CHECK(f)) {
+        CHECK_EQ_I64(convert_null(f, err, sizeof err), -1);
+        CHECK(strstr(err, "lengths ([2]) has stride 0 in dimension 0 of size 4") != NULL);
+        pt_close(f);
+    }
+    /* overlapping strides without a 0: lengths [60, 60] over 119 stored values */
+    f = pt_open(metasyn_file("ovl.pt", 0, 3601, 1, 60, 60, 1, 1, 0, 3601, 119), err, sizeof err);
+    if (CHECK(f)) {
+        CHECK_EQ_I64(convert_null(f, err, sizeof err), -1);
+        CHECK(strstr(err, "hold 43208 bytes of data but their storages only 29284:") != NULL);
+        pt_close(f);
+    }
+    /* no tables but a batch of 2^40: nothing to allocate (the old converter asked for 8 TB) */
+    f = pt_open(metasyn_file("t0.pt", 0, 1, 1, 0, (int64_t)1 << 40, 1, 1, 0, 1, 0), err, sizeof err);
+    if (CHECK(f)) { CHECK_EQ_I64(convert_null(f, err, sizeof err), 0); pt_close(f); }
+    else fprintf(stderr, "  %s\n", err);
+    /* the prototype's dict with one stored table referenced 50 times */
+    static const int64_t off[3] = {0, 1, 3};
+    static const int32_t idx[3] = {5, 6, 7};
+    int64_t s3[1] = {3}, t1[1] = {1};
+    bb b = {0};
+    pproto(&b);
+    bbyte(&b, '}'); bbyte(&b, '(');
+    pstr(&b, "lS_offsets"); bbyte(&b, ']'); bbyte(&b, '(');
+    ptensor(&b, "LongStorage", "0", 3, 0, 1, s3, t1);
+    bbyte(&b, 'q'); bbyte(&b, 1);
+    for (int i = 1; i < 50; i++) { bbyte(&b, 'h'); bbyte(&b, 1); }
+    bbyte(&b, 'e');
+    pstr(&b, "lS_indices"); bbyte(&b, ']'); bbyte(&b, '(');
+    ptensor(&b, "IntStorage", "1", 3, 0, 1, s3, t1);
+    bbyte(&b, 'q'); bbyte(&b, 2);
+    for (int i = 1; i < 50; i++) { bbyte(&b, 'h'); bbyte(&b, 2); }
+    bbyte(&b, 'e'); bbyte(&b, 'u'); bbyte(&b, '.');
+    const char *keys[2] = {"0", "1"};
+    const void *data[2] = {off, idx};
+    size_t len[2] = {sizeof off, sizeof idx};
+    CHECK(write_torch_zip(tpath("rep.pt"), &b, 2, keys, data, len, 0, 0) == 0);
+    bfree(&b);
+    f = pt_open(tpath("rep.pt"), err, sizeof err);
+    if (CHECK(f)) {
+        CHECK_EQ_I64(pt_ntensors(f), 100);
+        CHECK_EQ_I64(convert_null(f, err, sizeof err), -1);
+        CHECK(strstr(err, "lS_indices and lS_offsets hold 1800 bytes of data but their storages only 36:") != NULL);
+        /* --dump prints it: 300 elements are under the free allowance */
+        FILE *out = fopen("/dev/null", "w");
+        CHECK(as_convert_dump(f, out, err, sizeof err) == 0);
+        fclose(out);
+        pt_close(f);
+    }
+    /* --dump of an expanded tensor of 2^31 elements is refused */
+    f = pt_open(metasyn_file("big.pt", 0, (int64_t)1 << 31, 0, 1, 1, 0, 0, 0, 1, 1), err, sizeof err);
+    if (CHECK(f)) {
+        FILE *out = fopen("/dev/null", "w");
+        CHECK(as_convert_dump(f, out, err, sizeof err) == -1);
+        CHECK(strstr(err, "the tensors hold 17179869188 bytes of data but their storages only 12 (and more than the 1048576 elements allowed any file)") != NULL);
+        fclose(out);
+        pt_close(f);
+    }
 }

@@ -1,0 +1,531 @@
+/* mkcorpus.c - write the seed corpus of the fuzz targets: tests/fuzz/corpus/<target>/.
+ * Dimension letters: B batch, T tables.
+ *
+ *   mkcorpus DIR      (make fuzz-corpus: DIR = tests/fuzz/corpus)
+ *
+ * Small valid inputs of every kind each decoder reads (so mutants reach deep code), and the
+ * hostile inputs of issue 11 as regression seeds (also used by tests/as-convert.bats):
+ *   convert/stride0-tables.pt    1 KB: offsets and lengths expanded (stride 0) to a million
+ *                                tables of batch 1 (the old as-convert wrote them all)
+ *   convert/stride0-batch.pt     one table of batch 2^31 from expanded tensors (the old
+ *                                as-convert allocated and filled 2 x 16 GiB)
+ *   convert/shared-storage.pt    the prototype's dict whose 1000 tables are one tensor
+ *                                (4 KB of indices written a thousand times)
+ *   torchsave/dag-tensors.pt     a tensor in 20 levels of shared tuples: 2^20 paths (the
+ *                                old reader listed them all, 430 MB)
+ * Everything is built from scratch (a small zip writer and pickle builder below, the
+ * stream writer of lib/), so the corpus is reproducible without PyTorch.
+ */
+#include "common.h"
+#include "convert.h"
+#include "costmodel.h"
+#include "policy.h"
+#include "stream.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+/* ---------------------------------------------------------------- byte buffers */
+
+typedef struct { uint8_t *p; size_t n, cap; } buf;
+
+static void put(buf *b, const void *d, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 256;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) abort();
+    }
+    if (n) memcpy(b->p + b->n, d, n);
+    b->n += n;
+}
+static void u8(buf *b, int v) { uint8_t x = (uint8_t)v; put(b, &x, 1); }
+static void u16(buf *b, uint32_t v) { u8(b, (int)(v & 255)); u8(b, (int)(v >> 8 & 255)); }
+static void u32(buf *b, uint32_t v) { u16(b, v & 0xffff); u16(b, v >> 16); }
+static void u64(buf *b, uint64_t v) { u32(b, (uint32_t)v); u32(b, (uint32_t)(v >> 32)); }
+static void bfree(buf *b) { free(b->p); memset(b, 0, sizeof *b); }
+
+static const char *outdir;
+
+static void save(const char *target, const char *name, const void *d, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", outdir, target);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%s/%s", outdir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f)) {
+        fprintf(stderr, "mkcorpus: %s: %s\n", path, strerror(errno));
+        exit(3);
+    }
+}
+
+static buf gzip(const buf *in)
+{
+    buf out = {0};
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) abort();
+    size_t cap = deflateBound(&z, in->n) + 64;
+    out.p = malloc(cap);
+    out.cap = cap;
+    z.next_in = in->p;
+    z.avail_in = (uInt)in->n;
+    z.next_out = out.p;
+    z.avail_out = (uInt)cap;
+    if (deflate(&z, Z_FINISH) != Z_STREAM_END) abort();
+    out.n = cap - z.avail_out;
+    deflateEnd(&z);
+    return out;
+}
+
+/* ---------------------------------------------------------------- pickles (protocol 2) */
+
+static void p_proto(buf *b, int v) { u8(b, 0x80); u8(b, v); }
+static void p_str(buf *b, const char *s) { u8(b, 'X'); u32(b, (uint32_t)strlen(s)); put(b, s, strlen(s)); }
+static void p_int(buf *b, int64_t v)
+{
+    if (v >= 0 && v < 256) { u8(b, 'K'); u8(b, (int)v); }
+    else if (v >= INT32_MIN && v <= INT32_MAX) { u8(b, 'J'); u32(b, (uint32_t)v); }
+    else { u8(b, 0x8a); u8(b, 8); u64(b, (uint64_t)v); }   /* LONG1 */
+}
+static void p_global(buf *b, const char *m, const char *n)
+{
+    u8(b, 'c'); put(b, m, strlen(m)); u8(b, '\n'); put(b, n, strlen(n)); u8(b, '\n');
+}
+static void p_ints(buf *b, int n, const int64_t *v)
+{
+    u8(b, '(');
+    for (int i = 0; i < n; i++) p_int(b, v[i]);
+    u8(b, 't');
+}
+/* torch._utils._rebuild_tensor_v2(storage, off, size, stride, False, OrderedDict()) with
+ * the persistent id ('storage', torch.<cls>, key, 'cpu', numel[, None for legacy]) */
+static void p_tensor(buf *b, const char *cls, const char *key, int64_t numel, int64_t off, int nd,
+                     const int64_t *shape, const int64_t *stride, int legacy)
+{
+    p_global(b, "torch._utils", "_rebuild_tensor_v2");
+    u8(b, '(');
+    u8(b, '(');
+    p_str(b, "storage");
+    p_global(b, "torch", cls);
+    p_str(b, key);
+    p_str(b, "cpu");
+    p_int(b, numel);
+    if (legacy) u8(b, 'N');
+    u8(b, 't');
+    u8(b, 'Q');                      /* BINPERSID */
+    p_int(b, off);
+    p_ints(b, nd, shape);
+    p_ints(b, nd, stride);
+    u8(b, 0x89);                     /* NEWFALSE */
+    p_global(b, "collections", "OrderedDict");
+    u8(b, ')');
+    u8(b, 'R');
+    u8(b, 't');
+    u8(b, 'R');
+}
+static void p_tensor1(buf *b, const char *cls, const char *key, int64_t numel, int legacy)
+{
+    int64_t sh[1] = { numel }, st[1] = { 1 };
+    p_tensor(b, cls, key, numel, 0, 1, sh, st, legacy);
+}
+
+/* ---------------------------------------------------------------- zip and torch.save files */
+
+typedef struct { const char *name; const void *data; size_t len; } zent;
+
+static buf zip(const zent *e, int n)
+{
+    buf z = {0}, cd = {0};
+    for (int i = 0; i < n; i++) {
+        uint32_t crc = (uint32_t)crc32(0, e[i].data, (uInt)e[i].len), lho = (uint32_t)z.n;
+        size_t nl = strlen(e[i].name);
+        u32(&z, 0x04034b50); u16(&z, 20); u16(&z, 0); u16(&z, 0); u32(&z, 0);
+        u32(&z, crc); u32(&z, (uint32_t)e[i].len); u32(&z, (uint32_t)e[i].len);
+        u16(&z, (uint32_t)nl); u16(&z, 0);
+        put(&z, e[i].name, nl);
+        put(&z, e[i].data, e[i].len);
+        u32(&cd, 0x02014b50); u16(&cd, 20); u16(&cd, 20); u16(&cd, 0); u16(&cd, 0); u32(&cd, 0);
+        u32(&cd, crc); u32(&cd, (uint32_t)e[i].len); u32(&cd, (uint32_t)e[i].len);
+        u16(&cd, (uint32_t)nl); u16(&cd, 0); u16(&cd, 0); u16(&cd, 0); u16(&cd, 0); u32(&cd, 0);
+        u32(&cd, lho);
+        put(&cd, e[i].name, nl);
+    }
+    uint32_t cdoff = (uint32_t)z.n;
+    put(&z, cd.p, cd.n);
+    u32(&z, 0x06054b50); u16(&z, 0); u16(&z, 0); u16(&z, (uint32_t)n); u16(&z, (uint32_t)n);
+    u32(&z, (uint32_t)cd.n); u32(&z, cdoff); u16(&z, 0);
+    bfree(&cd);
+    return z;
+}
+
+/* archive/data.pkl, archive/version, archive/data/<key> for storage keys "0", "1", ... */
+static buf torch_zip(const buf *pkl, int ns, const void *const *data, const size_t *len)
+{
+    zent e[16];
+    char names[16][32];
+    int n = 0;
+    e[n++] = (zent){ "archive/data.pkl", pkl->p, pkl->n };
+    for (int i = 0; i < ns; i++) {
+        snprintf(names[i], sizeof names[i], "archive/data/%d", i);
+        e[n++] = (zent){ names[i], data[i], len[i] };
+    }
+    e[n++] = (zent){ "archive/version", "3\n", 2 };
+    return zip(e, n);
+}
+
+/* the legacy format: magic, protocol 1001, sys_info, the object, keys, storages */
+static buf torch_legacy(const buf *obj, int ns, const void *const *data, const size_t *len, const int64_t *count)
+{
+    static const uint8_t magic[10] = { 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19 };
+    buf b = {0};
+    p_proto(&b, 2); u8(&b, 0x8a); u8(&b, 10); put(&b, magic, 10); u8(&b, '.');
+    p_proto(&b, 2); u8(&b, 'M'); u16(&b, 1001); u8(&b, '.');
+    p_proto(&b, 2); u8(&b, '}'); u8(&b, '('); p_str(&b, "protocol_version"); u8(&b, 'M'); u16(&b, 1001);
+    p_str(&b, "little_endian"); u8(&b, 0x88); u8(&b, 'u'); u8(&b, '.');
+    put(&b, obj->p, obj->n);
+    p_proto(&b, 2); u8(&b, ']'); u8(&b, '(');
+    for (int i = 0; i < ns; i++) { char k[16]; snprintf(k, sizeof k, "%d", i); p_str(&b, k); }
+    u8(&b, 'e'); u8(&b, '.');
+    for (int i = 0; i < ns; i++) { u64(&b, (uint64_t)count[i]); put(&b, data[i], len[i]); }
+    return b;
+}
+
+static void save_buf(const char *target, const char *name, buf *b, int keep)
+{
+    save(target, name, b->p, b->n);
+    if (!keep) bfree(b);
+}
+
+/* ---------------------------------------------------------------- torch.save seeds */
+
+/* a tiny MetaSyn file: T = 2 tables, B = 3; lengths [[1,0,2],[2,1,0]] */
+static const int32_t ms_idx[6] = { 0, 3, 1, 2, 2, 0 };
+static const int64_t ms_off[7] = { 0, 1, 1, 3, 5, 6, 6 };
+static const int32_t ms_len[6] = { 1, 0, 2, 2, 1, 0 };
+
+static buf metasyn_pickle(int legacy)
+{
+    buf p = {0};
+    int64_t lsh[2] = { 2, 3 }, lst[2] = { 3, 1 };
+    p_proto(&p, 2);
+    p_tensor1(&p, "IntStorage", "0", 6, legacy);
+    p_tensor1(&p, "LongStorage", "1", 7, legacy);
+    p_tensor(&p, "IntStorage", "2", 6, 0, 2, lsh, lst, legacy);
+    u8(&p, 0x87);   /* TUPLE3 */
+    u8(&p, '.');
+    return p;
+}
+
+static void torch_seeds(void)
+{
+    const void *d[3] = { ms_idx, ms_off, ms_len };
+    size_t l[3] = { sizeof ms_idx, sizeof ms_off, sizeof ms_len };
+    int64_t cnt[3] = { 6, 7, 6 };
+
+    buf p = metasyn_pickle(0);
+    save("pickle", "metasyn.pkl", p.p, p.n);
+    buf z = torch_zip(&p, 3, d, l);
+    save("torchsave", "metasyn-zip.pt", z.p, z.n);
+    save("convert", "metasyn-zip.pt", z.p, z.n);
+    buf g = gzip(&z);
+    save("torchsave", "metasyn-zip.pt.gz", g.p, g.n);
+    save("convert", "metasyn-zip.pt.gz", g.p, g.n);
+    bfree(&g);
+    bfree(&z);
+    bfree(&p);
+
+    p = metasyn_pickle(1);
+    buf lg = torch_legacy(&p, 3, d, l, cnt);
+    save("torchsave", "metasyn-legacy.pt", lg.p, lg.n);
+    save("convert", "metasyn-legacy.pt", lg.p, lg.n);
+    bfree(&lg);
+    bfree(&p);
+
+    /* the prototype's dict: {'lS_offsets': [o0, o1], 'lS_indices': [i0, i1]}, offsets with
+       the table's total (B + 1 entries), int64; indices int32 */
+    static const int64_t po[8] = { 0, 1, 1, 3, 0, 2, 3, 3 };
+    static const int32_t pi[6] = { 4, 0, 1, 1, 2, 0 };
+    p_proto(&p, 2);
+    u8(&p, '}'); u8(&p, '(');
+    p_str(&p, "lS_offsets");
+    u8(&p, ']'); u8(&p, '(');
+    int64_t sh4[1] = { 4 }, st1[1] = { 1 }, sh3[1] = { 3 };
+    p_tensor(&p, "LongStorage", "0", 8, 0, 1, sh4, st1, 0);
+    p_tensor(&p, "LongStorage", "0", 8, 4, 1, sh4, st1, 0);   /* a view into one storage */
+    u8(&p, 'e');
+    p_str(&p, "lS_indices");
+    u8(&p, ']'); u8(&p, '(');
+    p_tensor(&p, "IntStorage", "1", 6, 0, 1, sh3, st1, 0);
+    p_tensor(&p, "IntStorage", "1", 6, 3, 1, sh3, st1, 0);
+    u8(&p, 'e');
+    u8(&p, 'u'); u8(&p, '.');
+    save("pickle", "prototype.pkl", p.p, p.n);
+    const void *pd[2] = { po, pi };
+    size_t pl[2] = { sizeof po, sizeof pi };
+    z = torch_zip(&p, 2, pd, pl);
+    save("torchsave", "prototype.pt", z.p, z.n);
+    save("convert", "prototype.pt", z.p, z.n);
+    bfree(&z);
+    bfree(&p);
+
+    /* strides, an offset, a 0-dim scalar, float16 and float64, v3 with a dtype */
+    static const uint16_t h[6] = { 0x3c00, 0xc000, 0x7c00, 0x0001, 0x7e00, 0x8000 };
+    static const double f8[4] = { 1.5, -2.25, 1e300, -0.0 };
+    int64_t s23[2] = { 2, 3 }, t13[2] = { 1, 2 }, s2[1] = { 2 }, t2[1] = { 2 };
+    p_proto(&p, 2);
+    u8(&p, '(');
+    p_tensor(&p, "HalfStorage", "0", 6, 0, 2, s23, t13, 0);     /* transposed */
+    p_tensor(&p, "DoubleStorage", "1", 4, 1, 1, s2, t2, 0);     /* offset and stride 2 */
+    p_tensor(&p, "DoubleStorage", "1", 4, 3, 0, s2, t2, 0);     /* a scalar */
+    p_global(&p, "torch._utils", "_rebuild_tensor_v3");
+    u8(&p, '('); u8(&p, '('); p_str(&p, "storage"); p_global(&p, "torch", "UntypedStorage"); p_str(&p, "2");
+    p_str(&p, "cpu"); p_int(&p, 12); u8(&p, 't'); u8(&p, 'Q'); p_int(&p, 0); p_ints(&p, 1, s23);
+    p_ints(&p, 1, st1); u8(&p, 0x89); p_global(&p, "collections", "OrderedDict"); u8(&p, ')'); u8(&p, 'R');
+    p_global(&p, "torch", "int16"); u8(&p, 't'); u8(&p, 'R');
+    u8(&p, 'l'); u8(&p, '.');   /* LIST */
+    static const uint8_t bytes12[12] = { 1, 0, 0xff, 0xff, 0, 0x80, 0xff, 0x7f, 9, 9, 9, 9 };
+    const void *sd[3] = { h, f8, bytes12 };
+    size_t sl[3] = { sizeof h, sizeof f8, sizeof bytes12 };
+    z = torch_zip(&p, 3, sd, sl);
+    save("torchsave", "strided.pt", z.p, z.n);
+    bfree(&z);
+    bfree(&p);
+
+    /* ---- hostile: expanded data tensors (stride 0) */
+    static const int32_t zero32[1] = { 0 };
+    static const int64_t zero64[1] = { 0 };
+    const void *zd[3] = { zero32, zero64, zero32 };
+    size_t zl[3] = { 0, 8, 4 };
+    int64_t e0[1] = { 0 }, s0[1] = { 0 }, s00[2] = { 0, 0 };
+    int64_t osh[1] = { 1000001 }, lsh[2] = { 1000000, 1 };
+    p_proto(&p, 2);
+    p_tensor(&p, "IntStorage", "0", 0, 0, 1, e0, st1, 0);          /* no indices */
+    p_tensor(&p, "LongStorage", "1", 1, 0, 1, osh, s0, 0);         /* offsets: 0 repeated */
+    p_tensor(&p, "IntStorage", "2", 1, 0, 2, lsh, s00, 0);         /* lengths: 0 repeated */
+    u8(&p, 0x87); u8(&p, '.');
+    z = torch_zip(&p, 3, zd, zl);
+    save("convert", "stride0-tables.pt", z.p, z.n);
+    bfree(&z);
+    bfree(&p);
+
+    int64_t bsh[1] = { ((int64_t)1 << 31) + 1 }, blsh[2] = { 1, (int64_t)1 << 31 };
+    p_proto(&p, 2);
+    p_tensor(&p, "IntStorage", "0", 0, 0, 1, e0, st1, 0);
+    p_tensor(&p, "LongStorage", "1", 1, 0, 1, bsh, s0, 0);
+    p_tensor(&p, "IntStorage", "2", 1, 0, 2, blsh, s00, 0);
+    u8(&p, 0x87); u8(&p, '.');
+    z = torch_zip(&p, 3, zd, zl);
+    save("convert", "stride0-batch.pt", z.p, z.n);
+    bfree(&z);
+    bfree(&p);
+
+    /* ---- hostile: one stored table referenced a thousand times (memo BINPUT/BINGET) */
+    int32_t many[1024];
+    for (int i = 0; i < 1024; i++) many[i] = (i * 37) % 1000;
+    static const int64_t one_off[2] = { 0, 1024 };
+    int64_t sh2[1] = { 2 }, sh1024[1] = { 1024 };
+    p_proto(&p, 2);
+    u8(&p, '}'); u8(&p, '(');
+    p_str(&p, "lS_offsets");
+    u8(&p, ']'); u8(&p, '(');
+    p_tensor(&p, "LongStorage", "0", 2, 0, 1, sh2, st1, 0);
+    u8(&p, 'q'); u8(&p, 1);                                          /* BINPUT 1 */
+    for (int i = 1; i < 1000; i++) { u8(&p, 'h'); u8(&p, 1); }       /* BINGET 1 */
+    u8(&p, 'e');
+    p_str(&p, "lS_indices");
+    u8(&p, ']'); u8(&p, '(');
+    p_tensor(&p, "IntStorage", "1", 1024, 0, 1, sh1024, st1, 0);
+    u8(&p, 'q'); u8(&p, 2);
+    for (int i = 1; i < 1000; i++) { u8(&p, 'h'); u8(&p, 2); }
+    u8(&p, 'e');
+    u8(&p, 'u'); u8(&p, '.');
+    const void *md[2] = { one_off, many };
+    size_t ml[2] = { sizeof one_off, sizeof many };
+    z = torch_zip(&p, 2, md, ml);
+    save("convert", "shared-storage.pt", z.p, z.n);
+    bfree(&z);
+    bfree(&p);
+
+    /* ---- hostile: 2^20 paths to one tensor through 20 levels of shared tuples */
+    static const int32_t four[4] = { 1, 2, 3, 4 };
+    int64_t sh4b[1] = { 4 };
+    p_proto(&p, 2);
+    p_tensor(&p, "IntStorage", "0", 4, 0, 1, sh4b, st1, 0);
+    for (int i = 0; i < 20; i++) { u8(&p, '2'); u8(&p, 0x86); }      /* DUP, TUPLE2 */
+    u8(&p, '.');
+    save("pickle", "dag.pkl", p.p, p.n);
+    const void *fd4[1] = { four };
+    size_t fl4[1] = { sizeof four };
+    z = torch_zip(&p, 1, fd4, fl4);
+    save("torchsave", "dag-tensors.pt", z.p, z.n);
+    bfree(&z);
+    bfree(&p);
+
+    /* pickles of other protocols: 0 (text opcodes), 4 (FRAME, MEMOIZE, STACK_GLOBAL) */
+    static const char text[] =
+        "(dp0\nVname\np1\nVvalue\np2\nsVn\np3\nI42\nsVf\np4\nF-1.5\nsVl\np5\n(lp6\nL12345678901234567890L\n"
+        "aI01\naNasg3\ng1\ns.";
+    save("pickle", "protocol0.pkl", text, sizeof text - 1);
+    p_proto(&p, 4);
+    u8(&p, 0x95); u64(&p, 0);   /* FRAME, length patched below */
+    size_t fstart = p.n;
+    u8(&p, 0x8c); u8(&p, 12); put(&p, "torch._utils", 12); u8(&p, 0x94);
+    u8(&p, 0x8c); u8(&p, 6); put(&p, "thing1", 6); u8(&p, 0x94);
+    u8(&p, 0x93); u8(&p, 0x94);                                      /* STACK_GLOBAL, MEMOIZE */
+    u8(&p, '('); u8(&p, 'G'); { uint8_t be[8] = { 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18 }; put(&p, be, 8); }
+    u8(&p, 0x8a); u8(&p, 9); { uint8_t big[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 0x80 }; put(&p, big, 9); }
+    u8(&p, 'C'); u8(&p, 3); put(&p, "abc", 3);                         /* SHORT_BINBYTES */
+    u8(&p, 0x88); u8(&p, 'N'); u8(&p, 'M'); u16(&p, 65535);
+    u8(&p, 't'); u8(&p, 0x94); u8(&p, 'R'); u8(&p, 'h'); u8(&p, 0); u8(&p, 0x86); u8(&p, '.');
+    uint64_t flen = p.n - fstart;
+    for (int i = 0; i < 8; i++) p.p[fstart - 8 + (size_t)i] = (uint8_t)(flen >> (8 * i));
+    save("pickle", "protocol4.pkl", p.p, p.n);
+    bfree(&p);
+}
+
+/* ---------------------------------------------------------------- streams and models */
+
+/* Stream seeds start with the mode byte of fuzz.h: 01 + the stream (NAME.ast), and
+ * 00 + its raw msgpack records (NAME.msgpack). Returns the stream's bytes. */
+static buf stream_file(const char *target, const char *name, void (*fill)(as_writer *))
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.%s.tmp", outdir, name);
+    as_writer *w = as_writer_open(path, 1, 0);   /* level 1: a small window, quick to fuzz */
+    as_writer_header(w, "mkcorpus", 0, NULL);
+    fill(w);
+    as_writer_close(w);
+    buf s = {0}, seed = {0}, raw = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) abort();
+    uint8_t tmp[4096];
+    size_t r;
+    while ((r = fread(tmp, 1, sizeof tmp, f)) > 0) put(&s, tmp, r);
+    fclose(f);
+    as_reader *rd = as_reader_open(path);
+    as_record rec;
+    u8(&raw, 0);
+    while (as_reader_next(rd, &rec) == 1) put(&raw, rec.raw, rec.rawlen);
+    as_reader_close(rd);
+    unlink(path);
+    char nm[256];
+    u8(&seed, 1);
+    put(&seed, s.p, s.n);
+    snprintf(nm, sizeof nm, "%s.ast", name);
+    save_buf(target, nm, &seed, 0);
+    snprintf(nm, sizeof nm, "%s.msgpack", name);
+    save_buf(target, nm, &raw, 0);
+    return s;
+}
+
+static void fill_tables(as_writer *w)
+{
+    static const int64_t off[4] = { 0, 1, 1, 3 };
+    static const int32_t idx[3] = { 2, 0, 7 };
+    as_write_table(w, 0, 8, 3, 16, off, idx, AS_DT_I32, "seed");
+    static const int64_t off2[3] = { 0, 2, 4 };
+    static const int64_t idx2[4] = { 1, 1, 0, 5 };
+    as_write_table(w, 1, 6, 2, 32, off2, idx2, AS_DT_I64, "seed");
+    /* a record of another kind with nested values and small arrays of several dtypes */
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 6);
+    as_pack_kv_str(pk, "kind", "other");
+    double v[3] = { 0.5, -1, 1e300 };
+    as_pack_kv_f64_list(pk, "list", v, 3);
+    uint16_t hf[4] = { 0x3c00, 0x7c00, 0xfc00, 0x7e00 };
+    int64_t s22[2] = { 2, 2 }, s3[1] = { 3 };
+    as_pack_kv_array(pk, "half", AS_DT_F16, hf, 2, s22);
+    uint64_t u[3] = { 0, 1, UINT64_MAX };
+    as_pack_kv_array(pk, "u64", AS_DT_U64, u, 1, s3);
+    int8_t i8[3] = { -128, 0, 127 };
+    as_pack_kv_array(pk, "i8", AS_DT_I8, i8, 1, s3);
+    as_pack_str(pk, "nested");
+    msgpack_pack_map(pk, 1);
+    as_pack_kv_i64(pk, "x", -1);
+    as_writer_end_record(w);
+}
+
+static void fill_model(as_writer *w)
+{
+    as_costmodel *m = as_costmodel_new(1, 1, 1, 3);
+    as_costmodel_info *in = as_costmodel_meta(m);
+    in->y_scale = 1;
+    for (int i = 0; i < 3; i++) { in->mean[i] = 0; in->std[i] = 1; }
+    as_costmodel_write(m, w);
+    as_costmodel_free(m);
+}
+
+/* a policy record of the smallest dims (the layout of lib/policy.c) and its cost model */
+static void fill_policy(as_writer *w)
+{
+    int d[10] = { AS_NFEATURES, 1, 1, 1, 2, 1, 1, 1, 1, 1 };   /* f e1 e2 sd h cd p1 p2 p3 vh */
+    int f = d[0], e1 = d[1], e2 = d[2], sd = d[3], h = d[4], cd = d[5], p1 = d[6], p2 = d[7], p3 = d[8], vh = d[9];
+    int64_t n = (int64_t)e1 * f + e1 + e2 * e1 + e2 + 2 * sd + 4LL * h * (e2 + sd) + 4LL * h * h + 4LL * h +
+                4LL * h * h + 4LL * h * h + 4LL * h + (int64_t)cd * AS_POLICY_NCF + cd + (int64_t)p1 * 3 * h + p1 +
+                (int64_t)p2 * p1 + p2 + (int64_t)p3 * p2 + p3 + p3 + 1 + (int64_t)vh * h + vh + vh + 1;
+    float *prm = malloc((size_t)n * sizeof *prm);
+    for (int64_t i = 0; i < n; i++) prm[i] = (float)((i * 7) % 13 - 6) / 16.0f;
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 12);
+    as_pack_kv_str(pk, "kind", "policy");
+    as_pack_kv_str(pk, "policy", "autoshard-lstm");
+    as_pack_kv_i64(pk, "format_version", AS_POLICY_VERSION);
+    as_pack_str(pk, "features");
+    msgpack_pack_array(pk, AS_NFEATURES);
+    for (int i = 0; i < AS_NFEATURES; i++) as_pack_str(pk, as_costmodel_feature_name(i));
+    as_pack_kv_str(pk, "transform", "log1p");
+    double mean[3] = { 1, 2, 3 }, sdv[3] = { 1, 1, 0.5 };
+    as_pack_kv_f64_list(pk, "norm_mean", mean, 3);
+    as_pack_kv_f64_list(pk, "norm_std", sdv, 3);
+    as_pack_str(pk, "dims");
+    msgpack_pack_array(pk, 10);
+    for (int i = 0; i < 10; i++) msgpack_pack_int(pk, d[i]);
+    as_pack_kv_i64(pk, "cost_features", AS_POLICY_NCF);
+    as_pack_kv_i64(pk, "nparams", n);
+    as_pack_kv_array(pk, "params", AS_DT_F32, prm, 1, &n);
+    as_pack_kv_i64(pk, "seed", 5);
+    as_writer_end_record(w);
+    free(prm);
+    fill_model(w);
+}
+
+static void stream_seeds(void)
+{
+    buf p = stream_file("policy", "policy", fill_policy);
+    buf m = stream_file("policy", "model", fill_model);
+    bfree(&p);
+    bfree(&m);
+    buf s = stream_file("stream", "tables", fill_tables);
+    /* two streams concatenated, a truncated one, a skippable frame before a stream */
+    buf c = {0};
+    u8(&c, 1);
+    put(&c, s.p, s.n);
+    put(&c, s.p, s.n);
+    save_buf("stream", "concat.ast", &c, 0);
+    u8(&c, 1);
+    put(&c, s.p, s.n * 2 / 3);
+    save_buf("stream", "truncated.ast", &c, 0);
+    u8(&c, 1);
+    u32(&c, 0x184d2a50); u32(&c, 4); u32(&c, 0xdeadbeef);
+    put(&c, s.p, s.n);
+    save_buf("stream", "skippable.ast", &c, 0);
+    bfree(&s);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: mkcorpus DIR\n");
+        return 2;
+    }
+    outdir = argv[1];
+    mkdir(outdir, 0755);
+    torch_seeds();
+    stream_seeds();
+    return 0;
+}
