@@ -1,5 +1,6 @@
 /* cli.c - shared command-line behaviour; see cli.h */
 #include "cli.h"
+#include "reclimits.h"
 #include "common.h"
 #include "device.h"
 
@@ -89,7 +90,16 @@ static void check_output(as_cli *c, const char *opt, const char *path)
 
 void as_cli_output_arg(as_cli *c, const char *opt, const char *path)
 {
+    /* the other outputs named so far: two outputs onto one file would lose one of them */
+    static struct { const char *opt, *path; } seen[8];
+    static int nseen;
     if (path && !*path) as_cli_usage(c, "%s: empty file name", opt);
+    if (c->output && as_out_same_target(path, c->output))
+        as_cli_usage(c, "%s %s: the same file as -o; give each output its own file", opt, path);
+    for (int i = 0; i < nseen; i++)
+        if (as_out_same_target(path, seen[i].path))
+            as_cli_usage(c, "%s %s: the same file as %s; give each output its own file", opt, path, seen[i].opt);
+    if (nseen < 8) { seen[nseen].opt = opt; seen[nseen].path = path; nseen++; }
     check_output(c, opt, path);
 }
 
@@ -151,6 +161,15 @@ int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo
     int64_t v;
     if (as_parse_i64(arg, lo, hi, &v))
         as_cli_usage(c, "%s: '%s' is not an integer in [%lld, %lld]", opt, arg, (long long)lo, (long long)hi);
+    return v;
+}
+
+int64_t as_cli_lim(const as_cli *c, const char *opt, const char *arg, int64_t lo, int l)
+{
+    int64_t v, hi = as_limit((as_limit_id)l);
+    if (as_parse_i64(arg, lo, hi, &v))
+        as_cli_usage(c, "%s: '%s' is not an integer in [%lld, %lld] (%s, the limit on %s, changes the bound)", opt, arg,
+                     (long long)lo, (long long)hi, as_limit_env((as_limit_id)l), as_limit_what((as_limit_id)l));
     return v;
 }
 

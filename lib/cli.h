@@ -90,6 +90,10 @@ void as_cli_close_text(as_cli *c, FILE *f);
 
 /* option-value parsing with usage errors */
 int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo, int64_t hi);
+/* as as_cli_i64 with hi = the record limit l (an as_limit_id, reclimits.h) in force: an
+ * option whose value would make records the other tools refuse is a usage error naming the
+ * limit's environment variable */
+int64_t as_cli_lim(const as_cli *c, const char *opt, const char *arg, int64_t lo, int l);
 double as_cli_f64(const as_cli *c, const char *opt, const char *arg, double lo, double hi);
 
 /* progress on stderr, at most ~5 updates a second */

@@ -239,6 +239,37 @@ int as_out_same_file(const char *out, const char *in)
     return so.st_dev == si.st_dev && so.st_ino == si.st_ino;
 }
 
+/* the directory part made absolute (realpath), then the last component: two names of one
+ * file that may not exist yet */
+static char *target_name(const char *p)
+{
+    char *dup = as_strdup(p);
+    char *slash = strrchr(dup, '/');
+    const char *base = slash ? slash + 1 : dup;
+    if (slash) *slash = 0;
+    char *dir = realpath(slash ? (*dup ? dup : "/") : ".", NULL);
+    char *out = NULL;
+    if (dir) {
+        size_t n = strlen(dir) + strlen(base) + 2;
+        out = as_malloc(n);
+        snprintf(out, n, "%s/%s", dir, base);
+        free(dir);
+    }
+    free(dup);
+    return out;
+}
+
+int as_out_same_target(const char *a, const char *b)
+{
+    if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-")) return 0;
+    struct stat sa, sb;
+    if (!stat(a, &sa) && !stat(b, &sb)) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *x = target_name(a), *y = target_name(b);
+    int same = x && y && !strcmp(x, y);
+    free(x); free(y);
+    return same;
+}
+
 as_out *as_out_open(const char *path)
 {
     as_out *o = as_calloc(1, sizeof *o);

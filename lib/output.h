@@ -51,6 +51,9 @@ int as_out_check_path(const char *path, char *err, size_t errlen);
 /* 1 when both paths name the same existing file (device and inode); in NULL or "-" is
  * standard input */
 int as_out_same_file(const char *out, const char *in);
+/* 1 when two output names would write one file (the same file when both exist, else the
+ * same absolute directory and name); "-" and NULL never */
+int as_out_same_target(const char *a, const char *b);
 
 /* the registry, for any temporary file: register a path (copied) to be removed at exit
  * and on the signals above; returns a slot, or -1 when the table is full */

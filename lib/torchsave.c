@@ -174,7 +174,6 @@ static int spool_check(const pt_limits *lim, int gz, uint64_t out, uint64_t in, 
 }
 
 /* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
-/* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
  * (all members) when it starts with 1f 8b, within the limits. Returns the temporary fd, -1
  * for bad input (or a limit passed) or -2 when the environment failed (no temporary file in
  * $TMPDIR, a full disk, no memory). */

@@ -32,6 +32,16 @@ TABLE='\x88\xa4kind\xa5table\xa2id\x07\xa4rows\x0a\xa5batch\x04\xa7lookups\x08\x
     assert_failure 2
     run as-features --tasks 10 --unseen-ratio 1.5
     assert_failure 2
+    # tasks the other tools would refuse: over the record limits, unless the limit is raised
+    run as-features --tasks 10 --shards 65537
+    assert_failure 2
+    assert_output --partial "AS_MAX_SHARDS"
+    run as-features --tasks 10 --task-tables 65537
+    assert_failure 2
+    assert_output --partial "AS_MAX_TABLES"
+    run env AS_MAX_SHARDS=70000 as-features --tasks 10 --shards 65537 < /dev/null
+    assert_failure 1
+    assert_output --partial "empty input"
 }
 
 @test "as-features: empty, non-zstd and truncated input are exit 1; TTY and /dev/full refused" {

@@ -55,6 +55,10 @@ setup_file() {
     assert_failure 2
     run as-plan --alg all --mem-cap 12Q
     assert_failure 2
+    # more shards than a plan record may hold (the tools reading the plans would refuse it)
+    run as-plan --alg all --shards 65537
+    assert_failure 2
+    assert_output --partial "AS_MAX_SHARDS"
 }
 
 @test "as-plan: empty, non-zstd and truncated input are exit 1; TTY and /dev/full refused" {

@@ -57,6 +57,14 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     run as-rl --model "$D/m.ast" --episodes 12x "$D/ft.ast" -o "$T/p.ast"
     assert_failure 2
     [ ! -e "$T/p.ast" ]
+    # two outputs onto one file (one would be lost), however the file is named
+    run as-rl --model "$D/m.ast" --episodes 8 --log "$T/p.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "--log $T/p.ast: the same file as -o"
+    run sh -c "cd '$T' && as-rl --model '$D/m.ast' --episodes 8 --log x.ast --checkpoint '$T/x.ast' '$D/ft.ast' -o p.ast"
+    assert_failure 2
+    assert_output --partial "the same file as --log"
+    [ ! -e "$T/x.ast" ] && [ ! -e "$T/p.ast" ]
 }
 
 @test "as-rl: empty, non-zstd and truncated input are exit 1; TTY and /dev/full refused" {

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "common.h"
 #include "featurize.h"
+#include "reclimits.h"
 #include "stream.h"
 #include "tasks.h"
 
@@ -65,8 +66,8 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_TASKS: tc.ntasks = as_cli_i64(&cli, "--tasks", optarg, 1, 10000000); want_tasks = 1; break;
         case OPT_TEST: tc.ntest = as_cli_i64(&cli, "--test-tasks", optarg, 0, 10000000); break;
-        case OPT_TT: tc.tables = as_cli_i64(&cli, "--task-tables", optarg, 1, 100000000); break;
-        case OPT_SHARDS: tc.shards = as_cli_i64(&cli, "--shards", optarg, 1, 1000000); break;
+        case OPT_TT: tc.tables = as_cli_lim(&cli, "--task-tables", optarg, 1, AS_LIM_TABLES); break;
+        case OPT_SHARDS: tc.shards = as_cli_lim(&cli, "--shards", optarg, 1, AS_LIM_SHARDS); break;
         case OPT_CAP: {
             uint64_t v;
             if (as_parse_size(optarg, &v) || v == 0) as_cli_usage(&cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000)", optarg);

@@ -4,6 +4,7 @@
 #include "common.h"
 #include "costmodel.h"
 #include "featurize.h"
+#include "reclimits.h"
 #include "plan.h"
 #include "policy.h"
 #include "rl.h"
@@ -114,7 +115,7 @@ int main(int argc, char **argv)
                 as_cli_usage(&cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000; 0 = none)", optarg);
             cap_given = 1;
             break;
-        case OPT_SHARDS: shards = as_cli_i64(&cli, "--shards", optarg, 1, 100000000); break;
+        case OPT_SHARDS: shards = as_cli_lim(&cli, "--shards", optarg, 1, AS_LIM_SHARDS); break;
         case OPT_SPLIT:
             if (strcmp(optarg, "train") && strcmp(optarg, "test")) as_cli_usage(&cli, "--split: '%s' is not train or test", optarg);
             split = optarg;
