@@ -298,11 +298,14 @@ static void *actor_main(void *arg)
 
 /* ---- evaluation ---------------------------------------------------------------------------- */
 
-static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, double *pred_bal, double *meas_bal,
-                    int64_t *nmeas, char *err, size_t errlen)
+/* greedy plans of the first ntasks training tasks: their mean predicted balance (an
+ * infeasible plan counts 0) and, when measure is set and a device and the tables are given,
+ * the mean measured balance of the feasible ones (NAN when none) */
+static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64_t ntasks, int measure,
+                    double *pred_bal, double *meas_bal, int64_t *nmeas, char *err, size_t errlen)
 {
     const as_rl_cfg *c = x->c;
-    int64_t n = c->eval_tasks < x->ntasks ? c->eval_tasks : x->ntasks;
+    int64_t n = ntasks < x->ntasks ? ntasks : x->ntasks;
     as_plan_model pm;
     as_rl_plan_model(&pm, cm);
     double sp = 0, sm = 0;
@@ -315,7 +318,7 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, doubl
         int rc = as_policy_rollout(p, &ro, err, errlen);
         if (!rc) {
             sp += ro.pred_balance;
-            if (c->bcfg && c->pool && ro.feasible) {
+            if (measure && c->bcfg && c->pool && ro.feasible) {
                 rc = measure_plan(x, t, assign, costs, nmeas, err, errlen);
                 if (!rc) { sm += balance_of(costs, t->K); nm++; }
             }
@@ -329,35 +332,13 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, doubl
     return 0;
 }
 
-/* model selection: the mean predicted balance of greedy plans of the first select_tasks
- * training tasks (an infeasible plan scores 0); nothing is measured and no random number is
- * drawn, so scoring never changes the training run */
-static double select_score(rl_ctx *x, const as_policy *p, const as_costmodel *cm, char *err, size_t errlen, int *rc)
-{
-    const as_rl_cfg *c = x->c;
-    int64_t n = c->select_tasks < x->ntasks ? c->select_tasks : x->ntasks;
-    as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
-    double s = 0;
-    *rc = 0;
-    for (int64_t i = 0; i < n && !*rc; i++) {
-        const as_rl_task *t = &x->tasks[i];
-        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
-        as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign };
-        if (as_policy_rollout(p, &ro, err, errlen)) *rc = -1;
-        else if (ro.feasible && isfinite(ro.pred_balance)) s += ro.pred_balance;
-        free(assign);
-    }
-    return n ? s / (double)n : 0;
-}
-
 /* score the current weights; keep them when they score at least as well as the best so far */
 static int select_step(rl_ctx *x, as_policy *p, as_costmodel *cm, as_rl_state *st, int64_t episode, double *score,
                        char *err, size_t errlen)
 {
-    int rc;
-    double sc = select_score(x, p, cm, err, errlen, &rc);
-    if (rc) return -1;
+    /* scoring measures nothing and draws no random number: it never changes the run */
+    double sc, unused;
+    if (evaluate(x, p, cm, x->c->select_tasks, 0, &sc, &unused, NULL, err, errlen)) return -1;
     *score = sc;
     if (sc >= st->best_score) {
         int64_t np, cnp;
@@ -795,7 +776,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         double evp = NAN, evm = NAN;
         if (c->eval_every > 0 && (in->episodes - last_eval >= c->eval_every || in->episodes >= limit)) {
             last_eval = in->episodes;
-            if (evaluate(&x, p, cm, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
+            if (evaluate(&x, p, cm, c->eval_tasks, 1, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
         }
         /* model selection on multiples of select_every, so a resumed run scores the same
          * weights as an uninterrupted one */
