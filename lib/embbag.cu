@@ -1164,12 +1164,10 @@ extern "C" void as_eb_gpu_destroy(as_eb_gpu *g)
     free(g);
 }
 
-extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint16_t *W, const float *grad,
-                                int device, char *err, size_t errlen)
+/* 0 when CUDA device `device` exists; else -1 with err (no device at all, or that number
+ * out of range) and the sticky error cleared */
+static int check_device(int device, char *err, size_t errlen)
 {
-    if (!gp) { seterr(err, errlen, "as_eb_gpu_create: no output pointer"); return -1; }
-    *gp = NULL;
-    if (!s || !W || !grad) { seterr(err, errlen, "as_eb_gpu_create: null shard, weights or grad"); return -1; }
     int ndev = 0;
     cudaError_t ce = cudaGetDeviceCount(&ndev);
     if (ce != cudaSuccess || ndev <= 0) {
@@ -1181,6 +1179,16 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
         seterr(err, errlen, "CUDA device %d does not exist (%d present)", device, ndev);
         return -1;
     }
+    return 0;
+}
+
+extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint16_t *W, const float *grad,
+                                int device, char *err, size_t errlen)
+{
+    if (!gp) { seterr(err, errlen, "as_eb_gpu_create: no output pointer"); return -1; }
+    *gp = NULL;
+    if (!s || !W || !grad) { seterr(err, errlen, "as_eb_gpu_create: null shard, weights or grad"); return -1; }
+    if (check_device(device, err, errlen)) return -1;
     if (as_eb_validate(s, err, errlen) != 0) return -1;
     /* limits of this implementation (32-bit bag ids, positions and CUB item counts) */
     long long TB = (long long)s->T * s->B;
@@ -1720,17 +1728,7 @@ extern "C" int as_eb_gpu_ctx_create(as_eb_gpu_ctx **cp, int device, const as_eb_
     if (!cp) { seterr(err, errlen, "as_eb_gpu_ctx_create: no output pointer"); return -1; }
     *cp = NULL;
     if (ntab < 0 || (ntab > 0 && !tabs)) { seterr(err, errlen, "as_eb_gpu_ctx_create: no tables"); return -1; }
-    int ndev = 0;
-    cudaError_t ce = cudaGetDeviceCount(&ndev);
-    if (ce != cudaSuccess || ndev <= 0) {
-        seterr(err, errlen, "no CUDA device (%s)", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-        cudaGetLastError();
-        return -1;
-    }
-    if (device < 0 || device >= ndev) {
-        seterr(err, errlen, "CUDA device %d does not exist (%d present)", device, ndev);
-        return -1;
-    }
+    if (check_device(device, err, errlen)) return -1;
     if (CK(cudaSetDevice(device), "cudaSetDevice")) return -1;
     as_eb_gpu_ctx *c = (as_eb_gpu_ctx *)calloc(1, sizeof *c);
     if (!c) { seterr(err, errlen, "out of host memory"); return -1; }
