@@ -34,6 +34,9 @@ EVAL_TASKS ?= 4
 RL_OPTS ?=
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
+# progress lines (with an ETA) on stderr for the long stages, also when stderr is a log file
+# (a line every 10 s there); PROGRESS= silences them
+PROGRESS ?= --progress
 NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
 D := $(OUT)/$(PRESET)-s$(SEED)
@@ -58,16 +61,16 @@ $(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
 ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
 	pipelines/bench-fanout --tables $< --devices gpu -o $@ -- --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS)
 else
-	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS) -o $@
+	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS) $(PROGRESS) -o $@
 endif
 
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
-	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) -o $@
+	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
 
 $(D)/policy.ast: $(D)/ft.ast $(D)/model.ast $(D)/pool.ast $(BIN)/as-rl
 	@echo "== policy: $(EPISODES) episodes on the training tasks (rewards from the cost model)"
-	$(BIN)/as-rl --model $(D)/model.ast --episodes $(EPISODES) --seed $(SEED) $(RL_OPTS) \
+	$(BIN)/as-rl --model $(D)/model.ast --episodes $(EPISODES) --seed $(SEED) $(RL_OPTS) $(PROGRESS) \
 	  --eval-every $(EVAL_EVERY) --eval-tasks $(EVAL_TASKS) --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) \
 	  --log $(D)/train.ast $(D)/ft.ast -o $@
 
@@ -80,7 +83,7 @@ $(D)/measured.ast: $(D)/plans.ast $(D)/pool.ast $(BIN)/as-bench
 ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
 	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@ $< -- $(BENCH_OPTS)
 else
-	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $< -o $@
+	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(PROGRESS) $< -o $@
 endif
 
 $(D)/report.md: $(D)/measured.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-eval

@@ -1,8 +1,10 @@
 /* test_output.c - atomic outputs (lib/output.c): the temporary appears only with the first
  * byte, the old file stays intact until the commit, and nothing is left behind after an
- * abort, an error exit or a fatal signal; path checks; the binary writer on top of it. */
+ * abort, an error exit or a fatal signal; path checks; the binary writer on top of it;
+ * the progress line's ETA (lib/cli.c). */
 #include "unit.h"
 #include "common.h"
+#include "cli.h"
 #include "output.h"
 #include "stream.h"
 
@@ -291,4 +293,22 @@ TEST(output_keeps_permissions_and_follows_links)
     as_out_close(o);
     CHECK(lstat(l, &st) == 0 && S_ISLNK(st.st_mode));   /* the link stays a link */
     CHECK_STR(get(p), "via link\n");
+}
+
+/* the ETA of a progress line: the rest of the total at the rate so far */
+TEST(progress_eta_from_the_rate_so_far)
+{
+    char b[48];
+    as_progress_eta(b, sizeof b, 30, 25, 100);       /* 30 s for a quarter: 90 s left */
+    CHECK_STR(b, ", ETA 1:30");
+    as_progress_eta(b, sizeof b, 10, 1, 400);        /* 3990 s left */
+    CHECK_STR(b, ", ETA 1:06:30");
+    as_progress_eta(b, sizeof b, 2.4, 1, 2);         /* rounded to the second */
+    CHECK_STR(b, ", ETA 0:02");
+    as_progress_eta(b, sizeof b, 10, 0, 100);        /* nothing done: no estimate */
+    CHECK_STR(b, "");
+    as_progress_eta(b, sizeof b, 10, 5, 0);          /* no total */
+    CHECK_STR(b, "");
+    as_progress_eta(b, sizeof b, 10, 100, 100);      /* finished */
+    CHECK_STR(b, "");
 }
