@@ -717,9 +717,13 @@ int as_bench_calibrate(as_bench_session *S, as_bench_calib *out, char *err, size
             out->other_cpu = other < 0 ? 0 : other > 1 ? 1 : other;
         }
     }
-    out->loaded = (isfinite(out->spread) && out->spread > AS_CALIB_SPREAD_MAX) ||
-                  (isfinite(out->other_cpu) && out->other_cpu > AS_CALIB_OTHER_MAX);
+    out->loaded = as_bench_calib_loaded(out);
     return 0;
+}
+
+int as_bench_calib_loaded(const as_bench_calib *c)
+{
+    return (isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX) || (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX);
 }
 
 void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c)

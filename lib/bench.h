@@ -188,6 +188,8 @@ typedef struct {
 } as_bench_calib;
 #define AS_CALIB_SPREAD_MAX 0.05
 #define AS_CALIB_OTHER_MAX 0.25
+/* the verdict from c's spread and other_cpu (NaN ones do not count) */
+int as_bench_calib_loaded(const as_bench_calib *c);
 /* 0, or -1 with err (a CUDA error; nothing measured) */
 int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size_t errlen);
 /* one line: "quiet-machine check: <what>: 30 runs, median 1.23 ms, spread 0.8 %, slowest
