@@ -15,7 +15,7 @@ int as_noise_is_noisy(const as_bench_result *r, const as_noise_cfg *nc)
 }
 
 int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
-                         void (*first_done)(void *ctx, int64_t i), void *ctx)
+                         void (*first_done)(void *ctx, int64_t i), void *ctx, double *retry_s)
 {
     for (int64_t i = 0; i < n; i++) {
         as_bench_session_run_attempt(s, jobs[i].ids, jobs[i].n, 0, &jobs[i].r);
@@ -25,6 +25,7 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     }
     int64_t again = 0;
     as_bench_result r;
+    const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
         int64_t left = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -45,6 +46,7 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
         if (!left) break;
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
+    if (retry_s) *retry_s += as_now() - t0;
     return again;
 }
 
@@ -66,7 +68,7 @@ double as_noise_median_spread(const as_bench_tally *t)
     return m;
 }
 
-void as_noise_summary(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc)
+void as_noise_summary(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc, double retry_s)
 {
     const double med = as_noise_median_spread(t);
     int k;
@@ -76,10 +78,13 @@ void as_noise_summary(char *buf, size_t len, const as_bench_tally *t, const as_n
     else
         k = snprintf(buf, len, "noise: no shard with a spread (fewer than 2 runs kept after trimming)");
     if (k < 0 || (size_t)k >= len) return;
-    if (nc->threshold > 0)
-        snprintf(buf + k, len - (size_t)k, "; %" PRId64 " re-measured (%" PRId64 " extra attempt%s), %" PRId64
+    if (nc->threshold > 0) {
+        char secs[48] = "";
+        if (retry_s >= 0) snprintf(secs, sizeof secs, ", %.2f s", retry_s);
+        snprintf(buf + k, len - (size_t)k, "; %" PRId64 " re-measured (%" PRId64 " extra attempt%s%s), %" PRId64
                  " noisy (spread above %.1f %% after up to %d re-measurement%s)", t->remeasured, t->extra,
-                 t->extra == 1 ? "" : "s", t->noisy, 100 * nc->threshold, nc->retries, nc->retries == 1 ? "" : "s");
+                 t->extra == 1 ? "" : "s", secs, t->noisy, 100 * nc->threshold, nc->retries, nc->retries == 1 ? "" : "s");
+    }
     else
         snprintf(buf + k, len - (size_t)k, "; no threshold: nothing re-measured or flagged");
 }

@@ -39,17 +39,19 @@ typedef struct {
 } as_noise_job;
 
 /* Measure jobs[0..n) on session s as above. first_done (may be NULL) is called after each
- * job's first attempt, in order (for progress). Returns the number of re-measurements made. */
+ * job's first attempt, in order (for progress). Returns the number of re-measurements made;
+ * *retry_s (may be NULL) gets the wall seconds the re-measuring rounds took added. */
 int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
-                         void (*first_done)(void *ctx, int64_t i), void *ctx);
+                         void (*first_done)(void *ctx, int64_t i), void *ctx, double *retry_s);
 /* whether result r is noisy under nc (ok, finite spread, threshold > 0 and spread above it) */
 int as_noise_is_noisy(const as_bench_result *r, const as_noise_cfg *nc);
 
 /* the median of the tally's spreads (NaN when none) */
 double as_noise_median_spread(const as_bench_tally *t);
 /* one line: "noise: N shards with a spread, median M %; R re-measured (E extra attempts),
- * K noisy (spread above X % after up to N re-measurements)" */
-void as_noise_summary(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc);
+ * K noisy (spread above X % after up to N re-measurements)"; with retry_s >= 0 the extra
+ * attempts' time follows them: "(E extra attempts, S s)" */
+void as_noise_summary(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc, double retry_s);
 /* a warning line (returns 1) when more than AS_NOISE_WARN_FRACTION of the shards with a
  * spread stayed noisy; else 0 and an empty buf */
 int as_noise_warning(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc);

@@ -266,7 +266,7 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     pool
     run sh -c "AS_BENCH_FAKE_NOISE=first as-bench --tables '$T/pool.ast' --sample 6 --max-tables 3 --seed 2 $NOISE -o '$T/c.ast' 2>&1"
     assert_success
-    assert_line --regexp '^as-bench: noise: 6 shards with a spread, median spread 0\.[0-9] %; 6 re-measured \(6 extra attempts\), 0 noisy \(spread above 10\.0 % after up to 2 re-measurements\)$'
+    assert_line --regexp '^as-bench: noise: 6 shards with a spread, median spread 0\.[0-9] %; 6 re-measured \(6 extra attempts, [0-9.]+ s\), 0 noisy \(spread above 10\.0 % after up to 2 re-measurements\)$'
     refute_output --partial "warning"
     # the kept attempt is the quiet second one: the fake clock's 0.1 ms + 1e-5 ms per lookup, within its 1 % jitter
     run sh -c "as-show --kind cost '$T/c.ast' | jq -e -s 'length == 6 and all(.[]; .attempts == 2 and .noisy == false
@@ -279,7 +279,7 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     run sh -c "AS_BENCH_FAKE_NOISE=always as-bench --tables '$T/pool.ast' --sample 6 --max-tables 3 $NOISE -o '$T/c.ast' 2>&1"
     assert_success
     assert_line --partial "noise: 6 shards with a spread, median spread 1"
-    assert_line --partial "6 re-measured (12 extra attempts), 6 noisy (spread above 10.0 % after up to 2 re-measurements)"
+    assert_line --regexp "6 re-measured \(12 extra attempts, [0-9.]+ s\), 6 noisy \(spread above 10.0 % after up to 2 re-measurements\)$"
     assert_line "as-bench: warning: 6 of 6 shards (100 %) are still noisy (spread above 10.0 %) after up to 2 re-measurements: the machine looks busy; their costs (flagged \`noisy\`) may not rank plans reliably: measure again on a quiet machine"
     run sh -c "as-show --kind cost '$T/c.ast' | jq -c '[.attempts, .noisy, .spread > 0.1]' | sort -u"
     assert_output '[3,true,true]'
@@ -287,7 +287,7 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     run sh -c "as-show --kind cost '$T/c4.ast' | jq -c '[.attempts, .noisy]' | sort -u"
     assert_output '[5,true]'
     run sh -c "AS_BENCH_FAKE_NOISE=always as-bench --tables '$T/pool.ast' --sample 3 $NOISE --retries 0 -o '$T/c0.ast' 2>&1"
-    assert_line --partial "0 re-measured (0 extra attempts), 3 noisy (spread above 10.0 % after up to 0 re-measurements)"
+    assert_line --regexp "0 re-measured \(0 extra attempts, 0.00 s\), 3 noisy \(spread above 10.0 % after up to 0 re-measurements\)$"
     run sh -c "as-show --kind cost '$T/c0.ast' | jq -c '[.attempts, .noisy]' | sort -u"
     assert_output '[1,true]'
     run sh -c "AS_BENCH_FAKE_NOISE=always as-bench --tables '$T/pool.ast' --sample 3 $NOISE --noise-threshold 0 -o '$T/t0.ast' 2>&1"
@@ -312,7 +312,7 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     run sh -c "as-show --kind cost '$T/c.ast' | jq -c 'if .noisy then [.attempts, (.spread > 0.1)] else [.attempts, (.spread < 0.01)] end' | sort -u"
     assert_output '[1,true]
 [3,true]'
-    printf '%s\n' "$summary" | grep -qF "; $n re-measured ($((2 * n)) extra attempts), $n noisy (spread above 10.0 %"
+    printf '%s\n' "$summary" | grep -qE "; $n re-measured \($((2 * n)) extra attempts, [0-9.]+ s\), $n noisy \(spread above 10.0 %"
     # runs 3, trim 1: one run kept, no spread: nil, never re-measured, never noisy
     AS_BENCH_FAKE_NOISE=always as-bench --tables "$T/pool.ast" --sample 3 $FAST --no-calibrate -q -o "$T/r3.ast"
     run sh -c "as-show --kind cost '$T/r3.ast' | jq -c '[.spread, .attempts, .noisy]' | sort -u"

@@ -137,7 +137,8 @@ static int64_t nfailed;
 static as_bench_tally tally;
 static as_bench_session *sess;
 static as_progress prog;
-static int64_t units_done;          /* progress: units whose first attempts are all made */
+static int64_t units_done;
+static double retry_s;              /* wall seconds of the re-measuring rounds */          /* progress: units whose first attempts are all made */
 static held *in;
 static int64_t part_i = 1;
 
@@ -242,7 +243,7 @@ static void run_window(as_writer *w, unit *win, int64_t nwin, int64_t lo, int64_
         done_after[j] = q;
     }
     prog_ctx pc = { done_after };
-    as_noise_measure(sess, jobs, njobs, &ncfg, first_done, &pc);
+    as_noise_measure(sess, jobs, njobs, &ncfg, first_done, &pc, &retry_s);
     units_done += nwin;
     as_progress_update(&prog, (double)units_done);
 
@@ -635,7 +636,7 @@ int main(int argc, char **argv)
         as_bench_summary(line, sizeof line, &tally, loop_s);
         as_info("%s; setup %.2f s%s", line, loop0 - setup0,
                 cfg.cuda ? (si.resident ? ", table data resident on the GPU" : ", table data uploaded per shard") : "");
-        as_noise_summary(line, sizeof line, &tally, &ncfg);
+        as_noise_summary(line, sizeof line, &tally, &ncfg, retry_s);
         as_info("%s", line);
         if (as_noise_warning(line, sizeof line, &tally, &ncfg)) as_info("%s", line);
     }

@@ -489,7 +489,7 @@ static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, 
     }
     as_noise_cfg nc = { threshold, retries };
     order_ctx o = { S, 0, 0 };
-    int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o);
+    int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o, NULL);
     as_bench_session_info si;
     as_bench_session_info_get(S, &si);
     *measured = si.shards;
@@ -571,7 +571,9 @@ TEST(bench_noise_rounds)
     int64_t missing = 99, one = 12;
     as_noise_job j2[2] = { { &missing, 1, { 0 } }, { &one, 1, { 0 } } };
     as_noise_cfg nc = { 0.1, 2 };
-    CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL), 0);
+    double rs = 0;
+    CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL, &rs), 0);
+    CHECK(rs >= 0 && rs < 1);
     CHECK(!j2[0].r.ok && j2[0].r.attempts == 1 && !j2[0].r.noisy);
     CHECK(j2[1].r.ok && isnan(j2[1].r.spread) && j2[1].r.attempts == 1 && !j2[1].r.noisy);
     as_bench_session_free(S);
@@ -610,14 +612,16 @@ TEST(bench_noise_tally_summary_and_warning)
     CHECK_NEAR(as_noise_median_spread(&t), 0.125, 1e-15);
     as_noise_cfg nc = { 0.1, 2 };
     char line[512];
-    as_noise_summary(line, sizeof line, &t, &nc);
+    as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "noise: 4 shards with a spread, median spread 12.5 %") != NULL);
     CHECK(strstr(line, "3 re-measured (5 extra attempts), 2 noisy (spread above 10.0 % after up to 2 re-measurements)") != NULL);
     /* 2 of 4 noisy: above 10 %, a warning */
     CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 1);
     CHECK(strstr(line, "warning: 2 of 4 shards (50 %) are still noisy") != NULL);
+    as_noise_summary(line, sizeof line, &t, &nc, 1.234);
+    CHECK(strstr(line, "(5 extra attempts, 1.23 s), 2 noisy") != NULL);
     nc.threshold = 0;
-    as_noise_summary(line, sizeof line, &t, &nc);
+    as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "nothing re-measured or flagged") != NULL);
     CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 0 && line[0] == 0);
     as_bench_tally_free(&t);
@@ -632,7 +636,7 @@ TEST(bench_noise_tally_summary_and_warning)
     CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 1);
     as_bench_tally_free(&t);
     memset(&t, 0, sizeof t);
-    as_noise_summary(line, sizeof line, &t, &nc);
+    as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "no shard with a spread") != NULL);
     CHECK(isnan(as_noise_median_spread(&t)));
 }
