@@ -10,8 +10,11 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -142,6 +145,91 @@ void as_bench_stats(const double *v, int n, int trim, double *tmean, double *med
     free(s);
 }
 
+double as_bench_spread(const double *v, int n, int trim)
+{
+    if (n < 2) return NAN;
+    double *s = as_malloc((size_t)n * sizeof *s);
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_d);
+    if (2 * trim >= n) trim = (n - 1) / 2;
+    const int m = n - 2 * trim;
+    double mean = 0, var = 0;
+    for (int i = trim; i < n - trim; i++) mean += s[i];
+    mean /= m;
+    for (int i = trim; i < n - trim; i++) var += (s[i] - mean) * (s[i] - mean);
+    free(s);
+    if (m < 2 || !(mean > 0)) return NAN;
+    return sqrt(var / m) / mean;
+}
+
+/* ---- the fake timer (tests) ------------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double unit_of(uint64_t h) { return (double)(h >> 11) * 0x1.0p-53; }
+
+static uint64_t ids_hash(const int64_t *ids, int64_t n)
+{
+    uint64_t h = 0x66616b652d6e6fULL;
+    for (int64_t i = 0; i < n; i++) h = mix64(h ^ (uint64_t)ids[i]);
+    return mix64(h ^ (uint64_t)n);
+}
+
+/* a noisy attempt multiplies the odd-numbered runs by factor x (1 + u/2) and the even ones
+ * by (1 + u/100); a quiet one every run by (1 + u/100). With half the runs slow, the runs a
+ * trimmed mean keeps (at least 2, centred) hold slow and fast ones: the spread is large. */
+static double fake_mult(const as_bench_fake *f, uint64_t h, int noisy, int attempt, int run)
+{
+    double u = unit_of(mix64(h ^ mix64(((uint64_t)(uint32_t)attempt << 32) ^ (uint64_t)(uint32_t)run ^ 0x72756eULL)));
+    if (noisy && (run & 1)) return f->factor * (1 + u / 2);
+    return 1 + u / 100;
+}
+
+double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t n, int attempt, int run)
+{
+    if (!f || !f->on) return 1;
+    uint64_t h = ids_hash(ids, n);
+    int hit = unit_of(mix64(h ^ 0x7368617264ULL)) < f->shards;
+    int noisy = hit && (f->mode == AS_FAKE_ALWAYS || (f->mode == AS_FAKE_FIRST && attempt == 0));
+    return fake_mult(f, h, noisy, attempt, run);
+}
+
+static double fake_calib_factor(const as_bench_fake *f, int run)
+{
+    return fake_mult(f, ids_hash(NULL, 0) ^ 0x63616c6962ULL, f->calib_noisy, 0, run);
+}
+
+int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    f->on = 1;
+    f->mode = AS_FAKE_QUIET;
+    f->shards = 1;
+    f->factor = 10;
+    char *dup = as_strdup(spec), *save = NULL;
+    int rc = 0;
+    for (char *it = strtok_r(dup, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(it, "quiet")) f->mode = AS_FAKE_QUIET;
+        else if (!strcmp(it, "first")) f->mode = AS_FAKE_FIRST;
+        else if (!strcmp(it, "always")) f->mode = AS_FAKE_ALWAYS;
+        else if (!strncmp(it, "shards=", 7)) {
+            if (as_parse_f64(it + 7, 0, 1, &f->shards)) { snprintf(err, errlen, "'%s': shards= takes a fraction 0..1", it); rc = -1; break; }
+        } else if (!strncmp(it, "factor=", 7)) {
+            if (as_parse_f64(it + 7, 1, 1e6, &f->factor) || !(f->factor > 1)) { snprintf(err, errlen, "'%s': factor= takes a number above 1", it); rc = -1; break; }
+        } else if (!strcmp(it, "calib=noisy")) f->calib_noisy = 1;
+        else if (!strcmp(it, "calib=quiet")) f->calib_noisy = 0;
+        else { snprintf(err, errlen, "'%s' is not quiet, first, always, shards=P, factor=F or calib=quiet|noisy", it); rc = -1; break; }
+    }
+    free(dup);
+    return rc;
+}
+
 /* ---- CPU cache flush ---------------------------------------------------------------- */
 
 static volatile double flush_sink;
@@ -220,6 +308,7 @@ struct as_bench_session {
     as_eb_gpu *last_g;
     /* CUDA */
     as_eb_gpu_ctx *ctx;
+    int calibrating;                /* the fake timer times the quiet-machine check */
 };
 
 /* buf holding at least `need` elements of `elt` bytes: kept when large enough, else
@@ -297,11 +386,18 @@ void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info 
 
 void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as_bench_result *res)
 {
+    as_bench_session_run_attempt(S, ids, n, 0, res);
+}
+
+void as_bench_session_run_attempt(as_bench_session *S, const int64_t *ids, int64_t n, int attempt, as_bench_result *res)
+{
     const double wall0 = as_now();
     double busy = 0;
     const as_bench_cfg *c = &S->c;
     const as_bpool *p = S->p;
     memset(res, 0, sizeof *res);
+    res->spread = NAN;
+    res->attempts = 1;
     const int threads = S->threads;
     res->threads = c->cuda ? 0 : threads;
     if (!c->cuda) snprintf(res->device, sizeof res->device, "%s", S->cpu_name);
@@ -447,8 +543,19 @@ void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as
             busy += tot[i];
         }
     }
+    if (c->fake && c->fake->on) {
+        /* the fake timer: the kernels ran, their times are replaced */
+        const double base = 0.1 + 1e-5 * (double)nidx;
+        for (int i = 0; i < R; i++) {
+            double m = S->calibrating ? fake_calib_factor(c->fake, i) : as_bench_fake_factor(c->fake, ids, n, attempt, i);
+            fw[i] = base / 3 * m;
+            bw[i] = 2 * base / 3 * m;
+            tot[i] = fw[i] + bw[i];
+        }
+    }
     {
         double d1, d2, d3, d4;
+        res->spread = as_bench_spread(tot, R, c->trim);
         as_bench_stats(tot, R, c->trim, &res->cost_ms, &res->median_ms, &res->min_ms, &res->max_ms, &res->rel_std);
         as_bench_stats(fw, R, c->trim, &res->fwd_ms, &d1, &d2, &d3, &d4);
         as_bench_stats(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
@@ -487,6 +594,156 @@ int as_bench_session_last(as_bench_session *S, as_eb_shard *shard, const uint16_
     *grad = S->grad;
     *out = S->out;
     return 0;
+}
+
+/* ---- the quiet-machine check ------------------------------------------------------------ */
+
+#define CALIB_ITERS 400000       /* one run: a dependent chain of this many multiply-adds per thread */
+#define CALIB_WARMUP 2
+#define CALIB_RUNS 30
+#define CALIB_TRIM 3
+
+static volatile double calib_sink[64];
+
+/* the fixed CPU kernel: each of `threads` threads runs a dependent multiply-add chain (no
+ * vectorisation, no reassociation without -ffast-math): the region lasts as long as its
+ * slowest thread, so a core shared with other work stretches it */
+static void calib_kernel(int threads)
+{
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        double x = 1.0 + tid * 1e-3;
+        for (int i = 0; i < CALIB_ITERS; i++) x = x * 0.9999999 + 1e-7;
+        calib_sink[tid & 63] = x;
+    }
+}
+
+/* busy jiffies (not idle, not iowait) of the CPUs in this process's affinity mask, from
+ * /proc/stat, and how many they are; -1 when unreadable */
+static int64_t cpu_busy_jiffies(int *ncpu)
+{
+    cpu_set_t set;
+    int have_set = sched_getaffinity(0, sizeof set, &set) == 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    char line[512];
+    int64_t busy = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        int cpu;
+        unsigned long long us, ni, sy, id, io, irq, sirq, st;
+        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9') continue;
+        if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &us, &ni, &sy, &id, &io, &irq, &sirq, &st) != 9)
+            continue;
+        if (have_set && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))) continue;
+        busy += (int64_t)(us + ni + sy + irq + sirq + st);
+        n++;
+    }
+    fclose(f);
+    *ncpu = n;
+    return n ? busy : -1;
+}
+
+static double self_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return NAN;
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+int as_bench_calibrate(as_bench_session *S, as_bench_calib *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->spread = out->other_cpu = out->median_ms = out->slowest = NAN;
+    const as_bench_cfg *c = &S->c;
+    const int fake = c->fake && c->fake->on;
+    int ncpu = 0;
+    const double cpu0 = self_cpu_s(), w0 = as_now();
+    const int64_t j0 = cpu_busy_jiffies(&ncpu);
+    out->ncpu = ncpu;
+    if (c->cuda) {
+        /* a small shard of the pool, timed with CUDA events */
+        int64_t ids[4], n = 0;
+        for (int64_t i = 0; i < S->p->n && n < 4; i++) ids[n++] = S->p->t[i].id;
+        if (!n) { snprintf(err, errlen, "no tables to calibrate on"); return -1; }
+        as_bench_cfg keep = S->c;
+        S->c.warmup = CALIB_WARMUP;
+        S->c.runs = 20;
+        S->c.trim = 2;
+        S->calibrating = 1;
+        as_bench_result r;
+        as_bench_session_run(S, ids, n, &r);
+        S->calibrating = 0;
+        S->c = keep;
+        S->shards--;            /* not one of the shards measured */
+        if (!r.ok) { snprintf(err, errlen, "calibration shard: %s", r.error); return -1; }
+        snprintf(out->what, sizeof out->what, "a shard of %" PRId64 " table%s of the pool", n, n == 1 ? "" : "s");
+        out->runs = 20;
+        out->trim = 2;
+        out->median_ms = r.median_ms;
+        out->spread = r.spread;
+        out->slowest = r.median_ms > 0 ? r.max_ms / r.median_ms : NAN;
+    } else {
+        double v[CALIB_RUNS];
+        for (int i = 0; i < CALIB_WARMUP; i++) calib_kernel(S->threads);
+        for (int i = 0; i < CALIB_RUNS; i++) {
+            double t0 = as_now();
+            calib_kernel(S->threads);
+            v[i] = (as_now() - t0) * 1e3;
+            if (fake) v[i] = 1.0 * fake_calib_factor(c->fake, i);
+        }
+        snprintf(out->what, sizeof out->what, "a fixed CPU kernel on %d thread%s", S->threads, S->threads == 1 ? "" : "s");
+        out->runs = CALIB_RUNS;
+        out->trim = CALIB_TRIM;
+        double tm, med, mn, mx, rs;
+        as_bench_stats(v, CALIB_RUNS, CALIB_TRIM, &tm, &med, &mn, &mx, &rs);
+        out->median_ms = med;
+        out->spread = as_bench_spread(v, CALIB_RUNS, CALIB_TRIM);
+        out->slowest = med > 0 ? mx / med : NAN;
+        /* other processes' share of our CPUs meanwhile (not under the fake timer: tests
+           must not depend on the machine's load) */
+        int n1 = 0;
+        const int64_t j1 = cpu_busy_jiffies(&n1);
+        const double cpu1 = self_cpu_s(), w1 = as_now();
+        const long hz = sysconf(_SC_CLK_TCK);
+        if (!fake && j0 >= 0 && j1 >= j0 && n1 == ncpu && ncpu > 0 && hz > 0 && isfinite(cpu0) && isfinite(cpu1) && w1 > w0) {
+            double other = ((double)(j1 - j0) / (double)hz - (cpu1 - cpu0)) / ((w1 - w0) * ncpu);
+            out->other_cpu = other < 0 ? 0 : other > 1 ? 1 : other;
+        }
+    }
+    out->loaded = as_bench_calib_loaded(out);
+    return 0;
+}
+
+int as_bench_calib_loaded(const as_bench_calib *c)
+{
+    return (isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX) || (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX);
+}
+
+void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c)
+{
+    size_t k = 0;
+#define ADD(...) do { int m_ = snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__); if (m_ > 0) k += (size_t)m_; if (k >= len) k = len ? len - 1 : 0; } while (0)
+    if (len) buf[0] = 0;
+    ADD("quiet-machine check: %s: %d runs, median %.3g ms, spread %.1f %%, slowest %.2fx the median",
+        c->what, c->runs, c->median_ms, 100 * c->spread, c->slowest);
+    if (isfinite(c->other_cpu)) ADD("; other processes used %.0f %% of %d CPU%s", 100 * c->other_cpu, c->ncpu, c->ncpu == 1 ? "" : "s");
+    if (!c->loaded) ADD(": quiet");
+    else {
+        ADD(": the machine looks loaded (");
+        int both = isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX;
+        if (both) ADD("spread above %.0f %%", 100 * AS_CALIB_SPREAD_MAX);
+        if (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX)
+            ADD("%sother work above %.0f %% of the CPUs", both ? ", " : "", 100 * AS_CALIB_OTHER_MAX);
+        ADD("); the costs will be noisy");
+    }
+#undef ADD
 }
 
 /* ---- one shard, on a kept session ------------------------------------------------------ */
@@ -543,6 +800,22 @@ void as_bench_tally_add(as_bench_tally *t, const as_bench_result *r)
     t->shards++;
     if (r->ok) t->ok++;
     t->busy_ms += r->busy_ms;
+    if (r->attempts > 1) { t->remeasured++; t->extra += r->attempts - 1; }
+    if (r->ok && r->noisy) t->noisy++;
+    if (r->ok && isfinite(r->spread)) {
+        if (t->nspread == t->capspread) {
+            t->capspread = t->capspread ? 2 * t->capspread : 256;
+            t->spreads = as_realloc(t->spreads, (size_t)t->capspread * sizeof *t->spreads);
+        }
+        t->spreads[t->nspread++] = r->spread;
+    }
+}
+
+void as_bench_tally_free(as_bench_tally *t)
+{
+    free(t->spreads);
+    t->spreads = NULL;
+    t->nspread = t->capspread = 0;
 }
 
 double as_bench_busy_fraction(const as_bench_tally *t, double wall_s)
@@ -576,6 +849,11 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     PK_MS("rel_std", r->rel_std);
     PK_MS("gbps", r->gbps);
 #undef PK_MS
+    as_pack_str(pk, "spread");
+    if (r->ok && isfinite(r->spread)) msgpack_pack_double(pk, r->spread); else msgpack_pack_nil(pk);
+    as_pack_kv_i64(pk, "attempts", r->attempts);
+    as_pack_str(pk, "noisy");
+    if (r->ok && r->noisy) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_kv_i64(pk, "lookups", r->lookups);
     as_pack_kv_i64(pk, "batch", r->batch);
     as_pack_kv_i64(pk, "sum_dim", r->sum_dim);

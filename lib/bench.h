@@ -40,6 +40,29 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
 const as_btable *as_bpool_get(const as_bpool *p, int64_t id);
 void as_bpool_free(as_bpool *p);
 
+/* The fake timer, a test hook (environment AS_BENCH_FAKE_NOISE, as_bench_fake_parse): the
+ * kernels run as usual but their timed runs are replaced by deterministic figures, so that
+ * tests can inject noise without real load. A shard's quiet time is 0.1 ms + 1e-5 ms per
+ * lookup (a third forward, two thirds backward); in a noisy attempt every timed run is
+ * multiplied by 1 + (factor - 1) u, u in [0, 1) from a hash of (the shard's table ids in
+ * order, the attempt, the run index). */
+enum { AS_FAKE_QUIET = 0, AS_FAKE_FIRST, AS_FAKE_ALWAYS };
+typedef struct {
+    int on;
+    int mode;               /* AS_FAKE_QUIET: no attempt noisy; _FIRST: only a shard's first
+                             * attempt (attempt 0); _ALWAYS: every attempt */
+    double shards;          /* fraction of shards hit, chosen by the hash of their table ids
+                             * (1: all) */
+    double factor;          /* > 1 */
+    int calib_noisy;        /* the quiet-machine check's runs are noisy too */
+} as_bench_fake;
+/* parse "ITEM[,ITEM...]": quiet | first | always, shards=P (0..1), factor=F (1..1e6),
+ * calib=quiet|noisy. 0, or -1 with err */
+int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen);
+/* the multiplier the fake timer applies to timed run `run` of `attempt` of the shard ids[0..n)
+ * (1 when that attempt is quiet); exposed for tests */
+double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t n, int attempt, int run);
+
 typedef struct {
     int warmup, runs, trim;
     int cuda;               /* 0: CPU, 1: CUDA */
@@ -51,6 +74,7 @@ typedef struct {
     uint64_t flush_bytes;   /* CPU cache-flush sweep (0: 2 x the last-level cache, at least 64 MiB) */
     int per_shard_upload;   /* CUDA: 1 = upload each shard's table data when it is set up; 0 = keep
                              * the pool's data on the device when it fits (the default) */
+    const as_bench_fake *fake;  /* NULL: the real timer; else the fake one (tests) */
 } as_bench_cfg;
 
 typedef struct {
@@ -59,6 +83,10 @@ typedef struct {
     double cost_ms;         /* trimmed mean of fwd+bwd */
     double fwd_ms, bwd_ms;  /* trimmed means of each phase */
     double median_ms, min_ms, max_ms, rel_std;
+    double spread;          /* population std / mean of the runs the trimmed mean keeps (of
+                             * fwd+bwd); NaN when fewer than 2 runs are kept (nil in records) */
+    int attempts;           /* protocol runs made for the shard (1: not re-measured) */
+    int noisy;              /* spread still above the threshold after the retries */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
     uint64_t bytes;         /* memory the shard needed */
@@ -78,8 +106,12 @@ typedef struct as_bench_session as_bench_session;
  * the device). NULL with err when the device cannot be set up. */
 as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen);
 /* Benchmark the shard made of tables ids[0..n). Never exits; a shard that cannot run (does
- * not fit, bad data) gives ok = 0 and a reason. */
+ * not fit, bad data) gives ok = 0 and a reason. attempts = 1, noisy = 0 (the re-measuring
+ * rounds of benchnoise.h set them). */
 void as_bench_session_run(as_bench_session *s, const int64_t *ids, int64_t n, as_bench_result *r);
+/* the same, as attempt number `attempt` (0 = the first) of the shard: only the fake timer
+ * cares which */
+void as_bench_session_run_attempt(as_bench_session *s, const int64_t *ids, int64_t n, int attempt, as_bench_result *r);
 typedef struct {
     int64_t shards;         /* shards set up so far */
     int64_t grows;          /* times a workspace buffer was (re)allocated */
@@ -102,12 +134,20 @@ void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids
 void as_bench_shard_release(void);
 
 /* the figures of a measuring loop: add every shard's result, then summarise with the
- * loop's wall time. busy fraction = sum of busy_ms / wall time; shards/s = shards / wall */
+ * loop's wall time. busy fraction = sum of busy_ms / wall time; shards/s = shards / wall.
+ * Zero-initialise; as_bench_tally_free frees the kept spreads. */
 typedef struct {
     int64_t shards, ok;
     double busy_ms;
+    /* noise (benchnoise.h's summary): over the measured shards */
+    int64_t remeasured;     /* shards with attempts > 1 */
+    int64_t extra;          /* attempts beyond the first, summed */
+    int64_t noisy;          /* shards flagged noisy */
+    int64_t nspread, capspread;
+    double *spreads;        /* [nspread] the kept attempts' spreads (finite ones) */
 } as_bench_tally;
 void as_bench_tally_add(as_bench_tally *t, const as_bench_result *r);
+void as_bench_tally_free(as_bench_tally *t);
 double as_bench_busy_fraction(const as_bench_tally *t, double wall_s);
 double as_bench_shards_per_s(const as_bench_tally *t, double wall_s);
 /* one line: "N shards in X s: Y shards/s; device busy Z % (warm-up + timed kernels S s)"
@@ -123,9 +163,41 @@ int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen)
  * dropping trim from each end; rel_std over all runs */
 void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, double *median,
                     double *min, double *max, double *rel_std);
+/* the relative spread of the runs the trimmed mean keeps: population standard deviation /
+ * mean of the sorted runs trim..n-trim-1 (trim clamped as in as_bench_stats); NaN when fewer
+ * than 2 runs are kept or their mean is not above 0 */
+double as_bench_spread(const double *v, int n, int trim);
+
+/* The quiet-machine check: before measuring, time a fixed calibration a few times and
+ * look at the spread (and, on the CPU, at how much of this process's CPUs other processes
+ * used meanwhile, from /proc/stat). CPU: a fixed floating-point chain on the session's
+ * threads (OpenMP), 2 warm-up + 30 timed runs of about 1-2 ms each; CUDA: a small shard of
+ * the pool (its first tables, up to 4), 2 warm-up + 20 timed runs with events. */
+typedef struct {
+    char what[96];          /* what was timed */
+    int runs, trim;
+    double median_ms;       /* of one run */
+    double spread;          /* as as_bench_spread (NaN: could not time) */
+    double slowest;         /* slowest run / median */
+    double other_cpu;       /* CPU: fraction of the CPUs this process may use that other
+                             * processes kept busy during the check (NaN: unknown, or the
+                             * fake timer, or CUDA) */
+    int ncpu;               /* CPUs this process may use */
+    int loaded;             /* the verdict: spread above AS_CALIB_SPREAD_MAX or other_cpu
+                             * above AS_CALIB_OTHER_MAX */
+} as_bench_calib;
+#define AS_CALIB_SPREAD_MAX 0.05
+#define AS_CALIB_OTHER_MAX 0.25
+/* the verdict from c's spread and other_cpu (NaN ones do not count) */
+int as_bench_calib_loaded(const as_bench_calib *c);
+/* 0, or -1 with err (a CUDA error; nothing measured) */
+int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size_t errlen);
+/* one line: "quiet-machine check: <what>: 30 runs, median 1.23 ms, spread 0.8 %, slowest
+ * 1.05x the median; other processes used 3 % of 2 CPUs: quiet" ("looks loaded" with why) */
+void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 18
+#define AS_BENCH_RESULT_FIELDS 21
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 
 /* a human name for the CPU ("cpu: <model name> (N threads)") */

@@ -234,3 +234,143 @@ WRAP
     assert_output --partial "empty file name"
     refute_output --partial "shards/s"
 }
+
+# ---- noise-aware measurement (issue 12): noise injected through the fake timer -----------------
+
+NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-calibrate"
+
+@test "as-bench --help documents the noise options and the fake timer" {
+    run as-bench --help
+    assert_success
+    for w in --noise-threshold --retries --window --no-calibrate AS_BENCH_FAKE_NOISE "lowest spread"; do
+        assert_output --partial -- "$w"
+    done
+}
+
+@test "as-bench: noise options and a bad AS_BENCH_FAKE_NOISE are usage errors" {
+    pool
+    run as-bench --tables "$T/pool.ast" --sample 1 $NOISE --noise-threshold -0.1
+    assert_failure 2
+    run as-bench --tables "$T/pool.ast" --sample 1 $NOISE --retries x
+    assert_failure 2
+    run as-bench --tables "$T/pool.ast" --sample 1 $NOISE --window -1
+    assert_failure 2
+    AS_BENCH_FAKE_NOISE=sometimes run as-bench --tables "$T/pool.ast" --sample 1 $NOISE
+    assert_failure 2
+    assert_output --partial "AS_BENCH_FAKE_NOISE: 'sometimes' is not quiet, first, always"
+    AS_BENCH_FAKE_NOISE=first,factor=0.5 run as-bench --tables "$T/pool.ast" --sample 1 $NOISE
+    assert_failure 2
+}
+
+@test "as-bench: a shard noisy on its first attempt is measured again and ends quiet with attempts 2" {
+    pool
+    run sh -c "AS_BENCH_FAKE_NOISE=first as-bench --tables '$T/pool.ast' --sample 6 --max-tables 3 --seed 2 $NOISE -o '$T/c.ast' 2>&1"
+    assert_success
+    assert_line --regexp '^as-bench: noise: 6 shards with a spread, median spread 0\.[0-9] %; 6 re-measured \(6 extra attempts, [0-9.]+ s\), 0 noisy \(spread above 10\.0 % after up to 2 re-measurements\)$'
+    refute_output --partial "warning"
+    # the kept attempt is the quiet second one: the fake clock's 0.1 ms + 1e-5 ms per lookup, within its 1 % jitter
+    run sh -c "as-show --kind cost '$T/c.ast' | jq -e -s 'length == 6 and all(.[]; .attempts == 2 and .noisy == false
+        and .spread >= 0 and .spread < 0.01 and (.cost_ms / (0.1 + 1e-5 * .lookups)) >= 1 and (.cost_ms / (0.1 + 1e-5 * .lookups)) < 1.01)'"
+    assert_success
+}
+
+@test "as-bench: an always-noisy shard ends noisy after retries + 1 attempts; --retries 0 flags only; --noise-threshold 0 neither" {
+    pool
+    run sh -c "AS_BENCH_FAKE_NOISE=always as-bench --tables '$T/pool.ast' --sample 6 --max-tables 3 $NOISE -o '$T/c.ast' 2>&1"
+    assert_success
+    assert_line --partial "noise: 6 shards with a spread, median spread 1"
+    assert_line --regexp "6 re-measured \(12 extra attempts, [0-9.]+ s\), 6 noisy \(spread above 10.0 % after up to 2 re-measurements\)$"
+    assert_line "as-bench: warning: 6 of 6 shards (100 %) are still noisy (spread above 10.0 %) after up to 2 re-measurements: the machine looks busy; their costs (flagged \`noisy\`) may not rank plans reliably: measure again on a quiet machine"
+    run sh -c "as-show --kind cost '$T/c.ast' | jq -c '[.attempts, .noisy, .spread > 0.1]' | sort -u"
+    assert_output '[3,true,true]'
+    AS_BENCH_FAKE_NOISE=always as-bench --tables "$T/pool.ast" --sample 3 $NOISE --retries 4 -q -o "$T/c4.ast"
+    run sh -c "as-show --kind cost '$T/c4.ast' | jq -c '[.attempts, .noisy]' | sort -u"
+    assert_output '[5,true]'
+    run sh -c "AS_BENCH_FAKE_NOISE=always as-bench --tables '$T/pool.ast' --sample 3 $NOISE --retries 0 -o '$T/c0.ast' 2>&1"
+    assert_line --regexp "0 re-measured \(0 extra attempts, 0.00 s\), 3 noisy \(spread above 10.0 % after up to 0 re-measurements\)$"
+    run sh -c "as-show --kind cost '$T/c0.ast' | jq -c '[.attempts, .noisy]' | sort -u"
+    assert_output '[1,true]'
+    run sh -c "AS_BENCH_FAKE_NOISE=always as-bench --tables '$T/pool.ast' --sample 3 $NOISE --noise-threshold 0 -o '$T/t0.ast' 2>&1"
+    assert_line --partial "; no threshold: nothing re-measured or flagged"
+    refute_output --partial "warning"
+    run sh -c "as-show --kind cost '$T/t0.ast' | jq -c '[.attempts, .noisy, .spread > 0.1]' | sort -u"
+    assert_output '[1,false,true]'
+    # a threshold above the injected spread (about 1.1): nothing re-measured
+    AS_BENCH_FAKE_NOISE=always as-bench --tables "$T/pool.ast" --sample 3 $NOISE --noise-threshold 3 -q -o "$T/t3.ast"
+    run sh -c "as-show --kind cost '$T/t3.ast' | jq -c '[.attempts, .noisy]' | sort -u"
+    assert_output '[1,false]'
+}
+
+@test "as-bench: some shards noisy: exactly those are re-measured; the summary counts them; fewer than 2 kept runs: no spread" {
+    pool
+    run sh -c "AS_BENCH_FAKE_NOISE=always,shards=0.5 as-bench --tables '$T/pool.ast' --sample 20 --max-tables 3 $NOISE -o '$T/c.ast' 2>&1"
+    assert_success
+    summary=$output
+    n=$(as-show --kind cost "$T/c.ast" | jq -s 'map(select(.noisy)) | length')
+    [ "$n" -gt 0 ] && [ "$n" -lt 20 ]
+    # noisy ones: 3 attempts; the others: 1, quiet
+    run sh -c "as-show --kind cost '$T/c.ast' | jq -c 'if .noisy then [.attempts, (.spread > 0.1)] else [.attempts, (.spread < 0.01)] end' | sort -u"
+    assert_output '[1,true]
+[3,true]'
+    printf '%s\n' "$summary" | grep -qE "; $n re-measured \($((2 * n)) extra attempts, [0-9.]+ s\), $n noisy \(spread above 10.0 %"
+    # runs 3, trim 1: one run kept, no spread: nil, never re-measured, never noisy
+    AS_BENCH_FAKE_NOISE=always as-bench --tables "$T/pool.ast" --sample 3 $FAST --no-calibrate -q -o "$T/r3.ast"
+    run sh -c "as-show --kind cost '$T/r3.ast' | jq -c '[.spread, .attempts, .noisy]' | sort -u"
+    assert_output '[null,1,false]'
+}
+
+@test "as-bench: windows and rounds keep the output order and the pass-through; plans carry cost_spread, cost_noisy, noise_threshold" {
+    pool
+    mp_stream '{"kind":"other","x":1}' \
+        '{"kind":"plan","task":3,"alg":"x","shards":3,"tables":[0,1,2],"assign":[0,1,0],"cost_spread":[9],"noise_threshold":7}' \
+        '{"kind":"shard","tables":[4,5]}' '{"kind":"other","x":2}' '{"kind":"shard","tables":[6]}' \
+        '{"kind":"plan","task":4,"alg":"y","shards":2,"tables":[7,8,9],"assign":[1,1,1]}' '{"kind":"other","x":3}' > "$T/in.ast"
+    for wnd in 1 2 3 0 64; do
+        AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --window $wnd "$T/in.ast" -o "$T/w$wnd.ast" -q
+        as-show --no-header "$T/w$wnd.ast" > "$T/w$wnd.json"
+    done
+    # the fake clock makes the figures deterministic: every window gives the same records
+    for wnd in 1 2 3 0; do cmp "$T/w$wnd.json" "$T/w64.json"; done
+    run jq -c '[.kind, .x, .task, .shard]' "$T/w64.json"
+    assert_output '["other",1,null,null]
+["cost",null,3,0]
+["cost",null,3,1]
+["plan",null,3,null]
+["cost",null,-1,-1]
+["other",2,null,null]
+["cost",null,-1,-1]
+["cost",null,4,1]
+["plan",null,4,null]
+["other",3,null,null]'
+    # the plans: arrays of K, nil spread and false noisy for an empty shard, the kept (quiet)
+    # attempts' spreads, the threshold used; fields already in the input are replaced
+    run jq -c 'select(.kind == "plan") | [(.cost_ms | length), .cost_ms, (.cost_spread | map(if . == null then null else . < 0.01 end)), .cost_noisy, .noise_threshold]' "$T/w64.json"
+    assert_line --index 0 --regexp '^\[3,\[[0-9.e-]+,[0-9.e-]+,0\],\[true,true,null\],\[false,false,false\],0\.1\]$'
+    assert_line --index 1 --regexp '^\[2,\[0,[0-9.e-]+\],\[null,true\],\[false,false\],0\.1\]$'
+    # an always-noisy plan: its non-empty shards flagged; the threshold used is recorded
+    AS_BENCH_FAKE_NOISE=always as-bench --tables "$T/pool.ast" $NOISE --noise-threshold 0.25 "$T/in.ast" -q -o "$T/a.ast"
+    run sh -c "as-show --kind plan '$T/a.ast' | jq -c '[.cost_noisy, .noise_threshold, (.cost_spread | map(. != null))]'"
+    assert_line --index 0 '[[true,true,false],0.25,[true,true,false]]'
+    assert_line --index 1 '[[false,true],0.25,[false,true]]'
+}
+
+@test "as-bench: the quiet-machine check warns when the fake timer makes it noisy; --no-calibrate and -q silence it" {
+    pool
+    opts="--device cpu --warmup 1 --runs 5 --trim 1 --flush 1M --sample 2"
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet,calib=noisy as-bench --tables '$T/pool.ast' $opts -o '$T/c.ast' 2>&1"
+    assert_success
+    assert_line --regexp '^as-bench: warning: quiet-machine check: a fixed CPU kernel on [0-9]+ threads?: 30 runs, median .* ms, spread [0-9.]+ %, slowest [0-9.]+x the median: the machine looks loaded \(spread above 5 %\); the costs will be noisy$'
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet,calib=noisy as-bench --tables '$T/pool.ast' $opts --no-calibrate -o '$T/c.ast' 2>&1"
+    refute_output --partial "quiet-machine check"
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet,calib=noisy as-bench --tables '$T/pool.ast' $opts -q -o '$T/c.ast' 2>&1"
+    assert_output ""
+    # quiet: a line under -v only
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet as-bench --tables '$T/pool.ast' $opts -o '$T/c.ast' 2>&1"
+    refute_output --partial "quiet-machine check"
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet as-bench --tables '$T/pool.ast' $opts -v -o '$T/c.ast' 2>&1"
+    assert_line --regexp '^as-bench: quiet-machine check: .*: quiet$'
+    # the real timer: the check runs and reports (its verdict depends on the machine)
+    run sh -c "as-bench --tables '$T/pool.ast' $opts -v -o '$T/c.ast' 2>&1"
+    assert_success
+    assert_line --partial "quiet-machine check: a fixed CPU kernel"
+}

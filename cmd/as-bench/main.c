@@ -2,6 +2,7 @@
  * + exact SGD, on a CUDA GPU or the CPU, with the paper's protocol. Writes `cost` records
  * (the cost model's training data) and passes plans on annotated with per-shard costs. */
 #include "bench.h"
+#include "benchnoise.h"
 #include "plan.h"
 #include "reclimits.h"
 #include "cli.h"
@@ -10,6 +11,7 @@
 #include "stream.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,8 +24,9 @@ static const char HELP[] =
     "flush; drop the `trim` highest and lowest, mean of the rest = the shard's cost (ms).\n"
     "\n"
     "Input records (standard input or FILEs):\n"
-    "  plan    every shard of the plan is measured; the plan passes on with `cost_ms` (one\n"
-    "          per shard) and `cost_device`, and a `cost` record is written per shard\n"
+    "  plan    every shard of the plan is measured; the plan passes on with `cost_ms`,\n"
+    "          `cost_spread` and `cost_noisy` (one per shard), `cost_device` and\n"
+    "          `noise_threshold`, and a `cost` record is written per shard\n"
     "  shard   {\"tables\": [ids]}: a `cost` record is written\n"
     "  others  pass through unchanged\n"
     "\n"
@@ -50,6 +53,32 @@ static const char HELP[] =
     "                         (default: the tables' offsets and indices are uploaded once\n"
     "                         and stay on the GPU when they fit in half its free memory)\n"
     "\n"
+    "Noise-aware measurement (docs/BENCHMARKS.md):\n"
+    "      --noise-threshold X  a shard whose spread (std / mean of the R - 2K runs the\n"
+    "                         trimmed mean keeps) is above X is measured again (default\n"
+    "                         0.10: 98 % of the H100 reference shards' rel_std is below; at\n"
+    "                         10 % the standard error of a trimmed mean of 6 runs is about\n"
+    "                         4 %); 0: never re-measure, never flag\n"
+    "      --retries N        re-measuring rounds at most (default 2; 0: flag, do not\n"
+    "                         re-measure). A shard still above X is flagged `noisy`\n"
+    "      --window N         units of work (plans, shards or samples) measured before the\n"
+    "                         re-measuring rounds of their noisy shards (default 64; 0: the\n"
+    "                         whole input): a burst of load meets a shard's attempts a\n"
+    "                         window's time apart, not all at once. Records come out in\n"
+    "                         input order whatever the window\n"
+    "      --no-calibrate     skip the quiet-machine check\n"
+    "\n"
+    "Each shard keeps the figures of its attempt with the lowest spread; `attempts` counts\n"
+    "them all. With fewer than 2 runs kept after trimming (e.g. --runs 3 --trim 1) a shard\n"
+    "has no spread (nil) and is never re-measured. Before measuring, a quiet-machine check\n"
+    "(well under a second: a fixed CPU kernel on the measuring threads, or on CUDA a small\n"
+    "shard of the pool, timed 30 / 20 times; on the CPU also how much of this process's\n"
+    "CPUs other processes used meanwhile, from /proc/stat) warns on stderr when the machine\n"
+    "looks loaded (its line is printed with -v when quiet). At the end, a second summary\n"
+    "line: shards with a spread, median spread, re-measured and noisy shards, and a warning\n"
+    "when more than 10 % of them stayed noisy. -q silences all of these but errors; the\n"
+    "records keep `spread`, `attempts` and `noisy` whatever the verbosity.\n"
+    "\n"
     "Weights and gradients are generated from --seed, the table id and the element by a\n"
     "counter-based hash (on the GPU itself with --device cuda): the same values on every\n"
     "device. At the end a summary on stderr (not with -q): shards per second and the\n"
@@ -59,12 +88,25 @@ static const char HELP[] =
     "A shard that cannot run (does not fit in memory, tables of different batch sizes) is\n"
     "reported on stderr and in its record (`error`), not crashed on.\n"
     "\n"
+    "Environment:\n"
+    "  AS_BENCH_FAKE_NOISE=SPEC  test hook, the fake timer: the kernels run but their timed\n"
+    "                         runs are replaced by deterministic figures (0.1 ms + 1e-5 ms\n"
+    "                         per lookup). SPEC is a comma list: quiet (no attempt noisy),\n"
+    "                         first (a hit shard's first attempt noisy, the others quiet),\n"
+    "                         always (every attempt of a hit shard noisy), shards=P (fraction\n"
+    "                         of shards hit, by a hash of their table ids; default 1),\n"
+    "                         factor=F (a noisy attempt's odd-numbered runs are about F\n"
+    "                         times slower; default 10), calib=noisy|quiet (the\n"
+    "                         quiet-machine check's runs; default quiet; /proc/stat is not\n"
+    "                         read under the fake timer). Never set it for real figures\n"
+    "\n"
     "Example:\n"
     "  as-convert --synth --preset small -o pool.ast\n"
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES };
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES,
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB };
 
 typedef struct {
     char *raw;
@@ -72,10 +114,33 @@ typedef struct {
     int kind;       /* 0 other, 1 plan, 2 shard */
 } held;
 
+/* one unit of work of a window: a sample, a shard record or a plan record */
+typedef struct {
+    int kind;               /* 1 plan, 2 shard, 3 sample */
+    int64_t rec;            /* its index in the input records (plan, shard) or the samples */
+    const int64_t *ids;     /* sample: its tables (not owned) */
+    int64_t n;
+    /* filled by run_window from the record */
+    msgpack_unpacked up;
+    int64_t *own_ids;       /* shard record: its tables */
+    int64_t task, sid;
+    as_planrec pr;
+    char alg[64];
+    int64_t *start, *order, *flat;  /* plan: shard k's tables are flat[start[k] .. start[k+1]) */
+    int64_t job0;           /* its first job; a plan's non-empty shards are consecutive jobs */
+} unit;
+
 static as_cli cli;
 static as_bench_cfg cfg;
+static as_noise_cfg ncfg = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES };
 static int64_t nfailed;
 static as_bench_tally tally;
+static as_bench_session *sess;
+static as_progress prog;
+static int64_t units_done;
+static double retry_s;              /* wall seconds of the re-measuring rounds */          /* progress: units whose first attempts are all made */
+static held *in;
+static int64_t part_i = 1;
 
 static void write_cost(as_writer *w, const int64_t *ids, int64_t n, const as_bench_result *r, const char *origin,
                        int64_t task, const char *alg, int64_t shard)
@@ -106,6 +171,172 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+typedef struct {
+    const int64_t *done_after;      /* [jobs] units complete once job j is measured */
+} prog_ctx;
+
+static void first_done(void *ctx, int64_t j)
+{
+    const prog_ctx *pc = ctx;
+    as_progress_update(&prog, (double)(units_done + pc->done_after[j]));
+}
+
+/* Measure the units win[0..nwin) (as_noise_measure's rounds over all their shards), then
+ * write, in input order, the records in[lo..hi) (stream mode: units of this part with their
+ * costs, other records passed through by part 1, units of other parts left out) or, for
+ * samples (lo = hi = 0), the samples' cost records. */
+static void run_window(as_writer *w, unit *win, int64_t nwin, int64_t lo, int64_t hi, int64_t nsingles)
+{
+    char e2[768];
+    int64_t njobs = 0;
+    for (int64_t q = 0; q < nwin; q++) {
+        unit *un = &win[q];
+        un->job0 = njobs;
+        if (un->kind == 3) { njobs++; continue; }
+        msgpack_unpacked_init(&un->up);
+        size_t off = 0;
+        msgpack_unpack_next(&un->up, in[un->rec].raw, in[un->rec].len, &off);
+        const msgpack_object *rec = &un->up.data;
+        un->task = un->sid = -1;
+        as_obj_i64(rec, "task", &un->task);
+        if (un->kind == 2) {
+            if (as_field_table_ids(rec, "tables", &un->own_ids, &un->n, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
+            un->ids = un->own_ids;
+            as_obj_i64(rec, "id", &un->sid);
+            njobs++;
+        } else {
+            if (as_planrec_read(rec, &un->pr, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
+            un->alg[0] = 0;
+            as_obj_str(rec, "alg", un->alg, sizeof un->alg);
+            const int64_t K = un->pr.shards;
+            un->start = as_malloc((size_t)(K + 1) * sizeof *un->start);
+            un->order = as_malloc((size_t)(un->pr.n ? un->pr.n : 1) * sizeof *un->order);
+            un->flat = as_malloc((size_t)(un->pr.n ? un->pr.n : 1) * sizeof *un->flat);
+            /* shard by shard: the tables placed on it (-1: unplaced, not measured) */
+            as_planrec_group(&un->pr, un->start, un->order);
+            for (int64_t q2 = 0; q2 < un->start[K]; q2++) un->flat[q2] = un->pr.tables[un->order[q2]];
+            for (int64_t k = 0; k < K; k++) njobs += un->start[k + 1] > un->start[k];
+        }
+    }
+    as_noise_job *jobs = as_calloc((size_t)(njobs ? njobs : 1), sizeof *jobs);
+    int64_t *done_after = as_calloc((size_t)(njobs ? njobs : 1), sizeof *done_after);
+    for (int64_t q = 0; q < nwin; q++) {
+        unit *un = &win[q];
+        int64_t j = un->job0;
+        if (un->kind != 1) {
+            jobs[j].ids = un->ids;
+            jobs[j].n = un->n;
+        } else {
+            for (int64_t k = 0; k < un->pr.shards; k++) {
+                const int64_t m = un->start[k + 1] - un->start[k];
+                if (!m) continue;
+                jobs[j].ids = un->flat + un->start[k];
+                jobs[j].n = m;
+                j++;
+            }
+        }
+    }
+    /* done_after[j]: the units all of whose jobs are among jobs[0..j] (a plan without a
+       non-empty shard counts with the job before it) */
+    for (int64_t q = 0, j = 0; j < njobs; j++) {
+        while (q < nwin && (q + 1 < nwin ? win[q + 1].job0 : njobs) <= j + 1) q++;
+        done_after[j] = q;
+    }
+    prog_ctx pc = { done_after };
+    as_noise_measure(sess, jobs, njobs, &ncfg, first_done, &pc, &retry_s);
+    units_done += nwin;
+    as_progress_update(&prog, (double)units_done);
+
+    /* write, in order */
+    if (win && nwin && win[0].kind == 3) {
+        for (int64_t q = 0; q < nwin; q++) {
+            const unit *un = &win[q];
+            const int64_t i = un->rec;
+            write_cost(w, un->ids, un->n, &jobs[un->job0].r, i < nsingles ? "single" : "sample", -1, NULL, i < nsingles ? -1 : i - nsingles);
+        }
+    }
+    int64_t q = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        if (q < nwin && win[q].rec == i) {
+            unit *un = &win[q++];
+            if (un->kind == 2) {
+                write_cost(w, un->ids, un->n, &jobs[un->job0].r, "shard", un->task, NULL, un->sid);
+                continue;
+            }
+            const int64_t K = un->pr.shards;
+            const as_bench_result **rk = as_calloc((size_t)K, sizeof *rk);
+            char dev[128] = "";
+            for (int64_t k = 0, j = un->job0; k < K; k++) {
+                if (un->start[k + 1] == un->start[k]) continue;   /* an empty shard costs nothing */
+                rk[k] = &jobs[j++].r;
+                snprintf(dev, sizeof dev, "%s", rk[k]->device);
+                write_cost(w, un->flat + un->start[k], un->start[k + 1] - un->start[k], rk[k], "plan", un->task,
+                           un->alg, k);
+            }
+            /* the plan, passed on with its measured costs (fields replaced if present) */
+            static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold" };
+            const int nmine = (int)(sizeof mine / sizeof *mine);
+            const msgpack_object *rec = &un->up.data;
+            msgpack_packer *pk = as_writer_pk(w);
+            uint32_t keep = 0;
+            for (uint32_t f = 0; f < rec->via.map.size; f++) {
+                int drop = 0;
+                for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&rec->via.map.ptr[f].key, mine[m]);
+                keep += !drop;
+            }
+            msgpack_pack_map(pk, keep + (uint32_t)nmine);
+            for (uint32_t f = 0; f < rec->via.map.size; f++) {
+                const msgpack_object_kv *kv = &rec->via.map.ptr[f];
+                int drop = 0;
+                for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&kv->key, mine[m]);
+                if (drop) continue;
+                msgpack_pack_object(pk, kv->key);
+                msgpack_pack_object(pk, kv->val);
+            }
+            as_pack_str(pk, "cost_ms");
+            msgpack_pack_array(pk, (size_t)K);
+            for (int64_t k = 0; k < K; k++) {
+                if (!rk[k]) msgpack_pack_double(pk, 0);
+                else if (rk[k]->ok) msgpack_pack_double(pk, rk[k]->cost_ms);
+                else msgpack_pack_nil(pk);
+            }
+            as_pack_kv_str(pk, "cost_device", dev);
+            as_pack_kv_str(pk, "cost_kind", "measured");
+            as_pack_str(pk, "cost_spread");
+            msgpack_pack_array(pk, (size_t)K);
+            for (int64_t k = 0; k < K; k++) {
+                if (rk[k] && rk[k]->ok && isfinite(rk[k]->spread)) msgpack_pack_double(pk, rk[k]->spread);
+                else msgpack_pack_nil(pk);
+            }
+            as_pack_str(pk, "cost_noisy");
+            msgpack_pack_array(pk, (size_t)K);
+            for (int64_t k = 0; k < K; k++) {
+                if (rk[k] && rk[k]->ok && rk[k]->noisy) msgpack_pack_true(pk);
+                else msgpack_pack_false(pk);
+            }
+            as_pack_kv_f64(pk, "noise_threshold", ncfg.threshold);
+            as_writer_end_record(w);
+            free(rk);
+        } else if (!in[i].kind) {
+            /* with --part, other records pass through the first part only, so merged
+               outputs hold them once */
+            if (part_i == 1) as_writer_raw(w, in[i].raw, in[i].len);
+        }
+    }
+    for (int64_t q2 = 0; q2 < nwin; q2++) {
+        unit *un = &win[q2];
+        if (un->kind == 3) continue;
+        if (un->kind == 1) {
+            free(un->start); free(un->order); free(un->flat);
+            as_planrec_free(&un->pr);
+        }
+        free(un->own_ids);
+        msgpack_unpacked_destroy(&un->up);
+    }
+    free(jobs);
+    free(done_after);
+}
+
 int main(int argc, char **argv)
 {
     as_cli_init(&cli, argc, argv, "as-bench", "as-bench --tables FILE [options] [INPUT...]", HELP);
@@ -126,10 +357,15 @@ int main(int argc, char **argv)
         { "singles", no_argument, 0, OPT_SINGLES },
         { "sample-from", required_argument, 0, OPT_FROM },
         { "no-resident", no_argument, 0, OPT_NORES },
+        { "noise-threshold", required_argument, 0, OPT_NOISE },
+        { "retries", required_argument, 0, OPT_RETRIES },
+        { "window", required_argument, 0, OPT_WINDOW },
+        { "no-calibrate", no_argument, 0, OPT_NOCALIB },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
-    int64_t sample = 0, maxt = 10, part_i = 1, part_n = 1;
+    int64_t sample = 0, maxt = 10, part_n = 1, window = 64;
+    int calibrate = 1;
     int singles = 0;
     int64_t *from = NULL;
     size_t nfrom = 0;
@@ -157,6 +393,10 @@ int main(int argc, char **argv)
         }
         case OPT_SINGLES: singles = 1; break;
         case OPT_NORES: cfg.per_shard_upload = 1; break;
+        case OPT_NOISE: ncfg.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
+        case OPT_RETRIES: ncfg.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
+        case OPT_WINDOW: window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
+        case OPT_NOCALIB: calibrate = 0; break;
         case OPT_FROM:
             free(from);
             if (as_parse_i64_list(optarg, 0, INT32_MAX, &from, &nfrom))
@@ -187,6 +427,15 @@ int main(int argc, char **argv)
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
     if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
     if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
+    static as_bench_fake fake;
+    {
+        const char *spec = getenv("AS_BENCH_FAKE_NOISE");
+        char ferr[256];
+        if (spec && *spec) {
+            if (as_bench_fake_parse(spec, &fake, ferr, sizeof ferr)) as_cli_usage(&cli, "AS_BENCH_FAKE_NOISE: %s", ferr);
+            cfg.fake = &fake;
+        }
+    }
     /* the device */
     {
         char derr[512];
@@ -197,7 +446,6 @@ int main(int argc, char **argv)
 
     char err[1024];
     /* read the work: held input records, or sampled shards */
-    held *in = NULL;
     int64_t nin = 0, capin = 0, nunits = 0, nsingles = 0;
     int64_t maxid = -1;
     int64_t **sh_ids = NULL, *sh_n = NULL;
@@ -331,109 +579,71 @@ int main(int argc, char **argv)
 
     as_writer *w = as_cli_open_output(&cli);
     double setup0 = as_now();
-    as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
+    sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
     if (!sess) as_die(AS_EXIT_ENV, "%s", err);
-    double loop0 = as_now();
-    as_progress p;
     int64_t mine = 0;   /* units of work in this part */
     for (int64_t i = 0; i < nunits; i++) mine += (i % part_n) == part_i - 1;
-    as_progress_start(&p, &cli, sample ? "shards" : "plans and shards", (double)mine);
-    int64_t done = 0;
-    as_bench_result res;
+    if (calibrate && mine > 0) {
+        /* the quiet-machine check, on stderr (a loaded machine warns at the default verbosity) */
+        as_bench_calib cal;
+        char line[512];
+        if (as_bench_calibrate(sess, &cal, err, sizeof err)) as_die(AS_EXIT_ENV, "quiet-machine check: %s", err);
+        as_bench_calib_line(line, sizeof line, &cal);
+        if (cal.loaded) as_info("warning: %s", line);
+        else as_debug("%s", line);
+    }
+    double loop0 = as_now();
+    as_progress_start(&prog, &cli, sample ? "shards" : "plans and shards", (double)mine);
+    unit *win = as_calloc((size_t)(window ? window : (mine ? mine : 1)), sizeof *win);
+    int64_t nwin = 0, emit_from = 0;
     if (sample) {
         for (int64_t i = 0; i < sample; i++) {
             if ((i % part_n) != part_i - 1) continue;
-            as_bench_session_run(sess, sh_ids[i], sh_n[i], &res);
-            write_cost(w, sh_ids[i], sh_n[i], &res, i < nsingles ? "single" : "sample", -1, NULL, i < nsingles ? -1 : i - nsingles);
-            as_progress_update(&p, (double)++done);
+            unit *un = &win[nwin++];
+            memset(un, 0, sizeof *un);
+            un->kind = 3;
+            un->rec = i;
+            un->ids = sh_ids[i];
+            un->n = sh_n[i];
+            if (nwin == window) { run_window(w, win, nwin, 0, 0, nsingles); nwin = 0; }
         }
+        run_window(w, win, nwin, 0, 0, nsingles);
     } else {
         int64_t u = 0;
         for (int64_t i = 0; i < nin; i++) {
-            if (!in[i].kind) {
-                /* with --part, other records pass through the first part only, so merged
-                   outputs hold them once */
-                if (part_i == 1) as_writer_raw(w, in[i].raw, in[i].len);
-                continue;
-            }
+            if (!in[i].kind) continue;
             if ((u++ % part_n) != part_i - 1) continue;
-            msgpack_unpacked up;
-            msgpack_unpacked_init(&up);
-            size_t off = 0;
-            msgpack_unpack_next(&up, in[i].raw, in[i].len, &off);
-            const msgpack_object *rec = &up.data;
-            int64_t *ids, n, task = -1, sid = -1;
-            char e2[768];
-            as_obj_i64(rec, "task", &task);
-            if (in[i].kind == 2) {
-                if (as_field_table_ids(rec, "tables", &ids, &n, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
-                as_obj_i64(rec, "id", &sid);
-                as_bench_session_run(sess, ids, n, &res);
-                write_cost(w, ids, n, &res, "shard", task, NULL, sid);
-                free(ids);
-            } else {
-                as_planrec pr;
-                char alg[64] = "";
-                if (as_planrec_read(rec, &pr, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
-                as_obj_str(rec, "alg", alg, sizeof alg);
-                /* shard by shard: the tables placed on it (-1: unplaced, not measured) */
-                const int64_t K = pr.shards;
-                int64_t *start = as_malloc((size_t)(K + 1) * sizeof *start), *order = as_malloc((size_t)(pr.n ? pr.n : 1) * sizeof *order);
-                as_planrec_group(&pr, start, order);
-                double *cost = as_malloc((size_t)K * sizeof *cost);
-                int *ok = as_malloc((size_t)K * sizeof *ok);
-                int64_t *sh = as_malloc((size_t)(pr.n ? pr.n : 1) * sizeof *sh);
-                char dev[128] = "";
-                for (int64_t k = 0; k < K; k++) {
-                    int64_t m = 0;
-                    for (int64_t q = start[k]; q < start[k + 1]; q++) sh[m++] = pr.tables[order[q]];
-                    if (m == 0) { cost[k] = 0; ok[k] = 1; continue; }   /* an empty shard costs nothing */
-                    as_bench_session_run(sess, sh, m, &res);
-                    cost[k] = res.cost_ms;
-                    ok[k] = res.ok;
-                    snprintf(dev, sizeof dev, "%s", res.device);
-                    write_cost(w, sh, m, &res, "plan", task, alg, k);
-                }
-                /* the plan, passed on with its measured costs (fields replaced if present) */
-                msgpack_packer *pk = as_writer_pk(w);
-                uint32_t keep = 0;
-                for (uint32_t q = 0; q < rec->via.map.size; q++) {
-                    const msgpack_object *key = &rec->via.map.ptr[q].key;
-                    if (!as_obj_streq(key, "cost_ms") && !as_obj_streq(key, "cost_device") && !as_obj_streq(key, "cost_kind")) keep++;
-                }
-                msgpack_pack_map(pk, keep + 3);
-                for (uint32_t q = 0; q < rec->via.map.size; q++) {
-                    const msgpack_object_kv *kv = &rec->via.map.ptr[q];
-                    if (as_obj_streq(&kv->key, "cost_ms") || as_obj_streq(&kv->key, "cost_device") || as_obj_streq(&kv->key, "cost_kind")) continue;
-                    msgpack_pack_object(pk, kv->key);
-                    msgpack_pack_object(pk, kv->val);
-                }
-                as_pack_str(pk, "cost_ms");
-                msgpack_pack_array(pk, (size_t)K);
-                for (int64_t k = 0; k < K; k++) { if (ok[k]) msgpack_pack_double(pk, cost[k]); else msgpack_pack_nil(pk); }
-                as_pack_kv_str(pk, "cost_device", dev);
-                as_pack_kv_str(pk, "cost_kind", "measured");
-                as_writer_end_record(w);
-                free(cost); free(ok); free(sh); free(start); free(order);
-                as_planrec_free(&pr);
+            unit *un = &win[nwin++];
+            memset(un, 0, sizeof *un);
+            un->kind = in[i].kind;
+            un->rec = i;
+            if (nwin == window) {
+                run_window(w, win, nwin, emit_from, i + 1, 0);
+                emit_from = i + 1;
+                nwin = 0;
             }
-            msgpack_unpacked_destroy(&up);
-            as_progress_update(&p, (double)++done);
         }
+        /* the rest: the last window, and records after the last unit */
+        run_window(w, win, nwin, emit_from, nin, 0);
     }
+    free(win);
     double loop_s = as_now() - loop0;
-    as_progress_end(&p);
+    as_progress_end(&prog);
     {
-        char line[512];
+        char line[1024];
         as_bench_session_info si;
         as_bench_session_info_get(sess, &si);
         as_bench_summary(line, sizeof line, &tally, loop_s);
         as_info("%s; setup %.2f s%s", line, loop0 - setup0,
                 cfg.cuda ? (si.resident ? ", table data resident on the GPU" : ", table data uploaded per shard") : "");
+        as_noise_summary(line, sizeof line, &tally, &ncfg, retry_s);
+        as_info("%s", line);
+        if (as_noise_warning(line, sizeof line, &tally, &ncfg)) as_info("%s", line);
     }
     as_bench_session_free(sess);
     as_writer_close(w);
     if (nfailed) as_err("%" PRId64 " shard(s) could not be measured (see their 'error')", nfailed);
+    as_bench_tally_free(&tally);
     for (int64_t i = 0; i < nin; i++) free(in[i].raw);
     free(in);
     for (int64_t i = 0; i < sample; i++) free(sh_ids[i]);

@@ -12,6 +12,7 @@
  * Run on a GPU machine by `make gpu-test`; *_small tests are re-run under compute-sanitizer.
  * Without a CUDA device every test fails (they are only meant to run where one is). */
 #include "bench.h"
+#include "benchnoise.h"
 #include "ebgen.h"
 #include "embbag.h"
 #include "unit.h"
@@ -482,6 +483,84 @@ static void session_pair(int per_shard_upload)
 
 TEST(gpu_bench_session_small) { session_pair(0); }
 TEST(gpu_bench_session_per_shard_small) { session_pair(1); }
+
+/* noise-aware measurement on CUDA (issue 12): the re-measuring rounds are device-agnostic;
+ * the quiet-machine check times a small shard of the pool with events */
+TEST(gpu_bench_noise_small)
+{
+    pool_t *p = odd_pool();
+    as_bpool bp;
+    memset(&bp, 0, sizeof bp);
+    bp.n = bp.cap = p->n;
+    bp.t = calloc((size_t)p->n, sizeof *bp.t);
+    bp.maxid = 200 + p->n - 1;
+    bp.index = calloc((size_t)bp.maxid + 1, sizeof *bp.index);
+    for (int i = 0; i < p->n; i++) {
+        as_btable t = { p->t[i].id, p->t[i].rows, p->t[i].batch, p->t[i].dim, p->t[i].lookups, p->off[i], p->ind[i] };
+        bp.t[i] = t;
+        bp.index[t.id] = i + 1;
+    }
+    as_bench_cfg c;
+    memset(&c, 0, sizeof c);
+    c.warmup = 1;
+    c.runs = 5;
+    c.trim = 1;
+    c.lr = 0.03f;
+    c.seed = 5;
+    c.cuda = 1;
+    char err[256] = "";
+    /* the real timer: a spread for each shard; the check returns figures */
+    as_bench_session *S = as_bench_session_new(&c, &bp, err, sizeof err);
+    if (!S) fprintf(stderr, "  session: %s\n", err);
+    CHECK(S != NULL);
+    if (S) {
+        as_bench_calib cal;
+        int rc = as_bench_calibrate(S, &cal, err, sizeof err);
+        if (rc) fprintf(stderr, "  calibrate: %s\n", err);
+        CHECK(rc == 0);
+        CHECK(cal.runs == 20 && cal.median_ms > 0 && isfinite(cal.spread) && isnan(cal.other_cpu));
+        char line[512];
+        as_bench_calib_line(line, sizeof line, &cal);
+        fprintf(stderr, "  %s\n", line);
+        as_bench_session_info si;
+        as_bench_session_info_get(S, &si);
+        CHECK_EQ_I64(si.shards, 0);
+        const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
+        as_noise_job jobs[2] = { { s1, 4, { 0 } }, { s2, 2, { 0 } } };
+        as_noise_cfg nc = { 0.10, 2 };
+        as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
+        for (int i = 0; i < 2; i++) {
+            CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
+            CHECK(jobs[i].r.noisy == (jobs[i].r.spread > 0.10));
+        }
+        as_bench_session_free(S);
+    }
+    /* the fake timer: first attempts noisy -> 2 attempts, quiet; always -> 3, noisy */
+    as_bench_fake fi = { 1, AS_FAKE_FIRST, 1, 10, 1 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    const as_bench_fake *fakes[2] = { &fi, &al };
+    for (int f = 0; f < 2; f++) {
+        c.fake = fakes[f];
+        S = as_bench_session_new(&c, &bp, err, sizeof err);
+        CHECK(S != NULL);
+        if (!S) continue;
+        as_bench_calib cal;
+        CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
+        CHECK(cal.loaded == (f == 0));
+        const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
+        as_noise_job jobs[2] = { { s1, 4, { 0 } }, { s2, 2, { 0 } } };
+        as_noise_cfg nc = { 0.10, 2 };
+        CHECK_EQ_I64(as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL), f == 0 ? 2 : 4);
+        for (int i = 0; i < 2; i++) {
+            CHECK(jobs[i].r.ok && jobs[i].r.attempts == (f == 0 ? 2 : 3) && jobs[i].r.noisy == (f == 1));
+            const double base = 0.1 + 1e-5 * (double)jobs[i].r.lookups;
+            if (f == 0) CHECK(jobs[i].r.cost_ms >= base && jobs[i].r.cost_ms < 1.01 * base);
+        }
+        as_bench_session_free(S);
+    }
+    free(bp.t);
+    free(bp.index);
+    free_pool(p);
+}
 
 TEST(gpu_ctx_large)
 {

@@ -2,6 +2,7 @@
  * measured on, workspace reuse across shards, errors, the measuring loop's figures.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "bench.h"
+#include "benchnoise.h"
 #include "common.h"
 #include "ebgen.h"
 #include "embbag.h"
@@ -311,6 +312,7 @@ TEST(bench_tally_and_summary)
     CHECK_NEAR(t.busy_ms, sum, 1e-9);
     double f = as_bench_busy_fraction(&t, wall);
     CHECK(f > 0 && f <= 1);
+    as_bench_tally_free(&t);
     as_bench_session_free(S);
     as_bpool_free(&p);
 }
@@ -332,5 +334,369 @@ TEST(bench_session_dims_sum_overflow)
     CHECK(!r.ok);
     CHECK(strstr(r.error, "the dims of its tables sum to 2147483658") != NULL);
     as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+/* ---- noise-aware measurement (issue 12) ---------------------------------------------- */
+
+/* the spread: population std / mean of the runs the trimmed mean keeps, by hand */
+TEST(bench_spread_hand_values)
+{
+    /* {2,3,4} kept of {100,2,4,1,3}: mean 3, variance (1 + 0 + 1) / 3 */
+    double v1[5] = { 100, 2, 4, 1, 3 };
+    CHECK_NEAR(as_bench_spread(v1, 5, 1), sqrt(2.0 / 3.0) / 3.0, 1e-15);
+    /* no trim: {2,4}: mean 3, std 1 */
+    double v2[2] = { 4, 2 };
+    CHECK_NEAR(as_bench_spread(v2, 2, 0), 1.0 / 3.0, 1e-15);
+    /* trim clamped as in as_bench_stats: 4 runs keep at least 2: {2,3} of {5,1,3,2} */
+    double v3[4] = { 5, 1, 3, 2 };
+    CHECK_NEAR(as_bench_spread(v3, 4, 5), 0.5 / 2.5, 1e-15);
+    /* equal runs: 0 */
+    double v4[4] = { 7, 7, 7, 7 };
+    CHECK_NEAR(as_bench_spread(v4, 4, 1), 0, 0);
+    /* fewer than 2 kept, one run, mean 0: undefined (nil in records) */
+    double v5[3] = { 1, 2, 3 };
+    CHECK(isnan(as_bench_spread(v5, 3, 1)));
+    CHECK(isnan(as_bench_spread(v5, 1, 0)));
+    double v6[2] = { 0, 0 };
+    CHECK(isnan(as_bench_spread(v6, 2, 0)));
+    /* the input is left as it was (a sorted copy inside) */
+    CHECK(v1[0] == 100 && v1[4] == 3);
+    /* rel_std is unchanged: sample std over all runs. {1,2,3,4,100}: mean 22, sum of
+       squares 441 + 400 + 361 + 324 + 6084 = 7610, / 4 = 1902.5 */
+    double tm, med, mn, mx, rs;
+    as_bench_stats(v1, 5, 1, &tm, &med, &mn, &mx, &rs);
+    CHECK_NEAR(tm, 3, 1e-15);
+    CHECK_NEAR(rs, sqrt(1902.5) / 22, 1e-12);
+}
+
+TEST(bench_fake_timer_parse_and_factor)
+{
+    as_bench_fake f;
+    char err[256] = "";
+    CHECK(as_bench_fake_parse("always,shards=0.25,factor=4,calib=noisy", &f, err, sizeof err) == 0);
+    CHECK(f.on && f.mode == AS_FAKE_ALWAYS && f.shards == 0.25 && f.factor == 4 && f.calib_noisy);
+    CHECK(as_bench_fake_parse("first", &f, err, sizeof err) == 0);
+    CHECK(f.mode == AS_FAKE_FIRST && f.shards == 1 && f.factor == 10 && !f.calib_noisy);
+    CHECK(as_bench_fake_parse("sometimes", &f, err, sizeof err) == -1);
+    CHECK(strstr(err, "'sometimes' is not") != NULL);
+    CHECK(as_bench_fake_parse("first,shards=2", &f, err, sizeof err) == -1);
+    CHECK(as_bench_fake_parse("factor=1", &f, err, sizeof err) == -1);
+    CHECK(as_bench_fake_parse("factor=x", &f, err, sizeof err) == -1);
+
+    int64_t a[3] = { 4, 9, 2 }, b[3] = { 2, 9, 4 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    for (int r = 0; r < 10; r++) {
+        double m = as_bench_fake_factor(&q, a, 3, 0, r);
+        CHECK(m >= 1 && m < 1.01);
+        /* first: attempt 0's odd runs are 10 to 15 times slower, its even runs and every
+           run of attempt 1 quiet */
+        m = as_bench_fake_factor(&fi, a, 3, 0, r);
+        CHECK(r % 2 ? m >= 10 && m < 15 : m >= 1 && m < 1.01);
+        m = as_bench_fake_factor(&fi, a, 3, 1, r);
+        CHECK(m >= 1 && m < 1.01);
+        m = as_bench_fake_factor(&al, a, 3, 2, r);
+        CHECK(r % 2 ? m >= 10 && m < 15 : m >= 1 && m < 1.01);
+        /* deterministic; seeded by the tables in order, the attempt and the run */
+        CHECK(as_bench_fake_factor(&al, a, 3, 2, r) == m);
+    }
+    CHECK(as_bench_fake_factor(&al, a, 3, 0, 1) != as_bench_fake_factor(&al, b, 3, 0, 1));
+    CHECK(as_bench_fake_factor(&al, a, 3, 0, 1) != as_bench_fake_factor(&al, a, 3, 1, 1));
+    CHECK(as_bench_fake_factor(&al, a, 3, 0, 1) != as_bench_fake_factor(&al, a, 3, 0, 3));
+    CHECK(as_bench_fake_factor(NULL, a, 3, 0, 1) == 1);
+    /* shards=P hits about a fraction P of the shards; 0 none */
+    as_bench_fake half = al, none = al;
+    half.shards = 0.5;
+    none.shards = 0;
+    int hit = 0;
+    for (int64_t id = 0; id < 400; id++) {
+        hit += as_bench_fake_factor(&half, &id, 1, 0, 1) > 2;
+        CHECK(as_bench_fake_factor(&none, &id, 1, 0, 1) < 1.01);
+    }
+    CHECK(hit > 150 && hit < 250);
+}
+
+/* the session under the fake timer: the figures are the fake clock's */
+TEST(bench_fake_timer_in_the_session)
+{
+    as_bpool p;
+    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
+    mk_pool(&p, 4, 32, dims, rows, 2, 5, 4);
+    as_bench_cfg c = cpu_cfg();
+    c.runs = 5;
+    c.trim = 1;
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    c.fake = &q;
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    int64_t ids[2] = { 11, 13 };
+    as_bench_result r;
+    as_bench_session_run(S, ids, 2, &r);
+    CHECK(r.ok);
+    CHECK_EQ_I64(r.attempts, 1);
+    CHECK(!r.noisy);
+    const double base = 0.1 + 1e-5 * (double)r.lookups;
+    CHECK(r.cost_ms >= base && r.cost_ms < base * 1.01);
+    CHECK(r.min_ms >= base && r.max_ms < base * 1.01);
+    CHECK(r.spread >= 0 && r.spread < 0.01);
+    /* forward a third, backward two thirds */
+    CHECK_NEAR(r.fwd_ms / r.cost_ms, 1.0 / 3.0, 1e-9);
+    /* the kernels still ran: the data is the real measurement's */
+    check_last(S, &c, &p, ids, 2, "fake timer");
+    as_bench_session_free(S);
+    c.fake = &al;
+    S = as_bench_session_new(&c, &p, err, sizeof err);
+    as_bench_session_run_attempt(S, ids, 2, 1, &r);
+    CHECK(r.ok);
+    /* runs 0..4 sorted: 3 quiet about base, 2 slow (x10..15); kept: 2 quiet and 1 slow */
+    CHECK(r.spread > 0.9 && r.spread < 1.5);
+    CHECK(r.max_ms >= 10 * base);
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+typedef struct {
+    as_bench_session *S;
+    int64_t calls, bad;
+} order_ctx;
+
+/* called after each job's first attempt: the session has measured exactly i + 1 shards so
+ * far (no re-measurement before the window's first attempts are done) */
+static void order_cb(void *ctx, int64_t i)
+{
+    order_ctx *o = ctx;
+    as_bench_session_info si;
+    as_bench_session_info_get(o->S, &si);
+    if (i != o->calls || si.shards != i + 1) o->bad++;
+    o->calls++;
+}
+
+static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, as_noise_job *jobs, int64_t n,
+                         int64_t ids[][3], const as_bpool *p, int64_t *measured, int64_t *bad)
+{
+    as_bench_cfg c = cpu_cfg();
+    c.runs = 6;
+    c.trim = 1;
+    c.warmup = 0;
+    c.threads = 1;
+    c.fake = f;
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, p, err, sizeof err);
+    for (int64_t i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].ids = ids[i];
+        jobs[i].n = 1 + i % 3;
+    }
+    as_noise_cfg nc = { threshold, retries };
+    order_ctx o = { S, 0, 0 };
+    int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o, NULL);
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    *measured = si.shards;
+    *bad = o.bad + (o.calls != n);
+    as_bench_session_free(S);
+    return again;
+}
+
+TEST(bench_noise_rounds)
+{
+    as_bpool p;
+    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
+    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    enum { N = 8 };
+    int64_t ids[N][3];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < 3; j++) ids[i][j] = 10 + (i + 3 * j) % 8;
+    as_noise_job jobs[N];
+    int64_t measured, bad;
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+
+    /* quiet: one attempt each, nothing noisy */
+    CHECK_EQ_I64(run_noise(&q, 0.1, 2, jobs, N, ids, &p, &measured, &bad), 0);
+    CHECK_EQ_I64(measured, N);
+    CHECK_EQ_I64(bad, 0);
+    for (int i = 0; i < N; i++) CHECK(jobs[i].r.ok && jobs[i].r.attempts == 1 && !jobs[i].r.noisy);
+
+    /* noisy on the first attempt only: every shard measured again once, in a second round
+       after all first attempts, and it keeps the quiet attempt's figures */
+    CHECK_EQ_I64(run_noise(&fi, 0.1, 2, jobs, N, ids, &p, &measured, &bad), N);
+    CHECK_EQ_I64(measured, 2 * N);
+    CHECK_EQ_I64(bad, 0);
+    for (int i = 0; i < N; i++) {
+        const as_bench_result *r = &jobs[i].r;
+        CHECK(r->ok && r->attempts == 2 && !r->noisy && r->spread < 0.01);
+        const double base = 0.1 + 1e-5 * (double)r->lookups;
+        CHECK(r->cost_ms >= base && r->cost_ms < 1.01 * base);
+        CHECK(r->busy_ms > 0 && r->wall_ms > 0);
+    }
+
+    /* always noisy: retries + 1 attempts, flagged */
+    CHECK_EQ_I64(run_noise(&al, 0.1, 2, jobs, N, ids, &p, &measured, &bad), 2 * N);
+    CHECK_EQ_I64(measured, 3 * N);
+    CHECK_EQ_I64(bad, 0);
+    for (int i = 0; i < N; i++) CHECK(jobs[i].r.attempts == 3 && jobs[i].r.noisy && jobs[i].r.spread > 0.1);
+    /* 5 retries: 6 attempts */
+    run_noise(&al, 0.1, 5, jobs, N, ids, &p, &measured, &bad);
+    for (int i = 0; i < N; i++) CHECK(jobs[i].r.attempts == 6 && jobs[i].r.noisy);
+
+    /* retries 0: flagged, not re-measured; threshold 0: neither */
+    CHECK_EQ_I64(run_noise(&al, 0.1, 0, jobs, N, ids, &p, &measured, &bad), 0);
+    CHECK_EQ_I64(measured, N);
+    for (int i = 0; i < N; i++) CHECK(jobs[i].r.attempts == 1 && jobs[i].r.noisy);
+    CHECK_EQ_I64(run_noise(&al, 0, 2, jobs, N, ids, &p, &measured, &bad), 0);
+    for (int i = 0; i < N; i++) CHECK(jobs[i].r.attempts == 1 && !jobs[i].r.noisy && jobs[i].r.spread > 0.1);
+    /* a threshold above the noisy spread (about 1.1): nothing to re-measure */
+    CHECK_EQ_I64(run_noise(&al, 5, 2, jobs, N, ids, &p, &measured, &bad), 0);
+
+    /* half the shards hit, always: exactly those re-measured and flagged */
+    as_bench_fake half = al;
+    half.shards = 0.5;
+    run_noise(&half, 0.1, 2, jobs, N, ids, &p, &measured, &bad);
+    int64_t nhit = 0;
+    for (int i = 0; i < N; i++) {
+        int hit = as_bench_fake_factor(&half, jobs[i].ids, jobs[i].n, 0, 1) > 2;
+        nhit += hit;
+        CHECK(jobs[i].r.attempts == (hit ? 3 : 1) && jobs[i].r.noisy == hit);
+    }
+    CHECK_EQ_I64(measured, N + 2 * nhit);
+    CHECK(nhit > 0 && nhit < N);
+
+    /* a shard that cannot be measured, and one without a spread, are never re-measured */
+    as_bench_cfg c = cpu_cfg();
+    c.fake = &al;
+    c.runs = 3;
+    c.trim = 1;
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    int64_t missing = 99, one = 12;
+    as_noise_job j2[2] = { { &missing, 1, { 0 } }, { &one, 1, { 0 } } };
+    as_noise_cfg nc = { 0.1, 2 };
+    double rs = 0;
+    CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL, &rs), 0);
+    CHECK(rs >= 0 && rs < 1);
+    CHECK(!j2[0].r.ok && j2[0].r.attempts == 1 && !j2[0].r.noisy);
+    CHECK(j2[1].r.ok && isnan(j2[1].r.spread) && j2[1].r.attempts == 1 && !j2[1].r.noisy);
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+TEST(bench_noise_tally_summary_and_warning)
+{
+    as_bench_tally t;
+    memset(&t, 0, sizeof t);
+    as_bench_result r;
+    memset(&r, 0, sizeof r);
+    r.ok = 1;
+    const double sp[4] = { 0.3, 0.01, 0.2, 0.05 };
+    const int att[4] = { 3, 1, 3, 2 }, noisy[4] = { 1, 0, 1, 0 };
+    for (int i = 0; i < 4; i++) {
+        r.spread = sp[i];
+        r.attempts = att[i];
+        r.noisy = noisy[i];
+        as_bench_tally_add(&t, &r);
+    }
+    /* one without a spread, one not measured: counted as shards, not in the noise figures */
+    r.spread = NAN;
+    r.attempts = 1;
+    r.noisy = 0;
+    as_bench_tally_add(&t, &r);
+    r.ok = 0;
+    r.spread = 0.5;
+    as_bench_tally_add(&t, &r);
+    CHECK_EQ_I64(t.shards, 6);
+    CHECK_EQ_I64(t.nspread, 4);
+    CHECK_EQ_I64(t.remeasured, 3);
+    CHECK_EQ_I64(t.extra, 5);
+    CHECK_EQ_I64(t.noisy, 2);
+    /* median of {0.01, 0.05, 0.2, 0.3} */
+    CHECK_NEAR(as_noise_median_spread(&t), 0.125, 1e-15);
+    as_noise_cfg nc = { 0.1, 2 };
+    char line[512];
+    as_noise_summary(line, sizeof line, &t, &nc, -1);
+    CHECK(strstr(line, "noise: 4 shards with a spread, median spread 12.5 %") != NULL);
+    CHECK(strstr(line, "3 re-measured (5 extra attempts), 2 noisy (spread above 10.0 % after up to 2 re-measurements)") != NULL);
+    /* 2 of 4 noisy: above 10 %, a warning */
+    CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 1);
+    CHECK(strstr(line, "warning: 2 of 4 shards (50 %) are still noisy") != NULL);
+    as_noise_summary(line, sizeof line, &t, &nc, 1.234);
+    CHECK(strstr(line, "(5 extra attempts, 1.23 s), 2 noisy") != NULL);
+    nc.threshold = 0;
+    as_noise_summary(line, sizeof line, &t, &nc, -1);
+    CHECK(strstr(line, "nothing re-measured or flagged") != NULL);
+    CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 0 && line[0] == 0);
+    as_bench_tally_free(&t);
+    /* 1 noisy of 10: exactly 10 %, no warning; 2 of 10: a warning */
+    memset(&t, 0, sizeof t);
+    r.ok = 1;
+    r.spread = 0.01;
+    for (int i = 0; i < 10; i++) { r.noisy = i == 0; as_bench_tally_add(&t, &r); }
+    nc.threshold = 0.1;
+    CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 0);
+    t.noisy = 2;
+    CHECK(as_noise_warning(line, sizeof line, &t, &nc) == 1);
+    as_bench_tally_free(&t);
+    memset(&t, 0, sizeof t);
+    as_noise_summary(line, sizeof line, &t, &nc, -1);
+    CHECK(strstr(line, "no shard with a spread") != NULL);
+    CHECK(isnan(as_noise_median_spread(&t)));
+}
+
+TEST(bench_calibrate)
+{
+    as_bpool p;
+    int64_t dims[1] = { 16 }, rows[1] = { 200 };
+    mk_pool(&p, 3, 16, dims, rows, 1, 4, 2);
+    as_bench_cfg c = cpu_cfg();
+    char err[256], line[512];
+    as_bench_calib cal;
+    /* the real timer: a median, a spread; the verdict depends on the machine */
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    double t0 = as_now();
+    CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
+    CHECK(as_now() - t0 < 2.0);   /* cheap (about 0.1 s on a 2-vCPU VM) */
+    CHECK(cal.runs == 30 && cal.median_ms > 0 && isfinite(cal.spread) && cal.slowest >= 1);
+    CHECK(cal.ncpu >= 1);
+    as_bench_calib_line(line, sizeof line, &cal);
+    CHECK(strstr(line, "quiet-machine check: a fixed CPU kernel on 2 threads: 30 runs") != NULL);
+    as_bench_session_free(S);
+    /* the fake timer: quiet, then noisy; /proc/stat is not read */
+    as_bench_fake f = { 1, AS_FAKE_QUIET, 1, 10, 0 };
+    c.fake = &f;
+    S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
+    CHECK(!cal.loaded && cal.spread < 0.01 && isnan(cal.other_cpu));
+    as_bench_calib_line(line, sizeof line, &cal);
+    CHECK(strstr(line, ": quiet") != NULL);
+    CHECK(strstr(line, "other processes") == NULL);
+    f.calib_noisy = 1;
+    CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
+    CHECK(cal.loaded && cal.spread > AS_CALIB_SPREAD_MAX);
+    as_bench_calib_line(line, sizeof line, &cal);
+    CHECK(strstr(line, "the machine looks loaded (spread above 5 %); the costs will be noisy") != NULL);
+    /* the calibration is not one of the session's shards */
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    CHECK_EQ_I64(si.shards, 0);
+    as_bench_session_free(S);
+    /* the verdict from other processes' share alone */
+    memset(&cal, 0, sizeof cal);
+    snprintf(cal.what, sizeof cal.what, "x");
+    cal.runs = 30;
+    cal.spread = 0.01;
+    cal.slowest = 1.1;
+    cal.median_ms = 2;
+    cal.other_cpu = 0.2;
+    cal.ncpu = 2;
+    CHECK(!as_bench_calib_loaded(&cal));
+    cal.other_cpu = NAN;
+    CHECK(!as_bench_calib_loaded(&cal));
+    cal.spread = 0.06;
+    CHECK(as_bench_calib_loaded(&cal));
+    cal.spread = 0.01;
+    cal.other_cpu = 0.5;
+    CHECK(as_bench_calib_loaded(&cal));
+    cal.loaded = 1;
+    as_bench_calib_line(line, sizeof line, &cal);
+    CHECK(strstr(line, "other processes used 50 % of 2 CPUs: the machine looks loaded (other work above 25 % of the CPUs)") != NULL);
     as_bpool_free(&p);
 }

@@ -1,0 +1,59 @@
+/* benchnoise.h - noise-aware measurement on top of bench.h's protocol.
+ * Dimension letters: T tables, K shards.
+ *
+ * A window of shards is measured once each (round 0); then the shards whose relative
+ * spread (as_bench_spread: population std / mean of the runs the trimmed mean keeps) is
+ * above the threshold are measured again, in window order, in round 1; then those still
+ * above it in round 2, and so on, `retries` rounds at most. A burst of load on the machine
+ * thus meets a shard's attempts at different times (a whole window's measurements apart)
+ * rather than all of them at once. A shard keeps the figures of its attempt with the
+ * lowest spread (the first of equal ones): that attempt's trimmed mean, statistics, spread
+ * and device; `attempts` counts them all, `busy_ms` and `wall_ms` are summed over all, and
+ * `noisy` is set when the kept spread is still above the threshold. A shard that could
+ * not be measured (ok = 0) or whose spread is undefined (fewer than 2 kept runs) is never
+ * measured again and never noisy. */
+#ifndef AS_BENCHNOISE_H
+#define AS_BENCHNOISE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+typedef struct {
+    double threshold;   /* spread above which a shard is re-measured and flagged; 0: neither */
+    int retries;        /* re-measuring rounds at most (0: flag, never re-measure) */
+} as_noise_cfg;
+
+/* the default threshold: 10 % (the runs' spread; see docs/BENCHMARKS.md) */
+#define AS_NOISE_THRESHOLD 0.10
+#define AS_NOISE_RETRIES 2
+/* as_noise_warning's limit: warn when more than this fraction of the shards stays noisy */
+#define AS_NOISE_WARN_FRACTION 0.10
+
+/* one shard of a window: its tables (the caller's memory) and, out, its kept result */
+typedef struct {
+    const int64_t *ids;
+    int64_t n;
+    as_bench_result r;
+} as_noise_job;
+
+/* Measure jobs[0..n) on session s as above. first_done (may be NULL) is called after each
+ * job's first attempt, in order (for progress). Returns the number of re-measurements made;
+ * *retry_s (may be NULL) gets the wall seconds the re-measuring rounds took added. */
+int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
+                         void (*first_done)(void *ctx, int64_t i), void *ctx, double *retry_s);
+/* whether result r is noisy under nc (ok, finite spread, threshold > 0 and spread above it) */
+int as_noise_is_noisy(const as_bench_result *r, const as_noise_cfg *nc);
+
+/* the median of the tally's spreads (NaN when none) */
+double as_noise_median_spread(const as_bench_tally *t);
+/* one line: "noise: N shards with a spread, median M %; R re-measured (E extra attempts),
+ * K noisy (spread above X % after up to N re-measurements)"; with retry_s >= 0 the extra
+ * attempts' time follows them: "(E extra attempts, S s)" */
+void as_noise_summary(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc, double retry_s);
+/* a warning line (returns 1) when more than AS_NOISE_WARN_FRACTION of the shards with a
+ * spread stayed noisy; else 0 and an empty buf */
+int as_noise_warning(char *buf, size_t len, const as_bench_tally *t, const as_noise_cfg *nc);
+
+#endif
