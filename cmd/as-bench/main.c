@@ -137,8 +137,8 @@ static int64_t nfailed;
 static as_bench_tally tally;
 static as_bench_session *sess;
 static as_progress prog;
-static int64_t units_done;
-static double retry_s;              /* wall seconds of the re-measuring rounds */          /* progress: units whose first attempts are all made */
+static int64_t units_done;          /* progress: units whose first attempts are all made */
+static double retry_s;              /* wall seconds of the re-measuring rounds */
 static held *in;
 static int64_t part_i = 1;
 
