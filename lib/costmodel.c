@@ -6,13 +6,17 @@
  *   z2[R,H2] = a1 W2^T + b2, a2 = relu(z2)
  *   p[S,H2]  = sum of a2's rows per shard
  *   z3[S,H3] = p W3^T + b3,  a3 = relu(z3)
- *   y[S]     = a3 W4^T + b4;  cost = y_scale * y
+ *   z[S]     = a3 W4^T + b4
+ *   cost     = y_scale * softplus(z) | y_scale * exp(z) | y_scale * z   (output form)
+ * Training applies softplus on the device (as_nn_ops.softplus_fwd/bwd) so the MSE sees the
+ * cost; the log form trains z against log(cost / y_scale) with the plain MSE, no extra op.
  */
 #include "costmodel.h"
 
 #include "common.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +38,57 @@ static const char *feature_names[F] = {
 };
 
 const char *as_costmodel_feature_name(int i) { return i >= 0 && i < F ? feature_names[i] : NULL; }
+
+static const char *output_names[AS_CM_OUT_COUNT] = { "linear", "softplus", "log" };
+
+const char *as_costmodel_output_name(int o) { return o >= 0 && o < AS_CM_OUT_COUNT ? output_names[o] : NULL; }
+
+int as_costmodel_output_parse(const char *s)
+{
+    for (int o = 0; o < AS_CM_OUT_COUNT; o++) if (!strcmp(s, output_names[o])) return o;
+    return -1;
+}
+
+double as_costmodel_out(const as_costmodel *m, double z)
+{
+    double ys = m->info.y_scale, v;
+    switch (m->info.output) {
+    case AS_CM_OUT_SOFTPLUS: {
+        double u = AS_COSTMODEL_SOFTPLUS_BETA * z;
+        v = ys * (u > 0 ? u + log1p(exp(-u)) : log1p(exp(u))) / AS_COSTMODEL_SOFTPLUS_BETA;
+        break;
+    }
+    case AS_CM_OUT_LOG: v = ys * exp(z < AS_COSTMODEL_MAX_LOG ? z : AS_COSTMODEL_MAX_LOG); break;
+    default: v = ys * z; break;
+    }
+    /* +0, never -0 (printf shows "-0.0000"); a NaN z (a broken model) is 0 as well */
+    return v > 0 ? (v < DBL_MAX ? v : DBL_MAX) : 0.0;
+}
+
+as_costmodel_metrics as_costmodel_metrics_of(const double *y, const double *p, const char *mask, int64_t n)
+{
+    as_costmodel_metrics m = { 0, 0, 0, 0, 0 };
+    double sy = 0, ape = 0;
+    int64_t nape = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (mask && !mask[i]) continue;
+        double e = p[i] - y[i];
+        m.n++;
+        m.mae += fabs(e);
+        m.mse += e * e;
+        sy += y[i];
+        if (y[i] != 0) { ape += fabs(e / y[i]); nape++; }
+    }
+    if (m.n == 0) return (as_costmodel_metrics){ 0, NAN, NAN, NAN, NAN };
+    double mean = sy / m.n, sst = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!mask || mask[i]) sst += (y[i] - mean) * (y[i] - mean);
+    m.r2 = sst > 0 ? 1 - m.mse / sst : NAN;   /* m.mse is still the sum of squares */
+    m.mae /= m.n;
+    m.mse /= m.n;
+    m.mape = nape ? 100 * ape / nape : NAN;
+    return m;
+}
 
 static int64_t layout(as_costmodel *m)
 {
@@ -115,11 +170,13 @@ static void featvec(const as_costmodel *m, const as_features *f, float *out)
 void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double y_scale)
 {
     char *seen = as_calloc((size_t)d->ntab + 1, 1);
-    double s[3] = { 0 }, s2[3] = { 0 }, cs = 0;
+    double s[3] = { 0 }, s2[3] = { 0 }, cs = 0, cl = 0;
+    int64_t ncl = 0;
     int64_t nt = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t k = shards ? shards[i] : i;
         if (d->cost) cs += d->cost[k];
+        if (d->cost && d->cost[k] > 0) { cl += log(d->cost[k]); ncl++; }
         for (int64_t j = d->off[k]; j < d->off[k + 1]; j++) {
             int64_t t = d->idx[j];
             if (seen[t]) continue;
@@ -139,6 +196,7 @@ void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t 
     }
     m->info.train_tables = nt;
     if (y_scale > 0) m->info.y_scale = y_scale;
+    else if (m->info.output == AS_CM_OUT_LOG) m->info.y_scale = ncl > 0 ? exp(cl / ncl) : 1;   /* targets centred on 0 */
     else m->info.y_scale = (n > 0 && cs > 0) ? cs / n : 1;
 }
 
@@ -148,7 +206,7 @@ typedef struct {
     const as_nn_ops *o;
     int64_t maxR, maxS;
     float *X, *a1, *a2, *p, *a3, *y, *t;         /* activations (device) */
-    float *da1, *dz1, *da2, *dz2, *dp, *da3, *dz3, *dy;
+    float *da1, *dz1, *da2, *dz2, *dp, *da3, *dz3, *dy, *dz4;
     int32_t *off;
 } cm_buf;
 
@@ -177,18 +235,20 @@ static void buf_alloc(cm_buf *b, const as_nn_ops *o, const as_costmodel *m, int6
         b->da3 = o->alloc((size_t)maxS * h3 * fs);
         b->dz3 = o->alloc((size_t)maxS * h3 * fs);
         b->dy = o->alloc((size_t)maxS * fs);
+        b->dz4 = o->alloc((size_t)maxS * fs);
     }
 }
 
 static void buf_free(cm_buf *b)
 {
-    float *all[] = { b->X, b->a1, b->a2, b->p, b->a3, b->y, b->t, b->da1, b->dz1, b->da2, b->dz2, b->dp, b->da3, b->dz3, b->dy };
+    float *all[] = { b->X, b->a1, b->a2, b->p, b->a3, b->y, b->t, b->da1, b->dz1, b->da2, b->dz2, b->dp, b->da3, b->dz3, b->dy, b->dz4 };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) if (all[i]) b->o->free(all[i]);
     if (b->off) b->o->free(b->off);
 }
 
-/* P: parameters on the ops' device. X, off already in b. */
-static void forward(const as_costmodel *m, const float *P, cm_buf *b, int R, int S)
+/* P: parameters on the ops' device. X, off already in b. b->y gets z, or with train set
+ * what the loss compares: softplus(z) for the softplus form, z for the others. */
+static void forward(const as_costmodel *m, const float *P, cm_buf *b, int R, int S, int train)
 {
     const as_nn_ops *o = b->o;
     int h1 = m->info.h1, h2 = m->info.h2, h3 = m->info.h3;
@@ -200,9 +260,11 @@ static void forward(const as_costmodel *m, const float *P, cm_buf *b, int R, int
     o->linear_fwd(b->a3, b->p, P + m->at.w3, P + m->at.b3, S, h2, h3);
     o->relu_fwd(b->a3, b->a3, (int64_t)S * h3);
     o->linear_fwd(b->y, b->a3, P + m->at.w4, P + m->at.b4, S, h3, 1);
+    if (train && m->info.output == AS_CM_OUT_SOFTPLUS) o->softplus_fwd(b->y, b->y, S, (float)AS_COSTMODEL_SOFTPLUS_BETA);
 }
 
-/* gradients of the MSE of y against b->t, accumulated into G (zeroed by the caller) */
+/* gradients of the MSE of y against b->t (after forward with train set), accumulated into G
+ * (zeroed by the caller) */
 static void backward(const as_costmodel *m, const float *P, float *G, cm_buf *b, int R, int S)
 {
     const as_nn_ops *o = b->o;
@@ -217,7 +279,13 @@ static void backward(const as_costmodel *m, const float *P, float *G, cm_buf *b,
     o->zero(b->da1, (size_t)R * h1 * fs);
     o->zero(b->dz1, (size_t)R * h1 * fs);
     o->mse_bwd(b->dy, b->y, b->t, S);
-    o->linear_bwd(b->da3, G + m->at.w4, G + m->at.b4, b->dy, b->a3, P + m->at.w4, S, h3, 1);
+    const float *dz = b->dy;
+    if (m->info.output == AS_CM_OUT_SOFTPLUS) {
+        o->zero(b->dz4, (size_t)S * fs);
+        o->softplus_bwd(b->dz4, b->dy, b->y, S, (float)AS_COSTMODEL_SOFTPLUS_BETA);
+        dz = b->dz4;
+    }
+    o->linear_bwd(b->da3, G + m->at.w4, G + m->at.b4, dz, b->a3, P + m->at.w4, S, h3, 1);
     o->relu_bwd(b->dz3, b->da3, b->a3, (int64_t)S * h3);
     o->linear_bwd(b->dp, G + m->at.w3, G + m->at.b3, b->dz3, b->p, P + m->at.w3, S, h2, h3);
     o->sumpool_bwd(b->da2, b->dp, b->off, S, h2);
@@ -225,6 +293,20 @@ static void backward(const as_costmodel *m, const float *P, float *G, cm_buf *b,
     o->linear_bwd(b->da1, G + m->at.w2, G + m->at.b2, b->dz2, b->a1, P + m->at.w2, R, h1, h2);
     o->relu_bwd(b->dz1, b->da1, b->a1, (int64_t)R * h1);
     o->linear_bwd(NULL, G + m->at.w1, G + m->at.b1, b->dz1, b->X, P + m->at.w1, R, F, h1);
+}
+
+/* what the network's training output is compared with for a measured cost */
+static double target(const as_costmodel *m, double cost)
+{
+    double r = cost / m->info.y_scale;
+    if (m->info.output == AS_CM_OUT_LOG) return log(r > 1e-30 ? r : 1e-30);
+    return r;
+}
+
+/* the training loss in the units the model reports: ms^2, or squared logs */
+static double loss_units(const as_costmodel *m)
+{
+    return m->info.output == AS_CM_OUT_LOG ? 1.0 : m->info.y_scale * m->info.y_scale;
 }
 
 /* host staging of a batch: X rows, offsets, targets; returns R */
@@ -237,7 +319,7 @@ static int stage(const as_costmodel *m, const as_costset *d, const int64_t *sh, 
         int64_t k = sh ? sh[s] : s;
         for (int64_t j = d->off[k]; j < d->off[k + 1]; j++) featvec(m, &d->tab[d->idx[j]], hX + (size_t)R++ * F);
         hoff[s + 1] = R;
-        if (ht) ht[s] = (float)(d->cost[k] / m->info.y_scale);
+        if (ht) ht[s] = (float)target(m, d->cost[k]);
     }
     return R;
 }
@@ -261,6 +343,15 @@ double as_costmodel_predict(const as_costmodel *m, const as_features *const *f, 
 void as_costmodel_predict_batch(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
                                 double *out)
 {
+    as_costmodel_z_batch(m, d, shards, n, out);
+    for (int64_t s = 0; s < n; s++) {
+        int64_t k = shards ? shards[s] : s;
+        out[s] = d->off[k + 1] > d->off[k] ? as_costmodel_out(m, out[s]) : 0.0;
+    }
+}
+
+void as_costmodel_z_batch(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double *out)
+{
     const int64_t CH = 4096;   /* shards per chunk */
     int64_t maxS = n < CH ? n : CH, maxR = 0;
     if (n <= 0) return;
@@ -279,10 +370,10 @@ void as_costmodel_predict_batch(const as_costmodel *m, const as_costset *d, cons
         int S = (int)(n - c < CH ? n - c : CH);
         for (int s = 0; s < S; s++) sh[s] = shards ? shards[c + s] : c + s;
         int R = stage(m, d, sh, S, b.X, b.off, NULL);
-        forward(m, m->params, &b, R, S);
+        forward(m, m->params, &b, R, S, 0);
         for (int s = 0; s < S; s++) {
             int64_t k = sh[s];
-            out[c + s] = d->off[k + 1] > d->off[k] ? (double)b.y[s] * m->info.y_scale : 0.0;
+            out[c + s] = d->off[k + 1] > d->off[k] ? (double)b.y[s] : 0.0;
         }
     }
     free(sh);
@@ -302,7 +393,7 @@ double as_costmodel_loss_grad(const as_costmodel *m, const as_costset *d, const 
     int64_t *sh = as_malloc((size_t)n * sizeof *sh);
     for (int64_t s = 0; s < n; s++) sh[s] = shards ? shards[s] : s;
     stage(m, d, sh, (int)n, b.X, b.off, b.t);
-    forward(m, m->params, &b, (int)R, (int)n);
+    forward(m, m->params, &b, (int)R, (int)n, 1);
     double loss = as_nn_mse_fwd(b.y, b.t, (int)n);
     if (grad) backward(m, m->params, grad, &b, (int)R, (int)n);
     free(sh);
@@ -356,7 +447,7 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
     as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)opt->lr);
     int64_t epochs_done = (steps + per_epoch - 1) / per_epoch;
     m->info.losses = as_realloc(m->info.losses, (size_t)(m->info.nlosses + epochs_done + 1) * sizeof(double));
-    double ysc2 = m->info.y_scale * m->info.y_scale, ep_loss = 0;
+    double ysc2 = loss_units(m), ep_loss = 0;
     int64_t ep_n = 0, pos = n;
     for (int64_t step = 0; step < steps; step++) {
         if (pos >= n) {   /* a new epoch: shuffle (Fisher-Yates) */
@@ -375,7 +466,7 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
         o->upload(b.off, hoff, (size_t)(S + 1) * sizeof(int32_t));
         o->upload(b.t, ht, (size_t)S * sizeof(float));
         o->zero(G, pb);
-        forward(m, P, &b, R, S);
+        forward(m, P, &b, R, S, 1);
         backward(m, P, G, &b, R, S);
         if (opt->clip > 0) as_nn_clip_ops(o, G, m->nparams, opt->clip);
         o->adam(P, G, M1, M2, m->nparams, &ac, step + 1);
@@ -412,11 +503,74 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
 
 /* ---- the `model` record ------------------------------------------------------------------------ */
 
+static void pack_num(msgpack_packer *pk, double v)
+{
+    if (isfinite(v)) msgpack_pack_double(pk, v);
+    else msgpack_pack_nil(pk);
+}
+
+/* {"n", "mae", "mse", "mape", "r2"} (+ "coverage" when coverage is not NULL); nil when undefined */
+static void pack_metrics(msgpack_packer *pk, const char *k, const as_costmodel_metrics *m, const double *coverage)
+{
+    as_pack_str(pk, k);
+    msgpack_pack_map(pk, coverage ? 6 : 5);
+    as_pack_kv_i64(pk, "n", m->n);
+    as_pack_str(pk, "mae"); pack_num(pk, m->mae);
+    as_pack_str(pk, "mse"); pack_num(pk, m->mse);
+    as_pack_str(pk, "mape"); pack_num(pk, m->mape);
+    as_pack_str(pk, "r2"); pack_num(pk, m->r2);
+    if (coverage) { as_pack_str(pk, "coverage"); pack_num(pk, *coverage); }
+}
+
+static void pack_heldout(msgpack_packer *pk, const as_costmodel_heldout *h)
+{
+    as_pack_str(pk, "heldout");
+    if (!h->present) { msgpack_pack_nil(pk); return; }
+    msgpack_pack_map(pk, 5);
+    as_pack_kv_str(pk, "split", h->split);
+    as_pack_kv_i64(pk, "test_shards", h->test_shards);
+    pack_metrics(pk, "model", &h->model, NULL);
+    pack_metrics(pk, "linear", &h->linear, NULL);
+    pack_metrics(pk, "sum_single", &h->sum_single, &h->coverage);
+}
+
+/* a number or nil (NAN) under key; 0 ok, -1 missing or another type */
+static int num_or_nil(const msgpack_object *map, const char *key, double *out)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (o && o->type == MSGPACK_OBJECT_NIL) { *out = NAN; return 0; }
+    return as_obj_f64(map, key, out);
+}
+
+static int read_metrics(const msgpack_object *h, const char *key, as_costmodel_metrics *m, double *coverage)
+{
+    const msgpack_object *o = as_obj_get(h, key);
+    if (!o || o->type != MSGPACK_OBJECT_MAP || as_obj_i64(o, "n", &m->n) || m->n < 0 || num_or_nil(o, "mae", &m->mae) ||
+        num_or_nil(o, "mse", &m->mse) || num_or_nil(o, "mape", &m->mape) || num_or_nil(o, "r2", &m->r2))
+        return -1;
+    if (coverage && num_or_nil(o, "coverage", coverage)) return -1;
+    return 0;
+}
+
+/* the `heldout` field: absent or nil = not present; 0 ok, -1 malformed */
+static int read_heldout(const msgpack_object *rec, as_costmodel_heldout *h)
+{
+    memset(h, 0, sizeof *h);
+    const msgpack_object *o = as_obj_get(rec, "heldout");
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_MAP || as_obj_str(o, "split", h->split, sizeof h->split) ||
+        as_obj_i64(o, "test_shards", &h->test_shards) || h->test_shards < 0 || read_metrics(o, "model", &h->model, NULL) ||
+        read_metrics(o, "linear", &h->linear, NULL) || read_metrics(o, "sum_single", &h->sum_single, &h->coverage))
+        return -1;
+    h->present = 1;
+    return 0;
+}
+
 void as_costmodel_write(const as_costmodel *m, as_writer *w)
 {
     const as_costmodel_info *in = &m->info;
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 28);
+    msgpack_pack_map(pk, 30);
     as_pack_kv_str(pk, "kind", "model");
     as_pack_kv_str(pk, "model", "costmodel");
     as_pack_kv_i64(pk, "format_version", AS_COSTMODEL_VERSION);
@@ -430,6 +584,7 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
     as_pack_kv_f64_list(pk, "norm_mean", in->mean, 3);
     as_pack_kv_f64_list(pk, "norm_std", in->std, 3);
     as_pack_kv_f64(pk, "y_scale", in->y_scale);
+    as_pack_kv_str(pk, "output", as_costmodel_output_name(in->output));
     as_pack_str(pk, "layers");
     msgpack_pack_array(pk, 5);
     msgpack_pack_int(pk, F);
@@ -460,6 +615,7 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
     as_pack_kv_i64(pk, "test_shards", in->test_shards);
     as_pack_kv_i64(pk, "train_tables", in->train_tables);
     as_pack_kv_str(pk, "split", in->split);
+    pack_heldout(pk, &in->heldout);
     as_writer_end_record(w);
 }
 
@@ -533,6 +689,23 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
         else if (strcmp(tr, "none")) { snprintf(err, errlen, "cost model record: unknown feature transform '%s'", tr); goto fail; }
     }
     if (!(m->info.y_scale > 0) || !isfinite(m->info.y_scale)) { snprintf(err, errlen, "cost model record: bad y_scale"); goto fail; }
+    {
+        /* absent: the first models' unconstrained output */
+        char os[32] = "linear";
+        if (as_obj_get(rec, "output") && as_obj_str(rec, "output", os, sizeof os)) {
+            snprintf(err, errlen, "cost model record: 'output' is not a string");
+            goto fail;
+        }
+        if ((m->info.output = as_costmodel_output_parse(os)) < 0) {
+            snprintf(err, errlen, "cost model record: unknown output form '%s' (linear, softplus, log)", os);
+            goto fail;
+        }
+    }
+    if (read_heldout(rec, &m->info.heldout)) {
+        snprintf(err, errlen, "cost model record: 'heldout' is not nil or a map of split, test_shards and model, linear, "
+                 "sum_single metrics");
+        goto fail;
+    }
     for (int64_t i = 0; i < m->nparams; i++)
         if (!isfinite(m->params[i])) { snprintf(err, errlen, "cost model record: parameter %" PRId64 " is not finite", i); goto fail; }
     /* metadata: optional */

@@ -8,10 +8,21 @@
  * weights (one contiguous float32 parameter buffer), the normalisation statistics, the
  * feature order, the device the costs were measured on and training metadata.
  *
- * The network predicts cost / y_scale; y_scale (stored with the model, by default the mean
- * training cost) only rescales the target so one learning rate suits costs of any
- * magnitude (GPU shards of 0.1 ms, CPU shards of 100 ms). The loss is the MSE in ms^2 up to
- * that constant factor. Predictions are always in ms.
+ * The network's last layer gives one number z per shard; the model's output form (record
+ * field `output`) turns it into a cost in ms, never negative:
+ *   "softplus"  cost = y_scale * softplus(beta z) / beta, beta = AS_COSTMODEL_SOFTPLUS_BETA
+ *               (20): a smooth max(0, y_scale z), linear above ~0.1 y_scale; loss: MSE of
+ *               cost / y_scale (ms^2 up to the constant y_scale^2)
+ *   "log"       cost = y_scale * exp(z) (z capped at AS_COSTMODEL_MAX_LOG); the network learns
+ *               log(cost / y_scale), loss: MSE of those logs (relative errors); y_scale
+ *               defaults to the geometric mean training cost
+ *   "linear"    the first models' unconstrained output, cost = y_scale * z, loss as softplus;
+ *               kept to read older models (absent field) and for comparison; predictions
+ *               are clamped at 0 (as_costmodel_out), so a legacy model never shows a
+ *               negative cost, but its training loss and gradient see the raw z.
+ * y_scale (stored with the model, by default the mean training cost) only rescales the
+ * target so one learning rate suits costs of any magnitude (GPU shards of 0.1 ms, CPU
+ * shards of 100 ms). Predictions are always in ms.
  *
  * Parameter buffer layout (PyTorch's nn.Linear layout, weight [out, in]):
  *   w1[H1,F] b1[H1] w2[H2,H1] b2[H2] w3[H3,H2] b3[H3] w4[1,H3] b4[1]
@@ -30,6 +41,33 @@
 
 #define AS_COSTMODEL_VERSION 1   /* the `model` record's format_version */
 
+/* output forms (as_costmodel_info.output; record field `output`) */
+enum { AS_CM_OUT_LINEAR = 0, AS_CM_OUT_SOFTPLUS = 1, AS_CM_OUT_LOG = 2, AS_CM_OUT_COUNT };
+#define AS_COSTMODEL_MAX_LOG 80.0   /* "log": z above this predicts y_scale * e^80 (finite) */
+#ifndef AS_COSTMODEL_SOFTPLUS_BETA
+#define AS_COSTMODEL_SOFTPLUS_BETA 20.0   /* "softplus": y_scale * softplus(20 z) / 20 */
+#endif
+/* "linear", "softplus", "log" (NULL for another value) */
+const char *as_costmodel_output_name(int output);
+/* the form named s, or -1 */
+int as_costmodel_output_parse(const char *s);
+
+/* metrics of predictions p against measurements y over i in [0, n) with (mask == NULL ||
+ * mask[i]): n, MAE, MSE, MAPE (% over y != 0), R^2 = 1 - MSE / variance of y (population);
+ * NAN where undefined (no element; R^2 with constant y; MAPE with every y == 0) */
+typedef struct { int64_t n; double mae, mse, mape, r2; } as_costmodel_metrics;
+as_costmodel_metrics as_costmodel_metrics_of(const double *y, const double *p, const char *mask, int64_t n);
+
+/* the held-out evaluation stored with a model (record field `heldout`, docs/FORMAT.md) */
+typedef struct {
+    int present;                    /* 0: no test split (record: nil) */
+    char split[16];                 /* "shards" / "tables" */
+    int64_t test_shards;
+    as_costmodel_metrics model, linear, sum_single;   /* on the test shards; sum_single on
+                                                         the covered ones */
+    double coverage;                /* fraction of test shards sum_single covers */
+} as_costmodel_heldout;
+
 typedef struct as_costmodel as_costmodel;
 
 /* load the `model` record of a model stream file; checks kind, version, feature order and
@@ -37,8 +75,8 @@ typedef struct as_costmodel as_costmodel;
 int as_costmodel_load(as_costmodel **m, const char *path, char *err, size_t errlen);
 void as_costmodel_free(as_costmodel *m);
 
-/* predicted cost (ms) of one shard made of tables f[0..n) (n may be 0: an empty shard,
- * cost 0) */
+/* predicted cost (ms, >= 0) of one shard made of tables f[0..n) (n may be 0: an empty
+ * shard, cost 0) */
 double as_costmodel_predict(const as_costmodel *m, const as_features *const *f, int n);
 
 /* the device the model's training costs were measured on ("cpu: ...", "NVIDIA H100 ...") */
@@ -56,9 +94,15 @@ typedef struct {
     int64_t nshards;
 } as_costset;
 
-/* predicted cost (ms) of shards[0..n) of d (all shards when shards is NULL), into out[n] */
+/* predicted cost (ms, >= 0) of shards[0..n) of d (all shards when shards is NULL), into
+ * out[n]; an empty shard costs 0 */
 void as_costmodel_predict_batch(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
                                 double *out);
+/* the network's raw output z of the same shards (before the output form; 0 for an empty
+ * shard): for evaluation, e.g. counting a linear model's negative raw predictions */
+void as_costmodel_z_batch(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double *z);
+/* the output form: the cost in ms (>= 0, finite) of a network output z */
+double as_costmodel_out(const as_costmodel *m, double z);
 
 /* what a model knows about itself; filled by training, stored in the model record */
 typedef struct {
@@ -67,6 +111,7 @@ typedef struct {
     int log_feats;                  /* 1: z-score log1p(dim, rows, pooling) instead of the raw
                                        values (not the paper's choice; record field "transform") */
     double y_scale;                 /* the network predicts cost / y_scale */
+    int output;                     /* AS_CM_OUT_*: how z becomes a cost (record "output") */
     char cost_device[256];          /* device the training costs were measured on */
     char cost_device_kind[16];      /* "cpu" / "cuda" */
     char train_device[32];          /* "cpu" / "cuda:0": where it was trained (last) */
@@ -75,14 +120,17 @@ typedef struct {
     int64_t steps, epochs, batch;   /* cumulative over --init continuations */
     double lr, clip;
     int64_t train_shards, test_shards, train_tables;
-    double *losses;                 /* mean training loss (ms^2) per epoch, all trainings */
+    double *losses;                 /* mean training loss per epoch, all trainings: ms^2
+                                       ("linear", "softplus"), squared log ratio ("log") */
     int64_t nlosses;
+    as_costmodel_heldout heldout;   /* set by as-costfit before it writes the model */
 } as_costmodel_info;
 
 /* the normalised 21-vector the network sees for one table (transform, then z-score) */
 void as_costmodel_table_vector(const as_costmodel *m, const as_features *f, double out[AS_NFEATURES]);
 
-/* a fresh model with PyTorch's default init from seed; statistics identity, y_scale 1 */
+/* a fresh model with PyTorch's default init from seed; statistics identity, y_scale 1,
+ * output "linear" (set info->output before training for another form) */
 as_costmodel *as_costmodel_new(int h1, int h2, int h3, uint64_t seed);
 as_costmodel_info *as_costmodel_meta(as_costmodel *m);
 const as_costmodel_info *as_costmodel_cmeta(const as_costmodel *m);
@@ -90,7 +138,8 @@ const as_costmodel_info *as_costmodel_cmeta(const as_costmodel *m);
 float *as_costmodel_params(as_costmodel *m, int64_t *n);
 
 /* set mean/std of dim, rows, pooling from the distinct tables of shards[0..n) of d, and
- * y_scale from their mean cost (when y_scale <= 0 is given; else that value) */
+ * y_scale from their mean cost, the geometric mean for the "log" output form (when
+ * y_scale <= 0 is given; else that value): set info->output first */
 void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double y_scale);
 
 typedef struct {
@@ -106,16 +155,18 @@ typedef struct {
     void *ctx;
 } as_costfit_opts;
 
-/* minibatch Adam on the MSE over shards[0..n) of d (costs required); continues from the
+/* minibatch Adam on the output form's loss over shards[0..n) of d (costs required, > 0 for
+ * "log"); continues from the
  * model's current weights (fresh Adam moments). Appends per-epoch losses to the metadata.
  * 0 ok, -1 with err. */
 int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
                        const as_costfit_opts *o, char *err, size_t errlen);
 
-/* the training loss (MSE of the network output against cost / y_scale, i.e. in units of
- * y_scale^2) over shards[0..n) of d on the CPU; when grad is not NULL, its gradient with
- * respect to the parameter buffer is ACCUMULATED into grad[nparams]. For tests and for
- * callers that run their own optimiser. */
+/* the training loss over shards[0..n) of d on the CPU: for "linear" and "softplus" the MSE
+ * of the cost / y_scale the model predicts against the measured one (units of y_scale^2),
+ * for "log" the MSE of z against log(cost / y_scale) (a cost <= 0 counts as 1e-30 y_scale);
+ * when grad is not NULL, its gradient with respect to the parameter buffer is ACCUMULATED
+ * into grad[nparams]. For tests and for callers that run their own optimiser (as-rl). */
 double as_costmodel_loss_grad(const as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, float *grad);
 
 /* pack the `model` record into w */
@@ -136,10 +187,11 @@ const char *as_costmodel_feature_name(int i);
 int as_costmodel_rep(const as_costmodel *m);
 /* one table's representation: normalised features through the shared MLP, out[rep] */
 void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out);
-/* the head (rep -> h3 -> 1, times y_scale) on a summed representation sum[rep]: ms */
+/* the head (rep -> h3 -> 1, then the output form: as_costmodel_out) on a summed
+ * representation sum[rep]: ms, >= 0 */
 double as_costmodel_head(const as_costmodel *m, const float *sum);
 /* the head in two parts: head(sum) = head_post(head_pre(sum)); head_pre is the linear
- * W3 sum (out[h3], no bias), head_post adds b3, applies ReLU, W4, b4 and y_scale */
+ * W3 sum (out[h3], no bias), head_post adds b3, applies ReLU, W4, b4 and the output form */
 void as_costmodel_head_pre(const as_costmodel *m, const float *sum, float *out);
 double as_costmodel_head_post(const as_costmodel *m, const float *z);
 

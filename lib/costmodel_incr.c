@@ -3,8 +3,8 @@
  * representation, so a planner can try a table on K shards with K small head evaluations.
  * Built only on costmodel.h's documented public parts: the parameter layout (PyTorch
  * nn.Linear, W[out, in]: w1[H1,F] b1 w2[H2,H1] b2 w3[H3,H2] b3 w4[1,H3] b4), the z-scores of
- * dim, rows, pooling and y_scale; tests/unit/test_plan.c checks it against
- * as_costmodel_predict. Dimension letters: F = 21 features, H1/H2/H3 hidden sizes. */
+ * dim, rows, pooling, and as_costmodel_out (the output form and y_scale);
+ * tests/unit/test_plan.c and test_costmodel.c check it against as_costmodel_predict. Dimension letters: F = 21 features, H1/H2/H3 hidden sizes. */
 #include "costmodel.h"
 
 #include <stdlib.h>
@@ -60,7 +60,7 @@ double as_costmodel_head(const as_costmodel *m, const float *sum)
         for (int i = 0; i < h2; i++) s += w[i] * sum[i];
         if (s > 0) y += w4[o] * s;
     }
-    return in->y_scale * (double)y;
+    return as_costmodel_out(m, (double)y);
 }
 
 void as_costmodel_head_pre(const as_costmodel *m, const float *sum, float *out)
@@ -86,5 +86,5 @@ double as_costmodel_head_post(const as_costmodel *m, const float *z)
         float s = z[o] + b3[o];
         if (s > 0) y += w4[o] * s;
     }
-    return in->y_scale * (double)y;
+    return as_costmodel_out(m, (double)y);
 }

@@ -65,6 +65,22 @@ void as_nn_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
         if (y[i] > 0) dx[i] += dy[i];
 }
 
+void as_nn_softplus_fwd(float *y, const float *x, int64_t n, float beta)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float u = beta * x[i];
+        y[i] = (u > 0 ? u + log1pf(expf(-u)) : log1pf(expf(u))) / beta;
+    }
+}
+
+void as_nn_softplus_bwd(float *dx, const float *dy, const float *y, int64_t n, float beta)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float s = -expm1f(-(beta * y[i]));   /* sigmoid(beta x) */
+        dx[i] += dy[i] * s;
+    }
+}
+
 void as_nn_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
 {
     for (int s = 0; s < S; s++) {
@@ -217,6 +233,7 @@ static const as_nn_ops cpu_ops = {
     "cpu", 0, cpu_alloc, cpu_free, cpu_copy, cpu_copy, cpu_zero,
     as_nn_linear_fwd, as_nn_linear_bwd, as_nn_relu_fwd, as_nn_relu_bwd,
     as_nn_sumpool_fwd, as_nn_sumpool_bwd, as_nn_mse_bwd, as_nn_grad_norm, as_nn_scale, as_nn_adam, cpu_sync,
+    as_nn_softplus_fwd, as_nn_softplus_bwd,
 };
 
 const as_nn_ops *as_nn_cpu(void) { return &cpu_ops; }

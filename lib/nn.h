@@ -41,6 +41,13 @@ void as_nn_linear_bwd(float *dx, float *dW, float *db, const float *dy, const fl
 void as_nn_relu_fwd(float *y, const float *x, int64_t n);
 /* dx += dy * (y > 0); y is the forward OUTPUT (so the input need not be kept) */
 void as_nn_relu_bwd(float *dx, const float *dy, const float *y, int64_t n);
+/* y = softplus(beta x) / beta = log(1 + e^(beta x)) / beta (beta > 0), computed stably
+ * (u + log1p(e^-u) for u = beta x > 0); y may alias x. A smooth max(x, 0): positive for
+ * every x, ~x once beta x >> 1. The cost model's constrained output. */
+void as_nn_softplus_fwd(float *y, const float *x, int64_t n, float beta);
+/* dx += dy * sigmoid(beta x), with sigmoid(beta x) = 1 - e^(-beta y) = -expm1(-beta y) from
+ * the forward OUTPUT y (as relu_bwd: the input need not be kept) */
+void as_nn_softplus_bwd(float *dx, const float *dy, const float *y, int64_t n, float beta);
 /* y[S,C]: y[s] = sum of rows x[off[s] .. off[s+1]) of x[off[S], C]; an empty set gives 0 */
 void as_nn_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C);
 /* dx[r] += dy[s] for every row r of set s */
@@ -112,6 +119,8 @@ typedef struct as_nn_ops {
     void (*scale)(float *g, int64_t n, float s);
     void (*adam)(float *p, const float *g, float *m, float *v, int64_t n, const as_nn_adam_cfg *c, int64_t t);
     void (*sync)(void);
+    void (*softplus_fwd)(float *y, const float *x, int64_t n, float beta);
+    void (*softplus_bwd)(float *dx, const float *dy, const float *y, int64_t n, float beta);
 } as_nn_ops;
 
 const as_nn_ops *as_nn_cpu(void);

@@ -85,6 +85,22 @@ __global__ void k_relu_bwd(float *dx, const float *dy, const float *y, int64_t n
         if (y[i] > 0) dx[i] += dy[i];
 }
 
+/* the same float formulas as as_nn_softplus_fwd/bwd; CUDA's expf/log1pf/expm1f are within a
+ * few ulp of glibc's, so these agree with the CPU to float tolerance, not bit for bit */
+__global__ void k_softplus_fwd(float *y, const float *x, int64_t n, float beta)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float u = __fmul_rn(beta, x[i]);
+        y[i] = __fdiv_rn(u > 0 ? __fadd_rn(u, log1pf(expf(-u))) : log1pf(expf(u)), beta);
+    }
+}
+
+__global__ void k_softplus_bwd(float *dx, const float *dy, const float *y, int64_t n, float beta)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dx[i] = __fadd_rn(dx[i], __fmul_rn(dy[i], -expm1f(-__fmul_rn(beta, y[i]))));
+}
+
 /* one thread per (s, c), rows of the set in order */
 __global__ void k_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
 {
@@ -193,6 +209,20 @@ static void g_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
     CKL();
 }
 
+static void g_softplus_fwd(float *y, const float *x, int64_t n, float beta)
+{
+    if (n <= 0) return;
+    k_softplus_fwd<<<nblk(n, 256), 256>>>(y, x, n, beta);
+    CKL();
+}
+
+static void g_softplus_bwd(float *dx, const float *dy, const float *y, int64_t n, float beta)
+{
+    if (n <= 0) return;
+    k_softplus_bwd<<<nblk(n, 256), 256>>>(dx, dy, y, n, beta);
+    CKL();
+}
+
 static void g_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
 {
     if (S <= 0 || C <= 0) return;
@@ -243,7 +273,7 @@ static void g_adam(float *p, const float *g, float *m, float *v, int64_t n, cons
 static as_nn_ops g_ops = {
     g_name, 1, g_alloc, g_free, g_upload, g_download, g_zero,
     g_linear_fwd, g_linear_bwd, g_relu_fwd, g_relu_bwd, g_sumpool_fwd, g_sumpool_bwd, g_mse_bwd,
-    g_grad_norm, g_scale, g_adam, g_sync,
+    g_grad_norm, g_scale, g_adam, g_sync, g_softplus_fwd, g_softplus_bwd,
 };
 
 extern "C" const as_nn_ops *as_nn_cuda_ops(int dev, char *err, size_t errlen)

@@ -586,6 +586,8 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
         as_nn_adam(w, g, st->cm_m, st->cm_v, cnp, &ac, st->ct);
     }
     *loss = ls / c->cost_steps;
+    /* new weights: the held-out evaluation as-costfit stored describes the old ones */
+    as_costmodel_meta(cm)->heldout.present = 0;
     free(off); free(sh); free(cost); free(idx);
 }
 

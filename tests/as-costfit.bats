@@ -250,3 +250,94 @@ setup() {
     run sh -c "as-costfit -q - < '$D/c.ast' > /dev/null"
     assert_output --partial "<stdin>: record"
 }
+
+# ---- constrained output, the held-out record, never-negative predictions (issue 12) ---------
+
+# a legacy (no `output` field: linear) model, weights by hand, hidden sizes 1: a table's one
+# hidden unit is dim/32 (1 for the tiny pool's 32-wide tables, 0.5 for 16-wide), the shard
+# sums them and z = sum - 1.5; y_scale 1. A shard of one 32-wide table has raw output -0.5 ms.
+LEGACY='{"kind":"model","model":"costmodel","format_version":1,"features":["dim","rows","pooling","size"]+["bin%d" % i for i in range(17)],"zscored":["dim","rows","pooling"],"norm_mean":[0,0,0],"norm_std":[1,1,1],"y_scale":1.0,"layers":[21,1,1,1,1],"nparams":28,"params":arr("float32",[28],[1/32]+[0]*20+[0,1,0,1,0,1,-1.5])}'
+
+@test "as-costfit --output-form: softplus by default; stored, reloaded; bad values and --init are usage errors" {
+    run sh -c "as-show --kind model '$D/m.ast' | jq -r .output"
+    assert_output "softplus"
+    for f in log linear; do
+        cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 20 --output-form $f -o "$T/m-$f.ast"
+        run sh -c "as-show --kind model '$T/m-$f.ast' | jq -r .output"
+        assert_output "$f"
+        run sh -c "cat '$D/f.ast' '$D/c.ast' | as-costfit --predict '$T/m-$f.ast' | as-show --kind cost | jq -e -s 'all(.[]; .pred_ms >= 0) and any(.[]; .pred_ms > 0)'"
+        assert_success
+    done
+    run as-costfit --output-form relu "$D/f.ast"
+    assert_failure 2
+    assert_output --partial "'relu' is not softplus, log or linear"
+    run as-costfit --init "$D/m.ast" --output-form log "$D/f.ast" "$D/c.ast"
+    assert_failure 2
+    run as-costfit --predict "$D/m.ast" --output-form log "$D/f.ast"
+    assert_failure 2
+    # --init keeps the form
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --init "$T/m-log.ast" --epochs 2 -o "$T/m2.ast"
+    run sh -c "as-show --kind model '$T/m2.ast' | jq -r .output"
+    assert_output "log"
+}
+
+@test "as-costfit: the model record's heldout equals the report's test metrics; nil with --test-frac 0" {
+    run sh -c "as-show --kind model '$D/m.ast' > '$T/m.json' && as-show --kind costfit-report '$D/m.ast' > '$T/r.json' &&
+        jq -e --slurpfile r '$T/r.json' '.heldout as \$h | \$r[0] as \$r |
+            \$h.split == \"shards\" and \$h.split == \$r.split and \$h.test_shards == \$r.test_shards and \$h.test_shards > 0 and
+            \$h.model == \$r.model.test and \$h.linear == \$r.linear.test and
+            \$h.sum_single == (\$r.sum_single.test + {coverage: \$r.sum_single.coverage}) and
+            (\$h.model | keys) == [\"mae\",\"mape\",\"mse\",\"n\",\"r2\"]' '$T/m.json'"
+    assert_success
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 2 --test-frac 0 -o "$T/m0.ast"
+    run sh -c "as-show --kind model '$T/m0.ast' | jq -c '[has(\"heldout\"), .heldout]'"
+    assert_output '[true,null]'
+    # --split tables: the split is named
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 2 --split tables -o "$T/mt.ast"
+    run sh -c "as-show --kind model '$T/mt.ast' | jq -r .heldout.split"
+    assert_output "tables"
+}
+
+@test "as-costfit: a warning when the model predicts held-out shards worse than the linear baseline, and only then" {
+    # one optimiser step from the random init: a bad model by construction
+    cat "$D/f.ast" "$D/c.ast" | as-costfit --steps 1 -o "$T/bad.ast" 2> "$T/err"
+    run sh -c "as-show --kind model '$T/bad.ast' | jq -e '.heldout.model.r2 < .heldout.linear.r2'"
+    assert_success
+    grep -q "warning: the cost model predicts held-out shards worse than the linear baseline" "$T/err"
+    # for other models: the warning appears exactly when the stored R^2 is below the baseline's
+    for e in 5 100 400; do
+        cat "$D/f.ast" "$D/c.ast" | as-costfit --epochs $e --seed 1 -o "$T/m$e.ast" 2> "$T/err$e"
+        worse=$(as-show --kind model "$T/m$e.ast" | jq -r '.heldout.model.r2 < .heldout.linear.r2')
+        if grep -q "worse than the linear baseline" "$T/err$e"; then [ "$worse" = true ]; else [ "$worse" = false ]; fi
+    done
+    # -q silences messages, not this warning
+    run sh -c "cat '$D/f.ast' '$D/c.ast' | as-costfit -q --steps 1 -o '$T/bad2.ast'"
+    assert_output --partial "worse than the linear baseline"
+}
+
+@test "as-costfit --predict and as-plan never show a negative cost, even for a legacy model with negative outputs" {
+    mp_stream "$LEGACY" > "$T/legacy.ast"
+    # hand-made shards: tables 0+1 (both 32 wide): 1 + 1 - 1.5 = 0.5 ms; table 3 (16 wide): -1 -> 0
+    SH1='{"kind":"shard","tables":[0,1]}'
+    SH2='{"kind":"shard","tables":[3]}'
+    mp_stream "$SH1" "$SH2" > "$T/sh.ast"
+    run sh -c "as-show --kind features '$D/f.ast' | jq -c 'select(.id == 0 or .id == 1 or .id == 3) | .dim'"
+    assert_output "$(printf '32\n32\n16')"
+    run sh -c "cat '$D/f.ast' '$T/sh.ast' | as-costfit -q --predict '$T/legacy.ast' | as-show --kind shard | jq -c .pred_ms"
+    assert_output "$(printf '0.5\n0')"
+    # every measured shard: >= 0, some clamped (raw output below 0), some not
+    run sh -c "cat '$D/f.ast' '$D/c.ast' | as-costfit --predict '$T/legacy.ast' | as-show --kind cost | jq -e -s 'all(.[]; .pred_ms >= 0) and any(.[]; .pred_ms == 0) and any(.[]; .pred_ms > 0)'"
+    assert_success
+    # as-plan: cost-greedy and the others, text and stream: no negative number anywhere
+    as-features "$D/pool.ast" --tasks 3 --task-tables 6 --shards 3 --seed 2 -o "$T/ft.ast"
+    run as-plan --alg all --model "$T/legacy.ast" --format text "$T/ft.ast"
+    assert_success
+    assert_output --partial "predicted (estimated)"
+    refute_output --regexp '(^|[ (,])-[0-9]'
+    refute_output --partial "-0.0"
+    run sh -c "as-plan --alg all --model '$T/legacy.ast' '$T/ft.ast' | as-show --kind plan | jq -e -s 'length > 0 and all(.[]; all(.pred_ms[]; . >= 0))'"
+    assert_success
+    # the plan's predicted costs through --predict as well
+    run sh -c "as-plan --alg all --model '$T/legacy.ast' '$T/ft.ast' | cat '$D/f.ast' - | as-costfit --predict '$T/legacy.ast' | as-show --kind plan | jq -e -s 'all(.[]; all(.pred_ms[]; . >= 0) and .pred_max_ms >= 0)'"
+    assert_success
+}

@@ -257,6 +257,9 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     assert_output bench
     # the stored cost model was trained on the measured shards
     [ "$(as-show --full --kind model "$D/m.ast" | jq -c .params)" != "$(as-show --full --kind model "$T/p.ast" | jq -c .params)" ]
+    # so as-costfit's held-out evaluation no longer describes it: nil; the output form stays
+    [ "$(as-show --kind model "$D/m.ast" | jq -c '[.output, (.heldout | type)]')" = '["softplus","object"]' ]
+    [ "$(as-show --kind model "$T/p.ast" | jq -c '[.output, .heldout]')" = '["softplus",null]' ]
 }
 
 # ---- -o, --log, --checkpoint: atomic, never over an input; usage errors (issue 11) ------------

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the output form of new models (docs/RESULTS.md "Constrained cost-model output") */
+#define AS_COSTFIT_DEFAULT_OUTPUT AS_CM_OUT_SOFTPLUS
+
 static const char HELP[] =
     "Train: read `features` records (as-features) and `cost` records (as-bench) and write a\n"
     "cost model: a stream with one `model` record (weights, normalisation statistics, feature\n"
@@ -24,15 +27,25 @@ static const char HELP[] =
     "\n"
     "Model (the paper's): per table the 21 features (dim, rows, pooling z-scored with the\n"
     "training tables' statistics; size, bins raw) -> 21->H1->H2 MLP (ReLU) -> sum over the\n"
-    "shard's tables -> H2->H3->1 MLP = shard cost in ms. MSE loss, Adam.\n"
+    "shard's tables -> H2->H3->1 MLP -> z -> shard cost in ms (the output form). Adam.\n"
+    "      --output-form F    how z becomes a cost (never negative) and what the loss is:\n"
+    "                         softplus: cost = y_scale * softplus(20 z) / 20, a smooth\n"
+    "                           max(0, y_scale z); MSE in ms^2 (default);\n"
+    "                         log: cost = y_scale * exp(z), MSE of log(cost/y_scale):\n"
+    "                           relative errors; y_scale defaults to the geometric mean;\n"
+    "                         linear: cost = y_scale * z, MSE in ms^2, unconstrained (the\n"
+    "                           first models' form, for comparison; predictions below 0\n"
+    "                           are shown as 0)\n"
+    "                         (docs/RESULTS.md \"Constrained cost-model output\" compares them)\n"
     "      --epochs N         passes over the training shards (default 300)\n"
     "      --steps N          optimiser steps instead of epochs\n"
     "      --lr X             Adam learning rate (default 1e-3)\n"
     "      --batch N          shards per step (default 512)\n"
     "      --hidden H1,H2,H3  hidden sizes (default 128,32,64)\n"
     "      --clip X           global gradient-norm clip (default 0 = none)\n"
-    "      --y-scale X        the network predicts cost/X ms (default: mean training cost;\n"
-    "                         1 trains on raw ms as the paper)\n"
+    "      --y-scale X        the cost scale of the output form (default: the mean training\n"
+    "                         cost, for log the geometric mean; 1 trains on raw ms as the\n"
+    "                         paper)\n"
     "      --seed S           initialisation, split and shuffling seed (default 0);\n"
     "                         training on the CPU is deterministic for a seed\n"
     "      --device D         auto (a working GPU, else the CPU), cpu, cuda, cuda:N (default cpu)\n"
@@ -40,9 +53,12 @@ static const char HELP[] =
     "      --log-features     z-score log1p(dim), log1p(rows), log1p(pooling) instead of the raw\n"
     "                         values (the paper z-scores raw values; heavy-tailed hash sizes\n"
     "                         generalise better to unseen tables in log space)\n"
-    "      --init MODEL       continue training MODEL (keeps its sizes, statistics, y-scale)\n"
+    "      --init MODEL       continue training MODEL (keeps its sizes, statistics, y-scale,\n"
+    "                         output form)\n"
     "\n"
-    "Evaluation (errors on stderr and in the `costfit-report` record):\n"
+    "Evaluation (errors on stderr, in the model record's `heldout` and in the\n"
+    "`costfit-report` record; a warning when the model predicts the test shards worse\n"
+    "than the linear baseline):\n"
     "      --split shards     hold out a random fraction of the shards (default); identical\n"
     "                         table sets stay on one side\n"
     "      --split tables     unseen tables (the paper's Table 3): train on shards made only\n"
@@ -60,14 +76,16 @@ static const char HELP[] =
     "                         write every record back in order, shards and costs with\n"
     "                         `pred_ms` added, plans with `pred_ms` per shard and\n"
     "                         `pred_max_ms`; an infeasible plan's shards are predicted from\n"
-    "                         the tables placed on them and its `pred_max_ms` is nil\n"
+    "                         the tables placed on them and its `pred_max_ms` is nil;\n"
+    "                         every prediction is >= 0 (a legacy linear model's negative\n"
+    "                         outputs are shown as 0)\n"
     "\n"
     "Cost records with an error or no cost_ms are skipped (counted on stderr); a cost_ms that\n"
     "is not a finite number above 0 is bad data (exit 1). A cost or shard\n"
     "whose tables have no `features` record is an error (exit 1).\n";
 
 enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
-       OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT };
+       OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM };
 
 /* ---- input ---------------------------------------------------------------------------------- */
 
@@ -154,32 +172,12 @@ static int64_t ftab_find(const ftab *t, int64_t id)
 
 /* ---- metrics ---------------------------------------------------------------------------------- */
 
-typedef struct { int64_t n; double mae, mse, mape, r2; } metrics;
+typedef as_costmodel_metrics metrics;
 
 /* over i with (mask == NULL || mask[i]) */
 static metrics measure(const double *y, const double *p, const char *mask, int64_t n)
 {
-    metrics m = { 0, 0, 0, 0, 0 };
-    double sy = 0, ape = 0;
-    int64_t nape = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (mask && !mask[i]) continue;
-        double e = p[i] - y[i];
-        m.n++;
-        m.mae += fabs(e);
-        m.mse += e * e;
-        sy += y[i];
-        if (y[i] != 0) { ape += fabs(e / y[i]); nape++; }
-    }
-    if (m.n == 0) return (metrics){ 0, NAN, NAN, NAN, NAN };
-    double mean = sy / m.n, sst = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (!mask || mask[i]) sst += (y[i] - mean) * (y[i] - mean);
-    m.r2 = sst > 0 ? 1 - m.mse / sst : NAN;
-    m.mae /= m.n;
-    m.mse /= m.n;
-    m.mape = nape ? 100 * ape / nape : NAN;
-    return m;
+    return as_costmodel_metrics_of(y, p, mask, n);
 }
 
 static void pack_num(msgpack_packer *pk, double v)
@@ -434,6 +432,7 @@ int main(int argc, char **argv)
         { "test-frac", required_argument, 0, OPT_TESTFRAC },
         { "report", required_argument, 0, OPT_REPORT },
         { "predict", required_argument, 0, OPT_PREDICT },
+        { "output-form", required_argument, 0, OPT_OUTFORM },
         AS_CLI_COMMON_OPTIONS
     };
     int64_t epochs = 300, steps = 0, batch = 512, threads = 1, hidden[3] = { 128, 32, 64 };
@@ -441,7 +440,7 @@ int main(int argc, char **argv)
     int log_feats = 0;
     uint64_t seed = 0;
     const char *device = "cpu", *init = NULL, *report = NULL, *predict = NULL;
-    int split_tables = 0, hidden_given = 0, opt;
+    int split_tables = 0, hidden_given = 0, out_form = AS_COSTFIT_DEFAULT_OUTPUT, out_given = 0, opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
         case OPT_EPOCHS: epochs = as_cli_i64(&cli, "--epochs", optarg, 1, 100000000); break;
@@ -473,6 +472,11 @@ int main(int argc, char **argv)
         case OPT_TESTFRAC: test_frac = as_cli_f64(&cli, "--test-frac", optarg, 0, 0.99); break;
         case OPT_REPORT: report = optarg; break;
         case OPT_PREDICT: predict = optarg; break;
+        case OPT_OUTFORM:
+            if ((out_form = as_costmodel_output_parse(optarg)) < 0)
+                as_cli_usage(&cli, "--output-form: '%s' is not softplus, log or linear", optarg);
+            out_given = 1;
+            break;
         default:
             if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
         }
@@ -482,6 +486,8 @@ int main(int argc, char **argv)
     if (report) as_cli_output_arg(&cli, "--report", report);
     if (predict && (init || report)) as_cli_usage(&cli, "--predict does not train: no --init or --report");
     if (init && hidden_given) as_cli_usage(&cli, "--init keeps the model's sizes: no --hidden");
+    if (init && out_given) as_cli_usage(&cli, "--init keeps the model's output form: no --output-form");
+    if (predict && out_given) as_cli_usage(&cli, "--predict uses the model's output form: no --output-form");
     as_nn_set_threads((int)threads);
     char *none[] = { "-" };
     char **files = optind < argc ? argv + optind : none;
@@ -617,6 +623,7 @@ int main(int argc, char **argv)
     if (!m) {
         m = as_costmodel_new((int)hidden[0], (int)hidden[1], (int)hidden[2], seed);
         as_costmodel_meta(m)->log_feats = log_feats;
+        as_costmodel_meta(m)->output = out_form;
         as_costmodel_fit_stats(m, &d, train, ntrain, yscale);
     } else {
         /* keep its statistics and y_scale; count the training tables */
@@ -658,6 +665,14 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < ntrain; i++) ytr[i] = cost[train[i]];
     for (int64_t i = 0; i < ntest; i++) yte[i] = cost[test[i]];
     metrics mtr = measure(ytr, ptr, NULL, ntrain), mte = measure(yte, pte, NULL, ntest);
+    /* a linear (legacy) model's raw outputs below 0: predictions show them as 0 */
+    int64_t nneg = 0;
+    if (info->output == AS_CM_OUT_LINEAR && ntest > 0) {
+        double *z = as_malloc((size_t)ntest * sizeof *z);
+        as_costmodel_z_batch(m, &d, test, ntest, z);
+        for (int64_t i = 0; i < ntest; i++) nneg += z[i] < 0;
+        free(z);
+    }
 
     /* baseline (a): sums of measured 1-table costs (mean over repeats), over the whole data */
     double *single = as_calloc((size_t)ft.nall + 1, sizeof *single);
@@ -735,8 +750,9 @@ int main(int argc, char **argv)
 
     as_info("%" PRId64 " train / %" PRId64 " test shards (split %s), %" PRId64 " tables with features; costs on %s",
             ntrain, ntest, info->split, ft.n, devices[0]);
-    as_info("trained %" PRId64 " steps (batch %" PRId64 ") in %.2f s on %s: %.0f samples/s; final train loss %.4g ms^2",
-            nsteps, B, ttrain, ops->name, sps, info->nlosses ? info->losses[info->nlosses - 1] : NAN);
+    as_info("trained %" PRId64 " steps (batch %" PRId64 ") in %.2f s on %s: %.0f samples/s; output %s, final train loss %.4g %s",
+            nsteps, B, ttrain, ops->name, sps, as_costmodel_output_name(info->output),
+            info->nlosses ? info->losses[info->nlosses - 1] : NAN, info->output == AS_CM_OUT_LOG ? "(log ratio)^2" : "ms^2");
     as_info("  %-26s %7s %10s %10s %8s %8s", "", "n", "MAE ms", "MSE ms^2", "MAPE %", "R^2");
     print_metrics("model train", mtr);
     print_metrics("model test", mte);
@@ -748,6 +764,24 @@ int main(int argc, char **argv)
     print_metrics("model test, same shards", mcov);
     as_info("  noise: mean rel_std %.2f%%; %" PRId64 " repeated table sets: MAE %.4g ms (%.2f%%) to their mean",
             100 * mean_rel_std, rep_groups, rep_mae, rep_mape);
+    if (info->output == AS_CM_OUT_LINEAR && ntest > 0)
+        as_info("  output linear: %" PRId64 " of %" PRId64 " test predictions below 0 ms before clamping to 0", nneg, ntest);
+
+    /* the held-out evaluation goes into the model record (docs/FORMAT.md `heldout`) */
+    as_costmodel_heldout *ho = &info->heldout;
+    memset(ho, 0, sizeof *ho);
+    if (ntest > 0) {
+        ho->present = 1;
+        snprintf(ho->split, sizeof ho->split, "%s", info->split);
+        ho->test_shards = ntest;
+        ho->model = mte;
+        ho->linear = lmte;
+        ho->sum_single = msum;
+        ho->coverage = (double)ncov / ntest;
+        if (isfinite(mte.r2) && isfinite(lmte.r2) && mte.r2 < lmte.r2)
+            as_err("warning: the cost model predicts held-out shards worse than the linear baseline "
+                   "(test R^2 %.4f, linear(dim*pooling) %.4f)", mte.r2, lmte.r2);
+    }
 
     /* ---- write ---- */
     as_costmodel_write(m, w);

@@ -5,8 +5,9 @@
  * Run on a GPU machine by `make gpu-test` (tests named *_small also under
  * compute-sanitizer). Without a CUDA device every test fails with "no CUDA device".
  * Tolerance: |gpu - cpu| <= 1e-5 + 1e-4 |cpu| for the layers (cuBLAS in pedantic fp32 may
- * sum in another order than OpenBLAS); elementwise ops and sum-pooling must match exactly;
- * training a few steps: parameters within 1e-3 relative. */
+ * sum in another order than OpenBLAS); elementwise ops and sum-pooling must match exactly,
+ * except softplus (CUDA's expf/log1pf/expm1f: 1e-5 relative); training a few steps (each
+ * output form): parameters within 1e-3 relative. */
 #include "common.h"
 #include "costmodel.h"
 #include "nn.h"
@@ -126,6 +127,33 @@ TEST(gpu_nn_elementwise_small)
     for (int i = 0; i < 8; i++) g->free(all[i]);
 }
 
+/* softplus(beta x) / beta and its backward: CUDA's expf/log1pf/expm1f are within a few ulp of
+ * glibc's, so a relative tolerance, not equality; inputs over the whole range (saturated,
+ * the knee, linear) for beta 1 and 20 */
+TEST(gpu_nn_softplus_small)
+{
+    const as_nn_ops *g = gpu();
+    CHECK(g != NULL);
+    if (!g) return;
+    enum { n = 1001 };
+    float beta[2] = { 1.0f, 20.0f };
+    for (int b = 0; b < 2; b++) {
+        float x[n], y[n], dy[n], dx[n];
+        for (int i = 0; i < n; i++) { x[i] = 30.0f * frand() / beta[b]; dy[i] = frand(); dx[i] = frand(); }
+        float *gx = up(g, x, n), *gy = g->alloc(n * 4), *gdy = up(g, dy, n), *gdx = up(g, dx, n);
+        as_nn_softplus_fwd(y, x, n, beta[b]);
+        g->softplus_fwd(gy, gx, n, beta[b]);
+        CHECK_EQ_I64(cmp(y, g, gy, n, 1e-30, 1e-5), 0);
+        as_nn_softplus_bwd(dx, dy, y, n, beta[b]);
+        g->softplus_bwd(gdx, gdy, gy, n, beta[b]);
+        CHECK_EQ_I64(cmp(dx, g, gdx, n, 1e-6, 1e-5), 0);
+        /* in place, as the cost model uses it */
+        g->softplus_fwd(gx, gx, n, beta[b]);
+        CHECK_EQ_I64(cmp(y, g, gx, n, 1e-30, 1e-5), 0);
+        g->free(gx); g->free(gy); g->free(gdy); g->free(gdx);
+    }
+}
+
 TEST(gpu_nn_sumpool_small)
 {
     const as_nn_ops *g = gpu();
@@ -152,8 +180,8 @@ TEST(gpu_nn_sumpool_small)
     free(x); free(dx);
 }
 
-/* the cost model trained 20 steps from the same init on each device */
-TEST(gpu_nn_costmodel_train)
+/* the cost model (output form `output`) trained 20 steps from the same init on each device */
+static void costmodel_train_case(int output)
 {
     const as_nn_ops *g = gpu();
     CHECK(g != NULL);
@@ -184,6 +212,8 @@ TEST(gpu_nn_costmodel_train)
     }
     as_costset d = { tab, NT, off, idx, cost, K };
     as_costmodel *a = as_costmodel_new(128, 32, 64, 1), *b = as_costmodel_new(128, 32, 64, 1);
+    as_costmodel_meta(a)->output = output;
+    as_costmodel_meta(b)->output = output;
     as_costmodel_fit_stats(a, &d, NULL, K, 0);
     as_costmodel_fit_stats(b, &d, NULL, K, 0);
     as_costfit_opts oa = { 0, 20, 1e-3, 128, 0, 1, as_nn_cpu(), NULL, NULL }, ob = oa;
@@ -200,4 +230,9 @@ TEST(gpu_nn_costmodel_train)
     CHECK_NEAR(ib->losses[ib->nlosses - 1], ia->losses[ia->nlosses - 1], 1e-3 * ia->losses[ia->nlosses - 1]);
     as_costmodel_free(a);
     as_costmodel_free(b);
+}
+
+TEST(gpu_nn_costmodel_train)
+{
+    for (int o = 0; o < AS_CM_OUT_COUNT; o++) costmodel_train_case(o);
 }

@@ -222,3 +222,261 @@ TEST(costmodel_bad_files)
     CHECK(as_costmodel_load(&l, tmp("absent.ast"), err, sizeof err) == -1);
     as_costmodel_free(m);
 }
+
+/* ---- output forms, never-negative predictions, the held-out record ----------------------- */
+
+TEST(costmodel_metrics_by_hand)
+{
+    /* errors .5, 0, -1, 1: MAE .625, MSE 2.25/4, MAPE (.5 + 0 + 1/3 + 1/4)/4, R^2 1 - 2.25/5 */
+    double y[4] = { 1, 2, 3, 4 }, p[4] = { 1.5, 2, 2, 5 };
+    as_costmodel_metrics a = as_costmodel_metrics_of(y, p, NULL, 4);
+    CHECK_EQ_I64(a.n, 4);
+    CHECK_NEAR(a.mae, 0.625, 1e-12);
+    CHECK_NEAR(a.mse, 0.5625, 1e-12);
+    CHECK_NEAR(a.mape, 100 * (0.5 + 1.0 / 3 + 0.25) / 4, 1e-10);
+    CHECK_NEAR(a.r2, 0.55, 1e-12);
+    /* masked: shards 0, 1, 3; mean y 7/3, SST 14/3, SSE 1.25 */
+    char mask[4] = { 1, 1, 0, 1 };
+    as_costmodel_metrics b = as_costmodel_metrics_of(y, p, mask, 4);
+    CHECK_EQ_I64(b.n, 3);
+    CHECK_NEAR(b.mae, 0.5, 1e-12);
+    CHECK_NEAR(b.mse, 1.25 / 3, 1e-12);
+    CHECK_NEAR(b.mape, 25, 1e-10);
+    CHECK_NEAR(b.r2, 1 - 1.25 / (14.0 / 3), 1e-12);
+    /* undefined: nothing selected; constant measurements (R^2); all zero (MAPE) */
+    char none[4] = { 0 };
+    as_costmodel_metrics c = as_costmodel_metrics_of(y, p, none, 4);
+    CHECK(c.n == 0 && isnan(c.mae) && isnan(c.mse) && isnan(c.mape) && isnan(c.r2));
+    double yc[2] = { 2, 2 }, pc[2] = { 1, 3 }, z[2] = { 0, 0 };
+    as_costmodel_metrics e = as_costmodel_metrics_of(yc, pc, NULL, 2);
+    CHECK(isnan(e.r2) && e.mae == 1 && e.mape == 50);
+    CHECK(isnan(as_costmodel_metrics_of(z, pc, NULL, 2).mape));
+}
+
+TEST(costmodel_output_function_by_hand)
+{
+    as_costmodel *m = as_costmodel_new(4, 3, 2, 1);
+    as_costmodel_info *in = as_costmodel_meta(m);
+    in->y_scale = 2;
+    CHECK_STR(as_costmodel_output_name(in->output), "linear");   /* a fresh model's default */
+    CHECK_NEAR(as_costmodel_out(m, 0.75), 1.5, 1e-15);
+    double neg = as_costmodel_out(m, -0.5);
+    CHECK(neg == 0 && !signbit(neg));   /* clamped, and +0: never printed as "-0.0000" */
+    CHECK(as_costmodel_out(m, NAN) == 0);
+    in->output = AS_CM_OUT_SOFTPLUS;     /* 2 * ln(1 + e^(20 z)) / 20 */
+    CHECK_NEAR(as_costmodel_out(m, 0.1), 2 * 2.1269280110429727 / 20, 1e-12);
+    CHECK_NEAR(as_costmodel_out(m, -1), 2 * 2.061153620314381e-9 / 20, 1e-20);
+    CHECK_NEAR(as_costmodel_out(m, 3), 6, 1e-12);
+    CHECK(as_costmodel_out(m, -1e6) >= 0);
+    in->output = AS_CM_OUT_LOG;          /* 2 e^z */
+    CHECK_NEAR(as_costmodel_out(m, log(3.0)), 6, 1e-12);
+    CHECK_NEAR(as_costmodel_out(m, -2), 2 * exp(-2.0), 1e-15);
+    CHECK(isfinite(as_costmodel_out(m, 1e4)) && as_costmodel_out(m, 1e4) == 2 * exp(AS_COSTMODEL_MAX_LOG));
+    CHECK_EQ_I64(as_costmodel_output_parse("softplus"), AS_CM_OUT_SOFTPLUS);
+    CHECK_EQ_I64(as_costmodel_output_parse("log"), AS_CM_OUT_LOG);
+    CHECK_EQ_I64(as_costmodel_output_parse("linear"), AS_CM_OUT_LINEAR);
+    CHECK_EQ_I64(as_costmodel_output_parse("relu"), -1);
+    as_costmodel_free(m);
+}
+
+/* per form: the loss is what the header says (recomputed from the raw outputs z), predict ==
+ * head(sum of reps) == head_post(head_pre(sum)) == out(z), and predictions are >= 0 */
+TEST(costmodel_forms_loss_predict_head)
+{
+    static synth s;
+    mk_synth(&s);
+    for (int o = 0; o < AS_CM_OUT_COUNT; o++) {
+        as_costmodel *m = as_costmodel_new(16, 8, 8, 7);
+        as_costmodel_info *in = as_costmodel_meta(m);
+        in->output = o;
+        as_costmodel_fit_stats(m, &s.d, NULL, K, 0);
+        /* geometric mean for log, arithmetic mean otherwise */
+        double sl = 0, sa = 0;
+        for (int k = 0; k < K; k++) { sl += log(s.cost[k]); sa += s.cost[k]; }
+        CHECK_NEAR(in->y_scale, o == AS_CM_OUT_LOG ? exp(sl / K) : sa / K, 1e-12 * in->y_scale);
+        /* push some raw outputs below 0: b4 (the last parameter) down */
+        int64_t np;
+        float *P = as_costmodel_params(m, &np);
+        P[np - 1] -= 0.3f;
+        double z[K], pred[K], want = 0;
+        as_costmodel_z_batch(m, &s.d, NULL, K, z);
+        as_costmodel_predict_batch(m, &s.d, NULL, K, pred);
+        int nneg = 0, bad = 0;
+        for (int k = 0; k < K; k++) {
+            nneg += z[k] < 0;
+            double ys = in->y_scale, t = s.cost[k] / ys, v;
+            if (o == AS_CM_OUT_LOG) v = z[k] - log(t);
+            else if (o == AS_CM_OUT_SOFTPLUS) v = log1p(exp(20 * z[k])) / 20 - t;
+            else v = z[k] - t;   /* linear trains on the raw output */
+            want += v * v / K;
+            bad += !(pred[k] >= 0) || fabs(pred[k] - as_costmodel_out(m, z[k])) > 1e-12 * (pred[k] + 1);
+        }
+        CHECK(nneg > 0);
+        CHECK_EQ_I64(bad, 0);
+        double loss = as_costmodel_loss_grad(m, &s.d, NULL, K, NULL);
+        CHECK_NEAR(loss, want, 1e-5 * want);
+        for (int k = 0; k < K; k += 37) {
+            const as_features *f[5];
+            float sum[8] = { 0 }, e[8], pre[8];
+            int n = (int)(s.off[k + 1] - s.off[k]);
+            for (int j = 0; j < n; j++) {
+                f[j] = &s.tab[s.idx[s.off[k] + j]];
+                as_costmodel_embed(m, f[j], e);
+                for (int q = 0; q < 8; q++) sum[q] += e[q];
+            }
+            double a = as_costmodel_predict(m, f, n), h = as_costmodel_head(m, sum);
+            as_costmodel_head_pre(m, sum, pre);
+            double hp = as_costmodel_head_post(m, pre);
+            CHECK_NEAR(a, h, 1e-5 * (a + 1e-3));
+            CHECK_NEAR(h, hp, 1e-5 * (h + 1e-3));
+            CHECK(a >= 0 && h >= 0 && hp >= 0);
+        }
+        as_costmodel_free(m);
+    }
+}
+
+/* softplus and log train as well as the legacy form on the synthetic problem */
+TEST(costmodel_forms_train)
+{
+    static synth s;
+    mk_synth(&s);
+    for (int o = AS_CM_OUT_SOFTPLUS; o <= AS_CM_OUT_LOG; o++) {
+        as_costmodel *m = as_costmodel_new(32, 16, 16, 5);
+        as_costmodel_meta(m)->output = o;
+        as_costmodel_fit_stats(m, &s.d, NULL, K, 0);
+        as_costfit_opts op = { 60, 0, 3e-3, 64, 0, 5, NULL, NULL, NULL };
+        char err[256];
+        CHECK(as_costmodel_train(m, &s.d, NULL, K, &op, err, sizeof err) == 0);
+        const as_costmodel_info *in = as_costmodel_cmeta(m);
+        CHECK(in->losses[in->nlosses - 1] < in->losses[0] / 10);
+        double pred[K], e = 0, tot = 0;
+        as_costmodel_predict_batch(m, &s.d, NULL, K, pred);
+        for (int k = 0; k < K; k++) { e += fabs(pred[k] - s.cost[k]); tot += s.cost[k]; }
+        if (!(e / tot < 0.15)) fprintf(stderr, "  %s: relative error %.3f\n", as_costmodel_output_name(o), e / tot);
+        CHECK(e / tot < 0.15);
+        as_costmodel_free(m);
+    }
+}
+
+static void pack_absent(msgpack_packer *pk) { (void)pk; }
+
+/* copy the model record of src to dst without key */
+static void drop_key(const char *src, const char *dst, const char *key)
+{
+    as_reader *r = as_reader_open(src);
+    as_writer *w = as_writer_open(dst, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    as_record rec;
+    while (as_reader_next_or_die(r, &rec) == 1) {
+        if (!as_rec_is(&rec, "model")) continue;
+        msgpack_packer *pk = as_writer_pk(w);
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < rec.obj.via.map.size; i++) n += !as_obj_streq(&rec.obj.via.map.ptr[i].key, key);
+        msgpack_pack_map(pk, n);
+        for (uint32_t i = 0; i < rec.obj.via.map.size; i++) {
+            msgpack_object_kv *kv = &rec.obj.via.map.ptr[i];
+            if (as_obj_streq(&kv->key, key)) continue;
+            msgpack_pack_object(pk, kv->key);
+            msgpack_pack_object(pk, kv->val);
+        }
+        as_writer_end_record(w);
+    }
+    as_reader_close(r);
+    as_writer_close(w);
+}
+
+static void pack_relu(msgpack_packer *pk) { as_pack_str(pk, "relu"); }
+static void pack_bad_heldout(msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, 1);
+    as_pack_kv_str(pk, "split", "shards");
+}
+
+TEST(costmodel_output_and_heldout_roundtrip)
+{
+    static synth s;
+    mk_synth(&s);
+    as_costmodel *m = trained(&s, 2, 2);
+    as_costmodel_info *in = as_costmodel_meta(m);
+    in->output = AS_CM_OUT_LOG;
+    as_costmodel_heldout *h = &in->heldout;
+    h->present = 1;
+    snprintf(h->split, sizeof h->split, "tables");
+    h->test_shards = 17;
+    h->model = (as_costmodel_metrics){ 17, 0.25, 0.125, 12.5, 0.875 };
+    h->linear = (as_costmodel_metrics){ 17, 0.5, 0.375, 40, NAN };
+    h->sum_single = (as_costmodel_metrics){ 0, NAN, NAN, NAN, NAN };
+    h->coverage = 0;
+    const char *path = tmp("ho.ast");
+    save(m, path);
+    as_costmodel *l;
+    char err[512];
+    CHECK(as_costmodel_load(&l, path, err, sizeof err) == 0);
+    if (!l) { fprintf(stderr, "  %s\n", err); return; }
+    const as_costmodel_info *li = as_costmodel_cmeta(l);
+    CHECK_EQ_I64(li->output, AS_CM_OUT_LOG);
+    CHECK(li->heldout.present);
+    CHECK_STR(li->heldout.split, "tables");
+    CHECK_EQ_I64(li->heldout.test_shards, 17);
+    CHECK(li->heldout.model.n == 17 && li->heldout.model.mae == 0.25 && li->heldout.model.r2 == 0.875);
+    CHECK(li->heldout.linear.mape == 40 && isnan(li->heldout.linear.r2));
+    CHECK(li->heldout.sum_single.n == 0 && isnan(li->heldout.sum_single.mae) && li->heldout.coverage == 0);
+    double a[K], b[K];
+    as_costmodel_predict_batch(m, &s.d, NULL, K, a);
+    as_costmodel_predict_batch(l, &s.d, NULL, K, b);
+    CHECK(!memcmp(a, b, sizeof a));
+    as_costmodel_free(l);
+    /* no held-out evaluation: nil, loads as not present */
+    h->present = 0;
+    save(m, path);
+    CHECK(as_costmodel_load(&l, path, err, sizeof err) == 0);
+    if (l) CHECK(!as_costmodel_cmeta(l)->heldout.present);
+    as_costmodel_free(l);
+    /* an older model without `output` (and without `heldout`) is the linear form */
+    const char *old = tmp("old.ast"), *old2 = tmp("old2.ast");
+    drop_key(path, old2, "output");
+    drop_key(old2, old, "heldout");
+    CHECK(as_costmodel_load(&l, old, err, sizeof err) == 0);
+    if (l) CHECK_EQ_I64(as_costmodel_cmeta(l)->output, AS_CM_OUT_LINEAR);
+    as_costmodel_free(l);
+    /* an unknown form and a malformed heldout are refused */
+    const char *bad = tmp("bad.ast");
+    rewrite(path, bad, "output", pack_relu);
+    CHECK(as_costmodel_load(&l, bad, err, sizeof err) == -1);
+    CHECK(strstr(err, "unknown output form 'relu'") != NULL);
+    rewrite(path, bad, "heldout", pack_bad_heldout);
+    CHECK(as_costmodel_load(&l, bad, err, sizeof err) == -1);
+    CHECK(strstr(err, "heldout") != NULL);
+    (void)pack_absent;
+    as_costmodel_free(m);
+}
+
+/* a legacy (linear) model whose raw output is below 0 for every shard predicts 0, through
+ * every path (single, batch, head, head_post), and its loss still sees the raw output */
+TEST(costmodel_legacy_negative_clamped)
+{
+    static synth s;
+    mk_synth(&s);
+    as_costmodel *m = trained(&s, 3, 1);
+    int64_t np;
+    float *P = as_costmodel_params(m, &np);
+    P[np - 1] = -1e4f;   /* b4 */
+    CHECK_EQ_I64(as_costmodel_cmeta(m)->output, AS_CM_OUT_LINEAR);
+    double z[K], pred[K];
+    as_costmodel_z_batch(m, &s.d, NULL, K, z);
+    as_costmodel_predict_batch(m, &s.d, NULL, K, pred);
+    int bad = 0;
+    for (int k = 0; k < K; k++) bad += !(z[k] < 0) || pred[k] != 0 || signbit(pred[k]);
+    CHECK_EQ_I64(bad, 0);
+    const as_features *f[2] = { &s.tab[0], &s.tab[1] };
+    float e[16], sum[16] = { 0 }, pre[16];
+    for (int j = 0; j < 2; j++) {
+        as_costmodel_embed(m, f[j], e);
+        for (int q = 0; q < 16; q++) sum[q] += e[q];
+    }
+    as_costmodel_head_pre(m, sum, pre);
+    CHECK(as_costmodel_predict(m, f, 2) == 0 && as_costmodel_head(m, sum) == 0 && as_costmodel_head_post(m, pre) == 0);
+    /* the loss: mean of (z - cost / y_scale)^2, about (1e4)^2 */
+    CHECK(as_costmodel_loss_grad(m, &s.d, NULL, K, NULL) > 0.9e8);
+    as_costmodel_free(m);
+}

@@ -239,7 +239,8 @@ static void mk_table(as_features *f, int64_t id)
     f->bins[4 + id % 7] = 0.4;
 }
 
-TEST(costmodel_grad_fd_end_to_end)
+/* the loss gradient of a model with output form `output` against central differences */
+static void grad_fd_case(int output)
 {
     enum { NT = 6, K = 4 };
     as_features tab[NT];
@@ -248,6 +249,7 @@ TEST(costmodel_grad_fd_end_to_end)
     double cost[K] = { 1.5, 0.7, 3.2, 2.0 };
     as_costset d = { tab, NT, off, idx, cost, K };
     as_costmodel *m = as_costmodel_new(8, 5, 6, 3);   /* small hidden sizes */
+    as_costmodel_meta(m)->output = output;
     as_costmodel_fit_stats(m, &d, NULL, K, 0);
     int64_t np;
     float *P = as_costmodel_params(m, &np);
@@ -265,7 +267,9 @@ TEST(costmodel_grad_fd_end_to_end)
         double fd = (lp - lm) / (2 * h);
         checked++;
         if (!close_rel(G[i], fd, 2e-2, 2e-3)) {
-            if (bad < 5) fprintf(stderr, "  param %lld: analytic %.6g, differences %.6g\n", (long long)i, G[i], fd);
+            if (bad < 5)
+                fprintf(stderr, "  %s: param %lld: analytic %.6g, differences %.6g\n", as_costmodel_output_name(output),
+                        (long long)i, G[i], fd);
             bad++;
         }
     }
@@ -275,4 +279,54 @@ TEST(costmodel_grad_fd_end_to_end)
     CHECK(as_nn_grad_norm(G, np) > 1e-3);
     free(G);
     as_costmodel_free(m);
+}
+
+TEST(costmodel_grad_fd_end_to_end)
+{
+    for (int o = 0; o < AS_CM_OUT_COUNT; o++) grad_fd_case(o);
+}
+
+/* ---- softplus (the cost model's constrained output) ---- */
+
+TEST(nn_softplus_by_hand_and_grad_fd)
+{
+    /* log(1 + e^u) / beta by hand: ln 2, ln(1+e), ln(1+e^-1), ln(1+e^2) / 20, ln(1+e^-2) / 20 */
+    float x[7] = { 0, 1, -1, 0.1f, -0.1f, 50, -100 }, y[7];
+    as_nn_softplus_fwd(y, x, 3, 1.0f);
+    as_nn_softplus_fwd(y + 3, x + 3, 2, 20.0f);
+    as_nn_softplus_fwd(y + 5, x + 5, 2, 1.0f);
+    CHECK_NEAR(y[0], 0.69314718, 1e-6);
+    CHECK_NEAR(y[1], 1.31326169, 1e-6);
+    CHECK_NEAR(y[2], 0.31326169, 1e-6);
+    CHECK_NEAR(y[3], 2.12692801 / 20, 1e-7);
+    CHECK_NEAR(y[4], 0.12692801 / 20, 1e-8);
+    CHECK_NEAR(y[5], 50, 1e-5);          /* no overflow of e^50 in float */
+    CHECK(y[6] >= 0 && y[6] < 1e-40);    /* e^-100, never negative */
+    /* gradients against central differences, for beta 1 and 20, in place too */
+    enum { n = 40 };
+    float beta[2] = { 1.0f, 20.0f };
+    for (int b = 0; b < 2; b++) {
+        float xs[n], ys[n], r[n], dx[n];
+        fill(xs, n); fill(r, n);
+        for (int i = 0; i < n; i++) xs[i] *= 3.0f / beta[b];
+        as_nn_softplus_fwd(ys, xs, n, beta[b]);
+        memset(dx, 0, sizeof dx);
+        as_nn_softplus_bwd(dx, r, ys, n, beta[b]);
+        int bad = 0;
+        const double h = 1e-3 / beta[b];
+        for (int i = 0; i < n; i++) {
+            double u = beta[b] * xs[i], up = beta[b] * (xs[i] + h), um = beta[b] * (xs[i] - h);
+            double sp = log1p(exp(up)) / beta[b], sm = log1p(exp(um)) / beta[b];
+            bad += !close_rel(dx[i], r[i] * (sp - sm) / (2 * h), 1e-3, 1e-5);
+            bad += !close_rel(ys[i], log1p(exp(u)) / beta[b], 1e-6, 1e-7);
+            bad += !(ys[i] > 0);
+        }
+        CHECK_EQ_I64(bad, 0);
+        float in[n];
+        memcpy(in, xs, sizeof in);
+        as_nn_softplus_fwd(in, in, n, beta[b]);
+        CHECK(!memcmp(in, ys, sizeof ys));
+    }
+    /* the CPU ops table carries them */
+    CHECK(as_nn_cpu()->softplus_fwd == as_nn_softplus_fwd && as_nn_cpu()->softplus_bwd == as_nn_softplus_bwd);
 }
