@@ -980,21 +980,21 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
         return;
     }
     const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
-    int64_t tasks = 0;
+    int64_t tasks = 0;   /* distinct task ids */
     for (int64_t j = 0; j < n; j++) {
         int first = 1;
-        for (int64_t i = 0; i < j && first; i++) if (p[i].run == p[j].run && p[i].task == p[j].task) first = 0;
+        for (int64_t i = 0; i < j && first; i++) if (p[i].task == p[j].task) first = 0;
         tasks += first;
     }
     if (fmt == AS_EVAL_MARKDOWN) fprintf(f, "**Verdict**");
     else fprintf(f, "Verdict");
     fprintf(f, " (costs %s%s%s; %" PRId64 " task%s", v->label, v->device && v->device[0] ? " on " : "",
             v->device ? v->device : "", tasks, tasks == 1 ? "" : "s");
-    if (v->runs > 1) fprintf(f, " of %" PRId64 " runs, statistics over %s", v->runs, v->over_runs ? "runs" : "plans");
+    if (v->runs > 1) fprintf(f, ", %" PRId64 " runs, statistics over %s", v->runs, v->over_runs ? "runs" : "plans");
     fprintf(f, ")%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : ":");
     const char *li = "- ";
     /* the winner */
-    if (r.kind == AS_RANK_NONE) fprintf(f, "%sNo plan has a balance (every plan infeasible or unmeasured): nothing to rank.\n", li);
+    if (r.kind == AS_RANK_NONE) fprintf(f, "%sNo plan has a balance (every plan infeasible, unmeasured or of zero cost): nothing to rank.\n", li);
     else {
         const as_eval_alg *w = &a[r.winner];
         char bci[96], sci[96];

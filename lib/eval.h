@@ -109,7 +109,8 @@ double as_eval_median(double *v, int64_t n);
 
 /* ---- noise and ranking ------------------------------------------------------------------ */
 
-/* more than this fraction of noisy shards among two algorithms' plans: too noisy to rank */
+/* more than this fraction of noisy shards among two algorithms' plans: too noisy to rank (as-eval
+ * --help states it as 10 %) */
 #define AS_EVAL_NOISY_MAX 0.10
 
 /* the noise over a set of plans (those of alg; all when alg is NULL) */
@@ -223,7 +224,7 @@ int as_eval_plot_format(const char *path);
 #define AS_EVAL_PLOT_FORMATS ".png, .svg or .pdf"
 
 /* a shard-cost bar chart switches to a log y axis when its largest bar is more than this
- * many times its smallest non-zero one */
+ * many times its smallest non-zero one (as-eval --help states it as 30x) */
 #define AS_EVAL_LOG_RATIO 30.0
 
 /* Plots with gnuplot into out, in the format of its extension (png: pngcairo when
