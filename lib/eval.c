@@ -524,25 +524,46 @@ static int better(const as_eval_alg *a, int64_t x, int64_t y)
     return a[x].spd_gmean > a[y].spd_gmean;
 }
 
-void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
+int64_t as_eval_order(const as_eval_alg *a, int64_t na, int64_t *order)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < na; i++) {
+        if (!isfinite(a[i].bal_mean)) continue;
+        int64_t j = m++;
+        for (; j > 0 && better(a, i, order[j - 1]); j--) order[j] = order[j - 1];   /* stable: equals keep summary order */
+        order[j] = i;
+    }
+    return m;
+}
+
+void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
                        as_eval_rank *r)
 {
     memset(r, 0, sizeof *r);
-    r->winner = r->runner = -1;
-    for (int64_t i = 0; i < na; i++) {
-        if (!isfinite(a[i].bal_mean)) continue;
-        if (better(a, i, r->winner)) { r->runner = r->winner; r->winner = i; }
-        else if (better(a, i, r->runner)) r->runner = i;
-    }
-    if (r->winner < 0) { r->kind = AS_RANK_NONE; return; }
-    if (r->runner < 0) { r->kind = AS_RANK_SINGLE; return; }
-    as_eval_compare(p, n, a[r->winner].alg, a[r->runner].alg, over_runs, &r->cmp);
+    r->winner = x;
+    r->runner = y;
+    as_eval_compare(p, n, a[x].alg, a[y].alg, over_runs, &r->cmp);
     r->too_noisy = r->cmp.shards > 0 && (double)r->cmp.noisy > AS_EVAL_NOISY_MAX * (double)r->cmp.shards;
     if (r->cmp.all_equal) r->kind = AS_RANK_TIE;
     else if (r->too_noisy) r->kind = AS_RANK_NOISY;
     else if (r->cmp.n < 2 || !isfinite(r->cmp.bal_lo)) r->kind = AS_RANK_FEW;
     else if (r->cmp.bal_lo <= 0) r->kind = AS_RANK_NOISY;
     else r->kind = AS_RANK_RESOLVED;
+}
+
+void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
+                       as_eval_rank *r)
+{
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order);
+    int64_t m = as_eval_order(a, na, order);
+    if (m >= 2) as_eval_rank_pair(p, n, a, order[0], order[1], over_runs, r);
+    else {
+        memset(r, 0, sizeof *r);
+        r->winner = m ? order[0] : -1;
+        r->runner = -1;
+        r->kind = m ? AS_RANK_SINGLE : AS_RANK_NONE;
+    }
+    free(order);
 }
 
 /* ---- the cost model's quality ----------------------------------------------------------- */
@@ -950,6 +971,23 @@ static void lead_words(FILE *f, as_eval_format fmt, const char *other, double ot
     if (isfinite(c->ratio)) fprintf(f, " and a speedup of %sx over it (geometric mean, 95 %% CI %s)", x, r_lo_hi);
 }
 
+/* the order of the algorithms by mean balance, each neighbour pair compared: "a (85.0 %) >
+ * b (55.0 %) ≈ c (54.0 %)" (CSV: without the balances); nothing with fewer than 2 */
+static void order_words(FILE *f, int csv, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs)
+{
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
+    for (int64_t i = 0; i < m && m >= 2; i++) {
+        if (i) {
+            as_eval_rank pr;
+            as_eval_rank_pair(p, n, a, order[i - 1], order[i], over_runs, &pr);
+            fprintf(f, " %s ", pr.kind == AS_RANK_RESOLVED ? ">" : "≈");
+        }
+        if (csv) fprintf(f, "%s", a[order[i]].alg);
+        else fprintf(f, "%s (%.1f %%)", a[order[i]].alg, 100 * a[order[i]].bal_mean);
+    }
+    free(order);
+}
+
 void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v)
 {
@@ -960,7 +998,7 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
     int estimated = !strcmp(v->label, "estimated");
     if (fmt == AS_EVAL_CSV) {
         fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
-                   "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse\n");
+                   "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order\n");
         fprintf(f, "%s,%s,%s,%" PRId64, r.winner >= 0 ? a[r.winner].alg : "", r.runner >= 0 ? a[r.runner].alg : "", rank_word(r.kind), r.cmp.n);
         num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_diff : NAN);
         num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_lo : NAN);
@@ -976,7 +1014,9 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
         num(f, fmt, 0, "%.9g", q ? q->model.r2 : NAN);
         num(f, fmt, 0, "%.9g", q ? q->linear.r2 : NAN);
         int w = as_eval_quality_worse(v->quality);
-        fprintf(f, ",%s\n", w < 0 ? "" : w ? "true" : "false");
+        fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
+        order_words(f, 1, p, n, a, na, v->over_runs);
+        fputc('\n', f);
         return;
     }
     const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
@@ -1047,6 +1087,14 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                 fprintf(f, ".\n");
             }
         }
+    }
+    /* the whole order, each neighbour pair compared like the winner and the runner-up */
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
+    free(order);
+    if (m >= 3) {
+        fprintf(f, "%sRanking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): ", li);
+        order_words(f, 0, p, n, a, na, v->over_runs);
+        fprintf(f, ".\n");
     }
     /* the noise */
     if (estimated) {

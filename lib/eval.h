@@ -161,6 +161,14 @@ typedef struct {
 void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
                        as_eval_rank *r);
 
+/* the algorithms with a mean balance, best first by the winner's rule (stable); order[na];
+ * returns how many */
+int64_t as_eval_order(const as_eval_alg *a, int64_t na, int64_t *order);
+
+/* as_eval_rank_algs for a given pair: x the better of the two, y the other */
+void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
+                       as_eval_rank *r);
+
 /* ---- the cost model's quality ----------------------------------------------------------- */
 
 /* a metrics map {"n", "mae", "mse", "mape", "r2"} (NaN / n -1 where nil or absent) */

@@ -335,9 +335,10 @@ ranked_plans() {
     assert_output --partial "The ranking is resolved: the interval lies above 0 and 0 of their 12 shards are noisy."
     assert_line --partial "- Ahead of **random** (mean balance 25.0 %): +60.0 points of balance"
     assert_line "- Measurement noise: 0 of 18 measured shards (0.0 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 % over 18 shards; 0 of 9 plans rest on a noisy shard."
-    refute_output --partial "too noisy"
+    assert_line "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): cost-greedy (85.0 %) > autoshard (55.0 %) > random (25.0 %)."
+    refute_output --partial "too noisy to"
     run as-eval --table verdict --format csv "$T/p.ast"
-    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,"
+    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random"
     # the plots' file names close the verdict
     as-eval --table verdict --plot "$T/p.svg" "$T/p.ast" -o "$T/v.txt"
     grep -q "^- Plots: $T/p.svg (balance, speedup, per-shard costs)\.$" "$T/v.txt"
@@ -355,6 +356,7 @@ ranked_plans() {
     assert_line --regexp '^ +0 +1 autoshard +1 +1 +3\.0000 +n/a +n/a +$'
     assert_line --regexp '^autoshard +3 +0 .* 2/6$'
     assert_output --partial "The measurements were too noisy to rank cost-greedy and autoshard: 2 of their 12 shards (16.7 %) stayed noisy, more than 10 %."
+    assert_output --partial "cost-greedy (85.0 %) ≈ autoshard (55.0 %) ≈ random (25.0 %)."   # autoshard: 2 of 12 noisy against random too
     assert_output --partial "2 of 18 measured shards (11.1 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 % over 17 shards; 2 of 9 plans rest on a noisy shard (marked * in the plans table)."
     run as-eval --table plans --format csv "$T/p.ast"
     assert_line --index 3 "0,0,,autoshard,2,2,measured,5,2.5,3.75,0.5,1.6,,,true,1,true"

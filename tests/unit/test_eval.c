@@ -444,6 +444,9 @@ TEST(eval_rank)
     as_eval_rank r;
     as_eval_rank_algs(p, 9, a, na, 0, &r);
     CHECK_EQ_I64(r.kind, AS_RANK_RESOLVED);
+    int64_t order[3];
+    CHECK_EQ_I64(as_eval_order(a, na, order), 3);
+    CHECK(order[0] == 1 && order[1] == 2 && order[2] == 0);
     CHECK_EQ_I64(r.winner, 1);
     CHECK_EQ_I64(r.runner, 2);
     CHECK(!r.too_noisy);
@@ -462,6 +465,9 @@ TEST(eval_rank)
     CHECK(strstr(buf, "Ahead of **random**") != NULL);
     CHECK(strstr(buf, "0 of 18 measured shards (0.0 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 %") != NULL);
     CHECK(strstr(buf, "Cost model: no held-out quality in the input") != NULL);
+    /* B against random: balances 0.5, 0.6, 0.55 against 0.1 each: resolved too */
+    CHECK(strstr(buf, "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): "
+                      "A (85.0 %) > B (55.0 %) > random (10.0 %).\n") != NULL);
     CHECK(strstr(buf, "Plots: `p.svg`") != NULL);
     free(buf);
     free(a);
@@ -496,7 +502,7 @@ TEST(eval_rank)
     CHECK(strstr(buf, "2 of 9 plans rest on a noisy shard (marked * in the plans table)") != NULL);
     CHECK(strstr(buf, "  90.0%*") != NULL);
     CHECK(strstr(buf, "\n* its slowest or fastest shard stayed noisy") != NULL);
-    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,\n") != NULL);
+    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random\n") != NULL);
     free(buf);
     free(a);
     for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
