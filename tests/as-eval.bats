@@ -21,6 +21,9 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     assert_success
     assert_output --partial "usage: as-eval"
     assert_output --partial "never mixed"
+    assert_output --partial "t-interval of the mean log"
+    assert_output --partial "  verdict  the closing summary in words"
+    assert_output --partial ".svg or .pdf; anything else is a usage error"
     run as-eval --version
     assert_success
 }
