@@ -4,12 +4,14 @@
 #include "common.h"
 #include "plan.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->assign);
     free(p->cost);
     free(p->mem);
+    free(p->spread);
+    free(p->noisy);
     memset(p, 0, sizeof *p);
 }
 
@@ -42,10 +46,70 @@ static int get_ints(const msgpack_object *rec, const char *key, int64_t **out, i
     return 0;
 }
 
+/* a msgpack number into *v; 0 ok, 1 nil, -1 not a number */
+static int obj_num(const msgpack_object *o, double *v)
+{
+    switch (o->type) {
+    case MSGPACK_OBJECT_FLOAT32: case MSGPACK_OBJECT_FLOAT64: *v = o->via.f64; return 0;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: *v = (double)o->via.u64; return 0;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *v = (double)o->via.i64; return 0;
+    case MSGPACK_OBJECT_NIL: *v = NAN; return 1;
+    default: return -1;
+    }
+}
+
+/* the noise fields of as-bench (docs/FORMAT.md): cost_spread, cost_noisy, noise_threshold;
+ * each may be absent or nil (unknown) */
+static int read_noise(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(rec, "cost_spread");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_spread' must be a list with one entry per shard", p->task);
+            return -1;
+        }
+        p->spread = as_malloc((size_t)(p->K ? p->K : 1) * sizeof *p->spread);
+        for (int64_t k = 0; k < p->K; k++) {
+            int rc = obj_num(&o->via.array.ptr[k], &p->spread[k]);
+            if (rc < 0 || (!rc && !(isfinite(p->spread[k]) && p->spread[k] >= 0))) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_spread[%" PRId64 "] is not a number >= 0 or nil", p->task, k);
+                return -1;
+            }
+        }
+    }
+    o = as_obj_get(rec, "cost_noisy");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_noisy' must be a list with one entry per shard", p->task);
+            return -1;
+        }
+        p->noisy = as_malloc((size_t)(p->K ? p->K : 1));
+        for (int64_t k = 0; k < p->K; k++) {
+            const msgpack_object *e = &o->via.array.ptr[k];
+            if (e->type == MSGPACK_OBJECT_BOOLEAN) p->noisy[k] = e->via.boolean;
+            else if (e->type == MSGPACK_OBJECT_NIL) p->noisy[k] = 0;
+            else {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_noisy[%" PRId64 "] is not a bool", p->task, k);
+                return -1;
+            }
+        }
+    }
+    o = as_obj_get(rec, "noise_threshold");
+    if (o) {
+        int rc = obj_num(o, &p->noise_threshold);
+        if (rc < 0 || (!rc && !(isfinite(p->noise_threshold) && p->noise_threshold >= 0))) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'noise_threshold' is not a number >= 0 or nil", p->task);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->seed = -1;
+    p->noise_threshold = NAN;
     as_planrec pr;
     if (as_planrec_read(rec, &pr, err, errlen)) return -1;
     p->task = pr.task;
@@ -79,25 +143,6 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
             snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' must be a list with one entry per shard", p->task);
             goto bad;
         }
-        for (int64_t k = 0; k < p->K; k++) {
-            const msgpack_object *o = &c->via.array.ptr[k];
-            switch (o->type) {
-            case MSGPACK_OBJECT_FLOAT32: case MSGPACK_OBJECT_FLOAT64: p->cost[k] = o->via.f64; break;
-            case MSGPACK_OBJECT_POSITIVE_INTEGER: p->cost[k] = (double)o->via.u64; break;
-            case MSGPACK_OBJECT_NIL: continue;   /* not measured: stays NaN */
-            default:
-                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not a number or nil", p->task, k);
-                goto bad;
-            }
-            if (!isfinite(p->cost[k])) {
-                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not finite (an unmeasured shard is nil)", p->task, k);
-                goto bad;
-            }
-            if (p->cost[k] < 0) {
-                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is negative", p->task, k);
-                goto bad;
-            }
-        }
         char kind[32] = "";
         as_obj_str(rec, "cost_kind", kind, sizeof kind);
         if (!strcmp(kind, "measured")) p->cost_kind = 1;
@@ -106,8 +151,30 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
             snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' without a cost_kind of \"measured\" or \"estimated\"", p->task);
             goto bad;
         }
+        for (int64_t k = 0; k < p->K; k++) {
+            int rc = obj_num(&c->via.array.ptr[k], &p->cost[k]);
+            if (rc > 0) continue;   /* nil: not measured, stays NaN */
+            if (rc < 0) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not a number or nil", p->task, k);
+                goto bad;
+            }
+            if (!isfinite(p->cost[k])) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not finite (an unmeasured shard is nil)", p->task, k);
+                goto bad;
+            }
+            if (p->cost[k] < 0) {
+                if (p->cost_kind == 1) {
+                    snprintf(err, errlen, "plan of task %" PRId64 ": measured cost_ms[%" PRId64 "] is negative (%g ms): a measured "
+                             "time cannot be; bad data", p->task, k, p->cost[k]);
+                    goto bad;
+                }
+                p->cost[k] = 0;   /* an unconstrained cost model's estimate: no shard costs less than nothing */
+                p->clamped++;
+            }
+        }
         as_obj_str(rec, "cost_device", p->device, sizeof p->device);
     }
+    if (read_noise(rec, p, err, errlen)) goto bad;
     return 0;
 bad:
     as_eval_plan_free(p);
@@ -120,11 +187,14 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
         as_eval_plan *q = &p[j];
         q->max = q->min = q->mean = q->balance = q->speedup = NAN;
         q->ok = q->feasible;
+        q->nnoisy = -1;
+        q->shaky = 0;
         double mx = 0, mn = INFINITY, s = 0;
+        int64_t kmax = -1, kmin = -1;
         for (int64_t k = 0; k < q->K; k++) {
             if (isnan(q->cost[k])) { q->ok = 0; continue; }
-            if (q->cost[k] > mx) mx = q->cost[k];
-            if (q->cost[k] < mn) mn = q->cost[k];
+            if (kmax < 0 || q->cost[k] > mx) { mx = q->cost[k]; kmax = k; }
+            if (kmin < 0 || q->cost[k] < mn) { mn = q->cost[k]; kmin = k; }
             s += q->cost[k];
         }
         if (q->mem) {
@@ -135,13 +205,18 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
                 if (q->mem[k] < q->mem_min) q->mem_min = q->mem[k];
             }
         }
+        if (q->noisy) {
+            q->nnoisy = 0;
+            for (int64_t k = 0; k < q->K; k++) q->nnoisy += q->noisy[k] != 0;
+        }
         int known = 1;
         for (int64_t k = 0; k < q->K; k++) if (isnan(q->cost[k])) known = 0;
-        if (!known) continue;
+        if (!known || !q->K) continue;
         q->max = mx;
         q->min = mn;
         q->mean = s / (double)q->K;
         if (q->ok && mx > 0) q->balance = mn / mx;
+        if (q->ok && q->noisy) q->shaky = q->noisy[kmax] || q->noisy[kmin];
     }
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
@@ -149,7 +224,7 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
         const as_eval_plan *r = NULL;
         for (int64_t i = 0; i < n && !r; i++)
             if (p[i].run == q->run && p[i].task == q->task && !strcmp(p[i].alg, "random")) r = &p[i];
-        if (r && r->ok && q->max > 0) q->speedup = r->max / q->max;
+        if (r && r->ok && r->max > 0 && q->max > 0) q->speedup = r->max / q->max;
     }
 }
 
@@ -166,16 +241,113 @@ int64_t as_eval_meanstd(const double *v, int64_t n, double *mean, double *std)
     return m;
 }
 
-/* statistics of one figure of the plans of algorithm alg (which: 0 balance, 1 speedup, 2 max) */
-static int64_t stat(const as_eval_plan *p, int64_t n, const char *alg, int which, int over_runs, double *mean, double *std)
+/* regularised incomplete beta function I_x(a, b), by its continued fraction (modified
+ * Lentz), on the side of x where the fraction converges fast */
+static double incbeta(double x, double a, double b)
+{
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    if (x > (a + 1) / (a + b + 2)) return 1 - incbeta(1 - x, b, a);
+    const double tiny = 1e-300;
+    double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x)) / a;
+    double c = 1, d = 1 - (a + b) * x / (a + 1);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 500; m++) {
+        /* even step d_2m = m (b - m) x / ((a + 2m - 1)(a + 2m)), odd step d_2m+1 = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)) */
+        double num[2] = { m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)) };
+        double del = 1;
+        for (int i = 0; i < 2; i++) {
+            d = 1 + num[i] * d;
+            if (fabs(d) < tiny) d = tiny;
+            c = 1 + num[i] / c;
+            if (fabs(c) < tiny) c = tiny;
+            d = 1 / d;
+            del = d * c;
+            h *= del;
+        }
+        if (fabs(del - 1) < 1e-15) break;
+    }
+    return front * h;
+}
+
+double as_eval_t975(int64_t df)
+{
+    if (df < 1) return NAN;
+    /* P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2) falls from 1 at t = 0; find where it is 0.05 */
+    double nu = (double)df, lo = 0, hi = 1000;
+    for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
+        double t = 0.5 * (lo + hi);
+        if (incbeta(nu / (nu + t * t), nu / 2, 0.5) > 0.05) lo = t;
+        else hi = t;
+    }
+    return 0.5 * (lo + hi);
+}
+
+int64_t as_eval_ci(const double *v, int64_t n, double *mean, double *lo, double *hi)
+{
+    double pstd;
+    int64_t m = as_eval_meanstd(v, n, mean, &pstd);
+    *lo = *hi = NAN;
+    if (m < 2) return m;
+    /* sample std = population std · √(m/(m−1)); half-width t · s/√m */
+    double half = as_eval_t975(m - 1) * pstd * sqrt((double)m / (double)(m - 1)) / sqrt((double)m);
+    *lo = *mean - half;
+    *hi = *mean + half;
+    return m;
+}
+
+int64_t as_eval_gmean_ci(const double *v, int64_t n, double *gmean, double *lo, double *hi)
+{
+    double *l = as_malloc((size_t)(n ? n : 1) * sizeof *l);
+    for (int64_t i = 0; i < n; i++) l[i] = isfinite(v[i]) && v[i] > 0 ? log(v[i]) : NAN;
+    double m, a, b;
+    int64_t got = as_eval_ci(l, n, &m, &a, &b);
+    free(l);
+    *gmean = got ? exp(m) : NAN;
+    *lo = exp(a);
+    *hi = exp(b);
+    return got;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double as_eval_median(double *v, int64_t n)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) if (isfinite(v[i])) v[m++] = v[i];
+    if (!m) return NAN;
+    qsort(v, (size_t)m, sizeof *v, cmp_double);
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+enum { FIG_BALANCE, FIG_SPEEDUP, FIG_MAX, FIG_SPEEDUP_GEO };
+
+static double figure(const as_eval_plan *q, int which)
+{
+    switch (which) {
+    case FIG_BALANCE: return q->balance;
+    case FIG_SPEEDUP: case FIG_SPEEDUP_GEO: return q->speedup;
+    default: return q->ok ? q->max : NAN;
+    }
+}
+
+/* the values behind one figure's statistics for algorithm alg: per plan, or with over_runs
+ * one per run (the arithmetic mean of its plans' values; FIG_SPEEDUP_GEO: the geometric
+ * mean); *out is malloc'd, NaN where undefined; returns how many */
+static int64_t values(const as_eval_plan *p, int64_t n, const char *alg, int which, int over_runs, double **out)
 {
     double *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
     int64_t m = 0;
     if (!over_runs) {
-        for (int64_t j = 0; j < n; j++) {
-            if (strcmp(p[j].alg, alg)) continue;
-            v[m++] = which == 0 ? p[j].balance : which == 1 ? p[j].speedup : (p[j].ok ? p[j].max : NAN);
-        }
+        for (int64_t j = 0; j < n; j++)
+            if (!strcmp(p[j].alg, alg)) v[m++] = figure(&p[j], which);
     } else {
         int64_t maxrun = -1;
         for (int64_t j = 0; j < n; j++) if (p[j].run > maxrun) maxrun = p[j].run;
@@ -184,15 +356,15 @@ static int64_t stat(const as_eval_plan *p, int64_t n, const char *alg, int which
             int64_t c = 0;
             for (int64_t j = 0; j < n; j++) {
                 if (p[j].run != r || strcmp(p[j].alg, alg)) continue;
-                double x = which == 0 ? p[j].balance : which == 1 ? p[j].speedup : (p[j].ok ? p[j].max : NAN);
+                double x = figure(&p[j], which);
+                if (which == FIG_SPEEDUP_GEO) x = x > 0 ? log(x) : NAN;
                 if (isfinite(x)) { s += x; c++; }
             }
-            if (c) v[m++] = s / (double)c;
+            if (c) v[m++] = which == FIG_SPEEDUP_GEO ? exp(s / (double)c) : s / (double)c;
         }
     }
-    int64_t got = as_eval_meanstd(v, m, mean, std);
-    free(v);
-    return got;
+    *out = v;
+    return m;
 }
 
 void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout)
@@ -220,25 +392,321 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
             if (!p[j].feasible) a[i].infeasible++;
             else if (!p[j].ok) a[i].unmeasured++;
         }
-        double dummy;
-        a[i].nbal = stat(p, n, a[i].alg, 0, over_runs, &a[i].bal_mean, &a[i].bal_std);
-        a[i].nspd = stat(p, n, a[i].alg, 1, over_runs, &a[i].spd_mean, &a[i].spd_std);
-        stat(p, n, a[i].alg, 2, over_runs, &a[i].max_mean, &dummy);
+        as_eval_alg *x = &a[i];
+        double *v, dummy;
+        int64_t m = values(p, n, x->alg, FIG_BALANCE, over_runs, &v);
+        x->nbal = as_eval_ci(v, m, &x->bal_mean, &x->bal_lo, &x->bal_hi);
+        as_eval_meanstd(v, m, &x->bal_mean, &x->bal_std);
+        if (x->bal_lo < 0) x->bal_lo = 0;
+        if (x->bal_hi > 1) x->bal_hi = 1;
+        free(v);
+        m = values(p, n, x->alg, FIG_SPEEDUP, over_runs, &v);
+        x->nspd = as_eval_meanstd(v, m, &x->spd_mean, &x->spd_std);
+        free(v);
+        m = values(p, n, x->alg, FIG_SPEEDUP_GEO, over_runs, &v);
+        as_eval_gmean_ci(v, m, &x->spd_gmean, &x->spd_lo, &x->spd_hi);
+        free(v);
+        m = values(p, n, x->alg, FIG_MAX, over_runs, &v);
+        as_eval_meanstd(v, m, &x->max_mean, &dummy);
+        free(v);
+        as_eval_noise nz;
+        as_eval_noise_of(p, n, x->alg, &nz);
+        x->shards = nz.shards;
+        x->noisy = nz.noisy;
+        x->shaky = nz.shaky;
     }
     *out = a;
     *nout = na;
 }
 
+/* ---- noise and ranking ------------------------------------------------------------------ */
+
+/* shard k of plan q carries a noise flag that counts: measured and not empty */
+static int flagged(const as_eval_plan *q, int64_t k)
+{
+    return q->noisy && isfinite(q->cost[k]) && q->cost[k] > 0;
+}
+
+void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval_noise *out)
+{
+    memset(out, 0, sizeof *out);
+    out->threshold = out->median_spread = NAN;
+    int64_t cap = 0;
+    for (int64_t j = 0; j < n; j++) if (p[j].spread) cap += p[j].K;
+    double *sp = as_malloc((size_t)(cap ? cap : 1) * sizeof *sp);
+    for (int64_t j = 0; j < n; j++) {
+        const as_eval_plan *q = &p[j];
+        if (alg && strcmp(q->alg, alg)) continue;
+        if (isnan(out->threshold) && isfinite(q->noise_threshold)) out->threshold = q->noise_threshold;
+        if (q->ok) {
+            out->plans++;
+            out->shaky += q->shaky;
+        }
+        for (int64_t k = 0; k < q->K; k++) {
+            if (flagged(q, k)) {
+                out->shards++;
+                out->noisy += q->noisy[k] != 0;
+            }
+            if (q->spread && isfinite(q->spread[k])) sp[out->spreads++] = q->spread[k];
+        }
+    }
+    out->median_spread = as_eval_median(sp, out->spreads);
+    free(sp);
+}
+
+void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c)
+{
+    memset(c, 0, sizeof *c);
+    size_t sz = (size_t)(n ? n : 1);
+    double *d = as_malloc(sz * sizeof *d), *r = as_malloc(sz * sizeof *r);
+    int64_t *run = as_malloc(sz * sizeof *run), m = 0;
+    c->all_equal = 1;
+    for (int64_t j = 0; j < n; j++) {
+        const as_eval_plan *x = &p[j], *y = NULL;
+        if (strcmp(x->alg, a) || !x->ok || !isfinite(x->balance)) continue;
+        for (int64_t i = 0; i < n && !y; i++)
+            if (p[i].run == x->run && p[i].task == x->task && !strcmp(p[i].alg, b)) y = &p[i];
+        if (!y || !y->ok || !isfinite(y->balance)) continue;
+        d[m] = x->balance - y->balance;
+        r[m] = x->max > 0 && y->max > 0 ? log(y->max / x->max) : NAN;
+        if (d[m] != 0 || x->max != y->max) c->all_equal = 0;
+        run[m++] = x->run;
+        const as_eval_plan *both[2] = { x, y };
+        for (int t = 0; t < 2; t++)
+            for (int64_t k = 0; k < both[t]->K; k++)
+                if (flagged(both[t], k)) {
+                    c->shards++;
+                    c->noisy += both[t]->noisy[k] != 0;
+                }
+    }
+    if (!m) c->all_equal = 0;
+    if (over_runs && m) {
+        /* one value per run: the mean difference and the mean log ratio of its pairs */
+        int64_t maxrun = -1, k = 0;
+        for (int64_t i = 0; i < m; i++) if (run[i] > maxrun) maxrun = run[i];
+        for (int64_t q = 0; q <= maxrun; q++) {
+            double sd = 0, sr = 0;
+            int64_t cd = 0, cr = 0;
+            for (int64_t i = 0; i < m; i++) {
+                if (run[i] != q) continue;
+                sd += d[i];
+                cd++;
+                if (isfinite(r[i])) { sr += r[i]; cr++; }
+            }
+            if (!cd) continue;
+            d[k] = sd / (double)cd;
+            r[k++] = cr ? sr / (double)cr : NAN;
+        }
+        m = k;
+    }
+    c->n = as_eval_ci(d, m, &c->bal_diff, &c->bal_lo, &c->bal_hi);
+    if (c->bal_lo < -1) c->bal_lo = -1;   /* a balance difference lies in [-1, 1] */
+    if (c->bal_hi > 1) c->bal_hi = 1;
+    double lm, llo, lhi;
+    if (as_eval_ci(r, m, &lm, &llo, &lhi)) {
+        c->ratio = exp(lm);
+        c->ratio_lo = exp(llo);
+        c->ratio_hi = exp(lhi);
+    } else c->ratio = c->ratio_lo = c->ratio_hi = NAN;
+    if (!m) c->bal_diff = c->bal_lo = c->bal_hi = NAN;
+    free(d);
+    free(r);
+    free(run);
+}
+
+/* algorithm x ranks above y (y < 0: none yet): higher mean balance; equal: higher
+ * geometric-mean speedup */
+static int better(const as_eval_alg *a, int64_t x, int64_t y)
+{
+    if (y < 0) return 1;
+    if (a[x].bal_mean != a[y].bal_mean) return a[x].bal_mean > a[y].bal_mean;
+    if (isfinite(a[x].spd_gmean) && !isfinite(a[y].spd_gmean)) return 1;
+    return a[x].spd_gmean > a[y].spd_gmean;
+}
+
+int64_t as_eval_order(const as_eval_alg *a, int64_t na, int64_t *order)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < na; i++) {
+        if (!isfinite(a[i].bal_mean)) continue;
+        int64_t j = m++;
+        for (; j > 0 && better(a, i, order[j - 1]); j--) order[j] = order[j - 1];   /* stable: equals keep summary order */
+        order[j] = i;
+    }
+    return m;
+}
+
+void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
+                       as_eval_rank *r)
+{
+    memset(r, 0, sizeof *r);
+    r->winner = x;
+    r->runner = y;
+    as_eval_compare(p, n, a[x].alg, a[y].alg, over_runs, &r->cmp);
+    r->too_noisy = r->cmp.shards > 0 && (double)r->cmp.noisy > AS_EVAL_NOISY_MAX * (double)r->cmp.shards;
+    if (r->cmp.all_equal) r->kind = AS_RANK_TIE;
+    else if (r->too_noisy) r->kind = AS_RANK_NOISY;
+    else if (r->cmp.n < 2 || !isfinite(r->cmp.bal_lo)) r->kind = AS_RANK_FEW;
+    else if (r->cmp.bal_lo <= 0) r->kind = AS_RANK_NOISY;
+    else r->kind = AS_RANK_RESOLVED;
+}
+
+void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
+                       as_eval_rank *r)
+{
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order);
+    int64_t m = as_eval_order(a, na, order);
+    if (m >= 2) as_eval_rank_pair(p, n, a, order[0], order[1], over_runs, r);
+    else {
+        memset(r, 0, sizeof *r);
+        r->winner = m ? order[0] : -1;
+        r->runner = -1;
+        r->kind = m ? AS_RANK_SINGLE : AS_RANK_NONE;
+    }
+    free(order);
+}
+
+/* ---- the cost model's quality ----------------------------------------------------------- */
+
+/* a metrics map into m (nil or absent: all unknown); 0 ok, -1 not a metrics map */
+static int read_metrics(const msgpack_object *o, as_eval_metrics *m)
+{
+    static const char *const key[4] = { "mae", "mse", "mape", "r2" };
+    double *dst[4] = { &m->mae, &m->mse, &m->mape, &m->r2 };
+    m->n = -1;
+    for (int i = 0; i < 4; i++) *dst[i] = NAN;
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_MAP) return -1;
+    const msgpack_object *nn = as_obj_get(o, "n");
+    if (nn && nn->type != MSGPACK_OBJECT_NIL && (as_obj_i64(o, "n", &m->n) || m->n < 0)) return -1;
+    for (int i = 0; i < 4; i++) {
+        const msgpack_object *v = as_obj_get(o, key[i]);
+        if (v && obj_num(v, dst[i]) < 0) return -1;
+    }
+    return 0;
+}
+
+int as_eval_quality_read(const msgpack_object *rec, as_eval_quality *q, char *err, size_t errlen)
+{
+    as_eval_quality z;
+    memset(&z, 0, sizeof z);
+    z.test_shards = -1;
+    z.coverage = NAN;
+    read_metrics(NULL, &z.model);
+    read_metrics(NULL, &z.linear);
+    read_metrics(NULL, &z.sum_single);
+    const msgpack_object *kind = as_obj_get(rec, "kind");
+    if (kind && as_obj_streq(kind, "model")) {
+        const msgpack_object *h = as_obj_get(rec, "heldout");
+        if (!h) return 1;
+        snprintf(z.source, sizeof z.source, "model");
+        snprintf(z.output, sizeof z.output, "linear");   /* absent: the old unconstrained output */
+        as_obj_str(rec, "output", z.output, sizeof z.output);
+        if (h->type == MSGPACK_OBJECT_NIL) {
+            as_obj_str(rec, "split", z.split, sizeof z.split);
+            z.have = 2;
+            *q = z;
+            return 0;
+        }
+        if (h->type != MSGPACK_OBJECT_MAP) { snprintf(err, errlen, "model record: 'heldout' is not a map or nil"); return -1; }
+        as_obj_str(h, "split", z.split, sizeof z.split);
+        if (as_obj_get(h, "test_shards") && (as_obj_i64(h, "test_shards", &z.test_shards) || z.test_shards < 0)) {
+            snprintf(err, errlen, "model record: heldout 'test_shards' is not an integer >= 0");
+            return -1;
+        }
+        const msgpack_object *ss = as_obj_get(h, "sum_single");
+        if (read_metrics(as_obj_get(h, "model"), &z.model) || read_metrics(as_obj_get(h, "linear"), &z.linear) ||
+            read_metrics(ss, &z.sum_single)) {
+            snprintf(err, errlen, "model record: heldout 'model', 'linear' and 'sum_single' must be metrics maps or nil");
+            return -1;
+        }
+        if (ss && ss->type == MSGPACK_OBJECT_MAP && as_obj_get(ss, "coverage")) obj_num(as_obj_get(ss, "coverage"), &z.coverage);
+    } else {
+        const msgpack_object *mo = as_obj_get(rec, "model"), *li = as_obj_get(rec, "linear"), *ss = as_obj_get(rec, "sum_single");
+        if (!mo) return 1;
+        snprintf(z.source, sizeof z.source, "costfit-report");
+        as_obj_str(rec, "split", z.split, sizeof z.split);
+        if (as_obj_get(rec, "test_shards")) as_obj_i64(rec, "test_shards", &z.test_shards);
+        if (mo->type != MSGPACK_OBJECT_MAP || (li && li->type != MSGPACK_OBJECT_MAP) || (ss && ss->type != MSGPACK_OBJECT_MAP) ||
+            read_metrics(as_obj_get(mo, "test"), &z.model) || read_metrics(li ? as_obj_get(li, "test") : NULL, &z.linear) ||
+            read_metrics(ss ? as_obj_get(ss, "test") : NULL, &z.sum_single)) {
+            snprintf(err, errlen, "costfit-report: 'model', 'linear' and 'sum_single' must be maps whose 'test' is a metrics map");
+            return -1;
+        }
+        if (ss && as_obj_get(ss, "coverage")) obj_num(as_obj_get(ss, "coverage"), &z.coverage);
+    }
+    if (z.test_shards < 0 && z.model.n >= 0) z.test_shards = z.model.n;
+    z.have = z.test_shards == 0 ? 2 : 1;
+    *q = z;
+    return 0;
+}
+
+int as_eval_quality_worse(const as_eval_quality *q)
+{
+    if (!q || q->have != 1) return -1;
+    int known = 0, worse = 0;
+    if (isfinite(q->model.r2) && isfinite(q->linear.r2)) { known = 1; worse |= q->model.r2 < q->linear.r2; }
+    if (isfinite(q->model.mae) && isfinite(q->linear.mae)) { known = 1; worse |= q->model.mae > q->linear.mae; }
+    return known ? worse : -1;
+}
+
+static void fmt_num(char *buf, size_t len, const char *cfmt, double v)
+{
+    if (isfinite(v)) snprintf(buf, len, cfmt, v);
+    else snprintf(buf, len, "n/a");
+}
+
+/* the quality in words (no line end) */
+static void quality_words(FILE *f, const as_eval_quality *q)
+{
+    if (!q || !q->have) { fprintf(f, "its held-out quality is not in the input (no `model` record with `heldout`, no `costfit-report`)"); return; }
+    if (q->have == 2) { fprintf(f, "trained without a held-out split (split %s): its quality is unknown", q->split[0] ? q->split : "none"); return; }
+    char r2[32], mape[32], mae[32], lr2[32], lmape[32], lmae[32], n[32];
+    fmt_num(r2, sizeof r2, "%.3f", q->model.r2);
+    fmt_num(mape, sizeof mape, "%.1f %%", q->model.mape);
+    fmt_num(mae, sizeof mae, "%.3g ms", q->model.mae);
+    fmt_num(lr2, sizeof lr2, "%.3f", q->linear.r2);
+    fmt_num(lmape, sizeof lmape, "%.1f %%", q->linear.mape);
+    fmt_num(lmae, sizeof lmae, "%.3g ms", q->linear.mae);
+    if (q->test_shards >= 0) snprintf(n, sizeof n, "%" PRId64, q->test_shards);
+    else snprintf(n, sizeof n, "?");
+    fprintf(f, "held-out R² %s, MAPE %s, MAE %s on %s shards (split %s%s%s); linear baseline R² %s, MAPE %s, MAE %s",
+            r2, mape, mae, n, q->split[0] ? q->split : "?", q->output[0] ? ", output " : "", q->output, lr2, lmape, lmae);
+}
+
+static const char WORSE_WORDS[] = "the cost model predicts held-out shards worse than a straight line; its estimates, "
+                                  "and the plans built on them, should not be trusted";
+static const char NEG_R2_WORDS[] = "the cost model's held-out R² is below 0: it predicts worse than the mean cost would";
+
+void as_eval_print_quality(FILE *f, as_eval_format fmt, const as_eval_quality *q)
+{
+    if (fmt == AS_EVAL_CSV || !q || !q->have) return;
+    fprintf(f, fmt == AS_EVAL_MARKDOWN ? "**Cost model:** " : "# cost model: ");
+    quality_words(f, q);
+    fputc('\n', f);
+    const char *warn = as_eval_quality_worse(q) == 1 ? WORSE_WORDS
+                     : q->have == 1 && isfinite(q->model.r2) && q->model.r2 < 0 ? NEG_R2_WORDS : NULL;
+    if (warn) fprintf(f, fmt == AS_EVAL_MARKDOWN ? "\n**Warning:** %s.\n" : "# WARNING: %s\n", warn);
+    fputc('\n', f);
+}
+
 /* ---- tables ---------------------------------------------------------------------------- */
+
+/* a text cell: right-aligned in width columns (text), "| s |" (markdown), ",s" (CSV);
+ * utf8 extra: bytes beyond one per column (± is two bytes, one column) */
+static void cell(FILE *f, as_eval_format fmt, int width, const char *s, int utf8_extra)
+{
+    if (fmt == AS_EVAL_TEXT) fprintf(f, " %*s", width + utf8_extra, s);
+    else if (fmt == AS_EVAL_MARKDOWN) fprintf(f, " %s |", s);
+    else fprintf(f, ",%s", s);
+}
 
 static void num(FILE *f, as_eval_format fmt, int width, const char *cfmt, double v)
 {
     char buf[64];
     if (isfinite(v)) snprintf(buf, sizeof buf, cfmt, v);
     else snprintf(buf, sizeof buf, fmt == AS_EVAL_CSV ? "" : "n/a");
-    if (fmt == AS_EVAL_TEXT) fprintf(f, " %*s", width, buf);
-    else if (fmt == AS_EVAL_MARKDOWN) fprintf(f, " %s |", buf);
-    else fprintf(f, ",%s", buf);
+    cell(f, fmt, width, buf, 0);
 }
 
 static void pm(FILE *f, as_eval_format fmt, int width, const char *cfmt, double m, double s, double scale)
@@ -250,15 +718,51 @@ static void pm(FILE *f, as_eval_format fmt, int width, const char *cfmt, double 
         snprintf(b, sizeof b, cfmt, s * scale);
         snprintf(buf, sizeof buf, "%s ± %s", a, b);
     }
-    if (fmt == AS_EVAL_TEXT) fprintf(f, " %*s", width + 1, buf);   /* ± is two bytes, one column */
-    else fprintf(f, " %s |", buf);
+    cell(f, fmt, width, buf, isfinite(m));
 }
+
+/* a speedup or ratio: three decimals, or three significant digits when it is large or
+ * tiny (an interval over two tasks can span orders of magnitude) */
+static void fmt_x(char *buf, size_t len, double v)
+{
+    if (!isfinite(v)) snprintf(buf, len, "n/a");
+    else if (v >= 1000 || (v > 0 && v < 0.001)) snprintf(buf, len, "%.3g", v);
+    else snprintf(buf, len, "%.3f", v);
+}
+
+/* an interval "[lo, hi]" (n/a when unknown); cfmt NULL: fmt_x */
+static void interval(FILE *f, as_eval_format fmt, int width, const char *cfmt, double lo, double hi, double scale)
+{
+    char buf[96], a[40], b[40];
+    if (!isfinite(lo) || !isfinite(hi)) snprintf(buf, sizeof buf, "n/a");
+    else {
+        if (cfmt) {
+            snprintf(a, sizeof a, cfmt, lo * scale);
+            snprintf(b, sizeof b, cfmt, hi * scale);
+        } else {
+            fmt_x(a, sizeof a, lo * scale);
+            fmt_x(b, sizeof b, hi * scale);
+        }
+        snprintf(buf, sizeof buf, "[%s, %s]", a, b);
+    }
+    cell(f, fmt, width, buf, 0);
+}
+
+static int any_noise(const as_eval_plan *p, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) if (p[j].noisy || p[j].spread) return 1;
+    return 0;
+}
+
+static const char SHAKY_LEGEND[] = "its slowest or fastest shard stayed noisy after as-bench's re-measuring: its balance "
+                                   "and speedup are not trustworthy";
 
 void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
 {
     const double MiB = 1024.0 * 1024.0;
     if (fmt == AS_EVAL_CSV) {
-        fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible\n");
+        fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible,"
+                   "noisy_shards,rests_on_noisy\n");
         for (int64_t j = 0; j < n; j++) {
             const as_eval_plan *q = &p[j];
             fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
@@ -269,18 +773,22 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
             num(f, fmt, 0, "%.9g", q->speedup);
             if (q->mem) fprintf(f, ",%" PRIu64 ",%" PRIu64, q->mem_max, q->mem_min);
             else fprintf(f, ",,");
-            fprintf(f, ",%s\n", q->feasible ? "true" : "false");
+            fprintf(f, ",%s", q->feasible ? "true" : "false");
+            if (q->nnoisy >= 0) fprintf(f, ",%" PRId64 ",%s\n", q->nnoisy, q->shaky ? "true" : "false");
+            else fprintf(f, ",,\n");
         }
         return;
     }
+    int noise = any_noise(p, n), shaky = 0;
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Plans (costs %s, ms):\n", label);
-        fprintf(f, "%4s %5s %-20s %5s %10s %10s %10s %8s %8s %12s %12s  %s\n", "run", "task", "alg", "K", "max", "min",
-                "mean", "balance", "speedup", "mem max MiB", "mem min MiB", "feasible");
+        fprintf(f, "%4s %5s %-20s %5s %10s %10s %10s %8s %8s %12s %12s  %-8s%s\n", "run", "task", "alg", "K", "max", "min",
+                "mean", "balance", "speedup", "mem max MiB", "mem min MiB", "feasible", noise ? " noisy" : "");
     } else {
         fprintf(f, "**Plans** (costs %s, ms)\n\n", label);
-        fprintf(f, "| run | task | alg | K | max | min | mean | balance (%%) | speedup | mem max (MiB) | mem min (MiB) | feasible |\n");
-        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        fprintf(f, "| run | task | alg | K | max | min | mean | balance (%%) | speedup | mem max (MiB) | mem min (MiB) | feasible |%s\n",
+                noise ? " noisy shards |" : "");
+        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|%s\n", noise ? "---:|" : "");
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
@@ -289,43 +797,70 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         num(f, fmt, 10, "%.4f", q->max);
         num(f, fmt, 10, "%.4f", q->min);
         num(f, fmt, 10, "%.4f", q->mean);
-        num(f, fmt, 7, "%.1f%%", q->balance * 100);
+        char b[40];
+        if (isfinite(q->balance)) snprintf(b, sizeof b, "%.1f%%%s", q->balance * 100, q->shaky ? "*" : "");
+        else snprintf(b, sizeof b, "n/a");
+        shaky |= q->shaky;
+        cell(f, fmt, 7, b, 0);
         num(f, fmt, 8, "%.3f", q->speedup);
         num(f, fmt, 12, "%.3f", q->mem ? q->mem_max / MiB : NAN);
         num(f, fmt, 12, "%.3f", q->mem ? q->mem_min / MiB : NAN);
-        if (fmt == AS_EVAL_TEXT) fprintf(f, "  %s\n", q->feasible ? "yes" : "NO");
-        else fprintf(f, " %s |\n", q->feasible ? "yes" : "no");
+        char nz[32] = "";
+        if (noise) {
+            if (q->nnoisy >= 0) snprintf(nz, sizeof nz, "%" PRId64, q->nnoisy);
+            else snprintf(nz, sizeof nz, "n/a");
+        }
+        if (fmt == AS_EVAL_TEXT) {
+            if (noise) fprintf(f, "  %-8s %5s\n", q->feasible ? "yes" : "NO", nz);
+            else fprintf(f, "  %s\n", q->feasible ? "yes" : "NO");
+        } else {
+            fprintf(f, " %s |", q->feasible ? "yes" : "no");
+            if (noise) fprintf(f, " %s |", nz);
+            fputc('\n', f);
+        }
     }
+    if (shaky) fprintf(f, "%s* %s\n", fmt == AS_EVAL_MARKDOWN ? "\n\\" : "", SHAKY_LEGEND);
     fputc('\n', f);
 }
 
 void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
 {
     const double MiB = 1024.0 * 1024.0;
-    if (fmt == AS_EVAL_CSV) fprintf(f, "run,task,alg,shard,tables,cost_kind,cost_ms,mem_bytes\n");
+    int noise = any_noise(p, n);
+    if (fmt == AS_EVAL_CSV) fprintf(f, "run,task,alg,shard,tables,cost_kind,cost_ms,mem_bytes,spread,noisy\n");
     else if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Shards (costs %s):\n", label);
-        fprintf(f, "%4s %5s %-20s %5s %6s %12s %12s\n", "run", "task", "alg", "shard", "tables", "cost ms", "mem MiB");
+        fprintf(f, "%4s %5s %-20s %5s %6s %12s %12s%s\n", "run", "task", "alg", "shard", "tables", "cost ms", "mem MiB",
+                noise ? "   spread %  noisy" : "");
     } else {
-        fprintf(f, "**Shards** (costs %s)\n\n| run | task | alg | shard | tables | cost (ms) | mem (MiB) |\n", label);
-        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|\n");
+        fprintf(f, "**Shards** (costs %s)\n\n| run | task | alg | shard | tables | cost (ms) | mem (MiB) |%s\n", label,
+                noise ? " spread (%) | noisy |" : "");
+        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|%s\n", noise ? "---:|---|" : "");
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
         for (int64_t k = 0; k < q->K; k++) {
             int64_t c = 0;
             for (int64_t i = 0; i < q->T; i++) c += q->assign[i] == k;
+            double sp = q->spread ? q->spread[k] : NAN;
+            const char *nz = q->noisy ? (q->noisy[k] ? "yes" : "") : "n/a";
             if (fmt == AS_EVAL_CSV) {
                 fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->alg, k, c, label);
                 num(f, fmt, 0, "%.9g", q->cost[k]);
-                if (q->mem) fprintf(f, ",%" PRIu64 "\n", q->mem[k]);
-                else fprintf(f, ",\n");
+                if (q->mem) fprintf(f, ",%" PRIu64, q->mem[k]);
+                else fprintf(f, ",");
+                num(f, fmt, 0, "%.9g", sp);
+                fprintf(f, ",%s\n", q->noisy ? (q->noisy[k] ? "true" : "false") : "");
                 continue;
             }
             if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-20s %5" PRId64 " %6" PRId64, q->run, q->task, q->alg, k, c);
             else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %" PRId64 " |", q->run, q->task, q->alg, k, c);
             num(f, fmt, 12, "%.4f", q->cost[k]);
             num(f, fmt, 12, "%.3f", q->mem ? q->mem[k] / MiB : NAN);
+            if (noise) {
+                num(f, fmt, 10, "%.1f", sp * 100);
+                cell(f, fmt, 6, nz, 0);
+            }
             fputc('\n', f);
         }
     }
@@ -337,7 +872,8 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
 {
     const char *over = over_runs ? "runs" : "plans";
     if (fmt == AS_EVAL_CSV) {
-        fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean\n");
+        fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,"
+                   "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans\n");
         for (int64_t i = 0; i < n; i++) {
             fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
                     a[i].unmeasured, over, a[i].nbal);
@@ -347,24 +883,257 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
             num(f, fmt, 0, "%.9g", a[i].spd_mean);
             num(f, fmt, 0, "%.9g", a[i].spd_std);
             num(f, fmt, 0, "%.9g", a[i].max_mean);
-            fputc('\n', f);
+            num(f, fmt, 0, "%.9g", a[i].bal_lo);
+            num(f, fmt, 0, "%.9g", a[i].bal_hi);
+            num(f, fmt, 0, "%.9g", a[i].spd_gmean);
+            num(f, fmt, 0, "%.9g", a[i].spd_lo);
+            num(f, fmt, 0, "%.9g", a[i].spd_hi);
+            if (a[i].shards) fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", a[i].shards, a[i].noisy, a[i].shaky);
+            else fprintf(f, ",,,\n");
         }
         return;
     }
+    int noise = 0;
+    for (int64_t i = 0; i < n; i++) noise |= a[i].shards > 0;
     if (fmt == AS_EVAL_TEXT) {
-        fprintf(f, "Summary per algorithm (costs %s; mean ± std over %s):\n", label, over);
-        fprintf(f, "%-20s %6s %10s %16s %18s %12s\n", "alg", "plans", "infeasible", "balance %", "speedup", "max ms");
+        fprintf(f, "Summary per algorithm (costs %s; over %s):\n", label, over);
+        fprintf(f, "%-20s %6s %10s %16s %14s %9s %16s %12s%s\n", "alg", "plans", "infeasible", "balance %", "balance 95% CI",
+                "speedup", "speedup 95% CI", "max ms", noise ? "  noisy shards" : "");
     } else {
-        fprintf(f, "**Summary per algorithm** (costs %s; mean ± std over %s)\n\n", label, over);
-        fprintf(f, "| alg | plans | infeasible | balance (%%) | speedup | max (ms) |\n|---|---:|---:|---:|---:|---:|\n");
+        fprintf(f, "**Summary per algorithm** (costs %s; over %s)\n\n", label, over);
+        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI | speedup (geomean) | speedup 95 %% CI | max (ms) |%s\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|%s\n", noise ? " noisy shards |" : "", noise ? "---:|" : "");
     }
     for (int64_t i = 0; i < n; i++) {
         if (fmt == AS_EVAL_TEXT) fprintf(f, "%-20s %6" PRId64 " %10" PRId64, a[i].alg, a[i].plans, a[i].infeasible);
         else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a[i].alg, a[i].plans, a[i].infeasible);
         pm(f, fmt, 16, "%.1f", a[i].bal_mean, a[i].bal_std, 100);
-        pm(f, fmt, 18, "%.3f", a[i].spd_mean, a[i].spd_std, 1);
+        interval(f, fmt, 14, "%.1f", a[i].bal_lo, a[i].bal_hi, 100);
+        num(f, fmt, 9, "%.3f", a[i].spd_gmean);
+        interval(f, fmt, 16, NULL, a[i].spd_lo, a[i].spd_hi, 1);
         num(f, fmt, 12, "%.4f", a[i].max_mean);
+        if (noise) {
+            char b[48];
+            if (a[i].shards) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a[i].noisy, a[i].shards);
+            else snprintf(b, sizeof b, "n/a");
+            cell(f, fmt, 13, b, 0);
+        }
         fputc('\n', f);
+    }
+    fprintf(f, "%sbalance: mean ± std over %s, with the 95 %% t-interval of the mean; speedup over random: geometric mean, "
+               "with the 95 %% interval (t-interval of the mean log speedup); n/a: fewer than 2 values\n\n",
+            fmt == AS_EVAL_MARKDOWN ? "\n" : "", over);
+}
+
+/* ---- the verdict ------------------------------------------------------------------------ */
+
+/* a range in words: "60.9 to 72.7"; cfmt NULL: fmt_x and an "x" after each */
+static void range_words(char *buf, size_t len, const char *cfmt, double lo, double hi, double scale)
+{
+    char a[40], b[40];
+    if (!isfinite(lo) || !isfinite(hi)) { snprintf(buf, len, "n/a"); return; }
+    if (cfmt) {
+        snprintf(a, sizeof a, cfmt, lo * scale);
+        snprintf(b, sizeof b, cfmt, hi * scale);
+        snprintf(buf, len, "%s to %s", a, b);
+    } else {
+        fmt_x(a, sizeof a, lo * scale);
+        fmt_x(b, sizeof b, hi * scale);
+        snprintf(buf, len, "%sx to %sx", a, b);
+    }
+}
+
+static const char *rank_word(as_eval_rank_kind k)
+{
+    static const char *const w[] = { "none", "single", "resolved", "noisy", "few", "tie" };
+    return w[k];
+}
+
+static int64_t find_alg(const as_eval_alg *a, int64_t na, const char *alg)
+{
+    for (int64_t i = 0; i < na; i++) if (!strcmp(a[i].alg, alg)) return i;
+    return -1;
+}
+
+/* "ahead of OTHER ... by X points of balance (...) and a speedup of Rx over it (...)" */
+static void lead_words(FILE *f, as_eval_format fmt, const char *other, double other_bal, const as_eval_cmp *c, int over_runs)
+{
+    const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
+    char lo_hi[96], r_lo_hi[96];
+    range_words(lo_hi, sizeof lo_hi, "%+.1f", c->bal_lo, c->bal_hi, 100);
+    range_words(r_lo_hi, sizeof r_lo_hi, NULL, c->ratio_lo, c->ratio_hi, 1);
+    fprintf(f, "%s%s%s (mean balance %.1f %%): ", B, other, B, 100 * other_bal);
+    if (!c->n) { fprintf(f, "no task where both have a usable plan"); return; }
+    fprintf(f, "%+.1f points of balance (paired 95 %% CI %s", 100 * c->bal_diff, lo_hi);
+    fprintf(f, " over %" PRId64 " %s%s)", c->n, over_runs ? "run" : "task", c->n == 1 ? "" : "s");
+    char x[40];
+    fmt_x(x, sizeof x, c->ratio);
+    if (isfinite(c->ratio)) fprintf(f, " and a speedup of %sx over it (geometric mean, 95 %% CI %s)", x, r_lo_hi);
+}
+
+/* the order of the algorithms by mean balance, each neighbour pair compared: "a (85.0 %) >
+ * b (55.0 %) ≈ c (54.0 %)" (CSV: without the balances); nothing with fewer than 2 */
+static void order_words(FILE *f, int csv, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs)
+{
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
+    for (int64_t i = 0; i < m && m >= 2; i++) {
+        if (i) {
+            as_eval_rank pr;
+            as_eval_rank_pair(p, n, a, order[i - 1], order[i], over_runs, &pr);
+            fprintf(f, " %s ", pr.kind == AS_RANK_RESOLVED ? ">" : "≈");
+        }
+        if (csv) fprintf(f, "%s", a[order[i]].alg);
+        else fprintf(f, "%s (%.1f %%)", a[order[i]].alg, 100 * a[order[i]].bal_mean);
+    }
+    free(order);
+}
+
+void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+                           int64_t na, const as_eval_verdict_info *v)
+{
+    as_eval_rank r;
+    as_eval_rank_algs(p, n, a, na, v->over_runs, &r);
+    as_eval_noise nz;
+    as_eval_noise_of(p, n, NULL, &nz);
+    int estimated = !strcmp(v->label, "estimated");
+    if (fmt == AS_EVAL_CSV) {
+        fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
+                   "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order\n");
+        fprintf(f, "%s,%s,%s,%" PRId64, r.winner >= 0 ? a[r.winner].alg : "", r.runner >= 0 ? a[r.runner].alg : "", rank_word(r.kind), r.cmp.n);
+        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_diff : NAN);
+        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_lo : NAN);
+        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_hi : NAN);
+        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.ratio : NAN);
+        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.ratio_lo : NAN);
+        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.ratio_hi : NAN);
+        if (nz.shards) fprintf(f, ",%" PRId64 ",%" PRId64, nz.shards, nz.noisy);
+        else fprintf(f, ",,");
+        num(f, fmt, 0, "%.9g", nz.median_spread);
+        num(f, fmt, 0, "%.9g", nz.threshold);
+        const as_eval_quality *q = v->quality && v->quality->have == 1 ? v->quality : NULL;
+        num(f, fmt, 0, "%.9g", q ? q->model.r2 : NAN);
+        num(f, fmt, 0, "%.9g", q ? q->linear.r2 : NAN);
+        int w = as_eval_quality_worse(v->quality);
+        fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
+        order_words(f, 1, p, n, a, na, v->over_runs);
+        fputc('\n', f);
+        return;
+    }
+    const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
+    int64_t tasks = 0;   /* distinct task ids */
+    for (int64_t j = 0; j < n; j++) {
+        int first = 1;
+        for (int64_t i = 0; i < j && first; i++) if (p[i].task == p[j].task) first = 0;
+        tasks += first;
+    }
+    if (fmt == AS_EVAL_MARKDOWN) fprintf(f, "**Verdict**");
+    else fprintf(f, "Verdict");
+    fprintf(f, " (costs %s%s%s; %" PRId64 " task%s", v->label, v->device && v->device[0] ? " on " : "",
+            v->device ? v->device : "", tasks, tasks == 1 ? "" : "s");
+    if (v->runs > 1) fprintf(f, ", %" PRId64 " runs, statistics over %s", v->runs, v->over_runs ? "runs" : "plans");
+    fprintf(f, ")%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : ":");
+    const char *li = "- ";
+    /* the winner */
+    if (r.kind == AS_RANK_NONE) fprintf(f, "%sNo plan has a balance (every plan infeasible, unmeasured or of zero cost): nothing to rank.\n", li);
+    else {
+        const as_eval_alg *w = &a[r.winner];
+        char bci[96], sci[96];
+        range_words(bci, sizeof bci, "%.1f", w->bal_lo, w->bal_hi, 100);
+        range_words(sci, sizeof sci, NULL, w->spd_lo, w->spd_hi, 1);
+        fprintf(f, "%s%s%s%s won on %s balance: mean %.1f %% (95 %% CI %s %%)", li, B, w->alg, B,
+                estimated ? "estimated" : "measured", 100 * w->bal_mean, bci);
+        char x[40];
+        fmt_x(x, sizeof x, w->spd_gmean);
+        if (isfinite(w->spd_gmean)) fprintf(f, ", speedup over random %sx (geometric mean, 95 %% CI %s)", x, sci);
+        fprintf(f, ".\n");
+        if (r.kind == AS_RANK_SINGLE) fprintf(f, "%sIt is the only algorithm with a balance: nothing to rank it against.\n", li);
+        else {
+            const as_eval_alg *u = &a[r.runner];
+            fprintf(f, "%sAhead of the runner-up, ", li);
+            lead_words(f, fmt, u->alg, u->bal_mean, &r.cmp, v->over_runs);
+            fprintf(f, ". ");
+            switch (r.kind) {
+            case AS_RANK_RESOLVED:
+                fprintf(f, "The ranking is resolved: the interval lies above 0");
+                if (r.cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r.cmp.noisy, r.cmp.shards);
+                else if (!estimated) fprintf(f, " (the noise of single shards is unknown: the plans carry no cost_noisy)");
+                fprintf(f, ".\n");
+                break;
+            case AS_RANK_NOISY:
+                fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
+                if (r.too_noisy)
+                    fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r.cmp.noisy,
+                            r.cmp.shards, 100.0 * (double)r.cmp.noisy / (double)r.cmp.shards, 100 * AS_EVAL_NOISY_MAX);
+                else fprintf(f, "the interval of their balance difference includes 0.\n");
+                break;
+            case AS_RANK_FEW:
+                fprintf(f, "%sToo few %s to rank %s and %s%s: one paired value gives no interval.\n", B, v->over_runs ? "runs" : "tasks",
+                        w->alg, u->alg, B);
+                break;
+            case AS_RANK_TIE:
+                fprintf(f, "%s%s and %s tie%s: their plans cost the same on every task.\n", B, w->alg, u->alg, B);
+                break;
+            default: fputc('\n', f);
+            }
+            /* over the baselines */
+            static const char *const base[2] = { "cost-greedy", "random" };
+            for (int b = 0; b < 2; b++) {
+                int64_t i = find_alg(a, na, base[b]);
+                if (i < 0 || i == r.winner || i == r.runner || !isfinite(a[i].bal_mean)) continue;
+                as_eval_cmp c;
+                as_eval_compare(p, n, w->alg, base[b], v->over_runs, &c);
+                fprintf(f, "%sAhead of ", li);
+                lead_words(f, fmt, base[b], a[i].bal_mean, &c, v->over_runs);
+                fprintf(f, ".\n");
+            }
+        }
+    }
+    /* the whole order, each neighbour pair compared like the winner and the runner-up */
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
+    free(order);
+    if (m >= 3) {
+        fprintf(f, "%sRanking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): ", li);
+        order_words(f, 0, p, n, a, na, v->over_runs);
+        fprintf(f, ".\n");
+    }
+    /* the noise */
+    if (estimated) {
+        fprintf(f, "%sNo measurement: every cost is an estimate of the cost model", li);
+        if (v->clamped)
+            fprintf(f, "; %" PRId64 " of %" PRId64 " estimated shard costs were negative (the model's output is unconstrained) "
+                       "and were counted as 0 ms", v->clamped, v->estimated);
+        fprintf(f, ".\n");
+    } else if (nz.shards || nz.spreads) {
+        fprintf(f, "%sMeasurement noise: ", li);
+        if (nz.shards) {
+            fprintf(f, "%" PRId64 " of %" PRId64 " measured shards (%.1f %%) stayed noisy after re-measuring", nz.noisy, nz.shards,
+                    100.0 * (double)nz.noisy / (double)nz.shards);
+            if (isfinite(nz.threshold)) fprintf(f, " (spread above %.1f %%)", 100 * nz.threshold);
+        }
+        if (nz.spreads) fprintf(f, "%smedian spread %.1f %% over %" PRId64 " shards", nz.shards ? "; " : "", 100 * nz.median_spread, nz.spreads);
+        fprintf(f, "; %" PRId64 " of %" PRId64 " plans rest on a noisy shard%s.\n", nz.shaky, nz.plans,
+                nz.shaky ? " (marked * in the plans table)" : "");
+    } else fprintf(f, "%sMeasurement noise: unknown (the plans carry no cost_spread or cost_noisy: measured by an as-bench "
+                      "without noise tracking).\n", li);
+    /* the cost model */
+    if (v->quality && v->quality->have) {
+        fprintf(f, "%sCost model: ", li);
+        quality_words(f, v->quality);
+        int worse = as_eval_quality_worse(v->quality);
+        if (worse == 1) fprintf(f, ". %s%c%s%s", B, toupper((unsigned char)WORSE_WORDS[0]), WORSE_WORDS + 1, B);
+        else if (worse == 0) fprintf(f, ": better than the straight line");
+        if (worse != 1 && v->quality->have == 1 && isfinite(v->quality->model.r2) && v->quality->model.r2 < 0)
+            fprintf(f, "; but %s", NEG_R2_WORDS);
+        fprintf(f, ".\n");
+    } else fprintf(f, "%sCost model: no held-out quality in the input (give the model file: a `model` record with `heldout`, "
+                      "or a `costfit-report`).\n", li);
+    if (v->plot || v->curve) {
+        fprintf(f, "%sPlots: ", li);
+        if (v->plot) fprintf(f, "%s%s%s (balance, speedup, per-shard costs)", fmt == AS_EVAL_MARKDOWN ? "`" : "", v->plot,
+                             fmt == AS_EVAL_MARKDOWN ? "`" : "");
+        if (v->curve) fprintf(f, "%straining curve %s%s%s", v->plot ? "; " : "", fmt == AS_EVAL_MARKDOWN ? "`" : "", v->curve,
+                              fmt == AS_EVAL_MARKDOWN ? "`" : "");
+        fprintf(f, ".\n");
     }
     fputc('\n', f);
 }
@@ -488,13 +1257,29 @@ static void gp_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* the png terminal (pngcairo when this gnuplot has it) and the output file */
-static void gp_terminal(FILE *f, const char *png, int w, int h)
+int as_eval_plot_format(const char *path)
 {
-    fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size %d,%d noenhanced } "
-               "else { set terminal png size %d,%d noenhanced }\n", w, h, w, h);
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) return -1;
+    if (!strcasecmp(dot, ".png")) return 0;
+    if (!strcasecmp(dot, ".svg")) return 1;
+    if (!strcasecmp(dot, ".pdf")) return 2;
+    return -1;
+}
+
+/* the terminal of the output's extension (png: pngcairo when this gnuplot has it, else
+ * png; svg; pdf: pdfcairo, w x h pixels at 100 per inch) and the output file */
+static void gp_terminal(FILE *f, const char *out, int w, int h)
+{
+    switch (as_eval_plot_format(out)) {
+    case 1: fprintf(f, "set terminal svg size %d,%d noenhanced\n", w, h); break;
+    case 2: fprintf(f, "set terminal pdfcairo size %.2fin,%.2fin noenhanced font \",9\"\n", w / 100.0, h / 100.0); break;
+    default:
+        fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size %d,%d noenhanced } "
+                   "else { set terminal png size %d,%d noenhanced }\n", w, h, w, h);
+    }
     fprintf(f, "set output ");
-    gp_str(f, png);
+    gp_str(f, out);
     fputc('\n', f);
 }
 
@@ -517,7 +1302,7 @@ static int gp_run(const char *script, char *err, size_t errlen)
     return 0;
 }
 
-int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+int as_eval_plot(const char *out, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
                  int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
                  char *err, size_t errlen)
 {
@@ -528,12 +1313,19 @@ int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eva
     for (int i = 0; i < 4; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
     int rc = -1;
     FILE *f;
-    /* balance and speedup per algorithm */
+    /* balance (mean, error bar mean ± std clipped to [0, 100] %) and speedup (geometric mean,
+     * error bar its 95 % interval) per algorithm */
     if (!(f = fopen(path[0], "w"))) { snprintf(err, errlen, "%s: %s", path[0], strerror(errno)); goto out; }
-    for (int64_t i = 0; i < na; i++)
-        fprintf(f, "%" PRId64 " \"%s\" %.9g %.9g %.9g %.9g\n", i, a[i].alg, isfinite(a[i].bal_mean) ? 100 * a[i].bal_mean : 0,
-                isfinite(a[i].bal_std) ? 100 * a[i].bal_std : 0, isfinite(a[i].spd_mean) ? a[i].spd_mean : 0,
-                isfinite(a[i].spd_std) ? a[i].spd_std : 0);
+    double spd_top = 0, spd_bottom = INFINITY;
+    for (int64_t i = 0; i < na; i++) {
+        double bm = isfinite(a[i].bal_mean) ? 100 * a[i].bal_mean : 0, bs = isfinite(a[i].bal_std) ? 100 * a[i].bal_std : 0;
+        double g = isfinite(a[i].spd_gmean) ? a[i].spd_gmean : 0;
+        double lo = isfinite(a[i].spd_lo) ? a[i].spd_lo : g, hi = isfinite(a[i].spd_hi) ? a[i].spd_hi : g;
+        if (hi > spd_top) spd_top = hi;
+        if (lo > 0 && lo < spd_bottom) spd_bottom = lo;
+        fprintf(f, "%" PRId64 " \"%s\" %.9g %.9g %.9g %.9g %.9g %.9g\n", i, a[i].alg, bm, bm - bs < 0 ? 0 : bm - bs,
+                bm + bs > 100 ? 100 : bm + bs, g, lo, hi);
+    }
     fclose(f);
     /* per-shard costs of each algorithm's plan of the task (first run that has it) */
     int64_t run = -1, K = 0, nb = 0;
@@ -548,12 +1340,23 @@ int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eva
                 break;
             }
     }
+    /* a log y axis when the bars span more than AS_EVAL_LOG_RATIO (one random plan's shard
+     * 100x the others flattens every other bar); zero-cost (empty) shards have no bar there */
+    double cmax = 0, cmin = INFINITY;
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t k = 0; k < bars[i]->K; k++) {
+            double c = bars[i]->cost[k];
+            if (!isfinite(c) || c <= 0) continue;
+            if (c > cmax) cmax = c;
+            if (c < cmin) cmin = c;
+        }
+    int logy = cmax > 0 && cmax > AS_EVAL_LOG_RATIO * cmin;
     if (!(f = fopen(path[1], "w"))) { free(bars); snprintf(err, errlen, "%s: %s", path[1], strerror(errno)); goto out; }
     for (int64_t k = 0; k < K; k++) {
         fprintf(f, "%" PRId64, k);
         for (int64_t i = 0; i < nb; i++) {
             double c = k < bars[i]->K ? bars[i]->cost[k] : NAN;
-            if (isfinite(c)) fprintf(f, " %.9g", c);
+            if (isfinite(c) && (!logy || c > 0)) fprintf(f, " %.9g", c);
             else fprintf(f, " NaN");
         }
         fputc('\n', f);
@@ -566,24 +1369,37 @@ int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eva
     }
     if (!(f = fopen(path[3], "w"))) { free(bars); snprintf(err, errlen, "%s: %s", path[3], strerror(errno)); goto out; }
     int panels = 2 + (nb > 0) + (nscatter > 0);
-    gp_terminal(f, png, 1200, panels > 2 ? 900 : 450);
+    gp_terminal(f, out, 1200, panels > 2 ? 900 : 450);
     fprintf(f, "set datafile missing \"NaN\"\nset multiplot layout %d,2\nset grid ytics\nset style fill solid 0.6 border -1\n"
                "set boxwidth 0.6\nset xtics rotate by -30\nset key off\nset offsets 0.5,0.5,0,0\n",
             panels > 2 ? 2 : 1);
-    fprintf(f, "set title \"Degree of balance (%s costs), mean ± std\"\nset ylabel \"balance (%%)\"\nset yrange [0:110]\n", label);
-    fprintf(f, "plot \"%s\" using 1:3:xtic(2) with boxes lc rgb \"#4c72b0\", \"\" using 1:3:4 with yerrorbars lc rgb \"black\" pt 0\n", path[0]);
-    fprintf(f, "set title \"Speedup over random (%s costs), mean ± std\"\nset ylabel \"speedup (x)\"\nset yrange [0:*]\n", label);
-    fprintf(f, "plot \"%s\" using 1:5:xtic(2) with boxes lc rgb \"#55a868\", \"\" using 1:5:6 with yerrorbars lc rgb \"black\" pt 0\n", path[0]);
+    fprintf(f, "set title \"Balance (%s costs): mean ± std, clipped to 0-100 %%\"\nset ylabel \"balance (%%)\"\n"
+               "set yrange [0:105]\n", label);
+    fprintf(f, "plot \"%s\" using 1:3:xtic(2) with boxes lc rgb \"#4c72b0\", \"\" using 1:3:4:5 with yerrorbars lc rgb \"black\" pt 0\n", path[0]);
+    /* the intervals decide the range; when they span more than AS_EVAL_LOG_RATIO (few tasks,
+     * or one wild one) a log axis keeps the bars readable */
+    int spd_log = spd_top > 0 && spd_top > AS_EVAL_LOG_RATIO * spd_bottom;
+    fprintf(f, "set title \"Speedup over random (%s): geomean, 95 %% CI%s\"\nset ylabel \"speedup (x)\"\n", label,
+            spd_log ? ", log scale" : "");
+    if (spd_log) fprintf(f, "set logscale y\nset format y \"%%g\"\nset yrange [%.9g:%.9g]\n", spd_bottom / 1.5, spd_top * 1.5);
+    else if (spd_top > 0) fprintf(f, "set yrange [0:%.9g]\n", 1.08 * spd_top);
+    else fprintf(f, "set yrange [0:*]\n");
+    fprintf(f, "plot \"%s\" using 1:6:xtic(2) with boxes lc rgb \"#55a868\", \"\" using 1:6:7:8 with yerrorbars lc rgb \"black\" pt 0, "
+               "1 with lines lc rgb \"gray\" dt 2\nunset logscale y\nset format y\n", path[0]);
     if (nb > 0) {
-        fprintf(f, "set title \"Task %" PRId64 ": cost per shard (%s)\"\nset ylabel \"ms\"\nset xlabel \"shard\"\nset xtics norotate\n"
+        char span[96];
+        snprintf(span, sizeof span, ", log scale: the costs span %.0fx", logy ? cmax / cmin : 0);
+        fprintf(f, "set title \"Task %" PRId64 ": cost per shard (%s)%s\"\nset ylabel \"ms\"\nset xlabel \"shard\"\nset xtics norotate\n"
                    "set style data histogram\nset style histogram clustered gap 1\nset boxwidth 0.9 relative\nset key inside top right\n"
-                   "set offsets 0,0,0,0\nset yrange [0:*]\n", task, label);
+                   "set offsets 0,0,0,0\n", task, label, logy ? span : "");
+        if (logy) fprintf(f, "set logscale y\nset format y \"%%g\"\nset yrange [%.9g:%.9g]\n", cmin / 2, cmax * 2);
+        else fprintf(f, "set yrange [0:*]\n");
         fprintf(f, "plot ");
         for (int64_t i = 0; i < nb; i++) {
             fprintf(f, "%s\"%s\" using %" PRId64 ":xtic(1) title ", i ? ", " : "", path[1], i + 2);
             gp_str(f, bars[i]->alg);
         }
-        fprintf(f, "\nunset style data\nset key off\nset xlabel \"\"\n");
+        fprintf(f, "\nunset style data\nunset logscale y\nset format y\nset key off\nset xlabel \"\"\n");
     }
     free(bars);
     if (nscatter > 0) {
@@ -602,7 +1418,7 @@ out:
     return rc;
 }
 
-int as_eval_plot_curve(const char *png, const as_eval_train *t, int64_t n, char *err, size_t errlen)
+int as_eval_plot_curve(const char *out, const as_eval_train *t, int64_t n, char *err, size_t errlen)
 {
     char dir[] = "/tmp/as-eval-curve-XXXXXX";
     if (!mkdtemp(dir)) { snprintf(err, errlen, "temporary directory: %s", strerror(errno)); return -1; }
@@ -627,7 +1443,7 @@ int as_eval_plot_curve(const char *png, const as_eval_train *t, int64_t n, char 
         if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[s], strerror(errno)); goto out; }
     }
     if (!(f = fopen(path[NS], "w"))) { snprintf(err, errlen, "%s: %s", path[NS], strerror(errno)); goto out; }
-    gp_terminal(f, png, 1100, 900);
+    gp_terminal(f, out, 1100, 900);
     const char *src = n && t[0].reward_source[0] ? t[0].reward_source : "?";
     static const char *const style[NS] = {
         "with linespoints pt 7 ps 0.4 lc rgb \"#4c72b0\"", "with linespoints pt 7 ps 0.4 lc rgb \"#dd8452\"",

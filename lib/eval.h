@@ -5,7 +5,15 @@
  * Dimension letters: K shards, T tables of a plan.
  *
  * Costs are either all measured (as-bench) or all estimated (a cost model); the two are
- * never mixed in one evaluation. Standard deviations are population ones (divide by n).
+ * never mixed in one evaluation. Standard deviations are population ones (divide by n);
+ * confidence intervals are 95 % Student t-intervals (sample standard deviation, n - 1
+ * degrees of freedom). Speedups aggregate by the geometric mean: the t-interval of the mean
+ * log speedup, exponentiated.
+ *
+ * Noise (as-bench's cost_spread, cost_noisy, noise_threshold on a plan): a plan "rests on a
+ * noisy shard" when its slowest or fastest shard (the two its balance is made of) stayed
+ * noisy after as-bench's re-measuring. Two algorithms are ranked by a paired comparison of
+ * their balance over the same tasks (as_eval_compare, as_eval_rank).
  *
  * Also the training curve of the learned policy from as-rl's `train` records: a table and
  * gnuplot plots of balance against episodes and wall time.
@@ -17,6 +25,8 @@
 #include <stdio.h>
 
 #include "stream.h"
+
+typedef enum { AS_EVAL_TEXT, AS_EVAL_MARKDOWN, AS_EVAL_CSV } as_eval_format;
 
 typedef struct {
     /* from the record */
@@ -32,18 +42,28 @@ typedef struct {
     int feasible;
     int cost_kind;              /* 0 none, 1 measured, 2 estimated */
     char device[128];           /* cost_device (measured) */
+    double *spread;             /* [K] cost_spread: relative spread of each shard's timed runs,
+                                   NaN where unknown; NULL when the plan carries none */
+    unsigned char *noisy;       /* [K] cost_noisy; NULL when the plan carries none */
+    double noise_threshold;     /* noise_threshold; NaN when absent */
+    int64_t clamped;            /* estimated shard costs below 0 that were set to 0 */
     /* figures (as_eval_compute); NaN when undefined */
     int ok;                     /* feasible and every shard's cost known */
     double max, min, mean, balance, speedup;
     uint64_t mem_max, mem_min;
+    int64_t nnoisy;             /* noisy shards; -1 when unknown (no cost_noisy) */
+    int shaky;                  /* ok, and its slowest or fastest shard is noisy */
 } as_eval_plan;
 
-/* Parse a `plan` record (costs from cost_ms when present). 0 ok, -1 with err. */
+/* Parse a `plan` record (costs from cost_ms when present; the noise fields when present).
+ * A negative measured cost is refused as bad data; a negative estimated cost (cost_kind
+ * "estimated") is set to 0 and counted in clamped. 0 ok, -1 with err. */
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen);
 void as_eval_plan_free(as_eval_plan *p);
 
 /* per-plan figures, then per (run, task) the speedup over that run's first random plan of
- * the task (random plans themselves: 1); plans without a usable random plan: NaN */
+ * the task (random plans themselves: 1); plans without a usable random plan (or one whose
+ * slowest shard costs 0): NaN */
 void as_eval_compute(as_eval_plan *p, int64_t n);
 
 typedef struct {
@@ -53,20 +73,132 @@ typedef struct {
     int64_t unmeasured;         /* feasible, but some shard has no cost */
     int64_t nbal, nspd;         /* values behind the statistics (or runs, with over_runs) */
     double bal_mean, bal_std;   /* balance as a fraction (1 = perfect) */
-    double spd_mean, spd_std;
+    double bal_lo, bal_hi;      /* 95 % t-interval of the mean balance, clipped to [0, 1] */
+    double spd_mean, spd_std;   /* arithmetic mean and std of the speedups (CSV only) */
+    double spd_gmean;           /* geometric mean speedup */
+    double spd_lo, spd_hi;      /* its 95 % interval (t-interval of the mean log speedup) */
     double max_mean;            /* mean slowest-shard cost, ms */
+    int64_t shards, noisy;      /* shards of its plans with a cost_noisy flag; of which noisy */
+    int64_t shaky;              /* plans resting on a noisy shard (as_eval_plan.shaky) */
 } as_eval_alg;
 
 /* Summary per algorithm, in the canonical order (random, size-greedy, dim-greedy,
  * lookup-greedy, size-lookup-greedy, cost-greedy), then others by first appearance.
- * over_runs: average each run's tasks first, then mean and std over runs; otherwise over
- * all plans. *out is malloc'd. */
+ * over_runs: each run's figure first (balance: the arithmetic mean over its tasks;
+ * speedup: the geometric mean, spd_mean the arithmetic one), then the statistics over runs;
+ * otherwise over all plans. *out is malloc'd. */
 void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout);
 
 /* mean and population standard deviation of the finite values of v[0..n); returns how many */
 int64_t as_eval_meanstd(const double *v, int64_t n, double *mean, double *std);
 
-typedef enum { AS_EVAL_TEXT, AS_EVAL_MARKDOWN, AS_EVAL_CSV } as_eval_format;
+/* the 0.975 quantile of Student's t distribution with df degrees of freedom (df >= 1):
+ * the half-width factor of a two-sided 95 % interval; NaN for df < 1 */
+double as_eval_t975(int64_t df);
+
+/* 95 % t-interval of the mean of the finite values of v[0..n): mean ± t975(m-1) · s/√m
+ * with s the sample standard deviation; lo = hi = NaN when fewer than 2 values. Returns m. */
+int64_t as_eval_ci(const double *v, int64_t n, double *mean, double *lo, double *hi);
+
+/* geometric mean of the finite values > 0 of v[0..n) and the 95 % interval: the t-interval
+ * of the mean of their logarithms, exponentiated (NaN when fewer than 2). Returns how many. */
+int64_t as_eval_gmean_ci(const double *v, int64_t n, double *gmean, double *lo, double *hi);
+
+/* median of the finite values of v[0..n) (NaN when none); v is reordered */
+double as_eval_median(double *v, int64_t n);
+
+/* ---- noise and ranking ------------------------------------------------------------------ */
+
+/* more than this fraction of noisy shards among two algorithms' plans: too noisy to rank (as-eval
+ * --help states it as 10 %) */
+#define AS_EVAL_NOISY_MAX 0.10
+
+/* the noise over a set of plans (those of alg; all when alg is NULL) */
+typedef struct {
+    int64_t shards;             /* shards with a cost_noisy flag (non-empty, measured) */
+    int64_t noisy;              /* of which noisy */
+    int64_t spreads;            /* shards with a known spread */
+    double median_spread;       /* median of those spreads; NaN when none */
+    double threshold;           /* the first plan's noise_threshold; NaN when none */
+    int64_t plans, shaky;       /* usable plans (ok); of which resting on a noisy shard */
+} as_eval_noise;
+void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval_noise *out);
+
+/* Paired comparison of algorithm a with b over the (run, task) pairs where both have a
+ * usable plan (ok); with over_runs the pairs' figures are first averaged per run (balance
+ * difference: arithmetic mean; speedup ratio: geometric mean) and the statistics are over
+ * runs. NaN where undefined. */
+typedef struct {
+    int64_t n;                  /* values behind the statistics: pairs, or runs */
+    double bal_diff;            /* mean balance of a minus that of b (fraction) */
+    double bal_lo, bal_hi;      /* its 95 % t-interval */
+    double ratio;               /* geometric mean of max cost of b / max cost of a: a's speedup over b */
+    double ratio_lo, ratio_hi;  /* its 95 % interval */
+    int all_equal;              /* every pair has the same balance and max cost */
+    int64_t shards, noisy;      /* shards of the paired plans of both with a cost_noisy flag; noisy */
+} as_eval_cmp;
+void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c);
+
+typedef enum {
+    AS_RANK_NONE,               /* no algorithm with a balance */
+    AS_RANK_SINGLE,             /* one algorithm only */
+    AS_RANK_RESOLVED,           /* the winner's lead is outside the interval and noise is low */
+    AS_RANK_NOISY,              /* the interval includes 0, or too many noisy shards */
+    AS_RANK_FEW,                /* fewer than 2 paired values: no interval */
+    AS_RANK_TIE,                /* the two made plans of equal cost on every task */
+} as_eval_rank_kind;
+
+/* The winner (highest mean balance; ties: higher geometric-mean speedup, then summary
+ * order) and the runner-up, compared with as_eval_compare. RESOLVED when the interval of the
+ * balance difference lies above 0 and at most AS_EVAL_NOISY_MAX of the paired plans'
+ * flagged shards are noisy (unknown noise does not block it). */
+typedef struct {
+    as_eval_rank_kind kind;
+    int64_t winner, runner;     /* indices into the summary; -1 when none */
+    as_eval_cmp cmp;            /* winner against runner-up */
+    int too_noisy;              /* the noisy-shard fraction is above AS_EVAL_NOISY_MAX */
+} as_eval_rank;
+void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
+                       as_eval_rank *r);
+
+/* the algorithms with a mean balance, best first by the winner's rule (stable); order[na];
+ * returns how many */
+int64_t as_eval_order(const as_eval_alg *a, int64_t na, int64_t *order);
+
+/* as_eval_rank_algs for a given pair: x the better of the two, y the other */
+void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
+                       as_eval_rank *r);
+
+/* ---- the cost model's quality ----------------------------------------------------------- */
+
+/* a metrics map {"n", "mae", "mse", "mape", "r2"} (NaN / n -1 where nil or absent) */
+typedef struct {
+    int64_t n;
+    double mae, mse, mape, r2;
+} as_eval_metrics;
+
+typedef struct {
+    int have;                   /* 0 nothing read; 1 held-out metrics; 2 a model without a test split */
+    char source[32];            /* "model" (its heldout) or "costfit-report" */
+    char output[32];            /* the model's output form ("linear" when absent; "" unknown) */
+    char split[16];
+    int64_t test_shards;
+    as_eval_metrics model, linear, sum_single;
+    double coverage;            /* of the sum-of-singles baseline; NaN unknown */
+} as_eval_quality;
+
+/* Read the held-out quality from a `model` record (its `heldout`, docs/FORMAT.md; nil: have
+ * 2; absent: returns 1 and leaves q alone, nothing to read) or a `costfit-report` record
+ * (model.test, linear.test, sum_single). 0 read, 1 nothing in it, -1 malformed with err. */
+int as_eval_quality_read(const msgpack_object *rec, as_eval_quality *q, char *err, size_t errlen);
+
+/* 1 when the model predicts held-out shards worse than the linear baseline: a lower R²
+ * or a higher MAE (either, where both are known); 0 not; -1 unknown */
+int as_eval_quality_worse(const as_eval_quality *q);
+
+/* the quality in one line (text, markdown: a paragraph; CSV: nothing), and the warning in
+ * words when the model is worse than the line */
+void as_eval_print_quality(FILE *f, as_eval_format fmt, const as_eval_quality *q);
 
 /* label: "measured" or "estimated" (every figure is printed with it) */
 void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label);
@@ -74,11 +206,43 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
 void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64_t n, const char *label,
                            int over_runs);
 
-/* Plots with gnuplot (pngcairo when available, else png) into png: per-shard cost bars of
- * every algorithm's plan of task `task` (first run), balance and speedup per algorithm with
- * error bars, and, when pred/meas are given, predicted against measured shard cost. 0 ok;
- * -1 with err (gnuplot missing or failing: the caller treats it as an environment error). */
-int as_eval_plot(const char *png, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+/* what the verdict says besides the plans: NULL / 0 where none */
+typedef struct {
+    const char *label;          /* "measured" or "estimated" */
+    const char *device;         /* where the costs were measured ("" unknown) */
+    int over_runs;
+    int64_t runs;
+    const as_eval_quality *quality;
+    int64_t clamped, estimated; /* negative estimated shard costs set to 0, of estimated ones */
+    const char *plot, *curve;   /* the --plot and --curve files */
+} as_eval_verdict_info;
+
+/* The closing summary in words: which algorithm won by mean balance and speedup, by how
+ * much over the runner-up, cost-greedy and random, whether that ranking is resolved or
+ * within noise, how noisy the measurement was, how good the cost model is and where the
+ * plots are. CSV: one header line and one row of the same figures. */
+void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+                           int64_t na, const as_eval_verdict_info *v);
+
+/* ---- plots -------------------------------------------------------------------------------- */
+
+/* the plot format a file name asks for by its extension (case-insensitive): 0 .png, 1
+ * .svg, 2 .pdf; -1 anything else */
+int as_eval_plot_format(const char *path);
+#define AS_EVAL_PLOT_FORMATS ".png, .svg or .pdf"
+
+/* a shard-cost bar chart switches to a log y axis when its largest bar is more than this
+ * many times its smallest non-zero one (as-eval --help states it as 30x) */
+#define AS_EVAL_LOG_RATIO 30.0
+
+/* Plots with gnuplot into out, in the format of its extension (png: pngcairo when
+ * available, else png; svg; pdf: pdfcairo): per-shard cost bars of every algorithm's plan
+ * of task `task` (first run; log y axis when the bars span more than AS_EVAL_LOG_RATIO),
+ * balance per algorithm (mean ± std, clipped to [0, 100] %) and speedup (geometric mean with
+ * its 95 % interval) with error bars inside the axes, and, when pred/meas are given,
+ * predicted against measured shard cost. 0 ok; -1 with err (gnuplot missing or failing: the
+ * caller treats it as an environment error). */
+int as_eval_plot(const char *out, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
                  int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
                  char *err, size_t errlen);
 
@@ -116,10 +280,10 @@ int64_t as_eval_curve_rows(const as_eval_train *t, int64_t n, int64_t max, int64
  * pred_balance, eval_pred_balance, eval_meas_balance */
 void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, int64_t n);
 
-/* The training curve with gnuplot (pngcairo when available, else png) into png: balance
+/* The training curve with gnuplot into out (its format as for as_eval_plot): balance
  * against episodes and against wall time (wall_s), series training episodes (as_eval_train_
  * balance), their measured balance, and the greedy evaluations' predicted and measured
  * balance, each where present. 0 ok; -1 with err (gnuplot missing or failing). */
-int as_eval_plot_curve(const char *png, const as_eval_train *t, int64_t n, char *err, size_t errlen);
+int as_eval_plot_curve(const char *out, const as_eval_train *t, int64_t n, char *err, size_t errlen);
 
 #endif

@@ -21,6 +21,9 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     assert_success
     assert_output --partial "usage: as-eval"
     assert_output --partial "never mixed"
+    assert_output --partial "t-interval of the mean log"
+    assert_output --partial "  verdict  the closing summary in words"
+    assert_output --partial ".svg or .pdf; anything else is a usage error"
     run as-eval --version
     assert_success
 }
@@ -63,25 +66,28 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     make_stream "$HDR$PLANS" > "$T/p.ast"
     run as-eval --format csv --table summary "$T/p.ast"
     assert_success
-    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean
-random,measured,2,0,0,plans,2,0.5,0,2,1,0,5
-lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3"
+    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans
+random,measured,2,0,0,plans,2,0.5,0,2,1,0,5,0.5,0.5,1,1,1,,,
+lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,"
     run as-eval --format csv --table plans "$T/p.ast"
-    assert_line --index 2 "0,0,,lookup-greedy,2,2,measured,3,3,3,1,1.33333333,,,true"
-    assert_line --index 3 "0,1,,lookup-greedy,3,3,measured,3,1,2,0.333333333,2,,,true"
+    assert_line --index 2 "0,0,,lookup-greedy,2,2,measured,3,3,3,1,1.33333333,,,true,,"
+    assert_line --index 3 "0,1,,lookup-greedy,3,3,measured,3,1,2,0.333333333,2,,,true,,"
+    # speedups 4/3 and 2: geometric mean √(8/3) = 1.633, interval exp(mean log ± t(1)·s/√2)
+    # with t(1) = 12.706; balance 2/3 ± 12.706·(1/3): clipped to [0, 100] %
     run as-eval --format markdown --table summary "$T/p.ast"
-    assert_line "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | 1.667 ± 0.333 | 3.0000 |"
+    assert_line "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | [0.0, 100.0] | 1.633 | [0.124, 21.464] | 3.0000 |"
     run as-eval --table shards,summary "$T/p.ast"
     assert_line --regexp '^ +0 +1 lookup-greedy +2 +1 +3\.0000 +n/a$'
-    assert_line --regexp '^lookup-greedy +2 +0 +66\.7 ± 33\.3 +1\.667 ± 0\.333 +3\.0000$'
+    assert_line --regexp '^lookup-greedy +2 +0 +66\.7 ± 33\.3 +\[0\.0, 100\.0\] +1\.633 +\[0\.124, 21\.464\] +3\.0000$'
 }
 
 @test "as-eval: runs from several files or seeds; concatenated input is one run" {
     make_stream "$HDR$PLANS" > "$T/a.ast"
     make_stream "$HDR$(PL 0 random measured 2 2)$(PL 0 lookup-greedy measured 1 2)" > "$T/b.ast"
-    # two runs: lookup balance over runs = mean(2/3, 1/2) = 7/12 ± 1/12
+    # two runs: lookup balance over runs = mean(2/3, 1/2) = 7/12 ± 1/12; speedup: geometric
+    # mean of the runs' geometric means √(8/3) and 1 = (8/3)^(1/4) = 1.27788621
     run sh -c "as-eval --format csv --table summary --over runs '$T/a.ast' '$T/b.ast' | grep ^lookup"
-    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5"
+    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5,0,1,1.27788621,0.0566735872,28.8140074,,,"
     # one concatenated stream is one run: task 0 has two random plans, the first counts
     run sh -c "cat '$T/a.ast' '$T/b.ast' | as-eval --format csv --table summary --over runs | grep ^lookup"
     assert_output --regexp '^lookup-greedy,measured,3,0,0,runs,1,'
@@ -120,6 +126,25 @@ lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.3333
     run sh -c "as-eval --model '$T/m.ast' --format csv --table summary '$T/measured.ast' | cut -d, -f2 | sort -u"
     assert_output "cost_kind
 estimated"
+    # the model's held-out quality (its costfit-report) next to the estimates
+    run as-eval --model "$T/m.ast" --table summary "$T/measured.ast"
+    assert_line --regexp '^# cost model: held-out R² -?[0-9.]+, MAPE [0-9.]+ %, MAE [0-9.e-]+ ms on [0-9]+ shards \(split shards\); linear baseline R² '
+    # an old unconstrained model whose every prediction is below 0 (b4, the last parameter,
+    # set to -1000): the estimates count as 0 ms, said once on stderr, never printed negative
+    zstd -dc "$T/m.ast" | python3 -c "
+import struct, sys
+b = bytearray(sys.stdin.buffer.read())
+i = b.index(b'\xa4data', b.index(b'params')) + 5
+n, o = {0xc4: (b[i + 1], 2), 0xc5: (struct.unpack('>H', b[i + 1:i + 3])[0], 3), 0xc6: (struct.unpack('>I', b[i + 1:i + 5])[0], 5)}[b[i]]
+b[i + o + n - 4:i + o + n] = struct.pack('<f', -1000.0)
+sys.stdout.buffer.write(b)" | zstd -q -c > "$T/neg.ast"
+    run as-eval --model "$T/neg.ast" --table plans,summary,verdict "$T/measured.ast"
+    assert_success
+    assert_line "as-eval: warning: 30 of 30 estimated shard costs were negative (an unconstrained cost model); counted as 0 ms"
+    assert_line "# note: 30 of 30 estimated shard costs were negative (the cost model's output is unconstrained) and are counted as 0 ms"
+    refute_output --regexp '(^| )-[0-9]+\.[0-9]+ '
+    run sh -c "as-eval --model '$T/neg.ast' --format csv --table plans '$T/measured.ast' -q | tail -n +2 | cut -d, -f8-12 | sort -u"
+    assert_output "0,0,0,,"
     # plots, with the cost model's predicted-vs-measured report
     as-eval "$T/measured.ast" "$T/m.ast" --plot "$T/p.png" --plot-task 1 -q > /dev/null
     [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ]
@@ -172,7 +197,7 @@ LOG="$(TR 8 3 "$F05" "$FM1" "$FNAN")$(TR 16 9 "$F1" "$F05" "$F075" meas_balance 
     # plans and a log in one stream: both tables, CSV ones separated by an empty line
     run sh -c "cat '$T/p.ast' '$T/log.ast' | as-eval --table summary,curve --format csv"
     assert_success
-    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3"
+    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,"
     assert_line --index 3 "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance"
     [ "$(printf '%s\n' "$output" | sed -n 4p)" = "" ]
     # a bad train record names its record number
@@ -282,4 +307,164 @@ LOG="$(TR 8 3 "$F05" "$FM1" "$FNAN")$(TR 16 9 "$F1" "$F05" "$F075" meas_balance 
     run as-eval "$T/p.ast" -o ''
     assert_failure 2
     assert_output --partial "empty file name"
+}
+
+# ---- noise, ranking, the cost model's quality, negative costs, plot formats (issue 12) -----
+# NP TASK ALG COSTS SPREADS NOISY: a measured plan of len(COSTS) shards (table k on shard k)
+# with as-bench's noise fields (a Python expression for tests/test_helper/mp.py)
+NP() {
+    echo "{'kind':'plan','task':$1,'alg':'$2','shards':len($3),'tables':list(range(len($3))),'assign':list(range(len($3))),'cost_ms':$3,'cost_kind':'measured','cost_device':'cpu: test','cost_spread':$4,'cost_noisy':$5,'noise_threshold':0.05}"
+}
+Q='[0.01,0.01]'
+F='[False,False]'
+# three tasks: cost-greedy's balances 0.9, 0.8, 0.85, autoshard's 0.5, 0.6, 0.55 (differences
+# 0.4, 0.2, 0.3: mean 0.3, paired 95 % interval 0.3 ± t(2)·0.1/√3 = [0.052, 0.548]); random
+# 0.25; autoshard's slowest shard 5 ms, cost-greedy's 4 ms: a speedup of 1.25x
+# NOISY_AS: autoshard's spreads and flags on task 0 and 1 (default: quiet)
+ranked_plans() {
+    local s0=${1:-$Q} n0=${2:-$F} s1=${3:-$Q} n1=${4:-$F}
+    mp_stream "$(NP 0 random '[8.0,2.0]' "$Q" "$F")" "$(NP 0 cost-greedy '[4.0,3.6]' "$Q" "$F")" "$(NP 0 autoshard '[5.0,2.5]' "$s0" "$n0")" \
+              "$(NP 1 random '[8.0,2.0]' "$Q" "$F")" "$(NP 1 cost-greedy '[4.0,3.2]' "$Q" "$F")" "$(NP 1 autoshard '[5.0,3.0]' "$s1" "$n1")" \
+              "$(NP 2 random '[8.0,2.0]' "$Q" "$F")" "$(NP 2 cost-greedy '[4.0,3.4]' "$Q" "$F")" "$(NP 2 autoshard '[5.0,2.75]' "$Q" "$F")"
+}
+
+@test "as-eval --table verdict: a resolved ranking in words, by how much, over random, the noise" {
+    ranked_plans > "$T/p.ast"
+    run as-eval --table verdict --format markdown "$T/p.ast"
+    assert_success
+    assert_line "**Verdict** (costs measured on cpu: test; 3 tasks)"
+    assert_line --partial "- **cost-greedy** won on measured balance: mean 85.0 % (95 % CI 72.6 to 97.4 %), speedup over random 2.000x"
+    assert_line --partial "- Ahead of the runner-up, **autoshard** (mean balance 55.0 %): +30.0 points of balance (paired 95 % CI +5.2 to +54.8 over 3 tasks) and a speedup of 1.250x over it"
+    assert_output --partial "The ranking is resolved: the interval lies above 0 and 0 of their 12 shards are noisy."
+    assert_line --partial "- Ahead of **random** (mean balance 25.0 %): +60.0 points of balance"
+    assert_line "- Measurement noise: 0 of 18 measured shards (0.0 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 % over 18 shards; 0 of 9 plans rest on a noisy shard."
+    assert_line "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): cost-greedy (85.0 %) > autoshard (55.0 %) > random (25.0 %)."
+    refute_output --partial "too noisy to"
+    run as-eval --table verdict --format csv "$T/p.ast"
+    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random"
+    # the plots' file names close the verdict
+    as-eval --table verdict --plot "$T/p.svg" "$T/p.ast" -o "$T/v.txt"
+    grep -q "^- Plots: $T/p.svg (balance, speedup, per-shard costs)\.$" "$T/v.txt"
+}
+
+@test "as-eval: noisy shards are marked, counted per plan and algorithm; too noisy to rank is said plainly" {
+    # autoshard's slowest shard stayed noisy on tasks 0 and 1: 2 of the 12 shards of the pair
+    ranked_plans '[0.3,0.01]' '[True,False]' '[0.4,None]' '[True,False]' > "$T/p.ast"
+    run as-eval --table plans,shards,summary,verdict "$T/p.ast"
+    assert_success
+    assert_line --regexp '^ +0 +0 autoshard +2 +5\.0000 +2\.5000 +3\.7500 +50\.0%\* +1\.600 .* yes +1$'
+    assert_line --regexp '^ +0 +0 cost-greedy +2 .* 90\.0% +2\.000 .* yes +0$'
+    assert_line "* its slowest or fastest shard stayed noisy after as-bench's re-measuring: its balance and speedup are not trustworthy"
+    assert_line --regexp '^ +0 +0 autoshard +0 +1 +5\.0000 +n/a +30\.0 +yes$'
+    assert_line --regexp '^ +0 +1 autoshard +1 +1 +3\.0000 +n/a +n/a +$'
+    assert_line --regexp '^autoshard +3 +0 .* 2/6$'
+    assert_output --partial "The measurements were too noisy to rank cost-greedy and autoshard: 2 of their 12 shards (16.7 %) stayed noisy, more than 10 %."
+    assert_output --partial "cost-greedy (85.0 %) ≈ autoshard (55.0 %) ≈ random (25.0 %)."   # autoshard: 2 of 12 noisy against random too
+    assert_output --partial "2 of 18 measured shards (11.1 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 % over 17 shards; 2 of 9 plans rest on a noisy shard (marked * in the plans table)."
+    run as-eval --table plans --format csv "$T/p.ast"
+    assert_line --index 3 "0,0,,autoshard,2,2,measured,5,2.5,3.75,0.5,1.6,,,true,1,true"
+    run as-eval --table shards --format csv "$T/p.ast"
+    assert_line --index 3 "0,0,cost-greedy,0,1,measured,4,,0.01,false"
+    assert_line --index 5 "0,0,autoshard,0,1,measured,5,,0.3,true"
+    assert_line --index 12 "0,1,autoshard,1,1,measured,3,,,false"
+    run as-eval --table plans --format markdown "$T/p.ast"
+    assert_line "| 0 | 0 | autoshard | 2 | 5.0000 | 2.5000 | 3.7500 | 50.0%* | 1.600 | n/a | n/a | yes | 1 |"
+    assert_line "\\* its slowest or fastest shard stayed noisy after as-bench's re-measuring: its balance and speedup are not trustworthy"
+    # a quiet pair whose interval includes 0 is also too noisy to rank; autoshard's task 2 balance
+    # 0.95: differences 0.4, 0.2, -0.1
+    mp_stream "$(NP 0 random '[8.0,2.0]' "$Q" "$F")" "$(NP 0 cost-greedy '[4.0,3.6]' "$Q" "$F")" "$(NP 0 autoshard '[5.0,2.5]' "$Q" "$F")" \
+              "$(NP 1 random '[8.0,2.0]' "$Q" "$F")" "$(NP 1 cost-greedy '[4.0,3.2]' "$Q" "$F")" "$(NP 1 autoshard '[5.0,3.0]' "$Q" "$F")" \
+              "$(NP 2 random '[8.0,2.0]' "$Q" "$F")" "$(NP 2 cost-greedy '[4.0,3.4]' "$Q" "$F")" "$(NP 2 autoshard '[5.0,4.75]' "$Q" "$F")" > "$T/z.ast"
+    run as-eval --table verdict "$T/z.ast"
+    assert_output --partial "The measurements were too noisy to rank cost-greedy and autoshard: the interval of their balance difference includes 0."
+    # files without the noise fields: no marks, no noise columns, the noise unknown
+    make_stream "$HDR$PLANS" > "$T/old.ast"
+    run as-eval --table plans,shards,summary,verdict "$T/old.ast"
+    assert_success
+    refute_output --partial "noisy shards"
+    refute_output --partial "%*"
+    assert_output --partial "Measurement noise: unknown (the plans carry no cost_spread or cost_noisy"
+    # a bad noise field is bad data
+    mp_stream "$(NP 0 random '[8.0,2.0]' '[0.1]' "$F")" > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "record 2: plan of task 0: 'cost_spread' must be a list with one entry per shard"
+}
+
+@test "as-eval: the cost model's held-out quality next to the plans; worse than a straight line is said in words" {
+    ranked_plans > "$T/p.ast"
+    M="{'kind':'model','model':'costmodel','output':'softplus','heldout':{'split':'shards','test_shards':100,'model':{'n':100,'mae':0.5,'mse':0.4,'mape':40.0,'r2':-0.15},'linear':{'n':100,'mae':0.3,'mse':0.2,'mape':25.0,'r2':0.4},'sum_single':None}}"
+    R="{'kind':'costfit-report','split':'tables','test_shards':50,'model':{'test':{'n':50,'mae':0.1,'mse':0.02,'mape':9.5,'r2':0.95}},'linear':{'test':{'n':50,'mae':0.2,'mse':0.05,'mape':20.0,'r2':0.85}}}"
+    mp_stream "$M" > "$T/model.ast"
+    mp_stream "$R" > "$T/report.ast"
+    run sh -c "cat '$T/p.ast' '$T/model.ast' | as-eval --format markdown --table plans,summary,verdict"
+    assert_success
+    assert_line "**Cost model:** held-out R² -0.150, MAPE 40.0 %, MAE 0.5 ms on 100 shards (split shards, output softplus); linear baseline R² 0.400, MAPE 25.0 %, MAE 0.3 ms"
+    assert_line "**Warning:** the cost model predicts held-out shards worse than a straight line; its estimates, and the plans built on them, should not be trusted."
+    assert_output --partial "- Cost model: held-out R² -0.150, MAPE 40.0 %, MAE 0.5 ms on 100 shards (split shards, output softplus); linear baseline R² 0.400, MAPE 25.0 %, MAE 0.3 ms. **The cost model predicts held-out shards worse than a straight line; its estimates, and the plans built on them, should not be trusted**."
+    # an older model file: the costfit-report's model.test and linear.test; a model record
+    # with heldout wins over a report
+    run sh -c "cat '$T/p.ast' '$T/report.ast' | as-eval --table summary"
+    assert_line "# cost model: held-out R² 0.950, MAPE 9.5 %, MAE 0.1 ms on 50 shards (split tables); linear baseline R² 0.850, MAPE 20.0 %, MAE 0.2 ms"
+    refute_output --partial "WARNING"
+    run sh -c "cat '$T/p.ast' '$T/report.ast' '$T/model.ast' | as-eval --table verdict"
+    assert_output --partial "- Cost model: held-out R² -0.150"
+    run sh -c "cat '$T/p.ast' '$T/report.ast' | as-eval --table verdict"
+    assert_output --partial "linear baseline R² 0.850, MAPE 20.0 %, MAE 0.2 ms: better than the straight line."
+    # a malformed heldout is bad data
+    mp_stream "{'kind':'model','heldout':3}" > "$T/badm.ast"
+    run sh -c "cat '$T/p.ast' '$T/badm.ast' | as-eval"
+    assert_failure 1
+    assert_output --partial "<stdin>: record 12: model record: 'heldout' is not a map or nil"
+}
+
+@test "as-eval: never a negative cost: measured ones are refused, estimated ones count as 0 and it is said once" {
+    mp_stream "$(NP 0 random '[8.0,-2.0]' "$Q" "$F")" > "$T/neg.ast"
+    run as-eval "$T/neg.ast"
+    assert_failure 1
+    assert_output --partial "plan of task 0: measured cost_ms[1] is negative (-2 ms): a measured time cannot be; bad data"
+    E() { echo "{'kind':'plan','task':$1,'alg':'$2','shards':2,'tables':[0,1],'assign':[0,1],'cost_ms':$3,'cost_kind':'estimated'}"; }
+    mp_stream "$(E 0 random '[8.0,-2.0]')" "$(E 0 cost-greedy '[4.0,3.0]')" "$(E 1 random '[-1.0,-2.0]')" > "$T/est.ast"
+    run as-eval --table plans,summary,verdict --format csv "$T/est.ast" -q
+    assert_success
+    refute_output --regexp '(^|,)-[0-9]'
+    assert_line --index 1 "0,0,,random,2,2,estimated,8,0,4,0,1,,,true,,"
+    run as-eval --table plans,verdict "$T/est.ast"
+    assert_success
+    refute_output --regexp '(^| )-[0-9]'
+    [ "$(grep -c "3 of 6 estimated shard costs were negative" <<< "$output")" -eq 3 ]   # stderr once, the header, the verdict
+    assert_line "as-eval: warning: 3 of 6 estimated shard costs were negative (an unconstrained cost model); counted as 0 ms"
+}
+
+@test "as-eval --plot and --curve: the extension names the format (png, svg, pdf); a 100x outlier gets a log axis" {
+    # task 0: random's shard 0 is 100 times the smallest shard
+    mp_stream "$(NP 0 random '[100.0,1.0]' "$Q" "$F")" "$(NP 0 cost-greedy '[2.0,1.5]' "$Q" "$F")" \
+              "$(NP 1 random '[4.0,1.0]' "$Q" "$F")" "$(NP 1 cost-greedy '[2.0,2.0]' "$Q" "$F")" > "$T/o.ast"
+    run as-eval --table summary --plot "$T/p.svg" "$T/o.ast"
+    assert_success
+    grep -q '^<svg' "$T/p.svg"
+    grep -q "Balance (measured costs): mean ± std, clipped to 0-100 %" "$T/p.svg"
+    grep -q "Speedup over random (measured): geomean, 95 % CI" "$T/p.svg"
+    grep -q "Task 0: cost per shard (measured), log scale: the costs span 100x" "$T/p.svg"
+    # task 1 spans 4x: a linear axis
+    as-eval --table summary --plot "$T/q.SVG" --plot-task 1 "$T/o.ast" > /dev/null
+    grep -q "Task 1: cost per shard (measured)<" "$T/q.SVG"
+    ! grep -q "log scale: the costs" "$T/q.SVG"
+    as-eval --table summary --plot "$T/p.pdf" "$T/o.ast" > /dev/null
+    [ "$(head -c 4 "$T/p.pdf")" = "%PDF" ]
+    as-eval --table summary --plot "$T/p.png" "$T/o.ast" > /dev/null
+    [ "$(head -c 4 "$T/p.png" | od -An -c | tr -d ' ')" = "211PNG" ]
+    for opt in --plot --curve; do
+        for bad in p.jpg p.eps p png.x; do
+            run as-eval $opt "$T/$bad" "$T/o.ast"
+            assert_failure 2
+            assert_output --partial "as-eval: $opt: '$T/$bad': the extension names the format; use .png, .svg or .pdf"
+            [ ! -e "$T/$bad" ]
+        done
+    done
+    make_stream "$HDR$LOG" > "$T/log.ast"
+    as-eval --curve "$T/c.svg" -q "$T/log.ast"
+    grep -q "Training curve (reward: bench): balance vs episodes" "$T/c.svg"
+    as-eval --curve "$T/c.pdf" -q "$T/log.ast"
+    [ "$(head -c 4 "$T/c.pdf")" = "%PDF" ]
 }

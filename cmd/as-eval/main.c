@@ -1,6 +1,7 @@
-/* as-eval - evaluate sharding plans: balance, speedup over random, memory, feasibility, and
- * the per-algorithm summary (the paper's Figure 8), as tables and gnuplot plots; and the
- * training curve of as-rl's log (`train` records). */
+/* as-eval - evaluate sharding plans: balance, speedup over random, memory, feasibility,
+ * measurement noise, the per-algorithm summary (the paper's Figure 8) with intervals, a
+ * verdict in words, as tables and gnuplot plots; and the training curve of as-rl's log
+ * (`train` records). */
 #include "cli.h"
 #include "common.h"
 #include "costmodel.h"
@@ -19,9 +20,18 @@ static const char HELP[] =
     "\"estimated\"; measured and estimated costs are never mixed in one evaluation), and print:\n"
     "  plans    per plan: max, min and mean shard cost, degree of balance = min/max, speedup =\n"
     "           max cost of the random plan of the same task and run / max cost of the plan,\n"
-    "           largest and smallest shard memory, feasibility\n"
-    "  shards   per shard: tables, cost, memory\n"
-    "  summary  per algorithm: mean ± std of balance and speedup (the paper's Figure 8)\n"
+    "           largest and smallest shard memory, feasibility; with as-bench's noise fields,\n"
+    "           its noisy shards, and a * after the balance of a plan whose slowest or\n"
+    "           fastest shard stayed noisy (its balance and speedup are not trustworthy)\n"
+    "  shards   per shard: tables, cost, memory; with the noise fields, spread and noisy\n"
+    "  summary  per algorithm: balance mean ± std with the 95 % interval of the mean, speedup\n"
+    "           as the geometric mean with its 95 % interval (the paper's Figure 8), and the\n"
+    "           noisy shards; CSV adds the arithmetic speedup mean ± std (older columns)\n"
+    "  verdict  the closing summary in words: the winner by mean balance and its speedup, by\n"
+    "           how much it leads the runner-up, cost-greedy and random (paired over the same\n"
+    "           tasks), whether that ranking is resolved or too noisy, the order of all\n"
+    "           algorithms (> between a resolved neighbour pair, ≈ otherwise), how noisy the\n"
+    "           measurement was, how good the cost model is, where the plots are\n"
     "  curve    the training curve of `train` records (as-rl --log): episode, wall_s, evals,\n"
     "           reward, pred_balance and the greedy evaluation's eval_pred_balance and\n"
     "           eval_meas_balance, for the records with an evaluation (without any: every\n"
@@ -30,26 +40,52 @@ static const char HELP[] =
     "statistics. A run is one input file and plan seed: give several runs (files, or plans with\n"
     "different seeds) and the statistics pool them. std is the population standard deviation.\n"
     "\n"
+    "Statistics: 95 % intervals are Student t-intervals of the mean (sample std, n-1 degrees\n"
+    "of freedom; n/a with fewer than 2 values); the speedup's is the t-interval of the mean log\n"
+    "speedup, exponentiated; a balance interval is clipped to [0, 100] %. With --over runs each\n"
+    "run is first reduced to one value per algorithm (balance: the mean over its tasks;\n"
+    "speedup: the geometric mean) and the statistics are over runs.\n"
+    "\n"
+    "Ranking (verdict): the winner has the highest mean balance (ties: the higher speedup),\n"
+    "the runner-up the next. They are compared per task (same run and task; with --over runs,\n"
+    "per run): the 95 % interval of the mean balance difference. The ranking is resolved when\n"
+    "that interval lies above 0 and at most 10 % of the two algorithms' flagged shards are\n"
+    "noisy (cost_noisy); otherwise the verdict says the measurements were too noisy to rank\n"
+    "them (one paired task: too few to rank; equal plans: a tie).\n"
+    "\n"
+    "Cost model: its held-out quality (R², MAPE, MAE on the test shards, and the linear\n"
+    "baseline's) comes from a `model` record's `heldout` or, in older files, a\n"
+    "`costfit-report` (model.test, linear.test): of the --model file, else of the input; it is\n"
+    "printed above the tables. A model worse than the linear baseline (lower R² or higher MAE)\n"
+    "is called untrustworthy in words.\n"
+    "\n"
+    "Negative costs: a negative measured cost is bad data (exit 1); a negative estimated cost\n"
+    "(an unconstrained cost model) counts as 0 ms, said once on stderr and above the tables.\n"
+    "\n"
     "Options:\n"
     "      --model FILE       estimate shard costs with this cost model (needs the tables'\n"
     "                         `features` records in the input)\n"
     "      --format F         text (default), markdown or csv\n"
-    "      --table LIST       which tables, comma-separated: plans, shards, summary, curve\n"
-    "                         (default plans,summary; with --curve and no plans in the input:\n"
-    "                         none)\n"
+    "      --table LIST       which tables, comma-separated: plans, shards, summary, verdict,\n"
+    "                         curve (default plans,summary; with --curve and no plans in the\n"
+    "                         input: none)\n"
     "      --over W           summary statistics over `plans` (every task of every run, the\n"
-    "                         default) or `runs` (each run's mean over its tasks)\n"
+    "                         default) or `runs` (each run's figure over its tasks)\n"
     "      --split S          only plans of tasks of split S (train or test)\n"
-    "      --plot FILE.png    plots with gnuplot: balance and speedup per algorithm with error\n"
-    "                         bars, per-shard costs of every algorithm on one task, and the\n"
-    "                         cost model's predicted vs measured test costs when a\n"
-    "                         `costfit-report` record is in the input\n"
+    "      --plot FILE        plots with gnuplot, in the format of FILE's extension (.png,\n"
+    "                         .svg or .pdf; anything else is a usage error): balance (mean ±\n"
+    "                         std) and speedup (geometric mean, 95 % interval) per algorithm\n"
+    "                         with error bars inside the axes, per-shard costs of every\n"
+    "                         algorithm on one task (a log axis when the bars span more than\n"
+    "                         30x), and the cost model's predicted vs measured test costs when\n"
+    "                         a `costfit-report` record is in the input\n"
     "      --plot-task ID     the task of the per-shard bars (default: the first plan's)\n"
-    "      --curve FILE.png   the training curve of the `train` records with gnuplot: balance\n"
-    "                         against episodes and against training wall time (wall_s); series:\n"
-    "                         the training episodes' predicted balance (their reward where an\n"
-    "                         update had no feasible episode), their measured balance (bench\n"
-    "                         rewards), the greedy evaluations' predicted and measured balance\n"
+    "      --curve FILE       the training curve of the `train` records with gnuplot (.png,\n"
+    "                         .svg or .pdf): balance against episodes and against training\n"
+    "                         wall time (wall_s); series: the training episodes' predicted\n"
+    "                         balance (their reward where an update had no feasible episode),\n"
+    "                         their measured balance (bench rewards), the greedy evaluations'\n"
+    "                         predicted and measured balance\n"
     "\n"
     "A stream of `train` records alone is valid input for --table curve and --curve. The\n"
     "records are one run, in input order (as-rl --resume continues a log); when episodes go\n"
@@ -61,7 +97,40 @@ static const char HELP[] =
     "\n"
     "Example:\n"
     "  as-plan --alg all ft.ast | as-bench --tables pool.ast | as-eval --format markdown\n"
+    "  cat measured.ast model.ast | as-eval --format markdown --table plans,summary,verdict \\\n"
+    "      --plot plots.svg\n"
     "  as-eval --table curve --curve curve.png train.ast\n";
+
+/* the held-out quality of the cost model in a stream: from its first `model` record with
+ * `heldout`, else from its first `costfit-report` (older files); dies on a malformed one */
+typedef struct {
+    as_eval_quality model, report;
+} quality_src;
+
+static void quality_take(quality_src *qs, const as_record *rec, const char *name)
+{
+    int is_model = as_rec_is(rec, "model");
+    if (!is_model && !as_rec_is(rec, "costfit-report")) return;
+    as_eval_quality *dst = is_model ? &qs->model : &qs->report;
+    if (dst->have) return;
+    char err[256];
+    as_eval_quality q;
+    int rc = as_eval_quality_read(&rec->obj, &q, err, sizeof err);
+    if (rc < 0) as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", name, rec->index, err);
+    if (!rc) *dst = q;
+}
+
+static const as_eval_quality *quality_of(const quality_src *qs)
+{
+    return qs->model.have ? &qs->model : qs->report.have ? &qs->report : NULL;
+}
+
+static void check_plot_name(as_cli *cli, const char *opt, const char *path)
+{
+    if (!*path) as_cli_usage(cli, "%s: empty file name", opt);
+    if (as_eval_plot_format(path) < 0)
+        as_cli_usage(cli, "%s: '%s': the extension names the format; use %s", opt, path, AS_EVAL_PLOT_FORMATS);
+}
 
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE };
 
@@ -118,7 +187,7 @@ int main(int argc, char **argv)
     };
     const char *model_path = NULL, *split = NULL, *plot = NULL, *curve = NULL;
     as_eval_format fmt = AS_EVAL_TEXT;
-    int show_plans = 1, show_shards = 0, show_summary = 1, show_curve = 0, table_given = 0, over_runs = 0;
+    int show_plans = 1, show_shards = 0, show_summary = 1, show_curve = 0, show_verdict = 0, table_given = 0, over_runs = 0;
     int64_t plot_task = -1;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
@@ -131,7 +200,7 @@ int main(int argc, char **argv)
             else as_cli_usage(&cli, "--format: '%s' is not text, markdown or csv", optarg);
             break;
         case OPT_TABLE: {
-            show_plans = show_shards = show_summary = show_curve = 0;
+            show_plans = show_shards = show_summary = show_curve = show_verdict = 0;
             table_given = 1;
             char *s = as_strdup(optarg), *save = NULL;
             for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -139,10 +208,11 @@ int main(int argc, char **argv)
                 else if (!strcmp(t, "shards")) show_shards = 1;
                 else if (!strcmp(t, "summary")) show_summary = 1;
                 else if (!strcmp(t, "curve")) show_curve = 1;
-                else as_cli_usage(&cli, "--table: '%s' is not plans, shards, summary or curve", t);
+                else if (!strcmp(t, "verdict")) show_verdict = 1;
+                else as_cli_usage(&cli, "--table: '%s' is not plans, shards, summary, verdict or curve", t);
             }
             free(s);
-            if (!show_plans && !show_shards && !show_summary && !show_curve) as_cli_usage(&cli, "--table: nothing to show");
+            if (!show_plans && !show_shards && !show_summary && !show_curve && !show_verdict) as_cli_usage(&cli, "--table: nothing to show");
             break;
         }
         case OPT_OVER:
@@ -155,12 +225,12 @@ int main(int argc, char **argv)
             split = optarg;
             break;
         case OPT_PLOT:
-            if (!*optarg) as_cli_usage(&cli, "--plot: empty file name");
+            check_plot_name(&cli, "--plot", optarg);
             plot = optarg;
             break;
         case OPT_PLOT_TASK: plot_task = as_cli_i64(&cli, "--plot-task", optarg, 0, INT64_MAX); break;
         case OPT_CURVE:
-            if (!*optarg) as_cli_usage(&cli, "--curve: empty file name");
+            check_plot_name(&cli, "--curve", optarg);
             curve = optarg;
             break;
         default:
@@ -169,11 +239,20 @@ int main(int argc, char **argv)
     }
     as_cli_finish(&cli);
     as_cli_inputs(&cli, (const char *const[]){ model_path }, 1);
-    if (plot_task >= 0 && !plot) as_cli_usage(&cli, "--plot-task needs --plot FILE.png");
+    if (plot_task >= 0 && !plot) as_cli_usage(&cli, "--plot-task needs --plot FILE");
 
     char err[1024];
     as_costmodel *cm = NULL;
     if (model_path && as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
+    /* the quality of the model that estimates (--model), or of the one in the input */
+    quality_src qs_model = { 0 }, qs_input = { 0 };
+    if (model_path) {
+        as_reader *r = as_reader_open(model_path);
+        if (!r) exit(AS_EXIT_DATA);
+        as_record rec;
+        while (as_reader_next_or_die(r, &rec) == 1) quality_take(&qs_model, &rec, model_path);
+        as_reader_close(r);
+    }
 
     char *none[] = { "-" };
     char **files = optind < argc ? argv + optind : none;
@@ -237,7 +316,9 @@ int main(int argc, char **argv)
                 if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err))
                     as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
                 nfeat++;
-            } else if (as_rec_is(&rec, "costfit-report") && !nscatter) {
+            } else if (as_rec_is(&rec, "model")) {
+                quality_take(&qs_input, &rec, as_reader_name(r));
+            } else if (as_rec_is(&rec, "costfit-report") && (quality_take(&qs_input, &rec, as_reader_name(r)), !nscatter)) {
                 double *pp, *mm;
                 int64_t a = report_list(&rec.obj, "test_pred", &pp), b = report_list(&rec.obj, "test_measured", &mm);
                 if (a > 0 && a == b) { pred = pp; meas = mm; nscatter = a; }
@@ -254,7 +335,7 @@ int main(int argc, char **argv)
     }
     /* plan tables by default, unless only the curve is asked for and there are no plans */
     if (!table_given && curve && !np) show_plans = show_summary = 0;
-    int want_plans = show_plans || show_shards || show_summary || plot;
+    int want_plans = show_plans || show_shards || show_summary || show_verdict || plot;
     if (want_plans && !np)
         as_die(AS_EXIT_DATA, "no %splan records in the input%s", split ? "matching " : "",
                ntr && !table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
@@ -264,7 +345,7 @@ int main(int argc, char **argv)
                 "them in input order", back_at, back_from);
     const char *label = np ? (model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated") : "";
     as_eval_alg *sum = NULL;
-    int64_t nsum = 0;
+    int64_t nsum = 0, clamped = 0, estimated = 0;
     if (want_plans) {
         if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
         if (model_path) {
@@ -284,29 +365,61 @@ int main(int argc, char **argv)
                         m++;
                     }
                     q->cost[k] = as_costmodel_predict(cm, sh, m);
+                    if (q->cost[k] < 0) {   /* an unconstrained model's output: no shard costs less than nothing */
+                        q->cost[k] = 0;
+                        q->clamped++;
+                    }
                 }
                 q->cost_kind = 2;
                 free(sh);
             }
         }
+        for (int64_t j = 0; j < np; j++) {
+            clamped += pl[j].clamped;
+            if (pl[j].cost_kind == 2) for (int64_t k = 0; k < pl[j].K; k++) estimated += isfinite(pl[j].cost[k]);
+        }
+        if (clamped)
+            as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
+                    "counted as 0 ms", clamped, estimated);
         as_eval_compute(pl, np);
         as_eval_summary(pl, np, over_runs, &sum, &nsum);
     }
+    const as_eval_quality *quality = model_path ? quality_of(&qs_model) : quality_of(&qs_input);
+    as_eval_quality no_quality = { 0 };
+    if (model_path && !quality) quality = &no_quality;   /* estimates from a model: say its quality is unknown */
 
-    if (show_plans || show_shards || show_summary || show_curve) {
+    if (show_plans || show_shards || show_summary || show_verdict || show_curve) {
         FILE *f = as_cli_open_text(&cli);
         int sep = 0;
-        if (fmt != AS_EVAL_CSV && (show_plans || show_shards || show_summary)) {
+        if (fmt != AS_EVAL_CSV && (show_plans || show_shards || show_summary || show_verdict)) {
             if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
                                     fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
             else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
                          device[0] ? " on " : "", device[0] ? (devices_differ ? "several devices" : device) : "", np, nruns,
                          nruns == 1 ? "" : "s");
+            if (clamped)
+                fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
+                           "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
+                        clamped, estimated);
+            if (quality && (show_plans || show_summary || show_verdict)) {
+                if (quality->have) as_eval_print_quality(f, fmt, quality);
+                else fprintf(f, "%sits held-out quality is not in the model file (no `model` record with `heldout`, no "
+                                "`costfit-report`)\n\n", fmt == AS_EVAL_MARKDOWN ? "**Cost model:** " : "# cost model: ");
+            }
         }
         if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
         /* CSV: tables separated by an empty line */
         if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
         if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, over_runs); sep = 1; }
+        if (show_verdict) {
+            if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+            as_eval_verdict_info vi = {
+                .label = label, .device = model_path ? "" : devices_differ ? "several devices" : device, .over_runs = over_runs,
+                .runs = nruns, .quality = quality, .clamped = clamped, .estimated = estimated, .plot = plot, .curve = curve,
+            };
+            as_eval_print_verdict(f, fmt, pl, np, sum, nsum, &vi);
+            sep = 1;
+        }
         if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, tr, ntr); }
         as_cli_close_text(&cli, f);
     }

@@ -1,6 +1,8 @@
 /* test_eval.c - plan evaluation figures checked by hand on a small example: balance,
  * speedup over random, mean ± std per algorithm (over plans and over runs), exclusions;
- * `train` records and the rows of the training-curve table. */
+ * Student t quantiles, t-intervals and geometric means; noise fields, the paired ranking
+ * and its verdict; negative costs; the cost model's held-out quality; `train` records and
+ * the rows of the training-curve table. */
 #include "unit.h"
 
 #include "common.h"
@@ -31,6 +33,21 @@ static as_eval_plan P(int64_t run, int64_t task, const char *alg, int K, const d
     }
     p.feasible = 1;
     p.cost_kind = 1;
+    p.noise_threshold = NAN;
+    return p;
+}
+
+/* P with cost_noisy flags (and a spread of 0.3 on noisy shards, 0.01 elsewhere) */
+static as_eval_plan PN(int64_t run, int64_t task, const char *alg, int K, const double *cost, const int *noisy)
+{
+    as_eval_plan p = P(run, task, alg, K, cost);
+    p.noisy = as_malloc((size_t)K);
+    p.spread = as_malloc((size_t)K * sizeof *p.spread);
+    for (int k = 0; k < K; k++) {
+        p.noisy[k] = (unsigned char)noisy[k];
+        p.spread[k] = noisy[k] ? 0.3 : 0.01;
+    }
+    p.noise_threshold = 0.05;
     return p;
 }
 
@@ -86,6 +103,15 @@ TEST(eval_by_hand)
     CHECK_NEAR(l->spd_mean, 5.0 / 3, 1e-12);
     CHECK_NEAR(l->spd_std, 1.0 / 3, 1e-12);
     CHECK_NEAR(l->max_mean, 3, 1e-12);
+    /* geometric mean of 4/3 and 2 = √(8/3); 95 % interval exp(mean log ± t(1) · s/√2) with
+     * t(1) = tan(0.475π) = 12.7062, s = |ln(3/2)|/√2: [0.124239179, 21.4639754] */
+    CHECK_NEAR(l->spd_gmean, sqrt(8.0 / 3), 1e-12);
+    CHECK_NEAR(l->spd_lo, 0.124239179, 1e-8);
+    CHECK_NEAR(l->spd_hi, 21.4639754, 1e-6);
+    /* balance 2/3 ± 12.7062 · (√2/3)/√2: clipped to [0, 1] */
+    CHECK_NEAR(l->bal_lo, 0, 0);
+    CHECK_NEAR(l->bal_hi, 1, 0);
+    CHECK_EQ_I64(l->shards, 0);     /* no noise fields: unknown */
     CHECK_NEAR(r->bal_mean, 0.5, 0);
     CHECK_NEAR(r->bal_std, 0, 0);
     CHECK_NEAR(r->spd_mean, 1, 0);
@@ -106,8 +132,9 @@ TEST(eval_by_hand)
     as_eval_print_summary(f, AS_EVAL_CSV, a, na, "measured", 0);
     as_eval_print_plans(f, AS_EVAL_TEXT, p, 6, "measured");
     fclose(f);
-    CHECK(strstr(buf, "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | 1.667 ± 0.333 | 3.0000 |") != NULL);
-    CHECK(strstr(buf, "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3\n") != NULL);
+    CHECK(strstr(buf, "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | [0.0, 100.0] | 1.633 | [0.124, 21.464] | 3.0000 |") != NULL);
+    CHECK(strstr(buf, "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,"
+                      "0,1,1.63299316,0.124239179,21.4639754,,,\n") != NULL);
     CHECK(strstr(buf, "costs measured") != NULL);
     free(buf);
     free(a);
@@ -142,6 +169,9 @@ TEST(eval_runs)
     CHECK_NEAR(l->bal_mean, 7.0 / 12, 1e-12);
     CHECK_NEAR(l->bal_std, 1.0 / 12, 1e-12);
     CHECK_NEAR(l->spd_mean, (5.0 / 3 + 1) / 2, 1e-12);
+    /* over runs the speedup is the geometric mean of each run's geometric mean: run 0
+     * √(8/3), run 1 1 -> (8/3)^(1/4) */
+    CHECK_NEAR(l->spd_gmean, pow(8.0 / 3, 0.25), 1e-12);
     free(a);
     for (int i = 0; i < 6; i++) as_eval_plan_free(&p[i]);
 }
@@ -334,4 +364,388 @@ TEST(eval_curve_rows)
     CHECK(strstr(buf, "(3 train records, reward model;") != NULL);
     CHECK(strstr(buf, "      24      0.240       0    0.5000    0.5000       n/a       n/a\n") != NULL);
     free(buf);
+}
+
+/* Student t quantiles: df 1 and 2 in closed form (tan(0.475π); (2p−1)/√(2p(1−p)) at
+ * p = 0.975), df 10 and 30 from the tables, large df tends to the normal 1.959964 */
+TEST(eval_t975)
+{
+    CHECK_NEAR(as_eval_t975(1), 12.706204736174696, 1e-9);
+    CHECK_NEAR(as_eval_t975(2), 4.302652729749464, 1e-10);
+    CHECK_NEAR(as_eval_t975(10), 2.228138852, 1e-8);
+    CHECK_NEAR(as_eval_t975(30), 2.042272456, 1e-8);
+    CHECK_NEAR(as_eval_t975(1000000), 1.959966, 1e-5);
+    CHECK(isnan(as_eval_t975(0)));
+}
+
+/* intervals by hand: {1, 2, 3}: mean 2, s 1, half-width t(2)/√3 = 2.484138; speedups
+ * {1, 2, 4}: geometric mean 2, log interval ln 2 ± t(2) · ln 2/√3, i.e. [0.357462, 11.19];
+ * NaN and (for the geometric mean) values <= 0 are left out; one value: no interval */
+TEST(eval_intervals)
+{
+    double m, lo, hi;
+    CHECK_EQ_I64(as_eval_ci((double[]){ 1, NAN, 2, 3 }, 4, &m, &lo, &hi), 3);
+    CHECK_NEAR(m, 2, 0);
+    CHECK_NEAR(lo, -0.48413771175033116, 1e-9);
+    CHECK_NEAR(hi, 4.484137711750331, 1e-9);
+    CHECK_EQ_I64(as_eval_gmean_ci((double[]){ 1, 2, 0, 4, -1 }, 5, &m, &lo, &hi), 3);
+    CHECK_NEAR(m, 2, 1e-12);
+    CHECK_NEAR(lo, 0.3574621235894745, 1e-9);
+    CHECK_NEAR(hi, 11.189996746602946, 1e-8);
+    CHECK_EQ_I64(as_eval_ci((double[]){ 5 }, 1, &m, &lo, &hi), 1);
+    CHECK_NEAR(m, 5, 0);
+    CHECK(isnan(lo) && isnan(hi));
+    CHECK_EQ_I64(as_eval_gmean_ci((double[]){ NAN }, 1, &m, &lo, &hi), 0);
+    CHECK(isnan(m));
+    double v[] = { 3, 1, NAN, 2, 10 };
+    CHECK_NEAR(as_eval_median(v, 5), 2.5, 0);
+    double w[] = { 3, 1, 2 };
+    CHECK_NEAR(as_eval_median(w, 3), 2, 0);
+    CHECK(isnan(as_eval_median(w, 0)));
+}
+
+/* algorithm A against B on three tasks: balances 0.9/0.5, 0.8/0.6, 0.85/0.55 (differences
+ * 0.4, 0.2, 0.3: mean 0.3, s 0.1, interval 0.3 ± t(2) · 0.1/√3 = [0.051586, 0.548414]); A's
+ * slowest shard is half B's: speedup ratio 2 */
+static void three_tasks(as_eval_plan *p, const int *noisy_a)
+{
+    static const double a[3][2] = { { 5, 4.5 }, { 5, 4 }, { 10, 8.5 } }, b[3][2] = { { 10, 5 }, { 10, 6 }, { 20, 11 } };
+    static const double r[3][2] = { { 40, 4 }, { 40, 4 }, { 40, 4 } };
+    for (int t = 0; t < 3; t++) {
+        int none[2] = { 0, 0 };
+        p[3 * t] = PN(0, t, "random", 2, r[t], none);
+        p[3 * t + 1] = PN(0, t, "A", 2, a[t], noisy_a ? noisy_a + 2 * t : none);
+        p[3 * t + 2] = PN(0, t, "B", 2, b[t], none);
+    }
+    as_eval_compute(p, 9);
+}
+
+TEST(eval_rank)
+{
+    as_eval_plan p[9];
+    three_tasks(p, NULL);
+    as_eval_cmp c;
+    as_eval_compare(p, 9, "A", "B", 0, &c);
+    CHECK_EQ_I64(c.n, 3);
+    CHECK_NEAR(c.bal_diff, 0.3, 1e-12);
+    CHECK_NEAR(c.bal_lo, 0.051586228824966884, 1e-9);
+    CHECK_NEAR(c.bal_hi, 0.5484137711750331, 1e-9);
+    CHECK_NEAR(c.ratio, 2, 1e-12);
+    CHECK_NEAR(c.ratio_lo, 2, 1e-9);
+    CHECK_EQ_I64(c.shards, 12);
+    CHECK_EQ_I64(c.noisy, 0);
+    CHECK(!c.all_equal);
+    as_eval_alg *a;
+    int64_t na;
+    as_eval_summary(p, 9, 0, &a, &na);
+    CHECK_STR(a[0].alg, "random");
+    CHECK_STR(a[1].alg, "A");
+    CHECK_NEAR(a[1].spd_gmean, cbrt(8.0 * 8 * 4), 1e-12);   /* speedups 40/5, 40/5, 40/10 */
+    as_eval_rank r;
+    as_eval_rank_algs(p, 9, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_RESOLVED);
+    int64_t order[3];
+    CHECK_EQ_I64(as_eval_order(a, na, order), 3);
+    CHECK(order[0] == 1 && order[1] == 2 && order[2] == 0);
+    CHECK_EQ_I64(r.winner, 1);
+    CHECK_EQ_I64(r.runner, 2);
+    CHECK(!r.too_noisy);
+
+    /* the verdict says it in words; with a noisy slowest shard on two of A's plans (2 of 12
+     * flagged shards = 16.7 % > 10 %): too noisy to rank, and those plans are marked */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_verdict_info vi = { .label = "measured", .device = "cpu", .runs = 1, .plot = "p.svg" };
+    as_eval_print_verdict(f, AS_EVAL_MARKDOWN, p, 9, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "- **A** won on measured balance: mean 85.0 %") != NULL);
+    CHECK(strstr(buf, "+30.0 points of balance (paired 95 % CI +5.2 to +54.8 over 3 tasks) and a speedup of 2.000x over it") != NULL);
+    CHECK(strstr(buf, "The ranking is resolved: the interval lies above 0 and 0 of their 12 shards are noisy.") != NULL);
+    CHECK(strstr(buf, "Ahead of **random**") != NULL);
+    CHECK(strstr(buf, "0 of 18 measured shards (0.0 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 %") != NULL);
+    CHECK(strstr(buf, "Cost model: no held-out quality in the input") != NULL);
+    /* B against random: balances 0.5, 0.6, 0.55 against 0.1 each: resolved too */
+    CHECK(strstr(buf, "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): "
+                      "A (85.0 %) > B (55.0 %) > random (10.0 %).\n") != NULL);
+    CHECK(strstr(buf, "Plots: `p.svg`") != NULL);
+    free(buf);
+    free(a);
+    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+
+    int noisy[6] = { 1, 0, 0, 0, 1, 0 };
+    three_tasks(p, noisy);
+    CHECK(p[1].shaky && !p[4].shaky && p[7].shaky);
+    CHECK_EQ_I64(p[1].nnoisy, 1);
+    as_eval_summary(p, 9, 0, &a, &na);
+    CHECK_EQ_I64(a[1].noisy, 2);
+    CHECK_EQ_I64(a[1].shards, 6);
+    CHECK_EQ_I64(a[1].shaky, 2);
+    as_eval_rank_algs(p, 9, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_NOISY);
+    CHECK(r.too_noisy);
+    as_eval_noise nz;
+    as_eval_noise_of(p, 9, NULL, &nz);
+    CHECK_EQ_I64(nz.shards, 18);
+    CHECK_EQ_I64(nz.noisy, 2);
+    CHECK_EQ_I64(nz.spreads, 18);
+    CHECK_NEAR(nz.median_spread, 0.01, 0);
+    CHECK_NEAR(nz.threshold, 0.05, 0);
+    CHECK_EQ_I64(nz.shaky, 2);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    as_eval_print_verdict(f, AS_EVAL_TEXT, p, 9, a, na, &vi);
+    as_eval_print_plans(f, AS_EVAL_TEXT, p, 9, "measured");
+    as_eval_print_verdict(f, AS_EVAL_CSV, p, 9, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "The measurements were too noisy to rank A and B: 2 of their 12 shards (16.7 %) stayed noisy, more than 10 %.") != NULL);
+    CHECK(strstr(buf, "2 of 9 plans rest on a noisy shard (marked * in the plans table)") != NULL);
+    CHECK(strstr(buf, "  90.0%*") != NULL);
+    CHECK(strstr(buf, "\n* its slowest or fastest shard stayed noisy") != NULL);
+    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random\n") != NULL);
+    free(buf);
+    free(a);
+    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+
+    /* A's balance on task 2 down to 0.25: differences 0.4, 0.2, -0.3 (mean 0.1, s 0.36):
+     * the interval includes 0 */
+    three_tasks(p, NULL);
+    p[7].cost[1] = 2.5;
+    as_eval_compute(p, 9);
+    as_eval_summary(p, 9, 0, &a, &na);
+    as_eval_rank_algs(p, 9, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_NOISY);
+    CHECK(!r.too_noisy);
+    CHECK(r.cmp.bal_lo < 0 && r.cmp.bal_hi > 0);
+    free(a);
+    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+
+    /* the same plans twice: a tie; one task only: too few */
+    as_eval_plan q[4];
+    q[0] = P(0, 0, "random", 2, (double[]){ 4, 2 });
+    q[1] = P(0, 0, "x", 2, (double[]){ 3, 3 });
+    q[2] = P(0, 0, "y", 2, (double[]){ 3, 3 });
+    q[3] = P(0, 0, "z", 2, (double[]){ 2, 3 });
+    as_eval_compute(q, 4);
+    as_eval_summary(q, 3, 0, &a, &na);
+    as_eval_rank_algs(q, 3, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_TIE);
+    free(a);
+    as_eval_plan z[2] = { q[0], q[3] };
+    as_eval_summary(z, 2, 0, &a, &na);
+    as_eval_rank_algs(z, 2, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_FEW);
+    CHECK_STR(a[r.winner].alg, "z");
+    free(a);
+    for (int i = 0; i < 4; i++) as_eval_plan_free(&q[i]);
+}
+
+/* one msgpack record from a packing function into up (sb keeps its bytes) */
+static void unpack_one(msgpack_sbuffer *sb, msgpack_unpacked *up)
+{
+    msgpack_unpacked_init(up);
+    size_t off = 0;
+    msgpack_unpack_next(up, sb->data, sb->size, &off);
+}
+
+/* a plan of two shards with the given cost kind and costs, and as-bench's noise fields */
+static void pack_plan(msgpack_sbuffer *sb, const char *kind, double c0, double c1, int noise)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, noise ? 11 : 8);
+    as_pack_kv_str(&pk, "kind", "plan");
+    as_pack_kv_i64(&pk, "task", 1);
+    as_pack_kv_str(&pk, "alg", "cost-greedy");
+    as_pack_kv_i64(&pk, "shards", 2);
+    as_pack_str(&pk, "tables");
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_int(&pk, 7); msgpack_pack_int(&pk, 8);
+    as_pack_str(&pk, "assign");
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_int(&pk, 0); msgpack_pack_int(&pk, 1);
+    as_pack_str(&pk, "cost_ms");
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_double(&pk, c0); msgpack_pack_double(&pk, c1);
+    as_pack_kv_str(&pk, "cost_kind", kind);
+    if (noise) {
+        as_pack_str(&pk, "cost_spread");
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_double(&pk, 0.25); msgpack_pack_nil(&pk);
+        as_pack_str(&pk, "cost_noisy");
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_true(&pk); msgpack_pack_false(&pk);
+        as_pack_kv_f64(&pk, "noise_threshold", 0.1);
+    }
+}
+
+/* the noise fields are read; a negative measured cost is bad data, a negative estimated one
+ * counts as 0 (and is counted) */
+TEST(eval_plan_noise_negative)
+{
+    msgpack_sbuffer sb;
+    msgpack_unpacked up;
+    as_eval_plan p;
+    char err[256];
+    msgpack_sbuffer_init(&sb);
+    pack_plan(&sb, "measured", 2, 1, 1);
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK(p.spread && p.noisy);
+    CHECK_NEAR(p.spread[0], 0.25, 0);
+    CHECK(isnan(p.spread[1]));
+    CHECK(p.noisy[0] && !p.noisy[1]);
+    CHECK_NEAR(p.noise_threshold, 0.1, 0);
+    as_eval_compute(&p, 1);
+    CHECK_EQ_I64(p.nnoisy, 1);
+    CHECK(p.shaky);                         /* the slowest shard is the noisy one */
+    as_eval_plan_free(&p);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+
+    msgpack_sbuffer_init(&sb);
+    pack_plan(&sb, "measured", 2, -0.5, 0);
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), -1);
+    CHECK(strstr(err, "measured cost_ms[1] is negative (-0.5 ms)") != NULL);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+
+    msgpack_sbuffer_init(&sb);
+    pack_plan(&sb, "estimated", 2, -0.5, 0);
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK_EQ_I64(p.clamped, 1);
+    CHECK_NEAR(p.cost[1], 0, 0);
+    CHECK(!p.spread && !p.noisy && isnan(p.noise_threshold));
+    as_eval_compute(&p, 1);
+    CHECK_NEAR(p.balance, 0, 0);            /* never below 0 */
+    CHECK_EQ_I64(p.nnoisy, -1);
+    as_eval_plan_free(&p);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void pack_metrics(msgpack_packer *pk, const char *key, int64_t n, double mae, double r2)
+{
+    as_pack_str(pk, key);
+    msgpack_pack_map(pk, 5);
+    as_pack_kv_i64(pk, "n", n);
+    as_pack_kv_f64(pk, "mae", mae);
+    as_pack_kv_f64(pk, "mse", mae * mae);
+    as_pack_str(pk, "mape");
+    msgpack_pack_nil(pk);
+    as_pack_kv_f64(pk, "r2", r2);
+}
+
+/* held-out quality from a model record's heldout and from a costfit-report; worse than the
+ * line on R² or on MAE */
+TEST(eval_quality)
+{
+    msgpack_sbuffer sb;
+    msgpack_unpacked up;
+    msgpack_packer pk;
+    as_eval_quality q;
+    char err[256];
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    as_pack_kv_str(&pk, "kind", "model");
+    as_pack_kv_str(&pk, "output", "softplus");
+    as_pack_str(&pk, "heldout");
+    msgpack_pack_map(&pk, 5);
+    as_pack_kv_str(&pk, "split", "shards");
+    as_pack_kv_i64(&pk, "test_shards", 120);
+    pack_metrics(&pk, "model", 120, 0.5, -0.15);
+    pack_metrics(&pk, "linear", 120, 0.4, 0.3);
+    as_pack_str(&pk, "sum_single");
+    msgpack_pack_nil(&pk);
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_quality_read(&up.data, &q, err, sizeof err), 0);
+    CHECK_EQ_I64(q.have, 1);
+    CHECK_STR(q.source, "model");
+    CHECK_STR(q.output, "softplus");
+    CHECK_EQ_I64(q.test_shards, 120);
+    CHECK_NEAR(q.model.r2, -0.15, 0);
+    CHECK(isnan(q.model.mape));
+    CHECK_NEAR(q.linear.mae, 0.4, 0);
+    CHECK_EQ_I64(q.sum_single.n, -1);
+    CHECK_EQ_I64(as_eval_quality_worse(&q), 1);
+    q.model.r2 = 0.5;                        /* better R², worse MAE: still worse */
+    CHECK_EQ_I64(as_eval_quality_worse(&q), 1);
+    q.model.mae = 0.3;
+    CHECK_EQ_I64(as_eval_quality_worse(&q), 0);
+    q.model.mae = q.model.r2 = NAN;
+    CHECK_EQ_I64(as_eval_quality_worse(&q), -1);
+    q.model.r2 = -0.15;
+    q.model.mae = 0.5;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_print_quality(f, AS_EVAL_MARKDOWN, &q);
+    fclose(f);
+    CHECK(strstr(buf, "**Cost model:** held-out R² -0.150, MAPE n/a, MAE 0.5 ms on 120 shards (split shards, output softplus); "
+                      "linear baseline R² 0.300, MAPE n/a, MAE 0.4 ms\n") != NULL);
+    CHECK(strstr(buf, "**Warning:** the cost model predicts held-out shards worse than a straight line; its estimates, and "
+                      "the plans built on them, should not be trusted.") != NULL);
+    free(buf);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+
+    /* a model without heldout: nothing; heldout nil: no split */
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 1);
+    as_pack_kv_str(&pk, "kind", "model");
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_quality_read(&up.data, &q, err, sizeof err), 1);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    as_pack_kv_str(&pk, "kind", "model");
+    as_pack_kv_str(&pk, "split", "none");
+    as_pack_str(&pk, "heldout");
+    msgpack_pack_nil(&pk);
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_quality_read(&up.data, &q, err, sizeof err), 0);
+    CHECK_EQ_I64(q.have, 2);
+    CHECK_EQ_I64(as_eval_quality_worse(&q), -1);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+
+    /* a costfit-report (older files): model.test and linear.test */
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 5);
+    as_pack_kv_str(&pk, "kind", "costfit-report");
+    as_pack_kv_str(&pk, "split", "tables");
+    as_pack_kv_i64(&pk, "test_shards", 40);
+    as_pack_str(&pk, "model");
+    msgpack_pack_map(&pk, 1);
+    pack_metrics(&pk, "test", 40, 0.1, 0.9);
+    as_pack_str(&pk, "linear");
+    msgpack_pack_map(&pk, 1);
+    pack_metrics(&pk, "test", 40, 0.2, 0.8);
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_quality_read(&up.data, &q, err, sizeof err), 0);
+    CHECK_EQ_I64(q.have, 1);
+    CHECK_STR(q.source, "costfit-report");
+    CHECK_STR(q.split, "tables");
+    CHECK_NEAR(q.model.r2, 0.9, 0);
+    CHECK_NEAR(q.linear.r2, 0.8, 0);
+    CHECK_EQ_I64(as_eval_quality_worse(&q), 0);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+TEST(eval_plot_format)
+{
+    CHECK_EQ_I64(as_eval_plot_format("a/b.png"), 0);
+    CHECK_EQ_I64(as_eval_plot_format("x.SVG"), 1);
+    CHECK_EQ_I64(as_eval_plot_format("x.pdf"), 2);
+    CHECK_EQ_I64(as_eval_plot_format("x.jpg"), -1);
+    CHECK_EQ_I64(as_eval_plot_format("png"), -1);
+    CHECK_EQ_I64(as_eval_plot_format("dir.png/x"), -1);
 }
