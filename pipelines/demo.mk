@@ -12,8 +12,10 @@
 #   plans     as-plan --alg all --split test     every algorithm, autoshard included, on the
 #                                                test tasks
 #   measured  as-bench on the plans              real per-shard costs of every plan
-#   report    as-eval                            balance and speedup table, plots, the
-#                                                training curve
+#   report    as-eval                            balance and speedup tables, plots, the
+#                                                training curve, and a closing verdict in
+#                                                words (the winner, whether the measurement
+#                                                could rank it, the cost model's quality)
 
 BIN    ?= bin
 OUT    ?= pipelines/out
@@ -88,7 +90,5 @@ endif
 
 $(D)/report.md: $(D)/measured.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-eval
 	@echo "== evaluation"
-	cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval --format markdown --table plans,summary --plot $(D)/plots.png -o $@.tmp
-	@printf '\n## Training the policy\n\n' >> $@.tmp
-	$(BIN)/as-eval --format markdown --table curve --curve $(D)/curve.png $(D)/train.ast >> $@.tmp
-	mv $@.tmp $@
+	cat $(D)/measured.ast $(D)/model.ast $(D)/train.ast | $(BIN)/as-eval --format markdown \
+	  --table plans,summary,curve,verdict --plot $(D)/plots.png --curve $(D)/curve.png -o $@

@@ -66,8 +66,9 @@ static const char HELP[] =
     "      --model FILE       estimate shard costs with this cost model (needs the tables'\n"
     "                         `features` records in the input)\n"
     "      --format F         text (default), markdown or csv\n"
-    "      --table LIST       which tables, comma-separated: plans, shards, summary, verdict,\n"
-    "                         curve (default plans,summary; with --curve and no plans in the\n"
+    "      --table LIST       which tables, comma-separated: plans, shards, summary, curve,\n"
+    "                         verdict, printed in that order whatever the order given\n"
+    "                         (default plans,summary; with --curve and no plans in the\n"
     "                         input: none)\n"
     "      --over W           summary statistics over `plans` (every task of every run, the\n"
     "                         default) or `runs` (each run's figure over its tasks)\n"
@@ -411,6 +412,8 @@ int main(int argc, char **argv)
         /* CSV: tables separated by an empty line */
         if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
         if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, over_runs); sep = 1; }
+        if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, tr, ntr); sep = 1; }
+        /* the verdict closes the report */
         if (show_verdict) {
             if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
             as_eval_verdict_info vi = {
@@ -418,9 +421,7 @@ int main(int argc, char **argv)
                 .runs = nruns, .quality = quality, .clamped = clamped, .estimated = estimated, .plot = plot, .curve = curve,
             };
             as_eval_print_verdict(f, fmt, pl, np, sum, nsum, &vi);
-            sep = 1;
         }
-        if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, tr, ntr); }
         as_cli_close_text(&cli, f);
     }
 
