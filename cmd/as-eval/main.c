@@ -366,12 +366,18 @@ int main(int argc, char **argv)
                         m++;
                     }
                     q->cost[k] = as_costmodel_predict(cm, sh, m);
-                    if (q->cost[k] < 0) {   /* an unconstrained model's output: no shard costs less than nothing */
-                        q->cost[k] = 0;
-                        q->clamped++;
-                    }
+                    /* an unconstrained (output "linear") model's negative predictions come back
+                     * as 0 (as_costmodel_out): a table shard it prices at 0 was one of them */
+                    if (m > 0 && q->cost[k] == 0 && as_costmodel_cmeta(cm)->output == AS_CM_OUT_LINEAR) q->clamped++;
                 }
                 q->cost_kind = 2;
+                /* estimates carry no measurement noise: the plan's as-bench noise fields do
+                 * not describe these costs */
+                free(q->spread);
+                free(q->noisy);
+                q->spread = NULL;
+                q->noisy = NULL;
+                q->noise_threshold = NAN;
                 free(sh);
             }
         }
