@@ -1060,11 +1060,17 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                 fprintf(f, ".\n");
                 break;
             case AS_RANK_NOISY:
-                fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
-                if (r.too_noisy)
+                if (r.too_noisy) {
+                    fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
                     fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r.cmp.noisy,
                             r.cmp.shards, 100.0 * (double)r.cmp.noisy / (double)r.cmp.shards, 100 * AS_EVAL_NOISY_MAX);
-                else fprintf(f, "the interval of their balance difference includes 0.\n");
+                } else {
+                    /* few noisy shards, but the difference is within what varies from task to task
+                     * (and run to run): not a ranking either */
+                    fprintf(f, "%sThese measurements cannot rank %s and %s%s: the interval of their balance difference "
+                               "includes 0, so the difference is within the variation over %s and the measurement noise.\n",
+                            B, w->alg, u->alg, B, v->over_runs ? "runs" : "tasks");
+                }
                 break;
             case AS_RANK_FEW:
                 fprintf(f, "%sToo few %s to rank %s and %s%s: one paired value gives no interval.\n", B, v->over_runs ? "runs" : "tasks",
