@@ -27,12 +27,13 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     as_bench_result r;
     const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
-        int64_t left = 0;
+        /* still noisy after round - 1 re-measurements: the kept spread is above it */
+        int64_t left = 0, k = 0;
+        for (int64_t i = 0; i < n; i++) left += jobs[i].r.attempts == round && as_noise_is_noisy(&jobs[i].r, nc);
+        if (!left) break;
         for (int64_t i = 0; i < n; i++) {
             as_noise_job *j = &jobs[i];
-            /* still noisy after round - 1 re-measurements: the kept spread is above it */
             if (j->r.attempts != round || !as_noise_is_noisy(&j->r, nc)) continue;
-            left++;
             as_bench_session_run_attempt(s, j->ids, j->n, round, &r);
             again++;
             const double busy = j->r.busy_ms + r.busy_ms, wall = j->r.wall_ms + r.wall_ms;
@@ -42,8 +43,8 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
             j->r.attempts = round + 1;
             j->r.busy_ms = busy;
             j->r.wall_ms = wall;
+            if (nc->retried) nc->retried(ctx, round, ++k, left);
         }
-        if (!left) break;
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
     if (retry_s) *retry_s += as_now() - t0;

@@ -23,6 +23,9 @@
 typedef struct {
     double threshold;   /* spread above which a shard is re-measured and flagged; 0: neither */
     int retries;        /* re-measuring rounds at most (0: flag, never re-measure) */
+    /* progress of the rounds (may be NULL): called with as_noise_measure's ctx after each
+     * re-measurement, k of the m shards this round re-measures (1 <= k <= m) */
+    void (*retried)(void *ctx, int round, int64_t k, int64_t m);
 } as_noise_cfg;
 
 /* the default threshold: 10 % (the runs' spread; see docs/BENCHMARKS.md) */

@@ -132,7 +132,8 @@ typedef struct {
 
 static as_cli cli;
 static as_bench_cfg cfg;
-static as_noise_cfg ncfg = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES };
+static void retried(void *ctx, int round, int64_t k, int64_t m);
+static as_noise_cfg ncfg = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, retried };
 static int64_t nfailed;
 static as_bench_tally tally;
 static as_bench_session *sess;
@@ -179,6 +180,21 @@ static void first_done(void *ctx, int64_t j)
 {
     const prog_ctx *pc = ctx;
     as_progress_update(&prog, (double)(units_done + pc->done_after[j]));
+}
+
+/* the re-measuring rounds have their own progress line (a round can take minutes on a
+ * loaded machine while the units' count stands still) */
+static as_progress rprog;
+static char rlabel[64];
+
+static void retried(void *ctx, int round, int64_t k, int64_t m)
+{
+    (void)ctx;
+    if (k == 1) {
+        snprintf(rlabel, sizeof rlabel, "noisy shards re-measured (round %d)", round);
+        as_progress_start(&rprog, &cli, rlabel, (double)m);
+    }
+    as_progress_update(&rprog, (double)k);
 }
 
 /* Measure the units win[0..nwin) (as_noise_measure's rounds over all their shards), then

@@ -458,7 +458,28 @@ TEST(bench_fake_timer_in_the_session)
 typedef struct {
     as_bench_session *S;
     int64_t calls, bad;
+    int64_t rcalls, rk, rm;     /* re-measuring progress: calls, the last k and m */
+    int rround;
 } order_ctx;
+
+/* called after each re-measurement: rounds in order, k counting 1..m within a round, m
+ * fixed for the round, and the session has measured the first attempts plus every
+ * re-measurement so far */
+static void retried_cb(void *ctx, int round, int64_t k, int64_t m)
+{
+    order_ctx *o = ctx;
+    as_bench_session_info si;
+    as_bench_session_info_get(o->S, &si);
+    if (k == 1) {
+        if (round <= o->rround || (o->rround && o->rk != o->rm)) o->bad++;   /* the previous round ended at m */
+        o->rround = round;
+        o->rm = m;
+    } else if (round != o->rround || k != o->rk + 1 || m != o->rm) o->bad++;
+    if (k < 1 || k > m) o->bad++;
+    o->rk = k;
+    o->rcalls++;
+    if (si.shards != o->calls + o->rcalls) o->bad++;
+}
 
 /* called after each job's first attempt: the session has measured exactly i + 1 shards so
  * far (no re-measurement before the window's first attempts are done) */
@@ -487,9 +508,10 @@ static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, 
         jobs[i].ids = ids[i];
         jobs[i].n = 1 + i % 3;
     }
-    as_noise_cfg nc = { threshold, retries };
-    order_ctx o = { S, 0, 0 };
+    as_noise_cfg nc = { threshold, retries, retried_cb };
+    order_ctx o = { .S = S };
     int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o, NULL);
+    if (o.rcalls != again || (o.rround && o.rk != o.rm)) o.bad++;
     as_bench_session_info si;
     as_bench_session_info_get(S, &si);
     *measured = si.shards;
@@ -570,7 +592,7 @@ TEST(bench_noise_rounds)
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
     int64_t missing = 99, one = 12;
     as_noise_job j2[2] = { { &missing, 1, { 0 } }, { &one, 1, { 0 } } };
-    as_noise_cfg nc = { 0.1, 2 };
+    as_noise_cfg nc = { 0.1, 2, NULL };
     double rs = 0;
     CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL, &rs), 0);
     CHECK(rs >= 0 && rs < 1);
@@ -610,7 +632,7 @@ TEST(bench_noise_tally_summary_and_warning)
     CHECK_EQ_I64(t.noisy, 2);
     /* median of {0.01, 0.05, 0.2, 0.3} */
     CHECK_NEAR(as_noise_median_spread(&t), 0.125, 1e-15);
-    as_noise_cfg nc = { 0.1, 2 };
+    as_noise_cfg nc = { 0.1, 2, NULL };
     char line[512];
     as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "noise: 4 shards with a spread, median spread 12.5 %") != NULL);
