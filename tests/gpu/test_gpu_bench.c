@@ -404,21 +404,28 @@ TEST(gpu_measure_created_small)
     free_pool(p);
 }
 
+/* the bench pool (lib/bench.h) over odd_pool()'s tables, ids 200..; free bp.t and bp.index
+ * (the table data stays p's) */
+static void bench_pool(as_bpool *bp, const pool_t *p)
+{
+    memset(bp, 0, sizeof *bp);
+    bp->n = bp->cap = p->n;
+    bp->t = calloc((size_t)p->n, sizeof *bp->t);
+    bp->maxid = 200 + p->n - 1;
+    bp->index = calloc((size_t)bp->maxid + 1, sizeof *bp->index);
+    for (int i = 0; i < p->n; i++) {
+        as_btable t = { p->t[i].id, p->t[i].rows, p->t[i].batch, p->t[i].dim, p->t[i].lookups, p->off[i], p->ind[i] };
+        bp->t[i] = t;
+        bp->index[t.id] = i + 1;
+    }
+}
+
 /* a bench session on CUDA measures exactly what one on the CPU does */
 static void session_pair(int per_shard_upload)
 {
     pool_t *p = odd_pool();
     as_bpool bp;
-    memset(&bp, 0, sizeof bp);
-    bp.n = bp.cap = p->n;
-    bp.t = calloc((size_t)p->n, sizeof *bp.t);
-    bp.maxid = 200 + p->n - 1;
-    bp.index = calloc((size_t)bp.maxid + 1, sizeof *bp.index);
-    for (int i = 0; i < p->n; i++) {
-        as_btable t = { p->t[i].id, p->t[i].rows, p->t[i].batch, p->t[i].dim, p->t[i].lookups, p->off[i], p->ind[i] };
-        bp.t[i] = t;
-        bp.index[t.id] = i + 1;
-    }
+    bench_pool(&bp, p);
     as_bench_cfg c;
     memset(&c, 0, sizeof c);
     c.warmup = 2;
@@ -490,16 +497,7 @@ TEST(gpu_bench_noise_small)
 {
     pool_t *p = odd_pool();
     as_bpool bp;
-    memset(&bp, 0, sizeof bp);
-    bp.n = bp.cap = p->n;
-    bp.t = calloc((size_t)p->n, sizeof *bp.t);
-    bp.maxid = 200 + p->n - 1;
-    bp.index = calloc((size_t)bp.maxid + 1, sizeof *bp.index);
-    for (int i = 0; i < p->n; i++) {
-        as_btable t = { p->t[i].id, p->t[i].rows, p->t[i].batch, p->t[i].dim, p->t[i].lookups, p->off[i], p->ind[i] };
-        bp.t[i] = t;
-        bp.index[t.id] = i + 1;
-    }
+    bench_pool(&bp, p);
     as_bench_cfg c;
     memset(&c, 0, sizeof c);
     c.warmup = 1;
