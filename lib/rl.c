@@ -3,6 +3,7 @@
  * Dimension letters: T tables, K shards, B1 trajectories per update. */
 #include "rl.h"
 
+#include "benchnoise.h"
 #include "common.h"
 #include "reclimits.h"
 #include "nn.h"
@@ -131,13 +132,14 @@ typedef struct {
     /* measured shards for the cost buffer: shard k = pos[off[k] .. off[k+1]), cost[k] */
     int64_t K, *off, *pos;
     double *cost;
+    uint8_t *noisy;                      /* [K] the shard's spread stayed above the threshold */
     float *fvs, *fadv;                   /* imitation: fixed V-trace targets */
 } rl_ep;
 
 static void ep_free(rl_ep *e)
 {
     as_traj_free(&e->tr);
-    free(e->off); free(e->pos); free(e->cost); free(e->fvs); free(e->fadv);
+    free(e->off); free(e->pos); free(e->cost); free(e->noisy); free(e->fvs); free(e->fadv);
     memset(e, 0, sizeof *e);
 }
 
@@ -146,29 +148,47 @@ typedef struct {
     const as_rl_task *tasks;
     int64_t ntasks;
     pthread_mutex_t measure_mu;     /* one measurement at a time */
+    as_bench_session *sess;         /* measurements (NULL: none) */
 } rl_ctx;
 
-/* measure the shards of a plan; costs[K] (0 for an empty shard); 0 ok, -1 with err */
-static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, double *costs, int64_t *nmeas,
-                        char *err, size_t errlen)
+/* measure the shards of a plan as as-bench does: shards whose spread stays above the noise
+ * threshold are measured again, up to AS_NOISE_RETRIES rounds; costs[K] (0 for an empty
+ * shard), noisy[K] (may be NULL) 1 where the spread stayed above it; 0 ok, -1 with err */
+static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, double *costs, uint8_t *noisy,
+                        int64_t *nmeas, char *err, size_t errlen)
 {
     int64_t K = t->K;
     int64_t *ids = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *ids);
-    int rc = 0;
-    pthread_mutex_lock(&x->measure_mu);
-    for (int64_t k = 0; k < K && !rc; k++) {
-        int64_t n = 0;
-        for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) ids[n++] = t->t[i]->id;
+    as_noise_job *jobs = as_calloc((size_t)K, sizeof *jobs);
+    int64_t *shard = as_malloc((size_t)K * sizeof *shard);
+    int64_t nj = 0, o = 0;
+    for (int64_t k = 0; k < K; k++) {
         costs[k] = 0;
+        if (noisy) noisy[k] = 0;
+        int64_t n = 0;
+        for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) ids[o + n++] = t->t[i]->id;
         if (!n) continue;
-        as_bench_result r;
-        as_bench_shard(x->c->bcfg, x->c->pool, ids, n, &r);
-        if (!r.ok) { snprintf(err, errlen, "task %" PRId64 ": measuring shard %" PRId64 ": %s", t->id, k, r.error); rc = -1; }
-        costs[k] = r.cost_ms;
+        jobs[nj].ids = ids + o;
+        jobs[nj].n = n;
+        shard[nj++] = k;
+        o += n;
+    }
+    as_noise_cfg nc = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, NULL };
+    pthread_mutex_lock(&x->measure_mu);
+    as_noise_measure(x->sess, jobs, nj, &nc, NULL, NULL, NULL);
+    pthread_mutex_unlock(&x->measure_mu);
+    int rc = 0;
+    for (int64_t j = 0; j < nj && !rc; j++) {
+        const as_bench_result *r = &jobs[j].r;
+        if (!r->ok) {
+            snprintf(err, errlen, "task %" PRId64 ": measuring shard %" PRId64 ": %s", t->id, shard[j], r->error);
+            rc = -1;
+        }
+        costs[shard[j]] = r->cost_ms;
+        if (noisy) noisy[shard[j]] = (uint8_t)r->noisy;
         (*nmeas)++;
     }
-    pthread_mutex_unlock(&x->measure_mu);
-    free(ids);
+    free(ids); free(jobs); free(shard);
     return rc;
 }
 
@@ -202,7 +222,8 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
         int64_t K = t->K;
         out->K = K;
         out->cost = as_malloc((size_t)K * sizeof *out->cost);
-        if (measure_plan(x, t, assign, out->cost, &out->measured, err, errlen)) { free(assign); return -1; }
+        out->noisy = as_malloc((size_t)K * sizeof *out->noisy);
+        if (measure_plan(x, t, assign, out->cost, out->noisy, &out->measured, err, errlen)) { free(assign); return -1; }
         out->meas_balance = balance_of(out->cost, K);
         out->tr.reward = (float)out->meas_balance;
         out->off = as_malloc((size_t)(K + 1) * sizeof *out->off);
@@ -319,7 +340,7 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64
         if (!rc) {
             sp += ro.pred_balance;
             if (measure && c->bcfg && c->pool && ro.feasible) {
-                rc = measure_plan(x, t, assign, costs, nmeas, err, errlen);
+                rc = measure_plan(x, t, assign, costs, NULL, nmeas, err, errlen);
                 if (!rc) { sm += balance_of(costs, t->K); nm++; }
             }
         }
@@ -552,11 +573,14 @@ static int64_t feat_pos(const as_rl_cfg *c, int64_t id)
     return -1;
 }
 
-static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, int64_t update, float *g, double *loss)
+/* `steps` Adam steps of the cost model on minibatches drawn from the buffer (stream `stream`
+ * of the seed's cost-buffer generator); *loss = their mean loss (NaN: no step) */
+static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, uint64_t stream, int steps, float *g,
+                         double *loss)
 {
     int64_t nb = st->nbuf, B = c->cost_batch < nb ? c->cost_batch : nb;
     *loss = NAN;
-    if (B < 1 || c->cost_steps < 1) return;
+    if (B < 1 || steps < 1) return;
     int64_t cnp;
     float *w = as_costmodel_params(cm, &cnp);
     int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off), *sh = as_malloc((size_t)B * sizeof *sh);
@@ -565,10 +589,10 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
     for (int64_t i = 0; i < nb; i++) if (st->buf[i].n > longest) longest = st->buf[i].n;
     int64_t *idx = as_malloc((size_t)(B * longest > 0 ? B * longest : 1) * sizeof *idx);
     as_rng rng;
-    as_rng_seed(&rng, c->seed ^ 0x636f737462756666ULL, (uint64_t)update);
+    as_rng_seed(&rng, c->seed ^ 0x636f737462756666ULL, stream);
     as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)1e-3);
     double ls = 0;
-    for (int s = 0; s < c->cost_steps; s++) {
+    for (int s = 0; s < steps; s++) {
         int64_t o = 0;
         for (int64_t b = 0; b < B; b++) {
             const buf_entry *e = &st->buf[as_rng_below(&rng, (uint64_t)nb)];
@@ -585,19 +609,86 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
         st->ct++;
         as_nn_adam(w, g, st->cm_m, st->cm_v, cnp, &ac, st->ct);
     }
-    *loss = ls / c->cost_steps;
+    *loss = ls / steps;
     /* new weights: the held-out evaluation as-costfit stored describes the old ones */
     as_costmodel_meta(cm)->heldout.present = 0;
     free(off); free(sh); free(cost); free(idx);
 }
 
+/* ---- measured refinement ------------------------------------------------------------------ */
+
+typedef struct {
+    int64_t round, plans, shards;        /* measured this round (shards: those kept) */
+    int64_t noisy;                       /* shards left out: their spread stayed above the
+                                            noise threshold */
+    double mape;                         /* the model's mean |pred - meas| / meas on those
+                                            shards, before it trains on them (held out) */
+    double pred_balance, meas_balance;   /* the measured plans' mean predicted and measured balance */
+    double loss;                         /* mean cost-model loss of the round's steps */
+    double seconds;
+} refine_out;
+
+/* round r (1, 2, ...): the greedy plans of training tasks (r-1)n .. rn-1 (mod the number of
+ * tasks), every shard of the feasible ones measured and added to the buffer, then
+ * refine_steps cost-model steps on the buffer; model selection starts again */
+static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_state *st, int64_t round, float *cg,
+                        refine_out *o, int64_t *nmeas, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = x->c;
+    memset(o, 0, sizeof *o);
+    o->round = round;
+    double t0 = as_now();
+    int64_t n = c->refine_tasks < x->ntasks ? c->refine_tasks : x->ntasks;
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    double sp = 0, sm = 0, se = 0;
+    int rc = 0;
+    for (int64_t j = 0; j < n && !rc; j++) {
+        const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
+        int64_t K = t->K;
+        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
+        int64_t *pos = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *pos);
+        double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
+        uint8_t *noisy = as_malloc((size_t)K * sizeof *noisy);
+        as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = K, .cap = t->cap, .assign = assign, .pred = pred };
+        rc = as_policy_rollout(p, &ro, err, errlen);
+        if (!rc && ro.feasible) rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
+        if (!rc && ro.feasible) {
+            o->plans++;
+            sp += ro.pred_balance;
+            sm += balance_of(costs, K);
+            for (int64_t k = 0; k < K; k++) {
+                int64_t m = 0;
+                for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) pos[m++] = t->t[i] - c->feat;
+                if (!m) continue;
+                if (noisy[k]) { o->noisy++; continue; }   /* not training data */
+                buf_push(st, pos, m, costs[k]);
+                se += fabs(pred[k] - costs[k]) / costs[k];
+                o->shards++;
+            }
+        }
+        free(assign); free(pos); free(pred); free(costs); free(noisy);
+    }
+    if (rc) return -1;
+    o->mape = o->shards ? se / (double)o->shards : NAN;
+    o->pred_balance = o->plans ? sp / (double)o->plans : NAN;
+    o->meas_balance = o->plans ? sm / (double)o->plans : NAN;
+    /* streams 2^40 + r: apart from the per-update streams of bench rewards */
+    cost_updates(c, cm, st, (UINT64_C(1) << 40) + (uint64_t)round, c->refine_steps, cg, &o->loss);
+    st->best_score = -INFINITY;
+    st->best_episode = -1;
+    o->seconds = as_now() - t0;
+    return 0;
+}
+
 static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, const as_policy_stats *s, double pred_bal,
                        double gnorm, double lr, double ev_pred, double ev_meas, double meas_bal, double cm_loss,
-                       double sel)
+                       double sel, const refine_out *rf)
 {
     const as_policy_info *in = as_policy_cmeta(p);
     msgpack_packer *pk = as_writer_pk(c->log);
-    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel);
+    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel) +
+             (rf ? 5 + !isnan(rf->mape) + !isnan(rf->pred_balance) + !isnan(rf->meas_balance) + !isnan(rf->loss) : 0);
     msgpack_pack_map(pk, (size_t)nf);
     as_pack_kv_str(pk, "kind", "train");
     as_pack_kv_i64(pk, "episode", in->episodes);
@@ -619,6 +710,17 @@ static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, cons
     if (!isnan(ev_meas)) as_pack_kv_f64(pk, "eval_meas_balance", ev_meas);
     if (!isnan(cm_loss)) as_pack_kv_f64(pk, "cost_loss", cm_loss);
     if (!isnan(sel)) as_pack_kv_f64(pk, "select_balance", sel);
+    if (rf) {
+        as_pack_kv_i64(pk, "refine_round", rf->round);
+        as_pack_kv_i64(pk, "refine_plans", rf->plans);
+        as_pack_kv_i64(pk, "refine_shards", rf->shards);
+        as_pack_kv_i64(pk, "refine_noisy", rf->noisy);
+        as_pack_kv_f64(pk, "refine_s", rf->seconds);
+        if (!isnan(rf->mape)) as_pack_kv_f64(pk, "refine_mape", rf->mape);
+        if (!isnan(rf->pred_balance)) as_pack_kv_f64(pk, "refine_pred_balance", rf->pred_balance);
+        if (!isnan(rf->meas_balance)) as_pack_kv_f64(pk, "refine_meas_balance", rf->meas_balance);
+        if (!isnan(rf->loss)) as_pack_kv_f64(pk, "refine_cost_loss", rf->loss);
+    }
     as_writer_end_record(c->log);
 }
 
@@ -627,14 +729,20 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
 {
     if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
     if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
-    if (c->bench && (!c->bcfg || !c->pool)) { snprintf(err, errlen, "measured rewards need a device and the tables"); return -1; }
+    if ((c->bench || c->refine_every > 0) && (!c->bcfg || !c->pool)) {
+        snprintf(err, errlen, "measured %s needs a device and the tables", c->bench ? "rewards" : "refinement");
+        return -1;
+    }
     as_nn_set_threads(1);   /* small products: one BLAS thread is fastest and deterministic */
     int64_t np, cnp;
     float *w = as_policy_params(p, &np);
     as_costmodel_params(cm, &cnp);
     as_rl_state *st = state;
-    if (!st) st = state_new(np, cnp, c->buffer);
-    else {
+    if (!st) {
+        st = state_new(np, cnp, c->buffer);
+        for (int64_t j = 0; j < c->nseed; j++)
+            buf_push(st, c->seed_pos + c->seed_off[j], c->seed_off[j + 1] - c->seed_off[j], c->seed_cost[j]);
+    } else {
         /* resolve the buffer's table ids and resize the ring to the configured size */
         as_rl_state *ns = state_new(np, cnp, c->buffer);
         memcpy(ns->m, st->m, (size_t)np * sizeof *ns->m);
@@ -671,7 +779,11 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
     in->selected_episode = -1;
 
-    rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER };
+    rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL };
+    if (c->bcfg && c->pool && !(x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
+        if (st != state) as_rl_state_free(st);
+        return -1;
+    }
     as_vtrace_cfg vc = { 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
     int64_t limit = c->episodes > 0 ? c->episodes : INT64_MAX / 2;
     if (c->halt_after > 0 && c->halt_after < limit) limit = c->halt_after;
@@ -746,7 +858,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             in->evals += eps[b].measured;
             if (c->bench && eps[b].off)
                 for (int64_t k = 0; k < eps[b].K; k++)
-                    if (eps[b].off[k + 1] > eps[b].off[k])
+                    if (eps[b].off[k + 1] > eps[b].off[k] && !eps[b].noisy[k])
                         buf_push(st, eps[b].pos + eps[b].off[k], eps[b].off[k + 1] - eps[b].off[k], eps[b].cost[k]);
         }
         memset(g, 0, (size_t)np * sizeof *g);
@@ -761,11 +873,24 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         st->t++;
         as_nn_adam(w, g, st->m, st->v, np, &ac, st->t);
         double cml = NAN;
-        if (c->bench) cost_updates(c, cm, st, in->updates, cg, &cml);
+        if (c->bench) cost_updates(c, cm, st, (uint64_t)in->updates, c->cost_steps, cg, &cml);
         in->episodes += B;
         in->updates++;
         in->steps += s.steps;
         in->final_reward = s.episodes ? s.reward / s.episodes : 0;
+        /* measured refinement on multiples of refine_every, not at the end of the run */
+        refine_out rf;
+        int refined = 0;
+        if (c->refine_every > 0 && c->bcfg && c->pool && in->episodes / c->refine_every > (in->episodes - B) / c->refine_every &&
+            (c->episodes <= 0 || in->episodes < c->episodes)) {
+            if (refine_round(&x, p, cm, st, in->episodes / c->refine_every, cg, &rf, &in->evals, err, errlen)) { rc = -1; break; }
+            refined = 1;
+            as_info("refinement %" PRId64 " at episode %" PRId64 ": %" PRId64 " shards of %" PRId64 " greedy plans measured "
+                    "in %.1f s (%" PRId64 " left out as noisy); the model's error on them %.1f %% (MAPE, before "
+                    "training on them); their balance predicted %.3f, measured %.3f; %d cost-model steps, loss %.4g",
+                    rf.round, in->episodes, rf.shards + rf.noisy, rf.plans, rf.seconds, rf.noisy, 100 * rf.mape,
+                    rf.pred_balance, rf.meas_balance, c->refine_steps, rf.loss);
+        }
         if (threaded) {
             pthread_mutex_lock(&pl.mu);
             memcpy(pl.snap, w, (size_t)np * sizeof *pl.snap);
@@ -787,7 +912,8 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             select_step(&x, p, cm, st, in->episodes, &sel, err, errlen)) { rc = -1; break; }
         st->wall = wall0 + (as_now() - t0);
         if (c->log)
-            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel);
+            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel,
+                       refined ? &rf : NULL);
         if (c->ckpt && c->ckpt_every > 0 && in->episodes - last_ck >= c->ckpt_every) {
             last_ck = in->episodes;
             write_checkpoint(c, p, cm, st);
@@ -837,5 +963,6 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     free(g); free(cg); free(eps); free(trs);
     if (st != state) as_rl_state_free(st);
     pthread_mutex_destroy(&x.measure_mu);
+    as_bench_session_free(x.sess);
     return rc ? -1 : stopped;
 }

@@ -9,6 +9,12 @@
  *   bench  min/max of the shard costs measured with lib/bench (the paper's algorithm)
  * An episode that meets a table fitting on no shard ends there with reward -1.
  *
+ * Measured refinement (rl_cfg.refine_every; the cost-model half of Algorithm 1 at a
+ * measurement budget): with model rewards, every N episodes the greedy plans of some training
+ * tasks are measured, the cost model is trained on them together with the cost dataset, and
+ * the policy goes on learning against the corrected model. The policy file then holds the
+ * refined model, which as-plan uses for the policy's inputs and its choice among candidates.
+ *
  * Determinism: episode e draws its task and its actions from stream e of the seed, so one
  * actor gives the same policy for the same inputs, and a resumed run continues exactly.
  * Several actors run ahead of the learner with stale snapshots (V-trace corrects for it);
@@ -45,6 +51,21 @@ typedef struct {
                                        the return) before reinforcement learning takes over */
     int cost_steps, cost_batch;     /* cost-model updates per policy update (I), batch */
     int64_t buffer;                 /* measured shards kept for the cost model */
+    /* measured refinement (either reward): every refine_every episodes (on multiples of it,
+       not at the end of the run) plan refine_tasks training tasks greedily with the current
+       policy (a window that moves on by refine_tasks each round), measure every shard of the
+       feasible plans, add them to the buffer and train the cost model refine_steps steps on
+       the buffer; model selection starts again (earlier scores came from another model).
+       0: never */
+    int64_t refine_every, refine_tasks;
+    int refine_steps;
+    /* measured shards the buffer starts with (the input's `cost` records, e.g. the cost
+       dataset the model was fitted on): shard j = seed_pos[seed_off[j] .. seed_off[j+1]),
+       positions in feat, measured seed_cost[j] ms. Used only when starting (a checkpoint
+       holds its own buffer) */
+    int64_t nseed;
+    const int64_t *seed_off, *seed_pos;
+    const double *seed_cost;
     int64_t eval_every;             /* greedy evaluation every N episodes (0: never) */
     int64_t eval_tasks;             /* training tasks evaluated (the first N) */
     int64_t select_every;           /* model selection: every N episodes (on multiples of N) and
@@ -70,7 +91,7 @@ typedef struct {
 /* training state beyond the policy weights; lives in checkpoints */
 typedef struct as_rl_state as_rl_state;
 
-/* Train p (and, with bench rewards, cm) on tasks[0..n). state: from as_rl_load_checkpoint
+/* Train p (and, with bench rewards or refinement, cm) on tasks[0..n). state: from as_rl_load_checkpoint
  * to resume, or NULL to start. Returns 0 when the budget was used up, 1 when stopped early
  * (halt_after or *stop), -1 with err. */
 int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t n, const as_rl_cfg *c,

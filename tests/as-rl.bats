@@ -262,6 +262,48 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     [ "$(as-show --kind model "$T/p.ast" | jq -c '[.output, .heldout]')" = '["softplus",null]' ]
 }
 
+@test "as-rl --refine-every: measured rounds train the cost model on the policy's plans" {
+    # the fake timer makes the measurements deterministic figures, so the run is too
+    export AS_BENCH_FAKE_NOISE=quiet
+    cat "$D/ft.ast" "$D/c.ast" > "$T/in.ast"
+    run as-rl --model "$D/m.ast" --refine-every 8 --refine-tasks 2 --tables "$D/pool.ast" $FAST --episodes 24 \
+        --seed 3 --log "$T/log.ast" --checkpoint "$T/ck.ast" "$T/in.ast" -o "$T/p.ast"
+    assert_success
+    assert_output --partial "refinement 1 at episode 8: "
+    assert_output --partial "refinement 2 at episode 16: "
+    # not at the end of the run: nothing would learn from it
+    refute_output --partial "refinement 3"
+    run sh -c "as-show --kind train '$T/log.ast' | jq -c 'select(.refine_round) | [.episode, .refine_round, .refine_plans, .refine_shards, .refine_noisy, (.refine_mape | type), .reward_source]'"
+    assert_output $'[8,1,2,6,0,"number","model"]\n[16,2,2,6,0,"number","model"]'
+    # the policy file keeps the refined model: other weights, no held-out report of as-costfit
+    [ "$(as-show --full --kind model "$D/m.ast" | jq -c .params)" != "$(as-show --full --kind model "$T/p.ast" | jq -c .params)" ]
+    [ "$(as-show --kind model "$T/p.ast" | jq -c .heldout)" = null ]
+    # the buffer: the input's measured cost records first, then the 12 kept shards of the rounds
+    ncost=$(as-show --kind cost "$D/c.ast" | jq -s 'map(select(.cost_ms != null and (.tables | length) > 0)) | length')
+    [ "$ncost" -gt 0 ]
+    run sh -c "as-show --full --kind rl_buffer '$T/ck.ast' | jq '.cost_ms.data | length'"
+    assert_output "$((ncost + 12))"
+    # deterministic for a seed when the measurements are
+    as-rl -q --model "$D/m.ast" --refine-every 8 --refine-tasks 2 --tables "$D/pool.ast" $FAST --episodes 24 \
+        --seed 3 "$T/in.ast" -o "$T/p2.ast"
+    [ "$(params "$T/p.ast")" = "$(params "$T/p2.ast")" ]
+    [ "$(as-show --full --kind model "$T/p.ast" | jq -c .params)" = "$(as-show --full --kind model "$T/p2.ast" | jq -c .params)" ]
+    # as-plan plans with it
+    as-plan --alg autoshard --policy "$T/p.ast" --plans-only "$D/ft.ast" -o "$T/plans.ast"
+    run sh -c "as-show --kind plan '$T/plans.ast' | jq -e -s 'length == 8 and all(.[]; .feasible)'"
+    assert_success
+}
+
+@test "as-rl --refine-every: needs the tables; cost records without a use are reported" {
+    run as-rl --model "$D/m.ast" --refine-every 8 "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "--refine-every needs --tables"
+    cat "$D/ft.ast" "$D/c.ast" > "$T/in.ast"
+    run as-rl --model "$D/m.ast" --episodes 8 "$T/in.ast" -o "$T/p.ast"
+    assert_success
+    assert_output --partial "cost records of the input are not used"
+}
+
 # ---- -o, --log, --checkpoint: atomic, never over an input; usage errors (issue 11) ------------
 
 @test "as-rl: killed by SIGHUP mid-write of the policy, log or checkpoint, the old files are intact, no temporary" {

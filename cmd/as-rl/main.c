@@ -8,6 +8,7 @@
 #include "featurize.h"
 #include "plan.h"
 #include "policy.h"
+#include "reclimits.h"
 #include "rl.h"
 #include "stream.h"
 
@@ -70,8 +71,27 @@ static const char HELP[] =
     "      --clip X           global gradient-norm clip (40)\n"
     "      --cost-steps N     bench: cost-model updates per policy update, I (20)\n"
     "      --buffer N         bench: measured shards kept for the cost model (5000)\n"
+    "Measured refinement (the cost-model half of AutoShard's Algorithm 1 at a small measurement\n"
+    "budget; needs --tables):\n"
+    "      --refine-every N   every N episodes (not at the end of the run) plan --refine-tasks\n"
+    "                         training tasks greedily with the current policy, measure every\n"
+    "                         shard, add them to the buffer and train the cost model\n"
+    "                         --refine-steps steps on it; the policy then learns against the\n"
+    "                         refined model, which the policy file keeps (as-plan uses it for\n"
+    "                         the policy's inputs and its choice among candidates); model\n"
+    "                         selection starts again after each round (default 0: never)\n"
+    "      --refine-tasks N   plans measured per round, a window moving over the training\n"
+    "                         tasks (16)\n"
+    "      --refine-steps N   cost-model steps per round, minibatches of 512 from the buffer\n"
+    "                         (200)\n"
+    "  `cost` records in the input (as-bench; e.g. the cost dataset the model was fitted on)\n"
+    "  fill the buffer first, so the model keeps fitting them while it learns the plans'\n"
+    "  shards (with --reward bench too).\n"
     "Measurement (as as-bench): --warmup N (5) --runs N (10) --trim N (2) --flush SIZE\n"
     "      --threads N (CPU threads; default all)\n"
+    "\n"
+    "Environment: AS_BENCH_FAKE_NOISE=SPEC, the fake timer of as-bench (a test hook: the\n"
+    "measurements become deterministic figures; see as-bench --help).\n"
     "\n"
     "Progress on stderr. Exit status 130/143 when stopped by SIGINT/SIGTERM (the checkpoint\n"
     "and the policy are written first).\n"
@@ -82,7 +102,8 @@ static const char HELP[] =
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_ACTORS, OPT_SEED, OPT_TABLES,
        OPT_DEVICE, OPT_EVAL_EVERY, OPT_EVAL_TASKS, OPT_LOG, OPT_CKPT, OPT_CKPT_EVERY, OPT_RESUME, OPT_HALT,
        OPT_LR, OPT_BATCH, OPT_ENTROPY, OPT_BASELINE, OPT_CLIP, OPT_COST_STEPS, OPT_BUFFER, OPT_WARMUP, OPT_RUNS,
-       OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE, OPT_SELECT_EVERY, OPT_SELECT_TASKS };
+       OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE, OPT_SELECT_EVERY, OPT_SELECT_TASKS, OPT_REFINE_EVERY,
+       OPT_REFINE_TASKS, OPT_REFINE_STEPS };
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -145,6 +166,9 @@ int main(int argc, char **argv)
         { "flush", required_argument, 0, OPT_FLUSH },
         { "threads", required_argument, 0, OPT_THREADS },
         { "imitate", required_argument, 0, OPT_IMITATE },
+        { "refine-every", required_argument, 0, OPT_REFINE_EVERY },
+        { "refine-tasks", required_argument, 0, OPT_REFINE_TASKS },
+        { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
         AS_CLI_COMMON_OPTIONS
     };
     as_rl_cfg c;
@@ -152,6 +176,7 @@ int main(int argc, char **argv)
     c.actors = 1; c.lr = 1e-3; c.entropy = 0.001; c.baseline = 0.5; c.clip = 40; c.batch = 8;
     c.cost_steps = 20; c.cost_batch = 512; c.buffer = 5000; c.eval_tasks = 4;
     c.select_every = 100; c.select_tasks = 8;
+    c.refine_tasks = 16; c.refine_steps = 200;
     as_bench_cfg bc;
     memset(&bc, 0, sizeof bc);
     bc.warmup = 5; bc.runs = 10; bc.trim = 2; bc.lr = 0.01f;
@@ -182,6 +207,9 @@ int main(int argc, char **argv)
         case OPT_RESUME: resume = optarg; break;
         case OPT_HALT: c.halt_after = as_cli_i64(&cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
         case OPT_LR: c.lr = as_cli_f64(&cli, "--lr", optarg, 0, 10); break;
+        case OPT_REFINE_EVERY: c.refine_every = as_cli_i64(&cli, "--refine-every", optarg, 0, INT64_MAX / 4); break;
+        case OPT_REFINE_TASKS: c.refine_tasks = as_cli_i64(&cli, "--refine-tasks", optarg, 1, INT64_MAX / 4); break;
+        case OPT_REFINE_STEPS: c.refine_steps = (int)as_cli_i64(&cli, "--refine-steps", optarg, 0, 1000000); break;
         case OPT_IMITATE: c.imitate = as_cli_i64(&cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
         case OPT_BATCH: c.batch = (int)as_cli_i64(&cli, "--batch", optarg, 1, 100000); break;
         case OPT_ENTROPY: c.entropy = as_cli_f64(&cli, "--entropy", optarg, 0, 100); break;
@@ -210,11 +238,18 @@ int main(int argc, char **argv)
     if (!model_path && !resume) as_cli_usage(&cli, "--model FILE is required (a cost model from as-costfit)");
     if (episodes_given && minutes_given) as_cli_usage(&cli, "--episodes and --minutes exclude each other");
     if (c.bench && !tables) as_cli_usage(&cli, "--reward bench needs --tables FILE (the table data to measure)");
+    if (c.refine_every && !tables) as_cli_usage(&cli, "--refine-every needs --tables FILE (the table data to measure)");
     if (2 * bc.trim >= bc.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", bc.trim, bc.runs);
     if (c.ckpt_every && !c.ckpt) as_cli_usage(&cli, "--checkpoint-every needs --checkpoint FILE");
     if (c.halt_after && !c.ckpt) as_cli_usage(&cli, "--halt-after needs --checkpoint FILE");
     if (!cli.output && isatty(1) && !cli.force) as_cli_usage(&cli, "refusing to write the binary policy to a terminal (use -o FILE or --force)");
     char err[1024];
+    static as_bench_fake fake;
+    const char *spec = getenv("AS_BENCH_FAKE_NOISE");
+    if (spec && *spec) {
+        if (as_bench_fake_parse(spec, &fake, err, sizeof err)) as_cli_usage(&cli, "AS_BENCH_FAKE_NOISE: %s", err);
+        bc.fake = &fake;
+    }
     if (tables) {
         int code = as_bench_device(device, &bc, err, sizeof err);
         if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", err);
@@ -248,6 +283,10 @@ int main(int argc, char **argv)
     as_features *feat = NULL;
     int64_t nfeat = 0, capf = 0, ntask = 0, capt = 0;
     as_ptask *tasks = NULL;
+    /* cost records: measured shards the cost model's buffer starts with */
+    int64_t ncost = 0, capc = 0, nid = 0, capid = 0, nskipped = 0;
+    int64_t *coff = NULL, *cids = NULL;
+    double *ccost = NULL;
     for (int fi = 0; fi < nfiles; fi++) {
         as_reader *r = as_reader_open(files[fi]);
         if (!r) exit(AS_EXIT_DATA);
@@ -266,6 +305,25 @@ int main(int argc, char **argv)
                 if (!strcmp(t.split, "test")) { as_ptask_free(&t); continue; }
                 if (ntask == capt) { capt = capt ? 2 * capt : 64; tasks = as_realloc(tasks, (size_t)capt * sizeof *tasks); }
                 tasks[ntask++] = t;
+            } else if (as_rec_is(&rec, "cost")) {
+                const msgpack_object *e = as_obj_get(&rec.obj, "error"), *cv = as_obj_get(&rec.obj, "cost_ms");
+                if ((e && e->type != MSGPACK_OBJECT_NIL) || !cv || cv->type == MSGPACK_OBJECT_NIL) { nskipped++; continue; }
+                double v;
+                int64_t *ids, n;
+                if (as_field_f64(&rec.obj, "cost_ms", -INFINITY, INFINITY, &v, err, sizeof err) ||
+                    as_field_table_ids(&rec.obj, "tables", &ids, &n, err, sizeof err))
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec.index, err);
+                if (!(v > 0)) as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": cost: 'cost_ms' = %g is not a positive cost",
+                                     as_reader_name(r), rec.index, v);
+                if (!n) { free(ids); nskipped++; continue; }
+                if (ncost + 1 >= capc) { capc = capc ? 2 * capc : 1024; coff = as_realloc(coff, (size_t)capc * sizeof *coff); ccost = as_realloc(ccost, (size_t)capc * sizeof *ccost); }
+                while (nid + n > capid) { capid = capid ? 2 * capid : 4096; cids = as_realloc(cids, (size_t)capid * sizeof *cids); }
+                coff[ncost] = nid;
+                memcpy(cids + nid, ids, (size_t)n * sizeof *ids);
+                nid += n;
+                ccost[ncost++] = v;
+                coff[ncost] = nid;
+                free(ids);
             }
         }
         if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
@@ -296,6 +354,34 @@ int main(int argc, char **argv)
     }
     c.feat = feat;
     c.nfeat = nfeat;
+    /* the cost records' table ids as positions in feat; a shard with a table that has no
+       features record cannot train the model */
+    int64_t nseed = 0, npos = 0, nnofeat = 0;
+    for (int64_t j = 0; j < ncost; j++) {
+        int64_t o = npos, ok = 1;
+        for (int64_t i = coff[j]; i < coff[j + 1] && ok; i++) {
+            as_features key = { .id = cids[i] };
+            const as_features *f = nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL;
+            if (!f) ok = 0;
+            else cids[npos++] = f - feat;   /* positions overwrite ids in place: npos <= i */
+        }
+        if (!ok) { npos = o; nnofeat++; continue; }
+        coff[nseed] = o;
+        ccost[nseed++] = ccost[j];
+    }
+    if (ncost) coff[nseed] = npos;
+    if (nskipped) as_info("skipped %" PRId64 " cost record(s) with an error, no cost_ms or no tables", nskipped);
+    if (nnofeat) as_info("skipped %" PRId64 " cost record(s) with a table that has no features record", nnofeat);
+    if (nseed && !c.bench && !c.refine_every)
+        as_info("the %" PRId64 " cost records of the input are not used (the cost model trains only with --reward bench "
+                "or --refine-every)", nseed);
+    if (nseed > c.buffer)
+        as_info("--buffer %" PRId64 " keeps only the last %" PRId64 " of the %" PRId64 " cost records", c.buffer, c.buffer, nseed);
+    c.nseed = nseed;
+    c.seed_off = coff;
+    c.seed_pos = cids;
+    c.seed_cost = ccost;
+    if (resume && nseed) as_info("--resume: the checkpoint's buffer of measured shards is used, not the input's cost records");
 
     /* table data for measurements */
     as_bpool pool;
@@ -306,7 +392,7 @@ int main(int argc, char **argv)
         uint8_t *want = as_calloc((size_t)maxid + 1, 1);
         int64_t nwant = 0;
         for (int64_t ti = 0; ti < ntask; ti++)
-            if (c.bench || ti < c.eval_tasks)
+            if (c.bench || c.refine_every || ti < c.eval_tasks)
                 for (int64_t i = 0; i < rt[ti].n; i++) if (!want[rt[ti].t[i]->id]) { want[rt[ti].t[i]->id] = 1; nwant++; }
         as_info("loading %" PRId64 " tables from %s", nwant, tables);
         if (as_bpool_load(&pool, tables, want, maxid + 1, 0, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
@@ -357,7 +443,7 @@ int main(int argc, char **argv)
                 in->select_tasks);
     if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c.ckpt ? c.ckpt : "(no checkpoint)");
     for (int64_t ti = 0; ti < ntask; ti++) { free(rt[ti].t); as_ptask_free(&tasks[ti]); }
-    free(rt); free(tasks); free(feat);
+    free(rt); free(tasks); free(feat); free(coff); free(cids); free(ccost);
     if (tables) as_bpool_free(&pool);
     as_policy_free(pol);
     as_costmodel_free(cm);
