@@ -628,8 +628,10 @@ typedef struct {
     double seconds;
 } refine_out;
 
-/* round r (1, 2, ...): the greedy plans of training tasks (r-1)n .. rn-1 (mod the number of
- * tasks), every shard of the feasible ones measured and added to the buffer, then
+/* round r (1, 2, ...): the plans of training tasks (r-1)n .. rn-1 (mod the number of tasks)
+ * as as-plan makes them (as_policy_place: the best of the automatic number of candidates by
+ * the current model, seeded by c->seed), every shard of the feasible ones measured and the
+ * quiet ones added to the buffer, then
  * refine_steps cost-model steps on the buffer; model selection starts again */
 static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_state *st, int64_t round, float *cg,
                         refine_out *o, int64_t *nmeas, char *err, size_t errlen)
@@ -650,12 +652,24 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
         int64_t *pos = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *pos);
         double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
         uint8_t *noisy = as_malloc((size_t)K * sizeof *noisy);
-        as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = K, .cap = t->cap, .assign = assign, .pred = pred };
-        rc = as_policy_rollout(p, &ro, err, errlen);
-        if (!rc && ro.feasible) rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
-        if (!rc && ro.feasible) {
+        const as_features **fs = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *fs);
+        /* the plan as-plan --alg autoshard would make (best of the automatic number of
+         * candidates, judged by this model): the model learns where its choice was wrong */
+        as_policy_planner pp = { p, &pm, 0, c->seed };
+        rc = as_policy_place(&pp, t->t, t->n, K, t->cap, assign, err, errlen);
+        int feasible = !rc;
+        for (int64_t i = 0; i < t->n && feasible; i++) feasible = assign[i] >= 0;
+        if (feasible) {
+            for (int64_t k = 0; k < K; k++) {
+                int64_t m = 0;
+                for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) fs[m++] = t->t[i];
+                pred[k] = m ? as_costmodel_predict(cm, fs, (int)m) : 0;
+            }
+            rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
+        }
+        if (!rc && feasible) {
             o->plans++;
-            sp += ro.pred_balance;
+            sp += balance_of(pred, K);
             sm += balance_of(costs, K);
             for (int64_t k = 0; k < K; k++) {
                 int64_t m = 0;
@@ -667,7 +681,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
                 o->shards++;
             }
         }
-        free(assign); free(pos); free(pred); free(costs); free(noisy);
+        free(assign); free(pos); free(pred); free(costs); free(noisy); free(fs);
     }
     if (rc) return -1;
     o->mape = o->shards ? se / (double)o->shards : NAN;
@@ -885,7 +899,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             (c->episodes <= 0 || in->episodes < c->episodes)) {
             if (refine_round(&x, p, cm, st, in->episodes / c->refine_every, cg, &rf, &in->evals, err, errlen)) { rc = -1; break; }
             refined = 1;
-            as_info("refinement %" PRId64 " at episode %" PRId64 ": %" PRId64 " shards of %" PRId64 " greedy plans measured "
+            as_info("refinement %" PRId64 " at episode %" PRId64 ": %" PRId64 " shards of %" PRId64 " plans measured "
                     "in %.1f s (%" PRId64 " left out as noisy); the model's error on them %.1f %% (MAPE, before "
                     "training on them); their balance predicted %.3f, measured %.3f; %d cost-model steps, loss %.4g",
                     rf.round, in->episodes, rf.shards + rf.noisy, rf.plans, rf.seconds, rf.noisy, 100 * rf.mape,

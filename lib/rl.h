@@ -10,8 +10,8 @@
  * An episode that meets a table fitting on no shard ends there with reward -1.
  *
  * Measured refinement (rl_cfg.refine_every; the cost-model half of Algorithm 1 at a
- * measurement budget): with model rewards, every N episodes the greedy plans of some training
- * tasks are measured, the cost model is trained on them together with the cost dataset, and
+ * measurement budget): with model rewards, every N episodes the plans the policy makes for
+ * some training tasks (as as-plan makes them) are measured, the cost model is trained on them together with the cost dataset, and
  * the policy goes on learning against the corrected model. The policy file then holds the
  * refined model, which as-plan uses for the policy's inputs and its choice among candidates.
  *
@@ -52,9 +52,10 @@ typedef struct {
     int cost_steps, cost_batch;     /* cost-model updates per policy update (I), batch */
     int64_t buffer;                 /* measured shards kept for the cost model */
     /* measured refinement (either reward): every refine_every episodes (on multiples of it,
-       not at the end of the run) plan refine_tasks training tasks greedily with the current
-       policy (a window that moves on by refine_tasks each round), measure every shard of the
-       feasible plans, add them to the buffer and train the cost model refine_steps steps on
+       not at the end of the run) plan refine_tasks training tasks with the current policy as
+       as-plan does (the best of the automatic number of candidates by the current model), a
+       window that moves on by refine_tasks each round; measure every shard of the feasible
+       plans, add the quiet ones to the buffer and train the cost model refine_steps steps on
        the buffer; model selection starts again (earlier scores came from another model).
        0: never */
     int64_t refine_every, refine_tasks;
