@@ -874,21 +874,9 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
 
 int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen)
 {
-    if (!strcmp(spec, "cpu")) { c->cuda = 0; return 0; }
-    if (!strcmp(spec, "auto")) { c->cuda = as_cuda_device_count() > 0; c->device = 0; return 0; }
-    if (!strncmp(spec, "cuda", 4) && (spec[4] == 0 || spec[4] == ':')) {
-        int64_t d = 0;
-        if (spec[4] == ':' && as_parse_i64(spec + 5, 0, 1024, &d)) {
-            snprintf(err, errlen, "--device: '%s' is not cuda:N", spec);
-            return AS_EXIT_USAGE;
-        }
-        int n = as_cuda_device_count();
-        if (n == 0) { snprintf(err, errlen, "--device %s: no working CUDA device (%s)", spec, as_device_build_info()); return AS_EXIT_ENV; }
-        if (d >= n) { snprintf(err, errlen, "--device %s: only %d CUDA device(s)", spec, n); return AS_EXIT_ENV; }
-        c->cuda = 1;
-        c->device = (int)d;
-        return 0;
-    }
-    snprintf(err, errlen, "--device: '%s' is not auto, cpu, cuda or cuda:N", spec);
-    return AS_EXIT_USAGE;
+    int dev, code = as_device_parse(spec, &dev, err, errlen);
+    if (code) return code;
+    c->cuda = dev >= 0;
+    c->device = dev >= 0 ? dev : 0;
+    return 0;
 }

@@ -154,9 +154,9 @@ double as_bench_shards_per_s(const as_bench_tally *t, double wall_s);
  * (and the count of shards not measured when there are any) */
 void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wall_s);
 
-/* Resolve --device for measurement: "auto" (a working GPU, else the CPU), "cpu", "cuda",
- * "cuda:N"; sets c->cuda and c->device. Returns 0, or the exit code (2 not a device name,
- * 3 no such device) with err. */
+/* Resolve --device for measurement with as_device_parse (device.h: the strings and errors
+ * of every tool); sets c->cuda and c->device. Returns 0, or the exit code (2 not a device
+ * name, 3 no such device) with err. */
 int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen);
 
 /* the protocol's statistics over n timings (sorted copy inside); mean of the middle after

@@ -1,6 +1,8 @@
 /* device.c - device probing front end; the CUDA side lives in device_cuda.cu */
 #include "device.h"
+#include "common.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,4 +52,34 @@ const char *as_device_build_info(void)
     snprintf(buf, sizeof buf, "CUDA: not built (CPU only)");
 #endif
     return buf;
+}
+
+int as_device_parse(const char *spec, int *dev, char *err, size_t errlen)
+{
+    *dev = -1;
+    if (!strcmp(spec, "cpu")) return 0;
+    if (!strcmp(spec, "auto")) {
+        if (as_cuda_device_count() > 0) *dev = 0;
+        return 0;
+    }
+    if (!strncmp(spec, "cuda", 4) && (spec[4] == 0 || spec[4] == ':')) {
+        int64_t d = 0;
+        if (spec[4] == ':' && as_parse_i64(spec + 5, 0, 1024, &d)) {
+            snprintf(err, errlen, "--device: '%s' is not cuda:N", spec);
+            return AS_EXIT_USAGE;
+        }
+        int n = as_cuda_device_count();
+        if (n == 0) {
+            snprintf(err, errlen, "--device %s: no working CUDA device (%s)", spec, as_device_build_info());
+            return AS_EXIT_ENV;
+        }
+        if (d >= n) {
+            snprintf(err, errlen, "--device %s: only %d CUDA device(s)", spec, n);
+            return AS_EXIT_ENV;
+        }
+        *dev = (int)d;
+        return 0;
+    }
+    snprintf(err, errlen, "--device: '%s' is not auto, cpu, cuda or cuda:N", spec);
+    return AS_EXIT_USAGE;
 }

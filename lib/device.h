@@ -14,4 +14,12 @@ int as_cuda_device_name(int i, char *buf, size_t len);
 /* "CUDA: built (sm_90), 1 device(s)" / "CUDA: not built" */
 const char *as_device_build_info(void);
 
+/* The --device option of every tool that computes (as-bench, as-costfit, as-rl): "auto"
+ * (CUDA device 0 when one works, else the CPU), "cpu", "cuda" (device 0) or "cuda:N".
+ * *dev = -1 for the CPU, else the CUDA device (checked to exist and work). Returns 0, or
+ * an exit code (common.h) with err: AS_EXIT_USAGE for a string that names no device
+ * ("--device: 'tpu' is not auto, cpu, cuda or cuda:N"), AS_EXIT_ENV for a CUDA device that
+ * does not exist or work ("--device cuda:1: only 1 CUDA device(s)"). */
+int as_device_parse(const char *spec, int *dev, char *err, size_t errlen);
+
 #endif

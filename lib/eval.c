@@ -839,9 +839,10 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
+        int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
+        as_plan_group(start, NULL, q->assign, q->T, q->K);
         for (int64_t k = 0; k < q->K; k++) {
-            int64_t c = 0;
-            for (int64_t i = 0; i < q->T; i++) c += q->assign[i] == k;
+            const int64_t c = start[k + 1] - start[k];
             double sp = q->spread ? q->spread[k] : NAN;
             const char *nz = q->noisy ? (q->noisy[k] ? "yes" : "") : "n/a";
             if (fmt == AS_EVAL_CSV) {
@@ -863,6 +864,7 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
             }
             fputc('\n', f);
         }
+        free(start);
     }
     fputc('\n', f);
 }

@@ -265,31 +265,15 @@ double as_nn_clip_ops(const as_nn_ops *o, float *g, int64_t n, double max_norm)
 
 const as_nn_ops *as_nn_device(const char *spec, int *code, char *err, size_t errlen)
 {
-    *code = 0;
-    if (!strcmp(spec, "cpu")) return as_nn_cpu();
-    if (!strcmp(spec, "auto")) {
-        if (as_cuda_device_count() > 0) {
-            const as_nn_ops *o = as_nn_cuda(0, err, errlen);
-            if (o) return o;
-        }
-        return as_nn_cpu();
-    }
-    if (!strncmp(spec, "cuda", 4) && (spec[4] == 0 || spec[4] == ':')) {
-        int64_t d = 0;
-        if (spec[4] == ':' && as_parse_i64(spec + 5, 0, 1024, &d)) {
-            snprintf(err, errlen, "--device: '%s' is not cuda:N", spec);
-            *code = AS_EXIT_USAGE;
-            return NULL;
-        }
-        char e2[512];
-        const as_nn_ops *o = as_nn_cuda((int)d, e2, sizeof e2);
-        if (!o) {
-            snprintf(err, errlen, "--device %s: %s", spec, e2);
-            *code = AS_EXIT_ENV;
-        }
-        return o;
-    }
-    snprintf(err, errlen, "--device: '%s' is not auto, cpu, cuda or cuda:N", spec);
-    *code = AS_EXIT_USAGE;
+    int dev;
+    *code = as_device_parse(spec, &dev, err, errlen);
+    if (*code) return NULL;
+    if (dev < 0) return as_nn_cpu();
+    char e2[512];
+    const as_nn_ops *o = as_nn_cuda(dev, e2, sizeof e2);
+    if (o) return o;
+    if (!strcmp(spec, "auto")) return as_nn_cpu();  /* auto: the CPU when the GPU cannot be set up */
+    snprintf(err, errlen, "--device %s: %s", spec, e2);
+    *code = AS_EXIT_ENV;
     return NULL;
 }

@@ -130,8 +130,10 @@ const as_nn_ops *as_nn_cuda(int dev, char *err, size_t errlen);
 /* clipping through an ops table; returns the norm before clipping */
 double as_nn_clip_ops(const as_nn_ops *o, float *g, int64_t n, double max_norm);
 
-/* Resolve a --device value: "auto" (a working GPU, else the CPU), "cpu", "cuda", "cuda:N".
- * Returns the ops, or NULL with err and *code = 2 (not a device name) or 3 (no such device). */
+/* Resolve a --device value with as_device_parse (device.h: the strings and errors of every
+ * tool); "auto" also falls back to the CPU when the GPU's ops cannot be set up. Returns the
+ * ops, or NULL with err and *code = 2 (not a device name) or 3 (no such device, or its ops
+ * cannot be set up). */
 const as_nn_ops *as_nn_device(const char *spec, int *code, char *err, size_t errlen);
 
 #ifdef __cplusplus

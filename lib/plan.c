@@ -313,18 +313,23 @@ int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t 
     return 0;
 }
 
-void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
+void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_t n, int64_t K)
 {
-    int64_t K = p->shards;
     for (int64_t k = 0; k <= K; k++) start[k] = 0;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->assign[i] >= 0) start[p->assign[i] + 1]++;
+    for (int64_t i = 0; i < n; i++)
+        if (assign[i] >= 0) start[assign[i] + 1]++;
     for (int64_t k = 0; k < K; k++) start[k + 1] += start[k];
+    if (!order) return;
     /* stable: tables of a shard keep their plan order */
     for (int64_t k = K; k > 0; k--) start[k] = start[k - 1];
     start[0] = 0;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->assign[i] >= 0) order[start[p->assign[i] + 1]++] = i;
+    for (int64_t i = 0; i < n; i++)
+        if (assign[i] >= 0) order[start[assign[i] + 1]++] = i;
+}
+
+void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
+{
+    as_plan_group(start, order, p->assign, p->n, p->shards);
 }
 
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
@@ -387,16 +392,15 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
 
 /* ---- text outputs ----------------------------------------------------------------------- */
 
-static void print_ids(FILE *f, const as_plan *p, const as_features *const *t, int64_t k, int max)
+/* the ids of shard k's tables (as_plan_group's start, order), at most max of them */
+static void print_ids(FILE *f, const int64_t *start, const int64_t *order, const as_features *const *t, int64_t k,
+                      int max)
 {
-    int shown = 0;
-    for (int64_t i = 0; i < p->n; i++) {
-        if (p->assign[i] != k) continue;
-        if (shown == max) { fprintf(f, ",..."); return; }
-        fprintf(f, "%s%" PRId64, shown ? "," : "", t[i]->id);
-        shown++;
+    for (int64_t q = start[k]; q < start[k + 1]; q++) {
+        if (q - start[k] == max) { fprintf(f, ",..."); return; }
+        fprintf(f, "%s%" PRId64, q > start[k] ? "," : "", t[order[q]]->id);
     }
-    if (!shown) fputc('-', f);
+    if (start[k + 1] == start[k]) fputc('-', f);
 }
 
 void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t)
@@ -413,6 +417,9 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
     fprintf(f, "  %5s %6s %12s %7s %12s %10s  %s\n", "shard", "tables", "memory MiB", "cap %", "key sum",
             p->pred ? "pred ms" : "", G > 0 ? "ranks  table ids" : "table ids");
     uint64_t tot = 0;
+    int64_t *start = as_malloc((size_t)(K + 1) * sizeof *start);
+    int64_t *order = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *order);
+    as_plan_group(start, order, p->assign, p->n, K);
     for (int64_t k = 0; k < K; k++) {
         tot += p->mem[k];
         fprintf(f, "  %5" PRId64 " %6" PRId64 " %12.3f ", k, p->count[k], p->mem[k] / MiB);
@@ -426,9 +433,11 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
             for (int64_t i = 0; i < G && i < 8; i++) fprintf(f, "%s%" PRId64, i ? "," : "", k * G + i);
             fprintf(f, "%s]  ", G > 8 ? ",..." : "");
         }
-        print_ids(f, p, t, k, 16);
+        print_ids(f, start, order, t, k, 16);
         fputc('\n', f);
     }
+    free(start);
+    free(order);
     fprintf(f, "  %5s %6" PRId64 " %12.3f\n", "total", p->n - p->ninfeasible, tot / MiB);
     if (p->pred && K > 0) {
         double mx = p->pred[0], mn = p->pred[0], s = 0;

@@ -86,6 +86,13 @@ typedef struct {
     double plan_ms;                 /* planning time (wall clock) */
 } as_plan;
 
+/* A plan's tables grouped by shard, the one way every tool does it: assign[0..T) holds each
+ * table's shard in 0..K-1 or -1 (unplaced: left out). Shard k holds the table positions
+ * order[start[k] .. start[k+1]), ascending (plan order); start[K] = the placed tables.
+ * start[K+1], order[T] (only its first start[K] entries are written). order NULL: only
+ * start is filled (shard k then holds start[k+1] - start[k] tables). */
+void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_t n, int64_t K);
+
 /* weight bytes of a table (fp16: rows * dim * 2 unless the features carry them) */
 uint64_t as_plan_table_bytes(const as_features *f);
 /* 1 when b more bytes fit on a shard holding used bytes under cap (0 = no cap) */
@@ -145,8 +152,7 @@ typedef struct {
 /* 0 ok, -1 with err ("plan of task 3: 'shards' = ... exceeds the limit ...") */
 int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t errlen);
 void as_planrec_free(as_planrec *p);
-/* the plan's tables grouped by shard: shard k holds the table positions
- * order[start[k] .. start[k+1]) in plan order; start[K+1], order[T] (unplaced left out) */
+/* as_plan_group on a plan record */
 void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order);
 
 /* what a plan record carries besides the plan itself */

@@ -70,12 +70,38 @@ static as_reader *reader_new(FILE *f, const char *name, int own)
     return r;
 }
 
-as_reader *as_reader_open(const char *path)
+static as_reader *reader_open(const char *path, char *err, size_t errlen)
 {
     if (!path || !strcmp(path, "-")) return reader_new(stdin, "<stdin>", 0);
     FILE *f = fopen(path, "rb");
-    if (!f) { as_err("%s: %s", path, strerror(errno)); return NULL; }
+    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return NULL; }
     return reader_new(f, path, 1);
+}
+
+as_reader *as_reader_open(const char *path)
+{
+    char err[1024];
+    as_reader *r = reader_open(path, err, sizeof err);
+    if (!r) as_err("%s", err);
+    return r;
+}
+
+int as_read_records(char *const *files, int nfiles, as_record_fn fn, void *ctx, char *err, size_t errlen)
+{
+    static char *const none[] = { "-" };
+    if (nfiles == 0) { files = none; nfiles = 1; }
+    for (int fi = 0; fi < nfiles; fi++) {
+        as_reader *r = reader_open(files[fi], err, errlen);
+        if (!r) return -1;
+        as_record rec;
+        int rc;
+        while ((rc = as_reader_next(r, &rec)) == 1)
+            if (fn(ctx, r, &rec, err, errlen)) { as_reader_close(r); return -1; }
+        if (rc < 0) snprintf(err, errlen, "%s", as_reader_error(r));
+        as_reader_close(r);
+        if (rc < 0) return -1;
+    }
+    return 0;
 }
 
 as_reader *as_reader_from_file(FILE *f, const char *name)

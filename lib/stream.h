@@ -49,6 +49,13 @@ int as_reader_next_or_die(as_reader *r, as_record *rec);
 const char *as_reader_error(const as_reader *r);   /* "FILE: record 3: ..." */
 const char *as_reader_name(const as_reader *r);
 void as_reader_close(as_reader *r);
+/* The record loop of a filter tool: every record of files[0..nfiles) in order ("-" and
+ * nfiles == 0: standard input), given to fn with its reader (for as_reader_name in
+ * messages). Returns 0 when all were read; -1 with err: a file that cannot be opened
+ * ("FILE: strerror"), a bad stream (as_reader_error's message), or fn's nonzero return
+ * (fn wrote err), which stops the loop. */
+typedef int (*as_record_fn)(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen);
+int as_read_records(char *const *files, int nfiles, as_record_fn fn, void *ctx, char *err, size_t errlen);
 size_t as_record_cap(void);
 
 int as_rec_is(const as_record *rec, const char *kind);

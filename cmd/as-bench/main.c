@@ -3,15 +3,12 @@
  * (the cost model's training data) and passes plans on annotated with per-shard costs. */
 #include "bench.h"
 #include "benchnoise.h"
-#include "plan.h"
-#include "reclimits.h"
+#include "benchrun.h"
 #include "cli.h"
 #include "common.h"
-#include "device.h"
 #include "stream.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,249 +105,74 @@ enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES,
        OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB };
 
-typedef struct {
-    char *raw;
-    size_t len;
-    int kind;       /* 0 other, 1 plan, 2 shard */
-} held;
-
-/* one unit of work of a window: a sample, a shard record or a plan record */
-typedef struct {
-    int kind;               /* 1 plan, 2 shard, 3 sample */
-    int64_t rec;            /* its index in the input records (plan, shard) or the samples */
-    const int64_t *ids;     /* sample: its tables (not owned) */
-    int64_t n;
-    /* filled by run_window from the record */
-    msgpack_unpacked up;
-    int64_t *own_ids;       /* shard record: its tables */
-    int64_t task, sid;
-    as_planrec pr;
-    char alg[64];
-    int64_t *start, *order, *flat;  /* plan: shard k's tables are flat[start[k] .. start[k+1]) */
-    int64_t job0;           /* its first job; a plan's non-empty shards are consecutive jobs */
-} unit;
-
 static as_cli cli;
-static as_bench_cfg cfg;
-static void retried(void *ctx, int round, int64_t k, int64_t m);
-static as_noise_cfg ncfg = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, retried };
-static int64_t nfailed;
-static as_bench_tally tally;
-static as_bench_session *sess;
-static as_progress prog;
-static int64_t units_done;          /* progress: units whose first attempts are all made */
-static double retry_s;              /* wall seconds of the re-measuring rounds */
-static held *in;
-static int64_t part_i = 1;
+static as_progress prog;    /* units of work whose first attempts are all made */
+static as_progress rprog;   /* the re-measuring rounds have their own line (a round can take
+                               minutes on a loaded machine while the units' count stands still) */
 
-static void write_cost(as_writer *w, const int64_t *ids, int64_t n, const as_bench_result *r, const char *origin,
-                       int64_t task, const char *alg, int64_t shard)
+static void progress(void *ctx, int64_t units)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 6 + AS_BENCH_RESULT_FIELDS);
-    as_pack_kv_str(pk, "kind", "cost");
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)n);
-    for (int64_t i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
-    as_pack_kv_str(pk, "origin", origin);
-    as_pack_kv_i64(pk, "task", task);
-    as_pack_str(pk, "alg");
-    if (alg) as_pack_str(pk, alg); else msgpack_pack_nil(pk);
-    as_pack_kv_i64(pk, "shard", shard);
-    as_bench_pack_result(pk, &cfg, r);
-    as_writer_end_record(w);
-    as_bench_tally_add(&tally, r);
-    if (!r->ok) {
-        nfailed++;
-        as_err("shard of %" PRId64 " table(s) (first %" PRId64 ") not measured: %s", n, n ? ids[0] : -1, r->error);
-    }
+    (void)ctx;
+    as_progress_update(&prog, (double)units);
 }
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct {
-    const int64_t *done_after;      /* [jobs] units complete once job j is measured */
-} prog_ctx;
-
-static void first_done(void *ctx, int64_t j)
-{
-    const prog_ctx *pc = ctx;
-    as_progress_update(&prog, (double)(units_done + pc->done_after[j]));
-}
-
-/* the re-measuring rounds have their own progress line (a round can take minutes on a
- * loaded machine while the units' count stands still) */
-static as_progress rprog;
-static char rlabel[64];
 
 static void retried(void *ctx, int round, int64_t k, int64_t m)
 {
+    static char label[64];
     (void)ctx;
     if (k == 1) {
-        snprintf(rlabel, sizeof rlabel, "noisy shards re-measured (round %d)", round);
-        as_progress_start(&rprog, &cli, rlabel, (double)m);
+        snprintf(label, sizeof label, "noisy shards re-measured (round %d)", round);
+        as_progress_start(&rprog, &cli, label, (double)m);
     }
     as_progress_update(&rprog, (double)k);
 }
 
-/* Measure the units win[0..nwin) (as_noise_measure's rounds over all their shards), then
- * write, in input order, the records in[lo..hi) (stream mode: units of this part with their
- * costs, other records passed through by part 1, units of other parts left out) or, for
- * samples (lo = hi = 0), the samples' cost records. */
-static void run_window(as_writer *w, unit *win, int64_t nwin, int64_t lo, int64_t hi, int64_t nsingles)
+static void failed(void *ctx, const int64_t *ids, int64_t n, const char *error)
 {
-    char e2[768];
-    int64_t njobs = 0;
-    for (int64_t q = 0; q < nwin; q++) {
-        unit *un = &win[q];
-        un->job0 = njobs;
-        if (un->kind == 3) { njobs++; continue; }
-        msgpack_unpacked_init(&un->up);
-        size_t off = 0;
-        msgpack_unpack_next(&un->up, in[un->rec].raw, in[un->rec].len, &off);
-        const msgpack_object *rec = &un->up.data;
-        un->task = un->sid = -1;
-        as_obj_i64(rec, "task", &un->task);
-        if (un->kind == 2) {
-            if (as_field_table_ids(rec, "tables", &un->own_ids, &un->n, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
-            un->ids = un->own_ids;
-            as_obj_i64(rec, "id", &un->sid);
-            njobs++;
-        } else {
-            if (as_planrec_read(rec, &un->pr, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
-            un->alg[0] = 0;
-            as_obj_str(rec, "alg", un->alg, sizeof un->alg);
-            const int64_t K = un->pr.shards;
-            un->start = as_malloc((size_t)(K + 1) * sizeof *un->start);
-            un->order = as_malloc((size_t)(un->pr.n ? un->pr.n : 1) * sizeof *un->order);
-            un->flat = as_malloc((size_t)(un->pr.n ? un->pr.n : 1) * sizeof *un->flat);
-            /* shard by shard: the tables placed on it (-1: unplaced, not measured) */
-            as_planrec_group(&un->pr, un->start, un->order);
-            for (int64_t q2 = 0; q2 < un->start[K]; q2++) un->flat[q2] = un->pr.tables[un->order[q2]];
-            for (int64_t k = 0; k < K; k++) njobs += un->start[k + 1] > un->start[k];
-        }
-    }
-    as_noise_job *jobs = as_calloc((size_t)(njobs ? njobs : 1), sizeof *jobs);
-    int64_t *done_after = as_calloc((size_t)(njobs ? njobs : 1), sizeof *done_after);
-    for (int64_t q = 0; q < nwin; q++) {
-        unit *un = &win[q];
-        int64_t j = un->job0;
-        if (un->kind != 1) {
-            jobs[j].ids = un->ids;
-            jobs[j].n = un->n;
-        } else {
-            for (int64_t k = 0; k < un->pr.shards; k++) {
-                const int64_t m = un->start[k + 1] - un->start[k];
-                if (!m) continue;
-                jobs[j].ids = un->flat + un->start[k];
-                jobs[j].n = m;
-                j++;
-            }
-        }
-    }
-    /* done_after[j]: the units all of whose jobs are among jobs[0..j] (a plan without a
-       non-empty shard counts with the job before it) */
-    for (int64_t q = 0, j = 0; j < njobs; j++) {
-        while (q < nwin && (q + 1 < nwin ? win[q + 1].job0 : njobs) <= j + 1) q++;
-        done_after[j] = q;
-    }
-    prog_ctx pc = { done_after };
-    as_noise_measure(sess, jobs, njobs, &ncfg, first_done, &pc, &retry_s);
-    units_done += nwin;
-    as_progress_update(&prog, (double)units_done);
+    (void)ctx;
+    as_err("shard of %" PRId64 " table(s) (first %" PRId64 ") not measured: %s", n, n ? ids[0] : -1, error);
+}
 
-    /* write, in order */
-    if (win && nwin && win[0].kind == 3) {
-        for (int64_t q = 0; q < nwin; q++) {
-            const unit *un = &win[q];
-            const int64_t i = un->rec;
-            write_cost(w, un->ids, un->n, &jobs[un->job0].r, i < nsingles ? "single" : "sample", -1, NULL, i < nsingles ? -1 : i - nsingles);
-        }
+/* the quiet-machine check, on stderr (a loaded machine warns at the default verbosity) */
+static void check_quiet(as_bench_session *sess)
+{
+    as_bench_calib cal;
+    char line[512], err[1024];
+    if (as_bench_calibrate(sess, &cal, err, sizeof err)) as_die(AS_EXIT_ENV, "quiet-machine check: %s", err);
+    as_bench_calib_line(line, sizeof line, &cal);
+    if (cal.loaded) as_info("warning: %s", line);
+    else as_debug("%s", line);
+}
+
+/* the summary on stderr: the measuring loop, then the noise */
+static void report(const as_bench_session *sess, const as_bench_cfg *cfg, const as_brun_cfg *rc, const as_brun_stats *st,
+                   double loop_s, double setup_s)
+{
+    char line[1024];
+    as_bench_session_info si;
+    as_bench_session_info_get(sess, &si);
+    as_bench_summary(line, sizeof line, &st->tally, loop_s);
+    as_info("%s; setup %.2f s%s", line, setup_s,
+            cfg->cuda ? (si.resident ? ", table data resident on the GPU" : ", table data uploaded per shard") : "");
+    as_noise_summary(line, sizeof line, &st->tally, &rc->noise, st->retry_s);
+    as_info("%s", line);
+    if (as_noise_warning(line, sizeof line, &st->tally, &rc->noise)) as_info("%s", line);
+}
+
+/* the fake timer (AS_BENCH_FAKE_NOISE) and the device: usage errors exit 2, a missing
+ * device 3 */
+static void setup_device(as_bench_cfg *cfg, const char *device)
+{
+    static as_bench_fake fake;
+    const char *spec = getenv("AS_BENCH_FAKE_NOISE");
+    char err[512];
+    if (spec && *spec) {
+        if (as_bench_fake_parse(spec, &fake, err, sizeof err)) as_cli_usage(&cli, "AS_BENCH_FAKE_NOISE: %s", err);
+        cfg->fake = &fake;
     }
-    int64_t q = 0;
-    for (int64_t i = lo; i < hi; i++) {
-        if (q < nwin && win[q].rec == i) {
-            unit *un = &win[q++];
-            if (un->kind == 2) {
-                write_cost(w, un->ids, un->n, &jobs[un->job0].r, "shard", un->task, NULL, un->sid);
-                continue;
-            }
-            const int64_t K = un->pr.shards;
-            const as_bench_result **rk = as_calloc((size_t)K, sizeof *rk);
-            char dev[128] = "";
-            for (int64_t k = 0, j = un->job0; k < K; k++) {
-                if (un->start[k + 1] == un->start[k]) continue;   /* an empty shard costs nothing */
-                rk[k] = &jobs[j++].r;
-                snprintf(dev, sizeof dev, "%s", rk[k]->device);
-                write_cost(w, un->flat + un->start[k], un->start[k + 1] - un->start[k], rk[k], "plan", un->task,
-                           un->alg, k);
-            }
-            /* the plan, passed on with its measured costs (fields replaced if present) */
-            static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold" };
-            const int nmine = (int)(sizeof mine / sizeof *mine);
-            const msgpack_object *rec = &un->up.data;
-            msgpack_packer *pk = as_writer_pk(w);
-            uint32_t keep = 0;
-            for (uint32_t f = 0; f < rec->via.map.size; f++) {
-                int drop = 0;
-                for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&rec->via.map.ptr[f].key, mine[m]);
-                keep += !drop;
-            }
-            msgpack_pack_map(pk, keep + (uint32_t)nmine);
-            for (uint32_t f = 0; f < rec->via.map.size; f++) {
-                const msgpack_object_kv *kv = &rec->via.map.ptr[f];
-                int drop = 0;
-                for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&kv->key, mine[m]);
-                if (drop) continue;
-                msgpack_pack_object(pk, kv->key);
-                msgpack_pack_object(pk, kv->val);
-            }
-            as_pack_str(pk, "cost_ms");
-            msgpack_pack_array(pk, (size_t)K);
-            for (int64_t k = 0; k < K; k++) {
-                if (!rk[k]) msgpack_pack_double(pk, 0);
-                else if (rk[k]->ok) msgpack_pack_double(pk, rk[k]->cost_ms);
-                else msgpack_pack_nil(pk);
-            }
-            as_pack_kv_str(pk, "cost_device", dev);
-            as_pack_kv_str(pk, "cost_kind", "measured");
-            as_pack_str(pk, "cost_spread");
-            msgpack_pack_array(pk, (size_t)K);
-            for (int64_t k = 0; k < K; k++) {
-                if (rk[k] && rk[k]->ok && isfinite(rk[k]->spread)) msgpack_pack_double(pk, rk[k]->spread);
-                else msgpack_pack_nil(pk);
-            }
-            as_pack_str(pk, "cost_noisy");
-            msgpack_pack_array(pk, (size_t)K);
-            for (int64_t k = 0; k < K; k++) {
-                if (rk[k] && rk[k]->ok && rk[k]->noisy) msgpack_pack_true(pk);
-                else msgpack_pack_false(pk);
-            }
-            as_pack_kv_f64(pk, "noise_threshold", ncfg.threshold);
-            as_writer_end_record(w);
-            free(rk);
-        } else if (!in[i].kind) {
-            /* with --part, other records pass through the first part only, so merged
-               outputs hold them once */
-            if (part_i == 1) as_writer_raw(w, in[i].raw, in[i].len);
-        }
-    }
-    for (int64_t q2 = 0; q2 < nwin; q2++) {
-        unit *un = &win[q2];
-        if (un->kind == 3) continue;
-        if (un->kind == 1) {
-            free(un->start); free(un->order); free(un->flat);
-            as_planrec_free(&un->pr);
-        }
-        free(un->own_ids);
-        msgpack_unpacked_destroy(&un->up);
-    }
-    free(jobs);
-    free(done_after);
+    int code = as_bench_device(device, cfg, err, sizeof err);
+    if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", err);
+    if (code) as_die(code, "%s", err);
 }
 
 int main(int argc, char **argv)
@@ -380,7 +202,10 @@ int main(int argc, char **argv)
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
-    int64_t sample = 0, maxt = 10, part_n = 1, window = 64;
+    int64_t sample = 0, maxt = 10;
+    as_bench_cfg cfg = { 0 };
+    as_brun_cfg rc = { .bench = &cfg, .noise = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, NULL }, .part_i = 1,
+                       .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     int calibrate = 1;
     int singles = 0;
     int64_t *from = NULL;
@@ -409,9 +234,9 @@ int main(int argc, char **argv)
         }
         case OPT_SINGLES: singles = 1; break;
         case OPT_NORES: cfg.per_shard_upload = 1; break;
-        case OPT_NOISE: ncfg.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
-        case OPT_RETRIES: ncfg.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
-        case OPT_WINDOW: window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
+        case OPT_NOISE: rc.noise.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
+        case OPT_RETRIES: rc.noise.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
+        case OPT_WINDOW: rc.window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
         case OPT_NOCALIB: calibrate = 0; break;
         case OPT_FROM:
             free(from);
@@ -428,8 +253,8 @@ int main(int argc, char **argv)
             char *slash = strchr(optarg, '/');
             if (!slash) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
             *slash = 0;
-            part_n = as_cli_i64(&cli, "--part N", slash + 1, 1, 1000000);
-            part_i = as_cli_i64(&cli, "--part I", optarg, 1, part_n);
+            rc.part_n = as_cli_i64(&cli, "--part N", slash + 1, 1, 1000000);
+            rc.part_i = as_cli_i64(&cli, "--part I", optarg, 1, rc.part_n);
             break;
         }
         default:
@@ -443,231 +268,51 @@ int main(int argc, char **argv)
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
     if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
     if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
-    static as_bench_fake fake;
-    {
-        const char *spec = getenv("AS_BENCH_FAKE_NOISE");
-        char ferr[256];
-        if (spec && *spec) {
-            if (as_bench_fake_parse(spec, &fake, ferr, sizeof ferr)) as_cli_usage(&cli, "AS_BENCH_FAKE_NOISE: %s", ferr);
-            cfg.fake = &fake;
-        }
-    }
-    /* the device */
-    {
-        char derr[512];
-        int code = as_bench_device(device, &cfg, derr, sizeof derr);
-        if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", derr);
-        if (code) as_die(code, "%s", derr);
-    }
+    setup_device(&cfg, device);
 
     char err[1024];
-    /* read the work: held input records, or sampled shards */
-    int64_t nin = 0, capin = 0, nunits = 0, nsingles = 0;
-    int64_t maxid = -1;
-    int64_t **sh_ids = NULL, *sh_n = NULL;
-    as_bpool meta;
-    memset(&meta, 0, sizeof meta);
+    /* the work: sampled shards, or the input's records; then only the tables it needs */
+    as_bsample smp = { 0 };
+    as_binput in = { 0 };
     if (sample) {
+        as_bpool meta;
+        int64_t *ids, npool;
         if (as_bpool_load(&meta, tables, NULL, 0, 1, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", tables);
-        if (from) {
-            /* keep only the listed tables in the sampling pool */
-            int64_t k = 0;
-            for (int64_t j = 0; j < meta.n; j++) {
-                int keep = 0;
-                for (size_t q = 0; q < nfrom && !keep; q++) keep = from[q] == meta.t[j].id;
-                if (keep) meta.t[k++] = meta.t[j];
-            }
-            for (size_t q = 0; q < nfrom; q++) {
-                int found = 0;
-                for (int64_t j = 0; j < k && !found; j++) found = meta.t[j].id == from[q];
-                if (!found) as_die(AS_EXIT_DATA, "--sample-from: table %" PRId64 " is not in %s", from[q], tables);
-            }
-            meta.n = k;
-        }
-        as_rng r;
-        as_rng_seed(&r, cfg.seed, 0x73616d706c65ULL);
-        sh_ids = as_malloc((size_t)sample * sizeof *sh_ids);
-        sh_n = as_malloc((size_t)sample * sizeof *sh_n);
-        int64_t *perm = as_malloc((size_t)meta.n * sizeof *perm);
-        for (int64_t i = 0; i < sample; i++) {
-            int64_t k = 1 + (int64_t)as_rng_below(&r, (uint64_t)(maxt < meta.n ? maxt : meta.n));
-            for (int64_t j = 0; j < meta.n; j++) perm[j] = meta.t[j].id;
-            sh_ids[i] = as_malloc((size_t)k * sizeof **sh_ids);
-            for (int64_t j = 0; j < k; j++) {
-                int64_t q = j + (int64_t)as_rng_below(&r, (uint64_t)(meta.n - j));
-                int64_t tmp = perm[j]; perm[j] = perm[q]; perm[q] = tmp;
-                sh_ids[i][j] = perm[j];
-                if (perm[j] > maxid) maxid = perm[j];
-            }
-            sh_n[i] = k;
-        }
-        free(perm);
-        if (singles) {
-            /* every table alone first, in id order, then the samples */
-            int64_t ns = meta.n;
-            int64_t **ids2 = as_malloc((size_t)(ns + sample) * sizeof *ids2), *n2 = as_malloc((size_t)(ns + sample) * sizeof *n2);
-            int64_t *sorted = as_malloc((size_t)ns * sizeof *sorted);
-            for (int64_t j = 0; j < ns; j++) sorted[j] = meta.t[j].id;
-            qsort(sorted, (size_t)ns, sizeof *sorted, cmp_i64);
-            for (int64_t j = 0; j < ns; j++) {
-                ids2[j] = as_malloc(sizeof **ids2);
-                ids2[j][0] = sorted[j];
-                n2[j] = 1;
-                if (sorted[j] > maxid) maxid = sorted[j];
-            }
-            memcpy(ids2 + ns, sh_ids, (size_t)sample * sizeof *ids2);
-            memcpy(n2 + ns, sh_n, (size_t)sample * sizeof *n2);
-            free(sh_ids);
-            free(sh_n);
-            free(sorted);
-            sh_ids = ids2;
-            sh_n = n2;
-            nsingles = ns;
-            sample += ns;
-        }
-        nunits = sample;
+        if (as_bsample_pool(&ids, &npool, &meta, from, nfrom, tables, err, sizeof err))
+            as_die(AS_EXIT_DATA, "--sample-from: %s", err);
+        as_bsample_draw(&smp, ids, npool, sample, maxt, cfg.seed, singles);
+        free(ids);
+        as_bpool_free(&meta);
     } else {
-        char *none[] = { "-" };
-        char **files = optind < argc ? argv + optind : none;
-        int nfiles = optind < argc ? argc - optind : 1;
-        for (int fi = 0; fi < nfiles; fi++) {
-            as_reader *r = as_reader_open(files[fi]);
-            if (!r) exit(AS_EXIT_DATA);
-            as_record rec;
-            int rc;
-            while ((rc = as_reader_next(r, &rec)) == 1) {
-                if (as_rec_is(&rec, "header")) continue;
-                int kind = as_rec_is(&rec, "plan") ? 1 : as_rec_is(&rec, "shard") ? 2 : 0;
-                if (kind) {
-                    /* every field checked here, once: the loop below re-reads records that passed */
-                    char e2[768];
-                    as_planrec pr;
-                    int64_t *ids = NULL, n = 0;
-                    if (kind == 1 ? as_planrec_read(&rec.obj, &pr, e2, sizeof e2)
-                                  : as_field_table_ids(&rec.obj, "tables", &ids, &n, e2, sizeof e2))
-                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s%s", as_reader_name(r), rec.index, kind == 1 ? "" : "shard: ", e2);
-                    if (kind == 1) { ids = pr.tables; n = pr.n; }
-                    for (int64_t i = 0; i < n; i++) if (ids[i] > maxid) maxid = ids[i];
-                    if (kind == 1) as_planrec_free(&pr);
-                    else free(ids);
-                    nunits++;
-                }
-                if (nin == capin) { capin = capin ? 2 * capin : 64; in = as_realloc(in, (size_t)capin * sizeof *in); }
-                in[nin].raw = as_malloc(rec.rawlen);
-                memcpy(in[nin].raw, rec.raw, rec.rawlen);
-                in[nin].len = rec.rawlen;
-                in[nin].kind = kind;
-                nin++;
-            }
-            if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
-            as_reader_close(r);
-        }
+        if (as_binput_read(&in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     }
-    /* load only the tables the work needs */
-    uint8_t *want = as_calloc((size_t)(maxid + 1), 1);
-    for (int64_t i = 0; sample && i < sample; i++)
-        if ((i % part_n) == part_i - 1)
-            for (int64_t j = 0; j < sh_n[i]; j++) want[sh_ids[i][j]] = 1;
     as_bpool pool;
-    /* for input records, every referenced id must exist: mark them all */
-    if (!sample) {
-        int64_t u = 0;
-        for (int64_t i = 0; i < nin; i++) {
-            if (!in[i].kind) continue;
-            if ((u++ % part_n) != part_i - 1) continue;
-            msgpack_unpacked up;
-            msgpack_unpacked_init(&up);
-            size_t off = 0;
-            msgpack_unpack_next(&up, in[i].raw, in[i].len, &off);
-            int64_t *ids, n;
-            char e2[512];
-            if (as_field_table_ids(&up.data, "tables", &ids, &n, e2, sizeof e2)) as_die(AS_EXIT_DATA, "internal: %s", e2);
-            for (int64_t j = 0; j < n; j++) want[ids[j]] = 1;
-            free(ids);
-            msgpack_unpacked_destroy(&up);
-        }
-    }
-    if (as_bpool_load(&pool, tables, want, maxid + 1, 0, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-    for (int64_t id = 0; id <= maxid; id++)
-        if (want[id] && !as_bpool_get(&pool, id))
-            as_die(AS_EXIT_DATA, "table %" PRId64 " is not in the table data %s", id, tables);
+    if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, err, sizeof err)
+               : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, err, sizeof err))
+        as_die(AS_EXIT_DATA, "%s", err);
 
     as_writer *w = as_cli_open_output(&cli);
     double setup0 = as_now();
-    sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
+    as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
     if (!sess) as_die(AS_EXIT_ENV, "%s", err);
-    int64_t mine = 0;   /* units of work in this part */
-    for (int64_t i = 0; i < nunits; i++) mine += (i % part_n) == part_i - 1;
-    if (calibrate && mine > 0) {
-        /* the quiet-machine check, on stderr (a loaded machine warns at the default verbosity) */
-        as_bench_calib cal;
-        char line[512];
-        if (as_bench_calibrate(sess, &cal, err, sizeof err)) as_die(AS_EXIT_ENV, "quiet-machine check: %s", err);
-        as_bench_calib_line(line, sizeof line, &cal);
-        if (cal.loaded) as_info("warning: %s", line);
-        else as_debug("%s", line);
-    }
+    const int64_t mine = as_brun_part_units(sample ? smp.n : in.units, rc.part_i, rc.part_n);
+    if (calibrate && mine > 0) check_quiet(sess);
     double loop0 = as_now();
     as_progress_start(&prog, &cli, sample ? "shards" : "plans and shards", (double)mine);
-    unit *win = as_calloc((size_t)(window ? window : (mine ? mine : 1)), sizeof *win);
-    int64_t nwin = 0, emit_from = 0;
-    if (sample) {
-        for (int64_t i = 0; i < sample; i++) {
-            if ((i % part_n) != part_i - 1) continue;
-            unit *un = &win[nwin++];
-            memset(un, 0, sizeof *un);
-            un->kind = 3;
-            un->rec = i;
-            un->ids = sh_ids[i];
-            un->n = sh_n[i];
-            if (nwin == window) { run_window(w, win, nwin, 0, 0, nsingles); nwin = 0; }
-        }
-        run_window(w, win, nwin, 0, 0, nsingles);
-    } else {
-        int64_t u = 0;
-        for (int64_t i = 0; i < nin; i++) {
-            if (!in[i].kind) continue;
-            if ((u++ % part_n) != part_i - 1) continue;
-            unit *un = &win[nwin++];
-            memset(un, 0, sizeof *un);
-            un->kind = in[i].kind;
-            un->rec = i;
-            if (nwin == window) {
-                run_window(w, win, nwin, emit_from, i + 1, 0);
-                emit_from = i + 1;
-                nwin = 0;
-            }
-        }
-        /* the rest: the last window, and records after the last unit */
-        run_window(w, win, nwin, emit_from, nin, 0);
-    }
-    free(win);
+    as_brun_stats st = { 0 };
+    if (sample) as_brun_samples(w, sess, &rc, &smp, &st);
+    else if (as_brun_input(w, sess, &rc, &in, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     double loop_s = as_now() - loop0;
     as_progress_end(&prog);
-    {
-        char line[1024];
-        as_bench_session_info si;
-        as_bench_session_info_get(sess, &si);
-        as_bench_summary(line, sizeof line, &tally, loop_s);
-        as_info("%s; setup %.2f s%s", line, loop0 - setup0,
-                cfg.cuda ? (si.resident ? ", table data resident on the GPU" : ", table data uploaded per shard") : "");
-        as_noise_summary(line, sizeof line, &tally, &ncfg, retry_s);
-        as_info("%s", line);
-        if (as_noise_warning(line, sizeof line, &tally, &ncfg)) as_info("%s", line);
-    }
+    report(sess, &cfg, &rc, &st, loop_s, loop0 - setup0);
     as_bench_session_free(sess);
     as_writer_close(w);
-    if (nfailed) as_err("%" PRId64 " shard(s) could not be measured (see their 'error')", nfailed);
-    as_bench_tally_free(&tally);
-    for (int64_t i = 0; i < nin; i++) free(in[i].raw);
-    free(in);
-    for (int64_t i = 0; i < sample; i++) free(sh_ids[i]);
-    free(sh_ids);
-    free(sh_n);
-    free(want);
+    if (st.failed) as_err("%" PRId64 " shard(s) could not be measured (see their 'error')", st.failed);
+    as_bench_tally_free(&st.tally);
+    as_bsample_free(&smp);
+    as_binput_free(&in);
     free(from);
     as_bpool_free(&pool);
-    as_bpool_free(&meta);
     return 0;
 }

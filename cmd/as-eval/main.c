@@ -7,6 +7,7 @@
 #include "costmodel.h"
 #include "eval.h"
 #include "featurize.h"
+#include "plan.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -355,10 +356,13 @@ int main(int argc, char **argv)
             for (int64_t j = 0; j < np; j++) {
                 as_eval_plan *q = &pl[j];
                 const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
+                int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
+                int64_t *order = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *order);
+                as_plan_group(start, order, q->assign, q->T, q->K);
                 for (int64_t k = 0; k < q->K; k++) {
                     int m = 0;
-                    for (int64_t i = 0; i < q->T; i++) {
-                        if (q->assign[i] != k) continue;
+                    for (int64_t g = start[k]; g < start[k + 1]; g++) {
+                        const int64_t i = order[g];
                         as_features key = { .id = q->tables[i] };
                         sh[m] = nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL;
                         if (!sh[m])
@@ -380,6 +384,8 @@ int main(int argc, char **argv)
                 q->noisy = NULL;
                 q->noise_threshold = NAN;
                 free(sh);
+                free(start);
+                free(order);
             }
         }
         for (int64_t j = 0; j < np; j++) {

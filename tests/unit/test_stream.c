@@ -403,3 +403,49 @@ TEST(common_rng_deterministic_and_unbiased)
     for (int i = 0; i < 30000; i++) hist[as_rng_below(&a, 3)]++;
     for (int k = 0; k < 3; k++) CHECK(hist[k] > 9500 && hist[k] < 10500);
 }
+
+/* ---- as_read_records: the record loop of the tools ------------------------------------- */
+
+typedef struct { int seen, stop_at; int64_t sum; } rr_ctx;
+
+static int rr_count(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    rr_ctx *c = ctx;
+    int64_t i = 0;
+    c->seen++;
+    if (as_obj_i64(&rec->obj, "i", &i) == 0) c->sum += i;
+    if (c->seen == c->stop_at) { snprintf(err, errlen, "%s: record %d: stop", as_reader_name(r), (int)rec->index); return -1; }
+    return 0;
+}
+
+TEST(stream_read_records)
+{
+    char *a = tpath("rr_a.ast"), *b = tpath("rr_b.ast"), err[1024], want[1200];
+    write_sample(a, 3, 1);      /* header + i = 0, 1, 2 */
+    write_sample(b, 2, 1);      /* header + i = 0, 1 */
+    char *files[3] = { a, b, a };
+    rr_ctx c = { 0, 0, 0 };
+    CHECK(as_read_records(files, 3, rr_count, &c, err, sizeof err) == 0);
+    CHECK_EQ_I64(c.seen, 4 + 3 + 4);            /* every record, the headers too, file by file */
+    CHECK_EQ_I64(c.sum, 3 + 1 + 3);
+    /* fn's -1 stops the loop with its message */
+    rr_ctx s = { 0, 6, 0 };
+    CHECK(as_read_records(files, 3, rr_count, &s, err, sizeof err) == -1);
+    CHECK_EQ_I64(s.seen, 6);
+    snprintf(want, sizeof want, "%s: record 2: stop", b);
+    CHECK_STR(err, want);
+    /* a file that cannot be opened: its name and why; the files before it were read */
+    char *m = tpath("rr_missing.ast");
+    char *f2[2] = { a, m };
+    rr_ctx d = { 0, 0, 0 };
+    CHECK(as_read_records(f2, 2, rr_count, &d, err, sizeof err) == -1);
+    CHECK_EQ_I64(d.seen, 4);
+    snprintf(want, sizeof want, "%s: No such file or directory", m);
+    CHECK_STR(err, want);
+    /* a bad stream: the reader's message */
+    char *bad = tpath("rr_bad.ast");
+    spit(bad, "not zstd at all", 15);
+    char *f3[1] = { bad };
+    CHECK(as_read_records(f3, 1, rr_count, &d, err, sizeof err) == -1);
+    CHECK(strstr(err, bad) == err);
+}

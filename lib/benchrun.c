@@ -1,0 +1,529 @@
+/* benchrun.c - as-bench's run: sampling, the input's units, the windowed measuring loop and
+ * the records it writes (benchrun.h) */
+#include "benchrun.h"
+#include "common.h"
+#include "plan.h"
+#include "reclimits.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sampled shards ------------------------------------------------------------------------ */
+
+int as_bsample_pool(int64_t **out, int64_t *n, const as_bpool *p, const int64_t *from, size_t nfrom,
+                    const char *name, char *err, size_t errlen)
+{
+    for (size_t q = 0; q < nfrom; q++) {
+        int found = 0;
+        for (int64_t j = 0; j < p->n && !found; j++) found = p->t[j].id == from[q];
+        if (!found) {
+            snprintf(err, errlen, "table %" PRId64 " is not in %s", from[q], name);
+            return -1;
+        }
+    }
+    int64_t *ids = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *ids), k = 0;
+    for (int64_t j = 0; j < p->n; j++) {
+        int keep = !nfrom;
+        for (size_t q = 0; q < nfrom && !keep; q++) keep = from[q] == p->t[j].id;
+        if (keep) ids[k++] = p->t[j].id;
+    }
+    *out = ids;
+    *n = k;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t count, int64_t max_tables,
+                     uint64_t seed, int singles)
+{
+    const int64_t ns = singles ? npool : 0;
+    memset(s, 0, sizeof *s);
+    s->n = ns + count;
+    s->nsingles = ns;
+    s->maxid = -1;
+    s->ids = as_malloc((size_t)(s->n ? s->n : 1) * sizeof *s->ids);
+    s->len = as_malloc((size_t)(s->n ? s->n : 1) * sizeof *s->len);
+    /* every table alone first, in id order */
+    int64_t *sorted = as_malloc((size_t)(ns ? ns : 1) * sizeof *sorted);
+    if (ns) memcpy(sorted, ids, (size_t)ns * sizeof *sorted);
+    qsort(sorted, (size_t)ns, sizeof *sorted, cmp_i64);
+    for (int64_t j = 0; j < ns; j++) {
+        s->ids[j] = as_malloc(sizeof **s->ids);
+        s->ids[j][0] = sorted[j];
+        s->len[j] = 1;
+    }
+    free(sorted);
+    /* then the draws: k tables without replacement */
+    as_rng r;
+    as_rng_seed(&r, seed, 0x73616d706c65ULL);
+    int64_t *perm = as_malloc((size_t)(npool ? npool : 1) * sizeof *perm);
+    for (int64_t i = ns; i < s->n; i++) {
+        int64_t k = 1 + (int64_t)as_rng_below(&r, (uint64_t)(max_tables < npool ? max_tables : npool));
+        memcpy(perm, ids, (size_t)npool * sizeof *perm);
+        s->ids[i] = as_malloc((size_t)k * sizeof **s->ids);
+        for (int64_t j = 0; j < k; j++) {
+            int64_t q = j + (int64_t)as_rng_below(&r, (uint64_t)(npool - j));
+            int64_t tmp = perm[j]; perm[j] = perm[q]; perm[q] = tmp;
+            s->ids[i][j] = perm[j];
+        }
+        s->len[i] = k;
+    }
+    free(perm);
+    for (int64_t i = 0; i < s->n; i++)
+        for (int64_t j = 0; j < s->len[i]; j++)
+            if (s->ids[i][j] > s->maxid) s->maxid = s->ids[i][j];
+}
+
+void as_bsample_free(as_bsample *s)
+{
+    for (int64_t i = 0; i < s->n; i++) free(s->ids[i]);
+    free(s->ids);
+    free(s->len);
+    memset(s, 0, sizeof *s);
+}
+
+/* load the tables of FILE marked in want[0..n); each of them must be there */
+static int load_wanted(as_bpool *p, const char *file, const uint8_t *want, int64_t n, char *err, size_t errlen)
+{
+    if (as_bpool_load(p, file, want, n, 0, err, errlen)) return -1;
+    for (int64_t id = 0; id < n; id++)
+        if (want[id] && !as_bpool_get(p, id)) {
+            snprintf(err, errlen, "table %" PRId64 " is not in the table data %s", id, file);
+            as_bpool_free(p);
+            return -1;
+        }
+    return 0;
+}
+
+int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_t part_i, int64_t part_n,
+                      char *err, size_t errlen)
+{
+    uint8_t *want = as_calloc((size_t)(s->maxid + 1), 1);
+    for (int64_t i = 0; i < s->n; i++)
+        if ((i % part_n) == part_i - 1)
+            for (int64_t j = 0; j < s->len[i]; j++) want[s->ids[i][j]] = 1;
+    int rc = load_wanted(p, file, want, s->maxid + 1, err, errlen);
+    free(want);
+    return rc;
+}
+
+/* ---- the input's records ------------------------------------------------------------------ */
+
+static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    as_binput *in = ctx;
+    if (as_rec_is(rec, "header")) return 0;
+    int kind = as_rec_is(rec, "plan") ? AS_BREC_PLAN : as_rec_is(rec, "shard") ? AS_BREC_SHARD : AS_BREC_OTHER;
+    if (kind) {
+        /* every field checked here, once: the measuring loop re-reads records that passed */
+        char e2[768];
+        as_planrec pr;
+        int64_t *ids = NULL, n = 0;
+        if (kind == AS_BREC_PLAN ? as_planrec_read(&rec->obj, &pr, e2, sizeof e2)
+                                 : as_field_table_ids(&rec->obj, "tables", &ids, &n, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", as_reader_name(r), rec->index,
+                     kind == AS_BREC_PLAN ? "" : "shard: ", e2);
+            return -1;
+        }
+        if (kind == AS_BREC_PLAN) { ids = pr.tables; n = pr.n; }
+        for (int64_t i = 0; i < n; i++) if (ids[i] > in->maxid) in->maxid = ids[i];
+        if (kind == AS_BREC_PLAN) as_planrec_free(&pr);
+        else free(ids);
+        in->units++;
+    }
+    if (in->n == in->cap) {
+        in->cap = in->cap ? 2 * in->cap : 64;
+        in->rec = as_realloc(in->rec, (size_t)in->cap * sizeof *in->rec);
+    }
+    as_brec *h = &in->rec[in->n++];
+    h->raw = as_malloc(rec->rawlen);
+    memcpy(h->raw, rec->raw, rec->rawlen);
+    h->len = rec->rawlen;
+    h->kind = kind;
+    return 0;
+}
+
+int as_binput_read(as_binput *in, char *const *files, int nfiles, char *err, size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    in->maxid = -1;
+    return as_read_records(files, nfiles, read_one, in, err, errlen);
+}
+
+void as_binput_free(as_binput *in)
+{
+    for (int64_t i = 0; i < in->n; i++) free(in->rec[i].raw);
+    free(in->rec);
+    memset(in, 0, sizeof *in);
+}
+
+/* unpack held record h into up (destroy it after) */
+static const msgpack_object *unpack(msgpack_unpacked *up, const as_brec *h)
+{
+    size_t off = 0;
+    msgpack_unpacked_init(up);
+    msgpack_unpack_next(up, h->raw, h->len, &off);
+    return &up->data;
+}
+
+int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t part_i, int64_t part_n,
+                     char *err, size_t errlen)
+{
+    /* for input records, every referenced id must exist: mark them all */
+    uint8_t *want = as_calloc((size_t)(in->maxid + 1), 1);
+    int64_t u = 0;
+    for (int64_t i = 0; i < in->n; i++) {
+        if (!in->rec[i].kind) continue;
+        if ((u++ % part_n) != part_i - 1) continue;
+        msgpack_unpacked up;
+        int64_t *ids, n;
+        char e2[512];
+        if (as_field_table_ids(unpack(&up, &in->rec[i]), "tables", &ids, &n, e2, sizeof e2)) {
+            snprintf(err, errlen, "internal: %s", e2);
+            msgpack_unpacked_destroy(&up);
+            free(want);
+            return -1;
+        }
+        for (int64_t j = 0; j < n; j++) want[ids[j]] = 1;
+        free(ids);
+        msgpack_unpacked_destroy(&up);
+    }
+    int rc = load_wanted(p, file, want, in->maxid + 1, err, errlen);
+    free(want);
+    return rc;
+}
+
+/* ---- the measuring loop ------------------------------------------------------------------- */
+
+int64_t as_brun_part_units(int64_t units, int64_t part_i, int64_t part_n)
+{
+    int64_t mine = 0;
+    for (int64_t i = 0; i < units; i++) mine += (i % part_n) == part_i - 1;
+    return mine;
+}
+
+/* one unit of work of a window: a sample, a shard record or a plan record */
+enum { UNIT_PLAN = AS_BREC_PLAN, UNIT_SHARD = AS_BREC_SHARD, UNIT_SAMPLE };
+typedef struct {
+    int kind;               /* UNIT_* */
+    int64_t rec;            /* its index in the input records (plan, shard) or the samples */
+    const int64_t *ids;     /* sample, shard record: its tables */
+    int64_t n;
+    /* filled by run_window from the record */
+    msgpack_unpacked up;
+    int64_t *own_ids;       /* shard record: its tables */
+    int64_t task, sid;
+    as_planrec pr;
+    char alg[64];
+    int64_t *start, *order, *flat;  /* plan: shard k's tables are flat[start[k] .. start[k+1]) */
+    int64_t job0;           /* its first job; a plan's non-empty shards are consecutive jobs */
+} unit;
+
+typedef struct {
+    as_writer *w;
+    as_bench_session *sess;
+    const as_brun_cfg *c;
+    as_noise_cfg noise;     /* c->noise with the retried hook below */
+    as_brun_stats *st;
+    const as_binput *in;    /* NULL for samples */
+    int64_t nsingles;
+    int64_t units_done;     /* units whose first attempts are all made */
+    const int64_t *done_after;  /* this window: [jobs] units complete once job j is measured */
+} runner;
+
+static void first_done(void *ctx, int64_t j)
+{
+    const runner *R = ctx;
+    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done + R->done_after[j]);
+}
+
+static void retried(void *ctx, int round, int64_t k, int64_t m)
+{
+    const runner *R = ctx;
+    R->c->retried(R->c->ctx, round, k, m);
+}
+
+static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_result *r, const char *origin,
+                       int64_t task, const char *alg, int64_t shard)
+{
+    msgpack_packer *pk = as_writer_pk(R->w);
+    msgpack_pack_map(pk, 6 + AS_BENCH_RESULT_FIELDS);
+    as_pack_kv_str(pk, "kind", "cost");
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)n);
+    for (int64_t i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
+    as_pack_kv_str(pk, "origin", origin);
+    as_pack_kv_i64(pk, "task", task);
+    as_pack_str(pk, "alg");
+    if (alg) as_pack_str(pk, alg); else msgpack_pack_nil(pk);
+    as_pack_kv_i64(pk, "shard", shard);
+    as_bench_pack_result(pk, R->c->bench, r);
+    as_writer_end_record(R->w);
+    as_bench_tally_add(&R->st->tally, r);
+    if (!r->ok) {
+        R->st->failed++;
+        if (R->c->failed) R->c->failed(R->c->ctx, ids, n, r->error);
+    }
+}
+
+void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
+                       double threshold)
+{
+    static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold" };
+    const int nmine = (int)(sizeof mine / sizeof *mine);
+    char dev[128] = "";
+    for (int64_t k = 0; k < K; k++)
+        if (r[k]) snprintf(dev, sizeof dev, "%s", r[k]->device);
+    uint32_t keep = 0;
+    for (uint32_t f = 0; f < rec->via.map.size; f++) {
+        int drop = 0;
+        for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&rec->via.map.ptr[f].key, mine[m]);
+        keep += !drop;
+    }
+    msgpack_pack_map(pk, keep + (uint32_t)nmine);
+    for (uint32_t f = 0; f < rec->via.map.size; f++) {
+        const msgpack_object_kv *kv = &rec->via.map.ptr[f];
+        int drop = 0;
+        for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&kv->key, mine[m]);
+        if (drop) continue;
+        msgpack_pack_object(pk, kv->key);
+        msgpack_pack_object(pk, kv->val);
+    }
+    as_pack_str(pk, "cost_ms");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) {
+        if (!r[k]) msgpack_pack_double(pk, 0);
+        else if (r[k]->ok) msgpack_pack_double(pk, r[k]->cost_ms);
+        else msgpack_pack_nil(pk);
+    }
+    as_pack_kv_str(pk, "cost_device", dev);
+    as_pack_kv_str(pk, "cost_kind", "measured");
+    as_pack_str(pk, "cost_spread");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) {
+        if (r[k] && r[k]->ok && isfinite(r[k]->spread)) msgpack_pack_double(pk, r[k]->spread);
+        else msgpack_pack_nil(pk);
+    }
+    as_pack_str(pk, "cost_noisy");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) {
+        if (r[k] && r[k]->ok && r[k]->noisy) msgpack_pack_true(pk);
+        else msgpack_pack_false(pk);
+    }
+    as_pack_kv_f64(pk, "noise_threshold", threshold);
+}
+
+/* read unit un's record: its tables, task, id or alg, and a plan's shards; on error
+ * nothing is left to unit_close */
+static int unit_open(unit *un, const as_brec *h, char *err, size_t errlen)
+{
+    char e2[768];
+    const msgpack_object *rec = unpack(&un->up, h);
+    un->task = un->sid = -1;
+    as_obj_i64(rec, "task", &un->task);
+    if (un->kind == UNIT_SHARD) {
+        if (as_field_table_ids(rec, "tables", &un->own_ids, &un->n, e2, sizeof e2)) {
+            snprintf(err, errlen, "internal: %s", e2);
+            msgpack_unpacked_destroy(&un->up);
+            return -1;
+        }
+        un->ids = un->own_ids;
+        as_obj_i64(rec, "id", &un->sid);
+        return 0;
+    }
+    if (as_planrec_read(rec, &un->pr, e2, sizeof e2)) {
+        snprintf(err, errlen, "internal: %s", e2);
+        msgpack_unpacked_destroy(&un->up);
+        return -1;
+    }
+    un->alg[0] = 0;
+    as_obj_str(rec, "alg", un->alg, sizeof un->alg);
+    const int64_t K = un->pr.shards;
+    un->start = as_malloc((size_t)(K + 1) * sizeof *un->start);
+    un->order = as_malloc((size_t)(un->pr.n ? un->pr.n : 1) * sizeof *un->order);
+    un->flat = as_malloc((size_t)(un->pr.n ? un->pr.n : 1) * sizeof *un->flat);
+    /* shard by shard: the tables placed on it (-1: unplaced, not measured) */
+    as_planrec_group(&un->pr, un->start, un->order);
+    for (int64_t q = 0; q < un->start[K]; q++) un->flat[q] = un->pr.tables[un->order[q]];
+    return 0;
+}
+
+static void unit_close(unit *un)
+{
+    if (un->kind == UNIT_SAMPLE) return;
+    if (un->kind == UNIT_PLAN) {
+        free(un->start); free(un->order); free(un->flat);
+        as_planrec_free(&un->pr);
+    }
+    free(un->own_ids);
+    msgpack_unpacked_destroy(&un->up);
+}
+
+/* write plan unit un: a cost record per non-empty shard, then the plan with its costs */
+static void write_plan(runner *R, const unit *un, const as_noise_job *jobs)
+{
+    const int64_t K = un->pr.shards;
+    const as_bench_result **rk = as_calloc((size_t)K, sizeof *rk);
+    for (int64_t k = 0, j = un->job0; k < K; k++) {
+        if (un->start[k + 1] == un->start[k]) continue;   /* an empty shard costs nothing */
+        rk[k] = &jobs[j++].r;
+        write_cost(R, un->flat + un->start[k], un->start[k + 1] - un->start[k], rk[k], "plan", un->task, un->alg, k);
+    }
+    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, R->c->noise.threshold);
+    as_writer_end_record(R->w);
+    free(rk);
+}
+
+/* Measure the units win[0..nwin) (as_noise_measure's rounds over all their shards), then
+ * write, in input order, the records in[lo..hi) (input: units of this part with their costs,
+ * other records passed through by part 1, units of other parts left out) or, for samples,
+ * the samples' cost records. */
+static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi, char *err, size_t errlen)
+{
+    int64_t njobs = 0;
+    int rc = 0;
+    int64_t opened = 0;
+    for (; opened < nwin; opened++) {
+        unit *un = &win[opened];
+        un->job0 = njobs;
+        if (un->kind != UNIT_SAMPLE && unit_open(un, &R->in->rec[un->rec], err, errlen)) { rc = -1; break; }
+        if (un->kind != UNIT_PLAN) njobs++;
+        else
+            for (int64_t k = 0; k < un->pr.shards; k++) njobs += un->start[k + 1] > un->start[k];
+    }
+    if (rc) {
+        for (int64_t q = 0; q < opened; q++) unit_close(&win[q]);
+        return -1;
+    }
+    as_noise_job *jobs = as_calloc((size_t)(njobs ? njobs : 1), sizeof *jobs);
+    int64_t *done_after = as_calloc((size_t)(njobs ? njobs : 1), sizeof *done_after);
+    for (int64_t q = 0; q < nwin; q++) {
+        const unit *un = &win[q];
+        int64_t j = un->job0;
+        if (un->kind != UNIT_PLAN) {
+            jobs[j].ids = un->ids;
+            jobs[j].n = un->n;
+        } else {
+            for (int64_t k = 0; k < un->pr.shards; k++) {
+                const int64_t m = un->start[k + 1] - un->start[k];
+                if (!m) continue;
+                jobs[j].ids = un->flat + un->start[k];
+                jobs[j].n = m;
+                j++;
+            }
+        }
+    }
+    /* done_after[j]: the units all of whose jobs are among jobs[0..j] (a plan without a
+       non-empty shard counts with the job before it) */
+    for (int64_t q = 0, j = 0; j < njobs; j++) {
+        while (q < nwin && (q + 1 < nwin ? win[q + 1].job0 : njobs) <= j + 1) q++;
+        done_after[j] = q;
+    }
+    R->done_after = done_after;
+    as_noise_measure(R->sess, jobs, njobs, &R->noise, first_done, R, &R->st->retry_s);
+    R->units_done += nwin;
+    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done);
+
+    /* write, in order */
+    if (!R->in) {
+        for (int64_t q = 0; q < nwin; q++) {
+            const unit *un = &win[q];
+            const int64_t i = un->rec, ns = R->nsingles;
+            write_cost(R, un->ids, un->n, &jobs[un->job0].r, i < ns ? "single" : "sample", -1, NULL, i < ns ? -1 : i - ns);
+        }
+    } else {
+        int64_t q = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            if (q < nwin && win[q].rec == i) {
+                const unit *un = &win[q++];
+                if (un->kind == UNIT_SHARD) write_cost(R, un->ids, un->n, &jobs[un->job0].r, "shard", un->task, NULL, un->sid);
+                else write_plan(R, un, jobs);
+            } else if (!R->in->rec[i].kind) {
+                /* with a part, other records pass through the first part only, so merged
+                   outputs hold them once */
+                if (R->c->part_i == 1) as_writer_raw(R->w, R->in->rec[i].raw, R->in->rec[i].len);
+            }
+        }
+    }
+    for (int64_t q = 0; q < nwin; q++) unit_close(&win[q]);
+    free(jobs);
+    free(done_after);
+    R->done_after = NULL;
+    return 0;
+}
+
+static void runner_init(runner *R, as_writer *w, as_bench_session *s, const as_brun_cfg *c, as_brun_stats *st)
+{
+    memset(R, 0, sizeof *R);
+    R->w = w;
+    R->sess = s;
+    R->c = c;
+    R->noise = c->noise;
+    R->noise.retried = c->retried ? retried : NULL;
+    R->st = st;
+}
+
+static unit *window_new(const as_brun_cfg *c, int64_t units)
+{
+    const int64_t mine = as_brun_part_units(units, c->part_i, c->part_n);
+    return as_calloc((size_t)(c->window ? c->window : (mine ? mine : 1)), sizeof(unit));
+}
+
+void as_brun_samples(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_bsample *smp,
+                     as_brun_stats *st)
+{
+    runner R;
+    runner_init(&R, w, s, c, st);
+    R.nsingles = smp->nsingles;
+    unit *win = window_new(c, smp->n);
+    int64_t nwin = 0;
+    char err[8];    /* samples open no record: run_window cannot fail */
+    for (int64_t i = 0; i < smp->n; i++) {
+        if ((i % c->part_n) != c->part_i - 1) continue;
+        unit *un = &win[nwin++];
+        memset(un, 0, sizeof *un);
+        un->kind = UNIT_SAMPLE;
+        un->rec = i;
+        un->ids = smp->ids[i];
+        un->n = smp->len[i];
+        if (nwin == c->window) { run_window(&R, win, nwin, 0, 0, err, sizeof err); nwin = 0; }
+    }
+    run_window(&R, win, nwin, 0, 0, err, sizeof err);
+    free(win);
+}
+
+int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_binput *in, as_brun_stats *st,
+                  char *err, size_t errlen)
+{
+    runner R;
+    runner_init(&R, w, s, c, st);
+    R.in = in;
+    unit *win = window_new(c, in->units);
+    int64_t nwin = 0, emit_from = 0, u = 0;
+    int rc = 0;
+    for (int64_t i = 0; i < in->n && !rc; i++) {
+        if (!in->rec[i].kind) continue;
+        if ((u++ % c->part_n) != c->part_i - 1) continue;
+        unit *un = &win[nwin++];
+        memset(un, 0, sizeof *un);
+        un->kind = in->rec[i].kind;
+        un->rec = i;
+        if (nwin == c->window) {
+            rc = run_window(&R, win, nwin, emit_from, i + 1, err, errlen);
+            emit_from = i + 1;
+            nwin = 0;
+        }
+    }
+    /* the rest: the last window, and records after the last unit */
+    if (!rc) rc = run_window(&R, win, nwin, emit_from, in->n, err, errlen);
+    free(win);
+    return rc;
+}

@@ -1,0 +1,125 @@
+/* benchrun.h - as-bench's run: its units of work (shards sampled from the table pool, or the
+ * plan and shard records of its input), the tables they need, and their measurement window
+ * by window with benchnoise.h's rounds, written in order as `cost` records and as plans
+ * passed on with their shards' costs (docs/FORMAT.md). Dimension letters: T tables, K shards.
+ *
+ * The units are numbered 0, 1, ... in order (samples: the singles, then the draws; input:
+ * its plan and shard records, other records are not units); part I of N (1 <= I <= N)
+ * takes the units u with u % N == I - 1. A window is `window` units of the part (0: all of
+ * them): their shards are measured once each, then the noisy ones re-measured in rounds
+ * (as_noise_measure), then the window's records are written. Records come out in input
+ * order whatever the window. */
+#ifndef AS_BENCHRUN_H
+#define AS_BENCHRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench.h"
+#include "benchnoise.h"
+#include "stream.h"
+
+/* ---- sampled shards (--sample, --sample-from, --singles) ------------------------------- */
+
+typedef struct {
+    int64_t n;              /* shards */
+    int64_t nsingles;       /* the first nsingles are single tables (origin "single") */
+    int64_t **ids;          /* [n] each shard's table ids, in draw order */
+    int64_t *len;           /* [n] */
+    int64_t maxid;          /* the largest table id of any shard (-1: none) */
+} as_bsample;
+
+/* The sampling pool: *out (malloc'd) = the ids of p's tables in p's order; with nfrom > 0
+ * only those listed in from[0..nfrom), each of which must be one of p's tables: else -1
+ * with err "table ID is not in NAME" (name: the pool's file, for the message). *n = the
+ * count. 0, or -1 with err (nothing allocated). */
+int as_bsample_pool(int64_t **out, int64_t *n, const as_bpool *p, const int64_t *from, size_t nfrom,
+                    const char *name, char *err, size_t errlen);
+
+/* Draw count shards from ids[0..npool) (npool >= 1) with seed (stream "sample"): shard i
+ * has k tables, k uniform in 1..min(max_tables, npool), then its tables are the first k
+ * steps of a Fisher-Yates shuffle of ids (in ids' order, anew for every shard): position j
+ * swapped with one uniform in j..npool-1. singles: first every id alone, ascending, then
+ * the count draws (s->n = npool + count, s->nsingles = npool). Free with as_bsample_free. */
+void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t count, int64_t max_tables,
+                     uint64_t seed, int singles);
+void as_bsample_free(as_bsample *s);
+/* Load into p (free with as_bpool_free) the tables of FILE that the shards of part I/N of
+ * s need. 0, or -1 with err (as_bpool_load's; "table ID is not in the table data FILE") */
+int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_t part_i, int64_t part_n,
+                      char *err, size_t errlen);
+
+/* ---- the input's records ------------------------------------------------------------------ */
+
+enum { AS_BREC_OTHER = 0, AS_BREC_PLAN = 1, AS_BREC_SHARD = 2 };
+typedef struct {
+    char *raw;              /* the record's msgpack bytes */
+    size_t len;
+    int kind;               /* AS_BREC_* */
+} as_brec;
+typedef struct {
+    as_brec *rec;           /* [n] the input's records but its headers, in order */
+    int64_t n, cap;
+    int64_t units;          /* plan and shard records */
+    int64_t maxid;          /* the largest table id of any unit (-1: none) */
+} as_binput;
+
+/* Read files[0..nfiles) (as_read_records: none = standard input) into in (zeroed first),
+ * checking every plan (as_planrec_read) and shard record (`tables`: a list of table ids)
+ * once. 0, or -1 with err ("FILE: record N: ..."). Free with as_binput_free. */
+int as_binput_read(as_binput *in, char *const *files, int nfiles, char *err, size_t errlen);
+void as_binput_free(as_binput *in);
+/* Load into p (free with as_bpool_free) the tables of FILE that the units of part I/N of
+ * in need. 0, or -1 with err (as_bpool_load's; "table ID is not in the table data FILE") */
+int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t part_i, int64_t part_n,
+                     char *err, size_t errlen);
+
+/* ---- the measuring loop ------------------------------------------------------------------- */
+
+typedef struct {
+    const as_bench_cfg *bench;  /* the session's config (the cost records' protocol fields) */
+    as_noise_cfg noise;         /* threshold and retries (its retried hook is not used: below) */
+    int64_t part_i, part_n;     /* this run's part (1 of 1: every unit) */
+    int64_t window;             /* units per window (0: one window) */
+    /* hooks, each may be NULL, called with ctx */
+    void *ctx;
+    void (*progress)(void *ctx, int64_t units);       /* units whose first attempts are all made */
+    void (*retried)(void *ctx, int round, int64_t k, int64_t m);    /* as as_noise_cfg.retried */
+    void (*failed)(void *ctx, const int64_t *ids, int64_t n, const char *error);
+                                /* a shard that could not be measured, as its record is written */
+} as_brun_cfg;
+
+/* what a run measured; zero it first, as_bench_tally_free(&st->tally) after */
+typedef struct {
+    as_bench_tally tally;       /* every shard written */
+    int64_t failed;             /* shards not measured */
+    double retry_s;             /* wall seconds of the re-measuring rounds */
+} as_brun_stats;
+
+/* the number of units of part I/N among units 0..units-1 */
+int64_t as_brun_part_units(int64_t units, int64_t part_i, int64_t part_n);
+
+/* Measure the shards of part I/N of smp on session s and write a `cost` record for each, in
+ * order: origin "single" (shard -1) for the singles, "sample" (shard = its draw number)
+ * for the draws; task -1, alg nil. */
+void as_brun_samples(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_bsample *smp,
+                     as_brun_stats *st);
+/* Measure the units of part I/N of in on session s and write in input order: a shard
+ * record gives a `cost` record (origin "shard", its task and id or -1); a plan gives one
+ * per non-empty shard k (origin "plan", its task and alg, shard k; unplaced tables are not
+ * measured), then passes on (as_brun_pack_plan); other records pass through in part 1 only
+ * (so that merged parts hold them once); units of other parts are left out. 0, or -1 with
+ * err ("internal: ...": a record that changed since as_binput_read checked it). */
+int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_binput *in, as_brun_stats *st,
+                  char *err, size_t errlen);
+
+/* Pack plan record rec (a map) passed on with the results r[0..K) of its shards (r[k]
+ * NULL: an empty shard): its other fields in order, then cost_ms (K: the cost, 0 for an
+ * empty shard, nil for one not measured), cost_device (the device of the last non-empty
+ * shard's result, "" when none), cost_kind "measured", cost_spread (K: the spread, nil when empty, not
+ * measured or without one), cost_noisy (K booleans) and noise_threshold; these six
+ * replace any of them the record had. */
+void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
+                       double threshold);
+
+#endif

@@ -1,0 +1,348 @@
+/* test_benchrun.c - as-bench's run (lib/benchrun.h): the sampling pool and --sample-from,
+ * the draws (determinism, sizes, singles first), reading the input's units, the plan passed
+ * on with its costs; and the --device parser every tool shares (lib/device.h). */
+#include "unit.h"
+#include "benchrun.h"
+#include "common.h"
+#include "device.h"
+#include "nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a pool of table ids only (what the sampling reads) */
+static as_bpool ids_pool(as_btable *t, const int64_t *ids, int64_t n)
+{
+    memset(t, 0, (size_t)n * sizeof *t);
+    for (int64_t i = 0; i < n; i++) t[i].id = ids[i];
+    as_bpool p = { .t = t, .n = n };
+    return p;
+}
+
+TEST(benchrun_sample_pool_from)
+{
+    as_btable t[6];
+    const int64_t ids[6] = { 5, 2, 9, 4, 0, 7 };
+    as_bpool p = ids_pool(t, ids, 6);
+    int64_t *out, n;
+    char err[256];
+    /* no list: every table, in the pool's order */
+    CHECK(as_bsample_pool(&out, &n, &p, NULL, 0, "pool.ast", err, sizeof err) == 0);
+    CHECK_EQ_I64(n, 6);
+    for (int i = 0; i < 6; i++) CHECK_EQ_I64(out[i], ids[i]);
+    free(out);
+    /* "4-5,9" (a range and an id): the listed tables, in the pool's order (5, 9, 4) */
+    int64_t *from;
+    size_t nfrom;
+    CHECK(as_parse_i64_list("4-5,9", 0, INT32_MAX, &from, &nfrom) == 0);
+    CHECK_EQ_I64(nfrom, 3);
+    CHECK(as_bsample_pool(&out, &n, &p, from, nfrom, "pool.ast", err, sizeof err) == 0);
+    CHECK_EQ_I64(n, 3);
+    CHECK(out[0] == 5 && out[1] == 9 && out[2] == 4);
+    free(out);
+    free(from);
+    /* "0-3": 1 and 3 are not in the pool: the first one missing is the error */
+    CHECK(as_parse_i64_list("0-3", 0, INT32_MAX, &from, &nfrom) == 0);
+    CHECK(as_bsample_pool(&out, &n, &p, from, nfrom, "pool.ast", err, sizeof err) == -1);
+    CHECK_STR(err, "table 1 is not in pool.ast");
+    free(from);
+    /* a repeated id keeps its table once */
+    const int64_t twice[3] = { 7, 7, 2 };
+    CHECK(as_bsample_pool(&out, &n, &p, twice, 3, "pool.ast", err, sizeof err) == 0);
+    CHECK(n == 2 && out[0] == 2 && out[1] == 7);
+    free(out);
+}
+
+TEST(benchrun_sample_draws)
+{
+    const int64_t pool[5] = { 8, 3, 6, 1, 4 };
+    as_bsample a, b, c;
+    /* the same seed draws the same shards; sizes in 1..min(max_tables, pool); distinct ids
+     * from the pool */
+    as_bsample_draw(&a, pool, 5, 40, 3, 7, 0);
+    as_bsample_draw(&b, pool, 5, 40, 3, 7, 0);
+    CHECK_EQ_I64(a.n, 40);
+    CHECK_EQ_I64(a.nsingles, 0);
+    int64_t maxid = -1, sizes[4] = { 0 };
+    int same = 1;
+    for (int64_t i = 0; i < a.n; i++) {
+        CHECK(a.len[i] >= 1 && a.len[i] <= 3);
+        sizes[a.len[i]]++;
+        same &= a.len[i] == b.len[i] && !memcmp(a.ids[i], b.ids[i], (size_t)a.len[i] * sizeof **a.ids);
+        for (int64_t j = 0; j < a.len[i]; j++) {
+            int in = 0;
+            for (int q = 0; q < 5; q++) in |= pool[q] == a.ids[i][j];
+            CHECK(in);
+            for (int64_t j2 = 0; j2 < j; j2++) CHECK(a.ids[i][j2] != a.ids[i][j]);
+            if (a.ids[i][j] > maxid) maxid = a.ids[i][j];
+        }
+    }
+    CHECK(same);
+    CHECK_EQ_I64(a.maxid, maxid);
+    CHECK(sizes[1] > 0 && sizes[2] > 0 && sizes[3] > 0);   /* 40 draws of 3 sizes: all occur */
+    /* another seed, other shards */
+    as_bsample_draw(&c, pool, 5, 40, 3, 8, 0);
+    int differ = 0;
+    for (int64_t i = 0; i < c.n; i++)
+        differ |= c.len[i] != a.len[i] || memcmp(c.ids[i], a.ids[i], (size_t)(c.len[i] < a.len[i] ? c.len[i] : a.len[i]) * sizeof **c.ids);
+    CHECK(differ);
+    as_bsample_free(&b);
+    as_bsample_free(&c);
+    /* --singles: every table alone first, ascending, then the very same draws */
+    as_bsample_draw(&b, pool, 5, 40, 3, 7, 1);
+    CHECK_EQ_I64(b.n, 45);
+    CHECK_EQ_I64(b.nsingles, 5);
+    const int64_t asc[5] = { 1, 3, 4, 6, 8 };
+    for (int i = 0; i < 5; i++) CHECK(b.len[i] == 1 && b.ids[i][0] == asc[i]);
+    same = 1;
+    for (int64_t i = 0; i < a.n; i++)
+        same &= b.len[5 + i] == a.len[i] && !memcmp(b.ids[5 + i], a.ids[i], (size_t)a.len[i] * sizeof **a.ids);
+    CHECK(same);
+    CHECK_EQ_I64(b.maxid, 8);
+    as_bsample_free(&a);
+    as_bsample_free(&b);
+    /* a pool of one table: every shard is that table */
+    const int64_t one[1] = { 42 };
+    as_bsample_draw(&a, one, 1, 5, 10, 3, 1);
+    CHECK_EQ_I64(a.n, 6);
+    for (int64_t i = 0; i < a.n; i++) CHECK(a.len[i] == 1 && a.ids[i][0] == 42);
+    as_bsample_free(&a);
+}
+
+/* the documented draw, step by step: k = 1 + below(min(M, P)), then position j of a fresh
+ * copy of the pool swapped with j + below(P - j), j = 0..k-1 */
+TEST(benchrun_sample_draw_steps)
+{
+    const int64_t pool[4] = { 10, 20, 30, 40 };
+    as_bsample s;
+    as_bsample_draw(&s, pool, 4, 3, 2, 11, 0);
+    as_rng r;
+    as_rng_seed(&r, 11, 0x73616d706c65ULL);
+    for (int i = 0; i < 3; i++) {
+        int64_t k = 1 + (int64_t)as_rng_below(&r, 2);
+        int64_t perm[4] = { 10, 20, 30, 40 };
+        CHECK_EQ_I64(s.len[i], k);
+        for (int64_t j = 0; j < k && j < s.len[i]; j++) {
+            int64_t q = j + (int64_t)as_rng_below(&r, (uint64_t)(4 - j));
+            int64_t tmp = perm[j]; perm[j] = perm[q]; perm[q] = tmp;
+            CHECK_EQ_I64(s.ids[i][j], perm[j]);
+        }
+    }
+    as_bsample_free(&s);
+}
+
+/* ---- the input's units -------------------------------------------------------------------- */
+
+static char *tpath(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    char *b = buf[k++ & 3];
+    snprintf(b, 512, "%s/%s", ut_tmpdir(), name);
+    return b;
+}
+
+static void pack_ints(msgpack_packer *pk, const char *key, const int64_t *v, int n)
+{
+    as_pack_str(pk, key);
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, v[i]);
+}
+
+/* header, other, plan (tables 3, 12, 5 on 2 shards), shard (4, 7), other; bad_shard: the
+ * shard has no tables */
+static void write_units(const char *path, int bad_shard)
+{
+    as_writer *w = as_writer_open(path, 3, 0);
+    as_writer_header(w, "test", 0, NULL);
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 2);
+    as_pack_kv_str(pk, "kind", "other");
+    as_pack_kv_i64(pk, "x", 1);
+    as_writer_end_record(w);
+    pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 4);
+    as_pack_kv_str(pk, "kind", "plan");
+    as_pack_kv_i64(pk, "shards", 2);
+    pack_ints(pk, "tables", (const int64_t[]){ 3, 12, 5 }, 3);
+    pack_ints(pk, "assign", (const int64_t[]){ 1, -1, 1 }, 3);
+    as_writer_end_record(w);
+    pk = as_writer_pk(w);
+    msgpack_pack_map(pk, bad_shard ? 1 : 2);
+    as_pack_kv_str(pk, "kind", "shard");
+    if (!bad_shard) pack_ints(pk, "tables", (const int64_t[]){ 4, 7 }, 2);
+    as_writer_end_record(w);
+    pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 1);
+    as_pack_kv_str(pk, "kind", "other");
+    as_writer_end_record(w);
+    as_writer_close(w);
+}
+
+TEST(benchrun_input_units)
+{
+    char *path = tpath("units.ast"), err[1024];
+    write_units(path, 0);
+    as_binput in;
+    char *files[2] = { path, path };
+    /* two files: their records one after the other, the headers dropped */
+    CHECK(as_binput_read(&in, files, 2, err, sizeof err) == 0);
+    CHECK_EQ_I64(in.n, 8);
+    CHECK_EQ_I64(in.units, 4);
+    CHECK_EQ_I64(in.maxid, 12);   /* the unplaced table counts: every id must exist */
+    const int kinds[4] = { AS_BREC_OTHER, AS_BREC_PLAN, AS_BREC_SHARD, AS_BREC_OTHER };
+    for (int i = 0; i < 8; i++) CHECK_EQ_I64(in.rec[i].kind, kinds[i % 4]);
+    CHECK_EQ_I64(as_brun_part_units(in.units, 1, 1), 4);
+    CHECK_EQ_I64(as_brun_part_units(in.units, 2, 3), 1);   /* units 0..3: only unit 1 */
+    CHECK_EQ_I64(as_brun_part_units(in.units, 1, 3), 2);   /* units 0 and 3 */
+    as_binput_free(&in);
+    /* a bad unit: the file and record number */
+    char *bad = tpath("bad.ast");
+    write_units(bad, 1);
+    CHECK(as_binput_read(&in, &bad, 1, err, sizeof err) == -1);
+    char want[700];
+    snprintf(want, sizeof want, "%s: record 4: shard: 'tables' must be a list of table ids", bad);
+    CHECK(strncmp(err, want, strlen(want)) == 0);
+    as_binput_free(&in);
+    /* a file that cannot be opened */
+    char *none = tpath("absent.ast");
+    CHECK(as_binput_read(&in, &none, 1, err, sizeof err) == -1);
+    snprintf(want, sizeof want, "%s: No such file or directory", none);
+    CHECK_STR(err, want);
+    as_binput_free(&in);
+}
+
+/* ---- the plan passed on ------------------------------------------------------------------- */
+
+TEST(benchrun_pack_plan)
+{
+    /* the input plan carries kind, task, an old cost_ms, alg and an old noise_threshold */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 5);
+    as_pack_kv_str(&pk, "kind", "plan");
+    as_pack_kv_i64(&pk, "task", 3);
+    as_pack_str(&pk, "cost_ms");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_double(&pk, 9);
+    as_pack_kv_str(&pk, "alg", "x");
+    as_pack_kv_f64(&pk, "noise_threshold", 7);
+    msgpack_unpacked in;
+    msgpack_unpacked_init(&in);
+    size_t off = 0;
+    CHECK(msgpack_unpack_next(&in, sb.data, sb.size, &off) == MSGPACK_UNPACK_SUCCESS);
+
+    /* K = 4: shard 0 measured (1.5 ms, spread 2 %, noisy), shard 1 empty, shard 2 not
+     * measured (on device B), shard 3 measured without a spread */
+    as_bench_result r0 = { .ok = 1, .cost_ms = 1.5, .spread = 0.02, .noisy = 1 }, r2 = { .ok = 0 },
+                    r3 = { .ok = 1, .cost_ms = 0.25, .spread = NAN };
+    snprintf(r0.device, sizeof r0.device, "cpu: A");
+    snprintf(r2.device, sizeof r2.device, "cpu: B");
+    snprintf(r3.device, sizeof r3.device, "cpu: C");
+    const as_bench_result *rk[4] = { &r0, NULL, &r2, &r3 };
+    msgpack_sbuffer ob;
+    msgpack_sbuffer_init(&ob);
+    msgpack_packer opk;
+    msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, 0.1);
+    msgpack_unpacked out;
+    msgpack_unpacked_init(&out);
+    off = 0;
+    CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *o = &out.data;
+    /* the record's other fields in order, then the six, the old ones replaced */
+    const char *keys[9] = { "kind", "task", "alg", "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy",
+                            "noise_threshold" };
+    CHECK(o->type == MSGPACK_OBJECT_MAP);
+    CHECK_EQ_I64(o->via.map.size, 9);
+    for (uint32_t f = 0; f < o->via.map.size && f < 9; f++) CHECK(as_obj_streq(&o->via.map.ptr[f].key, keys[f]));
+    char s[64];
+    int64_t task;
+    CHECK(as_obj_i64(o, "task", &task) == 0 && task == 3);
+    CHECK(as_obj_str(o, "alg", s, sizeof s) == 0 && !strcmp(s, "x"));
+    /* cost_ms: the cost, 0 for the empty shard, nil for the one not measured */
+    const msgpack_object *c = &o->via.map.ptr[3].val;
+    CHECK(c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size == 4);
+    CHECK(c->via.array.ptr[0].type == MSGPACK_OBJECT_FLOAT64 && c->via.array.ptr[0].via.f64 == 1.5);
+    CHECK(c->via.array.ptr[1].type == MSGPACK_OBJECT_FLOAT64 && c->via.array.ptr[1].via.f64 == 0);
+    CHECK(c->via.array.ptr[2].type == MSGPACK_OBJECT_NIL);
+    CHECK(c->via.array.ptr[3].via.f64 == 0.25);
+    /* cost_device: the last non-empty shard's; cost_kind: measured */
+    CHECK(as_obj_str(o, "cost_device", s, sizeof s) == 0 && !strcmp(s, "cpu: C"));
+    CHECK(as_obj_str(o, "cost_kind", s, sizeof s) == 0 && !strcmp(s, "measured"));
+    /* cost_spread: only the measured shard with a spread */
+    const msgpack_object *sp = &o->via.map.ptr[6].val;
+    CHECK(sp->type == MSGPACK_OBJECT_ARRAY && sp->via.array.size == 4);
+    CHECK(sp->via.array.ptr[0].type == MSGPACK_OBJECT_FLOAT64 && sp->via.array.ptr[0].via.f64 == 0.02);
+    for (int k = 1; k < 4; k++) CHECK(sp->via.array.ptr[k].type == MSGPACK_OBJECT_NIL);
+    /* cost_noisy: K booleans */
+    const msgpack_object *nz = &o->via.map.ptr[7].val;
+    CHECK(nz->type == MSGPACK_OBJECT_ARRAY && nz->via.array.size == 4);
+    CHECK(nz->via.array.ptr[0].type == MSGPACK_OBJECT_BOOLEAN && nz->via.array.ptr[0].via.boolean);
+    for (int k = 1; k < 4; k++) CHECK(nz->via.array.ptr[k].type == MSGPACK_OBJECT_BOOLEAN && !nz->via.array.ptr[k].via.boolean);
+    const msgpack_object *th = &o->via.map.ptr[8].val;
+    CHECK(th->type == MSGPACK_OBJECT_FLOAT64 && th->via.f64 == 0.1);
+    msgpack_unpacked_destroy(&out);
+    msgpack_sbuffer_destroy(&ob);
+
+    /* every shard empty: costs 0, no device */
+    const as_bench_result *empty[2] = { NULL, NULL };
+    msgpack_sbuffer_init(&ob);
+    msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
+    as_brun_pack_plan(&opk, &in.data, 2, empty, 0.25);
+    msgpack_unpacked_init(&out);
+    off = 0;
+    CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
+    CHECK(as_obj_str(&out.data, "cost_device", s, sizeof s) == 0 && !strcmp(s, ""));
+    c = &out.data.via.map.ptr[3].val;
+    CHECK(c->via.array.size == 2 && c->via.array.ptr[0].via.f64 == 0 && c->via.array.ptr[1].via.f64 == 0);
+    msgpack_unpacked_destroy(&out);
+    msgpack_sbuffer_destroy(&ob);
+    msgpack_unpacked_destroy(&in);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* ---- --device ----------------------------------------------------------------------------- */
+
+TEST(device_parse_strings)
+{
+    char err[512];
+    int dev = 7;
+    CHECK(as_device_parse("cpu", &dev, err, sizeof err) == 0 && dev == -1);
+    CHECK(as_device_parse("auto", &dev, err, sizeof err) == 0);
+    CHECK_EQ_I64(dev, as_cuda_device_count() > 0 ? 0 : -1);
+    CHECK_EQ_I64(as_device_parse("tpu", &dev, err, sizeof err), AS_EXIT_USAGE);
+    CHECK_STR(err, "--device: 'tpu' is not auto, cpu, cuda or cuda:N");
+    CHECK_EQ_I64(as_device_parse("cudax", &dev, err, sizeof err), AS_EXIT_USAGE);
+    CHECK_EQ_I64(as_device_parse("cuda:x", &dev, err, sizeof err), AS_EXIT_USAGE);
+    CHECK_STR(err, "--device: 'cuda:x' is not cuda:N");
+    CHECK_EQ_I64(as_device_parse("cuda:", &dev, err, sizeof err), AS_EXIT_USAGE);
+    CHECK_EQ_I64(as_device_parse("cuda:1025", &dev, err, sizeof err), AS_EXIT_USAGE);
+    /* cuda:1024 names a device (there is none that high): an environment error */
+    CHECK_EQ_I64(as_device_parse("cuda:1024", &dev, err, sizeof err), AS_EXIT_ENV);
+    int n = as_cuda_device_count();
+    if (n == 0) {
+        CHECK_EQ_I64(as_device_parse("cuda", &dev, err, sizeof err), AS_EXIT_ENV);
+        CHECK(strncmp(err, "--device cuda: no working CUDA device (", 39) == 0);
+    } else {
+        CHECK(as_device_parse("cuda", &dev, err, sizeof err) == 0 && dev == 0);
+        CHECK(as_device_parse("cuda:1024", &dev, err, sizeof err) == AS_EXIT_ENV && strstr(err, "CUDA device(s)"));
+    }
+    /* the bench and nn front ends agree with it */
+    as_bench_cfg bc = { 0 };
+    CHECK(as_bench_device("cpu", &bc, err, sizeof err) == 0 && bc.cuda == 0);
+    CHECK_EQ_I64(as_bench_device("tpu", &bc, err, sizeof err), AS_EXIT_USAGE);
+    CHECK_STR(err, "--device: 'tpu' is not auto, cpu, cuda or cuda:N");
+    int code = -1;
+    CHECK(as_nn_device("cpu", &code, err, sizeof err) == as_nn_cpu() && code == 0);
+    CHECK(as_nn_device("cuda:x", &code, err, sizeof err) == NULL && code == AS_EXIT_USAGE);
+    CHECK_STR(err, "--device: 'cuda:x' is not cuda:N");
+    if (n == 0) {
+        CHECK(as_nn_device("cuda", &code, err, sizeof err) == NULL && code == AS_EXIT_ENV);
+        CHECK(strncmp(err, "--device cuda: no working CUDA device (", 39) == 0);
+        CHECK(as_nn_device("auto", &code, err, sizeof err) == as_nn_cpu() && code == 0);
+    }
+}
