@@ -49,6 +49,10 @@ TOOL_BIN := $(TOOLS:%=$(BIN)/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
 TT_SRC   := $(wildcard tests/tools/*.c)
+# test support (tests/support: shared PRNG and shard builders), linked into test binaries only
+SUP_SRC  := $(wildcard tests/support/*.c)
+SUP_OBJ  := $(SUP_SRC:tests/support/%.c=$(BUILD)/support/%.o)
+SUPA     := $(BUILD)/libtestsupport.a
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_OBJ  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/gpu/%.o)
 TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
@@ -79,16 +83,24 @@ $(BIN)/%: cmd/%/main.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard lib/*.h)
+$(BUILD)/support/%.o: tests/support/%.c $(wildcard tests/support/*.h) $(wildcard lib/*.h) | check-deps
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit -c -o $@ $<
+	$(CC) $(CFLAGS) -Itests/support -c -o $@ $<
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(LIBA)
-	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBA) $(LDLIBS)
+$(SUPA): $(SUP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/tools/%: tests/tools/%.c $(LIBA)
+$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -Itests/support -c -o $@ $<
+
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(SUPA) $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJ) $(SUPA) $(LIBA) $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(wildcard tests/support/*.h) $(SUPA) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUPA) $(LIBA) $(LDLIBS)
 
 # fuzz targets (tests/fuzz/README.md): a replay driver for any compiler, libFuzzer with clang
 $(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIBA)
@@ -103,12 +115,12 @@ $(BUILD)/fuzz/mkcorpus: tests/fuzz/mkcorpus.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard lib/*.h)
+$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit -c -o $@ $<
+	$(CC) $(CFLAGS) -Itests/unit -Itests/support -c -o $@ $<
 
-$(BUILD)/gpu-tests: $(GPU_OBJ) $(BUILD)/unit/runner.o $(LIBA)
-	$(CC) $(LDFLAGS) -o $@ $(GPU_OBJ) $(BUILD)/unit/runner.o $(LIBA) $(LDLIBS)
+$(BUILD)/gpu-tests: $(GPU_OBJ) $(BUILD)/unit/runner.o $(SUPA) $(LIBA)
+	$(CC) $(LDFLAGS) -o $@ $(GPU_OBJ) $(BUILD)/unit/runner.o $(SUPA) $(LIBA) $(LDLIBS)
 
 # GPU tests: CUDA results against the CPU reference, then again under compute-sanitizer.
 # Needs nvcc at build time and a GPU at run time (CI has neither GPU nor runs this).

@@ -105,7 +105,8 @@ typedef struct as_bench_session as_bench_session;
  * (copied). On CUDA this sets up the device context (and uploads the pool when it stays on
  * the device). NULL with err when the device cannot be set up. */
 as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen);
-/* Benchmark the shard made of tables ids[0..n). Never exits; a shard that cannot run (does
+/* Benchmark the shard made of tables ids[0..n). Never exits (but out of host memory, the
+ * rule of common.h); a shard that cannot run (does
  * not fit, bad data) gives ok = 0 and a reason. attempts = 1, noisy = 0 (the re-measuring
  * rounds of benchnoise.h set them). */
 void as_bench_session_run(as_bench_session *s, const int64_t *ids, int64_t n, as_bench_result *r);

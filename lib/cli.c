@@ -69,6 +69,13 @@ int as_cli_common(as_cli *c, int opt, const char *arg)
     }
 }
 
+int as_reader_next_or_die(as_reader *r, as_record *rec)
+{
+    int rc = as_reader_next(r, rec);
+    if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
+    return rc;
+}
+
 _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...)
 {
     va_list ap;
@@ -116,6 +123,13 @@ void as_cli_inputs(as_cli *c, const char *const *paths, int n)
         if (paths[i]) check_input(c, paths[i]);
 }
 
+/* a limit's environment variable that is not a count: a usage error, before any work */
+static void check_limits(void)
+{
+    char err[512];
+    if (as_limits_check(err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
+}
+
 void as_cli_finish(as_cli *c)
 {
     if (as_verbosity == 0) c->progress = 0;
@@ -124,6 +138,7 @@ void as_cli_finish(as_cli *c)
     check_output(c, NULL, c->output);
     if (optind >= c->argc) check_input(c, "-");
     for (int i = optind; i < c->argc; i++) check_input(c, c->argv[i]);
+    check_limits();
 }
 
 as_writer *as_cli_open_output(as_cli *c)
@@ -166,6 +181,7 @@ int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo
 
 int64_t as_cli_lim(const as_cli *c, const char *opt, const char *arg, int64_t lo, int l)
 {
+    check_limits();
     int64_t v, hi = as_limit((as_limit_id)l);
     if (as_parse_i64(arg, lo, hi, &v))
         as_cli_usage(c, "%s: '%s' is not an integer in [%lld, %lld] (%s, the limit on %s, changes the bound)", opt, arg,

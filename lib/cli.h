@@ -75,7 +75,9 @@ _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...) __attribute__
 /* after option parsing: decide progress (TTY / --progress / -q); check -o FILE before any
  * work: an empty name or a directory is a usage error (exit 2), a missing or unwritable
  * directory exit 3, and FILE naming an existing input (same device and inode as a
- * positional argument, or standard input when there are none or '-') exit 2 */
+ * positional argument, or standard input when there are none or '-') exit 2; then the record
+ * limits' environment variables (as_limits_check, reclimits.h): one that is not a count is
+ * a usage error, exit 2 */
 void as_cli_finish(as_cli *c);
 /* the same input check for inputs given as option values (--model FILE ...); NULLs skipped */
 void as_cli_inputs(as_cli *c, const char *const *paths, int n);
@@ -87,6 +89,9 @@ as_writer *as_cli_open_output(as_cli *c);
 FILE *as_cli_open_text(as_cli *c);
 /* flush, commit (rename into place) and close it; exits 3 on a write error */
 void as_cli_close_text(as_cli *c, FILE *f);
+
+/* as_reader_next (stream.h), but prints the error and exits 1 on error: for cmd/ only */
+int as_reader_next_or_die(as_reader *r, as_record *rec);
 
 /* option-value parsing with usage errors */
 int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo, int64_t hi);

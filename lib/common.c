@@ -52,24 +52,34 @@ void as_debug(const char *fmt, ...)
     va_list ap; va_start(ap, fmt); vmsg(fmt, ap); va_end(ap);
 }
 
+_Noreturn void as_oom(const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    as_die(AS_EXIT_ENV, "out of memory (%s)", what);
+}
+
 void *as_malloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    if (!p) as_die(AS_EXIT_ENV, "out of memory (%zu bytes)", n);
+    if (!p) as_oom("%zu bytes", n);
     return p;
 }
 
 void *as_calloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) as_die(AS_EXIT_ENV, "out of memory (%zu x %zu bytes)", n, size);
+    if (!p) as_oom("%zu x %zu bytes", n, size);
     return p;
 }
 
 void *as_realloc(void *q, size_t n)
 {
     void *p = realloc(q, n ? n : 1);
-    if (!p) as_die(AS_EXIT_ENV, "out of memory (%zu bytes)", n);
+    if (!p) as_oom("%zu bytes", n);
     return p;
 }
 

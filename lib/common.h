@@ -25,13 +25,18 @@ void as_set_prog(const char *argv0);
 
 /* "as-x: msg\n" on stderr */
 void as_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* print then exit(code) */
+/* print then exit(code): for the command-line layer (cmd/, cli.c, output.c and the stream
+ * writer); the rest of lib/ returns -1 with a message instead (docs/ARCHITECTURE.md) */
 _Noreturn void as_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* info / debug messages, silenced by -q / shown with -v */
 void as_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void as_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* allocation that exits with AS_EXIT_ENV on failure */
+/* Out of memory is the one failure lib/ does not return: as_oom prints "as-x: out of memory
+ * (WHAT)" and exits AS_EXIT_ENV (3). Every allocation that cannot fail otherwise goes
+ * through it: the wrappers below ("N bytes"), the zstd contexts ("zstd"). Code that can
+ * recover (a workspace a benchmark may do without) calls malloc and returns -1 instead. */
+_Noreturn void as_oom(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *as_malloc(size_t n);
 void *as_calloc(size_t n, size_t size);
 void *as_realloc(void *p, size_t n);

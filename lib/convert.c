@@ -2,7 +2,7 @@
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables. See convert.h. */
 #include "convert.h"
 #include "common.h"
-#include "embbag.h"
+#include "half.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -17,34 +17,6 @@ int64_t as_table_dim(const as_convert_opts *o, int64_t id)
     as_rng r;
     as_rng_seed(&r, o->seed, 0x64696d0000000000ULL ^ (uint64_t)id);   /* "dim" stream per table */
     return o->dims[as_rng_below(&r, o->ndims)];
-}
-
-void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
-                    const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source)
-{
-    int64_t lookups = offsets[batch];
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 10);
-    as_pack_kv_str(pk, "kind", "table");
-    as_pack_kv_i64(pk, "id", id);
-    as_pack_kv_i64(pk, "rows", rows);
-    as_pack_kv_i64(pk, "batch", batch);
-    as_pack_kv_i64(pk, "lookups", lookups);
-    as_pack_kv_f64(pk, "pooling", batch ? (double)lookups / (double)batch : 0.0);
-    as_pack_kv_i64(pk, "dim", dim);
-    as_pack_kv_str(pk, "source", source ? source : "");
-    int64_t oshape = batch + 1, ishape = lookups;
-    if (lookups < INT32_MAX) {
-        /* offsets fit int32: halve their size */
-        int32_t *o32 = as_malloc((size_t)oshape * sizeof *o32);
-        for (int64_t b = 0; b <= batch; b++) o32[b] = (int32_t)offsets[b];
-        as_writer_kv_array(w, "offsets", AS_DT_I32, o32, 1, &oshape);
-        free(o32);
-    } else {
-        as_writer_kv_array(w, "offsets", AS_DT_I64, offsets, 1, &oshape);
-    }
-    as_writer_kv_array(w, "indices", idx_dt, indices, 1, &ishape);
-    as_writer_end_record(w);
 }
 
 /* ---- MetaSyn ------------------------------------------------------------------------ */

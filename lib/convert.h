@@ -1,10 +1,8 @@
 /* convert.h - turn MetaSyn-like data into `table` records, and print torch.save contents.
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables.
  *
- * A `table` record (docs/FORMAT.md) carries one table's batch of lookups: id, rows
- * (E = max index + 1, at least 1), batch (B), lookups, pooling (lookups / B), dim (D,
- * drawn per table from a list with the seed, since MetaSyn has none), offsets (B+1 entries
- * re-based at 0) and indices.
+ * The records are written by table.h's as_write_table: rows = max index + 1 (at least 1),
+ * dim drawn per table from a list with the seed (MetaSyn has none), offsets re-based at 0.
  */
 #ifndef AS_CONVERT_H
 #define AS_CONVERT_H
@@ -13,6 +11,7 @@
 #include <stdio.h>
 
 #include "stream.h"
+#include "table.h"
 #include "torchsave.h"
 #include "synth.h"
 #include "cli.h"
@@ -29,11 +28,6 @@ typedef struct {
 
 /* The dim of table `id`: dims[uniform choice], from (seed, id) only. */
 int64_t as_table_dim(const as_convert_opts *o, int64_t id);
-
-/* Write one table record. offsets: B+1 re-based values (offsets[0] = 0); indices: lookups
- * values, int32 or int64 (idx_dt). rows is computed by the caller. */
-void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
-                    const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source);
 
 /* MetaSyn tuple (indices, offsets, lengths) or the prototype's dict {'lS_indices': [...],
  * 'lS_offsets': [...]} -> table records. Validates offsets against lengths and indices and

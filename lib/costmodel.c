@@ -167,6 +167,72 @@ static void featvec(const as_costmodel *m, const as_features *f, float *out)
     for (int k = 0; k < F; k++) out[k] = (float)v[k];
 }
 
+/* ---- incremental prediction (costmodel.h) -------------------------------------------------- */
+
+int as_costmodel_rep(const as_costmodel *m) { return m->info.h2; }
+
+void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out)
+{
+    const int h1 = m->info.h1, h2 = m->info.h2;
+    const float *w1 = m->params + m->at.w1, *b1 = m->params + m->at.b1;
+    const float *w2 = m->params + m->at.w2, *b2 = m->params + m->at.b2;
+    float x[F];
+    featvec(m, f, x);
+    float *a1 = as_malloc((size_t)h1 * sizeof *a1);
+    for (int o = 0; o < h1; o++) {
+        float s = b1[o];
+        const float *w = w1 + (size_t)o * F;
+        for (int i = 0; i < F; i++) s += w[i] * x[i];
+        a1[o] = s > 0 ? s : 0;
+    }
+    for (int o = 0; o < h2; o++) {
+        float s = b2[o];
+        const float *w = w2 + (size_t)o * h1;
+        for (int i = 0; i < h1; i++) s += w[i] * a1[i];
+        out[o] = s > 0 ? s : 0;
+    }
+    free(a1);
+}
+
+void as_costmodel_head_pre(const as_costmodel *m, const float *sum, float *out)
+{
+    const int h2 = m->info.h2, h3 = m->info.h3;
+    const float *w3 = m->params + m->at.w3;
+    for (int o = 0; o < h3; o++) {
+        float s = 0;
+        const float *w = w3 + (size_t)o * h2;
+        for (int i = 0; i < h2; i++) s += w[i] * sum[i];
+        out[o] = s;
+    }
+}
+
+double as_costmodel_head_post(const as_costmodel *m, const float *z)
+{
+    const int h3 = m->info.h3;
+    const float *b3 = m->params + m->at.b3, *w4 = m->params + m->at.w4, *b4 = m->params + m->at.b4;
+    float y = b4[0];
+    for (int o = 0; o < h3; o++) {
+        float s = z[o] + b3[o];
+        if (s > 0) y += w4[o] * s;
+    }
+    return as_costmodel_out(m, (double)y);
+}
+
+double as_costmodel_head(const as_costmodel *m, const float *sum)
+{
+    const int h2 = m->info.h2, h3 = m->info.h3;
+    const float *w3 = m->params + m->at.w3, *b3 = m->params + m->at.b3;
+    const float *w4 = m->params + m->at.w4, *b4 = m->params + m->at.b4;
+    float y = b4[0];
+    for (int o = 0; o < h3; o++) {
+        float s = b3[o];
+        const float *w = w3 + (size_t)o * h2;
+        for (int i = 0; i < h2; i++) s += w[i] * sum[i];
+        if (s > 0) y += w4[o] * s;
+    }
+    return as_costmodel_out(m, (double)y);
+}
+
 void as_costmodel_fit_stats(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n, double y_scale)
 {
     char *seen = as_calloc((size_t)d->ntab + 1, 1);
@@ -471,6 +537,7 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
         if (opt->clip > 0) as_nn_clip_ops(o, G, m->nparams, opt->clip);
         o->adam(P, G, M1, M2, m->nparams, &ac, step + 1);
         o->download(hy, b.y, (size_t)S * sizeof(float));
+        if (o->error()) break;   /* the device failed: nothing was computed */
         double loss = as_nn_mse_fwd(hy, ht, S) * ysc2;
         ep_loss += loss * S;
         ep_n += S;
@@ -488,6 +555,10 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
     int ok = m->info.nlosses > 0 && isfinite(m->info.losses[m->info.nlosses - 1]);
     o->sync();
     if (ok) o->download(m->params, P, pb);
+    if (o->error()) {   /* an environment failure (exit 3), not a data one */
+        snprintf(err, errlen, "%s", o->error());
+        ok = 0;
+    }
     m->info.steps += steps;
     m->info.epochs += epochs_done;
     m->info.batch = opt->batch;

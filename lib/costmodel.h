@@ -158,7 +158,8 @@ typedef struct {
 /* minibatch Adam on the output form's loss over shards[0..n) of d (costs required, > 0 for
  * "log"); continues from the
  * model's current weights (fresh Adam moments). Appends per-epoch losses to the metadata.
- * 0 ok, -1 with err. */
+ * 0 ok, -1 with err: bad data or a diverged loss, or a failure of the device (then
+ * opts->ops->error() is set too: an environment failure, exit 3). */
 int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
                        const as_costfit_opts *o, char *err, size_t errlen);
 

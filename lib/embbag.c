@@ -1,5 +1,5 @@
 /* embbag.c - the CPU half of the fused multi-table embedding-bag op (see embbag.h):
- * fp16 <-> fp32 conversion, shard validation, OpenMP forward and backward + exact SGD,
+ * shard validation, OpenMP forward and backward + exact SGD (fp16 conversion: half.h),
  * naive single-threaded references, and error-returning CUDA stubs for builds without CUDA.
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables.
  *
@@ -25,6 +25,7 @@
  * start in their range, so no two threads touch the same row. Results do not depend on the
  * thread count. Library code: no printing, no exit. */
 #include "embbag.h"
+#include "half.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,7 +36,6 @@
 #if defined(__x86_64__) || defined(__i386__)
 #if defined(__GNUC__) || defined(__clang__)
 #define AS_EB_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #endif
@@ -49,10 +49,6 @@
 #endif
 
 /* exported for tests only (not part of embbag.h) */
-float as_eb_h2f_soft(uint16_t h);
-uint16_t as_eb_f2h_soft(float f);
-int as_eb_h2f_hw(float *out, const uint16_t *in, size_t n);
-int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n);
 int as_eb_cpu_simd(int mode);
 
 /* software prefetch distances, in lookups (measured on a 2-core EPYC VM, cold caches):
@@ -75,106 +71,18 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- fp16 <-> fp32 -------------------------------------------------------------------- */
-
-static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-/* NaNs are quieted and keep their sign and the top payload bits, as F16C does */
-static inline float h2f_soft(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return u2f(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0));
-    if (e) return u2f(sign | ((e + 112) << 23) | (m << 13));
-    /* zero or subnormal m * 2^-24: exact in fp32 (a normal number or zero) */
-    return u2f(sign | f2u((float)m * 0x1p-24f));
-}
-
-static inline uint16_t f2h_soft(float f)
-{
-    uint32_t x = f2u(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    x &= 0x7fffffffu;
-    if (x >= 0x7f800000u)                       /* inf or nan (quieted, top payload bits) */
-        return (uint16_t)(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u | ((x >> 13) & 0x3ffu) : 0));
-    uint32_t e = x >> 23;
-    if (e >= 143) return (uint16_t)(sign | 0x7c00u);  /* >= 2^16: overflow */
-    if (e >= 113) {                                   /* normal half (or rounds up to inf) */
-        uint32_t h = ((e - 112) << 10) | ((x >> 13) & 0x3ffu);
-        uint32_t rem = x & 0x1fffu;
-        if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;   /* carry may reach inf */
-        return (uint16_t)(sign | h);
-    }
-    if (e < 102) return sign;                         /* < 2^-25: rounds to zero */
-    /* subnormal half: value = m * 2^(e-150), in units of 2^-24 that is m >> (126 - e) */
-    uint32_t m = (x & 0x7fffffu) | 0x800000u;
-    uint32_t sh = 126 - e;                            /* 14 .. 24 */
-    uint32_t h = m >> sh, rem = m & ((1u << sh) - 1), halfw = 1u << (sh - 1);
-    if (rem > halfw || (rem == halfw && (h & 1))) h++; /* may become the smallest normal */
-    return (uint16_t)(sign | h);
-}
-
-float as_eb_h2f_soft(uint16_t h) { return h2f_soft(h); }
-uint16_t as_eb_f2h_soft(float f) { return f2h_soft(f); }
-
-#if defined(__F16C__) && defined(AS_EB_X86)
-float as_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-uint16_t as_float_to_half(float f) { return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
-#else
-float as_half_to_float(uint16_t h) { return h2f_soft(h); }
-uint16_t as_float_to_half(float f) { return f2h_soft(f); }
-#endif
-
-float as_bf16_to_float(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t as_float_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40);   /* quiet NaN */
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
 /* ---- SIMD dispatch -------------------------------------------------------------------- */
 
 #ifdef AS_EB_X86
 #define AS_F16C __attribute__((target("avx,f16c")))
 #define AS_F16C_INLINE static inline __attribute__((always_inline, target("avx,f16c")))
-
-/* CPUID.1:ECX F16C (29), AVX (28), OSXSAVE (27), and the OS saves YMM state (XCR0 1,2) */
-static int cpu_has_f16c(void)
-{
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    if (!(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return 0;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    (void)hi;
-    return (lo & 6u) == 6u;
-}
-#else
-static int cpu_has_f16c(void) { return 0; }
 #endif
 
 static int simd_forced_off;   /* tests: as_eb_cpu_simd(0) */
 
 static int use_f16c(void)
 {
-    static int detected = -1;
-    int d = __atomic_load_n(&detected, __ATOMIC_RELAXED);
-    if (d < 0) {
-        d = cpu_has_f16c();
-        __atomic_store_n(&detected, d, __ATOMIC_RELAXED);
-    }
-    return d && !__atomic_load_n(&simd_forced_off, __ATOMIC_RELAXED);
+    return as_half_cpu_f16c() && !__atomic_load_n(&simd_forced_off, __ATOMIC_RELAXED);
 }
 
 /* mode 0: force the portable path; 1: use F16C when the CPU has it; < 0: query only.
@@ -184,50 +92,6 @@ int as_eb_cpu_simd(int mode)
     if (mode == 0) __atomic_store_n(&simd_forced_off, 1, __ATOMIC_RELAXED);
     else if (mode > 0) __atomic_store_n(&simd_forced_off, 0, __ATOMIC_RELAXED);
     return use_f16c();
-}
-
-#ifdef AS_EB_X86
-AS_F16C static void h2f_hw(float *out, const uint16_t *in, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
-    for (; i < n; i++) out[i] = _cvtsh_ss(in[i]);
-}
-
-AS_F16C static void f2h_hw(uint16_t *out, const float *in, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(out + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) out[i] = (uint16_t)_cvtss_sh(in[i], _MM_FROUND_TO_NEAREST_INT);
-}
-#endif
-
-/* hardware conversions (tests compare them with the portable ones); -1 when unavailable */
-int as_eb_h2f_hw(float *out, const uint16_t *in, size_t n)
-{
-#ifdef AS_EB_X86
-    if (!cpu_has_f16c()) return -1;
-    h2f_hw(out, in, n);
-    return 0;
-#else
-    (void)out; (void)in; (void)n;
-    return -1;
-#endif
-}
-
-int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n)
-{
-#ifdef AS_EB_X86
-    if (!cpu_has_f16c()) return -1;
-    f2h_hw(out, in, n);
-    return 0;
-#else
-    (void)out; (void)in; (void)n;
-    return -1;
-#endif
 }
 
 /* ---- validation ----------------------------------------------------------------------- */
@@ -363,7 +227,7 @@ void as_eb_forward_ref(float *out, const uint16_t *W, const as_eb_shard *s)
             const int64_t k = (int64_t)t * B + b;
             for (int64_t p = s->offsets[k]; p < s->offsets[k + 1]; p++) {
                 const uint16_t *row = Wt + (int64_t)s->indices[p] * D;
-                for (int64_t j = 0; j < D; j++) o[j] += h2f_soft(row[j]);
+                for (int64_t j = 0; j < D; j++) o[j] += as_half_to_float_soft(row[j]);
             }
         }
     }
@@ -406,7 +270,7 @@ static void bwd_ref_table(uint16_t *W, const float *grad, const as_eb_shard *s, 
                 uint16_t *wr = Wt + (int64_t)r * D + c0;
                 for (int64_t j = 0; j < w; j++) {
                     const float u = lr * acc[j];
-                    wr[j] = f2h_soft(h2f_soft(wr[j]) - u);
+                    wr[j] = as_float_to_half_soft(as_half_to_float_soft(wr[j]) - u);
                 }
             }
         }
@@ -443,7 +307,7 @@ static void fwd_bag_soft(float *o, const uint16_t *Wt, int64_t D, const int32_t 
     for (int64_t i = 0; i < n; i++) {
         if (i + pf < avail) prefetch_range(Wt + (int64_t)idx[i + pf] * D, rowbytes, 0);
         const uint16_t *row = Wt + (int64_t)idx[i] * D;
-        for (int64_t j = 0; j < D; j++) o[j] += h2f_soft(row[j]);
+        for (int64_t j = 0; j < D; j++) o[j] += as_half_to_float_soft(row[j]);
     }
 }
 
@@ -598,7 +462,7 @@ static void bwd_runs_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D
         uint16_t *w = Wt + row * D;
         for (int64_t j = 0; j < D; j++) {
             const float u = lr * acc[j];
-            w[j] = f2h_soft(h2f_soft(w[j]) - u);
+            w[j] = as_float_to_half_soft(as_half_to_float_soft(w[j]) - u);
         }
         i = k;
     }
@@ -628,7 +492,7 @@ static void bwd_long_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D
     uint16_t *w = Wt + KEY_ROW(keys[i]) * D;
     for (int64_t c = 0; c < D; c++) {
         const float u = lr * acc[c];
-        w[c] = f2h_soft(h2f_soft(w[c]) - u);
+        w[c] = as_float_to_half_soft(as_half_to_float_soft(w[c]) - u);
     }
 }
 

@@ -28,6 +28,7 @@
  *           is the fp32 sum, from 0.0f, of grad[b_i*sumD + d_off[t] + j] over its lookups
  *           in order; G = P_0, then G += P_1, G += P_2, ... left to right. A row with at
  *           most AS_EB_CHUNK lookups has G = the plain sequential sum from 0.0f.
+ * fp16 <-> fp32 conversion (and bf16) is half.h's.
  * Bags with no lookups give zero rows. Index bounds are validated by as_eb_validate
  * before any kernel runs: an out-of-range index is an error, never a wild write.
  */
@@ -74,19 +75,15 @@ typedef struct {
  * violation (table, bag, position; the two tables whose weights overlap) */
 int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen);
 
-/* fp16 <-> fp32, round to nearest even, subnormals/inf/nan handled */
-float as_half_to_float(uint16_t h);
-uint16_t as_float_to_half(float f);
-/* bfloat16 <-> fp32 (bf16 is the top half of a float32), round to nearest even */
-float as_bf16_to_float(uint16_t h);
-uint16_t as_float_to_bf16(float f);
-
 /* ---- CPU ------------------------------------------------------------------------------ */
 
 /* nthreads <= 0: OpenMP's default */
 void as_eb_forward_cpu(float *out, const uint16_t *W, const as_eb_shard *s, int nthreads);
 
 typedef struct as_eb_cpu_ws as_eb_cpu_ws;   /* sort buffers, sized for one shard */
+/* NULL when out of memory: a caller that times the backward must check it, since a NULL
+ * workspace (or one sized for smaller tables) makes the backward take the exact but
+ * O(lookups^2) reference path for those tables */
 as_eb_cpu_ws *as_eb_cpu_ws_new(const as_eb_shard *s);
 void as_eb_cpu_ws_free(as_eb_cpu_ws *ws);
 void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s, float lr,

@@ -14,54 +14,6 @@ void as_feat_scratch_free(as_feat_scratch *s)
     s->cap = 0;
 }
 
-/* offsets and indices of a parsed table are int32 or int64 (as_table_parse checks): read
-   them directly, this is on the per-bag path */
-static int64_t get_at(const as_array *a, int64_t i)
-{
-    if (a->dtype == AS_DT_I32) { int32_t v; memcpy(&v, (const char *)a->data + 4 * i, 4); return v; }
-    int64_t v;
-    memcpy(&v, (const char *)a->data + 8 * i, 8);
-    return v;
-}
-
-int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_t *batch, int64_t *dim,
-                   as_array *offsets, as_array *indices, char *source, size_t srclen, char *err, size_t errlen)
-{
-    int64_t lookups, bytes;
-    char e2[256];
-    if (as_field_lim(rec, "id", 0, AS_LIM_TABLE_ID, id, e2, sizeof e2)) { snprintf(err, errlen, "table: %s", e2); return -1; }
-    if (as_field_lim(rec, "rows", 1, AS_LIM_ROWS, rows, e2, sizeof e2) ||
-        as_field_i64(rec, "batch", 1, INT64_MAX - 1, batch, e2, sizeof e2) ||
-        as_field_lim(rec, "dim", 1, AS_LIM_DIM, dim, e2, sizeof e2) ||
-        as_field_i64(rec, "lookups", 0, INT64_MAX, &lookups, e2, sizeof e2) ||
-        as_table_bytes(*rows, *dim, 4, &bytes, e2, sizeof e2)) {
-        snprintf(err, errlen, "table %" PRId64 ": %s", *id, e2);
-        return -1;
-    }
-    if (source && as_obj_str(rec, "source", source, srclen)) source[0] = 0;
-    if (as_obj_array(rec, "offsets", offsets, e2, sizeof e2) || as_obj_array(rec, "indices", indices, e2, sizeof e2)) {
-        snprintf(err, errlen, "table %" PRId64 ": %s", *id, e2);
-        return -1;
-    }
-    if ((offsets->dtype != AS_DT_I32 && offsets->dtype != AS_DT_I64) || (indices->dtype != AS_DT_I32 && indices->dtype != AS_DT_I64)) {
-        snprintf(err, errlen, "table %" PRId64 ": offsets and indices must be int32 or int64", *id);
-        return -1;
-    }
-    if (offsets->ndim != 1 || offsets->n != *batch + 1) {
-        snprintf(err, errlen, "table %" PRId64 ": offsets has %" PRId64 " entries, expected batch + 1 = %" PRId64, *id, offsets->n, *batch + 1);
-        return -1;
-    }
-    if (indices->ndim != 1 || indices->n != lookups) {
-        snprintf(err, errlen, "table %" PRId64 ": indices has %" PRId64 " entries but lookups is %" PRId64, *id, indices->n, lookups);
-        return -1;
-    }
-    if (get_at(offsets, 0) != 0 || get_at(offsets, *batch) != lookups) {
-        snprintf(err, errlen, "table %" PRId64 ": offsets must start at 0 and end at lookups (%" PRId64 ")", *id, lookups);
-        return -1;
-    }
-    return 0;
-}
-
 /* count accesses: pass 1 increments, pass 2 reads and clears (so the array stays zero) */
 #define COUNT_LOOP(T) do { \
     const unsigned char *p = (const unsigned char *)indices->data; \
@@ -94,7 +46,7 @@ static int64_t count_sorted(const as_array *indices, int64_t rows, uint64_t *dis
     int64_t n = indices->n;
     uint64_t *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
     for (int64_t i = 0; i < n; i++) {
-        int64_t x = get_at(indices, i);
+        int64_t x = as_table_at(indices, i);
         if ((uint64_t)x >= (uint64_t)rows) { free(v); return i; }
         v[i] = (uint64_t)x;
     }
@@ -132,7 +84,7 @@ int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t 
     f->size_gib = (double)f->bytes_fp16 / (double)(1ULL << 30);
     int64_t prev = 0;
     for (int64_t b = 1; b <= B; b++) {
-        int64_t o = get_at(offsets, b);
+        int64_t o = as_table_at(offsets, b);
         if (o < prev) {
             snprintf(err, errlen, "table %" PRId64 ": offsets[%" PRId64 "] = %" PRId64 " is less than offsets[%" PRId64 "] = %" PRId64,
                      id, b, o, b - 1, prev);
@@ -164,7 +116,7 @@ int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t 
     }
     if (bad >= 0) {
         snprintf(err, errlen, "table %" PRId64 ": indices[%" PRId64 "] = %" PRId64 " is outside [0, rows = %" PRId64 ")",
-                 id, bad, get_at(indices, bad), rows);
+                 id, bad, as_table_at(indices, bad), rows);
         return -1;
     }
     uint64_t distinct = 0;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "stream.h"
+#include "table.h"   /* the table record as_features_compute reads (as_table_parse) */
 
 #define AS_NBINS 17
 #define AS_NFEATURES 21   /* dim, rows, pooling, size, 17 bins */
@@ -48,17 +49,12 @@ typedef struct {
 
 void as_feat_scratch_free(as_feat_scratch *s);
 
-/* Compute the features of a table from its lookups. indices: `lookups` row ids (int32 or
- * int64 little-endian, possibly unaligned), offsets: B+1 entries (int32 or int64).
+/* Compute the features of a table from its lookups, as as_table_parse (table.h) returns
+ * them. indices: `lookups` row ids (int32 or int64 little-endian, possibly unaligned),
+ * offsets: B+1 entries (int32 or int64).
  * Returns 0, or -1 with err set when an index falls outside [0, rows). */
 int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,
                         const as_array *offsets, const as_array *indices, char *err, size_t errlen);
-
-/* Parse a `table` record into its arrays, validating it against the schema
- * (docs/FORMAT.md): offsets [batch+1] from 0, non-decreasing, ending at lookups; indices
- * [lookups]. 0 ok, -1 with err. */
-int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_t *batch, int64_t *dim,
-                   as_array *offsets, as_array *indices, char *source, size_t srclen, char *err, size_t errlen);
 
 /* the 21-vector in the paper's order: dim, rows, pooling, size, bins */
 void as_features_vector(const as_features *f, double out[AS_NFEATURES]);

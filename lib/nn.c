@@ -228,12 +228,13 @@ static void cpu_free(void *p) { free(p); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { if (bytes) memcpy(dst, src, bytes); }
 static void cpu_zero(void *p, size_t bytes) { if (bytes) memset(p, 0, bytes); }
 static void cpu_sync(void) {}
+static const char *cpu_error(void) { return NULL; }
 
 static const as_nn_ops cpu_ops = {
     "cpu", 0, cpu_alloc, cpu_free, cpu_copy, cpu_copy, cpu_zero,
     as_nn_linear_fwd, as_nn_linear_bwd, as_nn_relu_fwd, as_nn_relu_bwd,
     as_nn_sumpool_fwd, as_nn_sumpool_bwd, as_nn_mse_bwd, as_nn_grad_norm, as_nn_scale, as_nn_adam, cpu_sync,
-    as_nn_softplus_fwd, as_nn_softplus_bwd,
+    as_nn_softplus_fwd, as_nn_softplus_bwd, cpu_error,
 };
 
 const as_nn_ops *as_nn_cpu(void) { return &cpu_ops; }

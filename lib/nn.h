@@ -100,7 +100,8 @@ void as_nn_set_threads(int n);
 typedef struct as_nn_ops {
     const char *name;   /* "cpu" or "cuda:N" */
     int cuda;
-    /* memory: alloc returns zeroed memory (exits 3 when out of memory) */
+    /* memory: alloc returns zeroed memory (CPU: out of host memory ends the process, the
+     * allocation rule of common.h; CUDA: NULL and error() set when the device has none) */
     void *(*alloc)(size_t bytes);
     void (*free)(void *p);
     void (*upload)(void *dev, const void *host, size_t bytes);
@@ -121,6 +122,12 @@ typedef struct as_nn_ops {
     void (*sync)(void);
     void (*softplus_fwd)(float *y, const float *x, int64_t n, float beta);
     void (*softplus_bwd)(float *dx, const float *dy, const float *y, int64_t n, float beta);
+    /* the first failure since the ops were set up ("CUDA cudaMalloc: out of memory"), or
+     * NULL. The CUDA ops never exit: a failed call, launch or copy is recorded here and
+     * every later op does nothing (alloc returns NULL, grad_norm NAN), so a caller checks
+     * error() at its sync points (after a step, after a download) and returns -1 with the
+     * message; the failure is an environment one (exit 3). Always NULL on the CPU. */
+    const char *(*error)(void);
 } as_nn_ops;
 
 const as_nn_ops *as_nn_cpu(void);

@@ -12,7 +12,8 @@
  * spells its operations with round-to-nearest intrinsics (__fmul_rn, __fadd_rn, ...), which
  * nvcc never fuses, in the CPU's order: mse_bwd, scale and Adam round exactly as nn.c does.
  * The other kernels only copy, compare or add, and have nothing to fuse.
- * Errors (a failed launch, out of memory) print and exit 3: they are environment failures. */
+ * Errors (a failed launch, copy or cuBLAS call, out of device memory) never print or exit:
+ * the first is kept for as_nn_ops.error() and every later op does nothing (nn.h). */
 #include "nn.h"
 
 #include <cublas_v2.h>
@@ -28,14 +29,20 @@ static int g_dev = -1;
 static char g_name[32];
 static double *g_norm;   /* device scalar for the gradient norm */
 
-static void die_cuda(const char *what, const char *msg)
+static char g_err[256];   /* the first failure ("" while none); then every op does nothing */
+
+static void fail(const char *what, const char *msg)
 {
-    fprintf(stderr, "as-nn: CUDA %s: %s\n", what, msg);
-    exit(3);
+    if (!g_err[0]) snprintf(g_err, sizeof g_err, "CUDA %s: %s", what, msg);
 }
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) die_cuda(#x, cudaGetErrorString(e_)); } while (0)
-#define CKB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { char b_[32]; snprintf(b_, sizeof b_, "status %d", (int)s_); die_cuda(#x, b_); } } while (0)
+static const char *g_error(void) { return g_err[0] ? g_err : NULL; }
+
+/* in the void ops: record a failure and return */
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fail(#x, cudaGetErrorString(e_)); return; } } while (0)
+#define CKB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { char b_[32]; snprintf(b_, sizeof b_, "status %d", (int)s_); fail(#x, b_); return; } } while (0)
 #define CKL() CK(cudaGetLastError())
+/* at the top of every op: after a failure, do nothing */
+#define DEAD() do { if (g_err[0]) return; } while (0)
 
 static unsigned nblk(int64_t n, int t) { int64_t b = (n + t - 1) / t; return (unsigned)(b < 1 ? 1 : (b > 65535 * 32 ? 65535 * 32 : b)); }
 
@@ -44,15 +51,25 @@ static unsigned nblk(int64_t n, int t) { int64_t b = (n + t - 1) / t; return (un
 static void *g_alloc(size_t bytes)
 {
     void *p = NULL;
-    if (cudaMalloc(&p, bytes ? bytes : 4) != cudaSuccess) die_cuda("cudaMalloc", "out of device memory");
-    CK(cudaMemset(p, 0, bytes ? bytes : 4));
+    if (g_err[0]) return NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 4) != cudaSuccess) {
+        cudaGetLastError();
+        fail("cudaMalloc", "out of device memory");
+        return NULL;
+    }
+    cudaError_t e = cudaMemset(p, 0, bytes ? bytes : 4);
+    if (e != cudaSuccess) {
+        fail("cudaMemset", cudaGetErrorString(e));
+        cudaFree(p);
+        return NULL;
+    }
     return p;
 }
 static void g_free(void *p) { if (p) cudaFree(p); }
-static void g_upload(void *d, const void *h, size_t bytes) { if (bytes) CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)); }
-static void g_download(void *h, const void *d, size_t bytes) { if (bytes) CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost)); }
-static void g_zero(void *p, size_t bytes) { if (bytes) CK(cudaMemset(p, 0, bytes)); }
-static void g_sync(void) { CK(cudaDeviceSynchronize()); }
+static void g_upload(void *d, const void *h, size_t bytes) { DEAD(); if (bytes) CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)); }
+static void g_download(void *h, const void *d, size_t bytes) { DEAD(); if (bytes) CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost)); }
+static void g_zero(void *p, size_t bytes) { DEAD(); if (bytes) CK(cudaMemset(p, 0, bytes)); }
+static void g_sync(void) { DEAD(); CK(cudaDeviceSynchronize()); }
 
 /* ---- kernels --------------------------------------------------------------------------- */
 
@@ -172,6 +189,7 @@ __global__ void k_adam(float *p, const float *g, float *m, float *v, int64_t n, 
 
 static void g_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O)
 {
+    DEAD();
     if (N <= 0 || O <= 0) return;
     k_bias_bcast<<<nblk((int64_t)N * O, 256), 256>>>(y, b, N, O);
     CKL();
@@ -183,6 +201,7 @@ static void g_linear_fwd(float *y, const float *x, const float *W, const float *
 static void g_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
                          int N, int I, int O)
 {
+    DEAD();
     if (N <= 0 || O <= 0) return;
     const float one = 1.0f;
     if (I > 0) {
@@ -197,6 +216,7 @@ static void g_linear_bwd(float *dx, float *dW, float *db, const float *dy, const
 
 static void g_relu_fwd(float *y, const float *x, int64_t n)
 {
+    DEAD();
     if (n <= 0) return;
     k_relu_fwd<<<nblk(n, 256), 256>>>(y, x, n);
     CKL();
@@ -204,6 +224,7 @@ static void g_relu_fwd(float *y, const float *x, int64_t n)
 
 static void g_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
 {
+    DEAD();
     if (n <= 0) return;
     k_relu_bwd<<<nblk(n, 256), 256>>>(dx, dy, y, n);
     CKL();
@@ -211,6 +232,7 @@ static void g_relu_bwd(float *dx, const float *dy, const float *y, int64_t n)
 
 static void g_softplus_fwd(float *y, const float *x, int64_t n, float beta)
 {
+    DEAD();
     if (n <= 0) return;
     k_softplus_fwd<<<nblk(n, 256), 256>>>(y, x, n, beta);
     CKL();
@@ -218,6 +240,7 @@ static void g_softplus_fwd(float *y, const float *x, int64_t n, float beta)
 
 static void g_softplus_bwd(float *dx, const float *dy, const float *y, int64_t n, float beta)
 {
+    DEAD();
     if (n <= 0) return;
     k_softplus_bwd<<<nblk(n, 256), 256>>>(dx, dy, y, n, beta);
     CKL();
@@ -225,6 +248,7 @@ static void g_softplus_bwd(float *dx, const float *dy, const float *y, int64_t n
 
 static void g_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, int C)
 {
+    DEAD();
     if (S <= 0 || C <= 0) return;
     k_sumpool_fwd<<<(unsigned)(((int64_t)S * C + 255) / 256), 256>>>(y, x, off, S, C);
     CKL();
@@ -232,6 +256,7 @@ static void g_sumpool_fwd(float *y, const float *x, const int32_t *off, int S, i
 
 static void g_sumpool_bwd(float *dx, const float *dy, const int32_t *off, int S, int C)
 {
+    DEAD();
     if (S <= 0 || C <= 0) return;
     k_sumpool_bwd<<<(unsigned)(((int64_t)S * C + 255) / 256), 256>>>(dx, dy, off, S, C);
     CKL();
@@ -239,6 +264,7 @@ static void g_sumpool_bwd(float *dx, const float *dy, const int32_t *off, int S,
 
 static void g_mse_bwd(float *dp, const float *p, const float *t, int n)
 {
+    DEAD();
     if (n <= 0) return;
     const float k = 2.0f / (float)n;   /* as as_nn_mse_bwd */
     k_mse_bwd<<<(n + 255) / 256, 256>>>(dp, p, t, n, k);
@@ -248,14 +274,17 @@ static void g_mse_bwd(float *dp, const float *p, const float *t, int n)
 static double g_grad_norm(const float *g, int64_t n)
 {
     double h = 0;
+    if (g_err[0]) return NAN;
     k_sumsq<<<1, 1024>>>(g_norm, g, n);
-    CKL();
-    CK(cudaMemcpy(&h, g_norm, sizeof h, cudaMemcpyDeviceToHost));
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpy(&h, g_norm, sizeof h, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) { fail("k_sumsq", cudaGetErrorString(e)); return NAN; }
     return sqrt(h);
 }
 
 static void g_scale(float *g, int64_t n, float s)
 {
+    DEAD();
     if (n <= 0) return;
     k_scale<<<nblk(n, 256), 256>>>(g, n, s);
     CKL();
@@ -263,6 +292,7 @@ static void g_scale(float *g, int64_t n, float s)
 
 static void g_adam(float *p, const float *g, float *m, float *v, int64_t n, const as_nn_adam_cfg *c, int64_t t)
 {
+    DEAD();
     if (n <= 0) return;
     float bc1 = (float)(1.0 - pow((double)c->beta1, (double)t));
     float bc2 = (float)(1.0 - pow((double)c->beta2, (double)t));
@@ -273,7 +303,7 @@ static void g_adam(float *p, const float *g, float *m, float *v, int64_t n, cons
 static as_nn_ops g_ops = {
     g_name, 1, g_alloc, g_free, g_upload, g_download, g_zero,
     g_linear_fwd, g_linear_bwd, g_relu_fwd, g_relu_bwd, g_sumpool_fwd, g_sumpool_bwd, g_mse_bwd,
-    g_grad_norm, g_scale, g_adam, g_sync, g_softplus_fwd, g_softplus_bwd,
+    g_grad_norm, g_scale, g_adam, g_sync, g_softplus_fwd, g_softplus_bwd, g_error,
 };
 
 extern "C" const as_nn_ops *as_nn_cuda_ops(int dev, char *err, size_t errlen)

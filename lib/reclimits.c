@@ -29,20 +29,39 @@ void as_limit_reset(void)
     memset(cached, 0, sizeof cached);
 }
 
+/* the environment's value of limit l into *v (the default when unset or empty); -1 with err
+ * when it is not a count in 1..hard */
+static int env_limit(as_limit_id l, int64_t *v, char *err, size_t errlen)
+{
+    *v = LIM[l].def;
+    const char *e = getenv(LIM[l].env);
+    if (!e || !*e) return 0;
+    uint64_t u;
+    if (as_parse_size(e, &u) || u < 1 || u > (uint64_t)LIM[l].hard) {
+        snprintf(err, errlen, "%s: '%s' is not a count in 1..%" PRId64 " (the limit on %s)", LIM[l].env, e,
+                 LIM[l].hard, LIM[l].what);
+        return -1;
+    }
+    *v = (int64_t)u;
+    return 0;
+}
+
+int as_limits_check(char *err, size_t errlen)
+{
+    for (int l = 0; l < AS_LIM_COUNT; l++) {
+        int64_t v;
+        if (env_limit((as_limit_id)l, &v, err, errlen)) return -1;
+    }
+    return 0;
+}
+
 int64_t as_limit(as_limit_id l)
 {
     if ((unsigned)l >= AS_LIM_COUNT) return 0;
     int64_t v = __atomic_load_n(&cached[l], __ATOMIC_RELAXED);
     if (v) return v;
-    v = LIM[l].def;
-    const char *e = getenv(LIM[l].env);
-    if (e && *e) {
-        uint64_t u;
-        if (as_parse_size(e, &u) || u < 1 || u > (uint64_t)LIM[l].hard)
-            as_die(AS_EXIT_USAGE, "%s: '%s' is not a count in 1..%" PRId64 " (the limit on %s)", LIM[l].env, e,
-                   LIM[l].hard, LIM[l].what);
-        v = (int64_t)u;
-    }
+    char err[256];
+    if (env_limit(l, &v, err, sizeof err)) v = LIM[l].def;   /* refused by as_limits_check */
     __atomic_store_n(&cached[l], v, __ATOMIC_RELAXED);
     return v;
 }

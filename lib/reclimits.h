@@ -1,7 +1,7 @@
 /* reclimits.h - what one record may make, and the range-checked reading of record fields.
  *
  * Every field a record carries is checked once, when the record is parsed, by the parser of
- * its kind (featurize.c: table, features; plan.c: task, plan, shard lists; costmodel.c:
+ * its kind (table.c: table; featurize.c: features; plan.c: task, plan, shard lists; costmodel.c:
  * model; policy.c: policy; rl.c: rl_buffer; eval.c: plan costs), through the getters below,
  * so a number that would overflow an allocation size or a product later is refused as bad
  * data (exit 1) with a message naming the field; the caller adds the input and the record.
@@ -33,9 +33,14 @@ typedef enum {
  * most 2^20 tables of 2^40 fp32 elements) inside int64 */
 #define AS_MAX_TABLE_ELEMENTS ((int64_t)1 << 40)
 
-/* the limit in force (the default, or the environment's value; an environment value that is
- * not a count in 1..hard maximum is a usage error: exit 2) */
+/* the limit in force: the default, or the environment's value. A value that is not a count
+ * in 1..hard maximum is a usage error (exit 2) that the command-line layer reports before
+ * any work (as_limits_check, called by as_cli_finish and as_cli_lim); as_limit itself
+ * never fails and uses the default for it. */
 int64_t as_limit(as_limit_id l);
+/* 0 when every limit's environment variable is unset, empty or a count in 1..hard maximum;
+ * else -1 with err ("AS_MAX_SHARDS: '0' is not a count in 1..1048576 (the limit on ...)") */
+int as_limits_check(char *err, size_t errlen);
 int64_t as_limit_default(as_limit_id l);
 int64_t as_limit_hard(as_limit_id l);
 const char *as_limit_env(as_limit_id l);     /* "AS_MAX_SHARDS", ... */

@@ -1,7 +1,7 @@
 /* stream.c - the zstd + msgpack record stream; see stream.h */
 #include "stream.h"
 #include "common.h"
-#include "embbag.h"
+#include "half.h"
 #include "output.h"
 #include "reclimits.h"
 
@@ -59,7 +59,7 @@ static as_reader *reader_new(FILE *f, const char *name, int own)
     r->own = own;
     snprintf(r->name, sizeof r->name, "%s", name);
     r->dctx = ZSTD_createDCtx();
-    if (!r->dctx) as_die(AS_EXIT_ENV, "out of memory (zstd)");
+    if (!r->dctx) as_oom("zstd");
     r->insize = ZSTD_DStreamInSize();
     r->in = as_malloc(r->insize);
     r->zin.src = r->in;
@@ -355,13 +355,6 @@ int as_reader_next(as_reader *r, as_record *rec)
     return 1;
 }
 
-int as_reader_next_or_die(as_reader *r, as_record *rec)
-{
-    int rc = as_reader_next(r, rec);
-    if (rc < 0) as_die(AS_EXIT_DATA, "%s", r->err);
-    return rc;
-}
-
 int as_rec_is(const as_record *rec, const char *kind)
 {
     size_t n = strlen(kind);
@@ -571,7 +564,7 @@ as_writer *as_writer_open(const char *path, int level, int workers)
     w->o = as_out_open(path);
     w->f = as_out_file(w->o);
     w->cctx = ZSTD_createCCtx();
-    if (!w->cctx) as_die(AS_EXIT_ENV, "out of memory (zstd)");
+    if (!w->cctx) as_oom("zstd");
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level > 0 ? level : 3);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     if (workers > 0) ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_nbWorkers, workers);

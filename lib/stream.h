@@ -44,8 +44,6 @@ as_reader *as_reader_open(const char *path);
 as_reader *as_reader_from_file(FILE *f, const char *name);
 /* 1: a record; 0: clean end of input; -1: error, message in as_reader_error() */
 int as_reader_next(as_reader *r, as_record *rec);
-/* as_reader_next, but prints the error and exits 1 on error */
-int as_reader_next_or_die(as_reader *r, as_record *rec);
 const char *as_reader_error(const as_reader *r);   /* "FILE: record 3: ..." */
 const char *as_reader_name(const as_reader *r);
 void as_reader_close(as_reader *r);

@@ -10,7 +10,7 @@
 #include "torchsave.h"
 #include "common.h"
 #include "pickle.h"
-#include "embbag.h"
+#include "half.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,6 +11,7 @@
  * when a target calls exit(), the input is saved to $TMPDIR/replay-crash-<pid>.bin and
  * named, so `replay-<target> FILE` reproduces it.
  */
+#include "common.h"
 #include "fuzz.h"
 
 #include <dirent.h>
@@ -63,14 +64,6 @@ static void on_exit_hook(void)
     }
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void run(const uint8_t *d, size_t n, const char *name)
 {
     cur = d;
@@ -85,19 +78,19 @@ static void run(const uint8_t *d, size_t n, const char *name)
 static size_t mutate(const uint8_t *seed, size_t n, uint8_t *m, uint64_t *rs)
 {
     memcpy(m, seed, n);
-    if (!n) { m[0] = (uint8_t)splitmix(rs); return 1; }
+    if (!n) { m[0] = (uint8_t)as_splitmix64(rs); return 1; }
     static const uint32_t interesting[] = { 0, 0xff, 0x7f, 0x80, 0xffff, 0x7fffffff, 0x80000000u, 0xffffffffu, 1, 64 };
     size_t len = n;
-    int ops = 1 + (int)(splitmix(rs) % 3);
+    int ops = 1 + (int)(as_splitmix64(rs) % 3);
     for (int k = 0; k < ops; k++) {
-        uint64_t r = splitmix(rs);
-        size_t at = (size_t)(splitmix(rs) % len);
+        uint64_t r = as_splitmix64(rs);
+        size_t at = (size_t)(as_splitmix64(rs) % len);
         switch (r % 5) {
         case 0:   /* cut */
             len = at ? at : 1;
             break;
         case 1:   /* random bytes */
-            for (int j = 0; j < 1 + (int)(r >> 8) % 4 && at + (size_t)j < len; j++) m[at + (size_t)j] = (uint8_t)splitmix(rs);
+            for (int j = 0; j < 1 + (int)(r >> 8) % 4 && at + (size_t)j < len; j++) m[at + (size_t)j] = (uint8_t)as_splitmix64(rs);
             break;
         case 2: { /* an interesting byte */
             m[at] = (uint8_t)interesting[(r >> 8) % 4];

@@ -13,6 +13,7 @@
  * Without a CUDA device every test fails (they are only meant to run where one is). */
 #include "bench.h"
 #include "benchnoise.h"
+#include "common.h"
 #include "ebgen.h"
 #include "embbag.h"
 #include "unit.h"
@@ -20,14 +21,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /* ---- a pool ------------------------------------------------------------------------------------ */
 
@@ -51,12 +44,12 @@ static pool_t *mk_pool(int n, int64_t B, const int64_t *dims, const int64_t *row
         p->off[i] = malloc(sizeof(int64_t) * (size_t)(B + 1));
         p->off[i][0] = 0;
         for (int64_t b = 0; b < B; b++)
-            p->off[i][b + 1] = p->off[i][b] + (lmax[i] ? (int64_t)(rnd(&seed) % (uint64_t)(lmax[i] + 1)) : 0);
+            p->off[i][b + 1] = p->off[i][b] + (lmax[i] ? (int64_t)(as_splitmix64(&seed) % (uint64_t)(lmax[i] + 1)) : 0);
         int64_t L = p->off[i][B];
         p->ind[i] = malloc(sizeof(int32_t) * (size_t)(L + 1));
         for (int64_t k = 0; k < L; k++) {
-            double u = (double)(rnd(&seed) >> 11) / 9007199254740992.0;
-            p->ind[i][k] = u < hot[i] ? (int32_t)(3 % rows[i]) : (int32_t)(rnd(&seed) % (uint64_t)rows[i]);
+            double u = (double)(as_splitmix64(&seed) >> 11) / 9007199254740992.0;
+            p->ind[i][k] = u < hot[i] ? (int32_t)(3 % rows[i]) : (int32_t)(as_splitmix64(&seed) % (uint64_t)rows[i]);
         }
         as_eb_table t = { 200 + i, rows[i], B, dims[i], L, p->off[i], p->ind[i] };
         p->t[i] = t;

@@ -14,35 +14,19 @@
  * rows runs of chosen lengths around AS_EB_CHUNK, with gradients that make the backward's
  * summation order show in the weights (mk_runs_shard). */
 #include "embbag.h"
+#include "half.h"
+#include "shardgen.h"
 #include "unit.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a seeded PRNG (splitmix64) ---------------------------------------------------------- */
-
-static uint64_t sm64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static double unif(uint64_t *s) { return (double)(sm64(s) >> 11) * (1.0 / 9007199254740992.0); }
-static uint64_t below(uint64_t *s, uint64_t n) { return n ? sm64(s) % n : 0; }
-
-/* ---- shards ---------------------------------------------------------------------------------- */
+/* ---- shards (tests/support/shardgen.h: PRNG and layout) ------------------------------------- */
 
 enum { DIST_UNIFORM, DIST_HOT, DIST_ZIPF };
 
-typedef struct {
-    as_eb_shard s;
-    int64_t *rows, *w_off, *offsets;
-    int32_t *dims, *d_off, *indices;
-    uint16_t *W;
-    float *grad;
-} shard_t;
+typedef tsup_shard shard_t;
 
 /* bag sizes uniform in [lmin, lmax]; DIST_HOT sends a fraction `hot` of lookups to row
  * hot_row % E; DIST_ZIPF draws ranks ~ 1/r^1.05 scattered over the rows. w_pad adds that
@@ -52,66 +36,35 @@ static shard_t *mk_shard(int T, int64_t B, const int32_t *dims, const int64_t *r
 {
     uint64_t st = seed;
     shard_t *h = calloc(1, sizeof *h);
-    h->rows = malloc(sizeof(int64_t) * T);
-    h->dims = malloc(sizeof(int32_t) * T);
-    h->w_off = malloc(sizeof(int64_t) * (T + 1));
-    h->d_off = malloc(sizeof(int32_t) * (T + 1));
-    h->offsets = malloc(sizeof(int64_t) * (T * B + 1));
-    int64_t wo = 0;
-    int32_t dof = 0;
-    for (int t = 0; t < T; t++) {
-        h->rows[t] = rows[t];
-        h->dims[t] = dims[t];
-        h->w_off[t] = wo;
-        h->d_off[t] = dof;
-        wo += rows[t] * dims[t] + w_pad;
-        dof += dims[t];
-    }
-    h->w_off[T] = wo;
-    h->d_off[T] = dof;
+    if (!h || tsup_shard_layout(h, T, B, rows, 0, dims, w_pad)) abort();
     int64_t n = 0;
-    h->offsets[0] = 0;
     for (int64_t g = 0; g < T * B; g++) {
-        n += lmin + (int64_t)below(&st, (uint64_t)(lmax - lmin + 1));
+        n += lmin + (int64_t)tsup_below(&st, (uint64_t)(lmax - lmin + 1));
         h->offsets[g + 1] = n;
     }
-    h->indices = malloc(sizeof(int32_t) * (n + 1));
+    if (tsup_shard_data(h, T, B)) abort();
     for (int t = 0; t < T; t++) {
         int64_t E = rows[t];
+        tsup_zipf z;
+        tsup_zipf_init(&z, E, 1.05);
         for (int64_t p = h->offsets[t * B]; p < h->offsets[(t + 1) * B]; p++) {
             int64_t r;
-            if (dist == DIST_HOT && unif(&st) < hot) r = 7 % E;
-            else if (dist == DIST_ZIPF) {
-                double a = 1.05, u = unif(&st);
-                double x = pow((pow((double)E, 1.0 - a) - 1.0) * u + 1.0, 1.0 / (1.0 - a));
-                int64_t rank = (int64_t)x - 1;
-                if (rank < 0) rank = 0;
-                if (rank >= E) rank = E - 1;
-                r = (int64_t)(((uint64_t)rank * 2654435761ULL) % (uint64_t)E);
-            } else r = (int64_t)below(&st, (uint64_t)E);
+            if (dist == DIST_HOT && tsup_unif(&st) < hot) r = 7 % E;
+            else if (dist == DIST_ZIPF) r = tsup_zipf_row(&z, tsup_unif(&st));
+            else r = (int64_t)tsup_below(&st, (uint64_t)E);
             h->indices[p] = (int32_t)r;
         }
     }
-    h->W = malloc(sizeof(uint16_t) * (wo + 1));
-    for (int64_t i = 0; i < wo; i++) h->W[i] = as_float_to_half((float)(unif(&st) * 2.0 - 1.0));
-    h->grad = malloc(sizeof(float) * (B * dof + 1));
-    for (int64_t i = 0; i < B * dof; i++) h->grad[i] = (float)(unif(&st) * 2.0 - 1.0);
-    h->s.T = T;
-    h->s.B = B;
-    h->s.rows = h->rows;
-    h->s.dims = h->dims;
-    h->s.w_off = h->w_off;
-    h->s.d_off = h->d_off;
-    h->s.offsets = h->offsets;
-    h->s.indices = h->indices;
+    for (int64_t i = 0; i < h->nW; i++) h->W[i] = as_float_to_half((float)(tsup_unif(&st) * 2.0 - 1.0));
+    tsup_fill_unit(h->grad, B * h->sumD, &st);
     return h;
 }
 
 static void free_shard(shard_t *h)
 {
     if (!h) return;
-    free(h->rows); free(h->dims); free(h->w_off); free(h->d_off); free(h->offsets); free(h->indices);
-    free(h->W); free(h->grad); free(h);
+    tsup_shard_free(h);
+    free(h);
 }
 
 /* ---- comparisons ------------------------------------------------------------------------------ */
@@ -327,6 +280,7 @@ static void relayout_reversed(shard_t *h, const int64_t *gap)
     h->W = W;
     h->w_off = w_off;
     h->s.w_off = w_off;
+    h->nW = pos;
 }
 
 TEST(gpu_eb_permuted_layout_small)
@@ -385,26 +339,10 @@ static shard_t *mk_runs_shard(int T, const int32_t *dims, const int64_t *len, in
     for (int i = 0; i < nlen; i++) N += len[i];
     const int64_t E = 3 * (int64_t)nlen;   /* rows (i*7+3) % E are hit; the others are not */
     shard_t *h = calloc(1, sizeof *h);
-    h->rows = malloc(sizeof(int64_t) * T);
-    h->dims = malloc(sizeof(int32_t) * T);
-    h->w_off = malloc(sizeof(int64_t) * (T + 1));
-    h->d_off = malloc(sizeof(int32_t) * (T + 1));
-    h->offsets = malloc(sizeof(int64_t) * (T * N + 1));
-    h->indices = malloc(sizeof(int32_t) * (T * N + 1));
-    int64_t wo = 0;
-    int32_t dof = 0;
-    for (int t = 0; t < T; t++) {
-        h->rows[t] = E;
-        h->dims[t] = dims[t];
-        h->w_off[t] = wo;
-        h->d_off[t] = dof;
-        wo += E * dims[t] + w_pad;
-        dof += dims[t];
-    }
-    h->w_off[T] = wo;
-    h->d_off[T] = dof;
+    if (!h || tsup_shard_layout(h, T, N, NULL, E, dims, w_pad)) abort();
     for (int64_t k = 0; k <= T * N; k++) h->offsets[k] = k;
-    h->grad = malloc(sizeof(float) * (N * dof + 1));
+    if (tsup_shard_data(h, T, N)) abort();
+    const int32_t dof = (int32_t)h->sumD;
     int *which = malloc(sizeof(int) * N);
     int64_t *seen = malloc(sizeof(int64_t) * nlen);
     for (int t = 0; t < T; t++) {
@@ -412,7 +350,7 @@ static shard_t *mk_runs_shard(int T, const int32_t *dims, const int64_t *len, in
         for (int i = 0; i < nlen; i++)
             for (int64_t k = 0; k < len[i]; k++) which[p++] = i;
         for (int64_t i = N - 1; i > 0; i--) {
-            int64_t j = (int64_t)below(&st, (uint64_t)i + 1);
+            int64_t j = (int64_t)tsup_below(&st, (uint64_t)i + 1);
             int x = which[i]; which[i] = which[j]; which[j] = x;
         }
         memset(seen, 0, sizeof(int64_t) * nlen);
@@ -421,21 +359,12 @@ static shard_t *mk_runs_shard(int T, const int32_t *dims, const int64_t *len, in
             h->indices[t * N + b] = (int32_t)((i * 7 + 3) % E);
             const float sign = 2 * seen[i]++ < len[i] ? 64.0f : -64.0f;
             for (int j = 0; j < dims[t]; j++)
-                h->grad[b * dof + h->d_off[t] + j] = sign + (float)(unif(&st) - 0.5) * 0.25f;
+                h->grad[b * dof + h->d_off[t] + j] = sign + (float)(tsup_unif(&st) - 0.5) * 0.25f;
         }
     }
     free(which);
     free(seen);
-    h->W = malloc(sizeof(uint16_t) * (wo + 1));
-    for (int64_t i = 0; i < wo; i++) h->W[i] = as_float_to_half((float)(unif(&st) * 2.0 - 1.0));
-    h->s.T = T;
-    h->s.B = N;
-    h->s.rows = h->rows;
-    h->s.dims = h->dims;
-    h->s.w_off = h->w_off;
-    h->s.d_off = h->d_off;
-    h->s.offsets = h->offsets;
-    h->s.indices = h->indices;
+    for (int64_t i = 0; i < h->nW; i++) h->W[i] = as_float_to_half((float)(tsup_unif(&st) * 2.0 - 1.0));
     return h;
 }
 

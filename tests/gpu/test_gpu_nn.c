@@ -21,11 +21,7 @@
 static uint64_t g_st = 777;
 static float frand(void)
 {
-    uint64_t z = (g_st += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) * 0x1.0p-53 * 2 - 1);
+    return (float)((double)(as_splitmix64(&g_st) >> 11) * 0x1.0p-53 * 2 - 1);
 }
 
 static const as_nn_ops *gpu(void)
@@ -49,6 +45,11 @@ static int64_t cmp(const float *cpu, const as_nn_ops *g, const float *dev, size_
     float *h = malloc(n * sizeof *h);
     g->download(h, dev, n * sizeof *h);
     int64_t bad = 0;
+    if (g->error()) {   /* a failed op records its error and the rest do nothing (nn.h) */
+        fprintf(stderr, "  %s\n", g->error());
+        free(h);
+        return (int64_t)n;
+    }
     for (size_t i = 0; i < n; i++)
         if (!(fabs((double)h[i] - cpu[i]) <= atol + rtol * fabs(cpu[i]))) {
             if (bad < 3) fprintf(stderr, "  [%zu] gpu %.9g cpu %.9g\n", i, h[i], cpu[i]);

@@ -22,7 +22,9 @@
  * to DIR/index.txt, for pipelines/bench-torch.py.
  * Exit: 0 ok, 2 usage, 3 environment (GPU: built without CUDA, no device; out of memory). */
 #include "bench.h"
+#include "common.h"
 #include "embbag.h"
+#include "shardgen.h"
 
 #include <errno.h>
 #include <math.h>
@@ -64,17 +66,6 @@ static void usage(FILE *f)
             "Exit status: 0 ok, 2 usage error, 3 environment error (GPU: no CUDA build or\n"
             "device, not enough device memory; out of host memory, write error).\n");
 }
-
-/* ---- PRNG ------------------------------------------------------------------------------- */
-
-static uint64_t sm64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static double unif(uint64_t *s) { return (double)(sm64(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* ---- option parsing ----------------------------------------------------------------------- */
 
@@ -141,59 +132,34 @@ typedef struct {
     char name[64];
     const char *dist;
     int L;
-    as_eb_shard s;
-    int64_t *rows, *w_off, *offsets;
-    int32_t *dims, *d_off, *indices;
-    uint16_t *W;
-    float *grad;
+    tsup_shard x;   /* tests/support/shardgen.h */
     int64_t unique;
 } shard_t;
 
 static void free_shard(shard_t *h)
 {
-    free(h->rows); free(h->w_off); free(h->offsets); free(h->dims); free(h->d_off); free(h->indices);
-    free(h->W); free(h->grad);
+    tsup_shard_free(&h->x);
     memset(h, 0, sizeof *h);
 }
 
-static int make_shard(shard_t *h, int T, int64_t E, int64_t B, const int *dims, int L, int powerlaw, double alpha,
+static int make_shard(shard_t *h, int T, int64_t E, int64_t B, const int32_t *dims, int L, int powerlaw, double alpha,
                       uint64_t seed)
 {
     uint64_t st = seed;
+    tsup_shard *x = &h->x;
     h->L = L;
     h->dist = powerlaw ? "powerlaw" : "uniform";
-    h->rows = malloc(sizeof(int64_t) * T);
-    h->w_off = malloc(sizeof(int64_t) * (T + 1));
-    h->dims = malloc(sizeof(int32_t) * T);
-    h->d_off = malloc(sizeof(int32_t) * (T + 1));
-    h->offsets = malloc(sizeof(int64_t) * ((size_t)T * B + 1));
-    int64_t n = (int64_t)T * B * L;
-    h->indices = malloc(sizeof(int32_t) * ((size_t)n + 1));
-    if (!h->rows || !h->w_off || !h->dims || !h->d_off || !h->offsets || !h->indices) return -1;
-    int64_t wo = 0;
-    int32_t dof = 0;
-    for (int t = 0; t < T; t++) {
-        h->rows[t] = E;
-        h->dims[t] = dims[t];
-        h->w_off[t] = wo;
-        h->d_off[t] = dof;
-        wo += E * dims[t];
-        dof += dims[t];
-    }
-    h->w_off[T] = wo;
-    h->d_off[T] = dof;
-    for (int64_t g = 0; g <= (int64_t)T * B; g++) h->offsets[g] = g * L;
-    double c1 = pow((double)E, 1.0 - alpha) - 1.0, ia = 1.0 / (1.0 - alpha);
+    if (tsup_shard_layout(x, T, B, NULL, E, dims, 0)) return -1;
+    for (int64_t g = 0; g <= (int64_t)T * B; g++) x->offsets[g] = g * L;
+    if (tsup_shard_data(x, T, B)) return -1;
+    int64_t n = x->nidx;
+    tsup_zipf z;
+    tsup_zipf_init(&z, E, alpha);
     for (int64_t p = 0; p < n; p++) {
         int64_t r;
-        if (powerlaw) {
-            double x = pow(c1 * unif(&st) + 1.0, ia); /* continuous Zipf inverse CDF on [1, E] */
-            int64_t rank = (int64_t)x - 1;
-            if (rank < 0) rank = 0;
-            if (rank >= E) rank = E - 1;
-            r = (int64_t)(((uint64_t)rank * 2654435761ULL) % (uint64_t)E);
-        } else r = (int64_t)(sm64(&st) % (uint64_t)E);
-        h->indices[p] = (int32_t)r;
+        if (powerlaw) r = tsup_zipf_row(&z, tsup_unif(&st));
+        else r = (int64_t)(as_splitmix64(&st) % (uint64_t)E);
+        x->indices[p] = (int32_t)r;
     }
     /* unique rows over the shard */
     int64_t sumE = (int64_t)T * E;
@@ -202,30 +168,19 @@ static int make_shard(shard_t *h, int T, int64_t E, int64_t B, const int *dims, 
     h->unique = 0;
     for (int t = 0; t < T; t++)
         for (int64_t p = (int64_t)t * B * L; p < (int64_t)(t + 1) * B * L; p++) {
-            uint64_t k = (uint64_t)(t * E + h->indices[p]);
+            uint64_t k = (uint64_t)(t * E + x->indices[p]);
             if (!(bits[k >> 6] >> (k & 63) & 1)) { bits[k >> 6] |= 1ULL << (k & 63); h->unique++; }
         }
     free(bits);
     /* weights: random fp16 of magnitude in [2^-7, 1) with random sign, straight from bits */
-    h->W = malloc(sizeof(uint16_t) * ((size_t)wo + 1));
-    h->grad = malloc(sizeof(float) * ((size_t)B * dof + 1));
-    if (!h->W || !h->grad) return -1;
-    for (int64_t i = 0; i < wo; i += 4) {
-        uint64_t z = sm64(&st);
-        for (int k = 0; k < 4 && i + k < wo; k++) {
-            uint16_t v = (uint16_t)(z >> (16 * k));
-            h->W[i + k] = (uint16_t)((v & 0x8000) | (0x2000 + (v & 0x1bff)));
+    for (int64_t i = 0; i < x->nW; i += 4) {
+        uint64_t zz = as_splitmix64(&st);
+        for (int k = 0; k < 4 && i + k < x->nW; k++) {
+            uint16_t v = (uint16_t)(zz >> (16 * k));
+            x->W[i + k] = (uint16_t)((v & 0x8000) | (0x2000 + (v & 0x1bff)));
         }
     }
-    for (int64_t i = 0; i < B * dof; i++) h->grad[i] = (float)(2.0 * unif(&st) - 1.0);
-    h->s.T = T;
-    h->s.B = B;
-    h->s.rows = h->rows;
-    h->s.dims = h->dims;
-    h->s.w_off = h->w_off;
-    h->s.d_off = h->d_off;
-    h->s.offsets = h->offsets;
-    h->s.indices = h->indices;
+    tsup_fill_unit(x->grad, B * x->sumD, &st);
     return 0;
 }
 
@@ -243,7 +198,7 @@ static int write_file(const char *path, const void *p, size_t bytes)
 static int dump_shard(const char *dir, const shard_t *h, double alpha, uint64_t seed, float lr)
 {
     char path[4096];
-    const as_eb_shard *s = &h->s;
+    const as_eb_shard *s = &h->x.s;
     int64_t n = s->offsets[(int64_t)s->T * s->B];
     snprintf(path, sizeof path, "%s/%s.offsets.i64", dir, h->name);
     if (write_file(path, s->offsets, sizeof(int64_t) * ((size_t)s->T * s->B + 1))) return -1;
@@ -379,7 +334,7 @@ int main(int argc, char **argv)
         for (int di = 0; di < ndist; di++)
             for (int si = 0; si < nshape; si++) {
                 int L = pools[pi], pw = dist_list[di];
-                int tdims[4096];
+                int32_t tdims[4096];
                 char name[64];
                 if (si < ndims) {
                     for (int t = 0; t < T; t++) tdims[t] = dims[si];
@@ -409,13 +364,13 @@ int main(int argc, char **argv)
                 as_eb_cpu_ws *ws = NULL;
                 float *out = NULL;
                 if (cpu) {
-                    if (as_eb_validate(&h.s, err, sizeof err)) {
+                    if (as_eb_validate(&h.x.s, err, sizeof err)) {
                         fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
                         free_shard(&h);
                         return 3;
                     }
-                    ws = as_eb_cpu_ws_new(&h.s);
-                    out = malloc(sizeof(float) * ((size_t)B * h.s.d_off[T] + 1));
+                    ws = as_eb_cpu_ws_new(&h.x.s);
+                    out = malloc(sizeof(float) * ((size_t)B * h.x.s.d_off[T] + 1));
                     if (!ws || !out) {
                         fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
                         as_eb_cpu_ws_free(ws);
@@ -423,7 +378,7 @@ int main(int argc, char **argv)
                         free_shard(&h);
                         return 3;
                     }
-                } else if (as_eb_gpu_create(&g, &h.s, h.W, h.grad, (int)device, err, sizeof err)) {
+                } else if (as_eb_gpu_create(&g, &h.x.s, h.x.W, h.x.grad, (int)device, err, sizeof err)) {
                     fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
                     free_shard(&h);
                     return 3;
@@ -458,11 +413,11 @@ int main(int argc, char **argv)
                     if (cpu) {
                         cpu_flush(fbuf, fwords, nt);
                         double t0 = now_ms();
-                        as_eb_forward_cpu(out, h.W, &h.s, nt);
+                        as_eb_forward_cpu(out, h.x.W, &h.x.s, nt);
                         fms = now_ms() - t0;
                         cpu_flush(fbuf, fwords, nt);
                         t0 = now_ms();
-                        as_eb_backward_sgd_cpu(h.W, h.grad, &h.s, (float)lr, ws, nt);
+                        as_eb_backward_sgd_cpu(h.x.W, h.x.grad, &h.x.s, (float)lr, ws, nt);
                         bms = now_ms() - t0;
                     } else {
                         float f1 = 0, b1 = 0;
@@ -490,9 +445,9 @@ int main(int argc, char **argv)
                 stats_t sf = stats(tf, (int)iters, (int)drop), sb = stats(tb, (int)iters, (int)drop);
                 stats_t st = stats(tt, (int)iters, (int)drop);
                 double fbytes = 0;
-                int64_t n = h.s.offsets[T * B];
+                int64_t n = h.x.s.offsets[T * B];
                 for (int t = 0; t < T; t++) {
-                    double Lt = (double)(h.s.offsets[(t + 1) * B] - h.s.offsets[t * B]) / (double)B;
+                    double Lt = (double)(h.x.s.offsets[(t + 1) * B] - h.x.s.offsets[t * B]) / (double)B;
                     fbytes += 4.0 * B * tdims[t] + 2.0 * B * tdims[t] * Lt;
                 }
                 double fg = sf.trim > 0 ? fbytes / (sf.trim * 1e-3) / 1e9 : 0;

@@ -12,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* an in-memory pool: table ids 10, 11, ... (n tables, batch B), dims and rows cycling
  * through the lists, bags of 0..lmax lookups, ~30 % of them on row 0 (runs of all lengths) */
 static void mk_pool(as_bpool *p, int n, int64_t B, const int64_t *dims, const int64_t *rows, int nd, int lmax,
@@ -38,11 +30,11 @@ static void mk_pool(as_bpool *p, int n, int64_t B, const int64_t *dims, const in
         t->batch = B;
         t->offsets = malloc(sizeof(int64_t) * (size_t)(B + 1));
         t->offsets[0] = 0;
-        for (int64_t b = 0; b < B; b++) t->offsets[b + 1] = t->offsets[b] + (int64_t)(rnd(&seed) % (uint64_t)(lmax + 1));
+        for (int64_t b = 0; b < B; b++) t->offsets[b + 1] = t->offsets[b] + (int64_t)(as_splitmix64(&seed) % (uint64_t)(lmax + 1));
         t->lookups = t->offsets[B];
         t->indices = malloc(sizeof(int32_t) * (size_t)(t->lookups + 1));
         for (int64_t k = 0; k < t->lookups; k++)
-            t->indices[k] = rnd(&seed) % 10 < 3 ? 0 : (int32_t)(rnd(&seed) % (uint64_t)t->rows);
+            t->indices[k] = as_splitmix64(&seed) % 10 < 3 ? 0 : (int32_t)(as_splitmix64(&seed) % (uint64_t)t->rows);
         p->index[t->id] = i + 1;
     }
 }

@@ -145,7 +145,8 @@ static void rewrite(const char *src, const char *dst, const char *key, void (*pa
     as_writer *w = as_writer_open(dst, 0, 0);
     as_writer_header(w, "test", 0, NULL);
     as_record rec;
-    while (as_reader_next_or_die(r, &rec) == 1) {
+    int rc;
+    while ((rc = as_reader_next(r, &rec)) == 1) {
         if (!as_rec_is(&rec, "model")) continue;
         msgpack_packer *pk = as_writer_pk(w);
         uint32_t n = 0;
@@ -161,6 +162,7 @@ static void rewrite(const char *src, const char *dst, const char *key, void (*pa
         }
         as_writer_end_record(w);
     }
+    CHECK_EQ_I64(rc, 0);
     as_reader_close(r);
     as_writer_close(w);
 }

@@ -1,8 +1,10 @@
 /* test_ebgen.c - the benchmark's generated data (lib/ebgen.c): the counter-based hash of
  * weights and gradients, the shard layout, the concatenation of bags, the table check.
  * Dimension letters: B batch, D dim, E rows, T tables. */
+#include "common.h"
 #include "ebgen.h"
 #include "embbag.h"
+#include "half.h"
 #include "unit.h"
 
 #include <math.h>
@@ -76,14 +78,6 @@ typedef struct {
     int32_t *ind[8];
 } pool_t;
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* n tables of batch B: dims and rows as given, bags of 0..lmax lookups */
 static void mk_pool(pool_t *p, int n, int64_t B, const int64_t *dims, const int64_t *rows, int lmax, uint64_t seed)
 {
@@ -91,10 +85,10 @@ static void mk_pool(pool_t *p, int n, int64_t B, const int64_t *dims, const int6
     for (int i = 0; i < n; i++) {
         p->off[i] = malloc(sizeof(int64_t) * (size_t)(B + 1));
         p->off[i][0] = 0;
-        for (int64_t b = 0; b < B; b++) p->off[i][b + 1] = p->off[i][b] + (int64_t)(rnd(&seed) % (uint64_t)(lmax + 1));
+        for (int64_t b = 0; b < B; b++) p->off[i][b + 1] = p->off[i][b] + (int64_t)(as_splitmix64(&seed) % (uint64_t)(lmax + 1));
         int64_t L = p->off[i][B];
         p->ind[i] = malloc(sizeof(int32_t) * (size_t)(L + 1));
-        for (int64_t k = 0; k < L; k++) p->ind[i][k] = (int32_t)(rnd(&seed) % (uint64_t)rows[i]);
+        for (int64_t k = 0; k < L; k++) p->ind[i][k] = (int32_t)(as_splitmix64(&seed) % (uint64_t)rows[i]);
         as_eb_table t = { 100 + i, rows[i], B, dims[i], L, p->off[i], p->ind[i] };
         p->t[i] = t;
     }

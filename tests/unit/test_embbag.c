@@ -1,5 +1,4 @@
-/* test_embbag.c - the CPU embedding-bag op: fp16 conversions (every half, rounding ties,
- * subnormals, overflow, nan; portable against F16C), fast forward and backward + SGD
+/* test_embbag.c - the CPU embedding-bag op (fp16 conversion: test_half.c): fast forward and backward + SGD
  * against the naive references bit for bit (uniform and skewed indices, empty bags, one-row
  * tables, dims that are not multiples of 8, mixed dims, 1 and 2 threads, portable and F16C
  * paths, 1-3 radix passes), the backward's chunked summation order (a hot row of ~5,900
@@ -11,206 +10,37 @@
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables. */
 #include "unit.h"
 #include "embbag.h"
+#include "half.h"
 #include "common.h"
+#include "shardgen.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* test hooks exported by lib/embbag.c (not in embbag.h) */
-float as_eb_h2f_soft(uint16_t h);
-uint16_t as_eb_f2h_soft(float f);
-int as_eb_h2f_hw(float *out, const uint16_t *in, size_t n);
-int as_eb_f2h_hw(uint16_t *out, const float *in, size_t n);
+/* test hook exported by lib/embbag.c (not in embbag.h) */
 int as_eb_cpu_simd(int mode);
 
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float bitsf(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-/* ---- fp16 ----------------------------------------------------------------------------- */
-
-TEST(eb_half_every_value_round_trips)
-{
-    int bad = 0;
-    for (uint32_t h = 0; h < 65536; h++) {
-        float f = as_half_to_float((uint16_t)h);
-        if (fbits(f) != fbits(as_eb_h2f_soft((uint16_t)h))) bad++;
-        uint16_t back = as_float_to_half(f);
-        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {   /* nan: stays nan, sign kept, quieted */
-            if (!isnan(f) || back != (uint16_t)(h | 0x200)) bad++;
-        } else if (back != h) {
-            bad++;
-        }
-    }
-    CHECK_EQ_I64(bad, 0);
-    CHECK(as_half_to_float(0x3c00) == 1.0f);
-    CHECK(as_half_to_float(0xc000) == -2.0f);
-    CHECK(as_half_to_float(0x7bff) == 65504.0f);
-    CHECK(as_half_to_float(0x0001) == 0x1p-24f);
-    CHECK(as_half_to_float(0x03ff) == 1023 * 0x1p-24f);
-    CHECK(as_half_to_float(0x0400) == 0x1p-14f);
-    CHECK(isinf(as_half_to_float(0x7c00)) && as_half_to_float(0x7c00) > 0);
-    CHECK(isinf(as_half_to_float(0xfc00)) && as_half_to_float(0xfc00) < 0);
-    CHECK_EQ_I64(fbits(as_half_to_float(0x8000)), 0x80000000u);
-    CHECK(isnan(as_half_to_float(0x7e00)));
-}
-
-TEST(eb_half_hw_matches_portable)
-{
-    static uint16_t h[65536];
-    static float f[65536];
-    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
-    if (as_eb_h2f_hw(f, h, 65536) != 0) {
-        fprintf(stderr, "  (no F16C on this CPU: hardware comparison skipped)\n");
-        return;
-    }
-    int bad = 0;
-    for (uint32_t i = 0; i < 65536; i++) bad += fbits(f[i]) != fbits(as_eb_h2f_soft((uint16_t)i));
-    CHECK_EQ_I64(bad, 0);
-
-    /* float -> half: every half, the midpoints to its neighbour and one float either side */
-    enum { N = 1 << 16 };
-    float *in = malloc(sizeof(float) * N * 5);
-    uint16_t *hw = malloc(2 * N * 5);
-    size_t n = 0;
-    for (uint32_t i = 0; i < 65536; i++) {
-        float a = as_eb_h2f_soft((uint16_t)i), b = as_eb_h2f_soft((uint16_t)(i + 1));
-        in[n++] = a;
-        if (isfinite(a) && isfinite(b) && (i & 0x7fff) != 0x7fff) {
-            float mid = (float)(((double)a + (double)b) / 2);   /* exact: 12-bit mantissas */
-            in[n++] = mid;
-            in[n++] = nextafterf(mid, INFINITY);
-            in[n++] = nextafterf(mid, -INFINITY);
-        }
-    }
-    CHECK(n <= (size_t)N * 5);
-    if (as_eb_f2h_hw(hw, in, n) == 0) {
-        bad = 0;
-        for (size_t i = 0; i < n; i++) bad += hw[i] != as_eb_f2h_soft(in[i]);
-        CHECK_EQ_I64(bad, 0);
-    }
-    /* random bit patterns (all exponents, nans, float subnormals) */
-    as_rng r;
-    as_rng_seed(&r, 7, 0);
-    bad = 0;
-    for (int rep = 0; rep < 8; rep++) {
-        for (size_t i = 0; i < (size_t)N; i++) {
-            uint32_t u = (uint32_t)as_rng_next(&r);
-            if (rep & 1) u = (u & 0x807fffffu) | ((uint32_t)(96 + as_rng_below(&r, 48)) << 23); /* near half range */
-            in[i] = bitsf(u);
-        }
-        if (as_eb_f2h_hw(hw, in, N) != 0) break;
-        for (size_t i = 0; i < (size_t)N; i++) bad += hw[i] != as_eb_f2h_soft(in[i]);
-    }
-    CHECK_EQ_I64(bad, 0);
-    free(in);
-    free(hw);
-}
-
-TEST(eb_float_to_half_rounding)
-{
-    struct { float f; uint16_t h; } c[] = {
-        { 1.0f, 0x3c00 },
-        { 1.0f + 0x1p-11f, 0x3c00 },                 /* tie -> even (down) */
-        { 1.0f + 3 * 0x1p-11f, 0x3c02 },             /* tie -> even (up) */
-        { 1.0f + 0x1p-11f + 0x1p-20f, 0x3c01 },      /* just above the tie */
-        { 1.0f + 0x1p-11f - 0x1p-20f, 0x3c00 },      /* just below */
-        { -1.0f - 3 * 0x1p-11f, 0xbc02 },
-        { 0.1f, 0x2e66 },
-        { 65504.0f, 0x7bff },
-        { 65519.0f, 0x7bff },
-        { 65520.0f, 0x7c00 },                        /* tie between max and 2^16 -> inf */
-        { 1e10f, 0x7c00 },
-        { -1e10f, 0xfc00 },
-        { INFINITY, 0x7c00 },
-        { -INFINITY, 0xfc00 },
-        { 0.0f, 0x0000 },
-        { -0.0f, 0x8000 },
-        { 0x1p-14f, 0x0400 },                        /* smallest normal */
-        { 0x1p-14f - 0x1p-25f, 0x0400 },             /* tie 0x3ff/0x400 -> even 0x400 */
-        { 0x1p-14f - 3 * 0x1p-25f, 0x03fe },         /* tie 0x3fe/0x3ff -> even 0x3fe */
-        { 0x1p-24f, 0x0001 },                        /* smallest subnormal */
-        { 0x1p-25f, 0x0000 },                        /* tie 0/1 -> 0 */
-        { 0x1p-25f + 0x1p-40f, 0x0001 },
-        { -0x1p-25f, 0x8000 },
-        { 3 * 0x1p-25f, 0x0002 },                    /* 1.5 units: tie 1/2 -> 2 */
-        { 5 * 0x1p-25f, 0x0002 },                    /* 2.5 units: tie 2/3 -> 2 */
-        { 0x1p-26f, 0x0000 },
-        { 1e-45f, 0x0000 },                          /* float subnormal */
-        { -1e-45f, 0x8000 },
-        { 2049.0f, 0x6800 },                         /* 2048 + 1: tie -> 2048 */
-        { 2051.0f, 0x6802 },                         /* tie -> 2052 */
-    };
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        if (as_float_to_half(c[i].f) != c[i].h) {
-            fprintf(stderr, "  case %zu: %a -> %04x, want %04x\n", i, (double)c[i].f,
-                    as_float_to_half(c[i].f), c[i].h);
-            CHECK(0);
-        }
-        CHECK_EQ_I64(as_eb_f2h_soft(c[i].f), c[i].h);
-    }
-    CHECK_EQ_I64(as_float_to_half(NAN), 0x7e00);
-    CHECK_EQ_I64(as_float_to_half(-NAN), 0xfe00);
-    CHECK_EQ_I64(as_float_to_half(bitsf(0x7f800001u)), 0x7e00);   /* signalling -> quiet */
-    CHECK_EQ_I64(as_float_to_half(bitsf(0x7fffe000u)), 0x7fff);   /* payload kept */
-
-    /* random finite floats: the result is a nearest half, ties to the even one */
-    as_rng r;
-    as_rng_seed(&r, 11, 0);
-    int bad = 0;
-    for (int i = 0; i < 200000; i++) {
-        float f = (float)((as_rng_uniform(&r) * 2 - 1) * ldexp(1.0, (int)as_rng_below(&r, 44) - 27));
-        if (!(fabsf(f) < 65520.0f)) continue;
-        uint16_t h = as_float_to_half(f);
-        double d = fabs((double)as_half_to_float(h) - f);
-        uint16_t up = (uint16_t)(h + 1), dn = (uint16_t)(h - 1);
-        if ((h & 0x7fff) != 0x7bff && fabs((double)as_half_to_float(up) - f) < d) bad++;
-        if ((h & 0x7fff) != 0 && fabs((double)as_half_to_float(dn) - f) < d) bad++;
-        if ((h & 0x7fff) != 0x7bff && fabs((double)as_half_to_float(up) - f) == d && (h & 1)) bad++;
-        if ((h & 0x7fff) != 0 && fabs((double)as_half_to_float(dn) - f) == d && (h & 1)) bad++;
-    }
-    CHECK_EQ_I64(bad, 0);
-}
 
 /* ---- synthetic shards ----------------------------------------------------------------- */
 
 enum { DIST_UNIFORM, DIST_HOT, DIST_POW };
 
-typedef struct {
-    as_eb_shard s;
-    int64_t *rows, *w_off, *offsets;
-    int32_t *dims, *d_off, *indices;
-    uint16_t *W;
-    float *grad;
-    int64_t nW, sumD, nidx;
-} tshard;
+typedef tsup_shard tshard;   /* tests/support/shardgen.h */
 
 /* pooling uniform in [0, maxL]; empty_pct% of bags forced empty */
 static void ts_make(tshard *x, int T, int64_t B, const int32_t *dims, const int64_t *rows,
                     int maxL, int empty_pct, int dist, uint64_t seed)
 {
-    memset(x, 0, sizeof *x);
     as_rng r;
     as_rng_seed(&r, seed, 0);
-    x->rows = calloc((size_t)T + 1, sizeof(int64_t));
-    x->dims = calloc((size_t)T + 1, sizeof(int32_t));
-    x->w_off = calloc((size_t)T + 1, sizeof(int64_t));
-    x->d_off = calloc((size_t)T + 1, sizeof(int32_t));
-    x->offsets = calloc((size_t)(T * B + 1), sizeof(int64_t));
-    for (int t = 0; t < T; t++) {
-        x->rows[t] = rows[t];
-        x->dims[t] = dims[t];
-        x->w_off[t + 1] = x->w_off[t] + rows[t] * dims[t];
-        x->d_off[t + 1] = x->d_off[t] + dims[t];
-    }
-    x->nW = x->w_off[T];
-    x->sumD = x->d_off[T];
+    CHECK(tsup_shard_layout(x, T, B, rows, 0, dims, 0) == 0);
     for (int64_t k = 0; k < T * B; k++) {
         int64_t L = (int64_t)as_rng_below(&r, 100) < empty_pct ? 0 : (int64_t)as_rng_below(&r, (uint64_t)maxL + 1);
         x->offsets[k + 1] = x->offsets[k] + L;
     }
-    x->nidx = x->offsets[T * B];
-    x->indices = malloc(sizeof(int32_t) * (size_t)(x->nidx + 1));
+    CHECK(tsup_shard_data(x, T, B) == 0);
     for (int64_t k = 0; k < T * B; k++) {
         int64_t E = rows[k / B];
         for (int64_t p = x->offsets[k]; p < x->offsets[k + 1]; p++) {
@@ -221,22 +51,14 @@ static void ts_make(tshard *x, int T, int64_t B, const int32_t *dims, const int6
             x->indices[p] = (int32_t)(v < E ? v : E - 1);
         }
     }
-    x->W = malloc(2 * (size_t)(x->nW + 1));
     for (int64_t i = 0; i < x->nW; i++) {   /* random sign, exponent 2^-5 .. 2^2, mantissa */
         uint64_t u = as_rng_next(&r);
         x->W[i] = (uint16_t)((u & 0x83ffu) | ((10 + (u >> 32) % 8) << 10));
     }
-    x->grad = malloc(sizeof(float) * (size_t)(B * x->sumD + 1));
     for (int64_t i = 0; i < B * x->sumD; i++) x->grad[i] = (float)(as_rng_uniform(&r) * 2 - 1);
-    x->s = (as_eb_shard){ .T = T, .B = B, .rows = x->rows, .dims = x->dims, .w_off = x->w_off,
-                          .d_off = x->d_off, .offsets = x->offsets, .indices = x->indices };
 }
 
-static void ts_free(tshard *x)
-{
-    free(x->rows); free(x->dims); free(x->w_off); free(x->d_off);
-    free(x->offsets); free(x->indices); free(x->W); free(x->grad);
-}
+static void ts_free(tshard *x) { tsup_shard_free(x); }
 
 /* bitwise comparison, reporting the first difference */
 static int same_f32(const float *a, const float *b, int64_t n, const char *what)

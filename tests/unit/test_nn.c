@@ -1,6 +1,7 @@
 /* test_nn.c - the CPU layers of lib/nn.h: every gradient against central finite
  * differences, Adam against a hand-computed step, clipping, and the whole cost model's
  * gradient end to end. Dimension letters: N rows, I inputs, O outputs, S sets, C channels. */
+#include "common.h"
 #include "costmodel.h"
 #include "nn.h"
 #include "unit.h"
@@ -12,11 +13,7 @@
 static uint64_t g_st = 12345;
 static float frand(void)   /* uniform in [-1, 1) */
 {
-    uint64_t z = (g_st += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) * 0x1.0p-53 * 2 - 1);
+    return (float)((double)(as_splitmix64(&g_st) >> 11) * 0x1.0p-53 * 2 - 1);
 }
 static void fill(float *x, int n) { for (int i = 0; i < n; i++) x[i] = frand(); }
 

@@ -6,6 +6,7 @@
  * as-convert's refusal of expanded and repeated data tensors (lib/convert.c).
  */
 #include "unit.h"
+#include "common.h"
 #include "torchsave.h"
 #include "pickle.h"
 #include "convert.h"
@@ -232,13 +233,7 @@ static void gzip_file(const char *src, const char *dst)
 }
 
 static uint64_t rng_state = 12345;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return as_splitmix64(&rng_state); }
 
 /* open must fail with a message containing want (NULL: any message) */
 static int open_fails(const char *path, const char *want)

@@ -1,0 +1,98 @@
+/* table.c - the `table` record's writer and reader; see table.h.
+ * Dimension letters: B batch, E rows, D dim. */
+#include "table.h"
+#include "common.h"
+#include "reclimits.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
+                    const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source)
+{
+    int64_t lookups = offsets[batch];
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 10);
+    as_pack_kv_str(pk, "kind", "table");
+    as_pack_kv_i64(pk, "id", id);
+    as_pack_kv_i64(pk, "rows", rows);
+    as_pack_kv_i64(pk, "batch", batch);
+    as_pack_kv_i64(pk, "lookups", lookups);
+    as_pack_kv_f64(pk, "pooling", batch ? (double)lookups / (double)batch : 0.0);
+    as_pack_kv_i64(pk, "dim", dim);
+    as_pack_kv_str(pk, "source", source ? source : "");
+    int64_t oshape = batch + 1, ishape = lookups;
+    if (lookups < INT32_MAX) {
+        /* offsets fit int32: halve their size */
+        int32_t *o32 = as_malloc((size_t)oshape * sizeof *o32);
+        for (int64_t b = 0; b <= batch; b++) o32[b] = (int32_t)offsets[b];
+        as_writer_kv_array(w, "offsets", AS_DT_I32, o32, 1, &oshape);
+        free(o32);
+    } else {
+        as_writer_kv_array(w, "offsets", AS_DT_I64, offsets, 1, &oshape);
+    }
+    as_writer_kv_array(w, "indices", idx_dt, indices, 1, &ishape);
+    as_writer_end_record(w);
+}
+
+/* the first bag b whose offsets decrease (offsets[b+1] < offsets[b]), or -1 */
+#define FIRST_DECREASE(T) do { \
+    const unsigned char *p = (const unsigned char *)a->data; \
+    T prev, v; \
+    memcpy(&prev, p, sizeof(T)); \
+    for (int64_t b = 0; b < B; b++) { \
+        memcpy(&v, p + (size_t)(b + 1) * sizeof(T), sizeof(T)); \
+        if (v < prev) return b; \
+        prev = v; \
+    } \
+} while (0)
+
+static int64_t first_decrease(const as_array *a, int64_t B)
+{
+    if (a->dtype == AS_DT_I32) FIRST_DECREASE(int32_t);
+    else FIRST_DECREASE(int64_t);
+    return -1;
+}
+
+int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_t *batch, int64_t *dim,
+                   as_array *offsets, as_array *indices, char *source, size_t srclen, char *err, size_t errlen)
+{
+    int64_t lookups, bytes;
+    char e2[256];
+    if (as_field_lim(rec, "id", 0, AS_LIM_TABLE_ID, id, e2, sizeof e2)) { snprintf(err, errlen, "table: %s", e2); return -1; }
+    if (as_field_lim(rec, "rows", 1, AS_LIM_ROWS, rows, e2, sizeof e2) ||
+        as_field_i64(rec, "batch", 1, INT64_MAX - 1, batch, e2, sizeof e2) ||
+        as_field_lim(rec, "dim", 1, AS_LIM_DIM, dim, e2, sizeof e2) ||
+        as_field_i64(rec, "lookups", 0, INT64_MAX, &lookups, e2, sizeof e2) ||
+        as_table_bytes(*rows, *dim, 4, &bytes, e2, sizeof e2)) {
+        snprintf(err, errlen, "table %" PRId64 ": %s", *id, e2);
+        return -1;
+    }
+    if (source && as_obj_str(rec, "source", source, srclen)) source[0] = 0;
+    if (as_obj_array(rec, "offsets", offsets, e2, sizeof e2) || as_obj_array(rec, "indices", indices, e2, sizeof e2)) {
+        snprintf(err, errlen, "table %" PRId64 ": %s", *id, e2);
+        return -1;
+    }
+    if ((offsets->dtype != AS_DT_I32 && offsets->dtype != AS_DT_I64) || (indices->dtype != AS_DT_I32 && indices->dtype != AS_DT_I64)) {
+        snprintf(err, errlen, "table %" PRId64 ": offsets and indices must be int32 or int64", *id);
+        return -1;
+    }
+    if (offsets->ndim != 1 || offsets->n != *batch + 1) {
+        snprintf(err, errlen, "table %" PRId64 ": offsets has %" PRId64 " entries, expected batch + 1 = %" PRId64, *id, offsets->n, *batch + 1);
+        return -1;
+    }
+    if (indices->ndim != 1 || indices->n != lookups) {
+        snprintf(err, errlen, "table %" PRId64 ": indices has %" PRId64 " entries but lookups is %" PRId64, *id, indices->n, lookups);
+        return -1;
+    }
+    if (as_table_at(offsets, 0) != 0 || as_table_at(offsets, *batch) != lookups) {
+        snprintf(err, errlen, "table %" PRId64 ": offsets must start at 0 and end at lookups (%" PRId64 ")", *id, lookups);
+        return -1;
+    }
+    int64_t b = first_decrease(offsets, *batch);
+    if (b >= 0) {
+        snprintf(err, errlen, "table %" PRId64 ": offsets decrease at bag %" PRId64, *id, b);
+        return -1;
+    }
+    return 0;
+}
