@@ -151,6 +151,15 @@ typedef struct {
     as_bench_session *sess;         /* measurements (NULL: none) */
 } rl_ctx;
 
+/* a plan's tables grouped by shard (as_plan_group): shard k holds the tables
+ * t->t[order[start[k] .. start[k+1])]; both malloc'd */
+static void group_plan(const as_rl_task *t, const int64_t *assign, int64_t **start, int64_t **order)
+{
+    *start = as_malloc((size_t)(t->K + 2) * sizeof **start);
+    *order = as_malloc((size_t)(t->n ? t->n : 1) * sizeof **order);
+    as_plan_group(*start, *order, assign, t->n, t->K);
+}
+
 /* measure the shards of a plan as as-bench does: shards whose spread stays above the noise
  * threshold are measured again, up to AS_NOISE_RETRIES rounds; costs[K] (0 for an empty
  * shard), noisy[K] (may be NULL) 1 where the spread stayed above it; 0 ok, -1 with err */
@@ -161,18 +170,18 @@ static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, d
     int64_t *ids = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *ids);
     as_noise_job *jobs = as_calloc((size_t)K, sizeof *jobs);
     int64_t *shard = as_malloc((size_t)K * sizeof *shard);
-    int64_t nj = 0, o = 0;
+    int64_t *start, *order, nj = 0;
+    group_plan(t, assign, &start, &order);
     for (int64_t k = 0; k < K; k++) {
         costs[k] = 0;
         if (noisy) noisy[k] = 0;
-        int64_t n = 0;
-        for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) ids[o + n++] = t->t[i]->id;
-        if (!n) continue;
-        jobs[nj].ids = ids + o;
-        jobs[nj].n = n;
+        if (start[k + 1] == start[k]) continue;
+        for (int64_t j = start[k]; j < start[k + 1]; j++) ids[j] = t->t[order[j]]->id;
+        jobs[nj].ids = ids + start[k];
+        jobs[nj].n = start[k + 1] - start[k];
         shard[nj++] = k;
-        o += n;
     }
+    free(start); free(order);
     as_noise_cfg nc = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, NULL };
     pthread_mutex_lock(&x->measure_mu);
     as_noise_measure(x->sess, jobs, nj, &nc, NULL, NULL, NULL);
@@ -226,14 +235,11 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
         if (measure_plan(x, t, assign, out->cost, out->noisy, &out->measured, err, errlen)) { free(assign); return -1; }
         out->meas_balance = balance_of(out->cost, K);
         out->tr.reward = (float)out->meas_balance;
-        out->off = as_malloc((size_t)(K + 1) * sizeof *out->off);
+        int64_t *order;
+        group_plan(t, assign, &out->off, &order);   /* off: start, K + 2 entries */
         out->pos = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *out->pos);
-        int64_t o = 0;
-        for (int64_t k = 0; k < K; k++) {
-            out->off[k] = o;
-            for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) out->pos[o++] = t->t[i] - c->feat;
-        }
-        out->off[K] = o;
+        for (int64_t j = 0; j < out->off[K]; j++) out->pos[j] = t->t[order[j]] - c->feat;
+        free(order);
     }
     free(assign);
     if (e < c->imitate && out->tr.L > 0) {
@@ -659,12 +665,12 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
         rc = as_policy_place(&pp, t->t, t->n, K, t->cap, assign, err, errlen);
         int feasible = !rc;
         for (int64_t i = 0; i < t->n && feasible; i++) feasible = assign[i] >= 0;
+        int64_t *start = NULL, *order = NULL;
         if (feasible) {
-            for (int64_t k = 0; k < K; k++) {
-                int64_t m = 0;
-                for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) fs[m++] = t->t[i];
-                pred[k] = m ? as_costmodel_predict(cm, fs, (int)m) : 0;
-            }
+            group_plan(t, assign, &start, &order);
+            for (int64_t j = 0; j < t->n; j++) { fs[j] = t->t[order[j]]; pos[j] = fs[j] - c->feat; }
+            for (int64_t k = 0; k < K; k++)
+                pred[k] = start[k + 1] > start[k] ? as_costmodel_predict(cm, fs + start[k], (int)(start[k + 1] - start[k])) : 0;
             rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
         }
         if (!rc && feasible) {
@@ -672,16 +678,14 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
             sp += balance_of(pred, K);
             sm += balance_of(costs, K);
             for (int64_t k = 0; k < K; k++) {
-                int64_t m = 0;
-                for (int64_t i = 0; i < t->n; i++) if (assign[i] == k) pos[m++] = t->t[i] - c->feat;
-                if (!m) continue;
+                if (start[k + 1] == start[k]) continue;
                 if (noisy[k]) { o->noisy++; continue; }   /* not training data */
-                buf_push(st, pos, m, costs[k]);
+                buf_push(st, pos + start[k], start[k + 1] - start[k], costs[k]);
                 se += fabs(pred[k] - costs[k]) / costs[k];
                 o->shards++;
             }
         }
-        free(assign); free(pos); free(pred); free(costs); free(noisy); free(fs);
+        free(assign); free(pos); free(pred); free(costs); free(noisy); free(fs); free(start); free(order);
     }
     if (rc) return -1;
     o->mape = o->shards ? se / (double)o->shards : NAN;
