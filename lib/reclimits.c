@@ -279,3 +279,8 @@ int as_check_pairs(int64_t T, int64_t K, char *err, size_t errlen)
     }
     return 0;
 }
+
+int as_parse_table_ids(const char *s, int64_t **ids, size_t *n)
+{
+    return as_parse_i64_list(s, 0, as_limit(AS_LIM_TABLE_ID), ids, n);
+}

@@ -69,6 +69,10 @@ int as_field_f64_list(const msgpack_object *map, const char *key, int n, double 
  * malloc'd (at least one element) */
 int as_field_table_ids(const msgpack_object *map, const char *key, int64_t **ids, int64_t *n,
                        char *err, size_t errlen);
+/* a table-id list from the command line ("3,17,42", "0-63", "0-9,12": as_parse_i64_list),
+ * each id in 0..AS_LIM_TABLE_ID like the ids of records (an id above names no table any
+ * tool reads); *ids malloc'd; 0, or -1 when s is not such a list */
+int as_parse_table_ids(const char *s, int64_t **ids, size_t *n);
 /* a plan's assignment: a msgpack array of exactly n ints, each a shard in 0..K-1 or -1
  * (unplaced); *out malloc'd; *unplaced counts the -1 */
 int as_field_assign(const msgpack_object *map, const char *key, int64_t n, int64_t K, int64_t **out,

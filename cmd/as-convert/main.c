@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "common.h"
 #include "convert.h"
+#include "reclimits.h"
 #include "stream.h"
 #include "synth.h"
 #include "torchsave.h"
@@ -122,7 +123,7 @@ int main(int argc, char **argv)
     if (tables_arg) {
         if (synth) sc.tables = as_cli_i64(&cli, "--tables", tables_arg, 1, 10000000);
         else {
-            if (as_parse_i64_list(tables_arg, 0, INT32_MAX, &sel, &co.nselect))
+            if (as_parse_table_ids(tables_arg, &sel, &co.nselect))
                 as_cli_usage(&cli, "--tables: '%s' is not a list of table ids (e.g. 3,17,42 or 0-9)", tables_arg);
             co.select = sel;
         }

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "costmodel.h"
 #include "eval.h"
+#include "featindex.h"
 #include "featurize.h"
 #include "plan.h"
 #include "stream.h"
@@ -137,12 +138,6 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE };
 
-static int cmp_feat(const void *a, const void *b)
-{
-    int64_t x = ((const as_features *)a)->id, y = ((const as_features *)b)->id;
-    return (x > y) - (x < y);
-}
-
 /* numbers of a costfit-report field: a msgpack array of numbers or an array map */
 static int64_t report_list(const msgpack_object *rec, const char *key, double **out)
 {
@@ -261,8 +256,8 @@ int main(int argc, char **argv)
     char **files = optind < argc ? argv + optind : none;
     int nfiles = optind < argc ? argc - optind : 1;
     as_eval_plan *pl = NULL;
-    int64_t np = 0, capp = 0, nfeat = 0, capf = 0, nscatter = 0;
-    as_features *feat = NULL;
+    int64_t np = 0, capp = 0, nscatter = 0;
+    as_featidx ft = { 0 };
     double *pred = NULL, *meas = NULL;
     /* runs: (file, seed) pairs in order of appearance */
     int64_t (*runs)[2] = NULL, nruns = 0, capr = 0;
@@ -315,10 +310,7 @@ int main(int argc, char **argv)
                 }
                 ntr++;
             } else if (as_rec_is(&rec, "features") && model_path) {
-                if (nfeat == capf) { capf = capf ? 2 * capf : 256; feat = as_realloc(feat, (size_t)capf * sizeof *feat); }
-                if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err))
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                nfeat++;
+                if (as_featidx_read(&ft, &rec, as_reader_name(r), err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
             } else if (as_rec_is(&rec, "model")) {
                 quality_take(&qs_input, &rec, as_reader_name(r));
             } else if (as_rec_is(&rec, "costfit-report") && (quality_take(&qs_input, &rec, as_reader_name(r)), !nscatter)) {
@@ -352,7 +344,7 @@ int main(int argc, char **argv)
     if (want_plans) {
         if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
         if (model_path) {
-            if (nfeat) qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);   /* feat is NULL when there are none */
+            if (as_featidx_build(&ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
             for (int64_t j = 0; j < np; j++) {
                 as_eval_plan *q = &pl[j];
                 const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
@@ -363,9 +355,7 @@ int main(int argc, char **argv)
                     int m = 0;
                     for (int64_t g = start[k]; g < start[k + 1]; g++) {
                         const int64_t i = order[g];
-                        as_features key = { .id = q->tables[i] };
-                        sh[m] = nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL;
-                        if (!sh[m])
+                        if (!(sh[m] = as_featidx_get(&ft, q->tables[i])))
                             as_die(AS_EXIT_DATA, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
                                    q->task, q->alg, q->tables[i]);
                         m++;
@@ -450,7 +440,7 @@ int main(int argc, char **argv)
     for (int64_t j = 0; j < np; j++) as_eval_plan_free(&pl[j]);
     free(pl);
     free(sum);
-    free(feat);
+    as_featidx_free(&ft);
     free(runs);
     free(tr);
     free(pred);

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "common.h"
 #include "costmodel.h"
+#include "featindex.h"
 #include "featurize.h"
 #include "reclimits.h"
 #include "plan.h"
@@ -72,12 +73,6 @@ static const char HELP[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES };
 
-
-static int cmp_feat(const void *a, const void *b)
-{
-    int64_t x = ((const as_features *)a)->id, y = ((const as_features *)b)->id;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -198,8 +193,8 @@ int main(int argc, char **argv)
     char *none[] = { "-" };
     char **files = optind < argc ? argv + optind : none;
     int nfiles = optind < argc ? argc - optind : 1;
-    as_features *feat = NULL;
-    int64_t nfeat = 0, capf = 0, ntask = 0, capt = 0;
+    as_featidx ft = { 0 };
+    int64_t ntask = 0, capt = 0;
     as_ptask *tasks = NULL;
     for (int fi = 0; fi < nfiles; fi++) {
         as_reader *r = as_reader_open(files[fi]);
@@ -209,12 +204,10 @@ int main(int argc, char **argv)
         while ((rc = as_reader_next(r, &rec)) == 1) {
             if (as_rec_is(&rec, "header")) continue;
             if (as_rec_is(&rec, "features")) {
-                if (nfeat == capf) { capf = capf ? 2 * capf : 256; feat = as_realloc(feat, (size_t)capf * sizeof *feat); }
-                if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err)) {
+                if (as_featidx_read(&ft, &rec, as_reader_name(r), err, sizeof err)) {
                     if (w) as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                    as_die(AS_EXIT_DATA, "%s", err);
                 }
-                nfeat++;
             } else if (as_rec_is(&rec, "task")) {
                 as_ptask t;
                 if (as_ptask_read(&rec.obj, &t, err, sizeof err)) {
@@ -236,22 +229,11 @@ int main(int argc, char **argv)
         if (w) as_writer_abort(w);
         as_die(AS_EXIT_DATA, "no %stask records in the input (make them with as-features --tasks)", split ? "matching " : "");
     }
-    /* features by id; the same table twice must agree (qsort and bsearch need a non-NULL base) */
-    if (!feat) feat = as_malloc(sizeof *feat);
-    qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);
-    int64_t u = 0;
-    for (int64_t i = 0; i < nfeat; i++) {
-        if (u && feat[u - 1].id == feat[i].id) {
-            const as_features *a = &feat[u - 1], *b = &feat[i];
-            if (a->dim != b->dim || a->rows != b->rows || a->pooling != b->pooling || a->bytes_fp16 != b->bytes_fp16) {
-                if (w) as_writer_abort(w);
-                as_die(AS_EXIT_DATA, "table %" PRId64 " has two different features records", a->id);
-            }
-            continue;
-        }
-        feat[u++] = feat[i];
+    /* features by id; the same table twice must agree (lib/featindex.h) */
+    if (as_featidx_build(&ft, err, sizeof err)) {
+        if (w) as_writer_abort(w);
+        as_die(AS_EXIT_DATA, "%s", err);
     }
-    nfeat = u;
 
     as_progress p;
     as_progress_start(&p, &cli, "plans", (double)ntask * nalg);
@@ -261,9 +243,7 @@ int main(int argc, char **argv)
         as_ptask *t = &tasks[ti];
         const as_features **tf_ = as_malloc((size_t)t->ntables * sizeof *tf_);
         for (int64_t i = 0; i < t->ntables; i++) {
-            as_features key = { .id = t->tables[i] };
-            tf_[i] = (nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL);
-            if (!tf_[i]) {
+            if (!(tf_[i] = as_featidx_get(&ft, t->tables[i]))) {
                 if (w) as_writer_abort(w);
                 as_die(AS_EXIT_DATA, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id, t->tables[i]);
             }
@@ -315,7 +295,7 @@ int main(int argc, char **argv)
     as_debug("%" PRId64 " plans in %.3f ms of planning", nplans, tplan);
     for (int64_t ti = 0; ti < ntask; ti++) as_ptask_free(&tasks[ti]);
     free(tasks);
-    free(feat);
+    as_featidx_free(&ft);
     if (cm) as_costmodel_free(cm);
     as_policy_free(pol);
     as_costmodel_free(pcm);

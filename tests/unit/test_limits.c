@@ -479,3 +479,28 @@ TEST(limits_policy_dims_checked_before_allocating)
 {
     CHECK_EQ_I64(in_small_child(huge_policy), 0);
 }
+
+TEST(limits_table_id_lists)
+{
+    /* the command line's table-id lists: as_parse_i64_list's syntax, ids within the limit
+       of the ids of records */
+    int64_t *v;
+    size_t n;
+    CHECK_EQ_I64(as_parse_table_ids("3,0-2,9", &v, &n), 0);
+    CHECK_EQ_I64(n, 5);
+    CHECK(v[0] == 3 && v[1] == 0 && v[3] == 2 && v[4] == 9);
+    free(v);
+    CHECK_EQ_I64(as_parse_table_ids("1048575", &v, &n), 0);
+    free(v);
+    CHECK_EQ_I64(as_parse_table_ids("1048576", &v, &n), -1);
+    CHECK_EQ_I64(as_parse_table_ids("0-1048576", &v, &n), -1);
+    CHECK_EQ_I64(as_parse_table_ids("-1", &v, &n), -1);
+    CHECK_EQ_I64(as_parse_table_ids("1,,2", &v, &n), -1);
+    CHECK_EQ_I64(as_parse_table_ids("", &v, &n), -1);
+    setenv("AS_MAX_TABLE_ID", "2000000", 1);
+    as_limit_reset();
+    CHECK_EQ_I64(as_parse_table_ids("1048576", &v, &n), 0);
+    free(v);
+    unsetenv("AS_MAX_TABLE_ID");
+    as_limit_reset();
+}

@@ -1,0 +1,196 @@
+/* costpredict.c - cost-model predictions added to a stream; see costpredict.h.
+ * Dimension letters: K shards, T tables. */
+#include "costpredict.h"
+#include "common.h"
+#include "plan.h"
+#include "reclimits.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void keep_raw(as_costpred *p, const as_record *r, int file)
+{
+    if (p->len + r->rawlen > p->cap) {
+        p->cap = (p->len + r->rawlen) * 2 + 4096;
+        p->buf = as_realloc(p->buf, p->cap);
+    }
+    if (p->n + 1 >= p->ncap) {
+        p->ncap = p->ncap ? 2 * p->ncap : 1024;
+        p->off = as_realloc(p->off, (size_t)(p->ncap + 1) * sizeof *p->off);
+        p->rec = as_realloc(p->rec, (size_t)p->ncap * sizeof *p->rec);
+        p->file = as_realloc(p->file, (size_t)p->ncap * sizeof *p->file);
+    }
+    if (p->n == 0) p->off[0] = 0;
+    memcpy(p->buf + p->len, r->raw, r->rawlen);
+    p->len += r->rawlen;
+    p->rec[p->n] = r->index;
+    p->file[p->n] = file;
+    p->off[++p->n] = p->len;
+}
+
+int as_costpred_read(as_costpred *p, as_reader *r, char *err, size_t errlen)
+{
+    as_record rec;
+    int rc;
+    while ((rc = as_reader_next(r, &rec)) == 1) {
+        if (as_rec_is(&rec, "header")) continue;
+        if (as_rec_is(&rec, "features") && as_featidx_read(&p->ft, &rec, as_reader_name(r), err, errlen)) return -1;
+        keep_raw(p, &rec, p->nnames);   /* inputs are numbered in reading order */
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", as_reader_error(r));
+        return -1;
+    }
+    p->names = as_realloc(p->names, (size_t)(p->nnames + 1) * sizeof *p->names);
+    p->names[p->nnames++] = as_strdup(as_reader_name(r));
+    return 0;
+}
+
+/* the features of ids[0..n), malloc'd; NULL with err naming the record when one is missing */
+static const as_features **lookup(const as_featidx *ft, const int64_t *ids, int64_t n, const char *name, uint64_t rec,
+                                  char *err, size_t errlen)
+{
+    const as_features **f = as_malloc((size_t)(n + 1) * sizeof *f);
+    for (int64_t i = 0; i < n; i++) {
+        if (!(f[i] = as_featidx_get(ft, ids[i]))) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 " has no `features` record", name, rec, ids[i]);
+            free(f);
+            return NULL;
+        }
+    }
+    return f;
+}
+
+/* the map entries of o except the keys skip[0..nskip): packed when pk is not NULL; counted */
+static int copy_except(msgpack_packer *pk, const msgpack_object *o, const char *const *skip, int nskip)
+{
+    int kept = 0;
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        int drop = 0;
+        for (int s = 0; s < nskip; s++) drop |= as_obj_streq(&kv->key, skip[s]);
+        if (drop) continue;
+        if (pk) {
+            msgpack_pack_object(pk, kv->key);
+            msgpack_pack_object(pk, kv->val);
+        }
+        kept++;
+    }
+    return kept;
+}
+
+/* a shard or cost record o with its tables ids[0..n): o and pred_ms */
+static int write_shard(as_writer *w, const as_costmodel *m, const as_featidx *ft, const msgpack_object *o,
+                       const int64_t *ids, int64_t n, const char *name, uint64_t rec, double *model_s, char *err,
+                       size_t errlen)
+{
+    const as_features **f = lookup(ft, ids, n, name, rec, err, errlen);
+    if (!f) return -1;
+    msgpack_packer *pk = as_writer_pk(w);
+    static const char *const skip[] = { "pred_ms" };
+    msgpack_pack_map(pk, (size_t)copy_except(NULL, o, skip, 1) + 1);
+    copy_except(pk, o, skip, 1);
+    double t1 = as_now();
+    double y = as_costmodel_predict(m, (const as_features *const *)f, (int)n);
+    *model_s += as_now() - t1;
+    as_pack_kv_f64(pk, "pred_ms", y);
+    free(f);
+    return 0;
+}
+
+/* a plan record o: o, pred_ms per shard and pred_max_ms. An infeasible plan (assign -1, as-plan
+ * writes them) is predicted too: each shard from the tables placed on it; the plan's maximum
+ * is nil, as it has no cost */
+static int write_plan(as_writer *w, const as_costmodel *m, const as_featidx *ft, const msgpack_object *o,
+                      const as_planrec *pr, const char *name, uint64_t rec, double *model_s, char *err, size_t errlen)
+{
+    const int64_t K = pr->shards;
+    int64_t *start = as_malloc((size_t)(K + 1) * sizeof *start), *order = as_malloc((size_t)(pr->n + 1) * sizeof *order);
+    as_planrec_group(pr, start, order);
+    int64_t *placed = as_malloc((size_t)(pr->n + 1) * sizeof *placed);
+    for (int64_t q = 0; q < start[K]; q++) placed[q] = pr->tables[order[q]];
+    const as_features **g = lookup(ft, placed, start[K], name, rec, err, errlen);
+    int rc = -1;
+    if (g) {
+        msgpack_packer *pk = as_writer_pk(w);
+        static const char *const skip[] = { "pred_ms", "pred_max_ms" };
+        msgpack_pack_map(pk, (size_t)copy_except(NULL, o, skip, 2) + 2);
+        copy_except(pk, o, skip, 2);
+        as_pack_str(pk, "pred_ms");
+        msgpack_pack_array(pk, (size_t)K);
+        double mx = 0, t1 = as_now();
+        for (int64_t k = 0; k < K; k++) {
+            double y = as_costmodel_predict(m, (const as_features *const *)(g + start[k]), (int)(start[k + 1] - start[k]));
+            if (y > mx) mx = y;
+            msgpack_pack_double(pk, y);
+        }
+        *model_s += as_now() - t1;
+        as_pack_str(pk, "pred_max_ms");
+        if (pr->unplaced) msgpack_pack_nil(pk);
+        else msgpack_pack_double(pk, mx);
+        rc = 0;
+    }
+    free(start);
+    free(order);
+    free(placed);
+    free(g);
+    return rc;
+}
+
+int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_costpred_stats *st, char *err,
+                      size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    int rc = 0;
+    for (int64_t i = 0; i < p->n && !rc; i++) {
+        const char *raw = p->buf + p->off[i];
+        size_t len = p->off[i + 1] - p->off[i], used = 0;
+        if (msgpack_unpack_next(&up, raw, len, &used) != MSGPACK_UNPACK_SUCCESS) {
+            snprintf(err, errlen, "internal: re-parse failed");
+            rc = -1;
+            break;
+        }
+        const msgpack_object *o = &up.data;
+        const msgpack_object *kind = as_obj_get(o, "kind");
+        const char *name = p->names[p->file[i]];
+        int is_shard = as_obj_streq(kind, "shard"), is_cost = as_obj_streq(kind, "cost"), is_plan = as_obj_streq(kind, "plan");
+        if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, raw, len); continue; }
+        /* every field range-checked by the shared readers (lib/reclimits.h, lib/plan.h) */
+        int64_t *ids = NULL, n = 0;
+        as_planrec pr;
+        char e2[768];
+        if (is_plan ? as_planrec_read(o, &pr, e2, sizeof e2) : as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], is_plan ? "" : is_shard ? "shard: " : "cost: ", e2);
+            rc = -1;
+            break;
+        }
+        if (is_plan) {
+            rc = write_plan(w, m, &p->ft, o, &pr, name, p->rec[i], &st->model_s, err, errlen);
+            as_planrec_free(&pr);
+            st->plans += !rc;
+        } else {
+            rc = write_shard(w, m, &p->ft, o, ids, n, name, p->rec[i], &st->model_s, err, errlen);
+            free(ids);
+            if (!rc) { if (is_shard) st->shards++; else st->costs++; }
+        }
+        if (!rc) as_writer_end_record(w);
+    }
+    msgpack_unpacked_destroy(&up);
+    return rc;
+}
+
+void as_costpred_free(as_costpred *p)
+{
+    as_featidx_free(&p->ft);
+    free(p->buf);
+    free(p->off);
+    free(p->rec);
+    free(p->file);
+    for (int i = 0; i < p->nnames; i++) free(p->names[i]);
+    free(p->names);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,47 @@
+/* featindex.h - `features` records by table id: the one index through which every tool
+ * joins table ids (of costs, shards, tasks, plans) to their features. Dimension letters:
+ * T tables.
+ *
+ * Use: as_featidx_add every `features` record as it is read, as_featidx_build once, then
+ * as_featidx_find / as_featidx_get (binary search). After the build, f[0..n) holds the
+ * distinct tables in ascending id order.
+ *
+ * Duplicates: one table id may come in several records (a features stream given twice,
+ * the features of one pool computed again). They must describe the same table: every
+ * number the record carries (dim, rows, pooling, size, the 17 bins, batch, lookups,
+ * distinct, max_bag, the 17 lookup bins, bytes_fp16, bytes_fp32) equal to the bit; only
+ * `source`, the name of the pool file, may differ. The first such record in input order is
+ * kept. Two records of one id that differ in any number are an error: features of two
+ * pools mixed. (This is the rule of every tool; before it, as-costfit compared the 21 model
+ * features, as-plan dim, rows, pooling and bytes_fp16, and as-eval nothing.)
+ */
+#ifndef AS_FEATINDEX_H
+#define AS_FEATINDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "featurize.h"
+
+typedef struct {
+    as_features *f;   /* records as added; after as_featidx_build the distinct ones by id */
+    int64_t n, cap;   /* n: records added; after the build, distinct tables */
+} as_featidx;
+
+/* append a copy of one record (before the build) */
+void as_featidx_add(as_featidx *x, const as_features *f);
+/* parse the `features` record rec of the input `name` (as_features_read) and add it; 0, or
+ * -1 with err ("NAME: record N: features of table 3: 'rows' = 0 is outside ...") */
+int as_featidx_read(as_featidx *x, const as_record *rec, const char *name, char *err, size_t errlen);
+/* sort by id, drop duplicates under the rule above; 0, or -1 with err ("table 7 has two
+ * different `features` records (features of two pools mixed?)"). Call once. */
+int as_featidx_build(as_featidx *x, char *err, size_t errlen);
+/* position of table id in f[0..n) after the build, or -1 */
+int64_t as_featidx_find(const as_featidx *x, int64_t id);
+/* its features, or NULL */
+const as_features *as_featidx_get(const as_featidx *x, int64_t id);
+/* 1 when a and b describe the same table under the rule above (ids not compared) */
+int as_features_same(const as_features *a, const as_features *b);
+void as_featidx_free(as_featidx *x);
+
+#endif
