@@ -627,12 +627,36 @@ typedef struct {
     int64_t round, plans, shards;        /* measured this round (shards: those kept) */
     int64_t noisy;                       /* shards left out: their spread stayed above the
                                             noise threshold */
+    double scale;                        /* median measured / predicted cost of those shards
+                                            (1 when none): the drift their costs are divided by */
     double mape;                         /* the model's mean |pred - meas| / meas on those
-                                            shards, before it trains on them (held out) */
+                                            shards after that division, before it trains on
+                                            them (held out) */
     double pred_balance, meas_balance;   /* the measured plans' mean predicted and measured balance */
     double loss;                         /* mean cost-model loss of the round's steps */
     double seconds;
 } refine_out;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the median of cost[i] / pred[i] over the entries with both above 0; 1 when there is none */
+static double refine_scale(const double *cost, const double *pred, int64_t n)
+{
+    double *r = as_malloc((size_t)(n ? n : 1) * sizeof *r);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) if (cost[i] > 0 && pred[i] > 0) r[m++] = cost[i] / pred[i];
+    double med = 1;
+    if (m) {
+        qsort(r, (size_t)m, sizeof *r, cmp_double);
+        med = m % 2 ? r[m / 2] : 0.5 * (r[m / 2 - 1] + r[m / 2]);
+    }
+    free(r);
+    return med;
+}
 
 /* round r (1, 2, ...): the plans of training tasks (r-1)n .. rn-1 (mod the number of tasks)
  * as as-plan makes them (as_policy_place: the best of the automatic number of candidates by
@@ -649,8 +673,11 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     int64_t n = c->refine_tasks < x->ntasks ? c->refine_tasks : x->ntasks;
     as_plan_model pm;
     as_rl_plan_model(&pm, cm);
-    double sp = 0, sm = 0, se = 0;
+    double sp = 0, sm = 0;
     int rc = 0;
+    /* the round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted rpred[i] */
+    int64_t nr = 0, capr = 0, npos = 0, cappos = 0, *roff = NULL, *rpos = NULL;
+    double *rcost = NULL, *rpred = NULL;
     for (int64_t j = 0; j < n && !rc; j++) {
         const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
         int64_t K = t->K;
@@ -680,15 +707,42 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
             for (int64_t k = 0; k < K; k++) {
                 if (start[k + 1] == start[k]) continue;
                 if (noisy[k]) { o->noisy++; continue; }   /* not training data */
-                buf_push(st, pos + start[k], start[k + 1] - start[k], costs[k]);
-                se += fabs(pred[k] - costs[k]) / costs[k];
-                o->shards++;
+                int64_t m = start[k + 1] - start[k];
+                if (nr + 1 >= capr) {
+                    capr = capr ? 2 * capr : 256;
+                    roff = as_realloc(roff, (size_t)capr * sizeof *roff);
+                    rcost = as_realloc(rcost, (size_t)capr * sizeof *rcost);
+                    rpred = as_realloc(rpred, (size_t)capr * sizeof *rpred);
+                }
+                while (npos + m > cappos) { cappos = cappos ? 2 * cappos : 1024; rpos = as_realloc(rpos, (size_t)cappos * sizeof *rpos); }
+                roff[nr] = npos;
+                memcpy(rpos + npos, pos + start[k], (size_t)m * sizeof *rpos);
+                npos += m;
+                rcost[nr] = costs[k];
+                rpred[nr++] = pred[k];
             }
         }
         free(assign); free(pos); free(pred); free(costs); free(noisy); free(fs); free(start); free(order);
     }
+    if (!rc) {
+        /* drift: the machine's speed changes over minutes (other tenants, clocks), so these
+         * costs may sit on another scale than the buffer's older ones. Only relative costs
+         * decide a plan's balance, so the round's costs are divided by their median ratio
+         * to the model's predictions before they join the buffer: the model keeps its scale
+         * and learns where it is wrong relative to the other shards */
+        o->scale = refine_scale(rcost, rpred, nr);
+        double se = 0;
+        if (nr) roff[nr] = npos;
+        for (int64_t i = 0; i < nr; i++) {
+            double v = rcost[i] / o->scale;
+            buf_push(st, rpos + roff[i], roff[i + 1] - roff[i], v);
+            se += fabs(rpred[i] - v) / v;
+        }
+        o->shards = nr;
+        o->mape = nr ? se / (double)nr : NAN;
+    }
+    free(roff); free(rpos); free(rcost); free(rpred);
     if (rc) return -1;
-    o->mape = o->shards ? se / (double)o->shards : NAN;
     o->pred_balance = o->plans ? sp / (double)o->plans : NAN;
     o->meas_balance = o->plans ? sm / (double)o->plans : NAN;
     /* streams 2^40 + r: apart from the per-update streams of bench rewards */
@@ -706,7 +760,7 @@ static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, cons
     const as_policy_info *in = as_policy_cmeta(p);
     msgpack_packer *pk = as_writer_pk(c->log);
     int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel) +
-             (rf ? 5 + !isnan(rf->mape) + !isnan(rf->pred_balance) + !isnan(rf->meas_balance) + !isnan(rf->loss) : 0);
+             (rf ? 6 + !isnan(rf->mape) + !isnan(rf->pred_balance) + !isnan(rf->meas_balance) + !isnan(rf->loss) : 0);
     msgpack_pack_map(pk, (size_t)nf);
     as_pack_kv_str(pk, "kind", "train");
     as_pack_kv_i64(pk, "episode", in->episodes);
@@ -733,6 +787,7 @@ static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, cons
         as_pack_kv_i64(pk, "refine_plans", rf->plans);
         as_pack_kv_i64(pk, "refine_shards", rf->shards);
         as_pack_kv_i64(pk, "refine_noisy", rf->noisy);
+        as_pack_kv_f64(pk, "refine_scale", rf->scale);
         as_pack_kv_f64(pk, "refine_s", rf->seconds);
         if (!isnan(rf->mape)) as_pack_kv_f64(pk, "refine_mape", rf->mape);
         if (!isnan(rf->pred_balance)) as_pack_kv_f64(pk, "refine_pred_balance", rf->pred_balance);
@@ -904,9 +959,10 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             if (refine_round(&x, p, cm, st, in->episodes / c->refine_every, cg, &rf, &in->evals, err, errlen)) { rc = -1; break; }
             refined = 1;
             as_info("refinement %" PRId64 " at episode %" PRId64 ": %" PRId64 " shards of %" PRId64 " plans measured "
-                    "in %.1f s (%" PRId64 " left out as noisy); the model's error on them %.1f %% (MAPE, before "
-                    "training on them); their balance predicted %.3f, measured %.3f; %d cost-model steps, loss %.4g",
-                    rf.round, in->episodes, rf.shards + rf.noisy, rf.plans, rf.seconds, rf.noisy, 100 * rf.mape,
+                    "in %.1f s (%" PRId64 " left out as noisy); measured / predicted %.3f (median: the drift taken out); "
+                    "the model's error on them %.1f %% (MAPE, before training on them); their balance predicted %.3f, "
+                    "measured %.3f; %d cost-model steps, loss %.4g",
+                    rf.round, in->episodes, rf.shards + rf.noisy, rf.plans, rf.seconds, rf.noisy, rf.scale, 100 * rf.mape,
                     rf.pred_balance, rf.meas_balance, c->refine_steps, rf.loss);
         }
         if (threaded) {

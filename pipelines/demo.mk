@@ -8,7 +8,8 @@
 #   costs     as-bench --sample --singles        the cost dataset (GNU parallel over GPUs)
 #   model     as-costfit                         the neural cost model (+ held-out report)
 #   policy    as-rl                              the learned policy (rewards from the cost
-#                                                model; measured evaluations on the way)
+#                                                model, which measured refinement rounds
+#                                                correct on the policy's own plans)
 #   plans     as-plan --alg all --split test     every algorithm, autoshard included, on the
 #                                                test tasks
 #   measured  as-bench on the plans              real per-shard costs of every plan
@@ -33,6 +34,11 @@ MAXT   ?= 10
 EPISODES ?= 3000
 EVAL_EVERY ?= 1000
 EVAL_TASKS ?= 4
+# measured refinement: every REFINE_EVERY episodes the greedy plans of REFINE_TASKS training
+# tasks are measured and the cost model (which starts from the cost dataset) trains on them;
+# REFINE_EVERY=0 turns it off
+REFINE_EVERY ?= 750
+REFINE_TASKS ?= 16
 RL_OPTS ?=
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
@@ -70,11 +76,12 @@ $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
 	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
 
-$(D)/policy.ast: $(D)/ft.ast $(D)/model.ast $(D)/pool.ast $(BIN)/as-rl
-	@echo "== policy: $(EPISODES) episodes on the training tasks (rewards from the cost model)"
-	$(BIN)/as-rl --model $(D)/model.ast --episodes $(EPISODES) --seed $(SEED) $(RL_OPTS) $(PROGRESS) \
+$(D)/policy.ast: $(D)/ft.ast $(D)/costs.ast $(D)/model.ast $(D)/pool.ast $(BIN)/as-rl
+	@echo "== policy: $(EPISODES) episodes on the training tasks (rewards from the cost model, refined every $(REFINE_EVERY) episodes)"
+	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-rl --model $(D)/model.ast --episodes $(EPISODES) --seed $(SEED) \
+	  --refine-every $(REFINE_EVERY) --refine-tasks $(REFINE_TASKS) $(RL_OPTS) $(PROGRESS) \
 	  --eval-every $(EVAL_EVERY) --eval-tasks $(EVAL_TASKS) --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) \
-	  --log $(D)/train.ast $(D)/ft.ast -o $@
+	  --log $(D)/train.ast -o $@
 
 $(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-plan
 	@echo "== plans: every algorithm on the test tasks"

@@ -10,6 +10,7 @@
 #include "policy.h"
 #include "reclimits.h"
 #include "rl.h"
+#include "rlinput.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -108,12 +109,6 @@ enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
-
-static int cmp_feat(const void *a, const void *b)
-{
-    int64_t x = ((const as_features *)a)->id, y = ((const as_features *)b)->id;
-    return (x > y) - (x < y);
-}
 
 /* copy the train records of an existing log up to `episodes` into w */
 static void continue_log(const char *path, as_writer *w, int64_t episodes)
@@ -277,129 +272,33 @@ int main(int argc, char **argv)
     }
     if (!c.episodes && c.minutes <= 0) c.episodes = 2000;
 
-    /* read features and tasks */
-    char *none[] = { "-" };
-    char **files = optind < argc ? argv + optind : none;
-    int nfiles = optind < argc ? argc - optind : 1;
-    as_features *feat = NULL;
-    int64_t nfeat = 0, capf = 0, ntask = 0, capt = 0;
-    as_ptask *tasks = NULL;
-    /* cost records: measured shards the cost model's buffer starts with */
-    int64_t ncost = 0, capc = 0, nid = 0, capid = 0, nskipped = 0;
-    int64_t *coff = NULL, *cids = NULL;
-    double *ccost = NULL;
-    for (int fi = 0; fi < nfiles; fi++) {
-        as_reader *r = as_reader_open(files[fi]);
-        if (!r) exit(AS_EXIT_DATA);
-        as_record rec;
-        int rc;
-        while ((rc = as_reader_next(r, &rec)) == 1) {
-            if (as_rec_is(&rec, "features")) {
-                if (nfeat == capf) { capf = capf ? 2 * capf : 256; feat = as_realloc(feat, (size_t)capf * sizeof *feat); }
-                if (as_features_read(&rec.obj, &feat[nfeat], err, sizeof err))
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                nfeat++;
-            } else if (as_rec_is(&rec, "task")) {
-                as_ptask t;
-                if (as_ptask_read(&rec.obj, &t, err, sizeof err))
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                if (!strcmp(t.split, "test")) { as_ptask_free(&t); continue; }
-                if (ntask == capt) { capt = capt ? 2 * capt : 64; tasks = as_realloc(tasks, (size_t)capt * sizeof *tasks); }
-                tasks[ntask++] = t;
-            } else if (as_rec_is(&rec, "cost")) {
-                const msgpack_object *e = as_obj_get(&rec.obj, "error"), *cv = as_obj_get(&rec.obj, "cost_ms");
-                if ((e && e->type != MSGPACK_OBJECT_NIL) || !cv || cv->type == MSGPACK_OBJECT_NIL) { nskipped++; continue; }
-                double v;
-                int64_t *ids, n;
-                if (as_field_f64(&rec.obj, "cost_ms", -INFINITY, INFINITY, &v, err, sizeof err) ||
-                    as_field_table_ids(&rec.obj, "tables", &ids, &n, err, sizeof err))
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec.index, err);
-                if (!(v > 0)) as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": cost: 'cost_ms' = %g is not a positive cost",
-                                     as_reader_name(r), rec.index, v);
-                if (!n) { free(ids); nskipped++; continue; }
-                if (ncost + 1 >= capc) { capc = capc ? 2 * capc : 1024; coff = as_realloc(coff, (size_t)capc * sizeof *coff); ccost = as_realloc(ccost, (size_t)capc * sizeof *ccost); }
-                while (nid + n > capid) { capid = capid ? 2 * capid : 4096; cids = as_realloc(cids, (size_t)capid * sizeof *cids); }
-                coff[ncost] = nid;
-                memcpy(cids + nid, ids, (size_t)n * sizeof *ids);
-                nid += n;
-                ccost[ncost++] = v;
-                coff[ncost] = nid;
-                free(ids);
-            }
-        }
-        if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
-        as_reader_close(r);
-    }
-    if (!ntask) as_die(AS_EXIT_DATA, "no training task records in the input (make them with as-features --tasks)");
-    if (nfeat) qsort(feat, (size_t)nfeat, sizeof *feat, cmp_feat);   /* feat is NULL when there are none */
-    int64_t u = 0;
-    for (int64_t i = 0; i < nfeat; i++) {
-        if (u && feat[u - 1].id == feat[i].id) continue;
-        feat[u++] = feat[i];
-    }
-    nfeat = u;
-    as_rl_task *rt = as_calloc((size_t)ntask, sizeof *rt);
-    for (int64_t ti = 0; ti < ntask; ti++) {
-        as_ptask *t = &tasks[ti];
-        rt[ti].id = t->id;
-        rt[ti].n = t->ntables;
-        rt[ti].K = t->shards;
-        rt[ti].cap = t->mem_cap;
-        rt[ti].t = as_malloc((size_t)(t->ntables ? t->ntables : 1) * sizeof *rt[ti].t);
-        for (int64_t i = 0; i < t->ntables; i++) {
-            as_features key = { .id = t->tables[i] };
-            rt[ti].t[i] = (nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL);
-            if (!rt[ti].t[i])
-                as_die(AS_EXIT_DATA, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id, t->tables[i]);
-        }
-    }
-    c.feat = feat;
-    c.nfeat = nfeat;
-    /* the cost records' table ids as positions in feat; a shard with a table that has no
-       features record cannot train the model */
-    int64_t nseed = 0, npos = 0, nnofeat = 0;
-    for (int64_t j = 0; j < ncost; j++) {
-        int64_t o = npos, ok = 1;
-        for (int64_t i = coff[j]; i < coff[j + 1] && ok; i++) {
-            as_features key = { .id = cids[i] };
-            const as_features *f = nfeat ? bsearch(&key, feat, (size_t)nfeat, sizeof *feat, cmp_feat) : NULL;
-            if (!f) ok = 0;
-            else cids[npos++] = f - feat;   /* positions overwrite ids in place: npos <= i */
-        }
-        if (!ok) { npos = o; nnofeat++; continue; }
-        coff[nseed] = o;
-        ccost[nseed++] = ccost[j];
-    }
-    if (ncost) coff[nseed] = npos;
-    if (nskipped) as_info("skipped %" PRId64 " cost record(s) with an error, no cost_ms or no tables", nskipped);
-    if (nnofeat) as_info("skipped %" PRId64 " cost record(s) with a table that has no features record", nnofeat);
-    if (nseed && !c.bench && !c.refine_every)
+    /* features, training tasks and cost records */
+    as_rl_input inp;
+    if (as_rl_input_read(&inp, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    if (inp.cost_skipped) as_info("skipped %" PRId64 " cost record(s) with an error, no cost_ms or no tables", inp.cost_skipped);
+    if (inp.cost_nofeat) as_info("skipped %" PRId64 " cost record(s) with a table that has no features record", inp.cost_nofeat);
+    if (inp.nseed && !c.bench && !c.refine_every)
         as_info("the %" PRId64 " cost records of the input are not used (the cost model trains only with --reward bench "
-                "or --refine-every)", nseed);
-    if (nseed > c.buffer)
-        as_info("--buffer %" PRId64 " keeps only the last %" PRId64 " of the %" PRId64 " cost records", c.buffer, c.buffer, nseed);
-    c.nseed = nseed;
-    c.seed_off = coff;
-    c.seed_pos = cids;
-    c.seed_cost = ccost;
-    if (resume && nseed) as_info("--resume: the checkpoint's buffer of measured shards is used, not the input's cost records");
+                "or --refine-every)", inp.nseed);
+    if (inp.nseed > c.buffer)
+        as_info("--buffer %" PRId64 " keeps only the last %" PRId64 " of the %" PRId64 " cost records", c.buffer, c.buffer, inp.nseed);
+    if (resume && inp.nseed) as_info("--resume: the checkpoint's buffer of measured shards is used, not the input's cost records");
+    c.feat = inp.fx.f;
+    c.nfeat = inp.fx.n;
+    c.nseed = inp.nseed;
+    c.seed_off = inp.seed_off;
+    c.seed_pos = inp.seed_pos;
+    c.seed_cost = inp.seed_cost;
 
-    /* table data for measurements */
+    /* table data for measurements: every training task's with bench rewards or refinement,
+       else the evaluated ones' */
     as_bpool pool;
     memset(&pool, 0, sizeof pool);
     if (tables) {
-        int64_t maxid = 0;
-        for (int64_t i = 0; i < nfeat; i++) if (feat[i].id > maxid) maxid = feat[i].id;
-        uint8_t *want = as_calloc((size_t)maxid + 1, 1);
-        int64_t nwant = 0;
-        for (int64_t ti = 0; ti < ntask; ti++)
-            if (c.bench || c.refine_every || ti < c.eval_tasks)
-                for (int64_t i = 0; i < rt[ti].n; i++) if (!want[rt[ti].t[i]->id]) { want[rt[ti].t[i]->id] = 1; nwant++; }
-        as_info("loading %" PRId64 " tables from %s", nwant, tables);
-        if (as_bpool_load(&pool, tables, want, maxid + 1, 0, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        for (int64_t id = 0; id <= maxid; id++)
-            if (want[id] && !as_bpool_get(&pool, id)) as_die(AS_EXIT_DATA, "%s: no table record for table %" PRId64, tables, id);
-        free(want);
+        int64_t nloaded;
+        if (as_rl_input_load_pool(&inp, c.bench || c.refine_every, c.eval_tasks, tables, &pool, &nloaded, err, sizeof err))
+            as_die(AS_EXIT_DATA, "%s", err);
+        as_info("loaded %" PRId64 " tables from %s", nloaded, tables);
         c.bcfg = &bc;
         c.pool = &pool;
     }
@@ -421,11 +320,11 @@ int main(int argc, char **argv)
     as_nn_set_threads(1);
 
     as_info("training on %" PRId64 " tasks (%" PRId64 " tables onto %" PRId64 " shards in the first), reward %s, %s, "
-            "%d actor%s, seed %" PRIu64, ntask, rt[0].n, rt[0].K, c.bench ? "bench (measured)" : "model (predicted)",
+            "%d actor%s, seed %" PRIu64, inp.ntasks, inp.tasks[0].n, inp.tasks[0].K, c.bench ? "bench (measured)" : "model (predicted)",
             c.episodes > 0 ? "episodes" : "minutes", c.actors, c.actors == 1 ? "" : "s", c.seed);
     int64_t e0 = as_policy_cmeta(pol)->episodes;
     double t0 = as_now();
-    int rc = as_rl_train(pol, cm, rt, ntask, &c, st, err, sizeof err);
+    int rc = as_rl_train(pol, cm, inp.tasks, inp.ntasks, &c, st, err, sizeof err);
     if (rc < 0) {
         if (lw) as_writer_abort(lw);
         as_die(AS_EXIT_DATA, "%s", err);
@@ -443,8 +342,7 @@ int main(int argc, char **argv)
                 " training tasks, the best of the selection points)", in->selected_episode, in->selected_balance,
                 in->select_tasks);
     if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c.ckpt ? c.ckpt : "(no checkpoint)");
-    for (int64_t ti = 0; ti < ntask; ti++) { free(rt[ti].t); as_ptask_free(&tasks[ti]); }
-    free(rt); free(tasks); free(feat); free(coff); free(cids); free(ccost);
+    as_rl_input_free(&inp);
     if (tables) as_bpool_free(&pool);
     as_policy_free(pol);
     as_costmodel_free(cm);
