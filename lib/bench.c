@@ -323,7 +323,7 @@ static void *grow(void *buf, size_t *cap, size_t need, size_t elt, int64_t *grow
     *cap = n;
     (*grows)++;
     void *p = NULL;
-    if (posix_memalign(&p, 64, (n * elt + 63) & ~(size_t)63)) as_die(AS_EXIT_ENV, "out of memory (%zu bytes)", n * elt);
+    if (posix_memalign(&p, 64, (n * elt + 63) & ~(size_t)63)) as_oom("%zu bytes", n * elt);
     return p;
 }
 

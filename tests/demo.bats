@@ -4,7 +4,7 @@ load test_helper/common
 
 @test "main job: convert -> features/tasks -> costs -> model -> plans -> measured -> report" {
     args=(BIN="$BIN" OUT="$T/out" PRESET=tiny TASKS=12 TEST_TASKS=2 TASK_TABLES=20 NCOST=25 MAXT=3
-          DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
+          DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 REFINE_EVERY=16 REFINE_TASKS=2 BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
     run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}"
     assert_success
     d="$T/out/tiny-s0"
@@ -15,6 +15,9 @@ load test_helper/common
     done
     run as-show --count "$d/plans.ast"
     assert_line "plan	14"
+    # the policy trained with measured refinement (rounds at 16 and 32, not at the end)
+    run sh -c "as-show --kind train '$d/train.ast' | jq -c 'select(.refine_round) | [.episode, .refine_plans]'"
+    assert_output $'[16,2]\n[32,2]'
     # nothing changed: nothing is redone
     run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md"
     assert_success

@@ -6,6 +6,7 @@
 #include "benchrun.h"
 #include "cli.h"
 #include "common.h"
+#include "reclimits.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
         case OPT_NOCALIB: calibrate = 0; break;
         case OPT_FROM:
             free(from);
-            if (as_parse_i64_list(optarg, 0, INT32_MAX, &from, &nfrom))
+            if (as_parse_table_ids(optarg, &from, &nfrom))
                 as_cli_usage(&cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
             break;
         case OPT_FLUSH: {

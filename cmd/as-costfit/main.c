@@ -270,7 +270,8 @@ int main(int argc, char **argv)
     if (as_costmodel_train(m, &d.set, s.train, s.ntrain, &o, err, sizeof err)) {
         as_progress_end(&pc.p);
         as_writer_abort(w);
-        as_die(AS_EXIT_DATA, "%s", err);
+        /* a device that failed is the environment's fault (3), anything else the data's */
+        as_die(o.ops && o.ops->error && o.ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
     }
     double ttrain = as_now() - t0;
     as_progress_end(&pc.p);

@@ -127,10 +127,18 @@ static void continue_log(const char *path, as_writer *w, int64_t episodes)
     as_reader_close(r);
 }
 
-int main(int argc, char **argv)
+/* what the command line says */
+typedef struct {
+    as_rl_cfg c;
+    as_bench_cfg bc;
+    const char *model_path, *tables, *device, *log_path, *resume;
+    int episodes_given, minutes_given, seed_given;
+} args;
+
+static void parse_args(int argc, char **argv, as_cli *cli, args *a)
 {
-    as_cli cli;
-    as_cli_init(&cli, argc, argv, "as-rl", "as-rl --model COSTMODEL [options] [FILE...] -o POLICY", HELP);
+    memset(a, 0, sizeof *a);
+    a->device = "auto";
     static const struct option opts[] = {
         { "model", required_argument, 0, OPT_MODEL },
         { "reward", required_argument, 0, OPT_REWARD },
@@ -167,78 +175,83 @@ int main(int argc, char **argv)
         { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
         AS_CLI_COMMON_OPTIONS
     };
-    as_rl_cfg c;
-    memset(&c, 0, sizeof c);
-    c.actors = 1; c.lr = 1e-3; c.entropy = 0.001; c.baseline = 0.5; c.clip = 40; c.batch = 8;
-    c.cost_steps = 20; c.cost_batch = 512; c.buffer = 5000; c.eval_tasks = 4;
-    c.select_every = 100; c.select_tasks = 8;
-    c.refine_tasks = 16; c.refine_steps = 200;
-    as_bench_cfg bc;
-    memset(&bc, 0, sizeof bc);
-    bc.warmup = 5; bc.runs = 10; bc.trim = 2; bc.lr = 0.01f;
-    const char *model_path = NULL, *tables = NULL, *device = "auto", *log_path = NULL, *resume = NULL;
-    int episodes_given = 0, minutes_given = 0, seed_given = 0;
+    a->c.actors = 1; a->c.lr = 1e-3; a->c.entropy = 0.001; a->c.baseline = 0.5; a->c.clip = 40; a->c.batch = 8;
+    a->c.cost_steps = 20; a->c.cost_batch = 512; a->c.buffer = 5000; a->c.eval_tasks = 4;
+    a->c.select_every = 100; a->c.select_tasks = 8;
+    a->c.refine_tasks = 16; a->c.refine_steps = 200;
+    a->bc.warmup = 5; a->bc.runs = 10; a->bc.trim = 2; a->bc.lr = 0.01f;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
-        case OPT_MODEL: model_path = optarg; break;
+        case OPT_MODEL: a->model_path = optarg; break;
         case OPT_REWARD:
-            if (!strcmp(optarg, "model")) c.bench = 0;
-            else if (!strcmp(optarg, "bench")) c.bench = 1;
-            else as_cli_usage(&cli, "--reward: '%s' is not model or bench", optarg);
+            if (!strcmp(optarg, "model")) a->c.bench = 0;
+            else if (!strcmp(optarg, "bench")) a->c.bench = 1;
+            else as_cli_usage(cli, "--reward: '%s' is not model or bench", optarg);
             break;
-        case OPT_EPISODES: c.episodes = as_cli_i64(&cli, "--episodes", optarg, 1, INT64_MAX / 4); episodes_given = 1; break;
-        case OPT_MINUTES: c.minutes = as_cli_f64(&cli, "--minutes", optarg, 1e-6, 1e7); minutes_given = 1; break;
-        case OPT_ACTORS: c.actors = (int)as_cli_i64(&cli, "--actors", optarg, 1, 1024); break;
-        case OPT_SEED: c.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); seed_given = 1; break;
-        case OPT_TABLES: tables = optarg; break;
-        case OPT_DEVICE: device = optarg; break;
-        case OPT_EVAL_EVERY: c.eval_every = as_cli_i64(&cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
-        case OPT_EVAL_TASKS: c.eval_tasks = as_cli_i64(&cli, "--eval-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_SELECT_EVERY: c.select_every = as_cli_i64(&cli, "--select-every", optarg, 0, INT64_MAX / 4); break;
-        case OPT_SELECT_TASKS: c.select_tasks = as_cli_i64(&cli, "--select-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_LOG: log_path = optarg; break;
-        case OPT_CKPT: c.ckpt = optarg; break;
-        case OPT_CKPT_EVERY: c.ckpt_every = as_cli_i64(&cli, "--checkpoint-every", optarg, 1, INT64_MAX / 4); break;
-        case OPT_RESUME: resume = optarg; break;
-        case OPT_HALT: c.halt_after = as_cli_i64(&cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
-        case OPT_LR: c.lr = as_cli_f64(&cli, "--lr", optarg, 0, 10); break;
-        case OPT_REFINE_EVERY: c.refine_every = as_cli_i64(&cli, "--refine-every", optarg, 0, INT64_MAX / 4); break;
-        case OPT_REFINE_TASKS: c.refine_tasks = as_cli_i64(&cli, "--refine-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_REFINE_STEPS: c.refine_steps = (int)as_cli_i64(&cli, "--refine-steps", optarg, 0, 1000000); break;
-        case OPT_IMITATE: c.imitate = as_cli_i64(&cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
-        case OPT_BATCH: c.batch = (int)as_cli_i64(&cli, "--batch", optarg, 1, 100000); break;
-        case OPT_ENTROPY: c.entropy = as_cli_f64(&cli, "--entropy", optarg, 0, 100); break;
-        case OPT_BASELINE: c.baseline = as_cli_f64(&cli, "--baseline", optarg, 0, 100); break;
-        case OPT_CLIP: c.clip = as_cli_f64(&cli, "--clip", optarg, 0, 1e12); break;
-        case OPT_COST_STEPS: c.cost_steps = (int)as_cli_i64(&cli, "--cost-steps", optarg, 0, 1000000); break;
-        case OPT_BUFFER: c.buffer = as_cli_i64(&cli, "--buffer", optarg, 1, 100000000); break;
-        case OPT_WARMUP: bc.warmup = (int)as_cli_i64(&cli, "--warmup", optarg, 0, 100000); break;
-        case OPT_RUNS: bc.runs = (int)as_cli_i64(&cli, "--runs", optarg, 1, 100000); break;
-        case OPT_TRIM: bc.trim = (int)as_cli_i64(&cli, "--trim", optarg, 0, 100000); break;
-        case OPT_THREADS: bc.threads = (int)as_cli_i64(&cli, "--threads", optarg, 1, 4096); break;
+        case OPT_EPISODES: a->c.episodes = as_cli_i64(cli, "--episodes", optarg, 1, INT64_MAX / 4); a->episodes_given = 1; break;
+        case OPT_MINUTES: a->c.minutes = as_cli_f64(cli, "--minutes", optarg, 1e-6, 1e7); a->minutes_given = 1; break;
+        case OPT_ACTORS: a->c.actors = (int)as_cli_i64(cli, "--actors", optarg, 1, 1024); break;
+        case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); a->seed_given = 1; break;
+        case OPT_TABLES: a->tables = optarg; break;
+        case OPT_DEVICE: a->device = optarg; break;
+        case OPT_EVAL_EVERY: a->c.eval_every = as_cli_i64(cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
+        case OPT_EVAL_TASKS: a->c.eval_tasks = as_cli_i64(cli, "--eval-tasks", optarg, 1, INT64_MAX / 4); break;
+        case OPT_SELECT_EVERY: a->c.select_every = as_cli_i64(cli, "--select-every", optarg, 0, INT64_MAX / 4); break;
+        case OPT_SELECT_TASKS: a->c.select_tasks = as_cli_i64(cli, "--select-tasks", optarg, 1, INT64_MAX / 4); break;
+        case OPT_LOG: a->log_path = optarg; break;
+        case OPT_CKPT: a->c.ckpt = optarg; break;
+        case OPT_CKPT_EVERY: a->c.ckpt_every = as_cli_i64(cli, "--checkpoint-every", optarg, 1, INT64_MAX / 4); break;
+        case OPT_RESUME: a->resume = optarg; break;
+        case OPT_HALT: a->c.halt_after = as_cli_i64(cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
+        case OPT_LR: a->c.lr = as_cli_f64(cli, "--lr", optarg, 0, 10); break;
+        case OPT_REFINE_EVERY: a->c.refine_every = as_cli_i64(cli, "--refine-every", optarg, 0, INT64_MAX / 4); break;
+        case OPT_REFINE_TASKS: a->c.refine_tasks = as_cli_i64(cli, "--refine-tasks", optarg, 1, INT64_MAX / 4); break;
+        case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", optarg, 0, 1000000); break;
+        case OPT_IMITATE: a->c.imitate = as_cli_i64(cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
+        case OPT_BATCH: a->c.batch = (int)as_cli_i64(cli, "--batch", optarg, 1, 100000); break;
+        case OPT_ENTROPY: a->c.entropy = as_cli_f64(cli, "--entropy", optarg, 0, 100); break;
+        case OPT_BASELINE: a->c.baseline = as_cli_f64(cli, "--baseline", optarg, 0, 100); break;
+        case OPT_CLIP: a->c.clip = as_cli_f64(cli, "--clip", optarg, 0, 1e12); break;
+        case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", optarg, 0, 1000000); break;
+        case OPT_BUFFER: a->c.buffer = as_cli_i64(cli, "--buffer", optarg, 1, 100000000); break;
+        case OPT_WARMUP: a->bc.warmup = (int)as_cli_i64(cli, "--warmup", optarg, 0, 100000); break;
+        case OPT_RUNS: a->bc.runs = (int)as_cli_i64(cli, "--runs", optarg, 1, 100000); break;
+        case OPT_TRIM: a->bc.trim = (int)as_cli_i64(cli, "--trim", optarg, 0, 100000); break;
+        case OPT_THREADS: a->bc.threads = (int)as_cli_i64(cli, "--threads", optarg, 1, 4096); break;
         case OPT_FLUSH: {
             uint64_t v;
-            if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--flush: '%s' is not a size", optarg);
-            bc.flush_bytes = v;
+            if (as_parse_size(optarg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", optarg);
+            a->bc.flush_bytes = v;
             break;
         }
         default:
-            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
-    as_cli_finish(&cli);
-    as_cli_inputs(&cli, (const char *const[]){ model_path, tables, resume }, 3);
-    if (log_path) as_cli_output_arg(&cli, "--log", log_path);
-    if (c.ckpt) as_cli_output_arg(&cli, "--checkpoint", c.ckpt);
-    if (!model_path && !resume) as_cli_usage(&cli, "--model FILE is required (a cost model from as-costfit)");
-    if (episodes_given && minutes_given) as_cli_usage(&cli, "--episodes and --minutes exclude each other");
-    if (c.bench && !tables) as_cli_usage(&cli, "--reward bench needs --tables FILE (the table data to measure)");
-    if (c.refine_every && !tables) as_cli_usage(&cli, "--refine-every needs --tables FILE (the table data to measure)");
-    if (2 * bc.trim >= bc.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", bc.trim, bc.runs);
-    if (c.ckpt_every && !c.ckpt) as_cli_usage(&cli, "--checkpoint-every needs --checkpoint FILE");
-    if (c.halt_after && !c.ckpt) as_cli_usage(&cli, "--halt-after needs --checkpoint FILE");
-    if (!cli.output && isatty(1) && !cli.force) as_cli_usage(&cli, "refusing to write the binary policy to a terminal (use -o FILE or --force)");
+    as_cli_finish(cli);
+    as_cli_inputs(cli, (const char *const[]){ a->model_path, a->tables, a->resume }, 3);
+    if (a->log_path) as_cli_output_arg(cli, "--log", a->log_path);
+    if (a->c.ckpt) as_cli_output_arg(cli, "--checkpoint", a->c.ckpt);
+    if (!a->model_path && !a->resume) as_cli_usage(cli, "--model FILE is required (a cost model from as-costfit)");
+    if (a->episodes_given && a->minutes_given) as_cli_usage(cli, "--episodes and --minutes exclude each other");
+    if (a->c.bench && !a->tables) as_cli_usage(cli, "--reward bench needs --tables FILE (the table data to measure)");
+    if (a->c.refine_every && !a->tables) as_cli_usage(cli, "--refine-every needs --tables FILE (the table data to measure)");
+    if (2 * a->bc.trim >= a->bc.runs) as_cli_usage(cli, "--trim %d leaves no run of %d", a->bc.trim, a->bc.runs);
+    if (a->c.ckpt_every && !a->c.ckpt) as_cli_usage(cli, "--checkpoint-every needs --checkpoint FILE");
+    if (a->c.halt_after && !a->c.ckpt) as_cli_usage(cli, "--halt-after needs --checkpoint FILE");
+    if (!cli->output && isatty(1) && !cli->force) as_cli_usage(cli, "refusing to write the binary policy to a terminal (use -o FILE or --force)");
+}
+
+int main(int argc, char **argv)
+{
+    as_cli cli;
+    as_cli_init(&cli, argc, argv, "as-rl", "as-rl --model COSTMODEL [options] [FILE...] -o POLICY", HELP);
+    args a;
+    parse_args(argc, argv, &cli, &a);
+    as_rl_cfg c = a.c;
+    as_bench_cfg bc = a.bc;
+    const char *model_path = a.model_path, *tables = a.tables, *device = a.device, *log_path = a.log_path, *resume = a.resume;
     char err[1024];
     static as_bench_fake fake;
     const char *spec = getenv("AS_BENCH_FAKE_NOISE");
@@ -259,10 +272,10 @@ int main(int argc, char **argv)
     if (resume) {
         if (as_rl_load_checkpoint(resume, &pol, &cm, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (model_path) as_info("--resume: the checkpoint's cost model is used, not %s", model_path);
-        if (seed_given && c.seed != as_policy_cmeta(pol)->seed)
+        if (a.seed_given && c.seed != as_policy_cmeta(pol)->seed)
             as_die(AS_EXIT_USAGE, "--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64, c.seed, as_policy_cmeta(pol)->seed);
         c.seed = as_policy_cmeta(pol)->seed;
-        if (!episodes_given && !minutes_given) {
+        if (!a.episodes_given && !a.minutes_given) {
             c.episodes = as_rl_state_total_episodes(st);
             c.minutes = as_rl_state_minutes(st);
         }
