@@ -6,9 +6,7 @@
 #include "common.h"
 #include "costmodel.h"
 #include "eval.h"
-#include "featindex.h"
-#include "featurize.h"
-#include "plan.h"
+#include "evalinput.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -105,30 +103,6 @@ static const char HELP[] =
     "      --plot plots.svg\n"
     "  as-eval --table curve --curve curve.png train.ast\n";
 
-/* the held-out quality of the cost model in a stream: from its first `model` record with
- * `heldout`, else from its first `costfit-report` (older files); dies on a malformed one */
-typedef struct {
-    as_eval_quality model, report;
-} quality_src;
-
-static void quality_take(quality_src *qs, const as_record *rec, const char *name)
-{
-    int is_model = as_rec_is(rec, "model");
-    if (!is_model && !as_rec_is(rec, "costfit-report")) return;
-    as_eval_quality *dst = is_model ? &qs->model : &qs->report;
-    if (dst->have) return;
-    char err[256];
-    as_eval_quality q;
-    int rc = as_eval_quality_read(&rec->obj, &q, err, sizeof err);
-    if (rc < 0) as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", name, rec->index, err);
-    if (!rc) *dst = q;
-}
-
-static const as_eval_quality *quality_of(const quality_src *qs)
-{
-    return qs->model.have ? &qs->model : qs->report.have ? &qs->report : NULL;
-}
-
 static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 {
     if (!*path) as_cli_usage(cli, "%s: empty file name", opt);
@@ -138,40 +112,16 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE };
 
-/* numbers of a costfit-report field: a msgpack array of numbers or an array map */
-static int64_t report_list(const msgpack_object *rec, const char *key, double **out)
-{
-    const msgpack_object *o = as_obj_get(rec, key);
-    *out = NULL;
-    if (!o) return -1;
-    if (o->type == MSGPACK_OBJECT_ARRAY) {
-        int64_t n = o->via.array.size;
-        double *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
-        for (int64_t i = 0; i < n; i++) {
-            const msgpack_object *e = &o->via.array.ptr[i];
-            if (e->type == MSGPACK_OBJECT_FLOAT32 || e->type == MSGPACK_OBJECT_FLOAT64) v[i] = e->via.f64;
-            else if (e->type == MSGPACK_OBJECT_POSITIVE_INTEGER) v[i] = (double)e->via.u64;
-            else { free(v); return -1; }
-        }
-        *out = v;
-        return n;
-    }
-    as_array a;
-    char err[256];
-    if (o->type == MSGPACK_OBJECT_MAP && !as_obj_array(rec, key, &a, err, sizeof err) && a.ndim == 1 &&
-        a.dtype >= AS_DT_F32) {
-        double *v = as_malloc((size_t)(a.n ? a.n : 1) * sizeof *v);
-        as_array_get_f64(&a, 0, a.n, v);
-        *out = v;
-        return a.n;
-    }
-    return -1;
-}
+/* the options */
+typedef struct {
+    const char *model_path, *split, *plot, *curve;
+    as_eval_format fmt;
+    int show_plans, show_shards, show_summary, show_curve, show_verdict, table_given, over_runs;
+    int64_t plot_task;
+} eval_opts;
 
-int main(int argc, char **argv)
+static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
 {
-    as_cli cli;
-    as_cli_init(&cli, argc, argv, "as-eval", "as-eval [options] [FILE...]", HELP);
     static const struct option opts[] = {
         { "model", required_argument, 0, OPT_MODEL },
         { "format", required_argument, 0, OPT_FORMAT },
@@ -183,201 +133,101 @@ int main(int argc, char **argv)
         { "curve", required_argument, 0, OPT_CURVE },
         AS_CLI_COMMON_OPTIONS
     };
-    const char *model_path = NULL, *split = NULL, *plot = NULL, *curve = NULL;
-    as_eval_format fmt = AS_EVAL_TEXT;
-    int show_plans = 1, show_shards = 0, show_summary = 1, show_curve = 0, show_verdict = 0, table_given = 0, over_runs = 0;
-    int64_t plot_task = -1;
+    *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1 };
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
-        case OPT_MODEL: model_path = optarg; break;
+        case OPT_MODEL: o->model_path = optarg; break;
         case OPT_FORMAT:
-            if (!strcmp(optarg, "text")) fmt = AS_EVAL_TEXT;
-            else if (!strcmp(optarg, "markdown")) fmt = AS_EVAL_MARKDOWN;
-            else if (!strcmp(optarg, "csv")) fmt = AS_EVAL_CSV;
-            else as_cli_usage(&cli, "--format: '%s' is not text, markdown or csv", optarg);
+            if (!strcmp(optarg, "text")) o->fmt = AS_EVAL_TEXT;
+            else if (!strcmp(optarg, "markdown")) o->fmt = AS_EVAL_MARKDOWN;
+            else if (!strcmp(optarg, "csv")) o->fmt = AS_EVAL_CSV;
+            else as_cli_usage(cli, "--format: '%s' is not text, markdown or csv", optarg);
             break;
         case OPT_TABLE: {
-            show_plans = show_shards = show_summary = show_curve = show_verdict = 0;
-            table_given = 1;
+            o->show_plans = o->show_shards = o->show_summary = o->show_curve = o->show_verdict = 0;
+            o->table_given = 1;
             char *s = as_strdup(optarg), *save = NULL;
             for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (!strcmp(t, "plans")) show_plans = 1;
-                else if (!strcmp(t, "shards")) show_shards = 1;
-                else if (!strcmp(t, "summary")) show_summary = 1;
-                else if (!strcmp(t, "curve")) show_curve = 1;
-                else if (!strcmp(t, "verdict")) show_verdict = 1;
-                else as_cli_usage(&cli, "--table: '%s' is not plans, shards, summary, verdict or curve", t);
+                if (!strcmp(t, "plans")) o->show_plans = 1;
+                else if (!strcmp(t, "shards")) o->show_shards = 1;
+                else if (!strcmp(t, "summary")) o->show_summary = 1;
+                else if (!strcmp(t, "curve")) o->show_curve = 1;
+                else if (!strcmp(t, "verdict")) o->show_verdict = 1;
+                else as_cli_usage(cli, "--table: '%s' is not plans, shards, summary, verdict or curve", t);
             }
             free(s);
-            if (!show_plans && !show_shards && !show_summary && !show_curve && !show_verdict) as_cli_usage(&cli, "--table: nothing to show");
+            if (!o->show_plans && !o->show_shards && !o->show_summary && !o->show_curve && !o->show_verdict)
+                as_cli_usage(cli, "--table: nothing to show");
             break;
         }
         case OPT_OVER:
-            if (!strcmp(optarg, "plans")) over_runs = 0;
-            else if (!strcmp(optarg, "runs")) over_runs = 1;
-            else as_cli_usage(&cli, "--over: '%s' is not plans or runs", optarg);
+            if (!strcmp(optarg, "plans")) o->over_runs = 0;
+            else if (!strcmp(optarg, "runs")) o->over_runs = 1;
+            else as_cli_usage(cli, "--over: '%s' is not plans or runs", optarg);
             break;
         case OPT_SPLIT:
-            if (strcmp(optarg, "train") && strcmp(optarg, "test")) as_cli_usage(&cli, "--split: '%s' is not train or test", optarg);
-            split = optarg;
+            if (strcmp(optarg, "train") && strcmp(optarg, "test")) as_cli_usage(cli, "--split: '%s' is not train or test", optarg);
+            o->split = optarg;
             break;
         case OPT_PLOT:
-            check_plot_name(&cli, "--plot", optarg);
-            plot = optarg;
+            check_plot_name(cli, "--plot", optarg);
+            o->plot = optarg;
             break;
-        case OPT_PLOT_TASK: plot_task = as_cli_i64(&cli, "--plot-task", optarg, 0, INT64_MAX); break;
+        case OPT_PLOT_TASK: o->plot_task = as_cli_i64(cli, "--plot-task", optarg, 0, INT64_MAX); break;
         case OPT_CURVE:
-            check_plot_name(&cli, "--curve", optarg);
-            curve = optarg;
+            check_plot_name(cli, "--curve", optarg);
+            o->curve = optarg;
             break;
         default:
-            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
-    as_cli_finish(&cli);
-    as_cli_inputs(&cli, (const char *const[]){ model_path }, 1);
-    if (plot_task >= 0 && !plot) as_cli_usage(&cli, "--plot-task needs --plot FILE");
+    as_cli_finish(cli);
+    as_cli_inputs(cli, (const char *const[]){ o->model_path }, 1);
+    if (o->plot_task >= 0 && !o->plot) as_cli_usage(cli, "--plot-task needs --plot FILE");
+}
 
-    char err[1024];
+int main(int argc, char **argv)
+{
+    as_cli cli;
+    as_cli_init(&cli, argc, argv, "as-eval", "as-eval [options] [FILE...]", HELP);
+    eval_opts o;
+    parse_args(&cli, argc, argv, &o);
+    const char *model_path = o.model_path, *plot = o.plot, *curve = o.curve;
+    const as_eval_format fmt = o.fmt;
+    int show_plans = o.show_plans, show_summary = o.show_summary;
+    const int show_shards = o.show_shards, show_curve = o.show_curve, show_verdict = o.show_verdict;
+
+    char err[4096];
     as_costmodel *cm = NULL;
     if (model_path && as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
     /* the quality of the model that estimates (--model), or of the one in the input */
-    quality_src qs_model = { 0 }, qs_input = { 0 };
-    if (model_path) {
-        as_reader *r = as_reader_open(model_path);
-        if (!r) exit(AS_EXIT_DATA);
-        as_record rec;
-        while (as_reader_next_or_die(r, &rec) == 1) quality_take(&qs_model, &rec, model_path);
-        as_reader_close(r);
-    }
+    as_eval_quality_src qs_model = { 0 };
+    if (model_path && as_eval_quality_file(&qs_model, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
 
-    char *none[] = { "-" };
-    char **files = optind < argc ? argv + optind : none;
-    int nfiles = optind < argc ? argc - optind : 1;
-    as_eval_plan *pl = NULL;
-    int64_t np = 0, capp = 0, nscatter = 0;
-    as_featidx ft = { 0 };
-    double *pred = NULL, *meas = NULL;
-    /* runs: (file, seed) pairs in order of appearance */
-    int64_t (*runs)[2] = NULL, nruns = 0, capr = 0;
-    /* train records (as-rl --log), in input order */
-    as_eval_train *tr = NULL;
-    int64_t ntr = 0, capt = 0, back_at = -1, back_from = 0;
-    char device[128] = "";
-    int devices_differ = 0;
-    for (int fi = 0; fi < nfiles; fi++) {
-        as_reader *r = as_reader_open(files[fi]);
-        if (!r) exit(AS_EXIT_DATA);
-        as_record rec;
-        int rc;
-        while ((rc = as_reader_next(r, &rec)) == 1) {
-            if (as_rec_is(&rec, "plan")) {
-                if (np == capp) { capp = capp ? 2 * capp : 64; pl = as_realloc(pl, (size_t)capp * sizeof *pl); }
-                as_eval_plan *q = &pl[np];
-                if (as_eval_plan_read(&rec.obj, q, err, sizeof err))
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                if (split && strcmp(q->split, split)) { as_eval_plan_free(q); continue; }
-                if (!model_path) {
-                    if (!q->cost_kind)
-                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": plan of task %" PRId64 " (%s) has no costs: measure it with "
-                               "as-bench or give --model", as_reader_name(r), rec.index, q->task, q->alg);
-                    if (np && q->cost_kind != pl[0].cost_kind)
-                        as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": the input mixes measured and estimated costs; "
-                               "evaluate them separately", as_reader_name(r), rec.index);
-                    if (q->device[0]) {
-                        if (!device[0]) snprintf(device, sizeof device, "%s", q->device);
-                        else if (strcmp(device, q->device)) devices_differ = 1;
-                    }
-                }
-                int64_t ri;
-                for (ri = 0; ri < nruns; ri++) if (runs[ri][0] == fi && runs[ri][1] == q->seed) break;
-                if (ri == nruns) {
-                    if (nruns == capr) { capr = capr ? 2 * capr : 8; runs = as_realloc(runs, (size_t)capr * sizeof *runs); }
-                    runs[nruns][0] = fi;
-                    runs[nruns][1] = q->seed;
-                    nruns++;
-                }
-                q->run = ri;
-                np++;
-            } else if (as_rec_is(&rec, "train")) {
-                if (ntr == capt) { capt = capt ? 2 * capt : 256; tr = as_realloc(tr, (size_t)capt * sizeof *tr); }
-                if (as_eval_train_read(&rec.obj, &tr[ntr], err, sizeof err))
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                if (ntr && tr[ntr].episode <= tr[ntr - 1].episode && back_at < 0) {
-                    back_at = tr[ntr].episode;
-                    back_from = tr[ntr - 1].episode;
-                }
-                ntr++;
-            } else if (as_rec_is(&rec, "features") && model_path) {
-                if (as_featidx_read(&ft, &rec, as_reader_name(r), err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-            } else if (as_rec_is(&rec, "model")) {
-                quality_take(&qs_input, &rec, as_reader_name(r));
-            } else if (as_rec_is(&rec, "costfit-report") && (quality_take(&qs_input, &rec, as_reader_name(r)), !nscatter)) {
-                double *pp, *mm;
-                int64_t a = report_list(&rec.obj, "test_pred", &pp), b = report_list(&rec.obj, "test_measured", &mm);
-                if (a > 0 && a == b) { pred = pp; meas = mm; nscatter = a; }
-                else {
-                    free(pp);
-                    free(mm);
-                    as_info("%s: record %" PRIu64 ": costfit-report without equal-length test_pred and test_measured "
-                            "arrays: no predicted-vs-measured plot", as_reader_name(r), rec.index);
-                }
-            }
-        }
-        if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
-        as_reader_close(r);
-    }
+    as_eval_input in;
+    if (as_eval_input_read(&in, argv + optind, argc - optind, o.split, !!model_path, err, sizeof err))
+        as_die(AS_EXIT_DATA, "%s", err);
+    as_eval_plan *pl = in.plans;
+    const int64_t np = in.nplans, ntr = in.ntrain;
+    const char *device = in.device;
     /* plan tables by default, unless only the curve is asked for and there are no plans */
-    if (!table_given && curve && !np) show_plans = show_summary = 0;
+    if (!o.table_given && curve && !np) show_plans = show_summary = 0;
     int want_plans = show_plans || show_shards || show_summary || show_verdict || plot;
     if (want_plans && !np)
-        as_die(AS_EXIT_DATA, "no %splan records in the input%s", split ? "matching " : "",
-               ntr && !table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
+        as_die(AS_EXIT_DATA, "no %splan records in the input%s", o.split ? "matching " : "",
+               ntr && !o.table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
     if ((show_curve || curve) && !ntr) as_die(AS_EXIT_DATA, "no train records in the input (as-rl --log FILE writes them)");
-    if (back_at >= 0 && (show_curve || curve))
+    if (in.back_at >= 0 && (show_curve || curve))
         as_info("warning: the train records are not one run (episode %" PRId64 " after %" PRId64 "); the curve shows "
-                "them in input order", back_at, back_from);
+                "them in input order", in.back_at, in.back_from);
     const char *label = np ? (model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated") : "";
     as_eval_alg *sum = NULL;
     int64_t nsum = 0, clamped = 0, estimated = 0;
     if (want_plans) {
-        if (devices_differ) as_info("warning: the plans' costs were measured on different devices");
-        if (model_path) {
-            if (as_featidx_build(&ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-            for (int64_t j = 0; j < np; j++) {
-                as_eval_plan *q = &pl[j];
-                const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
-                int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
-                int64_t *order = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *order);
-                as_plan_group(start, order, q->assign, q->T, q->K);
-                for (int64_t k = 0; k < q->K; k++) {
-                    int m = 0;
-                    for (int64_t g = start[k]; g < start[k + 1]; g++) {
-                        const int64_t i = order[g];
-                        if (!(sh[m] = as_featidx_get(&ft, q->tables[i])))
-                            as_die(AS_EXIT_DATA, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
-                                   q->task, q->alg, q->tables[i]);
-                        m++;
-                    }
-                    q->cost[k] = as_costmodel_predict(cm, sh, m);
-                    /* an unconstrained (output "linear") model's negative predictions come back
-                     * as 0 (as_costmodel_out): a table shard it prices at 0 was one of them */
-                    if (m > 0 && q->cost[k] == 0 && as_costmodel_cmeta(cm)->output == AS_CM_OUT_LINEAR) q->clamped++;
-                }
-                q->cost_kind = 2;
-                /* estimates carry no measurement noise: the plan's as-bench noise fields do
-                 * not describe these costs */
-                free(q->spread);
-                free(q->noisy);
-                q->spread = NULL;
-                q->noisy = NULL;
-                q->noise_threshold = NAN;
-                free(sh);
-                free(start);
-                free(order);
-            }
-        }
+        if (in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
+        if (model_path && as_eval_estimate(pl, np, cm, &in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         for (int64_t j = 0; j < np; j++) {
             clamped += pl[j].clamped;
             if (pl[j].cost_kind == 2) for (int64_t k = 0; k < pl[j].K; k++) estimated += isfinite(pl[j].cost[k]);
@@ -386,9 +236,9 @@ int main(int argc, char **argv)
             as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
                     "counted as 0 ms", clamped, estimated);
         as_eval_compute(pl, np);
-        as_eval_summary(pl, np, over_runs, &sum, &nsum);
+        as_eval_summary(pl, np, o.over_runs, &sum, &nsum);
     }
-    const as_eval_quality *quality = model_path ? quality_of(&qs_model) : quality_of(&qs_input);
+    const as_eval_quality *quality = as_eval_quality_pick(model_path ? &qs_model : &in.quality);
     as_eval_quality no_quality = { 0 };
     if (model_path && !quality) quality = &no_quality;   /* estimates from a model: say its quality is unknown */
 
@@ -399,8 +249,8 @@ int main(int argc, char **argv)
             if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
                                     fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
             else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
-                         device[0] ? " on " : "", device[0] ? (devices_differ ? "several devices" : device) : "", np, nruns,
-                         nruns == 1 ? "" : "s");
+                         device[0] ? " on " : "", device[0] ? (in.devices_differ ? "several devices" : device) : "", np, in.nruns,
+                         in.nruns == 1 ? "" : "s");
             if (clamped)
                 fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
                            "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
@@ -414,14 +264,14 @@ int main(int argc, char **argv)
         if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
         /* CSV: tables separated by an empty line */
         if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
-        if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, over_runs); sep = 1; }
-        if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, tr, ntr); sep = 1; }
+        if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, o.over_runs); sep = 1; }
+        if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, in.train, ntr); sep = 1; }
         /* the verdict closes the report */
         if (show_verdict) {
             if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
             as_eval_verdict_info vi = {
-                .label = label, .device = model_path ? "" : devices_differ ? "several devices" : device, .over_runs = over_runs,
-                .runs = nruns, .quality = quality, .clamped = clamped, .estimated = estimated, .plot = plot, .curve = curve,
+                .label = label, .device = model_path ? "" : in.devices_differ ? "several devices" : device, .over_runs = o.over_runs,
+                .runs = in.nruns, .quality = quality, .clamped = clamped, .estimated = estimated, .plot = plot, .curve = curve,
             };
             as_eval_print_verdict(f, fmt, pl, np, sum, nsum, &vi);
         }
@@ -429,22 +279,16 @@ int main(int argc, char **argv)
     }
 
     if (plot) {
-        if (plot_task < 0) plot_task = pl[0].task;
+        if (o.plot_task < 0) o.plot_task = pl[0].task;
         int found = 0;
-        for (int64_t j = 0; j < np; j++) found |= pl[j].task == plot_task;
-        if (!found) as_info("--plot-task %" PRId64 ": no plan of that task; no per-shard bars", plot_task);
-        if (as_eval_plot(plot, pl, np, sum, nsum, plot_task, label, pred, meas, nscatter, err, sizeof err))
+        for (int64_t j = 0; j < np; j++) found |= pl[j].task == o.plot_task;
+        if (!found) as_info("--plot-task %" PRId64 ": no plan of that task; no per-shard bars", o.plot_task);
+        if (as_eval_plot(plot, pl, np, sum, nsum, o.plot_task, label, in.pred, in.meas, in.nscatter, err, sizeof err))
             as_die(AS_EXIT_ENV, "%s: %s", plot, err);
     }
-    if (curve && as_eval_plot_curve(curve, tr, ntr, err, sizeof err)) as_die(AS_EXIT_ENV, "%s: %s", curve, err);
-    for (int64_t j = 0; j < np; j++) as_eval_plan_free(&pl[j]);
-    free(pl);
+    if (curve && as_eval_plot_curve(curve, in.train, ntr, err, sizeof err)) as_die(AS_EXIT_ENV, "%s: %s", curve, err);
+    as_eval_input_free(&in);
     free(sum);
-    as_featidx_free(&ft);
-    free(runs);
-    free(tr);
-    free(pred);
-    free(meas);
     if (cm) as_costmodel_free(cm);
     return 0;
 }

@@ -2,11 +2,13 @@
  * speedup over random, mean ± std per algorithm (over plans and over runs), exclusions;
  * Student t quantiles, t-intervals and geometric means; noise fields, the paired ranking
  * and its verdict; negative costs; the cost model's held-out quality; `train` records and
- * the rows of the training-curve table. */
+ * the rows of the training-curve table; as-eval's input reader (runs by file and seed, the
+ * cost-kind checks, train-record order) and the estimate with a cost model's features. */
 #include "unit.h"
 
 #include "common.h"
 #include "eval.h"
+#include "evalinput.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -748,4 +750,205 @@ TEST(eval_plot_format)
     CHECK_EQ_I64(as_eval_plot_format("x.jpg"), -1);
     CHECK_EQ_I64(as_eval_plot_format("png"), -1);
     CHECK_EQ_I64(as_eval_plot_format("dir.png/x"), -1);
+}
+
+/* a plan record of task `task` with two shards (tables 7 and 8, one each) into w: seed < 0
+ * none, kind NULL no costs, device "" none */
+static void put_plan(as_writer *w, int64_t task, const char *alg, int64_t seed, const char *split, const char *kind,
+                     double c0, double c1, const char *device)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 6 + (seed >= 0) + !!split + (kind ? 2 : 0) + !!*device);
+    as_pack_kv_str(pk, "kind", "plan");
+    as_pack_kv_i64(pk, "task", task);
+    as_pack_kv_str(pk, "alg", alg);
+    as_pack_kv_i64(pk, "shards", 2);
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_int(pk, 7); msgpack_pack_int(pk, 8);
+    as_pack_str(pk, "assign");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_int(pk, 0); msgpack_pack_int(pk, 1);
+    if (seed >= 0) as_pack_kv_i64(pk, "seed", seed);
+    if (split) as_pack_kv_str(pk, "split", split);
+    if (kind) {
+        as_pack_str(pk, "cost_ms");
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_double(pk, c0); msgpack_pack_double(pk, c1);
+        as_pack_kv_str(pk, "cost_kind", kind);
+    }
+    if (*device) as_pack_kv_str(pk, "cost_device", device);
+    as_writer_end_record(w);
+}
+
+static void put_train(as_writer *w, int64_t episode)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 6);
+    as_pack_kv_str(pk, "kind", "train");
+    as_pack_kv_i64(pk, "episode", episode);
+    as_pack_kv_i64(pk, "evals", 0);
+    as_pack_kv_f64(pk, "wall_s", 0.5 * (double)episode);
+    as_pack_kv_f64(pk, "reward", 0.5);
+    as_pack_kv_f64(pk, "pred_balance", 0.75);
+    as_writer_end_record(w);
+}
+
+static char g_in_path[8][512];
+static int g_in_k;
+static const char *in_tmp(const char *name)
+{
+    char *p = g_in_path[g_in_k++ % 8];
+    snprintf(p, 512, "%s/%s", ut_tmpdir(), name);
+    return p;
+}
+
+/* runs are (file, seed) pairs in order of appearance; --split drops plans; devices; the
+ * train records' first step back; the same seed in two files is two runs */
+TEST(eval_input_runs)
+{
+    const char *a = in_tmp("eval-in-a.ast"), *b = in_tmp("eval-in-b.ast");
+    as_writer *w = as_writer_open(a, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 1, "random", 3, "test", "measured", 2, 1, "gpu0");
+    put_plan(w, 1, "cost-greedy", 3, "test", "measured", 1.5, 1.5, "gpu0");
+    put_plan(w, 1, "random", 4, "test", "measured", 3, 1, "gpu0");
+    put_plan(w, 2, "random", 3, "train", "measured", 3, 1, "gpu0");   /* another split */
+    put_train(w, 10);
+    put_train(w, 20);
+    put_train(w, 5);                                                     /* back: 5 after 20 */
+    put_train(w, 3);
+    as_writer_close(w);
+    w = as_writer_open(b, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 1, "random", 3, "test", "measured", 4, 1, "gpu1");
+    put_plan(w, 1, "random", 4, "test", "measured", 4, 1, "");
+    as_writer_close(w);
+
+    char *files[] = { (char *)a, (char *)b, (char *)a };
+    char err[1024];
+    as_eval_input in;
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 3, "test", 0, err, sizeof err), 0);
+    CHECK_EQ_I64(in.nplans, 8);             /* 3 + 2 + 3 of split test */
+    CHECK_EQ_I64(in.nruns, 6);              /* (a,3) (a,4) (b,3) (b,4) and a again: (a',3) (a',4) */
+    const int64_t want_run[] = { 0, 0, 1, 2, 3, 4, 4, 5 };
+    for (int j = 0; j < 8 && j < in.nplans; j++) CHECK_EQ_I64(in.plans[j].run, want_run[j]);
+    if (in.nplans == 8) CHECK_NEAR(in.plans[7].cost[0], 3, 0);
+    CHECK_STR(in.device, "gpu0");
+    CHECK_EQ_I64(in.devices_differ, 1);
+    CHECK_EQ_I64(in.ntrain, 8);
+    CHECK_EQ_I64(in.back_at, 5);
+    CHECK_EQ_I64(in.back_from, 20);
+    CHECK(!in.pred && !in.meas && in.nscatter == 0);
+    CHECK(as_eval_quality_pick(&in.quality) == NULL);
+    as_eval_input_free(&in);
+
+    /* one file, no split: one seed, two runs by seed; all 4 plans */
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(in.nplans, 4);
+    CHECK_EQ_I64(in.nruns, 2);
+    CHECK_EQ_I64(in.devices_differ, 0);
+    as_eval_input_free(&in);
+
+    /* a file that is not there: its name and strerror */
+    char *missing[] = { (char *)in_tmp("eval-missing.ast") };
+    CHECK_EQ_I64(as_eval_input_read(&in, missing, 1, NULL, 0, err, sizeof err), -1);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: No such file or directory", missing[0]);
+    CHECK_STR(err, want);
+    as_eval_input_free(&in);
+}
+
+/* measured and estimated costs in one input are an error, and so is a plan without costs,
+ * unless a cost model estimates them (then the features records are kept) */
+TEST(eval_input_cost_kinds)
+{
+    const char *p = in_tmp("eval-mixed.ast");
+    as_writer *w = as_writer_open(p, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 1, "random", 1, NULL, "measured", 2, 1, "");
+    put_plan(w, 1, "cost-greedy", 1, NULL, "estimated", 1, 1, "");
+    as_writer_close(w);
+    char *files[] = { (char *)p };
+    char err[1024], want[1200];
+    as_eval_input in;
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 0, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: record 3: the input mixes measured and estimated costs; evaluate them separately", p);
+    CHECK_STR(err, want);
+    as_eval_input_free(&in);
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 1, err, sizeof err), 0);   /* estimate: no check */
+    CHECK_EQ_I64(in.nplans, 2);
+    CHECK_EQ_I64(in.nruns, 1);
+    as_eval_input_free(&in);
+
+    p = in_tmp("eval-nocost.ast");
+    w = as_writer_open(p, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 5, "dim-greedy", -1, NULL, NULL, 0, 0, "");
+    as_writer_close(w);
+    files[0] = (char *)p;
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 0, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: record 2: plan of task 5 (dim-greedy) has no costs: measure it with as-bench or "
+             "give --model", p);
+    CHECK_STR(err, want);
+    as_eval_input_free(&in);
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 1, err, sizeof err), 0);
+    CHECK_EQ_I64(in.nplans, 1);
+    CHECK_EQ_I64(in.plans[0].cost_kind, 0);
+    CHECK_EQ_I64(in.plans[0].seed, -1);
+    as_eval_input_free(&in);
+}
+
+/* the estimate: each shard priced by the cost model on its tables' features (the same as
+ * asking the model directly), cost_kind estimated, the noise fields dropped; a table
+ * without features is an error naming the plan */
+TEST(eval_estimate)
+{
+    as_costmodel *cm = as_costmodel_new(4, 3, 2, 1);
+    as_featidx ft = { 0 };
+    as_features f7, f8;
+    memset(&f7, 0, sizeof f7);
+    f7.id = 7; f7.dim = 16; f7.rows = 100; f7.pooling = 2; f7.batch = 8; f7.lookups = 16;
+    f8 = f7;
+    f8.id = 8; f8.dim = 64; f8.pooling = 5; f8.lookups = 40;
+    as_featidx_add(&ft, &f8);
+    as_featidx_add(&ft, &f7);
+    msgpack_sbuffer sb;
+    msgpack_unpacked up;
+    as_eval_plan p[2];
+    char err[256];
+    msgpack_sbuffer_init(&sb);
+    pack_plan(&sb, "measured", 2, 1, 1);   /* tables 7 and 8 on shards 0 and 1, noise fields */
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p[0], err, sizeof err), 0);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p[1], err, sizeof err), 0);
+    p[1].assign[1] = 0;                      /* both tables on shard 0, shard 1 empty */
+    CHECK_EQ_I64(as_eval_estimate(p, 2, cm, &ft, err, sizeof err), 0);
+    const as_features *a[] = { &f7 }, *b[] = { &f8 }, *ab[] = { &f7, &f8 };
+    double c7 = as_costmodel_predict(cm, a, 1), c8 = as_costmodel_predict(cm, b, 1);
+    double c78 = as_costmodel_predict(cm, ab, 2), c0 = as_costmodel_predict(cm, ab, 0);
+    CHECK_NEAR(p[0].cost[0], c7, 0);
+    CHECK_NEAR(p[0].cost[1], c8, 0);
+    CHECK_NEAR(p[1].cost[0], c78, 0);
+    CHECK_NEAR(p[1].cost[1], c0, 0);
+    CHECK_EQ_I64(p[0].clamped, (c7 == 0) + (c8 == 0));   /* output linear: 0 is a clamped negative */
+    CHECK_EQ_I64(p[1].clamped, c78 == 0);                /* the empty shard is not counted */
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_I64(p[i].cost_kind, 2);
+        CHECK(!p[i].spread && !p[i].noisy && isnan(p[i].noise_threshold));
+        as_eval_plan_free(&p[i]);
+    }
+    as_featidx_free(&ft);
+
+    /* table 8 without features */
+    as_featidx only7 = { 0 };
+    as_featidx_add(&only7, &f7);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p[0], err, sizeof err), 0);
+    CHECK_EQ_I64(as_eval_estimate(p, 1, cm, &only7, err, sizeof err), -1);
+    CHECK_STR(err, "plan of task 1 (cost-greedy): table 8 has no features record in the input");
+    as_eval_plan_free(&p[0]);
+    as_featidx_free(&only7);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    as_costmodel_free(cm);
 }
