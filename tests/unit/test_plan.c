@@ -509,3 +509,173 @@ TEST(plan_text_shard_ids)
     CHECK(strstr(buf, "  -\n") != NULL);
     free(buf);
 }
+
+/* ---- as-plan's stage (lib/planrun.h) ------------------------------------------------------ */
+#include "planrun.h"
+#include "tasks.h"
+
+TEST(planrun_alg_list)
+{
+    int want[AS_ALG_COUNT], n;
+    char err[256];
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "size-greedy,random,size-greedy", 0, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(n, 2);
+    CHECK(want[AS_ALG_RANDOM] && want[AS_ALG_SIZE] && !want[AS_ALG_DIM] && !want[AS_ALG_COST]);
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "all", 0, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(n, 5);   /* the five heuristics: no model, no policy */
+    CHECK(!want[AS_ALG_COST] && !want[AS_ALG_AUTOSHARD]);
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "all", 1, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(n, 6);
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "all", 1, 1, err, sizeof err), 0);
+    CHECK_EQ_I64(n, 7);
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "random,cost-greedy", 0, 1, err, sizeof err), -1);
+    CHECK_STR(err, "--alg cost-greedy needs --model FILE");
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "autoshard", 1, 0, err, sizeof err), -1);
+    CHECK_STR(err, "--alg autoshard needs --policy FILE");
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "random,greedy", 0, 0, err, sizeof err), -1);
+    CHECK_STR(err, "--alg: unknown algorithm 'greedy'");
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, ",,", 0, 0, err, sizeof err), -1);
+    CHECK_STR(err, "--alg: no algorithm given");
+}
+
+TEST(planrun_infeasible_msg)
+{
+    int64_t ids[40];
+    as_plan p;
+    memset(&p, 0, sizeof p);
+    p.infeasible = ids;
+    char m[1024];
+    ids[0] = 7;
+    p.ninfeasible = 1;
+    as_plan_infeasible_msg(m, sizeof m, 3, AS_ALG_SIZE, &p, 100);
+    CHECK_STR(m, "task 3: size-greedy: plan infeasible: 1 table fit on no shard under the 100-byte cap (7)");
+    ids[1] = 9;
+    p.ninfeasible = 2;
+    as_plan_infeasible_msg(m, sizeof m, 3, AS_ALG_DIM, &p, 100);
+    CHECK_STR(m, "task 3: dim-greedy: plan infeasible: 2 tables fit on no shard under the 100-byte cap (7, 9)");
+    /* 40 ten-digit ids: the list holds 10 + 12 (k - 1) characters after k ids and goes on
+       while that is below 256 - 24 = 232, so 20 ids (238 characters), then ", ..." */
+    for (int i = 0; i < 40; i++) ids[i] = 1000000000 + i;
+    p.ninfeasible = 40;
+    as_plan_infeasible_msg(m, sizeof m, 0, AS_ALG_RANDOM, &p, 5);
+    char want[1024], *o = want;
+    o += sprintf(o, "task 0: random: plan infeasible: 40 tables fit on no shard under the 5-byte cap (");
+    for (int i = 0; i < 20; i++) o += sprintf(o, "%s%d", i ? ", " : "", 1000000000 + i);
+    sprintf(o, ", ...)");
+    CHECK_STR(m, want);
+}
+
+static as_features PF(int64_t id, int64_t dim)
+{
+    as_features f = F(id, dim, 100, 1);
+    f.batch = 8;
+    f.lookups = 8;
+    f.bins[0] = 1;
+    snprintf(f.source, sizeof f.source, "pool.ast");
+    return f;
+}
+
+static void put_task(as_writer *w, int64_t id, int test, int64_t *tables, int64_t n, int64_t K)
+{
+    as_task_cfg c;
+    memset(&c, 0, sizeof c);
+    c.unseen_ratio = -1;
+    as_task t = { id, test, tables, n, K, 0, 0 };
+    as_task_write(w, &c, &t);
+}
+
+typedef struct { as_planrec p[8]; int n; } plans_read;
+static int on_plan(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    (void)r;
+    plans_read *x = ctx;
+    if (!as_rec_is(rec, "plan") || x->n == 8) return 0;
+    return as_planrec_read(&rec->obj, &x->p[x->n++], err, errlen);
+}
+
+TEST(planrun_read_and_plan)
+{
+    char in_path[512], out_path[512], err[1024];
+    snprintf(in_path, sizeof in_path, "%s/planrun-in.ast", ut_tmpdir());
+    snprintf(out_path, sizeof out_path, "%s/planrun-out.ast", ut_tmpdir());
+    as_writer *w = as_writer_open(in_path, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    as_features f1 = PF(1, 4), f2 = PF(2, 8), f3 = PF(3, 2);   /* fp16 bytes 800, 1600, 400 */
+    as_features_write(w, &f1);
+    as_features_write(w, &f2);
+    int64_t t5[] = { 1, 2, 3 }, t6[] = { 1, 3 }, t7[] = { 3, 9 };
+    put_task(w, 5, 0, t5, 3, 2);
+    put_task(w, 6, 1, t6, 2, 1);
+    as_features_write(w, &f3);
+    as_features_write(w, &f1);   /* a repeat: kept once */
+    put_task(w, 7, 1, t7, 2, 1);
+    as_writer_close(w);
+
+    char *files[] = { in_path };
+    as_plan_input in;
+    CHECK_EQ_I64(as_plan_input_read(&in, files, 1, "train", NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(in.ntasks, 1);
+    CHECK_EQ_I64(in.tasks[0].id, 5);
+    CHECK_EQ_I64(in.ft.n, 3);
+
+    /* size-greedy and dim-greedy both order 2, 1, 3 (keys 800, 400, 200 and 8, 4, 2): table 2
+       on shard 0 (both empty: the lower shard), table 1 on shard 1 (key sums 800 vs 0),
+       table 3 on shard 1 (400 < 800) */
+    as_plan_run_cfg c;
+    memset(&c, 0, sizeof c);
+    c.want[AS_ALG_SIZE] = c.want[AS_ALG_DIM] = 1;
+    c.out = AS_PLAN_OUT_STREAM;
+    c.w = as_writer_open(out_path, 0, 0);
+    as_writer_header(c.w, "test", 0, NULL);
+    as_plan_run_stats st;
+    CHECK_EQ_I64(as_plan_run(&st, &c, &in, NULL, err, sizeof err), 0);
+    /* a cap of 1000 bytes: table 2 (1600) fits nowhere, table 1 goes to shard 0, table 3 to
+       shard 1 (800 + 400 > 1000 on shard 0) */
+    c.cap_given = 1;
+    c.mem_cap = 1000;
+    as_plan_run_stats st2;
+    CHECK_EQ_I64(as_plan_run(&st2, &c, &in, NULL, err, sizeof err), 0);
+    as_writer_close(c.w);
+    CHECK_EQ_I64(st.nplans, 2);
+    CHECK_EQ_I64(st.ninfeasible, 0);
+    CHECK_EQ_I64(st2.nplans, 2);
+    CHECK_EQ_I64(st2.ninfeasible, 2);
+
+    plans_read pr = { .n = 0 };
+    char *outs[] = { out_path };
+    CHECK_EQ_I64(as_read_records(outs, 1, on_plan, &pr, err, sizeof err), 0);
+    CHECK_EQ_I64(pr.n, 4);
+    const int64_t want_free[3] = { 1, 0, 1 }, want_cap[3] = { 0, -1, 1 };
+    for (int i = 0; i < pr.n; i++) {
+        CHECK_EQ_I64(pr.p[i].task, 5);
+        CHECK_EQ_I64(pr.p[i].shards, 2);
+        CHECK_EQ_I64(pr.p[i].n, 3);
+        for (int j = 0; j < 3 && pr.p[i].n == 3; j++) {
+            CHECK_EQ_I64(pr.p[i].tables[j], t5[j]);
+            CHECK_EQ_I64(pr.p[i].assign[j], i < 2 ? want_free[j] : want_cap[j]);
+        }
+        CHECK_EQ_I64(pr.p[i].unplaced, i < 2 ? 0 : 1);
+        as_planrec_free(&pr.p[i]);
+    }
+
+    /* errors: a world size that does not divide the shards, a table without features */
+    c.cap_given = 0;
+    c.world = 3;
+    c.out = AS_PLAN_OUT_TEXT;
+    c.w = NULL;
+    c.text = tmpfile();
+    CHECK_EQ_I64(as_plan_run(&st, &c, &in, NULL, err, sizeof err), -1);
+    CHECK_STR(err, "task 5: --world-size 3 is not a multiple of its 2 shards");
+    CHECK_EQ_I64(st.nplans, 0);
+    as_plan_input_free(&in);
+
+    CHECK_EQ_I64(as_plan_input_read(&in, files, 1, "test", NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(in.ntasks, 2);
+    c.world = 0;
+    CHECK_EQ_I64(as_plan_run(&st, &c, &in, NULL, err, sizeof err), -1);
+    CHECK_STR(err, "task 7: table 9 has no features record in the input");
+    CHECK_EQ_I64(st.nplans, 2);   /* task 6's two plans came first */
+    CHECK(ftell(c.text) > 0);
+    fclose(c.text);
+    as_plan_input_free(&in);
+}

@@ -1,0 +1,173 @@
+/* planrun.c - as-plan's stage (planrun.h). */
+#include "planrun.h"
+
+#include "common.h"
+#include "policy.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has_policy, char *err, size_t errlen)
+{
+    memset(want, 0, AS_ALG_COUNT * sizeof *want);
+    *n = 0;
+    char *s = as_strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(s, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+        as_alg a;
+        if (!strcmp(tok, "all")) {
+            for (int q = 0; q < AS_ALG_COUNT; q++)
+                if ((q != AS_ALG_COST || has_model) && (q != AS_ALG_AUTOSHARD || has_policy)) want[q] = 1;
+        } else if (!as_alg_parse(tok, &a)) {
+            if (a == AS_ALG_COST && !has_model) { snprintf(err, errlen, "--alg cost-greedy needs --model FILE"); rc = -1; }
+            else if (a == AS_ALG_AUTOSHARD && !has_policy) { snprintf(err, errlen, "--alg autoshard needs --policy FILE"); rc = -1; }
+            else want[a] = 1;
+        } else {
+            snprintf(err, errlen, "--alg: unknown algorithm '%s'", tok);
+            rc = -1;
+        }
+    }
+    free(s);
+    if (rc) return -1;
+    for (int q = 0; q < AS_ALG_COUNT; q++) *n += want[q];
+    if (!*n) { snprintf(err, errlen, "--alg: no algorithm given"); return -1; }
+    return 0;
+}
+
+typedef struct {
+    as_plan_input *in;
+    const char *split;
+    as_writer *pass;
+    int64_t cap;
+} rd_ctx;
+
+static int on_record(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    rd_ctx *x = ctx;
+    as_plan_input *in = x->in;
+    if (as_rec_is(rec, "header")) return 0;
+    if (as_rec_is(rec, "features")) {
+        if (as_featidx_read(&in->ft, rec, as_reader_name(r), err, errlen)) return -1;
+    } else if (as_rec_is(rec, "task")) {
+        as_ptask t;
+        char e2[768];
+        if (as_ptask_read(&rec->obj, &t, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+            return -1;
+        }
+        if (x->split && strcmp(t.split, x->split)) as_ptask_free(&t);
+        else {
+            if (in->ntasks == x->cap) {
+                x->cap = x->cap ? 2 * x->cap : 64;
+                in->tasks = as_realloc(in->tasks, (size_t)x->cap * sizeof *in->tasks);
+            }
+            in->tasks[in->ntasks++] = t;
+        }
+    }
+    if (x->pass) as_writer_raw(x->pass, rec->raw, rec->rawlen);
+    return 0;
+}
+
+int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const char *split, as_writer *pass,
+                       char *err, size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    rd_ctx x = { in, split, pass, 0 };
+    if (as_read_records(files, nfiles, on_record, &x, err, errlen)) return -1;
+    if (!in->ntasks) {
+        snprintf(err, errlen, "no %stask records in the input (make them with as-features --tasks)", split ? "matching " : "");
+        return -1;
+    }
+    /* features by id; the same table twice must agree (lib/featindex.h) */
+    return as_featidx_build(&in->ft, err, errlen);
+}
+
+void as_plan_input_free(as_plan_input *in)
+{
+    for (int64_t i = 0; i < in->ntasks; i++) as_ptask_free(&in->tasks[i]);
+    free(in->tasks);
+    as_featidx_free(&in->ft);
+    memset(in, 0, sizeof *in);
+}
+
+int as_plan_task_features(const as_plan_input *in, const as_ptask *t, const as_features **f, char *err,
+                          size_t errlen)
+{
+    for (int64_t i = 0; i < t->ntables; i++) {
+        if (!(f[i] = as_featidx_get(&in->ft, t->tables[i]))) {
+            snprintf(err, errlen, "task %" PRId64 ": table %" PRId64 " has no features record in the input", t->id,
+                     t->tables[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void as_plan_infeasible_msg(char *buf, size_t len, int64_t task, as_alg a, const as_plan *p, uint64_t cap)
+{
+    char list[256] = "";
+    size_t o = 0;
+    for (int64_t i = 0; i < p->ninfeasible && o < sizeof list - 24; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%" PRId64, i ? ", " : "", p->infeasible[i]);
+    if (o >= sizeof list - 24 && p->ninfeasible > 1) snprintf(list + o, sizeof list - o, ", ...");
+    snprintf(buf, len, "task %" PRId64 ": %s: plan infeasible: %" PRId64 " table%s fit on no shard under the %" PRIu64
+             "-byte cap (%s)", task, as_alg_name(a), p->ninfeasible, p->ninfeasible == 1 ? "" : "s", cap, list);
+}
+
+/* the plans of one task; f: its features */
+static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_ptask *t, const as_features **f,
+                     as_progress *p, char *err, size_t errlen)
+{
+    int64_t K = c->shards ? c->shards : t->shards;
+    if (c->world && (c->world < K || c->world % K)) {
+        snprintf(err, errlen, "task %" PRId64 ": --world-size %" PRId64 " is not a multiple of its %" PRId64 " shards",
+                 t->id, c->world, K);
+        return -1;
+    }
+    as_ptask tk = *t;
+    tk.shards = K;
+    uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
+    for (int a = 0; a < AS_ALG_COUNT; a++) {
+        if (!c->want[a]) continue;
+        as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy };
+        as_plan pl;
+        char e2[768];
+        if (as_plan_make(&pl, &pc, f, t->ntables, e2, sizeof e2)) {
+            snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
+            return -1;
+        }
+        st->plan_ms += pl.plan_ms;
+        as_plan_meta meta = { &tk, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
+                              a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
+                              a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0 };
+        if (!pl.feasible) {
+            st->ninfeasible++;
+            char msg[1024];
+            as_plan_infeasible_msg(msg, sizeof msg, t->id, (as_alg)a, &pl, mcap);
+            as_err("%s", msg);
+        }
+        if (c->out == AS_PLAN_OUT_STREAM) as_plan_write(c->w, &pl, &meta);
+        else if (c->out == AS_PLAN_OUT_TEXT) as_plan_print_text(c->text, &pl, &meta, f);
+        else if (as_plan_print_torchrec(c->text, &pl, &meta, f, c->tro))
+            as_err("task %" PRId64 ": %s: infeasible plan left out of the torchrec output", t->id, as_alg_name((as_alg)a));
+        as_plan_free(&pl);
+        st->nplans++;
+        if (p) as_progress_update(p, (double)st->nplans);
+    }
+    return 0;
+}
+
+int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, as_progress *p,
+                char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    for (int64_t ti = 0; ti < in->ntasks; ti++) {
+        const as_ptask *t = &in->tasks[ti];
+        const as_features **f = as_malloc((size_t)(t->ntables ? t->ntables : 1) * sizeof *f);
+        int rc = as_plan_task_features(in, t, f, err, errlen) || plan_task(st, c, t, f, p, err, errlen);
+        free(f);
+        if (rc) return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* planrun.h - as-plan's stage: the algorithm list, the input (`features` and `task` records)
+ * read into the planner's inputs, and the plans of every task over the algorithm list
+ * written as `plan` records, text or TorchRec JSON (lib/plan.h makes and renders one plan).
+ * Dimension letters: T tables of a task, K shards.
+ *
+ * Errors: every function returns -1 with a message in err and never exits; the command
+ * line reports it (as-plan: exit 1 for all of them). Infeasible plans are not errors: each
+ * is written, a line goes to stderr (as_plan_infeasible_msg), and they are counted.
+ */
+#ifndef AS_PLANRUN_H
+#define AS_PLANRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "featindex.h"
+#include "plan.h"
+#include "stream.h"
+
+/* Parse an --alg list: comma-separated names (as_alg_parse) or `all` (every algorithm,
+ * cost-greedy only when has_model, autoshard only when has_policy) into want[AS_ALG_COUNT]
+ * (zeroed here), *n = the algorithms chosen. 0, or -1 with err: "--alg cost-greedy needs
+ * --model FILE", "--alg autoshard needs --policy FILE", "--alg: unknown algorithm 'x'",
+ * "--alg: no algorithm given". */
+int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has_policy, char *err, size_t errlen);
+
+/* What the planner reads: the tables' features (lib/featindex.h) and the tasks in input
+ * order. */
+typedef struct {
+    as_featidx ft;
+    as_ptask *tasks;                /* [ntasks] */
+    int64_t ntasks;
+} as_plan_input;
+
+/* Read files[0..nfiles) ("-" or none: standard input) into in (zeroed here): every
+ * `features` record, and the `task` records of the given split (NULL: all). Every record
+ * but headers is copied to pass as it is read (pass NULL: none). 0, or -1 with err: a file
+ * that cannot be read ("FILE: strerror"), a bad stream or record ("FILE: record N: ..."),
+ * no (matching) task record, two different features of one table. */
+int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const char *split, as_writer *pass,
+                       char *err, size_t errlen);
+void as_plan_input_free(as_plan_input *in);   /* also after a failed read */
+
+/* The features of task t's tables into f[0..T), in task order; 0, or -1 with err ("task 3:
+ * table 7 has no features record in the input"). */
+int as_plan_task_features(const as_plan_input *in, const as_ptask *t, const as_features **f, char *err,
+                          size_t errlen);
+
+/* "task 3: size-greedy: plan infeasible: 2 tables fit on no shard under the 100-byte cap
+ * (7, 9)": the table ids of p->infeasible listed while they fit in about 230 characters,
+ * then ", ..." (the stderr line of an infeasible plan, without the program name). */
+void as_plan_infeasible_msg(char *buf, size_t len, int64_t task, as_alg a, const as_plan *p, uint64_t cap);
+
+typedef enum { AS_PLAN_OUT_STREAM, AS_PLAN_OUT_TEXT, AS_PLAN_OUT_TORCHREC } as_plan_out;
+
+typedef struct {
+    int want[AS_ALG_COUNT];         /* the algorithms (as_plan_alg_list), in enum order */
+    uint64_t seed;
+    int cap_given;                  /* mem_cap for every task instead of the task's */
+    uint64_t mem_cap;
+    int64_t shards;                 /* > 0: shards for every task instead of the task's */
+    int64_t world;                  /* > 0: the 2D rank map; a multiple of every task's K */
+    const as_plan_model *model;     /* NULL: no cost model */
+    const char *model_path, *model_device;
+    const as_plan_policy *policy;   /* NULL: no policy (autoshard not wanted) */
+    const char *policy_path;
+    int samples;                    /* autoshard candidates, 0 = as_policy_auto_samples */
+    as_plan_out out;
+    as_writer *w;                   /* AS_PLAN_OUT_STREAM */
+    FILE *text;                     /* AS_PLAN_OUT_TEXT and _TORCHREC */
+    const as_torchrec_opts *tro;    /* AS_PLAN_OUT_TORCHREC */
+} as_plan_run_cfg;
+
+typedef struct {
+    int64_t nplans, ninfeasible;
+    double plan_ms;                 /* planning time summed over the plans */
+} as_plan_run_stats;
+
+/* Plan every task of in with every wanted algorithm, in task then algorithm order, and
+ * write each plan (an infeasible one too; torchrec leaves it out with a line on stderr).
+ * p (may be NULL) is updated after every plan. st holds the counts so far, also after an
+ * error. 0, or -1 with err: a table without features, a world size that is not a multiple
+ * of a task's shards ("task 3: --world-size 6 is not a multiple of its 4 shards"), a planner
+ * error ("task 3: cost-greedy: ..."). */
+int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, as_progress *p,
+                char *err, size_t errlen);
+
+#endif
