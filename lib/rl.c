@@ -675,14 +675,22 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     as_rl_plan_model(&pm, cm);
     double sp = 0, sm = 0;
     int rc = 0;
-    /* the round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted rpred[i] */
-    int64_t nr = 0, capr = 0, npos = 0, cappos = 0, *roff = NULL, *rpos = NULL;
-    double *rcost = NULL, *rpred = NULL;
+    /* the round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted
+     * rpred[i]; at most every shard and every table of the round's tasks */
+    int64_t maxs = 0, maxp = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
+        maxs += t->K;
+        maxp += t->n;
+    }
+    int64_t nr = 0, npos = 0, *roff = as_malloc((size_t)(maxs + 1) * sizeof *roff);
+    int64_t *rpos = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *rpos);
+    double *rcost = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rcost);
+    double *rpred = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rpred);
     for (int64_t j = 0; j < n && !rc; j++) {
         const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
         int64_t K = t->K;
         int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
-        int64_t *pos = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *pos);
         double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
         uint8_t *noisy = as_malloc((size_t)K * sizeof *noisy);
         const as_features **fs = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *fs);
@@ -695,7 +703,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
         int64_t *start = NULL, *order = NULL;
         if (feasible) {
             group_plan(t, assign, &start, &order);
-            for (int64_t j = 0; j < t->n; j++) { fs[j] = t->t[order[j]]; pos[j] = fs[j] - c->feat; }
+            for (int64_t g = 0; g < start[K]; g++) fs[g] = t->t[order[g]];
             for (int64_t k = 0; k < K; k++)
                 pred[k] = start[k + 1] > start[k] ? as_costmodel_predict(cm, fs + start[k], (int)(start[k + 1] - start[k])) : 0;
             rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
@@ -707,22 +715,13 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
             for (int64_t k = 0; k < K; k++) {
                 if (start[k + 1] == start[k]) continue;
                 if (noisy[k]) { o->noisy++; continue; }   /* not training data */
-                int64_t m = start[k + 1] - start[k];
-                if (nr + 1 >= capr) {
-                    capr = capr ? 2 * capr : 256;
-                    roff = as_realloc(roff, (size_t)capr * sizeof *roff);
-                    rcost = as_realloc(rcost, (size_t)capr * sizeof *rcost);
-                    rpred = as_realloc(rpred, (size_t)capr * sizeof *rpred);
-                }
-                while (npos + m > cappos) { cappos = cappos ? 2 * cappos : 1024; rpos = as_realloc(rpos, (size_t)cappos * sizeof *rpos); }
                 roff[nr] = npos;
-                memcpy(rpos + npos, pos + start[k], (size_t)m * sizeof *rpos);
-                npos += m;
+                for (int64_t g = start[k]; g < start[k + 1]; g++) rpos[npos++] = fs[g] - c->feat;
                 rcost[nr] = costs[k];
                 rpred[nr++] = pred[k];
             }
         }
-        free(assign); free(pos); free(pred); free(costs); free(noisy); free(fs); free(start); free(order);
+        free(assign); free(pred); free(costs); free(noisy); free(fs); free(start); free(order);
     }
     if (!rc) {
         /* drift: the machine's speed changes over minutes (other tenants, clocks), so these
@@ -732,7 +731,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
          * and learns where it is wrong relative to the other shards */
         o->scale = refine_scale(rcost, rpred, nr);
         double se = 0;
-        if (nr) roff[nr] = npos;
+        roff[nr] = npos;
         for (int64_t i = 0; i < nr; i++) {
             double v = rcost[i] / o->scale;
             buf_push(st, rpos + roff[i], roff[i + 1] - roff[i], v);
