@@ -279,6 +279,28 @@ void as_cpu_name(char *buf, size_t len, int threads)
 
 /* ---- the session ------------------------------------------------------------------- */
 
+/* one shard set up for measurement: its layout and, on the CPU, its data; buffers grown
+ * (capacities in elements) and kept for the next shard set up in the same slot */
+typedef struct {
+    int64_t capT;
+    const as_eb_table **tb;
+    int64_t *pos, *tid, *rows, *w_off;
+    int32_t *dims, *d_off;
+    int capR;
+    double *tot, *fw, *bw;
+    uint16_t *W;
+    float *grad, *out;
+    int64_t *offs;
+    int32_t *idx;
+    size_t capW, capG, capOut, capO, capI;
+    /* the shard now in the slot (shard_layout) */
+    int32_t T;
+    int64_t B, nidx, wtotal, maxn, maxD;
+    double fwd_bytes;
+    as_eb_shard s;          /* CPU, after shard_fill */
+    int measured;           /* the shard in the slot was measured (ok) */
+} bslot;
+
 struct as_bench_session {
     as_bench_cfg c;
     const as_bpool *p;
@@ -286,25 +308,14 @@ struct as_bench_session {
     char cpu_name[128];
     as_eb_table *view;              /* [p->n] the pool's tables as embbag.h / ebgen.h see them */
     uint8_t *checked;               /* [p->n] passed as_ebg_check_table */
-    /* per-shard scratch, grown */
-    int64_t capT;
-    const as_eb_table **tb;
-    int64_t *pos, *tid, *rows, *w_off;
-    int32_t *dims, *d_off;
-    int capR;
-    double *tot, *fw, *bw;
-    /* CPU: the shard's data, grown (capacities in elements) */
-    uint16_t *W;
-    float *grad, *out;
-    int64_t *offs;
-    int32_t *idx;
-    size_t capW, capG, capOut, capO, capI;
-    as_eb_cpu_ws *ws;
+    bslot *slot;                    /* [nslot] one per shard of a group measured together */
+    int nslot;
+    as_eb_cpu_ws *ws;               /* CPU: the backward's sort buffers, shared by the slots */
     int64_t ws_n, ws_D;             /* lookups of one table and dim the workspace is sized for */
     int64_t grows, shards;
-    /* the last shard measured (as_bench_session_last) */
-    int32_t last_T;
-    int64_t last_B;
+    /* the last shard measured (as_bench_session_last): its slot (-1: none); the last
+       group's shards sit in slots 0..glast-1 (as_bench_session_group_data) */
+    int last, glast;
     as_eb_gpu *last_g;
     /* CUDA */
     as_eb_gpu_ctx *ctx;
@@ -327,11 +338,42 @@ static void *grow(void *buf, size_t *cap, size_t need, size_t elt, int64_t *grow
     return p;
 }
 
+/* the shard data buffers of slot b (not its layout arrays), freed */
+static void slot_free_data(bslot *b)
+{
+    free(b->W); free(b->grad); free(b->out); free(b->offs); free(b->idx);
+    b->W = NULL; b->grad = b->out = NULL; b->offs = NULL; b->idx = NULL;
+    b->capW = b->capG = b->capOut = b->capO = b->capI = 0;
+}
+
+static uint64_t slot_data_bytes(const bslot *b)
+{
+    return b->capW * 2 + b->capG * 4 + b->capOut * 4 + b->capO * 8 + b->capI * 4;
+}
+
+static void slot_free(bslot *b)
+{
+    free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->dims); free(b->d_off);
+    free(b->tot); free(b->fw); free(b->bw);
+    slot_free_data(b);
+    memset(b, 0, sizeof *b);
+}
+
+/* slots 0..k-1 exist */
+static void slots_reserve(as_bench_session *S, int k)
+{
+    if (k <= S->nslot) return;
+    S->slot = as_realloc(S->slot, (size_t)k * sizeof *S->slot);
+    memset(S->slot + S->nslot, 0, (size_t)(k - S->nslot) * sizeof *S->slot);
+    S->nslot = k;
+}
+
 as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen)
 {
     as_bench_session *S = as_calloc(1, sizeof *S);
     S->c = *c;
     S->p = p;
+    S->last = -1;
     int threads = c->threads;
 #ifdef _OPENMP
     if (threads <= 0) threads = omp_get_max_threads();
@@ -348,6 +390,7 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
         as_eb_table v = { t->id, t->rows, t->batch, t->dim, t->lookups, t->offsets, t->indices };
         S->view[i] = v;
     }
+    slots_reserve(S, 1);
     if (c->cuda && as_eb_gpu_ctx_create(&S->ctx, c->device, S->view, p->n, !c->per_shard_upload, err, errlen)) {
         as_bench_session_free(S);
         return NULL;
@@ -361,9 +404,8 @@ void as_bench_session_free(as_bench_session *S)
     as_eb_gpu_ctx_destroy(S->ctx);
     if (S->ws) as_eb_cpu_ws_free(S->ws);
     free(S->view); free(S->checked);
-    free((void *)S->tb); free(S->pos); free(S->tid); free(S->rows); free(S->w_off); free(S->dims); free(S->d_off);
-    free(S->tot); free(S->fw); free(S->bw);
-    free(S->W); free(S->grad); free(S->out); free(S->offs); free(S->idx);
+    for (int j = 0; j < S->nslot; j++) slot_free(&S->slot[j]);
+    free(S->slot);
     free(S);
 }
 
@@ -380,7 +422,316 @@ void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info 
         info->resident = as_eb_gpu_ctx_resident(S->ctx);
     } else {
         info->grows = S->grows;
-        info->bytes = S->capW * 2 + S->capG * 4 + S->capOut * 4 + S->capO * 8 + S->capI * 4 + (uint64_t)S->ws_n * 16;
+        info->bytes = (uint64_t)S->ws_n * 16;
+        for (int j = 0; j < S->nslot; j++) info->bytes += slot_data_bytes(&S->slot[j]);
+    }
+}
+
+/* Lay out the shard ids[0..n) in slot b and check it: its tables exist, share a batch
+ * size, pass as_ebg_check_table (once per session) and fit the memory budget. Fills res's
+ * shape fields (lookups, batch, sum_dim, bytes). 0, or -1 with res->error. */
+static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, as_bench_result *res)
+{
+    const as_bench_cfg *c = &S->c;
+    const as_bpool *p = S->p;
+    b->T = 0;
+    b->measured = 0;
+    if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); return -1; }
+    if (n > INT32_MAX) { snprintf(res->error, sizeof res->error, "too many tables (%" PRId64 ")", n); return -1; }
+    const int32_t T = (int32_t)n;
+    if (n > b->capT) {
+        free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->dims); free(b->d_off);
+        b->capT = n;
+        b->tb = as_malloc((size_t)n * sizeof *b->tb);
+        b->pos = as_malloc((size_t)n * sizeof *b->pos);
+        b->tid = as_malloc((size_t)n * sizeof *b->tid);
+        b->rows = as_malloc((size_t)n * sizeof *b->rows);
+        b->w_off = as_malloc((size_t)(n + 1) * sizeof *b->w_off);
+        b->dims = as_malloc((size_t)n * sizeof *b->dims);
+        b->d_off = as_malloc((size_t)(n + 1) * sizeof *b->d_off);
+    }
+    for (int32_t t = 0; t < T; t++) {
+        const as_btable *bt = as_bpool_get(p, ids[t]);
+        if (!bt) { snprintf(res->error, sizeof res->error, "table %" PRId64 " is not in the table data", ids[t]); return -1; }
+        b->pos[t] = bt - p->t;
+        b->tb[t] = &S->view[b->pos[t]];
+        b->tid[t] = ids[t];
+        if (bt->batch != b->tb[0]->batch) {
+            snprintf(res->error, sizeof res->error, "tables %" PRId64 " and %" PRId64 " have different batch sizes", ids[0], ids[t]);
+            return -1;
+        }
+    }
+    const int64_t B = b->tb[0]->batch;
+    {
+        /* the layout keeps dims and their sum in int32: refuse a shard whose dims do not fit
+           (each table's rows and dim were range-checked when its record was read) */
+        int64_t sd = 0;
+        for (int32_t t = 0; t < T; t++) sd += b->tb[t]->dim;
+        if (sd > INT32_MAX) {
+            snprintf(res->error, sizeof res->error, "does not fit: the dims of its tables sum to %" PRId64 " (at most 2^31 - 1)", sd);
+            return -1;
+        }
+    }
+    const int64_t wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
+    int64_t nidx = 0, wpacked = 0, maxn = 0, maxD = 0;
+    double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
+    for (int32_t t = 0; t < T; t++) {
+        const int64_t L = b->tb[t]->lookups;
+        nidx += L;
+        wpacked += b->rows[t] * b->dims[t];
+        fwd_bytes += 4.0 * (double)B * b->dims[t] + 2.0 * b->dims[t] * (double)L;
+        if (L > maxn) maxn = L;
+        if (b->dims[t] > maxD) maxD = b->dims[t];
+    }
+    const int64_t sumD = b->d_off[T];
+    res->lookups = nidx;
+    res->batch = B;
+    res->sum_dim = sumD;
+    {
+        /* weights, output + gradient, indices, offsets, the backward's sort buffers; checked
+           products (B comes from a record, only the record cap bounds it) */
+        uint64_t a, bb, d, e, tot;
+        int ovf = __builtin_mul_overflow((uint64_t)wpacked, 2, &a) | __builtin_mul_overflow((uint64_t)B, (uint64_t)sumD, &bb) |
+                  __builtin_mul_overflow(bb, 8, &bb) | __builtin_mul_overflow((uint64_t)nidx, 20, &d) |
+                  __builtin_mul_overflow((uint64_t)T, (uint64_t)B, &e) | __builtin_add_overflow(e, 1, &e) |
+                  __builtin_mul_overflow(e, 8, &e) | __builtin_add_overflow(a, bb, &tot) | __builtin_add_overflow(tot, d, &tot) |
+                  __builtin_add_overflow(tot, e, &tot);
+        if (ovf || tot > (uint64_t)INT64_MAX) {
+            res->bytes = UINT64_MAX;
+            snprintf(res->error, sizeof res->error, "does not fit: needs more than 2^63 bytes");
+            return -1;
+        }
+        res->bytes = tot;
+    }
+    if (!c->cuda && c->max_bytes && res->bytes > c->max_bytes) {
+        snprintf(res->error, sizeof res->error, "does not fit: needs %.2f GiB, the budget is %.2f GiB",
+                 res->bytes / 1073741824.0, c->max_bytes / 1073741824.0);
+        return -1;
+    }
+    /* every table is checked once per session (bounds of its offsets and indices) */
+    for (int32_t t = 0; t < T; t++)
+        if (!S->checked[b->pos[t]]) {
+            if (as_ebg_check_table(b->tb[t], res->error, sizeof res->error)) return -1;
+            S->checked[b->pos[t]] = 1;
+        }
+    const int R = c->runs;
+    if (R > b->capR) {
+        free(b->tot); free(b->fw); free(b->bw);
+        b->capR = R;
+        b->tot = as_malloc((size_t)R * sizeof *b->tot);
+        b->fw = as_malloc((size_t)R * sizeof *b->fw);
+        b->bw = as_malloc((size_t)R * sizeof *b->bw);
+    }
+    b->T = T;
+    b->B = B;
+    b->nidx = nidx;
+    b->wtotal = wtotal;
+    b->maxn = maxn;
+    b->maxD = maxD;
+    b->fwd_bytes = fwd_bytes;
+    return 0;
+}
+
+/* CPU: the laid-out shard of slot b gets its data (bags gathered from the pool, weights and
+ * gradient from the hash). 0, or -1 with res->error (the sort buffers could not be had). */
+static int shard_fill(as_bench_session *S, bslot *b, as_bench_result *res)
+{
+    const int32_t T = b->T;
+    const int64_t B = b->B;
+    const size_t outn = (size_t)(B * b->d_off[T]);
+    b->offs = grow(b->offs, &b->capO, (size_t)(T * B + 1), sizeof *b->offs, &S->grows);
+    b->idx = grow(b->idx, &b->capI, (size_t)(b->nidx ? b->nidx : 1), sizeof *b->idx, &S->grows);
+    b->W = grow(b->W, &b->capW, (size_t)(b->wtotal ? b->wtotal : 1), sizeof *b->W, &S->grows);
+    b->grad = grow(b->grad, &b->capG, outn ? outn : 1, sizeof *b->grad, &S->grows);
+    b->out = grow(b->out, &b->capOut, outn ? outn : 1, sizeof *b->out, &S->grows);
+    if (!S->ws || b->maxn > S->ws_n || b->maxD > S->ws_D) {
+        /* the backward's sort buffers, sized for the largest table and dim seen so far */
+        if (S->ws) as_eb_cpu_ws_free(S->ws);
+        if (b->maxn > S->ws_n) S->ws_n = b->maxn;
+        if (b->maxD > S->ws_D) S->ws_D = b->maxD;
+        int32_t d1 = (int32_t)S->ws_D, doff[2] = { 0, d1 };
+        int64_t r1 = 1, wo[2] = { 0, S->ws_D }, of[2] = { 0, S->ws_n };
+        as_eb_shard big = { 1, 1, &r1, &d1, wo, doff, of, NULL };
+        S->ws = as_eb_cpu_ws_new(&big);
+        S->grows++;
+        if (!S->ws) { S->ws_n = S->ws_D = 0; snprintf(res->error, sizeof res->error, "out of memory for the sort buffers"); return -1; }
+    }
+    as_ebg_gather(b->offs, b->idx, b->tb, T, B, S->threads);
+    as_eb_shard s = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
+    b->s = s;
+    as_ebg_fill_weights(b->W, &b->s, b->tid, S->c.seed, S->threads);
+    as_ebg_fill_grad(b->grad, &b->s, b->tid, S->c.seed, S->threads);
+    return 0;
+}
+
+/* CPU: one iteration of slot b's shard (forward, backward + SGD); timed: after a cache
+ * flush, into run i of its timings. Returns the kernel milliseconds. */
+static double shard_iter(as_bench_session *S, bslot *b, int timed, int i)
+{
+    if (timed) cpu_flush(S->c.flush_bytes);
+    double t0 = as_now();
+    as_eb_forward_cpu(b->out, b->W, &b->s, S->threads);
+    double t1 = as_now();
+    as_eb_backward_sgd_cpu(b->W, b->grad, &b->s, S->c.lr, S->ws, S->threads);
+    double t2 = as_now();
+    if (timed) {
+        b->fw[i] = (t1 - t0) * 1e3;
+        b->bw[i] = (t2 - t1) * 1e3;
+        b->tot[i] = (t2 - t0) * 1e3;
+    }
+    return (t2 - t0) * 1e3;
+}
+
+/* the statistics of slot b's R timed runs into res (ok = 1); under the fake timer the
+ * runs' times are replaced first */
+static void shard_finish(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, int attempt, as_bench_result *res)
+{
+    const as_bench_cfg *c = &S->c;
+    const int R = c->runs;
+    double *tot = b->tot, *fw = b->fw, *bw = b->bw;
+    if (c->fake && c->fake->on) {
+        /* the fake timer: the kernels ran, their times are replaced */
+        const double base = 0.1 + 1e-5 * (double)b->nidx;
+        for (int i = 0; i < R; i++) {
+            double m = S->calibrating ? fake_calib_factor(c->fake, i) : as_bench_fake_factor(c->fake, ids, n, attempt, i);
+            fw[i] = base / 3 * m;
+            bw[i] = 2 * base / 3 * m;
+            tot[i] = fw[i] + bw[i];
+        }
+    }
+    double d1, d2, d3, d4;
+    res->spread = as_bench_spread(tot, R, c->trim);
+    as_bench_stats(tot, R, c->trim, &res->cost_ms, &res->median_ms, &res->min_ms, &res->max_ms, &res->rel_std);
+    as_bench_stats(fw, R, c->trim, &res->fwd_ms, &d1, &d2, &d3, &d4);
+    as_bench_stats(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
+    res->gbps = res->cost_ms > 0 ? 3.0 * b->fwd_bytes / (res->cost_ms * 1e-3) / 1e9 : 0;
+    res->ok = 1;
+    b->measured = 1;
+}
+
+static void result_init(as_bench_session *S, as_bench_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->spread = NAN;
+    res->attempts = 1;
+    res->together = 1;
+    res->threads = S->c.cuda ? 0 : S->threads;
+    if (!S->c.cuda) snprintf(res->device, sizeof res->device, "%s", S->cpu_name);
+}
+
+/* CUDA: one shard, the whole protocol on the device */
+static void run_cuda(as_bench_session *S, const as_bench_shardref *sh, as_bench_result *res)
+{
+    const double wall0 = as_now();
+    double busy = 0;
+    bslot *b = &S->slot[0];
+    result_init(S, res);
+    S->shards++;
+    S->last = -1;
+    S->glast = 1;
+    S->last_g = NULL;
+    if (shard_layout(S, b, sh->ids, sh->n, res)) goto done;
+    as_eb_gpu *g = NULL;
+    if (as_eb_gpu_ctx_shard(S->ctx, b->pos, b->T, S->c.seed, &g, res->error, sizeof res->error)) goto done;
+    as_eb_gpu_info(g, res->device, sizeof res->device, &res->sm_clock_mhz, NULL);
+    if (as_eb_gpu_measure(g, S->c.warmup, S->c.runs, S->c.lr, b->fw, b->bw, &busy, res->error, sizeof res->error)) {
+        busy = 0;
+        goto done;
+    }
+    for (int i = 0; i < S->c.runs; i++) b->tot[i] = b->fw[i] + b->bw[i];
+    S->last_g = g;
+    shard_finish(S, b, sh->ids, sh->n, sh->attempt, res);
+    S->last = 0;
+done:
+    res->busy_ms = busy;
+    res->wall_ms = (as_now() - wall0) * 1e3;
+}
+
+/* CPU: the shards of group[0..k) laid out in slots[0..k) (their results ok so far), set up
+ * together and measured in rounds; wall time shared out evenly */
+static void run_cpu_rounds(as_bench_session *S, const as_bench_shardref *sh, const int *slot, int k, as_bench_result *res)
+{
+    const double wall0 = as_now();
+    int *live = as_malloc((size_t)k * sizeof *live), nl = 0;
+    double *busy = as_malloc((size_t)k * sizeof *busy);
+    for (int j = 0; j < k; j++) {
+        busy[j] = 0;
+        if (shard_fill(S, &S->slot[slot[j]], &res[j]) == 0) live[nl++] = j;
+    }
+    for (int q = 0; q < nl; q++)
+        for (int i = 0; i < S->c.warmup; i++) busy[live[q]] += shard_iter(S, &S->slot[slot[live[q]]], 0, 0);
+    /* round i runs every shard once, starting one further along each round */
+    for (int i = 0; i < S->c.runs; i++)
+        for (int q = 0; q < nl; q++) {
+            const int j = live[(i + q) % nl];
+            busy[j] += shard_iter(S, &S->slot[slot[j]], 1, i);
+        }
+    for (int q = 0; q < nl; q++) {
+        const int j = live[q];
+        shard_finish(S, &S->slot[slot[j]], sh[j].ids, sh[j].n, sh[j].attempt, &res[j]);
+        res[j].together = nl;
+        S->last = slot[j];
+    }
+    const double wall = (as_now() - wall0) * 1e3;
+    for (int j = 0; j < k; j++) {
+        res[j].busy_ms = busy[j];
+        res[j].wall_ms = wall / k;
+    }
+    free(live);
+    free(busy);
+}
+
+void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh, int k, as_bench_result *res)
+{
+    if (k <= 0) return;
+    if (S->c.cuda) {
+        for (int j = 0; j < k; j++) run_cuda(S, &sh[j], &res[j]);
+        return;
+    }
+    slots_reserve(S, k);
+    S->last = -1;
+    S->glast = k;
+    S->last_g = NULL;
+    /* lay every shard out; then measure them in runs of consecutive laid-out shards whose
+       memory together fits the budget (a shard alone always may: shard_layout checked it) */
+    int *slot = as_malloc((size_t)k * 4 * sizeof *slot), *ok = slot + k, *gslot = ok + k, *gidx = gslot + k;
+    as_bench_shardref *gsh = as_malloc((size_t)k * sizeof *gsh);
+    as_bench_result *gres = as_malloc((size_t)k * sizeof *gres);
+    for (int j = 0; j < k; j++) {
+        result_init(S, &res[j]);
+        S->shards++;
+        slot[j] = j;
+        ok[j] = shard_layout(S, &S->slot[j], sh[j].ids, sh[j].n, &res[j]) == 0;
+    }
+    const uint64_t budget = S->c.max_bytes;
+    int j = 0;
+    while (j < k) {
+        if (!ok[j]) { j++; continue; }
+        int e = j + 1;
+        uint64_t sum = res[j].bytes;
+        while (e < k && (!ok[e] || !budget || sum + res[e].bytes <= budget)) {
+            if (ok[e]) sum += res[e].bytes;
+            e++;
+        }
+        /* the laid-out shards of j..e-1, in order */
+        int m = 0;
+        for (int i = j; i < e; i++)
+            if (ok[i]) { gsh[m] = sh[i]; gres[m] = res[i]; gslot[m] = slot[i]; gidx[m] = i; m++; }
+        run_cpu_rounds(S, gsh, gslot, m, gres);
+        for (int i = 0; i < m; i++) res[gidx[i]] = gres[i];
+        j = e;
+    }
+    free(slot);
+    free(gsh);
+    free(gres);
+    /* a group larger than the budget leaves no more data held than the budget: the extra
+       slots' data go (slot 0 keeps its buffers, as one shard at a time always did) */
+    if (budget) {
+        uint64_t held = 0;
+        for (int i = 0; i < S->nslot; i++) held += slot_data_bytes(&S->slot[i]);
+        if (held > budget)
+            for (int i = 1; i < S->nslot; i++)
+                if (i != S->last) { slot_free_data(&S->slot[i]); S->slot[i].measured = 0; }
     }
 }
 
@@ -391,208 +742,57 @@ void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as
 
 void as_bench_session_run_attempt(as_bench_session *S, const int64_t *ids, int64_t n, int attempt, as_bench_result *res)
 {
-    const double wall0 = as_now();
-    double busy = 0;
-    const as_bench_cfg *c = &S->c;
-    const as_bpool *p = S->p;
-    memset(res, 0, sizeof *res);
-    res->spread = NAN;
-    res->attempts = 1;
-    const int threads = S->threads;
-    res->threads = c->cuda ? 0 : threads;
-    if (!c->cuda) snprintf(res->device, sizeof res->device, "%s", S->cpu_name);
-    S->shards++;
-    S->last_T = 0;
-    S->last_g = NULL;
-    if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); goto done; }
-    if (n > INT32_MAX) { snprintf(res->error, sizeof res->error, "too many tables (%" PRId64 ")", n); goto done; }
-    const int32_t T = (int32_t)n;
-    if (n > S->capT) {
-        free((void *)S->tb); free(S->pos); free(S->tid); free(S->rows); free(S->w_off); free(S->dims); free(S->d_off);
-        S->capT = n;
-        S->tb = as_malloc((size_t)n * sizeof *S->tb);
-        S->pos = as_malloc((size_t)n * sizeof *S->pos);
-        S->tid = as_malloc((size_t)n * sizeof *S->tid);
-        S->rows = as_malloc((size_t)n * sizeof *S->rows);
-        S->w_off = as_malloc((size_t)(n + 1) * sizeof *S->w_off);
-        S->dims = as_malloc((size_t)n * sizeof *S->dims);
-        S->d_off = as_malloc((size_t)(n + 1) * sizeof *S->d_off);
-    }
-    for (int32_t t = 0; t < T; t++) {
-        const as_btable *bt = as_bpool_get(p, ids[t]);
-        if (!bt) { snprintf(res->error, sizeof res->error, "table %" PRId64 " is not in the table data", ids[t]); goto done; }
-        S->pos[t] = bt - p->t;
-        S->tb[t] = &S->view[S->pos[t]];
-        S->tid[t] = ids[t];
-        if (bt->batch != S->tb[0]->batch) {
-            snprintf(res->error, sizeof res->error, "tables %" PRId64 " and %" PRId64 " have different batch sizes", ids[0], ids[t]);
-            goto done;
-        }
-    }
-    const int64_t B = S->tb[0]->batch;
-    {
-        /* the layout keeps dims and their sum in int32: refuse a shard whose dims do not fit
-           (each table's rows and dim were range-checked when its record was read) */
-        int64_t sd = 0;
-        for (int32_t t = 0; t < T; t++) sd += S->tb[t]->dim;
-        if (sd > INT32_MAX) {
-            snprintf(res->error, sizeof res->error, "does not fit: the dims of its tables sum to %" PRId64 " (at most 2^31 - 1)", sd);
-            goto done;
-        }
-    }
-    const int64_t wtotal = as_ebg_layout(S->tb, T, S->rows, S->dims, S->w_off, S->d_off);
-    int64_t nidx = 0, wpacked = 0, maxn = 0, maxD = 0;
-    double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
-    for (int32_t t = 0; t < T; t++) {
-        const int64_t L = S->tb[t]->lookups;
-        nidx += L;
-        wpacked += S->rows[t] * S->dims[t];
-        fwd_bytes += 4.0 * (double)B * S->dims[t] + 2.0 * S->dims[t] * (double)L;
-        if (L > maxn) maxn = L;
-        if (S->dims[t] > maxD) maxD = S->dims[t];
-    }
-    const int64_t sumD = S->d_off[T];
-    res->lookups = nidx;
-    res->batch = B;
-    res->sum_dim = sumD;
-    {
-        /* weights, output + gradient, indices, offsets, the backward's sort buffers; checked
-           products (B comes from a record, only the record cap bounds it) */
-        uint64_t a, b, d, e, tot;
-        int ovf = __builtin_mul_overflow((uint64_t)wpacked, 2, &a) | __builtin_mul_overflow((uint64_t)B, (uint64_t)sumD, &b) |
-                  __builtin_mul_overflow(b, 8, &b) | __builtin_mul_overflow((uint64_t)nidx, 20, &d) |
-                  __builtin_mul_overflow((uint64_t)T, (uint64_t)B, &e) | __builtin_add_overflow(e, 1, &e) |
-                  __builtin_mul_overflow(e, 8, &e) | __builtin_add_overflow(a, b, &tot) | __builtin_add_overflow(tot, d, &tot) |
-                  __builtin_add_overflow(tot, e, &tot);
-        if (ovf || tot > (uint64_t)INT64_MAX) {
-            res->bytes = UINT64_MAX;
-            snprintf(res->error, sizeof res->error, "does not fit: needs more than 2^63 bytes");
-            goto done;
-        }
-        res->bytes = tot;
-    }
-    if (!c->cuda && c->max_bytes && res->bytes > c->max_bytes) {
-        snprintf(res->error, sizeof res->error, "does not fit: needs %.2f GiB, the budget is %.2f GiB",
-                 res->bytes / 1073741824.0, c->max_bytes / 1073741824.0);
-        goto done;
-    }
-    /* every table is checked once per session (bounds of its offsets and indices) */
-    for (int32_t t = 0; t < T; t++)
-        if (!S->checked[S->pos[t]]) {
-            if (as_ebg_check_table(S->tb[t], res->error, sizeof res->error)) goto done;
-            S->checked[S->pos[t]] = 1;
-        }
-    const int R = c->runs;
-    if (R > S->capR) {
-        free(S->tot); free(S->fw); free(S->bw);
-        S->capR = R;
-        S->tot = as_malloc((size_t)R * sizeof *S->tot);
-        S->fw = as_malloc((size_t)R * sizeof *S->fw);
-        S->bw = as_malloc((size_t)R * sizeof *S->bw);
-    }
-    double *tot = S->tot, *fw = S->fw, *bw = S->bw;
-    if (c->cuda) {
-        as_eb_gpu *g = NULL;
-        if (as_eb_gpu_ctx_shard(S->ctx, S->pos, T, c->seed, &g, res->error, sizeof res->error)) goto done;
-        as_eb_gpu_info(g, res->device, sizeof res->device, &res->sm_clock_mhz, NULL);
-        if (as_eb_gpu_measure(g, c->warmup, R, c->lr, fw, bw, &busy, res->error, sizeof res->error)) {
-            busy = 0;
-            goto done;
-        }
-        for (int i = 0; i < R; i++) tot[i] = fw[i] + bw[i];
-        S->last_g = g;
-    } else {
-        const size_t outn = (size_t)(B * sumD);
-        S->offs = grow(S->offs, &S->capO, (size_t)(T * B + 1), sizeof *S->offs, &S->grows);
-        S->idx = grow(S->idx, &S->capI, (size_t)(nidx ? nidx : 1), sizeof *S->idx, &S->grows);
-        S->W = grow(S->W, &S->capW, (size_t)(wtotal ? wtotal : 1), sizeof *S->W, &S->grows);
-        S->grad = grow(S->grad, &S->capG, outn ? outn : 1, sizeof *S->grad, &S->grows);
-        S->out = grow(S->out, &S->capOut, outn ? outn : 1, sizeof *S->out, &S->grows);
-        if (!S->ws || maxn > S->ws_n || maxD > S->ws_D) {
-            /* the backward's sort buffers, sized for the largest table and dim seen so far */
-            if (S->ws) as_eb_cpu_ws_free(S->ws);
-            if (maxn > S->ws_n) S->ws_n = maxn;
-            if (maxD > S->ws_D) S->ws_D = maxD;
-            int32_t d1 = (int32_t)S->ws_D, doff[2] = { 0, d1 };
-            int64_t r1 = 1, wo[2] = { 0, S->ws_D }, of[2] = { 0, S->ws_n };
-            as_eb_shard big = { 1, 1, &r1, &d1, wo, doff, of, NULL };
-            S->ws = as_eb_cpu_ws_new(&big);
-            S->grows++;
-            if (!S->ws) { S->ws_n = S->ws_D = 0; snprintf(res->error, sizeof res->error, "out of memory for the sort buffers"); goto done; }
-        }
-        as_ebg_gather(S->offs, S->idx, S->tb, T, B, threads);
-        as_eb_shard s = { T, B, S->rows, S->dims, S->w_off, S->d_off, S->offs, S->idx };
-        as_ebg_fill_weights(S->W, &s, S->tid, c->seed, threads);
-        as_ebg_fill_grad(S->grad, &s, S->tid, c->seed, threads);
-        for (int i = 0; i < c->warmup; i++) {
-            double t0 = as_now();
-            as_eb_forward_cpu(S->out, S->W, &s, threads);
-            as_eb_backward_sgd_cpu(S->W, S->grad, &s, c->lr, S->ws, threads);
-            busy += (as_now() - t0) * 1e3;
-        }
-        for (int i = 0; i < R; i++) {
-            cpu_flush(c->flush_bytes);
-            double t0 = as_now();
-            as_eb_forward_cpu(S->out, S->W, &s, threads);
-            double t1 = as_now();
-            as_eb_backward_sgd_cpu(S->W, S->grad, &s, c->lr, S->ws, threads);
-            double t2 = as_now();
-            fw[i] = (t1 - t0) * 1e3;
-            bw[i] = (t2 - t1) * 1e3;
-            tot[i] = (t2 - t0) * 1e3;
-            busy += tot[i];
-        }
-    }
-    if (c->fake && c->fake->on) {
-        /* the fake timer: the kernels ran, their times are replaced */
-        const double base = 0.1 + 1e-5 * (double)nidx;
-        for (int i = 0; i < R; i++) {
-            double m = S->calibrating ? fake_calib_factor(c->fake, i) : as_bench_fake_factor(c->fake, ids, n, attempt, i);
-            fw[i] = base / 3 * m;
-            bw[i] = 2 * base / 3 * m;
-            tot[i] = fw[i] + bw[i];
-        }
-    }
-    {
-        double d1, d2, d3, d4;
-        res->spread = as_bench_spread(tot, R, c->trim);
-        as_bench_stats(tot, R, c->trim, &res->cost_ms, &res->median_ms, &res->min_ms, &res->max_ms, &res->rel_std);
-        as_bench_stats(fw, R, c->trim, &res->fwd_ms, &d1, &d2, &d3, &d4);
-        as_bench_stats(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
-        res->gbps = res->cost_ms > 0 ? 3.0 * fwd_bytes / (res->cost_ms * 1e-3) / 1e9 : 0;
-        res->ok = 1;
-        S->last_T = T;
-        S->last_B = B;
-    }
-done:
-    res->busy_ms = busy;
-    res->wall_ms = (as_now() - wall0) * 1e3;
+    as_bench_shardref sh = { ids, n, attempt };
+    as_bench_session_run_group(S, &sh, 1, res);
 }
+
+static int slot_data(as_bench_session *S, int j, as_eb_shard *shard, const uint16_t **W, const float **grad,
+                     const float **out, char *err, size_t errlen);
 
 int as_bench_session_last(as_bench_session *S, as_eb_shard *shard, const uint16_t **W, const float **grad,
                           const float **out, char *err, size_t errlen)
 {
-    if (!S->last_T) { snprintf(err, errlen, "no shard measured yet"); return -1; }
-    const int32_t T = S->last_T;
-    const int64_t B = S->last_B, sumD = S->d_off[T], wtotal = S->w_off[T];
-    int64_t nidx = 0;
-    for (int32_t t = 0; t < T; t++) nidx += S->tb[t]->lookups;
+    if (S->last < 0) { snprintf(err, errlen, "no shard measured yet"); return -1; }
+    return slot_data(S, S->last, shard, W, grad, out, err, errlen);
+}
+
+int as_bench_session_group_data(as_bench_session *S, int j, as_eb_shard *shard, const uint16_t **W, const float **grad,
+                                const float **out, char *err, size_t errlen)
+{
     if (S->ctx) {
-        const size_t outn = (size_t)(B * sumD);
-        S->offs = grow(S->offs, &S->capO, (size_t)(T * B + 1), sizeof *S->offs, &S->grows);
-        S->idx = grow(S->idx, &S->capI, (size_t)(nidx ? nidx : 1), sizeof *S->idx, &S->grows);
-        S->W = grow(S->W, &S->capW, (size_t)(wtotal ? wtotal : 1), sizeof *S->W, &S->grows);
-        S->grad = grow(S->grad, &S->capG, outn ? outn : 1, sizeof *S->grad, &S->grows);
-        S->out = grow(S->out, &S->capOut, outn ? outn : 1, sizeof *S->out, &S->grows);
-        if (as_eb_gpu_download(S->last_g, S->out, S->W, err, errlen) ||
-            as_eb_gpu_download_inputs(S->last_g, S->offs, S->idx, S->grad, err, errlen))
+        if (j == S->glast - 1) return as_bench_session_last(S, shard, W, grad, out, err, errlen);
+        snprintf(err, errlen, "CUDA: only the last shard's data are kept");
+        return -1;
+    }
+    if (j < 0 || j >= S->glast || !S->slot[j].measured) {
+        snprintf(err, errlen, "shard %d of the last group was not measured, or its data are gone", j);
+        return -1;
+    }
+    return slot_data(S, j, shard, W, grad, out, err, errlen);
+}
+
+static int slot_data(as_bench_session *S, int j, as_eb_shard *shard, const uint16_t **W, const float **grad,
+                     const float **out, char *err, size_t errlen)
+{
+    bslot *b = &S->slot[j];
+    const int32_t T = b->T;
+    const int64_t B = b->B;
+    if (S->ctx) {
+        const size_t outn = (size_t)(B * b->d_off[T]);
+        b->offs = grow(b->offs, &b->capO, (size_t)(T * B + 1), sizeof *b->offs, &S->grows);
+        b->idx = grow(b->idx, &b->capI, (size_t)(b->nidx ? b->nidx : 1), sizeof *b->idx, &S->grows);
+        b->W = grow(b->W, &b->capW, (size_t)(b->wtotal ? b->wtotal : 1), sizeof *b->W, &S->grows);
+        b->grad = grow(b->grad, &b->capG, outn ? outn : 1, sizeof *b->grad, &S->grows);
+        b->out = grow(b->out, &b->capOut, outn ? outn : 1, sizeof *b->out, &S->grows);
+        if (as_eb_gpu_download(S->last_g, b->out, b->W, err, errlen) ||
+            as_eb_gpu_download_inputs(S->last_g, b->offs, b->idx, b->grad, err, errlen))
             return -1;
     }
-    as_eb_shard s = { T, B, S->rows, S->dims, S->w_off, S->d_off, S->offs, S->idx };
+    as_eb_shard s = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
     *shard = s;
-    *W = S->W;
-    *grad = S->grad;
-    *out = S->out;
+    *W = b->W;
+    *grad = b->grad;
+    *out = b->out;
     return 0;
 }
 
@@ -852,6 +1052,7 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     as_pack_str(pk, "spread");
     if (r->ok && isfinite(r->spread)) msgpack_pack_double(pk, r->spread); else msgpack_pack_nil(pk);
     as_pack_kv_i64(pk, "attempts", r->attempts);
+    as_pack_kv_i64(pk, "together", r->together);
     as_pack_str(pk, "noisy");
     if (r->ok && r->noisy) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_kv_i64(pk, "lookups", r->lookups);

@@ -86,6 +86,8 @@ typedef struct {
     double spread;          /* population std / mean of the runs the trimmed mean keeps (of
                              * fwd+bwd); NaN when fewer than 2 runs are kept (nil in records) */
     int attempts;           /* protocol runs made for the shard (1: not re-measured) */
+    int together;           /* shards measured together with it in interleaved rounds,
+                             * itself included (1: alone; as_bench_session_run_group) */
     int noisy;              /* spread still above the threshold after the retries */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
@@ -113,6 +115,24 @@ void as_bench_session_run(as_bench_session *s, const int64_t *ids, int64_t n, as
 /* the same, as attempt number `attempt` (0 = the first) of the shard: only the fake timer
  * cares which */
 void as_bench_session_run_attempt(as_bench_session *s, const int64_t *ids, int64_t n, int attempt, as_bench_result *r);
+/* one shard of a group: tables ids[0..n), measured as attempt number `attempt` (0 = the
+ * first; only the fake timer cares which) */
+typedef struct {
+    const int64_t *ids;
+    int64_t n;
+    int attempt;
+} as_bench_shardref;
+/* Benchmark the shards sh[0..k) together, results in r[0..k). CPU: every shard is set up
+ * (its data held at once) and warmed up, then the R timed runs go in interleaved rounds:
+ * round i runs each shard once (after a cache flush), starting one shard further along
+ * each round. A burst of load on the machine then falls on every shard of the group
+ * alike instead of on whichever shard was being timed, so the shards' costs keep their
+ * ratios (a plan's balance) although their absolute level moves. The shards whose memory
+ * (as_bench_result.bytes) together passes the budget (max_bytes, when set) are measured in
+ * consecutive runs of shards that fit. `together` = the shards of the run (1: alone). A
+ * shard that cannot run gives ok = 0 and a reason and leaves the others be. CUDA: one
+ * shard after another, each with the whole protocol (as as_bench_session_run). */
+void as_bench_session_run_group(as_bench_session *s, const as_bench_shardref *sh, int k, as_bench_result *r);
 typedef struct {
     int64_t shards;         /* shards set up so far */
     int64_t grows;          /* times a workspace buffer was (re)allocated */
@@ -126,6 +146,11 @@ void as_bench_session_info_get(const as_bench_session *s, as_bench_session_info 
  * device first. 0, or -1 with err (no shard measured yet, a CUDA error) */
 int as_bench_session_last(as_bench_session *s, as_eb_shard *shard, const uint16_t **W, const float **grad,
                           const float **out, char *err, size_t errlen);
+/* tests: as as_bench_session_last for shard j of the last as_bench_session_run_group call
+ * (CPU; on CUDA only its last shard); -1 with err when that shard was not measured, or its
+ * data went with the memory budget */
+int as_bench_session_group_data(as_bench_session *s, int j, as_eb_shard *shard, const uint16_t **W,
+                                const float **grad, const float **out, char *err, size_t errlen);
 void as_bench_session_free(as_bench_session *s);
 
 /* as_bench_session_run on a session kept for (c's values, p) between calls and made anew
@@ -198,7 +223,7 @@ int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size
 void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 21
+#define AS_BENCH_RESULT_FIELDS 22
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 
 /* a human name for the CPU ("cpu: <model name> (N threads)") */

@@ -14,40 +14,105 @@ int as_noise_is_noisy(const as_bench_result *r, const as_noise_cfg *nc)
     return r->ok && nc->threshold > 0 && isfinite(r->spread) && r->spread > nc->threshold;
 }
 
+int64_t as_noise_group_end(const as_noise_job *jobs, const int64_t *sel, int64_t m, int64_t i, int interleave)
+{
+#define JOB(p) (&jobs[sel ? sel[p] : (p)])
+    if (i >= m) return m;
+    if (interleave <= 1) return i + 1;
+    int64_t e = i + 1;
+    while (e < m && JOB(e)->unit == JOB(i)->unit) e++;
+    while (e < m) {
+        int64_t f = e + 1;
+        while (f < m && JOB(f)->unit == JOB(e)->unit) f++;
+        if (f - i > interleave) break;
+        e = f;
+    }
+    return e;
+#undef JOB
+}
+
+/* measure the jobs jobs[sel[0..m)] as attempt `attempt`, group by group, results into rs */
+static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const int64_t *sel, int64_t m, int attempt,
+                           int interleave, as_bench_result *rs, void (*done)(void *ctx, int64_t i), void *ctx)
+{
+    as_bench_shardref *sh = as_malloc((size_t)(m ? m : 1) * sizeof *sh);
+    for (int64_t p = 0; p < m; p++) {
+        const as_noise_job *j = &jobs[sel ? sel[p] : p];
+        as_bench_shardref r = { j->ids, j->n, attempt };
+        sh[p] = r;
+    }
+    for (int64_t i = 0; i < m;) {
+        int64_t e = as_noise_group_end(jobs, sel, m, i, interleave);
+        if (e - i > INT32_MAX) e = i + INT32_MAX;
+        as_bench_session_run_group(s, sh + i, (int)(e - i), rs + i);
+        for (int64_t p = i; p < e; p++)
+            if (done) done(ctx, p);
+        i = e;
+    }
+    free(sh);
+}
+
+typedef struct {
+    as_noise_job *jobs;
+    const int64_t *sel;
+    const as_bench_result *rs;
+    int round;
+    int64_t k, left;
+    const as_noise_cfg *nc;
+    void *ctx;
+    void (*first_done)(void *ctx, int64_t i);
+} merge_ctx;
+
+static void first_cb(void *p, int64_t i)
+{
+    merge_ctx *M = p;
+    M->jobs[i].r = M->rs[i];
+    M->jobs[i].r.attempts = 1;
+    M->jobs[i].r.noisy = 0;
+    if (M->first_done) M->first_done(M->ctx, i);
+}
+
+static void retry_cb(void *p, int64_t pos)
+{
+    merge_ctx *M = p;
+    as_noise_job *j = &M->jobs[M->sel[pos]];
+    const as_bench_result *r = &M->rs[pos];
+    const double busy = j->r.busy_ms + r->busy_ms, wall = j->r.wall_ms + r->wall_ms;
+    /* keep the attempt with the lowest spread; a failed attempt (a CUDA error in between)
+       or one without a spread never replaces a measured one */
+    if (r->ok && isfinite(r->spread) && r->spread < j->r.spread) j->r = *r;
+    j->r.attempts = M->round + 1;
+    j->r.busy_ms = busy;
+    j->r.wall_ms = wall;
+    if (M->nc->retried) M->nc->retried(M->ctx, M->round, ++M->k, M->left);
+}
+
 int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
                          void (*first_done)(void *ctx, int64_t i), void *ctx, double *retry_s)
 {
-    for (int64_t i = 0; i < n; i++) {
-        as_bench_session_run_attempt(s, jobs[i].ids, jobs[i].n, 0, &jobs[i].r);
-        jobs[i].r.attempts = 1;
-        jobs[i].r.noisy = 0;
-        if (first_done) first_done(ctx, i);
-    }
+    as_bench_result *rs = as_malloc((size_t)(n ? n : 1) * sizeof *rs);
+    int64_t *sel = as_malloc((size_t)(n ? n : 1) * sizeof *sel);
+    merge_ctx M = { jobs, NULL, rs, 0, 0, 0, nc, ctx, first_done };
+    measure_groups(s, jobs, NULL, n, 0, nc->interleave, rs, first_cb, &M);
     int64_t again = 0;
-    as_bench_result r;
     const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
         /* still noisy after round - 1 re-measurements: the kept spread is above it */
-        int64_t left = 0, k = 0;
-        for (int64_t i = 0; i < n; i++) left += jobs[i].r.attempts == round && as_noise_is_noisy(&jobs[i].r, nc);
+        int64_t left = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (jobs[i].r.attempts == round && as_noise_is_noisy(&jobs[i].r, nc)) sel[left++] = i;
         if (!left) break;
-        for (int64_t i = 0; i < n; i++) {
-            as_noise_job *j = &jobs[i];
-            if (j->r.attempts != round || !as_noise_is_noisy(&j->r, nc)) continue;
-            as_bench_session_run_attempt(s, j->ids, j->n, round, &r);
-            again++;
-            const double busy = j->r.busy_ms + r.busy_ms, wall = j->r.wall_ms + r.wall_ms;
-            /* keep the attempt with the lowest spread; a failed attempt (a CUDA error in
-               between) or one without a spread never replaces a measured one */
-            if (r.ok && isfinite(r.spread) && r.spread < j->r.spread) j->r = r;
-            j->r.attempts = round + 1;
-            j->r.busy_ms = busy;
-            j->r.wall_ms = wall;
-            if (nc->retried) nc->retried(ctx, round, ++k, left);
-        }
+        M.sel = sel;
+        M.round = round;
+        M.k = 0;
+        M.left = left;
+        measure_groups(s, jobs, sel, left, round, nc->interleave, rs, retry_cb, &M);
+        again += left;
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
     if (retry_s) *retry_s += as_now() - t0;
+    free(rs);
+    free(sel);
     return again;
 }
 

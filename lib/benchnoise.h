@@ -1,9 +1,10 @@
 /* benchnoise.h - noise-aware measurement on top of bench.h's protocol.
  * Dimension letters: T tables, K shards.
  *
- * A window of shards is measured once each (round 0); then the shards whose relative
+ * A window of shards is measured once each (round 0), in groups measured together in
+ * interleaved rounds (as_bench_session_run_group; as_noise_group_end); then the shards whose relative
  * spread (as_bench_spread: population std / mean of the runs the trimmed mean keeps) is
- * above the threshold are measured again, in window order, in round 1; then those still
+ * above the threshold are measured again, in window order and groups of their own, in round 1; then those still
  * above it in round 2, and so on, `retries` rounds at most. A burst of load on the machine
  * thus meets a shard's attempts at different times (a whole window's measurements apart)
  * rather than all of them at once. A shard keeps the figures of its attempt with the
@@ -26,6 +27,9 @@ typedef struct {
     /* progress of the rounds (may be NULL): called with as_noise_measure's ctx after each
      * re-measurement, k of the m shards this round re-measures (1 <= k <= m) */
     void (*retried)(void *ctx, int round, int64_t k, int64_t m);
+    int interleave;     /* shards measured together (as_bench_session_run_group) at most,
+                         * but a unit is never split (as_noise_group_end); <= 1: one at a
+                         * time */
 } as_noise_cfg;
 
 /* the default threshold: 10 % (the runs' spread; see docs/BENCHMARKS.md) */
@@ -34,12 +38,23 @@ typedef struct {
 /* as_noise_warning's limit: warn when more than this fraction of the shards stays noisy */
 #define AS_NOISE_WARN_FRACTION 0.10
 
-/* one shard of a window: its tables (the caller's memory) and, out, its kept result */
+/* one shard of a window: its tables (the caller's memory), the unit of work it belongs to
+ * (a plan's shards share one; the jobs of a unit are consecutive) and, out, its kept result */
 typedef struct {
     const int64_t *ids;
     int64_t n;
     as_bench_result r;
+    int64_t unit;
 } as_noise_job;
+
+/* The groups of shards measured together: over the jobs jobs[sel[0..m)] (sel NULL: jobs
+ * 0..m-1 in order), the group starting at position i ends before the returned position. A
+ * group holds whole units: the unit at i (however many shards it has), then the units that
+ * follow as long as the group stays within `interleave` shards. interleave <= 1: every
+ * shard alone. */
+int64_t as_noise_group_end(const as_noise_job *jobs, const int64_t *sel, int64_t m, int64_t i, int interleave);
+/* the default for interleave: a plan of 8 shards, or 16 sampled shards, per group */
+#define AS_NOISE_INTERLEAVE 16
 
 /* Measure jobs[0..n) on session s as above. first_done (may be NULL) is called after each
  * job's first attempt, in order (for progress). Returns the number of re-measurements made;

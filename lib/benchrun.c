@@ -411,12 +411,14 @@ static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi
         if (un->kind != UNIT_PLAN) {
             jobs[j].ids = un->ids;
             jobs[j].n = un->n;
+            jobs[j].unit = q;
         } else {
             for (int64_t k = 0; k < un->pr.shards; k++) {
                 const int64_t m = un->start[k + 1] - un->start[k];
                 if (!m) continue;
                 jobs[j].ids = un->flat + un->start[k];
                 jobs[j].n = m;
+                jobs[j].unit = q;
                 j++;
             }
         }

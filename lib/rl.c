@@ -182,7 +182,7 @@ static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, d
         shard[nj++] = k;
     }
     free(start); free(order);
-    as_noise_cfg nc = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, NULL };
+    as_noise_cfg nc = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE };
     pthread_mutex_lock(&x->measure_mu);
     as_noise_measure(x->sess, jobs, nj, &nc, NULL, NULL, NULL);
     pthread_mutex_unlock(&x->measure_mu);

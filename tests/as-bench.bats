@@ -327,10 +327,27 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
         '{"kind":"plan","task":4,"alg":"y","shards":2,"tables":[7,8,9],"assign":[1,1,1]}' '{"kind":"other","x":3}' > "$T/in.ast"
     for wnd in 1 2 3 0 64; do
         AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --window $wnd "$T/in.ast" -o "$T/w$wnd.ast" -q
-        as-show --no-header "$T/w$wnd.ast" > "$T/w$wnd.json"
+        as-show --no-header "$T/w$wnd.ast" | jq -c 'del(.together)' > "$T/w$wnd.json"
     done
     # the fake clock makes the figures deterministic: every window gives the same records
+    # (but for how many shards were measured together: a window's)
     for wnd in 1 2 3 0; do cmp "$T/w$wnd.json" "$T/w64.json"; done
+    # the same one at a time (--interleave 1)
+    AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --interleave 1 "$T/in.ast" -o "$T/i1.ast" -q
+    as-show --no-header "$T/i1.ast" | jq -c 'del(.together)' | cmp - "$T/w64.json"
+    run sh -c "as-show --kind cost '$T/i1.ast' | jq -c .together | sort -u"
+    assert_output '1'
+    # quiet: the window's 5 shards (2 of one plan, 2 bare ones, 1 of another plan) together;
+    # --interleave 2: each plan whole, the bare shards as a pair
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" $NOISE "$T/in.ast" -o "$T/q.ast" -q
+    run sh -c "as-show --kind cost '$T/q.ast' | jq -c .together | sort -u"
+    assert_output '5'
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" $NOISE --interleave 2 "$T/in.ast" -o "$T/q2.ast" -q
+    run sh -c "as-show --kind cost '$T/q2.ast' | jq -c '[.task, .shard, .together]' | tr '\n' ' '"
+    assert_output '[3,0,2] [3,1,2] [-1,-1,2] [-1,-1,2] [4,1,1] '
+    run as-bench --tables "$T/pool.ast" --interleave 0 "$T/in.ast"
+    assert_failure 2
+    assert_output --partial '--interleave'
     run jq -c '[.kind, .x, .task, .shard]' "$T/w64.json"
     assert_output '["other",1,null,null]
 ["cost",null,3,0]

@@ -64,6 +64,15 @@ static const char HELP[] =
     "                         whole input): a burst of load meets a shard's attempts a\n"
     "                         window's time apart, not all at once. Records come out in\n"
     "                         input order whatever the window\n"
+    "      --interleave N     CPU: shards measured together, at most N (default 16; 1: one\n"
+    "                         at a time): set up at once, then their timed runs go in\n"
+    "                         rounds, each round running every shard once. A burst of\n"
+    "                         load then slows all of them alike and their ratios (a\n"
+    "                         plan's balance) stay. A plan's shards are always measured\n"
+    "                         together, whatever N (memory permitting: --max-mem bounds\n"
+    "                         the group); sampled and bare shards go N at a time.\n"
+    "                         `together` in the records: how many were (1: alone). CUDA:\n"
+    "                         one shard after another\n"
     "      --no-calibrate     skip the quiet-machine check\n"
     "\n"
     "Each shard keeps the figures of its attempt with the lowest spread; `attempts` counts\n"
@@ -104,7 +113,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -199,13 +208,14 @@ int main(int argc, char **argv)
         { "noise-threshold", required_argument, 0, OPT_NOISE },
         { "retries", required_argument, 0, OPT_RETRIES },
         { "window", required_argument, 0, OPT_WINDOW },
+        { "interleave", required_argument, 0, OPT_INTERLEAVE },
         { "no-calibrate", no_argument, 0, OPT_NOCALIB },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
     int64_t sample = 0, maxt = 10;
     as_bench_cfg cfg = { 0 };
-    as_brun_cfg rc = { .bench = &cfg, .noise = { AS_NOISE_THRESHOLD, AS_NOISE_RETRIES, NULL }, .part_i = 1,
+    as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE }, .part_i = 1,
                        .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     int calibrate = 1;
     int singles = 0;
@@ -238,6 +248,7 @@ int main(int argc, char **argv)
         case OPT_NOISE: rc.noise.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
         case OPT_RETRIES: rc.noise.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
         case OPT_WINDOW: rc.window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
+        case OPT_INTERLEAVE: rc.noise.interleave = (int)as_cli_i64(&cli, "--interleave", optarg, 1, 100000); break;
         case OPT_NOCALIB: calibrate = 0; break;
         case OPT_FROM:
             free(from);

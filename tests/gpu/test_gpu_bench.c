@@ -518,7 +518,7 @@ TEST(gpu_bench_noise_small)
         CHECK_EQ_I64(si.shards, 0);
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
         as_noise_job jobs[2] = { { s1, 4, { 0 } }, { s2, 2, { 0 } } };
-        as_noise_cfg nc = { 0.10, 2, NULL };
+        as_noise_cfg nc = { 0.10, 2, NULL, 0 };
         as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
         for (int i = 0; i < 2; i++) {
             CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
@@ -539,7 +539,7 @@ TEST(gpu_bench_noise_small)
         CHECK(cal.loaded == (f == 0));
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
         as_noise_job jobs[2] = { { s1, 4, { 0 } }, { s2, 2, { 0 } } };
-        as_noise_cfg nc = { 0.10, 2, NULL };
+        as_noise_cfg nc = { 0.10, 2, NULL, 0 };
         CHECK_EQ_I64(as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL), f == 0 ? 2 : 4);
         for (int i = 0; i < 2; i++) {
             CHECK(jobs[i].r.ok && jobs[i].r.attempts == (f == 0 ? 2 : 3) && jobs[i].r.noisy == (f == 1));

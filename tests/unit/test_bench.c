@@ -55,14 +55,15 @@ static as_bench_cfg cpu_cfg(void)
 
 /* the data the session measured, recomputed from scratch: the shard assembled by ebgen.c,
  * warm-up + timed iterations of the naive references. W and out must equal bit for bit. */
-static void check_last(as_bench_session *S, const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int T,
-                       const char *what)
+static void check_member(as_bench_session *S, int j, const as_bench_cfg *c, const as_bpool *p, const int64_t *ids,
+                         int T, const char *what)
 {
     as_eb_shard s;
     const uint16_t *W;
     const float *grad, *out;
     char err[256] = "";
-    int rc = as_bench_session_last(S, &s, &W, &grad, &out, err, sizeof err);
+    int rc = j < 0 ? as_bench_session_last(S, &s, &W, &grad, &out, err, sizeof err)
+                   : as_bench_session_group_data(S, j, &s, &W, &grad, &out, err, sizeof err);
     if (rc) fprintf(stderr, "  %s: %s\n", what, err);
     CHECK(rc == 0);
     if (rc) return;
@@ -104,6 +105,12 @@ static void check_last(as_bench_session *S, const as_bench_cfg *c, const as_bpoo
     CHECK_EQ_I64(bw, 0);
     CHECK_EQ_I64(bo, 0);
     free(off); free(ind); free(Wr); free(gr); free(outr);
+}
+
+static void check_last(as_bench_session *S, const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int T,
+                       const char *what)
+{
+    check_member(S, -1, c, p, ids, T, what);
 }
 
 TEST(bench_session_measures_the_generated_shard)
@@ -500,7 +507,7 @@ static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, 
         jobs[i].ids = ids[i];
         jobs[i].n = 1 + i % 3;
     }
-    as_noise_cfg nc = { threshold, retries, retried_cb };
+    as_noise_cfg nc = { threshold, retries, retried_cb, 0 };
     order_ctx o = { .S = S };
     int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o, NULL);
     if (o.rcalls != again || (o.rround && o.rk != o.rm)) o.bad++;
@@ -583,8 +590,8 @@ TEST(bench_noise_rounds)
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
     int64_t missing = 99, one = 12;
-    as_noise_job j2[2] = { { &missing, 1, { 0 } }, { &one, 1, { 0 } } };
-    as_noise_cfg nc = { 0.1, 2, NULL };
+    as_noise_job j2[2] = { { &missing, 1, { 0 }, 0 }, { &one, 1, { 0 }, 1 } };
+    as_noise_cfg nc = { 0.1, 2, NULL, 0 };
     double rs = 0;
     CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL, &rs), 0);
     CHECK(rs >= 0 && rs < 1);
@@ -624,7 +631,7 @@ TEST(bench_noise_tally_summary_and_warning)
     CHECK_EQ_I64(t.noisy, 2);
     /* median of {0.01, 0.05, 0.2, 0.3} */
     CHECK_NEAR(as_noise_median_spread(&t), 0.125, 1e-15);
-    as_noise_cfg nc = { 0.1, 2, NULL };
+    as_noise_cfg nc = { 0.1, 2, NULL, 0 };
     char line[512];
     as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "noise: 4 shards with a spread, median spread 12.5 %") != NULL);
@@ -712,5 +719,171 @@ TEST(bench_calibrate)
     cal.loaded = 1;
     as_bench_calib_line(line, sizeof line, &cal);
     CHECK(strstr(line, "other processes used 50 % of 2 CPUs: the machine looks loaded (other work above 25 % of the CPUs)") != NULL);
+    as_bpool_free(&p);
+}
+
+/* shards measured together in interleaved rounds: each gets the protocol's W + R iterations
+ * on its own data (bit for bit those of the naive references), the same fake-timer figures
+ * as alone, `together` = how many ran together; a shard that cannot run leaves the others
+ * be; the memory budget splits the group */
+TEST(bench_group_interleaved_rounds)
+{
+    as_bpool p;
+    int64_t dims[4] = {16, 5, 32, 1}, rows[4] = {500, 40, 3000, 1};
+    mk_pool(&p, 8, 96, dims, rows, 4, 9, 3);
+    as_bench_cfg c = cpu_cfg();
+    char err[256] = "";
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    if (!S) return;
+    int64_t a[3] = {12, 11, 17}, b[2] = {10, 13}, d[3] = {14, 15, 16}, bad[1] = {99};
+    as_bench_shardref g[3] = { { a, 3, 0 }, { b, 2, 0 }, { d, 3, 0 } };
+    as_bench_result r[3];
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) {
+        if (!r[j].ok) fprintf(stderr, "  %s\n", r[j].error);
+        CHECK(r[j].ok && r[j].cost_ms > 0 && r[j].busy_ms > 0 && r[j].wall_ms > 0);
+        CHECK_EQ_I64(r[j].together, 3);
+        CHECK_EQ_I64(r[j].attempts, 1);
+    }
+    check_member(S, 0, &c, &p, a, 3, "group shard 0");
+    check_member(S, 1, &c, &p, b, 2, "group shard 1");
+    check_member(S, 2, &c, &p, d, 3, "group shard 2");
+    check_last(S, &c, &p, d, 3, "group: the last shard");
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    CHECK_EQ_I64(si.shards, 3);
+    /* alone: together = 1, and its data as before */
+    as_bench_result one;
+    as_bench_session_run(S, b, 2, &one);
+    CHECK(one.ok && one.together == 1);
+    check_last(S, &c, &p, b, 2, "alone after a group");
+    CHECK(as_bench_session_group_data(S, 1, NULL, NULL, NULL, NULL, err, sizeof err) == -1);
+
+    /* a shard that cannot run, in the middle: the other two run together */
+    as_bench_shardref g2[3] = { { a, 3, 0 }, { bad, 1, 0 }, { d, 3, 0 } };
+    as_bench_session_run_group(S, g2, 3, r);
+    CHECK(r[0].ok && r[2].ok && !r[1].ok);
+    CHECK(strstr(r[1].error, "table 99 is not in the table data") != NULL);
+    CHECK_EQ_I64(r[0].together, 2);
+    CHECK_EQ_I64(r[2].together, 2);
+    check_member(S, 0, &c, &p, a, 3, "with a bad shard: shard 0");
+    check_member(S, 2, &c, &p, d, 3, "with a bad shard: shard 2");
+    as_bench_session_free(S);
+
+    /* a budget that holds each shard but no two: one at a time, all measured, data intact */
+    as_bench_session_run_group(S = as_bench_session_new(&c, &p, err, sizeof err), g, 3, r);
+    uint64_t big = 0;
+    for (int j = 0; j < 3; j++) if (r[j].bytes > big) big = r[j].bytes;
+    as_bench_session_free(S);
+    as_bench_cfg c2 = c;
+    c2.max_bytes = big + 1;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) CHECK(r[j].ok && r[j].together == 1);
+    check_last(S, &c2, &p, d, 3, "budget: the last shard");
+    as_bench_session_free(S);
+    /* a budget for the first two together */
+    c2.max_bytes = r[0].bytes + r[1].bytes;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    as_bench_session_run_group(S, g, 3, r);
+    CHECK(r[0].ok && r[1].ok && r[2].ok);
+    CHECK(r[0].together == 2 && r[1].together == 2 && r[2].together == 1);
+    check_member(S, 2, &c2, &p, d, 3, "budget: the third alone");
+    as_bench_session_free(S);
+
+    /* the fake timer: the same figures together as alone */
+    as_bench_fake q = { 1, AS_FAKE_FIRST, 0.5, 10, 0 };
+    as_bench_cfg cf = c;
+    cf.fake = &q;
+    cf.runs = 6;
+    S = as_bench_session_new(&cf, &p, err, sizeof err);
+    as_bench_shardref g3[3] = { { a, 3, 0 }, { b, 2, 1 }, { d, 3, 0 } };
+    as_bench_session_run_group(S, g3, 3, r);
+    for (int j = 0; j < 3; j++) {
+        as_bench_session_run_attempt(S, g3[j].ids, g3[j].n, g3[j].attempt, &one);
+        CHECK(r[j].ok && one.ok);
+        CHECK(r[j].cost_ms == one.cost_ms && r[j].median_ms == one.median_ms && r[j].fwd_ms == one.fwd_ms);
+        CHECK((isnan(r[j].spread) && isnan(one.spread)) || r[j].spread == one.spread);
+    }
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+/* which shards go together: whole units, packed up to the limit */
+TEST(bench_noise_groups)
+{
+    as_noise_job j[9];
+    memset(j, 0, sizeof j);
+    const int64_t unit[9] = { 0, 0, 0, 1, 2, 2, 3, 4, 4 };
+    for (int i = 0; i < 9; i++) j[i].unit = unit[i];
+    /* limit 4: {0,0,0,1} {2,2,3} {4,4} */
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 0, 4), 4);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 4, 4), 7);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 7, 4), 9);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 9, 4), 9);
+    /* limit 2: a unit of 3 stays whole; then {1} (unit 2 would make 3), {2,2}, {3}, {4,4} */
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 0, 2), 3);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 3, 2), 4);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 4, 2), 6);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 6, 2), 7);
+    /* limit 1 or 0: every shard alone, even within a unit */
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 0, 1), 1);
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 1, 0), 2);
+    /* large: everything */
+    CHECK_EQ_I64(as_noise_group_end(j, NULL, 9, 0, 100), 9);
+    /* over a selection (re-measuring rounds): jobs 1, 2, 5, 6, 8 -> units 0,0,2,3,4 */
+    const int64_t sel[5] = { 1, 2, 5, 6, 8 };
+    CHECK_EQ_I64(as_noise_group_end(j, sel, 5, 0, 3), 3);
+    CHECK_EQ_I64(as_noise_group_end(j, sel, 5, 3, 3), 5);
+    CHECK_EQ_I64(as_noise_group_end(j, sel, 5, 0, 2), 2);
+}
+
+/* as_noise_measure with groups: the same figures as one at a time under the fake timer,
+ * re-measuring rounds included, and `together` set */
+TEST(bench_noise_rounds_interleaved)
+{
+    as_bpool p;
+    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
+    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    enum { N = 10 };
+    int64_t ids[N][3];
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0 };
+    as_bench_cfg c = cpu_cfg();
+    c.runs = 6;
+    c.trim = 1;
+    c.warmup = 0;
+    c.threads = 1;
+    c.fake = &half;
+    as_noise_job a[N], b[N];
+    for (int inter = 0; inter < 2; inter++) {
+        as_noise_job *jobs = inter ? b : a;
+        char err[256];
+        as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+        for (int64_t i = 0; i < N; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].ids = ids[i];
+            jobs[i].n = 1 + i % 3;
+            jobs[i].unit = i / 4;       /* units of 4, 4 and 2 shards */
+        }
+        as_noise_cfg nc = { 0.1, 2, NULL, inter ? 8 : 1 };
+        as_noise_measure(S, jobs, N, &nc, NULL, NULL, NULL);
+        as_bench_session_free(S);
+    }
+    int64_t again = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK(a[i].r.ok && b[i].r.ok);
+        CHECK_EQ_I64(a[i].r.attempts, b[i].r.attempts);
+        again += b[i].r.attempts > 1;
+        CHECK(a[i].r.cost_ms == b[i].r.cost_ms && a[i].r.noisy == b[i].r.noisy);
+        CHECK_EQ_I64(a[i].r.together, 1);
+    }
+    CHECK(again > 0 && again < N);
+    /* first attempts: units 0+1 together (8), unit 2 (2); a re-measured shard keeps the
+       figures of its quieter attempt, which ran with the other noisy ones */
+    for (int i = 0; i < N; i++)
+        if (b[i].r.attempts == 1) CHECK_EQ_I64(b[i].r.together, i < 8 ? 8 : 2);
     as_bpool_free(&p);
 }
