@@ -532,9 +532,8 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     return 0;
 }
 
-/* CPU: the laid-out shard of slot b gets its data (bags gathered from the pool, weights and
- * gradient from the hash). 0, or -1 with res->error (the sort buffers could not be had). */
-static int shard_fill(as_bench_session *S, bslot *b, as_bench_result *res)
+/* slot b's data buffers, big enough for its laid-out shard */
+static void slot_grow_data(as_bench_session *S, bslot *b)
 {
     const int32_t T = b->T;
     const int64_t B = b->B;
@@ -544,6 +543,15 @@ static int shard_fill(as_bench_session *S, bslot *b, as_bench_result *res)
     b->W = grow(b->W, &b->capW, (size_t)(b->wtotal ? b->wtotal : 1), sizeof *b->W, &S->grows);
     b->grad = grow(b->grad, &b->capG, outn ? outn : 1, sizeof *b->grad, &S->grows);
     b->out = grow(b->out, &b->capOut, outn ? outn : 1, sizeof *b->out, &S->grows);
+}
+
+/* CPU: the laid-out shard of slot b gets its data (bags gathered from the pool, weights and
+ * gradient from the hash). 0, or -1 with res->error (the sort buffers could not be had). */
+static int shard_fill(as_bench_session *S, bslot *b, as_bench_result *res)
+{
+    const int32_t T = b->T;
+    const int64_t B = b->B;
+    slot_grow_data(S, b);
     if (!S->ws || b->maxn > S->ws_n || b->maxD > S->ws_D) {
         /* the backward's sort buffers, sized for the largest table and dim seen so far */
         if (S->ws) as_eb_cpu_ws_free(S->ws);
@@ -778,12 +786,7 @@ static int slot_data(as_bench_session *S, int j, as_eb_shard *shard, const uint1
     const int32_t T = b->T;
     const int64_t B = b->B;
     if (S->ctx) {
-        const size_t outn = (size_t)(B * b->d_off[T]);
-        b->offs = grow(b->offs, &b->capO, (size_t)(T * B + 1), sizeof *b->offs, &S->grows);
-        b->idx = grow(b->idx, &b->capI, (size_t)(b->nidx ? b->nidx : 1), sizeof *b->idx, &S->grows);
-        b->W = grow(b->W, &b->capW, (size_t)(b->wtotal ? b->wtotal : 1), sizeof *b->W, &S->grows);
-        b->grad = grow(b->grad, &b->capG, outn ? outn : 1, sizeof *b->grad, &S->grows);
-        b->out = grow(b->out, &b->capOut, outn ? outn : 1, sizeof *b->out, &S->grows);
+        slot_grow_data(S, b);
         if (as_eb_gpu_download(S->last_g, b->out, b->W, err, errlen) ||
             as_eb_gpu_download_inputs(S->last_g, b->offs, b->idx, b->grad, err, errlen))
             return -1;
