@@ -517,11 +517,13 @@ TEST(gpu_bench_noise_small)
         as_bench_session_info_get(S, &si);
         CHECK_EQ_I64(si.shards, 0);
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
-        as_noise_job jobs[2] = { { s1, 4, { 0 } }, { s2, 2, { 0 } } };
-        as_noise_cfg nc = { 0.10, 2, NULL, 0 };
+        as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
+        /* one unit, interleaving asked for: on CUDA still one shard after another */
+        as_noise_cfg nc = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE };
         as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
         for (int i = 0; i < 2; i++) {
             CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
+            CHECK_EQ_I64(jobs[i].r.together, 1);
             CHECK(jobs[i].r.noisy == (jobs[i].r.spread > 0.10));
         }
         as_bench_session_free(S);
@@ -538,7 +540,7 @@ TEST(gpu_bench_noise_small)
         CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
         CHECK(cal.loaded == (f == 0));
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
-        as_noise_job jobs[2] = { { s1, 4, { 0 } }, { s2, 2, { 0 } } };
+        as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 1 } };
         as_noise_cfg nc = { 0.10, 2, NULL, 0 };
         CHECK_EQ_I64(as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL), f == 0 ? 2 : 4);
         for (int i = 0; i < 2; i++) {
