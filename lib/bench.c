@@ -655,38 +655,33 @@ done:
     res->wall_ms = (as_now() - wall0) * 1e3;
 }
 
-/* CPU: the shards of group[0..k) laid out in slots[0..k) (their results ok so far), set up
- * together and measured in rounds; wall time shared out evenly */
-static void run_cpu_rounds(as_bench_session *S, const as_bench_shardref *sh, const int *slot, int k, as_bench_result *res)
+/* CPU: the laid-out shards sh[pos[0..m)] (shard j sits in slot j; its results ok so far)
+ * set up together and measured in rounds; wall time shared out evenly */
+static void run_cpu_rounds(as_bench_session *S, const as_bench_shardref *sh, as_bench_result *res, const int *pos, int m)
 {
     const double wall0 = as_now();
-    int *live = as_malloc((size_t)k * sizeof *live), nl = 0;
-    double *busy = as_malloc((size_t)k * sizeof *busy);
-    for (int j = 0; j < k; j++) {
-        busy[j] = 0;
-        if (shard_fill(S, &S->slot[slot[j]], &res[j]) == 0) live[nl++] = j;
+    int *live = as_malloc((size_t)m * sizeof *live), nl = 0;
+    for (int q = 0; q < m; q++) {
+        res[pos[q]].busy_ms = 0;
+        if (shard_fill(S, &S->slot[pos[q]], &res[pos[q]]) == 0) live[nl++] = pos[q];
     }
     for (int q = 0; q < nl; q++)
-        for (int i = 0; i < S->c.warmup; i++) busy[live[q]] += shard_iter(S, &S->slot[slot[live[q]]], 0, 0);
+        for (int i = 0; i < S->c.warmup; i++) res[live[q]].busy_ms += shard_iter(S, &S->slot[live[q]], 0, 0);
     /* round i runs every shard once, starting one further along each round */
     for (int i = 0; i < S->c.runs; i++)
         for (int q = 0; q < nl; q++) {
             const int j = live[(i + q) % nl];
-            busy[j] += shard_iter(S, &S->slot[slot[j]], 1, i);
+            res[j].busy_ms += shard_iter(S, &S->slot[j], 1, i);
         }
     for (int q = 0; q < nl; q++) {
         const int j = live[q];
-        shard_finish(S, &S->slot[slot[j]], sh[j].ids, sh[j].n, sh[j].attempt, &res[j]);
+        shard_finish(S, &S->slot[j], sh[j].ids, sh[j].n, sh[j].attempt, &res[j]);
         res[j].together = nl;
-        S->last = slot[j];
+        S->last = j;
     }
     const double wall = (as_now() - wall0) * 1e3;
-    for (int j = 0; j < k; j++) {
-        res[j].busy_ms = busy[j];
-        res[j].wall_ms = wall / k;
-    }
+    for (int q = 0; q < m; q++) res[pos[q]].wall_ms = wall / m;
     free(live);
-    free(busy);
 }
 
 void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh, int k, as_bench_result *res)
@@ -700,38 +695,25 @@ void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh
     S->last = -1;
     S->glast = k;
     S->last_g = NULL;
-    /* lay every shard out; then measure them in runs of consecutive laid-out shards whose
-       memory together fits the budget (a shard alone always may: shard_layout checked it) */
-    int *slot = as_malloc((size_t)k * 4 * sizeof *slot), *ok = slot + k, *gslot = ok + k, *gidx = gslot + k;
-    as_bench_shardref *gsh = as_malloc((size_t)k * sizeof *gsh);
-    as_bench_result *gres = as_malloc((size_t)k * sizeof *gres);
+    /* lay every shard out (shard j in slot j); then measure them in runs of consecutive
+       laid-out shards whose memory together fits the budget (a shard alone always may:
+       shard_layout checked it) */
+    int *ok = as_malloc((size_t)k * 2 * sizeof *ok), *pos = ok + k;
     for (int j = 0; j < k; j++) {
         result_init(S, &res[j]);
         S->shards++;
-        slot[j] = j;
         ok[j] = shard_layout(S, &S->slot[j], sh[j].ids, sh[j].n, &res[j]) == 0;
     }
     const uint64_t budget = S->c.max_bytes;
-    int j = 0;
-    while (j < k) {
+    for (int j = 0; j < k;) {
         if (!ok[j]) { j++; continue; }
-        int e = j + 1;
-        uint64_t sum = res[j].bytes;
-        while (e < k && (!ok[e] || !budget || sum + res[e].bytes <= budget)) {
-            if (ok[e]) sum += res[e].bytes;
-            e++;
-        }
-        /* the laid-out shards of j..e-1, in order */
         int m = 0;
-        for (int i = j; i < e; i++)
-            if (ok[i]) { gsh[m] = sh[i]; gres[m] = res[i]; gslot[m] = slot[i]; gidx[m] = i; m++; }
-        run_cpu_rounds(S, gsh, gslot, m, gres);
-        for (int i = 0; i < m; i++) res[gidx[i]] = gres[i];
-        j = e;
+        uint64_t sum = 0;
+        for (; j < k && (!ok[j] || !m || !budget || sum + res[j].bytes <= budget); j++)
+            if (ok[j]) { sum += res[j].bytes; pos[m++] = j; }
+        run_cpu_rounds(S, sh, res, pos, m);
     }
-    free(slot);
-    free(gsh);
-    free(gres);
+    free(ok);
     /* a group larger than the budget leaves no more data held than the budget: the extra
        slots' data go (slot 0 keeps its buffers, as one shard at a time always did) */
     if (budget) {
