@@ -200,6 +200,13 @@ double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t 
     return fake_mult(f, h, noisy, attempt, run);
 }
 
+/* the fake timer's slowdown of the whole machine during group g (drift=F) */
+static double fake_group_factor(const as_bench_fake *f, int64_t g)
+{
+    if (!f || !f->on || !(f->drift > 1)) return 1;
+    return 1 + (f->drift - 1) * unit_of(mix64((uint64_t)g ^ 0x6472696674ULL));
+}
+
 static double fake_calib_factor(const as_bench_fake *f, int run)
 {
     return fake_mult(f, ids_hash(NULL, 0) ^ 0x63616c6962ULL, f->calib_noisy, 0, run);
@@ -222,9 +229,11 @@ int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t er
             if (as_parse_f64(it + 7, 0, 1, &f->shards)) { snprintf(err, errlen, "'%s': shards= takes a fraction 0..1", it); rc = -1; break; }
         } else if (!strncmp(it, "factor=", 7)) {
             if (as_parse_f64(it + 7, 1, 1e6, &f->factor) || !(f->factor > 1)) { snprintf(err, errlen, "'%s': factor= takes a number above 1", it); rc = -1; break; }
+        } else if (!strncmp(it, "drift=", 6)) {
+            if (as_parse_f64(it + 6, 1, 1e6, &f->drift)) { snprintf(err, errlen, "'%s': drift= takes a number 1..1e6", it); rc = -1; break; }
         } else if (!strcmp(it, "calib=noisy")) f->calib_noisy = 1;
         else if (!strcmp(it, "calib=quiet")) f->calib_noisy = 0;
-        else { snprintf(err, errlen, "'%s' is not quiet, first, always, shards=P, factor=F or calib=quiet|noisy", it); rc = -1; break; }
+        else { snprintf(err, errlen, "'%s' is not quiet, first, always, shards=P, factor=F, drift=F or calib=quiet|noisy", it); rc = -1; break; }
     }
     free(dup);
     return rc;
@@ -320,6 +329,8 @@ struct as_bench_session {
     /* CUDA */
     as_eb_gpu_ctx *ctx;
     int calibrating;                /* the fake timer times the quiet-machine check */
+    int64_t group;                  /* as_bench_session_run_group calls so far, this one
+                                       included (the fake timer's drift) */
 };
 
 /* buf holding at least `need` elements of `elt` bytes: kept when large enough, else
@@ -601,7 +612,8 @@ static void shard_finish(as_bench_session *S, bslot *b, const int64_t *ids, int6
         /* the fake timer: the kernels ran, their times are replaced */
         const double base = 0.1 + 1e-5 * (double)b->nidx;
         for (int i = 0; i < R; i++) {
-            double m = S->calibrating ? fake_calib_factor(c->fake, i) : as_bench_fake_factor(c->fake, ids, n, attempt, i);
+            double m = S->calibrating ? fake_calib_factor(c->fake, i)
+                                      : as_bench_fake_factor(c->fake, ids, n, attempt, i) * fake_group_factor(c->fake, S->group - 1);
             fw[i] = base / 3 * m;
             bw[i] = 2 * base / 3 * m;
             tot[i] = fw[i] + bw[i];
@@ -621,6 +633,8 @@ static void result_init(as_bench_session *S, as_bench_result *res)
 {
     memset(res, 0, sizeof *res);
     res->spread = NAN;
+    res->ref_ms = NAN;
+    res->drift = NAN;
     res->attempts = 1;
     res->together = 1;
     res->threads = S->c.cuda ? 0 : S->threads;
@@ -687,6 +701,7 @@ static void run_cpu_rounds(as_bench_session *S, const as_bench_shardref *sh, as_
 void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh, int k, as_bench_result *res)
 {
     if (k <= 0) return;
+    S->group++;
     if (S->c.cuda) {
         for (int j = 0; j < k; j++) run_cuda(S, &sh[j], &res[j]);
         return;
@@ -1038,6 +1053,8 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     if (r->ok && isfinite(r->spread)) msgpack_pack_double(pk, r->spread); else msgpack_pack_nil(pk);
     as_pack_kv_i64(pk, "attempts", r->attempts);
     as_pack_kv_i64(pk, "together", r->together);
+    as_pack_str(pk, "drift");
+    if (r->ok && isfinite(r->drift)) msgpack_pack_double(pk, r->drift); else msgpack_pack_nil(pk);
     as_pack_str(pk, "noisy");
     if (r->ok && r->noisy) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_kv_i64(pk, "lookups", r->lookups);
@@ -1056,6 +1073,19 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     as_pack_str(pk, "error");
     if (r->ok) msgpack_pack_nil(pk);
     else as_pack_str(pk, r->error);
+}
+
+void as_bench_result_scale(as_bench_result *r, double f)
+{
+    if (!r->ok || !(f > 0) || !isfinite(f)) return;
+    r->cost_ms /= f;
+    r->fwd_ms /= f;
+    r->bwd_ms /= f;
+    r->median_ms /= f;
+    r->min_ms /= f;
+    r->max_ms /= f;
+    r->gbps *= f;
+    r->drift = f;
 }
 
 int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen)

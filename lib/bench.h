@@ -55,9 +55,14 @@ typedef struct {
                              * (1: all) */
     double factor;          /* > 1 */
     int calib_noisy;        /* the quiet-machine check's runs are noisy too */
+    double drift;           /* > 1: every timed run of the session's group number g
+                             * (as_bench_session_run_group calls, counted from 0) is also
+                             * multiplied by 1 + (drift - 1) u_g, u_g in [0, 1) from a hash of
+                             * g: the whole machine slower for a while, alike for the group's
+                             * shards (0: off) */
 } as_bench_fake;
 /* parse "ITEM[,ITEM...]": quiet | first | always, shards=P (0..1), factor=F (1..1e6),
- * calib=quiet|noisy. 0, or -1 with err */
+ * calib=quiet|noisy, drift=F (1..1e6). 0, or -1 with err */
 int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen);
 /* the multiplier the fake timer applies to timed run `run` of `attempt` of the shard ids[0..n)
  * (1 when that attempt is quiet); exposed for tests */
@@ -89,6 +94,11 @@ typedef struct {
     int together;           /* shards measured together with it in interleaved rounds,
                              * itself included (1: alone; as_bench_session_run_group) */
     int noisy;              /* spread still above the threshold after the retries */
+    double ref_ms;          /* the reference shard's cost measured in this shard's group
+                             * (benchnoise.h; NaN: no reference, or it failed) */
+    double drift;           /* the factor the times were divided by (as_bench_result_scale):
+                             * the group's reference cost / the run's reference level; NaN:
+                             * not corrected (nil in records) */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
     uint64_t bytes;         /* memory the shard needed */
@@ -223,8 +233,11 @@ int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size
 void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 22
+#define AS_BENCH_RESULT_FIELDS 23
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
+/* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
+ * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */
+void as_bench_result_scale(as_bench_result *r, double f);
 
 /* a human name for the CPU ("cpu: <model name> (N threads)") */
 void as_cpu_name(char *buf, size_t len, int threads);

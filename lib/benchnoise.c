@@ -31,26 +31,80 @@ int64_t as_noise_group_end(const as_noise_job *jobs, const int64_t *sel, int64_t
 #undef JOB
 }
 
-/* measure the jobs jobs[sel[0..m)] as attempt `attempt`, group by group, results into rs */
-static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const int64_t *sel, int64_t m, int attempt,
-                           int interleave, as_bench_result *rs, void (*done)(void *ctx, int64_t i), void *ctx)
+static int cmp_i64(const void *a, const void *b)
 {
-    as_bench_shardref *sh = as_malloc((size_t)(m ? m : 1) * sizeof *sh);
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t as_noise_ref_auto(const int64_t *ids, int64_t n, int64_t out[AS_NOISE_REF_TABLES])
+{
+    if (n <= 0) return 0;
+    int64_t *v = as_malloc((size_t)n * sizeof *v);
+    memcpy(v, ids, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    const int64_t m = n < AS_NOISE_REF_TABLES ? n : AS_NOISE_REF_TABLES;
+    for (int64_t i = 0; i < m; i++) out[i] = v[(2 * i + 1) * n / (2 * m)];
+    free(v);
+    return m;
+}
+
+/* the usable reference costs of one as_noise_measure call */
+typedef struct {
+    double *v;
+    int64_t n, cap;
+} ref_list;
+
+/* measure the jobs jobs[sel[0..m)] as attempt `attempt`, group by group (each with the
+ * reference shard last, when there is one), results into rs; the usable reference costs
+ * are added to refs */
+static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const int64_t *sel, int64_t m, int attempt,
+                           const as_noise_cfg *nc, as_bench_result *rs, ref_list *refs,
+                           void (*done)(void *ctx, int64_t i), void *ctx)
+{
+    const int ref = nc->ref_ids && nc->ref_n > 0;
+    as_bench_shardref *sh = as_malloc((size_t)(m + 1) * sizeof *sh);
+    as_bench_shardref *gsh = ref ? as_malloc((size_t)(m + 1) * sizeof *gsh) : NULL;
+    as_bench_result *grs = ref ? as_malloc((size_t)(m + 1) * sizeof *grs) : NULL;
     for (int64_t p = 0; p < m; p++) {
         const as_noise_job *j = &jobs[sel ? sel[p] : p];
         as_bench_shardref r = { j->ids, j->n, attempt };
         sh[p] = r;
     }
     for (int64_t i = 0; i < m;) {
-        int64_t e = as_noise_group_end(jobs, sel, m, i, interleave);
-        if (e - i > INT32_MAX) e = i + INT32_MAX;
-        as_bench_session_run_group(s, sh + i, (int)(e - i), rs + i);
+        int64_t e = as_noise_group_end(jobs, sel, m, i, nc->interleave);
+        if (e - i > INT32_MAX - 1) e = i + INT32_MAX - 1;
+        const int k = (int)(e - i);
+        if (!ref) as_bench_session_run_group(s, sh + i, k, rs + i);
+        else {
+            memcpy(gsh, sh + i, (size_t)k * sizeof *gsh);
+            as_bench_shardref r = { nc->ref_ids, nc->ref_n, attempt };
+            gsh[k] = r;
+            as_bench_session_run_group(s, gsh, k + 1, grs);
+            /* a reference that failed or stayed noisy corrects nothing */
+            const double ref_ms = grs[k].ok && grs[k].cost_ms > 0 && !as_noise_is_noisy(&grs[k], nc) ? grs[k].cost_ms : NAN;
+            for (int q = 0; q < k; q++) {
+                rs[i + q] = grs[q];
+                rs[i + q].ref_ms = ref_ms;
+            }
+            if (isfinite(ref_ms)) {
+                if (refs->n == refs->cap) {
+                    refs->cap = refs->cap ? 2 * refs->cap : 16;
+                    refs->v = as_realloc(refs->v, (size_t)refs->cap * sizeof *refs->v);
+                }
+                refs->v[refs->n++] = ref_ms;
+            }
+        }
         for (int64_t p = i; p < e; p++)
             if (done) done(ctx, p);
         i = e;
     }
     free(sh);
+    free(gsh);
+    free(grs);
 }
+
+static double median_of(double *v, int64_t n);
 
 typedef struct {
     as_noise_job *jobs;
@@ -93,7 +147,8 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     as_bench_result *rs = as_malloc((size_t)(n ? n : 1) * sizeof *rs);
     int64_t *sel = as_malloc((size_t)(n ? n : 1) * sizeof *sel);
     merge_ctx M = { jobs, NULL, rs, 0, 0, 0, nc, ctx, first_done };
-    measure_groups(s, jobs, NULL, n, 0, nc->interleave, rs, first_cb, &M);
+    ref_list refs = { 0 };
+    measure_groups(s, jobs, NULL, n, 0, nc, rs, &refs, first_cb, &M);
     int64_t again = 0;
     const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
@@ -106,11 +161,19 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
         M.round = round;
         M.k = 0;
         M.left = left;
-        measure_groups(s, jobs, sel, left, round, nc->interleave, rs, retry_cb, &M);
+        measure_groups(s, jobs, sel, left, round, nc, rs, &refs, retry_cb, &M);
         again += left;
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
     if (retry_s) *retry_s += as_now() - t0;
+    /* drift: each kept attempt divided by its group's reference over the run's level */
+    if (nc->ref_ids && nc->ref_n > 0 && nc->ref_base) {
+        if (!(*nc->ref_base > 0) && refs.n) *nc->ref_base = median_of(refs.v, refs.n);
+        const double base = *nc->ref_base;
+        for (int64_t i = 0; i < n && base > 0; i++)
+            if (jobs[i].r.ok && isfinite(jobs[i].r.ref_ms)) as_bench_result_scale(&jobs[i].r, jobs[i].r.ref_ms / base);
+    }
+    free(refs.v);
     free(rs);
     free(sel);
     return again;
@@ -122,14 +185,19 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* the median of v[0..n) (n >= 1; v is sorted in place) */
+static double median_of(double *v, int64_t n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 double as_noise_median_spread(const as_bench_tally *t)
 {
     if (!t->nspread) return NAN;
     double *v = as_malloc((size_t)t->nspread * sizeof *v);
     memcpy(v, t->spreads, (size_t)t->nspread * sizeof *v);
-    qsort(v, (size_t)t->nspread, sizeof *v, cmp_d);
-    const int64_t n = t->nspread;
-    double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    double m = median_of(v, t->nspread);
     free(v);
     return m;
 }

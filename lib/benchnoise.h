@@ -12,7 +12,21 @@
  * and device; `attempts` counts them all, `busy_ms` and `wall_ms` are summed over all, and
  * `noisy` is set when the kept spread is still above the threshold. A shard that could
  * not be measured (ok = 0) or whose spread is undefined (fewer than 2 kept runs) is never
- * measured again and never noisy. */
+ * measured again and never noisy.
+ *
+ * Drift: the machine's speed moves over seconds to minutes (other tenants, clocks), more
+ * than the noise of one shard's runs. A plan's shards share one group and so keep their
+ * ratios, but shards of different groups (a cost dataset, plans compared by speedup) do
+ * not. With a reference shard (ref_n > 0) every group also times that same shard in its
+ * rounds; at the end every result is divided by its group's reference cost over the run's
+ * reference level (as_bench_result_scale: `drift`). The level, *ref_base, is set by the
+ * first call that finds it 0 and measures a usable reference: the median of that call's
+ * usable reference costs; later calls (windows) keep it, so a run's costs share one scale.
+ * A reference is usable when it was measured and its spread is not above the threshold
+ * (as_noise_is_noisy): a shard whose group's reference failed or was noisy, or measured
+ * while there is no level, keeps its raw times (drift NaN). When the memory
+ * budget splits a group (as_bench_session_run_group), the reference is timed with its last
+ * part only. */
 #ifndef AS_BENCHNOISE_H
 #define AS_BENCHNOISE_H
 
@@ -30,7 +44,17 @@ typedef struct {
     int interleave;     /* shards measured together (as_bench_session_run_group) at most,
                          * but a unit is never split (as_noise_group_end); <= 1: one at a
                          * time */
+    const int64_t *ref_ids;     /* the reference shard's tables (above); NULL: none */
+    int64_t ref_n;
+    double *ref_base;   /* the run's reference level in ms, in and out (required with a
+                         * reference; 0 until set) */
 } as_noise_cfg;
+
+/* the automatic reference shard: up to AS_NOISE_REF_TABLES of the ids[0..n) (any order,
+ * distinct), those at evenly spaced positions of their ascending order (positions
+ * floor((2i+1) n / 2m), i < m = min(n, AS_NOISE_REF_TABLES)), into out, ascending. Returns m. */
+#define AS_NOISE_REF_TABLES 4
+int64_t as_noise_ref_auto(const int64_t *ids, int64_t n, int64_t out[AS_NOISE_REF_TABLES]);
 
 /* the default threshold: 10 % (the runs' spread; see docs/BENCHMARKS.md) */
 #define AS_NOISE_THRESHOLD 0.10

@@ -103,14 +103,25 @@ static int load_wanted(as_bpool *p, const char *file, const uint8_t *want, int64
     return 0;
 }
 
-int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_t part_i, int64_t part_n,
-                      char *err, size_t errlen)
+/* the want[] array for ids up to maxid and the extra ids (>= 0), extras marked; *n its size */
+static uint8_t *want_new(int64_t maxid, const int64_t *extra, int64_t nextra, int64_t *n)
 {
-    uint8_t *want = as_calloc((size_t)(s->maxid + 1), 1);
+    for (int64_t i = 0; i < nextra; i++) if (extra[i] > maxid) maxid = extra[i];
+    uint8_t *want = as_calloc((size_t)(maxid + 1), 1);
+    for (int64_t i = 0; i < nextra; i++) if (extra[i] >= 0) want[extra[i]] = 1;
+    *n = maxid + 1;
+    return want;
+}
+
+int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_t part_i, int64_t part_n,
+                      const int64_t *extra, int64_t nextra, char *err, size_t errlen)
+{
+    int64_t nw;
+    uint8_t *want = want_new(s->maxid, extra, nextra, &nw);
     for (int64_t i = 0; i < s->n; i++)
         if ((i % part_n) == part_i - 1)
             for (int64_t j = 0; j < s->len[i]; j++) want[s->ids[i][j]] = 1;
-    int rc = load_wanted(p, file, want, s->maxid + 1, err, errlen);
+    int rc = load_wanted(p, file, want, nw, err, errlen);
     free(want);
     return rc;
 }
@@ -175,10 +186,11 @@ static const msgpack_object *unpack(msgpack_unpacked *up, const as_brec *h)
 }
 
 int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t part_i, int64_t part_n,
-                     char *err, size_t errlen)
+                     const int64_t *extra, int64_t nextra, char *err, size_t errlen)
 {
     /* for input records, every referenced id must exist: mark them all */
-    uint8_t *want = as_calloc((size_t)(in->maxid + 1), 1);
+    int64_t nw;
+    uint8_t *want = want_new(in->maxid, extra, nextra, &nw);
     int64_t u = 0;
     for (int64_t i = 0; i < in->n; i++) {
         if (!in->rec[i].kind) continue;
@@ -196,7 +208,7 @@ int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t
         free(ids);
         msgpack_unpacked_destroy(&up);
     }
-    int rc = load_wanted(p, file, want, in->maxid + 1, err, errlen);
+    int rc = load_wanted(p, file, want, nw, err, errlen);
     free(want);
     return rc;
 }
@@ -268,6 +280,12 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
     as_bench_pack_result(pk, R->c->bench, r);
     as_writer_end_record(R->w);
     as_bench_tally_add(&R->st->tally, r);
+    if (r->ok && isfinite(r->drift)) {
+        as_brun_stats *st = R->st;
+        if (!st->ndrift || r->drift < st->drift_min) st->drift_min = r->drift;
+        if (!st->ndrift || r->drift > st->drift_max) st->drift_max = r->drift;
+        st->ndrift++;
+    }
     if (!r->ok) {
         R->st->failed++;
         if (R->c->failed) R->c->failed(R->c->ctx, ids, n, r->error);
@@ -470,6 +488,7 @@ static void runner_init(runner *R, as_writer *w, as_bench_session *s, const as_b
     R->c = c;
     R->noise = c->noise;
     R->noise.retried = c->retried ? retried : NULL;
+    R->noise.ref_base = &st->ref_base;
     R->st = st;
 }
 

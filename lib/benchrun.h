@@ -45,9 +45,10 @@ void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t c
                      uint64_t seed, int singles);
 void as_bsample_free(as_bsample *s);
 /* Load into p (free with as_bpool_free) the tables of FILE that the shards of part I/N of
- * s need. 0, or -1 with err (as_bpool_load's; "table ID is not in the table data FILE") */
+ * s need, and extra[0..nextra) (the reference shard's). 0, or -1 with err (as_bpool_load's;
+ * "table ID is not in the table data FILE") */
 int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_t part_i, int64_t part_n,
-                      char *err, size_t errlen);
+                      const int64_t *extra, int64_t nextra, char *err, size_t errlen);
 
 /* ---- the input's records ------------------------------------------------------------------ */
 
@@ -70,15 +71,18 @@ typedef struct {
 int as_binput_read(as_binput *in, char *const *files, int nfiles, char *err, size_t errlen);
 void as_binput_free(as_binput *in);
 /* Load into p (free with as_bpool_free) the tables of FILE that the units of part I/N of
- * in need. 0, or -1 with err (as_bpool_load's; "table ID is not in the table data FILE") */
+ * in need, and extra[0..nextra). 0, or -1 with err (as_bpool_load's; "table ID is not in
+ * the table data FILE") */
 int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t part_i, int64_t part_n,
-                     char *err, size_t errlen);
+                     const int64_t *extra, int64_t nextra, char *err, size_t errlen);
 
 /* ---- the measuring loop ------------------------------------------------------------------- */
 
 typedef struct {
     const as_bench_cfg *bench;  /* the session's config (the cost records' protocol fields) */
-    as_noise_cfg noise;         /* threshold and retries (its retried hook is not used: below) */
+    as_noise_cfg noise;         /* threshold, retries, interleave, the reference shard (its
+                                 * retried hook and ref_base are not used: below, and
+                                 * as_brun_stats.ref_base) */
     int64_t part_i, part_n;     /* this run's part (1 of 1: every unit) */
     int64_t window;             /* units per window (0: one window) */
     /* hooks, each may be NULL, called with ctx */
@@ -94,6 +98,9 @@ typedef struct {
     as_bench_tally tally;       /* every shard written */
     int64_t failed;             /* shards not measured */
     double retry_s;             /* wall seconds of the re-measuring rounds */
+    double ref_base;            /* the reference shard's level (ms; 0: none, or not set) */
+    int64_t ndrift;             /* shards written with a drift correction */
+    double drift_min, drift_max;    /* their range */
 } as_brun_stats;
 
 /* the number of units of part I/N among units 0..units-1 */

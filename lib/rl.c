@@ -149,6 +149,7 @@ typedef struct {
     int64_t ntasks;
     pthread_mutex_t measure_mu;     /* one measurement at a time */
     as_bench_session *sess;         /* measurements (NULL: none) */
+    double ref_base;                /* drift correction's reference level (0: not yet) */
 } rl_ctx;
 
 /* a plan's tables grouped by shard (as_plan_group): shard k holds the tables
@@ -182,7 +183,8 @@ static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, d
         shard[nj++] = k;
     }
     free(start); free(order);
-    as_noise_cfg nc = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE };
+    as_noise_cfg nc = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE,
+                        .ref_ids = x->c->ref_ids, .ref_n = x->c->ref_n, .ref_base = &x->ref_base };
     pthread_mutex_lock(&x->measure_mu);
     as_noise_measure(x->sess, jobs, nj, &nc, NULL, NULL, NULL);
     pthread_mutex_unlock(&x->measure_mu);
@@ -851,7 +853,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
     in->selected_episode = -1;
 
-    rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL };
+    rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
     if (c->bcfg && c->pool && !(x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
         if (st != state) as_rl_state_free(st);
         return -1;

@@ -84,6 +84,10 @@ typedef struct {
     int64_t nfeat;
     const as_bench_cfg *bcfg;       /* measurement (NULL: none) */
     const as_bpool *pool;
+    const int64_t *ref_ids;         /* measurement: the reference shard of drift correction
+                                       (benchnoise.h; each plan's shards and it are one group);
+                                       NULL: none */
+    int64_t ref_n;
     as_writer *log;                 /* `train` records (NULL: none) */
     const as_cli *cli;              /* progress */
     volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */

@@ -141,10 +141,19 @@ void as_rl_input_free(as_rl_input *in)
 }
 
 int as_rl_input_load_pool(const as_rl_input *in, int all, int64_t first, const char *tables, as_bpool *pool,
-                          int64_t *nloaded, char *err, size_t errlen)
+                          int64_t *nloaded, int64_t ref[AS_NOISE_REF_TABLES], int64_t *nref, char *err, size_t errlen)
 {
+    /* the reference shard: from every table id of the file */
+    as_bpool meta;
+    if (as_bpool_load(&meta, tables, NULL, 0, 1, err, errlen)) return -1;
+    int64_t *all_ids = as_malloc((size_t)(meta.n ? meta.n : 1) * sizeof *all_ids);
+    for (int64_t i = 0; i < meta.n; i++) all_ids[i] = meta.t[i].id;
+    *nref = as_noise_ref_auto(all_ids, meta.n, ref);
+    free(all_ids);
+    as_bpool_free(&meta);
     int64_t maxid = 0;
     for (int64_t i = 0; i < in->fx.n; i++) if (in->fx.f[i].id > maxid) maxid = in->fx.f[i].id;
+    for (int64_t i = 0; i < *nref; i++) if (ref[i] > maxid) maxid = ref[i];
     uint8_t *want = as_calloc((size_t)maxid + 1, 1);
     int64_t nwant = 0;
     for (int64_t ti = 0; ti < in->ntasks; ti++)
@@ -154,6 +163,7 @@ int as_rl_input_load_pool(const as_rl_input *in, int all, int64_t first, const c
                 if (!want[id]) { want[id] = 1; nwant++; }
             }
     *nloaded = nwant;
+    for (int64_t i = 0; i < *nref; i++) want[ref[i]] = 1;
     int rc = as_bpool_load(pool, tables, want, maxid + 1, 0, err, errlen);
     for (int64_t id = 0; !rc && id <= maxid; id++)
         if (want[id] && !as_bpool_get(pool, id)) {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "benchnoise.h"
 #include "featindex.h"
 #include "plan.h"
 #include "rl.h"
@@ -38,9 +39,11 @@ int as_rl_input_read(as_rl_input *in, char *const *files, int nfiles, char *err,
 void as_rl_input_free(as_rl_input *in);   /* also after a failed read */
 
 /* load into pool (as_bpool_load) the tables of the training tasks that will be measured:
- * all of them when `all` is set, else the first `first`; *nloaded = their number. 0, or -1
- * with err (the file, or a table it lacks) */
+ * all of them when `all` is set, else the first `first`, and those of the reference shard
+ * of drift correction (benchnoise.h), as_noise_ref_auto over every table id of the file,
+ * as as-bench --reference auto chooses it: ref[0..*nref); *nloaded = the tasks' tables.
+ * 0, or -1 with err (the file, or a table it lacks) */
 int as_rl_input_load_pool(const as_rl_input *in, int all, int64_t first, const char *tables, as_bpool *pool,
-                          int64_t *nloaded, char *err, size_t errlen);
+                          int64_t *nloaded, int64_t ref[AS_NOISE_REF_TABLES], int64_t *nref, char *err, size_t errlen);
 
 #endif

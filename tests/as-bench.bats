@@ -326,23 +326,24 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
         '{"kind":"shard","tables":[4,5]}' '{"kind":"other","x":2}' '{"kind":"shard","tables":[6]}' \
         '{"kind":"plan","task":4,"alg":"y","shards":2,"tables":[7,8,9],"assign":[1,1,1]}' '{"kind":"other","x":3}' > "$T/in.ast"
     for wnd in 1 2 3 0 64; do
-        AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --window $wnd "$T/in.ast" -o "$T/w$wnd.ast" -q
+        AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --reference none --window $wnd "$T/in.ast" -o "$T/w$wnd.ast" -q
         as-show --no-header "$T/w$wnd.ast" | jq -c 'del(.together)' > "$T/w$wnd.json"
     done
+    # (without the reference shard, whose drift correction is tested below)
     # the fake clock makes the figures deterministic: every window gives the same records
     # (but for how many shards were measured together: a window's)
     for wnd in 1 2 3 0; do cmp "$T/w$wnd.json" "$T/w64.json"; done
     # the same one at a time (--interleave 1)
-    AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --interleave 1 "$T/in.ast" -o "$T/i1.ast" -q
+    AS_BENCH_FAKE_NOISE=first,shards=0.5 as-bench --tables "$T/pool.ast" $NOISE --reference none --interleave 1 "$T/in.ast" -o "$T/i1.ast" -q
     as-show --no-header "$T/i1.ast" | jq -c 'del(.together)' | cmp - "$T/w64.json"
     run sh -c "as-show --kind cost '$T/i1.ast' | jq -c .together | sort -u"
     assert_output '1'
     # quiet: the window's 5 shards (2 of one plan, 2 bare ones, 1 of another plan) together;
     # --interleave 2: each plan whole, the bare shards as a pair
-    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" $NOISE "$T/in.ast" -o "$T/q.ast" -q
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" $NOISE --reference none "$T/in.ast" -o "$T/q.ast" -q
     run sh -c "as-show --kind cost '$T/q.ast' | jq -c .together | sort -u"
     assert_output '5'
-    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" $NOISE --interleave 2 "$T/in.ast" -o "$T/q2.ast" -q
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" $NOISE --reference none --interleave 2 "$T/in.ast" -o "$T/q2.ast" -q
     run sh -c "as-show --kind cost '$T/q2.ast' | jq -c '[.task, .shard, .together]' | tr '\n' ' '"
     assert_output '[3,0,2] [3,1,2] [-1,-1,2] [-1,-1,2] [4,1,1] '
     run as-bench --tables "$T/pool.ast" --interleave 0 "$T/in.ast"
@@ -369,6 +370,49 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     run sh -c "as-show --kind plan '$T/a.ast' | jq -c '[.cost_noisy, .noise_threshold, (.cost_spread | map(. != null))]'"
     assert_line --index 0 '[[true,true,false],0.25,[true,true,false]]'
     assert_line --index 1 '[[false,true],0.25,[false,true]]'
+}
+
+@test "as-bench --reference: each group times the reference shard too; costs divided by its drift; none, ids, errors" {
+    pool
+    # the fake timer's drift: each group of shards slower by its own factor in 1..1.5
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet,drift=1.5 as-bench --tables '$T/pool.ast' --sample 40 --seed 3 $NOISE --interleave 8 -o '$T/auto.ast' 2>&1"
+    assert_success
+    assert_line --regexp '^as-bench: drift: reference shard \(tables [0-9]+,[0-9]+,[0-9]+,[0-9]+\) at [0-9.e-]+ ms; 40 shard\(s\) corrected by factors [0-9.]+ to [0-9.]+$'
+    AS_BENCH_FAKE_NOISE=quiet,drift=1.5 as-bench --tables "$T/pool.ast" --sample 40 --seed 3 $NOISE --interleave 8 --reference none -q -o "$T/none.ast"
+    # quiet cost = 0.1 ms + 1e-5 ms per lookup (1 % jitter): corrected, every shard sits on
+    # one scale; raw, the groups' factors spread them
+    ratio='map(.cost_ms / (0.1 + 1e-5 * .lookups)) | (max / min)'
+    run sh -c "as-show --kind cost '$T/auto.ast' | jq -s '$ratio < 1.03'"
+    assert_output true
+    run sh -c "as-show --kind cost '$T/none.ast' | jq -s '$ratio > 1.1'"
+    assert_output true
+    # drift: the factor (nil without a reference); together: the group and its reference
+    run sh -c "as-show --kind cost '$T/auto.ast' | jq -c '[(.drift > 0.5 and .drift < 2), .together]' | sort -u"
+    assert_output '[true,9]'
+    run sh -c "as-show --kind cost '$T/none.ast' | jq -c '[.drift, .together]' | sort -u"
+    assert_output '[null,8]'
+    # without drift the correction is exactly 1: the same costs as without a reference
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" --sample 12 $NOISE -q -o "$T/q1.ast"
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" --sample 12 $NOISE --reference none -q -o "$T/q0.ast"
+    run sh -c "as-show --kind cost '$T/q1.ast' | jq -c .drift | sort -u"
+    assert_output '1'
+    diff <(as-show --kind cost "$T/q1.ast" | jq -c '[.tables, .cost_ms, .fwd_ms, .gbps]') \
+         <(as-show --kind cost "$T/q0.ast" | jq -c '[.tables, .cost_ms, .fwd_ms, .gbps]')
+    # given ids; ids not in the table data, or not ids: usage errors naming the option
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet as-bench --tables '$T/pool.ast' --sample 4 $NOISE --reference 0,2 -o '$T/r02.ast' 2>&1"
+    assert_success
+    assert_line --partial 'drift: reference shard (tables 0,2) at'
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference 0,99999
+    assert_failure 2
+    assert_output --partial '--reference: table 99999 is not in'
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference some
+    assert_failure 2
+    assert_output --partial "--reference: 'some' is not auto, none or a list of table ids"
+    # a reference noisy on its first attempt corrects nothing there: the shards it was with
+    # keep their raw times (drift nil); no level from noisy references
+    AS_BENCH_FAKE_NOISE=always as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference 0 -q -o "$T/an.ast"
+    run sh -c "as-show --kind cost '$T/an.ast' | jq -c .drift | sort -u"
+    assert_output 'null'
 }
 
 @test "as-bench: the quiet-machine check warns when the fake timer makes it noisy; --no-calibrate and -q silence it" {

@@ -73,6 +73,20 @@ static const char HELP[] =
     "                         the group); sampled and bare shards go N at a time.\n"
     "                         `together` in the records: how many were (1: alone). CUDA:\n"
     "                         one shard after another\n"
+    "      --reference R      drift correction: auto (default), none, or table ids (e.g.\n"
+    "                         3,17,40). The machine's speed moves over minutes (other\n"
+    "                         tenants, clocks), by tens of per cent on a shared VM, which\n"
+    "                         skews costs measured at different times (a cost dataset,\n"
+    "                         speedups between plans). Every group of shards measured\n"
+    "                         together (--interleave; on CUDA the same groups, one shard\n"
+    "                         after another) also times a reference shard of these tables,\n"
+    "                         and each cost is divided by its group's reference cost over\n"
+    "                         the run's reference level (the median of the first window's);\n"
+    "                         `drift` in the records is that factor (nil: not corrected).\n"
+    "                         auto: 4 tables of --tables at evenly spaced positions of its\n"
+    "                         ids in ascending order, so every run and part on the same\n"
+    "                         table data times the same reference. It costs one more shard\n"
+    "                         per group (about 1/16 more time at --interleave 16)\n"
     "      --no-calibrate     skip the quiet-machine check\n"
     "\n"
     "Each shard keeps the figures of its attempt with the lowest spread; `attempts` counts\n"
@@ -105,7 +119,9 @@ static const char HELP[] =
     "                         factor=F (a noisy attempt's odd-numbered runs are about F\n"
     "                         times slower; default 10), calib=noisy|quiet (the\n"
     "                         quiet-machine check's runs; default quiet; /proc/stat is not\n"
-    "                         read under the fake timer). Never set it for real figures\n"
+    "                         read under the fake timer), drift=F (every group of shards\n"
+    "                         measured together is slower by a factor in 1..F, from a hash\n"
+    "                         of its number). Never set it for real figures\n"
     "\n"
     "Example:\n"
     "  as-convert --synth --preset small -o pool.ast\n"
@@ -113,7 +129,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -167,6 +183,16 @@ static void report(const as_bench_session *sess, const as_bench_cfg *cfg, const 
     as_noise_summary(line, sizeof line, &st->tally, &rc->noise, st->retry_s);
     as_info("%s", line);
     if (as_noise_warning(line, sizeof line, &st->tally, &rc->noise)) as_info("%s", line);
+    if (rc->noise.ref_n > 0) {
+        char ids[256] = "";
+        size_t k = 0;
+        for (int64_t i = 0; i < rc->noise.ref_n && k < sizeof ids - 24; i++)
+            k += (size_t)snprintf(ids + k, sizeof ids - k, "%s%" PRId64, i ? "," : "", rc->noise.ref_ids[i]);
+        if (st->ndrift)
+            as_info("drift: reference shard (tables %s) at %.4g ms; %" PRId64 " shard(s) corrected by factors "
+                    "%.3f to %.3f", ids, st->ref_base, st->ndrift, st->drift_min, st->drift_max);
+        else as_info("drift: reference shard (tables %s): no shard corrected (the reference was not measured)", ids);
+    }
 }
 
 /* the fake timer (AS_BENCH_FAKE_NOISE) and the device: usage errors exit 2, a missing
@@ -210,6 +236,7 @@ int main(int argc, char **argv)
         { "window", required_argument, 0, OPT_WINDOW },
         { "interleave", required_argument, 0, OPT_INTERLEAVE },
         { "no-calibrate", no_argument, 0, OPT_NOCALIB },
+        { "reference", required_argument, 0, OPT_REFERENCE },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
@@ -219,6 +246,9 @@ int main(int argc, char **argv)
                        .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     int calibrate = 1;
     int singles = 0;
+    int ref_auto = 1;
+    int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
+    size_t nref = 0;
     int64_t *from = NULL;
     size_t nfrom = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
@@ -250,6 +280,15 @@ int main(int argc, char **argv)
         case OPT_WINDOW: rc.window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
         case OPT_INTERLEAVE: rc.noise.interleave = (int)as_cli_i64(&cli, "--interleave", optarg, 1, 100000); break;
         case OPT_NOCALIB: calibrate = 0; break;
+        case OPT_REFERENCE:
+            free(ref);
+            ref = NULL;
+            nref = 0;
+            ref_auto = !strcmp(optarg, "auto");
+            if (ref_auto || !strcmp(optarg, "none")) break;
+            if (as_parse_table_ids(optarg, &ref, &nref) || !nref)
+                as_cli_usage(&cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
+            break;
         case OPT_FROM:
             free(from);
             if (as_parse_table_ids(optarg, &from, &nfrom))
@@ -286,22 +325,34 @@ int main(int argc, char **argv)
     /* the work: sampled shards, or the input's records; then only the tables it needs */
     as_bsample smp = { 0 };
     as_binput in = { 0 };
-    if (sample) {
+    if (sample || ref_auto || nref) {
         as_bpool meta;
         int64_t *ids, npool;
         if (as_bpool_load(&meta, tables, NULL, 0, 1, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        if (meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", tables);
-        if (as_bsample_pool(&ids, &npool, &meta, from, nfrom, tables, err, sizeof err))
-            as_die(AS_EXIT_DATA, "--sample-from: %s", err);
-        as_bsample_draw(&smp, ids, npool, sample, maxt, cfg.seed, singles);
-        free(ids);
+        if (sample && meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", tables);
+        if (ref_auto && meta.n > 0) {
+            /* the reference: from the whole table data, whatever --sample-from or the input */
+            if (as_bsample_pool(&ids, &npool, &meta, NULL, 0, tables, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+            nref = (size_t)as_noise_ref_auto(ids, npool, ref_auto_ids);
+            free(ids);
+        }
+        for (size_t i = 0; i < nref && !ref_auto; i++)
+            if (!as_bpool_get(&meta, ref[i])) as_cli_usage(&cli, "--reference: table %" PRId64 " is not in %s", ref[i], tables);
+        if (sample) {
+            if (as_bsample_pool(&ids, &npool, &meta, from, nfrom, tables, err, sizeof err))
+                as_die(AS_EXIT_DATA, "--sample-from: %s", err);
+            as_bsample_draw(&smp, ids, npool, sample, maxt, cfg.seed, singles);
+            free(ids);
+        }
         as_bpool_free(&meta);
-    } else {
-        if (as_binput_read(&in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     }
+    if (!sample && as_binput_read(&in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    const int64_t *ref_ids = ref_auto ? ref_auto_ids : ref;
+    rc.noise.ref_ids = nref ? ref_ids : NULL;
+    rc.noise.ref_n = (int64_t)nref;
     as_bpool pool;
-    if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, err, sizeof err)
-               : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, err, sizeof err))
+    if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err)
+               : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err))
         as_die(AS_EXIT_DATA, "%s", err);
 
     as_writer *w = as_cli_open_output(&cli);
@@ -325,6 +376,7 @@ int main(int argc, char **argv)
     as_bsample_free(&smp);
     as_binput_free(&in);
     free(from);
+    free(ref);
     as_bpool_free(&pool);
     return 0;
 }

@@ -90,7 +90,10 @@ static const char HELP[] =
     "  fill the buffer first, so the model keeps fitting them while it learns the plans'\n"
     "  shards (with --reward bench too).\n"
     "Measurement (as as-bench): --warmup N (5) --runs N (10) --trim N (2) --flush SIZE\n"
-    "      --threads N (CPU threads; default all)\n"
+    "      --threads N (CPU threads; default all). A plan's shards are measured together in\n"
+    "      interleaved rounds with as-bench's automatic reference shard (--interleave 16\n"
+    "      --reference auto): costs are divided by its drift, so plans measured minutes\n"
+    "      apart share one scale\n"
     "\n"
     "Environment: AS_BENCH_FAKE_NOISE=SPEC, the fake timer of as-bench (a test hook: the\n"
     "measurements become deterministic figures; see as-bench --help).\n"
@@ -307,13 +310,17 @@ int main(int argc, char **argv)
        else the evaluated ones' */
     as_bpool pool;
     memset(&pool, 0, sizeof pool);
+    int64_t ref[AS_NOISE_REF_TABLES], nref = 0;
     if (tables) {
         int64_t nloaded;
-        if (as_rl_input_load_pool(&inp, c.bench || c.refine_every, c.eval_tasks, tables, &pool, &nloaded, err, sizeof err))
+        if (as_rl_input_load_pool(&inp, c.bench || c.refine_every, c.eval_tasks, tables, &pool, &nloaded, ref, &nref,
+                                  err, sizeof err))
             as_die(AS_EXIT_DATA, "%s", err);
         as_info("loaded %" PRId64 " tables from %s", nloaded, tables);
         c.bcfg = &bc;
         c.pool = &pool;
+        c.ref_ids = nref ? ref : NULL;
+        c.ref_n = nref;
     }
 
     as_writer *lw = NULL;

@@ -519,17 +519,31 @@ TEST(gpu_bench_noise_small)
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
         as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
         /* one unit, interleaving asked for: on CUDA still one shard after another */
-        as_noise_cfg nc = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE };
+        as_noise_cfg nc = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, NULL, 0, NULL };
         as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
         for (int i = 0; i < 2; i++) {
             CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
             CHECK_EQ_I64(jobs[i].r.together, 1);
             CHECK(jobs[i].r.noisy == (jobs[i].r.spread > 0.10));
         }
+        /* with the reference shard (drift correction): it is timed with the group, one shard
+           after another, and the costs are divided by its factor */
+        const int64_t ref[2] = {202, 207};
+        double base = 0;
+        as_noise_job rj[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
+        as_noise_cfg rc2 = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, ref, 2, &base };
+        as_noise_measure(S, rj, 2, &rc2, NULL, NULL, NULL);
+        CHECK(base > 0);
+        for (int i = 0; i < 2; i++) {
+            CHECK(rj[i].r.ok && rj[i].r.together == 1);
+            /* NaN only where the group's reference stayed noisy */
+            CHECK(isnan(rj[i].r.drift) || (rj[i].r.drift > 0.5 && rj[i].r.drift < 2));
+            fprintf(stderr, "  reference: shard %d cost %.4f ms, drift %.4f\n", i, rj[i].r.cost_ms, rj[i].r.drift);
+        }
         as_bench_session_free(S);
     }
     /* the fake timer: first attempts noisy -> 2 attempts, quiet; always -> 3, noisy */
-    as_bench_fake fi = { 1, AS_FAKE_FIRST, 1, 10, 1 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    as_bench_fake fi = { 1, AS_FAKE_FIRST, 1, 10, 1, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
     const as_bench_fake *fakes[2] = { &fi, &al };
     for (int f = 0; f < 2; f++) {
         c.fake = fakes[f];
@@ -541,7 +555,7 @@ TEST(gpu_bench_noise_small)
         CHECK(cal.loaded == (f == 0));
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
         as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 1 } };
-        as_noise_cfg nc = { 0.10, 2, NULL, 0 };
+        as_noise_cfg nc = { 0.10, 2, NULL, 0, NULL, 0, NULL };
         CHECK_EQ_I64(as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL), f == 0 ? 2 : 4);
         for (int i = 0; i < 2; i++) {
             CHECK(jobs[i].r.ok && jobs[i].r.attempts == (f == 0 ? 2 : 3) && jobs[i].r.noisy == (f == 1));

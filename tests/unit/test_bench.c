@@ -384,7 +384,7 @@ TEST(bench_fake_timer_parse_and_factor)
     CHECK(as_bench_fake_parse("factor=x", &f, err, sizeof err) == -1);
 
     int64_t a[3] = { 4, 9, 2 }, b[3] = { 2, 9, 4 };
-    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
     for (int r = 0; r < 10; r++) {
         double m = as_bench_fake_factor(&q, a, 3, 0, r);
         CHECK(m >= 1 && m < 1.01);
@@ -424,7 +424,7 @@ TEST(bench_fake_timer_in_the_session)
     as_bench_cfg c = cpu_cfg();
     c.runs = 5;
     c.trim = 1;
-    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
     c.fake = &q;
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
@@ -507,7 +507,7 @@ static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, 
         jobs[i].ids = ids[i];
         jobs[i].n = 1 + i % 3;
     }
-    as_noise_cfg nc = { threshold, retries, retried_cb, 0 };
+    as_noise_cfg nc = { threshold, retries, retried_cb, 0, NULL, 0, NULL };
     order_ctx o = { .S = S };
     int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o, NULL);
     if (o.rcalls != again || (o.rround && o.rk != o.rm)) o.bad++;
@@ -530,7 +530,7 @@ TEST(bench_noise_rounds)
         for (int j = 0; j < 3; j++) ids[i][j] = 10 + (i + 3 * j) % 8;
     as_noise_job jobs[N];
     int64_t measured, bad;
-    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
 
     /* quiet: one attempt each, nothing noisy */
     CHECK_EQ_I64(run_noise(&q, 0.1, 2, jobs, N, ids, &p, &measured, &bad), 0);
@@ -591,7 +591,7 @@ TEST(bench_noise_rounds)
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
     int64_t missing = 99, one = 12;
     as_noise_job j2[2] = { { &missing, 1, { 0 }, 0 }, { &one, 1, { 0 }, 1 } };
-    as_noise_cfg nc = { 0.1, 2, NULL, 0 };
+    as_noise_cfg nc = { 0.1, 2, NULL, 0, NULL, 0, NULL };
     double rs = 0;
     CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL, &rs), 0);
     CHECK(rs >= 0 && rs < 1);
@@ -631,7 +631,7 @@ TEST(bench_noise_tally_summary_and_warning)
     CHECK_EQ_I64(t.noisy, 2);
     /* median of {0.01, 0.05, 0.2, 0.3} */
     CHECK_NEAR(as_noise_median_spread(&t), 0.125, 1e-15);
-    as_noise_cfg nc = { 0.1, 2, NULL, 0 };
+    as_noise_cfg nc = { 0.1, 2, NULL, 0, NULL, 0, NULL };
     char line[512];
     as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "noise: 4 shards with a spread, median spread 12.5 %") != NULL);
@@ -681,7 +681,7 @@ TEST(bench_calibrate)
     CHECK(strstr(line, "quiet-machine check: a fixed CPU kernel on 2 threads: 30 runs") != NULL);
     as_bench_session_free(S);
     /* the fake timer: quiet, then noisy; /proc/stat is not read */
-    as_bench_fake f = { 1, AS_FAKE_QUIET, 1, 10, 0 };
+    as_bench_fake f = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 };
     c.fake = &f;
     S = as_bench_session_new(&c, &p, err, sizeof err);
     CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
@@ -793,7 +793,7 @@ TEST(bench_group_interleaved_rounds)
     as_bench_session_free(S);
 
     /* the fake timer: the same figures together as alone */
-    as_bench_fake q = { 1, AS_FAKE_FIRST, 0.5, 10, 0 };
+    as_bench_fake q = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
     as_bench_cfg cf = c;
     cf.fake = &q;
     cf.runs = 6;
@@ -850,7 +850,7 @@ TEST(bench_noise_rounds_interleaved)
     int64_t ids[N][3];
     for (int i = 0; i < N; i++)
         for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
-    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0 };
+    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
     as_bench_cfg c = cpu_cfg();
     c.runs = 6;
     c.trim = 1;
@@ -868,7 +868,7 @@ TEST(bench_noise_rounds_interleaved)
             jobs[i].n = 1 + i % 3;
             jobs[i].unit = i / 4;       /* units of 4, 4 and 2 shards */
         }
-        as_noise_cfg nc = { 0.1, 2, NULL, inter ? 8 : 1 };
+        as_noise_cfg nc = { 0.1, 2, NULL, inter ? 8 : 1, NULL, 0, NULL };
         as_noise_measure(S, jobs, N, &nc, NULL, NULL, NULL);
         as_bench_session_free(S);
     }
@@ -885,5 +885,93 @@ TEST(bench_noise_rounds_interleaved)
        figures of its quieter attempt, which ran with the other noisy ones */
     for (int i = 0; i < N; i++)
         if (b[i].r.attempts == 1) CHECK_EQ_I64(b[i].r.together, i < 8 ? 8 : 2);
+    as_bpool_free(&p);
+}
+
+/* the automatic reference shard: evenly spaced positions of the ascending ids */
+TEST(bench_noise_ref_auto)
+{
+    int64_t ids[8] = { 5, 1, 9, 3, 7, 2, 8, 0 }, out[AS_NOISE_REF_TABLES];
+    CHECK_EQ_I64(as_noise_ref_auto(ids, 8, out), 4);
+    CHECK(out[0] == 1 && out[1] == 3 && out[2] == 7 && out[3] == 9);
+    int64_t two[2] = { 6, 4 };
+    CHECK_EQ_I64(as_noise_ref_auto(two, 2, out), 2);
+    CHECK(out[0] == 4 && out[1] == 6);
+    int64_t five[5] = { 10, 11, 12, 13, 14 };
+    CHECK_EQ_I64(as_noise_ref_auto(five, 5, out), 4);    /* positions 0, 1, 3, 4 */
+    CHECK(out[0] == 10 && out[1] == 11 && out[2] == 13 && out[3] == 14);
+    CHECK_EQ_I64(as_noise_ref_auto(ids, 0, out), 0);
+}
+
+/* drift correction: under the fake timer's drift (each group slower by its own factor) the
+ * shards' costs keep their quiet ratios exactly when every group times the reference too;
+ * without it they do not. The level carries over to a second call; a level of 0 with no
+ * usable reference corrects nothing. */
+TEST(bench_noise_reference_drift)
+{
+    as_bpool p;
+    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
+    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    enum { N = 12 };
+    int64_t ids[N][3], ref[2] = { 11, 14 };
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+    as_bench_fake quiet = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, drift = { 1, AS_FAKE_QUIET, 1, 10, 0, 1.8 };
+    as_bench_cfg c = cpu_cfg();
+    c.runs = 5;
+    c.trim = 1;
+    c.warmup = 0;
+    c.threads = 1;
+    as_noise_job q[N], d[N], r[N], r2[N];
+    as_noise_job *sets[4] = { q, d, r, r2 };
+    double base = 0;
+    for (int v = 0; v < 4; v++) {
+        as_noise_job *jobs = sets[v];
+        c.fake = v == 0 ? &quiet : &drift;
+        char err[256];
+        as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+        CHECK(S != NULL);
+        for (int64_t i = 0; i < N; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].ids = ids[i];
+            jobs[i].n = 1 + i % 3;
+            jobs[i].unit = i;
+        }
+        /* v 2 and 3: the reference, the second call keeping the first's level */
+        as_noise_cfg nc = { 0.1, 2, NULL, 4, v >= 2 ? ref : NULL, v >= 2 ? 2 : 0, &base };
+        as_noise_measure(S, jobs, N, &nc, NULL, NULL, NULL);
+        if (v == 2) CHECK(base > 0);
+        as_bench_session_free(S);
+    }
+    double lo[3] = { INFINITY, INFINITY, INFINITY }, hi[3] = { 0, 0, 0 };
+    for (int i = 0; i < N; i++) {
+        CHECK(q[i].r.ok && d[i].r.ok && r[i].r.ok && r2[i].r.ok);
+        CHECK(isnan(q[i].r.drift) && isnan(d[i].r.drift) && isnan(q[i].r.ref_ms));
+        CHECK(isfinite(r[i].r.drift) && r[i].r.drift > 0 && isfinite(r[i].r.ref_ms));
+        CHECK_EQ_I64(r[i].r.together, 5);   /* 4 shards and the reference */
+        CHECK_EQ_I64(d[i].r.together, 4);
+        const double x[3] = { d[i].r.cost_ms / q[i].r.cost_ms, r[i].r.cost_ms / q[i].r.cost_ms, r2[i].r.cost_ms / q[i].r.cost_ms };
+        for (int k = 0; k < 3; k++) { if (x[k] < lo[k]) lo[k] = x[k]; if (x[k] > hi[k]) hi[k] = x[k]; }
+        /* the raw figures times the factor: the drifted ones */
+        CHECK_NEAR(r[i].r.cost_ms * r[i].r.drift, d[i].r.cost_ms, 1e-12 * d[i].r.cost_ms);
+        CHECK_NEAR(r[i].r.gbps / r[i].r.drift, d[i].r.gbps, 1e-9 * d[i].r.gbps);
+        CHECK(r[i].r.spread == d[i].r.spread);
+    }
+    CHECK(hi[0] / lo[0] > 1.05);                /* drift without a reference */
+    CHECK(hi[1] / lo[1] < 1 + 1e-12);           /* corrected: one scale */
+    CHECK(hi[2] / lo[2] < 1 + 1e-12);           /* the second call on the first's level */
+    CHECK_NEAR(lo[2], lo[1], 1e-12);
+    /* a reference that is always noisy: no level, nothing corrected */
+    as_bench_fake noisy = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
+    c.fake = &noisy;
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    double b0 = 0;
+    for (int64_t i = 0; i < N; i++) { memset(&r[i], 0, sizeof r[i]); r[i].ids = ids[i]; r[i].n = 1 + i % 3; r[i].unit = i; }
+    as_noise_cfg nc = { 0.1, 1, NULL, 4, ref, 2, &b0 };
+    as_noise_measure(S, r, N, &nc, NULL, NULL, NULL);
+    CHECK(b0 == 0);
+    for (int i = 0; i < N; i++) CHECK(r[i].r.ok && isnan(r[i].r.drift) && isnan(r[i].r.ref_ms));
+    as_bench_session_free(S);
     as_bpool_free(&p);
 }
