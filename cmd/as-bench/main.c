@@ -191,7 +191,7 @@ static void report(const as_bench_session *sess, const as_bench_cfg *cfg, const 
         if (st->ndrift)
             as_info("drift: reference shard (tables %s) at %.4g ms; %" PRId64 " shard(s) corrected by factors "
                     "%.3f to %.3f", ids, st->ref_base, st->ndrift, st->drift_min, st->drift_max);
-        else as_info("drift: reference shard (tables %s): no shard corrected (the reference was not measured)", ids);
+        else as_info("drift: reference shard (tables %s): no shard corrected (the reference shard could not be measured, or stayed noisy)", ids);
     }
 }
 
