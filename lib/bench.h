@@ -96,6 +96,7 @@ typedef struct {
     int noisy;              /* spread still above the threshold after the retries */
     double ref_ms;          /* the reference shard's cost measured in this shard's group
                              * (benchnoise.h; NaN: no reference, or it failed) */
+    int ref_noisy;          /* that reference's spread was above the noise threshold */
     double drift;           /* the factor the times were divided by (as_bench_result_scale):
                              * the group's reference cost / the run's reference level; NaN:
                              * not corrected (nil in records) */

@@ -81,13 +81,15 @@ static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const 
             as_bench_shardref r = { nc->ref_ids, nc->ref_n, attempt };
             gsh[k] = r;
             as_bench_session_run_group(s, gsh, k + 1, grs);
-            /* a reference that failed or stayed noisy corrects nothing */
-            const double ref_ms = grs[k].ok && grs[k].cost_ms > 0 && !as_noise_is_noisy(&grs[k], nc) ? grs[k].cost_ms : NAN;
+            /* a reference that failed corrects nothing; a noisy one sets no level */
+            const double ref_ms = grs[k].ok && grs[k].cost_ms > 0 ? grs[k].cost_ms : NAN;
+            const int ref_noisy = isfinite(ref_ms) && as_noise_is_noisy(&grs[k], nc);
             for (int q = 0; q < k; q++) {
                 rs[i + q] = grs[q];
                 rs[i + q].ref_ms = ref_ms;
+                rs[i + q].ref_noisy = ref_noisy;
             }
-            if (isfinite(ref_ms)) {
+            if (isfinite(ref_ms) && !ref_noisy) {
                 if (refs->n == refs->cap) {
                     refs->cap = refs->cap ? 2 * refs->cap : 16;
                     refs->v = as_realloc(refs->v, (size_t)refs->cap * sizeof *refs->v);
@@ -126,15 +128,35 @@ static void first_cb(void *p, int64_t i)
     if (M->first_done) M->first_done(M->ctx, i);
 }
 
+/* how well an attempt's group reference corrects it: 2 a quiet reference, 1 a noisy one,
+ * 0 none (no reference, or it failed) */
+static int ref_rank(const as_bench_result *r)
+{
+    return !isfinite(r->ref_ms) ? 0 : r->ref_noisy ? 1 : 2;
+}
+
+/* whether job result r is measured again in the next round: it is noisy, or (with a
+ * reference) its group's reference was measured but noisy, which would leave it on
+ * another scale than the shards corrected by quiet ones (a plan's other shards) */
+static int wants_retry(const as_bench_result *r, const as_noise_cfg *nc)
+{
+    return as_noise_is_noisy(r, nc) || (nc->ref_ids && nc->ref_n > 0 && r->ok && ref_rank(r) == 1);
+}
+
 static void retry_cb(void *p, int64_t pos)
 {
     merge_ctx *M = p;
     as_noise_job *j = &M->jobs[M->sel[pos]];
     const as_bench_result *r = &M->rs[pos];
     const double busy = j->r.busy_ms + r->busy_ms, wall = j->r.wall_ms + r->wall_ms;
-    /* keep the attempt with the lowest spread; a failed attempt (a CUDA error in between)
-       or one without a spread never replaces a measured one */
-    if (r->ok && isfinite(r->spread) && r->spread < j->r.spread) j->r = *r;
+    /* keep the attempt whose reference corrects it best (a quiet one, then a noisy one,
+       then none; all alike without a reference), then the one with the lowest spread; a
+       failed attempt (a CUDA error in between) or one without a spread never replaces a
+       measured one */
+    if (r->ok && isfinite(r->spread)) {
+        const int a = ref_rank(r), b = ref_rank(&j->r);
+        if (a > b || (a == b && r->spread < j->r.spread)) j->r = *r;
+    }
     j->r.attempts = M->round + 1;
     j->r.busy_ms = busy;
     j->r.wall_ms = wall;
@@ -152,10 +174,11 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     int64_t again = 0;
     const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
-        /* still noisy after round - 1 re-measurements: the kept spread is above it */
+        /* still noisy after round - 1 re-measurements (the kept spread is above it), or
+           kept with a noisy reference */
         int64_t left = 0;
         for (int64_t i = 0; i < n; i++)
-            if (jobs[i].r.attempts == round && as_noise_is_noisy(&jobs[i].r, nc)) sel[left++] = i;
+            if (jobs[i].r.attempts == round && wants_retry(&jobs[i].r, nc)) sel[left++] = i;
         if (!left) break;
         M.sel = sel;
         M.round = round;

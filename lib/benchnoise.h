@@ -20,11 +20,14 @@
  * not. With a reference shard (ref_n > 0) every group also times that same shard in its
  * rounds; at the end every result is divided by its group's reference cost over the run's
  * reference level (as_bench_result_scale: `drift`). The level, *ref_base, is set by the
- * first call that finds it 0 and measures a usable reference: the median of that call's
- * usable reference costs; later calls (windows) keep it, so a run's costs share one scale.
- * A reference is usable when it was measured and its spread is not above the threshold
- * (as_noise_is_noisy): a shard whose group's reference failed or was noisy, or measured
- * while there is no level, keeps its raw times (drift NaN). When the memory
+ * first call that finds it 0 and measures a quiet reference: the median of that call's
+ * quiet reference costs (spread not above the threshold); later calls (windows) keep it, so
+ * a run's costs share one scale. A shard whose group's reference was measured but noisy is
+ * measured again in the rounds like a noisy shard (else it would sit on another scale than
+ * its plan's other shards), and a shard keeps the attempt whose reference corrects it best
+ * (quiet, then noisy, then none), then the one with the lowest spread; one left with a
+ * noisy reference is corrected by it all the same. A shard whose group's reference failed,
+ * or measured while there is no level, keeps its raw times (drift NaN). When the memory
  * budget splits a group (as_bench_session_run_group), the reference is timed with its last
  * part only. */
 #ifndef AS_BENCHNOISE_H

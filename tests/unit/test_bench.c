@@ -971,7 +971,41 @@ TEST(bench_noise_reference_drift)
     as_noise_cfg nc = { 0.1, 1, NULL, 4, ref, 2, &b0 };
     as_noise_measure(S, r, N, &nc, NULL, NULL, NULL);
     CHECK(b0 == 0);
-    for (int i = 0; i < N; i++) CHECK(r[i].r.ok && isnan(r[i].r.drift) && isnan(r[i].r.ref_ms));
+    for (int i = 0; i < N; i++) CHECK(r[i].r.ok && isnan(r[i].r.drift) && isfinite(r[i].r.ref_ms) && r[i].r.ref_noisy);
+    as_bench_session_free(S);
+
+    /* a reference noisy on its first attempt (the fake timer's `first`, a reference that is
+       hit) while the shards are quiet: they are measured again, with a quiet reference, so
+       that all of them end corrected on one level */
+    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
+    int64_t hit[1] = { -1 };
+    for (int64_t id = 10; id < 18 && hit[0] < 0; id++) {
+        int64_t one[1] = { id };
+        if (as_bench_fake_factor(&half, one, 1, 0, 1) > 2) hit[0] = id;
+    }
+    CHECK(hit[0] >= 0);
+    c.fake = &half;
+    S = as_bench_session_new(&c, &p, err, sizeof err);
+    double b1 = 0;
+    int64_t quiet_ids[N][1];
+    int nq = 0;
+    for (int64_t id = 10; id < 18 && nq < 4; id++) {   /* shards the fake timer leaves quiet */
+        int64_t one[1] = { id };
+        if (as_bench_fake_factor(&half, one, 1, 0, 1) < 1.5) { quiet_ids[nq][0] = id; nq++; }
+    }
+    CHECK(nq >= 2);
+    for (int i = 0; i < nq; i++) { memset(&r[i], 0, sizeof r[i]); r[i].ids = quiet_ids[i]; r[i].n = 1; r[i].unit = i; }
+    as_noise_cfg nh = { 0.1, 2, NULL, 4, hit, 1, &b1 };
+    CHECK_EQ_I64(as_noise_measure(S, r, nq, &nh, NULL, NULL, NULL), nq);   /* each once more */
+    CHECK(b1 > 0);
+    for (int i = 0; i < nq; i++) {
+        CHECK(r[i].r.ok && !r[i].r.noisy && r[i].r.attempts == 2 && !r[i].r.ref_noisy);
+        CHECK_NEAR(r[i].r.drift, 1, 1e-12);     /* the quiet reference: the level itself */
+    }
+    /* without the reference they are measured once */
+    for (int i = 0; i < nq; i++) { memset(&r[i], 0, sizeof r[i]); r[i].ids = quiet_ids[i]; r[i].n = 1; r[i].unit = i; }
+    as_noise_cfg nn = { 0.1, 2, NULL, 4, NULL, 0, NULL };
+    CHECK_EQ_I64(as_noise_measure(S, r, nq, &nn, NULL, NULL, NULL), 0);
     as_bench_session_free(S);
     as_bpool_free(&p);
 }
