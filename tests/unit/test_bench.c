@@ -299,6 +299,7 @@ TEST(bench_tally_and_summary)
     as_bench_cfg c = cpu_cfg();
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    as_bench_tally_free(&t);
     memset(&t, 0, sizeof t);
     double sum = 0, t0 = as_now();
     for (int64_t id = 10; id <= 12; id++) {
