@@ -49,6 +49,15 @@ int64_t as_noise_ref_auto(const int64_t *ids, int64_t n, int64_t out[AS_NOISE_RE
     return m;
 }
 
+int64_t as_noise_ref_pool(const as_bpool *p, int64_t out[AS_NOISE_REF_TABLES])
+{
+    int64_t *ids = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *ids);
+    for (int64_t i = 0; i < p->n; i++) ids[i] = p->t[i].id;
+    const int64_t m = as_noise_ref_auto(ids, p->n, out);
+    free(ids);
+    return m;
+}
+
 /* the usable reference costs of one as_noise_measure call */
 typedef struct {
     double *v;

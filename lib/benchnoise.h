@@ -58,6 +58,9 @@ typedef struct {
  * floor((2i+1) n / 2m), i < m = min(n, AS_NOISE_REF_TABLES)), into out, ascending. Returns m. */
 #define AS_NOISE_REF_TABLES 4
 int64_t as_noise_ref_auto(const int64_t *ids, int64_t n, int64_t out[AS_NOISE_REF_TABLES]);
+/* the automatic reference of the table data p (as-bench --reference auto): as_noise_ref_auto
+ * over the ids of all its tables. Returns m (0: no tables). */
+int64_t as_noise_ref_pool(const as_bpool *p, int64_t out[AS_NOISE_REF_TABLES]);
 
 /* the default threshold: 10 % (the runs' spread; see docs/BENCHMARKS.md) */
 #define AS_NOISE_THRESHOLD 0.10

@@ -146,10 +146,7 @@ int as_rl_input_load_pool(const as_rl_input *in, int all, int64_t first, const c
     /* the reference shard: from every table id of the file */
     as_bpool meta;
     if (as_bpool_load(&meta, tables, NULL, 0, 1, err, errlen)) return -1;
-    int64_t *all_ids = as_malloc((size_t)(meta.n ? meta.n : 1) * sizeof *all_ids);
-    for (int64_t i = 0; i < meta.n; i++) all_ids[i] = meta.t[i].id;
-    *nref = as_noise_ref_auto(all_ids, meta.n, ref);
-    free(all_ids);
+    *nref = as_noise_ref_pool(&meta, ref);
     as_bpool_free(&meta);
     int64_t maxid = 0;
     for (int64_t i = 0; i < in->fx.n; i++) if (in->fx.f[i].id > maxid) maxid = in->fx.f[i].id;

@@ -40,7 +40,7 @@ void as_rl_input_free(as_rl_input *in);   /* also after a failed read */
 
 /* load into pool (as_bpool_load) the tables of the training tasks that will be measured:
  * all of them when `all` is set, else the first `first`, and those of the reference shard
- * of drift correction (benchnoise.h), as_noise_ref_auto over every table id of the file,
+ * of drift correction (benchnoise.h), as_noise_ref_pool of the file,
  * as as-bench --reference auto chooses it: ref[0..*nref); *nloaded = the tasks' tables.
  * 0, or -1 with err (the file, or a table it lacks) */
 int as_rl_input_load_pool(const as_rl_input *in, int all, int64_t first, const char *tables, as_bpool *pool,

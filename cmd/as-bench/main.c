@@ -333,12 +333,8 @@ int main(int argc, char **argv)
         int64_t *ids, npool;
         if (as_bpool_load(&meta, tables, NULL, 0, 1, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (sample && meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", tables);
-        if (ref_auto && meta.n > 0) {
-            /* the reference: from the whole table data, whatever --sample-from or the input */
-            if (as_bsample_pool(&ids, &npool, &meta, NULL, 0, tables, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-            nref = (size_t)as_noise_ref_auto(ids, npool, ref_auto_ids);
-            free(ids);
-        }
+        /* the reference: from the whole table data, whatever --sample-from or the input */
+        if (ref_auto) nref = (size_t)as_noise_ref_pool(&meta, ref_auto_ids);
         for (size_t i = 0; i < nref && !ref_auto; i++)
             if (!as_bpool_get(&meta, ref[i])) as_cli_usage(&cli, "--reference: table %" PRId64 " is not in %s", ref[i], tables);
         if (sample) {
