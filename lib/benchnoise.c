@@ -119,13 +119,12 @@ static double median_of(double *v, int64_t n);
 
 typedef struct {
     as_noise_job *jobs;
-    const int64_t *sel;
     const as_bench_result *rs;
-    int round;
-    int64_t k, left;
     const as_noise_cfg *nc;
     void *ctx;
     void (*first_done)(void *ctx, int64_t i);
+    int round;
+    int64_t k, left;
 } merge_ctx;
 
 static void first_cb(void *p, int64_t i)
@@ -137,6 +136,13 @@ static void first_cb(void *p, int64_t i)
     if (M->first_done) M->first_done(M->ctx, i);
 }
 
+static void retry_cb(void *p, int64_t pos)
+{
+    (void)pos;
+    merge_ctx *M = p;
+    if (M->nc->retried) M->nc->retried(M->ctx, M->round, ++M->k, M->left);
+}
+
 /* how well an attempt's group reference corrects it: 2 a quiet reference, 1 a noisy one,
  * 0 none (no reference, or it failed) */
 static int ref_rank(const as_bench_result *r)
@@ -144,32 +150,43 @@ static int ref_rank(const as_bench_result *r)
     return !isfinite(r->ref_ms) ? 0 : r->ref_noisy ? 1 : 2;
 }
 
-/* whether job result r is measured again in the next round: it is noisy, or (with a
- * reference) its group's reference was measured but noisy, which would leave it on
+/* whether job result r asks for its retry unit to be measured again: it is noisy, or (with
+ * a reference) its group's reference was measured but noisy, which would leave it on
  * another scale than the shards corrected by quiet ones (a plan's other shards) */
 static int wants_retry(const as_bench_result *r, const as_noise_cfg *nc)
 {
     return as_noise_is_noisy(r, nc) || (nc->ref_ids && nc->ref_n > 0 && r->ok && ref_rank(r) == 1);
 }
 
-static void retry_cb(void *p, int64_t pos)
+/* the end of the retry unit starting at job i of n: with interleaving, the jobs of one unit
+ * (a plan's shards are measured again together, so that a plan's kept figures come from one
+ * group); without, every shard alone */
+static int64_t retry_unit_end(const as_noise_job *jobs, int64_t n, int64_t i, const as_noise_cfg *nc)
 {
-    merge_ctx *M = p;
-    as_noise_job *j = &M->jobs[M->sel[pos]];
-    const as_bench_result *r = &M->rs[pos];
-    const double busy = j->r.busy_ms + r->busy_ms, wall = j->r.wall_ms + r->wall_ms;
-    /* keep the attempt whose reference corrects it best (a quiet one, then a noisy one,
-       then none; all alike without a reference), then the one with the lowest spread; a
-       failed attempt (a CUDA error in between) or one without a spread never replaces a
-       measured one */
-    if (r->ok && isfinite(r->spread)) {
-        const int a = ref_rank(r), b = ref_rank(&j->r);
-        if (a > b || (a == b && r->spread < j->r.spread)) j->r = *r;
+    int64_t e = i + 1;
+    if (nc->interleave > 1)
+        while (e < n && jobs[e].unit == jobs[i].unit) e++;
+    return e;
+}
+
+/* an attempt of a retry unit, results r[0..m), scored for keeping: *rank is the worst
+ * ref_rank of its shards, *spread the largest spread (undefined ones left out); returns 0
+ * when a shard failed or none has a spread (such an attempt never replaces a measured one) */
+static int unit_score(const as_bench_result *const *r, int64_t m, int *rank, double *spread)
+{
+    int any = 0;
+    *rank = 2;
+    *spread = 0;
+    for (int64_t q = 0; q < m; q++) {
+        if (!r[q]->ok) return 0;
+        const int a = ref_rank(r[q]);
+        if (a < *rank) *rank = a;
+        if (isfinite(r[q]->spread)) {
+            any = 1;
+            if (r[q]->spread > *spread) *spread = r[q]->spread;
+        }
     }
-    j->r.attempts = M->round + 1;
-    j->r.busy_ms = busy;
-    j->r.wall_ms = wall;
-    if (M->nc->retried) M->nc->retried(M->ctx, M->round, ++M->k, M->left);
+    return any;
 }
 
 int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
@@ -177,24 +194,55 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
 {
     as_bench_result *rs = as_malloc((size_t)(n ? n : 1) * sizeof *rs);
     int64_t *sel = as_malloc((size_t)(n ? n : 1) * sizeof *sel);
-    merge_ctx M = { jobs, NULL, rs, 0, 0, 0, nc, ctx, first_done };
+    const as_bench_result **ra = as_malloc((size_t)(n ? n : 1) * sizeof *ra);
+    const as_bench_result **rb = as_malloc((size_t)(n ? n : 1) * sizeof *rb);
+    merge_ctx M = { jobs, rs, nc, ctx, first_done, 0, 0, 0 };
     ref_list refs = { 0 };
     measure_groups(s, jobs, NULL, n, 0, nc, rs, &refs, first_cb, &M);
     int64_t again = 0;
     const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
-        /* still noisy after round - 1 re-measurements (the kept spread is above it), or
-           kept with a noisy reference */
+        /* the retry units with a shard still noisy after round - 1 re-measurements (the
+           kept spread is above it) or kept with a noisy reference: all their shards */
         int64_t left = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (jobs[i].r.attempts == round && wants_retry(&jobs[i].r, nc)) sel[left++] = i;
+        for (int64_t i = 0; i < n;) {
+            const int64_t e = retry_unit_end(jobs, n, i, nc);
+            int want = 0;
+            for (int64_t j = i; j < e; j++) want |= jobs[j].r.attempts == round && wants_retry(&jobs[j].r, nc);
+            for (int64_t j = i; j < e && want; j++) sel[left++] = j;
+            i = e;
+        }
         if (!left) break;
-        M.sel = sel;
         M.round = round;
         M.k = 0;
         M.left = left;
         measure_groups(s, jobs, sel, left, round, nc, rs, &refs, retry_cb, &M);
         again += left;
+        /* a retry unit keeps the attempt whose reference corrects it best (a quiet one, then
+           a noisy one, then none; all alike without a reference), then the one with the
+           lowest largest spread; all its shards keep the same attempt */
+        for (int64_t a = 0; a < left;) {
+            const int64_t ue = retry_unit_end(jobs, n, sel[a], nc);
+            int64_t b = a + 1;
+            while (b < left && sel[b] < ue) b++;
+            for (int64_t q = a; q < b; q++) {
+                ra[q - a] = &rs[q];
+                rb[q - a] = &jobs[sel[q]].r;
+            }
+            int rka, rkb;
+            double spa, spb;
+            const int take = unit_score(ra, b - a, &rka, &spa) &&
+                             (!unit_score(rb, b - a, &rkb, &spb) || rka > rkb || (rka == rkb && spa < spb));
+            for (int64_t q = a; q < b; q++) {
+                as_noise_job *j = &jobs[sel[q]];
+                const double busy = j->r.busy_ms + rs[q].busy_ms, wall = j->r.wall_ms + rs[q].wall_ms;
+                if (take) j->r = rs[q];
+                j->r.attempts = round + 1;
+                j->r.busy_ms = busy;
+                j->r.wall_ms = wall;
+            }
+            a = b;
+        }
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
     if (retry_s) *retry_s += as_now() - t0;
@@ -208,6 +256,8 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     free(refs.v);
     free(rs);
     free(sel);
+    free(ra);
+    free(rb);
     return again;
 }
 

@@ -2,17 +2,21 @@
  * Dimension letters: T tables, K shards.
  *
  * A window of shards is measured once each (round 0), in groups measured together in
- * interleaved rounds (as_bench_session_run_group; as_noise_group_end); then the shards whose relative
- * spread (as_bench_spread: population std / mean of the runs the trimmed mean keeps) is
- * above the threshold are measured again, in window order and groups of their own, in round 1; then those still
- * above it in round 2, and so on, `retries` rounds at most. A burst of load on the machine
- * thus meets a shard's attempts at different times (a whole window's measurements apart)
- * rather than all of them at once. A shard keeps the figures of its attempt with the
- * lowest spread (the first of equal ones): that attempt's trimmed mean, statistics, spread
- * and device; `attempts` counts them all, `busy_ms` and `wall_ms` are summed over all, and
- * `noisy` is set when the kept spread is still above the threshold. A shard that could
- * not be measured (ok = 0) or whose spread is undefined (fewer than 2 kept runs) is never
- * measured again and never noisy.
+ * interleaved rounds (as_bench_session_run_group; as_noise_group_end); then the retry units
+ * with a shard whose relative spread (as_bench_spread: population std / mean of the runs the
+ * trimmed mean keeps) is above the threshold are measured again, in window order and groups
+ * of their own, in round 1; then those still above it in round 2, and so on, `retries`
+ * rounds at most. A retry unit is a unit of jobs (a plan's shards) when interleave > 1, so
+ * that a plan's kept figures come from one group and keep their ratios; else every shard
+ * alone. A burst of load on the machine thus meets a unit's attempts at different times (a
+ * whole window's measurements apart) rather than all of them at once. A retry unit keeps
+ * the figures of its attempt with the lowest largest spread over its shards (the first of
+ * equal ones), all its shards the same attempt: that attempt's trimmed means, statistics,
+ * spreads and devices; `attempts` counts them all, `busy_ms` and `wall_ms` are summed over
+ * all, and `noisy` is set where the kept spread is still above the threshold. A shard that
+ * could not be measured (ok = 0) or whose spread is undefined (fewer than 2 kept runs) asks
+ * for no re-measurement and is never noisy; an attempt in which a shard of the unit failed,
+ * or none has a spread, never replaces a measured one.
  *
  * Drift: the machine's speed moves over seconds to minutes (other tenants, clocks), more
  * than the noise of one shard's runs. A plan's shards share one group and so keep their
@@ -24,12 +28,12 @@
  * quiet reference costs (spread not above the threshold); later calls (windows) keep it, so
  * a run's costs share one scale. A shard whose group's reference was measured but noisy is
  * measured again in the rounds like a noisy shard (else it would sit on another scale than
- * its plan's other shards), and a shard keeps the attempt whose reference corrects it best
- * (quiet, then noisy, then none), then the one with the lowest spread; one left with a
- * noisy reference is corrected by it all the same. A shard whose group's reference failed,
- * or measured while there is no level, keeps its raw times (drift NaN). When the memory
- * budget splits a group (as_bench_session_run_group), the reference is timed with its last
- * part only. */
+ * its plan's other shards), and a retry unit keeps the attempt whose reference corrects it
+ * best (quiet, then noisy, then none: the worst of its shards), then the one with the lowest
+ * largest spread; one left with a noisy reference is corrected by it all the same. A shard
+ * whose group's reference failed, or measured while there is no level, keeps its raw times
+ * (drift NaN). When the memory budget splits a group (as_bench_session_run_group), the
+ * reference is timed with its last part only. */
 #ifndef AS_BENCHNOISE_H
 #define AS_BENCHNOISE_H
 

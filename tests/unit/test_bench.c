@@ -873,19 +873,87 @@ TEST(bench_noise_rounds_interleaved)
         as_noise_measure(S, jobs, N, &nc, NULL, NULL, NULL);
         as_bench_session_free(S);
     }
-    int64_t again = 0;
+    /* one at a time (a): every shard is its own retry unit; interleaved (b): a unit with a
+       noisy shard is measured again whole, and all its shards keep the same attempt (the
+       second: its largest spread is the lower) */
+    int64_t again = 0, whole = 0;
     for (int i = 0; i < N; i++) {
-        CHECK(a[i].r.ok && b[i].r.ok);
-        CHECK_EQ_I64(a[i].r.attempts, b[i].r.attempts);
-        again += b[i].r.attempts > 1;
-        CHECK(a[i].r.cost_ms == b[i].r.cost_ms && a[i].r.noisy == b[i].r.noisy);
+        CHECK(a[i].r.ok && b[i].r.ok && !a[i].r.noisy && !b[i].r.noisy);
         CHECK_EQ_I64(a[i].r.together, 1);
+        const int hit = as_bench_fake_factor(&half, ids[i], 1 + i % 3, 0, 1) > 2;
+        int unit_hit = 0;
+        for (int k = i / 4 * 4; k < N && k / 4 == i / 4; k++) unit_hit |= as_bench_fake_factor(&half, ids[k], 1 + k % 3, 0, 1) > 2;
+        CHECK_EQ_I64(a[i].r.attempts, hit ? 2 : 1);
+        CHECK_EQ_I64(b[i].r.attempts, unit_hit ? 2 : 1);
+        again += hit;
+        whole += unit_hit && !hit;
+        /* the same attempt under the fake timer: the same figures; the other quiet one of a
+           shard within the quiet runs' 1 % */
+        if (a[i].r.attempts == b[i].r.attempts) CHECK(a[i].r.cost_ms == b[i].r.cost_ms);
+        else CHECK(fabs(b[i].r.cost_ms / a[i].r.cost_ms - 1) < 0.011);
+        /* first attempts: units 0+1 together (8), unit 2 (2); a re-measured unit's attempt
+           ran with the other re-measured units */
+        if (b[i].r.attempts == 1) CHECK_EQ_I64(b[i].r.together, i < 8 ? 8 : 2);
     }
     CHECK(again > 0 && again < N);
-    /* first attempts: units 0+1 together (8), unit 2 (2); a re-measured shard keeps the
-       figures of its quieter attempt, which ran with the other noisy ones */
+    CHECK(whole > 0);
+    as_bpool_free(&p);
+}
+
+/* a plan's kept figures come from one group: with drift, a reference and shards noisy on
+ * their first attempt, every unit's shards share their attempt, group size, reference cost
+ * and drift factor, and so their ratios are those of the quiet machine */
+TEST(bench_noise_unit_kept_from_one_group)
+{
+    as_bpool p;
+    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
+    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    enum { N = 12, U = 4 };
+    int64_t ids[N][3], ref[2] = { 11, 14 };
     for (int i = 0; i < N; i++)
-        if (b[i].r.attempts == 1) CHECK_EQ_I64(b[i].r.together, i < 8 ? 8 : 2);
+        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.2, 10, 0, 1.8 };
+    as_bench_cfg c = cpu_cfg();
+    c.runs = 5;
+    c.trim = 1;
+    c.warmup = 0;
+    c.threads = 1;
+    c.fake = &f;
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    as_noise_job j[N];
+    for (int64_t i = 0; i < N; i++) {
+        memset(&j[i], 0, sizeof j[i]);
+        j[i].ids = ids[i];
+        j[i].n = 1 + i % 3;
+        j[i].unit = i / U;
+    }
+    double base = 0;
+    as_noise_cfg nc = { 0.1, 2, NULL, 8, ref, 2, &base };
+    const int64_t again = as_noise_measure(S, j, N, &nc, NULL, NULL, NULL);
+    as_bench_session_free(S);
+    int64_t units_again = 0;
+    double lo = INFINITY, hi = 0;
+    for (int u = 0; u < N / U; u++) {
+        const as_bench_result *a = &j[u * U].r;
+        units_again += a->attempts > 1;
+        for (int q = 0; q < U; q++) {
+            const as_bench_result *r = &j[u * U + q].r;
+            CHECK(r->ok && !r->noisy && !r->ref_noisy);
+            CHECK_EQ_I64(r->attempts, a->attempts);
+            CHECK_EQ_I64(r->together, a->together);
+            CHECK(r->ref_ms == a->ref_ms && r->drift == a->drift);
+            /* the quiet figures on the run's level, within the quiet runs' 1 % (corrected
+               by the reference, itself within 1 %) */
+            const double x = r->cost_ms / (0.1 + 1e-5 * (double)r->lookups);
+            if (x < lo) lo = x;
+            if (x > hi) hi = x;
+        }
+    }
+    CHECK(hi / lo < 1.025);
+    CHECK(units_again > 0 && units_again < N / U);
+    CHECK_EQ_I64(again, units_again * U);
     as_bpool_free(&p);
 }
 
