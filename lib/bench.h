@@ -91,6 +91,8 @@ typedef struct {
     double spread;          /* population std / mean of the runs the trimmed mean keeps (of
                              * fwd+bwd); NaN when fewer than 2 runs are kept (nil in records) */
     int attempts;           /* protocol runs made for the shard (1: not re-measured) */
+    int passes;             /* measurements of the whole input combined into these figures
+                             * (as_noise_passes_combine; 0 or 1: one) */
     int together;           /* shards measured together with it in interleaved rounds,
                              * itself included (1: alone; as_bench_session_run_group) */
     int noisy;              /* spread still above the threshold after the retries */
@@ -177,8 +179,8 @@ typedef struct {
     int64_t shards, ok;
     double busy_ms;
     /* noise (benchnoise.h's summary): over the measured shards */
-    int64_t remeasured;     /* shards with attempts > 1 */
-    int64_t extra;          /* attempts beyond the first, summed */
+    int64_t remeasured;     /* shards with attempts > 1 (> passes when combined) */
+    int64_t extra;          /* attempts beyond the first (of each pass), summed */
     int64_t noisy;          /* shards flagged noisy */
     int64_t nspread, capspread;
     double *spreads;        /* [nspread] the kept attempts' spreads (finite ones) */
@@ -234,7 +236,7 @@ int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size
 void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 23
+#define AS_BENCH_RESULT_FIELDS 24
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 /* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
  * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */

@@ -261,6 +261,60 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     return again;
 }
 
+void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int n)
+{
+    int first = -1, m = 0, ms = 0, md = 0, mr = 0, attempts = 0;
+    double lc = 0, lf = 0, lb = 0, lm = 0, lg = 0, ld = 0, lr = 0, rel = 0, sp = 0, busy = 0, wall = 0;
+    double mn = INFINITY, mx = -INFINITY;
+    int noisy = 0, ref_noisy = 0;
+    for (int i = 0; i < n; i++) {
+        attempts += r[i].attempts;
+        busy += r[i].busy_ms;
+        wall += r[i].wall_ms;
+        if (!r[i].ok) continue;
+        if (first < 0) first = i;
+        m++;
+        lc += log(r[i].cost_ms);
+        lf += log(r[i].fwd_ms);
+        lb += log(r[i].bwd_ms);
+        lm += log(r[i].median_ms);
+        lg += log(r[i].gbps);
+        if (r[i].min_ms < mn) mn = r[i].min_ms;
+        if (r[i].max_ms > mx) mx = r[i].max_ms;
+        rel += r[i].rel_std;
+        if (isfinite(r[i].spread)) { sp += r[i].spread; ms++; }
+        if (isfinite(r[i].drift) && r[i].drift > 0) { ld += log(r[i].drift); md++; }
+        if (isfinite(r[i].ref_ms) && r[i].ref_ms > 0) { lr += log(r[i].ref_ms); mr++; }
+        noisy |= r[i].noisy;
+        ref_noisy |= r[i].ref_noisy;
+    }
+    if (first < 0) {
+        *out = r[0];
+        out->attempts = attempts;
+        out->busy_ms = busy;
+        out->wall_ms = wall;
+        return;
+    }
+    *out = r[first];
+    out->cost_ms = exp(lc / m);
+    out->fwd_ms = exp(lf / m);
+    out->bwd_ms = exp(lb / m);
+    out->median_ms = exp(lm / m);
+    out->gbps = exp(lg / m);
+    out->min_ms = mn;
+    out->max_ms = mx;
+    out->rel_std = rel / m;
+    out->spread = ms ? sp / ms : NAN;
+    out->drift = md == m ? exp(ld / m) : NAN;
+    out->ref_ms = mr == m ? exp(lr / m) : NAN;
+    out->noisy = noisy;
+    out->ref_noisy = ref_noisy;
+    out->attempts = attempts;
+    out->busy_ms = busy;
+    out->wall_ms = wall;
+    out->passes = m;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

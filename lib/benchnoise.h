@@ -95,6 +95,19 @@ int64_t as_noise_group_end(const as_noise_job *jobs, const int64_t *sel, int64_t
  * *retry_s (may be NULL) gets the wall seconds the re-measuring rounds took added. */
 int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
                          void (*first_done)(void *ctx, int64_t i), void *ctx, double *retry_s);
+/* Passes: the whole input (a window, as-bench --passes) measured n times, minutes apart,
+ * each pass with its own rounds, and each shard's results of the passes r[0..n) combined
+ * into out: the machine's state (other tenants) can change how shards of different kinds
+ * compare for tens of seconds (docs/BENCHMARKS.md), which neither a shard's runs nor the
+ * reference shard average out, but passes at different times do. Of the passes that
+ * measured the shard (ok), out gets the geometric means of cost_ms, fwd_ms, bwd_ms,
+ * median_ms, gbps, ref_ms and drift (drift and ref_ms NaN unless every such pass has
+ * one), the smallest min_ms and largest max_ms, the arithmetic means of rel_std and of
+ * the defined spreads (NaN: none), noisy and ref_noisy when any pass has them, attempts,
+ * busy_ms and wall_ms summed over all passes, passes = how many were combined, and the
+ * rest (together, device, ...) from the first of them. None ok: out = r[0] (its error). */
+void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int n);
+
 /* whether result r is noisy under nc (ok, finite spread, threshold > 0 and spread above it) */
 int as_noise_is_noisy(const as_bench_result *r, const as_noise_cfg *nc);
 

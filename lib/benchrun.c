@@ -247,14 +247,17 @@ typedef struct {
     as_brun_stats *st;
     const as_binput *in;    /* NULL for samples */
     int64_t nsingles;
-    int64_t units_done;     /* units whose first attempts are all made */
+    int64_t units_done;     /* units of the windows done (all passes) */
     const int64_t *done_after;  /* this window: [jobs] units complete once job j is measured */
+    int pass, passes;       /* this window's pass of passes */
+    int64_t nwin;           /* this window's units */
 } runner;
 
 static void first_done(void *ctx, int64_t j)
 {
     const runner *R = ctx;
-    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done + R->done_after[j]);
+    if (R->c->progress)
+        R->c->progress(R->c->ctx, R->units_done * R->passes + (int64_t)R->pass * R->nwin + R->done_after[j]);
 }
 
 static void retried(void *ctx, int round, int64_t k, int64_t m)
@@ -448,9 +451,19 @@ static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi
         done_after[j] = q;
     }
     R->done_after = done_after;
-    as_noise_measure(R->sess, jobs, njobs, &R->noise, first_done, R, &R->st->retry_s);
+    R->nwin = nwin;
+    /* the passes, each with its own rounds, then each shard's passes combined */
+    const int P = R->passes;
+    as_bench_result *pr = P > 1 ? as_malloc((size_t)(njobs ? njobs : 1) * (size_t)P * sizeof *pr) : NULL;
+    for (int pass = 0; pass < P; pass++) {
+        R->pass = pass;
+        as_noise_measure(R->sess, jobs, njobs, &R->noise, first_done, R, &R->st->retry_s);
+        for (int64_t j = 0; j < njobs && pr; j++) pr[j * P + pass] = jobs[j].r;
+    }
+    for (int64_t j = 0; j < njobs && pr; j++) as_noise_passes_combine(&jobs[j].r, pr + j * P, P);
+    free(pr);
     R->units_done += nwin;
-    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done);
+    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done * P);
 
     /* write, in order */
     if (!R->in) {
@@ -490,6 +503,7 @@ static void runner_init(runner *R, as_writer *w, as_bench_session *s, const as_b
     R->noise.retried = c->retried ? retried : NULL;
     R->noise.ref_base = &st->ref_base;
     R->st = st;
+    R->passes = c->passes > 1 ? c->passes : 1;
 }
 
 static unit *window_new(const as_brun_cfg *c, int64_t units)

@@ -85,9 +85,14 @@ typedef struct {
                                  * as_brun_stats.ref_base) */
     int64_t part_i, part_n;     /* this run's part (1 of 1: every unit) */
     int64_t window;             /* units per window (0: one window) */
+    int passes;                 /* each window measured this many times, each shard's passes
+                                 * combined (as_noise_passes_combine; <= 1: once) */
     /* hooks, each may be NULL, called with ctx */
     void *ctx;
-    void (*progress)(void *ctx, int64_t units);       /* units whose first attempts are all made */
+    void (*progress)(void *ctx, int64_t units);       /* unit-passes done: units of the windows
+                                                       * done x passes, plus the units whose
+                                                       * first attempts are all made in this
+                                                       * window's passes so far */
     void (*retried)(void *ctx, int round, int64_t k, int64_t m);    /* as as_noise_cfg.retried */
     void (*failed)(void *ctx, const int64_t *ids, int64_t n, const char *error);
                                 /* a shard that could not be measured, as its record is written */

@@ -1059,7 +1059,13 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                 fprintf(f, "The ranking is resolved: the interval lies above 0");
                 if (r.cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r.cmp.noisy, r.cmp.shards);
                 else if (!estimated) fprintf(f, " (the noise of single shards is unknown: the plans carry no cost_noisy)");
-                fprintf(f, ".\n");
+                fprintf(f, ".");
+                /* one measurement: the tasks share the machine's state while it lasted */
+                if (!estimated && !v->over_runs)
+                    fprintf(f, " The interval covers the variation over the tasks of this measurement, not that between "
+                               "measurements: on a shared machine the same plans measured again can move by a few points "
+                               "(measure them again, or compare several runs with --over runs, to confirm a small lead).");
+                fprintf(f, "\n");
                 break;
             case AS_RANK_NOISY:
                 if (r.too_noisy) {

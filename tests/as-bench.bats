@@ -372,6 +372,37 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_line --index 1 '[[false,true],0.25,[false,true]]'
 }
 
+@test "as-bench --passes: each window measured N times, each shard's passes combined; errors" {
+    pool
+    # quiet and without drift every pass gives the same figures: the same costs
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" --sample 16 --seed 3 $NOISE --reference none -q -o "$T/p1.ast"
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet as-bench --tables '$T/pool.ast' --sample 16 --seed 3 $NOISE --reference none --passes 3 -o '$T/p3.ast' 2>&1"
+    assert_success
+    assert_line --partial '16 shards in'
+    assert_line --regexp '0 re-measured \(0 extra attempts'
+    run sh -c "as-show --kind cost '$T/p3.ast' | jq -c '[.passes, .attempts]' | sort -u"
+    assert_output '[3,3]'
+    run sh -c "as-show --kind cost '$T/p1.ast' | jq -c '[.passes, .attempts]' | sort -u"
+    assert_output '[1,1]'
+    run bash -c "paste -d' ' <(as-show --kind cost '$T/p1.ast' | jq .cost_ms) <(as-show --kind cost '$T/p3.ast' | jq .cost_ms) |
+               awk '{ d = \$1 / \$2 - 1; if (d < 0) d = -d; if (d > 1e-12) bad++ } END { print bad + 0 }'"
+    assert_output '0'
+    # the fake drift: each group slower by its own factor; the passes of a shard fall in
+    # different groups and their geometric mean narrows the spread of the costs
+    ratio='map(.cost_ms / (0.1 + 1e-5 * .lookups)) | (max / min)'
+    AS_BENCH_FAKE_NOISE=quiet,drift=2 as-bench --tables "$T/pool.ast" --sample 40 --seed 3 $NOISE --interleave 4 --reference none -q -o "$T/d1.ast"
+    AS_BENCH_FAKE_NOISE=quiet,drift=2 as-bench --tables "$T/pool.ast" --sample 40 --seed 3 $NOISE --interleave 4 --reference none --passes 4 -q -o "$T/d4.ast"
+    r1=$(as-show --kind cost "$T/d1.ast" | jq -s "$ratio")
+    r4=$(as-show --kind cost "$T/d4.ast" | jq -s "$ratio")
+    run awk -v a="$r1" -v b="$r4" 'BEGIN { print (b < a && a > 1.3) ? "narrower" : "not: " a " " b }'
+    assert_output narrower
+    for bad in 0 101 x; do
+        run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --passes $bad
+        assert_failure 2
+        assert_output --partial '--passes'
+    done
+}
+
 @test "as-bench --reference: each group times the reference shard too; costs divided by its drift; none, ids, errors" {
     pool
     # the fake timer's drift: each group of shards slower by its own factor in 1..1.5

@@ -64,6 +64,16 @@ static const char HELP[] =
     "                         whole input): a burst of load meets a shard's attempts a\n"
     "                         window's time apart, not all at once. Records come out in\n"
     "                         input order whatever the window\n"
+    "      --passes N         measure each window N times, one pass after another, each\n"
+    "                         with its own re-measuring rounds, and write each shard's\n"
+    "                         passes combined: geometric means of the times, `passes` in\n"
+    "                         the records (default 1). On a shared machine the state of\n"
+    "                         other tenants can change for tens of seconds how shards of\n"
+    "                         different kinds compare (a lookup-heavy table's shard 15 %\n"
+    "                         dearer against the others), which neither a shard's runs\n"
+    "                         nor the reference correct; passes a window's time apart\n"
+    "                         (with --window 0, the whole input's) average it out. N times\n"
+    "                         the time\n"
     "      --interleave N     CPU: shards measured together, at most N (default 16; 1: one\n"
     "                         at a time): set up at once, then their timed runs go in\n"
     "                         rounds, each round running every shard once. A burst of\n"
@@ -135,7 +145,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -240,6 +250,7 @@ int main(int argc, char **argv)
         { "noise-threshold", required_argument, 0, OPT_NOISE },
         { "retries", required_argument, 0, OPT_RETRIES },
         { "window", required_argument, 0, OPT_WINDOW },
+        { "passes", required_argument, 0, OPT_PASSES },
         { "interleave", required_argument, 0, OPT_INTERLEAVE },
         { "no-calibrate", no_argument, 0, OPT_NOCALIB },
         { "reference", required_argument, 0, OPT_REFERENCE },
@@ -284,6 +295,7 @@ int main(int argc, char **argv)
         case OPT_NOISE: rc.noise.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
         case OPT_RETRIES: rc.noise.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
         case OPT_WINDOW: rc.window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
+        case OPT_PASSES: rc.passes = (int)as_cli_i64(&cli, "--passes", optarg, 1, 100); break;
         case OPT_INTERLEAVE: rc.noise.interleave = (int)as_cli_i64(&cli, "--interleave", optarg, 1, 100000); break;
         case OPT_NOCALIB: calibrate = 0; break;
         case OPT_REFERENCE:
@@ -364,7 +376,8 @@ int main(int argc, char **argv)
     const int64_t mine = as_brun_part_units(sample ? smp.n : in.units, rc.part_i, rc.part_n);
     if (calibrate && mine > 0) check_quiet(sess);
     double loop0 = as_now();
-    as_progress_start(&prog, &cli, sample ? "shards" : "plans and shards", (double)mine);
+    as_progress_start(&prog, &cli, rc.passes > 1 ? (sample ? "shard passes" : "plan and shard passes") : sample ? "shards" : "plans and shards",
+                      (double)mine * (rc.passes > 1 ? rc.passes : 1));
     as_brun_stats st = { 0 };
     if (sample) as_brun_samples(w, sess, &rc, &smp, &st);
     else if (as_brun_input(w, sess, &rc, &in, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);

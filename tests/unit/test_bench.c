@@ -957,6 +957,79 @@ TEST(bench_noise_unit_kept_from_one_group)
     as_bpool_free(&p);
 }
 
+/* passes combined: geometric means of the times, extremes of min and max, means of the
+ * spreads, flags of any pass, counts summed; failed passes left out */
+TEST(bench_noise_passes_combine)
+{
+    as_bench_result r[3];
+    memset(r, 0, sizeof r);
+    const double cost[3] = { 1, 2, 4 }, spread[3] = { 0.02, NAN, 0.04 }, drift[3] = { 0.5, 1, 2 };
+    for (int i = 0; i < 3; i++) {
+        r[i].ok = 1;
+        r[i].cost_ms = cost[i];
+        r[i].fwd_ms = cost[i] / 4;
+        r[i].bwd_ms = 3 * cost[i] / 4;
+        r[i].median_ms = 1.1 * cost[i];
+        r[i].min_ms = 0.9 * cost[i];
+        r[i].max_ms = 1.2 * cost[i];
+        r[i].rel_std = 0.01 * (i + 1);
+        r[i].spread = spread[i];
+        r[i].gbps = 8 / cost[i];
+        r[i].drift = drift[i];
+        r[i].ref_ms = 3 * drift[i];
+        r[i].attempts = i + 1;
+        r[i].busy_ms = 10;
+        r[i].wall_ms = 20;
+        r[i].together = 5 + i;
+        r[i].noisy = i == 2;
+        snprintf(r[i].device, sizeof r[i].device, "dev%d", i);
+    }
+    as_bench_result o;
+    as_noise_passes_combine(&o, r, 3);
+    CHECK(o.ok);
+    CHECK_EQ_I64(o.passes, 3);
+    CHECK_NEAR(o.cost_ms, 2, 1e-12);
+    CHECK_NEAR(o.fwd_ms, 0.5, 1e-12);
+    CHECK_NEAR(o.bwd_ms, 1.5, 1e-12);
+    CHECK_NEAR(o.median_ms, 2.2, 1e-12);
+    CHECK_NEAR(o.min_ms, 0.9, 1e-12);
+    CHECK_NEAR(o.max_ms, 4.8, 1e-12);
+    CHECK_NEAR(o.rel_std, 0.02, 1e-12);
+    CHECK_NEAR(o.spread, 0.03, 1e-12);      /* the defined ones */
+    CHECK_NEAR(o.gbps, 4, 1e-12);
+    CHECK_NEAR(o.drift, 1, 1e-12);
+    CHECK_NEAR(o.ref_ms, 3, 1e-12);
+    CHECK_EQ_I64(o.attempts, 6);
+    CHECK_NEAR(o.busy_ms, 30, 1e-12);
+    CHECK_NEAR(o.wall_ms, 60, 1e-12);
+    CHECK_EQ_I64(o.together, 5);
+    CHECK(o.noisy);
+    CHECK(strcmp(o.device, "dev0") == 0);
+    /* a failed pass is left out but counted in attempts and time; a pass without a drift
+       leaves the combined one undefined */
+    r[0].ok = 0;
+    r[1].drift = NAN;
+    as_noise_passes_combine(&o, r, 3);
+    CHECK(o.ok);
+    CHECK_EQ_I64(o.passes, 2);
+    CHECK_NEAR(o.cost_ms, sqrt(8), 1e-12);
+    CHECK(isnan(o.drift));
+    CHECK_NEAR(o.spread, 0.04, 1e-12);
+    CHECK_EQ_I64(o.attempts, 6);
+    CHECK_EQ_I64(o.together, 6);
+    CHECK(strcmp(o.device, "dev1") == 0);
+    /* none measured: the first's error */
+    r[1].ok = r[2].ok = 0;
+    snprintf(r[0].error, sizeof r[0].error, "does not fit");
+    as_noise_passes_combine(&o, r, 3);
+    CHECK(!o.ok && strcmp(o.error, "does not fit") == 0);
+    CHECK_EQ_I64(o.attempts, 6);
+    /* one pass: itself */
+    r[2].ok = 1;
+    as_noise_passes_combine(&o, r + 2, 1);
+    CHECK(o.ok && o.cost_ms == 4 && o.passes == 1 && o.spread == 0.04);
+}
+
 /* the automatic reference shard: evenly spaced positions of the ascending ids */
 TEST(bench_noise_ref_auto)
 {

@@ -464,6 +464,7 @@ TEST(eval_rank)
     CHECK(strstr(buf, "- **A** won on measured balance: mean 85.0 %") != NULL);
     CHECK(strstr(buf, "+30.0 points of balance (paired 95 % CI +5.2 to +54.8 over 3 tasks) and a speedup of 2.000x over it") != NULL);
     CHECK(strstr(buf, "The ranking is resolved: the interval lies above 0 and 0 of their 12 shards are noisy.") != NULL);
+    CHECK(strstr(buf, "not that between measurements: on a shared machine the same plans measured again can move") != NULL);
     CHECK(strstr(buf, "Ahead of **random**") != NULL);
     CHECK(strstr(buf, "0 of 18 measured shards (0.0 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 %") != NULL);
     CHECK(strstr(buf, "Cost model: no held-out quality in the input") != NULL);
@@ -471,6 +472,16 @@ TEST(eval_rank)
     CHECK(strstr(buf, "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): "
                       "A (85.0 %) > B (55.0 %) > random (10.0 %).\n") != NULL);
     CHECK(strstr(buf, "Plots: `p.svg`") != NULL);
+    free(buf);
+    /* estimated costs have no measurement to repeat: no such caveat */
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    as_eval_verdict_info ve = vi;
+    ve.label = "estimated";
+    as_eval_print_verdict(f, AS_EVAL_MARKDOWN, p, 9, a, na, &ve);
+    fclose(f);
+    CHECK(strstr(buf, "The ranking is resolved") != NULL);
+    CHECK(strstr(buf, "between measurements") == NULL);
     free(buf);
     free(a);
     for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
