@@ -492,15 +492,36 @@ static void order_cb(void *ctx, int64_t i)
     o->calls++;
 }
 
-static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, as_noise_job *jobs, int64_t n,
-                         int64_t ids[][3], const as_bpool *p, int64_t *measured, int64_t *bad)
+/* the noise tests' set-up: a pool of 8 tables (ids 10..17), shards of up to 3 of them
+ * (ids[i][k] = 10 + (i + 3k) mod 8), and a one-thread CPU config of `runs` timed runs,
+ * trim 1, no warm-up, on fake timer f */
+static void noise_pool(as_bpool *p)
+{
+    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
+    mk_pool(p, 8, 32, dims, rows, 2, 5, 9);
+}
+
+static void noise_ids(int64_t ids[][3], int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+}
+
+static as_bench_cfg noise_cfg(int runs, const as_bench_fake *f)
 {
     as_bench_cfg c = cpu_cfg();
-    c.runs = 6;
+    c.runs = runs;
     c.trim = 1;
     c.warmup = 0;
     c.threads = 1;
     c.fake = f;
+    return c;
+}
+
+static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, as_noise_job *jobs, int64_t n,
+                         int64_t ids[][3], const as_bpool *p, int64_t *measured, int64_t *bad)
+{
+    as_bench_cfg c = noise_cfg(6, f);
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, p, err, sizeof err);
     for (int64_t i = 0; i < n; i++) {
@@ -523,12 +544,10 @@ static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, 
 TEST(bench_noise_rounds)
 {
     as_bpool p;
-    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
-    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    noise_pool(&p);
     enum { N = 8 };
     int64_t ids[N][3];
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < 3; j++) ids[i][j] = 10 + (i + 3 * j) % 8;
+    noise_ids(ids, N);
     as_noise_job jobs[N];
     int64_t measured, bad;
     as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
@@ -845,19 +864,12 @@ TEST(bench_noise_groups)
 TEST(bench_noise_rounds_interleaved)
 {
     as_bpool p;
-    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
-    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    noise_pool(&p);
     enum { N = 10 };
     int64_t ids[N][3];
-    for (int i = 0; i < N; i++)
-        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+    noise_ids(ids, N);
     as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
-    as_bench_cfg c = cpu_cfg();
-    c.runs = 6;
-    c.trim = 1;
-    c.warmup = 0;
-    c.threads = 1;
-    c.fake = &half;
+    as_bench_cfg c = noise_cfg(6, &half);
     as_noise_job a[N], b[N];
     for (int inter = 0; inter < 2; inter++) {
         as_noise_job *jobs = inter ? b : a;
@@ -906,19 +918,12 @@ TEST(bench_noise_rounds_interleaved)
 TEST(bench_noise_unit_kept_from_one_group)
 {
     as_bpool p;
-    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
-    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    noise_pool(&p);
     enum { N = 12, U = 4 };
     int64_t ids[N][3], ref[2] = { 11, 14 };
-    for (int i = 0; i < N; i++)
-        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+    noise_ids(ids, N);
     as_bench_fake f = { 1, AS_FAKE_FIRST, 0.2, 10, 0, 1.8 };
-    as_bench_cfg c = cpu_cfg();
-    c.runs = 5;
-    c.trim = 1;
-    c.warmup = 0;
-    c.threads = 1;
-    c.fake = &f;
+    as_bench_cfg c = noise_cfg(5, &f);
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
     CHECK(S != NULL);
@@ -1052,18 +1057,12 @@ TEST(bench_noise_ref_auto)
 TEST(bench_noise_reference_drift)
 {
     as_bpool p;
-    int64_t dims[2] = { 8, 16 }, rows[2] = { 100, 70 };
-    mk_pool(&p, 8, 32, dims, rows, 2, 5, 9);
+    noise_pool(&p);
     enum { N = 12 };
     int64_t ids[N][3], ref[2] = { 11, 14 };
-    for (int i = 0; i < N; i++)
-        for (int k = 0; k < 3; k++) ids[i][k] = 10 + (i + 3 * k) % 8;
+    noise_ids(ids, N);
     as_bench_fake quiet = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, drift = { 1, AS_FAKE_QUIET, 1, 10, 0, 1.8 };
-    as_bench_cfg c = cpu_cfg();
-    c.runs = 5;
-    c.trim = 1;
-    c.warmup = 0;
-    c.threads = 1;
+    as_bench_cfg c = noise_cfg(5, NULL);
     as_noise_job q[N], d[N], r[N], r2[N];
     as_noise_job *sets[4] = { q, d, r, r2 };
     double base = 0;
