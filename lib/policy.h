@@ -145,7 +145,7 @@ typedef struct {
     float entropy;                  /* entropy-loss weight (0.001) */
 } as_vtrace_cfg;
 
-/* V-trace targets over one sequence of L steps (IMPALA; ../shared notes method.md):
+/* V-trace targets over one sequence of L steps (IMPALA, Espeholt et al. 2018):
  * logrho[t] = log pi(a_t|x_t) - log mu(a_t|x_t), r reward, done 1 at an episode end,
  * V value estimates, bootstrap = V(x_L). Writes vs[L] and the policy-gradient advantages
  * adv[L] = min(rho, rho_bar) (r_t + gamma_t vs_{t+1} - V_t) (vs_L = bootstrap). */

@@ -68,7 +68,7 @@ load test_helper/common
 
 @test "as-convert --list and --dump read every real torch.save fixture" {
     n=0
-    for f in "$FIXTURES"/gopickle/*.pt; do
+    for f in "$FIXTURES"/pt/*.pt; do
         b=$(basename "$f" .pt)
         dt=${b#tensor_}; dt=${dt%%_proto*}
         case $dt in
@@ -89,18 +89,18 @@ load test_helper/common
 }
 
 @test "as-convert: gzip'd and piped torch.save files read the same" {
-    f="$FIXTURES/gopickle/tensor_float16_proto2_zip.pt"
+    f="$FIXTURES/pt/tensor_float16_proto2_zip.pt"
     gzip -c "$f" > "$T/x.pt.gz"
     run as-convert --dump "$T/x.pt.gz"
     assert_success
     assert_output ".	float16	[4]	1.2 -3.4 5.6 -7.8"
-    run sh -c "cat '$FIXTURES/gopickle/tensor_int64_proto1.pt' | as-convert --dump -"
+    run sh -c "cat '$FIXTURES/pt/tensor_int64_proto1.pt' | as-convert --dump -"
     assert_success
     assert_output ".	int64	[4]	1 -2 3 -4"
 }
 
 @test "as-convert: truncated torch.save files are exit 1, never a crash" {
-    for f in "$FIXTURES/gopickle/tensor_int32_proto2_zip.pt" "$FIXTURES/gopickle/tensor_int32_proto2.pt"; do
+    for f in "$FIXTURES/pt/tensor_int32_proto2_zip.pt" "$FIXTURES/pt/tensor_int32_proto2.pt"; do
         size=$(stat -c %s "$f")
         for cut in 0 1 10 $((size/3)) $((size/2)) $((size-30)) $((size-1)); do
             head -c "$cut" "$f" > "$T/cut.pt"

@@ -3,7 +3,7 @@
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 BIN="${AS_BIN:-$ROOT/bin}"
 TOOLS="${AS_TOOLS:-$ROOT/build/tools}"
-FIXTURES="${AS_FIXTURES:-$ROOT/../shared/fixtures/torch-save}"
+FIXTURES="${AS_FIXTURES:-$ROOT/tests/fixtures/torch-save}"
 export PATH="$BIN:$TOOLS:$PATH"
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'

@@ -65,8 +65,18 @@ const char *ut_fixture(const char *rel)
 {
     static char buf[4096];
     const char *root = getenv("AS_FIXTURES");
-    if (!root) root = "../shared/fixtures/torch-save";
-    snprintf(buf, sizeof buf, "%s/%s", root, rel);
+    if (root) { snprintf(buf, sizeof buf, "%s/%s", root, rel); return buf; }
+    /* the repository's own fixtures: the binary lives in <repo>/<build dir>/, so look two
+     * levels up from it; from the repository root as a fallback */
+    char exe[2048];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        for (int up = 0; up < 2; up++) { char *s = strrchr(exe, '/'); if (s) *s = 0; }
+        snprintf(buf, sizeof buf, "%s/tests/fixtures/torch-save/%s", exe, rel);
+        if (access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, sizeof buf, "tests/fixtures/torch-save/%s", rel);
     return buf;
 }
 

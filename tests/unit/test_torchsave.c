@@ -317,7 +317,7 @@ TEST(torchsave_fixtures_all)
     for (int di = 0; di < 10; di++)
         for (int proto = 1; proto <= 5; proto++)
             for (int zip = 0; zip < 2; zip++) {
-                snprintf(rel, sizeof rel, "gopickle/tensor_%s_proto%d%s.pt", dtypes[di], proto, zip ? "_zip" : "");
+                snprintf(rel, sizeof rel, "pt/tensor_%s_proto%d%s.pt", dtypes[di], proto, zip ? "_zip" : "");
                 check_fixture(ut_fixture(rel), di, zip ? "zip" : "legacy");
                 n++;
             }
@@ -330,7 +330,7 @@ TEST(torchsave_fixtures_gzip)
     for (int di = 0; di < 10; di++)
         for (int proto = 1; proto <= 5; proto++)
             for (int zip = 0; zip < 2; zip++) {
-                snprintf(rel, sizeof rel, "gopickle/tensor_%s_proto%d%s.pt", dtypes[di], proto, zip ? "_zip" : "");
+                snprintf(rel, sizeof rel, "pt/tensor_%s_proto%d%s.pt", dtypes[di], proto, zip ? "_zip" : "");
                 snprintf(name, sizeof name, "g_%s_%d_%d.pt.gz", dtypes[di], proto, zip);
                 gzip_file(ut_fixture(rel), tpath(name));
                 check_fixture(tpath(name), di, zip ? "zip (gzip)" : "legacy (gzip)");
@@ -340,7 +340,7 @@ TEST(torchsave_fixtures_gzip)
 TEST(torchsave_gzip_multimember_and_padding)
 {
     size_t n;
-    uint8_t *d = read_file(ut_fixture("gopickle/tensor_int32_proto2_zip.pt"), &n);
+    uint8_t *d = read_file(ut_fixture("pt/tensor_int32_proto2_zip.pt"), &n);
     CHECK(d);
     if (!d) return;
     const char *p = tpath("multi.pt.gz");
@@ -400,8 +400,8 @@ static void check_stdin(const char *src, int gz)
 
 TEST(torchsave_stdin_pipe)
 {
-    check_stdin(ut_fixture("gopickle/tensor_int64_proto3_zip.pt"), 0);
-    gzip_file(ut_fixture("gopickle/tensor_int64_proto3_zip.pt"), tpath("stdin.pt.gz"));
+    check_stdin(ut_fixture("pt/tensor_int64_proto3_zip.pt"), 0);
+    gzip_file(ut_fixture("pt/tensor_int64_proto3_zip.pt"), tpath("stdin.pt.gz"));
     check_stdin(tpath("stdin.pt.gz"), 1);
 }
 
@@ -409,9 +409,9 @@ TEST(torchsave_stdin_pipe)
 
 TEST(torchsave_truncated_everywhere)
 {
-    const char *names[] = {"gopickle/tensor_int32_proto1.pt", "gopickle/tensor_int32_proto2_zip.pt",
-                           "gopickle/tensor_float16_proto5_zip.pt", "gopickle/tensor_bool_proto4.pt",
-                           "gopickle/tensor_float64_proto5.pt", "gopickle/tensor_int8_proto1_zip.pt"};
+    const char *names[] = {"pt/tensor_int32_proto1.pt", "pt/tensor_int32_proto2_zip.pt",
+                           "pt/tensor_float16_proto5_zip.pt", "pt/tensor_bool_proto4.pt",
+                           "pt/tensor_float64_proto5.pt", "pt/tensor_int8_proto1_zip.pt"};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         size_t n;
         uint8_t *d = read_file(ut_fixture(names[k]), &n);
@@ -427,9 +427,9 @@ TEST(torchsave_truncated_everywhere)
 
 TEST(torchsave_random_mutations)
 {
-    const char *names[] = {"gopickle/tensor_int32_proto1.pt", "gopickle/tensor_int64_proto2_zip.pt",
-                           "gopickle/tensor_float16_proto5_zip.pt", "gopickle/tensor_bfloat16_proto3.pt",
-                           "gopickle/tensor_uint8_proto4.pt", "gopickle/tensor_float32_proto1_zip.pt"};
+    const char *names[] = {"pt/tensor_int32_proto1.pt", "pt/tensor_int64_proto2_zip.pt",
+                           "pt/tensor_float16_proto5_zip.pt", "pt/tensor_bfloat16_proto3.pt",
+                           "pt/tensor_uint8_proto4.pt", "pt/tensor_float32_proto1_zip.pt"};
     int opened = 0, total = 0;
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         size_t n;
@@ -602,7 +602,7 @@ TEST(torchsave_graph_limits)
 TEST(torchsave_bad_zip_directories)
 {
     size_t n;
-    uint8_t *d = read_file(ut_fixture("gopickle/tensor_int32_proto2_zip.pt"), &n);
+    uint8_t *d = read_file(ut_fixture("pt/tensor_int32_proto2_zip.pt"), &n);
     if (!CHECK(d)) return;
     uint8_t *m = malloc(n);
     /* find the central directory and the end records */
@@ -1155,7 +1155,7 @@ TEST(torchsave_limit_gzip_and_spool)
     l.max_spool = (uint64_t)20 << 20;                   /* 20 MiB of TMPDIR at most */
     CHECK(opens_with(gz, &l, "larger than 20971520 bytes (AS_MAX_SPOOL"));
     /* a real gzip'd file is far below every limit; a tiny spool limit stops it */
-    gzip_file(ut_fixture("gopickle/tensor_int32_proto2_zip.pt"), tpath("small.pt.gz"));
+    gzip_file(ut_fixture("pt/tensor_int32_proto2_zip.pt"), tpath("small.pt.gz"));
     CHECK(pt_limits_init(&l, err, sizeof err) == 0);
     CHECK(opens_with(tpath("small.pt.gz"), &l, NULL));
     l.max_spool = 100;

@@ -2,8 +2,8 @@
  *   TEST(name) { CHECK(cond); CHECK_EQ_I64(a, b); CHECK_NEAR(a, b, tol); ... }
  * Tests register themselves; tests/unit/runner.c runs them all (or those whose name
  * contains one of the command-line arguments), prints "N passed, N failed" and exits
- * non-zero when any failed. Fixture paths: ut_fixture("gopickle/x.pt") resolves under
- * $AS_FIXTURES (default ../shared/fixtures/torch-save). Scratch files: ut_tmpdir(). */
+ * non-zero when any failed. Fixture paths: ut_fixture("pt/x.pt") resolves under
+ * $AS_FIXTURES (default tests/fixtures/torch-save, relative to the repository root). Scratch files: ut_tmpdir(). */
 #ifndef AS_UNIT_H
 #define AS_UNIT_H
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env bats
+# The repository stands alone: nothing the tests, the demo or CI run reads outside the clone.
+load test_helper/common
+
+@test "standalone: no test, pipeline, build or CI file reads a folder outside the repository" {
+    cd "$ROOT"
+    command -v git >/dev/null && [ -d .git ] || skip "not a git checkout"
+    run sh -c "git ls-files -- tests pipelines cmd lib Makefile .ci | grep -v '^tests/standalone.bats$' |
+               xargs grep -lE '\.\./shared|/work/shared' 2>/dev/null"
+    [ -z "$output" ] || { echo "files that read outside the repository: $output"; false; }
+}
+
+@test "standalone: the torch.save fixtures and the H100 cost set are in the repository" {
+    n=$(ls "$ROOT"/tests/fixtures/torch-save/pt/tensor_*_proto[1-5]*.pt | wc -l)
+    [ "$n" -eq 100 ]
+    for f in README.md costs.ast features-tasks.ast; do
+        [ -s "$ROOT/pipelines/data/h100-full-s0/$f" ]
+    done
+    # the cost set reads whole: 1,214 cost records, 856 tables, 100 tasks
+    run as-show -c "$ROOT/pipelines/data/h100-full-s0/costs.ast" "$ROOT/pipelines/data/h100-full-s0/features-tasks.ast"
+    assert_success
+    assert_line "cost	1214"
+    assert_line "features	856"
+    assert_line "task	100"
+}
