@@ -95,32 +95,73 @@ static void check_output(as_cli *c, const char *opt, const char *path)
     if (code) as_die(code, "%s", err);
 }
 
-void as_cli_output_arg(as_cli *c, const char *opt, const char *path)
+static const char *in_name(const char *in)
 {
-    /* the other outputs named so far: two outputs onto one file would lose one of them */
-    static struct { const char *opt, *path; } seen[8];
-    static int nseen;
-    if (path && !*path) as_cli_usage(c, "%s: empty file name", opt);
+    return !in || !strcmp(in, "-") ? "<stdin>" : in;
+}
+
+/* the output `path` (named by `oopt`, NULL for -o) is the existing input `in` (named by iopt,
+ * NULL for a positional argument or standard input): a usage error */
+static void clash(as_cli *c, const char *oopt, const char *path, const char *iopt, const char *in,
+                  const char *may_replace)
+{
+    if (!path || !in) return;
+    if (may_replace && in == may_replace) return;
+    if (!as_out_same_file(path, in)) return;
+    as_cli_usage(c, "%s %s: it is also an input (%s%s%s); it would be overwritten: write elsewhere", oopt ? oopt : "-o",
+                 path, iopt ? iopt : "", iopt ? " " : "", in_name(in));
+}
+
+/* an output against the positional inputs (or standard input when there are none) */
+static void clash_positional(as_cli *c, const char *oopt, const char *path)
+{
+    if (optind >= c->argc) clash(c, oopt, path, NULL, "-", NULL);
+    for (int i = optind; i < c->argc; i++) clash(c, oopt, path, NULL, c->argv[i], NULL);
+}
+
+static void output_arg(as_cli *c, const char *opt, const char *path, const char *may_replace)
+{
+    if (!path) return;
+    if (!*path) as_cli_usage(c, "%s: empty file name", opt);
     if (c->output && as_out_same_target(path, c->output))
         as_cli_usage(c, "%s %s: the same file as -o; give each output its own file", opt, path);
-    for (int i = 0; i < nseen; i++)
-        if (as_out_same_target(path, seen[i].path))
-            as_cli_usage(c, "%s %s: the same file as %s; give each output its own file", opt, path, seen[i].opt);
-    if (nseen < 8) { seen[nseen].opt = opt; seen[nseen].path = path; nseen++; }
+    for (int i = 0; i < c->nout; i++)
+        if (as_out_same_target(path, c->out[i].path))
+            as_cli_usage(c, "%s %s: the same file as %s; give each output its own file", opt, path, c->out[i].opt);
+    for (int i = 0; i < c->nin; i++) clash(c, opt, path, c->in[i].opt, c->in[i].path, may_replace);
+    if (c->finished) clash_positional(c, opt, path);
+    if (c->nout == AS_CLI_MAX_FILES) as_die(AS_EXIT_USAGE, "%s: more than %d output files", c->tool, AS_CLI_MAX_FILES);
+    c->out[c->nout].opt = opt;
+    c->out[c->nout].path = path;
+    c->out[c->nout].may_replace = may_replace;
+    c->nout++;
     check_output(c, opt, path);
 }
 
-static void check_input(as_cli *c, const char *in)
+void as_cli_output_arg(as_cli *c, const char *opt, const char *path)
 {
-    if (c->output && as_out_same_file(c->output, in))
-        as_cli_usage(c, "-o %s: it is also an input (%s); write elsewhere and rename", c->output,
-                     !in || !strcmp(in, "-") ? "<stdin>" : in);
+    output_arg(c, opt, path, NULL);
+}
+
+void as_cli_output_arg_over(as_cli *c, const char *opt, const char *path, const char *may_replace)
+{
+    output_arg(c, opt, path, may_replace);
+}
+
+void as_cli_input_arg(as_cli *c, const char *opt, const char *path)
+{
+    if (!path) return;
+    clash(c, NULL, c->output, opt, path, NULL);
+    for (int i = 0; i < c->nout; i++) clash(c, c->out[i].opt, c->out[i].path, opt, path, c->out[i].may_replace);
+    if (c->nin == AS_CLI_MAX_FILES) as_die(AS_EXIT_USAGE, "%s: more than %d input files named by options", c->tool, AS_CLI_MAX_FILES);
+    c->in[c->nin].opt = opt;
+    c->in[c->nin].path = path;
+    c->nin++;
 }
 
 void as_cli_inputs(as_cli *c, const char *const *paths, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (paths[i]) check_input(c, paths[i]);
+    for (int i = 0; i < n; i++) as_cli_input_arg(c, NULL, paths[i]);
 }
 
 /* a limit's environment variable that is not a count: a usage error, before any work */
@@ -136,8 +177,10 @@ void as_cli_finish(as_cli *c)
     else if (c->progress == 2) c->progress = 1;
     else c->progress = isatty(2);
     check_output(c, NULL, c->output);
-    if (optind >= c->argc) check_input(c, "-");
-    for (int i = optind; i < c->argc; i++) check_input(c, c->argv[i]);
+    clash_positional(c, NULL, c->output);
+    for (int i = 0; i < c->nin; i++) clash(c, NULL, c->output, c->in[i].opt, c->in[i].path, NULL);
+    for (int i = 0; i < c->nout; i++) clash_positional(c, c->out[i].opt, c->out[i].path);
+    c->finished = 1;
     check_limits();
 }
 

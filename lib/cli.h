@@ -39,7 +39,8 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_O
     "                      a temporary name FILE.tmp.PID renamed to FILE at the end, so\n" \
     "                      FILE holds its old content or the complete new one, never a\n" \
     "                      part; an error or SIGINT/SIGTERM/SIGHUP removes the temporary\n" \
-    "                      (SIGKILL cannot); FILE must not be one of the inputs\n" \
+    "                      (SIGKILL cannot); FILE, like every file a tool writes,\n" \
+    "                      must not be one of its inputs (standard input included)\n" \
     "  -q, --quiet         no messages but errors\n" \
     "  -v, --verbose       more messages\n" \
     "      --progress      progress on stderr even when it is not a terminal\n" \
@@ -54,6 +55,8 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_O
     "Exit status: 0 success, 1 bad input data, 2 usage error,\n" \
     "3 environment failure (write error, out of memory, no device).\n"
 
+#define AS_CLI_MAX_FILES 16
+
 typedef struct {
     const char *tool;       /* "as-convert" */
     const char *usage;      /* "as-convert [options] FILE" */
@@ -65,6 +68,11 @@ typedef struct {
     int argc;
     char **argv;
     as_out *text;           /* the open text output (as_cli_open_text) */
+    /* the files named by options so far, read (as_cli_input_arg) and written
+     * (as_cli_output_arg; -o is c->output), so that no output can replace an input */
+    struct { const char *opt, *path, *may_replace; } in[AS_CLI_MAX_FILES], out[AS_CLI_MAX_FILES];
+    int nin, nout;
+    int finished;           /* as_cli_finish has run: the positional inputs are known */
 } as_cli;
 
 void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char *usage, const char *help);
@@ -79,10 +87,21 @@ _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...) __attribute__
  * limits' environment variables (as_limits_check, reclimits.h): one that is not a count is
  * a usage error, exit 2 */
 void as_cli_finish(as_cli *c);
-/* the same input check for inputs given as option values (--model FILE ...); NULLs skipped */
+/* Every file a tool writes is checked against every file it reads, whatever the order in
+ * which they are named: an output (-o, or an option's file such as --log or --report) that is
+ * an existing input (same device and inode: a positional argument, standard input when it is
+ * read, or an option's input file) is a usage error, exit 2, before any work; so are two
+ * outputs naming one file.
+ * An input given as an option value (--model FILE ...); NULL is skipped. */
+void as_cli_input_arg(as_cli *c, const char *opt, const char *path);
+/* the same for several, unnamed in messages ("an input") */
 void as_cli_inputs(as_cli *c, const char *const *paths, int n);
-/* check an output file given as an option value (--report FILE ...) as -o is checked */
+/* an output file given as an option value (--report FILE ...), checked as -o is (empty name,
+ * directory, missing directory) and against every input and every other output */
 void as_cli_output_arg(as_cli *c, const char *opt, const char *path);
+/* as as_cli_output_arg, but the output may be the same file as the input `may_replace` (an
+ * option value): as-rl's --checkpoint replacing the --resume file it continues */
+void as_cli_output_arg_over(as_cli *c, const char *opt, const char *path, const char *may_replace);
 /* open the binary output stream (refusing a terminal unless --force) and write the header */
 as_writer *as_cli_open_output(as_cli *c);
 /* open a text output (-o FILE or stdout), atomic as the binary one (output.h) */

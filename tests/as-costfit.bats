@@ -341,3 +341,18 @@ LEGACY='{"kind":"model","model":"costmodel","format_version":1,"features":["dim"
     run sh -c "as-plan --alg all --model '$T/legacy.ast' '$T/ft.ast' | cat '$D/f.ast' - | as-costfit --predict '$T/legacy.ast' | as-show --kind plan | jq -e -s 'all(.[]; all(.pred_ms[]; . >= 0) and .pred_max_ms >= 0)'"
     assert_success
 }
+
+@test "as-costfit: --report may not replace an input, the --init model or standard input" {
+    cp "$D/m.ast" "$T/m.ast"; cp "$D/c.ast" "$T/c.ast"
+    run as-costfit -q --epochs 2 --report "$T/c.ast" "$D/f.ast" "$T/c.ast" -o "$T/out.ast"
+    assert_failure 2
+    assert_output --partial "--report $T/c.ast: it is also an input ($T/c.ast)"
+    run as-costfit -q --epochs 2 --init "$T/m.ast" --report "$T/m.ast" "$D/f.ast" "$D/c.ast" -o "$T/out.ast"
+    assert_failure 2
+    assert_output --partial "--report $T/m.ast: it is also an input (--init $T/m.ast)"
+    run sh -c "cat '$D/f.ast' | as-costfit -q --epochs 2 --report '$T/c.ast' -o '$T/out.ast' < '$T/c.ast'"
+    assert_failure 2
+    assert_output --partial "it is also an input (<stdin>)"
+    cmp "$T/m.ast" "$D/m.ast"; cmp "$T/c.ast" "$D/c.ast"
+    [ ! -e "$T/out.ast" ]
+}

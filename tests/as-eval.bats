@@ -470,3 +470,26 @@ ranked_plans() {
     as-eval --curve "$T/c.pdf" -q "$T/log.ast"
     [ "$(head -c 4 "$T/c.pdf")" = "%PDF" ]
 }
+
+@test "as-eval: --plot and --curve may not replace an input, -o or each other" {
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    cp "$T/p.ast" "$T/p.png"
+    for opt in --plot --curve; do
+        run as-eval $opt "$T/p.png" "$T/p.png"
+        assert_failure 2
+        assert_output --partial "$opt $T/p.png: it is also an input ($T/p.png)"
+        run sh -c "as-eval $opt '$T/p.png' < '$T/p.png'"
+        assert_failure 2
+        assert_output --partial "it is also an input (<stdin>)"
+        run as-eval --model "$T/p.png" $opt "$T/p.png" "$T/p.ast"
+        assert_failure 2
+        assert_output --partial "it is also an input (--model $T/p.png)"
+        run as-eval $opt "$T/x.png" "$T/p.ast" -o "$T/x.png"
+        assert_failure 2
+        assert_output --partial "the same file as -o"
+    done
+    run as-eval --plot "$T/x.png" --curve "$T/x.png" "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "--curve $T/x.png: the same file as --plot"
+    cmp "$T/p.png" "$T/p.ast"
+}

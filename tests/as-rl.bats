@@ -362,3 +362,38 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     assert_failure 3
     [ ! -e "$T/p.ast" ]
 }
+
+@test "as-rl: no output (--log, --checkpoint, -o) may replace an input; --checkpoint may replace --resume" {
+    cp "$D/m.ast" "$T/m.ast"; cp "$D/ft.ast" "$T/ft.ast"; cp "$D/pool.ast" "$T/pool.ast"
+    for out in --log --checkpoint; do
+        run as-rl --model "$T/m.ast" --episodes 4 $out "$T/m.ast" "$T/ft.ast" -o "$T/p.ast"
+        assert_failure 2
+        assert_output --partial "$out $T/m.ast: it is also an input (--model $T/m.ast)"
+        run as-rl --model "$T/m.ast" --episodes 4 $out "$T/ft.ast" "$T/ft.ast" -o "$T/p.ast"
+        assert_failure 2
+        assert_output --partial "$out $T/ft.ast: it is also an input ($T/ft.ast)"
+        run sh -c "as-rl --model '$T/m.ast' --episodes 4 $out '$T/ft.ast' -o '$T/p.ast' < '$T/ft.ast'"
+        assert_failure 2
+        assert_output --partial "it is also an input (<stdin>)"
+        run as-rl --model "$T/m.ast" --episodes 4 --reward bench --tables "$T/pool.ast" $out "$T/pool.ast" "$T/ft.ast" -o "$T/p.ast"
+        assert_failure 2
+        assert_output --partial "it is also an input (--tables $T/pool.ast)"
+    done
+    # a name given before the input it would replace, through another path to the same file
+    run sh -c "cd '$T' && as-rl --log ./m.ast --model '$T/m.ast' --episodes 4 ft.ast -o p.ast"
+    assert_failure 2
+    assert_output --partial "it is also an input"
+    cmp "$T/m.ast" "$D/m.ast"; cmp "$T/ft.ast" "$D/ft.ast"; cmp "$T/pool.ast" "$D/pool.ast"
+    [ ! -e "$T/p.ast" ]
+    # the log onto the checkpoint it resumes from
+    as-rl -q --model "$T/m.ast" --actors 1 --seed 3 --episodes 8 --checkpoint "$T/ck.ast" "$T/ft.ast" -o "$T/p.ast"
+    cp "$T/ck.ast" "$T/ck0.ast"
+    run as-rl --resume "$T/ck.ast" --episodes 16 --log "$T/ck.ast" "$T/ft.ast" -o "$T/p2.ast"
+    assert_failure 2
+    assert_output --partial "--log $T/ck.ast: it is also an input (--resume $T/ck.ast)"
+    cmp "$T/ck.ast" "$T/ck0.ast"
+    # the checkpoint replacing the one it continues: allowed, and it moves on
+    run as-rl -q --resume "$T/ck.ast" --episodes 16 --checkpoint "$T/ck.ast" "$T/ft.ast" -o "$T/p2.ast"
+    assert_success
+    ! cmp -s "$T/ck.ast" "$T/ck0.ast"
+}

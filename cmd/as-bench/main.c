@@ -331,7 +331,7 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
-    as_cli_inputs(&cli, (const char *const[]){ tables }, 1);
+    as_cli_input_arg(&cli, "--tables", tables);
     if (!tables) as_cli_usage(&cli, "--tables FILE is required (the table data to benchmark)");
     if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");

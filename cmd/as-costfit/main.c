@@ -194,8 +194,9 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         }
     }
     as_cli_finish(cli);
-    as_cli_inputs(cli, (const char *const[]){ a->init, a->predict }, 2);
-    if (a->report) as_cli_output_arg(cli, "--report", a->report);
+    as_cli_input_arg(cli, "--init", a->init);
+    as_cli_input_arg(cli, "--predict", a->predict);
+    as_cli_output_arg(cli, "--report", a->report);
     if (a->predict && (a->init || a->report)) as_cli_usage(cli, "--predict does not train: no --init or --report");
     if (a->init && hidden_given) as_cli_usage(cli, "--init keeps the model's sizes: no --hidden");
     if (a->init && out_given) as_cli_usage(cli, "--init keeps the model's output form: no --output-form");

@@ -187,7 +187,9 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
         }
     }
     as_cli_finish(cli);
-    as_cli_inputs(cli, (const char *const[]){ o->model_path }, 1);
+    as_cli_input_arg(cli, "--model", o->model_path);
+    as_cli_output_arg(cli, "--plot", o->plot);
+    as_cli_output_arg(cli, "--curve", o->curve);
     if (o->plot_task >= 0 && !o->plot) as_cli_usage(cli, "--plot-task needs --plot FILE");
 }
 

@@ -137,7 +137,8 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         }
     }
     as_cli_finish(cli);
-    as_cli_inputs(cli, (const char *const[]){ a->model, a->policy }, 2);
+    as_cli_input_arg(cli, "--model", a->model);
+    as_cli_input_arg(cli, "--policy", a->policy);
     if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
 }
 

@@ -57,7 +57,8 @@ static const char HELP[] =
     "      --log FILE         the training log: `train` records (as-eval --curve plots them);\n"
     "                         with --resume, an existing log is continued\n"
     "      --checkpoint FILE  write a checkpoint (atomically) at the end, every\n"
-    "                         --checkpoint-every N episodes, and on SIGINT/SIGTERM\n"
+    "                         --checkpoint-every N episodes, and on SIGINT/SIGTERM (it may\n"
+    "                         be the --resume file; no other input)\n"
     "      --resume FILE      continue a checkpoint exactly (its seed; its budget unless\n"
     "                         --episodes/--minutes is given)\n"
     "      --halt-after N     stop after N episodes in all, with a checkpoint (to split a run)\n"
@@ -233,9 +234,12 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
         }
     }
     as_cli_finish(cli);
-    as_cli_inputs(cli, (const char *const[]){ a->model_path, a->tables, a->resume }, 3);
-    if (a->log_path) as_cli_output_arg(cli, "--log", a->log_path);
-    if (a->c.ckpt) as_cli_output_arg(cli, "--checkpoint", a->c.ckpt);
+    as_cli_input_arg(cli, "--model", a->model_path);
+    as_cli_input_arg(cli, "--tables", a->tables);
+    as_cli_input_arg(cli, "--resume", a->resume);
+    as_cli_output_arg(cli, "--log", a->log_path);
+    /* the checkpoint may replace the one a run resumes from, after reading it */
+    as_cli_output_arg_over(cli, "--checkpoint", a->c.ckpt, a->resume);
     if (!a->model_path && !a->resume) as_cli_usage(cli, "--model FILE is required (a cost model from as-costfit)");
     if (a->episodes_given && a->minutes_given) as_cli_usage(cli, "--episodes and --minutes exclude each other");
     if (a->c.bench && !a->tables) as_cli_usage(cli, "--reward bench needs --tables FILE (the table data to measure)");
