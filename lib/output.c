@@ -20,6 +20,7 @@ static struct {
     char path[TMP_PATH_MAX];
 } reg[AS_OUT_MAX];
 static volatile pid_t reg_pid;   /* the process that registered: a forked child removes nothing */
+static pthread_t reg_thread;     /* its first registering thread, which commits the outputs */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static const int reg_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 #define NSIGS ((int)(sizeof reg_sigs / sizeof reg_sigs[0]))
@@ -36,6 +37,15 @@ static void unlink_all(void)
 /* async-signal-safe: unlink(2), sigaction(2), sigprocmask(2), raise(3) */
 static void on_fatal_signal(int sig)
 {
+    /* A signal to the process can land on any thread that does not block it (OpenMP and
+     * OpenBLAS workers): after SIGSTOP and SIGCONT, say, a worker may take it while the
+     * committing thread runs on and renames a temporary into place before the process dies.
+     * Hand it to the committing thread, which then stops where it is (pthread_kill is
+     * async-signal-safe). */
+    if (getpid() == reg_pid && !pthread_equal(pthread_self(), reg_thread)) {
+        pthread_kill(reg_thread, sig);
+        return;
+    }
     unlink_all();
     struct sigaction sa;
     sa.sa_handler = SIG_DFL;
@@ -93,7 +103,11 @@ int as_tmp_register(const char *path)
     block_sigs(&old);
     pthread_mutex_lock(&reg_lock);
     if (!atexit_done) { atexit(on_exit_cleanup); atexit_done = 1; }
-    reg_pid = getpid();
+    if (reg_pid != getpid()) {
+        reg_thread = pthread_self();
+        __atomic_thread_fence(__ATOMIC_RELEASE);   /* the thread before the pid that a handler checks */
+        reg_pid = getpid();
+    }
     install_handlers();
     int slot = -1;
     for (int i = 0; i < AS_OUT_MAX; i++) {
