@@ -325,6 +325,7 @@ struct as_bench_session {
     /* the last shard measured (as_bench_session_last): its slot (-1: none); the last
        group's shards sit in slots 0..glast-1 (as_bench_session_group_data) */
     int last, glast;
+    uint64_t group_budget;          /* CPU: bytes of shard data held at once (0: no limit) */
     as_eb_gpu *last_g;
     /* CUDA */
     as_eb_gpu_ctx *ctx;
@@ -334,13 +335,18 @@ struct as_bench_session {
 };
 
 /* buf holding at least `need` elements of `elt` bytes: kept when large enough, else
- * replaced (contents lost) with 25 % headroom. Cache-line aligned, so that with
+ * replaced (contents lost). A small buffer (up to GROW_SLACK bytes) gets 25 % headroom and
+ * is kept however much larger; a large one is made exactly as large and kept only while
+ * it is at most GROW_SLACK larger than needed, so that the memory held stays within what
+ * the budget counts (as_bench_result.bytes). Cache-line aligned, so that with
  * as_ebg_layout's table starts a row of D = 32 halves is one line, whatever malloc does. */
+#define GROW_SLACK ((size_t)1 << 20)
 static void *grow(void *buf, size_t *cap, size_t need, size_t elt, int64_t *grows)
 {
-    if (buf && need <= *cap) return buf;
+    if (buf && need <= *cap && (*cap - need) * elt <= GROW_SLACK) return buf;
+    if (buf && need <= *cap && *cap * elt <= GROW_SLACK) return buf;
     free(buf);
-    size_t n = need + need / 4;
+    size_t n = need * elt <= GROW_SLACK ? need + need / 4 : need;
     if (n < 16) n = 16;
     *cap = n;
     (*grows)++;
@@ -402,6 +408,11 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
         S->view[i] = v;
     }
     slots_reserve(S, 1);
+    S->group_budget = c->group_bytes;
+    if (!S->group_budget) {
+        S->group_budget = as_mem_available() / AS_BENCH_GROUP_SHARE;
+        if (c->max_bytes && (!S->group_budget || c->max_bytes < S->group_budget)) S->group_budget = c->max_bytes;
+    }
     if (c->cuda && as_eb_gpu_ctx_create(&S->ctx, c->device, S->view, p->n, !c->per_shard_upload, err, errlen)) {
         as_bench_session_free(S);
         return NULL;
@@ -515,8 +526,9 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
         res->bytes = tot;
     }
     if (!c->cuda && c->max_bytes && res->bytes > c->max_bytes) {
-        snprintf(res->error, sizeof res->error, "does not fit: needs %.2f GiB, the budget is %.2f GiB",
-                 res->bytes / 1073741824.0, c->max_bytes / 1073741824.0);
+        char need[32], have[32];
+        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget is %s",
+                 as_fmt_bytes(need, sizeof need, res->bytes), as_fmt_bytes(have, sizeof have, c->max_bytes));
         return -1;
     }
     /* every table is checked once per session (bounds of its offsets and indices) */
@@ -719,25 +731,24 @@ void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh
         S->shards++;
         ok[j] = shard_layout(S, &S->slot[j], sh[j].ids, sh[j].n, &res[j]) == 0;
     }
-    const uint64_t budget = S->c.max_bytes;
+    const uint64_t budget = S->group_budget;
+    char *in_run = as_calloc((size_t)S->nslot, 1);
     for (int j = 0; j < k;) {
         if (!ok[j]) { j++; continue; }
         int m = 0;
         uint64_t sum = 0;
         for (; j < k && (!ok[j] || !m || !budget || sum + res[j].bytes <= budget); j++)
             if (ok[j]) { sum += res[j].bytes; pos[m++] = j; }
+        /* only this run's shards hold data while it is measured: the others' go first (a
+           slot of the run keeps its buffers when they fit its new shard, see grow) */
+        memset(in_run, 0, (size_t)S->nslot);
+        for (int q = 0; q < m; q++) in_run[pos[q]] = 1;
+        for (int i = 0; i < S->nslot; i++)
+            if (!in_run[i] && slot_data_bytes(&S->slot[i])) { slot_free_data(&S->slot[i]); S->slot[i].measured = 0; }
         run_cpu_rounds(S, sh, res, pos, m);
     }
+    free(in_run);
     free(ok);
-    /* a group larger than the budget leaves no more data held than the budget: the extra
-       slots' data go (slot 0 keeps its buffers, as one shard at a time always did) */
-    if (budget) {
-        uint64_t held = 0;
-        for (int i = 0; i < S->nslot; i++) held += slot_data_bytes(&S->slot[i]);
-        if (held > budget)
-            for (int i = 1; i < S->nslot; i++)
-                if (i != S->last) { slot_free_data(&S->slot[i]); S->slot[i].measured = 0; }
-    }
 }
 
 void as_bench_session_run(as_bench_session *S, const int64_t *ids, int64_t n, as_bench_result *res)

@@ -68,6 +68,9 @@ int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t er
  * (1 when that attempt is quiet); exposed for tests */
 double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t n, int attempt, int run);
 
+/* the default group budget: this share of the memory available (as_mem_available) */
+#define AS_BENCH_GROUP_SHARE 8
+
 typedef struct {
     int warmup, runs, trim;
     int cuda;               /* 0: CPU, 1: CUDA */
@@ -76,6 +79,10 @@ typedef struct {
     float lr;
     uint64_t seed;
     uint64_t max_bytes;     /* memory budget for one shard (0: no limit) */
+    uint64_t group_bytes;   /* CPU: memory budget for the shards measured together (0: the
+                             * default, AS_BENCH_GROUP_SHARE of the memory available when the
+                             * session starts, at most max_bytes); a shard alone may use up to
+                             * max_bytes */
     uint64_t flush_bytes;   /* CPU cache-flush sweep (0: 2 x the last-level cache, at least 64 MiB) */
     int per_shard_upload;   /* CUDA: 1 = upload each shard's table data when it is set up; 0 = keep
                              * the pool's data on the device when it fits (the default) */
@@ -141,8 +148,10 @@ typedef struct {
  * each round. A burst of load on the machine then falls on every shard of the group
  * alike instead of on whichever shard was being timed, so the shards' costs keep their
  * ratios (a plan's balance) although their absolute level moves. The shards whose memory
- * (as_bench_result.bytes) together passes the budget (max_bytes, when set) are measured in
- * consecutive runs of shards that fit. `together` = the shards of the run (1: alone). A
+ * (as_bench_result.bytes) together passes the group budget (group_bytes) are measured in
+ * consecutive runs of shards that fit (a shard larger than it alone); before a run the
+ * data of every shard not in it are freed, so the session holds at most one run's data.
+ * `together` = the shards of the run (1: alone). A
  * shard that cannot run gives ok = 0 and a reason and leaves the others be. CUDA: one
  * shard after another, each with the whole protocol (as as_bench_session_run). */
 void as_bench_session_run_group(as_bench_session *s, const as_bench_shardref *sh, int k, as_bench_result *r);

@@ -62,5 +62,10 @@ uint64_t as_rng_below(as_rng *r, uint64_t n);  /* unbiased in [0,n), n > 0 */
 double as_now(void);
 /* peak resident set size of this process in bytes (0 if unknown) */
 uint64_t as_peak_rss(void);
+/* memory the system can give without swapping now (/proc/meminfo MemAvailable; else the
+ * physical memory), bytes; 0 if unknown */
+uint64_t as_mem_available(void);
+/* n bytes for people: "512 B", "3.25 KiB", "1.50 MiB", "2.00 GiB", "1.10 TiB"; returns buf */
+const char *as_fmt_bytes(char *buf, size_t len, uint64_t n);
 
 #endif

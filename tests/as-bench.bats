@@ -466,3 +466,56 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_success
     assert_line --partial "quiet-machine check: a fixed CPU kernel"
 }
+
+@test "as-bench: one rule for values and table data: spaces, repeated ids, an index outside its rows; the header keeps argv" {
+    pool
+    make_stream "$HDR$SHARD" > "$T/in.ast"
+    # --part I/N is parsed from a copy: the header records the argument as given
+    as-bench --tables "$T/pool.ast" $FAST --part 1/2 --no-calibrate "$T/in.ast" -o "$T/out.ast"
+    run sh -c "as-show --kind header '$T/out.ast' | jq -c '.args | index(\"1/2\") != null'"
+    assert_output true
+    # numbers with a leading space, repeated table ids: usage errors
+    for bad in "--interleave= 5" "--runs= 3" "--max-mem= 2G" "--noise-threshold= 0.1" "--reference=1,1,1" "--sample-from=0,3,0"; do
+        run as-bench --tables "$T/pool.ast" --sample 2 "$bad"
+        assert_failure 2
+    done
+    run as-bench --tables "$T/pool.ast" --sample 2 --reference 1,2,1
+    assert_output --partial "--reference: table 1 is named twice"
+    # a table whose index is outside its rows: exit 1 naming it, as in as-features; no output
+    # {"kind":"table","id":7,"rows":4,"batch":4,"lookups":8,"dim":16,"offsets":[0,2,4,6,8],
+    #  "indices":[0,1,2,3,0,1,4,3]}
+    mp_stream '{"kind":"table","id":7,"rows":4,"batch":4,"lookups":8,"dim":16,
+                "offsets":arr("int64",[5],[0,2,4,6,8]),"indices":arr("int32",[8],[0,1,2,3,0,1,4,3])}' > "$T/bad.ast"
+    make_stream "$HDR"'\x82\xa4kind\xa5shard\xa6tables\x91\x07' > "$T/s7.ast"
+    run as-bench --tables "$T/bad.ast" $FAST --no-calibrate "$T/s7.ast" -o "$T/o7.ast"
+    assert_failure 1
+    assert_output --partial "table 7: out-of-range index"
+    [ ! -e "$T/o7.ast" ]
+    run as-bench --tables "$T/bad.ast" $FAST --no-calibrate --sample 2
+    assert_failure 1
+}
+
+@test "as-bench: shards measured together hold at most --max-mem: a plan of 300 one-table shards" {
+    command -v /usr/bin/time > /dev/null || skip "no /usr/bin/time"
+    # 300 small tables (at most ~1.6 MB of weights each, ~120 MB in all)
+    as-convert --synth --tables 300 --batch 64 --row-scale 0.002 --seed 1 -o "$T/p.ast"
+    python3 -c '
+import sys; sys.argv = ["mp.py", "{\"kind\":\"plan\",\"task\":0,\"alg\":\"x\",\"shards\":300,\"tables\":list(range(300)),\"assign\":list(range(300))}"]
+exec(open("'"$ROOT"'/tests/test_helper/mp.py").read())' > "$T/plan.mp"
+    { printf "$HDR"; cat "$T/plan.mp"; } | zstd -q -c > "$T/plan.ast"
+    B="--device cpu --warmup 0 --runs 2 --trim 0 --threads 1 --flush 1M --no-calibrate --reference none --retries 0 -q"
+    /usr/bin/time -f %M -o "$T/one.kb" as-bench --tables "$T/p.ast" $B --interleave 1 "$T/plan.ast" -o "$T/one.ast"
+    /usr/bin/time -f %M -o "$T/cap.kb" as-bench --tables "$T/p.ast" $B --max-mem 4M "$T/plan.ast" -o "$T/cap.ast"
+    /usr/bin/time -f %M -o "$T/all.kb" as-bench --tables "$T/p.ast" $B --max-mem 1G "$T/plan.ast" -o "$T/all.ast"
+    one=$(cat "$T/one.kb"); cap=$(cat "$T/cap.kb"); all=$(cat "$T/all.kb")
+    echo "peak KB: interleave 1 $one, --max-mem 4M $cap, --max-mem 1G (the plan together) $all"
+    # the plan together holds its ~120 MB of weights at once; under 4M it holds about what
+    # one shard at a time does
+    [ "$all" -gt $((one + 60000)) ]
+    [ "$cap" -lt $((one + 12000)) ]
+    # every shard measured, under the budget as with it lifted
+    for f in cap all; do
+        run sh -c "as-show --kind plan '$T/$f.ast' | jq -c '.cost_ms | map(. > 0) | all'"
+        assert_output true
+    done
+}

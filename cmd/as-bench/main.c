@@ -6,6 +6,7 @@
 #include "benchrun.h"
 #include "cli.h"
 #include "common.h"
+#include "ebgen.h"
 #include "reclimits.h"
 #include "stream.h"
 
@@ -42,7 +43,12 @@ static const char HELP[] =
     "      --runs R           timed runs (default 10)\n"
     "      --trim K           drop K highest and K lowest runs (default 2)\n"
     "      --lr X             SGD learning rate (default 0.01)\n"
-    "      --max-mem SIZE     CPU: refuse shards needing more (default: half the RAM)\n"
+    "      --max-mem SIZE     CPU: the memory budget: a shard needing more is not measured\n"
+    "                         (an error record), and shards measured together hold at most\n"
+    "                         SIZE of data at once (a group larger is measured in runs\n"
+    "                         that fit). Default: a shard at most half the RAM; shards\n"
+    "                         together at most 1/8 of the memory available at the start\n"
+    "                         (a larger shard alone)\n"
     "      --flush SIZE       CPU: bytes read to flush the caches before each timed run\n"
     "                         (default: twice the last-level cache, at least 64M)\n"
     "      --part I/N         only every N-th unit of work, starting at the I-th (1-based):\n"
@@ -79,8 +85,9 @@ static const char HELP[] =
     "                         rounds, each round running every shard once. A burst of\n"
     "                         load then slows all of them alike and their ratios (a\n"
     "                         plan's balance) stay. A plan's shards are always measured\n"
-    "                         together, whatever N (memory permitting: --max-mem bounds\n"
-    "                         the group); sampled and bare shards go N at a time.\n"
+    "                         together, whatever N (memory permitting: --max-mem, or 1/8\n"
+    "                         of the available memory, bounds a group); sampled and bare\n"
+    "                         shards go N at a time.\n"
     "                         `together` in the records: how many were (1: alone). CUDA:\n"
     "                         one shard after another\n"
     "      --reference R      drift correction: auto (default), none, or table ids (e.g.\n"
@@ -151,6 +158,24 @@ static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
 static as_progress rprog;   /* the re-measuring rounds have their own line (a round can take
                                minutes on a loaded machine while the units' count stands still) */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* a table id that ids[0..n) names more than once (the smallest), or -1 */
+static int64_t first_repeat(const int64_t *ids, size_t n)
+{
+    int64_t *s = as_malloc((n ? n : 1) * sizeof *s), rep = -1;
+    memcpy(s, ids, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_i64);
+    for (size_t i = 1; i < n && rep < 0; i++)
+        if (s[i] == s[i - 1]) rep = s[i];
+    free(s);
+    return rep;
+}
 
 static void progress(void *ctx, int64_t units)
 {
@@ -287,7 +312,7 @@ int main(int argc, char **argv)
         case OPT_MAXMEM: {
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--max-mem: '%s' is not a size", optarg);
-            cfg.max_bytes = v;
+            cfg.max_bytes = cfg.group_bytes = v;
             break;
         }
         case OPT_SINGLES: singles = 1; break;
@@ -306,11 +331,15 @@ int main(int argc, char **argv)
             if (ref_auto || !strcmp(optarg, "none")) break;
             if (as_parse_table_ids(optarg, &ref, &nref) || !nref)
                 as_cli_usage(&cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
+            if (first_repeat(ref, nref) >= 0)
+                as_cli_usage(&cli, "--reference: table %" PRId64 " is named twice; a shard holds a table once", first_repeat(ref, nref));
             break;
         case OPT_FROM:
             free(from);
             if (as_parse_table_ids(optarg, &from, &nfrom))
                 as_cli_usage(&cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
+            if (first_repeat(from, nfrom) >= 0)
+                as_cli_usage(&cli, "--sample-from: table %" PRId64 " is named twice", first_repeat(from, nfrom));
             break;
         case OPT_FLUSH: {
             uint64_t v;
@@ -319,11 +348,14 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_PART: {
-            char *slash = strchr(optarg, '/');
+            /* parsed from a copy: argv goes into the output's header as given */
+            const char *slash = strchr(optarg, '/');
             if (!slash) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
-            *slash = 0;
+            char first[32];
+            snprintf(first, sizeof first, "%.*s", (int)(slash - optarg < 31 ? slash - optarg : 31), optarg);
+            if (slash - optarg > 31) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
             rc.part_n = as_cli_i64(&cli, "--part N", slash + 1, 1, 1000000);
-            rc.part_i = as_cli_i64(&cli, "--part I", optarg, 1, rc.part_n);
+            rc.part_i = as_cli_i64(&cli, "--part I", first, 1, rc.part_n);
             break;
         }
         default:
@@ -368,6 +400,14 @@ int main(int argc, char **argv)
     if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err)
                : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err))
         as_die(AS_EXIT_DATA, "%s", err);
+    /* a table whose lookups are not valid (an index outside its rows, offsets out of order)
+     * is bad input, exit 1, as in as-features: checked for every table this run measures,
+     * before any work */
+    for (int64_t i = 0; i < pool.n; i++) {
+        const as_btable *t = &pool.t[i];
+        as_eb_table v = { t->id, t->rows, t->batch, t->dim, t->lookups, t->offsets, t->indices };
+        if (as_ebg_check_table(&v, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", tables, err);
+    }
 
     as_writer *w = as_cli_open_output(&cli);
     double setup0 = as_now();
