@@ -243,17 +243,31 @@ int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t er
 
 static volatile double flush_sink;
 
+uint64_t as_bench_flush_bytes(uint64_t want)
+{
+    if (!want) {
+        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (llc <= 0) llc = 32L << 20;
+        want = 2 * (uint64_t)llc;
+        if (want < ((uint64_t)64 << 20)) want = (uint64_t)64 << 20;
+    }
+    return want < 1024 * sizeof(double) ? 1024 * sizeof(double) : want;
+}
+
+uint64_t as_bench_fixed_bytes(const as_bench_cfg *c, const as_bpool *p)
+{
+    uint64_t b = c->cuda ? 0 : as_bench_flush_bytes(c->flush_bytes);
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].offsets) b += (uint64_t)(p->t[i].batch + 1) * 8 + (uint64_t)p->t[i].lookups * 4;
+    return b;
+}
+
 static void cpu_flush(uint64_t want)
 {
     static double *buf;
     static size_t n;
     if (!buf) {
-        if (!want) {
-            long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-            if (llc <= 0) llc = 32L << 20;
-            want = 2 * (uint64_t)llc;
-            if (want < ((uint64_t)64 << 20)) want = (uint64_t)64 << 20;
-        }
+        want = as_bench_flush_bytes(want);
         n = (size_t)(want / sizeof(double));
         if (n < 1024) n = 1024;
         buf = as_malloc(n * sizeof *buf);

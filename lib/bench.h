@@ -155,6 +155,11 @@ typedef struct {
  * shard that cannot run gives ok = 0 and a reason and leaves the others be. CUDA: one
  * shard after another, each with the whole protocol (as as_bench_session_run). */
 void as_bench_session_run_group(as_bench_session *s, const as_bench_shardref *sh, int k, as_bench_result *r);
+/* the CPU cache-flush sweep's size for flush_bytes `want` (0: the default) */
+uint64_t as_bench_flush_bytes(uint64_t want);
+/* the memory a session holds whatever it measures: the pool's lookup data and, on the CPU,
+ * the cache-flush sweep; as-bench takes it off --max-mem before the shards' budget */
+uint64_t as_bench_fixed_bytes(const as_bench_cfg *c, const as_bpool *p);
 typedef struct {
     int64_t shards;         /* shards set up so far */
     int64_t grows;          /* times a workspace buffer was (re)allocated */

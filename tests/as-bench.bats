@@ -97,11 +97,17 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
 @test "as-bench: a shard that does not fit is reported, not crashed on" {
     pool
     make_stream "$HDR$SHARD" > "$T/in.ast"
-    run as-bench --tables "$T/pool.ast" $FAST --max-mem 1K "$T/in.ast" -o "$T/out.ast"
+    # --max-mem bounds the whole run: after the table data and the 1 MiB flush sweep, a few
+    # KiB are left, too little for the shard (7 MiB)
+    run as-bench --tables "$T/pool.ast" $FAST --flush 1M --max-mem 1200K "$T/in.ast" -o "$T/out.ast"
     assert_success
-    assert_output --partial "not measured: does not fit"
+    assert_output --partial "not measured: does not fit: needs 7.13 MiB, the budget is"
     run sh -c "as-show --kind cost '$T/out.ast' | jq -c '[.cost_ms, (.error | startswith(\"does not fit\"))]'"
     assert_output '[null,true]'
+    # nothing left at all: a usage error naming what takes it
+    run as-bench --tables "$T/pool.ast" $FAST --max-mem 1K "$T/in.ast" -o "$T/out2.ast"
+    assert_failure 2
+    assert_output --partial "--max-mem 1.00 KiB leaves nothing for the shards: the table data and the cache-flush sweep"
 }
 
 @test "as-bench: TTY refused, write errors exit 3" {

@@ -409,6 +409,18 @@ int main(int argc, char **argv)
         if (as_ebg_check_table(&v, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", tables, err);
     }
 
+    /* --max-mem bounds the whole run: the table data and the cache-flush sweep come off it */
+    const uint64_t fixed = as_bench_fixed_bytes(&cfg, &pool);
+    if (cfg.max_bytes && !cfg.cuda) {
+        char a[32], b[32], m[32];
+        if (fixed >= cfg.max_bytes)
+            as_cli_usage(&cli, "--max-mem %s leaves nothing for the shards: the table data and the cache-flush sweep "
+                         "(--flush %s) take %s", as_fmt_bytes(m, sizeof m, cfg.max_bytes),
+                         as_fmt_bytes(b, sizeof b, as_bench_flush_bytes(cfg.flush_bytes)), as_fmt_bytes(a, sizeof a, fixed));
+        cfg.max_bytes -= fixed;
+        if (cfg.group_bytes) cfg.group_bytes = cfg.group_bytes > fixed ? cfg.group_bytes - fixed : 1;
+    }
+
     as_writer *w = as_cli_open_output(&cli);
     double setup0 = as_now();
     as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
