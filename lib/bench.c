@@ -256,7 +256,7 @@ uint64_t as_bench_flush_bytes(uint64_t want)
 
 uint64_t as_bench_fixed_bytes(const as_bench_cfg *c, const as_bpool *p)
 {
-    uint64_t b = c->cuda ? 0 : as_bench_flush_bytes(c->flush_bytes);
+    uint64_t b = AS_BENCH_PROCESS_BYTES + (c->cuda ? 0 : as_bench_flush_bytes(c->flush_bytes));
     for (int64_t i = 0; i < p->n; i++)
         if (p->t[i].offsets) b += (uint64_t)(p->t[i].batch + 1) * 8 + (uint64_t)p->t[i].lookups * 4;
     return b;

@@ -157,8 +157,10 @@ typedef struct {
 void as_bench_session_run_group(as_bench_session *s, const as_bench_shardref *sh, int k, as_bench_result *r);
 /* the CPU cache-flush sweep's size for flush_bytes `want` (0: the default) */
 uint64_t as_bench_flush_bytes(uint64_t want);
-/* the memory a session holds whatever it measures: the pool's lookup data and, on the CPU,
- * the cache-flush sweep; as-bench takes it off --max-mem before the shards' budget */
+/* the memory a session holds whatever it measures: the process itself (program, libraries,
+ * threads' stacks, output buffers: AS_BENCH_PROCESS_BYTES), the pool's lookup data and, on
+ * the CPU, the cache-flush sweep; as-bench takes it off --max-mem before the shards' budget */
+#define AS_BENCH_PROCESS_BYTES ((uint64_t)32 << 20)
 uint64_t as_bench_fixed_bytes(const as_bench_cfg *c, const as_bpool *p);
 typedef struct {
     int64_t shards;         /* shards set up so far */
