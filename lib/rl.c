@@ -29,7 +29,7 @@ void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm)
     pm->rep = as_costmodel_rep(cm);
     pm->embed = cm_embed;
     pm->head = cm_head;
-    pm->hid = as_costmodel_cmeta(cm)->h3 <= AS_PLAN_MAX_REP ? as_costmodel_cmeta(cm)->h3 : 0;
+    pm->hid = as_costmodel_cmeta(cm)->h3;
     pm->pre = pm->hid ? cm_pre : NULL;
     pm->post = pm->hid ? cm_post : NULL;
 }

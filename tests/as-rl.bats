@@ -362,3 +362,25 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     assert_failure 3
     [ ! -e "$T/p.ast" ]
 }
+
+# ---- sizes and hostile checkpoints (issue 23) ------------------------------------------------
+
+@test "as-rl: cost models of every hidden size up to the policy's limit train a policy that as-plan plans with" {
+    # second hidden sizes 240 and 300 (once past 256-float arrays of the rollout), a head of 300
+    for h in 16,240,8 8,300,300; do
+        cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 --hidden $h --epochs 2 -q -o "$T/m.ast"
+        run as-rl -q --model "$T/m.ast" --seed 1 --episodes 8 "$D/ft.ast" -o "$T/p.ast"
+        assert_success
+        run as-plan --alg all --samples 2 --policy "$T/p.ast" --model "$T/m.ast" --plans-only "$D/ft.ast" -o "$T/plans.ast"
+        assert_success
+        run sh -c "as-show --kind plan '$T/plans.ast' | jq -e -s '[.[] | select(.alg == \"autoshard\" or .alg == \"cost-greedy\")] | length == 16 and all(.[]; .feasible)'"
+        assert_success
+    done
+    # the policy copies the encoder's sizes: past its limit the model is refused, named
+    cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 --hidden 4,4065,2 --epochs 1 -q -o "$T/m.ast"
+    run as-rl --model "$T/m.ast" --episodes 8 "$D/ft.ast" -o "$T/big.ast"
+    assert_failure 1
+    assert_output --partial "$T/m.ast: the cost model's hidden sizes H1 4, H2 4065"
+    assert_output --partial "H2 at most 4064"
+    [ ! -e "$T/big.ast" ]
+}

@@ -284,7 +284,7 @@ int main(int argc, char **argv)
         }
     } else {
         if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        pol = as_policy_new(cm, c.seed);
+        if (!(pol = as_policy_new(cm, c.seed, err, sizeof err))) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
     }
     if (!c.episodes && c.minutes <= 0) c.episodes = 2000;
 

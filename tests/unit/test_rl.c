@@ -113,7 +113,7 @@ TEST(rl_learns_known_optimum)
     }
     rnd /= 200;
     as_rl_task task = { 0, fp, N, K, 0 };
-    as_policy *p = as_policy_new(cm, 5);
+    as_policy *p = as_policy_new(cm, 5, NULL, 0);
     int64_t a[N];
     char err[256];
     as_policy_planner pl = { p, &pm, 1, 0 };   /* the greedy plan */
@@ -149,7 +149,7 @@ TEST(rl_deterministic_and_resume_exact)
     char err[256], ck[512];
     snprintf(ck, sizeof ck, "%s/rl.ckpt", ut_tmpdir());
     /* twice the same: identical */
-    as_policy *p1 = as_policy_new(cm, 7), *p2 = as_policy_new(cm, 7), *p3 = as_policy_new(cm, 7);
+    as_policy *p1 = as_policy_new(cm, 7, NULL, 0), *p2 = as_policy_new(cm, 7, NULL, 0), *p3 = as_policy_new(cm, 7, NULL, 0);
     as_rl_cfg c = base_cfg(f, 80, 7);
     CHECK_EQ_I64(as_rl_train(p1, cm, &task, 1, &c, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(as_rl_train(p2, cm, &task, 1, &c, NULL, err, sizeof err), 0);
@@ -200,14 +200,14 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     snprintf(ck, sizeof ck, "%s/rl-select.ckpt", ut_tmpdir());
     const int64_t E = 240, S = 16;
     /* without selection: the last weights */
-    as_policy *last = as_policy_new(cm, 1);
+    as_policy *last = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg c0 = base_cfg(f, E, 1);
     c0.lr = 3e-2;   /* ten times the usual rate: this run collapses (all tables on one shard,
                        predicted balance 0) after episode 32 and never recovers */
     CHECK_EQ_I64(as_rl_train(last, cm, &task, 1, &c0, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(as_policy_cmeta(last)->selected_episode, -1);
     /* with selection every S episodes: the weights of the best-scoring selection point */
-    as_policy *sel = as_policy_new(cm, 1);
+    as_policy *sel = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg c = c0;
     c.select_every = S;
     c.select_tasks = 8;
@@ -225,13 +225,13 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     CHECK(best < E);
     CHECK(in->selected_balance > greedy_score(last, cm, fp));
     /* the selected weights are exactly those of the same run stopped at that episode */
-    as_policy *at = as_policy_new(cm, 1);
+    as_policy *at = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg h = c0;
     h.halt_after = best;
     CHECK_EQ_I64(as_rl_train(at, cm, &task, 1, &h, NULL, err, sizeof err), 1);
     CHECK(same_params(sel, at));
     /* halted with selection and a checkpoint, then resumed: the same selection as straight */
-    as_policy *p1 = as_policy_new(cm, 1);
+    as_policy *p1 = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg hc = c;
     hc.ckpt = ck;
     hc.halt_after = E / 2 + 8;
@@ -283,7 +283,7 @@ TEST(rl_checkpoint_buffer_costs_checked)
     char err[512], ck[512], bad[512];
     snprintf(ck, sizeof ck, "%s/rlb.ckpt", ut_tmpdir());
     snprintf(bad, sizeof bad, "%s/rlb-bad.ckpt", ut_tmpdir());
-    as_policy *p = as_policy_new(cm, 3);
+    as_policy *p = as_policy_new(cm, 3, NULL, 0);
     as_rl_cfg c = base_cfg(f, 16, 3);
     c.ckpt = ck;
     c.halt_after = 8;
@@ -307,4 +307,62 @@ TEST(rl_checkpoint_buffer_costs_checked)
     as_costmodel_free(qm);
     as_policy_free(p);
     as_costmodel_free(cm);
+}
+
+/* a cost model of random weights and identity statistics, hidden sizes h1, h2, h3 */
+static as_costmodel *random_model(int h1, int h2, int h3)
+{
+    as_costmodel *m = as_costmodel_new(h1, h2, h3, 9);
+    as_costmodel_info *in = as_costmodel_meta(m);
+    for (int i = 0; i < 3; i++) { in->mean[i] = 0; in->std[i] = 1000; }
+    in->y_scale = 1;
+    return m;
+}
+
+/* the policy copies the cost model's encoder sizes (H = E2 + 32): a second hidden size of
+ * 240 or 300 (the rollout once kept LSTM state and cost-model sums in 256-float arrays)
+ * plans and trains, with the split head and without; above the policy's limit as_policy_new
+ * refuses the model, naming the sizes */
+TEST(rl_policy_takes_wide_cost_models)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_rl_task task = { 0, fp, N, K, 0 };
+    static const int hs[3][3] = { { 8, 240, 4 }, { 8, 300, 300 }, { 300, 16, 8 } };
+    char err[512];
+    for (int v = 0; v < 3; v++) {
+        as_costmodel *cm = random_model(hs[v][0], hs[v][1], hs[v][2]);
+        err[0] = 0;
+        as_policy *p = as_policy_new(cm, 2, err, sizeof err);
+        if (!CHECK(p != NULL)) { fprintf(stderr, "  %d: %s\n", v, err); as_costmodel_free(cm); continue; }
+        CHECK_EQ_I64(as_policy_cdims(p)->e2, hs[v][1]);
+        CHECK_EQ_I64(as_policy_cdims(p)->h, hs[v][1] >= 64 ? hs[v][1] + 32 : 64);
+        as_plan_model pm, slow;
+        as_rl_plan_model(&pm, cm);
+        slow = pm;
+        slow.hid = 0;
+        slow.pre = NULL;
+        slow.post = NULL;
+        int64_t a[N], b[N];
+        as_rollout r1 = { .cm = &pm, .t = fp, .n = N, .K = K, .assign = a };
+        as_rollout r2 = { .cm = &slow, .t = fp, .n = N, .K = K, .assign = b };
+        CHECK(as_policy_rollout(p, &r1, err, sizeof err) == 0);
+        CHECK(as_policy_rollout(p, &r2, err, sizeof err) == 0);
+        CHECK(r1.feasible && r2.feasible);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        as_rl_cfg c = base_cfg(f, 16, 2);
+        CHECK_EQ_I64(as_rl_train(p, cm, &task, 1, &c, NULL, err, sizeof err), 0);
+        CHECK_EQ_I64(as_policy_cmeta(p)->episodes, 16);
+        as_policy_free(p);
+        as_costmodel_free(cm);
+    }
+    static const int too[2][3] = { { 8, 4065, 4 }, { 4097, 8, 4 } };
+    for (int v = 0; v < 2; v++) {
+        as_costmodel *cm = random_model(too[v][0], too[v][1], too[v][2]);
+        err[0] = 0;
+        CHECK(as_policy_new(cm, 2, err, sizeof err) == NULL);
+        CHECK(strstr(err, "H1 at most 4096, H2 at most 4064") != NULL);
+        as_costmodel_free(cm);
+    }
 }
