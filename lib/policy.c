@@ -6,6 +6,7 @@
 
 #include "costmodel.h"
 #include "nn.h"
+#include "reclimits.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -888,31 +889,40 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
     q->log_feats = !strcmp(tr, "log1p");
     memcpy(q->mean, mean, sizeof mean);
     memcpy(q->std, sd, sizeof sd);
+    /* what the policy knows about its training: each field optional (a policy file needs
+       none of them to plan) and range-checked when present; as-rl's checkpoints require them
+       (rl.c) and continue training from them */
     as_policy_info *in = &q->info;
-    int64_t v;
-    if (!as_obj_i64(rec, "seed", &v)) in->seed = (uint64_t)v;
-    as_obj_i64(rec, "episodes", &in->episodes);
-    as_obj_i64(rec, "updates", &in->updates);
-    as_obj_i64(rec, "steps", &in->steps);
-    as_obj_i64(rec, "evals", &in->evals);
-    as_obj_str(rec, "reward", in->reward, sizeof in->reward);
-    as_obj_i64(rec, "train_tasks", &in->train_tasks);
-    as_obj_i64(rec, "task_tables", &in->task_tables);
-    as_obj_i64(rec, "task_shards", &in->task_shards);
-    as_obj_f64(rec, "lr", &in->lr);
-    as_obj_f64(rec, "entropy_cost", &in->entropy);
-    as_obj_f64(rec, "baseline_cost", &in->baseline);
-    as_obj_f64(rec, "clip", &in->clip);
-    as_obj_i64(rec, "batch", &in->batch);
-    as_obj_i64(rec, "actors", &in->actors);
-    as_obj_f64(rec, "final_reward", &in->final_reward);
-    if (!as_obj_i64(rec, "selected_episode", &v)) {
-        if (v < 0 || v > in->episodes || as_obj_f64(rec, "selected_balance", &in->selected_balance) ||
-            as_obj_i64(rec, "select_tasks", &in->select_tasks) || in->select_tasks < 1) {
-            snprintf(err, errlen, "policy record: bad model-selection fields (selected_episode, selected_balance, select_tasks)");
+    int64_t v = 0;
+    static const char *const rewards[] = { "model", "bench", NULL };
+    if (as_field_i64_opt(rec, "seed", 0, INT64_MAX, &v, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "episodes", 0, AS_POLICY_MAX_EPISODES, &in->episodes, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "updates", 0, in->episodes, &in->updates, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "steps", 0, INT64_MAX / 2, &in->steps, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "evals", 0, INT64_MAX / 2, &in->evals, e2, sizeof e2) ||
+        as_field_str_opt(rec, "reward", rewards, in->reward, sizeof in->reward, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "train_tasks", 0, INT64_MAX, &in->train_tasks, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "task_tables", 0, INT64_MAX, &in->task_tables, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "task_shards", 0, INT64_MAX, &in->task_shards, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "lr", 0, AS_POLICY_MAX_LR, &in->lr, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "entropy_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->entropy, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "baseline_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->baseline, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "clip", 0, AS_POLICY_MAX_CLIP, &in->clip, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "batch", 1, AS_POLICY_MAX_BATCH, &in->batch, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "actors", 1, AS_POLICY_MAX_ACTORS, &in->actors, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "final_reward", -1, 1, &in->final_reward, e2, sizeof e2)) {
+        snprintf(err, errlen, "policy record: %s", e2);
+        goto bad;
+    }
+    in->seed = (uint64_t)v;
+    if (as_obj_get(rec, "selected_episode")) {
+        if (as_field_i64(rec, "selected_episode", 0, in->episodes, &in->selected_episode, e2, sizeof e2) ||
+            as_field_f64(rec, "selected_balance", 0, 1, &in->selected_balance, e2, sizeof e2) ||
+            as_field_i64(rec, "select_tasks", 1, INT64_MAX, &in->select_tasks, e2, sizeof e2)) {
+            snprintf(err, errlen, "policy record: model selection: %s", e2);
+            in->selected_episode = -1;
             goto bad;
         }
-        in->selected_episode = v;
     }
     *out = q;
     return 0;

@@ -59,6 +59,13 @@
 #define AS_POLICY_VERSION 1   /* the `policy` record's format_version */
 #define AS_POLICY_NCF 7       /* cost features per shard */
 #define AS_POLICY_MAX_DIM 4096   /* every size of dims (as_policy_dims), H = E2 + CD included */
+/* the ranges of the training fields of a `policy` record, which are as-rl's option ranges */
+#define AS_POLICY_MAX_EPISODES (INT64_MAX / 4)   /* episodes (and --episodes, --halt-after, ...) */
+#define AS_POLICY_MAX_LR 10.0                    /* lr */
+#define AS_POLICY_MAX_LOSS_COST 100.0            /* entropy_cost, baseline_cost */
+#define AS_POLICY_MAX_CLIP 1e12                  /* clip */
+#define AS_POLICY_MAX_BATCH 100000               /* batch */
+#define AS_POLICY_MAX_ACTORS 1024                /* actors */
 
 typedef struct {
     int f, e1, e2, sd, h, cd, p1, p2, p3, vh;

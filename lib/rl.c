@@ -9,6 +9,7 @@
 #include "nn.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -454,14 +455,117 @@ static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_co
     as_writer_close(w);
 }
 
-static int read_f32(const msgpack_object *rec, const char *k, float *out, int64_t n, char *err, size_t errlen)
+/* the optimiser and run state of a checkpoint's `policy` record (the policy itself, p, was
+ * read by as_policy_read); every field range-checked, 0 or -1 with err */
+static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_state *st, char *err, size_t errlen)
 {
-    as_array a;
-    char e2[256];
-    if (as_obj_array(rec, k, &a, e2, sizeof e2)) { snprintf(err, errlen, "checkpoint: %s", e2); return -1; }
-    if (a.dtype != AS_DT_F32 || a.n != n) { snprintf(err, errlen, "checkpoint: %s must be float32 [%" PRId64 "]", k, n); return -1; }
-    memcpy(out, a.data, (size_t)n * sizeof *out);
+    const as_policy_info *in = as_policy_cmeta(p);
+    char e2[300];
+    if (!as_obj_streq(as_obj_get(o, "checkpoint"), "as-rl")) {
+        snprintf(err, errlen, "'checkpoint' is not \"as-rl\"");
+        return -1;
+    }
+    /* the training fields as_policy_read takes as optional: a checkpoint continues from them */
+    static const char *const need[] = { "seed", "episodes", "updates", "steps", "evals", "reward", "lr", "entropy_cost",
+                                        "baseline_cost", "clip", "batch", "actors", NULL };
+    for (int i = 0; need[i]; i++)
+        if (!as_obj_get(o, need[i])) { snprintf(err, errlen, "missing field '%s'", need[i]); return -1; }
+    /* Adam: moments finite, second moments >= 0; the policy's step is its update count */
+    if (as_field_f32_array(o, "adam_m", st->np, -FLT_MAX, FLT_MAX, st->m, e2, sizeof e2) ||
+        as_field_f32_array(o, "adam_v", st->np, 0, FLT_MAX, st->v, e2, sizeof e2) ||
+        as_field_f32_array(o, "cm_adam_m", st->cnp, -FLT_MAX, FLT_MAX, st->cm_m, e2, sizeof e2) ||
+        as_field_f32_array(o, "cm_adam_v", st->cnp, 0, FLT_MAX, st->cm_v, e2, sizeof e2) ||
+        as_field_i64(o, "adam_t", in->updates, in->updates, &st->t, e2, sizeof e2) ||
+        as_field_i64(o, "cm_adam_t", 0, AS_RL_MAX_STEP, &st->ct, e2, sizeof e2) ||
+        as_field_f64(o, "wall_s", 0, AS_RL_MAX_WALL, &st->wall, e2, sizeof e2) ||
+        as_field_i64(o, "total_episodes", 0, AS_POLICY_MAX_EPISODES, &st->total_episodes, e2, sizeof e2) ||
+        as_field_f64(o, "minutes", 0, AS_RL_MAX_MINUTES, &st->minutes, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    if ((st->total_episodes > 0) == (st->minutes > 0)) {
+        snprintf(err, errlen, "the budget: 'total_episodes' = %" PRId64 " and 'minutes' = %g (exactly one is above 0)",
+                 st->total_episodes, st->minutes);
+        return -1;
+    }
+    /* model selection's best weights so far */
+    if (as_obj_get(o, "best_episode")) {
+        if (as_field_i64(o, "best_episode", 0, in->episodes, &st->best_episode, e2, sizeof e2) ||
+            as_field_f64(o, "best_score", 0, 1, &st->best_score, e2, sizeof e2) ||
+            as_field_f32_array(o, "best_params", st->np, -FLT_MAX, FLT_MAX, st->best_w, e2, sizeof e2) ||
+            as_field_f32_array(o, "best_cm_params", st->cnp, -FLT_MAX, FLT_MAX, st->best_cm, e2, sizeof e2)) {
+            snprintf(err, errlen, "model selection: %s", e2);
+            st->best_episode = -1;
+            return -1;
+        }
+    }
     return 0;
+}
+
+/* an `rl_buffer` record into st->buf (table ids kept as -1 - id until as_rl_train resolves
+ * them): at most AS_RL_MAX_BUFFER shards of 1..AS_LIM_TABLES tables, ids within
+ * AS_LIM_TABLE_ID, costs finite and above 0 (the cost model's training data, as `cost`
+ * records); 0 or -1 with err */
+static int read_ck_buffer(const msgpack_object *o, as_rl_state *st, char *err, size_t errlen)
+{
+    as_array a1, a2, a3;
+    char e2[256];
+    if (as_obj_array(o, "off", &a1, e2, sizeof e2) || as_obj_array(o, "ids", &a2, e2, sizeof e2) ||
+        as_obj_array(o, "cost_ms", &a3, e2, sizeof e2)) {
+        snprintf(err, errlen, "rl_buffer: %s", e2);
+        return -1;
+    }
+    if (a1.ndim != 1 || a2.ndim != 1 || a3.ndim != 1 || a1.dtype > AS_DT_U64 || a2.dtype > AS_DT_U64 ||
+        a3.n != a1.n - 1) {
+        snprintf(err, errlen, "rl_buffer: 'off' [n+1] and 'ids' must be integer arrays, 'cost_ms' [n] numbers");
+        return -1;
+    }
+    int64_t nb = a3.n, maxn = as_limit(AS_LIM_TABLES), maxid = as_limit(AS_LIM_TABLE_ID);
+    if (nb > AS_RL_MAX_BUFFER) {
+        snprintf(err, errlen, "rl_buffer: %" PRId64 " shards, more than %d (--buffer)", nb, AS_RL_MAX_BUFFER);
+        return -1;
+    }
+    int64_t *off = as_malloc((size_t)a1.n * sizeof *off), *ids = as_malloc((size_t)(a2.n ? a2.n : 1) * sizeof *ids);
+    double *cost = as_malloc((size_t)(nb ? nb : 1) * sizeof *cost);
+    as_array_get_i64(&a1, 0, a1.n, off);
+    as_array_get_i64(&a2, 0, a2.n, ids);
+    as_array_get_f64(&a3, 0, nb, cost);
+    int rc = -1;
+    if (off[0] != 0 || off[nb] != a2.n) {
+        snprintf(err, errlen, "rl_buffer: 'off' must start at 0 and end at the %" PRId64 " ids", a2.n);
+        goto out;
+    }
+    for (int64_t j = 0; j < nb; j++)
+        if (off[j + 1] <= off[j] || off[j + 1] - off[j] > maxn) {
+            snprintf(err, errlen, "rl_buffer: shard %" PRId64 " holds %" PRId64 " tables, not 1..%" PRId64 " (%s raises the limit)",
+                     j, off[j + 1] - off[j], maxn, as_limit_env(AS_LIM_TABLES));
+            goto out;
+        }
+    for (int64_t i = 0; i < a2.n; i++)
+        if (ids[i] < 0 || ids[i] > maxid) {
+            snprintf(err, errlen, "rl_buffer ids[%" PRId64 "] = %" PRId64 " is not a table id in 0..%" PRId64, i, ids[i], maxid);
+            goto out;
+        }
+    for (int64_t j = 0; j < nb; j++)
+        if (!isfinite(cost[j]) || !(cost[j] > 0)) {
+            snprintf(err, errlen, "rl_buffer cost_ms[%" PRId64 "] = %g is not a positive finite cost", j, cost[j]);
+            goto out;
+        }
+    free(st->buf);
+    st->cap = nb > 0 ? nb : 1;
+    st->buf = as_calloc((size_t)st->cap, sizeof *st->buf);
+    st->nbuf = st->head = 0;
+    for (int64_t j = 0; j < nb; j++) {
+        buf_entry *e = &st->buf[st->nbuf++];
+        e->n = off[j + 1] - off[j];
+        e->pos = as_malloc((size_t)e->n * sizeof *e->pos);
+        for (int64_t i = 0; i < e->n; i++) e->pos[i] = -1 - ids[off[j] + i];
+        e->cost = cost[j];
+    }
+    rc = 0;
+out:
+    free(off); free(ids); free(cost);
+    return rc;
 }
 
 int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, as_rl_state **stp, char *err,
@@ -475,87 +579,33 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
     if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); goto bad; }
     as_reader *r = as_reader_from_file(f, path);
     as_record rec;
-    int rc, got = 0;
+    int rc, got = 0, nbuffers = 0;
     int64_t np, cnp;
     as_policy_params(p, &np);
     as_costmodel_params(cm, &cnp);
     as_rl_state *st = state_new(np, cnp, 1);
     char e2[512] = "";
+    uint64_t where = 0;
     while ((rc = as_reader_next(r, &rec)) == 1) {
+        where = rec.index;
         if (as_rec_is(&rec, "policy") && !got) {
-            const msgpack_object *o = &rec.obj;
-            if (!as_obj_get(o, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
-            if (read_f32(o, "adam_m", st->m, np, e2, sizeof e2) || read_f32(o, "adam_v", st->v, np, e2, sizeof e2) ||
-                read_f32(o, "cm_adam_m", st->cm_m, cnp, e2, sizeof e2) || read_f32(o, "cm_adam_v", st->cm_v, cnp, e2, sizeof e2) ||
-                as_obj_i64(o, "adam_t", &st->t) || as_obj_i64(o, "cm_adam_t", &st->ct) || as_obj_f64(o, "wall_s", &st->wall) ||
-                as_obj_i64(o, "total_episodes", &st->total_episodes) || as_obj_f64(o, "minutes", &st->minutes)) {
-                if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: optimiser state incomplete");
-                rc = -2;
-                break;
-            }
-            if (as_obj_get(o, "best_episode")) {
-                if (read_f32(o, "best_params", st->best_w, np, e2, sizeof e2) ||
-                    read_f32(o, "best_cm_params", st->best_cm, cnp, e2, sizeof e2) ||
-                    as_obj_f64(o, "best_score", &st->best_score) || as_obj_i64(o, "best_episode", &st->best_episode) ||
-                    st->best_episode < 0 || !isfinite(st->best_score)) {
-                    if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: model-selection state incomplete");
-                    rc = -2;
-                    break;
-                }
-            }
+            /* the first policy record, the one as_policy_load read */
+            if (!as_obj_get(&rec.obj, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
+            char e3[400];
+            if (read_ck_state(&rec.obj, p, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
             got = 1;
         } else if (as_rec_is(&rec, "rl_buffer")) {
-            as_array a1, a2, a3;
-            if (as_obj_array(&rec.obj, "off", &a1, e2, sizeof e2) || as_obj_array(&rec.obj, "ids", &a2, e2, sizeof e2) ||
-                as_obj_array(&rec.obj, "cost_ms", &a3, e2, sizeof e2) || a1.n < 1 || a3.n != a1.n - 1 ||
-                a1.dtype > AS_DT_U64 || a2.dtype > AS_DT_U64) {
-                snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer record");
-                rc = -2;
-                break;
-            }
-            int64_t nb = a3.n;
-            int64_t *off = as_malloc((size_t)a1.n * sizeof *off), *ids = as_malloc((size_t)(a2.n ? a2.n : 1) * sizeof *ids);
-            double *cost = as_malloc((size_t)(nb ? nb : 1) * sizeof *cost);
-            as_array_get_i64(&a1, 0, a1.n, off);
-            as_array_get_i64(&a2, 0, a2.n, ids);
-            as_array_get_f64(&a3, 0, nb, cost);
-            int okb = off[0] == 0 && off[nb] == a2.n;
-            for (int64_t j = 0; okb && j < nb; j++) okb = off[j] <= off[j + 1];
-            if (!okb) { free(off); free(ids); free(cost); snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer offsets"); rc = -2; break; }
-            /* the buffer is the cost model's training data: ids within the limit, costs
-               finite and positive, as for cost records */
-            int64_t maxid = as_limit(AS_LIM_TABLE_ID), badj = -1, badi = -1;
-            for (int64_t i = 0; i < a2.n && badi < 0; i++) if (ids[i] < 0 || ids[i] > maxid) badi = i;
-            for (int64_t j = 0; j < nb && badj < 0; j++) if (!isfinite(cost[j]) || !(cost[j] > 0)) badj = j;
-            if (badi >= 0 || badj >= 0) {
-                if (badi >= 0)
-                    snprintf(e2, sizeof e2, "checkpoint: rl_buffer ids[%" PRId64 "] = %" PRId64 " is not a table id in 0..%" PRId64,
-                             badi, ids[badi], maxid);
-                else
-                    snprintf(e2, sizeof e2, "checkpoint: rl_buffer cost_ms[%" PRId64 "] = %g is not a positive finite cost", badj, cost[badj]);
-                free(off); free(ids); free(cost);
-                rc = -2;
-                break;
-            }
-            /* entries keep table ids as -1 - id until as_rl_train resolves them to positions */
-            free(st->buf);
-            st->cap = nb > 0 ? nb : 1;
-            st->buf = as_calloc((size_t)st->cap, sizeof *st->buf);
-            for (int64_t j = 0; j < nb; j++) {
-                buf_entry *e = &st->buf[st->nbuf++];
-                e->n = off[j + 1] - off[j];
-                e->pos = as_malloc((size_t)(e->n ? e->n : 1) * sizeof *e->pos);
-                for (int64_t i = 0; i < e->n; i++) e->pos[i] = -1 - ids[off[j] + i];
-                e->cost = cost[j];
-            }
-            free(off); free(ids); free(cost);
+            char e3[400];
+            if (++nbuffers > 1) { snprintf(e2, sizeof e2, "checkpoint: a second rl_buffer record (a checkpoint holds one)"); rc = -2; break; }
+            if (read_ck_buffer(&rec.obj, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
         }
     }
     if (rc == -1) snprintf(e2, sizeof e2, "%s", as_reader_error(r));
     as_reader_close(r);
     fclose(f);
     if (rc < 0 || !got) {
-        snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
+        if (rc == -2) snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, where, e2);
+        else snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
         as_rl_state_free(st);
         goto bad;
     }
@@ -592,18 +642,27 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
     int64_t cnp;
     float *w = as_costmodel_params(cm, &cnp);
     int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off), *sh = as_malloc((size_t)B * sizeof *sh);
+    int64_t *pick = as_malloc((size_t)B * sizeof *pick);
     double *cost = as_malloc((size_t)B * sizeof *cost);
-    int64_t longest = 0;   /* entries are drawn with replacement: B x the longest */
-    for (int64_t i = 0; i < nb; i++) if (st->buf[i].n > longest) longest = st->buf[i].n;
-    int64_t *idx = as_malloc((size_t)(B * longest > 0 ? B * longest : 1) * sizeof *idx);
+    int64_t ncap = 0, *idx = NULL;   /* the drawn entries' tables, grown to the largest draw */
     as_rng rng;
     as_rng_seed(&rng, c->seed ^ 0x636f737462756666ULL, stream);
     as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)1e-3);
     double ls = 0;
     for (int s = 0; s < steps; s++) {
         int64_t o = 0;
+        for (int64_t b = 0; b < B; b++) {   /* with replacement */
+            pick[b] = (int64_t)as_rng_below(&rng, (uint64_t)nb);
+            o += st->buf[pick[b]].n;
+        }
+        if (o > ncap) {
+            ncap = o;
+            free(idx);
+            idx = as_malloc((size_t)ncap * sizeof *idx);
+        }
+        o = 0;
         for (int64_t b = 0; b < B; b++) {
-            const buf_entry *e = &st->buf[as_rng_below(&rng, (uint64_t)nb)];
+            const buf_entry *e = &st->buf[pick[b]];
             off[b] = o;
             memcpy(idx + o, e->pos, (size_t)e->n * sizeof *idx);
             o += e->n;
@@ -620,7 +679,7 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
     *loss = ls / steps;
     /* new weights: the held-out evaluation as-costfit stored describes the old ones */
     as_costmodel_meta(cm)->heldout.present = 0;
-    free(off); free(sh); free(cost); free(idx);
+    free(off); free(sh); free(pick); free(cost); free(idx);
 }
 
 /* ---- measured refinement ------------------------------------------------------------------ */
@@ -680,8 +739,10 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     /* the round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted
      * rpred[i]; at most every shard and every table of the round's tasks */
     int64_t maxs = 0, maxp = 0;
+    /* the round's tasks: (round - 1) n + j modulo the tasks, without overflow */
+    uint64_t first = (uint64_t)(round - 1) % (uint64_t)x->ntasks * (uint64_t)n % (uint64_t)x->ntasks;
     for (int64_t j = 0; j < n; j++) {
-        const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
+        const as_rl_task *t = &x->tasks[(first + (uint64_t)j) % (uint64_t)x->ntasks];
         maxs += t->K;
         maxp += t->n;
     }
@@ -690,7 +751,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     double *rcost = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rcost);
     double *rpred = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rpred);
     for (int64_t j = 0; j < n && !rc; j++) {
-        const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
+        const as_rl_task *t = &x->tasks[(first + (uint64_t)j) % (uint64_t)x->ntasks];
         int64_t K = t->K;
         int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
         double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
@@ -803,6 +864,10 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
 {
     if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
     if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
+    if (!(c->minutes >= 0) || c->episodes < 0 || (c->episodes == 0) == !(c->minutes > 0)) {
+        snprintf(err, errlen, "the budget: episodes %" PRId64 ", minutes %g (exactly one above 0)", c->episodes, c->minutes);
+        return -1;
+    }
     if ((c->bench || c->refine_every > 0) && (!c->bcfg || !c->pool)) {
         snprintf(err, errlen, "measured %s needs a device and the tables", c->bench ? "rewards" : "refinement");
         return -1;
@@ -827,6 +892,18 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         memcpy(ns->best_w, st->best_w, (size_t)np * sizeof *ns->best_w);
         memcpy(ns->best_cm, st->best_cm, (size_t)cnp * sizeof *ns->best_cm);
         ns->best_score = st->best_score; ns->best_episode = st->best_episode;
+        /* a measured shard is a shard of a training task's plan or one of the input's cost
+           records: none holds more tables than the largest of those */
+        int64_t most = 0;
+        for (int64_t i = 0; i < ntasks; i++) if (tasks[i].n > most) most = tasks[i].n;
+        for (int64_t j = 0; j < c->nseed; j++) if (c->seed_off[j + 1] - c->seed_off[j] > most) most = c->seed_off[j + 1] - c->seed_off[j];
+        for (int64_t j = 0; j < st->nbuf; j++)
+            if (st->buf[j].n > most) {
+                snprintf(err, errlen, "checkpoint: rl_buffer shard %" PRId64 " holds %" PRId64 " tables, more than any training "
+                         "task or cost record of the input (%" PRId64 ")", j, st->buf[j].n, most);
+                as_rl_state_free(ns);
+                return -1;
+            }
         for (int64_t j = 0; j < st->nbuf; j++) {
             buf_entry *e = &st->buf[j];
             int ok = 1;

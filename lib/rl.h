@@ -93,6 +93,12 @@ typedef struct {
     volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */
 } as_rl_cfg;
 
+/* ranges of a checkpoint's fields and of as-rl's options (docs/FORMAT.md) */
+#define AS_RL_MAX_BUFFER 100000000          /* measured shards kept (--buffer, rl_buffer) */
+#define AS_RL_MAX_MINUTES 1e7               /* --minutes, a checkpoint's minutes */
+#define AS_RL_MAX_WALL 1e12                 /* a checkpoint's wall_s, seconds */
+#define AS_RL_MAX_STEP (INT64_C(1) << 53)   /* the cost model's Adam step, cm_adam_t */
+
 /* training state beyond the policy weights; lives in checkpoints */
 typedef struct as_rl_state as_rl_state;
 

@@ -5,6 +5,8 @@
 load test_helper/common
 
 FAST="--device cpu --warmup 1 --runs 3 --trim 1 --flush 8M --threads 1"
+# cap the address space (KB) of a command run with sh -c (not under AddressSanitizer)
+vlim() { [ -n "$ASAN_OPTIONS" ] || printf 'ulimit -v %s; ' "$1"; }
 
 # one pool, features and 8 tasks (6 train + 2 test, 12 tables on 3 shards), single-table
 # costs, a cost model and a 32-episode policy, made once for the whole file
@@ -383,4 +385,55 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     assert_output --partial "$T/m.ast: the cost model's hidden sizes H1 4, H2 4065"
     assert_output --partial "H2 at most 4064"
     [ ! -e "$T/big.ast" ]
+}
+
+@test "as-rl --resume: a hostile checkpoint is bad data (exit 1) naming the record and field, not a crash or an endless run" {
+    cat "$D/ft.ast" "$D/c.ast" > "$T/in.ast"
+    # the input's cost records fill the buffer of measured shards
+    as-rl -q --model "$D/m.ast" --seed 3 --episodes 32 --select-every 8 --halt-after 16 --checkpoint "$T/ck" "$T/in.ast" -o "$T/p.ast"
+    [ "$(as-show --kind rl_buffer "$T/ck" | jq '.cost_ms.shape[0]')" -gt 0 ]
+    # two rl_buffer records (random byte mutation of checkpoints made this often: a heap overflow)
+    mp_edit "$T/ck" 'recs += kind("rl_buffer")' > "$T/two"
+    run as-rl --resume "$T/two" "$T/in.ast" -o "$T/x.ast"
+    assert_failure 1
+    assert_output --partial "two: record "
+    assert_output --partial ": checkpoint: a second rl_buffer record"
+    # negative episodes with measured refinement (a negative task index)
+    mp_edit "$T/ck" 'kind("policy")[0]["episodes"] = -16' > "$T/neg"
+    run as-rl --resume "$T/neg" --refine-every 8 --tables "$D/pool.ast" $FAST "$T/in.ast" -o "$T/x.ast"
+    assert_failure 1
+    assert_output --partial "neg: record 2: policy record: 'episodes' = -16 is outside 0..2305843009213693951"
+    # a NaN or negative time budget (the run never ended), no budget at all
+    for m in nan -1.0 0; do
+        mp_edit "$T/ck" "p = kind('policy')[0]; p['minutes'] = $m; p['total_episodes'] = 0" > "$T/min"
+        run timeout 60 as-rl --resume "$T/min" "$T/in.ast" -o "$T/x.ast"
+        assert_failure 1
+        assert_output --partial "min: record 2: checkpoint: "
+        assert_output --partial "'minutes'"
+    done
+    # optimiser state: a negative second moment, a NaN first moment, an Adam step of -1 or
+    # 2^63-1 (a signed overflow); NaN best weights, a best episode of 2^62: each gave a policy
+    # that as-plan refused, or undefined behaviour
+    mp_edit "$T/ck" 'p = kind("policy")[0]; v = getarr(p["adam_v"]); v[4] = -1.0; setarr(p["adam_v"], v)' > "$T/v"
+    mp_edit "$T/ck" 'p = kind("policy")[0]; v = getarr(p["adam_m"]); v[0] = nan; setarr(p["adam_m"], v)' > "$T/m"
+    mp_edit "$T/ck" 'kind("policy")[0]["adam_t"] = -1' > "$T/t1"
+    mp_edit "$T/ck" 'kind("policy")[0]["adam_t"] = 2**63 - 1' > "$T/t2"
+    mp_edit "$T/ck" 'p = kind("policy")[0]; v = getarr(p["best_params"]); v[2] = nan; setarr(p["best_params"], v)' > "$T/b"
+    mp_edit "$T/ck" 'kind("policy")[0]["best_episode"] = 2**62' > "$T/be"
+    for x in "v:'adam_v[4]' = -1 is outside 0.." "m:'adam_m[0]' is not finite" "t1:'adam_t' = -1 is outside 2..2" \
+             "t2:'adam_t' = 9223372036854775807 is outside 2..2" "b:model selection: 'best_params[2]' is not finite" \
+             "be:model selection: 'best_episode' = 4611686018427387904 is outside 0..16"; do
+        run as-rl --resume "$T/${x%%:*}" "$T/in.ast" -o "$T/x.ast"
+        assert_failure 1
+        assert_output --partial "${x%%:*}: record 2: checkpoint: ${x#*:}"
+    done
+    # one buffer shard of 2^20 table ids (took 4.4 GB): over the tables-per-shard limit
+    mp_edit "$T/ck" 'b = kind("rl_buffer")[0]; setarr(b["off"], [0, 2**20]); setarr(b["ids"], [1] * 2**20); setarr(b["cost_ms"], [1.0])' > "$T/big"
+    run sh -c "$(vlim 2000000)as-rl --resume '$T/big' '$T/in.ast' -o '$T/x.ast'"
+    assert_failure 1
+    assert_output --partial "big: record 4: checkpoint: rl_buffer: shard 0 holds 1048576 tables, not 1..65536 (AS_MAX_TABLES raises the limit)"
+    [ ! -e "$T/x.ast" ]
+    # the checkpoint itself resumes
+    run as-rl -q --resume "$T/ck" "$T/in.ast" -o "$T/x.ast"
+    assert_success
 }
