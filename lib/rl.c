@@ -78,6 +78,7 @@ struct as_rl_state {
     float *best_w, *best_cm;
     double best_score;
     int64_t best_episode;
+    as_rl_hparams hp;       /* what the run learns with */
 };
 
 void as_rl_state_free(as_rl_state *st)
@@ -93,6 +94,7 @@ int64_t as_rl_state_total_episodes(const as_rl_state *st) { return st->total_epi
 double as_rl_state_minutes(const as_rl_state *st) { return st->minutes; }
 double as_rl_state_wall(const as_rl_state *st) { return st->wall; }
 int64_t as_rl_state_best_episode(const as_rl_state *st) { return st->best_episode; }
+const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st) { return &st->hp; }
 
 static as_rl_state *state_new(int64_t np, int64_t cnp, int64_t cap)
 {
@@ -394,7 +396,7 @@ static void pack_f32(msgpack_packer *pk, const char *k, const float *v, int64_t 
     as_pack_kv_array(pk, k, AS_DT_F32, v, 1, shape);
 }
 
-#define CK_EXTRA 10
+#define CK_EXTRA 18
 #define CK_EXTRA_BEST 4
 static void ck_extra(msgpack_packer *pk, void *ctx)
 {
@@ -414,6 +416,15 @@ static void ck_extra(msgpack_packer *pk, void *ctx)
     as_pack_kv_f64(pk, "wall_s", s->wall);
     as_pack_kv_i64(pk, "total_episodes", s->total_episodes);
     as_pack_kv_f64(pk, "minutes", s->minutes);
+    /* the hyperparameters the policy record does not carry */
+    as_pack_kv_i64(pk, "imitate", s->hp.imitate);
+    as_pack_kv_i64(pk, "cost_steps", s->hp.cost_steps);
+    as_pack_kv_i64(pk, "buffer", s->hp.buffer);
+    as_pack_kv_i64(pk, "select_every", s->hp.select_every);
+    as_pack_kv_i64(pk, "select_tasks", s->hp.select_tasks);
+    as_pack_kv_i64(pk, "refine_every", s->hp.refine_every);
+    as_pack_kv_i64(pk, "refine_tasks", s->hp.refine_tasks);
+    as_pack_kv_i64(pk, "refine_steps", s->hp.refine_steps);
     as_pack_kv_str(pk, "checkpoint", "as-rl");
 }
 
@@ -483,6 +494,26 @@ static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_stat
         snprintf(err, errlen, "%s", e2);
         return -1;
     }
+    /* the hyperparameters: the policy record's (range-checked by as_policy_read) and ours */
+    as_rl_hparams *hp = &st->hp;
+    int64_t cs, rs;
+    hp->bench = !strcmp(in->reward, "bench");
+    hp->seed = in->seed;
+    hp->lr = in->lr; hp->entropy = in->entropy; hp->baseline = in->baseline; hp->clip = in->clip;
+    hp->batch = (int)in->batch;
+    if (as_field_i64(o, "imitate", 0, AS_POLICY_MAX_EPISODES, &hp->imitate, e2, sizeof e2) ||
+        as_field_i64(o, "cost_steps", 0, AS_RL_MAX_STEPS, &cs, e2, sizeof e2) ||
+        as_field_i64(o, "buffer", 1, AS_RL_MAX_BUFFER, &hp->buffer, e2, sizeof e2) ||
+        as_field_i64(o, "select_every", 0, AS_POLICY_MAX_EPISODES, &hp->select_every, e2, sizeof e2) ||
+        as_field_i64(o, "select_tasks", hp->select_every > 0, AS_POLICY_MAX_EPISODES, &hp->select_tasks, e2, sizeof e2) ||
+        as_field_i64(o, "refine_every", 0, AS_POLICY_MAX_EPISODES, &hp->refine_every, e2, sizeof e2) ||
+        as_field_i64(o, "refine_tasks", hp->refine_every > 0, AS_POLICY_MAX_EPISODES, &hp->refine_tasks, e2, sizeof e2) ||
+        as_field_i64(o, "refine_steps", 0, AS_RL_MAX_STEPS, &rs, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    hp->cost_steps = (int)cs;
+    hp->refine_steps = (int)rs;
     if ((st->total_episodes > 0) == (st->minutes > 0)) {
         snprintf(err, errlen, "the budget: 'total_episodes' = %" PRId64 " and 'minutes' = %g (exactly one is above 0)",
                  st->total_episodes, st->minutes);
@@ -490,6 +521,7 @@ static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_stat
     }
     /* model selection's best weights so far */
     if (as_obj_get(o, "best_episode")) {
+        if (!hp->select_every) { snprintf(err, errlen, "model selection: 'best_episode' but 'select_every' = 0"); return -1; }
         if (as_field_i64(o, "best_episode", 0, in->episodes, &st->best_episode, e2, sizeof e2) ||
             as_field_f64(o, "best_score", 0, 1, &st->best_score, e2, sizeof e2) ||
             as_field_f32_array(o, "best_params", st->np, -FLT_MAX, FLT_MAX, st->best_w, e2, sizeof e2) ||
@@ -600,11 +632,17 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
             if (read_ck_buffer(&rec.obj, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
         }
     }
+    if (rc == 0 && got && st->nbuf > st->hp.buffer) {
+        snprintf(e2, sizeof e2, "checkpoint: rl_buffer holds %" PRId64 " shards, more than its 'buffer' of %" PRId64, st->nbuf,
+                 st->hp.buffer);
+        rc = -3;
+    }
     if (rc == -1) snprintf(e2, sizeof e2, "%s", as_reader_error(r));
     as_reader_close(r);
     fclose(f);
     if (rc < 0 || !got) {
         if (rc == -2) snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, where, e2);
+        else if (rc == -3) snprintf(err, errlen, "%s: %s", path, e2);
         else snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
         as_rl_state_free(st);
         goto bad;
@@ -864,6 +902,10 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
 {
     if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
     if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
+    if ((c->select_every > 0 && c->select_tasks < 1) || (c->refine_every > 0 && c->refine_tasks < 1)) {
+        snprintf(err, errlen, "model selection and refinement need at least one task");
+        return -1;
+    }
     if (!(c->minutes >= 0) || c->episodes < 0 || (c->episodes == 0) == !(c->minutes > 0)) {
         snprintf(err, errlen, "the budget: episodes %" PRId64 ", minutes %g (exactly one above 0)", c->episodes, c->minutes);
         return -1;
@@ -923,6 +965,8 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     }
     st->total_episodes = c->episodes;
     st->minutes = c->minutes;
+    st->hp = (as_rl_hparams){ c->bench, c->seed, c->lr, c->entropy, c->baseline, c->clip, c->batch, c->imitate, c->cost_steps,
+                              c->buffer > 0 ? c->buffer : 1, c->select_every, c->select_tasks, c->refine_every, c->refine_tasks, c->refine_steps };
     as_policy_info *in = as_policy_meta(p);
     snprintf(in->reward, sizeof in->reward, "%s", c->bench ? "bench" : "model");
     in->lr = c->lr; in->entropy = c->entropy; in->baseline = c->baseline; in->clip = c->clip;

@@ -98,6 +98,23 @@ typedef struct {
 #define AS_RL_MAX_MINUTES 1e7               /* --minutes, a checkpoint's minutes */
 #define AS_RL_MAX_WALL 1e12                 /* a checkpoint's wall_s, seconds */
 #define AS_RL_MAX_STEP (INT64_C(1) << 53)   /* the cost model's Adam step, cm_adam_t */
+#define AS_RL_MAX_STEPS 1000000             /* --cost-steps, --refine-steps */
+
+/* the options that decide what a run learns (as_rl_cfg's fields of the same names): a
+ * checkpoint stores them and a resumed run continues with them (as-rl: an option not given
+ * takes the checkpoint's value, one that differs is refused) */
+typedef struct {
+    int bench;
+    uint64_t seed;
+    double lr, entropy, baseline, clip;
+    int batch;
+    int64_t imitate;
+    int cost_steps;
+    int64_t buffer;
+    int64_t select_every, select_tasks;
+    int64_t refine_every, refine_tasks;
+    int refine_steps;
+} as_rl_hparams;
 
 /* training state beyond the policy weights; lives in checkpoints */
 typedef struct as_rl_state as_rl_state;
@@ -119,6 +136,7 @@ int64_t as_rl_state_best_episode(const as_rl_state *st);   /* -1: no selection y
 int64_t as_rl_state_total_episodes(const as_rl_state *st);
 double as_rl_state_minutes(const as_rl_state *st);
 double as_rl_state_wall(const as_rl_state *st);
+const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st);
 
 /* write a policy file: header, `policy` record, the cost model's `model` record */
 void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm);

@@ -305,6 +305,10 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     as-plan --alg autoshard --policy "$T/p.ast" --plans-only "$D/ft.ast" -o "$T/plans.ast"
     run sh -c "as-show --kind plan '$T/plans.ast' | jq -e -s 'length == 8 and all(.[]; .feasible)'"
     assert_success
+    # resumed, the run keeps measuring: without --tables it is a usage error
+    run as-rl --resume "$T/ck.ast" "$T/in.ast" -o "$T/r.ast"
+    assert_failure 2
+    assert_output --partial "--resume $T/ck.ast: the run measures (--refine-every); give --tables FILE"
 }
 
 @test "as-rl --refine-every: needs the tables; cost records without a use are reported" {
@@ -436,4 +440,32 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     # the checkpoint itself resumes
     run as-rl -q --resume "$T/ck" "$T/in.ast" -o "$T/x.ast"
     assert_success
+}
+
+@test "as-rl --resume keeps the checkpoint's hyperparameters: an option left out takes its value, another value is exit 2" {
+    O="--model $D/m.ast --seed 3 --episodes 32 --lr 2e-3 --batch 4 --entropy 0.01 --baseline 0.25 --clip 10 --imitate 8 --select-every 8 --select-tasks 2"
+    as-rl -q $O "$D/ft.ast" -o "$T/straight"
+    as-rl -q $O --halt-after 16 --checkpoint "$T/ck" "$D/ft.ast" -o "$T/half"
+    # none of them given again: the same run as the straight one (it used the defaults)
+    as-rl -q --resume "$T/ck" "$D/ft.ast" -o "$T/resumed"
+    [ "$(canon --kind policy "$T/resumed")" = "$(canon --kind policy "$T/straight")" ]
+    run sh -c "as-show --kind policy '$T/resumed' | jq -c '[.lr, .batch, .entropy_cost, .baseline_cost, .clip, .selected_episode != null]'"
+    assert_output '[0.002,4,0.01,0.25,10,true]'
+    # the same values given: accepted
+    as-rl -q --resume "$T/ck" --lr 2e-3 --batch 4 --select-tasks 2 "$D/ft.ast" -o "$T/same"
+    [ "$(params "$T/same")" = "$(params "$T/straight")" ]
+    # another value: refused, naming the option and both values, nothing written
+    for x in "--lr 1e-3:--lr 0.001 differs from the checkpoint's 0.002" "--batch 8:--batch 8 differs from the checkpoint's 4" \
+             "--entropy 0.001:--entropy 0.001 differs" "--baseline 0.5:--baseline 0.5 differs" "--clip 40:--clip 40 differs" \
+             "--imitate 0:--imitate 0 differs from the checkpoint's 8" "--select-every 100:--select-every 100 differs" \
+             "--select-tasks 8:--select-tasks 8 differs" "--cost-steps 5:--cost-steps 5 differs from the checkpoint's 20" \
+             "--buffer 10:--buffer 10 differs from the checkpoint's 5000" "--seed 4:--seed 4 differs from the checkpoint's 3" \
+             "--refine-every 8 --tables $D/pool.ast:--refine-every 8 differs from the checkpoint's 0" \
+             "--refine-tasks 3:--refine-tasks 3 differs" "--refine-steps 7:--refine-steps 7 differs" \
+             "--reward bench --tables $D/pool.ast:--reward bench differs from the checkpoint's model"; do
+        run as-rl --resume "$T/ck" ${x%%:*} "$D/ft.ast" -o "$T/x"
+        assert_failure 2
+        assert_output --partial "--resume $T/ck: ${x#*:}"
+        [ ! -e "$T/x" ]
+    done
 }

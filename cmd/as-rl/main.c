@@ -58,8 +58,14 @@ static const char HELP[] =
     "                         with --resume, an existing log is continued\n"
     "      --checkpoint FILE  write a checkpoint (atomically) at the end, every\n"
     "                         --checkpoint-every N episodes, and on SIGINT/SIGTERM\n"
-    "      --resume FILE      continue a checkpoint exactly (its seed; its budget unless\n"
-    "                         --episodes/--minutes is given)\n"
+    "      --resume FILE      continue a checkpoint exactly, with its seed and the options that\n"
+    "                         decide what is learned (--reward --lr --batch --entropy\n"
+    "                         --baseline --clip --imitate --cost-steps --buffer --select-every\n"
+    "                         --select-tasks --refine-every --refine-tasks --refine-steps): one\n"
+    "                         left out takes the checkpoint's value, one given with another\n"
+    "                         value is a usage error (exit 2); its budget unless\n"
+    "                         --episodes/--minutes is given (the learning rate then decays\n"
+    "                         over the new budget)\n"
     "      --halt-after N     stop after N episodes in all, with a checkpoint (to split a run)\n"
     "Learning (defaults: the paper's):\n"
     "      --lr X             Adam learning rate, decayed linearly to 0 (1e-3)\n"
@@ -135,8 +141,43 @@ typedef struct {
     as_rl_cfg c;
     as_bench_cfg bc;
     const char *model_path, *tables, *device, *log_path, *resume;
-    int episodes_given, minutes_given, seed_given;
+    int episodes_given, minutes_given;
+    uint64_t given;         /* bit o - AS_OPT_TOOL_BASE: option o was given */
 } args;
+
+static int given(const args *a, int opt) { return (int)(a->given >> (opt - AS_OPT_TOOL_BASE) & 1); }
+
+/* A resumed run learns with its checkpoint's hyperparameters: an option not given takes the
+ * checkpoint's value; one given with another value is a usage error naming it. */
+static void resume_hparams(const args *a, as_rl_cfg *c, const as_rl_hparams *hp, const char *ck)
+{
+#define KEEP(opt, name, field, fmt, T)                                                                               \
+    do {                                                                                                          \
+        if (!given(a, opt)) c->field = hp->field;                                                                 \
+        else if (c->field != hp->field)                                                                           \
+            as_die(AS_EXIT_USAGE, "--resume %s: %s " fmt " differs from the checkpoint's " fmt                      \
+                   " (a resumed run keeps its hyperparameters; leave the option out)", ck, name, (T)c->field, (T)hp->field); \
+    } while (0)
+    if (!given(a, OPT_REWARD)) c->bench = hp->bench;
+    else if (c->bench != hp->bench)
+        as_die(AS_EXIT_USAGE, "--resume %s: --reward %s differs from the checkpoint's %s (a resumed run keeps its "
+               "hyperparameters; leave the option out)", ck, c->bench ? "bench" : "model", hp->bench ? "bench" : "model");
+    KEEP(OPT_SEED, "--seed", seed, "%" PRIu64, uint64_t);
+    KEEP(OPT_LR, "--lr", lr, "%.17g", double);
+    KEEP(OPT_ENTROPY, "--entropy", entropy, "%.17g", double);
+    KEEP(OPT_BASELINE, "--baseline", baseline, "%.17g", double);
+    KEEP(OPT_CLIP, "--clip", clip, "%.17g", double);
+    KEEP(OPT_BATCH, "--batch", batch, "%d", int);
+    KEEP(OPT_IMITATE, "--imitate", imitate, "%" PRId64, int64_t);
+    KEEP(OPT_COST_STEPS, "--cost-steps", cost_steps, "%d", int);
+    KEEP(OPT_BUFFER, "--buffer", buffer, "%" PRId64, int64_t);
+    KEEP(OPT_SELECT_EVERY, "--select-every", select_every, "%" PRId64, int64_t);
+    KEEP(OPT_SELECT_TASKS, "--select-tasks", select_tasks, "%" PRId64, int64_t);
+    KEEP(OPT_REFINE_EVERY, "--refine-every", refine_every, "%" PRId64, int64_t);
+    KEEP(OPT_REFINE_TASKS, "--refine-tasks", refine_tasks, "%" PRId64, int64_t);
+    KEEP(OPT_REFINE_STEPS, "--refine-steps", refine_steps, "%d", int);
+#undef KEEP
+}
 
 static void parse_args(int argc, char **argv, as_cli *cli, args *a)
 {
@@ -185,6 +226,7 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
     a->bc.warmup = 5; a->bc.runs = 10; a->bc.trim = 2; a->bc.lr = 0.01f;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+        if (opt >= AS_OPT_TOOL_BASE && opt < AS_OPT_TOOL_BASE + 64) a->given |= UINT64_C(1) << (opt - AS_OPT_TOOL_BASE);
         switch (opt) {
         case OPT_MODEL: a->model_path = optarg; break;
         case OPT_REWARD:
@@ -195,7 +237,7 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
         case OPT_EPISODES: a->c.episodes = as_cli_i64(cli, "--episodes", optarg, 1, AS_POLICY_MAX_EPISODES); a->episodes_given = 1; break;
         case OPT_MINUTES: a->c.minutes = as_cli_f64(cli, "--minutes", optarg, 1e-6, AS_RL_MAX_MINUTES); a->minutes_given = 1; break;
         case OPT_ACTORS: a->c.actors = (int)as_cli_i64(cli, "--actors", optarg, 1, AS_POLICY_MAX_ACTORS); break;
-        case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); a->seed_given = 1; break;
+        case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
         case OPT_TABLES: a->tables = optarg; break;
         case OPT_DEVICE: a->device = optarg; break;
         case OPT_EVAL_EVERY: a->c.eval_every = as_cli_i64(cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
@@ -210,13 +252,13 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
         case OPT_LR: a->c.lr = as_cli_f64(cli, "--lr", optarg, 0, AS_POLICY_MAX_LR); break;
         case OPT_REFINE_EVERY: a->c.refine_every = as_cli_i64(cli, "--refine-every", optarg, 0, INT64_MAX / 4); break;
         case OPT_REFINE_TASKS: a->c.refine_tasks = as_cli_i64(cli, "--refine-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", optarg, 0, 1000000); break;
+        case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", optarg, 0, AS_RL_MAX_STEPS); break;
         case OPT_IMITATE: a->c.imitate = as_cli_i64(cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
         case OPT_BATCH: a->c.batch = (int)as_cli_i64(cli, "--batch", optarg, 1, AS_POLICY_MAX_BATCH); break;
         case OPT_ENTROPY: a->c.entropy = as_cli_f64(cli, "--entropy", optarg, 0, AS_POLICY_MAX_LOSS_COST); break;
         case OPT_BASELINE: a->c.baseline = as_cli_f64(cli, "--baseline", optarg, 0, AS_POLICY_MAX_LOSS_COST); break;
         case OPT_CLIP: a->c.clip = as_cli_f64(cli, "--clip", optarg, 0, AS_POLICY_MAX_CLIP); break;
-        case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", optarg, 0, 1000000); break;
+        case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", optarg, 0, AS_RL_MAX_STEPS); break;
         case OPT_BUFFER: a->c.buffer = as_cli_i64(cli, "--buffer", optarg, 1, AS_RL_MAX_BUFFER); break;
         case OPT_WARMUP: a->bc.warmup = (int)as_cli_i64(cli, "--warmup", optarg, 0, 100000); break;
         case OPT_RUNS: a->bc.runs = (int)as_cli_i64(cli, "--runs", optarg, 1, 100000); break;
@@ -275,9 +317,10 @@ int main(int argc, char **argv)
     if (resume) {
         if (as_rl_load_checkpoint(resume, &pol, &cm, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (model_path) as_info("--resume: the checkpoint's cost model is used, not %s", model_path);
-        if (a.seed_given && c.seed != as_policy_cmeta(pol)->seed)
-            as_die(AS_EXIT_USAGE, "--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64, c.seed, as_policy_cmeta(pol)->seed);
-        c.seed = as_policy_cmeta(pol)->seed;
+        resume_hparams(&a, &c, as_rl_state_hparams(st), resume);
+        if ((c.bench || c.refine_every) && !tables)
+            as_die(AS_EXIT_USAGE, "--resume %s: the run measures (%s); give --tables FILE", resume,
+                   c.bench ? "--reward bench" : "--refine-every");
         if (!a.episodes_given && !a.minutes_given) {
             c.episodes = as_rl_state_total_episodes(st);
             c.minutes = as_rl_state_minutes(st);

@@ -511,6 +511,14 @@ TEST(rl_checkpoint_fields_range_checked)
         { "policy", "lr", E_DEL, 0, 0, NULL, 0 },
         { "policy", "checkpoint", E_STR, 0, 0, "other", 0 },
         { "rl_buffer", NULL, E_DUP, 0, 0, NULL, 0 },
+        { "policy", "buffer", E_I64, 0, 0, NULL, 0 },
+        { "policy", "buffer", E_I64, 1, 0, NULL, 0 },             /* and 2 shards in the buffer */
+        { "policy", "cost_steps", E_I64, -1, 0, NULL, 0 },
+        { "policy", "refine_steps", E_I64, 1000001, 0, NULL, 0 },
+        { "policy", "imitate", E_I64, -8, 0, NULL, 0 },
+        { "policy", "select_every", E_I64, 0, 0, NULL, 0 },      /* with best_params */
+        { "policy", "select_tasks", E_I64, 0, 0, NULL, 0 },      /* with select_every 8 */
+        { "policy", "refine_every", E_DEL, 0, 0, NULL, 0 },
     };
     const char *expect[] = {
         "'adam_m[5]' is not finite", "'adam_v[3]' = -1 is outside 0..", "'adam_v[0]' is not finite",
@@ -528,6 +536,10 @@ TEST(rl_checkpoint_fields_range_checked)
         "policy record: 'batch' = 0 is outside 1..100000", "policy record: 'actors' = 100000 is outside 1..1024",
         "policy record: 'reward' is not \"model\" or \"bench\"", "checkpoint: missing field 'lr'",
         "checkpoint: 'checkpoint' is not \"as-rl\"", "checkpoint: a second rl_buffer record",
+        "checkpoint: 'buffer' = 0 is outside 1..100000000", "checkpoint: rl_buffer holds 2 shards, more than its 'buffer' of 1",
+        "checkpoint: 'cost_steps' = -1 is outside 0..1000000", "checkpoint: 'refine_steps' = 1000001 is outside 0..1000000",
+        "checkpoint: 'imitate' = -8 is outside 0..", "checkpoint: model selection: 'best_episode' but 'select_every' = 0",
+        "checkpoint: 'select_tasks' = 0 is outside 1..", "checkpoint: missing field 'refine_every'",
     };
     int nc = (int)(sizeof cases / sizeof cases[0]);
     CHECK_EQ_I64(nc, (int64_t)(sizeof expect / sizeof expect[0]));
