@@ -990,7 +990,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     as_progress pr;
     as_progress_start(&pr, c->cli, "episodes", c->episodes > 0 ? (double)c->episodes : budget);
     int rc = 0, stopped = 0;
-    int64_t last_eval = in->episodes, last_ck = in->episodes;
+    int64_t last_ck = in->episodes;
 
     rl_pool pl;
     rl_actor *act = NULL;
@@ -1097,8 +1097,10 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         for (int b = 0; b < B; b++) ep_free(&eps[b]);
         /* evaluation, log, checkpoint */
         double evp = NAN, evm = NAN;
-        if (c->eval_every > 0 && (in->episodes - last_eval >= c->eval_every || in->episodes >= limit)) {
-            last_eval = in->episodes;
+        /* on multiples of eval_every and after the run's last update (not at a halt), so a
+         * resumed run evaluates at the episodes of an uninterrupted one */
+        if (c->eval_every > 0 && (in->episodes / c->eval_every > (in->episodes - B) / c->eval_every ||
+                                  (c->episodes > 0 && in->episodes >= c->episodes))) {
             if (evaluate(&x, p, cm, c->eval_tasks, 1, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
         }
         /* model selection on multiples of select_every, so a resumed run scores the same

@@ -67,7 +67,8 @@ typedef struct {
     int64_t nseed;
     const int64_t *seed_off, *seed_pos;
     const double *seed_cost;
-    int64_t eval_every;             /* greedy evaluation every N episodes (0: never) */
+    int64_t eval_every;             /* greedy evaluation on multiples of N episodes and after
+                                       the last update of the run (0: never) */
     int64_t eval_tasks;             /* training tasks evaluated (the first N) */
     int64_t select_every;           /* model selection: every N episodes (on multiples of N) and
                                        at the end of a finished run, plan the first select_tasks

@@ -178,6 +178,15 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     run sh -c "as-show --kind train '$T/ev.ast' | jq -e -s 'all(.[]; .eval_pred_balance == null or (.eval_pred_balance > 0 and .eval_pred_balance <= 1))'"
     assert_success
     [ "$(params "$T/e.ast")" = "$(params "$D/pol.ast")" ]
+    # every 12 (batch 8): at 16 (past 12), 24, 40 (past 36, and the end); halted at 24 and
+    # resumed, the same episodes (they once moved to 40 = 24 + 16)
+    O="-q --model $D/m.ast --seed 3 --episodes 40 --eval-every 12 --eval-tasks 2"
+    as-rl $O --log "$T/ev1" "$D/ft.ast" -o "$T/e1.ast"
+    as-rl $O --log "$T/ev2" --halt-after 24 --checkpoint "$T/ck" "$D/ft.ast" -o "$T/e2.ast"
+    as-rl -q --resume "$T/ck" --eval-every 12 --eval-tasks 2 --log "$T/ev2" "$D/ft.ast" -o "$T/e2.ast"
+    run sh -c "as-show --kind train '$T/ev1' | jq -c 'select(.eval_pred_balance) | .episode' | tr '\\n' ' '"
+    assert_output "16 24 40 "
+    [ "$(as-show --kind train "$T/ev2" | jq -c 'del(.wall_s)')" = "$(as-show --kind train "$T/ev1" | jq -c 'del(.wall_s)')" ]
 }
 
 @test "as-rl --select-every keeps the best-scoring weights of the run and names their episode" {
