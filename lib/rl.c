@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ---- the cost model as the planner sees it ------------------------------------------------ */
 
@@ -79,12 +83,18 @@ struct as_rl_state {
     double best_score;
     int64_t best_episode;
     as_rl_hparams hp;       /* what the run learns with */
+    int64_t run_id;         /* the run's identity (checkpoint and log headers) */
+    /* the run's `train` records so far, encoded: a checkpoint carries them, so a resumed
+       run's log holds the records up to the checkpoint whatever happened to the log file */
+    char *log;
+    size_t loglen, logcap;
+    int64_t nlog, log_episode;   /* records; the episode of the last */
 };
 
 void as_rl_state_free(as_rl_state *st)
 {
     if (!st) return;
-    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v); free(st->best_w); free(st->best_cm);
+    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v); free(st->best_w); free(st->best_cm); free(st->log);
     for (int64_t i = 0; i < st->nbuf; i++) free(st->buf[i].pos);
     free(st->buf);
     free(st);
@@ -95,6 +105,33 @@ double as_rl_state_minutes(const as_rl_state *st) { return st->minutes; }
 double as_rl_state_wall(const as_rl_state *st) { return st->wall; }
 int64_t as_rl_state_best_episode(const as_rl_state *st) { return st->best_episode; }
 const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st) { return &st->hp; }
+int64_t as_rl_state_run_id(const as_rl_state *st) { return st->run_id; }
+
+int64_t as_rl_new_run_id(void)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        x ^= (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)&ts;
+    }
+    x = as_splitmix64(&x) & (uint64_t)INT64_MAX;
+    return x ? (int64_t)x : 1;
+}
+
+/* append one encoded record to the run's log */
+static void log_append(as_rl_state *st, const char *rec, size_t n, int64_t episode)
+{
+    if (st->loglen + n > st->logcap) {
+        st->logcap = 2 * (st->loglen + n) + 4096;
+        st->log = as_realloc(st->log, st->logcap);
+    }
+    memcpy(st->log + st->loglen, rec, n);
+    st->loglen += n;
+    st->nlog++;
+    st->log_episode = episode;
+}
 
 static as_rl_state *state_new(int64_t np, int64_t cnp, int64_t cap)
 {
@@ -434,10 +471,43 @@ void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm
     as_costmodel_write(cm, w);
 }
 
+static void pack_run_id(msgpack_packer *pk, void *ctx) { as_pack_kv_i64(pk, "run_id", *(const int64_t *)ctx); }
+
+void as_rl_log_header(as_writer *w, int argc, char **argv, int64_t run_id)
+{
+    as_writer_header_extra(w, "as-rl", argc, argv, 1, pack_run_id, &run_id);
+}
+
+int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISREG(sb.st_mode)) return 0;   /* nothing there, or a device */
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "--log %s: %s", path, strerror(errno)); return -1; }
+    as_reader *r = as_reader_from_file(f, path);
+    as_record rec;
+    int rc;
+    int64_t id = 0;
+    while ((rc = as_reader_next(r, &rec)) == 1)
+        if (as_rec_is(&rec, "header") && (as_obj_i64(&rec.obj, "run_id", &id) || id != run_id)) { rc = 2; break; }
+    if (rc < 0)
+        snprintf(err, errlen, "--log %s: not a training log of this run (%s); it is left as it is: move it away or "
+                 "give another --log", path, as_reader_error(r));
+    else if (rc == 2 && !as_obj_get(&rec.obj, "run_id"))
+        snprintf(err, errlen, "--log %s: a log of another run (its header names no run, the checkpoint's is run %" PRId64
+                 "); it is left as it is: move it away or give another --log", path, run_id);
+    else if (rc == 2)
+        snprintf(err, errlen, "--log %s: the log of another run (run %" PRId64 ", the checkpoint's is run %" PRId64
+                 "); it is left as it is: move it away or give another --log", path, id, run_id);
+    as_reader_close(r);
+    fclose(f);
+    return rc ? -1 : 0;
+}
+
 static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_costmodel *cm, const as_rl_state *st)
 {
     as_writer *w = as_writer_open(c->ckpt, 0, 0);
-    as_writer_header(w, "as-rl", c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL);
+    as_rl_log_header(w, c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL, st->run_id);
     ck_ctx cc = { st };
     as_policy_write(p, w, CK_EXTRA + (st->best_episode >= 0 ? CK_EXTRA_BEST : 0), ck_extra, &cc);
     as_costmodel_write(cm, w);
@@ -463,6 +533,8 @@ static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_co
     as_pack_kv_array(pk, "cost_ms", AS_DT_F64, cost, 1, s3);
     as_writer_end_record(w);
     free(off); free(ids); free(cost);
+    /* the run's log so far */
+    if (st->loglen) as_writer_raw(w, st->log, st->loglen);
     as_writer_close(w);
 }
 
@@ -618,9 +690,42 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
     as_rl_state *st = state_new(np, cnp, 1);
     char e2[512] = "";
     uint64_t where = 0;
+    const as_policy_info *pin = as_policy_cmeta(p);
+    char he[400] = "";
+    int hbad = 0;
     while ((rc = as_reader_next(r, &rec)) == 1) {
         where = rec.index;
-        if (as_rec_is(&rec, "policy") && !got) {
+        if (as_rec_is(&rec, "header")) {
+            /* the run's identity; every header of the file names the same run (judged once
+               the file is known to be a checkpoint, not a policy file) */
+            int64_t id;
+            char e3[300];
+            if (hbad) continue;
+            if (as_field_i64(&rec.obj, "run_id", 1, INT64_MAX, &id, e3, sizeof e3)) {
+                snprintf(he, sizeof he, "record %" PRIu64 ": checkpoint: header: %s", rec.index, e3);
+                hbad = 1;
+            } else if (st->run_id && id != st->run_id) {
+                snprintf(he, sizeof he, "record %" PRIu64 ": checkpoint: a header of another run (run_id %" PRId64 ", not %" PRId64 ")",
+                         rec.index, id, st->run_id);
+                hbad = 1;
+            } else st->run_id = id;
+        } else if (as_rec_is(&rec, "train")) {
+            /* the log up to the checkpoint: one record per update, in order */
+            int64_t u, e;
+            char e3[300];
+            if (rec.rawlen > AS_RL_MAX_TRAIN_RECORD) {
+                snprintf(e2, sizeof e2, "checkpoint: a train record of %zu bytes (at most %d)", rec.rawlen, AS_RL_MAX_TRAIN_RECORD);
+                rc = -2;
+                break;
+            }
+            if (as_field_i64(&rec.obj, "update", st->nlog + 1, st->nlog + 1, &u, e3, sizeof e3) ||
+                as_field_i64(&rec.obj, "episode", st->log_episode, pin->episodes, &e, e3, sizeof e3)) {
+                snprintf(e2, sizeof e2, "checkpoint: train record: %s", e3);
+                rc = -2;
+                break;
+            }
+            log_append(st, rec.raw, rec.rawlen, e);
+        } else if (as_rec_is(&rec, "policy") && !got) {
             /* the first policy record, the one as_policy_load read */
             if (!as_obj_get(&rec.obj, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
             char e3[400];
@@ -631,6 +736,16 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
             if (++nbuffers > 1) { snprintf(e2, sizeof e2, "checkpoint: a second rl_buffer record (a checkpoint holds one)"); rc = -2; break; }
             if (read_ck_buffer(&rec.obj, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
         }
+    }
+    if (rc == 0 && got && hbad) {
+        snprintf(e2, sizeof e2, "%s", he);
+        rc = -3;
+    }
+    if (rc == 0 && got && (st->nlog != pin->updates || (st->nlog && st->log_episode != pin->episodes))) {
+        snprintf(e2, sizeof e2, "checkpoint: %" PRId64 " train records up to episode %" PRId64 ", but %" PRId64
+                 " updates up to episode %" PRId64 " (one record per update)", st->nlog, st->log_episode, pin->updates,
+                 pin->episodes);
+        rc = -3;
     }
     if (rc == 0 && got && st->nbuf > st->hp.buffer) {
         snprintf(e2, sizeof e2, "checkpoint: rl_buffer holds %" PRId64 " shards, more than its 'buffer' of %" PRId64, st->nbuf,
@@ -853,12 +968,15 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     return 0;
 }
 
-static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, const as_policy_stats *s, double pred_bal,
-                       double gnorm, double lr, double ev_pred, double ev_meas, double meas_bal, double cm_loss,
-                       double sel, const refine_out *rf)
+/* the update's `train` record: kept in st (checkpoints carry the log) and written to c->log */
+static void log_record(const as_rl_cfg *c, as_rl_state *st, msgpack_sbuffer *sb, const as_policy *p, double wall,
+                       const as_policy_stats *s, double pred_bal, double gnorm, double lr, double ev_pred, double ev_meas,
+                       double meas_bal, double cm_loss, double sel, const refine_out *rf)
 {
     const as_policy_info *in = as_policy_cmeta(p);
-    msgpack_packer *pk = as_writer_pk(c->log);
+    msgpack_sbuffer_clear(sb);
+    msgpack_packer pk0, *pk = &pk0;
+    msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
     int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel) +
              (rf ? 6 + !isnan(rf->mape) + !isnan(rf->pred_balance) + !isnan(rf->meas_balance) + !isnan(rf->loss) : 0);
     msgpack_pack_map(pk, (size_t)nf);
@@ -894,7 +1012,8 @@ static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, cons
         if (!isnan(rf->meas_balance)) as_pack_kv_f64(pk, "refine_meas_balance", rf->meas_balance);
         if (!isnan(rf->loss)) as_pack_kv_f64(pk, "refine_cost_loss", rf->loss);
     }
-    as_writer_end_record(c->log);
+    log_append(st, sb->data, sb->size, in->episodes);
+    if (c->log) as_writer_raw(c->log, sb->data, sb->size);
 }
 
 int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
@@ -921,6 +1040,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     as_rl_state *st = state;
     if (!st) {
         st = state_new(np, cnp, c->buffer);
+        st->run_id = c->run_id > 0 ? c->run_id : as_rl_new_run_id();
         for (int64_t j = 0; j < c->nseed; j++)
             buf_push(st, c->seed_pos + c->seed_off[j], c->seed_off[j + 1] - c->seed_off[j], c->seed_cost[j]);
     } else {
@@ -956,6 +1076,11 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             }
             if (ok) buf_push(ns, e->pos, e->n, e->cost);
         }
+        ns->run_id = st->run_id;
+        ns->log = st->log; ns->loglen = st->loglen; ns->logcap = st->logcap; ns->nlog = st->nlog; ns->log_episode = st->log_episode;
+        st->log = NULL;
+        /* the log continues: the records up to the checkpoint first */
+        if (c->log && ns->loglen) as_writer_raw(c->log, ns->log, ns->loglen);
         /* the caller owns state: move ours into it */
         as_rl_state tmp = *state;
         *state = *ns;
@@ -974,9 +1099,12 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
     in->selected_episode = -1;
 
+    msgpack_sbuffer lsb;   /* one train record */
+    msgpack_sbuffer_init(&lsb);
     rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
     if (c->bcfg && c->pool && !(x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
         if (st != state) as_rl_state_free(st);
+        msgpack_sbuffer_destroy(&lsb);
         return -1;
     }
     as_vtrace_cfg vc = { 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
@@ -1109,9 +1237,8 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         if (c->select_every > 0 && in->episodes / c->select_every > (in->episodes - B) / c->select_every &&
             select_step(&x, p, cm, st, in->episodes, &sel, err, errlen)) { rc = -1; break; }
         st->wall = wall0 + (as_now() - t0);
-        if (c->log)
-            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel,
-                       refined ? &rf : NULL);
+        log_record(c, st, &lsb, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel,
+                   refined ? &rf : NULL);
         if (c->ckpt && c->ckpt_every > 0 && in->episodes - last_ck >= c->ckpt_every) {
             last_ck = in->episodes;
             write_checkpoint(c, p, cm, st);
@@ -1159,6 +1286,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
         stopped = 1;
     free(g); free(cg); free(eps); free(trs);
+    msgpack_sbuffer_destroy(&lsb);
     if (st != state) as_rl_state_free(st);
     pthread_mutex_destroy(&x.measure_mu);
     as_bench_session_free(x.sess);

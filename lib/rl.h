@@ -89,7 +89,10 @@ typedef struct {
                                        (benchnoise.h; each plan's shards and it are one group);
                                        NULL: none */
     int64_t ref_n;
-    as_writer *log;                 /* `train` records (NULL: none) */
+    as_writer *log;                 /* `train` records (NULL: none); when resuming, the
+                                       checkpoint's records up to its episode come first */
+    int64_t run_id;                 /* the run's identity when starting (0: a new one); a
+                                       resumed run keeps its checkpoint's */
     const as_cli *cli;              /* progress */
     volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */
 } as_rl_cfg;
@@ -100,6 +103,7 @@ typedef struct {
 #define AS_RL_MAX_WALL 1e12                 /* a checkpoint's wall_s, seconds */
 #define AS_RL_MAX_STEP (INT64_C(1) << 53)   /* the cost model's Adam step, cm_adam_t */
 #define AS_RL_MAX_STEPS 1000000             /* --cost-steps, --refine-steps */
+#define AS_RL_MAX_TRAIN_RECORD 65536        /* bytes of one `train` record in a checkpoint */
 
 /* the options that decide what a run learns (as_rl_cfg's fields of the same names): a
  * checkpoint stores them and a resumed run continues with them (as-rl: an option not given
@@ -138,6 +142,18 @@ int64_t as_rl_state_total_episodes(const as_rl_state *st);
 double as_rl_state_minutes(const as_rl_state *st);
 double as_rl_state_wall(const as_rl_state *st);
 const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st);
+int64_t as_rl_state_run_id(const as_rl_state *st);
+
+/* A run's identity: a random number in 1..2^63-1 (not from the seed: two runs of one seed
+ * are two runs). The headers of a run's checkpoints and log carry it (`run_id`). */
+int64_t as_rl_new_run_id(void);
+/* the header of a file of run run_id (a log or a checkpoint): as_writer_header's, with run_id */
+void as_rl_log_header(as_writer *w, int argc, char **argv, int64_t run_id);
+/* --log FILE of a resumed run: 0 when path does not exist, is not a regular file, or is a
+ * log of run run_id (every header names it; it is then replaced by the checkpoint's records
+ * and the new ones); -1 with err when it is another run's log or no log at all (nothing may
+ * overwrite it) */
+int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen);
 
 /* write a policy file: header, `policy` record, the cost model's `model` record */
 void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm);

@@ -478,3 +478,47 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
         [ ! -e "$T/x" ]
     done
 }
+
+@test "as-rl --resume after SIGKILL: the log keeps this run's records up to the checkpoint, drops the later ones, refuses another run's" {
+    O="--model $D/m.ast --seed 3 --episodes 1000000"
+    # killed (no handler runs): the checkpoint holds some episode E, the log was never committed
+    as-rl $O --checkpoint "$T/ck" --checkpoint-every 40 --log "$T/log" "$D/ft.ast" -o "$T/p.ast" 2> /dev/null 3>&- &
+    pid=$!
+    for _ in $(seq 600); do [ -e "$T/ck" ] && break; sleep 0.05; done
+    sleep 0.3
+    kill -KILL "$pid"
+    wait "$pid" || true
+    [ -e "$T/ck" ] && [ ! -e "$T/log" ]
+    E=$(as-show --kind policy "$T/ck" | jq .episodes)
+    [ "$E" -ge 40 ]
+    # resumed to E + 16: its log equals the log of a straight run halted there (wall times aside)
+    as-rl -q --resume "$T/ck" --halt-after $((E + 16)) --checkpoint "$T/ckr" --log "$T/log" "$D/ft.ast" -o "$T/r.ast"
+    as-rl -q $O --halt-after $((E + 16)) --checkpoint "$T/cks" --log "$T/logs" "$D/ft.ast" -o "$T/s.ast"
+    [ "$(as-show --kind train "$T/log" | jq -c 'del(.wall_s)')" = "$(as-show --kind train "$T/logs" | jq -c 'del(.wall_s)')" ]
+    run sh -c "as-show --kind train '$T/log' | jq -c .episode | head -2 | tr '\\n' ' '"
+    assert_output "8 16 "
+    # the log of that run, continued from an earlier checkpoint: the records after it dropped
+    as-rl -q --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/log" "$D/ft.ast" -o "$T/r.ast"
+    [ "$(as-show --kind train "$T/log" | jq -c 'del(.wall_s)')" = "$(as-show --kind train "$T/logs" | jq -c 'del(.wall_s)' | head -n $((E / 8 + 1)))" ]
+    # a log of another run there (the straight run's, same seed): refused, exit 2, left as it is
+    cp "$T/logs" "$T/other"
+    run as-rl --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/other" "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "--log $T/other: the log of another run (run "
+    cmp "$T/other" "$T/logs"
+    [ ! -e "$T/x.ast" ]
+    # a file that is no log at all, a log without a run id (another tool's stream)
+    echo precious > "$T/text"
+    run as-rl --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/text" "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "--log $T/text: not a training log of this run"
+    [ "$(cat "$T/text")" = precious ]
+    cp "$D/ft.ast" "$T/stream"
+    run as-rl --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/stream" "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "its header names no run"
+    cmp "$T/stream" "$D/ft.ast"
+    # the checkpoint and the log name the run in their headers
+    [ "$(as-show "$T/ck" | head -1 | jq .run_id)" = "$(as-show "$T/log" | head -1 | jq .run_id)" ]
+    [ "$(as-show "$T/cks" | head -1 | jq .run_id)" != "$(as-show "$T/ck" | head -1 | jq .run_id)" ]
+}

@@ -55,8 +55,11 @@ static const char HELP[] =
     "                         both). Guards against a run that degrades late (default 100;\n"
     "                         0: write the last policy)\n"
     "      --select-tasks N   tasks per selection (default 8)\n"
-    "      --log FILE         the training log: `train` records (as-eval --curve plots them);\n"
-    "                         with --resume, an existing log is continued\n"
+    "      --log FILE         the training log: `train` records (as-eval --curve plots them).\n"
+    "                         With --resume the log holds the run's records up to the\n"
+    "                         checkpoint (the checkpoint carries them), then the new ones; a\n"
+    "                         file there that is not this run's log (its header names the\n"
+    "                         run) is refused (exit 2) and left as it is\n"
     "      --checkpoint FILE  write a checkpoint (atomically) at the end, every\n"
     "                         --checkpoint-every N episodes, and on SIGINT/SIGTERM\n"
     "      --resume FILE      continue a checkpoint exactly, with its seed and the options that\n"
@@ -119,23 +122,6 @@ enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
-
-/* copy the train records of an existing log up to `episodes` into w */
-static void continue_log(const char *path, as_writer *w, int64_t episodes)
-{
-    if (access(path, F_OK)) return;
-    as_reader *r = as_reader_open(path);
-    if (!r) return;
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        int64_t e;
-        if (!as_rec_is(&rec, "train") || as_obj_i64(&rec.obj, "episode", &e) || e > episodes) continue;
-        as_writer_raw(w, rec.raw, rec.rawlen);
-    }
-    if (rc < 0) as_err("%s (the log continues after the readable part)", as_reader_error(r));
-    as_reader_close(r);
-}
 
 /* what the command line says */
 typedef struct {
@@ -367,11 +353,14 @@ int main(int argc, char **argv)
         c.ref_n = nref;
     }
 
+    /* the run's identity: the checkpoint's, or a new one; the log's header names it, and a
+       resumed run's log keeps the checkpoint's records (never another run's) */
+    c.run_id = resume ? as_rl_state_run_id(st) : as_rl_new_run_id();
     as_writer *lw = NULL;
     if (log_path) {
+        if (resume && as_rl_log_check(log_path, c.run_id, err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
         lw = as_writer_open(log_path, 0, 0);
-        as_writer_header(lw, "as-rl", argc, argv);
-        if (resume) continue_log(log_path, lw, as_policy_cmeta(pol)->episodes);
+        as_rl_log_header(lw, argc, argv, c.run_id);
     }
     c.log = lw;
     c.cli = &cli;

@@ -372,7 +372,7 @@ TEST(rl_policy_takes_wide_cost_models)
 /* one change to a checkpoint: in the first record of `kind`, field `key` is deleted, or set
  * to an integer, a number, a string, or (F32_AT) its float32 array gets element `at` = f;
  * DUP appends a copy of the record */
-enum { E_DEL, E_I64, E_F64, E_STR, E_F32_AT, E_DUP };
+enum { E_DEL, E_I64, E_F64, E_STR, E_F32_AT, E_DUP, E_DROP };
 typedef struct {
     const char *kind, *key;
     int op;
@@ -399,7 +399,14 @@ static void pack_edit(msgpack_packer *pk, const msgpack_object *o, const ck_edit
     (void)found;
     if (e->op == E_I64) as_pack_kv_i64(pk, e->key, e->i);
     else if (e->op == E_F64) as_pack_kv_f64(pk, e->key, e->f);
-    else if (e->op == E_STR) as_pack_kv_str(pk, e->key, e->s);
+    else if (e->op == E_STR && e->s) as_pack_kv_str(pk, e->key, e->s);
+    else if (e->op == E_STR) {   /* 70000 bytes */
+        char *pad = malloc(70001);
+        memset(pad, 'x', 70000);
+        pad[70000] = 0;
+        as_pack_kv_str(pk, e->key, pad);
+        free(pad);
+    }
     else if (e->op == E_F32_AT) {
         as_array a;
         char err[256];
@@ -427,6 +434,7 @@ static void edit_ck(const char *src, const char *dst, ck_edit e)
             as_writer_raw(w, rec.raw, rec.rawlen);
             continue;
         }
+        if (e.op == E_DROP) continue;
         pack_edit(as_writer_pk(w), &rec.obj, &e);
         as_writer_end_record(w);
     }
@@ -519,6 +527,13 @@ TEST(rl_checkpoint_fields_range_checked)
         { "policy", "select_every", E_I64, 0, 0, NULL, 0 },      /* with best_params */
         { "policy", "select_tasks", E_I64, 0, 0, NULL, 0 },      /* with select_every 8 */
         { "policy", "refine_every", E_DEL, 0, 0, NULL, 0 },
+        { "header", "run_id", E_DEL, 0, 0, NULL, 0 },
+        { "header", "run_id", E_I64, 0, 0, NULL, 0 },
+        { "train", "update", E_I64, 5, 0, NULL, 0 },
+        { "train", "episode", E_I64, 100, 0, NULL, 0 },
+        { "train", NULL, E_DUP, 0, 0, NULL, 0 },
+        { "train", NULL, E_DROP, 0, 0, NULL, 0 },
+        { "train", "pad", E_STR, 0, 0, NULL, 0 },                /* a record of 70000 bytes */
     };
     const char *expect[] = {
         "'adam_m[5]' is not finite", "'adam_v[3]' = -1 is outside 0..", "'adam_v[0]' is not finite",
@@ -540,6 +555,10 @@ TEST(rl_checkpoint_fields_range_checked)
         "checkpoint: 'cost_steps' = -1 is outside 0..1000000", "checkpoint: 'refine_steps' = 1000001 is outside 0..1000000",
         "checkpoint: 'imitate' = -8 is outside 0..", "checkpoint: model selection: 'best_episode' but 'select_every' = 0",
         "checkpoint: 'select_tasks' = 0 is outside 1..", "checkpoint: missing field 'refine_every'",
+        "record 1: checkpoint: header: missing field 'run_id'", "record 1: checkpoint: header: 'run_id' = 0 is outside 1..",
+        "checkpoint: train record: 'update' = 5 is outside 1..1", "checkpoint: train record: 'episode' = 100 is outside 0..24",
+        "checkpoint: train record: 'update' = 1 is outside 2..2", "checkpoint: train record: 'update' = 2 is outside 1..1",
+        "bytes (at most 65536)",
     };
     int nc = (int)(sizeof cases / sizeof cases[0]);
     CHECK_EQ_I64(nc, (int64_t)(sizeof expect / sizeof expect[0]));
