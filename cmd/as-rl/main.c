@@ -308,6 +308,9 @@ int main(int argc, char **argv)
         if ((c.bench || c.refine_every) && !tables)
             as_die(AS_EXIT_USAGE, "--resume %s: the run measures (%s); give --tables FILE", resume,
                    c.bench ? "--reward bench" : "--refine-every");
+        /* a file at --log must be this run's log (it is replaced: the checkpoint's records,
+           then the new ones); another run's is left alone */
+        if (log_path && as_rl_log_check(log_path, as_rl_state_run_id(st), err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
         if (!a.episodes_given && !a.minutes_given) {
             c.episodes = as_rl_state_total_episodes(st);
             c.minutes = as_rl_state_minutes(st);
@@ -353,12 +356,10 @@ int main(int argc, char **argv)
         c.ref_n = nref;
     }
 
-    /* the run's identity: the checkpoint's, or a new one; the log's header names it, and a
-       resumed run's log keeps the checkpoint's records (never another run's) */
+    /* the run's identity: the checkpoint's, or a new one; the log's header names it */
     c.run_id = resume ? as_rl_state_run_id(st) : as_rl_new_run_id();
     as_writer *lw = NULL;
     if (log_path) {
-        if (resume && as_rl_log_check(log_path, c.run_id, err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
         lw = as_writer_open(log_path, 0, 0);
         as_rl_log_header(lw, argc, argv, c.run_id);
     }
