@@ -130,9 +130,10 @@ typedef struct as_rl_state as_rl_state;
 int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t n, const as_rl_cfg *c,
                 as_rl_state *state, char *err, size_t errlen);
 
-/* A checkpoint: header, the `policy` record with the optimiser state, the cost model's
- * `model` record and, with bench rewards, an `rl_buffer` record. The file is a valid
- * policy file too. 0 ok, -1 with err. */
+/* A checkpoint: a header naming the run (run_id), the `policy` record with the optimiser
+ * state and the hyperparameters, the cost model's `model` record, one `rl_buffer` record and
+ * the run's `train` records so far. The file is a valid policy file too. Every field is
+ * range-checked (docs/FORMAT.md). 0 ok, -1 with err naming the record and field. */
 int as_rl_load_checkpoint(const char *path, as_policy **p, as_costmodel **cm, as_rl_state **st, char *err,
                           size_t errlen);
 void as_rl_state_free(as_rl_state *st);
