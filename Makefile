@@ -56,7 +56,7 @@ SUPA     := $(BUILD)/libtestsupport.a
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_OBJ  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/gpu/%.o)
 TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
-FUZZ_TARGETS := stream pickle torchsave convert policy
+FUZZ_TARGETS := stream pickle torchsave convert policy checkpoint
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
 CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_TIME ?= 10
@@ -103,15 +103,15 @@ $(BUILD)/tools/%: tests/tools/%.c $(wildcard tests/support/*.h) $(SUPA) $(LIBA)
 	$(CC) $(CFLAGS) -Itests/support $(LDFLAGS) -o $@ $< $(SUPA) $(LIBA) $(LDLIBS)
 
 # fuzz targets (tests/fuzz/README.md): a replay driver for any compiler, libFuzzer with clang
-$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIBA)
+$(BUILD)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h tests/fuzz/fuzz_rl.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(LIBA) $(LDLIBS)
 
-$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIBA)
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_rl.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_$*.c $(LIBA) $(LDLIBS)
 
-$(BUILD)/fuzz/mkcorpus: tests/fuzz/mkcorpus.c $(LIBA)
+$(BUILD)/fuzz/mkcorpus: tests/fuzz/mkcorpus.c tests/fuzz/fuzz_rl.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 

@@ -97,8 +97,8 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         snprintf(err, errlen, "autoshard needs a policy");
         return -1;
     }
-    if (m && (m->rep < 1 || m->rep > AS_PLAN_MAX_REP || !m->embed || !m->head)) {
-        snprintf(err, errlen, "cost model: representation width %d is not in 1..%d", m->rep, AS_PLAN_MAX_REP);
+    if (m && (m->rep < 1 || !m->embed || !m->head)) {
+        snprintf(err, errlen, "cost model: representation width %d", m->rep);
         return -1;
     }
     p->n = n;
@@ -156,9 +156,10 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         }
     } else {
         double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
-        float tmp[AS_PLAN_MAX_REP];
         /* cost-greedy with a split head: pre of every table (rows 0..n) and shard (n..n+K) */
-        int HD = c->alg == AS_ALG_COST && m->pre && m->post && m->hid > 0 && m->hid <= AS_PLAN_MAX_REP ? m->hid : 0;
+        int HD = c->alg == AS_ALG_COST && m->pre && m->post && m->hid > 0 ? m->hid : 0;
+        /* one summed representation (R), or one sum of pre (HD) */
+        float *tmp = c->alg == AS_ALG_COST ? as_malloc((size_t)(R > HD ? R : HD) * sizeof *tmp) : NULL;
         float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
         for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, rep + (size_t)i * R, pre + (size_t)i * HD);
         for (int64_t i = 0; i < n; i++)
@@ -203,6 +204,7 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         free(order);
         free(key);
         free(pre);
+        free(tmp);
     }
     if (m) {
         if (c->alg != AS_ALG_COST)

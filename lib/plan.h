@@ -41,17 +41,16 @@ int as_alg_parse(const char *s, as_alg *out);  /* 0 ok, -1 unknown */
  * use hand-made ones. */
 typedef struct {
     void *ctx;
-    int rep;                                                          /* <= AS_PLAN_MAX_REP */
+    int rep;                                                          /* >= 1 */
     void (*embed)(void *ctx, const as_features *f, float *out);      /* out[rep] */
     double (*head)(void *ctx, const float *sum);                      /* sum[rep] -> ms */
     /* optional split of the head for incremental use: head(sum) == post(pre(sum)) where pre
-     * is linear (no bias) into hid <= AS_PLAN_MAX_REP values, so pre(a + b) = pre(a) + pre(b)
+     * is linear (no bias) into hid values, so pre(a + b) = pre(a) + pre(b)
      * up to rounding; a planner caches pre of every table and every shard */
     int hid;
     void (*pre)(void *ctx, const float *sum, float *out);            /* out[hid] */
     double (*post)(void *ctx, const float *z);                       /* z[hid] -> ms */
 } as_plan_model;
-#define AS_PLAN_MAX_REP 256
 
 /* A learned planner (lib/policy.h provides one): fills assign[0..n) with a shard in 0..K-1,
  * or -1 for a table that fits nowhere under cap; 0 ok, -1 with err. */

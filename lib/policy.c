@@ -6,6 +6,7 @@
 
 #include "costmodel.h"
 #include "nn.h"
+#include "reclimits.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -68,12 +69,36 @@ static as_policy *alloc_policy(const as_policy_dims *d)
 
 #define P(q, b) ((q)->p + (q)->at[b])
 
-as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed)
+/* the one rule on a policy's sizes (the reader's and as_policy_new's): each in
+ * 1..AS_POLICY_MAX_DIM, 21 features, E2 + CD = H; 0, or -1 with err */
+static int dims_check(const as_policy_dims *d, char *err, size_t errlen)
+{
+    static const char *const names[10] = { "F", "E1", "E2", "SD", "H", "CD", "P1", "P2", "P3", "VH" };
+    int dv[10] = { d->f, d->e1, d->e2, d->sd, d->h, d->cd, d->p1, d->p2, d->p3, d->vh };
+    for (int i = 0; i < 10; i++)
+        if (dv[i] < 1 || dv[i] > AS_POLICY_MAX_DIM) {
+            snprintf(err, errlen, "size %d of dims (%s) is %d, not in 1..%d", i, names[i], dv[i], AS_POLICY_MAX_DIM);
+            return -1;
+        }
+    if (d->f != F || d->e2 + d->cd != d->h) {
+        snprintf(err, errlen, "inconsistent dims (features %d, encoder %d + cost %d != hidden %d)", d->f, d->e2, d->cd, d->h);
+        return -1;
+    }
+    return 0;
+}
+
+as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed, char *err, size_t errlen)
 {
     as_policy_dims d = { F, 128, 32, 32, 64, 32, 128, 128, 64, 64 };
     if (cm) { d.e1 = as_costmodel_cmeta(cm)->h1; d.e2 = as_costmodel_cmeta(cm)->h2; }
     d.cd = d.h - d.e2 > 0 ? d.h - d.e2 : 32;
     if (d.e2 + d.cd != d.h) d.h = d.e2 + d.cd;
+    char e2[256];
+    if (dims_check(&d, e2, sizeof e2)) {
+        snprintf(err, errlen, "the cost model's hidden sizes H1 %d, H2 %d make a policy of %s; the policy's encoder "
+                 "copies them: H1 at most %d, H2 at most %d", d.e1, d.e2, e2, AS_POLICY_MAX_DIM, AS_POLICY_MAX_DIM - 32);
+        return NULL;
+    }
     as_policy *q = alloc_policy(&d);
     uint64_t st = seed ^ 0x706f6c6963790000ULL;   /* "policy" */
     as_nn_init_linear(P(q, B_EW1), P(q, B_EB1), d.f, d.e1, &st);
@@ -224,7 +249,8 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     ro->feasible = 0;
     ro->pred_balance = 0;
     if (K < 1 || n < 0 || n > INT32_MAX / 2 || K > INT32_MAX / 2) { snprintf(err, errlen, "bad task size"); return -1; }
-    if (!cm || cm->rep < 1 || cm->rep > AS_PLAN_MAX_REP) { snprintf(err, errlen, "the policy needs a cost model"); return -1; }
+    if (!cm) { snprintf(err, errlen, "the policy needs a cost model"); return -1; }
+    if (cm->rep < 1) { snprintf(err, errlen, "cost model: representation width %d", cm->rep); return -1; }
     if (ro->tr && !ro->rng) { snprintf(err, errlen, "recording needs sampling"); return -1; }
     int R = cm->rep, E2 = d->e2, H = d->h, CD = d->cd;
     size_t nn = (size_t)(n ? n : 1);
@@ -258,7 +284,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     double *pnow = as_calloc((size_t)K, sizeof *pnow), *pafter = as_malloc((size_t)K * sizeof *pafter);
     uint64_t *mem = as_calloc((size_t)K, sizeof *mem);
     int64_t *cnt = as_calloc((size_t)K, sizeof *cnt);
-    float h1[256], c1[256], h2[256], c2[256], g[1024], xin[256], u[256], fr, tmp[AS_PLAN_MAX_REP];
+    float fr;
     int first = 1;
     float *cf = as_malloc((size_t)K * NCF * sizeof *cf), *cu = as_malloc((size_t)K * CD * sizeof *cu);
     int XW = CD + H;                                          /* [cu | s*a] columns of hw1 */
@@ -267,8 +293,16 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     float *base = as_malloc((size_t)d->p1 * sizeof *base), *wtmp = as_malloc((size_t)d->p1 * sizeof *wtmp);
     const float *hw1 = P(q, B_HW1);
     /* the cost model's head split: pre of every table, running pre of every shard */
-    int fast = cm->pre && cm->post && cm->hid > 0 && cm->hid <= AS_PLAN_MAX_REP;
+    int fast = cm->pre && cm->post && cm->hid > 0;
     int HD = fast ? cm->hid : 1;
+    /* the step's vectors, sized from the policy and the cost model: both LSTM layers' state
+     * before and after the step (h, c: H each), the gates (4H), the LSTM input [e | u]
+     * (E2 + SD), the step feature u (SD), and one summed representation of the cost model
+     * (R, or HD with the split head) */
+    size_t TW = (size_t)(R > HD ? R : HD);
+    float *ws = as_malloc(((size_t)12 * H + (size_t)(E2 + d->sd) + (size_t)d->sd + TW) * sizeof *ws);
+    float *h1 = ws, *c1 = h1 + H, *h2 = c1 + H, *c2 = h2 + H, *h1n = c2 + H, *c1n = h1n + H, *h2n = c1n + H,
+          *c2n = h2n + H, *g = c2n + H, *xin = g + 4 * (size_t)H, *u = xin + E2 + d->sd, *tmp = u + d->sd;
     float *U = as_malloc(nn * HD * sizeof *U), *Vs = as_calloc((size_t)K * HD, sizeof *Vs);
     if (fast)
         for (int64_t i = 0; i < n; i++) cm->pre(cm->ctx, rep + (size_t)i * R, U + (size_t)i * HD);
@@ -296,7 +330,6 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         step_mlp(q, u, &fr, 1);
         memcpy(xin, e + (size_t)s * E2, (size_t)E2 * sizeof *xin);
         memcpy(xin + E2, u, (size_t)d->sd * sizeof *xin);
-        float h1n[256], c1n[256], h2n[256], c2n[256];
         as_nn_lstm_fwd(h1n, c1n, g, xin, first ? NULL : h1, first ? NULL : c1, P(q, B_L1WI), P(q, B_L1WH), P(q, B_L1B),
                        1, E2 + d->sd, H);
         as_nn_lstm_fwd(h2n, c2n, g, h1n, first ? NULL : h2, first ? NULL : c2, P(q, B_L2WI), P(q, B_L2WH), P(q, B_L2B),
@@ -428,6 +461,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     free(rep); free(single); free(bytes); free(order); free(a1); free(e);
     free(csum); free(Es); free(pnow); free(pafter); free(mem); free(cnt);
     free(cf); free(cu); free(X1); free(WE); free(base); free(wtmp); free(U); free(Vs); free(q1); free(q2); free(q3); free(logit); free(lp); free(mask);
+    free(ws);
     return 0;
 }
 
@@ -808,17 +842,16 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
     int dv[10];
     for (int i = 0; i < 10; i++) {
         const msgpack_object *x = &dm->via.array.ptr[i];
-        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 < 1 || x->via.u64 > 4096) {
-            snprintf(err, errlen, "policy record: size %d of dims is not in 1..4096", i);
+        if (x->type != MSGPACK_OBJECT_POSITIVE_INTEGER || x->via.u64 < 1 || x->via.u64 > AS_POLICY_MAX_DIM) {
+            snprintf(err, errlen, "policy record: size %d of dims is not in 1..%d", i, AS_POLICY_MAX_DIM);
             return -1;
         }
         dv[i] = (int)x->via.u64;
     }
     as_policy_dims d = { dv[0], dv[1], dv[2], dv[3], dv[4], dv[5], dv[6], dv[7], dv[8], dv[9] };
-    if (d.f != F || d.e2 + d.cd != d.h || d.h > 256) {
-        snprintf(err, errlen, "policy record: inconsistent dims (features %d, encoder %d + cost %d != hidden %d, at most 256)",
-                 d.f, d.e2, d.cd, d.h);
-        return -1;
+    {
+        char e3[256];
+        if (dims_check(&d, e3, sizeof e3)) { snprintf(err, errlen, "policy record: %s", e3); return -1; }
     }
     char tr[16];
     if (as_obj_str(rec, "transform", tr, sizeof tr) || (strcmp(tr, "none") && strcmp(tr, "log1p"))) {
@@ -856,31 +889,40 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
     q->log_feats = !strcmp(tr, "log1p");
     memcpy(q->mean, mean, sizeof mean);
     memcpy(q->std, sd, sizeof sd);
+    /* what the policy knows about its training: each field optional (a policy file needs
+       none of them to plan) and range-checked when present; as-rl's checkpoints require them
+       (rl.c) and continue training from them */
     as_policy_info *in = &q->info;
-    int64_t v;
-    if (!as_obj_i64(rec, "seed", &v)) in->seed = (uint64_t)v;
-    as_obj_i64(rec, "episodes", &in->episodes);
-    as_obj_i64(rec, "updates", &in->updates);
-    as_obj_i64(rec, "steps", &in->steps);
-    as_obj_i64(rec, "evals", &in->evals);
-    as_obj_str(rec, "reward", in->reward, sizeof in->reward);
-    as_obj_i64(rec, "train_tasks", &in->train_tasks);
-    as_obj_i64(rec, "task_tables", &in->task_tables);
-    as_obj_i64(rec, "task_shards", &in->task_shards);
-    as_obj_f64(rec, "lr", &in->lr);
-    as_obj_f64(rec, "entropy_cost", &in->entropy);
-    as_obj_f64(rec, "baseline_cost", &in->baseline);
-    as_obj_f64(rec, "clip", &in->clip);
-    as_obj_i64(rec, "batch", &in->batch);
-    as_obj_i64(rec, "actors", &in->actors);
-    as_obj_f64(rec, "final_reward", &in->final_reward);
-    if (!as_obj_i64(rec, "selected_episode", &v)) {
-        if (v < 0 || v > in->episodes || as_obj_f64(rec, "selected_balance", &in->selected_balance) ||
-            as_obj_i64(rec, "select_tasks", &in->select_tasks) || in->select_tasks < 1) {
-            snprintf(err, errlen, "policy record: bad model-selection fields (selected_episode, selected_balance, select_tasks)");
+    int64_t v = 0;
+    static const char *const rewards[] = { "model", "bench", NULL };
+    if (as_field_i64_opt(rec, "seed", 0, INT64_MAX, &v, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "episodes", 0, AS_POLICY_MAX_EPISODES, &in->episodes, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "updates", 0, in->episodes, &in->updates, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "steps", 0, INT64_MAX / 2, &in->steps, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "evals", 0, INT64_MAX / 2, &in->evals, e2, sizeof e2) ||
+        as_field_str_opt(rec, "reward", rewards, in->reward, sizeof in->reward, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "train_tasks", 0, INT64_MAX, &in->train_tasks, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "task_tables", 0, INT64_MAX, &in->task_tables, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "task_shards", 0, INT64_MAX, &in->task_shards, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "lr", 0, AS_POLICY_MAX_LR, &in->lr, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "entropy_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->entropy, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "baseline_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->baseline, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "clip", 0, AS_POLICY_MAX_CLIP, &in->clip, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "batch", 1, AS_POLICY_MAX_BATCH, &in->batch, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "actors", 1, AS_POLICY_MAX_ACTORS, &in->actors, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "final_reward", -1, 1, &in->final_reward, e2, sizeof e2)) {
+        snprintf(err, errlen, "policy record: %s", e2);
+        goto bad;
+    }
+    in->seed = (uint64_t)v;
+    if (as_obj_get(rec, "selected_episode")) {
+        if (as_field_i64(rec, "selected_episode", 0, in->episodes, &in->selected_episode, e2, sizeof e2) ||
+            as_field_f64(rec, "selected_balance", 0, 1, &in->selected_balance, e2, sizeof e2) ||
+            as_field_i64(rec, "select_tasks", 1, INT64_MAX, &in->select_tasks, e2, sizeof e2)) {
+            snprintf(err, errlen, "policy record: model selection: %s", e2);
+            in->selected_episode = -1;
             goto bad;
         }
-        in->selected_episode = v;
     }
     *out = q;
     return 0;

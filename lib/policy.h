@@ -58,6 +58,14 @@
 
 #define AS_POLICY_VERSION 1   /* the `policy` record's format_version */
 #define AS_POLICY_NCF 7       /* cost features per shard */
+#define AS_POLICY_MAX_DIM 4096   /* every size of dims (as_policy_dims), H = E2 + CD included */
+/* the ranges of the training fields of a `policy` record, which are as-rl's option ranges */
+#define AS_POLICY_MAX_EPISODES (INT64_MAX / 4)   /* episodes (and --episodes, --halt-after, ...) */
+#define AS_POLICY_MAX_LR 10.0                    /* lr */
+#define AS_POLICY_MAX_LOSS_COST 100.0            /* entropy_cost, baseline_cost */
+#define AS_POLICY_MAX_CLIP 1e12                  /* clip */
+#define AS_POLICY_MAX_BATCH 100000               /* batch */
+#define AS_POLICY_MAX_ACTORS 1024                /* actors */
 
 typedef struct {
     int f, e1, e2, sd, h, cd, p1, p2, p3, vh;
@@ -82,8 +90,12 @@ typedef struct {
 typedef struct as_policy as_policy;
 
 /* a fresh policy: PyTorch default init from seed; the encoder copied from the cost model's
- * table MLP (and its normalisation) when cm is given (its widths then set e1/e2) */
-as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed);
+ * table MLP (and its normalisation) when cm is given (its widths then set e1/e2, and H =
+ * E2 + 32 when E2 >= 64). NULL with err when those sizes exceed AS_POLICY_MAX_DIM (a cost
+ * model with H1 > 4096 or H2 > 4064): the one limit on the sizes a policy takes from its
+ * cost model. Nothing else bounds them: every buffer is sized from the policy's dims and the
+ * cost model's widths. */
+as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed, char *err, size_t errlen);
 as_policy *as_policy_clone(const as_policy *p);
 void as_policy_free(as_policy *p);
 float *as_policy_params(as_policy *p, int64_t *n);

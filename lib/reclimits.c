@@ -166,6 +166,50 @@ int as_field_f64(const msgpack_object *map, const char *key, double lo, double h
     return 0;
 }
 
+int as_field_f64_opt(const msgpack_object *map, const char *key, double lo, double hi, double *out, char *err,
+                     size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    return as_field_f64(map, key, lo, hi, out, err, errlen);
+}
+
+int as_field_str_opt(const msgpack_object *map, const char *key, const char *const *names, char *out, size_t len,
+                     char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    if (!o) return 0;
+    for (int i = 0; names[i]; i++)
+        if (as_obj_streq(o, names[i]) && strlen(names[i]) < len) {
+            snprintf(out, len, "%s", names[i]);
+            return 0;
+        }
+    int n = snprintf(err, errlen, "'%s' is not", key);
+    for (int i = 0; names[i] && n >= 0 && (size_t)n < errlen; i++)
+        n += snprintf(err + n, errlen - (size_t)n, "%s \"%s\"", i ? (names[i + 1] ? "," : " or") : "", names[i]);
+    return -1;
+}
+
+int as_field_f32_array(const msgpack_object *map, const char *key, int64_t n, float lo, float hi, float *out,
+                       char *err, size_t errlen)
+{
+    as_array a;
+    char e2[256];
+    if (as_obj_array(map, key, &a, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    if (a.dtype != AS_DT_F32 || a.ndim != 1 || a.n != n) {
+        snprintf(err, errlen, "'%s' must be float32 [%" PRId64 "]", key, n);
+        return -1;
+    }
+    memcpy(out, a.data, (size_t)n * sizeof *out);   /* little-endian host */
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(out[i]) || out[i] < lo || out[i] > hi) {
+            if (!isfinite(out[i])) snprintf(err, errlen, "'%s[%" PRId64 "]' is not finite (%g)", key, i, (double)out[i]);
+            else snprintf(err, errlen, "'%s[%" PRId64 "]' = %.9g is outside %g..%g", key, i, (double)out[i], (double)lo, (double)hi);
+            return -1;
+        }
+    return 0;
+}
+
 int as_field_f64_list(const msgpack_object *map, const char *key, int n, double lo, double hi, double *out,
                       char *err, size_t errlen)
 {

@@ -62,6 +62,17 @@ int as_field_i64_opt(const msgpack_object *map, const char *key, int64_t lo, int
 /* a required number (ints accepted), finite and in [lo, hi] */
 int as_field_f64(const msgpack_object *map, const char *key, double lo, double hi, double *out,
                  char *err, size_t errlen);
+/* an optional number (absent or nil: *out untouched, returns 0), finite and in [lo, hi] */
+int as_field_f64_opt(const msgpack_object *map, const char *key, double lo, double hi, double *out,
+                     char *err, size_t errlen);
+/* an optional string field (absent: *out untouched, returns 0) equal to one of the NULL-ended
+ * list names (a flag or a name like "model"/"bench"); out[len] */
+int as_field_str_opt(const msgpack_object *map, const char *key, const char *const *names, char *out, size_t len,
+                     char *err, size_t errlen);
+/* a float32 array field of exactly n elements (an array map, shape [n]), every element finite
+ * and in [lo, hi], copied into out[n] (model parameters, optimiser state) */
+int as_field_f32_array(const msgpack_object *map, const char *key, int64_t n, float lo, float hi, float *out,
+                       char *err, size_t errlen);
 /* a msgpack array of exactly n finite numbers in [lo, hi] */
 int as_field_f64_list(const msgpack_object *map, const char *key, int n, double lo, double hi, double *out,
                       char *err, size_t errlen);

@@ -9,12 +9,17 @@
 #include "nn.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ---- the cost model as the planner sees it ------------------------------------------------ */
 
@@ -29,7 +34,7 @@ void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm)
     pm->rep = as_costmodel_rep(cm);
     pm->embed = cm_embed;
     pm->head = cm_head;
-    pm->hid = as_costmodel_cmeta(cm)->h3 <= AS_PLAN_MAX_REP ? as_costmodel_cmeta(cm)->h3 : 0;
+    pm->hid = as_costmodel_cmeta(cm)->h3;
     pm->pre = pm->hid ? cm_pre : NULL;
     pm->post = pm->hid ? cm_post : NULL;
 }
@@ -77,12 +82,19 @@ struct as_rl_state {
     float *best_w, *best_cm;
     double best_score;
     int64_t best_episode;
+    as_rl_hparams hp;       /* what the run learns with */
+    int64_t run_id;         /* the run's identity (checkpoint and log headers) */
+    /* the run's `train` records so far, encoded: a checkpoint carries them, so a resumed
+       run's log holds the records up to the checkpoint whatever happened to the log file */
+    char *log;
+    size_t loglen, logcap;
+    int64_t nlog, log_episode;   /* records; the episode of the last */
 };
 
 void as_rl_state_free(as_rl_state *st)
 {
     if (!st) return;
-    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v); free(st->best_w); free(st->best_cm);
+    free(st->m); free(st->v); free(st->cm_m); free(st->cm_v); free(st->best_w); free(st->best_cm); free(st->log);
     for (int64_t i = 0; i < st->nbuf; i++) free(st->buf[i].pos);
     free(st->buf);
     free(st);
@@ -92,6 +104,34 @@ int64_t as_rl_state_total_episodes(const as_rl_state *st) { return st->total_epi
 double as_rl_state_minutes(const as_rl_state *st) { return st->minutes; }
 double as_rl_state_wall(const as_rl_state *st) { return st->wall; }
 int64_t as_rl_state_best_episode(const as_rl_state *st) { return st->best_episode; }
+const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st) { return &st->hp; }
+int64_t as_rl_state_run_id(const as_rl_state *st) { return st->run_id; }
+
+int64_t as_rl_new_run_id(void)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        x ^= (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)&ts;
+    }
+    x = as_splitmix64(&x) & (uint64_t)INT64_MAX;
+    return x ? (int64_t)x : 1;
+}
+
+/* append one encoded record to the run's log */
+static void log_append(as_rl_state *st, const char *rec, size_t n, int64_t episode)
+{
+    if (st->loglen + n > st->logcap) {
+        st->logcap = 2 * (st->loglen + n) + 4096;
+        st->log = as_realloc(st->log, st->logcap);
+    }
+    memcpy(st->log + st->loglen, rec, n);
+    st->loglen += n;
+    st->nlog++;
+    st->log_episode = episode;
+}
 
 static as_rl_state *state_new(int64_t np, int64_t cnp, int64_t cap)
 {
@@ -393,7 +433,7 @@ static void pack_f32(msgpack_packer *pk, const char *k, const float *v, int64_t 
     as_pack_kv_array(pk, k, AS_DT_F32, v, 1, shape);
 }
 
-#define CK_EXTRA 10
+#define CK_EXTRA 18
 #define CK_EXTRA_BEST 4
 static void ck_extra(msgpack_packer *pk, void *ctx)
 {
@@ -413,6 +453,15 @@ static void ck_extra(msgpack_packer *pk, void *ctx)
     as_pack_kv_f64(pk, "wall_s", s->wall);
     as_pack_kv_i64(pk, "total_episodes", s->total_episodes);
     as_pack_kv_f64(pk, "minutes", s->minutes);
+    /* the hyperparameters the policy record does not carry */
+    as_pack_kv_i64(pk, "imitate", s->hp.imitate);
+    as_pack_kv_i64(pk, "cost_steps", s->hp.cost_steps);
+    as_pack_kv_i64(pk, "buffer", s->hp.buffer);
+    as_pack_kv_i64(pk, "select_every", s->hp.select_every);
+    as_pack_kv_i64(pk, "select_tasks", s->hp.select_tasks);
+    as_pack_kv_i64(pk, "refine_every", s->hp.refine_every);
+    as_pack_kv_i64(pk, "refine_tasks", s->hp.refine_tasks);
+    as_pack_kv_i64(pk, "refine_steps", s->hp.refine_steps);
     as_pack_kv_str(pk, "checkpoint", "as-rl");
 }
 
@@ -422,10 +471,43 @@ void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm
     as_costmodel_write(cm, w);
 }
 
+static void pack_run_id(msgpack_packer *pk, void *ctx) { as_pack_kv_i64(pk, "run_id", *(const int64_t *)ctx); }
+
+void as_rl_log_header(as_writer *w, int argc, char **argv, int64_t run_id)
+{
+    as_writer_header_extra(w, "as-rl", argc, argv, 1, pack_run_id, &run_id);
+}
+
+int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISREG(sb.st_mode)) return 0;   /* nothing there, or a device */
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "--log %s: %s", path, strerror(errno)); return -1; }
+    as_reader *r = as_reader_from_file(f, path);
+    as_record rec;
+    int rc;
+    int64_t id = 0;
+    while ((rc = as_reader_next(r, &rec)) == 1)
+        if (as_rec_is(&rec, "header") && (as_obj_i64(&rec.obj, "run_id", &id) || id != run_id)) { rc = 2; break; }
+    if (rc < 0)
+        snprintf(err, errlen, "--log %s: not a training log of this run (%s); it is left as it is: move it away or "
+                 "give another --log", path, as_reader_error(r));
+    else if (rc == 2 && !as_obj_get(&rec.obj, "run_id"))
+        snprintf(err, errlen, "--log %s: a log of another run (its header names no run, the checkpoint's is run %" PRId64
+                 "); it is left as it is: move it away or give another --log", path, run_id);
+    else if (rc == 2)
+        snprintf(err, errlen, "--log %s: the log of another run (run %" PRId64 ", the checkpoint's is run %" PRId64
+                 "); it is left as it is: move it away or give another --log", path, id, run_id);
+    as_reader_close(r);
+    fclose(f);
+    return rc ? -1 : 0;
+}
+
 static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_costmodel *cm, const as_rl_state *st)
 {
     as_writer *w = as_writer_open(c->ckpt, 0, 0);
-    as_writer_header(w, "as-rl", c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL);
+    as_rl_log_header(w, c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL, st->run_id);
     ck_ctx cc = { st };
     as_policy_write(p, w, CK_EXTRA + (st->best_episode >= 0 ? CK_EXTRA_BEST : 0), ck_extra, &cc);
     as_costmodel_write(cm, w);
@@ -451,17 +533,143 @@ static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_co
     as_pack_kv_array(pk, "cost_ms", AS_DT_F64, cost, 1, s3);
     as_writer_end_record(w);
     free(off); free(ids); free(cost);
+    /* the run's log so far */
+    if (st->loglen) as_writer_raw(w, st->log, st->loglen);
     as_writer_close(w);
 }
 
-static int read_f32(const msgpack_object *rec, const char *k, float *out, int64_t n, char *err, size_t errlen)
+/* the optimiser and run state of a checkpoint's `policy` record (the policy itself, p, was
+ * read by as_policy_read); every field range-checked, 0 or -1 with err */
+static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_state *st, char *err, size_t errlen)
 {
-    as_array a;
-    char e2[256];
-    if (as_obj_array(rec, k, &a, e2, sizeof e2)) { snprintf(err, errlen, "checkpoint: %s", e2); return -1; }
-    if (a.dtype != AS_DT_F32 || a.n != n) { snprintf(err, errlen, "checkpoint: %s must be float32 [%" PRId64 "]", k, n); return -1; }
-    memcpy(out, a.data, (size_t)n * sizeof *out);
+    const as_policy_info *in = as_policy_cmeta(p);
+    char e2[300];
+    if (!as_obj_streq(as_obj_get(o, "checkpoint"), "as-rl")) {
+        snprintf(err, errlen, "'checkpoint' is not \"as-rl\"");
+        return -1;
+    }
+    /* the training fields as_policy_read takes as optional: a checkpoint continues from them */
+    static const char *const need[] = { "seed", "episodes", "updates", "steps", "evals", "reward", "lr", "entropy_cost",
+                                        "baseline_cost", "clip", "batch", "actors", NULL };
+    for (int i = 0; need[i]; i++)
+        if (!as_obj_get(o, need[i])) { snprintf(err, errlen, "missing field '%s'", need[i]); return -1; }
+    /* Adam: moments finite, second moments >= 0; the policy's step is its update count */
+    if (as_field_f32_array(o, "adam_m", st->np, -FLT_MAX, FLT_MAX, st->m, e2, sizeof e2) ||
+        as_field_f32_array(o, "adam_v", st->np, 0, FLT_MAX, st->v, e2, sizeof e2) ||
+        as_field_f32_array(o, "cm_adam_m", st->cnp, -FLT_MAX, FLT_MAX, st->cm_m, e2, sizeof e2) ||
+        as_field_f32_array(o, "cm_adam_v", st->cnp, 0, FLT_MAX, st->cm_v, e2, sizeof e2) ||
+        as_field_i64(o, "adam_t", in->updates, in->updates, &st->t, e2, sizeof e2) ||
+        as_field_i64(o, "cm_adam_t", 0, AS_RL_MAX_STEP, &st->ct, e2, sizeof e2) ||
+        as_field_f64(o, "wall_s", 0, AS_RL_MAX_WALL, &st->wall, e2, sizeof e2) ||
+        as_field_i64(o, "total_episodes", 0, AS_POLICY_MAX_EPISODES, &st->total_episodes, e2, sizeof e2) ||
+        as_field_f64(o, "minutes", 0, AS_RL_MAX_MINUTES, &st->minutes, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    /* the hyperparameters: the policy record's (range-checked by as_policy_read) and ours */
+    as_rl_hparams *hp = &st->hp;
+    int64_t cs, rs;
+    hp->bench = !strcmp(in->reward, "bench");
+    hp->seed = in->seed;
+    hp->lr = in->lr; hp->entropy = in->entropy; hp->baseline = in->baseline; hp->clip = in->clip;
+    hp->batch = (int)in->batch;
+    if (as_field_i64(o, "imitate", 0, AS_POLICY_MAX_EPISODES, &hp->imitate, e2, sizeof e2) ||
+        as_field_i64(o, "cost_steps", 0, AS_RL_MAX_STEPS, &cs, e2, sizeof e2) ||
+        as_field_i64(o, "buffer", 1, AS_RL_MAX_BUFFER, &hp->buffer, e2, sizeof e2) ||
+        as_field_i64(o, "select_every", 0, AS_POLICY_MAX_EPISODES, &hp->select_every, e2, sizeof e2) ||
+        as_field_i64(o, "select_tasks", hp->select_every > 0, AS_POLICY_MAX_EPISODES, &hp->select_tasks, e2, sizeof e2) ||
+        as_field_i64(o, "refine_every", 0, AS_POLICY_MAX_EPISODES, &hp->refine_every, e2, sizeof e2) ||
+        as_field_i64(o, "refine_tasks", hp->refine_every > 0, AS_POLICY_MAX_EPISODES, &hp->refine_tasks, e2, sizeof e2) ||
+        as_field_i64(o, "refine_steps", 0, AS_RL_MAX_STEPS, &rs, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    hp->cost_steps = (int)cs;
+    hp->refine_steps = (int)rs;
+    if ((st->total_episodes > 0) == (st->minutes > 0)) {
+        snprintf(err, errlen, "the budget: 'total_episodes' = %" PRId64 " and 'minutes' = %g (exactly one is above 0)",
+                 st->total_episodes, st->minutes);
+        return -1;
+    }
+    /* model selection's best weights so far */
+    if (as_obj_get(o, "best_episode")) {
+        if (!hp->select_every) { snprintf(err, errlen, "model selection: 'best_episode' but 'select_every' = 0"); return -1; }
+        if (as_field_i64(o, "best_episode", 0, in->episodes, &st->best_episode, e2, sizeof e2) ||
+            as_field_f64(o, "best_score", 0, 1, &st->best_score, e2, sizeof e2) ||
+            as_field_f32_array(o, "best_params", st->np, -FLT_MAX, FLT_MAX, st->best_w, e2, sizeof e2) ||
+            as_field_f32_array(o, "best_cm_params", st->cnp, -FLT_MAX, FLT_MAX, st->best_cm, e2, sizeof e2)) {
+            snprintf(err, errlen, "model selection: %s", e2);
+            st->best_episode = -1;
+            return -1;
+        }
+    }
     return 0;
+}
+
+/* an `rl_buffer` record into st->buf (table ids kept as -1 - id until as_rl_train resolves
+ * them): at most AS_RL_MAX_BUFFER shards of 1..AS_LIM_TABLES tables, ids within
+ * AS_LIM_TABLE_ID, costs finite and above 0 (the cost model's training data, as `cost`
+ * records); 0 or -1 with err */
+static int read_ck_buffer(const msgpack_object *o, as_rl_state *st, char *err, size_t errlen)
+{
+    as_array a1, a2, a3;
+    char e2[256];
+    if (as_obj_array(o, "off", &a1, e2, sizeof e2) || as_obj_array(o, "ids", &a2, e2, sizeof e2) ||
+        as_obj_array(o, "cost_ms", &a3, e2, sizeof e2)) {
+        snprintf(err, errlen, "rl_buffer: %s", e2);
+        return -1;
+    }
+    if (a1.ndim != 1 || a2.ndim != 1 || a3.ndim != 1 || a1.dtype > AS_DT_U64 || a2.dtype > AS_DT_U64 ||
+        a3.n != a1.n - 1) {
+        snprintf(err, errlen, "rl_buffer: 'off' [n+1] and 'ids' must be integer arrays, 'cost_ms' [n] numbers");
+        return -1;
+    }
+    int64_t nb = a3.n, maxn = as_limit(AS_LIM_TABLES), maxid = as_limit(AS_LIM_TABLE_ID);
+    if (nb > AS_RL_MAX_BUFFER) {
+        snprintf(err, errlen, "rl_buffer: %" PRId64 " shards, more than %d (--buffer)", nb, AS_RL_MAX_BUFFER);
+        return -1;
+    }
+    int64_t *off = as_malloc((size_t)a1.n * sizeof *off), *ids = as_malloc((size_t)(a2.n ? a2.n : 1) * sizeof *ids);
+    double *cost = as_malloc((size_t)(nb ? nb : 1) * sizeof *cost);
+    as_array_get_i64(&a1, 0, a1.n, off);
+    as_array_get_i64(&a2, 0, a2.n, ids);
+    as_array_get_f64(&a3, 0, nb, cost);
+    int rc = -1;
+    if (off[0] != 0 || off[nb] != a2.n) {
+        snprintf(err, errlen, "rl_buffer: 'off' must start at 0 and end at the %" PRId64 " ids", a2.n);
+        goto out;
+    }
+    for (int64_t j = 0; j < nb; j++)
+        if (off[j + 1] <= off[j] || off[j + 1] - off[j] > maxn) {
+            snprintf(err, errlen, "rl_buffer: shard %" PRId64 " holds %" PRId64 " tables, not 1..%" PRId64 " (%s raises the limit)",
+                     j, off[j + 1] - off[j], maxn, as_limit_env(AS_LIM_TABLES));
+            goto out;
+        }
+    for (int64_t i = 0; i < a2.n; i++)
+        if (ids[i] < 0 || ids[i] > maxid) {
+            snprintf(err, errlen, "rl_buffer ids[%" PRId64 "] = %" PRId64 " is not a table id in 0..%" PRId64, i, ids[i], maxid);
+            goto out;
+        }
+    for (int64_t j = 0; j < nb; j++)
+        if (!isfinite(cost[j]) || !(cost[j] > 0)) {
+            snprintf(err, errlen, "rl_buffer cost_ms[%" PRId64 "] = %g is not a positive finite cost", j, cost[j]);
+            goto out;
+        }
+    free(st->buf);
+    st->cap = nb > 0 ? nb : 1;
+    st->buf = as_calloc((size_t)st->cap, sizeof *st->buf);
+    st->nbuf = st->head = 0;
+    for (int64_t j = 0; j < nb; j++) {
+        buf_entry *e = &st->buf[st->nbuf++];
+        e->n = off[j + 1] - off[j];
+        e->pos = as_malloc((size_t)e->n * sizeof *e->pos);
+        for (int64_t i = 0; i < e->n; i++) e->pos[i] = -1 - ids[off[j] + i];
+        e->cost = cost[j];
+    }
+    rc = 0;
+out:
+    free(off); free(ids); free(cost);
+    return rc;
 }
 
 int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, as_rl_state **stp, char *err,
@@ -475,87 +683,82 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
     if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); goto bad; }
     as_reader *r = as_reader_from_file(f, path);
     as_record rec;
-    int rc, got = 0;
+    int rc, got = 0, nbuffers = 0;
     int64_t np, cnp;
     as_policy_params(p, &np);
     as_costmodel_params(cm, &cnp);
     as_rl_state *st = state_new(np, cnp, 1);
     char e2[512] = "";
+    uint64_t where = 0;
+    const as_policy_info *pin = as_policy_cmeta(p);
+    char he[400] = "";
+    int hbad = 0;
     while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (as_rec_is(&rec, "policy") && !got) {
-            const msgpack_object *o = &rec.obj;
-            if (!as_obj_get(o, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
-            if (read_f32(o, "adam_m", st->m, np, e2, sizeof e2) || read_f32(o, "adam_v", st->v, np, e2, sizeof e2) ||
-                read_f32(o, "cm_adam_m", st->cm_m, cnp, e2, sizeof e2) || read_f32(o, "cm_adam_v", st->cm_v, cnp, e2, sizeof e2) ||
-                as_obj_i64(o, "adam_t", &st->t) || as_obj_i64(o, "cm_adam_t", &st->ct) || as_obj_f64(o, "wall_s", &st->wall) ||
-                as_obj_i64(o, "total_episodes", &st->total_episodes) || as_obj_f64(o, "minutes", &st->minutes)) {
-                if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: optimiser state incomplete");
+        where = rec.index;
+        if (as_rec_is(&rec, "header")) {
+            /* the run's identity; every header of the file names the same run (judged once
+               the file is known to be a checkpoint, not a policy file) */
+            int64_t id;
+            char e3[300];
+            if (hbad) continue;
+            if (as_field_i64(&rec.obj, "run_id", 1, INT64_MAX, &id, e3, sizeof e3)) {
+                snprintf(he, sizeof he, "record %" PRIu64 ": checkpoint: header: %s", rec.index, e3);
+                hbad = 1;
+            } else if (st->run_id && id != st->run_id) {
+                snprintf(he, sizeof he, "record %" PRIu64 ": checkpoint: a header of another run (run_id %" PRId64 ", not %" PRId64 ")",
+                         rec.index, id, st->run_id);
+                hbad = 1;
+            } else st->run_id = id;
+        } else if (as_rec_is(&rec, "train")) {
+            /* the log up to the checkpoint: one record per update, in order */
+            int64_t u, e;
+            char e3[300];
+            if (rec.rawlen > AS_RL_MAX_TRAIN_RECORD) {
+                snprintf(e2, sizeof e2, "checkpoint: a train record of %zu bytes (at most %d)", rec.rawlen, AS_RL_MAX_TRAIN_RECORD);
                 rc = -2;
                 break;
             }
-            if (as_obj_get(o, "best_episode")) {
-                if (read_f32(o, "best_params", st->best_w, np, e2, sizeof e2) ||
-                    read_f32(o, "best_cm_params", st->best_cm, cnp, e2, sizeof e2) ||
-                    as_obj_f64(o, "best_score", &st->best_score) || as_obj_i64(o, "best_episode", &st->best_episode) ||
-                    st->best_episode < 0 || !isfinite(st->best_score)) {
-                    if (!e2[0] || strncmp(e2, "checkpoint", 10)) snprintf(e2, sizeof e2, "checkpoint: model-selection state incomplete");
-                    rc = -2;
-                    break;
-                }
+            if (as_field_i64(&rec.obj, "update", st->nlog + 1, st->nlog + 1, &u, e3, sizeof e3) ||
+                as_field_i64(&rec.obj, "episode", st->log_episode, pin->episodes, &e, e3, sizeof e3)) {
+                snprintf(e2, sizeof e2, "checkpoint: train record: %s", e3);
+                rc = -2;
+                break;
             }
+            log_append(st, rec.raw, rec.rawlen, e);
+        } else if (as_rec_is(&rec, "policy") && !got) {
+            /* the first policy record, the one as_policy_load read */
+            if (!as_obj_get(&rec.obj, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
+            char e3[400];
+            if (read_ck_state(&rec.obj, p, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
             got = 1;
         } else if (as_rec_is(&rec, "rl_buffer")) {
-            as_array a1, a2, a3;
-            if (as_obj_array(&rec.obj, "off", &a1, e2, sizeof e2) || as_obj_array(&rec.obj, "ids", &a2, e2, sizeof e2) ||
-                as_obj_array(&rec.obj, "cost_ms", &a3, e2, sizeof e2) || a1.n < 1 || a3.n != a1.n - 1 ||
-                a1.dtype > AS_DT_U64 || a2.dtype > AS_DT_U64) {
-                snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer record");
-                rc = -2;
-                break;
-            }
-            int64_t nb = a3.n;
-            int64_t *off = as_malloc((size_t)a1.n * sizeof *off), *ids = as_malloc((size_t)(a2.n ? a2.n : 1) * sizeof *ids);
-            double *cost = as_malloc((size_t)(nb ? nb : 1) * sizeof *cost);
-            as_array_get_i64(&a1, 0, a1.n, off);
-            as_array_get_i64(&a2, 0, a2.n, ids);
-            as_array_get_f64(&a3, 0, nb, cost);
-            int okb = off[0] == 0 && off[nb] == a2.n;
-            for (int64_t j = 0; okb && j < nb; j++) okb = off[j] <= off[j + 1];
-            if (!okb) { free(off); free(ids); free(cost); snprintf(e2, sizeof e2, "checkpoint: bad rl_buffer offsets"); rc = -2; break; }
-            /* the buffer is the cost model's training data: ids within the limit, costs
-               finite and positive, as for cost records */
-            int64_t maxid = as_limit(AS_LIM_TABLE_ID), badj = -1, badi = -1;
-            for (int64_t i = 0; i < a2.n && badi < 0; i++) if (ids[i] < 0 || ids[i] > maxid) badi = i;
-            for (int64_t j = 0; j < nb && badj < 0; j++) if (!isfinite(cost[j]) || !(cost[j] > 0)) badj = j;
-            if (badi >= 0 || badj >= 0) {
-                if (badi >= 0)
-                    snprintf(e2, sizeof e2, "checkpoint: rl_buffer ids[%" PRId64 "] = %" PRId64 " is not a table id in 0..%" PRId64,
-                             badi, ids[badi], maxid);
-                else
-                    snprintf(e2, sizeof e2, "checkpoint: rl_buffer cost_ms[%" PRId64 "] = %g is not a positive finite cost", badj, cost[badj]);
-                free(off); free(ids); free(cost);
-                rc = -2;
-                break;
-            }
-            /* entries keep table ids as -1 - id until as_rl_train resolves them to positions */
-            free(st->buf);
-            st->cap = nb > 0 ? nb : 1;
-            st->buf = as_calloc((size_t)st->cap, sizeof *st->buf);
-            for (int64_t j = 0; j < nb; j++) {
-                buf_entry *e = &st->buf[st->nbuf++];
-                e->n = off[j + 1] - off[j];
-                e->pos = as_malloc((size_t)(e->n ? e->n : 1) * sizeof *e->pos);
-                for (int64_t i = 0; i < e->n; i++) e->pos[i] = -1 - ids[off[j] + i];
-                e->cost = cost[j];
-            }
-            free(off); free(ids); free(cost);
+            char e3[400];
+            if (++nbuffers > 1) { snprintf(e2, sizeof e2, "checkpoint: a second rl_buffer record (a checkpoint holds one)"); rc = -2; break; }
+            if (read_ck_buffer(&rec.obj, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
         }
+    }
+    if (rc == 0 && got && hbad) {
+        snprintf(e2, sizeof e2, "%s", he);
+        rc = -3;
+    }
+    if (rc == 0 && got && (st->nlog != pin->updates || (st->nlog && st->log_episode != pin->episodes))) {
+        snprintf(e2, sizeof e2, "checkpoint: %" PRId64 " train records up to episode %" PRId64 ", but %" PRId64
+                 " updates up to episode %" PRId64 " (one record per update)", st->nlog, st->log_episode, pin->updates,
+                 pin->episodes);
+        rc = -3;
+    }
+    if (rc == 0 && got && st->nbuf > st->hp.buffer) {
+        snprintf(e2, sizeof e2, "checkpoint: rl_buffer holds %" PRId64 " shards, more than its 'buffer' of %" PRId64, st->nbuf,
+                 st->hp.buffer);
+        rc = -3;
     }
     if (rc == -1) snprintf(e2, sizeof e2, "%s", as_reader_error(r));
     as_reader_close(r);
     fclose(f);
     if (rc < 0 || !got) {
-        snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
+        if (rc == -2) snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, where, e2);
+        else if (rc == -3) snprintf(err, errlen, "%s: %s", path, e2);
+        else snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
         as_rl_state_free(st);
         goto bad;
     }
@@ -592,18 +795,27 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
     int64_t cnp;
     float *w = as_costmodel_params(cm, &cnp);
     int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off), *sh = as_malloc((size_t)B * sizeof *sh);
+    int64_t *pick = as_malloc((size_t)B * sizeof *pick);
     double *cost = as_malloc((size_t)B * sizeof *cost);
-    int64_t longest = 0;   /* entries are drawn with replacement: B x the longest */
-    for (int64_t i = 0; i < nb; i++) if (st->buf[i].n > longest) longest = st->buf[i].n;
-    int64_t *idx = as_malloc((size_t)(B * longest > 0 ? B * longest : 1) * sizeof *idx);
+    int64_t ncap = 0, *idx = NULL;   /* the drawn entries' tables, grown to the largest draw */
     as_rng rng;
     as_rng_seed(&rng, c->seed ^ 0x636f737462756666ULL, stream);
     as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)1e-3);
     double ls = 0;
     for (int s = 0; s < steps; s++) {
         int64_t o = 0;
+        for (int64_t b = 0; b < B; b++) {   /* with replacement */
+            pick[b] = (int64_t)as_rng_below(&rng, (uint64_t)nb);
+            o += st->buf[pick[b]].n;
+        }
+        if (o > ncap) {
+            ncap = o;
+            free(idx);
+            idx = as_malloc((size_t)ncap * sizeof *idx);
+        }
+        o = 0;
         for (int64_t b = 0; b < B; b++) {
-            const buf_entry *e = &st->buf[as_rng_below(&rng, (uint64_t)nb)];
+            const buf_entry *e = &st->buf[pick[b]];
             off[b] = o;
             memcpy(idx + o, e->pos, (size_t)e->n * sizeof *idx);
             o += e->n;
@@ -620,7 +832,7 @@ static void cost_updates(const as_rl_cfg *c, as_costmodel *cm, as_rl_state *st, 
     *loss = ls / steps;
     /* new weights: the held-out evaluation as-costfit stored describes the old ones */
     as_costmodel_meta(cm)->heldout.present = 0;
-    free(off); free(sh); free(cost); free(idx);
+    free(off); free(sh); free(pick); free(cost); free(idx);
 }
 
 /* ---- measured refinement ------------------------------------------------------------------ */
@@ -680,8 +892,10 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     /* the round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted
      * rpred[i]; at most every shard and every table of the round's tasks */
     int64_t maxs = 0, maxp = 0;
+    /* the round's tasks: (round - 1) n + j modulo the tasks, without overflow */
+    uint64_t first = (uint64_t)(round - 1) % (uint64_t)x->ntasks * (uint64_t)n % (uint64_t)x->ntasks;
     for (int64_t j = 0; j < n; j++) {
-        const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
+        const as_rl_task *t = &x->tasks[(first + (uint64_t)j) % (uint64_t)x->ntasks];
         maxs += t->K;
         maxp += t->n;
     }
@@ -690,7 +904,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     double *rcost = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rcost);
     double *rpred = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rpred);
     for (int64_t j = 0; j < n && !rc; j++) {
-        const as_rl_task *t = &x->tasks[((round - 1) * n + j) % x->ntasks];
+        const as_rl_task *t = &x->tasks[(first + (uint64_t)j) % (uint64_t)x->ntasks];
         int64_t K = t->K;
         int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
         double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
@@ -754,12 +968,15 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     return 0;
 }
 
-static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, const as_policy_stats *s, double pred_bal,
-                       double gnorm, double lr, double ev_pred, double ev_meas, double meas_bal, double cm_loss,
-                       double sel, const refine_out *rf)
+/* the update's `train` record: kept in st (checkpoints carry the log) and written to c->log */
+static void log_record(const as_rl_cfg *c, as_rl_state *st, msgpack_sbuffer *sb, const as_policy *p, double wall,
+                       const as_policy_stats *s, double pred_bal, double gnorm, double lr, double ev_pred, double ev_meas,
+                       double meas_bal, double cm_loss, double sel, const refine_out *rf)
 {
     const as_policy_info *in = as_policy_cmeta(p);
-    msgpack_packer *pk = as_writer_pk(c->log);
+    msgpack_sbuffer_clear(sb);
+    msgpack_packer pk0, *pk = &pk0;
+    msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
     int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel) +
              (rf ? 6 + !isnan(rf->mape) + !isnan(rf->pred_balance) + !isnan(rf->meas_balance) + !isnan(rf->loss) : 0);
     msgpack_pack_map(pk, (size_t)nf);
@@ -795,7 +1012,8 @@ static void log_record(const as_rl_cfg *c, const as_policy *p, double wall, cons
         if (!isnan(rf->meas_balance)) as_pack_kv_f64(pk, "refine_meas_balance", rf->meas_balance);
         if (!isnan(rf->loss)) as_pack_kv_f64(pk, "refine_cost_loss", rf->loss);
     }
-    as_writer_end_record(c->log);
+    log_append(st, sb->data, sb->size, in->episodes);
+    if (c->log) as_writer_raw(c->log, sb->data, sb->size);
 }
 
 int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
@@ -803,6 +1021,14 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
 {
     if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
     if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
+    if ((c->select_every > 0 && c->select_tasks < 1) || (c->refine_every > 0 && c->refine_tasks < 1)) {
+        snprintf(err, errlen, "model selection and refinement need at least one task");
+        return -1;
+    }
+    if (!(c->minutes >= 0) || c->episodes < 0 || (c->episodes == 0) == !(c->minutes > 0)) {
+        snprintf(err, errlen, "the budget: episodes %" PRId64 ", minutes %g (exactly one above 0)", c->episodes, c->minutes);
+        return -1;
+    }
     if ((c->bench || c->refine_every > 0) && (!c->bcfg || !c->pool)) {
         snprintf(err, errlen, "measured %s needs a device and the tables", c->bench ? "rewards" : "refinement");
         return -1;
@@ -814,6 +1040,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     as_rl_state *st = state;
     if (!st) {
         st = state_new(np, cnp, c->buffer);
+        st->run_id = c->run_id > 0 ? c->run_id : as_rl_new_run_id();
         for (int64_t j = 0; j < c->nseed; j++)
             buf_push(st, c->seed_pos + c->seed_off[j], c->seed_off[j + 1] - c->seed_off[j], c->seed_cost[j]);
     } else {
@@ -827,6 +1054,18 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         memcpy(ns->best_w, st->best_w, (size_t)np * sizeof *ns->best_w);
         memcpy(ns->best_cm, st->best_cm, (size_t)cnp * sizeof *ns->best_cm);
         ns->best_score = st->best_score; ns->best_episode = st->best_episode;
+        /* a measured shard is a shard of a training task's plan or one of the input's cost
+           records: none holds more tables than the largest of those */
+        int64_t most = 0;
+        for (int64_t i = 0; i < ntasks; i++) if (tasks[i].n > most) most = tasks[i].n;
+        for (int64_t j = 0; j < c->nseed; j++) if (c->seed_off[j + 1] - c->seed_off[j] > most) most = c->seed_off[j + 1] - c->seed_off[j];
+        for (int64_t j = 0; j < st->nbuf; j++)
+            if (st->buf[j].n > most) {
+                snprintf(err, errlen, "checkpoint: rl_buffer shard %" PRId64 " holds %" PRId64 " tables, more than any training "
+                         "task or cost record of the input (%" PRId64 ")", j, st->buf[j].n, most);
+                as_rl_state_free(ns);
+                return -1;
+            }
         for (int64_t j = 0; j < st->nbuf; j++) {
             buf_entry *e = &st->buf[j];
             int ok = 1;
@@ -837,6 +1076,11 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
             }
             if (ok) buf_push(ns, e->pos, e->n, e->cost);
         }
+        ns->run_id = st->run_id;
+        ns->log = st->log; ns->loglen = st->loglen; ns->logcap = st->logcap; ns->nlog = st->nlog; ns->log_episode = st->log_episode;
+        st->log = NULL;
+        /* the log continues: the records up to the checkpoint first */
+        if (c->log && ns->loglen) as_writer_raw(c->log, ns->log, ns->loglen);
         /* the caller owns state: move ours into it */
         as_rl_state tmp = *state;
         *state = *ns;
@@ -846,6 +1090,8 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     }
     st->total_episodes = c->episodes;
     st->minutes = c->minutes;
+    st->hp = (as_rl_hparams){ c->bench, c->seed, c->lr, c->entropy, c->baseline, c->clip, c->batch, c->imitate, c->cost_steps,
+                              c->buffer > 0 ? c->buffer : 1, c->select_every, c->select_tasks, c->refine_every, c->refine_tasks, c->refine_steps };
     as_policy_info *in = as_policy_meta(p);
     snprintf(in->reward, sizeof in->reward, "%s", c->bench ? "bench" : "model");
     in->lr = c->lr; in->entropy = c->entropy; in->baseline = c->baseline; in->clip = c->clip;
@@ -853,9 +1099,12 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
     in->selected_episode = -1;
 
+    msgpack_sbuffer lsb;   /* one train record */
+    msgpack_sbuffer_init(&lsb);
     rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
     if (c->bcfg && c->pool && !(x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
         if (st != state) as_rl_state_free(st);
+        msgpack_sbuffer_destroy(&lsb);
         return -1;
     }
     as_vtrace_cfg vc = { 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
@@ -869,7 +1118,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     as_progress pr;
     as_progress_start(&pr, c->cli, "episodes", c->episodes > 0 ? (double)c->episodes : budget);
     int rc = 0, stopped = 0;
-    int64_t last_eval = in->episodes, last_ck = in->episodes;
+    int64_t last_ck = in->episodes;
 
     rl_pool pl;
     rl_actor *act = NULL;
@@ -976,8 +1225,10 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         for (int b = 0; b < B; b++) ep_free(&eps[b]);
         /* evaluation, log, checkpoint */
         double evp = NAN, evm = NAN;
-        if (c->eval_every > 0 && (in->episodes - last_eval >= c->eval_every || in->episodes >= limit)) {
-            last_eval = in->episodes;
+        /* on multiples of eval_every and after the run's last update (not at a halt), so a
+         * resumed run evaluates at the episodes of an uninterrupted one */
+        if (c->eval_every > 0 && (in->episodes / c->eval_every > (in->episodes - B) / c->eval_every ||
+                                  (c->episodes > 0 && in->episodes >= c->episodes))) {
             if (evaluate(&x, p, cm, c->eval_tasks, 1, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
         }
         /* model selection on multiples of select_every, so a resumed run scores the same
@@ -986,9 +1237,8 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         if (c->select_every > 0 && in->episodes / c->select_every > (in->episodes - B) / c->select_every &&
             select_step(&x, p, cm, st, in->episodes, &sel, err, errlen)) { rc = -1; break; }
         st->wall = wall0 + (as_now() - t0);
-        if (c->log)
-            log_record(c, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel,
-                       refined ? &rf : NULL);
+        log_record(c, st, &lsb, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel,
+                   refined ? &rf : NULL);
         if (c->ckpt && c->ckpt_every > 0 && in->episodes - last_ck >= c->ckpt_every) {
             last_ck = in->episodes;
             write_checkpoint(c, p, cm, st);
@@ -1036,6 +1286,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
         stopped = 1;
     free(g); free(cg); free(eps); free(trs);
+    msgpack_sbuffer_destroy(&lsb);
     if (st != state) as_rl_state_free(st);
     pthread_mutex_destroy(&x.measure_mu);
     as_bench_session_free(x.sess);

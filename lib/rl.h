@@ -67,7 +67,8 @@ typedef struct {
     int64_t nseed;
     const int64_t *seed_off, *seed_pos;
     const double *seed_cost;
-    int64_t eval_every;             /* greedy evaluation every N episodes (0: never) */
+    int64_t eval_every;             /* greedy evaluation on multiples of N episodes and after
+                                       the last update of the run (0: never) */
     int64_t eval_tasks;             /* training tasks evaluated (the first N) */
     int64_t select_every;           /* model selection: every N episodes (on multiples of N) and
                                        at the end of a finished run, plan the first select_tasks
@@ -88,10 +89,37 @@ typedef struct {
                                        (benchnoise.h; each plan's shards and it are one group);
                                        NULL: none */
     int64_t ref_n;
-    as_writer *log;                 /* `train` records (NULL: none) */
+    as_writer *log;                 /* `train` records (NULL: none); when resuming, the
+                                       checkpoint's records up to its episode come first */
+    int64_t run_id;                 /* the run's identity when starting (0: a new one); a
+                                       resumed run keeps its checkpoint's */
     const as_cli *cli;              /* progress */
     volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */
 } as_rl_cfg;
+
+/* ranges of a checkpoint's fields and of as-rl's options (docs/FORMAT.md) */
+#define AS_RL_MAX_BUFFER 100000000          /* measured shards kept (--buffer, rl_buffer) */
+#define AS_RL_MAX_MINUTES 1e7               /* --minutes, a checkpoint's minutes */
+#define AS_RL_MAX_WALL 1e12                 /* a checkpoint's wall_s, seconds */
+#define AS_RL_MAX_STEP (INT64_C(1) << 53)   /* the cost model's Adam step, cm_adam_t */
+#define AS_RL_MAX_STEPS 1000000             /* --cost-steps, --refine-steps */
+#define AS_RL_MAX_TRAIN_RECORD 65536        /* bytes of one `train` record in a checkpoint */
+
+/* the options that decide what a run learns (as_rl_cfg's fields of the same names): a
+ * checkpoint stores them and a resumed run continues with them (as-rl: an option not given
+ * takes the checkpoint's value, one that differs is refused) */
+typedef struct {
+    int bench;
+    uint64_t seed;
+    double lr, entropy, baseline, clip;
+    int batch;
+    int64_t imitate;
+    int cost_steps;
+    int64_t buffer;
+    int64_t select_every, select_tasks;
+    int64_t refine_every, refine_tasks;
+    int refine_steps;
+} as_rl_hparams;
 
 /* training state beyond the policy weights; lives in checkpoints */
 typedef struct as_rl_state as_rl_state;
@@ -102,9 +130,10 @@ typedef struct as_rl_state as_rl_state;
 int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t n, const as_rl_cfg *c,
                 as_rl_state *state, char *err, size_t errlen);
 
-/* A checkpoint: header, the `policy` record with the optimiser state, the cost model's
- * `model` record and, with bench rewards, an `rl_buffer` record. The file is a valid
- * policy file too. 0 ok, -1 with err. */
+/* A checkpoint: a header naming the run (run_id), the `policy` record with the optimiser
+ * state and the hyperparameters, the cost model's `model` record, one `rl_buffer` record and
+ * the run's `train` records so far. The file is a valid policy file too. Every field is
+ * range-checked (docs/FORMAT.md). 0 ok, -1 with err naming the record and field. */
 int as_rl_load_checkpoint(const char *path, as_policy **p, as_costmodel **cm, as_rl_state **st, char *err,
                           size_t errlen);
 void as_rl_state_free(as_rl_state *st);
@@ -113,6 +142,19 @@ int64_t as_rl_state_best_episode(const as_rl_state *st);   /* -1: no selection y
 int64_t as_rl_state_total_episodes(const as_rl_state *st);
 double as_rl_state_minutes(const as_rl_state *st);
 double as_rl_state_wall(const as_rl_state *st);
+const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st);
+int64_t as_rl_state_run_id(const as_rl_state *st);
+
+/* A run's identity: a random number in 1..2^63-1 (not from the seed: two runs of one seed
+ * are two runs). The headers of a run's checkpoints and log carry it (`run_id`). */
+int64_t as_rl_new_run_id(void);
+/* the header of a file of run run_id (a log or a checkpoint): as_writer_header's, with run_id */
+void as_rl_log_header(as_writer *w, int argc, char **argv, int64_t run_id);
+/* --log FILE of a resumed run: 0 when path does not exist, is not a regular file, or is a
+ * log of run run_id (every header names it; it is then replaced by the checkpoint's records
+ * and the new ones); -1 with err when it is another run's log or no log at all (nothing may
+ * overwrite it) */
+int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen);
 
 /* write a policy file: header, `policy` record, the cost model's `model` record */
 void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm);

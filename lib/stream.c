@@ -610,8 +610,14 @@ void as_writer_raw(as_writer *w, const void *p, size_t n)
 
 void as_writer_header(as_writer *w, const char *tool, int argc, char **argv)
 {
+    as_writer_header_extra(w, tool, argc, argv, 0, NULL, NULL);
+}
+
+void as_writer_header_extra(as_writer *w, const char *tool, int argc, char **argv, int nextra,
+                            void (*extra)(msgpack_packer *, void *), void *ctx)
+{
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, argv ? 6 : 5);
+    msgpack_pack_map(pk, (size_t)((argv ? 6 : 5) + (extra ? nextra : 0)));
     as_pack_kv_str(pk, "kind", "header");
     as_pack_kv_str(pk, "schema", AS_SCHEMA);
     as_pack_kv_i64(pk, "version", AS_SCHEMA_VERSION);
@@ -622,6 +628,7 @@ void as_writer_header(as_writer *w, const char *tool, int argc, char **argv)
         msgpack_pack_array(pk, (size_t)argc);
         for (int i = 0; i < argc; i++) as_pack_str(pk, argv[i]);
     }
+    if (extra) extra(pk, ctx);
     as_writer_end_record(w);
 }
 

@@ -108,6 +108,9 @@ typedef struct as_writer as_writer;
 as_writer *as_writer_open(const char *path, int level, int workers);
 /* the header record: tool name and the command line (argc/argv may be 0/NULL) */
 void as_writer_header(as_writer *w, const char *tool, int argc, char **argv);
+/* the same with nextra more key/value pairs packed by extra (as-rl: the run's id) */
+void as_writer_header_extra(as_writer *w, const char *tool, int argc, char **argv, int nextra,
+                            void (*extra)(msgpack_packer *, void *), void *ctx);
 /* packer for the next record; pack exactly one map, then call as_writer_end_record */
 msgpack_packer *as_writer_pk(as_writer *w);
 void as_writer_end_record(as_writer *w);

@@ -365,3 +365,31 @@ open(sys.argv[2], "wb").write(d[:j] + b"\xa4rows\xa3dim" + d[j + 9:])' "$T/pol.r
     assert_failure 2
     assert_output --partial "empty file name"
 }
+
+# the layout of policy.h: the parameter count of dims [F E1 E2 SD H CD P1 P2 P3 VH]
+NPARAMS='f, e1, e2, sd, h, cd, p1, p2, p3, vh = d
+n = e1*f + e1 + e2*e1 + e2 + 2*sd + 4*h*(e2 + sd) + 12*h*h + 8*h + cd*7 + cd + p1*3*h + p1 + p2*p1 + p2 + p3*p2 + 2*p3 + 1 + vh*h + 2*vh + 1'
+
+@test "as-plan --alg autoshard: a policy of any size the reader takes plans (step feature 300, LSTM 300)" {
+    D="$BATS_FILE_TMPDIR"
+    # the policy's sizes changed in its record, the parameters resized (small constants)
+    mp_edit "$D/pol.ast" "p = kind('policy')[0]; d = p['dims']; d[3] = 300
+$NPARAMS
+p['nparams'] = n; setarr(p['params'], [0.01] * n)" > "$T/sd300.ast"
+    mp_edit "$D/pol.ast" "p = kind('policy')[0]; d = p['dims']; d[2] = 268; d[4] = 300
+$NPARAMS
+p['nparams'] = n; setarr(p['params'], [0.01] * n)" > "$T/h300.ast"
+    run sh -c "as-show --kind policy '$T/sd300.ast' '$T/h300.ast' | jq -c .dims"
+    assert_output $'[21,128,32,300,64,32,128,128,64,64]\n[21,128,268,32,300,32,128,128,64,64]'
+    for p in sd300 h300; do
+        run as-plan --alg autoshard --samples 2 --policy "$T/$p.ast" --plans-only "$D/ft.ast" -o "$T/$p-plans.ast"
+        assert_success
+        run sh -c "as-show --kind plan '$T/$p-plans.ast' | jq -e -s 'length == 8 and all(.[]; .feasible and (.counts | add) == 12)'"
+        assert_success
+    done
+    # above 4096 the reader refuses it
+    mp_edit "$D/pol.ast" "kind('policy')[0]['dims'][3] = 4097" > "$T/big.ast"
+    run as-plan --alg autoshard --policy "$T/big.ast" "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "big.ast: record 2: policy record: size 3 of dims is not in 1..4096"
+}

@@ -5,6 +5,8 @@
 load test_helper/common
 
 FAST="--device cpu --warmup 1 --runs 3 --trim 1 --flush 8M --threads 1"
+# cap the address space (KB) of a command run with sh -c (not under AddressSanitizer)
+vlim() { [ -n "$ASAN_OPTIONS" ] || printf 'ulimit -v %s; ' "$1"; }
 
 # one pool, features and 8 tasks (6 train + 2 test, 12 tables on 3 shards), single-table
 # costs, a cost model and a 32-episode policy, made once for the whole file
@@ -176,6 +178,15 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     run sh -c "as-show --kind train '$T/ev.ast' | jq -e -s 'all(.[]; .eval_pred_balance == null or (.eval_pred_balance > 0 and .eval_pred_balance <= 1))'"
     assert_success
     [ "$(params "$T/e.ast")" = "$(params "$D/pol.ast")" ]
+    # every 12 (batch 8): at 16 (past 12), 24, 40 (past 36, and the end); halted at 24 and
+    # resumed, the same episodes (they once moved to 40 = 24 + 16)
+    O="-q --model $D/m.ast --seed 3 --episodes 40 --eval-every 12 --eval-tasks 2"
+    as-rl $O --log "$T/ev1" "$D/ft.ast" -o "$T/e1.ast"
+    as-rl $O --log "$T/ev2" --halt-after 24 --checkpoint "$T/ck" "$D/ft.ast" -o "$T/e2.ast"
+    as-rl -q --resume "$T/ck" --eval-every 12 --eval-tasks 2 --log "$T/ev2" "$D/ft.ast" -o "$T/e2.ast"
+    run sh -c "as-show --kind train '$T/ev1' | jq -c 'select(.eval_pred_balance) | .episode' | tr '\\n' ' '"
+    assert_output "16 24 40 "
+    [ "$(as-show --kind train "$T/ev2" | jq -c 'del(.wall_s)')" = "$(as-show --kind train "$T/ev1" | jq -c 'del(.wall_s)')" ]
 }
 
 @test "as-rl --select-every keeps the best-scoring weights of the run and names their episode" {
@@ -303,6 +314,10 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     as-plan --alg autoshard --policy "$T/p.ast" --plans-only "$D/ft.ast" -o "$T/plans.ast"
     run sh -c "as-show --kind plan '$T/plans.ast' | jq -e -s 'length == 8 and all(.[]; .feasible)'"
     assert_success
+    # resumed, the run keeps measuring: without --tables it is a usage error
+    run as-rl --resume "$T/ck.ast" "$T/in.ast" -o "$T/r.ast"
+    assert_failure 2
+    assert_output --partial "--resume $T/ck.ast: the run measures (--refine-every); give --tables FILE"
 }
 
 @test "as-rl --refine-every: needs the tables; cost records without a use are reported" {
@@ -396,4 +411,149 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     run as-rl -q --resume "$T/ck.ast" --episodes 16 --checkpoint "$T/ck.ast" "$T/ft.ast" -o "$T/p2.ast"
     assert_success
     ! cmp -s "$T/ck.ast" "$T/ck0.ast"
+}
+
+# ---- sizes and hostile checkpoints (issue 23) ------------------------------------------------
+
+@test "as-rl: cost models of every hidden size up to the policy's limit train a policy that as-plan plans with" {
+    # second hidden sizes 240 and 300 (once past 256-float arrays of the rollout), a head of 300
+    for h in 16,240,8 8,300,300; do
+        cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 --hidden $h --epochs 2 -q -o "$T/m.ast"
+        run as-rl -q --model "$T/m.ast" --seed 1 --episodes 8 "$D/ft.ast" -o "$T/p.ast"
+        assert_success
+        run as-plan --alg all --samples 2 --policy "$T/p.ast" --model "$T/m.ast" --plans-only "$D/ft.ast" -o "$T/plans.ast"
+        assert_success
+        run sh -c "as-show --kind plan '$T/plans.ast' | jq -e -s '[.[] | select(.alg == \"autoshard\" or .alg == \"cost-greedy\")] | length == 16 and all(.[]; .feasible)'"
+        assert_success
+    done
+    # the policy copies the encoder's sizes: past its limit the model is refused, named
+    cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 --hidden 4,4065,2 --epochs 1 -q -o "$T/m.ast"
+    run as-rl --model "$T/m.ast" --episodes 8 "$D/ft.ast" -o "$T/big.ast"
+    assert_failure 1
+    assert_output --partial "$T/m.ast: the cost model's hidden sizes H1 4, H2 4065"
+    assert_output --partial "H2 at most 4064"
+    [ ! -e "$T/big.ast" ]
+}
+
+@test "as-rl --resume: a hostile checkpoint is bad data (exit 1) naming the record and field, not a crash or an endless run" {
+    cat "$D/ft.ast" "$D/c.ast" > "$T/in.ast"
+    # the input's cost records fill the buffer of measured shards
+    as-rl -q --model "$D/m.ast" --seed 3 --episodes 32 --select-every 8 --halt-after 16 --checkpoint "$T/ck" "$T/in.ast" -o "$T/p.ast"
+    [ "$(as-show --kind rl_buffer "$T/ck" | jq '.cost_ms.shape[0]')" -gt 0 ]
+    # two rl_buffer records (random byte mutation of checkpoints made this often: a heap overflow)
+    mp_edit "$T/ck" 'recs += kind("rl_buffer")' > "$T/two"
+    run as-rl --resume "$T/two" "$T/in.ast" -o "$T/x.ast"
+    assert_failure 1
+    assert_output --partial "two: record "
+    assert_output --partial ": checkpoint: a second rl_buffer record"
+    # negative episodes with measured refinement (a negative task index)
+    mp_edit "$T/ck" 'kind("policy")[0]["episodes"] = -16' > "$T/neg"
+    run as-rl --resume "$T/neg" --refine-every 8 --tables "$D/pool.ast" $FAST "$T/in.ast" -o "$T/x.ast"
+    assert_failure 1
+    assert_output --partial "neg: record 2: policy record: 'episodes' = -16 is outside 0..2305843009213693951"
+    # a NaN or negative time budget (the run never ended), no budget at all
+    for m in nan -1.0 0; do
+        mp_edit "$T/ck" "p = kind('policy')[0]; p['minutes'] = $m; p['total_episodes'] = 0" > "$T/min"
+        run timeout 60 as-rl --resume "$T/min" "$T/in.ast" -o "$T/x.ast"
+        assert_failure 1
+        assert_output --partial "min: record 2: checkpoint: "
+        assert_output --partial "'minutes'"
+    done
+    # optimiser state: a negative second moment, a NaN first moment, an Adam step of -1 or
+    # 2^63-1 (a signed overflow); NaN best weights, a best episode of 2^62: each gave a policy
+    # that as-plan refused, or undefined behaviour
+    mp_edit "$T/ck" 'p = kind("policy")[0]; v = getarr(p["adam_v"]); v[4] = -1.0; setarr(p["adam_v"], v)' > "$T/v"
+    mp_edit "$T/ck" 'p = kind("policy")[0]; v = getarr(p["adam_m"]); v[0] = nan; setarr(p["adam_m"], v)' > "$T/m"
+    mp_edit "$T/ck" 'kind("policy")[0]["adam_t"] = -1' > "$T/t1"
+    mp_edit "$T/ck" 'kind("policy")[0]["adam_t"] = 2**63 - 1' > "$T/t2"
+    mp_edit "$T/ck" 'p = kind("policy")[0]; v = getarr(p["best_params"]); v[2] = nan; setarr(p["best_params"], v)' > "$T/b"
+    mp_edit "$T/ck" 'kind("policy")[0]["best_episode"] = 2**62' > "$T/be"
+    for x in "v:'adam_v[4]' = -1 is outside 0.." "m:'adam_m[0]' is not finite" "t1:'adam_t' = -1 is outside 2..2" \
+             "t2:'adam_t' = 9223372036854775807 is outside 2..2" "b:model selection: 'best_params[2]' is not finite" \
+             "be:model selection: 'best_episode' = 4611686018427387904 is outside 0..16"; do
+        run as-rl --resume "$T/${x%%:*}" "$T/in.ast" -o "$T/x.ast"
+        assert_failure 1
+        assert_output --partial "${x%%:*}: record 2: checkpoint: ${x#*:}"
+    done
+    # one buffer shard of 2^20 table ids (took 4.4 GB): over the tables-per-shard limit
+    mp_edit "$T/ck" 'b = kind("rl_buffer")[0]; setarr(b["off"], [0, 2**20]); setarr(b["ids"], [1] * 2**20); setarr(b["cost_ms"], [1.0])' > "$T/big"
+    run sh -c "$(vlim 2000000)as-rl --resume '$T/big' '$T/in.ast' -o '$T/x.ast'"
+    assert_failure 1
+    assert_output --partial "big: record 4: checkpoint: rl_buffer: shard 0 holds 1048576 tables, not 1..65536 (AS_MAX_TABLES raises the limit)"
+    [ ! -e "$T/x.ast" ]
+    # the checkpoint itself resumes
+    run as-rl -q --resume "$T/ck" "$T/in.ast" -o "$T/x.ast"
+    assert_success
+}
+
+@test "as-rl --resume keeps the checkpoint's hyperparameters: an option left out takes its value, another value is exit 2" {
+    O="--model $D/m.ast --seed 3 --episodes 32 --lr 2e-3 --batch 4 --entropy 0.01 --baseline 0.25 --clip 10 --imitate 8 --select-every 8 --select-tasks 2"
+    as-rl -q $O "$D/ft.ast" -o "$T/straight"
+    as-rl -q $O --halt-after 16 --checkpoint "$T/ck" "$D/ft.ast" -o "$T/half"
+    # none of them given again: the same run as the straight one (it used the defaults)
+    as-rl -q --resume "$T/ck" "$D/ft.ast" -o "$T/resumed"
+    [ "$(canon --kind policy "$T/resumed")" = "$(canon --kind policy "$T/straight")" ]
+    run sh -c "as-show --kind policy '$T/resumed' | jq -c '[.lr, .batch, .entropy_cost, .baseline_cost, .clip, .selected_episode != null]'"
+    assert_output '[0.002,4,0.01,0.25,10,true]'
+    # the same values given: accepted
+    as-rl -q --resume "$T/ck" --lr 2e-3 --batch 4 --select-tasks 2 "$D/ft.ast" -o "$T/same"
+    [ "$(params "$T/same")" = "$(params "$T/straight")" ]
+    # another value: refused, naming the option and both values, nothing written
+    for x in "--lr 1e-3:--lr 0.001 differs from the checkpoint's 0.002" "--batch 8:--batch 8 differs from the checkpoint's 4" \
+             "--entropy 0.001:--entropy 0.001 differs" "--baseline 0.5:--baseline 0.5 differs" "--clip 40:--clip 40 differs" \
+             "--imitate 0:--imitate 0 differs from the checkpoint's 8" "--select-every 100:--select-every 100 differs" \
+             "--select-tasks 8:--select-tasks 8 differs" "--cost-steps 5:--cost-steps 5 differs from the checkpoint's 20" \
+             "--buffer 10:--buffer 10 differs from the checkpoint's 5000" "--seed 4:--seed 4 differs from the checkpoint's 3" \
+             "--refine-every 8 --tables $D/pool.ast:--refine-every 8 differs from the checkpoint's 0" \
+             "--refine-tasks 3:--refine-tasks 3 differs" "--refine-steps 7:--refine-steps 7 differs" \
+             "--reward bench --tables $D/pool.ast:--reward bench differs from the checkpoint's model"; do
+        run as-rl --resume "$T/ck" ${x%%:*} "$D/ft.ast" -o "$T/x"
+        assert_failure 2
+        assert_output --partial "--resume $T/ck: ${x#*:}"
+        [ ! -e "$T/x" ]
+    done
+}
+
+@test "as-rl --resume after SIGKILL: the log keeps this run's records up to the checkpoint, drops the later ones, refuses another run's" {
+    O="--model $D/m.ast --seed 3 --episodes 1000000"
+    # killed (no handler runs): the checkpoint holds some episode E, the log was never committed
+    as-rl $O --checkpoint "$T/ck" --checkpoint-every 40 --log "$T/log" "$D/ft.ast" -o "$T/p.ast" 2> /dev/null 3>&- &
+    pid=$!
+    for _ in $(seq 600); do [ -e "$T/ck" ] && break; sleep 0.05; done
+    sleep 0.3
+    kill -KILL "$pid"
+    wait "$pid" || true
+    [ -e "$T/ck" ] && [ ! -e "$T/log" ]
+    E=$(as-show --kind policy "$T/ck" | jq .episodes)
+    [ "$E" -ge 40 ]
+    # resumed to E + 16: its log equals the log of a straight run halted there (wall times aside)
+    as-rl -q --resume "$T/ck" --halt-after $((E + 16)) --checkpoint "$T/ckr" --log "$T/log" "$D/ft.ast" -o "$T/r.ast"
+    as-rl -q $O --halt-after $((E + 16)) --checkpoint "$T/cks" --log "$T/logs" "$D/ft.ast" -o "$T/s.ast"
+    [ "$(as-show --kind train "$T/log" | jq -c 'del(.wall_s)')" = "$(as-show --kind train "$T/logs" | jq -c 'del(.wall_s)')" ]
+    run sh -c "as-show --kind train '$T/log' | jq -c .episode | head -2 | tr '\\n' ' '"
+    assert_output "8 16 "
+    # the log of that run, continued from an earlier checkpoint: the records after it dropped
+    as-rl -q --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/log" "$D/ft.ast" -o "$T/r.ast"
+    [ "$(as-show --kind train "$T/log" | jq -c 'del(.wall_s)')" = "$(as-show --kind train "$T/logs" | jq -c 'del(.wall_s)' | head -n $((E / 8 + 1)))" ]
+    # a log of another run there (the straight run's, same seed): refused, exit 2, left as it is
+    cp "$T/logs" "$T/other"
+    run as-rl --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/other" "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "--log $T/other: the log of another run (run "
+    cmp "$T/other" "$T/logs"
+    [ ! -e "$T/x.ast" ]
+    # a file that is no log at all, a log without a run id (another tool's stream)
+    echo precious > "$T/text"
+    run as-rl --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/text" "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "--log $T/text: not a training log of this run"
+    [ "$(cat "$T/text")" = precious ]
+    cp "$D/ft.ast" "$T/stream"
+    run as-rl --resume "$T/ck" --halt-after $((E + 8)) --checkpoint "$T/ckr" --log "$T/stream" "$D/ft.ast" -o "$T/x.ast"
+    assert_failure 2
+    assert_output --partial "its header names no run"
+    cmp "$T/stream" "$D/ft.ast"
+    # the checkpoint and the log name the run in their headers
+    [ "$(as-show "$T/ck" | head -1 | jq .run_id)" = "$(as-show "$T/log" | head -1 | jq .run_id)" ]
+    [ "$(as-show "$T/cks" | head -1 | jq .run_id)" != "$(as-show "$T/ck" | head -1 | jq .run_id)" ]
 }

@@ -43,9 +43,10 @@ static const char HELP[] =
     "      --seed S           seed (default 0): episode e uses stream e\n"
     "      --tables FILE      table data (as-convert) for measurements\n"
     "      --device D         measuring device: auto (default), cpu, cuda, cuda:N\n"
-    "      --eval-every N     every N episodes plan the first --eval-tasks training tasks\n"
-    "                         greedily; log their predicted balance, and the measured one when\n"
-    "                         --tables is given (default 0: never)\n"
+    "      --eval-every N     every N episodes (on multiples of N, the same episodes when\n"
+    "                         resumed) and after the last update, plan the first --eval-tasks\n"
+    "                         training tasks greedily; log their predicted balance, and the\n"
+    "                         measured one when --tables is given (default 0: never)\n"
     "      --eval-tasks N     tasks per evaluation (default 4)\n"
     "      --select-every N   model selection: every N episodes, and at the end, plan the first\n"
     "                         --select-tasks training tasks greedily with the cost model; the\n"
@@ -54,13 +55,22 @@ static const char HELP[] =
     "                         both). Guards against a run that degrades late (default 100;\n"
     "                         0: write the last policy)\n"
     "      --select-tasks N   tasks per selection (default 8)\n"
-    "      --log FILE         the training log: `train` records (as-eval --curve plots them);\n"
-    "                         with --resume, an existing log is continued\n"
+    "      --log FILE         the training log: `train` records (as-eval --curve plots them).\n"
+    "                         With --resume the log holds the run's records up to the\n"
+    "                         checkpoint (the checkpoint carries them), then the new ones; a\n"
+    "                         file there that is not this run's log (its header names the\n"
+    "                         run) is refused (exit 2) and left as it is\n"
     "      --checkpoint FILE  write a checkpoint (atomically) at the end, every\n"
     "                         --checkpoint-every N episodes, and on SIGINT/SIGTERM (it may\n"
     "                         be the --resume file; no other input)\n"
-    "      --resume FILE      continue a checkpoint exactly (its seed; its budget unless\n"
-    "                         --episodes/--minutes is given)\n"
+    "      --resume FILE      continue a checkpoint exactly, with its seed and the options that\n"
+    "                         decide what is learned (--reward --lr --batch --entropy\n"
+    "                         --baseline --clip --imitate --cost-steps --buffer --select-every\n"
+    "                         --select-tasks --refine-every --refine-tasks --refine-steps): one\n"
+    "                         left out takes the checkpoint's value, one given with another\n"
+    "                         value is a usage error (exit 2); its budget unless\n"
+    "                         --episodes/--minutes is given (the learning rate then decays\n"
+    "                         over the new budget)\n"
     "      --halt-after N     stop after N episodes in all, with a checkpoint (to split a run)\n"
     "Learning (defaults: the paper's):\n"
     "      --lr X             Adam learning rate, decayed linearly to 0 (1e-3)\n"
@@ -114,30 +124,48 @@ enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
 
-/* copy the train records of an existing log up to `episodes` into w */
-static void continue_log(const char *path, as_writer *w, int64_t episodes)
-{
-    if (access(path, F_OK)) return;
-    as_reader *r = as_reader_open(path);
-    if (!r) return;
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        int64_t e;
-        if (!as_rec_is(&rec, "train") || as_obj_i64(&rec.obj, "episode", &e) || e > episodes) continue;
-        as_writer_raw(w, rec.raw, rec.rawlen);
-    }
-    if (rc < 0) as_err("%s (the log continues after the readable part)", as_reader_error(r));
-    as_reader_close(r);
-}
-
 /* what the command line says */
 typedef struct {
     as_rl_cfg c;
     as_bench_cfg bc;
     const char *model_path, *tables, *device, *log_path, *resume;
-    int episodes_given, minutes_given, seed_given;
+    int episodes_given, minutes_given;
+    uint64_t given;         /* bit o - AS_OPT_TOOL_BASE: option o was given */
 } args;
+
+static int given(const args *a, int opt) { return (int)(a->given >> (opt - AS_OPT_TOOL_BASE) & 1); }
+
+/* A resumed run learns with its checkpoint's hyperparameters: an option not given takes the
+ * checkpoint's value; one given with another value is a usage error naming it. */
+static void resume_hparams(const args *a, as_rl_cfg *c, const as_rl_hparams *hp, const char *ck)
+{
+#define KEEP(opt, name, field, fmt, T)                                                                               \
+    do {                                                                                                          \
+        if (!given(a, opt)) c->field = hp->field;                                                                 \
+        else if (c->field != hp->field)                                                                           \
+            as_die(AS_EXIT_USAGE, "--resume %s: %s " fmt " differs from the checkpoint's " fmt                      \
+                   " (a resumed run keeps its hyperparameters; leave the option out)", ck, name, (T)c->field, (T)hp->field); \
+    } while (0)
+    if (!given(a, OPT_REWARD)) c->bench = hp->bench;
+    else if (c->bench != hp->bench)
+        as_die(AS_EXIT_USAGE, "--resume %s: --reward %s differs from the checkpoint's %s (a resumed run keeps its "
+               "hyperparameters; leave the option out)", ck, c->bench ? "bench" : "model", hp->bench ? "bench" : "model");
+    KEEP(OPT_SEED, "--seed", seed, "%" PRIu64, uint64_t);
+    KEEP(OPT_LR, "--lr", lr, "%.17g", double);
+    KEEP(OPT_ENTROPY, "--entropy", entropy, "%.17g", double);
+    KEEP(OPT_BASELINE, "--baseline", baseline, "%.17g", double);
+    KEEP(OPT_CLIP, "--clip", clip, "%.17g", double);
+    KEEP(OPT_BATCH, "--batch", batch, "%d", int);
+    KEEP(OPT_IMITATE, "--imitate", imitate, "%" PRId64, int64_t);
+    KEEP(OPT_COST_STEPS, "--cost-steps", cost_steps, "%d", int);
+    KEEP(OPT_BUFFER, "--buffer", buffer, "%" PRId64, int64_t);
+    KEEP(OPT_SELECT_EVERY, "--select-every", select_every, "%" PRId64, int64_t);
+    KEEP(OPT_SELECT_TASKS, "--select-tasks", select_tasks, "%" PRId64, int64_t);
+    KEEP(OPT_REFINE_EVERY, "--refine-every", refine_every, "%" PRId64, int64_t);
+    KEEP(OPT_REFINE_TASKS, "--refine-tasks", refine_tasks, "%" PRId64, int64_t);
+    KEEP(OPT_REFINE_STEPS, "--refine-steps", refine_steps, "%d", int);
+#undef KEEP
+}
 
 static void parse_args(int argc, char **argv, as_cli *cli, args *a)
 {
@@ -186,6 +214,7 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
     a->bc.warmup = 5; a->bc.runs = 10; a->bc.trim = 2; a->bc.lr = 0.01f;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+        if (opt >= AS_OPT_TOOL_BASE && opt < AS_OPT_TOOL_BASE + 64) a->given |= UINT64_C(1) << (opt - AS_OPT_TOOL_BASE);
         switch (opt) {
         case OPT_MODEL: a->model_path = optarg; break;
         case OPT_REWARD:
@@ -193,10 +222,10 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
             else if (!strcmp(optarg, "bench")) a->c.bench = 1;
             else as_cli_usage(cli, "--reward: '%s' is not model or bench", optarg);
             break;
-        case OPT_EPISODES: a->c.episodes = as_cli_i64(cli, "--episodes", optarg, 1, INT64_MAX / 4); a->episodes_given = 1; break;
-        case OPT_MINUTES: a->c.minutes = as_cli_f64(cli, "--minutes", optarg, 1e-6, 1e7); a->minutes_given = 1; break;
-        case OPT_ACTORS: a->c.actors = (int)as_cli_i64(cli, "--actors", optarg, 1, 1024); break;
-        case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); a->seed_given = 1; break;
+        case OPT_EPISODES: a->c.episodes = as_cli_i64(cli, "--episodes", optarg, 1, AS_POLICY_MAX_EPISODES); a->episodes_given = 1; break;
+        case OPT_MINUTES: a->c.minutes = as_cli_f64(cli, "--minutes", optarg, 1e-6, AS_RL_MAX_MINUTES); a->minutes_given = 1; break;
+        case OPT_ACTORS: a->c.actors = (int)as_cli_i64(cli, "--actors", optarg, 1, AS_POLICY_MAX_ACTORS); break;
+        case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
         case OPT_TABLES: a->tables = optarg; break;
         case OPT_DEVICE: a->device = optarg; break;
         case OPT_EVAL_EVERY: a->c.eval_every = as_cli_i64(cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
@@ -208,17 +237,17 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
         case OPT_CKPT_EVERY: a->c.ckpt_every = as_cli_i64(cli, "--checkpoint-every", optarg, 1, INT64_MAX / 4); break;
         case OPT_RESUME: a->resume = optarg; break;
         case OPT_HALT: a->c.halt_after = as_cli_i64(cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
-        case OPT_LR: a->c.lr = as_cli_f64(cli, "--lr", optarg, 0, 10); break;
+        case OPT_LR: a->c.lr = as_cli_f64(cli, "--lr", optarg, 0, AS_POLICY_MAX_LR); break;
         case OPT_REFINE_EVERY: a->c.refine_every = as_cli_i64(cli, "--refine-every", optarg, 0, INT64_MAX / 4); break;
         case OPT_REFINE_TASKS: a->c.refine_tasks = as_cli_i64(cli, "--refine-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", optarg, 0, 1000000); break;
+        case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", optarg, 0, AS_RL_MAX_STEPS); break;
         case OPT_IMITATE: a->c.imitate = as_cli_i64(cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
-        case OPT_BATCH: a->c.batch = (int)as_cli_i64(cli, "--batch", optarg, 1, 100000); break;
-        case OPT_ENTROPY: a->c.entropy = as_cli_f64(cli, "--entropy", optarg, 0, 100); break;
-        case OPT_BASELINE: a->c.baseline = as_cli_f64(cli, "--baseline", optarg, 0, 100); break;
-        case OPT_CLIP: a->c.clip = as_cli_f64(cli, "--clip", optarg, 0, 1e12); break;
-        case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", optarg, 0, 1000000); break;
-        case OPT_BUFFER: a->c.buffer = as_cli_i64(cli, "--buffer", optarg, 1, 100000000); break;
+        case OPT_BATCH: a->c.batch = (int)as_cli_i64(cli, "--batch", optarg, 1, AS_POLICY_MAX_BATCH); break;
+        case OPT_ENTROPY: a->c.entropy = as_cli_f64(cli, "--entropy", optarg, 0, AS_POLICY_MAX_LOSS_COST); break;
+        case OPT_BASELINE: a->c.baseline = as_cli_f64(cli, "--baseline", optarg, 0, AS_POLICY_MAX_LOSS_COST); break;
+        case OPT_CLIP: a->c.clip = as_cli_f64(cli, "--clip", optarg, 0, AS_POLICY_MAX_CLIP); break;
+        case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", optarg, 0, AS_RL_MAX_STEPS); break;
+        case OPT_BUFFER: a->c.buffer = as_cli_i64(cli, "--buffer", optarg, 1, AS_RL_MAX_BUFFER); break;
         case OPT_WARMUP: a->bc.warmup = (int)as_cli_i64(cli, "--warmup", optarg, 0, 100000); break;
         case OPT_RUNS: a->bc.runs = (int)as_cli_i64(cli, "--runs", optarg, 1, 100000); break;
         case OPT_TRIM: a->bc.trim = (int)as_cli_i64(cli, "--trim", optarg, 0, 100000); break;
@@ -279,16 +308,20 @@ int main(int argc, char **argv)
     if (resume) {
         if (as_rl_load_checkpoint(resume, &pol, &cm, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (model_path) as_info("--resume: the checkpoint's cost model is used, not %s", model_path);
-        if (a.seed_given && c.seed != as_policy_cmeta(pol)->seed)
-            as_die(AS_EXIT_USAGE, "--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64, c.seed, as_policy_cmeta(pol)->seed);
-        c.seed = as_policy_cmeta(pol)->seed;
+        resume_hparams(&a, &c, as_rl_state_hparams(st), resume);
+        if ((c.bench || c.refine_every) && !tables)
+            as_die(AS_EXIT_USAGE, "--resume %s: the run measures (%s); give --tables FILE", resume,
+                   c.bench ? "--reward bench" : "--refine-every");
+        /* a file at --log must be this run's log (it is replaced: the checkpoint's records,
+           then the new ones); another run's is left alone */
+        if (log_path && as_rl_log_check(log_path, as_rl_state_run_id(st), err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
         if (!a.episodes_given && !a.minutes_given) {
             c.episodes = as_rl_state_total_episodes(st);
             c.minutes = as_rl_state_minutes(st);
         }
     } else {
         if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        pol = as_policy_new(cm, c.seed);
+        if (!(pol = as_policy_new(cm, c.seed, err, sizeof err))) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
     }
     if (!c.episodes && c.minutes <= 0) c.episodes = 2000;
 
@@ -327,11 +360,12 @@ int main(int argc, char **argv)
         c.ref_n = nref;
     }
 
+    /* the run's identity: the checkpoint's, or a new one; the log's header names it */
+    c.run_id = resume ? as_rl_state_run_id(st) : as_rl_new_run_id();
     as_writer *lw = NULL;
     if (log_path) {
         lw = as_writer_open(log_path, 0, 0);
-        as_writer_header(lw, "as-rl", argc, argv);
-        if (resume) continue_log(log_path, lw, as_policy_cmeta(pol)->episodes);
+        as_rl_log_header(lw, argc, argv, c.run_id);
     }
     c.log = lw;
     c.cli = &cli;

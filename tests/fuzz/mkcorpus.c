@@ -19,7 +19,9 @@
 #include "common.h"
 #include "convert.h"
 #include "costmodel.h"
+#include "fuzz_rl.h"
 #include "policy.h"
+#include "rl.h"
 #include "stream.h"
 
 #include <errno.h>
@@ -392,12 +394,15 @@ static void torch_seeds(void)
 
 /* Stream seeds start with the mode byte of fuzz.h: 01 + the stream (NAME.ast), and
  * 00 + its raw msgpack records (NAME.msgpack). Returns the stream's bytes. */
+static int64_t header_run_id;   /* set: the header names this run (as-rl's checkpoints) */
+
 static buf stream_file(const char *target, const char *name, void (*fill)(as_writer *))
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/.%s.tmp", outdir, name);
     as_writer *w = as_writer_open(path, 1, 0);   /* level 1: a small window, quick to fuzz */
-    as_writer_header(w, "mkcorpus", 0, NULL);
+    if (header_run_id) as_rl_log_header(w, 0, NULL, header_run_id);
+    else as_writer_header(w, "mkcorpus", 0, NULL);
     fill(w);
     as_writer_close(w);
     buf s = {0}, seed = {0}, raw = {0};
@@ -460,8 +465,8 @@ static void fill_model(as_writer *w)
     as_costmodel_free(m);
 }
 
-/* a policy record of the smallest dims (the layout of lib/policy.c) and its cost model */
-static void fill_policy(as_writer *w)
+/* a policy record of the smallest dims (the layout of lib/policy.c) */
+static void pack_policy(msgpack_packer *pk)
 {
     int d[10] = { AS_NFEATURES, 1, 1, 1, 2, 1, 1, 1, 1, 1 };   /* f e1 e2 sd h cd p1 p2 p3 vh */
     int f = d[0], e1 = d[1], e2 = d[2], sd = d[3], h = d[4], cd = d[5], p1 = d[6], p2 = d[7], p3 = d[8], vh = d[9];
@@ -470,7 +475,6 @@ static void fill_policy(as_writer *w)
                 (int64_t)p2 * p1 + p2 + (int64_t)p3 * p2 + p3 + p3 + 1 + (int64_t)vh * h + vh + vh + 1;
     float *prm = malloc((size_t)n * sizeof *prm);
     for (int64_t i = 0; i < n; i++) prm[i] = (float)((i * 7) % 13 - 6) / 16.0f;
-    msgpack_packer *pk = as_writer_pk(w);
     msgpack_pack_map(pk, 12);
     as_pack_kv_str(pk, "kind", "policy");
     as_pack_kv_str(pk, "policy", "autoshard-lstm");
@@ -489,9 +493,148 @@ static void fill_policy(as_writer *w)
     as_pack_kv_i64(pk, "nparams", n);
     as_pack_kv_array(pk, "params", AS_DT_F32, prm, 1, &n);
     as_pack_kv_i64(pk, "seed", 5);
-    as_writer_end_record(w);
     free(prm);
+}
+
+/* ... and its cost model */
+static void fill_policy(as_writer *w)
+{
+    pack_policy(as_writer_pk(w));
+    as_writer_end_record(w);
     fill_model(w);
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+
+/* a copy of map o into pk with the value of field key (present) replaced by v */
+static void repack(msgpack_packer *pk, const msgpack_object *o, const char *key, msgpack_object v)
+{
+    msgpack_pack_map(pk, o->via.map.size);
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        msgpack_pack_object(pk, kv->key);
+        msgpack_pack_object(pk, as_obj_streq(&kv->key, key) ? v : kv->val);
+    }
+}
+
+static as_record *ck_recs;   /* the checkpoint of checkpoint_seeds, its wall times fixed */
+static int ck_n;
+
+/* the records of the checkpoint, one of them changed: record `at` (-1: none) with field key
+ * set to v, record `dup` (-1: none) written twice */
+static void fill_ck(as_writer *w, int at, const char *key, msgpack_object v, int dup)
+{
+    for (int i = 0; i < ck_n; i++) {
+        if (i == 0) continue;   /* the header: stream_file's */
+        if (i == at) {
+            repack(as_writer_pk(w), &ck_recs[i].obj, key, v);
+            as_writer_end_record(w);
+        } else as_writer_raw(w, ck_recs[i].raw, ck_recs[i].rawlen);
+        if (i == dup) as_writer_raw(w, ck_recs[i].raw, ck_recs[i].rawlen);
+    }
+}
+static int ck_rec(const char *kind)
+{
+    for (int i = 0; i < ck_n; i++) if (as_rec_is(&ck_recs[i], kind)) return i;
+    abort();
+}
+static const msgpack_object none = { .type = MSGPACK_OBJECT_NIL };
+static void fill_ck_plain(as_writer *w) { fill_ck(w, -1, "", none, -1); }
+static void fill_ck_two_buffers(as_writer *w) { fill_ck(w, -1, "", none, ck_rec("rl_buffer")); }
+static void fill_ck_neg_episodes(as_writer *w)
+{
+    msgpack_object v = { .type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = -4 };
+    fill_ck(w, ck_rec("policy"), "episodes", v, -1);
+}
+
+/* a checkpoint of as-rl: the smallest policy and cost model, halted at episode 4 of 8 on the
+ * tasks of fuzz_rl.h (batch 2, model selection every 2, two measured shards in the buffer);
+ * its wall times fixed so the seeds are reproducible. Regression seeds: two rl_buffer
+ * records (a heap overflow once) and negative episodes (a negative task index) */
+static void checkpoint_seeds(void)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack_policy(&pk);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    as_policy *pol = NULL;
+    char err[512];
+    if (msgpack_unpack_next(&u, sb.data, sb.size, NULL) != MSGPACK_UNPACK_SUCCESS || as_policy_read(&pol, &u.data, err, sizeof err))
+        abort();
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+    as_costmodel *cm = as_costmodel_new(1, 1, 1, 3);
+    as_costmodel_info *ci = as_costmodel_meta(cm);
+    ci->y_scale = 1;
+    for (int i = 0; i < 3; i++) { ci->mean[i] = 0; ci->std[i] = 100; }
+    as_features f[FZ_T];
+    const as_features *ft[FZ_NTASK * FZ_TASK_T];
+    as_rl_task tasks[FZ_NTASK];
+    fz_rl_data(f, ft, tasks);
+    static const int64_t seed_off[3] = { 0, 2, 3 }, seed_pos[3] = { 0, 1, 4 };
+    static const double seed_cost[2] = { 1.5, 0.7 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.ckpt.tmp", outdir);
+    as_rl_cfg c;
+    memset(&c, 0, sizeof c);
+    c.episodes = 8; c.halt_after = 4; c.actors = 1; c.seed = 1;
+    c.lr = 1e-3; c.entropy = 0.01; c.baseline = 0.5; c.clip = 40; c.batch = 2;
+    c.cost_steps = 2; c.cost_batch = 4; c.buffer = 8; c.select_every = 2; c.select_tasks = 2;
+    c.nseed = 2; c.seed_off = seed_off; c.seed_pos = seed_pos; c.seed_cost = seed_cost;
+    c.feat = f; c.nfeat = FZ_T; c.ckpt = path; c.run_id = 12345;
+    if (as_rl_train(pol, cm, tasks, FZ_NTASK, &c, NULL, err, sizeof err) != 1) { fprintf(stderr, "mkcorpus: %s\n", err); exit(3); }
+    as_policy_free(pol);
+    as_costmodel_free(cm);
+    /* its records, wall times fixed */
+    as_reader *r = as_reader_open(path);
+    as_record rec;
+    buf raw = {0};
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_object wall = { .type = MSGPACK_OBJECT_FLOAT64, .via.f64 = 0.25 };
+    while (as_reader_next(r, &rec) == 1) {
+        msgpack_sbuffer_clear(&sb);
+        if (as_obj_get(&rec.obj, "wall_s")) repack(&pk, &rec.obj, "wall_s", wall);
+        else msgpack_pack_object(&pk, rec.obj);
+        put(&raw, sb.data, sb.size);
+    }
+    as_reader_close(r);
+    unlink(path);
+    msgpack_sbuffer_destroy(&sb);
+    /* parsed again from the copy, which outlives the reader */
+    size_t off = 0;
+    msgpack_unpacked *objs = NULL;
+    while (off < raw.n) {
+        size_t at = off;
+        objs = realloc(objs, (size_t)(ck_n + 1) * sizeof *objs);
+        ck_recs = realloc(ck_recs, (size_t)(ck_n + 1) * sizeof *ck_recs);
+        msgpack_unpacked_init(&objs[ck_n]);
+        if (msgpack_unpack_next(&objs[ck_n], (const char *)raw.p, raw.n, &off) != MSGPACK_UNPACK_SUCCESS) abort();
+        as_record *cr = &ck_recs[ck_n];
+        memset(cr, 0, sizeof *cr);
+        cr->obj = objs[ck_n].data;
+        cr->raw = (const char *)raw.p + at;
+        cr->rawlen = off - at;
+        const msgpack_object *k = as_obj_get(&cr->obj, "kind");
+        cr->kind = k->via.str.ptr;
+        cr->kindlen = k->via.str.size;
+        ck_n++;
+    }
+    header_run_id = 12345;
+    buf b = stream_file("checkpoint", "ckpt", fill_ck_plain);
+    bfree(&b);
+    b = stream_file("checkpoint", "two-buffers", fill_ck_two_buffers);
+    bfree(&b);
+    b = stream_file("checkpoint", "neg-episodes", fill_ck_neg_episodes);
+    bfree(&b);
+    header_run_id = 0;
+    for (int i = 0; i < ck_n; i++) msgpack_unpacked_destroy(&objs[i]);
+    free(objs);
+    free(ck_recs);
+    bfree(&raw);
 }
 
 static void stream_seeds(void)
@@ -527,5 +670,6 @@ int main(int argc, char **argv)
     mkdir(outdir, 0755);
     torch_seeds();
     stream_seeds();
+    checkpoint_seeds();
     return 0;
 }

@@ -69,3 +69,9 @@ assert_killed_intact() {
 mp_stream() {
     { printf "$HDR"; python3 "$ROOT/tests/test_helper/mp.py" "$@"; } | zstd -q -c
 }
+
+# mp_edit FILE 'CODE': FILE (a stream) with its records edited by the Python statements CODE
+# (tests/test_helper/mp.py --edit: the list `recs`, kind(k), getarr(a), setarr(a, v)) to stdout
+mp_edit() {
+    zstd -dc "$1" | python3 "$ROOT/tests/test_helper/mp.py" --edit "$2" | zstd -q -c
+}

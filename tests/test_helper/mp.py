@@ -9,6 +9,15 @@ written to stdout one after another. Helpers usable in the expressions:
   nan, inf                    floats
 Example:
   python3 mp.py '{"kind":"task","id":0,"shards":10**8,"tables":[0,1]}' | ...
+
+  python3 mp.py --edit 'CODE' < RAW > RAW
+reads raw msgpack records (a decompressed stream, header included) into the list `recs`
+(maps as dicts, bin as bytes, arrays as lists), runs the Python statements CODE on it and
+writes the records of `recs` again. Besides the helpers above, CODE may use
+  kind(k)                     the records of kind k (the same dicts, to change in place)
+  getarr(a) / setarr(a, v)    the values of an array map / replace them (same dtype; a 1-d
+                              array takes the length of v)
+Example: mp.py --edit 'kind("policy")[0]["adam_t"] = -1; recs += kind("rl_buffer")'
 """
 import struct
 import sys
@@ -81,8 +90,99 @@ def enc(o, out):
     return out
 
 
+def dec(b, i):
+    """the object at b[i:], and the offset after it"""
+    t = b[i]
+    i += 1
+    if t <= 0x7f:
+        return t, i
+    if t >= 0xe0:
+        return t - 256, i
+    if 0x80 <= t <= 0x8f:
+        return dec_map(b, i, t & 15)
+    if 0x90 <= t <= 0x9f:
+        return dec_list(b, i, t & 15)
+    if 0xa0 <= t <= 0xbf:
+        n = t & 31
+        return b[i:i + n].decode(), i + n
+    if t == 0xc0:
+        return None, i
+    if t in (0xc2, 0xc3):
+        return t == 0xc3, i
+    if t in (0xc4, 0xc5, 0xc6):
+        w = {0xc4: 1, 0xc5: 2, 0xc6: 4}[t]
+        n = int.from_bytes(b[i:i + w], "big")
+        return bytes(b[i + w:i + w + n]), i + w + n
+    if t == 0xca:
+        return struct.unpack(">f", b[i:i + 4])[0], i + 4
+    if t == 0xcb:
+        return struct.unpack(">d", b[i:i + 8])[0], i + 8
+    if 0xcc <= t <= 0xcf:
+        w = 1 << (t - 0xcc)
+        return int.from_bytes(b[i:i + w], "big"), i + w
+    if 0xd0 <= t <= 0xd3:
+        w = 1 << (t - 0xd0)
+        return int.from_bytes(b[i:i + w], "big", signed=True), i + w
+    if t in (0xd9, 0xda, 0xdb):
+        w = {0xd9: 1, 0xda: 2, 0xdb: 4}[t]
+        n = int.from_bytes(b[i:i + w], "big")
+        return b[i + w:i + w + n].decode(), i + w + n
+    if t in (0xdc, 0xdd):
+        w = 2 if t == 0xdc else 4
+        return dec_list(b, i + w, int.from_bytes(b[i:i + w], "big"))
+    if t in (0xde, 0xdf):
+        w = 2 if t == 0xde else 4
+        return dec_map(b, i + w, int.from_bytes(b[i:i + w], "big"))
+    raise ValueError("msgpack type byte 0x%02x not decoded" % t)
+
+
+def dec_list(b, i, n):
+    v = []
+    for _ in range(n):
+        x, i = dec(b, i)
+        v.append(x)
+    return v, i
+
+
+def dec_map(b, i, n):
+    v = {}
+    for _ in range(n):
+        k, i = dec(b, i)
+        v[k], i = dec(b, i)
+    return v, i
+
+
+def getarr(a):
+    n = len(a["data"]) // struct.calcsize(DT[a["dtype"]])
+    return list(struct.unpack("<%d%s" % (n, DT[a["dtype"]]), a["data"]))
+
+
+def setarr(a, values):
+    if len(a["shape"]) == 1:
+        a["shape"] = [len(values)]
+    a["data"] = struct.pack("<%d%s" % (len(values), DT[a["dtype"]]), *values)
+
+
+def edit(code, env):
+    b = sys.stdin.buffer.read()
+    recs, i = [], 0
+    while i < len(b):
+        r, i = dec(b, i)
+        recs.append(r)
+    env = dict(env, recs=recs, getarr=getarr, setarr=setarr,
+               kind=lambda k: [r for r in recs if isinstance(r, dict) and r.get("kind") == k])
+    exec(code, env)
+    out = bytearray()
+    for r in env["recs"]:
+        enc(r, out)
+    sys.stdout.buffer.write(out)
+
+
 def main():
     env = {"arr": arr, "u64": u64, "nils": nils, "nan": float("nan"), "inf": float("inf")}
+    if len(sys.argv) == 3 and sys.argv[1] == "--edit":
+        edit(sys.argv[2], env)
+        return
     out = bytearray()
     for expr in sys.argv[1:]:
         enc(eval(expr, env), out)

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         if (as_policy_load(policy, &pol, &pcm, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
         as_rl_plan_model(&ppm, pcm);
     } else {
-        pol = as_policy_new(cm, seed);
+        if (!(pol = as_policy_new(cm, seed, err, sizeof err))) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
         as_rl_plan_model(&ppm, cm);
     }
     as_nn_set_threads(1);

@@ -148,7 +148,7 @@ TEST(policy_loss_grad_fd_every_block)
     as_nn_set_threads(1);   /* one BLAS thread: the same summation order in every call */
     /* seed 1: an instance without a ReLU kink within the FD step (seeds 2 and 3 have one:
      * central differences then disagree on every block upstream of it) */
-    as_policy *p = as_policy_new(NULL, 1);
+    as_policy *p = as_policy_new(NULL, 1, NULL, 0);
     int64_t np;
     float *w = as_policy_params(p, &np);
     /* larger weights than the init so that every block matters in the loss */
@@ -224,7 +224,7 @@ TEST(policy_rollout_masking_and_greedy)
     mk_tables(f, fp, N, 8);
     uint64_t total = 0;
     for (int i = 0; i < N; i++) total += (uint64_t)f[i].bytes_fp16;
-    as_policy *p = as_policy_new(NULL, 1);
+    as_policy *p = as_policy_new(NULL, 1, NULL, 0);
     int64_t a1[N], a2[N];
     char err[256];
     /* a cap with 20% slack: sampled plans never exceed it */
@@ -284,7 +284,7 @@ TEST(policy_place_keeps_the_best_of_its_samples)
     as_features f[N];
     const as_features *fp[N];
     mk_tables(f, fp, N, 21);
-    as_policy *p = as_policy_new(NULL, 3);   /* untrained: its samples differ a lot */
+    as_policy *p = as_policy_new(NULL, 3, NULL, 0);   /* untrained: its samples differ a lot */
     char err[256];
     int64_t g[N], a1[N], a8[N], a16[N], b16[N];
     as_rollout gr = { .cm = &HM, .t = fp, .n = N, .K = K, .assign = g };
@@ -323,4 +323,102 @@ TEST(policy_place_keeps_the_best_of_its_samples)
     CHECK_EQ_I64(as_policy_auto_samples(0, 8), 1);
     CHECK_EQ_I64(as_policy_auto_samples(INT64_MAX, 3), 1);
     as_policy_free(p);
+}
+
+/* ---- sizes: every buffer follows the policy's dims (issue 23) ------------------------------ */
+
+/* a `policy` record of dims dv (the layout of policy.h) with small random parameters, as
+ * as_policy_read parses it; NULL with err when it refuses */
+static as_policy *policy_of_dims(const int dv[10], char *err, size_t errlen)
+{
+    int f = dv[0], e1 = dv[1], e2 = dv[2], sd = dv[3], h = dv[4], cd = dv[5], p1 = dv[6], p2 = dv[7], p3 = dv[8],
+        vh = dv[9];
+    int64_t n = (int64_t)e1 * f + e1 + (int64_t)e2 * e1 + e2 + 2 * sd + 4LL * h * (e2 + sd) + 4LL * h * h + 4LL * h +
+                4LL * h * h + 4LL * h * h + 4LL * h + (int64_t)cd * AS_POLICY_NCF + cd + (int64_t)p1 * 3 * h + p1 +
+                (int64_t)p2 * p1 + p2 + (int64_t)p3 * p2 + p3 + p3 + 1 + (int64_t)vh * h + vh + vh + 1;
+    float *prm = malloc((size_t)n * sizeof *prm);
+    for (int64_t i = 0; i < n; i++) prm[i] = 0.2f * frand();
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 11);
+    as_pack_kv_str(&pk, "kind", "policy");
+    as_pack_kv_str(&pk, "policy", "autoshard-lstm");
+    as_pack_kv_i64(&pk, "format_version", AS_POLICY_VERSION);
+    as_pack_str(&pk, "features");
+    msgpack_pack_array(&pk, AS_NFEATURES);
+    for (int i = 0; i < AS_NFEATURES; i++) as_pack_str(&pk, as_costmodel_feature_name(i));
+    as_pack_kv_str(&pk, "transform", "none");
+    double mean[3] = { 0, 0, 0 }, sdv[3] = { 100, 1e4, 10 };
+    as_pack_kv_f64_list(&pk, "norm_mean", mean, 3);
+    as_pack_kv_f64_list(&pk, "norm_std", sdv, 3);
+    as_pack_str(&pk, "dims");
+    msgpack_pack_array(&pk, 10);
+    for (int i = 0; i < 10; i++) msgpack_pack_int(&pk, dv[i]);
+    as_pack_kv_i64(&pk, "cost_features", AS_POLICY_NCF);
+    as_pack_kv_i64(&pk, "nparams", n);
+    as_pack_kv_array(&pk, "params", AS_DT_F32, prm, 1, &n);
+    free(prm);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    as_policy *p = NULL;
+    if (msgpack_unpack_next(&u, sb.data, sb.size, NULL) != MSGPACK_UNPACK_SUCCESS) snprintf(err, errlen, "unpack");
+    else if (as_policy_read(&p, &u.data, err, errlen)) p = NULL;
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+    return p;
+}
+
+/* a step feature of 300 and an LSTM of 300 (the reader takes every size up to 4096; the
+ * rollout once kept its state in 256-float arrays on the stack): greedy and sampled
+ * episodes, the learner's replay, finite results */
+TEST(policy_sizes_above_256_plan_and_learn)
+{
+    enum { N = 9, K = 3 };
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, N, 3);
+    static const int dims[2][10] = {
+        { AS_NFEATURES, 8, 20, 300, 52, 32, 16, 16, 8, 8 },    /* SD 300: E2 + SD = 320 */
+        { AS_NFEATURES, 8, 268, 4, 300, 32, 16, 16, 8, 8 },    /* H 300 */
+    };
+    for (int v = 0; v < 2; v++) {
+        char err[256] = "";
+        as_policy *p = policy_of_dims(dims[v], err, sizeof err);
+        if (!CHECK(p != NULL)) { fprintf(stderr, "  dims %d: %s\n", v, err); continue; }
+        int64_t a[N], b[N];
+        as_rollout g = { .cm = &HM, .t = fp, .n = N, .K = K, .assign = a };
+        CHECK(as_policy_rollout(p, &g, err, sizeof err) == 0);
+        CHECK(g.feasible);
+        as_rollout g2 = { .cm = &HM, .t = fp, .n = N, .K = K, .assign = b };
+        CHECK(as_policy_rollout(p, &g2, err, sizeof err) == 0);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        as_rng rng;
+        as_rng_seed(&rng, 2, 0);
+        as_traj tr;
+        as_traj *trp = &tr;
+        as_rollout s = { .cm = &HM, .t = fp, .n = N, .K = K, .rng = &rng, .tr = &tr, .assign = a };
+        CHECK(as_policy_rollout(p, &s, err, sizeof err) == 0);
+        CHECK_EQ_I64(tr.L, N);
+        int64_t np;
+        as_policy_params(p, &np);
+        float *gr = calloc((size_t)np, sizeof *gr);
+        as_vtrace_cfg vc = { 1, 1, 1, 0.5f, 0.01f };
+        double loss = as_policy_loss_grad(p, &trp, 1, &vc, gr, NULL);
+        CHECK(isfinite(loss));
+        double gs = 0;
+        for (int64_t i = 0; i < np; i++) gs += fabs(gr[i]);
+        CHECK(isfinite(gs) && gs > 0);
+        free(gr);
+        as_traj_free(&tr);
+        as_policy_free(p);
+    }
+    /* above 4096, or E2 + CD != H: refused with the size named */
+    int big[10] = { AS_NFEATURES, 8, 20, 4097, 52, 32, 16, 16, 8, 8 }, bad[10] = { AS_NFEATURES, 8, 20, 4, 53, 32, 16, 16, 8, 8 };
+    char err[256] = "";
+    CHECK(policy_of_dims(big, err, sizeof err) == NULL);
+    CHECK(strstr(err, "size 3 of dims is not in 1..4096") != NULL);
+    CHECK(policy_of_dims(bad, err, sizeof err) == NULL);
+    CHECK(strstr(err, "inconsistent dims") != NULL);
 }

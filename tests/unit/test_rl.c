@@ -113,7 +113,7 @@ TEST(rl_learns_known_optimum)
     }
     rnd /= 200;
     as_rl_task task = { 0, fp, N, K, 0 };
-    as_policy *p = as_policy_new(cm, 5);
+    as_policy *p = as_policy_new(cm, 5, NULL, 0);
     int64_t a[N];
     char err[256];
     as_policy_planner pl = { p, &pm, 1, 0 };   /* the greedy plan */
@@ -149,7 +149,7 @@ TEST(rl_deterministic_and_resume_exact)
     char err[256], ck[512];
     snprintf(ck, sizeof ck, "%s/rl.ckpt", ut_tmpdir());
     /* twice the same: identical */
-    as_policy *p1 = as_policy_new(cm, 7), *p2 = as_policy_new(cm, 7), *p3 = as_policy_new(cm, 7);
+    as_policy *p1 = as_policy_new(cm, 7, NULL, 0), *p2 = as_policy_new(cm, 7, NULL, 0), *p3 = as_policy_new(cm, 7, NULL, 0);
     as_rl_cfg c = base_cfg(f, 80, 7);
     CHECK_EQ_I64(as_rl_train(p1, cm, &task, 1, &c, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(as_rl_train(p2, cm, &task, 1, &c, NULL, err, sizeof err), 0);
@@ -200,14 +200,14 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     snprintf(ck, sizeof ck, "%s/rl-select.ckpt", ut_tmpdir());
     const int64_t E = 240, S = 16;
     /* without selection: the last weights */
-    as_policy *last = as_policy_new(cm, 1);
+    as_policy *last = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg c0 = base_cfg(f, E, 1);
     c0.lr = 3e-2;   /* ten times the usual rate: this run collapses (all tables on one shard,
                        predicted balance 0) after episode 32 and never recovers */
     CHECK_EQ_I64(as_rl_train(last, cm, &task, 1, &c0, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(as_policy_cmeta(last)->selected_episode, -1);
     /* with selection every S episodes: the weights of the best-scoring selection point */
-    as_policy *sel = as_policy_new(cm, 1);
+    as_policy *sel = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg c = c0;
     c.select_every = S;
     c.select_tasks = 8;
@@ -225,13 +225,13 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     CHECK(best < E);
     CHECK(in->selected_balance > greedy_score(last, cm, fp));
     /* the selected weights are exactly those of the same run stopped at that episode */
-    as_policy *at = as_policy_new(cm, 1);
+    as_policy *at = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg h = c0;
     h.halt_after = best;
     CHECK_EQ_I64(as_rl_train(at, cm, &task, 1, &h, NULL, err, sizeof err), 1);
     CHECK(same_params(sel, at));
     /* halted with selection and a checkpoint, then resumed: the same selection as straight */
-    as_policy *p1 = as_policy_new(cm, 1);
+    as_policy *p1 = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg hc = c;
     hc.ckpt = ck;
     hc.halt_after = E / 2 + 8;
@@ -283,7 +283,7 @@ TEST(rl_checkpoint_buffer_costs_checked)
     char err[512], ck[512], bad[512];
     snprintf(ck, sizeof ck, "%s/rlb.ckpt", ut_tmpdir());
     snprintf(bad, sizeof bad, "%s/rlb-bad.ckpt", ut_tmpdir());
-    as_policy *p = as_policy_new(cm, 3);
+    as_policy *p = as_policy_new(cm, 3, NULL, 0);
     as_rl_cfg c = base_cfg(f, 16, 3);
     c.ckpt = ck;
     c.halt_after = 8;
@@ -306,5 +306,329 @@ TEST(rl_checkpoint_buffer_costs_checked)
     as_policy_free(q);
     as_costmodel_free(qm);
     as_policy_free(p);
+    as_costmodel_free(cm);
+}
+
+/* a cost model of random weights and identity statistics, hidden sizes h1, h2, h3 */
+static as_costmodel *random_model(int h1, int h2, int h3)
+{
+    as_costmodel *m = as_costmodel_new(h1, h2, h3, 9);
+    as_costmodel_info *in = as_costmodel_meta(m);
+    for (int i = 0; i < 3; i++) { in->mean[i] = 0; in->std[i] = 1000; }
+    in->y_scale = 1;
+    return m;
+}
+
+/* the policy copies the cost model's encoder sizes (H = E2 + 32): a second hidden size of
+ * 240 or 300 (the rollout once kept LSTM state and cost-model sums in 256-float arrays)
+ * plans and trains, with the split head and without; above the policy's limit as_policy_new
+ * refuses the model, naming the sizes */
+TEST(rl_policy_takes_wide_cost_models)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_rl_task task = { 0, fp, N, K, 0 };
+    static const int hs[3][3] = { { 8, 240, 4 }, { 8, 300, 300 }, { 300, 16, 8 } };
+    char err[512];
+    for (int v = 0; v < 3; v++) {
+        as_costmodel *cm = random_model(hs[v][0], hs[v][1], hs[v][2]);
+        err[0] = 0;
+        as_policy *p = as_policy_new(cm, 2, err, sizeof err);
+        if (!CHECK(p != NULL)) { fprintf(stderr, "  %d: %s\n", v, err); as_costmodel_free(cm); continue; }
+        CHECK_EQ_I64(as_policy_cdims(p)->e2, hs[v][1]);
+        CHECK_EQ_I64(as_policy_cdims(p)->h, hs[v][1] >= 64 ? hs[v][1] + 32 : 64);
+        as_plan_model pm, slow;
+        as_rl_plan_model(&pm, cm);
+        slow = pm;
+        slow.hid = 0;
+        slow.pre = NULL;
+        slow.post = NULL;
+        int64_t a[N], b[N];
+        as_rollout r1 = { .cm = &pm, .t = fp, .n = N, .K = K, .assign = a };
+        as_rollout r2 = { .cm = &slow, .t = fp, .n = N, .K = K, .assign = b };
+        CHECK(as_policy_rollout(p, &r1, err, sizeof err) == 0);
+        CHECK(as_policy_rollout(p, &r2, err, sizeof err) == 0);
+        CHECK(r1.feasible && r2.feasible);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        as_rl_cfg c = base_cfg(f, 16, 2);
+        CHECK_EQ_I64(as_rl_train(p, cm, &task, 1, &c, NULL, err, sizeof err), 0);
+        CHECK_EQ_I64(as_policy_cmeta(p)->episodes, 16);
+        as_policy_free(p);
+        as_costmodel_free(cm);
+    }
+    static const int too[2][3] = { { 8, 4065, 4 }, { 4097, 8, 4 } };
+    for (int v = 0; v < 2; v++) {
+        as_costmodel *cm = random_model(too[v][0], too[v][1], too[v][2]);
+        err[0] = 0;
+        CHECK(as_policy_new(cm, 2, err, sizeof err) == NULL);
+        CHECK(strstr(err, "H1 at most 4096, H2 at most 4064") != NULL);
+        as_costmodel_free(cm);
+    }
+}
+
+/* ---- hostile checkpoints (issue 23) ---------------------------------------------------------- */
+
+/* one change to a checkpoint: in the first record of `kind`, field `key` is deleted, or set
+ * to an integer, a number, a string, or (F32_AT) its float32 array gets element `at` = f;
+ * DUP appends a copy of the record */
+enum { E_DEL, E_I64, E_F64, E_STR, E_F32_AT, E_DUP, E_DROP };
+typedef struct {
+    const char *kind, *key;
+    int op;
+    int64_t i;
+    double f;
+    const char *s;
+    int64_t at;
+} ck_edit;
+
+static void pack_edit(msgpack_packer *pk, const msgpack_object *o, const ck_edit *e)
+{
+    const msgpack_object_kv *kv = o->via.map.ptr;
+    uint32_t n = o->via.map.size, keep = 0, found = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (as_obj_streq(&kv[i].key, e->key)) found = 1;
+        else keep++;
+    }
+    msgpack_pack_map(pk, keep + (e->op != E_DEL));
+    for (uint32_t i = 0; i < n; i++)
+        if (!as_obj_streq(&kv[i].key, e->key)) {
+            msgpack_pack_object(pk, kv[i].key);
+            msgpack_pack_object(pk, kv[i].val);
+        }
+    (void)found;
+    if (e->op == E_I64) as_pack_kv_i64(pk, e->key, e->i);
+    else if (e->op == E_F64) as_pack_kv_f64(pk, e->key, e->f);
+    else if (e->op == E_STR && e->s) as_pack_kv_str(pk, e->key, e->s);
+    else if (e->op == E_STR) {   /* 70000 bytes */
+        char *pad = malloc(70001);
+        memset(pad, 'x', 70000);
+        pad[70000] = 0;
+        as_pack_kv_str(pk, e->key, pad);
+        free(pad);
+    }
+    else if (e->op == E_F32_AT) {
+        as_array a;
+        char err[256];
+        if (as_obj_array(o, e->key, &a, err, sizeof err) || a.dtype != AS_DT_F32) abort();
+        float *v = malloc((size_t)a.n * sizeof *v);
+        memcpy(v, a.data, (size_t)a.n * sizeof *v);
+        v[e->at] = (float)e->f;
+        int64_t shape[1] = { a.n };
+        as_pack_kv_array(pk, e->key, AS_DT_F32, v, 1, shape);
+        free(v);
+    }
+}
+
+static void edit_ck(const char *src, const char *dst, ck_edit e)
+{
+    as_reader *r = as_reader_open(src);
+    as_writer *w = as_writer_open(dst, 0, 0);
+    as_record rec;
+    int done = 0;
+    while (as_reader_next(r, &rec) == 1) {
+        if (done || !as_rec_is(&rec, e.kind)) { as_writer_raw(w, rec.raw, rec.rawlen); continue; }
+        done = 1;
+        if (e.op == E_DUP) {
+            as_writer_raw(w, rec.raw, rec.rawlen);
+            as_writer_raw(w, rec.raw, rec.rawlen);
+            continue;
+        }
+        if (e.op == E_DROP) continue;
+        pack_edit(as_writer_pk(w), &rec.obj, &e);
+        as_writer_end_record(w);
+    }
+    as_reader_close(r);
+    as_writer_close(w);
+}
+
+/* a checkpoint of a run halted at episode 24 with model selection (best_params) and two
+   measured shards in its buffer (the input's cost records) */
+static void hostile_base(const char *ck, as_features *f, const as_features **fp, as_costmodel *cm)
+{
+    as_rl_task task = { 0, fp, N, K, 0 };
+    static const int64_t seed_off[3] = { 0, 2, 5 }, seed_pos[5] = { 0, 1, 2, 3, 4 };
+    static const double seed_cost[2] = { 1.5, 2.5 };
+    as_policy *p = as_policy_new(cm, 3, NULL, 0);
+    as_rl_cfg c = base_cfg(f, 48, 3);
+    c.ckpt = ck;
+    c.halt_after = 24;
+    c.select_every = 8;
+    c.select_tasks = 1;
+    c.nseed = 2;
+    c.seed_off = seed_off;
+    c.seed_pos = seed_pos;
+    c.seed_cost = seed_cost;
+    char err[256];
+    CHECK_EQ_I64(as_rl_train(p, cm, &task, 1, &c, NULL, err, sizeof err), 1);
+    as_policy_free(p);
+}
+
+/* every field of a checkpoint is range-checked when it is read: non-finite or out-of-range
+   optimiser state, best weights, budgets, counts, hyperparameters; one rl_buffer record */
+TEST(rl_checkpoint_fields_range_checked)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_costmodel *cm = additive_model();
+    char err[512], ck[512], bad[512];
+    snprintf(ck, sizeof ck, "%s/rlh.ckpt", ut_tmpdir());
+    snprintf(bad, sizeof bad, "%s/rlh-bad.ckpt", ut_tmpdir());
+    hostile_base(ck, f, fp, cm);
+    as_policy *q = NULL;
+    as_costmodel *qm = NULL;
+    as_rl_state *st = NULL;
+    CHECK(as_rl_load_checkpoint(ck, &q, &qm, &st, err, sizeof err) == 0);
+    CHECK(as_rl_state_best_episode(st) >= 8);
+    as_rl_state_free(st); as_policy_free(q); as_costmodel_free(qm);
+    const ck_edit cases[] = {
+        { "policy", "adam_m", E_F32_AT, 0, NAN, NULL, 5 },
+        { "policy", "adam_v", E_F32_AT, 0, -1.0, NULL, 3 },
+        { "policy", "adam_v", E_F32_AT, 0, INFINITY, NULL, 0 },
+        { "policy", "cm_adam_m", E_F32_AT, 0, NAN, NULL, 1 },
+        { "policy", "cm_adam_v", E_F32_AT, 0, -0.5, NULL, 0 },
+        { "policy", "adam_t", E_I64, -1, 0, NULL, 0 },
+        { "policy", "adam_t", E_I64, INT64_MAX, 0, NULL, 0 },
+        { "policy", "adam_t", E_I64, 2, 0, NULL, 0 },
+        { "policy", "cm_adam_t", E_I64, -1, 0, NULL, 0 },
+        { "policy", "cm_adam_t", E_I64, INT64_MAX, 0, NULL, 0 },
+        { "policy", "best_params", E_F32_AT, 0, NAN, NULL, 7 },
+        { "policy", "best_cm_params", E_F32_AT, 0, INFINITY, NULL, 0 },
+        { "policy", "best_episode", E_I64, INT64_C(1) << 62, 0, NULL, 0 },
+        { "policy", "best_episode", E_I64, -2, 0, NULL, 0 },
+        { "policy", "best_score", E_F64, 0, NAN, NULL, 0 },
+        { "policy", "minutes", E_F64, 0, NAN, NULL, 0 },
+        { "policy", "minutes", E_F64, 0, -1, NULL, 0 },
+        { "policy", "minutes", E_F64, 0, 5, NULL, 0 },            /* and 48 episodes: two budgets */
+        { "policy", "total_episodes", E_I64, -48, 0, NULL, 0 },
+        { "policy", "total_episodes", E_I64, 0, 0, NULL, 0 },      /* and 0 minutes: none */
+        { "policy", "wall_s", E_F64, 0, NAN, NULL, 0 },
+        { "policy", "wall_s", E_F64, 0, -3, NULL, 0 },
+        { "policy", "episodes", E_I64, -24, 0, NULL, 0 },
+        { "policy", "episodes", E_I64, INT64_MAX, 0, NULL, 0 },
+        { "policy", "updates", E_I64, 25, 0, NULL, 0 },
+        { "policy", "steps", E_I64, -1, 0, NULL, 0 },
+        { "policy", "lr", E_F64, 0, NAN, NULL, 0 },
+        { "policy", "lr", E_F64, 0, -1e-3, NULL, 0 },
+        { "policy", "entropy_cost", E_F64, 0, INFINITY, NULL, 0 },
+        { "policy", "clip", E_F64, 0, -1, NULL, 0 },
+        { "policy", "batch", E_I64, 0, 0, NULL, 0 },
+        { "policy", "actors", E_I64, 100000, 0, NULL, 0 },
+        { "policy", "reward", E_STR, 0, 0, "measured", 0 },
+        { "policy", "lr", E_DEL, 0, 0, NULL, 0 },
+        { "policy", "checkpoint", E_STR, 0, 0, "other", 0 },
+        { "rl_buffer", NULL, E_DUP, 0, 0, NULL, 0 },
+        { "policy", "buffer", E_I64, 0, 0, NULL, 0 },
+        { "policy", "buffer", E_I64, 1, 0, NULL, 0 },             /* and 2 shards in the buffer */
+        { "policy", "cost_steps", E_I64, -1, 0, NULL, 0 },
+        { "policy", "refine_steps", E_I64, 1000001, 0, NULL, 0 },
+        { "policy", "imitate", E_I64, -8, 0, NULL, 0 },
+        { "policy", "select_every", E_I64, 0, 0, NULL, 0 },      /* with best_params */
+        { "policy", "select_tasks", E_I64, 0, 0, NULL, 0 },      /* with select_every 8 */
+        { "policy", "refine_every", E_DEL, 0, 0, NULL, 0 },
+        { "header", "run_id", E_DEL, 0, 0, NULL, 0 },
+        { "header", "run_id", E_I64, 0, 0, NULL, 0 },
+        { "train", "update", E_I64, 5, 0, NULL, 0 },
+        { "train", "episode", E_I64, 100, 0, NULL, 0 },
+        { "train", NULL, E_DUP, 0, 0, NULL, 0 },
+        { "train", NULL, E_DROP, 0, 0, NULL, 0 },
+        { "train", "pad", E_STR, 0, 0, NULL, 0 },                /* a record of 70000 bytes */
+    };
+    const char *expect[] = {
+        "'adam_m[5]' is not finite", "'adam_v[3]' = -1 is outside 0..", "'adam_v[0]' is not finite",
+        "'cm_adam_m[1]' is not finite", "'cm_adam_v[0]' = -0.5 is outside 0..", "'adam_t' = -1 is outside 3..3",
+        "'adam_t' = 9223372036854775807 is outside 3..3", "'adam_t' = 2 is outside 3..3", "'cm_adam_t' = -1 is outside 0..",
+        "'cm_adam_t' = 9223372036854775807 is outside 0..9007199254740992", "model selection: 'best_params[7]' is not finite",
+        "model selection: 'best_cm_params[0]' is not finite", "'best_episode' = 4611686018427387904 is outside 0..24",
+        "'best_episode' = -2 is outside 0..24", "'best_score' is not finite", "'minutes' is not finite",
+        "'minutes' = -1 is outside 0..", "the budget: 'total_episodes' = 48 and 'minutes' = 5",
+        "'total_episodes' = -48 is outside 0..", "the budget: 'total_episodes' = 0 and 'minutes' = 0",
+        "'wall_s' is not finite", "'wall_s' = -3 is outside 0..", "policy record: 'episodes' = -24 is outside 0..",
+        "policy record: 'episodes' = 9223372036854775807 is outside 0..", "policy record: 'updates' = 25 is outside 0..24",
+        "policy record: 'steps' = -1 is outside 0..", "policy record: 'lr' is not finite", "policy record: 'lr' = -0.001 is outside 0..10",
+        "policy record: 'entropy_cost' is not finite", "policy record: 'clip' = -1 is outside 0..",
+        "policy record: 'batch' = 0 is outside 1..100000", "policy record: 'actors' = 100000 is outside 1..1024",
+        "policy record: 'reward' is not \"model\" or \"bench\"", "checkpoint: missing field 'lr'",
+        "checkpoint: 'checkpoint' is not \"as-rl\"", "checkpoint: a second rl_buffer record",
+        "checkpoint: 'buffer' = 0 is outside 1..100000000", "checkpoint: rl_buffer holds 2 shards, more than its 'buffer' of 1",
+        "checkpoint: 'cost_steps' = -1 is outside 0..1000000", "checkpoint: 'refine_steps' = 1000001 is outside 0..1000000",
+        "checkpoint: 'imitate' = -8 is outside 0..", "checkpoint: model selection: 'best_episode' but 'select_every' = 0",
+        "checkpoint: 'select_tasks' = 0 is outside 1..", "checkpoint: missing field 'refine_every'",
+        "record 1: checkpoint: header: missing field 'run_id'", "record 1: checkpoint: header: 'run_id' = 0 is outside 1..",
+        "checkpoint: train record: 'update' = 5 is outside 1..1", "checkpoint: train record: 'episode' = 100 is outside 0..24",
+        "checkpoint: train record: 'update' = 1 is outside 2..2", "checkpoint: train record: 'update' = 2 is outside 1..1",
+        "bytes (at most 65536)",
+    };
+    int nc = (int)(sizeof cases / sizeof cases[0]);
+    CHECK_EQ_I64(nc, (int64_t)(sizeof expect / sizeof expect[0]));
+    for (int i = 0; i < nc; i++) {
+        edit_ck(ck, bad, cases[i]);
+        err[0] = 0;
+        int rc = as_rl_load_checkpoint(bad, &q, &qm, &st, err, sizeof err);
+        if (!CHECK(rc == -1) || !CHECK(strstr(err, expect[i]) != NULL)) {
+            fprintf(stderr, "  case %d (%s %s): rc %d, '%s'\n", i, cases[i].kind, cases[i].key ? cases[i].key : "", rc, err);
+            if (!rc) { as_rl_state_free(st); as_policy_free(q); as_costmodel_free(qm); }
+        }
+    }
+    as_costmodel_free(cm);
+}
+
+/* rl_buffer shards: 1..AS_MAX_TABLES tables on reading; on resuming, no more than the largest
+   training task or cost record of the input (a shard of 2^20 ids once took gigabytes) */
+TEST(rl_checkpoint_buffer_shard_sizes)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_costmodel *cm = additive_model();
+    char err[512], ck[512], bad[512];
+    snprintf(ck, sizeof ck, "%s/rls.ckpt", ut_tmpdir());
+    snprintf(bad, sizeof bad, "%s/rls-bad.ckpt", ut_tmpdir());
+    hostile_base(ck, f, fp, cm);
+    /* one shard of n ids 0, 1, ..., n-1 (mod 12) */
+    int64_t sizes[3] = { 65537, 13, 0 };
+    for (int v = 0; v < 3; v++) {
+        int64_t n = sizes[v];
+        as_reader *r = as_reader_open(ck);
+        as_writer *w = as_writer_open(bad, 0, 0);
+        as_record rec;
+        while (as_reader_next(r, &rec) == 1)
+            if (!as_rec_is(&rec, "rl_buffer")) as_writer_raw(w, rec.raw, rec.rawlen);
+        as_reader_close(r);
+        int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids), off[2] = { 0, n }, s2[1] = { 2 }, s1[1] = { 1 }, sn[1] = { n };
+        for (int64_t i = 0; i < n; i++) ids[i] = i % N;
+        double cost = 2;
+        msgpack_packer *pk = as_writer_pk(w);
+        msgpack_pack_map(pk, 4);
+        as_pack_kv_str(pk, "kind", "rl_buffer");
+        as_pack_kv_array(pk, "off", AS_DT_I64, off, 1, s2);
+        as_pack_kv_array(pk, "ids", AS_DT_I64, ids, 1, sn);
+        as_pack_kv_array(pk, "cost_ms", AS_DT_F64, &cost, 1, s1);
+        as_writer_end_record(w);
+        as_writer_close(w);
+        free(ids);
+        as_policy *q = NULL;
+        as_costmodel *qm = NULL;
+        as_rl_state *st = NULL;
+        err[0] = 0;
+        int rc = as_rl_load_checkpoint(bad, &q, &qm, &st, err, sizeof err);
+        if (v != 1) {
+            CHECK(rc == -1);
+            CHECK(strstr(err, v == 0 ? "shard 0 holds 65537 tables, not 1..65536 (AS_MAX_TABLES raises the limit)"
+                                     : "shard 0 holds 0 tables, not 1..65536") != NULL);
+            if (!rc) { as_rl_state_free(st); as_policy_free(q); as_costmodel_free(qm); }
+            continue;
+        }
+        /* 13 tables: read, but no training task has more than 12 and the input has no cost record */
+        if (!CHECK(rc == 0)) { fprintf(stderr, "  %s\n", err); continue; }
+        as_rl_task task = { 0, fp, N, K, 0 };
+        as_rl_cfg c = base_cfg(f, 48, 3);
+        c.select_every = 8;
+        c.select_tasks = 1;
+        CHECK_EQ_I64(as_rl_train(q, qm, &task, 1, &c, st, err, sizeof err), -1);
+        CHECK(strstr(err, "rl_buffer shard 0 holds 13 tables, more than any training task or cost record of the input (12)") != NULL);
+        as_rl_state_free(st); as_policy_free(q); as_costmodel_free(qm);
+    }
     as_costmodel_free(cm);
 }
