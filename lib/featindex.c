@@ -9,6 +9,14 @@
 
 void as_featidx_add(as_featidx *x, const as_features *f)
 {
+    if (!as_piece_whole(&f->piece)) {
+        if (x->npc == x->pccap) {
+            x->pccap = x->pccap ? 2 * x->pccap : 256;
+            x->pc = as_realloc(x->pc, (size_t)x->pccap * sizeof *x->pc);
+        }
+        x->pc[x->npc++] = *f;
+        return;
+    }
     if (x->n == x->cap) {
         x->cap = x->cap ? 2 * x->cap : 256;
         x->f = as_realloc(x->f, (size_t)x->cap * sizeof *x->f);
@@ -32,7 +40,7 @@ int as_features_same(const as_features *a, const as_features *b)
 {
     /* the numbers compared as bytes: the rule is "equal to the bit" */
 #define SAME(field) (!memcmp(&a->field, &b->field, sizeof a->field))
-    return SAME(rows) && SAME(batch) && SAME(lookups) && SAME(dim) && SAME(distinct) && SAME(max_bag) &&
+    return SAME(piece) && SAME(rows) && SAME(batch) && SAME(lookups) && SAME(dim) && SAME(distinct) && SAME(max_bag) &&
            SAME(pooling) && SAME(size_gib) && SAME(bins) && SAME(lookup_bins) && SAME(bytes_fp16) && SAME(bytes_fp32);
 #undef SAME
 }
@@ -43,11 +51,22 @@ static int cmp_pos(const void *pa, const void *pb)
 {
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb, x = g_recs[a].id, y = g_recs[b].id;
     if (x != y) return x < y ? -1 : 1;
+    int c = as_piece_cmp(&g_recs[a].piece, &g_recs[b].piece);
+    if (c) return c;
     return (a > b) - (a < b);
 }
 
+/* sort recs[0..*n) by (id, piece), then input position; keep the first of each key */
+static int dedupe(as_features **recs, int64_t *n, int64_t *cap, char *err, size_t errlen);
+
 int as_featidx_build(as_featidx *x, char *err, size_t errlen)
 {
+    return dedupe(&x->f, &x->n, &x->cap, err, errlen) || dedupe(&x->pc, &x->npc, &x->pccap, err, errlen) ? -1 : 0;
+}
+
+static int dedupe(as_features **recs, int64_t *np, int64_t *capp, char *err, size_t errlen)
+{
+    as_featidx xx = { *recs, *np, *capp, NULL, 0, 0 }, *x = &xx;
     int64_t n = x->n;
     int64_t *pos = as_malloc((size_t)(n + 1) * sizeof *pos);
     for (int64_t i = 0; i < n; i++) pos[i] = i;
@@ -57,10 +76,11 @@ int as_featidx_build(as_featidx *x, char *err, size_t errlen)
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
         const as_features *f = &x->f[pos[i]];
-        if (m > 0 && u[m - 1].id == f->id) {
+        if (m > 0 && u[m - 1].id == f->id && as_piece_eq(&u[m - 1].piece, &f->piece)) {
             if (!as_features_same(&u[m - 1], f)) {
-                snprintf(err, errlen, "table %" PRId64 " has two different `features` records (features of two pools mixed?)",
-                         f->id);
+                char nb[96];
+                snprintf(err, errlen, "%s %s has two different `features` records (features of two pools mixed?)",
+                         as_piece_whole(&f->piece) ? "table" : "piece", as_piece_name(nb, sizeof nb, f->id, &f->piece) + 1);
                 free(pos);
                 free(u);
                 return -1;
@@ -71,8 +91,8 @@ int as_featidx_build(as_featidx *x, char *err, size_t errlen)
     }
     free(pos);
     free(x->f);
-    x->f = u;
-    x->n = x->cap = m;
+    *recs = u;
+    *np = *capp = m;
     return 0;
 }
 
@@ -94,8 +114,45 @@ const as_features *as_featidx_get(const as_featidx *x, int64_t id)
     return k < 0 ? NULL : &x->f[k];
 }
 
+static const as_features *find_piece(const as_featidx *x, int64_t id, const as_piece *p)
+{
+    int64_t lo = 0, hi = x->npc - 1;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        const as_features *v = &x->pc[mid];
+        int c = v->id != id ? (v->id < id ? -1 : 1) : as_piece_cmp(&v->piece, p);
+        if (!c) return v;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+int as_featidx_piece(const as_featidx *x, int64_t id, const as_piece *p, as_features *out)
+{
+    const as_features *t = as_featidx_get(x, id);
+    if (as_piece_whole(p) || (t && as_piece_covers(p, t->rows, t->dim))) {
+        if (!t) return -1;
+        *out = *t;
+        return 0;
+    }
+    const as_features *r = find_piece(x, id, p);
+    if (r) {
+        *out = *r;
+        return 0;
+    }
+    /* a column piece: of the table (all rows), or of the row piece with all columns */
+    if (t && p->r0 == 0 && p->r1 == t->rows) return as_features_cols(out, t, p->c0, p->c1);
+    if (t) {
+        as_piece rp = { 0, t->dim, p->r0, p->r1 };
+        if ((r = find_piece(x, id, &rp))) return as_features_cols(out, r, p->c0, p->c1);
+    }
+    return -1;
+}
+
 void as_featidx_free(as_featidx *x)
 {
+    free(x->pc);
     free(x->f);
     memset(x, 0, sizeof *x);
 }

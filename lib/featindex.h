@@ -26,6 +26,10 @@
 typedef struct {
     as_features *f;   /* records as added; after as_featidx_build the distinct ones by id */
     int64_t n, cap;   /* n: records added; after the build, distinct tables */
+    as_features *pc;  /* the records of pieces (a `piece` that is not the whole table), kept
+                       * apart: f holds whole tables only. After the build the distinct ones
+                       * by (id, piece), under the same rule for duplicates */
+    int64_t npc, pccap;
 } as_featidx;
 
 /* append a copy of one record (before the build) */
@@ -40,6 +44,10 @@ int as_featidx_build(as_featidx *x, char *err, size_t errlen);
 int64_t as_featidx_find(const as_featidx *x, int64_t id);
 /* its features, or NULL */
 const as_features *as_featidx_get(const as_featidx *x, int64_t id);
+/* The features of piece p of table id: the table's (p whole), a piece's record, or derived
+ * from either for a column piece (as_features_cols: of the table, or of the record of the
+ * row piece with all its columns). 0 with *out filled, or -1 when neither is known. */
+int as_featidx_piece(const as_featidx *x, int64_t id, const as_piece *p, as_features *out);
 /* 1 when a and b describe the same table under the rule above (ids not compared) */
 int as_features_same(const as_features *a, const as_features *b);
 void as_featidx_free(as_featidx *x);

@@ -150,9 +150,14 @@ void as_features_write(as_writer *w, const as_features *f)
     msgpack_packer *pk = as_writer_pk(w);
     double vec[AS_NFEATURES];
     as_features_vector(f, vec);
-    msgpack_pack_map(pk, 17);
+    const int piece = !as_piece_whole(&f->piece);
+    msgpack_pack_map(pk, 17 + piece);
     as_pack_kv_str(pk, "kind", "features");
     as_pack_kv_i64(pk, "id", f->id);
+    if (piece) {
+        as_pack_str(pk, "piece");
+        as_pack_piece(pk, &f->piece);
+    }
     as_pack_kv_i64(pk, "dim", f->dim);
     as_pack_kv_i64(pk, "rows", f->rows);
     as_pack_kv_f64(pk, "pooling", f->pooling);
@@ -207,5 +212,78 @@ int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_
         return -1;
     }
     as_obj_str(rec, "source", f->source, sizeof f->source);
+    const msgpack_object *po = as_obj_get(rec, "piece");
+    if (po) {
+        if (as_piece_parse(po, &f->piece, e2, sizeof e2)) {
+            snprintf(err, errlen, "features of table %" PRId64 ": piece: %s", f->id, e2);
+            return -1;
+        }
+        if (!as_piece_whole(&f->piece) && (f->dim != f->piece.c1 - f->piece.c0 || f->rows != f->piece.r1 - f->piece.r0)) {
+            char nb[96];
+            snprintf(err, errlen, "features of %s: dim %" PRId64 " and rows %" PRId64 " are not the piece's %" PRId64 " and %" PRId64,
+                     as_piece_name(nb, sizeof nb, f->id, &f->piece), f->dim, f->rows, f->piece.c1 - f->piece.c0,
+                     f->piece.r1 - f->piece.r0);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int as_features_cols(as_features *out, const as_features *f, int64_t c0, int64_t c1)
+{
+    if (!as_piece_whole(&f->piece) && (f->piece.c0 != 0 || f->piece.c1 - f->piece.c0 != f->dim)) return -1;
+    if (c0 < 0 || c1 <= c0 || c1 > f->dim) return -1;
+    const as_piece base = as_piece_full(&f->piece, f->rows, f->dim);
+    char e2[64];
+    *out = *f;
+    out->dim = c1 - c0;
+    if (!(as_piece_whole(&f->piece) && c0 == 0 && c1 == f->dim)) {
+        out->piece.c0 = c0;
+        out->piece.c1 = c1;
+        out->piece.r0 = base.r0;
+        out->piece.r1 = base.r1;
+    }
+    if (as_table_bytes(out->rows, out->dim, 2, &out->bytes_fp16, e2, sizeof e2) ||
+        as_table_bytes(out->rows, out->dim, 4, &out->bytes_fp32, e2, sizeof e2))
+        return -1;
+    out->size_gib = (double)out->bytes_fp16 / (double)(1ULL << 30);
+    return 0;
+}
+
+int as_features_row_piece(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,
+                          const as_array *offsets, const as_array *indices, int64_t r0, int64_t r1,
+                          char *err, size_t errlen)
+{
+    if (r0 < 0 || r1 <= r0 || r1 > rows) {
+        snprintf(err, errlen, "table %" PRId64 ": rows [%" PRId64 ", %" PRId64 ") are not a range within its %" PRId64 " rows", id, r0,
+                 r1, rows);
+        return -1;
+    }
+    const int64_t B = offsets->n - 1, n = indices->n;
+    if (B < 0 || as_table_at(offsets, B) != n) {
+        snprintf(err, errlen, "table %" PRId64 ": offsets and indices disagree", id);
+        return -1;
+    }
+    /* the piece's bags: its lookups in order, rebased; int64 arrays (little-endian hosts) */
+    int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off), *idx = as_malloc((size_t)(n ? n : 1) * sizeof *idx), m = 0;
+    off[0] = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t e = as_table_at(offsets, b + 1);
+        for (int64_t j = as_table_at(offsets, b); j < e && j < n; j++) {
+            const int64_t r = as_table_at(indices, j);
+            if (r >= r0 && r < r1) idx[m++] = r - r0;
+        }
+        off[b + 1] = m;
+    }
+    as_array ao = { .dtype = AS_DT_I64, .ndim = 1, .shape = { B + 1 }, .n = B + 1, .data = off, .nbytes = (size_t)(B + 1) * 8 };
+    as_array ai = { .dtype = AS_DT_I64, .ndim = 1, .shape = { m }, .n = m, .data = idx, .nbytes = (size_t)m * 8 };
+    const int rc = as_features_compute(f, s, id, r1 - r0, dim, &ao, &ai, err, errlen);
+    free(off);
+    free(idx);
+    if (rc) return -1;
+    if (!(r0 == 0 && r1 == rows)) {
+        as_piece p = { 0, dim, r0, r1 };
+        f->piece = p;
+    }
     return 0;
 }

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "piece.h"
 #include "stream.h"
 #include "table.h"   /* the table record as_features_compute reads (as_table_parse) */
 
@@ -27,6 +28,8 @@ typedef struct {
     double lookup_bins[AS_NBINS];    /* fraction of lookups per bin */
     int64_t bytes_fp16, bytes_fp32;  /* weight bytes */
     char source[128];
+    as_piece piece;                  /* the piece of table `id` these describe (whole: the
+                                      * table); dim and rows are the piece's: c1 - c0, r1 - r0 */
 } as_features;
 
 /* bin of an access count c >= 1 */
@@ -55,6 +58,20 @@ void as_feat_scratch_free(as_feat_scratch *s);
  * Returns 0, or -1 with err set when an index falls outside [0, rows). */
 int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,
                         const as_array *offsets, const as_array *indices, char *err, size_t errlen);
+
+/* The features of the row piece [r0, r1) (all columns) of the table of as_features_compute's
+ * arguments: computed from the lookups whose row lies in the range (exact counts, bins and
+ * bags; rows r1 - r0, indices rebased), with f->piece set (whole when the range is all of
+ * the table). 0, or -1 with err (a bad range or table, as as_features_compute). */
+int as_features_row_piece(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,
+                          const as_array *offsets, const as_array *indices, int64_t r0, int64_t r1,
+                          char *err, size_t errlen);
+
+/* The features of the column piece [c0, c1) of f (a whole table, or a piece of all its
+ * columns: f->piece.c0 == 0): the same lookups and bins over c1 - c0 columns; dim, size
+ * and weight bytes follow. 0, or -1 when [c0, c1) is not within f's columns or f is itself
+ * a piece of some columns only. */
+int as_features_cols(as_features *out, const as_features *f, int64_t c0, int64_t c1);
 
 /* the 21-vector in the paper's order: dim, rows, pooling, size, bins */
 void as_features_vector(const as_features *f, double out[AS_NFEATURES]);

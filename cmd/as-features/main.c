@@ -25,6 +25,16 @@ static const char HELP[] =
     "no lookups). Normalisation (z-scores of dim, rows, pooling) is left to the consumer, which\n"
     "computes it over the tables it trains on and stores it with its model.\n"
     "\n"
+    "Pieces (for as-plan --split-tables and as-bench; docs/FORMAT.md):\n"
+    "      --row-pieces LIST  also write, after each table's record, the features of its row\n"
+    "                         pieces when cut in N blocks for every N of LIST (e.g. 2,4,8;\n"
+    "                         N in 2..1024): TorchRec's row-wise blocks of ceil(rows/N) rows,\n"
+    "                         counted exactly from the lookups that fall in each block. Each\n"
+    "                         is a `features` record with `piece` [0, dim, r0, r1]; a table of\n"
+    "                         fewer than N rows gets fewer blocks, one of 1 row none. Column\n"
+    "                         pieces need no records: their features follow from the table's.\n"
+    "                         Piece records never count as tables of the pool for --tasks\n"
+    "\n"
     "Sharding tasks (written after the features, when --tasks is given):\n"
     "      --tasks N          number of tasks (training and test together)\n"
     "      --test-tasks M     how many of them are test tasks (default N/10, e.g. 90 + 10)\n"
@@ -43,7 +53,7 @@ static const char HELP[] =
     "Example:\n"
     "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n";
 
-enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP };
+enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP, OPT_ROWP };
 
 int main(int argc, char **argv)
 {
@@ -58,10 +68,14 @@ int main(int argc, char **argv)
         { "unseen-ratio", required_argument, 0, OPT_UNSEEN },
         { "seed", required_argument, 0, OPT_SEED },
         { "drop-tasks", no_argument, 0, OPT_DROP },
+        { "row-pieces", required_argument, 0, OPT_ROWP },
         AS_CLI_COMMON_OPTIONS
     };
     as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
     int opt, want_tasks = 0, drop_tasks = 0;
+    static int64_t *rowp;   /* --row-pieces (static: reachable at as_die) */
+    size_t nrowp = 0;
+    int64_t npieces = 0;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
         case OPT_TASKS: tc.ntasks = as_cli_i64(&cli, "--tasks", optarg, 1, 10000000); want_tasks = 1; break;
@@ -76,6 +90,14 @@ int main(int argc, char **argv)
         }
         case OPT_UNSEEN: tc.unseen_ratio = as_cli_f64(&cli, "--unseen-ratio", optarg, 0, 1); break;
         case OPT_DROP: drop_tasks = 1; break;
+        case OPT_ROWP: {
+            free(rowp);
+            rowp = NULL;
+            size_t k;
+            if (as_parse_i64_list(optarg, 2, 1024, &rowp, &k) || !k) as_cli_usage(&cli, "--row-pieces: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", optarg);
+            nrowp = k;
+            break;
+        }
         case OPT_SEED: tc.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
         default:
             if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
@@ -125,6 +147,21 @@ int main(int argc, char **argv)
                 }
                 snprintf(f.source, sizeof f.source, "%s", src);
                 as_features_write(w, &f);
+                for (size_t q = 0; q < nrowp; q++) {
+                    as_piece *bl = as_malloc((size_t)rowp[q] * sizeof *bl);
+                    const int64_t nb = as_piece_row_blocks(rows, dim, rowp[q], bl);
+                    for (int64_t j = 0; j < nb && nb > 1; j++) {
+                        as_features pf;
+                        if (as_features_row_piece(&pf, &scratch, id, rows, dim, &off, &idx, bl[j].r0, bl[j].r1, err, sizeof err)) {
+                            as_writer_abort(w);
+                            as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
+                        }
+                        snprintf(pf.source, sizeof pf.source, "%s", src);
+                        as_features_write(w, &pf);
+                        npieces++;
+                    }
+                    free(bl);
+                }
                 lookups += (uint64_t)f.lookups;
                 have = 1;
             } else if (as_rec_is(&rec, "features")) {
@@ -133,7 +170,7 @@ int main(int argc, char **argv)
                     as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
                 }
                 as_writer_raw(w, rec.raw, rec.rawlen);
-                have = 1;
+                have = as_piece_whole(&f.piece);
             } else if (!drop_tasks || !as_rec_is(&rec, "task")) {
                 as_writer_raw(w, rec.raw, rec.rawlen);
             }
@@ -157,6 +194,7 @@ int main(int argc, char **argv)
     as_debug("%" PRId64 " tables, %" PRIu64 " lookups in %.2f s: %.1f M lookups/s end to end, %.1f M lookups/s "
              "counting alone (%.2f s); peak RSS %.0f MB", npool, lookups, dt, dt > 0 ? lookups / dt / 1e6 : 0,
              tcomp > 0 ? lookups / tcomp / 1e6 : 0, tcomp, as_peak_rss() / 1e6);
+    if (nrowp) as_debug("%" PRId64 " row pieces", npieces);
     if (want_tasks) {
         as_task *tasks;
         if (as_tasks_make(&tc, ids, bytes, npool, &tasks, err, sizeof err)) {
@@ -170,5 +208,6 @@ int main(int argc, char **argv)
     as_feat_scratch_free(&scratch);
     free(ids);
     free(bytes);
+    free(rowp);
     return 0;
 }
