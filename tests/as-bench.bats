@@ -120,6 +120,13 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     [ "$(as-show --kind cost "$T/all.ast" | jq -c .tables | sort)" = "$(cat "$T/p1.ast" "$T/p2.ast" | as-show --kind cost | jq -c .tables | sort)" ]
 }
 
+@test "as-bench --part: the header records the arguments as given" {
+    pool
+    as-bench --tables "$T/pool.ast" --sample 2 $FAST --part 1/2 -q -o "$T/p1.ast"
+    run sh -c "as-show --kind header '$T/p1.ast' | jq -c '.args[-5:]'"
+    assert_output '["--part","1/2","-q","-o","'"$T"'/p1.ast"]'
+}
+
 @test "bench-fanout: CPU job slots with GNU parallel; resume after a killed job redoes nothing finished" {
     pool
     as-bench --tables "$T/pool.ast" --sample 8 --seed 4 $FAST -o "$T/ref.ast"

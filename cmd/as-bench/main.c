@@ -319,11 +319,14 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_PART: {
-            char *slash = strchr(optarg, '/');
+            /* I and N parsed from a copy: optarg is argv, which the header records as given */
+            const char *slash = strchr(optarg, '/');
             if (!slash) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
-            *slash = 0;
+            char *i_str = as_strdup(optarg);
+            i_str[slash - optarg] = 0;
             rc.part_n = as_cli_i64(&cli, "--part N", slash + 1, 1, 1000000);
-            rc.part_i = as_cli_i64(&cli, "--part I", optarg, 1, rc.part_n);
+            rc.part_i = as_cli_i64(&cli, "--part I", i_str, 1, rc.part_n);
+            free(i_str);
             break;
         }
         default:
