@@ -1,6 +1,7 @@
 /* common.c - see common.h */
 #include "common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -91,9 +92,15 @@ char *as_strdup(const char *s)
     return p;
 }
 
+/* strtoll and strtod skip leading white space; a strict parse does not */
+static int starts_blank(const char *s)
+{
+    return isspace((unsigned char)*s);
+}
+
 int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (!s || !*s) return -1;
+    if (!s || !*s || starts_blank(s)) return -1;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -105,7 +112,7 @@ int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 
 int as_parse_f64(const char *s, double lo, double hi, double *out)
 {
-    if (!s || !*s) return -1;
+    if (!s || !*s || starts_blank(s)) return -1;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -117,7 +124,7 @@ int as_parse_f64(const char *s, double lo, double hi, double *out)
 
 int as_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || !*s) return -1;
+    if (!s || !*s || starts_blank(s)) return -1;
     char *end;
     errno = 0;
     double v = strtod(s, &end);

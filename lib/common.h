@@ -42,7 +42,8 @@ void *as_calloc(size_t n, size_t size);
 void *as_realloc(void *p, size_t n);
 char *as_strdup(const char *s);
 
-/* strict parsing: whole string, range-checked. return 0 ok, -1 bad */
+/* strict parsing: whole string (no leading or trailing white space), range-checked. return 0
+ * ok, -1 bad */
 int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 int as_parse_f64(const char *s, double lo, double hi, double *out);
 /* sizes with optional suffix: 123, 4K, 1.5M, 2G, 3GB, 1GiB (powers of 1024) */

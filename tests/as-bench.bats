@@ -127,6 +127,21 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     assert_output '["--part","1/2","-q","-o","'"$T"'/p1.ast"]'
 }
 
+@test "as-bench: numbers with white space, and a reference naming a table twice, are usage errors" {
+    pool
+    for opt in "--interleave= 5" "--interleave=5 " "--runs= 3" "--max-mem= 1G" "--noise-threshold= 0.1" "--sample-from= 1,2"; do
+        run as-bench --tables "$T/pool.ast" --sample 2 $FAST "$opt"
+        assert_failure 2
+        assert_output --partial "${opt%%=*}"
+    done
+    run as-bench --tables "$T/pool.ast" --sample 2 $FAST --reference 1,1,1
+    assert_failure 2
+    assert_output --partial "--reference: table 1 is listed twice"
+    run as-bench --tables "$T/pool.ast" --sample 2 $FAST --reference 0-3,2
+    assert_failure 2
+    assert_output --partial "--reference: table 2 is listed twice"
+}
+
 @test "bench-fanout: CPU job slots with GNU parallel; resume after a killed job redoes nothing finished" {
     pool
     as-bench --tables "$T/pool.ast" --sample 8 --seed 4 $FAST -o "$T/ref.ast"

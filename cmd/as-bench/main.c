@@ -306,6 +306,11 @@ int main(int argc, char **argv)
             if (ref_auto || !strcmp(optarg, "none")) break;
             if (as_parse_table_ids(optarg, &ref, &nref) || !nref)
                 as_cli_usage(&cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
+            {
+                int64_t dup;
+                if (as_table_ids_duplicate(ref, nref, &dup))
+                    as_cli_usage(&cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
+            }
             break;
         case OPT_FROM:
             free(from);
