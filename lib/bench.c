@@ -61,13 +61,19 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                     goto fail;
                 }
             t.indices = as_malloc((size_t)(t.lookups ? t.lookups : 1) * sizeof *t.indices);
+            /* an index outside [0, rows) is bad data, as in as-features: one rule for every
+               reader of table records (table.h), never a shard's `error` */
+            int64_t bad = -1, badv = 0;
             if (idx.dtype == AS_DT_I32) {
                 memcpy(t.indices, idx.data, (size_t)t.lookups * 4);
+                for (int64_t i = 0; i < t.lookups && bad < 0; i++)
+                    if ((uint64_t)(int64_t)t.indices[i] >= (uint64_t)t.rows) { bad = i; badv = t.indices[i]; }
             } else {
-                for (int64_t i = 0; i < t.lookups; i++) {
+                for (int64_t i = 0; i < t.lookups && bad < 0; i++) {
                     int64_t v;
                     as_array_get_i64(&idx, i, 1, &v);
-                    if (v < 0 || v > INT32_MAX) {
+                    if ((uint64_t)v >= (uint64_t)t.rows) { bad = i; badv = v; break; }
+                    if (v > INT32_MAX) {
                         snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, rec.index, t.id, v);
                         free(t.offsets);
                         free(t.indices);
@@ -75,6 +81,13 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                     }
                     t.indices[i] = (int32_t)v;
                 }
+            }
+            if (bad >= 0) {
+                as_table_index_error(e2, sizeof e2, t.id, bad, badv, t.rows);
+                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, rec.index, e2);
+                free(t.offsets);
+                free(t.indices);
+                goto fail;
             }
         }
         pool_add(p, &t);

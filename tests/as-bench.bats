@@ -142,6 +142,34 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     assert_output --partial "--reference: table 2 is listed twice"
 }
 
+@test "as-bench: an index outside its table's rows is bad data (exit 1) naming the table, as in as-features" {
+    # table 1: rows 1, but indices [0, 1, 1]
+    mp_stream '{"kind":"table","id":0,"rows":4,"batch":2,"lookups":3,"dim":8,"source":"t","offsets":arr("int32",[3],[0,1,3]),"indices":arr("int32",[3],[0,1,3])}' \
+              '{"kind":"table","id":1,"rows":1,"batch":2,"lookups":3,"dim":8,"source":"t","offsets":arr("int32",[3],[0,1,3]),"indices":arr("int32",[3],[0,1,1])}' \
+              '{"kind":"table","id":2,"rows":9,"batch":2,"lookups":3,"dim":8,"source":"t","offsets":arr("int64",[3],[0,1,3]),"indices":arr("int64",[3],[0,1,-2])}' > "$T/bad.ast"
+    msg="record 3: table 1: indices[1] = 1 is outside [0, rows = 1)"
+    run as-features "$T/bad.ast" -o /dev/null
+    assert_failure 1
+    assert_output --partial "$msg"
+    mp_stream '{"kind":"shard","tables":[0,1]}' > "$T/s.ast"
+    run as-bench --tables "$T/bad.ast" $FAST --no-calibrate "$T/s.ast" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial "$T/bad.ast: $msg"
+    [ ! -e "$T/out.ast" ]
+    run as-bench --tables "$T/bad.ast" $FAST --no-calibrate --sample 3 -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial "$msg"
+    # int64 indices: a negative one
+    mp_stream '{"kind":"shard","tables":[2]}' > "$T/s2.ast"
+    run as-bench --tables "$T/bad.ast" $FAST --no-calibrate --reference none "$T/s2.ast" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial "record 4: table 2: indices[2] = -2 is outside [0, rows = 9)"
+    # a table no shard uses is not loaded, so not refused
+    mp_stream '{"kind":"shard","tables":[0]}' > "$T/s0.ast"
+    run as-bench --tables "$T/bad.ast" $FAST --no-calibrate --reference none -q "$T/s0.ast" -o "$T/out.ast"
+    assert_success
+}
+
 @test "bench-fanout: CPU job slots with GNU parallel; resume after a killed job redoes nothing finished" {
     pool
     as-bench --tables "$T/pool.ast" --sample 8 --seed 4 $FAST -o "$T/ref.ast"
