@@ -1069,6 +1069,134 @@ TEST(bench_group_shares_tables)
     as_bpool_free(&p);
 }
 
+/* which shards go together under a memory budget: whole units, as many as fit with the
+ * reference shard; a unit too big alone is a group of its own */
+TEST(bench_noise_groups_fit_the_budget)
+{
+    as_bpool p;
+    noise_pool(&p);
+    int64_t ids[9][3], ref[2] = { 11, 14 };
+    noise_ids(ids, 9);
+    as_noise_job j[9];
+    memset(j, 0, sizeof j);
+    const int64_t unit[9] = { 0, 0, 0, 1, 2, 2, 3, 4, 4 };
+    for (int i = 0; i < 9; i++) {
+        j[i].ids = ids[i];
+        j[i].n = 1 + i % 3;
+        j[i].unit = unit[i];
+    }
+    as_bench_cfg c = cpu_cfg();
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    /* the need of jobs [i, e) and the reference */
+    as_bench_shardref sh[10];
+#define NEED(i, e, withref) ({ int k_ = 0; for (int q_ = (i); q_ < (e); q_++) { as_bench_shardref r_ = { j[q_].ids, j[q_].n, 0 }; sh[k_++] = r_; } \
+                               if (withref) { as_bench_shardref r_ = { ref, 2, 0 }; sh[k_++] = r_; } as_bench_session_need(S, sh, k_); })
+    const uint64_t u01 = NEED(0, 4, 1), u012 = NEED(0, 6, 1), u0 = NEED(0, 3, 1), u0n = NEED(0, 3, 0), u01n = NEED(0, 4, 0);
+    const uint64_t u23 = NEED(4, 7, 1), u234 = NEED(4, 9, 1);
+    CHECK(u0 < u01 && u01 < u012 && u23 < u234);
+    as_noise_cfg nc = { 0.1, 2, NULL, 100, ref, 2, NULL };
+    /* no budget: as_noise_group_end's groups */
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 9);
+    as_bench_session_free(S);
+    const uint64_t fixed = as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
+    as_bench_cfg cb = c;
+    /* room for units 0 and 1 with the reference, not for unit 2 as well */
+    cb.max_bytes = fixed + u01;
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 4);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 4, &nc), u234 <= u01 ? 9 : u23 <= u01 ? 7 : 6);
+    /* the interleave still limits: 2 shards, unit 0 (3 shards) alone */
+    nc.interleave = 2;
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 3);
+    nc.interleave = 100;
+    as_bench_session_free(S);
+    /* room for unit 0 alone without the reference: still a group of its own */
+    cb.max_bytes = fixed + u0n;
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 3);
+    /* without the reference units 0 and 1 would fit a budget of u01n */
+    as_bench_session_free(S);
+    cb.max_bytes = fixed + u01n;
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), u01 <= u01n ? 4 : 3);
+    as_noise_cfg nr = nc;
+    nr.ref_ids = NULL;
+    nr.ref_n = 0;
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nr), 4);
+    /* over a selection: jobs 1, 2, 5, 6, 8 (units 0, 0, 2, 3, 4) */
+    const int64_t sel[5] = { 1, 2, 5, 6, 8 };
+    CHECK(as_noise_group_end_fit(S, j, sel, 5, 0, &nr) >= 2);
+    as_bench_session_free(S);
+#undef NEED
+    as_bpool_free(&p);
+}
+
+/* a plan (a unit) whose tables do not fit the budget together: measured in parts, one after
+ * another; re-measured whole when a shard is noisy; all its shards keep the same attempt
+ * and the one reference measurement (its last part's) */
+TEST(bench_noise_unit_over_budget)
+{
+    as_bpool p;
+    noise_pool(&p);
+    enum { N = 6 };
+    int64_t ids[N][3], ref[2] = { 11, 14 };
+    noise_ids(ids, N);
+    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.3, 10, 0, 0 };
+    as_bench_cfg c = noise_cfg(5, &f);
+    char err[256];
+    as_noise_job j[N];
+    as_bench_shardref sh[N + 1];
+    for (int64_t i = 0; i < N; i++) {
+        memset(&j[i], 0, sizeof j[i]);
+        j[i].ids = ids[i];
+        j[i].n = 1 + i % 3;
+        j[i].unit = 0;
+        as_bench_shardref r = { ids[i], 1 + i % 3, 0 };
+        sh[i] = r;
+    }
+    as_bench_shardref rr = { ref, 2, 0 };
+    sh[N] = rr;
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    /* room for any shard with the reference, not for all of them */
+    uint64_t two = 0;
+    for (int i = 0; i < N; i++) {
+        as_bench_shardref pair[2] = { sh[i], rr };
+        const uint64_t x = as_bench_session_need(S, pair, 2);
+        if (x > two) two = x;
+    }
+    const uint64_t all = as_bench_session_need(S, sh, N + 1);
+    as_bench_session_free(S);
+    as_bench_cfg cb = c;
+    cb.max_bytes = as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + two;
+    CHECK(two < all);
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    double base = 0;
+    as_noise_cfg nc = { 0.1, 2, NULL, 16, ref, 2, &base };
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, N, 0, &nc), N);
+    const int64_t again = as_noise_measure(S, j, N, &nc, NULL, NULL, NULL);
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    CHECK(si.bytes <= as_bench_session_room(S));
+    as_bench_session_free(S);
+    int hit = 0;
+    for (int i = 0; i < N; i++) hit |= as_bench_fake_factor(&f, ids[i], 1 + i % 3, 0, 1) > 2;
+    CHECK(hit);
+    CHECK_EQ_I64(again, N);
+    for (int i = 0; i < N; i++) {
+        if (!j[i].r.ok) fprintf(stderr, "  shard %d: %s\n", i, j[i].r.error);
+        CHECK(j[i].r.ok && !j[i].r.noisy);
+        CHECK_EQ_I64(j[i].r.attempts, 2);
+        CHECK(j[i].r.together >= 1 && j[i].r.together < N);
+        CHECK(isfinite(j[i].r.ref_ms) && j[i].r.ref_ms == j[0].r.ref_ms);
+        CHECK(j[i].r.drift == j[0].r.drift);
+        /* the kept (second, quiet) attempt: the fake clock's quiet figure within 1 % */
+        const double x = j[i].r.cost_ms / (0.1 + 1e-5 * (double)j[i].r.lookups);
+        CHECK(x >= 0.99 && x < 1.02);
+    }
+    as_bpool_free(&p);
+}
+
 /* which shards go together: whole units, packed up to the limit */
 TEST(bench_noise_groups)
 {
