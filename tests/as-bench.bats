@@ -170,6 +170,67 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     assert_success
 }
 
+# ---- memory (issue 23): a group holds its tables once and stays within --max-mem ----------------
+
+# peak RSS in KiB of a command (GNU time); under AddressSanitizer (make asan) the figures mean
+# nothing, so the bounds below are not checked there
+peak_rss() {
+    local out=$1
+    shift
+    /usr/bin/time -f %M -o "$out" "$@"
+}
+
+@test "as-bench --max-mem: a plan of 2,000 one-table shards stays within the budget, measured in parts" {
+    # 2,000 tables of 32 bags, about 370 MB of weights in all: far more than 64M
+    as-convert --synth --tables 2000 --batch 32 --row-scale 0.001 --seed 1 -o "$T/p.ast"
+    mp_stream '{"kind":"plan","task":0,"alg":"x","shards":2000,"tables":list(range(2000)),"assign":list(range(2000))}' > "$T/plan.ast"
+    mp_stream '{"kind":"shard","tables":[0]}' > "$T/one.ast"
+    opts="--device cpu --warmup 1 --runs 3 --trim 1 --threads 1 --flush 1M --no-calibrate --noise-threshold 0 -q"
+    peak_rss "$T/base" as-bench --tables "$T/p.ast" $opts --max-mem 64M "$T/one.ast" -o "$T/one-out.ast"
+    peak_rss "$T/rss" as-bench --tables "$T/p.ast" $opts --max-mem 64M "$T/plan.ast" -o "$T/out.ast"
+    # every shard measured; the plan in parts (its shards fewer together than 2,000); the
+    # plan passes on with a cost for each
+    run sh -c "as-show --kind cost '$T/out.ast' | jq -s -c '[length, all(.[]; .cost_ms > 0 and .error == null), (map(.together) | max < 2000), (map(.together) | min > 1)]'"
+    assert_output '[2000,true,true,true]'
+    run sh -c "as-show --kind plan '$T/out.ast' | jq -c '[(.cost_ms | length), all(.cost_ms[]; . > 0)]'"
+    assert_output '[2000,true]'
+    # peak RSS: the budget above what one shard's run takes (code, buffers), 8 MiB to spare
+    # (before issue 23: 397 MiB, every part's data kept to the end of the plan)
+    if [ -z "$ASAN_OPTIONS" ]; then
+        base=$(cat "$T/base") rss=$(cat "$T/rss")
+        [ "$rss" -lt $((base + 64 * 1024 + 8 * 1024)) ] || fail "peak RSS $rss KiB, one shard's run $base KiB, budget 64 MiB"
+    fi
+    # -v says how the budget is shared out
+    run sh -c "as-bench --tables '$T/p.ast' $opts --max-mem 64M -v '$T/one.ast' -o '$T/one-out.ast' 2>&1"
+    assert_line --regexp '^as-bench: memory: budget 64\.0 MiB \(--max-mem\): table data [0-9.]+ MiB, cache-flush sweep 1\.0 MiB, shard data at most [0-9.]+ MiB$'
+}
+
+@test "as-bench: a group holds the tables its shards share once: the default interleave peaks near --interleave 1" {
+    # 4 tables of 0.7-10 MB, 16 sampled shards of up to 4 of them: every group names them all
+    as-convert --synth --tables 4 --batch 64 --row-scale 0.02 --seed 3 -o "$T/p4.ast"
+    opts="--device cpu --warmup 1 --runs 3 --trim 1 --threads 1 --flush 1M --no-calibrate --noise-threshold 0 -q --sample 16 --max-tables 4"
+    peak_rss "$T/r16" as-bench --tables "$T/p4.ast" $opts -o "$T/c16.ast"
+    peak_rss "$T/r1" as-bench --tables "$T/p4.ast" $opts --interleave 1 -o "$T/c1.ast"
+    run sh -c "as-show --kind cost '$T/c16.ast' | jq -c .together | sort -u"
+    assert_output '17'
+    # before issue 23: 244 MB against 50 MB (each shard its own copy of its tables)
+    if [ -z "$ASAN_OPTIONS" ]; then
+        r16=$(cat "$T/r16") r1=$(cat "$T/r1")
+        [ $((r16 * 10)) -le $((r1 * 13)) ] || fail "peak RSS $r16 KiB interleaved, $r1 KiB one at a time"
+    fi
+    # the same shards and costs' shape either way
+    [ "$(as-show --kind cost "$T/c16.ast" | jq -c '[.tables, .lookups, .bytes]')" = "$(as-show --kind cost "$T/c1.ast" | jq -c '[.tables, .lookups, .bytes]')" ]
+}
+
+@test "as-bench --max-mem: a budget the table data and the flush sweep take whole measures nothing, and says why" {
+    pool
+    make_stream "$HDR$SHARD" > "$T/in.ast"
+    run as-bench --tables "$T/pool.ast" $FAST --flush 1M --max-mem 1M "$T/in.ast" -o "$T/out.ast"
+    assert_success
+    assert_output --partial "not measured: does not fit: needs "
+    assert_output --partial ", the budget of 1.0 MiB leaves 0 B beside the table data and the cache-flush sweep"
+}
+
 @test "bench-fanout: CPU job slots with GNU parallel; resume after a killed job redoes nothing finished" {
     pool
     as-bench --tables "$T/pool.ast" --sample 8 --seed 4 $FAST -o "$T/ref.ast"

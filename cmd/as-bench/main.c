@@ -42,7 +42,15 @@ static const char HELP[] =
     "      --runs R           timed runs (default 10)\n"
     "      --trim K           drop K highest and K lowest runs (default 2)\n"
     "      --lr X             SGD learning rate (default 0.01)\n"
-    "      --max-mem SIZE     CPU: refuse shards needing more (default: half the RAM)\n"
+    "      --max-mem SIZE     CPU: the memory measuring may hold: the table data loaded from\n"
+    "                         --tables, the cache-flush sweep (--flush) and the shards set up\n"
+    "                         together (their tables' weights once, each shard's output,\n"
+    "                         gradient and bags, the sort buffers); default: half the memory\n"
+    "                         available when as-bench starts (MemAvailable), else half the\n"
+    "                         RAM. Groups (--interleave) are cut at whole plans to fit; a plan\n"
+    "                         that does not fit alone is measured in parts that do, one after\n"
+    "                         another; a shard that does not fit alone is not measured (its\n"
+    "                         `error`: \"does not fit\"). -v prints the budget's share-out\n"
     "      --flush SIZE       CPU: bytes read to flush the caches before each timed run\n"
     "                         (default: twice the last-level cache, at least 64M)\n"
     "      --part I/N         only every N-th unit of work, starting at the I-th (1-based):\n"
@@ -79,10 +87,14 @@ static const char HELP[] =
     "                         rounds, each round running every shard once. A burst of\n"
     "                         load then slows all of them alike and their ratios (a\n"
     "                         plan's balance) stay. A plan's shards are always measured\n"
-    "                         together, whatever N (memory permitting: --max-mem bounds\n"
-    "                         the group); sampled and bare shards go N at a time.\n"
+    "                         together, whatever N, unless they do not fit --max-mem\n"
+    "                         together (then in parts); sampled and bare shards go N at a\n"
+    "                         time. A group holds each of its tables once: shards naming\n"
+    "                         the same table share its weights (and its SGD updates).\n"
     "                         `together` in the records: how many were (1: alone). CUDA:\n"
-    "                         one shard after another\n"
+    "                         one shard after another (the device holds one shard at a\n"
+    "                         time; a shard that does not fit its free memory is not\n"
+    "                         measured)\n"
     "      --reference R      drift correction: auto (default), none, or table ids (e.g.\n"
     "                         3,17,40). The machine's speed moves over minutes (other\n"
     "                         tenants, clocks), by tens of per cent on a shared VM, which\n"
@@ -123,7 +135,8 @@ static const char HELP[] =
     "wall time of the measuring loop.\n"
     "\n"
     "A shard that cannot run (does not fit in memory, tables of different batch sizes) is\n"
-    "reported on stderr and in its record (`error`), not crashed on.\n"
+    "reported on stderr and in its record (`error`), not crashed on. A table whose indices do\n"
+    "not all lie in [0, rows) is bad input, as in as-features: exit 1 naming the table.\n"
     "\n"
     "Environment:\n"
     "  AS_BENCH_FAKE_NOISE=SPEC  test hook, the fake timer: the kernels run but their timed\n"
@@ -262,6 +275,7 @@ int main(int argc, char **argv)
     as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE }, .part_i = 1,
                        .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     int calibrate = 1;
+    int maxmem_given = 0;
     int singles = 0;
     int ref_auto = 1;
     int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
@@ -269,8 +283,7 @@ int main(int argc, char **argv)
     int64_t *from = NULL;
     size_t nfrom = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    cfg.max_bytes = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 0;
+    cfg.max_bytes = as_bench_default_budget();
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
@@ -288,6 +301,7 @@ int main(int argc, char **argv)
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--max-mem: '%s' is not a size", optarg);
             cfg.max_bytes = v;
+            maxmem_given = 1;
             break;
         }
         case OPT_SINGLES: singles = 1; break;
@@ -381,6 +395,11 @@ int main(int argc, char **argv)
     double setup0 = as_now();
     as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
     if (!sess) as_die(AS_EXIT_ENV, "%s", err);
+    if (as_bench_session_budget(sess))
+        as_debug("memory: budget %.1f MiB (%s): table data %.1f MiB, cache-flush sweep %.1f MiB, shard data at most "
+                 "%.1f MiB", cfg.max_bytes / 1048576.0, maxmem_given ? "--max-mem" : "half the available memory",
+                 as_bpool_bytes(&pool) / 1048576.0, as_bench_flush_bytes(&cfg) / 1048576.0,
+                 as_bench_session_room(sess) / 1048576.0);
     const int64_t mine = as_brun_part_units(sample ? smp.n : in.units, rc.part_i, rc.part_n);
     if (calibrate && mine > 0) check_quiet(sess);
     double loop0 = as_now();
