@@ -61,4 +61,16 @@ static inline uint8_t *fz_stream_bytes(const uint8_t *data, size_t size, size_t 
     return b;
 }
 
+/* fz_stream_bytes, then fz_memfd: the fuzzer's input as a stream file named in path (the
+ * record readers open files by name). The descriptor (close it), or -1. */
+static inline int fz_stream_file(const uint8_t *data, size_t size, char *path, size_t len)
+{
+    size_t n;
+    uint8_t *bytes = fz_stream_bytes(data, size, &n);
+    if (!bytes) return -1;
+    int fd = fz_memfd(bytes, n, path, len);
+    free(bytes);
+    return fd;
+}
+
 #endif

@@ -18,11 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     setenv("AS_MAX_RECORD", "64M", 0);
     char path[64], err[1024];
-    size_t n;
-    uint8_t *bytes = fz_stream_bytes(data, size, &n);
-    if (!bytes) return 0;
-    int fd = fz_memfd(bytes, n, path, sizeof path);
-    free(bytes);
+    int fd = fz_stream_file(data, size, path, sizeof path);
     if (fd < 0) return 0;
     as_policy *p = NULL;
     as_costmodel *cm = NULL;
