@@ -229,6 +229,11 @@ peak_rss() {
     assert_success
     assert_output --partial "not measured: does not fit: needs "
     assert_output --partial ", the budget of 1.0 MiB leaves 0 B beside the table data and the cache-flush sweep"
+    # --help says what the budget bounds and its default
+    run as-bench --help
+    assert_output --partial "the table data loaded from"
+    assert_output --partial "default: half the memory"
+    assert_output --partial "A group holds each of its tables once"
 }
 
 @test "bench-fanout: CPU job slots with GNU parallel; resume after a killed job redoes nothing finished" {
