@@ -507,28 +507,48 @@ uint64_t as_bench_session_budget(const as_bench_session *S)
     return S->c.cuda ? 0 : S->c.max_bytes;
 }
 
-/* what the budget leaves for shard data beside the table data and the cache-flush sweep
- * (0 when they take it all); only meaningful with a budget */
+/* what the budget leaves for shard data beside the process, the table data and the
+ * cache-flush sweep (0 when they take it all); only meaningful with a budget */
 static uint64_t data_room(const as_bench_session *S)
 {
-    const uint64_t fixed = sat_add(S->pool_bytes, as_bench_flush_bytes(&S->c));
+    const uint64_t fixed = sat_add(sat_add(AS_BENCH_PROCESS_BYTES, S->pool_bytes), as_bench_flush_bytes(&S->c));
     return S->c.max_bytes > fixed ? S->c.max_bytes - fixed : 0;
 }
 
-/* bytes of shard data pass the budget */
+/* the room of a part of more than one shard: data_room, or group_bytes when less */
+static uint64_t group_room(const as_bench_session *S)
+{
+    const uint64_t d = data_room(S);
+    return S->c.group_bytes && S->c.group_bytes < d ? S->c.group_bytes : d;
+}
+
+/* bytes of one shard's data pass the budget */
 static int over_budget(const as_bench_session *S, uint64_t bytes)
 {
     return as_bench_session_budget(S) && bytes > data_room(S);
 }
 
+/* bytes of a part of several shards pass it */
+static int over_group(const as_bench_session *S, uint64_t bytes)
+{
+    return as_bench_session_budget(S) && bytes > group_room(S);
+}
+
 int as_bench_session_fits(as_bench_session *S, const as_bench_shardref *sh, int k)
 {
-    return !as_bench_session_budget(S) || !over_budget(S, as_bench_session_need(S, sh, k));
+    if (!as_bench_session_budget(S)) return 1;
+    const uint64_t need = as_bench_session_need(S, sh, k);
+    return k > 1 ? !over_group(S, need) : !over_budget(S, need);
 }
 
 uint64_t as_bench_session_room(const as_bench_session *S)
 {
     return as_bench_session_budget(S) ? data_room(S) : 0;
+}
+
+uint64_t as_bench_session_group_room(const as_bench_session *S)
+{
+    return as_bench_session_budget(S) ? group_room(S) : 0;
 }
 
 /* the arena, holding at least `need` bytes (contents lost when it is replaced). With a
@@ -737,8 +757,8 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
         human_bytes(need, sizeof need, res->bytes);
         human_bytes(max, sizeof max, c->max_bytes);
         human_bytes(room, sizeof room, data_room(S));
-        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget of %s leaves %s beside the table data "
-                 "and the cache-flush sweep", need, max, room);
+        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget of %s leaves %s beside the process, "
+                 "the table data and the cache-flush sweep", need, max, room);
         return -1;
     }
     /* every table is checked once per session (bounds of its offsets and indices) */
@@ -1036,7 +1056,7 @@ void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh
     int m = 0;
     for (int j = 0; j < k; j++) {
         if (!ok[j]) continue;
-        if (m && over_budget(S, count_add(S, &a, sh[j].ids, sh[j].n, 0))) {
+        if (m && over_group(S, count_add(S, &a, sh[j].ids, sh[j].n, 0))) {
             run_cpu_rounds(S, sh, res, pos, m);
             m = 0;
             count_begin(S, &a);
@@ -1398,7 +1418,7 @@ void as_bench_result_scale(as_bench_result *r, double f)
     r->drift = f;
 }
 
-uint64_t as_bench_default_budget(void)
+uint64_t as_bench_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (f) {
@@ -1407,12 +1427,12 @@ uint64_t as_bench_default_budget(void)
         while (fgets(line, sizeof line, f))
             if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
                 fclose(f);
-                return (uint64_t)kb * 1024 / 2;
+                return (uint64_t)kb * 1024;
             }
         fclose(f);
     }
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 0;
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 }
 
 int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen)

@@ -84,6 +84,10 @@ typedef struct {
                              * the cache-flush sweep and the shards held at once (0: no limit;
                              * as_bench_session_run_group); as-bench's default is
                              * as_bench_default_budget() */
+    uint64_t group_bytes;   /* CPU: at most this much shard data held by a part of more than
+                             * one shard (0: what max_bytes leaves); a shard alone may use all
+                             * that max_bytes leaves. as-bench's default: 1/AS_BENCH_GROUP_SHARE
+                             * of the memory available at the start */
     uint64_t flush_bytes;   /* CPU cache-flush sweep (0: 2 x the last-level cache, at least 64 MiB) */
     int per_shard_upload;   /* CUDA: 1 = upload each shard's table data when it is set up; 0 = keep
                              * the pool's data on the device when it fits (the default) */
@@ -156,7 +160,8 @@ typedef struct {
  * shards name is one copy, which both shards' SGD updates change, in the rounds' order; a
  * table one shard names twice is two copies), besides each shard's output, gradient and
  * bags, and one set of sort buffers (as_bench_session_need counts the same). When that
- * passes the budget (max_bytes, when set) the group is measured in parts: runs of
+ * passes the budget (max_bytes, when set, and group_bytes for several shards held at once;
+ * as_bench_session_group_room) the group is measured in parts: runs of
  * consecutive shards that fit (a shard alone always may: one that does not is ok = 0,
  * "does not fit"), one part after another, each part's data replacing the previous one's,
  * so the data held never pass the budget. `together` = the shards of the part (1: alone).
@@ -172,16 +177,26 @@ uint64_t as_bench_session_need(as_bench_session *s, const as_bench_shardref *sh,
  * shard at a time) */
 int as_bench_session_fits(as_bench_session *s, const as_bench_shardref *sh, int k);
 /* the budget (max_bytes; 0: none, and always 0 on CUDA). It bounds all the session holds
- * for measuring: the pool's table data (as_bpool_bytes), the CPU's cache-flush sweep
- * (as_bench_flush_bytes) and the shard data held at once; */
+ * for measuring: the process itself (AS_BENCH_PROCESS_BYTES), the pool's table data
+ * (as_bpool_bytes), the CPU's cache-flush sweep (as_bench_flush_bytes) and the shard data
+ * held at once; */
 uint64_t as_bench_session_budget(const as_bench_session *s);
-/* what it leaves for the shard data (0: nothing, or no budget) */
+/* what it leaves for the shard data (0: nothing, or no budget): a shard alone may use all of
+ * it */
 uint64_t as_bench_session_room(const as_bench_session *s);
+/* what a part of several shards may hold (the room, or group_bytes when less; 0: no budget) */
+uint64_t as_bench_session_group_room(const as_bench_session *s);
+/* the memory the process itself needs beside what it measures (program, libraries, threads'
+ * stacks, output buffers); it comes off the budget too */
+#define AS_BENCH_PROCESS_BYTES ((uint64_t)32 << 20)
+/* as-bench's default group budget (group_bytes): this share of the memory available */
+#define AS_BENCH_GROUP_SHARE 8
 /* bytes of the CPU's cache-flush sweep under c (0 on CUDA) */
 uint64_t as_bench_flush_bytes(const as_bench_cfg *c);
-/* as-bench's default budget: half the memory available when it is called (MemAvailable of
- * /proc/meminfo), else half the physical memory; 0 when neither can be read */
-uint64_t as_bench_default_budget(void);
+/* the memory available now (MemAvailable of /proc/meminfo), else the physical memory; 0 when
+ * neither can be read. as-bench's defaults: max_bytes half of it, group_bytes
+ * 1/AS_BENCH_GROUP_SHARE */
+uint64_t as_bench_mem_available(void);
 typedef struct {
     int64_t shards;         /* shards set up so far */
     int64_t grows;          /* times a workspace buffer was (re)allocated */

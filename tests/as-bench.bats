@@ -97,7 +97,8 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
 @test "as-bench: a shard that does not fit is reported, not crashed on" {
     pool
     make_stream "$HDR$SHARD" > "$T/in.ast"
-    run as-bench --tables "$T/pool.ast" $FAST --max-mem 1K "$T/in.ast" -o "$T/out.ast"
+    # what the process (32 MiB), the table data and the 1 MiB sweep leave: too little
+    run as-bench --tables "$T/pool.ast" $FAST --flush 1M --max-mem 33992K "$T/in.ast" -o "$T/out.ast"
     assert_success
     assert_output --partial "not measured: does not fit"
     run sh -c "as-show --kind cost '$T/out.ast' | jq -c '[.cost_ms, (.error | startswith(\"does not fit\"))]'"
@@ -202,7 +203,7 @@ peak_rss() {
     fi
     # -v says how the budget is shared out
     run sh -c "as-bench --tables '$T/p.ast' $opts --max-mem 64M -v '$T/one.ast' -o '$T/one-out.ast' 2>&1"
-    assert_line --regexp '^as-bench: memory: budget 64\.0 MiB \(--max-mem\): table data [0-9.]+ MiB, cache-flush sweep 1\.0 MiB, shard data at most [0-9.]+ MiB$'
+    assert_line --regexp '^as-bench: memory: budget 64\.0 MiB \(--max-mem\): process 32\.0 MiB, table data [0-9.]+ MiB, cache-flush sweep 1\.0 MiB, shard data at most [0-9.]+ MiB, [0-9.]+ MiB for shards set up together$'
 }
 
 @test "as-bench: a group holds the tables its shards share once: the default interleave peaks near --interleave 1" {
@@ -222,17 +223,22 @@ peak_rss() {
     [ "$(as-show --kind cost "$T/c16.ast" | jq -c '[.tables, .lookups, .bytes]')" = "$(as-show --kind cost "$T/c1.ast" | jq -c '[.tables, .lookups, .bytes]')" ]
 }
 
-@test "as-bench --max-mem: a budget the table data and the flush sweep take whole measures nothing, and says why" {
+@test "as-bench --max-mem: a budget the process, the table data and the flush sweep take whole is a usage error that says why" {
     pool
     make_stream "$HDR$SHARD" > "$T/in.ast"
-    run as-bench --tables "$T/pool.ast" $FAST --flush 1M --max-mem 1M "$T/in.ast" -o "$T/out.ast"
+    run as-bench --tables "$T/pool.ast" $FAST --flush 1M --max-mem 33M "$T/in.ast" -o "$T/out.ast"
+    assert_failure 2
+    assert_output --regexp "--max-mem 33M leaves nothing for the shards: the process \(32\.0 MiB\), the table data \([0-9.]+ MiB\) and the cache-flush sweep \(--flush, 1\.0 MiB\) take it"
+    [ ! -e "$T/out.ast" ]
+    # a few KiB left: too little for the shard, which is an error record naming the share-out
+    run as-bench --tables "$T/pool.ast" $FAST --flush 1M --max-mem 33992K "$T/in.ast" -o "$T/out.ast"
     assert_success
     assert_output --partial "not measured: does not fit: needs "
-    assert_output --partial ", the budget of 1.0 MiB leaves 0 B beside the table data and the cache-flush sweep"
+    assert_output --regexp ", the budget of 33\.2 MiB leaves [0-9.]+ KiB beside the process, the table data and the cache-flush sweep"
     # --help says what the budget bounds and its default
     run as-bench --help
     assert_output --partial "the table data loaded from"
-    assert_output --partial "default: half the memory"
+    assert_output --partial "Default: a shard alone may use half the memory"
     assert_output --partial "A group holds each of its tables once"
 }
 

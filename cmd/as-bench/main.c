@@ -42,15 +42,17 @@ static const char HELP[] =
     "      --runs R           timed runs (default 10)\n"
     "      --trim K           drop K highest and K lowest runs (default 2)\n"
     "      --lr X             SGD learning rate (default 0.01)\n"
-    "      --max-mem SIZE     CPU: the memory measuring may hold: the table data loaded from\n"
-    "                         --tables, the cache-flush sweep (--flush) and the shards set up\n"
-    "                         together (their tables' weights once, each shard's output,\n"
-    "                         gradient and bags, the sort buffers); default: half the memory\n"
-    "                         available when as-bench starts (MemAvailable), else half the\n"
-    "                         RAM. Groups (--interleave) are cut at whole plans to fit; a plan\n"
-    "                         that does not fit alone is measured in parts that do, one after\n"
-    "                         another; a shard that does not fit alone is not measured (its\n"
-    "                         `error`: \"does not fit\"). -v prints the budget's share-out\n"
+    "      --max-mem SIZE     CPU: the memory measuring may hold: 32 MiB for the process,\n"
+    "                         the table data loaded from --tables, the cache-flush sweep\n"
+    "                         (--flush) and the shards set up together (their tables' weights\n"
+    "                         once, each shard's output, gradient and bags, the sort buffers).\n"
+    "                         Default: a shard alone may use half the memory available when\n"
+    "                         as-bench starts (MemAvailable, else the RAM), shards set up\n"
+    "                         together 1/8 of it. Groups (--interleave) are cut at whole plans\n"
+    "                         to fit; a plan that does not fit alone is measured in parts that\n"
+    "                         do, one after another; a shard that does not fit alone is not\n"
+    "                         measured (its `error`: \"does not fit\"); a SIZE that leaves\n"
+    "                         nothing for shards is a usage error. -v prints the share-out\n"
     "      --flush SIZE       CPU: bytes read to flush the caches before each timed run\n"
     "                         (default: twice the last-level cache, at least 64M)\n"
     "      --part I/N         only every N-th unit of work, starting at the I-th (1-based):\n"
@@ -276,6 +278,7 @@ int main(int argc, char **argv)
                        .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     int calibrate = 1;
     int maxmem_given = 0;
+    const char *maxmem_arg = NULL;
     int singles = 0;
     int ref_auto = 1;
     int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
@@ -283,7 +286,9 @@ int main(int argc, char **argv)
     int64_t *from = NULL;
     size_t nfrom = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
-    cfg.max_bytes = as_bench_default_budget();
+    const uint64_t avail = as_bench_mem_available();
+    cfg.max_bytes = avail / 2;
+    cfg.group_bytes = avail / AS_BENCH_GROUP_SHARE;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
@@ -301,7 +306,9 @@ int main(int argc, char **argv)
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--max-mem: '%s' is not a size", optarg);
             cfg.max_bytes = v;
+            cfg.group_bytes = 0;
             maxmem_given = 1;
+            maxmem_arg = optarg;
             break;
         }
         case OPT_SINGLES: singles = 1; break;
@@ -391,15 +398,26 @@ int main(int argc, char **argv)
                : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err))
         as_die(AS_EXIT_DATA, "%s", err);
 
+    /* before the output is opened: a --max-mem that leaves nothing measures nothing */
+    if (maxmem_given && !cfg.cuda) {
+        const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&pool) + as_bench_flush_bytes(&cfg);
+        if (fixed >= cfg.max_bytes)
+            as_cli_usage(&cli, "--max-mem %s leaves nothing for the shards: the process (%.1f MiB), the table data "
+                         "(%.1f MiB) and the cache-flush sweep (--flush, %.1f MiB) take it", maxmem_arg,
+                         AS_BENCH_PROCESS_BYTES / 1048576.0, as_bpool_bytes(&pool) / 1048576.0,
+                         as_bench_flush_bytes(&cfg) / 1048576.0);
+    }
     as_writer *w = as_cli_open_output(&cli);
     double setup0 = as_now();
     as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
     if (!sess) as_die(AS_EXIT_ENV, "%s", err);
-    if (as_bench_session_budget(sess))
-        as_debug("memory: budget %.1f MiB (%s): table data %.1f MiB, cache-flush sweep %.1f MiB, shard data at most "
-                 "%.1f MiB", cfg.max_bytes / 1048576.0, maxmem_given ? "--max-mem" : "half the available memory",
+    if (as_bench_session_budget(sess)) {
+        as_debug("memory: budget %.1f MiB (%s): process %.1f MiB, table data %.1f MiB, cache-flush sweep %.1f MiB, "
+                 "shard data at most %.1f MiB, %.1f MiB for shards set up together", cfg.max_bytes / 1048576.0,
+                 maxmem_given ? "--max-mem" : "half the available memory", AS_BENCH_PROCESS_BYTES / 1048576.0,
                  as_bpool_bytes(&pool) / 1048576.0, as_bench_flush_bytes(&cfg) / 1048576.0,
-                 as_bench_session_room(sess) / 1048576.0);
+                 as_bench_session_room(sess) / 1048576.0, as_bench_session_group_room(sess) / 1048576.0);
+    }
     const int64_t mine = as_brun_part_units(sample ? smp.n : in.units, rc.part_i, rc.part_n);
     if (calibrate && mine > 0) check_quiet(sess);
     double loop0 = as_now();

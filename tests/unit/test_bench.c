@@ -815,7 +815,7 @@ TEST(bench_group_interleaved_rounds)
     for (int j = 0; j < 3; j++) if (r[j].bytes > big) big = r[j].bytes;
     CHECK(as_bench_session_need(S, g, 2) > big + 1);
     as_bench_session_free(S);
-    const uint64_t fixed = as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
+    const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
     as_bench_cfg c2 = c;
     c2.max_bytes = fixed + big + 1;
     S = as_bench_session_new(&c2, &p, err, sizeof err);
@@ -840,12 +840,34 @@ TEST(bench_group_interleaved_rounds)
     as_bench_session_info_get(S, &si);
     CHECK(si.bytes <= as_bench_session_room(S));
     as_bench_session_free(S);
+    /* a group budget (group_bytes) below what two need together, a shard budget that holds
+       all three: each shard alone, as under the small budget above, and a shard larger than
+       group_bytes still runs (alone); group_bytes above the room changes nothing */
+    c2.max_bytes = fixed + as_bench_session_need(S = as_bench_session_new(&c, &p, err, sizeof err), g, 3);
+    as_bench_session_free(S);
+    c2.group_bytes = big - 1;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK_EQ_I64(as_bench_session_group_room(S), big - 1);
+    CHECK(as_bench_session_room(S) > big);
+    CHECK(!as_bench_session_fits(S, g, 2));
+    for (int j = 0; j < 3; j++) CHECK(as_bench_session_fits(S, &g[j], 1));
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) CHECK(r[j].ok && r[j].together == 1);
+    check_member(S, 2, &c2, &p, d, 3, "group budget: the last shard alone");
+    as_bench_session_free(S);
+    c2.group_bytes = c2.max_bytes;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK_EQ_I64(as_bench_session_group_room(S), as_bench_session_room(S));
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) CHECK(r[j].ok && r[j].together == 3);
+    as_bench_session_free(S);
+    c2.group_bytes = 0;
     /* a budget that leaves nothing beside the table data and the sweep: nothing fits */
     c2.max_bytes = fixed;
     S = as_bench_session_new(&c2, &p, err, sizeof err);
     as_bench_session_run_group(S, g, 3, r);
     for (int j = 0; j < 3; j++) CHECK(!r[j].ok && strncmp(r[j].error, "does not fit: needs ", 20) == 0);
-    CHECK(strstr(r[0].error, "leaves 0 B beside the table data and the cache-flush sweep") != NULL);
+    CHECK(strstr(r[0].error, "leaves 0 B beside the process, the table data and the cache-flush sweep") != NULL);
     as_bench_session_free(S);
 
     /* the fake timer: the same figures together as alone */
@@ -1044,7 +1066,7 @@ TEST(bench_group_shares_tables)
     as_bench_session_free(S);
     /* a budget the group fits only with its tables held once: one part of 4 */
     as_bench_cfg c2 = c;
-    c2.max_bytes = as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + (uint64_t)want;
+    c2.max_bytes = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + (uint64_t)want;
     CHECK(sum > (uint64_t)want);
     S = as_bench_session_new(&c2, &p, err, sizeof err);
     CHECK(as_bench_session_fits(S, g, 4));
@@ -1099,7 +1121,7 @@ TEST(bench_noise_groups_fit_the_budget)
     /* no budget: as_noise_group_end's groups */
     CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 9);
     as_bench_session_free(S);
-    const uint64_t fixed = as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
+    const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
     as_bench_cfg cb = c;
     /* room for units 0 and 1 with the reference, not for unit 2 as well */
     cb.max_bytes = fixed + u01;
@@ -1168,7 +1190,7 @@ TEST(bench_noise_unit_over_budget)
     const uint64_t all = as_bench_session_need(S, sh, N + 1);
     as_bench_session_free(S);
     as_bench_cfg cb = c;
-    cb.max_bytes = as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + two;
+    cb.max_bytes = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + two;
     CHECK(two < all);
     S = as_bench_session_new(&cb, &p, err, sizeof err);
     double base = 0;
