@@ -61,13 +61,19 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                     goto fail;
                 }
             t.indices = as_malloc((size_t)(t.lookups ? t.lookups : 1) * sizeof *t.indices);
+            /* an index outside [0, rows) is bad data, as in as-features: one rule for every
+               reader of table records (table.h), never a shard's `error` */
+            int64_t bad = -1, badv = 0;
             if (idx.dtype == AS_DT_I32) {
                 memcpy(t.indices, idx.data, (size_t)t.lookups * 4);
+                for (int64_t i = 0; i < t.lookups && bad < 0; i++)
+                    if ((uint64_t)(int64_t)t.indices[i] >= (uint64_t)t.rows) { bad = i; badv = t.indices[i]; }
             } else {
-                for (int64_t i = 0; i < t.lookups; i++) {
+                for (int64_t i = 0; i < t.lookups && bad < 0; i++) {
                     int64_t v;
                     as_array_get_i64(&idx, i, 1, &v);
-                    if (v < 0 || v > INT32_MAX) {
+                    if ((uint64_t)v >= (uint64_t)t.rows) { bad = i; badv = v; break; }
+                    if (v > INT32_MAX) {
                         snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, rec.index, t.id, v);
                         free(t.offsets);
                         free(t.indices);
@@ -75,6 +81,13 @@ int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t wa
                     }
                     t.indices[i] = (int32_t)v;
                 }
+            }
+            if (bad >= 0) {
+                as_table_index_error(e2, sizeof e2, t.id, bad, badv, t.rows);
+                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, rec.index, e2);
+                free(t.offsets);
+                free(t.indices);
+                goto fail;
             }
         }
         pool_add(p, &t);
@@ -107,6 +120,16 @@ const as_btable *as_bpool_get(const as_bpool *p, int64_t id)
 {
     if (id < 0 || id > p->maxid || !p->index[id]) return NULL;
     return &p->t[p->index[id] - 1];
+}
+
+uint64_t as_bpool_bytes(const as_bpool *p)
+{
+    uint64_t b = (uint64_t)p->cap * sizeof *p->t + (uint64_t)(p->index ? p->maxid + 1 : 0) * sizeof *p->index;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].offsets)
+            b += (uint64_t)(p->t[i].batch + 1) * sizeof *p->t[i].offsets +
+                 (uint64_t)(p->t[i].lookups ? p->t[i].lookups : 1) * sizeof *p->t[i].indices;
+    return b;
 }
 
 void as_bpool_free(as_bpool *p)
@@ -243,7 +266,8 @@ int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t er
 
 static volatile double flush_sink;
 
-uint64_t as_bench_flush_bytes(uint64_t want)
+/* doubles the sweep reads: want bytes, or (0) twice the last-level cache, at least 64 MiB */
+static size_t flush_doubles(uint64_t want)
 {
     if (!want) {
         long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -251,15 +275,13 @@ uint64_t as_bench_flush_bytes(uint64_t want)
         want = 2 * (uint64_t)llc;
         if (want < ((uint64_t)64 << 20)) want = (uint64_t)64 << 20;
     }
-    return want < 1024 * sizeof(double) ? 1024 * sizeof(double) : want;
+    size_t n = (size_t)(want / sizeof(double));
+    return n < 1024 ? 1024 : n;
 }
 
-uint64_t as_bench_fixed_bytes(const as_bench_cfg *c, const as_bpool *p)
+uint64_t as_bench_flush_bytes(const as_bench_cfg *c)
 {
-    uint64_t b = AS_BENCH_PROCESS_BYTES + (c->cuda ? 0 : as_bench_flush_bytes(c->flush_bytes));
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->t[i].offsets) b += (uint64_t)(p->t[i].batch + 1) * 8 + (uint64_t)p->t[i].lookups * 4;
-    return b;
+    return c->cuda ? 0 : (uint64_t)flush_doubles(c->flush_bytes) * sizeof(double);
 }
 
 static void cpu_flush(uint64_t want)
@@ -267,9 +289,7 @@ static void cpu_flush(uint64_t want)
     static double *buf;
     static size_t n;
     if (!buf) {
-        want = as_bench_flush_bytes(want);
-        n = (size_t)(want / sizeof(double));
-        if (n < 1024) n = 1024;
+        n = flush_doubles(want);
         buf = as_malloc(n * sizeof *buf);
         for (size_t i = 0; i < n; i++) buf[i] = (double)i;
     }
@@ -302,25 +322,29 @@ void as_cpu_name(char *buf, size_t len, int threads)
 
 /* ---- the session ------------------------------------------------------------------- */
 
-/* one shard set up for measurement: its layout and, on the CPU, its data; buffers grown
- * (capacities in elements) and kept for the next shard set up in the same slot */
+/* one shard set up for measurement: its layout (arrays grown, capacities in elements, and
+ * kept for the next shard laid out in the same slot) and, while its part is set up, where
+ * its data lie: on the CPU in the session's arena, the weights of its tables shared with the
+ * other shards of its part (part_setup); on CUDA the host copies of as_bench_session_last */
 typedef struct {
     int64_t capT;
     const as_eb_table **tb;
-    int64_t *pos, *tid, *rows, *w_off;
+    int64_t *pos, *tid, *rows, *w_off, *gw_off;
     int32_t *dims, *d_off;
     int capR;
     double *tot, *fw, *bw;
+    /* the shard now in the slot (shard_layout); w_off: its own packed layout
+       (as_ebg_layout), gw_off: where its tables' weights lie in its part's arena */
+    int32_t T;
+    int64_t B, nidx, wtotal, maxn, maxD;
+    double fwd_bytes;
+    /* its data, valid while held */
     uint16_t *W;
     float *grad, *out;
     int64_t *offs;
     int32_t *idx;
-    size_t capW, capG, capOut, capO, capI;
-    /* the shard now in the slot (shard_layout) */
-    int32_t T;
-    int64_t B, nidx, wtotal, maxn, maxD;
-    double fwd_bytes;
-    as_eb_shard s;          /* CPU, after shard_fill */
+    as_eb_shard s;
+    int held;               /* the data above are the shard's (its part is the last set up) */
     int measured;           /* the shard in the slot was measured (ok) */
 } bslot;
 
@@ -333,13 +357,25 @@ struct as_bench_session {
     uint8_t *checked;               /* [p->n] passed as_ebg_check_table */
     bslot *slot;                    /* [nslot] one per shard of a group measured together */
     int nslot;
+    /* the data of the shards set up together (a part): one buffer, the arena, for their
+       tables' weights (each table once) and each shard's output, gradient and bags */
+    uint8_t *arena;
+    size_t arena_cap;
     as_eb_cpu_ws *ws;               /* CPU: the backward's sort buffers, shared by the slots */
     int64_t ws_n, ws_D;             /* lookups of one table and dim the workspace is sized for */
+    /* per pool position: the weights a part holds of the table (tstamp: the stamp of the
+       count or part that last counted it, tcopies: its copies, tbase: the first copy's
+       element offset) and how often the shard being counted names it (sstamp, socc) */
+    uint64_t *tstamp, *sstamp;
+    int32_t *tcopies, *socc;
+    int64_t *tbase;
+    int64_t *dpos;                  /* [p->n] a part's distinct tables, first seen first */
+    uint64_t stamp, serial;
+    uint64_t pool_bytes;            /* as_bpool_bytes(p): held beside the shard data */
     int64_t grows, shards;
     /* the last shard measured (as_bench_session_last): its slot (-1: none); the last
        group's shards sit in slots 0..glast-1 (as_bench_session_group_data) */
     int last, glast;
-    uint64_t group_budget;          /* CPU: bytes of shard data held at once (0: no limit) */
     as_eb_gpu *last_g;
     /* CUDA */
     as_eb_gpu_ctx *ctx;
@@ -348,45 +384,221 @@ struct as_bench_session {
                                        included (the fake timer's drift) */
 };
 
-/* buf holding at least `need` elements of `elt` bytes: kept when large enough, else
- * replaced (contents lost). A small buffer (up to GROW_SLACK bytes) gets 25 % headroom and
- * is kept however much larger; a large one is made exactly as large and kept only while
- * it is at most GROW_SLACK larger than needed, so that the memory held stays within what
- * the budget counts (as_bench_result.bytes). Cache-line aligned, so that with
- * as_ebg_layout's table starts a row of D = 32 halves is one line, whatever malloc does. */
-#define GROW_SLACK ((size_t)1 << 20)
-static void *grow(void *buf, size_t *cap, size_t need, size_t elt, int64_t *grows)
+/* "1.50 GiB", "12.0 MiB", "3.0 KiB", "100 B" */
+static void human_bytes(char *buf, size_t len, uint64_t b)
 {
-    if (buf && need <= *cap && (*cap - need) * elt <= GROW_SLACK) return buf;
-    if (buf && need <= *cap && *cap * elt <= GROW_SLACK) return buf;
-    free(buf);
-    size_t n = need * elt <= GROW_SLACK ? need + need / 4 : need;
-    if (n < 16) n = 16;
-    *cap = n;
-    (*grows)++;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, (n * elt + 63) & ~(size_t)63)) as_oom("%zu bytes", n * elt);
-    return p;
+    if (b >= (1ULL << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ULL << 30));
+    else if (b >= (1ULL << 20)) snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ULL << 20));
+    else if (b >= (1ULL << 10)) snprintf(buf, len, "%.1f KiB", (double)b / 1024.0);
+    else snprintf(buf, len, "%" PRIu64 " B", b);
 }
 
-/* the shard data buffers of slot b (not its layout arrays), freed */
-static void slot_free_data(bslot *b)
+static uint64_t sat_add(uint64_t a, uint64_t b)
 {
-    free(b->W); free(b->grad); free(b->out); free(b->offs); free(b->idx);
-    b->W = NULL; b->grad = b->out = NULL; b->offs = NULL; b->idx = NULL;
-    b->capW = b->capG = b->capOut = b->capO = b->capI = 0;
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-static uint64_t slot_data_bytes(const bslot *b)
+static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
-    return b->capW * 2 + b->capG * 4 + b->capOut * 4 + b->capO * 8 + b->capI * 4;
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* x rounded up to a cache line (64 bytes): every buffer of a part starts on one */
+static uint64_t line_up(uint64_t x)
+{
+    return x > UINT64_MAX - 63 ? UINT64_MAX : (x + 63) & ~(uint64_t)63;
+}
+
+/* elements one copy of a table's weights takes in an arena: rows x dim, rounded up to
+ * AS_EBG_W_ALIGN (so that the next table starts on a cache line, as in as_ebg_layout) */
+static int64_t weight_stride(const as_btable *t)
+{
+    const int64_t n = t->rows * t->dim;   /* at most 2^40 (reclimits.h) */
+    return (n + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
+}
+
+/* bytes of a shard's own data in an arena: output and gradient [B, sumD] fp32, offsets
+ * [T*B + 1], indices [lookups] */
+static uint64_t shard_data_bytes(int64_t T, int64_t B, int64_t sumD, int64_t nidx)
+{
+    const uint64_t bd = line_up(sat_mul(sat_mul((uint64_t)B, (uint64_t)sumD), 4));
+    const uint64_t off = line_up(sat_mul(sat_add(sat_mul((uint64_t)T, (uint64_t)B), 1), 8));
+    const uint64_t idx = line_up(sat_mul((uint64_t)(nidx > 0 ? nidx : 1), 4));
+    return sat_add(sat_add(sat_mul(bd, 2), off), idx);
+}
+
+/* The memory of shards held together, counted as part_setup lays them out: each table's
+ * weights once (a table a shard names twice: two copies), each shard's own data, and the
+ * sort buffers for the largest table and dim. */
+typedef struct {
+    uint64_t stamp;
+    uint64_t weights, data;     /* bytes */
+    int64_t ws_n, ws_D;
+    int64_t shards;
+} mem_count;
+
+static void count_begin(as_bench_session *S, mem_count *a)
+{
+    memset(a, 0, sizeof *a);
+    a->stamp = ++S->stamp;
+}
+
+static uint64_t count_total(const mem_count *a)
+{
+    return a->shards ? sat_add(sat_add(a->weights, a->data), as_eb_cpu_ws_size(a->ws_n, a->ws_D)) : 0;
+}
+
+/* the total of a with the shard ids[0..n) added; commit: add it. A shard that cannot be
+ * laid out (empty, a table not in the pool, mixed batch sizes) adds nothing. */
+static uint64_t count_add(as_bench_session *S, mem_count *a, const int64_t *ids, int64_t n, int commit)
+{
+    const as_bpool *p = S->p;
+    const as_btable *t0 = n > 0 ? as_bpool_get(p, ids[0]) : NULL;
+    if (!t0) return count_total(a);
+    const int64_t B = t0->batch;
+    int64_t sumD = 0, nidx = 0, maxn = 0, maxD = 0;
+    uint64_t w = 0;
+    const uint64_t serial = ++S->serial;
+    for (int64_t i = 0; i < n; i++) {
+        const as_btable *t = as_bpool_get(p, ids[i]);
+        if (!t || t->batch != B) return count_total(a);
+        const int64_t q = t - p->t;
+        if (S->sstamp[q] != serial) { S->sstamp[q] = serial; S->socc[q] = 0; }
+        else S->socc[q]++;
+        const int32_t have = S->tstamp[q] == a->stamp ? S->tcopies[q] : 0;
+        if (S->socc[q] >= have) w = sat_add(w, sat_mul((uint64_t)weight_stride(t), 2));
+        sumD += t->dim;
+        nidx += t->lookups;
+        if (t->lookups > maxn) maxn = t->lookups;
+        if (t->dim > maxD) maxD = t->dim;
+    }
+    mem_count b = *a;
+    b.weights = sat_add(b.weights, w);
+    b.data = sat_add(b.data, shard_data_bytes(n, B, sumD, nidx));
+    if (maxn > b.ws_n) b.ws_n = maxn;
+    if (maxD > b.ws_D) b.ws_D = maxD;
+    b.shards++;
+    if (commit) {
+        *a = b;
+        const uint64_t s2 = ++S->serial;
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t q = as_bpool_get(p, ids[i]) - p->t;
+            if (S->sstamp[q] != s2) { S->sstamp[q] = s2; S->socc[q] = 0; }
+            else S->socc[q]++;
+            if (S->tstamp[q] != a->stamp) { S->tstamp[q] = a->stamp; S->tcopies[q] = 0; }
+            if (S->socc[q] + 1 > S->tcopies[q]) S->tcopies[q] = S->socc[q] + 1;
+        }
+    }
+    return count_total(&b);
+}
+
+uint64_t as_bench_session_need(as_bench_session *S, const as_bench_shardref *sh, int k)
+{
+    mem_count a;
+    count_begin(S, &a);
+    for (int j = 0; j < k; j++) count_add(S, &a, sh[j].ids, sh[j].n, 1);
+    return count_total(&a);
+}
+
+uint64_t as_bench_session_budget(const as_bench_session *S)
+{
+    return S->c.cuda ? 0 : S->c.max_bytes;
+}
+
+/* what the budget leaves for shard data beside the process, the table data and the
+ * cache-flush sweep (0 when they take it all); only meaningful with a budget */
+static uint64_t data_room(const as_bench_session *S)
+{
+    const uint64_t fixed = sat_add(sat_add(AS_BENCH_PROCESS_BYTES, S->pool_bytes), as_bench_flush_bytes(&S->c));
+    return S->c.max_bytes > fixed ? S->c.max_bytes - fixed : 0;
+}
+
+/* the room of a part of more than one shard: data_room, or group_bytes when less */
+static uint64_t group_room(const as_bench_session *S)
+{
+    const uint64_t d = data_room(S);
+    return S->c.group_bytes && S->c.group_bytes < d ? S->c.group_bytes : d;
+}
+
+/* bytes of one shard's data pass the budget */
+static int over_budget(const as_bench_session *S, uint64_t bytes)
+{
+    return as_bench_session_budget(S) && bytes > data_room(S);
+}
+
+/* bytes of a part of several shards pass it */
+static int over_group(const as_bench_session *S, uint64_t bytes)
+{
+    return as_bench_session_budget(S) && bytes > group_room(S);
+}
+
+int as_bench_session_fits(as_bench_session *S, const as_bench_shardref *sh, int k)
+{
+    if (!as_bench_session_budget(S)) return 1;
+    const uint64_t need = as_bench_session_need(S, sh, k);
+    return k > 1 ? !over_group(S, need) : !over_budget(S, need);
+}
+
+uint64_t as_bench_session_room(const as_bench_session *S)
+{
+    return as_bench_session_budget(S) ? data_room(S) : 0;
+}
+
+uint64_t as_bench_session_group_room(const as_bench_session *S)
+{
+    return as_bench_session_budget(S) ? group_room(S) : 0;
+}
+
+/* the arena, holding at least `need` bytes (contents lost when it is replaced). With a
+ * budget it is kept, or made, no larger than the budget less `beside` (what is held next to
+ * it), unless need itself is more; else with 25 % headroom. Cache-line aligned. */
+static uint8_t *arena_reserve(as_bench_session *S, uint64_t need, uint64_t beside)
+{
+    const uint64_t budget = as_bench_session_budget(S), data = budget ? data_room(S) : 0;
+    const uint64_t room = data > beside ? data - beside : 0;
+    if (need < 64) need = 64;
+    if (S->arena && need <= S->arena_cap && (!budget || S->arena_cap <= room || S->arena_cap <= need)) return S->arena;
+    free(S->arena);     /* before the new one: the two are never held at once */
+    S->arena = NULL;
+    S->arena_cap = 0;
+    need = line_up(need);
+    uint64_t cap = line_up(sat_add(need, need / 4));
+    if (budget && cap > room) cap = (room & ~(uint64_t)63) > need ? room & ~(uint64_t)63 : need;
+    if (cap > (uint64_t)SIZE_MAX) as_oom("%" PRIu64 " bytes of shard data", cap);
+    void *a = NULL;
+    if (posix_memalign(&a, 64, (size_t)cap)) as_oom("%" PRIu64 " bytes of shard data", cap);
+    S->arena = a;
+    S->arena_cap = (size_t)cap;
+    S->grows++;
+    return S->arena;
+}
+
+/* the sort buffers for tables of up to n lookups and dim D (kept when they are already
+ * this size); 0, or -1 when they cannot be had */
+static int ws_reserve(as_bench_session *S, int64_t n, int64_t D)
+{
+    if (S->ws && S->ws_n == n && S->ws_D == D) return 0;
+    if (S->ws) as_eb_cpu_ws_free(S->ws);
+    S->ws = NULL;
+    S->ws_n = S->ws_D = 0;
+    int32_t d1 = (int32_t)(D > 0 ? D : 1), doff[2] = { 0, d1 };
+    int64_t r1 = 1, wo[2] = { 0, d1 }, of[2] = { 0, n };
+    as_eb_shard big = { 1, 1, &r1, &d1, wo, doff, of, NULL };
+    S->ws = as_eb_cpu_ws_new(&big);
+    S->grows++;
+    if (!S->ws) return -1;
+    S->ws_n = n;
+    S->ws_D = D;
+    return 0;
 }
 
 static void slot_free(bslot *b)
 {
-    free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->dims); free(b->d_off);
+    free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->gw_off); free(b->dims);
+    free(b->d_off);
     free(b->tot); free(b->fw); free(b->bw);
-    slot_free_data(b);
     memset(b, 0, sizeof *b);
 }
 
@@ -416,17 +628,19 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
     size_t np = (size_t)(p->n > 0 ? p->n : 1);
     S->view = as_calloc(np, sizeof *S->view);
     S->checked = as_calloc(np, 1);
+    S->tstamp = as_calloc(np, sizeof *S->tstamp);
+    S->sstamp = as_calloc(np, sizeof *S->sstamp);
+    S->tcopies = as_calloc(np, sizeof *S->tcopies);
+    S->socc = as_calloc(np, sizeof *S->socc);
+    S->tbase = as_calloc(np, sizeof *S->tbase);
+    S->dpos = as_calloc(np, sizeof *S->dpos);
+    S->pool_bytes = as_bpool_bytes(p);
     for (int64_t i = 0; i < p->n; i++) {
         const as_btable *t = &p->t[i];
         as_eb_table v = { t->id, t->rows, t->batch, t->dim, t->lookups, t->offsets, t->indices };
         S->view[i] = v;
     }
     slots_reserve(S, 1);
-    S->group_budget = c->group_bytes;
-    if (!S->group_budget) {
-        S->group_budget = as_mem_available() / AS_BENCH_GROUP_SHARE;
-        if (c->max_bytes && (!S->group_budget || c->max_bytes < S->group_budget)) S->group_budget = c->max_bytes;
-    }
     if (c->cuda && as_eb_gpu_ctx_create(&S->ctx, c->device, S->view, p->n, !c->per_shard_upload, err, errlen)) {
         as_bench_session_free(S);
         return NULL;
@@ -439,7 +653,9 @@ void as_bench_session_free(as_bench_session *S)
     if (!S) return;
     as_eb_gpu_ctx_destroy(S->ctx);
     if (S->ws) as_eb_cpu_ws_free(S->ws);
+    free(S->arena);
     free(S->view); free(S->checked);
+    free(S->tstamp); free(S->sstamp); free(S->tcopies); free(S->socc); free(S->tbase); free(S->dpos);
     for (int j = 0; j < S->nslot; j++) slot_free(&S->slot[j]);
     free(S->slot);
     free(S);
@@ -458,31 +674,33 @@ void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info 
         info->resident = as_eb_gpu_ctx_resident(S->ctx);
     } else {
         info->grows = S->grows;
-        info->bytes = (uint64_t)S->ws_n * 16;
-        for (int j = 0; j < S->nslot; j++) info->bytes += slot_data_bytes(&S->slot[j]);
+        info->bytes = S->arena_cap + (S->ws ? as_eb_cpu_ws_size(S->ws_n, S->ws_D) : 0);
     }
 }
 
 /* Lay out the shard ids[0..n) in slot b and check it: its tables exist, share a batch
- * size, pass as_ebg_check_table (once per session) and fit the memory budget. Fills res's
- * shape fields (lookups, batch, sum_dim, bytes). 0, or -1 with res->error. */
+ * size, pass as_ebg_check_table (once per session) and fit the memory budget alone. Fills
+ * res's shape fields (lookups, batch, sum_dim, bytes). 0, or -1 with res->error. */
 static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, as_bench_result *res)
 {
     const as_bench_cfg *c = &S->c;
     const as_bpool *p = S->p;
     b->T = 0;
     b->measured = 0;
+    b->held = 0;
     if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); return -1; }
     if (n > INT32_MAX) { snprintf(res->error, sizeof res->error, "too many tables (%" PRId64 ")", n); return -1; }
     const int32_t T = (int32_t)n;
     if (n > b->capT) {
-        free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->dims); free(b->d_off);
+        free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->gw_off); free(b->dims);
+        free(b->d_off);
         b->capT = n;
         b->tb = as_malloc((size_t)n * sizeof *b->tb);
         b->pos = as_malloc((size_t)n * sizeof *b->pos);
         b->tid = as_malloc((size_t)n * sizeof *b->tid);
         b->rows = as_malloc((size_t)n * sizeof *b->rows);
         b->w_off = as_malloc((size_t)(n + 1) * sizeof *b->w_off);
+        b->gw_off = as_malloc((size_t)(n + 1) * sizeof *b->gw_off);
         b->dims = as_malloc((size_t)n * sizeof *b->dims);
         b->d_off = as_malloc((size_t)(n + 1) * sizeof *b->d_off);
     }
@@ -509,12 +727,11 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
         }
     }
     const int64_t wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
-    int64_t nidx = 0, wpacked = 0, maxn = 0, maxD = 0;
+    int64_t nidx = 0, maxn = 0, maxD = 0;
     double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
     for (int32_t t = 0; t < T; t++) {
         const int64_t L = b->tb[t]->lookups;
         nidx += L;
-        wpacked += b->rows[t] * b->dims[t];
         fwd_bytes += 4.0 * (double)B * b->dims[t] + 2.0 * b->dims[t] * (double)L;
         if (L > maxn) maxn = L;
         if (b->dims[t] > maxD) maxD = b->dims[t];
@@ -524,25 +741,24 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     res->batch = B;
     res->sum_dim = sumD;
     {
-        /* weights, output + gradient, indices, offsets, the backward's sort buffers; checked
-           products (B comes from a record, only the record cap bounds it) */
-        uint64_t a, bb, d, e, tot;
-        int ovf = __builtin_mul_overflow((uint64_t)wpacked, 2, &a) | __builtin_mul_overflow((uint64_t)B, (uint64_t)sumD, &bb) |
-                  __builtin_mul_overflow(bb, 8, &bb) | __builtin_mul_overflow((uint64_t)nidx, 20, &d) |
-                  __builtin_mul_overflow((uint64_t)T, (uint64_t)B, &e) | __builtin_add_overflow(e, 1, &e) |
-                  __builtin_mul_overflow(e, 8, &e) | __builtin_add_overflow(a, bb, &tot) | __builtin_add_overflow(tot, d, &tot) |
-                  __builtin_add_overflow(tot, e, &tot);
-        if (ovf || tot > (uint64_t)INT64_MAX) {
+        /* the memory the shard needs alone, counted as a part holds it (weights, output +
+           gradient, bags, the backward's sort buffers); saturating sums */
+        mem_count a;
+        count_begin(S, &a);
+        res->bytes = count_add(S, &a, ids, n, 1);
+        if (res->bytes > (uint64_t)INT64_MAX) {
             res->bytes = UINT64_MAX;
             snprintf(res->error, sizeof res->error, "does not fit: needs more than 2^63 bytes");
             return -1;
         }
-        res->bytes = tot;
     }
-    if (!c->cuda && c->max_bytes && res->bytes > c->max_bytes) {
-        char need[32], have[32];
-        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget is %s",
-                 as_fmt_bytes(need, sizeof need, res->bytes), as_fmt_bytes(have, sizeof have, c->max_bytes));
+    if (over_budget(S, res->bytes)) {
+        char need[32], max[32], room[32];
+        human_bytes(need, sizeof need, res->bytes);
+        human_bytes(max, sizeof max, c->max_bytes);
+        human_bytes(room, sizeof room, data_room(S));
+        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget of %s leaves %s beside the process, "
+                 "the table data and the cache-flush sweep", need, max, room);
         return -1;
     }
     /* every table is checked once per session (bounds of its offsets and indices) */
@@ -569,44 +785,135 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     return 0;
 }
 
-/* slot b's data buffers, big enough for its laid-out shard */
-static void slot_grow_data(as_bench_session *S, bslot *b)
+/* CUDA (as_bench_session_last): host buffers in the arena for slot b's shard in its own
+ * packed layout (w_off), for the data downloaded from the device */
+static void slot_host(as_bench_session *S, bslot *b)
 {
     const int32_t T = b->T;
-    const int64_t B = b->B;
-    const size_t outn = (size_t)(B * b->d_off[T]);
-    b->offs = grow(b->offs, &b->capO, (size_t)(T * B + 1), sizeof *b->offs, &S->grows);
-    b->idx = grow(b->idx, &b->capI, (size_t)(b->nidx ? b->nidx : 1), sizeof *b->idx, &S->grows);
-    b->W = grow(b->W, &b->capW, (size_t)(b->wtotal ? b->wtotal : 1), sizeof *b->W, &S->grows);
-    b->grad = grow(b->grad, &b->capG, outn ? outn : 1, sizeof *b->grad, &S->grows);
-    b->out = grow(b->out, &b->capOut, outn ? outn : 1, sizeof *b->out, &S->grows);
+    const uint64_t nw = line_up((uint64_t)(b->wtotal ? b->wtotal : 1) * 2);
+    const uint64_t bd = line_up((uint64_t)(b->B * b->d_off[T]) * 4);
+    const uint64_t no = line_up((uint64_t)(T * b->B + 1) * 8), ni = line_up((uint64_t)(b->nidx ? b->nidx : 1) * 4);
+    uint8_t *a = arena_reserve(S, nw + 2 * bd + no + ni, 0);
+    for (int i = 0; i < S->nslot; i++) S->slot[i].held = 0;
+    b->W = (uint16_t *)a;
+    b->out = (float *)(a + nw);
+    b->grad = (float *)(a + nw + bd);
+    b->offs = (int64_t *)(a + nw + 2 * bd);
+    b->idx = (int32_t *)(a + nw + 2 * bd + no);
+    as_eb_shard s = { T, b->B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
+    b->s = s;
+    b->held = 1;
 }
 
-/* CPU: the laid-out shard of slot b gets its data (bags gathered from the pool, weights and
- * gradient from the hash). 0, or -1 with res->error (the sort buffers could not be had). */
-static int shard_fill(as_bench_session *S, bslot *b, as_bench_result *res)
+/* CPU: set up the laid-out shards sh[pos[0..m)] (shard j in slot j) together: their data
+ * laid out in the arena (every table's weights once, a copy more for a table a shard names
+ * again; then each shard's output, gradient and bags), the sort buffers, then the data
+ * filled (weights and gradients from the hash, bags gathered from the pool). The previous
+ * part's data go. live[] gets the shards set up, in order; returns their count (0 when the
+ * sort buffers cannot be had: each shard's res says so). */
+static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_result *res, int *live)
 {
-    const int32_t T = b->T;
-    const int64_t B = b->B;
-    slot_grow_data(S, b);
-    if (!S->ws || b->maxn > S->ws_n || b->maxD > S->ws_D) {
-        /* the backward's sort buffers, sized for the largest table and dim seen so far */
-        if (S->ws) as_eb_cpu_ws_free(S->ws);
-        if (b->maxn > S->ws_n) S->ws_n = b->maxn;
-        if (b->maxD > S->ws_D) S->ws_D = b->maxD;
-        int32_t d1 = (int32_t)S->ws_D, doff[2] = { 0, d1 };
-        int64_t r1 = 1, wo[2] = { 0, S->ws_D }, of[2] = { 0, S->ws_n };
-        as_eb_shard big = { 1, 1, &r1, &d1, wo, doff, of, NULL };
-        S->ws = as_eb_cpu_ws_new(&big);
-        S->grows++;
-        if (!S->ws) { S->ws_n = S->ws_D = 0; snprintf(res->error, sizeof res->error, "out of memory for the sort buffers"); return -1; }
+    const as_bpool *p = S->p;
+    for (int i = 0; i < S->nslot; i++) S->slot[i].held = 0;
+    /* the tables and their copies, in first-seen order */
+    const uint64_t stamp = ++S->stamp;
+    int64_t nd = 0, maxn = 0, maxD = 0;
+    uint64_t data = 0;
+    for (int q = 0; q < m; q++) {
+        const bslot *b = &S->slot[pos[q]];
+        const uint64_t serial = ++S->serial;
+        for (int32_t t = 0; t < b->T; t++) {
+            const int64_t x = b->pos[t];
+            if (S->sstamp[x] != serial) { S->sstamp[x] = serial; S->socc[x] = 0; }
+            else S->socc[x]++;
+            if (S->tstamp[x] != stamp) { S->tstamp[x] = stamp; S->tcopies[x] = 0; S->dpos[nd++] = x; }
+            if (S->socc[x] + 1 > S->tcopies[x]) S->tcopies[x] = S->socc[x] + 1;
+        }
+        if (b->maxn > maxn) maxn = b->maxn;
+        if (b->maxD > maxD) maxD = b->maxD;
+        data += shard_data_bytes(b->T, b->B, b->d_off[b->T], b->nidx);
     }
-    as_ebg_gather(b->offs, b->idx, b->tb, T, B, S->threads);
-    as_eb_shard s = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
-    b->s = s;
-    as_ebg_fill_weights(b->W, &b->s, b->tid, S->c.seed, S->threads);
-    as_ebg_fill_grad(b->grad, &b->s, b->tid, S->c.seed, S->threads);
-    return 0;
+    int64_t welts = 0, nreg = 0;
+    for (int64_t d = 0; d < nd; d++) {
+        const int64_t x = S->dpos[d];
+        S->tbase[x] = welts;
+        welts += S->tcopies[x] * weight_stride(&p->t[x]);
+        nreg += S->tcopies[x];
+    }
+    if (nreg > INT32_MAX) {
+        for (int q = 0; q < m; q++)
+            snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "does not fit: its group names %" PRId64 " tables", nreg);
+        return 0;
+    }
+    const uint64_t wbytes = (uint64_t)welts * 2, need = sat_add(line_up(wbytes), data);
+    /* the sort buffers: kept at the largest size seen, unless that and the part would pass
+       the budget; freed before the arena is made, so the two old ones and the new ones are
+       never held together */
+    int64_t wn = S->ws_n > maxn ? S->ws_n : maxn, wD = S->ws_D > maxD ? S->ws_D : maxD;
+    if (over_budget(S, sat_add(need, as_eb_cpu_ws_size(wn, wD)))) { wn = maxn; wD = maxD; }
+    if (S->ws && (S->ws_n != wn || S->ws_D != wD)) {
+        as_eb_cpu_ws_free(S->ws);
+        S->ws = NULL;
+        S->ws_n = S->ws_D = 0;
+    }
+    uint8_t *a = arena_reserve(S, need, as_eb_cpu_ws_size(wn, wD));
+    if (ws_reserve(S, wn, wD)) {
+        for (int q = 0; q < m; q++) snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "out of memory for the sort buffers");
+        return 0;
+    }
+    /* the weights: every copy of every table, filled as one layout of nreg tables */
+    uint16_t *W = (uint16_t *)a;
+    {
+        int64_t *rows = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *rows);
+        int64_t *woff = as_malloc((size_t)(nreg + 1) * sizeof *woff);
+        int64_t *ids = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *ids);
+        int32_t *dims = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *dims);
+        int64_t r = 0;
+        for (int64_t d = 0; d < nd; d++) {
+            const as_btable *t = &p->t[S->dpos[d]];
+            for (int32_t k = 0; k < S->tcopies[S->dpos[d]]; k++, r++) {
+                rows[r] = t->rows;
+                dims[r] = (int32_t)t->dim;
+                ids[r] = t->id;
+                woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(t);
+            }
+        }
+        woff[nreg] = welts;
+        int32_t doff[1] = { 0 };
+        as_eb_shard all = { (int32_t)nreg, 0, rows, dims, woff, doff, NULL, NULL };
+        as_ebg_fill_weights(W, &all, ids, S->c.seed, S->threads);
+        free(rows); free(woff); free(ids); free(dims);
+    }
+    /* each shard: where its tables' copies lie, its own data after the weights */
+    uint64_t off = line_up(wbytes);
+    for (int q = 0; q < m; q++) {
+        bslot *b = &S->slot[pos[q]];
+        const int32_t T = b->T;
+        const int64_t B = b->B;
+        const uint64_t serial = ++S->serial;
+        for (int32_t t = 0; t < T; t++) {
+            const int64_t x = b->pos[t];
+            if (S->sstamp[x] != serial) { S->sstamp[x] = serial; S->socc[x] = 0; }
+            else S->socc[x]++;
+            b->gw_off[t] = S->tbase[x] + S->socc[x] * weight_stride(&p->t[x]);
+        }
+        b->gw_off[T] = welts;
+        const uint64_t bd = line_up((uint64_t)(B * b->d_off[T]) * 4);
+        b->W = W;
+        b->out = (float *)(a + off);
+        b->grad = (float *)(a + off + bd);
+        b->offs = (int64_t *)(a + off + 2 * bd);
+        b->idx = (int32_t *)(a + off + 2 * bd + line_up((uint64_t)(T * B + 1) * 8));
+        off += shard_data_bytes(T, B, b->d_off[T], b->nidx);
+        as_ebg_gather(b->offs, b->idx, b->tb, T, B, S->threads);
+        as_eb_shard own = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
+        as_ebg_fill_grad(b->grad, &own, b->tid, S->c.seed, S->threads);
+        as_eb_shard s = { T, B, b->rows, b->dims, b->gw_off, b->d_off, b->offs, b->idx };
+        b->s = s;
+        b->held = 1;
+        live[q] = pos[q];
+    }
+    return m;
 }
 
 /* CPU: one iteration of slot b's shard (forward, backward + SGD); timed: after a cache
@@ -696,15 +1003,13 @@ done:
 }
 
 /* CPU: the laid-out shards sh[pos[0..m)] (shard j sits in slot j; its results ok so far)
- * set up together and measured in rounds; wall time shared out evenly */
+ * set up together (part_setup) and measured in rounds; wall time shared out evenly */
 static void run_cpu_rounds(as_bench_session *S, const as_bench_shardref *sh, as_bench_result *res, const int *pos, int m)
 {
     const double wall0 = as_now();
-    int *live = as_malloc((size_t)m * sizeof *live), nl = 0;
-    for (int q = 0; q < m; q++) {
-        res[pos[q]].busy_ms = 0;
-        if (shard_fill(S, &S->slot[pos[q]], &res[pos[q]]) == 0) live[nl++] = pos[q];
-    }
+    int *live = as_malloc((size_t)m * sizeof *live);
+    for (int q = 0; q < m; q++) res[pos[q]].busy_ms = 0;
+    const int nl = part_setup(S, pos, m, res, live);
     for (int q = 0; q < nl; q++)
         for (int i = 0; i < S->c.warmup; i++) res[live[q]].busy_ms += shard_iter(S, &S->slot[live[q]], 0, 0);
     /* round i runs every shard once, starting one further along each round */
@@ -736,32 +1041,30 @@ void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh
     S->last = -1;
     S->glast = k;
     S->last_g = NULL;
-    /* lay every shard out (shard j in slot j); then measure them in runs of consecutive
-       laid-out shards whose memory together fits the budget (a shard alone always may:
-       shard_layout checked it) */
+    /* lay every shard out (shard j in slot j); then measure them in parts: runs of
+       consecutive laid-out shards whose data fit the budget held together, each table's
+       weights once (a shard alone always may: shard_layout checked it). One part's data
+       are held at a time. */
     int *ok = as_malloc((size_t)k * 2 * sizeof *ok), *pos = ok + k;
     for (int j = 0; j < k; j++) {
         result_init(S, &res[j]);
         S->shards++;
         ok[j] = shard_layout(S, &S->slot[j], sh[j].ids, sh[j].n, &res[j]) == 0;
     }
-    const uint64_t budget = S->group_budget;
-    char *in_run = as_calloc((size_t)S->nslot, 1);
-    for (int j = 0; j < k;) {
-        if (!ok[j]) { j++; continue; }
-        int m = 0;
-        uint64_t sum = 0;
-        for (; j < k && (!ok[j] || !m || !budget || sum + res[j].bytes <= budget); j++)
-            if (ok[j]) { sum += res[j].bytes; pos[m++] = j; }
-        /* only this run's shards hold data while it is measured: the others' go first (a
-           slot of the run keeps its buffers when they fit its new shard, see grow) */
-        memset(in_run, 0, (size_t)S->nslot);
-        for (int q = 0; q < m; q++) in_run[pos[q]] = 1;
-        for (int i = 0; i < S->nslot; i++)
-            if (!in_run[i] && slot_data_bytes(&S->slot[i])) { slot_free_data(&S->slot[i]); S->slot[i].measured = 0; }
-        run_cpu_rounds(S, sh, res, pos, m);
+    mem_count a;
+    count_begin(S, &a);
+    int m = 0;
+    for (int j = 0; j < k; j++) {
+        if (!ok[j]) continue;
+        if (m && over_group(S, count_add(S, &a, sh[j].ids, sh[j].n, 0))) {
+            run_cpu_rounds(S, sh, res, pos, m);
+            m = 0;
+            count_begin(S, &a);
+        }
+        count_add(S, &a, sh[j].ids, sh[j].n, 1);
+        pos[m++] = j;
     }
-    free(in_run);
+    if (m) run_cpu_rounds(S, sh, res, pos, m);
     free(ok);
 }
 
@@ -794,8 +1097,8 @@ int as_bench_session_group_data(as_bench_session *S, int j, as_eb_shard *shard, 
         snprintf(err, errlen, "CUDA: only the last shard's data are kept");
         return -1;
     }
-    if (j < 0 || j >= S->glast || !S->slot[j].measured) {
-        snprintf(err, errlen, "shard %d of the last group was not measured, or its data are gone", j);
+    if (j < 0 || j >= S->glast || !S->slot[j].measured || !S->slot[j].held) {
+        snprintf(err, errlen, "shard %d of the last group was not measured, or its data went with its part", j);
         return -1;
     }
     return slot_data(S, j, shard, W, grad, out, err, errlen);
@@ -805,16 +1108,16 @@ static int slot_data(as_bench_session *S, int j, as_eb_shard *shard, const uint1
                      const float **out, char *err, size_t errlen)
 {
     bslot *b = &S->slot[j];
-    const int32_t T = b->T;
-    const int64_t B = b->B;
     if (S->ctx) {
-        slot_grow_data(S, b);
+        slot_host(S, b);
         if (as_eb_gpu_download(S->last_g, b->out, b->W, err, errlen) ||
             as_eb_gpu_download_inputs(S->last_g, b->offs, b->idx, b->grad, err, errlen))
             return -1;
+    } else if (!b->held) {
+        snprintf(err, errlen, "the data of shard %d went with its part", j);
+        return -1;
     }
-    as_eb_shard s = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
-    *shard = s;
+    *shard = b->s;
     *W = b->W;
     *grad = b->grad;
     *out = b->out;
@@ -1113,6 +1416,23 @@ void as_bench_result_scale(as_bench_result *r, double f)
     r->max_ms /= f;
     r->gbps *= f;
     r->drift = f;
+}
+
+uint64_t as_bench_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                fclose(f);
+                return (uint64_t)kb * 1024;
+            }
+        fclose(f);
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 }
 
 int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen)

@@ -34,10 +34,15 @@ typedef struct {
 } as_bpool;
 
 /* Load the table records of FILE whose ids are wanted (want == NULL: all). ids_only: keep
- * only the metadata (no offsets/indices). Returns 0, or -1 with err. */
+ * only the metadata (no offsets/indices). Without ids_only every index of a loaded table is
+ * checked against its rows: one outside [0, rows) is an error naming the file, the record
+ * and the table (as_table_index_error; bad data, as in as-features). Returns 0, or -1 with
+ * err. */
 int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
                   char *err, size_t errlen);
 const as_btable *as_bpool_get(const as_bpool *p, int64_t id);
+/* bytes the pool holds (its tables' offsets and indices, descriptors, id index) */
+uint64_t as_bpool_bytes(const as_bpool *p);
 void as_bpool_free(as_bpool *p);
 
 /* The fake timer, a test hook (environment AS_BENCH_FAKE_NOISE, as_bench_fake_parse): the
@@ -68,9 +73,6 @@ int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t er
  * (1 when that attempt is quiet); exposed for tests */
 double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t n, int attempt, int run);
 
-/* the default group budget: this share of the memory available (as_mem_available) */
-#define AS_BENCH_GROUP_SHARE 8
-
 typedef struct {
     int warmup, runs, trim;
     int cuda;               /* 0: CPU, 1: CUDA */
@@ -78,11 +80,14 @@ typedef struct {
     int threads;            /* CPU threads (<= 0: all) */
     float lr;
     uint64_t seed;
-    uint64_t max_bytes;     /* memory budget for one shard (0: no limit) */
-    uint64_t group_bytes;   /* CPU: memory budget for the shards measured together (0: the
-                             * default, AS_BENCH_GROUP_SHARE of the memory available when the
-                             * session starts, at most max_bytes); a shard alone may use up to
-                             * max_bytes */
+    uint64_t max_bytes;     /* CPU: memory budget of the measurement: the pool's table data,
+                             * the cache-flush sweep and the shards held at once (0: no limit;
+                             * as_bench_session_run_group); as-bench's default is
+                             * as_bench_default_budget() */
+    uint64_t group_bytes;   /* CPU: at most this much shard data held by a part of more than
+                             * one shard (0: what max_bytes leaves); a shard alone may use all
+                             * that max_bytes leaves. as-bench's default: 1/AS_BENCH_GROUP_SHARE
+                             * of the memory available at the start */
     uint64_t flush_bytes;   /* CPU cache-flush sweep (0: 2 x the last-level cache, at least 64 MiB) */
     int per_shard_upload;   /* CUDA: 1 = upload each shard's table data when it is set up; 0 = keep
                              * the pool's data on the device when it fits (the default) */
@@ -111,7 +116,9 @@ typedef struct {
                              * not corrected (nil in records) */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
-    uint64_t bytes;         /* memory the shard needed */
+    uint64_t bytes;         /* memory the shard needs alone, as a part holds it: its tables'
+                             * weights (each start on a cache line), output, gradient, bags,
+                             * the backward's sort buffers; what the budget is checked against */
     char device[128];
     int threads;
     int sm_clock_mhz;
@@ -147,21 +154,49 @@ typedef struct {
  * round i runs each shard once (after a cache flush), starting one shard further along
  * each round. A burst of load on the machine then falls on every shard of the group
  * alike instead of on whichever shard was being timed, so the shards' costs keep their
- * ratios (a plan's balance) although their absolute level moves. The shards whose memory
- * (as_bench_result.bytes) together passes the group budget (group_bytes) are measured in
- * consecutive runs of shards that fit (a shard larger than it alone); before a run the
- * data of every shard not in it are freed, so the session holds at most one run's data.
- * `together` = the shards of the run (1: alone). A
- * shard that cannot run gives ok = 0 and a reason and leaves the others be. CUDA: one
- * shard after another, each with the whole protocol (as as_bench_session_run). */
+ * ratios (a plan's balance) although their absolute level moves.
+ *
+ * Memory: the shards set up together hold each of their tables' weights once (a table two
+ * shards name is one copy, which both shards' SGD updates change, in the rounds' order; a
+ * table one shard names twice is two copies), besides each shard's output, gradient and
+ * bags, and one set of sort buffers (as_bench_session_need counts the same). When that
+ * passes the budget (max_bytes, when set, and group_bytes for several shards held at once;
+ * as_bench_session_group_room) the group is measured in parts: runs of
+ * consecutive shards that fit (a shard alone always may: one that does not is ok = 0,
+ * "does not fit"), one part after another, each part's data replacing the previous one's,
+ * so the data held never pass the budget. `together` = the shards of the part (1: alone).
+ * A shard that cannot run gives ok = 0 and a reason and leaves the others be. CUDA: one
+ * shard after another, each with the whole protocol (as as_bench_session_run); the
+ * device's memory holds one shard at a time (and the pool when it stays resident), and the
+ * context refuses a shard that does not fit in the device's free memory. */
 void as_bench_session_run_group(as_bench_session *s, const as_bench_shardref *sh, int k, as_bench_result *r);
-/* the CPU cache-flush sweep's size for flush_bytes `want` (0: the default) */
-uint64_t as_bench_flush_bytes(uint64_t want);
-/* the memory a session holds whatever it measures: the process itself (program, libraries,
- * threads' stacks, output buffers: AS_BENCH_PROCESS_BYTES), the pool's lookup data and, on
- * the CPU, the cache-flush sweep; as-bench takes it off --max-mem before the shards' budget */
+/* the bytes the shards sh[0..k) need held together on the CPU (above; shards that cannot be
+ * laid out count nothing; 0 for none) */
+uint64_t as_bench_session_need(as_bench_session *s, const as_bench_shardref *sh, int k);
+/* whether they fit the session's budget together: 1 without a budget, and on CUDA (one
+ * shard at a time) */
+int as_bench_session_fits(as_bench_session *s, const as_bench_shardref *sh, int k);
+/* the budget (max_bytes; 0: none, and always 0 on CUDA). It bounds all the session holds
+ * for measuring: the process itself (AS_BENCH_PROCESS_BYTES), the pool's table data
+ * (as_bpool_bytes), the CPU's cache-flush sweep (as_bench_flush_bytes) and the shard data
+ * held at once; */
+uint64_t as_bench_session_budget(const as_bench_session *s);
+/* what it leaves for the shard data (0: nothing, or no budget): a shard alone may use all of
+ * it */
+uint64_t as_bench_session_room(const as_bench_session *s);
+/* what a part of several shards may hold (the room, or group_bytes when less; 0: no budget) */
+uint64_t as_bench_session_group_room(const as_bench_session *s);
+/* the memory the process itself needs beside what it measures (program, libraries, threads'
+ * stacks, output buffers); it comes off the budget too */
 #define AS_BENCH_PROCESS_BYTES ((uint64_t)32 << 20)
-uint64_t as_bench_fixed_bytes(const as_bench_cfg *c, const as_bpool *p);
+/* as-bench's default group budget (group_bytes): this share of the memory available */
+#define AS_BENCH_GROUP_SHARE 8
+/* bytes of the CPU's cache-flush sweep under c (0 on CUDA) */
+uint64_t as_bench_flush_bytes(const as_bench_cfg *c);
+/* the memory available now (MemAvailable of /proc/meminfo), else the physical memory; 0 when
+ * neither can be read. as-bench's defaults: max_bytes half of it, group_bytes
+ * 1/AS_BENCH_GROUP_SHARE */
+uint64_t as_bench_mem_available(void);
 typedef struct {
     int64_t shards;         /* shards set up so far */
     int64_t grows;          /* times a workspace buffer was (re)allocated */
@@ -170,14 +205,17 @@ typedef struct {
 } as_bench_session_info;
 void as_bench_session_info_get(const as_bench_session *s, as_bench_session_info *info);
 /* tests: the data of the last shard measured (ok) by the session, valid until its next run:
- * the shard (as_ebg_layout's layout, concatenated bags), the weights after the measurement's
+ * the shard (concatenated bags; on CUDA as_ebg_layout's layout, on the CPU its part's weight
+ * layout: as_ebg_layout's for a shard measured alone), the weights after the measurement's
  * updates, the gradient, the last forward's output. On CUDA they are downloaded from the
  * device first. 0, or -1 with err (no shard measured yet, a CUDA error) */
 int as_bench_session_last(as_bench_session *s, as_eb_shard *shard, const uint16_t **W, const float **grad,
                           const float **out, char *err, size_t errlen);
 /* tests: as as_bench_session_last for shard j of the last as_bench_session_run_group call
  * (CPU; on CUDA only its last shard); -1 with err when that shard was not measured, or its
- * data went with the memory budget */
+ * data went with its part (the group was measured in parts and a later part replaced them).
+ * On the CPU the shard's w_off are where its tables lie in its part's weight buffer W,
+ * which the part's other shards share */
 int as_bench_session_group_data(as_bench_session *s, int j, as_eb_shard *shard, const uint16_t **W,
                                 const float **grad, const float **out, char *err, size_t errlen);
 void as_bench_session_free(as_bench_session *s);

@@ -31,6 +31,46 @@ int64_t as_noise_group_end(const as_noise_job *jobs, const int64_t *sel, int64_t
 #undef JOB
 }
 
+int64_t as_noise_group_end_fit(as_bench_session *s, const as_noise_job *jobs, const int64_t *sel, int64_t m, int64_t i,
+                               const as_noise_cfg *nc)
+{
+#define JOB(p) (&jobs[sel ? sel[p] : (p)])
+    const int64_t e = as_noise_group_end(jobs, sel, m, i, nc->interleave);
+    if (e - i <= 0 || !as_bench_session_budget(s)) return e;
+    /* the group's shards, then the reference shard */
+    const int ref = nc->ref_ids && nc->ref_n > 0;
+    const int64_t n = e - i;
+    if (n + ref > INT32_MAX) return e;
+    as_bench_shardref *sh = as_malloc((size_t)(n + ref) * sizeof *sh);
+    for (int64_t p = i; p < e; p++) {
+        as_bench_shardref r = { JOB(p)->ids, JOB(p)->n, 0 };
+        sh[p - i] = r;
+    }
+    /* the most whole units from i that fit with the reference; the first unit stays even
+       when it does not (as_bench_session_run_group measures it in parts) */
+    int64_t best = i + 1;
+    while (best < e && JOB(best)->unit == JOB(i)->unit) best++;
+    for (int64_t f = best; f <= e;) {
+        const int64_t k = f - i;
+        /* the reference after the first k shards, in place of shard k for the check */
+        as_bench_shardref keep = k < n ? sh[k] : sh[0];
+        if (ref) {
+            as_bench_shardref r = { nc->ref_ids, nc->ref_n, 0 };
+            sh[k] = r;
+        }
+        const int fits = as_bench_session_fits(s, sh, (int)(k + ref));
+        if (ref && k < n) sh[k] = keep;
+        if (!fits) break;
+        best = f;
+        if (f == e) break;
+        f++;
+        while (f < e && JOB(f)->unit == JOB(f - 1)->unit) f++;
+    }
+    free(sh);
+    return best;
+#undef JOB
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -81,7 +121,7 @@ static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const 
         sh[p] = r;
     }
     for (int64_t i = 0; i < m;) {
-        int64_t e = as_noise_group_end(jobs, sel, m, i, nc->interleave);
+        int64_t e = as_noise_group_end_fit(s, jobs, sel, m, i, nc);
         if (e - i > INT32_MAX - 1) e = i + INT32_MAX - 1;
         const int k = (int)(e - i);
         if (!ref) as_bench_session_run_group(s, sh + i, k, rs + i);

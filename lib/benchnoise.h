@@ -2,7 +2,8 @@
  * Dimension letters: T tables, K shards.
  *
  * A window of shards is measured once each (round 0), in groups measured together in
- * interleaved rounds (as_bench_session_run_group; as_noise_group_end); then the retry units
+ * interleaved rounds (as_bench_session_run_group; as_noise_group_end_fit: whole units, as
+ * many as the interleave and the memory budget allow); then the retry units
  * with a shard whose relative spread (as_bench_spread: population std / mean of the runs the
  * trimmed mean keeps) is above the threshold are measured again, in window order and groups
  * of their own, in round 1; then those still above it in round 2, and so on, `retries`
@@ -32,8 +33,16 @@
  * best (quiet, then noisy, then none: the worst of its shards), then the one with the lowest
  * largest spread; one left with a noisy reference is corrected by it all the same. A shard
  * whose group's reference failed, or measured while there is no level, keeps its raw times
- * (drift NaN). When the memory budget splits a group (as_bench_session_run_group), the
- * reference is timed with its last part only. */
+ * (drift NaN).
+ *
+ * Memory: a group holds whole units that fit the budget together with the reference shard,
+ * each table's weights once. A unit that does not fit alone (a plan whose tables together
+ * pass the budget) is a group of its own, which as_bench_session_run_group measures in
+ * consecutive parts that fit, one after another: its shards' `together` counts their part,
+ * the reference is timed with the last part only (the earlier parts are corrected by it
+ * too), and re-measured it is still a retry unit: all its shards again, part by part, all
+ * keeping the same attempt. Its shards then keep one attempt but were not timed in the same
+ * rounds: a burst of load during one part is not shared by the others. */
 #ifndef AS_BENCHNOISE_H
 #define AS_BENCHNOISE_H
 
@@ -49,8 +58,8 @@ typedef struct {
      * re-measurement, k of the m shards this round re-measures (1 <= k <= m) */
     void (*retried)(void *ctx, int round, int64_t k, int64_t m);
     int interleave;     /* shards measured together (as_bench_session_run_group) at most,
-                         * but a unit is never split (as_noise_group_end); <= 1: one at a
-                         * time */
+                         * but a unit is never split (as_noise_group_end; only the memory
+                         * budget splits one, as_noise_group_end_fit); <= 1: one at a time */
     const int64_t *ref_ids;     /* the reference shard's tables (above); NULL: none */
     int64_t ref_n;
     double *ref_base;   /* the run's reference level in ms, in and out (required with a
@@ -87,6 +96,13 @@ typedef struct {
  * follow as long as the group stays within `interleave` shards. interleave <= 1: every
  * shard alone. */
 int64_t as_noise_group_end(const as_noise_job *jobs, const int64_t *sel, int64_t m, int64_t i, int interleave);
+/* The groups as_noise_measure measures: as_noise_group_end's, then cut to the memory budget
+ * of session s (as_bench_session_fits): the group starting at position i holds as many
+ * whole units as fit held together with the reference shard (nc's, when it has one), each
+ * table's weights once; at least the unit at i, which as_bench_session_run_group measures in
+ * parts when it does not fit alone. Without a budget (and on CUDA) as_noise_group_end. */
+int64_t as_noise_group_end_fit(as_bench_session *s, const as_noise_job *jobs, const int64_t *sel, int64_t m, int64_t i,
+                               const as_noise_cfg *nc);
 /* the default for interleave: a plan of 8 shards, or 16 sampled shards, per group */
 #define AS_NOISE_INTERLEAVE 16
 

@@ -93,9 +93,15 @@ char *as_strdup(const char *s)
     return p;
 }
 
+/* strtoll and strtod skip leading white space; a strict parse does not */
+static int starts_blank(const char *s)
+{
+    return isspace((unsigned char)*s);
+}
+
 int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (!s || !*s || isspace((unsigned char)*s)) return -1;   /* strtoll would skip the space */
+    if (!s || !*s || starts_blank(s)) return -1;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -107,7 +113,7 @@ int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 
 int as_parse_f64(const char *s, double lo, double hi, double *out)
 {
-    if (!s || !*s || isspace((unsigned char)*s)) return -1;
+    if (!s || !*s || starts_blank(s)) return -1;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -119,7 +125,7 @@ int as_parse_f64(const char *s, double lo, double hi, double *out)
 
 int as_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || !*s || isspace((unsigned char)*s)) return -1;
+    if (!s || !*s || starts_blank(s)) return -1;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -232,31 +238,6 @@ double as_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-const char *as_fmt_bytes(char *buf, size_t len, uint64_t n)
-{
-    static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1024 && u < 6) { v /= 1024; u++; }
-    if (u == 0) snprintf(buf, len, "%llu B", (unsigned long long)n);
-    else snprintf(buf, len, "%.2f %s", v, unit[u]);
-    return buf;
-}
-
-uint64_t as_mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { fclose(f); return (uint64_t)kb * 1024; }
-        fclose(f);
-    }
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 }
 
 uint64_t as_peak_rss(void)

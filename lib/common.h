@@ -42,7 +42,8 @@ void *as_calloc(size_t n, size_t size);
 void *as_realloc(void *p, size_t n);
 char *as_strdup(const char *s);
 
-/* strict parsing: whole string, range-checked. return 0 ok, -1 bad */
+/* strict parsing: whole string (no leading or trailing white space), range-checked. return 0
+ * ok, -1 bad */
 int as_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 int as_parse_f64(const char *s, double lo, double hi, double *out);
 /* sizes with optional suffix: 123, 4K, 1.5M, 2G, 3GB, 1GiB (powers of 1024) */
@@ -62,10 +63,5 @@ uint64_t as_rng_below(as_rng *r, uint64_t n);  /* unbiased in [0,n), n > 0 */
 double as_now(void);
 /* peak resident set size of this process in bytes (0 if unknown) */
 uint64_t as_peak_rss(void);
-/* memory the system can give without swapping now (/proc/meminfo MemAvailable; else the
- * physical memory), bytes; 0 if unknown */
-uint64_t as_mem_available(void);
-/* n bytes for people: "512 B", "3.25 KiB", "1.50 MiB", "2.00 GiB", "1.10 TiB"; returns buf */
-const char *as_fmt_bytes(char *buf, size_t len, uint64_t n);
 
 #endif

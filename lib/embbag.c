@@ -401,6 +401,21 @@ static int64_t table_lookups(const as_eb_shard *s, int32_t t)
     return s->offsets[(int64_t)(t + 1) * s->B] - s->offsets[(int64_t)t * s->B];
 }
 
+static int ws_threads(void)
+{
+    int thr = omp_get_max_threads(), np = omp_get_num_procs();
+    thr = thr > np ? thr : np;
+    return thr < 1 ? 1 : thr;
+}
+
+size_t as_eb_cpu_ws_size(int64_t n, int64_t D)
+{
+    const size_t nk = (size_t)(n > 0 ? n : 1), thr = (size_t)ws_threads();
+    const int64_t stride = 2 * ((D + 15) & ~(int64_t)15);
+    return 2 * (((nk * 8 + 63) / 64) * 64) + thr * HIST_STRIDE * sizeof(int64_t) +
+           thr * (size_t)(stride > 0 ? stride : 16) * sizeof(float);
+}
+
 as_eb_cpu_ws *as_eb_cpu_ws_new(const as_eb_shard *s)
 {
     if (!s || s->B > (int64_t)UINT32_MAX) return NULL;
@@ -411,9 +426,7 @@ as_eb_cpu_ws *as_eb_cpu_ws_new(const as_eb_shard *s)
         if (n > ws->cap_n) ws->cap_n = n;
         if (s->dims[t] > ws->cap_D) ws->cap_D = s->dims[t];
     }
-    int thr = omp_get_max_threads(), np = omp_get_num_procs();
-    ws->cap_thr = thr > np ? thr : np;
-    if (ws->cap_thr < 1) ws->cap_thr = 1;
+    ws->cap_thr = ws_threads();
     ws->acc_stride = 2 * ((ws->cap_D + 15) & ~(int64_t)15);
     size_t nk = (size_t)(ws->cap_n > 0 ? ws->cap_n : 1);
     ws->keys[0] = aligned_alloc(64, ((nk * 8 + 63) / 64) * 64);

@@ -86,6 +86,9 @@ typedef struct as_eb_cpu_ws as_eb_cpu_ws;   /* sort buffers, sized for one shard
  * O(lookups^2) reference path for those tables */
 as_eb_cpu_ws *as_eb_cpu_ws_new(const as_eb_shard *s);
 void as_eb_cpu_ws_free(as_eb_cpu_ws *ws);
+/* the bytes as_eb_cpu_ws_new allocates for a shard whose largest table has n lookups and
+ * whose largest dim is D (a caller's memory budget counts them) */
+size_t as_eb_cpu_ws_size(int64_t n, int64_t D);
 void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s, float lr,
                             as_eb_cpu_ws *ws, int nthreads);
 

@@ -115,8 +115,7 @@ int as_features_compute(as_features *f, as_feat_scratch *s, int64_t id, int64_t 
         bad = count_sorted(indices, rows, dist, look);
     }
     if (bad >= 0) {
-        snprintf(err, errlen, "table %" PRId64 ": indices[%" PRId64 "] = %" PRId64 " is outside [0, rows = %" PRId64 ")",
-                 id, bad, as_table_at(indices, bad), rows);
+        as_table_index_error(err, errlen, id, bad, as_table_at(indices, bad), rows);
         return -1;
     }
     uint64_t distinct = 0;

@@ -328,3 +328,22 @@ int as_parse_table_ids(const char *s, int64_t **ids, size_t *n)
 {
     return as_parse_i64_list(s, 0, as_limit(AS_LIM_TABLE_ID), ids, n);
 }
+
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int as_table_ids_duplicate(const int64_t *ids, size_t n, int64_t *dup)
+{
+    if (n < 2) return 0;
+    int64_t *v = as_malloc(n * sizeof *v);
+    memcpy(v, ids, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_id);
+    int found = 0;
+    for (size_t i = 1; i < n && !found; i++)
+        if (v[i] == v[i - 1]) { *dup = v[i]; found = 1; }
+    free(v);
+    return found;
+}

@@ -96,3 +96,9 @@ int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_
     }
     return 0;
 }
+
+void as_table_index_error(char *err, size_t errlen, int64_t id, int64_t i, int64_t v, int64_t rows)
+{
+    snprintf(err, errlen, "table %" PRId64 ": indices[%" PRId64 "] = %" PRId64 " is outside [0, rows = %" PRId64 ")", id, i,
+             v, rows);
+}

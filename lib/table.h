@@ -25,10 +25,14 @@ void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64
  * representable; offsets and indices int32 or int64, one-dimensional, offsets [batch+1]
  * starting at 0, never decreasing and ending at lookups, indices [lookups]. The indices'
  * range [0, rows) is not checked here (the consumer meets every index anyway:
- * as_features_compute, as-bench's pool). source (may be NULL) gets the record's source or
- * "". 0 ok; -1 with err ("table 7: offsets decrease at bag 3"). */
+ * as_features_compute, as-bench's pool, as_bpool_load); an index outside it is bad data
+ * (exit 1) for every tool, reported with as_table_index_error. source (may be NULL) gets the
+ * record's source or "". 0 ok; -1 with err ("table 7: offsets decrease at bag 3"). */
 int as_table_parse(const msgpack_object *rec, int64_t *id, int64_t *rows, int64_t *batch, int64_t *dim,
                    as_array *offsets, as_array *indices, char *source, size_t srclen, char *err, size_t errlen);
+/* the message for index i of table id, v, outside [0, rows): "table 7: indices[6] = 4 is
+ * outside [0, rows = 4)" (every reader of table records words it so) */
+void as_table_index_error(char *err, size_t errlen, int64_t id, int64_t i, int64_t v, int64_t rows);
 
 /* element i of a parsed table's offsets or indices (int32 or int64, as as_table_parse
  * checked; the data may be unaligned) */

@@ -6,7 +6,6 @@
 #include "benchrun.h"
 #include "cli.h"
 #include "common.h"
-#include "ebgen.h"
 #include "reclimits.h"
 #include "stream.h"
 
@@ -43,14 +42,17 @@ static const char HELP[] =
     "      --runs R           timed runs (default 10)\n"
     "      --trim K           drop K highest and K lowest runs (default 2)\n"
     "      --lr X             SGD learning rate (default 0.01)\n"
-    "      --max-mem SIZE     CPU: the memory of the whole run. Off it come 32M for the\n"
-    "                         process itself, the table data and the --flush sweep; a\n"
-    "                         shard needing more than the rest is not measured (an error\n"
-    "                         record), and shards measured together hold no more than the\n"
-    "                         rest at once (a larger group is measured in runs that fit).\n"
-    "                         Default: half the RAM for a shard; 1/8 of the memory\n"
-    "                         available at the start for shards together (a larger shard\n"
-    "                         alone)\n"
+    "      --max-mem SIZE     CPU: the memory measuring may hold: 32 MiB for the process,\n"
+    "                         the table data loaded from --tables, the cache-flush sweep\n"
+    "                         (--flush) and the shards set up together (their tables' weights\n"
+    "                         once, each shard's output, gradient and bags, the sort buffers).\n"
+    "                         Default: a shard alone may use half the memory available when\n"
+    "                         as-bench starts (MemAvailable, else the RAM), shards set up\n"
+    "                         together 1/8 of it. Groups (--interleave) are cut at whole plans\n"
+    "                         to fit; a plan that does not fit alone is measured in parts that\n"
+    "                         do, one after another; a shard that does not fit alone is not\n"
+    "                         measured (its `error`: \"does not fit\"); a SIZE that leaves\n"
+    "                         nothing for shards is a usage error. -v prints the share-out\n"
     "      --flush SIZE       CPU: bytes read to flush the caches before each timed run\n"
     "                         (default: twice the last-level cache, at least 64M)\n"
     "      --part I/N         only every N-th unit of work, starting at the I-th (1-based):\n"
@@ -87,11 +89,14 @@ static const char HELP[] =
     "                         rounds, each round running every shard once. A burst of\n"
     "                         load then slows all of them alike and their ratios (a\n"
     "                         plan's balance) stay. A plan's shards are always measured\n"
-    "                         together, whatever N (memory permitting: --max-mem, or 1/8\n"
-    "                         of the available memory, bounds a group); sampled and bare\n"
-    "                         shards go N at a time.\n"
+    "                         together, whatever N, unless they do not fit --max-mem\n"
+    "                         together (then in parts); sampled and bare shards go N at a\n"
+    "                         time. A group holds each of its tables once: shards naming\n"
+    "                         the same table share its weights (and its SGD updates).\n"
     "                         `together` in the records: how many were (1: alone). CUDA:\n"
-    "                         one shard after another\n"
+    "                         one shard after another (the device holds one shard at a\n"
+    "                         time; a shard that does not fit its free memory is not\n"
+    "                         measured)\n"
     "      --reference R      drift correction: auto (default), none, or table ids (e.g.\n"
     "                         3,17,40). The machine's speed moves over minutes (other\n"
     "                         tenants, clocks), by tens of per cent on a shared VM, which\n"
@@ -132,7 +137,8 @@ static const char HELP[] =
     "wall time of the measuring loop.\n"
     "\n"
     "A shard that cannot run (does not fit in memory, tables of different batch sizes) is\n"
-    "reported on stderr and in its record (`error`), not crashed on.\n"
+    "reported on stderr and in its record (`error`), not crashed on. A table whose indices do\n"
+    "not all lie in [0, rows) is bad input, as in as-features: exit 1 naming the table.\n"
     "\n"
     "Environment:\n"
     "  AS_BENCH_FAKE_NOISE=SPEC  test hook, the fake timer: the kernels run but their timed\n"
@@ -160,24 +166,6 @@ static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
 static as_progress rprog;   /* the re-measuring rounds have their own line (a round can take
                                minutes on a loaded machine while the units' count stands still) */
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* a table id that ids[0..n) names more than once (the smallest), or -1 */
-static int64_t first_repeat(const int64_t *ids, size_t n)
-{
-    int64_t *s = as_malloc((n ? n : 1) * sizeof *s), rep = -1;
-    memcpy(s, ids, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_i64);
-    for (size_t i = 1; i < n && rep < 0; i++)
-        if (s[i] == s[i - 1]) rep = s[i];
-    free(s);
-    return rep;
-}
 
 static void progress(void *ctx, int64_t units)
 {
@@ -289,6 +277,8 @@ int main(int argc, char **argv)
     as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE }, .part_i = 1,
                        .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     int calibrate = 1;
+    int maxmem_given = 0;
+    const char *maxmem_arg = NULL;
     int singles = 0;
     int ref_auto = 1;
     int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
@@ -296,8 +286,9 @@ int main(int argc, char **argv)
     int64_t *from = NULL;
     size_t nfrom = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    cfg.max_bytes = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : 0;
+    const uint64_t avail = as_bench_mem_available();
+    cfg.max_bytes = avail / 2;
+    cfg.group_bytes = avail / AS_BENCH_GROUP_SHARE;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
@@ -314,7 +305,10 @@ int main(int argc, char **argv)
         case OPT_MAXMEM: {
             uint64_t v;
             if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--max-mem: '%s' is not a size", optarg);
-            cfg.max_bytes = cfg.group_bytes = v;
+            cfg.max_bytes = v;
+            cfg.group_bytes = 0;
+            maxmem_given = 1;
+            maxmem_arg = optarg;
             break;
         }
         case OPT_SINGLES: singles = 1; break;
@@ -333,15 +327,16 @@ int main(int argc, char **argv)
             if (ref_auto || !strcmp(optarg, "none")) break;
             if (as_parse_table_ids(optarg, &ref, &nref) || !nref)
                 as_cli_usage(&cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
-            if (first_repeat(ref, nref) >= 0)
-                as_cli_usage(&cli, "--reference: table %" PRId64 " is named twice; a shard holds a table once", first_repeat(ref, nref));
+            {
+                int64_t dup;
+                if (as_table_ids_duplicate(ref, nref, &dup))
+                    as_cli_usage(&cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
+            }
             break;
         case OPT_FROM:
             free(from);
             if (as_parse_table_ids(optarg, &from, &nfrom))
                 as_cli_usage(&cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
-            if (first_repeat(from, nfrom) >= 0)
-                as_cli_usage(&cli, "--sample-from: table %" PRId64 " is named twice", first_repeat(from, nfrom));
             break;
         case OPT_FLUSH: {
             uint64_t v;
@@ -350,14 +345,14 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_PART: {
-            /* parsed from a copy: argv goes into the output's header as given */
+            /* I and N parsed from a copy: optarg is argv, which the header records as given */
             const char *slash = strchr(optarg, '/');
             if (!slash) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
-            char first[32];
-            snprintf(first, sizeof first, "%.*s", (int)(slash - optarg < 31 ? slash - optarg : 31), optarg);
-            if (slash - optarg > 31) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
+            char *i_str = as_strdup(optarg);
+            i_str[slash - optarg] = 0;
             rc.part_n = as_cli_i64(&cli, "--part N", slash + 1, 1, 1000000);
-            rc.part_i = as_cli_i64(&cli, "--part I", first, 1, rc.part_n);
+            rc.part_i = as_cli_i64(&cli, "--part I", i_str, 1, rc.part_n);
+            free(i_str);
             break;
         }
         default:
@@ -365,7 +360,7 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
-    as_cli_input_arg(&cli, "--tables", tables);
+    as_cli_inputs(&cli, (const char *const[]){ tables }, 1);
     if (!tables) as_cli_usage(&cli, "--tables FILE is required (the table data to benchmark)");
     if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
@@ -402,31 +397,27 @@ int main(int argc, char **argv)
     if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err)
                : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err))
         as_die(AS_EXIT_DATA, "%s", err);
-    /* a table whose lookups are not valid (an index outside its rows, offsets out of order)
-     * is bad input, exit 1, as in as-features: checked for every table this run measures,
-     * before any work */
-    for (int64_t i = 0; i < pool.n; i++) {
-        const as_btable *t = &pool.t[i];
-        as_eb_table v = { t->id, t->rows, t->batch, t->dim, t->lookups, t->offsets, t->indices };
-        if (as_ebg_check_table(&v, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", tables, err);
-    }
 
-    /* --max-mem bounds the whole run: the table data and the cache-flush sweep come off it */
-    const uint64_t fixed = as_bench_fixed_bytes(&cfg, &pool);
-    if (cfg.max_bytes && !cfg.cuda) {
-        char a[32], b[32], m[32];
+    /* before the output is opened: a --max-mem that leaves nothing measures nothing */
+    if (maxmem_given && !cfg.cuda) {
+        const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&pool) + as_bench_flush_bytes(&cfg);
         if (fixed >= cfg.max_bytes)
-            as_cli_usage(&cli, "--max-mem %s leaves nothing for the shards: the table data and the cache-flush sweep "
-                         "(--flush %s) take %s", as_fmt_bytes(m, sizeof m, cfg.max_bytes),
-                         as_fmt_bytes(b, sizeof b, as_bench_flush_bytes(cfg.flush_bytes)), as_fmt_bytes(a, sizeof a, fixed));
-        cfg.max_bytes -= fixed;
-        if (cfg.group_bytes) cfg.group_bytes = cfg.group_bytes > fixed ? cfg.group_bytes - fixed : 1;
+            as_cli_usage(&cli, "--max-mem %s leaves nothing for the shards: the process (%.1f MiB), the table data "
+                         "(%.1f MiB) and the cache-flush sweep (--flush, %.1f MiB) take it", maxmem_arg,
+                         AS_BENCH_PROCESS_BYTES / 1048576.0, as_bpool_bytes(&pool) / 1048576.0,
+                         as_bench_flush_bytes(&cfg) / 1048576.0);
     }
-
     as_writer *w = as_cli_open_output(&cli);
     double setup0 = as_now();
     as_bench_session *sess = as_bench_session_new(&cfg, &pool, err, sizeof err);
     if (!sess) as_die(AS_EXIT_ENV, "%s", err);
+    if (as_bench_session_budget(sess)) {
+        as_debug("memory: budget %.1f MiB (%s): process %.1f MiB, table data %.1f MiB, cache-flush sweep %.1f MiB, "
+                 "shard data at most %.1f MiB, %.1f MiB for shards set up together", cfg.max_bytes / 1048576.0,
+                 maxmem_given ? "--max-mem" : "half the available memory", AS_BENCH_PROCESS_BYTES / 1048576.0,
+                 as_bpool_bytes(&pool) / 1048576.0, as_bench_flush_bytes(&cfg) / 1048576.0,
+                 as_bench_session_room(sess) / 1048576.0, as_bench_session_group_room(sess) / 1048576.0);
+    }
     const int64_t mine = as_brun_part_units(sample ? smp.n : in.units, rc.part_i, rc.part_n);
     if (calibrate && mine > 0) check_quiet(sess);
     double loop0 = as_now();

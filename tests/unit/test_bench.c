@@ -54,7 +54,8 @@ static as_bench_cfg cpu_cfg(void)
 }
 
 /* the data the session measured, recomputed from scratch: the shard assembled by ebgen.c,
- * warm-up + timed iterations of the naive references. W and out must equal bit for bit. */
+ * warm-up + timed iterations of the naive references. Every table's weights (wherever the
+ * session's layout puts them: a group shares one buffer) and out must equal bit for bit. */
 static void check_member(as_bench_session *S, int j, const as_bench_cfg *c, const as_bpool *p, const int64_t *ids,
                          int T, const char *what)
 {
@@ -85,7 +86,12 @@ static void check_member(as_bench_session *S, int j, const as_bench_cfg *c, cons
     as_eb_shard r = { T, B, rows, dims, w_off, d_off, off, ind };
     CHECK_EQ_I64(s.T, T);
     CHECK_EQ_I64(s.B, B);
-    CHECK(memcmp(s.w_off, w_off, sizeof(int64_t) * (size_t)(T + 1)) == 0);
+    CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+    for (int t = 0; t < T; t++) {
+        CHECK_EQ_I64(s.rows[t], rows[t]);
+        CHECK_EQ_I64(s.dims[t], dims[t]);
+        CHECK_EQ_I64(s.w_off[t] % AS_EBG_W_ALIGN, 0);   /* every table on a cache line */
+    }
     CHECK(memcmp(s.d_off, d_off, sizeof(int32_t) * (size_t)(T + 1)) == 0);
     CHECK(memcmp(s.offsets, off, sizeof(int64_t) * (size_t)(T * B + 1)) == 0);
     CHECK(n == 0 || memcmp(s.indices, ind, sizeof(int32_t) * (size_t)n) == 0);
@@ -99,7 +105,8 @@ static void check_member(as_bench_session *S, int j, const as_bench_cfg *c, cons
         as_eb_backward_sgd_ref(Wr, gr, &r, c->lr);
     }
     int64_t bw = 0, bo = 0;
-    for (int64_t e = 0; e < wn; e++) bw += W[e] != Wr[e];
+    for (int t = 0; t < T; t++)
+        for (int64_t e = 0; e < rows[t] * dims[t]; e++) bw += W[s.w_off[t] + e] != Wr[w_off[t] + e];
     for (int64_t e = 0; e < B * d_off[T]; e++) bo += memcmp(&out[e], &outr[e], 4) != 0;
     if (bw || bo) fprintf(stderr, "  %s: %lld weights, %lld outputs differ\n", what, (long long)bw, (long long)bo);
     CHECK_EQ_I64(bw, 0);
@@ -135,9 +142,18 @@ TEST(bench_session_measures_the_generated_shard)
     CHECK(r.busy_ms >= 3 * r.min_ms);
     CHECK_EQ_I64(r.lookups, p.t[2].lookups + p.t[1].lookups + p.t[7].lookups);
     CHECK_EQ_I64(r.sum_dim, 32 + 5 + 1);
-    /* bytes: the packed size, as before the layout was padded */
-    int64_t wp = 3000 * 32 + 40 * 5 + 1 * 1;
-    CHECK_EQ_I64(r.bytes, wp * 2 + 96 * 38 * 8 + r.lookups * 4 + (3 * 96 + 1) * 8 + r.lookups * 16);
+    /* bytes: as the session holds the shard: each table's weights on a cache line (3000 x
+       32, 40 x 5 -> 224 and 1 x 1 -> 32 halves), output and gradient [96, 38] fp32, offsets
+       [3 x 96 + 1] and indices, each from a cache line, and the sort buffers for its largest
+       table */
+    int64_t maxn = p.t[2].lookups;
+    if (p.t[1].lookups > maxn) maxn = p.t[1].lookups;
+    if (p.t[7].lookups > maxn) maxn = p.t[7].lookups;
+    const int64_t want = (96000 + 224 + 32) * 2 + 2 * 14592 + 2368 + (r.lookups * 4 + 63) / 64 * 64 +
+                         (int64_t)as_eb_cpu_ws_size(maxn, 32);
+    CHECK_EQ_I64(r.bytes, want);
+    as_bench_shardref alone = { ids, 3, 0 };
+    CHECK_EQ_I64(as_bench_session_need(S, &alone, 1), want);
     check_last(S, &c, &p, ids, 3, "first shard");
     as_bench_session_free(S);
     as_bpool_free(&p);
@@ -791,25 +807,67 @@ TEST(bench_group_interleaved_rounds)
     check_member(S, 2, &c, &p, d, 3, "with a bad shard: shard 2");
     as_bench_session_free(S);
 
-    /* a budget that holds each shard but no two: one at a time, all measured, data intact */
+    /* a budget that holds each shard but no two (beside the table data and the flush
+       sweep): one at a time, all measured, data intact; the data of the parts before the
+       last are gone, and the session never held more than the budget */
     as_bench_session_run_group(S = as_bench_session_new(&c, &p, err, sizeof err), g, 3, r);
     uint64_t big = 0;
     for (int j = 0; j < 3; j++) if (r[j].bytes > big) big = r[j].bytes;
+    CHECK(as_bench_session_need(S, g, 2) > big + 1);
     as_bench_session_free(S);
+    const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
     as_bench_cfg c2 = c;
-    c2.max_bytes = big + 1;
+    c2.max_bytes = fixed + big + 1;
     S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK_EQ_I64(as_bench_session_room(S), big + 1);
     as_bench_session_run_group(S, g, 3, r);
     for (int j = 0; j < 3; j++) CHECK(r[j].ok && r[j].together == 1);
     check_last(S, &c2, &p, d, 3, "budget: the last shard");
+    check_member(S, 2, &c2, &p, d, 3, "budget: the last shard's part");
+    CHECK(as_bench_session_group_data(S, 0, NULL, NULL, NULL, NULL, err, sizeof err) == -1);
+    CHECK(strstr(err, "went with its part") != NULL);
+    as_bench_session_info_get(S, &si);
+    CHECK(si.bytes <= big + 1);
     as_bench_session_free(S);
     /* a budget for the first two together */
-    c2.max_bytes = r[0].bytes + r[1].bytes;
+    c2.max_bytes = fixed + as_bench_session_need(S = as_bench_session_new(&c, &p, err, sizeof err), g, 2);
+    as_bench_session_free(S);
     S = as_bench_session_new(&c2, &p, err, sizeof err);
     as_bench_session_run_group(S, g, 3, r);
     CHECK(r[0].ok && r[1].ok && r[2].ok);
     CHECK(r[0].together == 2 && r[1].together == 2 && r[2].together == 1);
     check_member(S, 2, &c2, &p, d, 3, "budget: the third alone");
+    as_bench_session_info_get(S, &si);
+    CHECK(si.bytes <= as_bench_session_room(S));
+    as_bench_session_free(S);
+    /* a group budget (group_bytes) below what two need together, a shard budget that holds
+       all three: each shard alone, as under the small budget above, and a shard larger than
+       group_bytes still runs (alone); group_bytes above the room changes nothing */
+    c2.max_bytes = fixed + as_bench_session_need(S = as_bench_session_new(&c, &p, err, sizeof err), g, 3);
+    as_bench_session_free(S);
+    c2.group_bytes = big - 1;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK_EQ_I64(as_bench_session_group_room(S), big - 1);
+    CHECK(as_bench_session_room(S) > big);
+    CHECK(!as_bench_session_fits(S, g, 2));
+    for (int j = 0; j < 3; j++) CHECK(as_bench_session_fits(S, &g[j], 1));
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) CHECK(r[j].ok && r[j].together == 1);
+    check_member(S, 2, &c2, &p, d, 3, "group budget: the last shard alone");
+    as_bench_session_free(S);
+    c2.group_bytes = c2.max_bytes;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK_EQ_I64(as_bench_session_group_room(S), as_bench_session_room(S));
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) CHECK(r[j].ok && r[j].together == 3);
+    as_bench_session_free(S);
+    c2.group_bytes = 0;
+    /* a budget that leaves nothing beside the table data and the sweep: nothing fits */
+    c2.max_bytes = fixed;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    as_bench_session_run_group(S, g, 3, r);
+    for (int j = 0; j < 3; j++) CHECK(!r[j].ok && strncmp(r[j].error, "does not fit: needs ", 20) == 0);
+    CHECK(strstr(r[0].error, "leaves 0 B beside the process, the table data and the cache-flush sweep") != NULL);
     as_bench_session_free(S);
 
     /* the fake timer: the same figures together as alone */
@@ -827,6 +885,337 @@ TEST(bench_group_interleaved_rounds)
         CHECK((isnan(r[j].spread) && isnan(one.spread)) || r[j].spread == one.spread);
     }
     as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+/* a shard's own data as a part holds it (bench.c): output and gradient [B, sumD] fp32, offsets
+ * [T*B + 1], indices, each from a cache line */
+static int64_t line64(int64_t x) { return (x + 63) / 64 * 64; }
+static int64_t own_bytes(const as_bpool *p, const int64_t *ids, int T)
+{
+    int64_t B = as_bpool_get(p, ids[0])->batch, sumD = 0, n = 0;
+    for (int t = 0; t < T; t++) {
+        sumD += as_bpool_get(p, ids[t])->dim;
+        n += as_bpool_get(p, ids[t])->lookups;
+    }
+    return 2 * line64(B * sumD * 4) + line64((T * B + 1) * 8) + line64((n ? n : 1) * 4);
+}
+/* one copy of a table's weights: rows x dim halves, to a multiple of 32 */
+static int64_t copy_bytes(const as_bpool *p, int64_t id)
+{
+    const as_btable *t = as_bpool_get(p, id);
+    return (t->rows * t->dim + 31) / 32 * 32 * 2;
+}
+
+/* The rounds of a group replayed with the naive references, the group's tables held once:
+ * each shard's warm-up iterations in order, then round i runs shard (i + q) % k for q =
+ * 0..k-1 (as_bench_session_run_group, all k shards in one part). A table that two shards
+ * name is one copy both update; one that a shard names twice, two copies of its own. Every
+ * shard's output and every table's weights must equal the session's bit for bit. */
+static void check_group_replay(as_bench_session *S, const as_bench_cfg *c, const as_bpool *p, const as_bench_shardref *g,
+                               int k, const char *what)
+{
+    enum { MAXT = 8, MAXR = 64 };
+    int64_t rid[MAXR], rocc[MAXR], roff[MAXR + 1] = { 0 };
+    int nr = 0;
+    int64_t *woff[8], *rows[8], *off[8];
+    int32_t *dims[8], *doff[8], *ind[8];
+    float *grad[8], *out[8];
+    as_eb_shard rs[8];
+    CHECK(k <= 8);
+    for (int j = 0; j < k; j++) {
+        const int T = (int)g[j].n;
+        CHECK(T <= MAXT);
+        woff[j] = malloc(sizeof(int64_t) * (size_t)(T + 1));
+        rows[j] = malloc(sizeof(int64_t) * (size_t)T);
+        dims[j] = malloc(sizeof(int32_t) * (size_t)T);
+        doff[j] = malloc(sizeof(int32_t) * (size_t)(T + 1));
+        const as_eb_table *tb[MAXT];
+        as_eb_table v[MAXT];
+        int64_t n = 0;
+        doff[j][0] = 0;
+        for (int t = 0; t < T; t++) {
+            const as_btable *bt = as_bpool_get(p, g[j].ids[t]);
+            as_eb_table x = { bt->id, bt->rows, bt->batch, bt->dim, bt->lookups, bt->offsets, bt->indices };
+            v[t] = x;
+            tb[t] = &v[t];
+            rows[j][t] = bt->rows;
+            dims[j][t] = (int32_t)bt->dim;
+            doff[j][t + 1] = doff[j][t] + (int32_t)bt->dim;
+            n += bt->lookups;
+            /* the region of this table's occurrence: its first copy, or another for a repeat */
+            int64_t occ = 0;
+            for (int u = 0; u < t; u++) occ += g[j].ids[u] == bt->id;
+            int r = 0;
+            while (r < nr && !(rid[r] == bt->id && rocc[r] == occ)) r++;
+            if (r == nr) {
+                rid[nr] = bt->id;
+                rocc[nr] = occ;
+                roff[nr + 1] = roff[nr] + bt->rows * bt->dim;
+                nr++;
+            }
+            woff[j][t] = roff[r];
+        }
+        const int64_t B = tb[0]->batch;
+        off[j] = malloc(sizeof(int64_t) * (size_t)(T * B + 1));
+        ind[j] = malloc(sizeof(int32_t) * (size_t)(n + 1));
+        as_ebg_gather(off[j], ind[j], tb, T, B, 1);
+        grad[j] = malloc(sizeof(float) * (size_t)(B * doff[j][T] + 1));
+        out[j] = malloc(sizeof(float) * (size_t)(B * doff[j][T] + 1));
+        as_eb_shard sj = { T, B, rows[j], dims[j], woff[j], doff[j], off[j], ind[j] };
+        rs[j] = sj;
+        as_ebg_fill_grad(grad[j], &rs[j], g[j].ids, c->seed, 1);
+    }
+    for (int j = 0; j < k; j++) woff[j][g[j].n] = roff[nr];
+    uint16_t *Wr = malloc(2 * (size_t)(roff[nr] + 1));
+    for (int r = 0; r < nr; r++) {
+        const uint64_t key = as_ebg_key(c->seed, rid[r], AS_EBG_WEIGHTS);
+        for (int64_t e = 0; e < roff[r + 1] - roff[r]; e++) Wr[roff[r] + e] = as_ebg_weight(key, (uint64_t)e);
+    }
+    for (int j = 0; j < k; j++)
+        for (int i = 0; i < c->warmup; i++) {
+            as_eb_forward_ref(out[j], Wr, &rs[j]);
+            as_eb_backward_sgd_ref(Wr, grad[j], &rs[j], c->lr);
+        }
+    for (int i = 0; i < c->runs; i++)
+        for (int q = 0; q < k; q++) {
+            const int j = (i + q) % k;
+            as_eb_forward_ref(out[j], Wr, &rs[j]);
+            as_eb_backward_sgd_ref(Wr, grad[j], &rs[j], c->lr);
+        }
+    for (int j = 0; j < k; j++) {
+        as_eb_shard s;
+        const uint16_t *W;
+        const float *gs, *os;
+        char err[256] = "";
+        int rc = as_bench_session_group_data(S, j, &s, &W, &gs, &os, err, sizeof err);
+        if (rc) fprintf(stderr, "  %s: shard %d: %s\n", what, j, err);
+        CHECK(rc == 0);
+        if (rc) continue;
+        CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+        const int64_t nout = rs[j].B * doff[j][g[j].n];
+        int64_t bw = 0, bo = 0;
+        for (int t = 0; t < g[j].n; t++)
+            for (int64_t e = 0; e < rows[j][t] * dims[j][t]; e++) bw += W[s.w_off[t] + e] != Wr[woff[j][t] + e];
+        for (int64_t e = 0; e < nout; e++) bo += memcmp(&os[e], &out[j][e], 4) != 0;
+        CHECK(memcmp(gs, grad[j], 4 * (size_t)nout) == 0);
+        if (bw || bo) fprintf(stderr, "  %s: shard %d: %lld weights, %lld outputs differ\n", what, j, (long long)bw, (long long)bo);
+        CHECK_EQ_I64(bw, 0);
+        CHECK_EQ_I64(bo, 0);
+    }
+    for (int j = 0; j < k; j++) { free(woff[j]); free(rows[j]); free(dims[j]); free(doff[j]); free(off[j]); free(ind[j]); free(grad[j]); free(out[j]); }
+    free(Wr);
+}
+
+/* a group's shards hold each table once: the memory counted (as_bench_session_need, a
+ * table named by two shards once, one named twice by a shard twice), the shared weights
+ * updated by every shard that names them in the rounds' order, and a budget that the
+ * group fits only because its tables are held once measures it whole */
+TEST(bench_group_shares_tables)
+{
+    as_bpool p;
+    int64_t dims[3] = {16, 8, 24}, rows[3] = {300, 900, 50};
+    mk_pool(&p, 6, 48, dims, rows, 3, 7, 5);
+    as_bench_cfg c = cpu_cfg();
+    char err[256] = "";
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    if (!S) return;
+    int64_t a[3] = {10, 11, 12}, b[2] = {11, 13}, d[3] = {12, 11, 14}, e[3] = {13, 15, 15};
+    as_bench_shardref g[4] = { { a, 3, 0 }, { b, 2, 0 }, { d, 3, 0 }, { e, 3, 0 } };
+    /* by hand: tables 10..15 once, 15 a second time (e names it twice), each shard's own
+       data, one set of sort buffers for the largest table and dim */
+    int64_t want = 0, maxn = 0;
+    for (int64_t id = 10; id <= 15; id++) {
+        want += copy_bytes(&p, id);
+        if (as_bpool_get(&p, id)->lookups > maxn) maxn = as_bpool_get(&p, id)->lookups;
+    }
+    want += copy_bytes(&p, 15);
+    want += own_bytes(&p, a, 3) + own_bytes(&p, b, 2) + own_bytes(&p, d, 3) + own_bytes(&p, e, 3);
+    want += (int64_t)as_eb_cpu_ws_size(maxn, 24);
+    CHECK_EQ_I64(as_bench_session_need(S, g, 4), want);
+    /* shards that cannot be laid out count nothing */
+    int64_t bad[1] = {99};
+    as_bench_shardref g5[5] = { g[0], g[1], g[2], g[3], { bad, 1, 0 } };
+    CHECK_EQ_I64(as_bench_session_need(S, g5, 5), want);
+    CHECK_EQ_I64(as_bench_session_need(S, g5 + 4, 1), 0);
+    as_bench_result r[4];
+    as_bench_session_run_group(S, g, 4, r);
+    uint64_t sum = 0;
+    for (int j = 0; j < 4; j++) {
+        CHECK(r[j].ok && r[j].together == 4);
+        sum += r[j].bytes;
+    }
+    CHECK(sum > (uint64_t)want);
+    check_group_replay(S, &c, &p, g, 4, "shared tables");
+    /* one buffer: table 11 at one place for shards 0, 1, 2; e's two copies of 15 apart */
+    as_eb_shard s0, s1, s3;
+    const uint16_t *W0, *W1, *W3;
+    const float *gg, *oo;
+    CHECK(as_bench_session_group_data(S, 0, &s0, &W0, &gg, &oo, err, sizeof err) == 0);
+    CHECK(as_bench_session_group_data(S, 1, &s1, &W1, &gg, &oo, err, sizeof err) == 0);
+    CHECK(as_bench_session_group_data(S, 3, &s3, &W3, &gg, &oo, err, sizeof err) == 0);
+    CHECK(W0 == W1 && W1 == W3);
+    CHECK_EQ_I64(s0.w_off[1], s1.w_off[0]);
+    CHECK(s3.w_off[1] != s3.w_off[2]);
+    /* alone, each shard is laid out as as_ebg_layout does and matches the references */
+    as_bench_result one;
+    as_bench_session_run(S, e, 3, &one);
+    CHECK(one.ok);
+    check_last(S, &c, &p, e, 3, "a table twice, alone");
+    as_bench_session_free(S);
+    /* a budget the group fits only with its tables held once: one part of 4 */
+    as_bench_cfg c2 = c;
+    c2.max_bytes = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + (uint64_t)want;
+    CHECK(sum > (uint64_t)want);
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK(as_bench_session_fits(S, g, 4));
+    as_bench_session_run_group(S, g, 4, r);
+    for (int j = 0; j < 4; j++) CHECK(r[j].ok && r[j].together == 4);
+    check_group_replay(S, &c2, &p, g, 4, "shared tables, at the budget");
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    CHECK(si.bytes <= as_bench_session_room(S));
+    /* a byte less: two parts, never more than the budget held */
+    as_bench_session_free(S);
+    c2.max_bytes--;
+    S = as_bench_session_new(&c2, &p, err, sizeof err);
+    CHECK(!as_bench_session_fits(S, g, 4));
+    as_bench_session_run_group(S, g, 4, r);
+    int parts_ok = 1;
+    for (int j = 0; j < 4; j++) parts_ok &= r[j].ok && r[j].together < 4;
+    CHECK(parts_ok);
+    as_bench_session_info_get(S, &si);
+    CHECK(si.bytes <= as_bench_session_room(S));
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+/* which shards go together under a memory budget: whole units, as many as fit with the
+ * reference shard; a unit too big alone is a group of its own */
+TEST(bench_noise_groups_fit_the_budget)
+{
+    as_bpool p;
+    noise_pool(&p);
+    int64_t ids[9][3], ref[2] = { 11, 14 };
+    noise_ids(ids, 9);
+    as_noise_job j[9];
+    memset(j, 0, sizeof j);
+    const int64_t unit[9] = { 0, 0, 0, 1, 2, 2, 3, 4, 4 };
+    for (int i = 0; i < 9; i++) {
+        j[i].ids = ids[i];
+        j[i].n = 1 + i % 3;
+        j[i].unit = unit[i];
+    }
+    as_bench_cfg c = cpu_cfg();
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    /* the need of jobs [i, e) and the reference */
+    as_bench_shardref sh[10];
+#define NEED(i, e, withref) ({ int k_ = 0; for (int q_ = (i); q_ < (e); q_++) { as_bench_shardref r_ = { j[q_].ids, j[q_].n, 0 }; sh[k_++] = r_; } \
+                               if (withref) { as_bench_shardref r_ = { ref, 2, 0 }; sh[k_++] = r_; } as_bench_session_need(S, sh, k_); })
+    const uint64_t u01 = NEED(0, 4, 1), u012 = NEED(0, 6, 1), u0 = NEED(0, 3, 1), u0n = NEED(0, 3, 0), u01n = NEED(0, 4, 0);
+    const uint64_t u23 = NEED(4, 7, 1), u234 = NEED(4, 9, 1);
+    CHECK(u0 < u01 && u01 < u012 && u23 < u234);
+    as_noise_cfg nc = { 0.1, 2, NULL, 100, ref, 2, NULL };
+    /* no budget: as_noise_group_end's groups */
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 9);
+    as_bench_session_free(S);
+    const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c);
+    as_bench_cfg cb = c;
+    /* room for units 0 and 1 with the reference, not for unit 2 as well */
+    cb.max_bytes = fixed + u01;
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 4);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 4, &nc), u234 <= u01 ? 9 : u23 <= u01 ? 7 : 6);
+    /* the interleave still limits: 2 shards, unit 0 (3 shards) alone */
+    nc.interleave = 2;
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 3);
+    nc.interleave = 100;
+    as_bench_session_free(S);
+    /* room for unit 0 alone without the reference: still a group of its own */
+    cb.max_bytes = fixed + u0n;
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 3);
+    /* without the reference units 0 and 1 would fit a budget of u01n */
+    as_bench_session_free(S);
+    cb.max_bytes = fixed + u01n;
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), u01 <= u01n ? 4 : 3);
+    as_noise_cfg nr = nc;
+    nr.ref_ids = NULL;
+    nr.ref_n = 0;
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nr), 4);
+    /* over a selection: jobs 1, 2, 5, 6, 8 (units 0, 0, 2, 3, 4) */
+    const int64_t sel[5] = { 1, 2, 5, 6, 8 };
+    CHECK(as_noise_group_end_fit(S, j, sel, 5, 0, &nr) >= 2);
+    as_bench_session_free(S);
+#undef NEED
+    as_bpool_free(&p);
+}
+
+/* a plan (a unit) whose tables do not fit the budget together: measured in parts, one after
+ * another; re-measured whole when a shard is noisy; all its shards keep the same attempt
+ * and the one reference measurement (its last part's) */
+TEST(bench_noise_unit_over_budget)
+{
+    as_bpool p;
+    noise_pool(&p);
+    enum { N = 6 };
+    int64_t ids[N][3], ref[2] = { 11, 14 };
+    noise_ids(ids, N);
+    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.3, 10, 0, 0 };
+    as_bench_cfg c = noise_cfg(5, &f);
+    char err[256];
+    as_noise_job j[N];
+    as_bench_shardref sh[N + 1];
+    for (int64_t i = 0; i < N; i++) {
+        memset(&j[i], 0, sizeof j[i]);
+        j[i].ids = ids[i];
+        j[i].n = 1 + i % 3;
+        j[i].unit = 0;
+        as_bench_shardref r = { ids[i], 1 + i % 3, 0 };
+        sh[i] = r;
+    }
+    as_bench_shardref rr = { ref, 2, 0 };
+    sh[N] = rr;
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    /* room for any shard with the reference, not for all of them */
+    uint64_t two = 0;
+    for (int i = 0; i < N; i++) {
+        as_bench_shardref pair[2] = { sh[i], rr };
+        const uint64_t x = as_bench_session_need(S, pair, 2);
+        if (x > two) two = x;
+    }
+    const uint64_t all = as_bench_session_need(S, sh, N + 1);
+    as_bench_session_free(S);
+    as_bench_cfg cb = c;
+    cb.max_bytes = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&p) + as_bench_flush_bytes(&c) + two;
+    CHECK(two < all);
+    S = as_bench_session_new(&cb, &p, err, sizeof err);
+    double base = 0;
+    as_noise_cfg nc = { 0.1, 2, NULL, 16, ref, 2, &base };
+    CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, N, 0, &nc), N);
+    const int64_t again = as_noise_measure(S, j, N, &nc, NULL, NULL, NULL);
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    CHECK(si.bytes <= as_bench_session_room(S));
+    as_bench_session_free(S);
+    int hit = 0;
+    for (int i = 0; i < N; i++) hit |= as_bench_fake_factor(&f, ids[i], 1 + i % 3, 0, 1) > 2;
+    CHECK(hit);
+    CHECK_EQ_I64(again, N);
+    for (int i = 0; i < N; i++) {
+        if (!j[i].r.ok) fprintf(stderr, "  shard %d: %s\n", i, j[i].r.error);
+        CHECK(j[i].r.ok && !j[i].r.noisy);
+        CHECK_EQ_I64(j[i].r.attempts, 2);
+        CHECK(j[i].r.together >= 1 && j[i].r.together < N);
+        CHECK(isfinite(j[i].r.ref_ms) && j[i].r.ref_ms == j[0].r.ref_ms);
+        CHECK(j[i].r.drift == j[0].r.drift);
+        /* the kept (second, quiet) attempt: the fake clock's quiet figure within 1 % */
+        const double x = j[i].r.cost_ms / (0.1 + 1e-5 * (double)j[i].r.lookups);
+        CHECK(x >= 0.99 && x < 1.02);
+    }
     as_bpool_free(&p);
 }
 

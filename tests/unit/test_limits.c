@@ -497,6 +497,18 @@ TEST(limits_table_id_lists)
     CHECK_EQ_I64(as_parse_table_ids("-1", &v, &n), -1);
     CHECK_EQ_I64(as_parse_table_ids("1,,2", &v, &n), -1);
     CHECK_EQ_I64(as_parse_table_ids("", &v, &n), -1);
+    /* a set of tables: an id named twice, by a list or by overlapping ranges, is found */
+    int64_t dup = -7;
+    const int64_t once[4] = { 5, 1, 9, 0 }, twice[5] = { 5, 9, 1, 9, 5 };
+    CHECK_EQ_I64(as_table_ids_duplicate(once, 4, &dup), 0);
+    CHECK_EQ_I64(dup, -7);
+    CHECK_EQ_I64(as_table_ids_duplicate(twice, 5, &dup), 1);
+    CHECK_EQ_I64(dup, 5);
+    CHECK_EQ_I64(as_table_ids_duplicate(twice, 1, &dup), 0);
+    CHECK_EQ_I64(as_parse_table_ids("0-3,2", &v, &n), 0);
+    CHECK_EQ_I64(as_table_ids_duplicate(v, n, &dup), 1);
+    CHECK_EQ_I64(dup, 2);
+    free(v);
     setenv("AS_MAX_TABLE_ID", "2000000", 1);
     as_limit_reset();
     CHECK_EQ_I64(as_parse_table_ids("1048576", &v, &n), 0);

@@ -379,6 +379,15 @@ TEST(common_parsers)
     CHECK(as_parse_size("1.5MiB", &s) == 0 && s == 3ull << 19);
     CHECK(as_parse_size("12", &s) == 0 && s == 12);
     CHECK(as_parse_size("12Q", &s) == -1);
+    /* white space anywhere is not part of a number: strtoll and strtod would skip it in front */
+    CHECK(as_parse_i64(" 5", 0, 100, &v) == -1);
+    CHECK(as_parse_i64("\t5", 0, 100, &v) == -1);
+    CHECK(as_parse_i64("\n5", 0, 100, &v) == -1);
+    CHECK(as_parse_i64("5 ", 0, 100, &v) == -1);
+    double d;
+    CHECK(as_parse_f64(" 0.5", 0, 1, &d) == -1);
+    CHECK(as_parse_f64("0.5", 0, 1, &d) == 0 && d == 0.5);
+    CHECK(as_parse_size(" 2G", &s) == -1);
     int64_t *l;
     size_t n;
     CHECK(as_parse_i64_list("3,17,42", 0, 100, &l, &n) == 0 && n == 3 && l[2] == 42);
@@ -389,6 +398,8 @@ TEST(common_parsers)
     CHECK(as_parse_i64_list("1,", 0, 100, &l, &n) == -1);
     CHECK(as_parse_i64_list("5-3", 0, 100, &l, &n) == -1);
     CHECK(as_parse_i64_list("-1", 0, 100, &l, &n) == -1);
+    CHECK(as_parse_i64_list("1, 2", 0, 100, &l, &n) == -1);
+    CHECK(as_parse_i64_list(" 1-2", 0, 100, &l, &n) == -1);
 }
 
 TEST(common_rng_deterministic_and_unbiased)
