@@ -126,15 +126,70 @@ uint64_t as_bpool_bytes(const as_bpool *p)
 {
     uint64_t b = (uint64_t)p->cap * sizeof *p->t + (uint64_t)(p->index ? p->maxid + 1 : 0) * sizeof *p->index;
     for (int64_t i = 0; i < p->n; i++)
-        if (p->t[i].offsets)
+        if (p->t[i].offsets && !p->t[i].borrowed)
             b += (uint64_t)(p->t[i].batch + 1) * sizeof *p->t[i].offsets +
                  (uint64_t)(p->t[i].lookups ? p->t[i].lookups : 1) * sizeof *p->t[i].indices;
     return b;
 }
 
+int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err, size_t errlen)
+{
+    const as_btable *t = as_bpool_get(p, table);
+    if (!t || t->is_piece) {
+        snprintf(err, errlen, "table %" PRId64 " is not in the table data", table);
+        return -1;
+    }
+    if (as_piece_check(table, q, t->rows, t->dim, err, errlen)) return -1;
+    if (as_piece_covers(q, t->rows, t->dim)) return table;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
+    as_btable d = *t;
+    d.is_piece = 1;
+    d.parent = table;
+    d.piece = *q;
+    d.dim = q->c1 - q->c0;
+    d.rows = q->r1 - q->r0;
+    d.id = p->maxid + 1;
+    d.borrowed = 0;
+    if (!t->offsets) {
+        d.offsets = NULL;
+        d.indices = NULL;
+    } else if (q->r0 == 0 && q->r1 == t->rows) {
+        d.borrowed = 1;
+    } else {
+        d.lookups = as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, NULL, NULL);
+        d.offsets = as_malloc((size_t)(t->batch + 1) * sizeof *d.offsets);
+        d.indices = as_malloc((size_t)(d.lookups ? d.lookups : 1) * sizeof *d.indices);
+        as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, d.offsets, d.indices);
+    }
+    pool_add(p, &d);
+    p->maxid = d.id;
+    p->index = as_realloc(p->index, (size_t)(p->maxid + 1) * sizeof *p->index);
+    p->index[d.id] = p->n;
+    return d.id;
+}
+
+int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q)
+{
+    const as_btable *t = as_bpool_get(p, table);
+    if (!t || t->is_piece) return -1;
+    if (as_piece_covers(q, t->rows, t->dim)) return table;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
+    return -1;
+}
+
+void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q)
+{
+    const as_btable *t = as_bpool_get(p, id);
+    *table = t && t->is_piece ? t->parent : id;
+    *q = t && t->is_piece ? t->piece : AS_PIECE_WHOLE;
+}
+
 void as_bpool_free(as_bpool *p)
 {
-    for (int64_t i = 0; i < p->n; i++) { free(p->t[i].offsets); free(p->t[i].indices); }
+    for (int64_t i = 0; i < p->n; i++)
+        if (!p->t[i].borrowed) { free(p->t[i].offsets); free(p->t[i].indices); }
     free(p->t);
     free(p->index);
     memset(p, 0, sizeof *p);
@@ -659,6 +714,11 @@ void as_bench_session_free(as_bench_session *S)
     for (int j = 0; j < S->nslot; j++) slot_free(&S->slot[j]);
     free(S->slot);
     free(S);
+}
+
+const as_bpool *as_bench_session_pool(const as_bench_session *S)
+{
+    return S->p;
 }
 
 void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info *info)

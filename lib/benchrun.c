@@ -138,8 +138,11 @@ static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *e
         char e2[768];
         as_planrec pr;
         int64_t *ids = NULL, n = 0;
+        as_piece *pc = NULL;
         if (kind == AS_BREC_PLAN ? as_planrec_read(&rec->obj, &pr, e2, sizeof e2)
-                                 : as_field_table_ids(&rec->obj, "tables", &ids, &n, e2, sizeof e2)) {
+                                 : as_field_table_ids(&rec->obj, "tables", &ids, &n, e2, sizeof e2) ||
+                                       as_field_pieces(&rec->obj, "pieces", n, &pc, e2, sizeof e2)) {
+            free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", as_reader_name(r), rec->index,
                      kind == AS_BREC_PLAN ? "" : "shard: ", e2);
             return -1;
@@ -148,6 +151,7 @@ static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *e
         for (int64_t i = 0; i < n; i++) if (ids[i] > in->maxid) in->maxid = ids[i];
         if (kind == AS_BREC_PLAN) as_planrec_free(&pr);
         else free(ids);
+        free(pc);
         in->units++;
     }
     if (in->n == in->cap) {
@@ -185,6 +189,16 @@ static const msgpack_object *unpack(msgpack_unpacked *up, const as_brec *h)
     return &up->data;
 }
 
+/* a loaded table's size (as_pieces_check_dims) */
+static int pool_size(void *ctx, int64_t id, int64_t *rows, int64_t *dim)
+{
+    const as_btable *t = as_bpool_get(ctx, id);
+    if (!t || t->is_piece) return -1;
+    *rows = t->rows;
+    *dim = t->dim;
+    return 0;
+}
+
 int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t part_i, int64_t part_n,
                      const int64_t *extra, int64_t nextra, char *err, size_t errlen)
 {
@@ -210,6 +224,38 @@ int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t
     }
     int rc = load_wanted(p, file, want, nw, err, errlen);
     free(want);
+    if (rc) return -1;
+    /* the pieces the units name: made now, before a session holds the pool; each within
+       its table, and a plan's pieces of a table all of it */
+    u = 0;
+    for (int64_t i = 0; i < in->n && !rc; i++) {
+        if (!in->rec[i].kind) continue;
+        if ((u++ % part_n) != part_i - 1) continue;
+        msgpack_unpacked up;
+        const msgpack_object *rec = unpack(&up, &in->rec[i]);
+        as_planrec pr;
+        int64_t *ids = NULL, n = 0;
+        as_piece *pc = NULL;
+        char e2[512];
+        const int plan = in->rec[i].kind == AS_BREC_PLAN;
+        if (plan ? as_planrec_read(rec, &pr, e2, sizeof e2)
+                 : as_field_table_ids(rec, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(rec, "pieces", n, &pc, e2, sizeof e2)) {
+            snprintf(err, errlen, "internal: %s", e2);
+            free(ids);
+            msgpack_unpacked_destroy(&up);
+            as_bpool_free(p);
+            return -1;
+        }
+        if (plan) { ids = pr.tables; n = pr.n; pc = pr.pieces; }
+        for (int64_t j = 0; pc && j < n && !rc; j++)
+            if (!as_piece_whole(&pc[j]) && as_bpool_piece(p, ids[j], &pc[j], e2, sizeof e2) < 0) rc = -1;
+        if (!rc && plan && pc && as_pieces_check_dims(ids, pc, n, pool_size, p, e2, sizeof e2)) rc = -1;
+        if (rc) snprintf(err, errlen, "input %s %" PRId64 " (against the table data %s): %s", plan ? "plan" : "shard", u, file, e2);
+        if (plan) as_planrec_free(&pr);
+        else { free(ids); free(pc); }
+        msgpack_unpacked_destroy(&up);
+    }
+    if (rc) as_bpool_free(p);
     return rc;
 }
 
@@ -270,11 +316,33 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
                        int64_t task, const char *alg, int64_t shard)
 {
     msgpack_packer *pk = as_writer_pk(R->w);
-    msgpack_pack_map(pk, 6 + AS_BENCH_RESULT_FIELDS);
+    /* ids of pieces stand for (table, piece): written as the table and `pieces` */
+    const as_bpool *pool = as_bench_session_pool(R->sess);
+    int pieces = 0;
+    for (int64_t i = 0; i < n && !pieces; i++) {
+        const as_btable *t = as_bpool_get(pool, ids[i]);
+        pieces = t && t->is_piece;
+    }
+    msgpack_pack_map(pk, 6 + pieces + AS_BENCH_RESULT_FIELDS);
     as_pack_kv_str(pk, "kind", "cost");
     as_pack_str(pk, "tables");
     msgpack_pack_array(pk, (size_t)n);
-    for (int64_t i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t tb;
+        as_piece q;
+        as_bpool_origin(pool, ids[i], &tb, &q);
+        msgpack_pack_int64(pk, tb);
+    }
+    if (pieces) {
+        as_pack_str(pk, "pieces");
+        msgpack_pack_array(pk, (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t tb;
+            as_piece q;
+            as_bpool_origin(pool, ids[i], &tb, &q);
+            as_pack_piece(pk, &q);
+        }
+    }
     as_pack_kv_str(pk, "origin", origin);
     as_pack_kv_i64(pk, "task", task);
     as_pack_str(pk, "alg");
@@ -342,9 +410,26 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
     as_pack_kv_f64(pk, "noise_threshold", threshold);
 }
 
+/* out[i] = the pool's id of piece pc[i] of table ids[i] (pc NULL: the ids); out may be ids.
+ * -1 with err when a piece was not made (as_binput_tables makes them) */
+static int map_pieces(const as_bpool *pool, const int64_t *ids, const as_piece *pc, int64_t n, int64_t *out, char *err,
+                      size_t errlen)
+{
+    for (int64_t i = 0; pc && i < n; i++) {
+        const int64_t v = as_bpool_piece_id(pool, ids[i], &pc[i]);
+        if (v < 0) {
+            char nb[96];
+            snprintf(err, errlen, "piece %s was not prepared", as_piece_name(nb, sizeof nb, ids[i], &pc[i]));
+            return -1;
+        }
+        out[i] = v;
+    }
+    return 0;
+}
+
 /* read unit un's record: its tables, task, id or alg, and a plan's shards; on error
  * nothing is left to unit_close */
-static int unit_open(unit *un, const as_brec *h, char *err, size_t errlen)
+static int unit_open(unit *un, const as_brec *h, const as_bpool *pool, char *err, size_t errlen)
 {
     char e2[768];
     const msgpack_object *rec = unpack(&un->up, h);
@@ -356,6 +441,16 @@ static int unit_open(unit *un, const as_brec *h, char *err, size_t errlen)
             msgpack_unpacked_destroy(&un->up);
             return -1;
         }
+        as_piece *pc = NULL;
+        if (as_field_pieces(rec, "pieces", un->n, &pc, e2, sizeof e2) || map_pieces(pool, un->own_ids, pc, un->n, un->own_ids, e2, sizeof e2)) {
+            snprintf(err, errlen, "internal: %s", e2);
+            free(pc);
+            free(un->own_ids);
+            un->own_ids = NULL;
+            msgpack_unpacked_destroy(&un->up);
+            return -1;
+        }
+        free(pc);
         un->ids = un->own_ids;
         as_obj_i64(rec, "id", &un->sid);
         return 0;
@@ -374,6 +469,19 @@ static int unit_open(unit *un, const as_brec *h, char *err, size_t errlen)
     /* shard by shard: the tables placed on it (-1: unplaced, not measured) */
     as_planrec_group(&un->pr, un->start, un->order);
     for (int64_t q = 0; q < un->start[K]; q++) un->flat[q] = un->pr.tables[un->order[q]];
+    if (un->pr.pieces) {
+        as_piece *pc = as_malloc((size_t)(un->start[K] ? un->start[K] : 1) * sizeof *pc);
+        for (int64_t q = 0; q < un->start[K]; q++) pc[q] = un->pr.pieces[un->order[q]];
+        int rc = map_pieces(pool, un->flat, pc, un->start[K], un->flat, e2, sizeof e2);
+        free(pc);
+        if (rc) {
+            snprintf(err, errlen, "internal: %s", e2);
+            free(un->start); free(un->order); free(un->flat);
+            as_planrec_free(&un->pr);
+            msgpack_unpacked_destroy(&un->up);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -415,7 +523,7 @@ static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi
     for (; opened < nwin; opened++) {
         unit *un = &win[opened];
         un->job0 = njobs;
-        if (un->kind != UNIT_SAMPLE && unit_open(un, &R->in->rec[un->rec], err, errlen)) { rc = -1; break; }
+        if (un->kind != UNIT_SAMPLE && unit_open(un, &R->in->rec[un->rec], as_bench_session_pool(R->sess), err, errlen)) { rc = -1; break; }
         if (un->kind != UNIT_PLAN) njobs++;
         else
             for (int64_t k = 0; k < un->pr.shards; k++) njobs += un->start[k + 1] > un->start[k];

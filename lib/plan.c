@@ -290,6 +290,7 @@ int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errl
 void as_planrec_free(as_planrec *p)
 {
     free(p->tables);
+    free(p->pieces);
     free(p->assign);
     memset(p, 0, sizeof *p);
 }
@@ -307,7 +308,9 @@ int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t 
     if (as_field_lim(rec, "shards", 1, AS_LIM_SHARDS, &p->shards, e2, sizeof e2) ||
         as_field_table_ids(rec, "tables", &p->tables, &p->n, e2, sizeof e2) ||
         as_check_pairs(p->n, p->shards, e2, sizeof e2) ||
-        as_field_assign(rec, "assign", p->n, p->shards, &p->assign, &p->unplaced, e2, sizeof e2)) {
+        as_field_assign(rec, "assign", p->n, p->shards, &p->assign, &p->unplaced, e2, sizeof e2) ||
+        as_field_pieces(rec, "pieces", p->n, &p->pieces, e2, sizeof e2) ||
+        as_pieces_check_cover(p->tables, p->pieces, p->n, e2, sizeof e2)) {
         snprintf(err, errlen, "plan of task %" PRId64 ": %s", p->task, e2);
         as_planrec_free(p);
         return -1;

@@ -146,9 +146,15 @@ typedef struct {
     int64_t *tables;                /* [T] ids, malloc'd */
     int64_t *assign;                /* [T] shard or -1, malloc'd */
     int64_t unplaced;               /* entries of assign that are -1 */
+    as_piece *pieces;               /* [T] the piece of each entry (piece.h), malloc'd; NULL
+                                     * when the record has no `pieces`: every entry whole */
 } as_planrec;
 
-/* 0 ok, -1 with err ("plan of task 3: 'shards' = ... exceeds the limit ...") */
+/* With `pieces`, an entry may be a piece of its table; the entries of one table cover a
+ * rectangle once (as_pieces_check_cover); without, a table listed twice is an error. That
+ * the cover is all of each table needs the tables' sizes: the reader that has them checks
+ * it (as_pieces_check_dims).
+ * 0 ok, -1 with err ("plan of task 3: 'shards' = ... exceeds the limit ...") */
 int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t errlen);
 void as_planrec_free(as_planrec *p);
 /* as_plan_group on a plan record */
