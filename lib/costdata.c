@@ -38,9 +38,14 @@ static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, c
         bad = 1;
     }
     if (bad || as_field_table_ids(o, "tables", &c->ids, &c->n, err, errlen)) return -1;
+    if (as_field_pieces(o, "pieces", c->n, &c->pieces, err, errlen)) {
+        free(c->ids);
+        return -1;
+    }
     if (c->n == 0) {
         d->nempty++;
         free(c->ids);
+        free(c->pieces);
         return 0;
     }
     if (as_obj_f64(o, "rel_std", &c->rel_std)) c->rel_std = NAN;
@@ -112,11 +117,38 @@ int as_costdata_join(as_costdata *d, char *err, size_t errlen)
     d->off = as_malloc((size_t)(d->ncs + 1) * sizeof *d->off);
     d->idx = as_malloc((size_t)(tot + 1) * sizeof *d->idx);
     d->cost = as_malloc((size_t)(d->ncs + 1) * sizeof *d->cost);
+    /* the items: the tables, then each piece once (found again by a linear search among
+       the pieces of its table added so far) */
+    int64_t capf = d->ft.n + 16;
+    d->f = as_malloc((size_t)capf * sizeof *d->f);
+    if (d->ft.n) memcpy(d->f, d->ft.f, (size_t)d->ft.n * sizeof *d->f);
+    d->nf = d->ft.n;
     d->off[0] = 0;
     for (int64_t i = 0; i < d->ncs; i++) {
         const as_costshard *c = &d->cs[i];
         for (int64_t j = 0; j < c->n; j++) {
+            const as_piece *q = c->pieces ? &c->pieces[j] : NULL;
             int64_t k = as_featidx_find(&d->ft, c->ids[j]);
+            if (k >= 0 && q && !as_piece_covers(q, d->ft.f[k].rows, d->ft.f[k].dim)) {
+                int64_t m = d->ft.n;
+                while (m < d->nf && !(d->f[m].id == c->ids[j] && as_piece_eq(&d->f[m].piece, q))) m++;
+                if (m == d->nf) {
+                    as_features pf;
+                    if (as_featidx_piece(&d->ft, c->ids[j], q, &pf)) {
+                        char nb[96];
+                        snprintf(err, errlen, "%s: record %" PRIu64 ": cost of a shard with piece %s, which has no `features` "
+                                 "record (as-features --row-pieces writes row pieces' features)", d->names[c->file], c->rec,
+                                 as_piece_name(nb, sizeof nb, c->ids[j], q));
+                        return -1;
+                    }
+                    if (d->nf == capf) {
+                        capf *= 2;
+                        d->f = as_realloc(d->f, (size_t)capf * sizeof *d->f);
+                    }
+                    d->f[d->nf++] = pf;
+                }
+                k = m;
+            }
             if (k < 0) {
                 snprintf(err, errlen, "%s: record %" PRIu64 ": cost of a shard with table %" PRId64 ", which has no `features` "
                          "record%s", d->names[c->file], c->rec, c->ids[j],
@@ -128,14 +160,15 @@ int as_costdata_join(as_costdata *d, char *err, size_t errlen)
         d->off[i + 1] = d->off[i] + c->n;
         d->cost[i] = c->cost;
     }
-    d->set = (as_costset){ d->ft.f, d->ft.n, d->off, d->idx, d->cost, d->ncs };
+    d->set = (as_costset){ d->f, d->nf, d->off, d->idx, d->cost, d->ncs };
     return 0;
 }
 
 void as_costdata_free(as_costdata *d)
 {
     as_featidx_free(&d->ft);
-    for (int64_t i = 0; i < d->ncs; i++) free(d->cs[i].ids);
+    for (int64_t i = 0; i < d->ncs; i++) { free(d->cs[i].ids); free(d->cs[i].pieces); }
+    free(d->f);
     free(d->cs);
     for (int i = 0; i < d->ndevices; i++) {
         free(d->devices[i]);
@@ -270,7 +303,7 @@ int64_t as_costdata_sum_single(const as_costdata *d, const int64_t *test, int64_
 double as_costdata_dimpool(const as_costdata *d, int64_t k)
 {
     double x = 0;
-    for (int64_t j = d->off[k]; j < d->off[k + 1]; j++) x += (double)d->ft.f[d->idx[j]].dim * d->ft.f[d->idx[j]].pooling;
+    for (int64_t j = d->off[k]; j < d->off[k + 1]; j++) x += (double)d->f[d->idx[j]].dim * d->f[d->idx[j]].pooling;
     return x;
 }
 

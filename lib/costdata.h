@@ -23,6 +23,7 @@
 /* one measured shard: a usable `cost` record */
 typedef struct {
     int64_t *ids, n;        /* its table ids in record order, n >= 1 */
+    as_piece *pieces;       /* [n] the piece of each (piece.h), NULL: every table whole */
     double cost;            /* cost_ms: finite, > 0 */
     double rel_std;         /* the record's rel_std, NAN when absent */
     int dev;                /* index into as_costdata.devices */
@@ -38,7 +39,11 @@ typedef struct {
     int64_t nempty;         /* `cost` records of empty shards */
     char **devices, **devkinds;   /* distinct `device` strings, their `device_kind` */
     int ndevices;
-    /* after as_costdata_join: shard k is tables ft.f[idx[off[k] .. off[k+1])], cost[k] */
+    /* after as_costdata_join: shard k is items f[idx[off[k] .. off[k+1])], cost[k], where
+     * f[0..nf) = ft.f (the tables, ft.n of them) then the features of the pieces the shards
+     * hold (as_featidx_piece), each once */
+    as_features *f;
+    int64_t nf;
     int64_t *off, *idx;
     double *cost;
     as_costset set;         /* the same, for lib/costmodel.h */

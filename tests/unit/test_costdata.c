@@ -188,7 +188,7 @@ TEST(costdata_read_join)
     CHECK(isnan(d.cs[1].rel_std));
     CHECK_EQ_I64(d.cs[2].rec, 10);   /* after the header, 4 features and 5 costs */
     CHECK_EQ_I64(d.set.nshards, 6);
-    CHECK(d.set.tab == d.ft.f);
+    CHECK(d.set.tab == d.f && d.nf == d.ft.n && !memcmp(d.f, d.ft.f, (size_t)d.nf * sizeof *d.f));
     /* one table set, any order, one hash; another set, another hash */
     int64_t x[3] = { 3, 1, 2 }, y[3] = { 1, 2, 3 }, z[2] = { 1, 2 };
     CHECK(as_costdata_set_hash(x, 3) == as_costdata_set_hash(y, 3));
