@@ -216,6 +216,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     int64_t *start = as_malloc((size_t)(K + 2) * sizeof *start), *order = as_malloc(n1 * sizeof *order);
     int64_t moves = 0, swaps = 0, placed = 0;
     const char *stop = "optimum";
+    float *da = as_malloc((size_t)W * sizeof *da), *eb = as_malloc((size_t)W * sizeof *eb);
     for (;;) {
         if (nu) placed += place_unplaced(&x, u, &nu);
         if (budget_steps && moves + swaps >= budget_steps) { stop = "steps"; break; }
@@ -252,20 +253,30 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
                 if (cb <= s.M) consider(&x, &s, &best, 1, i, b, -1, ca, cb);
             }
         }
-        /* swaps, when no move improves: an item of a with an item of another shard */
+        /* swaps, when no move improves: an item of a with an item of another shard. The
+         * inner loop is the search's hot spot: a without i (da) and b with i (eb) are formed
+         * once, so a candidate costs one float vector sum and one head evaluation per shard */
         for (int64_t q = start[a]; q < start[a + 1] && !best.kind && !late; q++) {
             int64_t i = order[q];
             if ((late = out_of_time(t0, budget_ms))) break;
+            const float *wi = w + (size_t)i * W;
+            const double *sa = x.S + (size_t)a * W;
+            for (int d = 0; d < W; d++) da[d] = (float)(sa[d] - wi[d]);
             for (int64_t b = 0; b < K; b++) {
-                if (b == a) continue;
+                if (b == a || start[b + 1] == start[b]) continue;
+                const double *sb = x.S + (size_t)b * W;
+                for (int d = 0; d < W; d++) eb[d] = (float)(sb[d] + wi[d]);
                 for (int64_t r = start[b]; r < start[b + 1]; r++) {
                     int64_t j = order[r];
                     if (!as_plan_fits(c->mem_cap, p->mem[a] - bytes[i], bytes[j]) ||
                         !as_plan_fits(c->mem_cap, p->mem[b] - bytes[j], bytes[i]))
                         continue;
-                    double cb = cost_with(&x, b, i, j, p->count[b]);
+                    const float *wj = w + (size_t)j * W;
+                    for (int d = 0; d < W; d++) x.tmp[d] = eb[d] - wj[d];
+                    double cb = eval_tmp(&x);
                     if (!(cb <= s.M)) continue;
-                    double ca = cost_with(&x, a, j, i, p->count[a]);
+                    for (int d = 0; d < W; d++) x.tmp[d] = da[d] + wj[d];
+                    double ca = eval_tmp(&x);
                     if (ca <= s.M) consider(&x, &s, &best, 2, i, b, j, ca, cb);
                 }
             }
@@ -308,6 +319,8 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
         p->ninfeasible = nu;
         p->feasible = nu == 0;
     }
+    free(da);
+    free(eb);
     free(pred);
     free(start);
     free(order);
