@@ -371,14 +371,16 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
 {
     as_eval_alg *a = as_calloc((size_t)(n ? n : 1), sizeof *a);
     int64_t na = 0;
-    /* canonical order first, then the others by first appearance */
+    /* canonical order first, each algorithm followed by its refined plans (ALG+refine),
+     * then the others by first appearance */
     for (int pass = 0; pass < 2; pass++) {
-        for (int c = 0; c < (pass ? 1 : AS_ALG_COUNT); c++) {
+        for (int c = 0; c < (pass ? 1 : 2 * AS_ALG_COUNT); c++) {
             for (int64_t j = 0; j < n; j++) {
                 const char *name = p[j].alg;
-                as_alg dummy;
-                if (!pass && strcmp(name, as_alg_name((as_alg)c))) continue;
-                if (pass && !as_alg_parse(name, &dummy)) continue;
+                as_alg alg;
+                int refined, known = !as_alg_parse_label(name, &alg, &refined);
+                if (!pass && (!known || (int)alg != c / 2 || refined != c % 2)) continue;
+                if (pass && known) continue;
                 int64_t i;
                 for (i = 0; i < na; i++) if (!strcmp(a[i].alg, name)) break;
                 if (i == na) snprintf(a[na++].alg, sizeof a->alg, "%s", name);
@@ -694,6 +696,14 @@ void as_eval_print_quality(FILE *f, as_eval_format fmt, const as_eval_quality *q
 
 /* a text cell: right-aligned in width columns (text), "| s |" (markdown), ",s" (CSV);
  * utf8 extra: bytes beyond one per column (± is two bytes, one column) */
+/* the text tables' alg column: 20 characters, wider for a longer name (ALG+refine) */
+static int alg_width(const as_eval_plan *p, int64_t n)
+{
+    int w = 20;
+    for (int64_t j = 0; j < n; j++) if ((int)strlen(p[j].alg) > w) w = (int)strlen(p[j].alg);
+    return w;
+}
+
 static void cell(FILE *f, as_eval_format fmt, int width, const char *s, int utf8_extra)
 {
     if (fmt == AS_EVAL_TEXT) fprintf(f, " %*s", width + utf8_extra, s);
@@ -779,10 +789,10 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         }
         return;
     }
-    int noise = any_noise(p, n), shaky = 0;
+    int noise = any_noise(p, n), shaky = 0, aw = alg_width(p, n);
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Plans (costs %s, ms):\n", label);
-        fprintf(f, "%4s %5s %-20s %5s %10s %10s %10s %8s %8s %12s %12s  %-8s%s\n", "run", "task", "alg", "K", "max", "min",
+        fprintf(f, "%4s %5s %-*s %5s %10s %10s %10s %8s %8s %12s %12s  %-8s%s\n", "run", "task", aw, "alg", "K", "max", "min",
                 "mean", "balance", "speedup", "mem max MiB", "mem min MiB", "feasible", noise ? " noisy" : "");
     } else {
         fprintf(f, "**Plans** (costs %s, ms)\n\n", label);
@@ -792,7 +802,7 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
-        if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-20s %5" PRId64, q->run, q->task, q->alg, q->K);
+        if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64, q->run, q->task, aw, q->alg, q->K);
         else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " |", q->run, q->task, q->alg, q->K);
         num(f, fmt, 10, "%.4f", q->max);
         num(f, fmt, 10, "%.4f", q->min);
@@ -826,11 +836,11 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
 void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
 {
     const double MiB = 1024.0 * 1024.0;
-    int noise = any_noise(p, n);
+    int noise = any_noise(p, n), aw = alg_width(p, n);
     if (fmt == AS_EVAL_CSV) fprintf(f, "run,task,alg,shard,tables,cost_kind,cost_ms,mem_bytes,spread,noisy\n");
     else if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Shards (costs %s):\n", label);
-        fprintf(f, "%4s %5s %-20s %5s %6s %12s %12s%s\n", "run", "task", "alg", "shard", "tables", "cost ms", "mem MiB",
+        fprintf(f, "%4s %5s %-*s %5s %6s %12s %12s%s\n", "run", "task", aw, "alg", "shard", "tables", "cost ms", "mem MiB",
                 noise ? "   spread %  noisy" : "");
     } else {
         fprintf(f, "**Shards** (costs %s)\n\n| run | task | alg | shard | tables | cost (ms) | mem (MiB) |%s\n", label,
@@ -854,7 +864,7 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
                 fprintf(f, ",%s\n", q->noisy ? (q->noisy[k] ? "true" : "false") : "");
                 continue;
             }
-            if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-20s %5" PRId64 " %6" PRId64, q->run, q->task, q->alg, k, c);
+            if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64 " %6" PRId64, q->run, q->task, aw, q->alg, k, c);
             else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %" PRId64 " |", q->run, q->task, q->alg, k, c);
             num(f, fmt, 12, "%.4f", q->cost[k]);
             num(f, fmt, 12, "%.3f", q->mem ? q->mem[k] / MiB : NAN);
@@ -895,11 +905,14 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
         }
         return;
     }
-    int noise = 0;
-    for (int64_t i = 0; i < n; i++) noise |= a[i].shards > 0;
+    int noise = 0, aw = 20;
+    for (int64_t i = 0; i < n; i++) {
+        noise |= a[i].shards > 0;
+        if ((int)strlen(a[i].alg) > aw) aw = (int)strlen(a[i].alg);
+    }
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Summary per algorithm (costs %s; over %s):\n", label, over);
-        fprintf(f, "%-20s %6s %10s %16s %14s %9s %16s %12s%s\n", "alg", "plans", "infeasible", "balance %", "balance 95% CI",
+        fprintf(f, "%-*s %6s %10s %16s %14s %9s %16s %12s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
                 "speedup", "speedup 95% CI", "max ms", noise ? "  noisy shards" : "");
     } else {
         fprintf(f, "**Summary per algorithm** (costs %s; over %s)\n\n", label, over);
@@ -907,7 +920,7 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
                    "|---|---:|---:|---:|---:|---:|---:|---:|%s\n", noise ? " noisy shards |" : "", noise ? "---:|" : "");
     }
     for (int64_t i = 0; i < n; i++) {
-        if (fmt == AS_EVAL_TEXT) fprintf(f, "%-20s %6" PRId64 " %10" PRId64, a[i].alg, a[i].plans, a[i].infeasible);
+        if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a[i].alg, a[i].plans, a[i].infeasible);
         else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a[i].alg, a[i].plans, a[i].infeasible);
         pm(f, fmt, 16, "%.1f", a[i].bal_mean, a[i].bal_std, 100);
         interval(f, fmt, 14, "%.1f", a[i].bal_lo, a[i].bal_hi, 100);

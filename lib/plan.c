@@ -27,6 +27,27 @@ int as_alg_parse(const char *s, as_alg *out)
     return -1;
 }
 
+int as_alg_parse_label(const char *s, as_alg *out, int *refined)
+{
+    size_t n = strlen(s), m = strlen(AS_REFINE_SUFFIX);
+    *refined = 0;
+    if (!as_alg_parse(s, out)) return 0;
+    if (n <= m || strcmp(s + n - m, AS_REFINE_SUFFIX)) return -1;
+    char base[64];
+    if (n - m >= sizeof base) return -1;
+    memcpy(base, s, n - m);
+    base[n - m] = 0;
+    if (as_alg_parse(base, out)) return -1;
+    *refined = 1;
+    return 0;
+}
+
+const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s", as_alg_name(a), p && p->refine.done ? AS_REFINE_SUFFIX : "");
+    return buf;
+}
+
 double as_plan_key(as_alg a, const as_features *f)
 {
     switch (a) {
@@ -342,12 +363,14 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     msgpack_packer *pk = as_writer_pk(w);
     int64_t K = p->shards;
     int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
+    const as_plan_refined *rf = &p->refine;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0);
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0);
+    char label[64];
     msgpack_pack_map(pk, nf);
     as_pack_kv_str(pk, "kind", "plan");
     as_pack_kv_i64(pk, "task", m->task->id);
-    as_pack_kv_str(pk, "alg", as_alg_name(m->alg));
+    as_pack_kv_str(pk, "alg", as_plan_alg_label(p, m->alg, label, sizeof label));
     as_pack_kv_i64(pk, "shards", K);
     as_pack_str(pk, "tables");
     msgpack_pack_array(pk, (size_t)p->n);
@@ -370,14 +393,29 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     if (m->model_device) as_pack_kv_str(pk, "pred_device", m->model_device);
     as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
     as_pack_str(pk, "options");
-    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0) + (m->policy ? 1 : 0) + (m->policy && m->samples > 0 ? 1 : 0));
+    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0) + (m->policy ? 1 : 0) + (m->policy && m->samples > 0 ? 1 : 0) +
+                             (rf->done ? 2 : 0));
     as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
     as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
     as_pack_kv_i64(pk, "world_size", m->world);
     if (m->model) as_pack_kv_str(pk, "model", m->model);
     if (m->policy) as_pack_kv_str(pk, "policy", m->policy);
     if (m->policy && m->samples > 0) as_pack_kv_i64(pk, "samples", m->samples);
+    if (rf->done) {
+        as_pack_kv_f64(pk, "refine_ms", rf->budget_ms);
+        as_pack_kv_i64(pk, "refine_steps", rf->budget_steps);
+    }
     as_pack_kv_f64(pk, "plan_ms", p->plan_ms);
+    if (rf->done) {
+        as_pack_str(pk, "refine");
+        msgpack_pack_map(pk, 6);
+        as_pack_kv_i64(pk, "moves", rf->moves);
+        as_pack_kv_i64(pk, "swaps", rf->swaps);
+        as_pack_kv_i64(pk, "placed", rf->placed);
+        as_pack_kv_f64(pk, "ms", rf->ms);
+        as_pack_kv_f64(pk, "pred_max_before", rf->max_before);
+        as_pack_kv_str(pk, "stop", rf->stop ? rf->stop : "optimum");
+    }
     as_pack_str(pk, "feasible");
     if (p->feasible) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_str(pk, "infeasible_tables");
@@ -412,9 +450,10 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
 {
     int64_t K = p->shards;
     const double MiB = 1024.0 * 1024.0;
+    char label[64];
     fprintf(f, "task %" PRId64 "%s%s%s  %s  %" PRId64 " tables on %" PRId64 " shards  ", m->task->id,
-            m->task->split[0] ? " (" : "", m->task->split, m->task->split[0] ? ")" : "", as_alg_name(m->alg),
-            p->n, K);
+            m->task->split[0] ? " (" : "", m->task->split, m->task->split[0] ? ")" : "",
+            as_plan_alg_label(p, m->alg, label, sizeof label), p->n, K);
     if (m->mem_cap) fprintf(f, "cap %.1f MiB/shard  ", m->mem_cap / MiB);
     else fprintf(f, "no memory cap  ");
     fprintf(f, "%s  planned in %.3f ms\n", p->feasible ? "feasible" : "INFEASIBLE", p->plan_ms);
@@ -454,6 +493,16 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
         fprintf(f, "  predicted (estimated): max %.4f ms, min %.4f ms, mean %.4f ms, balance %.1f%%\n", mx, mn, s / K,
                 mx > 0 ? 100.0 * mn / mx : 100.0);
     }
+    if (p->refine.done) {
+        const as_plan_refined *r = &p->refine;
+        fprintf(f, "  refined: %" PRId64 " move%s, %" PRId64 " swap%s", r->moves, r->moves == 1 ? "" : "s", r->swaps,
+                r->swaps == 1 ? "" : "s");
+        if (r->placed) fprintf(f, ", %" PRId64 " unplaced table%s placed", r->placed, r->placed == 1 ? "" : "s");
+        fprintf(f, " in %.3f ms (%s); predicted max before %.4f ms\n", r->ms,
+                !r->stop || !strcmp(r->stop, "optimum") ? "local optimum" : !strcmp(r->stop, "time") ? "time budget spent"
+                                                                                                   : "step budget spent",
+                r->max_before);
+    }
     if (p->ninfeasible) {
         fprintf(f, "  fit on no shard:");
         for (int64_t i = 0; i < p->ninfeasible; i++) fprintf(f, " %" PRId64, p->infeasible[i]);
@@ -467,8 +516,9 @@ int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, con
 {
     if (!p->feasible) return -1;
     int64_t K = p->shards, L = o->local_size > 0 ? o->local_size : 8;
+    char label[64];
     fprintf(f, "{\"task\":%" PRId64 ",\"alg\":\"%s\",\"feasible\":true,\"world_size\":%" PRId64
-               ",\"local_size\":%" PRId64 ",\"module\":", m->task->id, as_alg_name(m->alg), K, L);
+               ",\"local_size\":%" PRId64 ",\"module\":", m->task->id, as_plan_alg_label(p, m->alg, label, sizeof label), K, L);
     as_json_string(f, o->module, strlen(o->module));
     int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
     if (G > 0) {

@@ -35,6 +35,12 @@ typedef enum {
 const char *as_alg_name(as_alg a);             /* "random", "size-greedy", ... */
 int as_alg_parse(const char *s, as_alg *out);  /* 0 ok, -1 unknown */
 
+/* The `alg` of a plan record: an algorithm's name, with AS_REFINE_SUFFIX ("+refine") for a
+ * plan that as_plan_refine (lib/refine.h) improved, e.g. "cost-greedy+refine". */
+#define AS_REFINE_SUFFIX "+refine"
+/* parse such a label: 0 ok (*refined = 1 with the suffix), -1 unknown */
+int as_alg_parse_label(const char *s, as_alg *out, int *refined);
+
 /* The cost model as the planner sees it: a per-table representation of width rep that is
  * summed over a shard, and a head mapping a summed representation to the shard's cost
  * (ms). lib/costmodel.h provides one (as_costmodel_embed / as_costmodel_head); the tests
@@ -71,6 +77,18 @@ typedef struct {
     const as_plan_policy *policy;   /* needed by autoshard */
 } as_plan_cfg;
 
+/* What as_plan_refine (lib/refine.h) did to a plan; all zero on a plan it did not refine. */
+typedef struct {
+    int done;                       /* 1: refined (its alg label ends in "+refine") */
+    int64_t moves, swaps;           /* improving steps taken of each kind */
+    int64_t placed;                 /* unplaced tables that a step made room for, placed */
+    double ms;                      /* wall-clock time of the search (part of plan_ms) */
+    double max_before;              /* predicted max (ms) of the plan as the algorithm made it */
+    double budget_ms;               /* the budgets it ran under: 0 = none */
+    int64_t budget_steps;
+    const char *stop;               /* "optimum" (no improving step left), "time", "steps" */
+} as_plan_refined;
+
 typedef struct {
     int64_t n, shards;              /* T, K */
     int64_t *assign;                /* [T] shard of each table, -1 = fits nowhere */
@@ -82,8 +100,12 @@ typedef struct {
     int feasible;
     int64_t ninfeasible;
     int64_t *infeasible;            /* table ids that fit nowhere, in placement order */
-    double plan_ms;                 /* planning time (wall clock) */
+    double plan_ms;                 /* planning time (wall clock), refinement included */
+    as_plan_refined refine;
 } as_plan;
+
+/* the plan's alg label into buf: as_alg_name(a), plus "+refine" when p->refine.done */
+const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len);
 
 /* A plan's tables grouped by shard, the one way every tool does it: assign[0..T) holds each
  * table's shard in 0..K-1 or -1 (unplaced: left out). Shard k holds the table positions

@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "policy.h"
+#include "refine.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -111,8 +112,32 @@ void as_plan_infeasible_msg(char *buf, size_t len, int64_t task, as_alg a, const
     for (int64_t i = 0; i < p->ninfeasible && o < sizeof list - 24; i++)
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%" PRId64, i ? ", " : "", p->infeasible[i]);
     if (o >= sizeof list - 24 && p->ninfeasible > 1) snprintf(list + o, sizeof list - o, ", ...");
+    char label[64];
     snprintf(buf, len, "task %" PRId64 ": %s: plan infeasible: %" PRId64 " table%s fit on no shard under the %" PRIu64
-             "-byte cap (%s)", task, as_alg_name(a), p->ninfeasible, p->ninfeasible == 1 ? "" : "s", cap, list);
+             "-byte cap (%s)", task, as_plan_alg_label(p, a, label, sizeof label), p->ninfeasible, p->ninfeasible == 1 ? "" : "s", cap, list);
+}
+
+/* write one plan of task m->task (an infeasible one with its line on stderr) and count it */
+static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_meta *meta, const as_plan *pl,
+                 const as_features **f, as_progress *p)
+{
+    const as_ptask *t = meta->task;
+    st->plan_ms += pl->plan_ms;
+    if (!pl->feasible) {
+        st->ninfeasible++;
+        char msg[1024];
+        as_plan_infeasible_msg(msg, sizeof msg, t->id, meta->alg, pl, meta->mem_cap);
+        as_err("%s", msg);
+    }
+    if (c->out == AS_PLAN_OUT_STREAM) as_plan_write(c->w, pl, meta);
+    else if (c->out == AS_PLAN_OUT_TEXT) as_plan_print_text(c->text, pl, meta, f);
+    else if (as_plan_print_torchrec(c->text, pl, meta, f, c->tro)) {
+        char label[64];
+        as_err("task %" PRId64 ": %s: infeasible plan left out of the torchrec output", t->id,
+               as_plan_alg_label(pl, meta->alg, label, sizeof label));
+    }
+    st->nplans++;
+    if (p) as_progress_update(p, (double)st->nplans);
 }
 
 /* the plans of one task; f: its features */
@@ -137,23 +162,19 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
             snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
             return -1;
         }
-        st->plan_ms += pl.plan_ms;
         as_plan_meta meta = { &tk, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
                               a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
                               a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0 };
-        if (!pl.feasible) {
-            st->ninfeasible++;
-            char msg[1024];
-            as_plan_infeasible_msg(msg, sizeof msg, t->id, (as_alg)a, &pl, mcap);
-            as_err("%s", msg);
+        /* with --refine: the algorithm's plan first when it is kept, then the refined one */
+        for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
+            if (pass && as_plan_refine(&pl, &pc, f, t->ntables, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
+                snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
+                as_plan_free(&pl);
+                return -1;
+            }
+            emit(st, c, &meta, &pl, f, p);
         }
-        if (c->out == AS_PLAN_OUT_STREAM) as_plan_write(c->w, &pl, &meta);
-        else if (c->out == AS_PLAN_OUT_TEXT) as_plan_print_text(c->text, &pl, &meta, f);
-        else if (as_plan_print_torchrec(c->text, &pl, &meta, f, c->tro))
-            as_err("task %" PRId64 ": %s: infeasible plan left out of the torchrec output", t->id, as_alg_name((as_alg)a));
         as_plan_free(&pl);
-        st->nplans++;
-        if (p) as_progress_update(p, (double)st->nplans);
     }
     return 0;
 }

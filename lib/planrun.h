@@ -67,6 +67,10 @@ typedef struct {
     const as_plan_policy *policy;   /* NULL: no policy (autoshard not wanted) */
     const char *policy_path;
     int samples;                    /* autoshard candidates, 0 = as_policy_auto_samples */
+    int refine;                     /* as_plan_refine every plan (needs model) */
+    int keep_unrefined;             /* with refine: write each plan before and after */
+    double refine_ms;               /* refine's budgets: wall clock per plan, 0 = none */
+    int64_t refine_steps;           /* improving steps per plan, 0 = none */
     as_plan_out out;
     as_writer *w;                   /* AS_PLAN_OUT_STREAM */
     FILE *text;                     /* AS_PLAN_OUT_TEXT and _TORCHREC */
@@ -80,6 +84,9 @@ typedef struct {
 
 /* Plan every task of in with every wanted algorithm, in task then algorithm order, and
  * write each plan (an infeasible one too; torchrec leaves it out with a line on stderr).
+ * With c->refine each plan is refined (lib/refine.h) before it is written, its alg label
+ * "<alg>+refine"; with c->keep_unrefined too, the algorithm's own plan is written first.
+ * st->nplans counts every plan written.
  * p (may be NULL) is updated after every plan. st holds the counts so far, also after an
  * error. 0, or -1 with err: a table without features, a world size that is not a multiple
  * of a task's shards ("task 3: --world-size 6 is not a multiple of its 4 shards"), a planner

@@ -393,3 +393,117 @@ p['nparams'] = n; setarr(p['params'], [0.01] * n)" > "$T/h300.ast"
     assert_failure 1
     assert_output --partial "big.ast: record 2: policy record: size 3 of dims is not in 1..4096"
 }
+
+# ---- --refine: local search on the cost model after any algorithm ----------------------------
+
+@test "as-plan --refine: needs --model (exit 2); its budgets need --refine; bad budgets are exit 2" {
+    D="$BATS_FILE_TMPDIR"
+    run as-plan --alg size-greedy --refine "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--refine needs --model FILE"
+    run as-plan --alg all --policy "$D/pol.ast" --refine "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--refine needs --model FILE"
+    run as-plan --alg all --model "$D/m.ast" --refine-ms 10 "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--refine-ms needs --refine"
+    run as-plan --alg all --model "$D/m.ast" --keep-unrefined "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--keep-unrefined needs --refine"
+    for v in -1 abc 1e99 ''; do
+        run as-plan --alg all --model "$D/m.ast" --refine --refine-ms "$v" "$D/ft.ast"
+        assert_failure 2
+        assert_output --partial "--refine-ms"
+    done
+    run as-plan --alg all --model "$D/m.ast" --refine --refine-steps -3 "$D/ft.ast"
+    assert_failure 2
+    run as-plan --help
+    assert_output --partial "--refine-steps N"
+    assert_output --partial "depend on the machine's speed"
+}
+
+@test "as-plan --refine --keep-unrefined: ALG+refine after each plan, never a higher predicted max, as-eval and as-bench read them" {
+    D="$BATS_FILE_TMPDIR"
+    as-plan --alg all --model "$D/m.ast" --refine --keep-unrefined --refine-ms 0 --plans-only "$D/ft.ast" -o "$T/p.ast"
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -r .alg | uniq -c | head -4"
+    assert_line --index 0 --regexp '^ +1 random$'
+    assert_line --index 1 --regexp '^ +1 random\+refine$'
+    assert_line --index 2 --regexp '^ +1 size-greedy$'
+    assert_line --index 3 --regexp '^ +1 size-greedy\+refine$'
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -r .alg | sort | uniq -c | wc -l"
+    assert_output 12
+    # pairs: the refined plan follows its algorithm's; same task, its max no higher, the
+    # before-max recorded, the search ran to a local optimum, within the task's memory
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -e -s '
+        length == 96 and ([range(0; length; 2) as \$i | [.[\$i], .[\$i + 1]]]
+        | all(.[]; .[0] as \$a | .[1] as \$b
+              | \$b.alg == \$a.alg + \"+refine\" and \$b.task == \$a.task and \$a.refine == null
+                and (\$b.pred_ms | max) <= (\$a.pred_ms | max)
+                and \$b.refine.pred_max_before == (\$a.pred_ms | max)
+                and \$b.refine.stop == \"optimum\" and \$b.options.refine_ms == 0 and \$b.options.refine_steps == 0
+                and \$b.plan_ms >= \$b.refine.ms and \$b.feasible and (\$b.counts | add) == 12
+                and (\$b.tables == \$a.tables)))'"
+    assert_success
+    # not vacuous: most plans of the heuristics get better, by moves and by swaps
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -s '[.[] | select(.refine)] | [(map(.refine.moves) | add), (map(.refine.swaps) | add), (map(select((.pred_ms | max) < .refine.pred_max_before)) | length)]' | jq -e '.[0] > 0 and .[1] > 0 and .[2] >= 24'"
+    assert_success
+    # as-eval: refined plans are their own rows, each right after its algorithm
+    run as-eval --model "$D/m.ast" --format csv "$D/ft.ast" "$T/p.ast"
+    assert_success
+    run sh -c "as-eval --model '$D/m.ast' '$D/ft.ast' '$T/p.ast' | sed -n '/^Summary/,/^balance/p' | awk 'NR > 2 && !/^balance/ { print \$1 }'"
+    assert_output "random
+random+refine
+size-greedy
+size-greedy+refine
+dim-greedy
+dim-greedy+refine
+lookup-greedy
+lookup-greedy+refine
+size-lookup-greedy
+size-lookup-greedy+refine
+cost-greedy
+cost-greedy+refine"
+    # as-bench measures them and keeps the label
+    as-plan --alg cost-greedy --model "$D/m.ast" --refine --split test --plans-only "$D/ft.ast" -o "$T/t.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/t.ast" -o "$T/b.ast"
+    run sh -c "as-show --kind plan '$T/b.ast' | jq -r '[.alg, .cost_kind, (.cost_ms | length)] | @tsv'"
+    assert_output $'cost-greedy+refine\tmeasured\t3\ncost-greedy+refine\tmeasured\t3'
+    run as-eval "$T/b.ast"
+    assert_success
+    assert_output --partial "cost-greedy+refine"
+}
+
+@test "as-plan --refine: deterministic, step budget, memory cap, autoshard, text and torchrec" {
+    D="$BATS_FILE_TMPDIR"
+    # without --keep-unrefined only refined plans; --refine-steps is a deterministic budget
+    as-plan --alg random,size-greedy --model "$D/m.ast" --refine --refine-steps 1 --plans-only "$D/ft.ast" -o "$T/a.ast"
+    as-plan --alg random,size-greedy --model "$D/m.ast" --refine --refine-steps 1 --plans-only "$D/ft.ast" -o "$T/b.ast"
+    [ "$(as-show --kind plan "$T/a.ast" | jq -c '[.alg, .assign, .pred_ms, .refine.moves, .refine.swaps]')" = \
+      "$(as-show --kind plan "$T/b.ast" | jq -c '[.alg, .assign, .pred_ms, .refine.moves, .refine.swaps]')" ]
+    run sh -c "as-show --kind plan '$T/a.ast' | jq -e -s 'length == 16 and all(.[]; (.alg | endswith(\"+refine\"))
+        and .refine.moves + .refine.swaps <= 1 and .options.refine_steps == 1
+        and (.refine.stop == \"steps\" or .refine.stop == \"optimum\"))
+        and any(.[]; .refine.stop == \"steps\")'"
+    assert_success
+    # a memory cap: never over it, mem_bytes recomputed from the features agree
+    run as-plan --alg all --model "$D/m.ast" --refine --mem-cap 10M --plans-only "$D/ft.ast" -o "$T/c.ast"
+    run sh -c "{ as-show --kind features '$D/ft.ast'; as-show --kind plan '$T/c.ast'; } | jq -e -s '
+        (map(select(.kind == \"features\") | {key: (.id | tostring), value: .bytes_fp16}) | from_entries) as \$b
+        | [.[] | select(.kind == \"plan\")]
+        | length == 48 and all(.[]; . as \$p
+            | [range(0; .shards) as \$k | [range(0; .tables | length) | select(\$p.assign[.] == \$k) | \$b[\$p.tables[.] | tostring]] | add // 0] as \$m
+            | \$m == .mem_bytes and (\$m | max) <= 10485760 and (.alg | endswith(\"+refine\")))'"
+    assert_success
+    # after autoshard too
+    as-plan --alg autoshard --policy "$D/pol.ast" --model "$D/m.ast" --refine --plans-only "$D/ft.ast" -o "$T/as.ast"
+    run sh -c "as-show --kind plan '$T/as.ast' | jq -e -s 'length == 8 and all(.[]; .alg == \"autoshard+refine\" and .feasible
+        and (.pred_ms | max) <= .refine.pred_max_before and .options.policy != null)'"
+    assert_success
+    # text and torchrec say so
+    run as-plan --alg cost-greedy --model "$D/m.ast" --refine --split test --format text "$D/ft.ast"
+    assert_success
+    assert_line --partial "task 6 (test)  cost-greedy+refine  12 tables on 3 shards"
+    assert_line --regexp '^  refined: [0-9]+ moves?, [0-9]+ swaps? in [0-9.]+ ms \(local optimum\); predicted max before [0-9.]+ ms$'
+    run sh -c "as-plan --alg size-greedy --model '$D/m.ast' --refine --split test --format torchrec '$D/ft.ast' | jq -r .alg"
+    assert_output $'size-greedy+refine\nsize-greedy+refine'
+}

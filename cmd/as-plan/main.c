@@ -1,5 +1,5 @@
 /* as-plan - sharding plans for tasks: the heuristic baselines and the cost-model greedy,
- * with memory caps, the 2D-parallel rank map, and TorchRec / text renderings. */
+ * optionally refined by a local search on the cost model, with memory caps, the 2D-parallel rank map, and TorchRec / text renderings. */
 #include "cli.h"
 #include "common.h"
 #include "costmodel.h"
@@ -8,9 +8,11 @@
 #include "plan.h"
 #include "planrun.h"
 #include "policy.h"
+#include "refine.h"
 #include "rl.h"
 #include "stream.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,20 @@ static const char HELP[] =
     "                         102400 / (tables x (48 + shards)), 1 to 64, about 0.1 s of\n"
     "                         planning per task (22 for 80 tables on 8 shards, 1 for 800 on\n"
     "                         80); 1 = the greedy plan only\n"
+    "      --refine           after each algorithm, a local search on the cost model (needs\n"
+    "                         --model): while it lowers the predicted max over shards (then the\n"
+    "                         sum of squares of the shard costs), move a table off the slowest\n"
+    "                         shard or, when no move helps, swap one of its tables with one\n"
+    "                         elsewhere, the best step each time, never over the memory cap; a\n"
+    "                         table left unplaced is placed once a step makes room for it. The\n"
+    "                         plan's alg becomes ALG+refine (e.g. cost-greedy+refine), its\n"
+    "                         `refine` field counts the steps; plan_ms includes the search\n"
+    "      --refine-ms MS     wall-clock budget of the search per plan (default 100; 0 = none:\n"
+    "                         run to a local optimum). A budget that stops the search makes the\n"
+    "                         plan depend on the machine's speed; --refine-steps does not\n"
+    "      --refine-steps N   at most N improving steps per plan (default 0 = no limit)\n"
+    "      --keep-unrefined   with --refine, also write each algorithm's plan as it made it,\n"
+    "                         before the refined one (one run gives both, to compare)\n"
     "      --seed S           seed of the random plans (default 0); task t uses stream t\n"
     "      --mem-cap SIZE     memory cap per shard for every task (bytes, K/M/G suffixes;\n"
     "                         0 = none), instead of the task's mem_cap\n"
@@ -68,16 +84,19 @@ static const char HELP[] =
     "status 1 and \"N of M plans infeasible\".\n"
     "\n"
     "Example:\n"
-    "  as-features pool.ast --tasks 100 | as-plan --alg all --model cost.model > plans.ast\n";
+    "  as-features pool.ast --tasks 100 | as-plan --alg all --model cost.model > plans.ast\n"
+    "  as-plan --alg all --model cost.model --refine --keep-unrefined ft.ast > plans.ast\n";
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
-       OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES };
+       OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
+       OPT_KEEP_UNREFINED };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
 typedef struct {
     const char *alg, *model, *policy, *split;
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
+    const char *refine_opt;         /* the first --refine-* option given, for the message */
     as_torchrec_opts tro;
 } args;
 
@@ -97,6 +116,10 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "plans-only", no_argument, 0, OPT_PLANS_ONLY },
         { "policy", required_argument, 0, OPT_POLICY },
         { "samples", required_argument, 0, OPT_SAMPLES },
+        { "refine", no_argument, 0, OPT_REFINE },
+        { "refine-ms", required_argument, 0, OPT_REFINE_MS },
+        { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
+        { "keep-unrefined", no_argument, 0, OPT_KEEP_UNREFINED },
         AS_CLI_COMMON_OPTIONS
     };
     int opt;
@@ -132,6 +155,25 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         case OPT_SAMPLES:
             if (strcmp(optarg, "auto")) cfg->samples = (int)as_cli_i64(cli, "--samples", optarg, 1, 100000);
             break;
+        case OPT_REFINE: cfg->refine = 1; break;
+        case OPT_REFINE_MS: {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (!*optarg || *end || errno || !(v >= 0 && v <= AS_REFINE_MAX_MS))
+                as_cli_usage(cli, "--refine-ms: '%s' is not a number of ms in 0..%.0f", optarg, AS_REFINE_MAX_MS);
+            cfg->refine_ms = v;
+            if (!a->refine_opt) a->refine_opt = "--refine-ms";
+            break;
+        }
+        case OPT_REFINE_STEPS:
+            cfg->refine_steps = as_cli_i64(cli, "--refine-steps", optarg, 0, AS_REFINE_MAX_STEPS);
+            if (!a->refine_opt) a->refine_opt = "--refine-steps";
+            break;
+        case OPT_KEEP_UNREFINED:
+            cfg->keep_unrefined = 1;
+            if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
+            break;
         default:
             if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
@@ -140,6 +182,8 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     as_cli_input_arg(cli, "--model", a->model);
     as_cli_input_arg(cli, "--policy", a->policy);
     if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
+    if (cfg->refine && !a->model) as_cli_usage(cli, "--refine needs --model FILE (it searches on the cost model)");
+    if (!cfg->refine && a->refine_opt) as_cli_usage(cli, "%s needs --refine", a->refine_opt);
 }
 
 int main(int argc, char **argv)
@@ -147,7 +191,7 @@ int main(int argc, char **argv)
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", HELP);
     args a = { .tro = { "embedding_bags", 8 } };
-    as_plan_run_cfg cfg = { 0 };
+    as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS };
     parse_args(&cli, argc, argv, &a, &cfg);
     char err[1024];
     int nalg;
@@ -195,7 +239,7 @@ int main(int argc, char **argv)
     }
 
     as_progress p;
-    as_progress_start(&p, &cli, "plans", (double)in.ntasks * nalg);
+    as_progress_start(&p, &cli, "plans", (double)in.ntasks * nalg * (cfg.refine && cfg.keep_unrefined ? 2 : 1));
     as_plan_run_stats st;
     if (as_plan_run(&st, &cfg, &in, &p, err, sizeof err)) {
         if (cfg.w) as_writer_abort(cfg.w);

@@ -3,13 +3,16 @@
  * thread. autoshard uses a policy of the paper's sizes with random weights (the work per
  * step does not depend on training) or --policy FILE. cost-greedy uses a cost model of the paper's sizes (128,32,64) with random
  * weights (its speed does not depend on training) or --model FILE. Prints, per algorithm,
- * the best and median wall time of --reps plans, in ms, tab-separated.
+ * the best and median wall time of --reps plans, in ms, tab-separated; then, per algorithm,
+ * the time of as_plan_refine (lib/refine.h) run to a local optimum on its plan, the steps
+ * and the predicted max before and after.
  * Dimension letters: T tables, K shards.
  * usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE] */
 #include "common.h"
 #include "costmodel.h"
 #include "plan.h"
 #include "policy.h"
+#include "refine.h"
 #include "rl.h"
 
 #include <stdio.h>
@@ -100,6 +103,32 @@ int main(int argc, char **argv)
             else printf("%s\t%.3f\t%.3f\t-\n", as_alg_name((as_alg)a), t[0], t[reps / 2]);
         }
         if (a != AS_ALG_COST && a != AS_ALG_AUTOSHARD) printf("\t%.3f\n", with_pred);
+    }
+    /* refine (lib/refine.h) after each algorithm, to a local optimum (no budget): its time
+     * (the search alone, not the plan) and what it gained */
+    printf("# refine to a local optimum after each algorithm (no budget): the search's time alone\n");
+    printf("alg\trefine_best_ms\trefine_median_ms\tmoves\tswaps\tpred_max_before\tpred_max_after\n");
+    for (int a = 0; a < AS_ALG_COUNT; a++) {
+        int64_t moves = 0, swaps = 0;
+        double before = 0, after = 0;
+        for (int64_t q = 0; q < reps; q++) {
+            as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, &pm, &pp };
+            as_plan pl;
+            if (as_plan_make(&pl, &c, p, T, err, sizeof err) || as_plan_refine(&pl, &c, p, T, 0, 0, err, sizeof err)) {
+                fprintf(stderr, "bench-plan: %s\n", err);
+                return 1;
+            }
+            t[q] = pl.refine.ms;
+            moves = pl.refine.moves;
+            swaps = pl.refine.swaps;
+            before = pl.refine.max_before;
+            after = 0;
+            for (int64_t k = 0; k < K; k++) if (pl.pred[k] > after) after = pl.pred[k];
+            as_plan_free(&pl);
+        }
+        qsort(t, (size_t)reps, sizeof *t, cmp_d);
+        printf("%s\t%.3f\t%.3f\t%lld\t%lld\t%.4f\t%.4f\n", as_alg_name((as_alg)a), t[0], t[reps / 2], (long long)moves,
+               (long long)swaps, before, after);
     }
     free(t);
     free(f);

@@ -1,0 +1,346 @@
+/* refine.c - local search on the cost model after any planning algorithm (refine.h).
+ * Dimension letters: T items of a plan, K shards, W the width of a shard's summed vector. */
+#include "refine.h"
+#include "common.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REL_TOL 1e-6   /* a step must gain more than one part in a million */
+
+typedef struct {
+    const as_plan_model *m;
+    int W, split;                   /* split: post of pre sums, else head of rep sums */
+    int64_t n, K;
+    uint64_t cap;
+    const float *w;                 /* [T][W] each item's vector */
+    const uint64_t *bytes;          /* [T] */
+    const double *kv;               /* [T] each item's key */
+    double *S;                      /* [K][W] each shard's sum of its items' vectors */
+    double *cost;                   /* [K] the search's predicted cost of each shard */
+    float *tmp;                     /* [W] */
+    int64_t *assign, *count;        /* p's */
+    uint64_t *mem;
+    double *key;
+    unsigned char *dirty;           /* [K] shards a step or a placement changed */
+} rf;
+
+static double eval_tmp(const rf *x)
+{
+    return x->split ? x->m->post(x->m->ctx, x->tmp) : x->m->head(x->m->ctx, x->tmp);
+}
+
+/* the predicted cost of shard k with item add added and item sub taken off (-1: none);
+ * cnt: the items it would then hold (0: cost 0) */
+static double cost_with(const rf *x, int64_t k, int64_t add, int64_t sub, int64_t cnt)
+{
+    if (cnt == 0) return 0;
+    const int W = x->W;
+    const double *s = x->S + (size_t)k * W;
+    const float *a = add >= 0 ? x->w + (size_t)add * W : NULL, *b = sub >= 0 ? x->w + (size_t)sub * W : NULL;
+    if (a && b) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] + a[d] - b[d]);
+    else if (a) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] + a[d]);
+    else if (b) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] - b[d]);
+    else for (int d = 0; d < W; d++) x->tmp[d] = (float)s[d];
+    return eval_tmp(x);
+}
+
+/* item i onto shard k (from -1: an unplaced item) */
+static void put(rf *x, int64_t i, int64_t k)
+{
+    const int W = x->W;
+    const float *wi = x->w + (size_t)i * W;
+    int64_t from = x->assign[i];
+    if (from >= 0) {
+        double *s = x->S + (size_t)from * W;
+        x->count[from]--;
+        x->mem[from] -= x->bytes[i];
+        x->key[from] -= x->kv[i];
+        if (x->count[from]) for (int d = 0; d < W; d++) s[d] -= wi[d];
+        else memset(s, 0, (size_t)W * sizeof *s);   /* empty: exactly nothing left */
+        x->dirty[from] = 1;
+    }
+    double *s = x->S + (size_t)k * W;
+    for (int d = 0; d < W; d++) s[d] += wi[d];
+    x->count[k]++;
+    x->mem[k] += x->bytes[i];
+    x->key[k] += x->kv[i];
+    x->assign[i] = k;
+    x->dirty[k] = 1;
+}
+
+/* place every unplaced item (u[0..*nu), in order) that fits somewhere now, where the
+ * resulting shard's cost is lowest (ties: smaller bytes, then lower shard); returns how many */
+static int64_t place_unplaced(rf *x, int64_t *u, int64_t *nu)
+{
+    int64_t placed = 0, keep = 0;
+    for (int64_t q = 0; q < *nu; q++) {
+        int64_t i = u[q], best = -1;
+        double bv = 0;
+        for (int64_t k = 0; k < x->K; k++) {
+            if (!as_plan_fits(x->cap, x->mem[k], x->bytes[i])) continue;
+            double v = cost_with(x, k, i, -1, x->count[k] + 1);
+            if (best < 0 || v < bv || (v == bv && x->mem[k] < x->mem[best])) { best = k; bv = v; }
+        }
+        if (best < 0) { u[keep++] = i; continue; }
+        put(x, i, best);
+        x->cost[best] = bv;
+        placed++;
+    }
+    *nu = keep;
+    return placed;
+}
+
+/* the best improving step found so far */
+typedef struct {
+    int kind;                       /* 0 none, 1 move, 2 swap */
+    int64_t i, b, j;                /* item i of a to shard b (swap: item j of b to a) */
+    double ca, cb, max, ss;
+} cand;
+
+typedef struct {
+    int64_t a;
+    double M, SS, tolM, tolS;
+    int64_t top[3];                 /* the three costliest shards (ties: lower id), -1: none */
+} stepctx;
+
+/* the costliest shard other than a and b (-INFINITY when there is none) */
+static double rest_max(const rf *x, const stepctx *s, int64_t b)
+{
+    for (int q = 0; q < 3; q++) {
+        int64_t k = s->top[q];
+        if (k < 0) break;
+        if (k != s->a && k != b) return x->cost[k];
+    }
+    return -INFINITY;
+}
+
+static void consider(const rf *x, const stepctx *s, cand *c, int kind, int64_t i, int64_t b, int64_t j, double ca,
+                     double cb)
+{
+    double mx = ca > cb ? ca : cb, r = rest_max(x, s, b);
+    if (r > mx) mx = r;
+    if (!(mx <= s->M)) return;
+    double ca0 = x->cost[s->a], cb0 = x->cost[b];
+    double ss = s->SS - ca0 * ca0 - cb0 * cb0 + ca * ca + cb * cb;
+    if (!(mx < s->M - s->tolM || ss < s->SS - s->tolS)) return;
+    if (c->kind && !(mx < c->max || (mx == c->max && ss < c->ss))) return;
+    *c = (cand){ kind, i, b, j, ca, cb, mx, ss };
+}
+
+static int out_of_time(double t0, double budget_ms)
+{
+    return budget_ms > 0 && (as_now() - t0) * 1e3 >= budget_ms;
+}
+
+int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, double budget_ms,
+                   int64_t budget_steps, char *err, size_t errlen)
+{
+    double t0 = as_now();
+    const as_plan_model *m = c->model;
+    if (!m) { snprintf(err, errlen, "refine needs a cost model"); return -1; }
+    if (m->rep < 1 || !m->embed || !m->head) {
+        snprintf(err, errlen, "cost model: representation width %d", m->rep);
+        return -1;
+    }
+    if (p->n != n || p->shards != c->shards || c->shards < 1) {
+        snprintf(err, errlen, "refine: a plan of %" PRId64 " tables on %" PRId64 " shards, not %" PRId64 " on %" PRId64,
+                 p->n, p->shards, n, c->shards);
+        return -1;
+    }
+    if (!(budget_ms >= 0) || budget_steps < 0) { snprintf(err, errlen, "refine: a negative budget"); return -1; }
+    const int64_t K = c->shards;
+    const int R = m->rep, split = m->hid > 0 && m->pre && m->post, W = split ? m->hid : R;
+    const size_t n1 = (size_t)(n ? n : 1);
+
+    /* each item's embedding, vector, bytes and key */
+    float *rep = as_malloc(n1 * (size_t)R * sizeof *rep);
+    float *w = split ? as_malloc(n1 * (size_t)W * sizeof *w) : rep;
+    uint64_t *bytes = as_malloc(n1 * sizeof *bytes);
+    double *kv = as_malloc(n1 * sizeof *kv);
+    for (int64_t i = 0; i < n; i++) {
+        m->embed(m->ctx, t[i], rep + (size_t)i * R);
+        if (split) m->pre(m->ctx, rep + (size_t)i * R, w + (size_t)i * W);
+        bytes[i] = as_plan_table_bytes(t[i]);
+        kv[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
+    }
+
+    /* pred of the input (as as_plan_make computes it) when the plan was made without a model */
+    float *fs = as_malloc((size_t)R * sizeof *fs);
+    if (!p->pred) {
+        p->pred = as_malloc((size_t)K * sizeof *p->pred);
+        for (int64_t k = 0; k < K; k++) {
+            memset(fs, 0, (size_t)R * sizeof *fs);
+            for (int64_t i = 0; i < n; i++)
+                if (p->assign[i] == k)
+                    for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
+            p->pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
+        }
+    }
+    double max_before = K ? p->pred[0] : 0;
+    for (int64_t k = 1; k < K; k++) if (p->pred[k] > max_before) max_before = p->pred[k];
+
+    /* the input plan, to go back to */
+    int64_t *assign0 = as_malloc(n1 * sizeof *assign0), *count0 = as_malloc((size_t)K * sizeof *count0);
+    uint64_t *mem0 = as_malloc((size_t)K * sizeof *mem0);
+    double *key0 = as_malloc((size_t)K * sizeof *key0);
+    memcpy(assign0, p->assign, (size_t)n * sizeof *assign0);
+    memcpy(count0, p->count, (size_t)K * sizeof *count0);
+    memcpy(mem0, p->mem, (size_t)K * sizeof *mem0);
+    memcpy(key0, p->key, (size_t)K * sizeof *key0);
+
+    rf x = { m, W, split, n, K, c->mem_cap, w, bytes, kv, as_calloc((size_t)K * (size_t)W, sizeof(double)),
+             as_malloc((size_t)K * sizeof(double)), as_malloc((size_t)W * sizeof(float)), p->assign, p->count,
+             p->mem, p->key, as_calloc((size_t)K, 1) };
+    for (int64_t i = 0; i < n; i++) {
+        if (p->assign[i] < 0) continue;
+        double *s = x.S + (size_t)p->assign[i] * W;
+        const float *wi = w + (size_t)i * W;
+        for (int d = 0; d < W; d++) s[d] += wi[d];
+    }
+    for (int64_t k = 0; k < K; k++) x.cost[k] = cost_with(&x, k, -1, -1, p->count[k]);
+
+    /* the unplaced items in the order of p->infeasible (ids may repeat: each entry takes the
+     * first unplaced item of its id not taken yet) */
+    int64_t *u = as_malloc(n1 * sizeof *u), nu = 0;
+    unsigned char *taken = as_calloc(n1, 1);
+    for (int64_t q = 0; q < p->ninfeasible; q++)
+        for (int64_t i = 0; i < n; i++)
+            if (p->assign[i] < 0 && !taken[i] && t[i]->id == p->infeasible[q]) { taken[i] = 1; u[nu++] = i; break; }
+    for (int64_t i = 0; i < n; i++)
+        if (p->assign[i] < 0 && !taken[i]) u[nu++] = i;   /* not listed: after the listed ones */
+    free(taken);
+
+    int64_t *start = as_malloc((size_t)(K + 2) * sizeof *start), *order = as_malloc(n1 * sizeof *order);
+    int64_t moves = 0, swaps = 0, placed = 0;
+    const char *stop = "optimum";
+    float *da = as_malloc((size_t)W * sizeof *da), *eb = as_malloc((size_t)W * sizeof *eb);
+    for (;;) {
+        if (nu) placed += place_unplaced(&x, u, &nu);
+        if (budget_steps && moves + swaps >= budget_steps) { stop = "steps"; break; }
+        if (out_of_time(t0, budget_ms)) { stop = "time"; break; }
+        if (K < 2) break;
+        stepctx s = { 0, 0, 0, 0, 0, { -1, -1, -1 } };
+        for (int64_t k = 0; k < K; k++) {
+            double v = x.cost[k];
+            s.SS += v * v;
+            for (int q = 0; q < 3; q++)
+                if (s.top[q] < 0 || v > x.cost[s.top[q]]) {
+                    for (int r = 2; r > q; r--) s.top[r] = s.top[r - 1];
+                    s.top[q] = k;
+                    break;
+                }
+        }
+        s.a = s.top[0];
+        s.M = x.cost[s.a];
+        s.tolM = REL_TOL * fabs(s.M);
+        s.tolS = REL_TOL * s.SS;
+        const int64_t a = s.a;
+        as_plan_group(start, order, p->assign, n, K);
+        cand best = { 0 };
+        int late = 0;
+        /* moves: an item of a to another shard */
+        for (int64_t q = start[a]; q < start[a + 1] && !late; q++) {
+            int64_t i = order[q];
+            if ((late = out_of_time(t0, budget_ms))) break;
+            double ca = cost_with(&x, a, -1, i, p->count[a] - 1);
+            if (!(ca <= s.M)) continue;
+            for (int64_t b = 0; b < K; b++) {
+                if (b == a || !as_plan_fits(c->mem_cap, p->mem[b], bytes[i])) continue;
+                double cb = cost_with(&x, b, i, -1, p->count[b] + 1);
+                if (cb <= s.M) consider(&x, &s, &best, 1, i, b, -1, ca, cb);
+            }
+        }
+        /* swaps, when no move improves: an item of a with an item of another shard. The
+         * inner loop is the search's hot spot: a without i (da) and b with i (eb) are formed
+         * once, so a candidate costs one float vector sum and one head evaluation per shard */
+        for (int64_t q = start[a]; q < start[a + 1] && !best.kind && !late; q++) {
+            int64_t i = order[q];
+            if ((late = out_of_time(t0, budget_ms))) break;
+            const float *wi = w + (size_t)i * W;
+            const double *sa = x.S + (size_t)a * W;
+            for (int d = 0; d < W; d++) da[d] = (float)(sa[d] - wi[d]);
+            for (int64_t b = 0; b < K; b++) {
+                if (b == a || start[b + 1] == start[b]) continue;
+                const double *sb = x.S + (size_t)b * W;
+                for (int d = 0; d < W; d++) eb[d] = (float)(sb[d] + wi[d]);
+                for (int64_t r = start[b]; r < start[b + 1]; r++) {
+                    int64_t j = order[r];
+                    if (!as_plan_fits(c->mem_cap, p->mem[a] - bytes[i], bytes[j]) ||
+                        !as_plan_fits(c->mem_cap, p->mem[b] - bytes[j], bytes[i]))
+                        continue;
+                    const float *wj = w + (size_t)j * W;
+                    for (int d = 0; d < W; d++) x.tmp[d] = eb[d] - wj[d];
+                    double cb = eval_tmp(&x);
+                    if (!(cb <= s.M)) continue;
+                    for (int d = 0; d < W; d++) x.tmp[d] = da[d] + wj[d];
+                    double ca = eval_tmp(&x);
+                    if (ca <= s.M) consider(&x, &s, &best, 2, i, b, j, ca, cb);
+                }
+            }
+        }
+        if (late) { stop = "time"; break; }
+        if (!best.kind) break;
+        put(&x, best.i, best.b);
+        if (best.kind == 2) { put(&x, best.j, a); swaps++; }
+        else moves++;
+        x.cost[a] = best.ca;
+        x.cost[best.b] = best.cb;
+    }
+
+    /* pred of the changed shards, as as_plan_make computes it */
+    double *pred = as_malloc((size_t)K * sizeof *pred);
+    memcpy(pred, p->pred, (size_t)K * sizeof *pred);
+    double max_after = -INFINITY;
+    for (int64_t k = 0; k < K; k++) {
+        if (x.dirty[k]) {
+            memset(fs, 0, (size_t)R * sizeof *fs);
+            for (int64_t i = 0; i < n; i++)
+                if (p->assign[i] == k)
+                    for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
+            pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
+        }
+        if (pred[k] > max_after) max_after = pred[k];
+    }
+    if (!placed && K && max_after > max_before) {
+        /* rounding made the steps' gains a loss: the input plan stays */
+        memcpy(p->assign, assign0, (size_t)n * sizeof *assign0);
+        memcpy(p->count, count0, (size_t)K * sizeof *count0);
+        memcpy(p->mem, mem0, (size_t)K * sizeof *mem0);
+        memcpy(p->key, key0, (size_t)K * sizeof *key0);
+        moves = swaps = 0;
+    } else {
+        memcpy(p->pred, pred, (size_t)K * sizeof *pred);
+    }
+    if (placed) {
+        for (int64_t q = 0; q < nu; q++) p->infeasible[q] = t[u[q]]->id;
+        p->ninfeasible = nu;
+        p->feasible = nu == 0;
+    }
+    free(da);
+    free(eb);
+    free(pred);
+    free(start);
+    free(order);
+    free(u);
+    free(x.S);
+    free(x.cost);
+    free(x.tmp);
+    free(x.dirty);
+    free(assign0);
+    free(count0);
+    free(mem0);
+    free(key0);
+    free(fs);
+    free(kv);
+    free(bytes);
+    if (split) free(w);
+    free(rep);
+
+    double ms = (as_now() - t0) * 1e3;
+    p->refine = (as_plan_refined){ 1, moves, swaps, placed, ms, max_before, budget_ms, budget_steps, stop };
+    p->plan_ms += ms;
+    return 0;
+}
