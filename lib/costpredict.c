@@ -48,17 +48,25 @@ int as_costpred_read(as_costpred *p, as_reader *r, char *err, size_t errlen)
     return 0;
 }
 
-/* the features of ids[0..n), malloc'd; NULL with err naming the record when one is missing */
-static const as_features **lookup(const as_featidx *ft, const int64_t *ids, int64_t n, const char *name, uint64_t rec,
-                                  char *err, size_t errlen)
+/* the features of ids[0..n) with pieces pc (NULL: whole tables), malloc'd: n pointers, then
+ * the pieces' features they point to (one block: free the pointers); NULL with err naming
+ * the record when one is missing */
+static const as_features **lookup(const as_featidx *ft, const int64_t *ids, const as_piece *pc, int64_t n, const char *name,
+                                  uint64_t rec, char *err, size_t errlen)
 {
-    const as_features **f = as_malloc((size_t)(n + 1) * sizeof *f);
+    const size_t head = ((size_t)(n + 1) * sizeof(as_features *) + 63) & ~(size_t)63;
+    const as_features **f = as_malloc(head + (size_t)(pc ? n + 1 : 0) * sizeof(as_features));
+    as_features *own = (as_features *)((char *)f + head);
     for (int64_t i = 0; i < n; i++) {
-        if (!(f[i] = as_featidx_get(ft, ids[i]))) {
-            snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 " has no `features` record", name, rec, ids[i]);
+        const int piece = pc && !as_piece_whole(&pc[i]);
+        if (piece ? as_featidx_piece(ft, ids[i], &pc[i], &own[i]) != 0 : !(f[i] = as_featidx_get(ft, ids[i]))) {
+            char nb[96];
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s %s has no `features` record", name, rec, piece ? "piece" : "table",
+                     as_piece_name(nb, sizeof nb, ids[i], piece ? &pc[i] : NULL) + 1);
             free(f);
             return NULL;
         }
+        if (piece) f[i] = &own[i];
     }
     return f;
 }
@@ -83,10 +91,10 @@ static int copy_except(msgpack_packer *pk, const msgpack_object *o, const char *
 
 /* a shard or cost record o with its tables ids[0..n): o and pred_ms */
 static int write_shard(as_writer *w, const as_costmodel *m, const as_featidx *ft, const msgpack_object *o,
-                       const int64_t *ids, int64_t n, const char *name, uint64_t rec, double *model_s, char *err,
+                       const int64_t *ids, const as_piece *pc, int64_t n, const char *name, uint64_t rec, double *model_s, char *err,
                        size_t errlen)
 {
-    const as_features **f = lookup(ft, ids, n, name, rec, err, errlen);
+    const as_features **f = lookup(ft, ids, pc, n, name, rec, err, errlen);
     if (!f) return -1;
     msgpack_packer *pk = as_writer_pk(w);
     static const char *const skip[] = { "pred_ms" };
@@ -111,7 +119,13 @@ static int write_plan(as_writer *w, const as_costmodel *m, const as_featidx *ft,
     as_planrec_group(pr, start, order);
     int64_t *placed = as_malloc((size_t)(pr->n + 1) * sizeof *placed);
     for (int64_t q = 0; q < start[K]; q++) placed[q] = pr->tables[order[q]];
-    const as_features **g = lookup(ft, placed, start[K], name, rec, err, errlen);
+    as_piece *ppc = NULL;
+    if (pr->pieces) {
+        ppc = as_malloc((size_t)(pr->n + 1) * sizeof *ppc);
+        for (int64_t q = 0; q < start[K]; q++) ppc[q] = pr->pieces[order[q]];
+    }
+    const as_features **g = lookup(ft, placed, ppc, start[K], name, rec, err, errlen);
+    free(ppc);
     int rc = -1;
     if (g) {
         msgpack_packer *pk = as_writer_pk(w);
@@ -161,9 +175,12 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, raw, len); continue; }
         /* every field range-checked by the shared readers (lib/reclimits.h, lib/plan.h) */
         int64_t *ids = NULL, n = 0;
+        as_piece *pc = NULL;
         as_planrec pr;
         char e2[768];
-        if (is_plan ? as_planrec_read(o, &pr, e2, sizeof e2) : as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2)) {
+        if (is_plan ? as_planrec_read(o, &pr, e2, sizeof e2)
+                    : as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(o, "pieces", n, &pc, e2, sizeof e2)) {
+            free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], is_plan ? "" : is_shard ? "shard: " : "cost: ", e2);
             rc = -1;
             break;
@@ -173,8 +190,9 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
             as_planrec_free(&pr);
             st->plans += !rc;
         } else {
-            rc = write_shard(w, m, &p->ft, o, ids, n, name, p->rec[i], &st->model_s, err, errlen);
+            rc = write_shard(w, m, &p->ft, o, ids, pc, n, name, p->rec[i], &st->model_s, err, errlen);
             free(ids);
+            free(pc);
             if (!rc) { if (is_shard) st->shards++; else st->costs++; }
         }
         if (!rc) as_writer_end_record(w);

@@ -18,6 +18,7 @@
 void as_eval_plan_free(as_eval_plan *p)
 {
     free(p->tables);
+    free(p->pieces);
     free(p->assign);
     free(p->cost);
     free(p->mem);
@@ -117,6 +118,7 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     p->T = pr.n;
     p->tables = pr.tables;
     p->assign = pr.assign;
+    p->pieces = pr.pieces;
     int unplaced = pr.unplaced > 0;
     if (!pr.has_task || pr.task < 0 || as_obj_str(rec, "alg", p->alg, sizeof p->alg)) {
         snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "piece.h"
 #include "stream.h"
 
 typedef enum { AS_EVAL_TEXT, AS_EVAL_MARKDOWN, AS_EVAL_CSV } as_eval_format;
@@ -37,6 +38,7 @@ typedef struct {
     int64_t seed;               /* -1 when the plan carries none */
     int64_t K, T;
     int64_t *tables, *assign;   /* [T] */
+    as_piece *pieces;           /* [T] each entry's piece; NULL: every table whole */
     double *cost;               /* [K] ms, NaN where unknown */
     uint64_t *mem;              /* [K] bytes; NULL when the plan carries none */
     int feasible;

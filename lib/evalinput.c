@@ -211,6 +211,7 @@ int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_feat
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
+        as_features *pf = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *pf);
         int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
         int64_t *order = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *order);
         as_plan_group(start, order, q->assign, q->T, q->K);
@@ -219,9 +220,12 @@ int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_feat
             int m = 0;
             for (int64_t g = start[k]; g < start[k + 1]; g++) {
                 const int64_t i = order[g];
-                if (!(sh[m] = as_featidx_get(ft, q->tables[i]))) {
-                    snprintf(err, errlen, "plan of task %" PRId64 " (%s): table %" PRId64 " has no features record in the input",
-                             q->task, q->alg, q->tables[i]);
+                const as_piece *pc = q->pieces ? &q->pieces[i] : NULL;
+                if (!pc || as_piece_whole(pc) ? !(sh[m] = as_featidx_get(ft, q->tables[i]))
+                                              : as_featidx_piece(ft, q->tables[i], pc, &pf[i]) ? 1 : !(sh[m] = &pf[i])) {
+                    char nb[96];
+                    snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s %s has no features record in the input", q->task,
+                             q->alg, pc && !as_piece_whole(pc) ? "piece" : "table", as_piece_name(nb, sizeof nb, q->tables[i], pc) + 1);
                     rc = -1;
                     break;
                 }
@@ -234,6 +238,7 @@ int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_feat
             if (m > 0 && q->cost[k] == 0 && linear) q->clamped++;
         }
         free(sh);
+        free(pf);
         free(start);
         free(order);
         if (rc) return -1;
