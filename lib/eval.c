@@ -2,6 +2,7 @@
  * Dimension letters: K shards, T tables of a plan. */
 #include "eval.h"
 #include "common.h"
+#include "evalfloor.h"
 #include "plan.h"
 
 #include <ctype.h>
@@ -111,6 +112,8 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     memset(p, 0, sizeof *p);
     p->seed = -1;
     p->noise_threshold = NAN;
+    p->floor = p->over_floor = p->floor_margin = NAN;
+    p->at_floor = -1;
     as_planrec pr;
     if (as_planrec_read(rec, &pr, err, errlen)) return -1;
     p->task = pr.task;
@@ -119,6 +122,7 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     p->tables = pr.tables;
     p->assign = pr.assign;
     p->pieces = pr.pieces;
+    p->floor_unknown = p->T;
     int unplaced = pr.unplaced > 0;
     if (!pr.has_task || pr.task < 0 || as_obj_str(rec, "alg", p->alg, sizeof p->alg)) {
         snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
@@ -187,7 +191,8 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
-        q->max = q->min = q->mean = q->balance = q->speedup = NAN;
+        q->max = q->min = q->mean = q->balance = q->speedup = q->over_floor = NAN;
+        q->at_floor = -1;
         q->ok = q->feasible;
         q->nnoisy = -1;
         q->shaky = 0;
@@ -219,6 +224,7 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
         q->mean = s / (double)q->K;
         if (q->ok && mx > 0) q->balance = mn / mx;
         if (q->ok && q->noisy) q->shaky = q->noisy[kmax] || q->noisy[kmin];
+        if (q->ok && isfinite(q->floor) && q->floor > 0) q->over_floor = mx / q->floor;
     }
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
@@ -329,13 +335,14 @@ double as_eval_median(double *v, int64_t n)
     return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
-enum { FIG_BALANCE, FIG_SPEEDUP, FIG_MAX, FIG_SPEEDUP_GEO };
+enum { FIG_BALANCE, FIG_SPEEDUP, FIG_MAX, FIG_SPEEDUP_GEO, FIG_OVER_FLOOR };
 
 static double figure(const as_eval_plan *q, int which)
 {
     switch (which) {
     case FIG_BALANCE: return q->balance;
     case FIG_SPEEDUP: case FIG_SPEEDUP_GEO: return q->speedup;
+    case FIG_OVER_FLOOR: return q->over_floor;
     default: return q->ok ? q->max : NAN;
     }
 }
@@ -413,6 +420,16 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
         m = values(p, n, x->alg, FIG_MAX, over_runs, &v);
         as_eval_meanstd(v, m, &x->max_mean, &dummy);
         free(v);
+        m = values(p, n, x->alg, FIG_OVER_FLOOR, over_runs, &v);
+        as_eval_meanstd(v, m, &x->floor_ratio_mean, &dummy);
+        free(v);
+        x->floor_margin = NAN;
+        for (int64_t j = 0; j < n; j++) {
+            if (strcmp(p[j].alg, x->alg) || p[j].at_floor < 0) continue;
+            x->nfloor++;
+            x->at_floor += p[j].at_floor == 1;
+            if (isnan(x->floor_margin)) x->floor_margin = p[j].floor_margin;
+        }
         as_eval_noise nz;
         as_eval_noise_of(p, n, x->alg, &nz);
         x->shards = nz.shards;
@@ -766,6 +783,32 @@ static int any_noise(const as_eval_plan *p, int64_t n)
     return 0;
 }
 
+/* some plan has a known floor */
+static int any_floor(const as_eval_plan *p, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) if (isfinite(p[j].floor)) return 1;
+    return 0;
+}
+
+/* what the floor columns mean, or that the floor is unknown (one line) */
+static void floor_legend(FILE *f, const as_eval_plan *p, int64_t n, const char *label)
+{
+    int estimated = !strcmp(label, "estimated");
+    if (!any_floor(p, n)) {
+        if (estimated) fprintf(f, "floor: unknown (estimated costs without the cost model that made them: give it with --model "
+                                  "to price each table alone)\n");
+        else fprintf(f, "floor: unknown (no single-table cost for the tasks' tables: give the cost dataset of as-bench "
+                        "--singles with --singles FILE or in the input)\n");
+        return;
+    }
+    int64_t unknown = 0;
+    for (int64_t j = 0; j < n; j++) unknown += !isfinite(p[j].floor);
+    fprintf(f, "floor: the costliest of the task's tables alone (%s), no table-wise plan can go below it; max/floor: "
+               "the slowest shard over it%s%s\n",
+            estimated ? "the cost model's prediction for each table alone" : "the median of each table's single-table cost records",
+            estimated ? "" : " (below 1: measurement noise)", unknown ? "; n/a: a table without a single cost" : "");
+}
+
 static const char SHAKY_LEGEND[] = "its slowest or fastest shard stayed noisy after as-bench's re-measuring: its balance "
                                    "and speedup are not trustworthy";
 
@@ -774,7 +817,7 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
     const double MiB = 1024.0 * 1024.0;
     if (fmt == AS_EVAL_CSV) {
         fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible,"
-                   "noisy_shards,rests_on_noisy\n");
+                   "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor\n");
         for (int64_t j = 0; j < n; j++) {
             const as_eval_plan *q = &p[j];
             fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
@@ -786,21 +829,26 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
             if (q->mem) fprintf(f, ",%" PRIu64 ",%" PRIu64, q->mem_max, q->mem_min);
             else fprintf(f, ",,");
             fprintf(f, ",%s", q->feasible ? "true" : "false");
-            if (q->nnoisy >= 0) fprintf(f, ",%" PRId64 ",%s\n", q->nnoisy, q->shaky ? "true" : "false");
-            else fprintf(f, ",,\n");
+            if (q->nnoisy >= 0) fprintf(f, ",%" PRId64 ",%s", q->nnoisy, q->shaky ? "true" : "false");
+            else fprintf(f, ",,");
+            num(f, fmt, 0, "%.9g", q->floor);
+            num(f, fmt, 0, "%.9g", q->over_floor);
+            fprintf(f, ",%s\n", q->at_floor < 0 ? "" : q->at_floor ? "true" : "false");
         }
         return;
     }
-    int noise = any_noise(p, n), shaky = 0, aw = alg_width(p, n);
+    int noise = any_noise(p, n), shaky = 0, fl = any_floor(p, n), aw = alg_width(p, n);
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Plans (costs %s, ms):\n", label);
-        fprintf(f, "%4s %5s %-*s %5s %10s %10s %10s %8s %8s %12s %12s  %-8s%s\n", "run", "task", aw, "alg", "K", "max", "min",
-                "mean", "balance", "speedup", "mem max MiB", "mem min MiB", "feasible", noise ? " noisy" : "");
+        fprintf(f, "%4s %5s %-*s %5s %10s %10s %10s %8s %8s", "run", "task", aw, "alg", "K", "max", "min", "mean", "balance",
+                "speedup");
+        if (fl) fprintf(f, " %10s %9s", "floor", "max/floor");
+        fprintf(f, " %12s %12s  %-8s%s\n", "mem max MiB", "mem min MiB", "feasible", noise ? " noisy" : "");
     } else {
         fprintf(f, "**Plans** (costs %s, ms)\n\n", label);
-        fprintf(f, "| run | task | alg | K | max | min | mean | balance (%%) | speedup | mem max (MiB) | mem min (MiB) | feasible |%s\n",
-                noise ? " noisy shards |" : "");
-        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|%s\n", noise ? "---:|" : "");
+        fprintf(f, "| run | task | alg | K | max | min | mean | balance (%%) | speedup |%s mem max (MiB) | mem min (MiB) | feasible |%s\n",
+                fl ? " floor | max/floor |" : "", noise ? " noisy shards |" : "");
+        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|---:|%s---:|---:|---|%s\n", fl ? "---:|---:|" : "", noise ? "---:|" : "");
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
@@ -815,6 +863,10 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         shaky |= q->shaky;
         cell(f, fmt, 7, b, 0);
         num(f, fmt, 8, "%.3f", q->speedup);
+        if (fl) {
+            num(f, fmt, 10, "%.4f", q->floor);
+            num(f, fmt, 9, "%.3f", q->over_floor);
+        }
         num(f, fmt, 12, "%.3f", q->mem ? q->mem_max / MiB : NAN);
         num(f, fmt, 12, "%.3f", q->mem ? q->mem_min / MiB : NAN);
         char nz[32] = "";
@@ -832,6 +884,8 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         }
     }
     if (shaky) fprintf(f, "%s* %s\n", fmt == AS_EVAL_MARKDOWN ? "\n\\" : "", SHAKY_LEGEND);
+    if (fmt == AS_EVAL_MARKDOWN) fputc('\n', f);
+    floor_legend(f, p, n, label);
     fputc('\n', f);
 }
 
@@ -887,7 +941,8 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
     const char *over = over_runs ? "runs" : "plans";
     if (fmt == AS_EVAL_CSV) {
         fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,"
-                   "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans\n");
+                   "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,"
+                   "at_floor\n");
         for (int64_t i = 0; i < n; i++) {
             fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
                     a[i].unmeasured, over, a[i].nbal);
@@ -902,24 +957,31 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
             num(f, fmt, 0, "%.9g", a[i].spd_gmean);
             num(f, fmt, 0, "%.9g", a[i].spd_lo);
             num(f, fmt, 0, "%.9g", a[i].spd_hi);
-            if (a[i].shards) fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", a[i].shards, a[i].noisy, a[i].shaky);
-            else fprintf(f, ",,,\n");
+            if (a[i].shards) fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64, a[i].shards, a[i].noisy, a[i].shaky);
+            else fprintf(f, ",,,");
+            fprintf(f, ",%" PRId64, a[i].nfloor);
+            num(f, fmt, 0, "%.9g", a[i].floor_ratio_mean);
+            fprintf(f, ",%" PRId64 "\n", a[i].at_floor);
         }
         return;
     }
-    int noise = 0, aw = 20;
+    int noise = 0, fl = 0, aw = 20;
+    double margin = NAN;
     for (int64_t i = 0; i < n; i++) {
         noise |= a[i].shards > 0;
+        fl |= a[i].nfloor > 0;
+        if (isnan(margin)) margin = a[i].floor_margin;
         if ((int)strlen(a[i].alg) > aw) aw = (int)strlen(a[i].alg);
     }
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Summary per algorithm (costs %s; over %s):\n", label, over);
-        fprintf(f, "%-*s %6s %10s %16s %14s %9s %16s %12s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
-                "speedup", "speedup 95% CI", "max ms", noise ? "  noisy shards" : "");
+        fprintf(f, "%-*s %6s %10s %16s %14s %9s %16s %12s%s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
+                "speedup", "speedup 95% CI", "max ms", fl ? "  max/floor  at floor" : "", noise ? "  noisy shards" : "");
     } else {
         fprintf(f, "**Summary per algorithm** (costs %s; over %s)\n\n", label, over);
-        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI | speedup (geomean) | speedup 95 %% CI | max (ms) |%s\n"
-                   "|---|---:|---:|---:|---:|---:|---:|---:|%s\n", noise ? " noisy shards |" : "", noise ? "---:|" : "");
+        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI | speedup (geomean) | speedup 95 %% CI | max (ms) |%s%s\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|%s%s\n", fl ? " max/floor | at floor |" : "", noise ? " noisy shards |" : "",
+                fl ? "---:|---:|" : "", noise ? "---:|" : "");
     }
     for (int64_t i = 0; i < n; i++) {
         if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a[i].alg, a[i].plans, a[i].infeasible);
@@ -929,6 +991,13 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
         num(f, fmt, 9, "%.3f", a[i].spd_gmean);
         interval(f, fmt, 16, NULL, a[i].spd_lo, a[i].spd_hi, 1);
         num(f, fmt, 12, "%.4f", a[i].max_mean);
+        if (fl) {
+            char b[48];
+            num(f, fmt, 10, "%.3f", a[i].floor_ratio_mean);
+            if (a[i].nfloor) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a[i].at_floor, a[i].nfloor);
+            else snprintf(b, sizeof b, "n/a");
+            cell(f, fmt, 9, b, 0);
+        }
         if (noise) {
             char b[48];
             if (a[i].shards) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a[i].noisy, a[i].shards);
@@ -938,8 +1007,16 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
         fputc('\n', f);
     }
     fprintf(f, "%sbalance: mean ± std over %s, with the 95 %% t-interval of the mean; speedup over random: geometric mean, "
-               "with the 95 %% interval (t-interval of the mean log speedup); n/a: fewer than 2 values\n\n",
+               "with the 95 %% interval (t-interval of the mean log speedup); n/a: fewer than 2 values",
             fmt == AS_EVAL_MARKDOWN ? "\n" : "", over);
+    if (fl) {
+        char m[48];
+        if (margin > 0) snprintf(m, sizeof m, "at most %g %% above", 100 * margin);
+        else snprintf(m, sizeof m, "at or below");
+        fprintf(f, "; max/floor: mean slowest shard over the task's floor (the costliest table alone); at floor: plans whose "
+                   "slowest shard is %s their floor, of those with a known floor", m);
+    }
+    fprintf(f, "\n\n");
 }
 
 /* ---- the verdict ------------------------------------------------------------------------ */
@@ -1013,9 +1090,12 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
     as_eval_noise nz;
     as_eval_noise_of(p, n, NULL, &nz);
     int estimated = !strcmp(v->label, "estimated");
+    as_eval_floorbound fb;
+    as_eval_floor_bound(p, n, v->floor_margin, &fb);
     if (fmt == AS_EVAL_CSV) {
         fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
-                   "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order\n");
+                   "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order,floor_tasks,floor_known,floor_bound,"
+                   "floor_margin\n");
         fprintf(f, "%s,%s,%s,%" PRId64, r.winner >= 0 ? a[r.winner].alg : "", r.runner >= 0 ? a[r.runner].alg : "", rank_word(r.kind), r.cmp.n);
         num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_diff : NAN);
         num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_lo : NAN);
@@ -1033,7 +1113,7 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
         int w = as_eval_quality_worse(v->quality);
         fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
         order_words(f, 1, p, n, a, na, v->over_runs);
-        fputc('\n', f);
+        fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.9g\n", fb.tasks, fb.known, fb.bound, fb.margin);
         return;
     }
     const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
@@ -1125,6 +1205,10 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
         order_words(f, 0, p, n, a, na, v->over_runs);
         fprintf(f, ".\n");
     }
+    /* the floor: where no table-wise plan can go lower */
+    fprintf(f, "%s", li);
+    as_eval_floor_words(f, fmt, &fb, v->label);
+    fprintf(f, ".\n");
     /* the noise */
     if (estimated) {
         fprintf(f, "%sNo measurement: every cost is an estimate of the cost model", li);

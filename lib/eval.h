@@ -55,15 +55,22 @@ typedef struct {
     uint64_t mem_max, mem_min;
     int64_t nnoisy;             /* noisy shards; -1 when unknown (no cost_noisy) */
     int shaky;                  /* ok, and its slowest or fastest shard is noisy */
+    /* the floor (lib/evalfloor.h): set before as_eval_compute, NaN unknown */
+    double floor;               /* ms: the costliest of its tables alone */
+    int64_t floor_unknown;      /* its tables without a single cost */
+    double over_floor;          /* as_eval_compute: max / floor (ok, floor known and > 0); NaN */
+    int at_floor;               /* as_eval_floor_mark: max <= floor x (1 + margin); -1 unknown */
+    double floor_margin;        /* the margin at_floor was judged with */
 } as_eval_plan;
 
-/* Parse a `plan` record (costs from cost_ms when present; the noise fields when present).
+/* Parse a `plan` record (costs from cost_ms when present; the noise fields when present;
+ * the floor unknown).
  * A negative measured cost is refused as bad data; a negative estimated cost (cost_kind
  * "estimated") is set to 0 and counted in clamped. 0 ok, -1 with err. */
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen);
 void as_eval_plan_free(as_eval_plan *p);
 
-/* per-plan figures, then per (run, task) the speedup over that run's first random plan of
+/* per-plan figures (over_floor from a floor set before), then per (run, task) the speedup over that run's first random plan of
  * the task (random plans themselves: 1); plans without a usable random plan (or one whose
  * slowest shard costs 0): NaN */
 void as_eval_compute(as_eval_plan *p, int64_t n);
@@ -82,6 +89,10 @@ typedef struct {
     double max_mean;            /* mean slowest-shard cost, ms */
     int64_t shards, noisy;      /* shards of its plans with a cost_noisy flag; of which noisy */
     int64_t shaky;              /* plans resting on a noisy shard (as_eval_plan.shaky) */
+    int64_t nfloor;             /* usable plans with a known floor (at_floor >= 0) */
+    int64_t at_floor;           /* of which at their floor (at_floor 1) */
+    double floor_ratio_mean;    /* mean max / floor (over plans, or runs with over_runs); NaN */
+    double floor_margin;        /* the plans' floor margin; NaN when none was judged */
 } as_eval_alg;
 
 /* Summary per algorithm, in the canonical order (random, size-greedy, dim-greedy,
@@ -217,6 +228,7 @@ typedef struct {
     const as_eval_quality *quality;
     int64_t clamped, estimated; /* negative estimated shard costs set to 0, of estimated ones */
     const char *plot, *curve;   /* the --plot and --curve files */
+    double floor_margin;        /* the floor-bound margin (lib/evalfloor.h) */
 } as_eval_verdict_info;
 
 /* The closing summary in words: which algorithm won by mean balance and speedup, by how

@@ -161,6 +161,15 @@ static int read_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
         return 0;
     }
     if (as_rec_is(rec, "features")) return c->estimate ? as_featidx_read(&in->ft, rec, as_reader_name(r), err, errlen) : 0;
+    if (as_rec_is(rec, "cost")) {
+        if (c->estimate) return 0;
+        char msg[768];
+        if (as_eval_singles_take(&in->singles, &rec->obj, msg, sizeof msg)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec->index, msg);
+            return -1;
+        }
+        return 0;
+    }
     if (as_rec_is(rec, "model")) return as_eval_quality_take(&in->quality, rec, as_reader_name(r), err, errlen);
     if (as_rec_is(rec, "costfit-report")) {
         if (as_eval_quality_take(&in->quality, rec, as_reader_name(r), err, errlen)) return -1;
@@ -198,6 +207,7 @@ void as_eval_input_free(as_eval_input *in)
     free(in->plans);
     free(in->train);
     as_featidx_free(&in->ft);
+    as_eval_singles_free(&in->singles);
     free(in->pred);
     free(in->meas);
     memset(in, 0, sizeof *in);

@@ -1,6 +1,7 @@
 /* evalinput.h - as-eval's input: the `plan` records (lib/eval.h) grouped into runs by
  * (input file, plan seed), the `train` records of as-rl's log in input order, the
- * `features` records (when a cost model estimates the costs), the cost model's held-out
+ * `features` records (when a cost model estimates the costs), the single-table `cost`
+ * records (the floor, lib/evalfloor.h, when it does not), the cost model's held-out
  * quality (`model` / `costfit-report` records) and a costfit-report's predicted and
  * measured test costs; and the estimate of every plan's shard costs with a cost model.
  * Dimension letters: K shards, T tables of a plan.
@@ -16,6 +17,7 @@
 
 #include "costmodel.h"
 #include "eval.h"
+#include "evalfloor.h"
 #include "featindex.h"
 #include "stream.h"
 
@@ -45,6 +47,7 @@ typedef struct {
     char device[128];           /* the first plan's cost_device (without a model; "" none) */
     int devices_differ;         /* plans measured on different devices */
     as_featidx ft;              /* the `features` records (estimate only), not yet built */
+    as_eval_singles singles;    /* single-table `cost` records (not estimate), not yet built */
     as_eval_quality_src quality;/* of the input */
     double *pred, *meas;        /* [nscatter] the first costfit-report's test_pred and
                                    test_measured (equal length > 0); NULL when none */
@@ -54,7 +57,8 @@ typedef struct {
 /* Read files[0..nfiles) ("-" or none: standard input) into in (zeroed here). split: keep only
  * the plans of tasks of that split (NULL: all). estimate: the costs will come from a cost
  * model (the features records are kept; the plans' costs are not checked). Without it every
- * plan must have costs, all of one kind. A costfit-report without usable test arrays is said
+ * plan must have costs, all of one kind, and single-table `cost` records are kept for the
+ * floor (a bad one is an error). A costfit-report without usable test arrays is said
  * with as_info (no scatter plot). 0, or -1 with err: a file that cannot be read, a bad
  * stream, a bad record ("FILE: record N: ..."), a plan without costs, mixed cost kinds. */
 int as_eval_input_read(as_eval_input *in, char *const *files, int nfiles, const char *split, int estimate,

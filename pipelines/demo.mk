@@ -14,9 +14,12 @@
 #                                                test tasks
 #   measured  as-bench on the plans              real per-shard costs of every plan
 #   report    as-eval                            balance and speedup tables, plots, the
-#                                                training curve, and a closing verdict in
+#                                                training curve, each task's floor (its
+#                                                costliest table alone, from the cost
+#                                                dataset's singles), and a closing verdict in
 #                                                words (the winner, whether the measurement
-#                                                could rank it, the cost model's quality)
+#                                                could rank it, how many tasks are
+#                                                floor-bound, the cost model's quality)
 
 BIN    ?= bin
 OUT    ?= pipelines/out
@@ -95,7 +98,8 @@ else
 	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(PROGRESS) $< -o $@
 endif
 
-$(D)/report.md: $(D)/measured.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-eval
+# --singles: the floor of every task, from the cost dataset's single-table costs
+$(D)/report.md: $(D)/measured.ast $(D)/model.ast $(D)/policy.ast $(D)/costs.ast $(BIN)/as-eval
 	@echo "== evaluation"
 	cat $(D)/measured.ast $(D)/model.ast $(D)/train.ast | $(BIN)/as-eval --format markdown \
-	  --table plans,summary,curve,verdict --plot $(D)/plots.png --curve $(D)/curve.png -o $@
+	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png -o $@

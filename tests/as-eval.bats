@@ -24,6 +24,8 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     assert_output --partial "t-interval of the mean log"
     assert_output --partial "  verdict  the closing summary in words"
     assert_output --partial ".svg or .pdf; anything else is a usage error"
+    assert_output --partial "      --singles FILE     single-table \`cost\` records"
+    assert_output --partial "its floor, printed as it is (measurement noise can put it below 1). A task is"
     run as-eval --version
     assert_success
 }
@@ -66,12 +68,12 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     make_stream "$HDR$PLANS" > "$T/p.ast"
     run as-eval --format csv --table summary "$T/p.ast"
     assert_success
-    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans
-random,measured,2,0,0,plans,2,0.5,0,2,1,0,5,0.5,0.5,1,1,1,,,
-lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,"
+    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,at_floor
+random,measured,2,0,0,plans,2,0.5,0,2,1,0,5,0.5,0.5,1,1,1,,,,0,,0
+lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,,0,,0"
     run as-eval --format csv --table plans "$T/p.ast"
-    assert_line --index 2 "0,0,,lookup-greedy,2,2,measured,3,3,3,1,1.33333333,,,true,,"
-    assert_line --index 3 "0,1,,lookup-greedy,3,3,measured,3,1,2,0.333333333,2,,,true,,"
+    assert_line --index 2 "0,0,,lookup-greedy,2,2,measured,3,3,3,1,1.33333333,,,true,,,,,"
+    assert_line --index 3 "0,1,,lookup-greedy,3,3,measured,3,1,2,0.333333333,2,,,true,,,,,"
     # speedups 4/3 and 2: geometric mean √(8/3) = 1.633, interval exp(mean log ± t(1)·s/√2)
     # with t(1) = 12.706; balance 2/3 ± 12.706·(1/3): clipped to [0, 100] %
     run as-eval --format markdown --table summary "$T/p.ast"
@@ -87,7 +89,7 @@ lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.3333
     # two runs: lookup balance over runs = mean(2/3, 1/2) = 7/12 ± 1/12; speedup: geometric
     # mean of the runs' geometric means √(8/3) and 1 = (8/3)^(1/4) = 1.27788621
     run sh -c "as-eval --format csv --table summary --over runs '$T/a.ast' '$T/b.ast' | grep ^lookup"
-    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5,0,1,1.27788621,0.0566735872,28.8140074,,,"
+    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5,0,1,1.27788621,0.0566735872,28.8140074,,,,0,,0"
     # one concatenated stream is one run: task 0 has two random plans, the first counts
     run sh -c "cat '$T/a.ast' '$T/b.ast' | as-eval --format csv --table summary --over runs | grep ^lookup"
     assert_output --regexp '^lookup-greedy,measured,3,0,0,runs,1,'
@@ -199,7 +201,7 @@ LOG="$(TR 8 3 "$F05" "$FM1" "$FNAN")$(TR 16 9 "$F1" "$F05" "$F075" meas_balance 
     # plans and a log in one stream: both tables, CSV ones separated by an empty line
     run sh -c "cat '$T/p.ast' '$T/log.ast' | as-eval --table summary,curve --format csv"
     assert_success
-    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,"
+    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,,0,,0"
     assert_line --index 3 "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance"
     [ "$(printf '%s\n' "$output" | sed -n 4p)" = "" ]
     # a bad train record names its record number
@@ -343,7 +345,7 @@ ranked_plans() {
     assert_line "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): cost-greedy (85.0 %) > autoshard (55.0 %) > random (25.0 %)."
     refute_output --partial "too noisy to"
     run as-eval --table verdict --format csv "$T/p.ast"
-    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random"
+    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random,3,0,0,0.02"
     # the plots' file names close the verdict
     as-eval --table verdict --plot "$T/p.svg" "$T/p.ast" -o "$T/v.txt"
     grep -q "^- Plots: $T/p.svg (balance, speedup, per-shard costs)\.$" "$T/v.txt"
@@ -364,7 +366,7 @@ ranked_plans() {
     assert_output --partial "cost-greedy (85.0 %) ≈ autoshard (55.0 %) ≈ random (25.0 %)."   # autoshard: 2 of 12 noisy against random too
     assert_output --partial "2 of 18 measured shards (11.1 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 % over 17 shards; 2 of 9 plans rest on a noisy shard (marked * in the plans table)."
     run as-eval --table plans --format csv "$T/p.ast"
-    assert_line --index 3 "0,0,,autoshard,2,2,measured,5,2.5,3.75,0.5,1.6,,,true,1,true"
+    assert_line --index 3 "0,0,,autoshard,2,2,measured,5,2.5,3.75,0.5,1.6,,,true,1,true,,,"
     run as-eval --table shards --format csv "$T/p.ast"
     assert_line --index 3 "0,0,cost-greedy,0,1,measured,4,,0.01,false"
     assert_line --index 5 "0,0,autoshard,0,1,measured,5,,0.3,true"
@@ -430,7 +432,7 @@ ranked_plans() {
     run as-eval --table plans,summary,verdict --format csv "$T/est.ast" -q
     assert_success
     refute_output --regexp '(^|,)-[0-9]'
-    assert_line --index 1 "0,0,,random,2,2,estimated,8,0,4,0,1,,,true,,"
+    assert_line --index 1 "0,0,,random,2,2,estimated,8,0,4,0,1,,,true,,,,,"
     run as-eval --table plans,verdict "$T/est.ast"
     assert_success
     refute_output --regexp '(^| )-[0-9]'
@@ -492,4 +494,176 @@ ranked_plans() {
     assert_failure 2
     assert_output --partial "--curve $T/x.png: the same file as --plot"
     cmp "$T/p.png" "$T/p.ast"
+}
+
+# ---- the floor: the costliest table alone (lib/evalfloor.h) ---------------------------------
+# FP TASK ALG TABLES ASSIGN COSTS [KIND]: a plan over the given tables
+FP() {
+    echo "{'kind':'plan','task':$1,'alg':'$2','shards':len($5),'tables':$3,'assign':$4,'cost_ms':$5,'cost_kind':'${6:-measured}','cost_device':'cpu: test'}"
+}
+# SC TABLE COST [DEVICE]: a single-table cost record as as-bench --singles writes it
+SC() { echo "{'kind':'cost','tables':[$1],'origin':'single','task':-1,'shard':-1,'cost_ms':$2,'device':'${3:-cpu: test}'}"; }
+# task 0 over tables 10-12, floor 6 (table 10: the median of 5, 7, 6): random 8, cost-greedy 6.1
+#   (1.7 % above the floor: floor-bound with the 2 % margin, not with 0)
+# task 1 over tables 20-23, floor 3 (table 23: the median of 2 and 4): random 7, cost-greedy 5
+# task 2 over tables 30-31: table 31 was not measured alone, its floor is unknown
+floor_plans() {
+    mp_stream "$(FP 0 random '[10,11,12]' '[0,0,1]' '[8.0,2.0]' $1)" "$(FP 0 cost-greedy '[10,11,12]' '[0,1,1]' '[6.1,3.0]' $1)" \
+              "$(FP 1 random '[20,21,22,23]' '[0,0,0,1]' '[7.0,3.0]' $1)" "$(FP 1 cost-greedy '[20,21,22,23]' '[0,0,1,1]' '[5.0,5.0]' $1)" \
+              "$(FP 2 random '[30,31]' '[0,1]' '[3.0,1.0]' $1)" "$(FP 2 cost-greedy '[30,31]' '[0,1]' '[2.0,2.0]' $1)"
+}
+floor_singles() {
+    mp_stream "$(SC 10 5.0 "$1")" "$(SC 10 7.0 "$1")" "$(SC 10 6.0 "$1")" "$(SC 11 2.0 "$1")" "$(SC 12 1.0 "$1")" \
+              "{'kind':'cost','tables':[10,11],'cost_ms':9.0,'device':'cpu: test'}" \
+              "$(SC 20 3.0 "$1")" "$(SC 21 3.0 "$1")" "$(SC 22 2.0 "$1")" "$(SC 23 2.0 "$1")" "$(SC 23 4.0 "$1")" "$(SC 30 1.0 "$1")" \
+              "{'kind':'cost','tables':[31],'cost_ms':None,'error':'does not fit','device':'cpu: test'}"
+}
+FLOOR_BOUND_1="Floor-bound: 1 of 2 tasks (the best plan's slowest shard is at most 2 % above the floor, the costliest table measured alone, or below it): in those, no table-wise plan can go below the floor, whatever the planner, so balance and speedup cannot improve much; splitting tables is what can; the floor is unknown for 1 more task (tables without a single-table cost)."
+
+@test "as-eval: the floor of measured plans from single-table cost records: per plan, per algorithm, floor-bound tasks, the verdict" {
+    floor_plans > "$T/p.ast"
+    floor_singles > "$T/s.ast"
+    run sh -c "cat '$T/p.ast' '$T/s.ast' | as-eval --table plans,summary,verdict"
+    assert_success
+    assert_line --regexp '^ +0 +0 cost-greedy +2 +6\.1000 +3\.0000 +4\.5500 +49\.2% +1\.311 +6\.0000 +1\.017 +n/a +n/a +yes$'
+    assert_line --regexp '^ +0 +1 random +2 +7\.0000 +3\.0000 +5\.0000 +42\.9% +1\.000 +3\.0000 +2\.333 +n/a +n/a +yes$'
+    assert_line --regexp '^ +0 +2 cost-greedy +2 +2\.0000 +2\.0000 +2\.0000 +100\.0% +1\.500 +n/a +n/a +n/a +n/a +yes$'
+    assert_line "floor: the costliest of the task's tables alone (the median of each table's single-table cost records), no table-wise plan can go below it; max/floor: the slowest shard over it (below 1: measurement noise); n/a: a table without a single cost"
+    # max/floor: cost-greedy (6.1/6 + 5/3)/2, random (8/6 + 7/3)/2; at floor: 6.1 <= 6 x 1.02
+    assert_line --regexp '^cost-greedy +3 +0 .* +4\.3667 +1\.342 +1/2$'
+    assert_line --regexp '^random +3 +0 .* +6\.0000 +1\.833 +0/2$'
+    assert_output --partial "; max/floor: mean slowest shard over the task's floor (the costliest table alone); at floor: plans whose slowest shard is at most 2 % above their floor, of those with a known floor"
+    assert_line "$FLOOR_BOUND_1"
+    assert_line "- $FLOOR_BOUND_1"
+    # CSV: the floor, max/floor and at floor of every plan; per algorithm; the counts in the verdict
+    run sh -c "cat '$T/p.ast' '$T/s.ast' | as-eval --format csv --table plans,summary,verdict"
+    assert_success
+    assert_line --index 0 --partial ",noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor"
+    assert_line --index 2 "0,0,,cost-greedy,2,3,measured,6.1,3,4.55,0.491803279,1.31147541,,,true,,,6,1.01666667,true"
+    assert_line --index 3 "0,1,,random,2,4,measured,7,3,5,0.428571429,1,,,true,,,3,2.33333333,false"
+    assert_line --index 6 "0,2,,cost-greedy,2,2,measured,2,2,2,1,1.5,,,true,,,,,"
+    assert_line --regexp '^cost-greedy,measured,3,.*,,,,2,1.34166667,1$'
+    assert_line --regexp '^random,measured,3,.*,,,,2,1.83333333,0$'
+    assert_line --regexp '^cost-greedy,random,.*,cost-greedy ≈ random,3,2,1,0.02$'
+    # markdown
+    run sh -c "cat '$T/p.ast' '$T/s.ast' | as-eval --format markdown --table plans,summary,verdict"
+    assert_line "| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor | mem max (MiB) | mem min (MiB) | feasible |"
+    assert_line "| 0 | 0 | cost-greedy | 2 | 6.1000 | 3.0000 | 4.5500 | 49.2% | 1.311 | 6.0000 | 1.017 | n/a | n/a | yes |"
+    assert_line --regexp '^\| cost-greedy \| 3 \| 0 \| .* \| 4\.3667 \| 1\.342 \| 1/2 \|$'
+    assert_line "**${FLOOR_BOUND_1/Floor-bound: 1 of 2 tasks/Floor-bound: 1 of 2 tasks**}"
+    assert_line "- **${FLOOR_BOUND_1/Floor-bound: 1 of 2 tasks/Floor-bound: 1 of 2 tasks**}"
+    # --singles FILE: the same report
+    [ "$(as-eval --singles "$T/s.ast" --table plans,summary,verdict "$T/p.ast")" = "$(cat "$T/p.ast" "$T/s.ast" | as-eval --table plans,summary,verdict)" ]
+    # the margin: 0 (6.1 > 6: no task floor-bound), 0.7 (5 <= 3 x 1.7: both)
+    run as-eval --singles "$T/s.ast" --floor-margin 0 --table summary,verdict "$T/p.ast"
+    assert_success
+    assert_line --regexp '^cost-greedy +3 +0 .* +1\.342 +0/2$'
+    assert_line "- Floor-bound: 0 of 2 tasks (the best plan's slowest shard is at or below the floor, the costliest table measured alone): every best plan is above its floor, so table-wise planning still has room; the floor is unknown for 1 more task (tables without a single-table cost)."
+    run as-eval --singles "$T/s.ast" --floor-margin 0.7 --table verdict "$T/p.ast"
+    assert_output --partial "- Floor-bound: 2 of 2 tasks (the best plan's slowest shard is at most 70 % above the floor"
+    for bad in -0.1 1.5 x ''; do
+        run as-eval --singles "$T/s.ast" --floor-margin "$bad" "$T/p.ast"
+        assert_failure 2
+    done
+    # over two runs the count is over task runs
+    run as-eval --singles "$T/s.ast" --table verdict "$T/p.ast" "$T/p.ast"
+    assert_output --partial "- Floor-bound: 2 of 4 task runs ("
+}
+
+@test "as-eval: without single costs the report works and says the floor is unknown; singles of another device are not used" {
+    make_stream "$HDR$PLANS" > "$T/p.ast"
+    run as-eval --table plans,summary,verdict "$T/p.ast"
+    assert_success
+    assert_line "floor: unknown (no single-table cost for the tasks' tables: give the cost dataset of as-bench --singles with --singles FILE or in the input)"
+    assert_line "Floor: unknown for all 2 tasks: no single-table cost for their tables (give the cost dataset of as-bench --singles with --singles FILE or in the input)."
+    assert_line "- Floor: unknown for all 2 tasks: no single-table cost for their tables (give the cost dataset of as-bench --singles with --singles FILE or in the input)."
+    refute_output --partial "max/floor"
+    run as-eval --format csv --table verdict "$T/p.ast"
+    assert_line --index 1 --regexp ',2,0,0,0\.02$'
+    # single costs measured on another device: said, and not used
+    floor_plans > "$T/fp.ast"
+    floor_singles "gpu: other" > "$T/gpu.ast"
+    run as-eval --singles "$T/gpu.ast" --table plans,verdict "$T/fp.ast"
+    assert_success
+    assert_line "as-eval: warning: 11 single-table cost records were measured on another device than the plans (cpu: test); the floor does not use them"
+    assert_output --partial "- Floor: unknown for all 3 tasks: no single-table cost"
+    # estimated costs without the model that made them: the floor is unknown; measured singles are not used
+    floor_plans estimated > "$T/est.ast"
+    floor_singles > "$T/s.ast"
+    run as-eval --singles "$T/s.ast" --table plans,verdict "$T/est.ast"
+    assert_success
+    assert_line "as-eval: --singles $T/s.ast: not used: the plans' costs are estimated; give the model with --model for their floor"
+    assert_line "floor: unknown (estimated costs without the cost model that made them: give it with --model to price each table alone)"
+    assert_line "- Floor: unknown for all 3 tasks: no cost model prices the tables alone (give the model with --model)."
+}
+
+@test "as-eval: a bad single-table cost record is bad data; --singles refusals" {
+    floor_plans > "$T/p.ast"
+    mp_stream "{'kind':'cost','tables':[10],'cost_ms':-1.0}" > "$T/bad.ast"
+    run sh -c "cat '$T/p.ast' '$T/bad.ast' | as-eval"
+    assert_failure 1
+    assert_output --partial "<stdin>: record 9: cost: 'cost_ms' = -1 is not a positive cost"
+    run as-eval --singles "$T/bad.ast" "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "$T/bad.ast: record 2: cost: 'cost_ms' = -1 is not a positive cost"
+    mp_stream "{'kind':'cost','tables':'x','cost_ms':1.0}" > "$T/bad2.ast"
+    run as-eval --singles "$T/bad2.ast" "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "$T/bad2.ast: record 2: cost: "
+    run as-eval --singles "$T/missing.ast" "$T/p.ast"
+    assert_failure 1
+    assert_output --partial "$T/missing.ast: No such file or directory"
+    echo hello > "$T/x"
+    run as-eval --singles "$T/x" "$T/p.ast"
+    assert_failure 1
+    run as-eval --singles '' "$T/p.ast"
+    assert_failure 2
+    run as-eval --singles "$T/p.ast" "$T/p.ast" -o "$T/p.ast"
+    assert_failure 2
+}
+
+@test "as-eval: floors at a tiny scale: measured (medians of as-bench --singles) and estimated (the model on each table alone), checked independently" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    as-features "$T/pool.ast" --tasks 2 --task-tables 6 --shards 2 -o "$T/ft.ast"
+    as-bench --tables "$T/pool.ast" --sample 10 --max-tables 3 --singles --device cpu --warmup 1 --runs 3 --trim 1 \
+        --flush 8M --threads 1 -q -o "$T/costs.ast"
+    cat "$T/ft.ast" "$T/costs.ast" | as-costfit --epochs 10 -q -o "$T/m.ast"
+    as-plan --alg all "$T/ft.ast" -o "$T/plans.ast"
+    as-bench --tables "$T/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --flush 8M --threads 1 -q "$T/plans.ast" -o "$T/measured.ast"
+    # measured: per task the largest median of a table's single-table cost records (those of
+    # costs.ast and the one-table shards of the measured plans)
+    as-show --kind cost --kind plan "$T/costs.ast" "$T/measured.ast" | python3 -c "
+import json, statistics, sys
+single, tables, devices = {}, {}, set()
+recs = [json.loads(l) for l in sys.stdin]
+for r in recs:
+    if r['kind'] == 'plan':
+        tables[r['task']] = r['tables']
+        devices.add(r['cost_device'])
+assert len(devices) == 1
+for r in recs:
+    if r['kind'] == 'cost' and len(r['tables']) == 1 and r.get('cost_ms') is not None and r['device'] in devices:
+        single.setdefault(r['tables'][0], []).append(r['cost_ms'])
+for t in sorted(tables):
+    print(t, repr(max(statistics.median(single[i]) for i in tables[t])))" > "$T/want-measured"
+    as-eval --singles "$T/costs.ast" --format csv --table plans "$T/measured.ast" | tail -n +2 | cut -d, -f2,18 | sort -u | tr , ' ' > "$T/got-measured"
+    [ "$(wc -l < "$T/got-measured")" -eq 2 ]
+    paste -d' ' "$T/want-measured" "$T/got-measured" | awk '{ if ($1 != $3 || ($2 - $4) > 1e-6 * $2 || ($4 - $2) > 1e-6 * $2) exit 1 }'
+    run as-eval --singles "$T/costs.ast" --table verdict "$T/measured.ast"
+    assert_line --regexp '^- Floor-bound: [0-2] of 2 tasks \(the best plan.s slowest shard is at most 2 % above the floor, the costliest table measured alone, or below it\)'
+    # estimated: the model's prediction for each table alone (as-costfit --predict on one-table shards)
+    mapfile -t one < <(as-show --kind plan "$T/plans.ast" | jq -r 'select(.alg == "random") | .task as $t | .tables[] | "{\"kind\":\"shard\",\"task\":\($t),\"tables\":[\(.)]}"')
+    mp_stream "${one[@]}" > "$T/one.ast"
+    cat "$T/ft.ast" "$T/one.ast" | as-costfit --predict "$T/m.ast" | as-show --kind shard | jq -rs 'group_by(.task)[] | "\(.[0].task) \(max_by(.pred_ms).pred_ms)"' > "$T/want-est"
+    cat "$T/ft.ast" "$T/plans.ast" | as-eval --model "$T/m.ast" --format csv --table plans | tail -n +2 | cut -d, -f2,18 | sort -u | tr , ' ' > "$T/got-est"
+    [ "$(wc -l < "$T/got-est")" -eq 2 ]
+    paste -d' ' "$T/want-est" "$T/got-est" | awk '{ if ($1 != $3 || ($2 - $4) > 1e-6 * $2 || ($4 - $2) > 1e-6 * $2) exit 1 }'
+    run sh -c "cat '$T/ft.ast' '$T/plans.ast' | as-eval --model '$T/m.ast' --table plans,verdict"
+    assert_success
+    assert_output --partial "floor: the costliest of the task's tables alone (the cost model's prediction for each table alone), no table-wise plan can go below it; max/floor: the slowest shard over it"
+    assert_line --regexp '^- Floor-bound: [0-2] of 2 tasks \(the best plan.s slowest shard is at or below the floor, the costliest table predicted alone\)'
+    # every plan has its max/floor
+    n=$(as-show --kind plan "$T/plans.ast" | wc -l)
+    run sh -c "cat '$T/ft.ast' '$T/plans.ast' | as-eval --model '$T/m.ast' --format csv --table plans | tail -n +2 | cut -d, -f19 | grep -c ."
+    assert_output "$n"
 }

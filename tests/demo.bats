@@ -13,6 +13,10 @@ load test_helper/common
     for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard; do
         assert_output --partial "$alg"
     done
+    # every task's floor from the cost dataset's singles (as-bench --singles measured every table)
+    grep -q '^| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor |' "$d/report.md"
+    grep -q '^- \*\*Floor-bound: [0-2] of 2 tasks\*\* (the best plan.s slowest shard is at most 2 % above the floor' "$d/report.md"
+    [ "$(grep -c 'Floor: unknown' "$d/report.md")" -eq 0 ]
     run as-show --count "$d/plans.ast"
     assert_line "plan	14"
     # the policy trained with measured refinement (rounds at 16 and 32, not at the end)

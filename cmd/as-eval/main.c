@@ -1,11 +1,12 @@
 /* as-eval - evaluate sharding plans: balance, speedup over random, memory, feasibility,
- * measurement noise, the per-algorithm summary (the paper's Figure 8) with intervals, a
+ * measurement noise, the floor (the costliest table alone), the per-algorithm summary (the paper's Figure 8) with intervals, a
  * verdict in words, as tables and gnuplot plots; and the training curve of as-rl's log
  * (`train` records). */
 #include "cli.h"
 #include "common.h"
 #include "costmodel.h"
 #include "eval.h"
+#include "evalfloor.h"
 #include "evalinput.h"
 #include "stream.h"
 
@@ -22,16 +23,20 @@ static const char HELP[] =
     "           max cost of the random plan of the same task and run / max cost of the plan,\n"
     "           largest and smallest shard memory, feasibility; with as-bench's noise fields,\n"
     "           its noisy shards, and a * after the balance of a plan whose slowest or\n"
-    "           fastest shard stayed noisy (its balance and speedup are not trustworthy)\n"
+    "           fastest shard stayed noisy (its balance and speedup are not trustworthy);\n"
+    "           with single-table costs, the task's floor and max/floor (see Floor)\n"
     "  shards   per shard: tables, cost, memory; with the noise fields, spread and noisy\n"
     "  summary  per algorithm: balance mean ± std with the 95 % interval of the mean, speedup\n"
     "           as the geometric mean with its 95 % interval (the paper's Figure 8), and the\n"
-    "           noisy shards; CSV adds the arithmetic speedup mean ± std (older columns)\n"
+    "           noisy shards; CSV adds the arithmetic speedup mean ± std (older columns);\n"
+    "           with floors, the mean max/floor and the plans at their floor, then the\n"
+    "           floor-bound sentence (see Floor)\n"
     "  verdict  the closing summary in words: the winner by mean balance and its speedup, by\n"
     "           how much it leads the runner-up, cost-greedy and random (paired over the same\n"
     "           tasks), whether that ranking is resolved or too noisy, the order of all\n"
     "           algorithms (> between a resolved neighbour pair, ≈ otherwise), how noisy the\n"
-    "           measurement was, how good the cost model is, where the plots are\n"
+    "           measurement was, how many tasks are floor-bound, how good the cost model\n"
+    "           is, where the plots are\n"
     "  curve    the training curve of `train` records (as-rl --log): episode, wall_s, evals,\n"
     "           reward, pred_balance and the greedy evaluation's eval_pred_balance and\n"
     "           eval_meas_balance, for the records with an evaluation (without any: every\n"
@@ -57,6 +62,20 @@ static const char HELP[] =
     "the tasks, not a second measurement of the same plans, which on a shared machine can\n"
     "move by a few points.\n"
     "\n"
+    "Floor: a shard holding a table costs at least that table alone, so no table-wise plan\n"
+    "of a task has a slowest shard below its costliest table alone: the task's floor; only\n"
+    "splitting tables goes lower. Measured plans: a table's single cost is the median of its\n"
+    "single-table `cost` records (as-bench --singles writes one per table; any cost record\n"
+    "of one table counts, those of the plans too) measured on the plans' device (any, when\n"
+    "the plans name none), from the input and --singles FILE. Estimated plans (--model):\n"
+    "the model's prediction for each table alone. A table without a single cost leaves its\n"
+    "task's floor unknown (n/a), never guessed. max/floor is the plan's slowest shard over\n"
+    "its floor, printed as it is (measurement noise can put it below 1). A task is\n"
+    "floor-bound when its best plan (the lowest slowest shard over all algorithms) has its\n"
+    "slowest shard at most the margin above the floor, or below it: 2 % for measured costs\n"
+    "(the CPU's noise), 0 for estimated ones (--floor-margin). With several runs the counts\n"
+    "are over task runs.\n"
+    "\n"
     "Cost model: its held-out quality (R², MAPE, MAE on the test shards, and the linear\n"
     "baseline's) comes from a `model` record's `heldout` or, in older files, a\n"
     "`costfit-report` (model.test, linear.test): of the --model file, else of the input; it is\n"
@@ -69,6 +88,11 @@ static const char HELP[] =
     "Options:\n"
     "      --model FILE       estimate shard costs with this cost model (needs the tables'\n"
     "                         `features` records in the input)\n"
+    "      --singles FILE     single-table `cost` records (the cost dataset of as-bench\n"
+    "                         --singles) for the floor, besides those of the input; the\n"
+    "                         file's other records are ignored\n"
+    "      --floor-margin X   floor-bound: the best plan's slowest shard <= floor x (1 + X),\n"
+    "                         X in [0, 1] (default 0.02 measured, 0 estimated)\n"
     "      --format F         text (default), markdown or csv\n"
     "      --table LIST       which tables, comma-separated: plans, shards, summary, curve,\n"
     "                         verdict, printed in that order whatever the order given\n"
@@ -97,13 +121,14 @@ static const char HELP[] =
     "back (logs of several runs concatenated) a warning says so.\n"
     "\n"
     "Exit status 1 also when there are no plans (and plan tables or --plot are asked for), no\n"
-    "train records (and the curve is asked for), a plan has no costs (and no --model), or the\n"
-    "input mixes measured and estimated costs. A failing gnuplot is exit 3.\n"
+    "train records (and the curve is asked for), a plan has no costs (and no --model), the\n"
+    "input mixes measured and estimated costs, or a single-table cost record is bad (a\n"
+    "cost_ms that is not a number above 0). A failing gnuplot is exit 3.\n"
     "\n"
     "Example:\n"
     "  as-plan --alg all ft.ast | as-bench --tables pool.ast | as-eval --format markdown\n"
     "  cat measured.ast model.ast | as-eval --format markdown --table plans,summary,verdict \\\n"
-    "      --plot plots.svg\n"
+    "      --singles costs.ast --plot plots.svg\n"
     "  as-eval --table curve --curve curve.png train.ast\n";
 
 static void check_plot_name(as_cli *cli, const char *opt, const char *path)
@@ -113,11 +138,13 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
         as_cli_usage(cli, "%s: '%s': the extension names the format; use %s", opt, path, AS_EVAL_PLOT_FORMATS);
 }
 
-enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE };
+enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE, OPT_SINGLES,
+       OPT_FLOOR_MARGIN };
 
 /* the options */
 typedef struct {
-    const char *model_path, *split, *plot, *curve;
+    const char *model_path, *split, *plot, *curve, *singles;
+    double floor_margin;        /* < 0: the default of the cost kind */
     as_eval_format fmt;
     int show_plans, show_shards, show_summary, show_curve, show_verdict, table_given, over_runs;
     int64_t plot_task;
@@ -134,9 +161,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
         { "plot", required_argument, 0, OPT_PLOT },
         { "plot-task", required_argument, 0, OPT_PLOT_TASK },
         { "curve", required_argument, 0, OPT_CURVE },
+        { "singles", required_argument, 0, OPT_SINGLES },
+        { "floor-margin", required_argument, 0, OPT_FLOOR_MARGIN },
         AS_CLI_COMMON_OPTIONS
     };
-    *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1 };
+    *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1 };
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
@@ -182,15 +211,47 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             check_plot_name(cli, "--curve", optarg);
             o->curve = optarg;
             break;
+        case OPT_SINGLES:
+            if (!*optarg) as_cli_usage(cli, "--singles: empty file name");
+            o->singles = optarg;
+            break;
+        case OPT_FLOOR_MARGIN: o->floor_margin = as_cli_f64(cli, "--floor-margin", optarg, 0, 1); break;
         default:
             if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
     as_cli_finish(cli);
     as_cli_input_arg(cli, "--model", o->model_path);
+    as_cli_input_arg(cli, "--singles", o->singles);
     as_cli_output_arg(cli, "--plot", o->plot);
     as_cli_output_arg(cli, "--curve", o->curve);
     if (o->plot_task >= 0 && !o->plot) as_cli_usage(cli, "--plot-task needs --plot FILE");
+}
+
+/* every plan's floor: the cost model's prediction of each table alone (--model), or the
+ * median of the tables' single-table cost records (measured costs: the input's and
+ * --singles FILE's, those of the plans' device); estimated costs without the model: none */
+static void set_floors(const eval_opts *o, as_eval_input *in, const as_costmodel *cm, const char *label)
+{
+    char err[4096];
+    if (cm) {
+        if (o->singles) as_info("--singles %s: not used: with --model the floor is the model's prediction for each table alone",
+                                o->singles);
+        as_eval_floor_estimated(in->plans, in->nplans, cm, &in->ft);
+        return;
+    }
+    if (strcmp(label, "measured")) {
+        if (o->singles) as_info("--singles %s: not used: the plans' costs are estimated; give the model with --model for "
+                                "their floor", o->singles);
+        as_eval_floor_none(in->plans, in->nplans);
+        return;
+    }
+    if (o->singles && as_eval_singles_file(&in->singles, o->singles, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    as_eval_singles_build(&in->singles, in->device);
+    if (in->singles.other_device)
+        as_info("warning: %" PRId64 " single-table cost records were measured on another device than the plans (%s); the "
+                "floor does not use them", in->singles.other_device, in->device);
+    as_eval_floor_measured(in->plans, in->nplans, &in->singles);
 }
 
 int main(int argc, char **argv)
@@ -230,6 +291,7 @@ int main(int argc, char **argv)
     const char *label = np ? (model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated") : "";
     as_eval_alg *sum = NULL;
     int64_t nsum = 0, clamped = 0, estimated = 0;
+    double floor_margin = 0;
     if (want_plans) {
         if (in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
         if (model_path && as_eval_estimate(pl, np, cm, &in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
@@ -240,7 +302,11 @@ int main(int argc, char **argv)
         if (clamped)
             as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
                     "counted as 0 ms", clamped, estimated);
+        set_floors(&o, &in, cm, label);
         as_eval_compute(pl, np);
+        floor_margin = o.floor_margin >= 0 ? o.floor_margin
+                     : !strcmp(label, "estimated") ? AS_EVAL_FLOOR_MARGIN_ESTIMATED : AS_EVAL_FLOOR_MARGIN_MEASURED;
+        as_eval_floor_mark(pl, np, floor_margin);
         as_eval_summary(pl, np, o.over_runs, &sum, &nsum);
     }
     const as_eval_quality *quality = as_eval_quality_pick(model_path ? &qs_model : &in.quality);
@@ -269,7 +335,12 @@ int main(int argc, char **argv)
         if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
         /* CSV: tables separated by an empty line */
         if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
-        if (show_summary) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_summary(f, fmt, sum, nsum, label, o.over_runs); sep = 1; }
+        if (show_summary) {
+            if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+            as_eval_print_summary(f, fmt, sum, nsum, label, o.over_runs);
+            as_eval_print_floor(f, fmt, pl, np, floor_margin, label);
+            sep = 1;
+        }
         if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, in.train, ntr); sep = 1; }
         /* the verdict closes the report */
         if (show_verdict) {
@@ -277,6 +348,7 @@ int main(int argc, char **argv)
             as_eval_verdict_info vi = {
                 .label = label, .device = model_path ? "" : in.devices_differ ? "several devices" : device, .over_runs = o.over_runs,
                 .runs = in.nruns, .quality = quality, .clamped = clamped, .estimated = estimated, .plot = plot, .curve = curve,
+                .floor_margin = floor_margin,
             };
             as_eval_print_verdict(f, fmt, pl, np, sum, nsum, &vi);
         }

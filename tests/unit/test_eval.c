@@ -36,6 +36,9 @@ static as_eval_plan P(int64_t run, int64_t task, const char *alg, int K, const d
     p.feasible = 1;
     p.cost_kind = 1;
     p.noise_threshold = NAN;
+    p.floor = p.over_floor = p.floor_margin = NAN;   /* no floor (tests of it set one) */
+    p.floor_unknown = K;
+    p.at_floor = -1;
     return p;
 }
 
@@ -136,7 +139,7 @@ TEST(eval_by_hand)
     fclose(f);
     CHECK(strstr(buf, "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | [0.0, 100.0] | 1.633 | [0.124, 21.464] | 3.0000 |") != NULL);
     CHECK(strstr(buf, "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,"
-                      "0,1,1.63299316,0.124239179,21.4639754,,,\n") != NULL);
+                      "0,1,1.63299316,0.124239179,21.4639754,,,,0,,0\n") != NULL);
     CHECK(strstr(buf, "costs measured") != NULL);
     free(buf);
     free(a);
@@ -515,7 +518,7 @@ TEST(eval_rank)
     CHECK(strstr(buf, "2 of 9 plans rest on a noisy shard (marked * in the plans table)") != NULL);
     CHECK(strstr(buf, "  90.0%*") != NULL);
     CHECK(strstr(buf, "\n* its slowest or fastest shard stayed noisy") != NULL);
-    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random\n") != NULL);
+    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random,3,0,0,0\n") != NULL);
     free(buf);
     free(a);
     for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
@@ -961,5 +964,297 @@ TEST(eval_estimate)
     as_featidx_free(&only7);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
+    as_costmodel_free(cm);
+}
+
+/* ---- the floor (lib/evalfloor.h) ------------------------------------------------------------ */
+
+/* a `cost` record of the tables ids[0..n) into a fresh sb: cost < 0 nil (not measured), error
+ * non-NULL an error, device "" none */
+static void pack_cost(msgpack_sbuffer *sb, const int64_t *ids, int n, double cost, const char *error, const char *device)
+{
+    msgpack_sbuffer_clear(sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3 + !!error + !!*device);
+    as_pack_kv_str(&pk, "kind", "cost");
+    as_pack_str(&pk, "tables");
+    msgpack_pack_array(&pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_int64(&pk, ids[i]);
+    as_pack_str(&pk, "cost_ms");
+    if (cost < 0) msgpack_pack_nil(&pk);
+    else msgpack_pack_double(&pk, cost);
+    if (error) as_pack_kv_str(&pk, "error", error);
+    if (*device) as_pack_kv_str(&pk, "device", device);
+}
+
+/* take one hand-made cost record into s; the take's return */
+static int take_cost(as_eval_singles *s, const int64_t *ids, int n, double cost, const char *error, const char *device,
+                     char *err, size_t errlen)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    pack_cost(&sb, ids, n, cost, error, device);
+    msgpack_unpacked up;
+    unpack_one(&sb, &up);
+    int rc = as_eval_singles_take(s, &up.data, err, errlen);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* the floor of a list of single costs: their maximum, unknown when one is */
+TEST(eval_floor_of_singles)
+{
+    int64_t u = -1;
+    CHECK_NEAR(as_eval_floor((double[]){ 1, 3, 2 }, 3, &u), 3, 0);
+    CHECK_EQ_I64(u, 0);
+    CHECK(isnan(as_eval_floor((double[]){ 1, NAN, 2, NAN }, 4, &u)));
+    CHECK_EQ_I64(u, 2);
+    CHECK(isnan(as_eval_floor(NULL, 0, &u)));
+    CHECK_EQ_I64(u, 0);
+    CHECK_NEAR(as_eval_floor((double[]){ 0.5 }, 1, NULL), 0.5, 0);
+}
+
+/* single-table cost records: the median per table (odd and even counts), records of several
+ * tables and unmeasured ones left out, another device's left out and counted, a bad cost
+ * refused; the plans' floors from them, unknown where a table has none */
+TEST(eval_floor_singles_median)
+{
+    as_eval_singles s = { 0 };
+    char err[256];
+    const int64_t t5[] = { 5 }, t6[] = { 6 }, t7[] = { 7 }, t56[] = { 5, 6 };
+    CHECK_EQ_I64(take_cost(&s, t5, 1, 3.0, NULL, "cpu", err, sizeof err), 0);
+    CHECK_EQ_I64(take_cost(&s, t5, 1, 1.0, NULL, "cpu", err, sizeof err), 0);
+    CHECK_EQ_I64(take_cost(&s, t5, 1, 2.0, NULL, "cpu", err, sizeof err), 0);
+    CHECK_EQ_I64(take_cost(&s, t5, 1, 100.0, NULL, "gpu", err, sizeof err), 0);   /* another device */
+    CHECK_EQ_I64(take_cost(&s, t6, 1, 4.0, NULL, "cpu", err, sizeof err), 0);
+    CHECK_EQ_I64(take_cost(&s, t6, 1, 8.0, NULL, "", err, sizeof err), 0);        /* no device: counts */
+    CHECK_EQ_I64(take_cost(&s, t56, 2, 1.0, NULL, "cpu", err, sizeof err), 0);    /* two tables: not a single */
+    CHECK_EQ_I64(take_cost(&s, t7, 1, -1, NULL, "cpu", err, sizeof err), 0);      /* nil cost_ms: not measured */
+    CHECK_EQ_I64(take_cost(&s, t7, 1, 9.0, "does not fit", "cpu", err, sizeof err), 0);
+    CHECK_EQ_I64(s.n, 6);
+    CHECK_EQ_I64(s.skipped, 2);
+    CHECK_EQ_I64(take_cost(&s, t7, 1, 0.0, NULL, "cpu", err, sizeof err), -1);
+    CHECK_STR(err, "'cost_ms' = 0 is not a positive cost");
+
+    int64_t c = -1;
+    as_eval_singles_build(&s, "cpu");
+    CHECK_EQ_I64(s.other_device, 1);
+    CHECK_EQ_I64(s.used, 5);
+    CHECK_NEAR(as_eval_singles_get(&s, 5, &c), 2, 0);   /* median of 1, 2, 3 */
+    CHECK_EQ_I64(c, 3);
+    CHECK_NEAR(as_eval_singles_get(&s, 6, &c), 6, 0);   /* even count: mean of 4 and 8 */
+    CHECK_EQ_I64(c, 2);
+    CHECK(isnan(as_eval_singles_get(&s, 7, &c)));
+    CHECK_EQ_I64(c, 0);
+    CHECK(isnan(as_eval_singles_get(&s, 4, NULL)));
+    /* every device: the gpu record joins table 5's (1, 2, 3, 100: median 2.5) */
+    as_eval_singles_build(&s, "");
+    CHECK_EQ_I64(s.other_device, 0);
+    CHECK_NEAR(as_eval_singles_get(&s, 5, NULL), 2.5, 0);
+    as_eval_singles_build(&s, "cpu");
+
+    /* plans over tables {5, 6}: floor 6; over {5, 7}: unknown, one table without a single cost */
+    as_eval_plan p[2];
+    p[0] = P(0, 0, "random", 2, (double[]){ 7, 1 });
+    p[0].tables[0] = 5;
+    p[0].tables[1] = 6;
+    p[1] = P(0, 1, "random", 2, (double[]){ 7, 1 });
+    p[1].tables[0] = 5;
+    p[1].tables[1] = 7;
+    as_eval_floor_measured(p, 2, &s);
+    CHECK_NEAR(p[0].floor, 6, 0);
+    CHECK_EQ_I64(p[0].floor_unknown, 0);
+    CHECK(isnan(p[1].floor));
+    CHECK_EQ_I64(p[1].floor_unknown, 1);
+    as_eval_compute(p, 2);
+    CHECK_NEAR(p[0].over_floor, 7.0 / 6.0, 1e-15);
+    CHECK(isnan(p[1].over_floor));
+    as_eval_floor_none(p, 2);
+    CHECK(isnan(p[0].floor));
+    CHECK_EQ_I64(p[0].floor_unknown, 2);
+    for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
+    as_eval_singles_free(&s);
+}
+
+/* floor-bound tasks: the best plan of the task at most margin above its floor (or below it);
+ * unknown floors are not counted as known; the per-algorithm at-floor counts and mean
+ * max/floor; the sentence */
+TEST(eval_floor_bound)
+{
+    as_eval_plan p[7];
+    /* task 0, floor 6: random 8, cost-greedy 6.1 (1.7 % above) */
+    p[0] = P(0, 0, "random", 2, (double[]){ 8, 2 });
+    p[1] = P(0, 0, "cost-greedy", 2, (double[]){ 6.1, 3 });
+    /* task 1, floor 6: random 9, cost-greedy 5.9 (below the floor: noise) */
+    p[2] = P(0, 1, "random", 2, (double[]){ 9, 1 });
+    p[3] = P(0, 1, "cost-greedy", 2, (double[]){ 5.9, 5 });
+    /* task 2, floor 4: random 8, cost-greedy 5 (25 % above) */
+    p[4] = P(0, 2, "random", 2, (double[]){ 8, 2 });
+    p[5] = P(0, 2, "cost-greedy", 2, (double[]){ 5, 5 });
+    /* task 3: floor unknown */
+    p[6] = P(0, 3, "cost-greedy", 2, (double[]){ 5, 5 });
+    const double fl[7] = { 6, 6, 6, 6, 4, 4, NAN };
+    for (int j = 0; j < 7; j++) p[j].floor = fl[j];
+    as_eval_compute(p, 7);
+    as_eval_floorbound fb;
+    as_eval_floor_bound(p, 7, 0.02, &fb);
+    CHECK_EQ_I64(fb.tasks, 4);
+    CHECK_EQ_I64(fb.known, 3);
+    CHECK_EQ_I64(fb.bound, 2);   /* tasks 0 and 1 */
+    CHECK_EQ_I64(fb.runs, 1);
+    as_eval_floor_bound(p, 7, 0, &fb);
+    CHECK_EQ_I64(fb.bound, 1);   /* task 1 only: 6.1 > 6 */
+    as_eval_floor_bound(p, 7, 0.25, &fb);
+    CHECK_EQ_I64(fb.bound, 3);   /* task 2 too: 5 <= 4 x 1.25 */
+
+    as_eval_floor_mark(p, 7, 0.02);
+    CHECK_EQ_I64(p[0].at_floor, 0);
+    CHECK_EQ_I64(p[1].at_floor, 1);
+    CHECK_EQ_I64(p[3].at_floor, 1);
+    CHECK_EQ_I64(p[5].at_floor, 0);
+    CHECK_EQ_I64(p[6].at_floor, -1);
+    as_eval_alg *a;
+    int64_t na;
+    as_eval_summary(p, 7, 0, &a, &na);
+    const as_eval_alg *g = find(a, na, "cost-greedy"), *r = find(a, na, "random");
+    CHECK(g && r);
+    if (g && r) {
+        CHECK_EQ_I64(g->nfloor, 3);
+        CHECK_EQ_I64(g->at_floor, 2);
+        CHECK_NEAR(g->floor_ratio_mean, (6.1 / 6 + 5.9 / 6 + 5.0 / 4) / 3, 1e-12);
+        CHECK_NEAR(g->floor_margin, 0.02, 0);
+        CHECK_EQ_I64(r->nfloor, 3);
+        CHECK_EQ_I64(r->at_floor, 0);
+        CHECK_NEAR(r->floor_ratio_mean, (8.0 / 6 + 9.0 / 6 + 8.0 / 4) / 3, 1e-12);
+    }
+
+    /* the sentence, the tables' columns and the verdict's */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_print_floor(f, AS_EVAL_TEXT, p, 7, 0.02, "measured");
+    as_eval_print_summary(f, AS_EVAL_CSV, a, na, "measured", 0);
+    as_eval_print_plans(f, AS_EVAL_CSV, p, 7, "measured");
+    as_eval_verdict_info vi = { .label = "measured", .runs = 1, .floor_margin = 0.02 };
+    as_eval_print_verdict(f, AS_EVAL_MARKDOWN, p, 7, a, na, &vi);
+    as_eval_print_verdict(f, AS_EVAL_CSV, p, 7, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "Floor-bound: 2 of 3 tasks (the best plan's slowest shard is at most 2 % above the floor, the costliest "
+                      "table measured alone, or below it): in those, no table-wise plan can go below the floor, whatever the "
+                      "planner, so balance and speedup cannot improve much; splitting tables is what can; the floor is unknown "
+                      "for 1 more task (tables without a single-table cost).\n") != NULL);
+    CHECK(strstr(buf, "\nrandom,measured,3,0,0,plans,3,0.203703704,0.0654728501,3,1,0,8.33333333,0.00450681807,0.402900589,1,1,1,,,,"
+                      "3,1.61111111,0\n") != NULL);                      /* n_floor, mean max/floor, at floor */
+    CHECK(strstr(buf, "0,1,,cost-greedy,2,2,measured,5.9,5,5.45,0.847457627,1.52542373,2000,1000,true,,,6,0.983333333,true\n") != NULL);
+    CHECK(strstr(buf, "0,3,,cost-greedy,2,2,measured,5,5,5,1,,2000,1000,true,,,,,\n") != NULL);
+    CHECK(strstr(buf, "- **Floor-bound: 2 of 3 tasks** (the best plan's slowest shard") != NULL);
+    CHECK(strstr(buf, "cost-greedy ≈ random,4,3,2,0.02\n") != NULL);   /* tasks, known, floor-bound, margin */
+    free(buf);
+
+    /* estimated, margin 0; no floor known at all */
+    as_eval_floorbound e = { .tasks = 2, .known = 2, .bound = 0, .runs = 1, .margin = 0 };
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    as_eval_floor_words(f, AS_EVAL_TEXT, &e, "estimated");
+    fputc('\n', f);
+    e.known = 0;
+    as_eval_floor_words(f, AS_EVAL_TEXT, &e, "measured");
+    fputc('\n', f);
+    fclose(f);
+    CHECK_STR(buf, "Floor-bound: 0 of 2 tasks (the best plan's slowest shard is at or below the floor, the costliest table "
+                   "predicted alone): every best plan is above its floor, so table-wise planning still has room\n"
+                   "Floor: unknown for all 2 tasks: no single-table cost for their tables (give the cost dataset of as-bench "
+                   "--singles with --singles FILE or in the input)\n");
+    free(buf);
+    free(a);
+    for (int j = 0; j < 7; j++) as_eval_plan_free(&p[j]);
+}
+
+/* as-eval's input keeps the single-table cost records (not with a cost model); a bad one
+ * names its record */
+TEST(eval_input_singles)
+{
+    const char *path = in_tmp("eval-singles.ast");
+    as_writer *w = as_writer_open(path, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 1, "random", 1, NULL, "measured", 2, 1, "cpu");
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    const int64_t t7[] = { 7 }, t8[] = { 8 }, t78[] = { 7, 8 };
+    const double cost[4] = { 1.5, 0.5, 2.5, 3.0 };
+    const int64_t *ids[4] = { t7, t8, t7, t78 };
+    for (int i = 0; i < 4; i++) {
+        pack_cost(&sb, ids[i], i == 3 ? 2 : 1, cost[i], NULL, "cpu");
+        as_writer_raw(w, sb.data, sb.size);
+    }
+    as_writer_close(w);
+    char *files[] = { (char *)path };
+    char err[1024];
+    as_eval_input in;
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(in.singles.n, 3);
+    as_eval_singles_build(&in.singles, in.device);
+    CHECK_NEAR(as_eval_singles_get(&in.singles, 7, NULL), 2.0, 0);   /* median of 1.5 and 2.5 */
+    as_eval_floor_measured(in.plans, in.nplans, &in.singles);
+    CHECK_NEAR(in.plans[0].floor, 2.0, 0);
+    as_eval_input_free(&in);
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 1, err, sizeof err), 0);   /* estimate: not kept */
+    CHECK_EQ_I64(in.singles.n, 0);
+    as_eval_input_free(&in);
+
+    const char *bad = in_tmp("eval-singles-bad.ast");
+    w = as_writer_open(bad, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    pack_cost(&sb, t7, 1, 0.0, NULL, "cpu");   /* 0 ms: bad data */
+    as_writer_raw(w, sb.data, sb.size);
+    as_writer_close(w);
+    files[0] = (char *)bad;
+    CHECK_EQ_I64(as_eval_input_read(&in, files, 1, NULL, 0, err, sizeof err), -1);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: record 2: cost: 'cost_ms' = 0 is not a positive cost", bad);
+    CHECK_STR(err, want);
+    as_eval_input_free(&in);
+    /* --singles FILE reads the same records */
+    as_eval_singles s = { 0 };
+    CHECK_EQ_I64(as_eval_singles_file(&s, path, err, sizeof err), 0);
+    CHECK_EQ_I64(s.n, 3);
+    CHECK_EQ_I64(as_eval_singles_file(&s, bad, err, sizeof err), -1);
+    CHECK_STR(err, want);
+    as_eval_singles_free(&s);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* estimated plans: the floor is the cost model's prediction for the costliest table alone */
+TEST(eval_floor_estimated)
+{
+    as_costmodel *cm = as_costmodel_new(4, 3, 2, 1);
+    as_featidx ft = { 0 };
+    as_features f7, f8;
+    memset(&f7, 0, sizeof f7);
+    f7.id = 7; f7.dim = 16; f7.rows = 100; f7.pooling = 2; f7.batch = 8; f7.lookups = 16;
+    f8 = f7;
+    f8.id = 8; f8.dim = 64; f8.pooling = 5; f8.lookups = 40;
+    as_featidx_add(&ft, &f7);
+    as_featidx_add(&ft, &f8);
+    char err[256];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    as_eval_plan p[2];
+    p[0] = P(0, 0, "cost-greedy", 2, (double[]){ 1, 1 });
+    p[0].tables[0] = 7;
+    p[0].tables[1] = 8;
+    p[1] = P(0, 1, "cost-greedy", 2, (double[]){ 1, 1 });
+    p[1].tables[0] = 7;
+    p[1].tables[1] = 9;   /* no features */
+    as_eval_floor_estimated(p, 2, cm, &ft);
+    const as_features *a[] = { &f7 }, *b[] = { &f8 };
+    double c7 = as_costmodel_predict(cm, a, 1), c8 = as_costmodel_predict(cm, b, 1);
+    CHECK_NEAR(p[0].floor, c7 > c8 ? c7 : c8, 0);
+    CHECK_EQ_I64(p[0].floor_unknown, 0);
+    CHECK(isnan(p[1].floor));
+    CHECK_EQ_I64(p[1].floor_unknown, 1);
+    for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
+    as_featidx_free(&ft);
     as_costmodel_free(cm);
 }
