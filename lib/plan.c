@@ -44,7 +44,7 @@ int as_alg_parse_label(const char *s, as_alg *out, int *refined)
 
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s", as_alg_name(a), p && p->refine.done ? AS_REFINE_SUFFIX : "");
+    snprintf(buf, len, "%s%s%s", as_alg_name(a), p && p->split ? "+split" : "", p && p->refine.done ? AS_REFINE_SUFFIX : "");
     return buf;
 }
 
@@ -101,6 +101,7 @@ void as_plan_free(as_plan *p)
     free(p->key);
     free(p->pred);
     free(p->infeasible);
+    free(p->pieces);
     memset(p, 0, sizeof *p);
 }
 
@@ -364,8 +365,9 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     int64_t K = p->shards;
     int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
     const as_plan_refined *rf = &p->refine;
+    const int pieces = p->pieces && as_pieces_any(p->pieces, p->n);
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0);
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces;
     char label[64];
     msgpack_pack_map(pk, nf);
     as_pack_kv_str(pk, "kind", "plan");
@@ -375,6 +377,10 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     as_pack_str(pk, "tables");
     msgpack_pack_array(pk, (size_t)p->n);
     for (int64_t i = 0; i < p->n; i++) msgpack_pack_int64(pk, m->task->tables[i]);
+    if (pieces) {
+        as_pack_str(pk, "pieces");
+        as_pack_pieces(pk, p->pieces, p->n);
+    }
     as_pack_str(pk, "assign");
     msgpack_pack_array(pk, (size_t)p->n);
     for (int64_t i = 0; i < p->n; i++) msgpack_pack_int64(pk, p->assign[i]);

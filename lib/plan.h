@@ -102,9 +102,14 @@ typedef struct {
     int64_t *infeasible;            /* table ids that fit nowhere, in placement order */
     double plan_ms;                 /* planning time (wall clock), refinement included */
     as_plan_refined refine;
+    as_piece *pieces;               /* [T] with --split-tables: each item's piece (the items
+                                       are then pieces and whole tables); NULL: none. Owned:
+                                       as_plan_free frees it */
+    int split;                      /* made by the split search: "+split" in its label */
 } as_plan;
 
-/* the plan's alg label into buf: as_alg_name(a), plus "+refine" when p->refine.done */
+/* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus
+ * "+refine" when p->refine.done */
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len);
 
 /* A plan's tables grouped by shard, the one way every tool does it: assign[0..T) holds each

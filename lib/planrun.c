@@ -141,8 +141,8 @@ static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_
 }
 
 /* the plans of one task; f: its features */
-static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_ptask *t, const as_features **f,
-                     as_progress *p, char *err, size_t errlen)
+static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_ptask *t,
+                     const as_features **f, as_progress *p, char *err, size_t errlen)
 {
     int64_t K = c->shards ? c->shards : t->shards;
     if (c->world && (c->world < K || c->world % K)) {
@@ -158,23 +158,56 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy };
         as_plan pl;
         char e2[768];
-        if (as_plan_make(&pl, &pc, f, t->ntables, e2, sizeof e2)) {
+        /* with --split-tables the items are the split's: tables and pieces, the task copy
+           lists their table ids */
+        as_features *items = NULL;
+        const as_features **fi = f;
+        int64_t ni = t->ntables;
+        int64_t *ids = NULL;
+        as_ptask tki = tk;
+        if (c->split) {
+            as_split_info info;
+            if (as_split_search(&pc, c->split_cfg, &in->ft, f, t->ntables, &items, &ni, &pl, &info, e2, sizeof e2)) {
+                snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
+                return -1;
+            }
+            fi = as_malloc((size_t)(ni ? ni : 1) * sizeof *fi);
+            ids = as_malloc((size_t)(ni ? ni : 1) * sizeof *ids);
+            pl.pieces = as_malloc((size_t)(ni ? ni : 1) * sizeof *pl.pieces);
+            for (int64_t j = 0; j < ni; j++) {
+                fi[j] = &items[j];
+                ids[j] = items[j].id;
+                pl.pieces[j] = items[j].piece;
+            }
+            pl.split = 1;
+            tki.tables = ids;
+            tki.ntables = ni;
+            st->split_nodes += info.nodes;
+            st->split_tables += info.split;
+            st->split_cut += info.cut;
+        } else if (as_plan_make(&pl, &pc, f, t->ntables, e2, sizeof e2)) {
             snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
             return -1;
         }
-        as_plan_meta meta = { &tk, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
+        as_plan_meta meta = { &tki, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
                               a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
                               a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0 };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
-            if (pass && as_plan_refine(&pl, &pc, f, t->ntables, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
+            if (pass && as_plan_refine(&pl, &pc, fi, ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
                 as_plan_free(&pl);
+                if (fi != f) free(fi);
+                free(items);
+                free(ids);
                 return -1;
             }
-            emit(st, c, &meta, &pl, f, p);
+            emit(st, c, &meta, &pl, fi, p);
         }
         as_plan_free(&pl);
+        if (fi != f) free(fi);
+        free(items);
+        free(ids);
     }
     return 0;
 }
@@ -186,7 +219,7 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
     for (int64_t ti = 0; ti < in->ntasks; ti++) {
         const as_ptask *t = &in->tasks[ti];
         const as_features **f = as_malloc((size_t)(t->ntables ? t->ntables : 1) * sizeof *f);
-        int rc = as_plan_task_features(in, t, f, err, errlen) || plan_task(st, c, t, f, p, err, errlen);
+        int rc = as_plan_task_features(in, t, f, err, errlen) || plan_task(st, c, in, t, f, p, err, errlen);
         free(f);
         if (rc) return -1;
     }

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "featindex.h"
 #include "plan.h"
+#include "split.h"
 #include "stream.h"
 
 /* Parse an --alg list: comma-separated names (as_alg_parse) or `all` (every algorithm,
@@ -71,6 +72,8 @@ typedef struct {
     int keep_unrefined;             /* with refine: write each plan before and after */
     double refine_ms;               /* refine's budgets: wall clock per plan, 0 = none */
     int64_t refine_steps;           /* improving steps per plan, 0 = none */
+    int split;                      /* as_split_search before refine (needs model) */
+    const as_split_cfg *split_cfg;
     as_plan_out out;
     as_writer *w;                   /* AS_PLAN_OUT_STREAM */
     FILE *text;                     /* AS_PLAN_OUT_TEXT and _TORCHREC */
@@ -80,6 +83,9 @@ typedef struct {
 typedef struct {
     int64_t nplans, ninfeasible;
     double plan_ms;                 /* planning time summed over the plans */
+    int64_t split_nodes, split_tables, split_cut;   /* --split-tables: plans placed and
+                                                       scored, tables split, searches the
+                                                       time budget ended */
 } as_plan_run_stats;
 
 /* Plan every task of in with every wanted algorithm, in task then algorithm order, and

@@ -64,6 +64,22 @@ static const char HELP[] =
     "      --refine-steps N   at most N improving steps per plan (default 0 = no limit)\n"
     "      --keep-unrefined   with --refine, also write each algorithm's plan as it made it,\n"
     "                         before the refined one (one run gives both, to compare)\n"
+    "      --split-tables     split tables (needs --model): a beam search over splits, each\n"
+    "                         candidate placed with the algorithm and scored by the model's\n"
+    "                         predicted slowest shard; a table is split by columns (2, 4, 8..\n"
+    "                         equal pieces while their width stays a multiple of 4) or by\n"
+    "                         rows (TorchRec's blocks of ceil(rows/N) rows, for N = 2, 4, 8\n"
+    "                         whose features the input holds: as-features --row-pieces 2,4,8).\n"
+    "                         The plan's alg becomes ALG+split, its `pieces` say which piece\n"
+    "                         each entry is (docs/FORMAT.md); with --refine the refined split\n"
+    "                         plan is ALG+split+refine. The search keeps no split when none\n"
+    "                         is predicted faster. Not yet charged: the communication a split\n"
+    "                         adds. lib/split.h has the search's rules\n"
+    "      --split-ms MS      wall-clock budget of the search per plan (default 1000; 0 =\n"
+    "                         none); a budget that cuts it makes the plan machine-dependent\n"
+    "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
+    "                         level (default 3); --split-cands C tables tried per node\n"
+    "                         (default 6: those whose costliest item is predicted costliest)\n"
     "      --seed S           seed of the random plans (default 0); task t uses stream t\n"
     "      --mem-cap SIZE     memory cap per shard for every task (bytes, K/M/G suffixes;\n"
     "                         0 = none), instead of the task's mem_cap\n"
@@ -89,7 +105,7 @@ static const char HELP[] =
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED };
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -97,6 +113,8 @@ typedef struct {
     const char *alg, *model, *policy, *split;
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
     const char *refine_opt;         /* the first --refine-* option given, for the message */
+    const char *split_opt;          /* the first --split-* option given */
+    as_split_cfg scfg;
     as_torchrec_opts tro;
 } args;
 
@@ -120,6 +138,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "refine-ms", required_argument, 0, OPT_REFINE_MS },
         { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
         { "keep-unrefined", no_argument, 0, OPT_KEEP_UNREFINED },
+        { "split-tables", no_argument, 0, OPT_SPLIT_TABLES },
+        { "split-ms", required_argument, 0, OPT_SPLIT_MS },
+        { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
+        { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
+        { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
         AS_CLI_COMMON_OPTIONS
     };
     int opt;
@@ -170,6 +193,23 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             cfg->refine_steps = as_cli_i64(cli, "--refine-steps", optarg, 0, AS_REFINE_MAX_STEPS);
             if (!a->refine_opt) a->refine_opt = "--refine-steps";
             break;
+        case OPT_SPLIT_TABLES: cfg->split = 1; break;
+        case OPT_SPLIT_MS:
+            a->scfg.budget_ms = as_cli_f64(cli, "--split-ms", optarg, 0, AS_REFINE_MAX_MS);
+            if (!a->split_opt) a->split_opt = "--split-ms";
+            break;
+        case OPT_SPLIT_STEPS:
+            a->scfg.steps = (int)as_cli_i64(cli, "--split-steps", optarg, 1, 1000);
+            if (!a->split_opt) a->split_opt = "--split-steps";
+            break;
+        case OPT_SPLIT_BEAM:
+            a->scfg.beam = (int)as_cli_i64(cli, "--split-beam", optarg, 1, 64);
+            if (!a->split_opt) a->split_opt = "--split-beam";
+            break;
+        case OPT_SPLIT_CANDS:
+            a->scfg.cands = (int)as_cli_i64(cli, "--split-cands", optarg, 1, 1024);
+            if (!a->split_opt) a->split_opt = "--split-cands";
+            break;
         case OPT_KEEP_UNREFINED:
             cfg->keep_unrefined = 1;
             if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
@@ -184,13 +224,19 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
     if (cfg->refine && !a->model) as_cli_usage(cli, "--refine needs --model FILE (it searches on the cost model)");
     if (!cfg->refine && a->refine_opt) as_cli_usage(cli, "%s needs --refine", a->refine_opt);
+    if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
+    if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
+    if (cfg->split && a->fmt == 2)
+        as_cli_usage(cli, "--split-tables: the torchrec output of split plans is not written yet (use the stream or text)");
+    cfg->split_cfg = &a->scfg;
 }
 
 int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", HELP);
-    args a = { .tro = { "embedding_bags", 8 } };
+    args a = { .tro = { "embedding_bags", 8 },
+               .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS } };
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS };
     parse_args(&cli, argc, argv, &a, &cfg);
     char err[1024];
@@ -249,6 +295,9 @@ int main(int argc, char **argv)
     if (cfg.w) as_writer_close(cfg.w);
     else as_cli_close_text(&cli, cfg.text);
     as_debug("%" PRId64 " plans in %.3f ms of planning", st.nplans, st.plan_ms);
+    if (cfg.split)
+        as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
+                 " searches ended by --split-ms", st.split_nodes, st.split_tables, st.split_cut);
     as_plan_input_free(&in);
     if (cm) as_costmodel_free(cm);
     as_policy_free(pol);

@@ -1,0 +1,282 @@
+/* split.c - the beam search over table splits; see split.h. Dimension letters: T tables, P
+ * items, L levels of a table. */
+#include "split.h"
+#include "common.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LV_WHOLE, LV_COLS, LV_ROWS };
+
+typedef struct {
+    int kind;               /* LV_* */
+    int64_t npc;            /* its pieces */
+    as_features *f;         /* [npc] */
+    double worst;           /* the costliest piece's predicted cost alone (ms) */
+} level;
+
+typedef struct {
+    level *lv;              /* [nlv]: lv[0] the whole table, then its column levels, then its
+                             * row levels, each kind in ascending piece count */
+    int nlv;
+} tsplit;
+
+/* the predicted cost of one item alone */
+static double alone(const as_plan_model *m, const as_features *f, float *rep)
+{
+    m->embed(m->ctx, f, rep);
+    return m->head(m->ctx, rep);
+}
+
+static void add_level(tsplit *s, int kind, as_features *f, int64_t npc, const as_plan_model *m, float *rep)
+{
+    level *l = &s->lv[s->nlv++];
+    l->kind = kind;
+    l->npc = npc;
+    l->f = f;
+    l->worst = 0;
+    for (int64_t j = 0; j < npc; j++) {
+        double y = alone(m, &f[j], rep);
+        if (y > l->worst) l->worst = y;
+    }
+}
+
+/* the levels of table f (at most 2 + log2 dim + nrowp of them) */
+static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, const int64_t *rowp, int nrowp,
+                        const as_plan_model *m, float *rep)
+{
+    s->lv = as_calloc((size_t)(2 + 64 + nrowp), sizeof *s->lv);
+    s->nlv = 0;
+    as_features *w = as_malloc(sizeof *w);
+    *w = *f;
+    add_level(s, LV_WHOLE, w, 1, m, rep);
+    if (!as_piece_whole(&f->piece)) return;     /* a task's tables are whole */
+    for (int64_t c = 2; c <= 64 && f->dim % (4 * c) == 0; c *= 2) {
+        as_features *pc = as_malloc((size_t)c * sizeof *pc);
+        const int64_t d = f->dim / c;
+        int ok = 1;
+        for (int64_t j = 0; j < c && ok; j++) ok = as_features_cols(&pc[j], f, j * d, (j + 1) * d) == 0;
+        if (!ok) { free(pc); break; }
+        add_level(s, LV_COLS, pc, c, m, rep);
+    }
+    for (int q = 0; q < nrowp; q++) {
+        const int64_t nb = rowp[q];
+        if (nb < 2 || nb > f->rows) continue;
+        as_piece *bl = as_malloc((size_t)nb * sizeof *bl);
+        const int64_t k = as_piece_row_blocks(f->rows, f->dim, nb, bl);
+        as_features *pc = as_malloc((size_t)(k ? k : 1) * sizeof *pc);
+        int ok = k >= 2;
+        for (int64_t j = 0; j < k && ok; j++) ok = as_featidx_piece(ft, f->id, &bl[j], &pc[j]) == 0;
+        free(bl);
+        if (!ok) { free(pc); continue; }
+        add_level(s, LV_ROWS, pc, k, m, rep);
+    }
+}
+
+/* the next level of table s after level L for a split of kind `kind` (LV_COLS or LV_ROWS
+ * from the whole table), or -1 */
+static int next_level(const tsplit *s, int L, int kind)
+{
+    const int want = L == 0 ? kind : s->lv[L].kind;
+    for (int j = L + 1; j < s->nlv; j++)
+        if (s->lv[j].kind == want) return j;
+    return -1;
+}
+
+typedef struct {
+    int *lvl;               /* [T] the level of each table */
+    double score;
+    int64_t items;
+    int64_t order;          /* made-order, for ties */
+} node;
+
+/* the items of node lvl into it[] (pointers into the levels); returns P */
+static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_features **it)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const level *l = &s[i].lv[lvl[i]];
+        for (int64_t j = 0; j < l->npc; j++) it[m++] = &l->f[j];
+    }
+    return m;
+}
+
+static double plan_score(const as_plan *p)
+{
+    if (!p->feasible || !p->pred) return INFINITY;
+    double mx = 0;
+    for (int64_t k = 0; k < p->shards; k++) if (p->pred[k] > mx) mx = p->pred[k];
+    return mx;
+}
+
+static int node_better(const node *a, const node *b)
+{
+    if (a->score != b->score) return a->score < b->score;
+    if (a->items != b->items) return a->items < b->items;
+    return a->order < b->order;
+}
+
+int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft, const as_features *const *t, int64_t n,
+                    as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen)
+{
+    memset(info, 0, sizeof *info);
+    *items = NULL;
+    *nitems = 0;
+    if (!c->model) {
+        snprintf(err, errlen, "splitting tables needs a cost model (--model)");
+        return -1;
+    }
+    static const int64_t rowp_default[] = { 2, 4, 8 };
+    const int64_t *rowp = sc->rowp ? sc->rowp : rowp_default;
+    const int nrowp = sc->rowp ? sc->nrowp : 3;
+    const double t0 = as_now();
+    float *rep = as_malloc((size_t)c->model->rep * sizeof *rep);
+    tsplit *s = as_calloc((size_t)(n ? n : 1), sizeof *s);
+    int64_t maxp = 0;
+    for (int64_t i = 0; i < n; i++) {
+        make_levels(&s[i], t[i], ft, rowp, nrowp, c->model, rep);
+        int64_t mp = 1;
+        for (int L = 0; L < s[i].nlv; L++) if (s[i].lv[L].npc > mp) mp = s[i].lv[L].npc;
+        maxp += mp;
+    }
+    const as_features **it = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *it);
+    const int beam = sc->beam > 0 ? sc->beam : 1, cands = sc->cands > 0 ? sc->cands : 1;
+    const int maxkids = beam * cands * 2;
+    node *cur = as_calloc((size_t)beam, sizeof *cur), *kids = as_calloc((size_t)maxkids, sizeof *kids);
+    for (int b = 0; b < beam; b++) cur[b].lvl = as_calloc((size_t)(n ? n : 1), sizeof(int));
+    for (int b = 0; b < maxkids; b++) kids[b].lvl = as_malloc((size_t)(n ? n : 1) * sizeof(int));
+    int *best = as_calloc((size_t)(n ? n : 1), sizeof *best);
+    int64_t made = 0;
+    int rc = 0;
+    char e2[512];
+
+    /* the root */
+    as_plan pl;
+    int64_t P = node_items(s, cur[0].lvl, n, it);
+    if (as_plan_make(&pl, c, it, P, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        rc = -1;
+        goto done;
+    }
+    cur[0].score = plan_score(&pl);
+    cur[0].items = P;
+    as_plan_free(&pl);
+    info->pred_before = cur[0].score;
+    double best_score = cur[0].score;
+    int ncur = 1;
+    int64_t *cand = as_malloc((size_t)(n ? n : 1) * sizeof *cand);
+    double *cworst = as_malloc((size_t)(n ? n : 1) * sizeof *cworst);
+    for (int step = 0; step < sc->steps && ncur > 0 && !info->cut; step++) {
+        int nk = 0;
+        for (int b = 0; b < ncur && !info->cut; b++) {
+            /* the cands tables with the costliest item (ties: lower position) that can go
+               one level further */
+            int64_t m = 0;
+            for (int64_t i = 0; i < n; i++) {
+                const int L = cur[b].lvl[i];
+                if (next_level(&s[i], L, LV_COLS) < 0 && next_level(&s[i], L, LV_ROWS) < 0) continue;
+                const double w = s[i].lv[L].worst;
+                int64_t q = m < cands ? m++ : cands;
+                if (q == cands) {
+                    if (!(w > cworst[cands - 1])) continue;
+                    q = cands - 1;
+                }
+                while (q > 0 && w > cworst[q - 1]) { cand[q] = cand[q - 1]; cworst[q] = cworst[q - 1]; q--; }
+                cand[q] = i;
+                cworst[q] = w;
+            }
+            for (int64_t ci = 0; ci < m && !info->cut; ci++) {
+                const int64_t i = cand[ci];
+                for (int kind = LV_COLS; kind <= LV_ROWS; kind++) {
+                    const int L = cur[b].lvl[i];
+                    if (L != 0 && s[i].lv[L].kind != kind) continue;
+                    const int nx = next_level(&s[i], L, kind);
+                    if (nx < 0) continue;
+                    node *k = &kids[nk];
+                    memcpy(k->lvl, cur[b].lvl, (size_t)n * sizeof(int));
+                    k->lvl[i] = nx;
+                    int dup = 0;
+                    for (int d = 0; d < nk && !dup; d++) dup = !memcmp(kids[d].lvl, k->lvl, (size_t)n * sizeof(int));
+                    if (dup) continue;
+                    P = node_items(s, k->lvl, n, it);
+                    if (as_plan_make(&pl, c, it, P, e2, sizeof e2)) {
+                        snprintf(err, errlen, "%s", e2);
+                        rc = -1;
+                        goto done2;
+                    }
+                    k->score = plan_score(&pl);
+                    k->items = P;
+                    k->order = made++;
+                    as_plan_free(&pl);
+                    info->nodes++;
+                    nk++;
+                    if (k->score < best_score) {
+                        best_score = k->score;
+                        memcpy(best, k->lvl, (size_t)n * sizeof(int));
+                    }
+                    if (sc->budget_ms > 0 && (as_now() - t0) * 1e3 >= sc->budget_ms) info->cut = 1;
+                    if (info->cut) break;
+                }
+            }
+        }
+        /* the beam best children form the next level (selection by insertion) */
+        ncur = 0;
+        for (int d = 0; d < nk; d++) {
+            if (!isfinite(kids[d].score)) continue;
+            int q = ncur < beam ? ncur++ : beam;
+            if (q == beam) {
+                if (!node_better(&kids[d], &cur[beam - 1])) continue;
+                q = beam - 1;
+            }
+            while (q > 0 && node_better(&kids[d], &cur[q - 1])) {
+                node tmp = cur[q];
+                cur[q] = cur[q - 1];
+                cur[q - 1] = tmp;
+                q--;
+            }
+            memcpy(cur[q].lvl, kids[d].lvl, (size_t)n * sizeof(int));
+            cur[q].score = kids[d].score;
+            cur[q].items = kids[d].items;
+            cur[q].order = kids[d].order;
+        }
+    }
+    /* the result: the best node's items, in task order, and its plan */
+    P = node_items(s, best, n, it);
+    *items = as_malloc((size_t)(P ? P : 1) * sizeof **items);
+    for (int64_t j = 0; j < P; j++) (*items)[j] = *it[j];
+    *nitems = P;
+    for (int64_t j = 0; j < P; j++) it[j] = &(*items)[j];
+    if (as_plan_make(p, c, it, P, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        free(*items);
+        *items = NULL;
+        *nitems = 0;
+        rc = -1;
+        goto done2;
+    }
+    info->items = P;
+    for (int64_t i = 0; i < n; i++) info->split += best[i] != 0;
+    info->pred_after = plan_score(p);
+done2:
+    free(cand);
+    free(cworst);
+done:
+    info->ms = (as_now() - t0) * 1e3;
+    if (!rc) p->plan_ms = info->ms;
+    for (int b = 0; b < beam; b++) free(cur[b].lvl);
+    for (int b = 0; b < maxkids; b++) free(kids[b].lvl);
+    free(cur);
+    free(kids);
+    free(best);
+    free(it);
+    for (int64_t i = 0; i < n; i++) {
+        for (int L = 0; L < s[i].nlv; L++) free(s[i].lv[L].f);
+        free(s[i].lv);
+    }
+    free(s);
+    free(rep);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/* split.h - which tables to split, and how (as-plan --split-tables): a beam search over
+ * splits scored by the cost model after placing with the chosen algorithm. Dimension
+ * letters: T tables of a task, P items (tables and pieces) of a split, K shards.
+ *
+ * A table's split is one of its *levels*: level 0 the whole table; column levels c = 2, 4,
+ * 8, ... (c equal column pieces while D / c stays a multiple of 4); row levels n (the n
+ * TorchRec row blocks of ceil(E / n) rows, as_piece_row_blocks) for every n whose blocks all
+ * have features (as-features --row-pieces writes them; as_featidx_piece). A table is split
+ * one way: by columns or by rows.
+ *
+ * The search: the root is every table whole. A node's children split one more table one
+ * level further (a whole table: its first column level or its first row level; a split
+ * one: the next level of its kind), for the `cands` tables whose costliest item has the
+ * highest predicted cost alone (the floor the node's plans cannot pass). Every child is
+ * placed with the chosen algorithm (as_plan_make) and scored by the plan's predicted
+ * slowest shard (an infeasible plan scores as infinitely slow); the `beam` best children of
+ * all nodes (ties: the fewer items, then the order made) form the next level, for at most
+ * `steps` levels or until budget_ms of wall clock is spent (checked between children). The
+ * best node seen wins, the root included, so the result is never predicted slower than no
+ * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
+ *
+ * Not yet charged: the communication a split adds (column pieces send a table's ids to more
+ * ranks, row pieces partial sums); the score is the kernel cost the model predicts.
+ */
+#ifndef AS_SPLIT_H
+#define AS_SPLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "featindex.h"
+#include "plan.h"
+
+#define AS_SPLIT_STEPS 10
+#define AS_SPLIT_BEAM 3
+#define AS_SPLIT_CANDS 6
+#define AS_SPLIT_MS 1000.0
+
+typedef struct {
+    int steps;              /* levels of the search (>= 1) */
+    int beam;               /* nodes kept per level (>= 1) */
+    int cands;              /* tables tried per node (>= 1) */
+    double budget_ms;       /* wall clock; 0: none */
+    const int64_t *rowp;    /* row levels to consider (block counts, ascending); NULL: the
+                             * blocks of 2, 4, 8 */
+    int nrowp;
+} as_split_cfg;
+
+typedef struct {
+    int64_t nodes;          /* children placed and scored */
+    int64_t split;          /* tables split in the result */
+    int64_t items;          /* P */
+    double pred_before;     /* predicted slowest shard unsplit (INFINITY: infeasible) */
+    double pred_after;
+    double ms;              /* the search's wall clock */
+    int cut;                /* 1 when the time budget ended it */
+} as_split_info;
+
+/* Search the splits of tables t[0..n) (their features; ft: the index holding the row
+ * pieces' features) for plan config c (c->model required). On success *items (malloc'd
+ * [*nitems]) are the chosen items' features in task order (a split table's pieces in
+ * place of it, column or row order), and *p the plan of them (as_plan_make; free with
+ * as_plan_free). 0, or -1 with err. */
+int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft, const as_features *const *t, int64_t n,
+                    as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen);
+
+#endif
