@@ -11,7 +11,9 @@
 #                                                model, which measured refinement rounds
 #                                                correct on the policy's own plans)
 #   plans     as-plan --alg all --split test     every algorithm, autoshard included, on the
-#                                                test tasks
+#                                                test tasks; cost-greedy and autoshard also
+#                                                with --split-tables --refine (tables split
+#                                                into pieces, then a local search)
 #   measured  as-bench on the plans              real per-shard costs of every plan
 #   report    as-eval                            balance and speedup tables, plots, the
 #                                                training curve, each task's floor (its
@@ -43,6 +45,12 @@ EVAL_TASKS ?= 4
 REFINE_EVERY ?= 750
 REFINE_TASKS ?= 16
 RL_OPTS ?=
+# pieces: the row blocks whose features as-features writes (as-plan --split-tables splits
+# rows into these), and the algorithms planned again with splitting and local search
+# (SPLIT_ALGS= leaves them out)
+ROW_PIECES ?= 2,4,8
+SPLIT_ALGS ?= cost-greedy,autoshard
+SPLIT_OPTS ?= --split-tables --refine
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 # progress lines (with an ETA) on stderr for the long stages, also when stderr is a log file
@@ -65,7 +73,7 @@ $(D)/pool.ast: $(BIN)/as-convert
 
 $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 	@echo "== features and tasks"
-	$(BIN)/as-features $< --tasks $(TASKS) --test-tasks $(TEST_TASKS) --task-tables $(TASK_TABLES) --seed $(SEED) -o $@
+	$(BIN)/as-features $< --row-pieces $(ROW_PIECES) --tasks $(TASKS) --test-tasks $(TEST_TASKS) --task-tables $(TASK_TABLES) --seed $(SEED) -o $@
 
 $(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
 	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone"
@@ -87,8 +95,15 @@ $(D)/policy.ast: $(D)/ft.ast $(D)/costs.ast $(D)/model.ast $(D)/pool.ast $(BIN)/
 	  --log $(D)/train.ast -o $@
 
 $(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-plan
-	@echo "== plans: every algorithm on the test tasks"
-	$(BIN)/as-plan --alg all --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@
+	@echo "== plans: every algorithm on the test tasks$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) also with $(SPLIT_OPTS))"
+	$(BIN)/as-plan --alg all --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
+ifneq ($(SPLIT_ALGS),)
+	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only \
+	  $(SPLIT_OPTS) $(D)/ft.ast -o $@.split
+	cat $@.table $@.split > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split
+else
+	mv $@.table $@
+endif
 
 $(D)/measured.ast: $(D)/plans.ast $(D)/pool.ast $(BIN)/as-bench
 	@echo "== measure every shard of every plan"

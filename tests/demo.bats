@@ -17,8 +17,14 @@ load test_helper/common
     grep -q '^| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor |' "$d/report.md"
     grep -q '^- \*\*Floor-bound: [0-2] of 2 tasks\*\* (the best plan.s slowest shard is at most 2 % above the floor' "$d/report.md"
     [ "$(grep -c 'Floor: unknown' "$d/report.md")" -eq 0 ]
+    # every algorithm (7) and cost-greedy, autoshard with --split-tables --refine, on 2 tasks
     run as-show --count "$d/plans.ast"
-    assert_line "plan	14"
+    assert_line "plan	18"
+    for alg in cost-greedy+split+refine autoshard+split+refine; do
+        [ "$(as-show --kind plan "$d/measured.ast" | jq -r .alg | grep -cxF "$alg")" -eq 2 ]
+    done
+    # the features hold the row pieces of 2, 4 and 8 blocks
+    [ "$(as-show --kind features "$d/ft.ast" | jq -c 'select(.piece != null)' | wc -l)" -gt 0 ]
     # the policy trained with measured refinement (rounds at 16 and 32, not at the end)
     run sh -c "as-show --kind train '$d/train.ast' | jq -c 'select(.refine_round) | [.episode, .refine_plans]'"
     assert_output $'[16,2]\n[32,2]'
