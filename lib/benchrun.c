@@ -82,8 +82,48 @@ void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t c
             if (s->ids[i][j] > s->maxid) s->maxid = s->ids[i][j];
 }
 
+void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const int64_t *blocks, int nblocks, uint64_t seed)
+{
+    if (!(frac > 0)) return;
+    as_rng r;
+    as_rng_seed(&r, seed, 0x706965636573ULL);
+    for (int64_t i = s->nsingles; i < s->n; i++)
+        for (int64_t j = 0; j < s->len[i]; j++) {
+            /* one draw per entry, whatever the table, so the stream stays aligned */
+            const double u = (double)(as_rng_below(&r, (uint64_t)1 << 53)) * 0x1.0p-53;
+            const uint64_t pick = as_rng_below(&r, (uint64_t)1 << 62);
+            if (u >= frac) continue;
+            const as_btable *t = as_bpool_get(meta, s->ids[i][j]);
+            if (!t) continue;
+            /* the levels: column halvings (2, 4), then row blocks */
+            int64_t lv[2 + 64], nlv = 0;
+            for (int64_t c = 2; c <= 4; c *= 2)
+                if (t->dim % (4 * c) == 0) lv[nlv++] = -c;
+            for (int q = 0; q < nblocks && nlv < 66; q++)
+                if (blocks[q] >= 2 && blocks[q] <= t->rows) lv[nlv++] = blocks[q];
+            if (!nlv) continue;
+            const int64_t L = lv[pick % (uint64_t)nlv], np = L < 0 ? -L : L;
+            const int64_t k = (int64_t)((pick / (uint64_t)nlv) % (uint64_t)np);
+            as_piece q;
+            if (L < 0) {
+                const int64_t d = t->dim / np;
+                q = (as_piece){ k * d, (k + 1) * d, 0, t->rows };
+            } else {
+                as_piece *bl = as_malloc((size_t)np * sizeof *bl);
+                const int64_t nb = as_piece_row_blocks(t->rows, t->dim, np, bl);
+                q = bl[k < nb ? k : nb - 1];
+                free(bl);
+            }
+            if (!s->pc) s->pc = as_calloc((size_t)s->n, sizeof *s->pc);
+            if (!s->pc[i]) s->pc[i] = as_calloc((size_t)s->len[i], sizeof **s->pc);
+            s->pc[i][j] = q;
+        }
+}
+
 void as_bsample_free(as_bsample *s)
 {
+    for (int64_t i = 0; s->pc && i < s->n; i++) free(s->pc[i]);
+    free(s->pc);
     for (int64_t i = 0; i < s->n; i++) free(s->ids[i]);
     free(s->ids);
     free(s->len);
@@ -123,6 +163,16 @@ int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_
             for (int64_t j = 0; j < s->len[i]; j++) want[s->ids[i][j]] = 1;
     int rc = load_wanted(p, file, want, nw, err, errlen);
     free(want);
+    for (int64_t i = 0; !rc && s->pc && i < s->n; i++) {
+        if ((i % part_n) != part_i - 1 || !s->pc[i]) continue;
+        for (int64_t j = 0; j < s->len[i] && !rc; j++) {
+            if (as_piece_whole(&s->pc[i][j])) continue;
+            const int64_t v = as_bpool_piece(p, s->ids[i][j], &s->pc[i][j], err, errlen);
+            if (v < 0) rc = -1;
+            else s->ids[i][j] = v;
+        }
+    }
+    if (rc && p->t) as_bpool_free(p);
     return rc;
 }
 

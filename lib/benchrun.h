@@ -27,6 +27,8 @@ typedef struct {
     int64_t **ids;          /* [n] each shard's table ids, in draw order */
     int64_t *len;           /* [n] */
     int64_t maxid;          /* the largest table id of any shard (-1: none) */
+    as_piece **pc;          /* NULL, or [n]: each shard's pieces (NULL: its tables whole),
+                             * parallel to ids (as_bsample_pieces) */
 } as_bsample;
 
 /* The sampling pool: *out (malloc'd) = the ids of p's tables in p's order; with nfrom > 0
@@ -43,10 +45,18 @@ int as_bsample_pool(int64_t **out, int64_t *n, const as_bpool *p, const int64_t 
  * the count draws (s->n = npool + count, s->nsingles = npool). Free with as_bsample_free. */
 void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t count, int64_t max_tables,
                      uint64_t seed, int singles);
+/* Pieces into the cost dataset: every entry of the draws (not the singles) becomes, with
+ * probability frac, a piece of its table (meta: the tables' rows and dims): one of its
+ * levels drawn uniformly, then one piece of it uniformly. Levels: the column halvings into
+ * 2 and 4 equal pieces whose width stays a multiple of 4, and the row blocks of
+ * as_piece_row_blocks for each count of blocks[0..nblocks) the table has rows for. A table
+ * with no level stays whole. Seeded by seed (stream "pieces"); frac 0 draws nothing. */
+void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const int64_t *blocks, int nblocks, uint64_t seed);
 void as_bsample_free(as_bsample *s);
 /* Load into p (free with as_bpool_free) the tables of FILE that the shards of part I/N of
- * s need, and extra[0..nextra) (the reference shard's). 0, or -1 with err (as_bpool_load's;
- * "table ID is not in the table data FILE") */
+ * s need, and extra[0..nextra) (the reference shard's); the pieces of s are made in p
+ * (as_bpool_piece) and their entries of s->ids replaced by the pool's piece ids. 0, or -1
+ * with err (as_bpool_load's; "table ID is not in the table data FILE") */
 int as_bsample_tables(as_bpool *p, const char *file, const as_bsample *s, int64_t part_i, int64_t part_n,
                       const int64_t *extra, int64_t nextra, char *err, size_t errlen);
 

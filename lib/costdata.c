@@ -184,6 +184,26 @@ void as_costdata_free(as_costdata *d)
     memset(d, 0, sizeof *d);
 }
 
+/* a shard's set hash with its pieces: as_costdata_set_hash of its ids when every entry is
+ * whole, else that mixed with an order-independent sum over its pieces */
+static uint64_t shard_hash(const as_costshard *c)
+{
+    uint64_t h = as_costdata_set_hash(c->ids, c->n), sum = 0;
+    if (!c->pieces || !as_pieces_any(c->pieces, c->n)) return h;
+    for (int64_t j = 0; j < c->n; j++) {
+        const as_piece *q = &c->pieces[j];
+        uint64_t s = (uint64_t)c->ids[j] * 0x9e3779b97f4a7c15ULL;
+        const int64_t v[4] = { q->c0, q->c1, q->r0, q->r1 };
+        for (int i = 0; i < 4; i++) {
+            s ^= (uint64_t)v[i];
+            s = as_splitmix64(&s);
+        }
+        sum += s;
+    }
+    uint64_t x = h ^ sum;
+    return as_splitmix64(&x);
+}
+
 uint64_t as_costdata_set_hash(const int64_t *ids, int64_t n)
 {
     /* order-independent: sort a copy */
@@ -214,7 +234,7 @@ void as_costdata_split_shards(const as_costdata *d, double test_frac, uint64_t s
     split_alloc(d, s);
     /* groups of identical table sets go to one side: decide per group from its hash */
     for (int64_t i = 0; i < d->ncs; i++) {
-        uint64_t h = as_costdata_set_hash(d->cs[i].ids, d->cs[i].n) ^ (seed * 0x2545f4914f6cdd1dULL) ^ 0x73706c6974ULL;
+        uint64_t h = shard_hash(&d->cs[i]) ^ (seed * 0x2545f4914f6cdd1dULL) ^ 0x73706c6974ULL;
         double u = (double)(as_splitmix64(&h) >> 11) * 0x1.0p-53;
         if (u < test_frac) s->test[s->ntest++] = i;
         else s->train[s->ntrain++] = i;
@@ -274,8 +294,8 @@ void as_costdata_stats(as_costmodel *m, const as_costdata *d, const as_costsplit
 int64_t as_costdata_sum_single(const as_costdata *d, const int64_t *test, int64_t ntest, double *out, char *cov)
 {
     /* sums of the measured 1-table costs per table (mean over repeats), over the whole data */
-    double *single = as_calloc((size_t)d->ft.n + 1, sizeof *single);
-    int64_t *nsingle = as_calloc((size_t)d->ft.n + 1, sizeof *nsingle);
+    double *single = as_calloc((size_t)d->nf + 1, sizeof *single);
+    int64_t *nsingle = as_calloc((size_t)d->nf + 1, sizeof *nsingle);
     for (int64_t i = 0; i < d->ncs; i++)
         if (d->cs[i].n == 1) { single[d->idx[d->off[i]]] += d->cost[i]; nsingle[d->idx[d->off[i]]]++; }
     int64_t ncov = 0;
@@ -338,7 +358,7 @@ void as_costdata_noise(const as_costdata *d, const int64_t *test, int64_t ntest,
         for (int64_t i = 0; i < ncs; i++) if (isfinite(cs[i].rel_std)) { srs += cs[i].rel_std; nrs++; }
     /* repeats of a table set: groups of equal hashes */
     hkey *hk = as_malloc((size_t)(ncs + 1) * sizeof *hk);
-    for (int64_t i = 0; i < ncs; i++) { hk[i].h = as_costdata_set_hash(cs[i].ids, cs[i].n); hk[i].i = i; }
+    for (int64_t i = 0; i < ncs; i++) { hk[i].h = shard_hash(&cs[i]); hk[i].i = i; }
     qsort(hk, (size_t)ncs, sizeof *hk, cmp_hkey);
     double rep_abs = 0, rep_rel = 0;
     int64_t rep_n = 0, rep_groups = 0;

@@ -49,6 +49,10 @@ RL_OPTS ?=
 # rows into these), and the algorithms planned again with splitting and local search
 # (SPLIT_ALGS= leaves them out)
 ROW_PIECES ?= 2,4,8
+# pieces in the cost dataset (as-bench --sample-pieces: this share of the drawn shards'
+# tables measured as a piece), so that the cost model learns them
+SAMPLE_PIECES ?= 0.3
+PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
 SPLIT_ALGS ?= cost-greedy,autoshard
 SPLIT_OPTS ?= --split-tables --refine
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
@@ -78,9 +82,9 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 $(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
 	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone"
 ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
-	pipelines/bench-fanout --tables $< --devices gpu -o $@ -- --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS)
+	pipelines/bench-fanout --tables $< --devices gpu -o $@ -- --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS) $(BENCH_OPTS)
 else
-	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(BENCH_OPTS) $(PROGRESS) -o $@
+	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS) $(BENCH_OPTS) $(PROGRESS) -o $@
 endif
 
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit

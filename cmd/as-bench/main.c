@@ -35,6 +35,13 @@ static const char HELP[] =
     "      --sample-from LIST draw sampled shards only from these table ids (e.g. 0-63)\n"
     "      --singles          with --sample: first measure every table of the pool alone\n"
     "                         (origin \"single\"), then the N samples\n"
+    "      --sample-pieces P  with --sample: each table of a drawn shard (not the singles)\n"
+    "                         becomes, with probability P (0..1, default 0), a piece of it,\n"
+    "                         so that the cost model learns pieces: a column half or quarter\n"
+    "                         (width a multiple of 4) or a row block (--piece-blocks), drawn\n"
+    "                         uniformly; the cost records carry `pieces` (docs/FORMAT.md)\n"
+    "      --piece-blocks LIST  the row blocks for --sample-pieces (default 2,4,8: use the\n"
+    "                         counts of as-features --row-pieces, whose features they need)\n"
     "      --seed S           sampling and weight seed (default 0)\n"
     "      --device D         auto (a working GPU, else the CPU), cpu, cuda, cuda:N\n"
     "      --threads N        CPU threads (default: all cores)\n"
@@ -159,7 +166,7 @@ static const char HELP[] =
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES,
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
        OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES };
 
 static as_cli cli;
@@ -260,6 +267,8 @@ int main(int argc, char **argv)
         { "part", required_argument, 0, OPT_PART },
         { "flush", required_argument, 0, OPT_FLUSH },
         { "singles", no_argument, 0, OPT_SINGLES },
+        { "sample-pieces", required_argument, 0, OPT_SPIECES },
+        { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
         { "sample-from", required_argument, 0, OPT_FROM },
         { "no-resident", no_argument, 0, OPT_NORES },
         { "noise-threshold", required_argument, 0, OPT_NOISE },
@@ -280,6 +289,9 @@ int main(int argc, char **argv)
     int maxmem_given = 0;
     const char *maxmem_arg = NULL;
     int singles = 0;
+    double spieces = 0;
+    static int64_t *pblocks;    /* --piece-blocks (static: reachable at exit) */
+    size_t npblocks = 0;
     int ref_auto = 1;
     int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
     size_t nref = 0;
@@ -312,6 +324,14 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_SINGLES: singles = 1; break;
+        case OPT_SPIECES: spieces = as_cli_f64(&cli, "--sample-pieces", optarg, 0, 1); break;
+        case OPT_PBLOCKS: {
+            free(pblocks);
+            pblocks = NULL;
+            if (as_parse_i64_list(optarg, 2, 1024, &pblocks, &npblocks) || !npblocks)
+                as_cli_usage(&cli, "--piece-blocks: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", optarg);
+            break;
+        }
         case OPT_NORES: cfg.per_shard_upload = 1; break;
         case OPT_NOISE: rc.noise.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
         case OPT_RETRIES: rc.noise.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
@@ -365,6 +385,7 @@ int main(int argc, char **argv)
     if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
     if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
+    if ((spieces > 0 || pblocks) && !sample) as_cli_usage(&cli, "--sample-pieces and --piece-blocks need --sample N");
     if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
     setup_device(&cfg, device);
 
@@ -385,6 +406,8 @@ int main(int argc, char **argv)
             if (as_bsample_pool(&ids, &npool, &meta, from, nfrom, tables, err, sizeof err))
                 as_die(AS_EXIT_DATA, "--sample-from: %s", err);
             as_bsample_draw(&smp, ids, npool, sample, maxt, cfg.seed, singles);
+            static const int64_t blocks_default[] = { 2, 4, 8 };
+            as_bsample_pieces(&smp, &meta, spieces, pblocks ? pblocks : blocks_default, pblocks ? (int)npblocks : 3, cfg.seed);
             free(ids);
         }
         as_bpool_free(&meta);
