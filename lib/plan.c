@@ -366,8 +366,9 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
     const as_plan_refined *rf = &p->refine;
     const int pieces = p->pieces && as_pieces_any(p->pieces, p->n);
+    const int comm = p->split && m->items;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces;
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm;
     char label[64];
     msgpack_pack_map(pk, nf);
     as_pack_kv_str(pk, "kind", "plan");
@@ -380,6 +381,24 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     if (pieces) {
         as_pack_str(pk, "pieces");
         as_pack_pieces(pk, p->pieces, p->n);
+    }
+    if (comm) {
+        /* each shard's ids in and pooled outputs out (forward) and their gradients (backward) */
+        double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
+        for (int64_t i = 0; i < p->n; i++)
+            if (p->assign[i] >= 0) {
+                in[p->assign[i]] += (double)m->items[i]->lookups * 8.0;
+                out[p->assign[i]] += 2.0 * (double)m->items[i]->batch * (double)m->items[i]->dim * 4.0;
+            }
+        as_pack_str(pk, "comm_in_bytes");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)in[k]);
+        as_pack_str(pk, "comm_out_bytes");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)out[k]);
+        as_pack_kv_f64(pk, "comm_gbps", p->comm_gbps);
+        free(in);
+        free(out);
     }
     as_pack_str(pk, "assign");
     msgpack_pack_array(pk, (size_t)p->n);

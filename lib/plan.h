@@ -106,6 +106,9 @@ typedef struct {
                                        are then pieces and whole tables); NULL: none. Owned:
                                        as_plan_free frees it */
     int split;                      /* made by the split search: "+split" in its label */
+    double comm_gbps;               /* split plans: the bandwidth their search charged
+                                       (0: none); the record then carries each shard's
+                                       communication bytes (lib/split.h) */
 } as_plan;
 
 /* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus
@@ -198,6 +201,8 @@ typedef struct {
     const char *model_device;       /* what the model's costs were measured on, or NULL */
     const char *policy;             /* autoshard: the policy file, else NULL */
     int64_t samples;                /* autoshard: candidates per task (the policy's), else 0 */
+    const as_features *const *items; /* the plan's items (their features), for split plans'
+                                       communication bytes; NULL: not written */
 } as_plan_meta;
 
 /* write a `plan` record (docs/FORMAT.md) */

@@ -104,11 +104,28 @@ static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_f
     return m;
 }
 
-static double plan_score(const as_plan *p)
+double as_split_comm_ms(const as_features *f, double gbps)
+{
+    if (!(gbps > 0)) return 0;
+    const double bytes = (double)f->lookups * 8.0 + 2.0 * (double)f->batch * (double)f->dim * 4.0;
+    return bytes / (gbps * 1073741824.0) * 1e3;
+}
+
+/* the plan's score: its slowest shard's predicted cost, plus its items' communication when
+   charged (comm: per shard scratch [K], NULL when not) */
+static double plan_score(const as_plan *p, const as_features *const *it, double gbps, double *comm)
 {
     if (!p->feasible || !p->pred) return INFINITY;
+    if (comm) {
+        for (int64_t k = 0; k < p->shards; k++) comm[k] = 0;
+        for (int64_t j = 0; j < p->n; j++)
+            if (p->assign[j] >= 0) comm[p->assign[j]] += as_split_comm_ms(it[j], gbps);
+    }
     double mx = 0;
-    for (int64_t k = 0; k < p->shards; k++) if (p->pred[k] > mx) mx = p->pred[k];
+    for (int64_t k = 0; k < p->shards; k++) {
+        const double y = p->pred[k] + (comm ? comm[k] : 0);
+        if (y > mx) mx = y;
+    }
     return mx;
 }
 
@@ -151,6 +168,7 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
     int *best = as_calloc((size_t)(n ? n : 1), sizeof *best);
     int64_t made = 0;
     int rc = 0;
+    double *comm = sc->comm_gbps > 0 ? as_malloc((size_t)c->shards * sizeof *comm) : NULL;
     char e2[512];
 
     /* the root */
@@ -161,7 +179,7 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
         rc = -1;
         goto done;
     }
-    cur[0].score = plan_score(&pl);
+    cur[0].score = plan_score(&pl, it, sc->comm_gbps, comm);
     cur[0].items = P;
     as_plan_free(&pl);
     info->pred_before = cur[0].score;
@@ -207,7 +225,7 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
                         rc = -1;
                         goto done2;
                     }
-                    k->score = plan_score(&pl);
+                    k->score = plan_score(&pl, it, sc->comm_gbps, comm);
                     k->items = P;
                     k->order = made++;
                     as_plan_free(&pl);
@@ -259,7 +277,7 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
     }
     info->items = P;
     for (int64_t i = 0; i < n; i++) info->split += best[i] != 0;
-    info->pred_after = plan_score(p);
+    info->pred_after = plan_score(p, it, sc->comm_gbps, comm);
 done2:
     free(cand);
     free(cworst);
@@ -271,6 +289,7 @@ done:
     free(cur);
     free(kids);
     free(best);
+    free(comm);
     free(it);
     for (int64_t i = 0; i < n; i++) {
         for (int L = 0; L < s[i].nlv; L++) free(s[i].lv[L].f);

@@ -19,8 +19,15 @@
  * best node seen wins, the root included, so the result is never predicted slower than no
  * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
  *
- * Not yet charged: the communication a split adds (column pieces send a table's ids to more
- * ranks, row pieces partial sums); the score is the kernel cost the model predicts.
+ * Communication (comm_gbps > 0): a shard's score is its predicted kernel cost plus the bytes
+ * its items move at comm_gbps x 2^30 bytes/s (TorchRec's planner/constants.py counts its
+ * intra-host bandwidth the same way: INTRA_NODE_BANDWIDTH, 600): every item receives its
+ * ids (lookups x 8 bytes, TorchRec's BIGINT_DTYPE: a column piece gets all of its table's
+ * ids, so a column split sends them once per piece) and sends its pooled outputs forward
+ * and receives their gradients backward (2 x batch x dim x 4 bytes, fp32; a row piece sends
+ * full-width partial sums, so a row split into n sends n times the table's outputs). The
+ * same charge applies to whole tables, so a split is chosen only when the kernel time it
+ * saves exceeds the communication it adds. comm_gbps 0: kernel cost alone.
  */
 #ifndef AS_SPLIT_H
 #define AS_SPLIT_H
@@ -44,13 +51,20 @@ typedef struct {
     const int64_t *rowp;    /* row levels to consider (block counts, ascending); NULL: the
                              * blocks of 2, 4, 8 */
     int nrowp;
+    double comm_gbps;       /* communication bandwidth, GiB/s (above); 0: not charged */
 } as_split_cfg;
+
+#define AS_SPLIT_COMM_GBPS 600.0   /* one host of NVLink GPUs, TorchRec's intra-node figure */
+
+/* the milliseconds item f's communication takes at gbps GiB/s (above; 0 when gbps <= 0) */
+double as_split_comm_ms(const as_features *f, double gbps);
 
 typedef struct {
     int64_t nodes;          /* children placed and scored */
     int64_t split;          /* tables split in the result */
     int64_t items;          /* P */
-    double pred_before;     /* predicted slowest shard unsplit (INFINITY: infeasible) */
+    double pred_before;     /* score of the unsplit plan: predicted slowest shard, with its
+                             * communication when charged (INFINITY: infeasible) */
     double pred_after;
     double ms;              /* the search's wall clock */
     int cut;                /* 1 when the time budget ended it */

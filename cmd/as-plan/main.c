@@ -73,8 +73,14 @@ static const char HELP[] =
     "                         The plan's alg becomes ALG+split, its `pieces` say which piece\n"
     "                         each entry is (docs/FORMAT.md); with --refine the refined split\n"
     "                         plan is ALG+split+refine. The search keeps no split when none\n"
-    "                         is predicted faster. Not yet charged: the communication a split\n"
-    "                         adds. lib/split.h has the search's rules\n"
+    "                         is predicted faster, communication included (--comm-gbps).\n"
+    "                         lib/split.h has the search's rules\n"
+    "      --comm-gbps G      the bandwidth the split search charges communication at, GiB/s\n"
+    "                         (default 600: one host of NVLink GPUs, TorchRec's planner's\n"
+    "                         intra-node figure; 0: not charged): each item's ids in (8 bytes\n"
+    "                         per lookup) and pooled outputs out and their gradients back (2 x\n"
+    "                         batch x dim x 4 bytes); split plans carry comm_in_bytes and\n"
+    "                         comm_out_bytes per shard\n"
     "      --split-ms MS      wall-clock budget of the search per plan (default 1000; 0 =\n"
     "                         none); a budget that cuts it makes the plan machine-dependent\n"
     "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
@@ -105,7 +111,7 @@ static const char HELP[] =
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS };
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -143,6 +149,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
         { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
         { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
+        { "comm-gbps", required_argument, 0, OPT_COMM },
         AS_CLI_COMMON_OPTIONS
     };
     int opt;
@@ -210,6 +217,10 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             a->scfg.cands = (int)as_cli_i64(cli, "--split-cands", optarg, 1, 1024);
             if (!a->split_opt) a->split_opt = "--split-cands";
             break;
+        case OPT_COMM:
+            a->scfg.comm_gbps = as_cli_f64(cli, "--comm-gbps", optarg, 0, 1e6);
+            if (!a->split_opt) a->split_opt = "--comm-gbps";
+            break;
         case OPT_KEEP_UNREFINED:
             cfg->keep_unrefined = 1;
             if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
@@ -236,7 +247,8 @@ int main(int argc, char **argv)
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", HELP);
     args a = { .tro = { "embedding_bags", 8 },
-               .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS } };
+               .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS,
+                         .comm_gbps = AS_SPLIT_COMM_GBPS } };
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS };
     parse_args(&cli, argc, argv, &a, &cfg);
     char err[1024];
