@@ -1,0 +1,225 @@
+#!/usr/bin/env bats
+# pieces of tables end to end: as-features --row-pieces, as-bench measuring plans of row and
+# column pieces (their cost records' lookups are the pieces' features'), bad pieces refused,
+# as-plan --split-tables (its usage errors; its plans measured by as-bench, estimated by
+# as-eval --model, never predicted slower than the unsplit plan of the same algorithm).
+load test_helper/common
+
+# once per file: a tiny pool of 6 tables, 3 tasks of 4 tables on 2 shards, with and without
+# the row pieces of 2 and 4 blocks; a small cost model
+setup_file() {
+    D="$BATS_FILE_TMPDIR"
+    export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
+    as-convert --synth --tables 6 --batch 64 --row-scale 0.001 --seed 1 -o "$D/pool.ast"
+    as-features "$D/pool.ast" --tasks 3 --task-tables 4 --shards 2 --seed 0 -o "$D/ft.ast"
+    as-features "$D/pool.ast" --row-pieces 2,4 --tasks 3 --task-tables 4 --shards 2 --seed 0 -o "$D/ftr.ast"
+    as-bench --tables "$D/pool.ast" --sample 12 --max-tables 4 --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q -o "$D/c.ast"
+    cat "$D/ftr.ast" "$D/c.ast" | as-costfit --epochs 20 --seed 0 -q -o "$D/m.ast" 2> /dev/null
+}
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    D="$BATS_FILE_TMPDIR"
+}
+
+# features of the pool as JSON lines
+feats() { as-show --no-header --kind features "$@"; }
+
+@test "as-features --row-pieces N: TorchRec's blocks, each table's pieces sum to its lookups" {
+    for n in 2 4; do
+        as-features "$D/pool.ast" --row-pieces $n -o "$T/r$n.ast"
+        # per table with pieces: [lookups of the whole, sum of the pieces', number of pieces,
+        # the blocks tile [0, rows) in order with block ceil(rows/n), all columns]
+        run sh -c "as-show --no-header --kind features '$T/r$n.ast' | jq -s -e --argjson n $n '
+            (map(select(.piece == null))) as \$w
+            | (map(select(.piece != null))) as \$p
+            | (\$p | length) > 0
+              and all(\$w[]; . as \$t | [\$p[] | select(.id == \$t.id)] as \$q
+                | if \$t.rows < 2 then (\$q | length) == 0
+                  else ((\$t.rows + \$n - 1) / \$n | floor) as \$b
+                    | (\$q | map(.lookups) | add) == \$t.lookups
+                      and (\$q | length) == ((\$t.rows + \$b - 1) / \$b | floor)
+                      and all(range(0; \$q | length); . as \$j | \$q[\$j].piece == [0, \$t.dim, \$j * \$b, ([(\$j + 1) * \$b, \$t.rows] | min)]
+                            and \$q[\$j].rows == \$q[\$j].piece[3] - \$q[\$j].piece[2] and \$q[\$j].dim == \$t.dim and \$q[\$j].batch == \$t.batch)
+                  end)'"
+        assert_success
+    done
+    # the whole tables' records and the tasks are as without --row-pieces
+    run diff <(canon --kind task "$D/ft.ast") <(canon --kind task "$D/ftr.ast")
+    assert_success
+    [ -n "$(canon --kind task "$D/ftr.ast")" ]
+    run diff <(feats "$D/ft.ast" | jq -c 'del(.piece)') <(feats "$D/ftr.ast" | jq -c 'select(.piece == null) | del(.piece)')
+    assert_success
+    # 2,4 writes both cuts: as many piece records as the two runs together
+    [ "$(feats "$D/ftr.ast" | jq -c 'select(.piece != null)' | wc -l)" -eq \
+      "$(cat "$T/r2.ast" "$T/r4.ast" | as-show --no-header --kind features | jq -c 'select(.piece != null)' | wc -l)" ]
+    run as-features "$D/pool.ast" --row-pieces 1
+    assert_failure 2
+    run as-features "$D/pool.ast" --row-pieces 2,x
+    assert_failure 2
+}
+
+# a plan of task 0 (tables 1 2 4 5) with explicit pieces: PIECES is a Python list for the
+# entries TABLES (Python list) on shards ASSIGN
+plan_of() {
+    mp_stream "{'kind':'plan','task':0,'alg':'size-greedy','shards':2,'tables':$1,'assign':$2,'pieces':$3}"
+}
+
+@test "as-bench measures a plan of row and column pieces; its cost records' lookups are the pieces' features'" {
+    # table 2 (2943 x 32) in two column pieces, table 4 (5413 x 16) in its 4 row blocks
+    plan_of "[2,2,4,4,4,4,1,5]" "[0,1,0,1,0,1,0,1]" \
+        "[[0,16,0,2943],[16,32,0,2943],[0,16,0,1354],[0,16,1354,2708],[0,16,2708,4062],[0,16,4062,5413],None,None]" > "$T/plan.ast"
+    # the sizes this plan assumes
+    run sh -c "as-show --no-header --kind features '$D/ft.ast' | jq -r 'select(.id == 2 or .id == 4) | [.id, .rows, .dim] | @tsv'"
+    assert_output $'2\t2943\t32\n4\t5413\t16'
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/plan.ast" -o "$T/b.ast"
+    run sh -c "as-show --no-header --kind cost '$T/b.ast' | jq -c '[.shard, .tables, .pieces]'"
+    assert_output '[0,[2,4,4,1],[[0,16,0,2943],[0,16,0,1354],[0,16,2708,4062],null]]
+[1,[2,4,4,5],[[16,32,0,2943],[0,16,1354,2708],[0,16,4062,5413],null]]'
+    # lookups: a column piece sees all its table's (or row piece's), a row piece its block's;
+    # sum_dim: the pieces' columns
+    run sh -c "as-show --no-header '$D/ftr.ast' '$T/b.ast' | jq -s -e '
+        (map(select(.kind == \"features\"))) as \$f
+        | (\$f | map(select(.piece == null)) | map({key: (.id | tostring), value: .}) | from_entries) as \$w
+        | [.[] | select(.kind == \"cost\")] as \$c
+        | (\$c | length) == 2
+          and all(\$c[]; . as \$r
+            | ([range(0; \$r.tables | length) | . as \$i | \$w[\$r.tables[\$i] | tostring] as \$t | \$r.pieces[\$i] as \$p
+                | if \$p == null or (\$p[2] == 0 and \$p[3] == \$t.rows) then \$t.lookups
+                  else ([\$f[] | select(.id == \$t.id and .piece == [0, \$t.dim, \$p[2], \$p[3]]) | .lookups] | if length == 1 then .[0] else error(\"no piece\") end)
+                  end] | add) == \$r.lookups
+              and ([range(0; \$r.tables | length) | . as \$i | \$r.pieces[\$i] as \$p
+                | if \$p == null then \$w[\$r.tables[\$i] | tostring].dim else \$p[1] - \$p[0] end] | add) == \$r.sum_dim)'"
+    assert_success
+    # not vacuous: the shards' lookups differ from the whole tables' sums
+    run sh -c "as-show --no-header --kind cost '$T/b.ast' | jq -r .lookups | paste -sd' '"
+    assert_output '752 518'
+    # the plan record keeps its pieces, measured
+    run sh -c "as-show --no-header --kind plan '$T/b.ast' | jq -c '[.pieces[1], (.cost_ms | length), .cost_kind]'"
+    assert_output '[[16,32,0,2943],2,"measured"]'
+}
+
+@test "bad pieces are exit 1 with a message naming the table (as-bench, as-eval)" {
+    run_bad() {
+        plan_of "[2,2,1,4,5]" "[0,1,0,1,1]" "$1+[None,None,None]" > "$T/bad.ast"
+        run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 1 --trim 0 --threads 1 -q "$T/bad.ast" -o "$T/out.ast"
+        assert_failure 1
+        assert_output --partial "table 2"
+        assert_output --partial "$2"
+        [ ! -s "$T/out.ast" ] || [ -z "$(as-show --no-header --kind cost "$T/out.ast" 2> /dev/null)" ]
+    }
+    run_bad "[[0,16,0,2943],[8,32,0,2943]]" "overlap"
+    run_bad "[[0,16,0,2943],[0,16,0,2943]]" "overlap"
+    run_bad "[[0,16,0,2943],[20,32,0,2943]]" "gap"
+    run_bad "[[0,32,0,1000],[0,32,1000,2900]]" "gap"
+    run_bad "[[0,16,0,2943],[16,40,0,2943]]" "outside"
+    run_bad "[[0,32,0,1000],[0,32,1000,2950]]" "outside"
+    run_bad "[None,[16,32,0,2943]]" "whole"
+    # one piece alone not from row 0
+    run_bad "[[0,32,1,2943],[0,32,1,2943]]" "overlap"
+    plan_of "[2,1,4,5]" "[0,0,1,1]" "[[0,32,5,2943],None,None,None]" > "$T/bad.ast"
+    run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 1 --trim 0 --threads 1 -q "$T/bad.ast" -o /dev/null
+    assert_failure 1
+    assert_output --partial "table 2"
+    # a table listed twice without pieces
+    mp_stream "{'kind':'plan','task':0,'alg':'size-greedy','shards':2,'tables':[2,2,1],'assign':[0,1,0]}" > "$T/bad.ast"
+    run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 1 --trim 0 --threads 1 -q "$T/bad.ast" -o /dev/null
+    assert_failure 1
+    assert_output --partial "table 2"
+    # as-eval reads the plans the same way
+    plan_of "[2,2,1,4,5]" "[0,1,0,1,1]" "[[0,16,0,2943],[8,32,0,2943],None,None,None]" > "$T/bad.ast"
+    run as-eval --model "$D/m.ast" "$D/ftr.ast" "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "table 2"
+    assert_output --partial "overlap"
+    # pieces not parallel to the tables, a malformed piece
+    plan_of "[2,2,1]" "[0,1,0]" "[[0,16,0,2943],[16,32,0,2943]]" > "$T/bad.ast"
+    run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 1 --trim 0 --threads 1 -q "$T/bad.ast" -o /dev/null
+    assert_failure 1
+    assert_output --partial "pieces"
+    plan_of "[2,2,1]" "[0,1,0]" "[[0,16,0,2943],[32,16,0,2943],None]" > "$T/bad.ast"
+    run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 1 --trim 0 --threads 1 -q "$T/bad.ast" -o /dev/null
+    assert_failure 1
+    assert_output --partial "pieces[1]"
+}
+
+@test "as-plan --split-tables: usage errors are exit 2" {
+    run as-plan --alg all --split-tables "$D/ftr.ast"
+    assert_failure 2
+    assert_output --partial "--split-tables needs --model"
+    for o in "--split-ms 10" "--split-steps 2" "--split-beam 2" "--split-cands 2"; do
+        run as-plan --alg all --model "$D/m.ast" $o "$D/ftr.ast"
+        assert_failure 2
+        assert_output --partial "needs --split-tables"
+    done
+    run as-plan --alg all --model "$D/m.ast" --split-tables --format torchrec "$D/ftr.ast"
+    assert_failure 2
+    assert_output --partial "torchrec"
+    for o in "--split-ms -1" "--split-steps 0" "--split-beam 0" "--split-cands x"; do
+        run as-plan --alg all --model "$D/m.ast" --split-tables $o "$D/ftr.ast"
+        assert_failure 2
+    done
+}
+
+@test "as-plan --split-tables: ALG+split plans of pieces, measured by as-bench, estimated by as-eval, never predicted slower" {
+    as-plan --alg all --model "$D/m.ast" --split-tables --plans-only "$D/ftr.ast" -o "$T/ps.ast"
+    as-plan --alg all --model "$D/m.ast" --plans-only "$D/ftr.ast" -o "$T/pu.ast"
+    # every algorithm on every task, labelled +split
+    run sh -c "as-show --kind plan '$T/ps.ast' | jq -r .alg | sort | uniq -c | awk '{ print \$1, \$2 }'"
+    assert_output "3 cost-greedy+split
+3 dim-greedy+split
+3 lookup-greedy+split
+3 random+split
+3 size-greedy+split
+3 size-lookup-greedy+split"
+    # not vacuous: some plans split tables (by columns or rows, as the measured model has it)
+    run sh -c "as-show --kind plan '$T/ps.ast' | jq -s '[.[] | .pieces // [] | .[] | select(. != null)] | [length, (map(select(.[2] > 0)) | length), (map(select(.[0] > 0)) | length)]' | jq -e '.[0] > 0'"
+    assert_success
+    # the predicted max of each split plan is at most its unsplit plan's, and pieces parallel
+    # to the tables
+    run sh -c "as-show --kind plan '$T/ps.ast' '$T/pu.ast' | jq -s -e '
+        (map(select(.alg | endswith(\"+split\")))) as \$s | (map(select(.alg | endswith(\"+split\") | not))) as \$u
+        | (\$s | length) == 18 and (\$u | length) == 18
+          and all(\$s[]; . as \$a | [\$u[] | select(.task == \$a.task and .alg + \"+split\" == \$a.alg)] as \$b
+              | (\$b | length) == 1 and (\$a.pred_ms | max) <= (\$b[0].pred_ms | max) * (1 + 1e-12) and \$a.feasible
+                and (\$a.pieces == null or (\$a.pieces | length) == (\$a.tables | length))
+                and (\$a.tables | unique) == (\$b[0].tables | unique))'"
+    assert_success
+    # as-eval --model estimates them: exit 0, the same max as pred_ms
+    run as-eval --model "$D/m.ast" --format csv "$D/ftr.ast" "$T/ps.ast"
+    assert_success
+    assert_output --partial "+split"
+    run sh -c "as-eval --model '$D/m.ast' --format csv '$D/ftr.ast' '$T/ps.ast' | awk -F, 'NR > 1 && NF == 20 { print \$2, \$4, \$8 }' | sort > '$T/eval.txt'
+        as-show --kind plan '$T/ps.ast' | jq -r '[.task, .alg, (.pred_ms | max)] | @tsv' | sort > '$T/pred.txt'
+        paste -d' ' '$T/eval.txt' '$T/pred.txt' | awk '{ if (\$1 != \$4 || \$2 != \$5) { print \"mismatch\", \$0; exit 1 }
+            d = \$3 - \$6; if (d < 0) d = -d; if (d > 1e-6 * \$6 + 1e-9) { print \"differs\", \$0; exit 1 }; n++ } END { print n }'"
+    assert_success
+    assert_output 18
+    # as-bench measures the plans with pieces
+    as-show --kind plan "$T/ps.ast" > /dev/null
+    as-plan --alg lookup-greedy,size-lookup-greedy --model "$D/m.ast" --split-tables --plans-only "$D/ftr.ast" -o "$T/ls.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/ls.ast" -o "$T/b.ast"
+    run sh -c "as-show --no-header --kind plan '$T/b.ast' | jq -s -e 'length == 6 and all(.[]; (.alg | endswith(\"+split\")) and .cost_kind == \"measured\" and (.cost_ms | length) == 2)
+        and any(.[]; .pieces != null)'"
+    assert_success
+    # the cost records of pieces name them
+    run sh -c "as-show --no-header --kind cost '$T/b.ast' | jq -s -e 'any(.[]; .pieces != null and any(.pieces[]; . != null))'"
+    assert_success
+    # deterministic
+    as-plan --alg all --model "$D/m.ast" --split-tables --plans-only "$D/ftr.ast" -o "$T/ps2.ast"
+    run diff <(as-show --kind plan "$T/ps.ast" | jq -c 'del(.plan_ms, .split_info.ms)') <(as-show --kind plan "$T/ps2.ast" | jq -c 'del(.plan_ms, .split_info.ms)')
+    assert_success
+}
+
+@test "as-plan --split-tables without row pieces' features splits by columns only" {
+    as-plan --alg all --model "$D/m.ast" --split-tables --plans-only "$D/ft.ast" -o "$T/pc.ast"
+    as-show --no-header --kind features "$D/ft.ast" | jq -s . > "$T/f.json"
+    # not vacuous: some table is split
+    run sh -c "as-show --kind plan '$T/pc.ast' | jq -s -e 'any(.[]; .pieces != null)'"
+    assert_success
+    run sh -c "as-show --kind plan '$T/pc.ast' | jq -s -e --slurpfile f '$T/f.json' '
+        (\$f[0] | map({key: (.id | tostring), value: .rows}) | from_entries) as \$rows
+        | all(.[]; . as \$p | .pieces == null
+            or all(range(0; \$p.tables | length); \$p.pieces[.] == null or (\$p.pieces[.][2] == 0 and \$p.pieces[.][3] == \$rows[\$p.tables[.] | tostring])))'"
+    assert_success
+}

@@ -1,0 +1,406 @@
+/* test_split.c - as_split_search (lib/split.h) on hand-made tasks and a hand-made model whose
+ * answers can be worked out: a shard costs the sum of lookups x dim of its items (rep 1,
+ * head the identity), so a column piece costs its share of the columns and a row piece its
+ * share of the lookups. Checked: a dominant table is split and the pieces cover it once;
+ * the result is deterministic, never predicted slower than no split, never over a memory
+ * cap; row splits only where the row pieces' features are known; a model is required. */
+#include "unit.h"
+
+#include "common.h"
+#include "featindex.h"
+#include "plan.h"
+#include "split.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static as_features F(int64_t id, int64_t dim, int64_t rows, int64_t lookups)
+{
+    as_features f;
+    memset(&f, 0, sizeof f);
+    f.id = id;
+    f.dim = dim;
+    f.rows = rows;
+    f.batch = 100;
+    f.lookups = lookups;
+    f.pooling = (double)lookups / 100;
+    f.bytes_fp16 = rows * dim * 2;
+    f.bytes_fp32 = rows * dim * 4;
+    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
+    return f;
+}
+
+static void lk_embed(void *ctx, const as_features *f, float *out) { out[0] = (float)(f->lookups * f->dim); }
+static double lk_head(void *ctx, const float *s) { return s[0]; }
+static const as_plan_model LK = { NULL, 1, lk_embed, lk_head, 0, NULL, NULL };
+
+static double pmax(const as_plan *p)
+{
+    double m = 0;
+    for (int64_t k = 0; k < p->shards; k++) if (p->pred[k] > m) m = p->pred[k];
+    return m;
+}
+
+typedef struct {
+    const as_features *f;
+    int64_t n;
+} sizes_ctx;
+
+static int size_of(void *ctx, int64_t id, int64_t *rows, int64_t *dim)
+{
+    const sizes_ctx *s = ctx;
+    for (int64_t i = 0; i < s->n; i++)
+        if (s->f[i].id == id) {
+            *rows = s->f[i].rows;
+            *dim = s->f[i].dim;
+            return 0;
+        }
+    return -1;
+}
+
+/* the items cover each table of f[0..n) exactly once, each table's in one place */
+static void check_items_cover(const as_features *items, int64_t P, const as_features *f, int64_t n)
+{
+    int64_t *ids = malloc((size_t)P * sizeof *ids);
+    as_piece *pc = malloc((size_t)P * sizeof *pc);
+    for (int64_t j = 0; j < P; j++) {
+        ids[j] = items[j].id;
+        pc[j] = items[j].piece;
+    }
+    char err[512];
+    if (!CHECK_EQ_I64(as_pieces_check_cover(ids, pc, P, err, sizeof err), 0)) fprintf(stderr, "    %s\n", err);
+    sizes_ctx sc = { f, n };
+    if (!CHECK_EQ_I64(as_pieces_check_dims(ids, pc, P, size_of, &sc, err, sizeof err), 0)) fprintf(stderr, "    %s\n", err);
+    /* every table present, in task order */
+    int64_t j = 0;
+    for (int64_t i = 0; i < n; i++) {
+        CHECK(j < P && items[j].id == f[i].id);
+        while (j < P && items[j].id == f[i].id) {
+            /* a piece's features are the piece's: dim and rows follow */
+            const as_piece q = as_piece_full(&items[j].piece, f[i].rows, f[i].dim);
+            CHECK_EQ_I64(items[j].dim, q.c1 - q.c0);
+            CHECK_EQ_I64(items[j].rows, q.r1 - q.r0);
+            j++;
+        }
+    }
+    CHECK_EQ_I64(j, P);
+    free(ids);
+    free(pc);
+}
+
+static int search(as_alg alg, int64_t K, uint64_t cap, const as_plan_model *m, const as_featidx *ft, const as_features *f,
+                  int64_t n, const as_split_cfg *sc, as_features **items, int64_t *P, as_plan *p, as_split_info *info,
+                  char *err)
+{
+    const as_features *t[64];
+    for (int64_t i = 0; i < n; i++) t[i] = &f[i];
+    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL };
+    return as_split_search(&c, sc, ft, t, n, items, P, p, info, err, 512);
+}
+
+static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features *f, int64_t n, int *feasible)
+{
+    const as_features *t[64];
+    for (int64_t i = 0; i < n; i++) t[i] = &f[i];
+    as_plan_cfg c = { alg, K, cap, 7, 3, &LK, NULL };
+    as_plan p;
+    char err[256];
+    CHECK_EQ_I64(as_plan_make(&p, &c, t, n, err, sizeof err), 0);
+    const double m = pmax(&p);
+    *feasible = p.feasible;
+    as_plan_free(&p);
+    return m;
+}
+
+static const as_split_cfg SC = { AS_SPLIT_STEPS, AS_SPLIT_BEAM, AS_SPLIT_CANDS, 0, NULL, 0 };
+
+/* (a) table 0 costs 64 x 1000 = 64000, the four others 16 x 500 = 8000 each (32000 in
+ * all): unsplit the max is table 0's; split in 4 columns, 16000 a piece, 24000 a shard */
+TEST(split_dominant_table)
+{
+    as_features f[5] = { F(10, 64, 1000, 1000), F(11, 16, 1000, 500), F(12, 16, 1000, 500), F(13, 16, 1000, 500),
+                         F(14, 16, 1000, 500) };
+    as_featidx ft = { 0 };
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    for (int a = 0; a < 4; a++) {
+        const as_alg alg = (as_alg[]){ AS_ALG_COST, AS_ALG_LOOKUP, AS_ALG_DIM, AS_ALG_SIZE }[a];
+        int feas;
+        CHECK_NEAR(unsplit_max(alg, 4, 0, f, 5, &feas), 64000, 0);
+        as_features *items;
+        int64_t P;
+        as_plan p;
+        as_split_info info;
+        if (!CHECK_EQ_I64(search(alg, 4, 0, &LK, &ft, f, 5, &SC, &items, &P, &p, &info, err), 0)) {
+            fprintf(stderr, "    %s\n", err);
+            continue;
+        }
+        CHECK_NEAR(info.pred_before, 64000, 0);
+        CHECK(info.pred_after < 64000);
+        CHECK_NEAR(info.pred_after, pmax(&p), 0);
+        CHECK(p.feasible);
+        CHECK_EQ_I64(p.n, P);
+        CHECK_EQ_I64(info.items, P);
+        CHECK(P > 5);
+        CHECK(info.split >= 1);
+        CHECK(info.nodes > 0);
+        if (alg == AS_ALG_COST || alg == AS_ALG_LOOKUP) CHECK_NEAR(info.pred_after, 24000, 0);
+        /* table 0 is split (the plan is of the items: pieces and split are as-plan's to set) */
+        int64_t n10 = 0;
+        for (int64_t j = 0; j < P; j++) {
+            n10 += items[j].id == 10;
+            CHECK(p.assign[j] >= 0 && p.assign[j] < 4);
+        }
+        CHECK(n10 >= 2);
+        check_items_cover(items, P, f, 5);
+        /* the plan's predicted costs are the model's on its shards */
+        double sum[4] = { 0 };
+        for (int64_t j = 0; j < P; j++) sum[p.assign[j]] += (double)(items[j].lookups * items[j].dim);
+        for (int k = 0; k < 4; k++) CHECK_NEAR(p.pred[k], sum[k], 0);
+        free(items);
+        as_plan_free(&p);
+    }
+    as_featidx_free(&ft);
+}
+
+static as_features RF(as_rng *r, int64_t id)
+{
+    const int64_t dims[5] = { 4, 8, 16, 32, 128 };
+    return F(id, dims[as_rng_below(r, 5)], 100 + (int64_t)as_rng_below(r, 5000), 1 + (int64_t)as_rng_below(r, 3000));
+}
+
+/* (b) two runs give the same items and the same assignment; (c) never predicted slower
+ * than no split; (d) never over the cap */
+TEST(split_random_tasks_deterministic_no_worse_capped)
+{
+    as_rng r;
+    as_rng_seed(&r, 42, 0);
+    as_featidx ft = { 0 };
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    int improved = 0, capped = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        const int64_t n = 3 + (int64_t)as_rng_below(&r, 10), K = 2 + (int64_t)as_rng_below(&r, 4);
+        as_features f[16];
+        uint64_t total = 0, biggest = 0;
+        for (int64_t i = 0; i < n; i++) {
+            f[i] = RF(&r, 100 + i * 3);
+            total += (uint64_t)f[i].bytes_fp16;
+            if ((uint64_t)f[i].bytes_fp16 > biggest) biggest = (uint64_t)f[i].bytes_fp16;
+        }
+        /* every other trial a cap: some below the biggest table */
+        uint64_t cap = 0;
+        if (trial % 2) cap = trial % 4 == 1 ? biggest * 3 / 4 : total / (uint64_t)K + biggest / 2;
+        const as_alg alg = (as_alg[]){ AS_ALG_COST, AS_ALG_LOOKUP, AS_ALG_SIZE, AS_ALG_DIM }[trial % 4];
+        as_split_cfg sc = SC;
+        sc.beam = 1 + trial % 3;
+        sc.cands = 1 + trial % 5;
+        as_features *it1, *it2;
+        int64_t P1, P2;
+        as_plan p1, p2;
+        as_split_info i1, i2;
+        if (!CHECK_EQ_I64(search(alg, K, cap, &LK, &ft, f, n, &sc, &it1, &P1, &p1, &i1, err), 0)) {
+            fprintf(stderr, "    %s\n", err);
+            continue;
+        }
+        CHECK_EQ_I64(search(alg, K, cap, &LK, &ft, f, n, &sc, &it2, &P2, &p2, &i2, err), 0);
+        /* (b) */
+        CHECK_EQ_I64(P1, P2);
+        if (P1 == P2)
+            for (int64_t j = 0; j < P1; j++) {
+                CHECK_EQ_I64(it1[j].id, it2[j].id);
+                CHECK(as_piece_eq(&it1[j].piece, &it2[j].piece));
+                CHECK_EQ_I64(p1.assign[j], p2.assign[j]);
+            }
+        CHECK_EQ_I64(i1.nodes, i2.nodes);
+        /* (c) */
+        int feas;
+        const double before = unsplit_max(alg, K, cap, f, n, &feas);
+        if (feas) {
+            CHECK_NEAR(i1.pred_before, before, 0);
+            CHECK(p1.feasible);
+            if (!CHECK(i1.pred_after <= before)) fprintf(stderr, "    trial %d: %g > %g\n", trial, i1.pred_after, before);
+            improved += i1.pred_after < before;
+        } else
+            CHECK(isinf(i1.pred_before));
+        if (p1.feasible) CHECK_NEAR(i1.pred_after, pmax(&p1), 0);
+        /* (d) */
+        for (int64_t k = 0; k < K; k++) {
+            uint64_t used = 0;
+            for (int64_t j = 0; j < P1; j++) if (p1.assign[j] == k) used += (uint64_t)it1[j].bytes_fp16;
+            CHECK_EQ_I64(p1.mem[k], used);
+            if (cap && !CHECK(p1.mem[k] <= cap)) fprintf(stderr, "    trial %d: shard %d holds %llu > cap %llu\n", trial, (int)k,
+                                                         (unsigned long long)p1.mem[k], (unsigned long long)cap);
+        }
+        capped += cap && !feas && p1.feasible;
+        check_items_cover(it1, P1, f, n);
+        free(it1);
+        free(it2);
+        as_plan_free(&p1);
+        as_plan_free(&p2);
+    }
+    /* the search did something on these tasks */
+    CHECK(improved > 0);
+    CHECK(capped > 0);
+    as_featidx_free(&ft);
+}
+
+/* (d) a table over the cap fits once split: infeasible unsplit, feasible split */
+TEST(split_makes_room_under_cap)
+{
+    /* table 0: 1000 x 64 x 2 = 128000 bytes; the others 32000; cap 100000 */
+    as_features f[5] = { F(0, 64, 1000, 10), F(1, 16, 1000, 500), F(2, 16, 1000, 500), F(3, 16, 1000, 500),
+                         F(4, 16, 1000, 500) };
+    as_featidx ft = { 0 };
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    int feas;
+    unsplit_max(AS_ALG_LOOKUP, 4, 100000, f, 5, &feas);
+    CHECK(!feas);
+    as_features *items;
+    int64_t P;
+    as_plan p;
+    as_split_info info;
+    CHECK_EQ_I64(search(AS_ALG_LOOKUP, 4, 100000, &LK, &ft, f, 5, &SC, &items, &P, &p, &info, err), 0);
+    CHECK(isinf(info.pred_before));
+    CHECK(p.feasible);
+    CHECK(isfinite(info.pred_after));
+    for (int k = 0; k < 4; k++) CHECK(p.mem[k] <= 100000);
+    for (int64_t j = 0; j < P; j++) CHECK(p.assign[j] >= 0);
+    check_items_cover(items, P, f, 5);
+    free(items);
+    as_plan_free(&p);
+    as_featidx_free(&ft);
+}
+
+/* the row pieces of table `t` in n blocks, their lookups shared out as the rows (hand-made
+ * features, as as-features --row-pieces would write them); `skip`: a block left out */
+static void add_row_pieces(as_featidx *x, const as_features *t, int64_t n, int64_t skip)
+{
+    as_piece bl[16];
+    const int64_t k = as_piece_row_blocks(t->rows, t->dim, n, bl);
+    for (int64_t j = 0; j < k; j++) {
+        if (j == skip) continue;
+        as_features g = F(t->id, t->dim, bl[j].r1 - bl[j].r0, t->lookups * (bl[j].r1 - bl[j].r0) / t->rows);
+        g.piece = bl[j];
+        as_featidx_add(x, &g);
+    }
+}
+
+/* (e) table 0 (dim 4: no column level) is costly; a row split only with its pieces' features */
+TEST(split_rows_need_piece_features)
+{
+    as_features f[4] = { F(0, 4, 1000, 12000), F(1, 4, 500, 2000), F(2, 4, 500, 2000), F(3, 4, 500, 2000) };
+    char err[512];
+    as_features *items;
+    int64_t P;
+    as_plan p;
+    as_split_info info;
+
+    /* no row pieces in the index: nothing to split (dim 4 has no column level) */
+    as_featidx none = { 0 };
+    for (int i = 0; i < 4; i++) as_featidx_add(&none, &f[i]);
+    CHECK_EQ_I64(as_featidx_build(&none, err, sizeof err), 0);
+    CHECK_EQ_I64(search(AS_ALG_LOOKUP, 4, 0, &LK, &none, f, 4, &SC, &items, &P, &p, &info, err), 0);
+    CHECK_EQ_I64(P, 4);
+    CHECK_EQ_I64(info.split, 0);
+    CHECK_EQ_I64(info.nodes, 0);
+    CHECK_NEAR(info.pred_after, info.pred_before, 0);
+    CHECK_NEAR(info.pred_after, 48000, 0);
+    for (int64_t j = 0; j < P; j++) CHECK(as_piece_whole(&items[j].piece));
+    free(items);
+    as_plan_free(&p);
+
+    /* one block of the 2 missing (and no 4 or 8): still no split */
+    as_featidx part = { 0 };
+    for (int i = 0; i < 4; i++) as_featidx_add(&part, &f[i]);
+    add_row_pieces(&part, &f[0], 2, 1);
+    CHECK_EQ_I64(as_featidx_build(&part, err, sizeof err), 0);
+    CHECK_EQ_I64(search(AS_ALG_LOOKUP, 4, 0, &LK, &part, f, 4, &SC, &items, &P, &p, &info, err), 0);
+    CHECK_EQ_I64(P, 4);
+    CHECK_EQ_I64(info.split, 0);
+    free(items);
+    as_plan_free(&p);
+
+    /* the blocks of 2 and 4: table 0 split by rows, 12000 in 4 blocks of 3000 */
+    as_featidx rows = { 0 };
+    for (int i = 0; i < 4; i++) as_featidx_add(&rows, &f[i]);
+    add_row_pieces(&rows, &f[0], 2, -1);
+    add_row_pieces(&rows, &f[0], 4, -1);
+    CHECK_EQ_I64(as_featidx_build(&rows, err, sizeof err), 0);
+    CHECK_EQ_I64(search(AS_ALG_LOOKUP, 4, 0, &LK, &rows, f, 4, &SC, &items, &P, &p, &info, err), 0);
+    CHECK(info.split == 1);
+    CHECK(info.pred_after < 48000);
+    /* 4 blocks of 3000 x 4 = 12000, one a shard; the small tables (8000) on three of them: 20000 */
+    CHECK_NEAR(info.pred_after, 20000, 0);
+    int64_t rowpc = 0;
+    for (int64_t j = 0; j < P; j++) {
+        if (as_piece_whole(&items[j].piece)) continue;
+        CHECK_EQ_I64(items[j].id, 0);
+        CHECK_EQ_I64(items[j].piece.c0, 0);
+        CHECK_EQ_I64(items[j].piece.c1, 4);
+        rowpc++;
+    }
+    CHECK_EQ_I64(rowpc, 4);
+    check_items_cover(items, P, f, 4);
+    free(items);
+    as_plan_free(&p);
+
+    /* a wide table with no row features is split by columns only; restricting the row
+       levels to blocks the index lacks changes nothing */
+    as_features g[3] = { F(5, 64, 1000, 6000), F(6, 4, 100, 1000), F(7, 4, 100, 1000) };
+    as_featidx gi = { 0 };
+    for (int i = 0; i < 3; i++) as_featidx_add(&gi, &g[i]);
+    add_row_pieces(&gi, &g[0], 2, -1);
+    CHECK_EQ_I64(as_featidx_build(&gi, err, sizeof err), 0);
+    as_split_cfg sc = SC;
+    const int64_t only8[1] = { 8 };
+    sc.rowp = only8;
+    sc.nrowp = 1;
+    CHECK_EQ_I64(search(AS_ALG_LOOKUP, 3, 0, &LK, &gi, g, 3, &sc, &items, &P, &p, &info, err), 0);
+    CHECK(info.split == 1);
+    for (int64_t j = 0; j < P; j++) {
+        const as_piece q = as_piece_full(&items[j].piece, items[j].id == 5 ? 1000 : 100, items[j].id == 5 ? 64 : 4);
+        CHECK_EQ_I64(q.r0, 0);
+        CHECK_EQ_I64(q.r1, items[j].id == 5 ? 1000 : 100);
+    }
+    check_items_cover(items, P, g, 3);
+    free(items);
+    as_plan_free(&p);
+    as_featidx_free(&none);
+    as_featidx_free(&part);
+    as_featidx_free(&rows);
+    as_featidx_free(&gi);
+}
+
+/* (f) a model is required; a budget cuts the search but keeps a result no worse */
+TEST(split_needs_model_and_budget)
+{
+    as_features f[3] = { F(0, 64, 100, 1000), F(1, 8, 100, 10), F(2, 8, 100, 10) };
+    as_featidx ft = { 0 };
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    as_features *items = (as_features *)1;
+    int64_t P = 5;
+    as_plan p;
+    as_split_info info;
+    err[0] = 0;
+    CHECK_EQ_I64(search(AS_ALG_SIZE, 2, 0, NULL, &ft, f, 3, &SC, &items, &P, &p, &info, err), -1);
+    CHECK(strstr(err, "model") != NULL);
+    CHECK(items == NULL);
+    CHECK_EQ_I64(P, 0);
+    /* cost-greedy without a model fails the same way */
+    CHECK_EQ_I64(search(AS_ALG_COST, 2, 0, NULL, &ft, f, 3, &SC, &items, &P, &p, &info, err), -1);
+
+    as_split_cfg sc = SC;
+    sc.budget_ms = 1e-9;
+    CHECK_EQ_I64(search(AS_ALG_LOOKUP, 2, 0, &LK, &ft, f, 3, &sc, &items, &P, &p, &info, err), 0);
+    CHECK(info.cut);
+    CHECK_EQ_I64(info.nodes, 1);
+    CHECK(info.pred_after <= info.pred_before);
+    check_items_cover(items, P, f, 3);
+    free(items);
+    as_plan_free(&p);
+    as_featidx_free(&ft);
+}
