@@ -117,9 +117,15 @@ static double plan_score(const as_plan *p, const as_features *const *it, double 
 {
     if (!p->feasible || !p->pred) return INFINITY;
     if (comm) {
+        /* the owner's side per shard, then every rank's share of all items */
+        double all = 0;
         for (int64_t k = 0; k < p->shards; k++) comm[k] = 0;
-        for (int64_t j = 0; j < p->n; j++)
-            if (p->assign[j] >= 0) comm[p->assign[j]] += as_split_comm_ms(it[j], gbps);
+        for (int64_t j = 0; j < p->n; j++) {
+            const double ms = as_split_comm_ms(it[j], gbps);
+            all += ms;
+            if (p->assign[j] >= 0) comm[p->assign[j]] += ms;
+        }
+        for (int64_t k = 0; k < p->shards; k++) comm[k] += all / (double)p->shards;
     }
     double mx = 0;
     for (int64_t k = 0; k < p->shards; k++) {

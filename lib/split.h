@@ -19,15 +19,17 @@
  * best node seen wins, the root included, so the result is never predicted slower than no
  * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
  *
- * Communication (comm_gbps > 0): a shard's score is its predicted kernel cost plus the bytes
- * its items move at comm_gbps x 2^30 bytes/s (TorchRec's planner/constants.py counts its
- * intra-host bandwidth the same way: INTRA_NODE_BANDWIDTH, 600): every item receives its
- * ids (lookups x 8 bytes, TorchRec's BIGINT_DTYPE: a column piece gets all of its table's
- * ids, so a column split sends them once per piece) and sends its pooled outputs forward
- * and receives their gradients backward (2 x batch x dim x 4 bytes, fp32; a row piece sends
- * full-width partial sums, so a row split into n sends n times the table's outputs). The
- * same charge applies to whole tables, so a split is chosen only when the kernel time it
- * saves exceeds the communication it adds. comm_gbps 0: kernel cost alone.
+ * Communication (comm_gbps > 0), at comm_gbps x 2^30 bytes/s (TorchRec's planner counts its
+ * intra-host bandwidth the same way: planner/constants.py INTRA_NODE_BANDWIDTH, 600). Per
+ * item: ids in = lookups x 8 bytes (TorchRec's BIGINT_DTYPE; a column piece gets all of its
+ * table's ids), outputs = 2 x batch x dim x 4 bytes (fp32 pooled outputs forward, their
+ * gradients backward; a row piece's are full-width partial sums). A shard's score is its
+ * predicted kernel cost plus (its items' ids in + outputs) / bandwidth, the owner's side,
+ * plus the same sum over all items divided by K, every rank's side of the all-to-all (each
+ * sends its share of every item's ids and receives its share of every item's outputs). A
+ * column split so adds its ids once more per piece, a row split its outputs: the same
+ * charge applies to whole tables, so a split is kept only when the kernel time it saves
+ * exceeds the communication it adds. comm_gbps 0: kernel cost alone.
  */
 #ifndef AS_SPLIT_H
 #define AS_SPLIT_H
@@ -56,7 +58,8 @@ typedef struct {
 
 #define AS_SPLIT_COMM_GBPS 600.0   /* one host of NVLink GPUs, TorchRec's intra-node figure */
 
-/* the milliseconds item f's communication takes at gbps GiB/s (above; 0 when gbps <= 0) */
+/* the milliseconds item f's bytes (ids in + outputs, above) take at gbps GiB/s (0 when
+ * gbps <= 0) */
 double as_split_comm_ms(const as_features *f, double gbps);
 
 typedef struct {

@@ -113,7 +113,7 @@ static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features
     return m;
 }
 
-static const as_split_cfg SC = { AS_SPLIT_STEPS, AS_SPLIT_BEAM, AS_SPLIT_CANDS, 0, NULL, 0 };
+static const as_split_cfg SC = { AS_SPLIT_STEPS, AS_SPLIT_BEAM, AS_SPLIT_CANDS, 0, NULL, 0, 0 };
 
 /* (a) table 0 costs 64 x 1000 = 64000, the four others 16 x 500 = 8000 each (32000 in
  * all): unsplit the max is table 0's; split in 4 columns, 16000 a piece, 24000 a shard */
@@ -400,6 +400,49 @@ TEST(split_needs_model_and_budget)
     CHECK_EQ_I64(info.nodes, 1);
     CHECK(info.pred_after <= info.pred_before);
     check_items_cover(items, P, f, 3);
+    free(items);
+    as_plan_free(&p);
+    as_featidx_free(&ft);
+}
+
+/* communication charged: a split whose added traffic outweighs the kernel time it saves is
+ * not chosen; charged cheaply, the same split as without; the score counts it */
+TEST(split_comm_charged)
+{
+    /* table 10: the kernel's costliest (64000), but little traffic (batch 10); the others,
+       one to a shard (5 shards): cheap kernels (8000), heavy traffic (batch 10000: 320 KB of
+       outputs each) and no split (4 columns, no row pieces' features) */
+    as_features f[5] = { F(10, 64, 1000, 1000), F(11, 4, 1000, 2000), F(12, 4, 1000, 2000), F(13, 4, 1000, 2000),
+                         F(14, 4, 1000, 2000) };
+    f[0].batch = 10;
+    for (int i = 1; i < 5; i++) f[i].batch = 10000;
+    as_featidx ft = { 0 };
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    /* the item's bytes: lookups x 8 in, 2 x batch x dim x 4 out */
+    CHECK_NEAR(as_split_comm_ms(&f[0], 1.0), (1000.0 * 8 + 2.0 * 10 * 64 * 4) / 1073741824.0 * 1e3, 1e-12);
+    CHECK_NEAR(as_split_comm_ms(&f[0], 0), 0, 0);
+    as_split_cfg sc = SC;
+    as_features *items;
+    int64_t P;
+    as_plan p;
+    as_split_info info;
+    /* 1e-6 GiB/s: traffic in ms is thousands of times the kernels'; the slowest shard is a
+       heavy-traffic one, and splitting table 10 only adds ids (columns) or outputs (rows)
+       to every rank's share: no split is chosen */
+    sc.comm_gbps = 1e-6;
+    CHECK_EQ_I64(search(AS_ALG_COST, 5, 0, &LK, &ft, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK_EQ_I64(P, 5);
+    CHECK_EQ_I64(info.split, 0);
+    CHECK(info.pred_before > pmax(&p));
+    CHECK_NEAR(info.pred_after, info.pred_before, 0);
+    free(items);
+    as_plan_free(&p);
+    /* 1e9 GiB/s: the traffic is negligible: the split of the uncharged search */
+    sc.comm_gbps = 1e9;
+    CHECK_EQ_I64(search(AS_ALG_COST, 5, 0, &LK, &ft, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK(P > 5);
+    CHECK(pmax(&p) < 64000);
     free(items);
     as_plan_free(&p);
     as_featidx_free(&ft);
