@@ -559,13 +559,53 @@ int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, con
     fprintf(f, ",\"plan\":{");
     as_json_string(f, o->module, strlen(o->module));
     fprintf(f, ":{");
+    /* a table per key, in the order of its first item; a split table's items are its shards,
+       ordered by (r0, c0) */
+    int64_t *ord = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *ord);
+    uint8_t *done = as_calloc((size_t)(p->n ? p->n : 1), 1);
+    int first = 1;
     for (int64_t i = 0; i < p->n; i++) {
-        int64_t r = p->assign[i];
-        fprintf(f, "%s\"t%" PRId64 "\":{\"sharding_type\":\"table_wise\",\"compute_kernel\":\"fused\",\"ranks\":[%" PRId64
-                   "],\"shards\":[{\"shard_offsets\":[0,0],\"shard_sizes\":[%" PRId64 ",%" PRId64
-                   "],\"placement\":\"rank:%" PRId64 "/cuda:%" PRId64 "\"}]}",
-                i ? "," : "", t[i]->id, r, t[i]->rows, t[i]->dim, r, r % L);
+        if (done[i]) continue;
+        int64_t m = 0, rows = 0, dim = 0;
+        int full_rows = 1, full_cols = 1;
+        for (int64_t j = i; j < p->n; j++)
+            if (!done[j] && t[j]->id == t[i]->id) {
+                done[j] = 1;
+                /* insertion by (r0, c0) */
+                const as_piece a = as_piece_full(&t[j]->piece, t[j]->rows, t[j]->dim);
+                int64_t q = m++;
+                while (q > 0) {
+                    const as_piece b = as_piece_full(&t[ord[q - 1]]->piece, t[ord[q - 1]]->rows, t[ord[q - 1]]->dim);
+                    if (b.r0 < a.r0 || (b.r0 == a.r0 && b.c0 <= a.c0)) break;
+                    ord[q] = ord[q - 1];
+                    q--;
+                }
+                ord[q] = j;
+                if (a.r1 > rows) rows = a.r1;
+                if (a.c1 > dim) dim = a.c1;
+            }
+        for (int64_t q = 0; q < m; q++) {
+            const as_piece a = as_piece_full(&t[ord[q]]->piece, t[ord[q]]->rows, t[ord[q]]->dim);
+            if (a.r0 != 0 || a.r1 != rows) full_rows = 0;
+            if (a.c0 != 0 || a.c1 != dim) full_cols = 0;
+        }
+        const char *type = m == 1 ? "table_wise" : full_rows ? "column_wise" : full_cols ? "row_wise" : "grid_shard";
+        fprintf(f, "%s\"t%" PRId64 "\":{\"sharding_type\":\"%s\",\"compute_kernel\":\"fused\",\"ranks\":[", first ? "" : ",",
+                t[i]->id, type);
+        first = 0;
+        for (int64_t q = 0; q < m; q++) fprintf(f, "%s%" PRId64, q ? "," : "", p->assign[ord[q]]);
+        fprintf(f, "],\"shards\":[");
+        for (int64_t q = 0; q < m; q++) {
+            const as_piece a = as_piece_full(&t[ord[q]]->piece, t[ord[q]]->rows, t[ord[q]]->dim);
+            const int64_t r = p->assign[ord[q]];
+            fprintf(f, "%s{\"shard_offsets\":[%" PRId64 ",%" PRId64 "],\"shard_sizes\":[%" PRId64 ",%" PRId64
+                       "],\"placement\":\"rank:%" PRId64 "/cuda:%" PRId64 "\"}",
+                    q ? "," : "", a.r0, a.c0, a.r1 - a.r0, a.c1 - a.c0, r, r % L);
+        }
+        fprintf(f, "]}");
     }
+    free(ord);
+    free(done);
     fprintf(f, "}}}\n");
     return 0;
 }

@@ -58,7 +58,8 @@ def table_ranks(doc):
         out[module] = {}
         for name, ps in tables.items():
             if ps.get("sharding_type") != "table_wise" or len(ps.get("ranks", [])) != 1:
-                raise ValueError(f"{module}.{name}: only single-rank table_wise shardings are written by as-plan")
+                raise ValueError(f"{module}.{name}: {ps.get('sharding_type')} (a table split by as-plan --split-tables): "
+                                 "this script converts table_wise shardings only so far")
             out[module][name] = int(ps["ranks"][0])
     return out
 

@@ -152,9 +152,9 @@ plan_of() {
         assert_failure 2
         assert_output --partial "needs --split-tables"
     done
-    run as-plan --alg all --model "$D/m.ast" --split-tables --format torchrec "$D/ftr.ast"
+    run as-plan --alg all --model "$D/m.ast" --comm-gbps 10 "$D/ftr.ast"
     assert_failure 2
-    assert_output --partial "torchrec"
+    assert_output --partial "needs --split-tables"
     for o in "--split-ms -1" "--split-steps 0" "--split-beam 0" "--split-cands x"; do
         run as-plan --alg all --model "$D/m.ast" --split-tables $o "$D/ftr.ast"
         assert_failure 2
@@ -222,4 +222,24 @@ plan_of() {
         | all(.[]; . as \$p | .pieces == null
             or all(range(0; \$p.tables | length); \$p.pieces[.] == null or (\$p.pieces[.][2] == 0 and \$p.pieces[.][3] == \$rows[\$p.tables[.] | tostring])))'"
     assert_success
+}
+
+@test "as-plan --split-tables --format torchrec: a split table is one key with a shard per piece that tile it" {
+    run sh -c "as-plan --alg all --model '$D/m.ast' --split-tables --format torchrec '$D/ftr.ast' > '$T/tr.jsonl'"
+    assert_success
+    [ -s "$T/tr.jsonl" ]
+    # every key: as many ranks as shards, the shards' areas sum to the rectangle they span,
+    # a table of several shards is not table_wise, a table of one is
+    run sh -c "jq -c '.plan[] | to_entries[] | .value | [ (.ranks|length) == (.shards|length),
+        ([.shards[] | .shard_sizes[0] * .shard_sizes[1]] | add) ==
+          (([.shards[] | .shard_offsets[0] + .shard_sizes[0]] | max) * ([.shards[] | .shard_offsets[1] + .shard_sizes[1]] | max)),
+        ((.shards|length) > 1) == (.sharding_type != \"table_wise\")]' '$T/tr.jsonl' | sort -u"
+    assert_output '[true,true,true]'
+    # some table is split somewhere (the model of this file splits: test above)
+    [ "$(jq -c '.plan[] | to_entries[] | select(.value.sharding_type != "table_wise")' "$T/tr.jsonl" | wc -l)" -gt 0 ]
+    # the stream's pieces and the JSON's shards agree for the first split plan
+    as-plan --alg all --model "$D/m.ast" --split-tables "$D/ftr.ast" -o "$T/sp.ast"
+    n_stream=$(as-show --kind plan "$T/sp.ast" | jq -s '[.[] | .pieces // [] | map(select(. != null)) | length] | add')
+    n_json=$(jq -s '[.[] | .plan[] | to_entries[] | select(.value.sharding_type != "table_wise") | .value.shards | length] | add' "$T/tr.jsonl")
+    [ "$n_stream" -eq "$n_json" ]
 }

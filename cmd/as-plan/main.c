@@ -95,7 +95,9 @@ static const char HELP[] =
     "                         replicas of the K-shard group; group i holds ranks i, G+i, ...,\n"
     "                         (K-1)G+i, so shard k lives on ranks k*G+i, i = 0..G-1 (`ranks`)\n"
     "      --format F         stream (default), text (a per-shard summary) or torchrec (one\n"
-    "                         JSON ShardingPlan per line; see pipelines/torchrec_plan.py)\n"
+    "                         JSON ShardingPlan per line; see pipelines/torchrec_plan.py; a\n"
+    "                         split table is column_wise, row_wise or grid_shard with a shard\n"
+    "                         per piece)\n"
     "      --local-size L     torchrec: GPUs per host, placement rank:r/cuda:r%L (default 8)\n"
     "      --module NAME      torchrec: the module fqn (default embedding_bags)\n"
     "      --plans-only       write only the plans, not the input records\n"
@@ -237,8 +239,6 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     if (!cfg->refine && a->refine_opt) as_cli_usage(cli, "%s needs --refine", a->refine_opt);
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
     if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
-    if (cfg->split && a->fmt == 2)
-        as_cli_usage(cli, "--split-tables: the torchrec output of split plans is not written yet (use the stream or text)");
     cfg->split_cfg = &a->scfg;
 }
 
