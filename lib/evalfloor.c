@@ -40,6 +40,12 @@ int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *er
     int64_t id = nid == 1 ? ids[0] : -1;
     free(ids);
     if (nid != 1) return 0;   /* a shard of several tables (or none): not a single cost */
+    /* a piece of the table alone is not the table's single cost */
+    as_piece *pc = NULL;
+    if (as_field_pieces(rec, "pieces", 1, &pc, err, errlen)) return -1;
+    const int piece = pc && !as_piece_whole(&pc[0]);
+    free(pc);
+    if (piece) return 0;
     const msgpack_object *e = as_obj_get(rec, "error"), *cm = as_obj_get(rec, "cost_ms");
     if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) {
         s->skipped++;   /* not measured */
@@ -165,7 +171,9 @@ void as_eval_floor_measured(as_eval_plan *p, int64_t n, const as_eval_singles *s
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         double *single = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *single);
-        for (int64_t i = 0; i < q->T; i++) single[i] = as_eval_singles_get(s, q->tables[i], NULL);
+        /* a piece's own single cost is not kept: unknown (never the table's, which is more) */
+        for (int64_t i = 0; i < q->T; i++)
+            single[i] = q->pieces && !as_piece_whole(&q->pieces[i]) ? NAN : as_eval_singles_get(s, q->tables[i], NULL);
         q->floor = as_eval_floor(single, q->T, &q->floor_unknown);
         free(single);
     }
@@ -177,7 +185,10 @@ void as_eval_floor_estimated(as_eval_plan *p, int64_t n, const as_costmodel *cm,
         as_eval_plan *q = &p[j];
         double *single = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *single);
         for (int64_t i = 0; i < q->T; i++) {
-            const as_features *f = as_featidx_get(ft, q->tables[i]);
+            /* a piece: the model's price of the piece alone */
+            as_features pf;
+            const as_features *f = &pf;
+            if (as_featidx_piece(ft, q->tables[i], q->pieces ? &q->pieces[i] : &AS_PIECE_WHOLE, &pf)) f = NULL;
             single[i] = f ? as_costmodel_predict(cm, &f, 1) : NAN;
         }
         q->floor = as_eval_floor(single, q->T, &q->floor_unknown);

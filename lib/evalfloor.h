@@ -7,9 +7,10 @@
  *
  * Single-item costs: for measured plans, from single-table `cost` records (as-bench
  * --singles writes one per table alone; any `cost` record whose `tables` holds one id
- * counts), the median of a table's records measured on the plans' device; for estimated
- * plans, the cost model's prediction for the table alone. An item without a single cost
- * makes the floor unknown: never guessed.
+ * counts, but one whose entry is a piece of the table), the median of a table's records
+ * measured on the plans' device; for estimated plans, the cost model's prediction for the
+ * item alone (a piece: the piece's, from its features). An item without a single cost
+ * makes the floor unknown: never guessed (a measured plan's piece has none yet).
  *
  * Floor-bound (a task of a run): the best plan of the task - the lowest slowest shard over
  * all algorithms' usable plans - has its slowest shard <= floor x (1 + margin); the margin
