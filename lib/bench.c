@@ -1053,6 +1053,7 @@ static void run_cuda(as_bench_session *S, const as_bench_shardref *sh, as_bench_
         busy = 0;
         goto done;
     }
+    as_eb_gpu_overhead(g, &res->setup_ms, &res->flush_ms);
     for (int i = 0; i < S->c.runs; i++) b->tot[i] = b->fw[i] + b->bw[i];
     S->last_g = g;
     shard_finish(S, b, sh->ids, sh->n, sh->attempt, res);
@@ -1388,6 +1389,9 @@ void as_bench_tally_add(as_bench_tally *t, const as_bench_result *r)
     t->shards++;
     if (r->ok) t->ok++;
     t->busy_ms += r->busy_ms;
+    t->setup_ms += r->setup_ms;
+    t->flush_ms += r->flush_ms;
+    t->refdev_ms += r->refdev_ms;
     const int first = r->passes > 1 ? r->passes : 1;  /* one first attempt per pass */
     if (r->attempts > first) { t->remeasured++; t->extra += r->attempts - first; }
     if (r->ok && r->noisy) t->noisy++;
@@ -1422,8 +1426,18 @@ void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wal
     int k = snprintf(buf, len, "%" PRId64 " shard%s in %.2f s: %.2f shards/s; device busy %.1f %% of the measuring loop "
                      "(warm-up + timed kernels %.2f s)", t->shards, t->shards == 1 ? "" : "s", wall_s,
                      as_bench_shards_per_s(t, wall_s), 100.0 * as_bench_busy_fraction(t, wall_s), t->busy_ms / 1e3);
-    if (k > 0 && (size_t)k < len && t->ok < t->shards)
-        snprintf(buf + k, len - (size_t)k, "; %" PRId64 " not measured", t->shards - t->ok);
+    if (k > 0 && (size_t)k < len && t->ok < t->shards) {
+        const int q = snprintf(buf + k, len - (size_t)k, "; %" PRId64 " not measured", t->shards - t->ok);
+        if (q > 0) k += q;
+    }
+    const double other = t->setup_ms + t->flush_ms + t->refdev_ms;
+    if (k > 0 && (size_t)k < len && other > 0 && wall_s > 0) {
+        const double w = wall_s * 1e3, rest = w - t->busy_ms - other;
+        snprintf(buf + k, len - (size_t)k,
+                 "; the rest of the wall time: set-up kernels %.1f %%, cache flushes %.1f %%, reference shards "
+                 "%.1f %%, host and gaps %.1f %%", 100 * t->setup_ms / w, 100 * t->flush_ms / w,
+                 100 * t->refdev_ms / w, 100 * rest / w);
+    }
 }
 
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r)

@@ -145,6 +145,10 @@ typedef struct {
     double busy_ms;         /* kernel time of all warm-up iterations and timed phases (CUDA
                              * events; CPU: the as_now()-timed calls), flushes not included */
     double wall_ms;         /* wall time of the whole measurement call, setup included */
+    /* CUDA: device time outside busy_ms (as_eb_gpu_overhead): the shard's set-up kernels, the
+     * cache flushes before its timed runs, and its share of its group's reference shard
+     * (benchnoise: the reference's busy + set-up + flush time over the group's shards) */
+    double setup_ms, flush_ms, refdev_ms;
 } as_bench_result;
 
 typedef struct as_bench_session as_bench_session;
@@ -253,6 +257,7 @@ void as_bench_shard_release(void);
 typedef struct {
     int64_t shards, ok;
     double busy_ms;
+    double setup_ms, flush_ms, refdev_ms;   /* device time outside busy (as_bench_result's) */
     /* noise (benchnoise.h's summary): over the measured shards */
     int64_t remeasured;     /* shards with attempts > 1 (> passes when combined) */
     int64_t extra;          /* attempts beyond the first (of each pass), summed */
@@ -265,7 +270,9 @@ void as_bench_tally_free(as_bench_tally *t);
 double as_bench_busy_fraction(const as_bench_tally *t, double wall_s);
 double as_bench_shards_per_s(const as_bench_tally *t, double wall_s);
 /* one line: "N shards in X s: Y shards/s; device busy Z % (warm-up + timed kernels S s)"
- * (and the count of shards not measured when there are any) */
+ * (and the count of shards not measured when there are any); with device time outside busy
+ * (CUDA), what it was: set-up kernels, cache flushes, reference shards, and the rest of the
+ * wall time (host work and gaps between kernels) */
 void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wall_s);
 
 /* Resolve --device for measurement with as_device_parse (device.h: the strings and errors

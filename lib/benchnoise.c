@@ -133,10 +133,12 @@ static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const 
             /* a reference that failed corrects nothing; a noisy one sets no level */
             const double ref_ms = grs[k].ok && grs[k].cost_ms > 0 ? grs[k].cost_ms : NAN;
             const int ref_noisy = isfinite(ref_ms) && as_noise_is_noisy(&grs[k], nc);
+            const double refdev = (grs[k].busy_ms + grs[k].setup_ms + grs[k].flush_ms) / (k > 0 ? k : 1);
             for (int q = 0; q < k; q++) {
                 rs[i + q] = grs[q];
                 rs[i + q].ref_ms = ref_ms;
                 rs[i + q].ref_noisy = ref_noisy;
+                rs[i + q].refdev_ms += refdev;
             }
             if (isfinite(ref_ms) && !ref_noisy) {
                 if (refs->n == refs->cap) {
@@ -276,10 +278,15 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
             for (int64_t q = a; q < b; q++) {
                 as_noise_job *j = &jobs[sel[q]];
                 const double busy = j->r.busy_ms + rs[q].busy_ms, wall = j->r.wall_ms + rs[q].wall_ms;
+                const double su = j->r.setup_ms + rs[q].setup_ms, fl = j->r.flush_ms + rs[q].flush_ms,
+                             rd = j->r.refdev_ms + rs[q].refdev_ms;
                 if (take) j->r = rs[q];
                 j->r.attempts = round + 1;
                 j->r.busy_ms = busy;
                 j->r.wall_ms = wall;
+                j->r.setup_ms = su;
+                j->r.flush_ms = fl;
+                j->r.refdev_ms = rd;
             }
             a = b;
         }
@@ -305,12 +312,16 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
 {
     int first = -1, m = 0, ms = 0, md = 0, mr = 0, attempts = 0;
     double lc = 0, lf = 0, lb = 0, lm = 0, lg = 0, ld = 0, lr = 0, rel = 0, sp = 0, busy = 0, wall = 0;
+    double su = 0, fl = 0, rd = 0;
     double mn = INFINITY, mx = -INFINITY;
     int noisy = 0, ref_noisy = 0;
     for (int i = 0; i < n; i++) {
         attempts += r[i].attempts;
         busy += r[i].busy_ms;
         wall += r[i].wall_ms;
+        su += r[i].setup_ms;
+        fl += r[i].flush_ms;
+        rd += r[i].refdev_ms;
         if (!r[i].ok) continue;
         if (first < 0) first = i;
         m++;
@@ -333,6 +344,9 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
         out->attempts = attempts;
         out->busy_ms = busy;
         out->wall_ms = wall;
+        out->setup_ms = su;
+        out->flush_ms = fl;
+        out->refdev_ms = rd;
         return;
     }
     *out = r[first];
@@ -352,6 +366,9 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
     out->attempts = attempts;
     out->busy_ms = busy;
     out->wall_ms = wall;
+    out->setup_ms = su;
+    out->flush_ms = fl;
+    out->refdev_ms = rd;
     out->passes = m;
 }
 

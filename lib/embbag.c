@@ -879,6 +879,13 @@ int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_
     return -1;
 }
 
+void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms)
+{
+    (void)g;
+    if (setup_ms) *setup_ms = 0;
+    if (flush_ms) *flush_ms = 0;
+}
+
 int as_eb_gpu_ctx_create(as_eb_gpu_ctx **ctx, int device, const as_eb_table *tabs, int64_t ntab, int resident,
                          char *err, size_t errlen)
 {

@@ -122,6 +122,9 @@ struct as_eb_gpu {
     int nsm;
     cudaStream_t st;
     cudaEvent_t e0, e1;
+    cudaEvent_t s0, s1;     /* around a context's set-up of the shard (as_eb_gpu_ctx_shard) */
+    int set_pending;        /* s0/s1 recorded, not yet read by as_eb_gpu_measure */
+    double last_setup_ms, last_flush_ms;   /* as_eb_gpu_overhead */
     int T;
     long long B, n, sumE, wtotal, TB;
     int sumD, maxD, max_slices;
@@ -1097,6 +1100,8 @@ static int g_init(as_eb_gpu *g, int device, char *err, size_t errlen)
     if (CK(cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking), "cudaStreamCreate")) return -1;
     if (CK(cudaEventCreate(&g->e0), "cudaEventCreate")) return -1;
     if (CK(cudaEventCreate(&g->e1), "cudaEventCreate")) return -1;
+    if (CK(cudaEventCreate(&g->s0), "cudaEventCreate")) return -1;
+    if (CK(cudaEventCreate(&g->s1), "cudaEventCreate")) return -1;
     size_t fb = 0;
     flush_size(device, &fb);
     if (CK(cudaMalloc((void **)&g->dflush, fb), "cudaMalloc(flush)")) return -1;
@@ -1151,6 +1156,10 @@ static void ws_free(as_eb_gpu *g)
     g->nev = 0;
     if (g->e0) cudaEventDestroy(g->e0);
     if (g->e1) cudaEventDestroy(g->e1);
+    if (g->s0) cudaEventDestroy(g->s0);
+    if (g->s1) cudaEventDestroy(g->s1);
+    g->s0 = g->s1 = NULL;
+    g->set_pending = 0;
     if (g->st) cudaStreamDestroy(g->st);
     g->e0 = g->e1 = NULL;
     g->st = NULL;
@@ -1472,18 +1481,36 @@ extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, d
     if (CK(cudaEventSynchronize(ev[need - 1]), "kernel execution")) return -1;
     float t = 0;
     if (CK(cudaEventElapsedTime(&t, ev[0], ev[1]), "cudaEventElapsedTime")) return -1;
-    double busy = t;
+    double busy = t, flush = 0;
     for (int r = 0; r < runs; r++) {
-        float f = 0, b = 0;
+        float f = 0, b = 0, fl = 0;
         if (CK(cudaEventElapsedTime(&f, ev[2 + 3 * r], ev[3 + 3 * r]), "cudaEventElapsedTime") ||
-            CK(cudaEventElapsedTime(&b, ev[3 + 3 * r], ev[4 + 3 * r]), "cudaEventElapsedTime"))
+            CK(cudaEventElapsedTime(&b, ev[3 + 3 * r], ev[4 + 3 * r]), "cudaEventElapsedTime") ||
+            CK(cudaEventElapsedTime(&fl, r ? ev[1 + 3 * r] : ev[1], ev[2 + 3 * r]), "cudaEventElapsedTime"))
             return -1;
         fwd_ms[r] = f;
         bwd_ms[r] = b;
         busy += (double)f + (double)b;
+        flush += fl;
+    }
+    /* the device time of what is not measured: the flushes before the timed runs, and the
+       set-up kernels of a context's shard when they ran just before this call */
+    g->last_flush_ms = flush;
+    g->last_setup_ms = 0;
+    if (g->set_pending) {
+        float st = 0;
+        if (cudaEventElapsedTime(&st, g->s0, g->s1) == cudaSuccess) g->last_setup_ms = st;
+        else cudaGetLastError();
+        g->set_pending = 0;
     }
     if (busy_ms) *busy_ms = busy;
     return 0;
+}
+
+extern "C" void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms)
+{
+    if (setup_ms) *setup_ms = g ? g->last_setup_ms : 0;
+    if (flush_ms) *flush_ms = g ? g->last_flush_ms : 0;
 }
 
 extern "C" int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *err, size_t errlen)
@@ -1986,6 +2013,8 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
     }
     hrb[T] = rb;
     cudaStream_t st = g->st;
+    g->set_pending = 0;
+    if (CK(cudaEventRecord(g->s0, st), "cudaEventRecord")) return -1;
     if (CK(cudaMemcpyAsync(g->dtbl, htbl, sizeof(TblDev) * (size_t)T, cudaMemcpyHostToDevice, st), "upload tables") ||
         CK(cudaMemcpyAsync(g->drow_base, hrb, 8 * ((size_t)T + 1), cudaMemcpyHostToDevice, st), "upload row base") ||
         CK(cudaMemcpyAsync(c->dgen, hgen, sizeof(GenDev) * (size_t)T, cudaMemcpyHostToDevice, st), "upload descriptors") ||
@@ -2024,8 +2053,10 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
     if (CK(cudaGetLastError(), "launch fill")) return -1;
     if (CK(cudaMemsetAsync(g->dcnt, 0, z.cnt, st), "cudaMemset") ||
         CK(cudaMemsetAsync(g->dtruns, 0, z.truns, st), "cudaMemset") ||
-        CK(cudaMemsetAsync(g->dtask, 0, z.task, st), "cudaMemset"))
+        CK(cudaMemsetAsync(g->dtask, 0, z.task, st), "cudaMemset") ||
+        CK(cudaEventRecord(g->s1, st), "cudaEventRecord"))
         return -1;
+    g->set_pending = 1;
     c->shards++;
     *gp = g;
     return 0;

@@ -135,6 +135,10 @@ int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen);
  * included. Works on any handle. 0 ok */
 int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
                       double *busy_ms, char *err, size_t errlen);
+/* device time the last as_eb_gpu_measure spent outside busy_ms: *flush_ms its cache flushes,
+ * *setup_ms the set-up of the context's shard enqueued just before it (gather, generated
+ * weights and gradients, guards; 0 on a handle not from a context). Either may be NULL. */
+void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms);
 
 /* ---- CUDA: the benchmark context, one per process --------------------------------------
  * It holds what outlives a shard: the pool's offsets and indices, uploaded once and kept on
