@@ -23,3 +23,19 @@ load test_helper/common
     assert_line "features	856"
     assert_line "task	100"
 }
+
+@test "standalone: the H200 measurements read whole and evaluate without a GPU" {
+    D="$ROOT/pipelines/data/h200-full-s0"
+    run as-show -c "$D/costs.ast"
+    assert_success
+    assert_line "cost	1456"
+    run as-show -c "$D/measured-plans.ast" "$D/measured-plans-h100model.ast"
+    assert_success
+    assert_line "plan	220"
+    assert_line "cost	1760"
+    # every plan's shards are measured: as-eval finds 10 plans per algorithm and the singles
+    run as-eval --singles "$D/costs.ast" --table summary "$D/measured-plans.ast"
+    assert_success
+    assert_output --partial "costs measured on NVIDIA H200"
+    assert_line --regexp '^cost-greedy\+split\+refine +10 +0 '
+}
