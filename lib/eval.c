@@ -25,6 +25,9 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->mem);
     free(p->spread);
     free(p->noisy);
+    free(p->comm_in);
+    free(p->comm_out);
+    free(p->comm_ms);
     memset(p, 0, sizeof *p);
 }
 
@@ -58,6 +61,68 @@ static int obj_num(const msgpack_object *o, double *v)
     case MSGPACK_OBJECT_NIL: *v = NAN; return 1;
     default: return -1;
     }
+}
+
+/* a per-shard list of communication bytes (numbers >= 0), absent or nil: NULL */
+static int read_comm(const msgpack_object *rec, const char *key, as_eval_plan *p, double **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const msgpack_object *o = as_obj_get(rec, key);
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": '%s' must be a list with one entry per shard", p->task, key);
+        return -1;
+    }
+    double *v = as_malloc((size_t)(p->K ? p->K : 1) * sizeof *v);
+    for (int64_t k = 0; k < p->K; k++) {
+        int rc = obj_num(&o->via.array.ptr[k], &v[k]);
+        if (rc != 0 || !(isfinite(v[k]) && v[k] >= 0 && v[k] < 1e18)) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a byte count >= 0", p->task, key, k);
+            free(v);
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
+                        double *bytes_sum, int64_t *bytes_n, double *bytes_max)
+{
+    int64_t mis = 0, hv = 0, bn = 0;
+    double bs = 0, bm = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int costed = 0;
+        for (int64_t k = 0; k < p[j].K; k++) costed |= !isnan(p[j].cost[k]);
+        if (!p[j].comm_in) { mis += costed; continue; }
+        hv++;
+        for (int64_t k = 0; k < p[j].K; k++) {
+            const double b = p[j].comm_in[k] + p[j].comm_out[k];
+            bs += b;
+            bn++;
+            if (b > bm) bm = b;
+        }
+    }
+    if (missing) *missing = mis;
+    if (have) *have = hv;
+    if (bytes_sum) *bytes_sum = bs;
+    if (bytes_n) *bytes_n = bn;
+    if (bytes_max) *bytes_max = bm;
+    if (!(gbps > 0) || mis || !hv) return 0;
+    const double bps = gbps * 1073741824.0;
+    for (int64_t j = 0; j < n; j++) {
+        as_eval_plan *q = &p[j];
+        if (!q->comm_in || !q->K) continue;
+        double all = 0;
+        for (int64_t k = 0; k < q->K; k++) all += q->comm_in[k] + q->comm_out[k];
+        free(q->comm_ms);
+        q->comm_ms = as_malloc((size_t)q->K * sizeof *q->comm_ms);
+        for (int64_t k = 0; k < q->K; k++) {
+            q->comm_ms[k] = (q->comm_in[k] + q->comm_out[k] + all / (double)q->K) / bps * 1e3;
+            if (!isnan(q->cost[k])) q->cost[k] += q->comm_ms[k];
+        }
+    }
+    return 1;
 }
 
 /* the noise fields of as-bench (docs/FORMAT.md): cost_spread, cost_noisy, noise_threshold;
@@ -181,6 +246,13 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
         as_obj_str(rec, "cost_device", p->device, sizeof p->device);
     }
     if (read_noise(rec, p, err, errlen)) goto bad;
+    if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
+        read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))
+        goto bad;
+    if (!p->comm_in != !p->comm_out) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'comm_in_bytes' and 'comm_out_bytes' come together", p->task);
+        goto bad;
+    }
     return 0;
 bad:
     as_eval_plan_free(p);
@@ -191,7 +263,7 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
-        q->max = q->min = q->mean = q->balance = q->speedup = q->over_floor = NAN;
+        q->max = q->min = q->mean = q->balance = q->speedup = q->over_floor = q->kmax = NAN;
         q->at_floor = -1;
         q->ok = q->feasible;
         q->nnoisy = -1;
@@ -220,11 +292,17 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
         for (int64_t k = 0; k < q->K; k++) if (isnan(q->cost[k])) known = 0;
         if (!known || !q->K) continue;
         q->max = mx;
+        q->kmax = mx;
+        if (q->comm_ms) {
+            q->kmax = 0;
+            for (int64_t k = 0; k < q->K; k++)
+                if (q->cost[k] - q->comm_ms[k] > q->kmax) q->kmax = q->cost[k] - q->comm_ms[k];
+        }
         q->min = mn;
         q->mean = s / (double)q->K;
         if (q->ok && mx > 0) q->balance = mn / mx;
         if (q->ok && q->noisy) q->shaky = q->noisy[kmax] || q->noisy[kmin];
-        if (q->ok && isfinite(q->floor) && q->floor > 0) q->over_floor = mx / q->floor;
+        if (q->ok && isfinite(q->floor) && q->floor > 0) q->over_floor = q->kmax / q->floor;
     }
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];

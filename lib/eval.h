@@ -49,9 +49,15 @@ typedef struct {
     unsigned char *noisy;       /* [K] cost_noisy; NULL when the plan carries none */
     double noise_threshold;     /* noise_threshold; NaN when absent */
     int64_t clamped;            /* estimated shard costs below 0 that were set to 0 */
+    /* communication (as-plan: comm_in_bytes, comm_out_bytes; lib/split.h's terms): NULL when
+       the plan carries none; comm_ms [K] what as_eval_charge_comm added to cost, NULL when
+       nothing was charged */
+    double *comm_in, *comm_out, *comm_ms;
     /* figures (as_eval_compute); NaN when undefined */
     int ok;                     /* feasible and every shard's cost known */
     double max, min, mean, balance, speedup;
+    double kmax;                /* the slowest shard's kernel cost alone (max less its charged
+                                   communication; = max when none): what floors compare */
     uint64_t mem_max, mem_min;
     int64_t nnoisy;             /* noisy shards; -1 when unknown (no cost_noisy) */
     int shaky;                  /* ok, and its slowest or fastest shard is noisy */
@@ -69,6 +75,16 @@ typedef struct {
  * "estimated") is set to 0 and counted in clamped. 0 ok, -1 with err. */
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen);
 void as_eval_plan_free(as_eval_plan *p);
+
+/* Charge communication at gbps GiB/s (x 2^30 bytes/s) to the plans' shard costs, as as-plan
+ * --split-tables scores it (lib/split.h): a shard's cost gains (its ids in + outputs out) /
+ * bandwidth, its own side, plus the sum of every shard's over K, its side of the all-to-all.
+ * Only when every plan with a known cost carries the communication bytes (never a mix):
+ * returns 1 charged, 0 not (gbps 0, or *missing plans without the bytes, *have with them).
+ * The byte totals per shard (in + out) are summed into *bytes_sum / *bytes_n / *bytes_max
+ * (either may be NULL) whether charged or not, for the report. */
+int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
+                        double *bytes_sum, int64_t *bytes_n, double *bytes_max);
 
 /* per-plan figures (over_floor from a floor set before), then per (run, task) the speedup over that run's first random plan of
  * the task (random plans themselves: 1); plans without a usable random plan (or one whose

@@ -209,7 +209,7 @@ void as_eval_floor_mark(as_eval_plan *p, int64_t n, double margin)
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         q->floor_margin = margin;
-        q->at_floor = q->ok && isfinite(q->floor) && isfinite(q->max) ? q->max <= q->floor * (1 + margin) : -1;
+        q->at_floor = q->ok && isfinite(q->floor) && isfinite(q->kmax) ? q->kmax <= q->floor * (1 + margin) : -1;
     }
 }
 
@@ -230,9 +230,9 @@ void as_eval_floor_bound(const as_eval_plan *p, int64_t n, double margin, as_eva
             if (p[i].run != p[j].run || p[i].task != p[j].task) continue;
             seen[i] = 1;
             if (isfinite(p[i].floor) && !(p[i].floor <= fl)) fl = p[i].floor;
-            if (p[i].ok && isfinite(p[i].max)) {
+            if (p[i].ok && isfinite(p[i].kmax)) {
                 usable = 1;
-                if (p[i].max < best) best = p[i].max;
+                if (p[i].kmax < best) best = p[i].kmax;
             }
         }
         if (!usable) continue;

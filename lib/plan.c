@@ -366,7 +366,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
     const as_plan_refined *rf = &p->refine;
     const int pieces = p->pieces && as_pieces_any(p->pieces, p->n);
-    const int comm = p->split && m->items;
+    const int comm = m->items != NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
                   (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm;
     char label[64];

@@ -201,7 +201,7 @@ typedef struct {
     const char *model_device;       /* what the model's costs were measured on, or NULL */
     const char *policy;             /* autoshard: the policy file, else NULL */
     int64_t samples;                /* autoshard: candidates per task (the policy's), else 0 */
-    const as_features *const *items; /* the plan's items (their features), for split plans'
+    const as_features *const *items; /* the plan's items (their features), for every plan's
                                        communication bytes; NULL: not written */
 } as_plan_meta;
 

@@ -133,7 +133,7 @@ estimated"
     assert_line --regexp '^# cost model: held-out R² -?[0-9.]+, MAPE [0-9.]+ %, MAE [0-9.e-]+ ms on [0-9]+ shards \(split shards[^)]*\); linear baseline R² '
     # an old unconstrained model (output linear) whose every prediction is below 0 (b4, the
     # last parameter, set to -1000): the estimates count as 0 ms, said once on stderr, never
-    # printed negative
+    # printed negative (communication not charged: the kernel figures alone)
     cat "$T/ft.ast" "$T/measured.ast" | as-costfit --epochs 10 --output-form linear -q -o "$T/lin.ast"
     zstd -dc "$T/lin.ast" | python3 -c "
 import struct, sys
@@ -142,12 +142,12 @@ i = b.index(b'\xa4data', b.index(b'params')) + 5
 n, o = {0xc4: (b[i + 1], 2), 0xc5: (struct.unpack('>H', b[i + 1:i + 3])[0], 3), 0xc6: (struct.unpack('>I', b[i + 1:i + 5])[0], 5)}[b[i]]
 b[i + o + n - 4:i + o + n] = struct.pack('<f', -1000.0)
 sys.stdout.buffer.write(b)" | zstd -q -c > "$T/neg.ast"
-    run as-eval --model "$T/neg.ast" --table plans,summary,verdict "$T/measured.ast"
+    run as-eval --model "$T/neg.ast" --comm-gbps 0 --table plans,summary,verdict "$T/measured.ast"
     assert_success
     assert_line "as-eval: warning: 30 of 30 estimated shard costs were negative (an unconstrained cost model); counted as 0 ms"
     assert_line "# note: 30 of 30 estimated shard costs were negative (the cost model's output is unconstrained) and are counted as 0 ms"
     refute_output --regexp '(^| )-[0-9]+\.[0-9]+ '
-    run sh -c "as-eval --model '$T/neg.ast' --format csv --table plans '$T/measured.ast' -q | tail -n +2 | cut -d, -f8-12 | sort -u"
+    run sh -c "as-eval --model '$T/neg.ast' --comm-gbps 0 --format csv --table plans '$T/measured.ast' -q | tail -n +2 | cut -d, -f8-12 | sort -u"
     assert_output "0,0,0,,"
     # plots, with the cost model's predicted-vs-measured report
     as-eval "$T/measured.ast" "$T/m.ast" --plot "$T/p.png" --plot-task 1 -q > /dev/null
@@ -666,4 +666,69 @@ for t in sorted(tables):
     n=$(as-show --kind plan "$T/plans.ast" | wc -l)
     run sh -c "cat '$T/ft.ast' '$T/plans.ast' | as-eval --model '$T/m.ast' --format csv --table plans | tail -n +2 | cut -d, -f19 | grep -c ."
     assert_output "$n"
+}
+
+@test "as-eval --comm-gbps: each shard charged its bytes plus 1/K of all, only when every plan carries them; floors stay kernel" {
+    # 2 shards, measured kernel 1 ms and 2 ms; bytes: shard 0 2^30 (in) + 2^30 (out), shard 1
+    # 0 + 2^30: at 1 GiB/s shard 0 gains 2 s + 3/2 s, shard 1 1 s + 3/2 s
+    P() { echo "{'kind':'plan','task':$1,'alg':'$2','shards':2,'tables':[0,1],'assign':[0,1],'cost_ms':$3,'cost_kind':'measured','comm_in_bytes':$4,'comm_out_bytes':$5}"; }
+    G=1073741824
+    mp_stream "$(P 0 random '[1.0,2.0]' "[$G,0]" "[$G,$G]")" > "$T/p.ast"
+    run sh -c "as-eval --comm-gbps 1 --format csv --table plans '$T/p.ast'"
+    assert_success
+    # max 3501 ms (shard 0: 1 + 3500), min 2502 (shard 1: 2 + 2500)
+    assert_output --partial "3501"
+    assert_output --partial "2502"
+    run as-eval --comm-gbps 1 "$T/p.ast"
+    assert_output --partial "communication: measured kernel costs plus communication modelled at 1 GiB/s"
+    # 0: reported, not charged: the kernel figures
+    run sh -c "as-eval --comm-gbps 0 --format csv --table plans '$T/p.ast'"
+    assert_success
+    refute_output --partial "3501"
+    run as-eval --comm-gbps 0 "$T/p.ast"
+    assert_output --partial "not charged (--comm-gbps 0)"
+    # a plan without the bytes beside one with them: nothing charged, said on stderr and above
+    mp_stream "$(P 0 random '[1.0,2.0]' "[$G,0]" "[$G,$G]")" \
+        "{'kind':'plan','task':0,'alg':'size-greedy','shards':2,'tables':[0,1],'assign':[1,0],'cost_ms':[1.5,1.5],'cost_kind':'measured'}" > "$T/mix.ast"
+    run sh -c "as-eval --comm-gbps 1 --format csv --table plans '$T/mix.ast'"
+    assert_success
+    refute_output --partial "3501"
+    run as-eval --comm-gbps 1 "$T/mix.ast"
+    assert_output --partial "1 plans carry no communication bytes"
+    # bad bytes are bad input; a bad bandwidth a usage error
+    mp_stream "$(P 0 random '[1.0,2.0]' "[-1,0]" "[0,0]")" > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "comm_in_bytes[0]"
+    mp_stream "$(P 0 random '[1.0,2.0]' "[1,0]" "None")" > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "come together"
+    run as-eval --comm-gbps -1 "$T/p.ast"
+    assert_failure 2
+    # the floor (table 1 alone: 1.5 ms) compares the kernel: max/floor = 2 / 1.5, not 3501 / 1.5
+    mp_stream "{'kind':'cost','tables':[1],'cost_ms':1.5,'device':'cpu: test'}" "{'kind':'cost','tables':[0],'cost_ms':1.0,'device':'cpu: test'}" > "$T/s.ast"
+    run sh -c "as-eval --comm-gbps 1 --singles '$T/s.ast' --format csv --table summary '$T/p.ast'"
+    assert_success
+    assert_output --partial ",1.33333"
+}
+
+@test "as-plan writes every plan's communication bytes; as-eval charges them by default" {
+    as-convert --synth --tables 12 --batch 64 --row-scale 0.001 --seed 3 -o "$T/pool.ast"
+    as-features -q --tasks 2 --test-tasks 1 --task-tables 8 --shards 2 --seed 3 "$T/pool.ast" -o "$T/ft.ast"
+    as-plan -q --alg random,lookup-greedy --plans-only "$T/ft.ast" -o "$T/p.ast"
+    # ids 8 bytes a lookup, outputs 2 x batch x dim x 4 bytes, summed over each shard's tables
+    run sh -c "as-show --kind features '$T/ft.ast' > '$T/f.json'; as-show --kind plan '$T/p.ast' | jq -c --slurpfile f '$T/f.json' '
+        (\$f | map({key: (.id | tostring), value: .}) | from_entries) as \$F
+        | [range(0; .shards)] as \$ks | . as \$p
+        | [\$ks[] | . as \$k | [range(0; \$p.tables | length) | select(\$p.assign[.] == \$k) | \$F[\$p.tables[.] | tostring]]
+           | [(map(.lookups * 8) | add // 0), (map(2 * .batch * .dim * 4) | add // 0)]]
+        == [\$ks[] | [\$p.comm_in_bytes[.], \$p.comm_out_bytes[.]]]' | sort -u"
+    assert_success
+    assert_output "true"
+    as-plan -q --alg random,lookup-greedy --plans-only "$T/ft.ast" | as-bench -q --tables "$T/pool.ast" --device cpu \
+        --warmup 1 --runs 2 --trim 0 --threads 1 -o "$T/m.ast"
+    run as-eval "$T/m.ast"
+    assert_success
+    assert_output --partial "communication modelled at 600 GiB/s"
 }

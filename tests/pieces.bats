@@ -189,7 +189,7 @@ plan_of() {
     run as-eval --model "$D/m.ast" --format csv "$D/ftr.ast" "$T/ps.ast"
     assert_success
     assert_output --partial "+split"
-    run sh -c "as-eval --model '$D/m.ast' --format csv '$D/ftr.ast' '$T/ps.ast' | awk -F, 'NR > 1 && NF == 20 { print \$2, \$4, \$8 }' | sort > '$T/eval.txt'
+    run sh -c "as-eval --model '$D/m.ast' --comm-gbps 0 --format csv '$D/ftr.ast' '$T/ps.ast' | awk -F, 'NR > 1 && NF == 20 { print \$2, \$4, \$8 }' | sort > '$T/eval.txt'
         as-show --kind plan '$T/ps.ast' | jq -r '[.task, .alg, (.pred_ms | max)] | @tsv' | sort > '$T/pred.txt'
         paste -d' ' '$T/eval.txt' '$T/pred.txt' | awk '{ if (\$1 != \$4 || \$2 != \$5) { print \"mismatch\", \$0; exit 1 }
             d = \$3 - \$6; if (d < 0) d = -d; if (d > 1e-6 * \$6 + 1e-9) { print \"differs\", \$0; exit 1 }; n++ } END { print n }'"

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "costmodel.h"
 #include "eval.h"
+#include "split.h"
 #include "evalfloor.h"
 #include "evalinput.h"
 #include "stream.h"
@@ -76,6 +77,15 @@ static const char HELP[] =
     "(the CPU's noise), 0 for estimated ones (--floor-margin). With several runs the counts\n"
     "are over task runs.\n"
     "\n"
+    "Communication: plans from as-plan carry each shard's bytes in and out (comm_in_bytes:\n"
+    "its tables' ids, 8 bytes a lookup; comm_out_bytes: their pooled outputs and gradients,\n"
+    "2 x batch x dim x 4 bytes; a column piece moves all its table's ids, a row piece\n"
+    "full-width partial sums). At --comm-gbps G > 0 every shard's cost gains its bytes / G\n"
+    "plus every shard's bytes / K / G (its side of the all-to-all), the terms as-plan\n"
+    "--split-tables charges (modelled, not measured: measured kernel costs plus modelled\n"
+    "communication, said above the tables). Charged only when every plan carries the\n"
+    "bytes; a mix is not charged and said so. Floors compare the kernel cost alone.\n"
+    "\n"
     "Cost model: its held-out quality (R², MAPE, MAE on the test shards, and the linear\n"
     "baseline's) comes from a `model` record's `heldout` or, in older files, a\n"
     "`costfit-report` (model.test, linear.test): of the --model file, else of the input; it is\n"
@@ -93,6 +103,9 @@ static const char HELP[] =
     "                         file's other records are ignored\n"
     "      --floor-margin X   floor-bound: the best plan's slowest shard <= floor x (1 + X),\n"
     "                         X in [0, 1] (default 0.02 measured, 0 estimated)\n"
+    "      --comm-gbps G      charge communication at G GiB/s (default 600: one host of\n"
+    "                         NVLink GPUs, TorchRec's intra-node figure); 0: report the\n"
+    "                         bytes only\n"
     "      --format F         text (default), markdown or csv\n"
     "      --table LIST       which tables, comma-separated: plans, shards, summary, curve,\n"
     "                         verdict, printed in that order whatever the order given\n"
@@ -139,12 +152,13 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 }
 
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE, OPT_SINGLES,
-       OPT_FLOOR_MARGIN };
+       OPT_FLOOR_MARGIN, OPT_COMM_GBPS };
 
 /* the options */
 typedef struct {
     const char *model_path, *split, *plot, *curve, *singles;
     double floor_margin;        /* < 0: the default of the cost kind */
+    double comm_gbps;           /* 0: communication reported, not charged */
     as_eval_format fmt;
     int show_plans, show_shards, show_summary, show_curve, show_verdict, table_given, over_runs;
     int64_t plot_task;
@@ -163,9 +177,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
         { "curve", required_argument, 0, OPT_CURVE },
         { "singles", required_argument, 0, OPT_SINGLES },
         { "floor-margin", required_argument, 0, OPT_FLOOR_MARGIN },
+        { "comm-gbps", required_argument, 0, OPT_COMM_GBPS },
         AS_CLI_COMMON_OPTIONS
     };
-    *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1 };
+    *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1,
+                        .comm_gbps = AS_SPLIT_COMM_GBPS };
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
@@ -216,6 +232,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             o->singles = optarg;
             break;
         case OPT_FLOOR_MARGIN: o->floor_margin = as_cli_f64(cli, "--floor-margin", optarg, 0, 1); break;
+        case OPT_COMM_GBPS: o->comm_gbps = as_cli_f64(cli, "--comm-gbps", optarg, 0, 1e6); break;
         default:
             if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
@@ -290,7 +307,9 @@ int main(int argc, char **argv)
                 "them in input order", in.back_at, in.back_from);
     const char *label = np ? (model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated") : "";
     as_eval_alg *sum = NULL;
-    int64_t nsum = 0, clamped = 0, estimated = 0;
+    int64_t nsum = 0, clamped = 0, estimated = 0, comm_missing = 0, comm_have = 0, comm_n = 0;
+    double comm_bytes = 0, comm_max = 0;
+    int charged = 0;
     double floor_margin = 0;
     if (want_plans) {
         if (in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
@@ -302,6 +321,10 @@ int main(int argc, char **argv)
         if (clamped)
             as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
                     "counted as 0 ms", clamped, estimated);
+        charged = as_eval_charge_comm(pl, np, o.comm_gbps, &comm_missing, &comm_have, &comm_bytes, &comm_n, &comm_max);
+        if (comm_have && comm_missing)
+            as_info("warning: communication not charged: %" PRId64 " plans carry no communication bytes, %" PRId64
+                    " do (plans from before as-plan wrote them?); every cost is the kernel's alone", comm_missing, comm_have);
         set_floors(&o, &in, cm, label);
         as_eval_compute(pl, np);
         floor_margin = o.floor_margin >= 0 ? o.floor_margin
@@ -322,6 +345,19 @@ int main(int argc, char **argv)
             else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
                          device[0] ? " on " : "", device[0] ? (in.devices_differ ? "several devices" : device) : "", np, in.nruns,
                          in.nruns == 1 ? "" : "s");
+            const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
+            if (charged)
+                fprintf(f, "%s%s kernel costs plus communication modelled at %g GiB/s (ids in, pooled outputs and "
+                           "gradients out, each shard's own and its 1/K share of the all-to-all; %.1f MB per shard on "
+                           "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, label, o.comm_gbps,
+                        comm_n ? comm_bytes / (double)comm_n / 1e6 : 0.0, comm_max / 1e6);
+            else if (comm_have && !comm_missing)
+                fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "
+                           "pooled outputs and gradients out)\n\n", nt, comm_n ? comm_bytes / (double)comm_n / 1e6 : 0.0,
+                        comm_max / 1e6);
+            else if (comm_have)
+                fprintf(f, "%snot charged: %" PRId64 " plans carry no communication bytes; kernel costs alone\n\n", nt,
+                        comm_missing);
             if (clamped)
                 fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
                            "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
