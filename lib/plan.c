@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const char *const ALG_NAMES[AS_ALG_COUNT] = {
-    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy", "autoshard"
+    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy", "autoshard", "torchrec"
 };
 
 const char *as_alg_name(as_alg a)
@@ -115,8 +115,8 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     if ((unsigned)c->alg >= AS_ALG_COUNT) { snprintf(err, errlen, "unknown algorithm"); return -1; }
     const as_plan_model *m = c->model;
     if (c->alg == AS_ALG_COST && !m) { snprintf(err, errlen, "cost-greedy needs a cost model"); return -1; }
-    if (c->alg == AS_ALG_AUTOSHARD && (!c->policy || !c->policy->place)) {
-        snprintf(err, errlen, "autoshard needs a policy");
+    if ((c->alg == AS_ALG_AUTOSHARD || c->alg == AS_ALG_TORCHREC) && (!c->policy || !c->policy->place)) {
+        snprintf(err, errlen, "%s", c->alg == AS_ALG_AUTOSHARD ? "autoshard needs a policy" : "torchrec needs its placement");
         return -1;
     }
     if (m && (m->rep < 1 || !m->embed || !m->head)) {
@@ -156,7 +156,7 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
             p->count[k]++;
         }
         free(ok);
-    } else if (c->alg == AS_ALG_AUTOSHARD) {
+    } else if (c->alg == AS_ALG_AUTOSHARD || c->alg == AS_ALG_TORCHREC) {
         int64_t *a = as_malloc((size_t)(n ? n : 1) * sizeof *a);
         int rc = c->policy->place(c->policy->ctx, t, n, K, c->mem_cap, a, err, errlen);
         for (int64_t i = 0; rc == 0 && i < n; i++) {

@@ -13,6 +13,8 @@
  * where it fits (ties: smaller bytes sum, then lower shard id).
  *
  * autoshard: the learned policy (lib/policy.h), through an as_plan_policy callback.
+ * torchrec: TorchRec's default planner (lib/torchrec.h), which also splits tables; its
+ * placement of the items reaches as_plan_make through the same callback.
  *
  * A table that fits on no shard is left unplaced (assign -1) and the plan is infeasible:
  * caps are never exceeded. Memory is fp16 weight bytes (rows*dim*2).
@@ -29,6 +31,7 @@
 
 typedef enum {
     AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST, AS_ALG_AUTOSHARD,
+    AS_ALG_TORCHREC,
     AS_ALG_COUNT
 } as_alg;
 

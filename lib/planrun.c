@@ -4,10 +4,20 @@
 #include "common.h"
 #include "policy.h"
 #include "refine.h"
+#include "torchrec.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* torchrec's placement, made before as_plan_make (lib/torchrec.h) */
+static int fixed_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
+                       char *err, size_t errlen)
+{
+    (void)t; (void)K; (void)cap; (void)err; (void)errlen;
+    memcpy(assign, ctx, (size_t)n * sizeof *assign);
+    return 0;
+}
 
 int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has_policy, char *err, size_t errlen)
 {
@@ -19,7 +29,8 @@ int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has
         as_alg a;
         if (!strcmp(tok, "all")) {
             for (int q = 0; q < AS_ALG_COUNT; q++)
-                if ((q != AS_ALG_COST || has_model) && (q != AS_ALG_AUTOSHARD || has_policy)) want[q] = 1;
+                if ((q != AS_ALG_COST || has_model) && (q != AS_ALG_AUTOSHARD || has_policy) && q != AS_ALG_TORCHREC)
+                    want[q] = 1;
         } else if (!as_alg_parse(tok, &a)) {
             if (a == AS_ALG_COST && !has_model) { snprintf(err, errlen, "--alg cost-greedy needs --model FILE"); rc = -1; }
             else if (a == AS_ALG_AUTOSHARD && !has_policy) { snprintf(err, errlen, "--alg autoshard needs --policy FILE"); rc = -1; }
@@ -165,7 +176,42 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         int64_t ni = t->ntables;
         int64_t *ids = NULL;
         as_ptask tki = tk;
-        if (c->split) {
+        if (a == AS_ALG_TORCHREC) {
+            /* TorchRec's planner splits tables itself (row_wise, column_wise) and places
+               them; its items reach as_plan_make as a fixed placement */
+            as_tr_info tri;
+            int64_t *tra = NULL;
+            if (as_tr_plan(&pc, &in->ft, f, t->ntables, &items, &ni, &tra, &tri, e2, sizeof e2)) {
+                snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
+                return -1;
+            }
+            fi = as_malloc((size_t)(ni ? ni : 1) * sizeof *fi);
+            ids = as_malloc((size_t)(ni ? ni : 1) * sizeof *ids);
+            for (int64_t j = 0; j < ni; j++) {
+                fi[j] = &items[j];
+                ids[j] = items[j].id;
+            }
+            as_plan_policy fixed = { tra, fixed_place };
+            pc.policy = &fixed;
+            int rc = as_plan_make(&pl, &pc, fi, ni, e2, sizeof e2);
+            free(tra);
+            pc.policy = c->policy;
+            if (rc) {
+                snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
+                free(fi);
+                free(ids);
+                free(items);
+                return -1;
+            }
+            pl.plan_ms += tri.ms;   /* as_plan_make timed the copy only */
+            pl.pieces = as_malloc((size_t)(ni ? ni : 1) * sizeof *pl.pieces);
+            for (int64_t j = 0; j < ni; j++) pl.pieces[j] = items[j].piece;
+            tki.tables = ids;
+            tki.ntables = ni;
+            st->tr_row_wise += tri.row_wise;
+            st->tr_column_wise += tri.column_wise;
+            st->tr_no_rows += tri.no_rows;
+        } else if (c->split) {
             as_split_info info;
             if (as_split_search(&pc, c->split_cfg, &in->ft, f, t->ntables, &items, &ni, &pl, &info, e2, sizeof e2)) {
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);

@@ -83,6 +83,9 @@ typedef struct {
 typedef struct {
     int64_t nplans, ninfeasible;
     double plan_ms;                 /* planning time summed over the plans */
+    int64_t tr_row_wise, tr_column_wise;   /* --alg torchrec: tables it sharded so */
+    int64_t tr_no_rows;             /* tables it could not shard row_wise (no row-block
+                                       features: as-features --row-pieces K) */
     int64_t split_nodes, split_tables, split_cut;   /* --split-tables: plans placed and
                                                        scored, tables split, searches the
                                                        time budget ended */

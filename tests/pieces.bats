@@ -243,3 +243,37 @@ plan_of() {
     n_json=$(jq -s '[.[] | .plan[] | to_entries[] | select(.value.sharding_type != "table_wise") | .value.shards | length] | add' "$T/tr.jsonl")
     [ "$n_stream" -eq "$n_json" ]
 }
+
+@test "as-plan --alg torchrec: TorchRec's planner as a baseline; its row blocks on GPU i, measured, exported, deterministic" {
+    as-plan --alg torchrec --model "$D/m.ast" --plans-only "$D/ftr.ast" -o "$T/tr.ast"
+    run sh -c "as-show --kind plan '$T/tr.ast' | jq -r .alg | sort | uniq -c | awk '{ print \$1, \$2 }'"
+    assert_output "3 torchrec"
+    # every plan feasible, pieces parallel to the tables; a row_wise table's blocks are
+    # block i on shard i (2 shards: ceil(rows / 2) rows each)
+    run sh -c "as-show --kind plan '$T/tr.ast' | jq -s -e 'all(.[]; .feasible and (.pieces == null or (.pieces | length) == (.tables | length)))'"
+    assert_success
+    run sh -c "as-show --kind plan '$T/tr.ast' | jq -c '. as \$p | [range(0; .tables | length) | select(\$p.pieces != null and \$p.pieces[.] != null)
+        | [\$p.tables[.], \$p.pieces[.][2], \$p.assign[.]]] | group_by(.[0]) | map(to_entries | all(.value[2] == .key))' | jq -s -e 'flatten | all'"
+    assert_success
+    # not vacuous: some tables go row_wise here
+    run sh -c "as-show --kind plan '$T/tr.ast' | jq -s -e 'any(.[]; .pieces != null)'"
+    assert_success
+    # the same twice
+    as-plan --alg torchrec --model "$D/m.ast" --plans-only "$D/ftr.ast" -o "$T/tr2.ast"
+    run diff <(canon --kind plan "$T/tr.ast" | jq -c 'del(.plan_ms)') <(canon --kind plan "$T/tr2.ast" | jq -c 'del(.plan_ms)')
+    assert_success
+    # without the row blocks' features: no row_wise, said on stderr
+    run as-plan --alg torchrec --plans-only "$D/ft.ast" -o "$T/tw.ast"
+    assert_success
+    assert_output --partial "without a row_wise option"
+    run sh -c "as-show --kind plan '$T/tw.ast' | jq -s -e 'all(.[]; .pieces == null)'"
+    assert_success
+    # measured and evaluated with the others; TorchRec JSON
+    as-plan --alg all,torchrec --model "$D/m.ast" --plans-only "$D/ftr.ast" -o "$T/all.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 2 --trim 0 --threads 1 -q "$T/all.ast" -o "$T/m.ast"
+    run as-eval --table summary "$T/m.ast"
+    assert_success
+    assert_line --regexp '^torchrec +3 +0 '
+    run sh -c "as-plan --alg torchrec --model '$D/m.ast' --format torchrec '$D/ftr.ast' | jq -e 'length > 0'"
+    assert_success
+}

@@ -35,8 +35,15 @@ static const char HELP[] =
     "                      order, each on the shard of the highest policy logit where it fits;\n"
     "                      with --samples N, N-1 more plans drawn from the policy and the one\n"
     "                      of best predicted balance kept\n"
-    "  all                 every algorithm above (cost-greedy only with --model, autoshard\n"
-    "                      only with --policy)\n"
+    "  torchrec            TorchRec's default planner for one host (lib/torchrec.h): per table\n"
+    "                      table_wise, column_wise (pieces of the smallest divisor of dim in\n"
+    "                      [128, dim)) or row_wise (K row blocks, block i on GPU i; needs\n"
+    "                      the blocks' features: as-features --row-pieces K), chosen and\n"
+    "                      placed by its analytic perf model (897 GiB/s HBM, 600 GiB/s\n"
+    "                      intra-host), its grid, greedy and uniform proposers and its\n"
+    "                      greedy perf partitioner; a baseline, not split by --split-tables\n"
+    "  all                 every algorithm above but torchrec (cost-greedy only with --model,\n"
+    "                      autoshard only with --policy); `all,torchrec` adds the baseline\n"
     "\n"
     "Options:\n"
     "      --alg LIST         algorithms (required)\n"
@@ -310,6 +317,11 @@ int main(int argc, char **argv)
     if (cfg.split)
         as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
                  " searches ended by --split-ms", st.split_nodes, st.split_tables, st.split_cut);
+    if (st.tr_row_wise + st.tr_column_wise + st.tr_no_rows)
+        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise", st.tr_row_wise, st.tr_column_wise);
+    if (st.tr_no_rows)
+        as_info("torchrec: %" PRId64 " tables without a row_wise option: no features of their row blocks (as-features "
+                "--row-pieces with the shard count)", st.tr_no_rows);
     as_plan_input_free(&in);
     if (cm) as_costmodel_free(cm);
     as_policy_free(pol);

@@ -528,6 +528,10 @@ TEST(planrun_alg_list)
     CHECK_EQ_I64(n, 6);
     CHECK_EQ_I64(as_plan_alg_list(want, &n, "all", 1, 1, err, sizeof err), 0);
     CHECK_EQ_I64(n, 7);
+    CHECK(!want[AS_ALG_TORCHREC]);   /* the baseline is named, not part of all */
+    CHECK_EQ_I64(as_plan_alg_list(want, &n, "all,torchrec", 0, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(n, 6);
+    CHECK(want[AS_ALG_TORCHREC]);
     CHECK_EQ_I64(as_plan_alg_list(want, &n, "random,cost-greedy", 0, 1, err, sizeof err), -1);
     CHECK_STR(err, "--alg cost-greedy needs --model FILE");
     CHECK_EQ_I64(as_plan_alg_list(want, &n, "autoshard", 1, 0, err, sizeof err), -1);
