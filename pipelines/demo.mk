@@ -10,8 +10,9 @@
 #   policy    as-rl                              the learned policy (rewards from the cost
 #                                                model, which measured refinement rounds
 #                                                correct on the policy's own plans)
-#   plans     as-plan --alg all --split test     every algorithm, autoshard included, on the
-#                                                test tasks; cost-greedy and autoshard also
+#   plans     as-plan --alg all,torchrec         every algorithm, autoshard and TorchRec's
+#                                                planner included, on the test tasks (--split
+#                                                test); cost-greedy and autoshard also
 #                                                with --split-tables --refine (tables split
 #                                                into pieces, then a local search)
 #   measured  as-bench on the plans              real per-shard costs of every plan
@@ -54,6 +55,8 @@ ROW_PIECES ?= 2,4,8
 SAMPLE_PIECES ?= 0.3
 PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
 SPLIT_ALGS ?= cost-greedy,autoshard
+# the algorithms of the plans: every one of ours, and TorchRec's planner as the baseline
+ALGS ?= all,torchrec
 SPLIT_OPTS ?= --split-tables --refine
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
@@ -100,7 +103,7 @@ $(D)/policy.ast: $(D)/ft.ast $(D)/costs.ast $(D)/model.ast $(D)/pool.ast $(BIN)/
 
 $(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/policy.ast $(BIN)/as-plan
 	@echo "== plans: every algorithm on the test tasks$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) also with $(SPLIT_OPTS))"
-	$(BIN)/as-plan --alg all --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
+	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only \
 	  $(SPLIT_OPTS) $(D)/ft.ast -o $@.split

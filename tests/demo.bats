@@ -10,17 +10,17 @@ load test_helper/common
     d="$T/out/tiny-s0"
     for f in pool ft costs model policy train plans measured; do [ -s "$d/$f.ast" ]; done
     [ -s "$d/plots.png" ] && [ -s "$d/curve.png" ]
-    for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard; do
+    for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard torchrec; do
         assert_output --partial "$alg"
     done
     # every task's floor from the cost dataset's singles (as-bench --singles measured every table)
     grep -q '^| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor |' "$d/report.md"
     grep -q '^- \*\*Floor-bound: [0-2] of 2 tasks\*\* (the best plan.s slowest shard is at most 2 % above the floor' "$d/report.md"
     [ "$(grep -c 'Floor: unknown' "$d/report.md")" -eq 0 ]
-    # every algorithm (7) and cost-greedy, autoshard with --split-tables --refine, on 2 tasks
+    # every algorithm (7), torchrec, and cost-greedy, autoshard with --split-tables --refine, on 2 tasks
     run as-show --count "$d/plans.ast"
-    assert_line "plan	18"
-    for alg in cost-greedy+split+refine autoshard+split+refine; do
+    assert_line "plan	20"
+    for alg in cost-greedy+split+refine autoshard+split+refine torchrec; do
         [ "$(as-show --kind plan "$d/measured.ast" | jq -r .alg | grep -cxF "$alg")" -eq 2 ]
     done
     # the features hold the row pieces of 2, 4 and 8 blocks
