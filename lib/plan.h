@@ -78,6 +78,10 @@ typedef struct {
     const as_plan_model *model;     /* needed by cost-greedy; with any algorithm it also
                                        gives the predicted cost of every shard */
     const as_plan_policy *policy;   /* needed by autoshard */
+    double comm_gbps;               /* > 0: as_plan_refine scores each shard's cost plus its
+                                       items' communication at this bandwidth (lib/split.h's
+                                       terms; as-plan sets it for split plans); as_plan_make
+                                       ignores it */
 } as_plan_cfg;
 
 /* What as_plan_refine (lib/refine.h) did to a plan; all zero on a plan it did not refine. */

@@ -166,7 +166,9 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
     uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
     for (int a = 0; a < AS_ALG_COUNT; a++) {
         if (!c->want[a]) continue;
-        as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy };
+        /* split plans: the split search's communication charge in the refinement too */
+        as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy,
+                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0 };
         as_plan pl;
         char e2[768];
         /* with --split-tables the items are the split's: tables and pieces, the task copy

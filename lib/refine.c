@@ -2,6 +2,7 @@
  * Dimension letters: T items of a plan, K shards, W the width of a shard's summed vector. */
 #include "refine.h"
 #include "common.h"
+#include "split.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -25,7 +26,16 @@ typedef struct {
     uint64_t *mem;
     double *key;
     unsigned char *dirty;           /* [K] shards a step or a placement changed */
+    const double *cm;               /* [T] each item's communication (ms), NULL: none */
+    double *csum;                   /* [K] the sum of cm over each shard's items */
 } rf;
+
+/* the communication of shard k with item add added and item sub taken off */
+static double comm_with(const rf *x, int64_t k, int64_t add, int64_t sub)
+{
+    if (!x->cm) return 0;
+    return x->csum[k] + (add >= 0 ? x->cm[add] : 0) - (sub >= 0 ? x->cm[sub] : 0);
+}
 
 static double eval_tmp(const rf *x)
 {
@@ -44,7 +54,7 @@ static double cost_with(const rf *x, int64_t k, int64_t add, int64_t sub, int64_
     else if (a) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] + a[d]);
     else if (b) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] - b[d]);
     else for (int d = 0; d < W; d++) x->tmp[d] = (float)s[d];
-    return eval_tmp(x);
+    return eval_tmp(x) + comm_with(x, k, add, sub);
 }
 
 /* item i onto shard k (from -1: an unplaced item) */
@@ -56,6 +66,7 @@ static void put(rf *x, int64_t i, int64_t k)
     if (from >= 0) {
         double *s = x->S + (size_t)from * W;
         x->count[from]--;
+        if (x->cm) x->csum[from] = x->count[from] ? x->csum[from] - x->cm[i] : 0;
         x->mem[from] -= x->bytes[i];
         x->key[from] -= x->kv[i];
         if (x->count[from]) for (int d = 0; d < W; d++) s[d] -= wi[d];
@@ -64,6 +75,7 @@ static void put(rf *x, int64_t i, int64_t k)
     }
     double *s = x->S + (size_t)k * W;
     for (int d = 0; d < W; d++) s[d] += wi[d];
+    if (x->cm) x->csum[k] += x->cm[i];
     x->count[k]++;
     x->mem[k] += x->bytes[i];
     x->key[k] += x->kv[i];
@@ -179,8 +191,22 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
             p->pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
         }
     }
-    double max_before = K ? p->pred[0] : 0;
-    for (int64_t k = 1; k < K; k++) if (p->pred[k] > max_before) max_before = p->pred[k];
+    /* each item's communication and each shard's sum, when charged */
+    double *cm = NULL, *csum = NULL;
+    if (c->comm_gbps > 0) {
+        cm = as_malloc(n1 * sizeof *cm);
+        csum = as_calloc((size_t)K, sizeof *csum);
+        for (int64_t i = 0; i < n; i++) {
+            cm[i] = as_split_comm_ms(t[i], c->comm_gbps);
+            if (p->assign[i] >= 0) csum[p->assign[i]] += cm[i];
+        }
+    }
+    double max_before = -INFINITY;
+    for (int64_t k = 0; k < K; k++) {
+        const double v = p->pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        if (v > max_before) max_before = v;
+    }
+    if (!K) max_before = 0;
 
     /* the input plan, to go back to */
     int64_t *assign0 = as_malloc(n1 * sizeof *assign0), *count0 = as_malloc((size_t)K * sizeof *count0);
@@ -193,7 +219,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
 
     rf x = { m, W, split, n, K, c->mem_cap, w, bytes, kv, as_calloc((size_t)K * (size_t)W, sizeof(double)),
              as_malloc((size_t)K * sizeof(double)), as_malloc((size_t)W * sizeof(float)), p->assign, p->count,
-             p->mem, p->key, as_calloc((size_t)K, 1) };
+             p->mem, p->key, as_calloc((size_t)K, 1), cm, csum };
     for (int64_t i = 0; i < n; i++) {
         if (p->assign[i] < 0) continue;
         double *s = x.S + (size_t)p->assign[i] * W;
@@ -273,10 +299,10 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
                         continue;
                     const float *wj = w + (size_t)j * W;
                     for (int d = 0; d < W; d++) x.tmp[d] = eb[d] - wj[d];
-                    double cb = eval_tmp(&x);
+                    double cb = eval_tmp(&x) + (cm ? csum[b] + cm[i] - cm[j] : 0);
                     if (!(cb <= s.M)) continue;
                     for (int d = 0; d < W; d++) x.tmp[d] = da[d] + wj[d];
-                    double ca = eval_tmp(&x);
+                    double ca = eval_tmp(&x) + (cm ? csum[a] - cm[i] + cm[j] : 0);
                     if (ca <= s.M) consider(&x, &s, &best, 2, i, b, j, ca, cb);
                 }
             }
@@ -302,7 +328,8 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
                     for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
             pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
         }
-        if (pred[k] > max_after) max_after = pred[k];
+        const double v = pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        if (v > max_after) max_after = v;
     }
     if (!placed && K && max_after > max_before) {
         /* rounding made the steps' gains a loss: the input plan stays */
@@ -321,6 +348,8 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     }
     free(da);
     free(eb);
+    free(cm);
+    free(csum);
     free(pred);
     free(start);
     free(order);

@@ -6,7 +6,10 @@
  * table ids except to keep p->infeasible, so items may be pieces of one table (ids repeat).
  *
  * Objective: the predicted cost of the slowest shard (max over shards of head(sum of its
- * items' embeddings); an empty shard costs 0), then the sum of squares of the shard costs,
+ * items' embeddings), plus with c->comm_gbps > 0 its items' communication, each item's
+ * as_split_comm_ms, the owner's side of lib/split.h's charge: the all-to-all share is the
+ * same on every shard and left out; an empty shard costs 0), then the sum of squares of the
+ * shard costs,
  * so that a step can make progress when several shards tie at the max. A step improves when
  * it lowers the max by more than one part in a million, or leaves the max no higher and
  * lowers the sum of squares by more than one part in a million (the max never rises, so the

@@ -11,6 +11,8 @@
 #include "common.h"
 #include "costmodel.h"
 #include "plan.h"
+#include "torchrec.h"
+#include "featindex.h"
 #include "policy.h"
 #include "refine.h"
 #include "rl.h"
@@ -87,11 +89,35 @@ int main(int argc, char **argv)
     printf("alg\tbest_ms\tmedian_ms\twith_pred_ms\n");
     double *t = as_malloc((size_t)reps * sizeof *t);
     for (int a = 0; a < AS_ALG_COUNT; a++) {
+        if (a == AS_ALG_TORCHREC) {
+            /* its own search (lib/torchrec.h); no row blocks' features here: table_wise and
+               column_wise only */
+            as_featidx none;
+            memset(&none, 0, sizeof none);
+            if (as_featidx_build(&none, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
+            for (int64_t q = 0; q < reps; q++) {
+                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, NULL, NULL, 0 };
+                as_features *items;
+                int64_t ni, *asg;
+                as_tr_info info;
+                if (as_tr_plan(&c, &none, p, T, &items, &ni, &asg, &info, err, sizeof err)) {
+                    fprintf(stderr, "bench-plan: %s\n", err);
+                    return 1;
+                }
+                t[q] = info.ms;
+                free(items);
+                free(asg);
+            }
+            as_featidx_free(&none);
+            qsort(t, (size_t)reps, sizeof *t, cmp_d);
+            printf("%s\t%.3f\t%.3f\t-\n", as_alg_name((as_alg)a), t[0], t[reps / 2]);
+            continue;
+        }
         double with_pred = 0;
         for (int withm = 0; withm < 2; withm++) {
             if (withm && (a == AS_ALG_COST || a == AS_ALG_AUTOSHARD)) break;
             for (int64_t q = 0; q < reps; q++) {
-                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL, &pp };
+                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL, &pp, 0 };
                 as_plan pl;
                 if (as_plan_make(&pl, &c, p, T, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
                 t[q] = pl.plan_ms;
@@ -109,10 +135,11 @@ int main(int argc, char **argv)
     printf("# refine to a local optimum after each algorithm (no budget): the search's time alone\n");
     printf("alg\trefine_best_ms\trefine_median_ms\tmoves\tswaps\tpred_max_before\tpred_max_after\n");
     for (int a = 0; a < AS_ALG_COUNT; a++) {
+        if (a == AS_ALG_TORCHREC) continue;   /* not made by as_plan_make */
         int64_t moves = 0, swaps = 0;
         double before = 0, after = 0;
         for (int64_t q = 0; q < reps; q++) {
-            as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, &pm, &pp };
+            as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, &pm, &pp, 0 };
             as_plan pl;
             if (as_plan_make(&pl, &c, p, T, err, sizeof err) || as_plan_refine(&pl, &c, p, T, 0, 0, err, sizeof err)) {
                 fprintf(stderr, "bench-plan: %s\n", err);
