@@ -88,8 +88,10 @@ static const char HELP[] =
     "                         per lookup) and pooled outputs out and their gradients back (2 x\n"
     "                         batch x dim x 4 bytes); split plans carry comm_in_bytes and\n"
     "                         comm_out_bytes per shard\n"
-    "      --split-ms MS      wall-clock budget of the search per plan (default 1000; 0 =\n"
-    "                         none); a budget that cuts it makes the plan machine-dependent\n"
+    "      --split-ms MS      wall-clock budget of the search per plan (default 1000, less\n"
+    "                         --refine-ms with --refine (at least 100), so that both searches\n"
+    "                         take at most a second; 0 = none); a budget that cuts it makes\n"
+    "                         the plan machine-dependent\n"
     "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
     "                         level (default 3); --split-cands C tables tried per node\n"
     "                         (default 6: those whose costliest item is predicted costliest)\n"
@@ -129,6 +131,7 @@ typedef struct {
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
     const char *refine_opt;         /* the first --refine-* option given, for the message */
     const char *split_opt;          /* the first --split-* option given */
+    int split_ms_given;
     as_split_cfg scfg;
     as_torchrec_opts tro;
 } args;
@@ -212,6 +215,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         case OPT_SPLIT_TABLES: cfg->split = 1; break;
         case OPT_SPLIT_MS:
             a->scfg.budget_ms = as_cli_f64(cli, "--split-ms", optarg, 0, AS_REFINE_MAX_MS);
+            a->split_ms_given = 1;
             if (!a->split_opt) a->split_opt = "--split-ms";
             break;
         case OPT_SPLIT_STEPS:
@@ -246,6 +250,9 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     if (!cfg->refine && a->refine_opt) as_cli_usage(cli, "%s needs --refine", a->refine_opt);
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
     if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
+    /* with --refine and no --split-ms, the two searches share the default second per plan */
+    if (cfg->split && cfg->refine && !a->split_ms_given && cfg->refine_ms > 0)
+        a->scfg.budget_ms = AS_SPLIT_MS - cfg->refine_ms > 100 ? AS_SPLIT_MS - cfg->refine_ms : 100;
     cfg->split_cfg = &a->scfg;
 }
 
