@@ -1,10 +1,12 @@
 /* fuzz_pieces.c - the readers of records that carry pieces of tables (lib/piece.h): plan
- * records (as_planrec_read: `pieces` parsed and their cover checked), `pieces` of shard and
+ * records (as_planrec_read: `pieces` parsed and their cover checked; as_eval_plan_read with
+ * the communication bytes, then charged and evaluated), `pieces` of shard and
  * cost records (as_field_pieces), features records with a `piece` (as_features_read), then
  * what an accepted plan goes on to: the grouping by shard, the size check against made-up
  * tables and the piece's names for messages. Input: a mode byte, then a stream or its raw
  * msgpack records (fuzz.h). */
 #include "fuzz.h"
+#include "eval.h"
 #include "featurize.h"
 #include "piece.h"
 #include "plan.h"
@@ -50,6 +52,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 char nb[96];
                 for (int64_t i = 0; i < p.n && p.pieces; i++) (void)as_piece_name(nb, sizeof nb, p.tables[i], &p.pieces[i]);
                 as_planrec_free(&p);
+            } else if (!err[0]) abort();
+            /* as-eval's reading of the same record: pieces, costs, communication bytes; an
+               accepted plan is charged its communication and evaluated */
+            as_eval_plan ep;
+            err[0] = 0;
+            if (as_eval_plan_read(&rec.obj, &ep, err, sizeof err) == 0) {
+                if ((ep.comm_in == NULL) != (ep.comm_out == NULL)) abort();
+                int64_t mis, hv, bn;
+                double bs, bm;
+                (void)as_eval_charge_comm(&ep, 1, 600, &mis, &hv, &bs, &bn, &bm);
+                as_eval_compute(&ep, 1);
+                as_eval_plan_free(&ep);
             } else if (!err[0]) abort();
             const msgpack_object *t = as_obj_get(&rec.obj, "tables");
             if (t && t->type == MSGPACK_OBJECT_ARRAY) {
