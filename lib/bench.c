@@ -1431,7 +1431,8 @@ void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wal
         if (q > 0) k += q;
     }
     const double other = t->setup_ms + t->flush_ms + t->refdev_ms;
-    if (k > 0 && (size_t)k < len && other > 0 && wall_s > 0) {
+    /* the split is the CUDA path's (device set-up and flushes timed by events) */
+    if (k > 0 && (size_t)k < len && t->setup_ms + t->flush_ms > 0 && wall_s > 0) {
         const double w = wall_s * 1e3, rest = w - t->busy_ms - other;
         snprintf(buf + k, len - (size_t)k,
                  "; the rest of the wall time: set-up kernels %.1f %%, cache flushes %.1f %%, reference shards "

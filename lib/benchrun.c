@@ -223,6 +223,79 @@ int as_binput_read(as_binput *in, char *const *files, int nfiles, char *err, siz
     return as_read_records(files, nfiles, read_one, in, err, errlen);
 }
 
+/* (table id, piece) pairs, ordered */
+typedef struct {
+    int64_t id;
+    as_piece p;
+} id_piece;
+
+static int cmp_id_piece(const void *a, const void *b)
+{
+    const id_piece *x = a, *y = b;
+    if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
+    const int64_t u[4] = { x->p.c0, x->p.c1, x->p.r0, x->p.r1 }, v[4] = { y->p.c0, y->p.c1, y->p.r0, y->p.r1 };
+    for (int k = 0; k < 4; k++) if (u[k] != v[k]) return (u[k] > v[k]) - (u[k] < v[k]);
+    return 0;
+}
+
+int64_t as_binput_add_piece_singles(as_binput *in)
+{
+    id_piece *v = NULL;
+    int64_t nv = 0, cap = 0;
+    for (int64_t i = 0; i < in->n; i++) {
+        if (in->rec[i].kind != AS_BREC_PLAN) continue;
+        msgpack_unpacked u;
+        msgpack_unpacked_init(&u);
+        size_t off = 0;
+        if (msgpack_unpack_next(&u, in->rec[i].raw, in->rec[i].len, &off) == MSGPACK_UNPACK_SUCCESS) {
+            as_planrec pr;
+            char e2[256];
+            if (as_planrec_read(&u.data, &pr, e2, sizeof e2) == 0) {   /* read once before: it passes */
+                for (int64_t j = 0; j < pr.n && pr.pieces; j++) {
+                    if (as_piece_whole(&pr.pieces[j])) continue;
+                    if (nv == cap) {
+                        cap = cap ? 2 * cap : 64;
+                        v = as_realloc(v, (size_t)cap * sizeof *v);
+                    }
+                    v[nv++] = (id_piece){ pr.tables[j], pr.pieces[j] };
+                }
+                as_planrec_free(&pr);
+            }
+        }
+        msgpack_unpacked_destroy(&u);
+    }
+    if (nv) qsort(v, (size_t)nv, sizeof *v, cmp_id_piece);
+    int64_t added = 0;
+    for (int64_t a = 0; a < nv; a++) {
+        if (a && !cmp_id_piece(&v[a], &v[a - 1])) continue;
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 3);
+        as_pack_kv_str(&pk, "kind", "shard");
+        as_pack_str(&pk, "tables");
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_int64(&pk, v[a].id);
+        as_pack_str(&pk, "pieces");
+        as_pack_pieces(&pk, &v[a].p, 1);
+        if (in->n == in->cap) {
+            in->cap = in->cap ? 2 * in->cap : 64;
+            in->rec = as_realloc(in->rec, (size_t)in->cap * sizeof *in->rec);
+        }
+        as_brec *h = &in->rec[in->n++];
+        h->raw = as_malloc(sb.size ? sb.size : 1);
+        memcpy(h->raw, sb.data, sb.size);
+        h->len = sb.size;
+        h->kind = AS_BREC_SHARD;
+        msgpack_sbuffer_destroy(&sb);
+        in->units++;
+        added++;
+    }
+    free(v);
+    return added;
+}
+
 void as_binput_free(as_binput *in)
 {
     for (int64_t i = 0; i < in->n; i++) free(in->rec[i].raw);

@@ -80,6 +80,11 @@ typedef struct {
  * once. 0, or -1 with err ("FILE: record N: ..."). Free with as_binput_free. */
 int as_binput_read(as_binput *in, char *const *files, int nfiles, char *err, size_t errlen);
 void as_binput_free(as_binput *in);
+/* as-bench --piece-singles: append to in one `shard` record per distinct piece (not a whole
+ * table) of its plans, {"kind": "shard", "tables": [id], "pieces": [piece]}, in (id, piece)
+ * order, so that each piece is measured alone (its cost record, origin "shard", is the
+ * piece's single cost: as-eval's floor of split plans). Returns how many were added. */
+int64_t as_binput_add_piece_singles(as_binput *in);
 /* Load into p (free with as_bpool_free) the tables of FILE that the units of part I/N of
  * in need, and extra[0..nextra). 0, or -1 with err (as_bpool_load's; "table ID is not in
  * the table data FILE") */

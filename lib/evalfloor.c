@@ -32,6 +32,8 @@ static int dev_index(as_eval_singles *s, const char *dev)
     return s->ndevices++;
 }
 
+static int singles_put(as_eval_singles *s, int64_t id, const msgpack_object *rec, char *err, size_t errlen);
+
 int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *err, size_t errlen)
 {
     if (!as_obj_streq(as_obj_get(rec, "kind"), "cost")) return 0;
@@ -44,8 +46,31 @@ int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *er
     as_piece *pc = NULL;
     if (as_field_pieces(rec, "pieces", 1, &pc, err, errlen)) return -1;
     const int piece = pc && !as_piece_whole(&pc[0]);
+    as_piece pq = piece ? pc[0] : AS_PIECE_WHOLE;
     free(pc);
-    if (piece) return 0;
+    if (piece) {
+        /* a piece alone: into the nested set, keyed by the index of (id, piece) */
+        int64_t q = 0;
+        while (q < s->npk && !(s->pkid[q] == id && !memcmp(&s->pkey[q], &pq, sizeof pq))) q++;
+        if (q == s->npk) {
+            if (s->npk == s->pkcap) {
+                s->pkcap = s->pkcap ? 2 * s->pkcap : 64;
+                s->pkid = as_realloc(s->pkid, (size_t)s->pkcap * sizeof *s->pkid);
+                s->pkey = as_realloc(s->pkey, (size_t)s->pkcap * sizeof *s->pkey);
+            }
+            s->pkid[q] = id;
+            s->pkey[q] = pq;
+            s->npk++;
+        }
+        if (!s->pieces) s->pieces = as_calloc(1, sizeof *s->pieces);
+        return singles_put(s->pieces, q, rec, err, errlen);
+    }
+    return singles_put(s, id, rec, err, errlen);
+}
+
+/* a single record's cost and device under key id */
+static int singles_put(as_eval_singles *s, int64_t id, const msgpack_object *rec, char *err, size_t errlen)
+{
     const msgpack_object *e = as_obj_get(rec, "error"), *cm = as_obj_get(rec, "cost_ms");
     if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) {
         s->skipped++;   /* not measured */
@@ -136,6 +161,16 @@ void as_eval_singles_build(as_eval_singles *s, const char *device)
         s->umedian[s->nu++] = c % 2 ? v[a + c / 2].cost : 0.5 * (v[a + c / 2 - 1].cost + v[a + c / 2].cost);
     }
     free(v);
+    if (s->pieces) as_eval_singles_build(s->pieces, device);
+}
+
+double as_eval_singles_get_piece(const as_eval_singles *s, int64_t id, const as_piece *p, int64_t *count)
+{
+    if (count) *count = 0;
+    if (!s->pieces) return NAN;
+    for (int64_t q = 0; q < s->npk; q++)
+        if (s->pkid[q] == id && !memcmp(&s->pkey[q], p, sizeof *p)) return as_eval_singles_get(s->pieces, q, count);
+    return NAN;
 }
 
 double as_eval_singles_get(const as_eval_singles *s, int64_t id, int64_t *count)
@@ -153,6 +188,12 @@ double as_eval_singles_get(const as_eval_singles *s, int64_t id, int64_t *count)
 
 void as_eval_singles_free(as_eval_singles *s)
 {
+    if (s->pieces) {
+        as_eval_singles_free(s->pieces);
+        free(s->pieces);
+    }
+    free(s->pkid);
+    free(s->pkey);
     free(s->ids);
     free(s->cost);
     free(s->dev);
@@ -171,9 +212,11 @@ void as_eval_floor_measured(as_eval_plan *p, int64_t n, const as_eval_singles *s
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         double *single = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *single);
-        /* a piece's own single cost is not kept: unknown (never the table's, which is more) */
+        /* a piece: its own single cost (never the table's, which is more), NaN without one */
         for (int64_t i = 0; i < q->T; i++)
-            single[i] = q->pieces && !as_piece_whole(&q->pieces[i]) ? NAN : as_eval_singles_get(s, q->tables[i], NULL);
+            single[i] = q->pieces && !as_piece_whole(&q->pieces[i])
+                            ? as_eval_singles_get_piece(s, q->tables[i], &q->pieces[i], NULL)
+                            : as_eval_singles_get(s, q->tables[i], NULL);
         q->floor = as_eval_floor(single, q->T, &q->floor_unknown);
         free(single);
     }

@@ -8,9 +8,10 @@
  * Single-item costs: for measured plans, from single-table `cost` records (as-bench
  * --singles writes one per table alone; any `cost` record whose `tables` holds one id
  * counts, but one whose entry is a piece of the table), the median of a table's records
- * measured on the plans' device; for estimated plans, the cost model's prediction for the
- * item alone (a piece: the piece's, from its features). An item without a single cost
- * makes the floor unknown: never guessed (a measured plan's piece has none yet).
+ * measured on the plans' device; a piece's, from the `cost` records of that piece alone
+ * (as-bench --piece-singles measures every piece of its input plans alone); for estimated
+ * plans, the cost model's prediction for the item alone (a piece: the piece's, from its
+ * features). An item without a single cost makes the floor unknown: never guessed.
  *
  * Floor-bound (a task of a run): the best plan of the task - the lowest slowest shard over
  * all algorithms' usable plans - has its slowest shard <= floor x (1 + margin); the margin
@@ -40,7 +41,7 @@ double as_eval_floor(const double *single, int64_t n, int64_t *unknown);
 
 /* ---- single-table costs from `cost` records ------------------------------------------- */
 
-typedef struct {
+typedef struct as_eval_singles_s {
     /* every usable single-table record as read */
     int64_t *ids;               /* [n] the table */
     double *cost;               /* [n] its cost_ms: finite, > 0 */
@@ -54,6 +55,12 @@ typedef struct {
     double *umedian;            /* [nu] */
     int64_t nu;
     int64_t used, other_device; /* records used; records of another device, not used */
+    /* one-piece records (a piece of a table alone: as-bench --piece-singles): kept apart,
+       in a nested set keyed by the index of (table, piece) in pkid/pkey */
+    struct as_eval_singles_s *pieces;
+    int64_t *pkid;
+    as_piece *pkey;
+    int64_t npk, pkcap;
 } as_eval_singles;
 
 /* Take a `cost` record (others: nothing) into s when its `tables` holds exactly one id.
@@ -70,6 +77,8 @@ void as_eval_singles_build(as_eval_singles *s, const char *device);
 /* the median single cost of table id (NaN when it has none); *count (when not NULL): the
  * records behind it */
 double as_eval_singles_get(const as_eval_singles *s, int64_t id, int64_t *count);
+/* the same for piece p of table id (its one-piece records); NaN when it has none */
+double as_eval_singles_get_piece(const as_eval_singles *s, int64_t id, const as_piece *p, int64_t *count);
 void as_eval_singles_free(as_eval_singles *s);
 
 /* ---- floors of plans ---------------------------------------------------------------------- */

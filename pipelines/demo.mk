@@ -15,7 +15,8 @@
 #                                                test); cost-greedy and autoshard also
 #                                                with --split-tables --refine (tables split
 #                                                into pieces, then a local search)
-#   measured  as-bench on the plans              real per-shard costs of every plan
+#   measured  as-bench on the plans              real per-shard costs of every plan, and every
+#                                                piece of the split plans alone (their floor)
 #   report    as-eval                            balance and speedup tables, plots, the
 #                                                training curve, each task's floor (its
 #                                                costliest table alone, from the cost
@@ -115,9 +116,9 @@ endif
 $(D)/measured.ast: $(D)/plans.ast $(D)/pool.ast $(BIN)/as-bench
 	@echo "== measure every shard of every plan"
 ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
-	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@ $< -- $(BENCH_OPTS)
+	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@ $< -- --piece-singles $(BENCH_OPTS)
 else
-	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(PROGRESS) $< -o $@
+	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) --piece-singles $(BENCH_OPTS) $(PROGRESS) $< -o $@
 endif
 
 # --singles: the floor of every task, from the cost dataset's single-table costs

@@ -17,6 +17,10 @@ load test_helper/common
     grep -q '^| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor |' "$d/report.md"
     grep -q '^- \*\*Floor-bound: [0-2] of 2 tasks\*\* (the best plan.s slowest shard is at most 2 % above the floor' "$d/report.md"
     [ "$(grep -c 'Floor: unknown' "$d/report.md")" -eq 0 ]
+    # split plans too: every piece of them measured alone (as-bench --piece-singles)
+    [ "$(as-show --kind cost "$d/measured.ast" | jq -c 'select(.origin == "shard" and .pieces != null)' | wc -l)" -gt 0 ]
+    run sh -c "as-eval --singles '$d/costs.ast' --format csv --table plans '$d/measured.ast' | awk -F, 'NR > 1 && \$18 == \"\"' | wc -l"
+    assert_output 0
     # every algorithm (7), torchrec, and cost-greedy, autoshard with --split-tables --refine, on 2 tasks
     run as-show --count "$d/plans.ast"
     assert_line "plan	20"

@@ -277,3 +277,31 @@ plan_of() {
     run sh -c "as-plan --alg torchrec --model '$D/m.ast' --format torchrec '$D/ftr.ast' | jq -e 'length > 0'"
     assert_success
 }
+
+@test "as-bench --piece-singles: every distinct piece of the plans measured alone; as-eval's floor of split plans from them" {
+    as-bench -q --tables "$D/pool.ast" --device cpu --sample 1 --singles --warmup 1 --runs 2 --trim 0 --threads 1 -o "$T/singles.ast"
+    as-plan -q --alg torchrec,lookup-greedy --model "$D/m.ast" --plans-only "$D/ftr.ast" -o "$T/p.ast"
+    as-bench -q --tables "$D/pool.ast" --device cpu --warmup 1 --runs 2 --trim 0 --threads 1 --piece-singles "$T/p.ast" -o "$T/m.ast"
+    # one cost record of origin shard per distinct (table, piece) of the plans, that piece alone
+    want=$(as-show --kind plan "$T/p.ast" | jq -c '. as $p | range(0; .tables | length) | select($p.pieces != null and $p.pieces[.] != null) | [$p.tables[.], $p.pieces[.]]' | sort -u)
+    [ -n "$want" ]
+    got=$(as-show --kind cost "$T/m.ast" | jq -c 'select(.origin == "shard") | [.tables[0], .pieces[0]]' | sort)
+    [ "$got" = "$want" ]
+    run sh -c "as-show --kind cost '$T/m.ast' | jq -s -e 'map(select(.origin == \"shard\")) | all(.[]; (.tables | length) == 1 and .cost_ms > 0)'"
+    assert_success
+    # with the tables' singles, every plan's floor is known, split ones included; the torchrec
+    # plans' floor is their costliest item alone (a piece or a whole table)
+    run sh -c "as-eval --singles '$T/singles.ast' --format csv --table plans '$T/m.ast' | awk -F, 'NR > 1 && \$4 == \"torchrec\" { print (\$18 != \"\" ? \"known\" : \"unknown\") }' | sort -u"
+    assert_output "known"
+    # without --piece-singles a split plan's floor stays unknown, never guessed
+    as-bench -q --tables "$D/pool.ast" --device cpu --warmup 1 --runs 2 --trim 0 --threads 1 "$T/p.ast" -o "$T/m0.ast"
+    run sh -c "as-eval --singles '$T/singles.ast' --format csv --table plans '$T/m0.ast' | awk -F, 'NR > 1 && \$4 == \"torchrec\" && \$18 != \"\"' | wc -l"
+    # (a torchrec plan without any split table has a known floor; those with pieces do not)
+    n_split=$(as-show --kind plan "$T/p.ast" | jq -s '[.[] | select(.alg == "torchrec" and .pieces != null)] | length')
+    n_all=$(as-show --kind plan "$T/p.ast" | jq -s '[.[] | select(.alg == "torchrec")] | length')
+    [ "$n_split" -gt 0 ]
+    [ "$output" -eq $((n_all - n_split)) ]
+    # usage
+    run as-bench --tables "$D/pool.ast" --device cpu --sample 2 --piece-singles
+    assert_failure 2
+}

@@ -35,6 +35,10 @@ static const char HELP[] =
     "      --sample-from LIST draw sampled shards only from these table ids (e.g. 0-63)\n"
     "      --singles          with --sample: first measure every table of the pool alone\n"
     "                         (origin \"single\"), then the N samples\n"
+    "      --piece-singles    with plans as input: also measure every distinct piece of\n"
+    "                         their split tables alone (one `shard` record each, added after\n"
+    "                         the input; its cost record, origin \"shard\", is the piece's\n"
+    "                         single cost: as-eval's floor of split plans)\n"
     "      --sample-pieces P  with --sample: each table of a drawn shard (not the singles)\n"
     "                         becomes, with probability P (0..1, default 0), a piece of it,\n"
     "                         so that the cost model learns pieces: a column half or quarter\n"
@@ -167,7 +171,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -267,6 +271,7 @@ int main(int argc, char **argv)
         { "part", required_argument, 0, OPT_PART },
         { "flush", required_argument, 0, OPT_FLUSH },
         { "singles", no_argument, 0, OPT_SINGLES },
+        { "piece-singles", no_argument, 0, OPT_PSINGLES },
         { "sample-pieces", required_argument, 0, OPT_SPIECES },
         { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
         { "sample-from", required_argument, 0, OPT_FROM },
@@ -288,7 +293,7 @@ int main(int argc, char **argv)
     int calibrate = 1;
     int maxmem_given = 0;
     const char *maxmem_arg = NULL;
-    int singles = 0;
+    int singles = 0, psingles = 0;
     double spieces = 0;
     static int64_t *pblocks;    /* --piece-blocks (static: reachable at exit) */
     size_t npblocks = 0;
@@ -324,6 +329,7 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_SINGLES: singles = 1; break;
+        case OPT_PSINGLES: psingles = 1; break;
         case OPT_SPIECES: spieces = as_cli_f64(&cli, "--sample-pieces", optarg, 0, 1); break;
         case OPT_PBLOCKS: {
             free(pblocks);
@@ -385,6 +391,7 @@ int main(int argc, char **argv)
     if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
     if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
     if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
+    if (psingles && sample) as_cli_usage(&cli, "--piece-singles measures the pieces of input plans; --sample reads no input");
     if ((spieces > 0 || pblocks) && !sample) as_cli_usage(&cli, "--sample-pieces and --piece-blocks need --sample N");
     if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
     setup_device(&cfg, device);
@@ -413,6 +420,10 @@ int main(int argc, char **argv)
         as_bpool_free(&meta);
     }
     if (!sample && as_binput_read(&in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    if (psingles) {
+        const int64_t np = as_binput_add_piece_singles(&in);
+        as_debug("--piece-singles: %" PRId64 " distinct pieces of the plans, each measured alone", np);
+    }
     const int64_t *ref_ids = ref_auto ? ref_auto_ids : ref;
     rc.noise.ref_ids = nref ? ref_ids : NULL;
     rc.noise.ref_n = (int64_t)nref;

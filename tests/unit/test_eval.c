@@ -1078,6 +1078,72 @@ TEST(eval_floor_singles_median)
     as_eval_singles_free(&s);
 }
 
+/* one-piece cost records (as-bench --piece-singles): kept apart from the table's singles,
+ * looked up by (table, piece); a split plan's floor is its costliest item alone */
+TEST(eval_floor_piece_singles)
+{
+    as_eval_singles s = { 0 };
+    char err[256];
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    const as_piece half0 = { 0, 16, 0, 100 }, half1 = { 16, 32, 0, 100 };
+    const double costs[] = { 1.5, 2.5, 1.0, 3.0 };
+    const as_piece *pcs[] = { &half0, &half0, &half1, NULL };
+    for (int q = 0; q < 4; q++) {
+        msgpack_sbuffer_clear(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 3 + (pcs[q] != NULL));
+        as_pack_kv_str(&pk, "kind", "cost");
+        as_pack_str(&pk, "tables");
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_int64(&pk, q < 3 ? 5 : 6);
+        as_pack_str(&pk, "cost_ms");
+        msgpack_pack_double(&pk, costs[q]);
+        if (pcs[q]) {
+            as_pack_str(&pk, "pieces");
+            as_pack_pieces(&pk, pcs[q], 1);
+        }
+        msgpack_unpacked up;
+        unpack_one(&sb, &up);
+        CHECK_EQ_I64(as_eval_singles_take(&s, &up.data, err, sizeof err), 0);
+        msgpack_unpacked_destroy(&up);
+    }
+    msgpack_sbuffer_destroy(&sb);
+    as_eval_singles_build(&s, "");
+    int64_t c = -1;
+    CHECK(isnan(as_eval_singles_get(&s, 5, NULL)));               /* no record of table 5 whole */
+    CHECK_NEAR(as_eval_singles_get_piece(&s, 5, &half0, &c), 2.0, 0);   /* median of 1.5, 2.5 */
+    CHECK_EQ_I64(c, 2);
+    CHECK_NEAR(as_eval_singles_get_piece(&s, 5, &half1, NULL), 1.0, 0);
+    const as_piece rows = { 0, 32, 0, 50 };
+    CHECK(isnan(as_eval_singles_get_piece(&s, 5, &rows, NULL)));
+    CHECK_NEAR(as_eval_singles_get(&s, 6, NULL), 3.0, 0);
+    /* a plan of table 5's two halves and table 6: floor 3 (table 6); without table 6's
+       single, 2 would be wrong: unknown */
+    as_eval_plan p = P(0, 0, "cost-greedy+split", 2, (double[]){ 4, 3 });
+    free(p.tables);
+    free(p.assign);
+    p.T = 3;
+    p.tables = malloc(3 * sizeof *p.tables);
+    p.assign = malloc(3 * sizeof *p.assign);
+    p.pieces = malloc(3 * sizeof *p.pieces);
+    const int64_t ids[3] = { 5, 5, 6 }, as[3] = { 0, 1, 1 };
+    for (int i = 0; i < 3; i++) { p.tables[i] = ids[i]; p.assign[i] = as[i]; }
+    p.pieces[0] = half0;
+    p.pieces[1] = half1;
+    p.pieces[2] = AS_PIECE_WHOLE;
+    as_eval_floor_measured(&p, 1, &s);
+    CHECK_NEAR(p.floor, 3.0, 0);
+    CHECK_EQ_I64(p.floor_unknown, 0);
+    p.tables[2] = 7;
+    as_eval_floor_measured(&p, 1, &s);
+    CHECK(isnan(p.floor));
+    CHECK_EQ_I64(p.floor_unknown, 1);
+    as_eval_plan_free(&p);
+    as_eval_singles_free(&s);
+}
+
 /* floor-bound tasks: the best plan of the task at most margin above its floor (or below it);
  * unknown floors are not counted as known; the per-algorithm at-floor counts and mean
  * max/floor; the sentence */
