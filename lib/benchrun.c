@@ -233,9 +233,7 @@ static int cmp_id_piece(const void *a, const void *b)
 {
     const id_piece *x = a, *y = b;
     if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
-    const int64_t u[4] = { x->p.c0, x->p.c1, x->p.r0, x->p.r1 }, v[4] = { y->p.c0, y->p.c1, y->p.r0, y->p.r1 };
-    for (int k = 0; k < 4; k++) if (u[k] != v[k]) return (u[k] > v[k]) - (u[k] < v[k]);
-    return 0;
+    return as_piece_cmp(&x->p, &y->p);
 }
 
 int64_t as_binput_add_piece_singles(as_binput *in)

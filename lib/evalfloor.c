@@ -51,7 +51,7 @@ int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *er
     if (piece) {
         /* a piece alone: into the nested set, keyed by the index of (id, piece) */
         int64_t q = 0;
-        while (q < s->npk && !(s->pkid[q] == id && !memcmp(&s->pkey[q], &pq, sizeof pq))) q++;
+        while (q < s->npk && !(s->pkid[q] == id && as_piece_eq(&s->pkey[q], &pq))) q++;
         if (q == s->npk) {
             if (s->npk == s->pkcap) {
                 s->pkcap = s->pkcap ? 2 * s->pkcap : 64;
@@ -169,7 +169,7 @@ double as_eval_singles_get_piece(const as_eval_singles *s, int64_t id, const as_
     if (count) *count = 0;
     if (!s->pieces) return NAN;
     for (int64_t q = 0; q < s->npk; q++)
-        if (s->pkid[q] == id && !memcmp(&s->pkey[q], p, sizeof *p)) return as_eval_singles_get(s->pieces, q, count);
+        if (s->pkid[q] == id && as_piece_eq(&s->pkey[q], p)) return as_eval_singles_get(s->pieces, q, count);
     return NAN;
 }
 

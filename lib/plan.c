@@ -1,6 +1,7 @@
 /* plan.c - sharding plans: heuristics, cost-model greedy, 2D rank map, plan records.
  * Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas. */
 #include "plan.h"
+#include "split.h"
 #include "common.h"
 #include "json.h"
 #include "reclimits.h"
@@ -387,8 +388,10 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
         for (int64_t i = 0; i < p->n; i++)
             if (p->assign[i] >= 0) {
-                in[p->assign[i]] += (double)m->items[i]->lookups * 8.0;
-                out[p->assign[i]] += 2.0 * (double)m->items[i]->batch * (double)m->items[i]->dim * 4.0;
+                double bi, bo;
+                as_split_comm_bytes(m->items[i], &bi, &bo);
+                in[p->assign[i]] += bi;
+                out[p->assign[i]] += bo;
             }
         as_pack_str(pk, "comm_in_bytes");
         msgpack_pack_array(pk, (size_t)K);

@@ -10,6 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the views a plan of items (whole tables and pieces) needs: their features (*fi), table
+ * ids (*ids) and pieces (*pieces, NULL: not wanted), malloc'd [n] */
+static void item_views(const as_features *items, int64_t n, const as_features ***fi, int64_t **ids, as_piece **pieces)
+{
+    *fi = as_malloc((size_t)(n ? n : 1) * sizeof **fi);
+    *ids = as_malloc((size_t)(n ? n : 1) * sizeof **ids);
+    if (pieces) *pieces = as_malloc((size_t)(n ? n : 1) * sizeof **pieces);
+    for (int64_t j = 0; j < n; j++) {
+        (*fi)[j] = &items[j];
+        (*ids)[j] = items[j].id;
+        if (pieces) (*pieces)[j] = items[j].piece;
+    }
+}
+
 /* torchrec's placement, made before as_plan_make (lib/torchrec.h) */
 static int fixed_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                        char *err, size_t errlen)
@@ -187,12 +201,8 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
                 snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
                 return -1;
             }
-            fi = as_malloc((size_t)(ni ? ni : 1) * sizeof *fi);
-            ids = as_malloc((size_t)(ni ? ni : 1) * sizeof *ids);
-            for (int64_t j = 0; j < ni; j++) {
-                fi[j] = &items[j];
-                ids[j] = items[j].id;
-            }
+            as_piece *pcs;
+            item_views(items, ni, &fi, &ids, &pcs);
             as_plan_policy fixed = { tra, fixed_place };
             pc.policy = &fixed;
             int rc = as_plan_make(&pl, &pc, fi, ni, e2, sizeof e2);
@@ -202,12 +212,12 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
                 snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
                 free(fi);
                 free(ids);
+                free(pcs);
                 free(items);
                 return -1;
             }
             pl.plan_ms += tri.ms;   /* as_plan_make timed the copy only */
-            pl.pieces = as_malloc((size_t)(ni ? ni : 1) * sizeof *pl.pieces);
-            for (int64_t j = 0; j < ni; j++) pl.pieces[j] = items[j].piece;
+            pl.pieces = pcs;
             tki.tables = ids;
             tki.ntables = ni;
             st->tr_row_wise += tri.row_wise;
@@ -219,14 +229,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
                 return -1;
             }
-            fi = as_malloc((size_t)(ni ? ni : 1) * sizeof *fi);
-            ids = as_malloc((size_t)(ni ? ni : 1) * sizeof *ids);
-            pl.pieces = as_malloc((size_t)(ni ? ni : 1) * sizeof *pl.pieces);
-            for (int64_t j = 0; j < ni; j++) {
-                fi[j] = &items[j];
-                ids[j] = items[j].id;
-                pl.pieces[j] = items[j].piece;
-            }
+            item_views(items, ni, &fi, &ids, &pl.pieces);
             pl.split = 1;
             pl.comm_gbps = c->split_cfg->comm_gbps;
             tki.tables = ids;

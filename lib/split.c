@@ -104,11 +104,18 @@ static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_f
     return m;
 }
 
+void as_split_comm_bytes(const as_features *f, double *in, double *out)
+{
+    *in = (double)f->lookups * 8.0;
+    *out = 2.0 * (double)f->batch * (double)f->dim * 4.0;
+}
+
 double as_split_comm_ms(const as_features *f, double gbps)
 {
     if (!(gbps > 0)) return 0;
-    const double bytes = (double)f->lookups * 8.0 + 2.0 * (double)f->batch * (double)f->dim * 4.0;
-    return bytes / (gbps * 1073741824.0) * 1e3;
+    double in, out;
+    as_split_comm_bytes(f, &in, &out);
+    return (in + out) / (gbps * 1073741824.0) * 1e3;
 }
 
 /* the plan's score: its slowest shard's predicted cost, plus its items' communication when

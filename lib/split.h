@@ -58,8 +58,10 @@ typedef struct {
 
 #define AS_SPLIT_COMM_GBPS 600.0   /* one host of NVLink GPUs, TorchRec's intra-node figure */
 
-/* the milliseconds item f's bytes (ids in + outputs, above) take at gbps GiB/s (0 when
- * gbps <= 0) */
+/* item f's bytes (above): *in its ids (lookups x 8), *out its pooled outputs and their
+ * gradients (2 x batch x dim x 4) */
+void as_split_comm_bytes(const as_features *f, double *in, double *out);
+/* the milliseconds item f's bytes (in + out) take at gbps GiB/s (0 when gbps <= 0) */
 double as_split_comm_ms(const as_features *f, double gbps);
 
 typedef struct {
