@@ -1034,33 +1034,67 @@ static void result_init(as_bench_session *S, as_bench_result *res)
     if (!S->c.cuda) snprintf(res->device, sizeof res->device, "%s", S->cpu_name);
 }
 
-/* CUDA: one shard, the whole protocol on the device */
-static void run_cuda(as_bench_session *S, const as_bench_shardref *sh, as_bench_result *res)
+/* CUDA: shard sh laid out in slot b and its set-up queued on the device (behind whatever
+ * the context's stream holds); 0 ok, -1 with res's error */
+static int cuda_prepare(as_bench_session *S, const as_bench_shardref *sh, bslot *b, as_bench_result *res,
+                        as_eb_gpu **g)
 {
-    const double wall0 = as_now();
-    double busy = 0;
-    bslot *b = &S->slot[0];
-    result_init(S, res);
-    S->shards++;
+    *g = NULL;
+    if (shard_layout(S, b, sh->ids, sh->n, res)) return -1;
+    if (as_eb_gpu_ctx_shard(S->ctx, b->pos, b->T, S->c.seed, g, res->error, sizeof res->error)) return -1;
+    as_eb_gpu_info(*g, res->device, sizeof res->device, &res->sm_clock_mhz, NULL);
+    return 0;
+}
+
+/* CUDA: the shards sh[0..k), the whole protocol on the device, pipelined: while the device
+ * measures shard j, the host lays out shard j+1 and queues its set-up behind the
+ * measurement (slots 0 and 1 alternate); shard j+1's measurement starts as soon as shard
+ * j's times are read. A shard's wall time runs from the end of the previous shard's
+ * measurement (the group's start for the first) to the end of its own, so the group's
+ * wall time is shared out without gaps or overlaps. Only the last shard's data stay on the
+ * device (as_bench_session_last). */
+static void run_cuda_group(as_bench_session *S, const as_bench_shardref *sh, int k, as_bench_result *res)
+{
+    slots_reserve(S, 2);
     S->last = -1;
-    S->glast = 1;
+    S->glast = k;
     S->last_g = NULL;
-    if (shard_layout(S, b, sh->ids, sh->n, res)) goto done;
-    as_eb_gpu *g = NULL;
-    if (as_eb_gpu_ctx_shard(S->ctx, b->pos, b->T, S->c.seed, &g, res->error, sizeof res->error)) goto done;
-    as_eb_gpu_info(g, res->device, sizeof res->device, &res->sm_clock_mhz, NULL);
-    if (as_eb_gpu_measure(g, S->c.warmup, S->c.runs, S->c.lr, b->fw, b->bw, &busy, res->error, sizeof res->error)) {
-        busy = 0;
-        goto done;
+    double t_prev = as_now();
+    for (int j = 0; j < k; j++) result_init(S, &res[j]);
+    as_eb_gpu *g = NULL, *gn = NULL;
+    S->shards++;
+    int ready = cuda_prepare(S, &sh[0], &S->slot[0], &res[0], &g) == 0;
+    for (int j = 0; j < k; j++) {
+        bslot *b = &S->slot[j & 1];
+        as_bench_result *r = &res[j];
+        int ok = ready && as_eb_gpu_measure_start(g, S->c.warmup, S->c.runs, S->c.lr, r->error, sizeof r->error) == 0;
+        /* the next shard's host work and set-up while the device measures this one */
+        ready = 0;
+        if (j + 1 < k) {
+            S->shards++;
+            ready = cuda_prepare(S, &sh[j + 1], &S->slot[(j + 1) & 1], &res[j + 1], &gn) == 0;
+        }
+        double busy = 0;
+        if (ok && as_eb_gpu_measure_end(g, b->fw, b->bw, &busy, r->error, sizeof r->error)) {
+            busy = 0;
+            ok = 0;
+        }
+        if (ok) {
+            as_eb_gpu_overhead(g, &r->setup_ms, &r->flush_ms);
+            for (int i = 0; i < S->c.runs; i++) b->tot[i] = b->fw[i] + b->bw[i];
+            shard_finish(S, b, sh[j].ids, sh[j].n, sh[j].attempt, r);
+            if (j == k - 1) {
+                S->last = j & 1;
+                S->last_g = g;
+            }
+        }
+        r->busy_ms = busy;
+        const double now = as_now();
+        r->wall_ms = (now - t_prev) * 1e3;
+        t_prev = now;
+        if (gn) g = gn;
+        gn = NULL;
     }
-    as_eb_gpu_overhead(g, &res->setup_ms, &res->flush_ms);
-    for (int i = 0; i < S->c.runs; i++) b->tot[i] = b->fw[i] + b->bw[i];
-    S->last_g = g;
-    shard_finish(S, b, sh->ids, sh->n, sh->attempt, res);
-    S->last = 0;
-done:
-    res->busy_ms = busy;
-    res->wall_ms = (as_now() - wall0) * 1e3;
 }
 
 /* CPU: the laid-out shards sh[pos[0..m)] (shard j sits in slot j; its results ok so far)
@@ -1095,7 +1129,7 @@ void as_bench_session_run_group(as_bench_session *S, const as_bench_shardref *sh
     if (k <= 0) return;
     S->group++;
     if (S->c.cuda) {
-        for (int j = 0; j < k; j++) run_cuda(S, &sh[j], &res[j]);
+        run_cuda_group(S, sh, k, res);
         return;
     }
     slots_reserve(S, k);

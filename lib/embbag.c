@@ -879,6 +879,21 @@ int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_
     return -1;
 }
 
+int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float lr, char *err, size_t errlen)
+{
+    (void)g; (void)warmup; (void)runs; (void)lr;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *busy_ms, char *err, size_t errlen)
+{
+    (void)g; (void)fwd_ms; (void)bwd_ms;
+    if (busy_ms) *busy_ms = 0;
+    set_err(err, errlen, "built without CUDA");
+    return -1;
+}
+
 void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms)
 {
     (void)g;

@@ -16,7 +16,8 @@
  *   4. prep (1 block): per-table first run (binary search on the sorted unique keys) and a
  *      prefix of per-table warp tasks; zeroes the long-run counters.
  *   5. short runs (<= AS_LONG_RUN lookups): a lane group per run (D/4 lanes, float4 grad
- *      loads), 4 grad rows in flight, fp32 sums in ascending lookup order per column, then
+ *      loads), 4 grad rows in flight (a run's last 1-3 loaded together too), a grid of
+ *      exactly the resident blocks, fp32 sums in ascending lookup order per column, then
  *      W = half(float(W) - lr*G) with __fmul_rn/__fsub_rn/__float2half_rn (no FMA
  *      contraction, one round-to-nearest-even). Longer runs are appended to a list
  *      (LongRun) with their work items reserved: one 64-bit atomic hands out the list slot
@@ -123,7 +124,11 @@ struct as_eb_gpu {
     cudaStream_t st;
     cudaEvent_t e0, e1;
     cudaEvent_t s0, s1;     /* around a context's set-up of the shard (as_eb_gpu_ctx_shard) */
-    int set_pending;        /* s0/s1 recorded, not yet read by as_eb_gpu_measure */
+    int set_pending;        /* s0/s1 recorded, not yet taken by as_eb_gpu_measure_start */
+    cudaEvent_t m0, m1;     /* the set-up events a started measurement took over (swapped
+                               with s0/s1, so the next shard's set-up can be queued behind it) */
+    int m_setup;            /* m0/m1 hold a set-up to read at the end of the measurement */
+    int m_runs;             /* the started measurement's timed runs; -1 when none is started */
     double last_setup_ms, last_flush_ms;   /* as_eb_gpu_overhead */
     int T;
     long long B, n, sumE, wtotal, TB;
@@ -160,6 +165,7 @@ struct as_eb_gpu {
     as_eb_gpu_ctx *ctx;     /* non-NULL: the handle and its buffers belong to this context */
     cudaEvent_t *ev;        /* as_eb_gpu_measure's events */
     int nev;
+    int short_grid[2];      /* eb_short_kernel's grid (32- and 64-bit keys), 0 until known */
     int info_ok, mhz;       /* as_eb_gpu_info's cached answers */
     char name[256];
 };
@@ -407,12 +413,23 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
 #pragma unroll
             for (int v = 0; v < V; v++) { acc[v] += f0[v]; acc[v] += f1[v]; acc[v] += f2[v]; acc[v] += f3[v]; }
         }
-        for (; k < e; k++) {
+        if (k < e) {
+            /* the last 1-3 lookups: their loads issued together (a missing one reloads the
+             * first row), then added in order, only those that exist */
+            const int m = (int)(e - k);
             unsigned b0 = __ldg(vals + k) - tB;
-            float f0[V];
+            unsigned b1 = m > 1 ? __ldg(vals + k + 1) - tB : b0;
+            unsigned b2 = m > 2 ? __ldg(vals + k + 2) - tB : b0;
+            float f0[V], f1[V], f2[V];
             ld_g<V>(gc + (size_t)b0 * sumD, f0);
+            ld_g<V>(gc + (size_t)b1 * sumD, f1);
+            ld_g<V>(gc + (size_t)b2 * sumD, f2);
 #pragma unroll
-            for (int v = 0; v < V; v++) acc[v] += f0[v];
+            for (int v = 0; v < V; v++) {
+                acc[v] += f0[v];
+                if (m > 1) acc[v] += f1[v];
+                if (m > 2) acc[v] += f2[v];
+            }
         }
         __half *wp = Wrow + c0;
         if (V == 4) {
@@ -1102,6 +1119,9 @@ static int g_init(as_eb_gpu *g, int device, char *err, size_t errlen)
     if (CK(cudaEventCreate(&g->e1), "cudaEventCreate")) return -1;
     if (CK(cudaEventCreate(&g->s0), "cudaEventCreate")) return -1;
     if (CK(cudaEventCreate(&g->s1), "cudaEventCreate")) return -1;
+    if (CK(cudaEventCreate(&g->m0), "cudaEventCreate")) return -1;
+    if (CK(cudaEventCreate(&g->m1), "cudaEventCreate")) return -1;
+    g->m_runs = -1;
     size_t fb = 0;
     flush_size(device, &fb);
     if (CK(cudaMalloc((void **)&g->dflush, fb), "cudaMalloc(flush)")) return -1;
@@ -1160,6 +1180,11 @@ static void ws_free(as_eb_gpu *g)
     if (g->s1) cudaEventDestroy(g->s1);
     g->s0 = g->s1 = NULL;
     g->set_pending = 0;
+    if (g->m0) cudaEventDestroy(g->m0);
+    if (g->m1) cudaEventDestroy(g->m1);
+    g->m0 = g->m1 = NULL;
+    g->m_setup = 0;
+    g->m_runs = -1;
     if (g->st) cudaStreamDestroy(g->st);
     g->e0 = g->e1 = NULL;
     g->st = NULL;
@@ -1389,7 +1414,20 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
                                          g->dtask);
     if (CK(cudaGetLastError(), "launch prep")) return -1;
 
-    eb_short_kernel<K><<<g->nsm * 8, 256, 0, st>>>(g->dtbl, g->T, g->dtruns, g->dtask, g->dcnt, g->dcnt, uk, starts,
+    /* a grid-stride kernel: exactly the blocks that are resident at once, so no block
+       waits for a second wave to start its share (48 registers: 5 blocks of 256 per SM
+       on sm_90, not the 8 launched before) */
+    const int kk = sizeof(K) == 8;
+    if (!g->short_grid[kk]) {
+        int per_sm = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, eb_short_kernel<K>, 256, 0) != cudaSuccess ||
+            per_sm < 1) {
+            cudaGetLastError();
+            per_sm = 4;
+        }
+        g->short_grid[kk] = g->nsm * per_sm;
+    }
+    eb_short_kernel<K><<<g->short_grid[kk], 256, 0, st>>>(g->dtbl, g->T, g->dtruns, g->dtask, g->dcnt, g->dcnt, uk, starts,
                                                    sv, g->n, g->dgrad, (__half *)g->dW, (unsigned)g->B, g->sumD, lr,
                                                    g->dlong);
     if (CK(cudaGetLastError(), "launch short runs")) return -1;
@@ -1444,12 +1482,14 @@ extern "C" int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen)
     return 0;
 }
 
-extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
-                                 double *busy_ms, char *err, size_t errlen)
+extern "C" int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float lr, char *err, size_t errlen)
 {
-    if (busy_ms) *busy_ms = 0;
-    if (!g || warmup < 0 || runs < 0 || (runs > 0 && (!fwd_ms || !bwd_ms))) {
-        seterr(err, errlen, "as_eb_gpu_measure: bad arguments");
+    if (!g || warmup < 0 || runs < 0) {
+        seterr(err, errlen, "as_eb_gpu_measure_start: bad arguments");
+        return -1;
+    }
+    if (g->m_runs >= 0) {
+        seterr(err, errlen, "as_eb_gpu_measure_start: a measurement is already started on this handle");
         return -1;
     }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
@@ -1465,6 +1505,17 @@ extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, d
             g->nev++;
         }
     }
+    /* the set-up just queued belongs to this measurement: its events move to m0/m1, so the
+       next shard's set-up may record s0/s1 before this measurement ends */
+    g->m_setup = g->set_pending;
+    if (g->set_pending) {
+        cudaEvent_t t0 = g->m0, t1 = g->m1;
+        g->m0 = g->s0;
+        g->m1 = g->s1;
+        g->s0 = t0;
+        g->s1 = t1;
+        g->set_pending = 0;
+    }
     cudaEvent_t *ev = g->ev;
     int bad = CK(cudaEventRecord(ev[0], g->st), "cudaEventRecord");
     for (int i = 0; i < warmup && !bad; i++) bad = fwd_enqueue(g, err, errlen) || bwd_enqueue(g, lr, err, errlen);
@@ -1476,9 +1527,32 @@ extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, d
     if (bad) {
         cudaStreamSynchronize(g->st);
         cudaGetLastError();
+        g->m_setup = 0;
         return -1;
     }
-    if (CK(cudaEventSynchronize(ev[need - 1]), "kernel execution")) return -1;
+    g->m_runs = runs;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *busy_ms, char *err,
+                                     size_t errlen)
+{
+    if (busy_ms) *busy_ms = 0;
+    if (!g || g->m_runs < 0) {
+        seterr(err, errlen, "as_eb_gpu_measure_end: no measurement started on this handle");
+        return -1;
+    }
+    const int runs = g->m_runs;
+    g->m_runs = -1;
+    if (runs > 0 && (!fwd_ms || !bwd_ms)) {
+        cudaStreamSynchronize(g->st);
+        seterr(err, errlen, "as_eb_gpu_measure_end: bad arguments");
+        return -1;
+    }
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    cudaEvent_t *ev = g->ev;
+    const int last = 1 + 3 * runs;
+    if (CK(cudaEventSynchronize(ev[last]), "kernel execution")) return -1;
     float t = 0;
     if (CK(cudaEventElapsedTime(&t, ev[0], ev[1]), "cudaEventElapsedTime")) return -1;
     double busy = t, flush = 0;
@@ -1494,17 +1568,29 @@ extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, d
         flush += fl;
     }
     /* the device time of what is not measured: the flushes before the timed runs, and the
-       set-up kernels of a context's shard when they ran just before this call */
+       set-up kernels of a context's shard when they ran just before the start */
     g->last_flush_ms = flush;
     g->last_setup_ms = 0;
-    if (g->set_pending) {
+    if (g->m_setup) {
         float st = 0;
-        if (cudaEventElapsedTime(&st, g->s0, g->s1) == cudaSuccess) g->last_setup_ms = st;
+        if (cudaEventElapsedTime(&st, g->m0, g->m1) == cudaSuccess) g->last_setup_ms = st;
         else cudaGetLastError();
-        g->set_pending = 0;
+        g->m_setup = 0;
     }
     if (busy_ms) *busy_ms = busy;
     return 0;
+}
+
+extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
+                                 double *busy_ms, char *err, size_t errlen)
+{
+    if (busy_ms) *busy_ms = 0;
+    if (!g || warmup < 0 || runs < 0 || (runs > 0 && (!fwd_ms || !bwd_ms))) {
+        seterr(err, errlen, "as_eb_gpu_measure: bad arguments");
+        return -1;
+    }
+    if (as_eb_gpu_measure_start(g, warmup, runs, lr, err, errlen)) return -1;
+    return as_eb_gpu_measure_end(g, fwd_ms, bwd_ms, busy_ms, err, errlen);
 }
 
 extern "C" void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms)

@@ -135,6 +135,16 @@ int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen);
  * included. Works on any handle. 0 ok */
 int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
                       double *busy_ms, char *err, size_t errlen);
+/* as_eb_gpu_measure in two halves, so the host can work while the device measures:
+ * _start enqueues the protocol and returns at once; _end waits for it and reads the times
+ * (the same outputs as as_eb_gpu_measure; fwd_ms and bwd_ms [runs] of the start). Between
+ * the two, the only call allowed on the handle is as_eb_gpu_ctx_shard of its context for
+ * the next shard: its set-up is queued behind the measurement, and as_eb_gpu_overhead
+ * after _end still reports the set-up that preceded the start. One started measurement per
+ * handle; _end without a start is an error. 0 ok, -1 with err (after a failed _start no
+ * measurement is started) */
+int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float lr, char *err, size_t errlen);
+int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *busy_ms, char *err, size_t errlen);
 /* device time the last as_eb_gpu_measure spent outside busy_ms: *flush_ms its cache flushes,
  * *setup_ms the set-up of the context's shard enqueued just before it (gather, generated
  * weights and gradients, guards; 0 on a handle not from a context). Either may be NULL. */

@@ -21,6 +21,11 @@ load test_helper/common
     [ "$status" -eq 2 ]
     run "$ROOT/pipelines/gpu-verify" --plans "$T/missing.ast" --out "$T/o"
     [ "$status" -eq 2 ]
+    run "$ROOT/pipelines/gpu-verify" --kernel-base "$T/missing" --out "$T/o"
+    [ "$status" -eq 2 ]
+    assert_output --partial "no such file"
+    run "$ROOT/pipelines/gpu-verify" --help
+    assert_output --partial "--kernel-base"
 }
 
 @test "gpu-verify: a pack without the tools, or a machine without a GPU, is an environment error (3)" {

@@ -375,6 +375,64 @@ TEST(gpu_ctx_errors_small)
     free_pool(p);
 }
 
+/* the pipelined halves (as_eb_gpu_measure_start/_end): the next shard's set-up queued while
+ * the previous shard is measured leaves both right: the first shard's times come back, the
+ * second shard's data and protocol equal the CPU's bit for bit; the set-up times stay with
+ * their shards; a next shard that grows the workspace (a synchronisation inside) too */
+TEST(gpu_ctx_pipelined_small)
+{
+    pool_t *p = odd_pool();
+    for (int resident = 1; resident >= 0; resident--) {
+        char err[256] = "";
+        as_eb_gpu_ctx *ctx = NULL;
+        int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, resident, err, sizeof err);
+        CHECK(rc == 0);
+        if (rc) break;
+        const int64_t big[6] = {6, 5, 1, 0, 4, 2}, small[2] = {3, 1}, all[7] = {0, 1, 2, 3, 4, 5, 6};
+        /* big then small (no growth), then small then all (the workspace grows) */
+        const int64_t *first[2] = {big, small}, *second[2] = {small, all};
+        const int T1[2] = {6, 2}, T2[2] = {2, 7};
+        for (int c = 0; c < 2; c++) {
+            as_eb_gpu *g = NULL, *g2 = NULL;
+            CHECK(as_eb_gpu_ctx_shard(ctx, first[c], T1[c], 30 + c, &g, err, sizeof err) == 0);
+            rc = as_eb_gpu_measure_start(g, 1, 3, 0.05f, err, sizeof err);
+            if (rc) fprintf(stderr, "  start: %s\n", err);
+            CHECK(rc == 0);
+            if (rc) break;
+            /* a second start on the same handle is refused; the first goes on */
+            CHECK(as_eb_gpu_measure_start(g, 1, 3, 0.05f, err, sizeof err) == -1);
+            rc = as_eb_gpu_ctx_shard(ctx, second[c], T2[c], 40 + c, &g2, err, sizeof err);
+            if (rc) fprintf(stderr, "  next shard: %s\n", err);
+            CHECK(rc == 0 && g2 == g);
+            double fw[3], bw[3], busy = -1, setup = -1, flush = -1;
+            rc = as_eb_gpu_measure_end(g, fw, bw, &busy, err, sizeof err);
+            if (rc) fprintf(stderr, "  end: %s\n", err);
+            CHECK(rc == 0);
+            double timed = 0;
+            for (int r = 0; r < 3 && !rc; r++) {
+                CHECK(fw[r] > 0 && bw[r] > 0);
+                timed += fw[r] + bw[r];
+            }
+            CHECK(busy >= timed * (1 - 1e-6));
+            as_eb_gpu_overhead(g, &setup, &flush);
+            CHECK(setup > 0 && flush > 0);
+            fprintf(stderr, "  case %d (%s): first shard busy %.3f ms, set-up %.3f ms, flushes %.3f ms\n", c,
+                    resident ? "resident" : "uploaded", busy, setup, flush);
+            /* no measurement is started now */
+            CHECK(as_eb_gpu_measure_end(g, fw, bw, &busy, err, sizeof err) == -1);
+            /* the second shard, set up behind the first one's measurement */
+            cshard_t *h = cpu_shard(p, second[c], T2[c], 40 + c);
+            check_setup(g, h, "set up behind a measurement");
+            check_measure(g, h, 0.05f, 1, 2, 0, "measured after it");
+            as_eb_gpu_overhead(g, &setup, &flush);
+            CHECK(setup > 0);
+            free_cshard(h);
+        }
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    free_pool(p);
+}
+
 TEST(gpu_measure_created_small)
 {
     /* as_eb_gpu_measure on a handle of as_eb_gpu_create (host data uploaded) */
@@ -480,6 +538,43 @@ static void session_pair(int per_shard_upload)
             same_bits(gb, ga, (size_t)outn, 4, "session gradients");
             same_bits(ob, oa, (size_t)outn, 4, "session last forward");
             same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "session weights after the protocol");
+        }
+        /* a group of three on CUDA (pipelined: the next shard set up while one is
+           measured): each shard's lookups and bytes as the CPU's single runs, the last
+           shard's data bit for bit against a CPU run of it, the group's wall time shared
+           out without overlap */
+        const int64_t s3[1] = {202};
+        as_bench_shardref grp[3] = { { s2, 2, 0 }, { s1, 4, 0 }, { s3, 1, 0 } };
+        as_bench_result gc[3], gg[3];
+        const double tc = as_now();
+        as_bench_session_run_group(sg, grp, 3, gg);
+        const double wall = (as_now() - tc) * 1e3;
+        for (int j = 0; j < 3; j++) as_bench_session_run(sc, grp[j].ids, grp[j].n, &gc[j]);
+        double wsum = 0;
+        for (int j = 0; j < 3; j++) {
+            if (!gg[j].ok) fprintf(stderr, "  group shard %d: %s\n", j, gg[j].error);
+            CHECK(gc[j].ok && gg[j].ok);
+            CHECK_EQ_I64(gg[j].lookups, gc[j].lookups);
+            CHECK_EQ_I64(gg[j].bytes, gc[j].bytes);
+            CHECK(gg[j].busy_ms > 0 && gg[j].busy_ms <= gg[j].wall_ms);
+            CHECK(gg[j].setup_ms > 0);
+            wsum += gg[j].wall_ms;
+        }
+        CHECK(wsum <= wall * (1 + 1e-6));
+        fprintf(stderr, "  group of 3: walls sum %.3f ms of %.3f ms\n", wsum, wall);
+        as_eb_shard a, b;
+        const uint16_t *Wa, *Wb;
+        const float *ga, *gb, *oa, *ob;
+        CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
+        CHECK(as_bench_session_group_data(sg, 0, &b, &Wb, &gb, &ob, err, sizeof err) == -1);
+        int r2 = as_bench_session_group_data(sg, 2, &b, &Wb, &gb, &ob, err, sizeof err);
+        if (r2) fprintf(stderr, "  group data: %s\n", err);
+        CHECK(r2 == 0);
+        if (!r2) {
+            int64_t T = a.T, B = a.B, outn = B * a.d_off[T];
+            CHECK_EQ_I64(b.T, T);
+            same_bits(ob, oa, (size_t)outn, 4, "group's last shard: last forward");
+            same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "group's last shard: weights after the protocol");
         }
     }
     as_bench_session_free(sc);
