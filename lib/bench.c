@@ -1047,12 +1047,12 @@ static int cuda_prepare(as_bench_session *S, const as_bench_shardref *sh, bslot 
 }
 
 /* CUDA: the shards sh[0..k), the whole protocol on the device, pipelined: while the device
- * measures shard j, the host lays out shard j+1 and queues its set-up behind the
- * measurement (slots 0 and 1 alternate); shard j+1's measurement starts as soon as shard
- * j's times are read. A shard's wall time runs from the end of the previous shard's
- * measurement (the group's start for the first) to the end of its own, so the group's
- * wall time is shared out without gaps or overlaps. Only the last shard's data stay on the
- * device (as_bench_session_last). */
+ * measures shard j, the host lays out shard j+1 and queues its set-up and its measurement
+ * behind shard j's (slots 0 and 1 alternate), then reads shard j's times; so the device
+ * goes from one shard to the next without waiting for the host. A shard's wall time runs
+ * from the end of the previous shard's reading (the group's start for the first) to the
+ * end of its own, so the group's wall time is shared out without gaps or overlaps. Only
+ * the last shard's data stay on the device (as_bench_session_last). */
 static void run_cuda_group(as_bench_session *S, const as_bench_shardref *sh, int k, as_bench_result *res)
 {
     slots_reserve(S, 2);
@@ -1063,16 +1063,19 @@ static void run_cuda_group(as_bench_session *S, const as_bench_shardref *sh, int
     for (int j = 0; j < k; j++) result_init(S, &res[j]);
     as_eb_gpu *g = NULL, *gn = NULL;
     S->shards++;
-    int ready = cuda_prepare(S, &sh[0], &S->slot[0], &res[0], &g) == 0;
+    int started = cuda_prepare(S, &sh[0], &S->slot[0], &res[0], &g) == 0 &&
+                  as_eb_gpu_measure_start(g, S->c.warmup, S->c.runs, S->c.lr, res[0].error, sizeof res[0].error) == 0;
     for (int j = 0; j < k; j++) {
         bslot *b = &S->slot[j & 1];
         as_bench_result *r = &res[j];
-        int ok = ready && as_eb_gpu_measure_start(g, S->c.warmup, S->c.runs, S->c.lr, r->error, sizeof r->error) == 0;
-        /* the next shard's host work and set-up while the device measures this one */
-        ready = 0;
+        int ok = started;
+        /* the next shard set up and started behind this one while the device measures it */
+        started = 0;
         if (j + 1 < k) {
             S->shards++;
-            ready = cuda_prepare(S, &sh[j + 1], &S->slot[(j + 1) & 1], &res[j + 1], &gn) == 0;
+            as_bench_result *rn = &res[j + 1];
+            started = cuda_prepare(S, &sh[j + 1], &S->slot[(j + 1) & 1], rn, &gn) == 0 &&
+                      as_eb_gpu_measure_start(gn, S->c.warmup, S->c.runs, S->c.lr, rn->error, sizeof rn->error) == 0;
         }
         double busy = 0;
         if (ok && as_eb_gpu_measure_end(g, b->fw, b->bw, &busy, r->error, sizeof r->error)) {

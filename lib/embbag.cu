@@ -16,8 +16,10 @@
  *   4. prep (1 block): per-table first run (binary search on the sorted unique keys) and a
  *      prefix of per-table warp tasks; zeroes the long-run counters.
  *   5. short runs (<= AS_LONG_RUN lookups): a lane group per run (D/4 lanes, float4 grad
- *      loads), 4 grad rows in flight (a run's last 1-3 loaded together too), a grid of
- *      exactly the resident blocks, fp32 sums in ascending lookup order per column, then
+ *      loads), 4 grad rows in flight (a run's last 1-3 loaded together too), the weights
+ *      read before the gradients, the next task's run bounds fetched while this one is
+ *      summed, a grid of exactly the resident blocks, fp32 sums in ascending lookup order
+ *      per column, then
  *      W = half(float(W) - lr*G) with __fmul_rn/__fsub_rn/__float2half_rn (no FMA
  *      contraction, one round-to-nearest-even). Longer runs are appended to a list
  *      (LongRun) with their work items reserved: one 64-bit atomic hands out the list slot
@@ -118,6 +120,15 @@ struct Sizes {
     size_t total;
 };
 
+struct MeasSlot {
+    cudaEvent_t *ev;        /* [0] before the warm-ups, [1] after them; run r: [2+3r] after
+                               its flush, [3+3r] after its forward, [4+3r] after its backward */
+    int nev;
+    int runs;               /* timed runs of the started measurement */
+    cudaEvent_t s0, s1;     /* the set-up it took over */
+    int setup;              /* s0/s1 hold a set-up to read at its end */
+};
+
 struct as_eb_gpu {
     int dev;
     int nsm;
@@ -125,10 +136,11 @@ struct as_eb_gpu {
     cudaEvent_t e0, e1;
     cudaEvent_t s0, s1;     /* around a context's set-up of the shard (as_eb_gpu_ctx_shard) */
     int set_pending;        /* s0/s1 recorded, not yet taken by as_eb_gpu_measure_start */
-    cudaEvent_t m0, m1;     /* the set-up events a started measurement took over (swapped
-                               with s0/s1, so the next shard's set-up can be queued behind it) */
-    int m_setup;            /* m0/m1 hold a set-up to read at the end of the measurement */
-    int m_runs;             /* the started measurement's timed runs; -1 when none is started */
+    /* up to two started measurements (as_eb_gpu_measure_start), ended oldest first: each
+       with its events and the set-up events it took over (swapped with s0/s1, so that the
+       next shard's set-up and measurement can be queued behind it) */
+    MeasSlot ms[2];
+    int ms_head, ms_count;  /* the oldest started slot; how many are started */
     double last_setup_ms, last_flush_ms;   /* as_eb_gpu_overhead */
     int T;
     long long B, n, sumE, wtotal, TB;
@@ -163,8 +175,6 @@ struct as_eb_gpu {
     size_t capb[AS_NBUF];   /* bytes allocated per workspace buffer (ws_list's order; grows, never shrinks) */
     long long grows;        /* times the workspace was (re)allocated */
     as_eb_gpu_ctx *ctx;     /* non-NULL: the handle and its buffers belong to this context */
-    cudaEvent_t *ev;        /* as_eb_gpu_measure's events */
-    int nev;
     int short_grid[2];      /* eb_short_kernel's grid (32- and 64-bit keys), 0 until known */
     int info_ok, mhz;       /* as_eb_gpu_info's cached answers */
     char name[256];
@@ -397,6 +407,13 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
                                         unsigned tB, int D, int G, int gl, int sumD, float lr)
 {
     for (int c0 = gl * V; c0 < D; c0 += G * V) {
+        /* the weights are read first (the row is this lane group's alone), so their load
+           overlaps the gradient loads instead of following them */
+        __half *wp = Wrow + c0;
+        uint2 wv = make_uint2(0u, 0u);
+        unsigned short w1 = 0;
+        if (V == 4) wv = *reinterpret_cast<const uint2 *>(wp);
+        else w1 = *reinterpret_cast<const unsigned short *>(wp);
         float acc[V];
 #pragma unroll
         for (int v = 0; v < V; v++) acc[v] = 0.0f;
@@ -431,9 +448,8 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
                 if (m > 2) acc[v] += f2[v];
             }
         }
-        __half *wp = Wrow + c0;
         if (V == 4) {
-            uint2 r = *reinterpret_cast<uint2 *>(wp);
+            uint2 r = wv;
             unsigned short h0 = sgd_h((unsigned short)(r.x & 0xffffu), lr, acc[0]);
             unsigned short h1 = sgd_h((unsigned short)(r.x >> 16), lr, acc[V > 1 ? 1 : 0]);
             unsigned short h2 = sgd_h((unsigned short)(r.y & 0xffffu), lr, acc[V > 2 ? 2 : 0]);
@@ -443,7 +459,7 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
             *reinterpret_cast<uint2 *>(wp) = r;
         } else {
             unsigned short *u = reinterpret_cast<unsigned short *>(wp);
-            *u = sgd_h(*u, lr, acc[0]);
+            *u = sgd_h(w1, lr, acc[0]);
         }
     }
 }
@@ -478,8 +494,36 @@ __device__ __noinline__ void long_append(int *cnt, LongRun *__restrict__ list, i
     list[old >> AS_LQ_SHIFT] = L;
 }
 
+/* one task of eb_short_kernel for this lane: its table t, run r (-1: none, past the
+ * table's runs), the run's sorted positions [s, e) and its key */
+template <typename K> struct ShortRefT {
+    int t, r;
+    long long s, e;
+    K key;
+};
+
 template <typename K>
-__global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict__ tbl, int T,
+__device__ __forceinline__ void short_ref(const TblDev *__restrict__ tbl, int T, const int *__restrict__ truns,
+                                          const int *__restrict__ task, const uint32_t *__restrict__ starts,
+                                          const K *__restrict__ ukeys, int nruns, long long n, int k, int lane,
+                                          ShortRefT<K> &x)
+{
+    /* the largest t with task[t] <= k: tables without tasks (task[t] == task[t+1]) are
+     * passed over because a later table with the same prefix wins */
+    const int t = last_le(task, T, k);
+    const int G = tbl[t].bG, gpw = 32 / G;
+    const int r = truns[t] + (k - task[t]) * gpw + lane / G;
+    x.t = t;
+    x.r = -1;
+    if (r >= truns[t + 1]) return;
+    x.r = r;
+    x.s = starts[r];
+    x.e = r + 1 < nruns ? (long long)starts[r + 1] : n;
+    x.key = ukeys[r];
+}
+
+template <typename K>
+__global__ void __launch_bounds__(256, 5) eb_short_kernel(const TblDev *__restrict__ tbl, int T,
                                                        const int *__restrict__ truns, const int *__restrict__ task,
                                                        const int *__restrict__ cnt_ro, int *cnt,
                                                        const K *__restrict__ ukeys, const uint32_t *__restrict__ starts,
@@ -488,33 +532,35 @@ __global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict_
                                                        unsigned Bu, int sumD, float lr,
                                                        LongRun *__restrict__ long_list)
 {
-    int total = task[T];
-    int nruns = cnt_ro[0];
-    int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    int nwarps = (int)(((long long)gridDim.x * blockDim.x) >> 5);
-    int lane = threadIdx.x & 31;
+    const int total = task[T];
+    const int nruns = cnt_ro[0];
+    const int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int nwarps = (int)(((long long)gridDim.x * blockDim.x) >> 5);
+    const int lane = threadIdx.x & 31;
+    /* the next task's run (table, bounds, key) is fetched while this one is processed, so
+       its loads overlap this run's instead of starting the next run's dependent chain */
+    ShortRefT<K> cur, nxt;
+    if (warp < total) short_ref(tbl, T, truns, task, starts, ukeys, nruns, n, warp, lane, cur);
     for (int k = warp; k < total; k += nwarps) {
-        /* the largest t with task[t] <= k: tables without tasks (task[t] == task[t+1])
-         * are passed over because a later table with the same prefix wins */
-        int t = last_le(task, T, k);
-        TblDev tb = tbl[t];
-        int G = tb.bG, gpw = 32 / G;
-        int grp = lane / G, gl = lane % G;
-        int r = truns[t] + (k - task[t]) * gpw + grp;
-        if (r >= truns[t + 1]) continue;
-        long long s = starts[r];
-        long long e = r + 1 < nruns ? (long long)starts[r + 1] : n;
-        if (e - s > AS_LONG_RUN) {
-            if (gl == 0)   /* out of line: the rare path must not cost the short path registers */
-                long_append(cnt, long_list, t, tb.D, long_slices(tb), (long long)ukeys[r] - tb.row_base, s, e);
-            continue;
+        const int kn = k + nwarps;
+        if (kn < total) short_ref(tbl, T, truns, task, starts, ukeys, nruns, n, kn, lane, nxt);
+        if (cur.r >= 0) {
+            const TblDev tb = tbl[cur.t];
+            const int G = tb.bG, gl = lane % G;
+            const long long s = cur.s, e = cur.e;
+            if (e - s > AS_LONG_RUN) {
+                if (gl == 0)   /* out of line: the rare path must not cost the short path registers */
+                    long_append(cnt, long_list, cur.t, tb.D, long_slices(tb), (long long)cur.key - tb.row_base, s, e);
+            } else {
+                const long long row = (long long)cur.key - tb.row_base;
+                __half *Wrow = W + tb.w_off + row * tb.D;
+                const float *gcol = grad + tb.d_off;
+                const unsigned tB = (unsigned)cur.t * Bu;
+                if (tb.bV == 4) bwd_run<4>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
+                else bwd_run<1>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
+            }
         }
-        long long row = (long long)ukeys[r] - tb.row_base;
-        __half *Wrow = W + tb.w_off + row * tb.D;
-        const float *gcol = grad + tb.d_off;
-        unsigned tB = (unsigned)t * Bu;
-        if (tb.bV == 4) bwd_run<4>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
-        else bwd_run<1>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
+        cur = nxt;
     }
 }
 
@@ -1119,9 +1165,9 @@ static int g_init(as_eb_gpu *g, int device, char *err, size_t errlen)
     if (CK(cudaEventCreate(&g->e1), "cudaEventCreate")) return -1;
     if (CK(cudaEventCreate(&g->s0), "cudaEventCreate")) return -1;
     if (CK(cudaEventCreate(&g->s1), "cudaEventCreate")) return -1;
-    if (CK(cudaEventCreate(&g->m0), "cudaEventCreate")) return -1;
-    if (CK(cudaEventCreate(&g->m1), "cudaEventCreate")) return -1;
-    g->m_runs = -1;
+    for (int i = 0; i < 2; i++)
+        if (CK(cudaEventCreate(&g->ms[i].s0), "cudaEventCreate") || CK(cudaEventCreate(&g->ms[i].s1), "cudaEventCreate"))
+            return -1;
     size_t fb = 0;
     flush_size(device, &fb);
     if (CK(cudaMalloc((void **)&g->dflush, fb), "cudaMalloc(flush)")) return -1;
@@ -1170,21 +1216,21 @@ static void ws_free(as_eb_gpu *g)
     if (g->dsink) cudaFree(g->dsink);
     g->dflush = NULL;
     g->dsink = NULL;
-    for (int i = 0; i < g->nev; i++) cudaEventDestroy(g->ev[i]);
-    free(g->ev);
-    g->ev = NULL;
-    g->nev = 0;
+    for (int m = 0; m < 2; m++) {
+        MeasSlot *q = &g->ms[m];
+        for (int i = 0; i < q->nev; i++) cudaEventDestroy(q->ev[i]);
+        free(q->ev);
+        if (q->s0) cudaEventDestroy(q->s0);
+        if (q->s1) cudaEventDestroy(q->s1);
+        memset(q, 0, sizeof *q);
+    }
+    g->ms_head = g->ms_count = 0;
     if (g->e0) cudaEventDestroy(g->e0);
     if (g->e1) cudaEventDestroy(g->e1);
     if (g->s0) cudaEventDestroy(g->s0);
     if (g->s1) cudaEventDestroy(g->s1);
     g->s0 = g->s1 = NULL;
     g->set_pending = 0;
-    if (g->m0) cudaEventDestroy(g->m0);
-    if (g->m1) cudaEventDestroy(g->m1);
-    g->m0 = g->m1 = NULL;
-    g->m_setup = 0;
-    g->m_runs = -1;
     if (g->st) cudaStreamDestroy(g->st);
     g->e0 = g->e1 = NULL;
     g->st = NULL;
@@ -1488,35 +1534,33 @@ extern "C" int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float
         seterr(err, errlen, "as_eb_gpu_measure_start: bad arguments");
         return -1;
     }
-    if (g->m_runs >= 0) {
-        seterr(err, errlen, "as_eb_gpu_measure_start: a measurement is already started on this handle");
+    if (g->ms_count >= 2) {
+        seterr(err, errlen, "as_eb_gpu_measure_start: two measurements are already started on this handle");
         return -1;
     }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
-    /* events: [0] before the warm-ups, [1] after them; run r: [2+3r] after its flush,
-     * [3+3r] after its forward, [4+3r] after its backward */
-    int need = 2 + 3 * runs;
-    if (need > g->nev) {
-        cudaEvent_t *ev = (cudaEvent_t *)realloc(g->ev, sizeof *ev * (size_t)need);
+    MeasSlot *q = &g->ms[(g->ms_head + g->ms_count) & 1];
+    const int need = 2 + 3 * runs;
+    if (need > q->nev) {
+        cudaEvent_t *ev = (cudaEvent_t *)realloc(q->ev, sizeof *ev * (size_t)need);
         if (!ev) { seterr(err, errlen, "out of host memory"); return -1; }
-        g->ev = ev;
-        while (g->nev < need) {
-            if (CK(cudaEventCreate(&g->ev[g->nev]), "cudaEventCreate")) return -1;
-            g->nev++;
+        q->ev = ev;
+        while (q->nev < need) {
+            if (CK(cudaEventCreate(&q->ev[q->nev]), "cudaEventCreate")) return -1;
+            q->nev++;
         }
     }
-    /* the set-up just queued belongs to this measurement: its events move to m0/m1, so the
-       next shard's set-up may record s0/s1 before this measurement ends */
-    g->m_setup = g->set_pending;
+    /* the set-up just queued belongs to this measurement: its events move into the slot */
+    q->setup = g->set_pending;
     if (g->set_pending) {
-        cudaEvent_t t0 = g->m0, t1 = g->m1;
-        g->m0 = g->s0;
-        g->m1 = g->s1;
+        cudaEvent_t t0 = q->s0, t1 = q->s1;
+        q->s0 = g->s0;
+        q->s1 = g->s1;
         g->s0 = t0;
         g->s1 = t1;
         g->set_pending = 0;
     }
-    cudaEvent_t *ev = g->ev;
+    cudaEvent_t *ev = q->ev;
     int bad = CK(cudaEventRecord(ev[0], g->st), "cudaEventRecord");
     for (int i = 0; i < warmup && !bad; i++) bad = fwd_enqueue(g, err, errlen) || bwd_enqueue(g, lr, err, errlen);
     if (!bad) bad = CK(cudaEventRecord(ev[1], g->st), "cudaEventRecord");
@@ -1527,10 +1571,11 @@ extern "C" int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float
     if (bad) {
         cudaStreamSynchronize(g->st);
         cudaGetLastError();
-        g->m_setup = 0;
+        q->setup = 0;
         return -1;
     }
-    g->m_runs = runs;
+    q->runs = runs;
+    g->ms_count++;
     return 0;
 }
 
@@ -1538,21 +1583,24 @@ extern "C" int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_m
                                      size_t errlen)
 {
     if (busy_ms) *busy_ms = 0;
-    if (!g || g->m_runs < 0) {
+    if (!g || g->ms_count < 1) {
         seterr(err, errlen, "as_eb_gpu_measure_end: no measurement started on this handle");
         return -1;
     }
-    const int runs = g->m_runs;
-    g->m_runs = -1;
+    MeasSlot *q = &g->ms[g->ms_head];
+    g->ms_head ^= 1;
+    g->ms_count--;
+    const int runs = q->runs;
+    const int setup = q->setup;
+    q->setup = 0;
     if (runs > 0 && (!fwd_ms || !bwd_ms)) {
         cudaStreamSynchronize(g->st);
         seterr(err, errlen, "as_eb_gpu_measure_end: bad arguments");
         return -1;
     }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
-    cudaEvent_t *ev = g->ev;
-    const int last = 1 + 3 * runs;
-    if (CK(cudaEventSynchronize(ev[last]), "kernel execution")) return -1;
+    cudaEvent_t *ev = q->ev;
+    if (CK(cudaEventSynchronize(ev[1 + 3 * runs]), "kernel execution")) return -1;
     float t = 0;
     if (CK(cudaEventElapsedTime(&t, ev[0], ev[1]), "cudaEventElapsedTime")) return -1;
     double busy = t, flush = 0;
@@ -1571,11 +1619,10 @@ extern "C" int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_m
        set-up kernels of a context's shard when they ran just before the start */
     g->last_flush_ms = flush;
     g->last_setup_ms = 0;
-    if (g->m_setup) {
+    if (setup) {
         float st = 0;
-        if (cudaEventElapsedTime(&st, g->m0, g->m1) == cudaSuccess) g->last_setup_ms = st;
+        if (cudaEventElapsedTime(&st, q->s0, q->s1) == cudaSuccess) g->last_setup_ms = st;
         else cudaGetLastError();
-        g->m_setup = 0;
     }
     if (busy_ms) *busy_ms = busy;
     return 0;

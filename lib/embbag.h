@@ -136,13 +136,15 @@ int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen);
 int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
                       double *busy_ms, char *err, size_t errlen);
 /* as_eb_gpu_measure in two halves, so the host can work while the device measures:
- * _start enqueues the protocol and returns at once; _end waits for it and reads the times
- * (the same outputs as as_eb_gpu_measure; fwd_ms and bwd_ms [runs] of the start). Between
- * the two, the only call allowed on the handle is as_eb_gpu_ctx_shard of its context for
- * the next shard: its set-up is queued behind the measurement, and as_eb_gpu_overhead
- * after _end still reports the set-up that preceded the start. One started measurement per
- * handle; _end without a start is an error. 0 ok, -1 with err (after a failed _start no
- * measurement is started) */
+ * _start enqueues the protocol and returns at once; _end waits for the oldest started
+ * measurement and reads its times (the same outputs as as_eb_gpu_measure; fwd_ms and
+ * bwd_ms [runs] of its start). At most two are started at a time: while shard A is
+ * measured, as_eb_gpu_ctx_shard of the context may set up shard B and _start queue B's
+ * measurement behind A's (nothing else may be called on the handle until A's _end); the
+ * device then runs A, B's set-up and B without waiting for the host. as_eb_gpu_overhead
+ * after an _end reports that measurement's flushes and the set-up that preceded its start.
+ * _end without a started measurement, or a third _start, is an error. 0 ok, -1 with err
+ * (after a failed _start, that measurement is not started) */
 int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float lr, char *err, size_t errlen);
 int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *busy_ms, char *err, size_t errlen);
 /* device time the last as_eb_gpu_measure spent outside busy_ms: *flush_ms its cache flushes,
