@@ -16,10 +16,8 @@
  *   4. prep (1 block): per-table first run (binary search on the sorted unique keys) and a
  *      prefix of per-table warp tasks; zeroes the long-run counters.
  *   5. short runs (<= AS_LONG_RUN lookups): a lane group per run (D/4 lanes, float4 grad
- *      loads), 4 grad rows in flight (a run's last 1-3 loaded together too), the weights
- *      read before the gradients, the next task's run bounds fetched while this one is
- *      summed, a grid of exactly the resident blocks, fp32 sums in ascending lookup order
- *      per column, then
+ *      loads), 4 grad rows in flight (a run's last 1-3 loaded together too), a grid of
+ *      exactly the resident blocks, fp32 sums in ascending lookup order per column, then
  *      W = half(float(W) - lr*G) with __fmul_rn/__fsub_rn/__float2half_rn (no FMA
  *      contraction, one round-to-nearest-even). Longer runs are appended to a list
  *      (LongRun) with their work items reserved: one 64-bit atomic hands out the list slot
@@ -407,13 +405,6 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
                                         unsigned tB, int D, int G, int gl, int sumD, float lr)
 {
     for (int c0 = gl * V; c0 < D; c0 += G * V) {
-        /* the weights are read first (the row is this lane group's alone), so their load
-           overlaps the gradient loads instead of following them */
-        __half *wp = Wrow + c0;
-        uint2 wv = make_uint2(0u, 0u);
-        unsigned short w1 = 0;
-        if (V == 4) wv = *reinterpret_cast<const uint2 *>(wp);
-        else w1 = *reinterpret_cast<const unsigned short *>(wp);
         float acc[V];
 #pragma unroll
         for (int v = 0; v < V; v++) acc[v] = 0.0f;
@@ -448,8 +439,9 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
                 if (m > 2) acc[v] += f2[v];
             }
         }
+        __half *wp = Wrow + c0;
         if (V == 4) {
-            uint2 r = wv;
+            uint2 r = *reinterpret_cast<uint2 *>(wp);
             unsigned short h0 = sgd_h((unsigned short)(r.x & 0xffffu), lr, acc[0]);
             unsigned short h1 = sgd_h((unsigned short)(r.x >> 16), lr, acc[V > 1 ? 1 : 0]);
             unsigned short h2 = sgd_h((unsigned short)(r.y & 0xffffu), lr, acc[V > 2 ? 2 : 0]);
@@ -459,7 +451,7 @@ __device__ __forceinline__ void bwd_run(__half *__restrict__ Wrow, const float *
             *reinterpret_cast<uint2 *>(wp) = r;
         } else {
             unsigned short *u = reinterpret_cast<unsigned short *>(wp);
-            *u = sgd_h(w1, lr, acc[0]);
+            *u = sgd_h(*u, lr, acc[0]);
         }
     }
 }
@@ -494,36 +486,8 @@ __device__ __noinline__ void long_append(int *cnt, LongRun *__restrict__ list, i
     list[old >> AS_LQ_SHIFT] = L;
 }
 
-/* one task of eb_short_kernel for this lane: its table t, run r (-1: none, past the
- * table's runs), the run's sorted positions [s, e) and its key */
-template <typename K> struct ShortRefT {
-    int t, r;
-    long long s, e;
-    K key;
-};
-
 template <typename K>
-__device__ __forceinline__ void short_ref(const TblDev *__restrict__ tbl, int T, const int *__restrict__ truns,
-                                          const int *__restrict__ task, const uint32_t *__restrict__ starts,
-                                          const K *__restrict__ ukeys, int nruns, long long n, int k, int lane,
-                                          ShortRefT<K> &x)
-{
-    /* the largest t with task[t] <= k: tables without tasks (task[t] == task[t+1]) are
-     * passed over because a later table with the same prefix wins */
-    const int t = last_le(task, T, k);
-    const int G = tbl[t].bG, gpw = 32 / G;
-    const int r = truns[t] + (k - task[t]) * gpw + lane / G;
-    x.t = t;
-    x.r = -1;
-    if (r >= truns[t + 1]) return;
-    x.r = r;
-    x.s = starts[r];
-    x.e = r + 1 < nruns ? (long long)starts[r + 1] : n;
-    x.key = ukeys[r];
-}
-
-template <typename K>
-__global__ void __launch_bounds__(256, 5) eb_short_kernel(const TblDev *__restrict__ tbl, int T,
+__global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict__ tbl, int T,
                                                        const int *__restrict__ truns, const int *__restrict__ task,
                                                        const int *__restrict__ cnt_ro, int *cnt,
                                                        const K *__restrict__ ukeys, const uint32_t *__restrict__ starts,
@@ -532,35 +496,33 @@ __global__ void __launch_bounds__(256, 5) eb_short_kernel(const TblDev *__restri
                                                        unsigned Bu, int sumD, float lr,
                                                        LongRun *__restrict__ long_list)
 {
-    const int total = task[T];
-    const int nruns = cnt_ro[0];
-    const int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-    const int nwarps = (int)(((long long)gridDim.x * blockDim.x) >> 5);
-    const int lane = threadIdx.x & 31;
-    /* the next task's run (table, bounds, key) is fetched while this one is processed, so
-       its loads overlap this run's instead of starting the next run's dependent chain */
-    ShortRefT<K> cur, nxt;
-    if (warp < total) short_ref(tbl, T, truns, task, starts, ukeys, nruns, n, warp, lane, cur);
+    int total = task[T];
+    int nruns = cnt_ro[0];
+    int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    int nwarps = (int)(((long long)gridDim.x * blockDim.x) >> 5);
+    int lane = threadIdx.x & 31;
     for (int k = warp; k < total; k += nwarps) {
-        const int kn = k + nwarps;
-        if (kn < total) short_ref(tbl, T, truns, task, starts, ukeys, nruns, n, kn, lane, nxt);
-        if (cur.r >= 0) {
-            const TblDev tb = tbl[cur.t];
-            const int G = tb.bG, gl = lane % G;
-            const long long s = cur.s, e = cur.e;
-            if (e - s > AS_LONG_RUN) {
-                if (gl == 0)   /* out of line: the rare path must not cost the short path registers */
-                    long_append(cnt, long_list, cur.t, tb.D, long_slices(tb), (long long)cur.key - tb.row_base, s, e);
-            } else {
-                const long long row = (long long)cur.key - tb.row_base;
-                __half *Wrow = W + tb.w_off + row * tb.D;
-                const float *gcol = grad + tb.d_off;
-                const unsigned tB = (unsigned)cur.t * Bu;
-                if (tb.bV == 4) bwd_run<4>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
-                else bwd_run<1>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
-            }
+        /* the largest t with task[t] <= k: tables without tasks (task[t] == task[t+1])
+         * are passed over because a later table with the same prefix wins */
+        int t = last_le(task, T, k);
+        TblDev tb = tbl[t];
+        int G = tb.bG, gpw = 32 / G;
+        int grp = lane / G, gl = lane % G;
+        int r = truns[t] + (k - task[t]) * gpw + grp;
+        if (r >= truns[t + 1]) continue;
+        long long s = starts[r];
+        long long e = r + 1 < nruns ? (long long)starts[r + 1] : n;
+        if (e - s > AS_LONG_RUN) {
+            if (gl == 0)   /* out of line: the rare path must not cost the short path registers */
+                long_append(cnt, long_list, t, tb.D, long_slices(tb), (long long)ukeys[r] - tb.row_base, s, e);
+            continue;
         }
-        cur = nxt;
+        long long row = (long long)ukeys[r] - tb.row_base;
+        __half *Wrow = W + tb.w_off + row * tb.D;
+        const float *gcol = grad + tb.d_off;
+        unsigned tB = (unsigned)t * Bu;
+        if (tb.bV == 4) bwd_run<4>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
+        else bwd_run<1>(Wrow, gcol, vals, s, e, tB, tb.D, G, gl, sumD, lr);
     }
 }
 
