@@ -82,6 +82,9 @@ typedef struct {
                                        items' communication at this bandwidth (lib/split.h's
                                        terms; as-plan sets it for split plans); as_plan_make
                                        ignores it */
+    const double *shard_scale;      /* [K] or NULL: as_plan_refine multiplies shard k's
+                                       predicted kernel cost by shard_scale[k] (as-plan
+                                       --repair: measured / predicted); as_plan_make ignores it */
 } as_plan_cfg;
 
 /* What as_plan_refine (lib/refine.h) did to a plan; all zero on a plan it did not refine. */
@@ -113,13 +116,15 @@ typedef struct {
                                        are then pieces and whole tables); NULL: none. Owned:
                                        as_plan_free frees it */
     int split;                      /* made by the split search: "+split" in its label */
+    int measured;                   /* refined on measured costs (as-plan --repair):
+                                       "+measured" at the end of its label */
     double comm_gbps;               /* split plans: the bandwidth their search charged
                                        (0: none); the record then carries each shard's
                                        communication bytes (lib/split.h) */
 } as_plan;
 
 /* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus
- * "+refine" when p->refine.done */
+ * "+refine" when p->refine.done, plus "+measured" when p->measured */
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len);
 
 /* A plan's tables grouped by shard, the one way every tool does it: assign[0..T) holds each

@@ -7,6 +7,7 @@
 #include "torchrec.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,7 +183,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         if (!c->want[a]) continue;
         /* split plans: the split search's communication charge in the refinement too */
         as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy,
-                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0 };
+                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL };
         as_plan pl;
         char e2[768];
         /* with --split-tables the items are the split's: tables and pieces, the task copy
@@ -277,4 +278,208 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
         if (rc) return -1;
     }
     return 0;
+}
+
+/* ---- --repair: measured plans refined on their measured costs ---------------------------- */
+
+typedef struct {
+    as_plan_run_stats *st;
+    const as_plan_run_cfg *c;
+    const as_plan_input *in;
+    as_repair_stats *rs;
+} repair_ctx;
+
+static const as_ptask *task_of(const as_plan_input *in, int64_t id)
+{
+    for (int64_t i = 0; i < in->ntasks; i++)
+        if (in->tasks[i].id == id) return &in->tasks[i];
+    return NULL;
+}
+
+/* one measured plan record: rebuilt on its items' features, refined with each shard's
+ * measured / predicted scale, written as ALG...+measured */
+static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t errlen)
+{
+    const as_plan_run_cfg *c = R->c;
+    char e2[768], label[64] = "", base[64];
+    as_planrec pr;
+    if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    const as_ptask *t = pr.has_task ? task_of(R->in, pr.task) : NULL;
+    if (!t || pr.unplaced || pr.n < 1) {   /* another split's task, or an infeasible plan */
+        R->rs->skipped++;
+        as_planrec_free(&pr);
+        return 0;
+    }
+    as_obj_str(o, "alg", label, sizeof label);
+    snprintf(base, sizeof base, "%s", label);
+    char *plus = strchr(base, '+');
+    if (plus) *plus = 0;
+    as_alg alg;
+    if (as_alg_parse(base, &alg)) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": unknown algorithm '%s'", pr.task, label);
+        as_planrec_free(&pr);
+        return -1;
+    }
+    if (c->repair_filter && !c->want[alg]) {
+        R->rs->skipped++;
+        as_planrec_free(&pr);
+        return 0;
+    }
+    const int64_t K = pr.shards, n = pr.n;
+    if (c->shards && c->shards != K) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %" PRId64 " shards, --shards %" PRId64, pr.task, label, K,
+                 c->shards);
+        as_planrec_free(&pr);
+        return -1;
+    }
+    /* the measured costs: one per shard, a number or nil (a shard that failed) */
+    const msgpack_object *co = as_obj_get(o, "cost_ms");
+    if (!co || co->type != MSGPACK_OBJECT_ARRAY || (int64_t)co->via.array.size != K) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): 'cost_ms' is not a list of %" PRId64 " costs", pr.task, label, K);
+        as_planrec_free(&pr);
+        return -1;
+    }
+    double *meas = as_malloc((size_t)K * sizeof *meas), *scale = as_malloc((size_t)K * sizeof *scale);
+    for (int64_t k = 0; k < K; k++) {
+        const msgpack_object *v = &co->via.array.ptr[k];
+        meas[k] = v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32 ? v->via.f64
+                  : v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : NAN;
+    }
+    double comm = 0;
+    as_obj_f64(o, "comm_gbps", &comm);
+    if (!(comm >= 0) || !isfinite(comm)) comm = 0;
+    /* the items' features: whole tables, or their pieces */
+    as_features *items = as_calloc((size_t)n, sizeof *items);
+    for (int64_t i = 0; i < n; i++) {
+        as_piece whole = { 0 };
+        if (as_featidx_piece(&R->in->ft, pr.tables[i], pr.pieces ? &pr.pieces[i] : &whole, &items[i])) {
+            char nb[96];
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s has no features in the input (as-features%s)", pr.task,
+                     label, as_piece_name(nb, sizeof nb, pr.tables[i], pr.pieces ? &pr.pieces[i] : &whole),
+                     pr.pieces ? " --row-pieces for row pieces" : "");
+            free(items); free(meas); free(scale);
+            as_planrec_free(&pr);
+            return -1;
+        }
+    }
+    const as_features **fi;
+    int64_t *ids;
+    item_views(items, n, &fi, &ids, NULL);
+    const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
+    as_plan_policy fixed = { pr.assign, fixed_place };
+    /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
+    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, t->id, c->model, &fixed, comm, NULL };
+    as_plan pl;
+    int rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2);
+    if (!rc) {
+        /* each shard's measured / predicted kernel cost; a shard without both (empty, or not
+           measured) takes the median of the others, 1 when there is none */
+        double *known = as_malloc((size_t)K * sizeof *known);
+        int64_t nk = 0;
+        for (int64_t k = 0; k < K; k++) {
+            scale[k] = pl.count[k] && isfinite(meas[k]) && meas[k] > 0 && pl.pred[k] > 0 ? meas[k] / pl.pred[k] : NAN;
+            if (isfinite(scale[k])) known[nk++] = scale[k];
+        }
+        double med = 1;
+        if (nk) {
+            for (int64_t a = 1; a < nk; a++)
+                for (int64_t b = a; b > 0 && known[b - 1] > known[b]; b--) { double x = known[b]; known[b] = known[b - 1]; known[b - 1] = x; }
+            med = nk % 2 ? known[nk / 2] : 0.5 * (known[nk / 2 - 1] + known[nk / 2]);
+        }
+        for (int64_t k = 0; k < K; k++) if (!isfinite(scale[k])) scale[k] = med;
+        free(known);
+        pc.shard_scale = scale;
+        if (c->keep_unrefined) {
+            /* the plan as it was measured, its label as it came, to measure beside the new one */
+            as_plan_cfg pb = pc;
+            pb.shard_scale = NULL;
+            as_plan before;
+            rc = as_plan_make(&before, &pb, fi, n, e2, sizeof e2);
+            if (!rc) {
+                before.split = strstr(label, "+split") != NULL;
+                before.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
+                before.measured = strstr(label, "+measured") != NULL;
+                before.comm_gbps = comm;
+                if (pr.pieces) {
+                    before.pieces = as_malloc((size_t)n * sizeof *before.pieces);
+                    memcpy(before.pieces, pr.pieces, (size_t)n * sizeof *before.pieces);
+                }
+                as_ptask tkb = *t;
+                tkb.shards = K;
+                tkb.tables = ids;
+                tkb.ntables = n;
+                as_plan_meta mb = { &tkb, alg, c->seed, t->mem_cap, c->world, c->model_path, c->model_device,
+                                    alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi };
+                mb.mem_cap = c->cap_given ? c->mem_cap : t->mem_cap;
+                emit(R->st, c, &mb, &before, fi, NULL);
+                as_plan_free(&before);
+            }
+        }
+        if (!rc) rc = as_plan_refine(&pl, &pc, fi, n, c->refine_ms, c->refine_steps, e2, sizeof e2);
+        if (rc) as_plan_free(&pl);
+    }
+    if (rc) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
+        free(fi); free(ids); free(items); free(meas); free(scale);
+        as_planrec_free(&pr);
+        return -1;
+    }
+    pl.split = strstr(label, "+split") != NULL;
+    pl.measured = 1;
+    pl.comm_gbps = comm;
+    if (pr.pieces) {
+        pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
+        memcpy(pl.pieces, pr.pieces, (size_t)n * sizeof *pl.pieces);
+    }
+    double mmax = 0, after = 0;
+    for (int64_t k = 0; k < K; k++) {
+        if (isfinite(meas[k]) && meas[k] > mmax) mmax = meas[k];
+        const double v = scale[k] * pl.pred[k];
+        if (v > after) after = v;
+    }
+    R->rs->plans++;
+    R->rs->steps += pl.refine.moves + pl.refine.swaps;
+    R->rs->changed += pl.refine.moves + pl.refine.swaps > 0;
+    as_debug("task %" PRId64 ": %s: measured slowest shard %.4f ms; after %" PRId64 " moves and %" PRId64
+             " swaps on the measured costs, %.4f ms expected (kernel)", pr.task, label, mmax, pl.refine.moves,
+             pl.refine.swaps, after);
+    as_ptask tki = *t;
+    tki.shards = K;
+    tki.tables = ids;
+    tki.ntables = n;
+    as_plan_meta meta = { &tki, alg, c->seed, mcap, c->world, c->model_path, c->model_device,
+                          alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi };
+    emit(R->st, c, &meta, &pl, fi, NULL);
+    as_plan_free(&pl);
+    free(fi); free(ids); free(items); free(meas); free(scale);
+    as_planrec_free(&pr);
+    return 0;
+}
+
+static int repair_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    repair_ctx *R = ctx;
+    if (!as_rec_is(rec, "plan")) return 0;
+    char kind[32] = "";
+    if (as_obj_str(&rec->obj, "cost_kind", kind, sizeof kind) || strcmp(kind, "measured")) {
+        R->rs->unmeasured++;
+        return 0;
+    }
+    char e2[900];
+    if (repair_one(R, &rec->obj, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+        return -1;
+    }
+    return 0;
+}
+
+int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan_run_cfg *c, const as_plan_input *in,
+                       const char *file, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    memset(rs, 0, sizeof *rs);
+    if (!c->model) { snprintf(err, errlen, "--repair needs a cost model"); return -1; }
+    repair_ctx R = { st, c, in, rs };
+    char *files[1] = { (char *)file };
+    return as_read_records(files, 1, repair_rec, &R, err, errlen);
 }

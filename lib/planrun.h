@@ -78,6 +78,7 @@ typedef struct {
     as_writer *w;                   /* AS_PLAN_OUT_STREAM */
     FILE *text;                     /* AS_PLAN_OUT_TEXT and _TORCHREC */
     const as_torchrec_opts *tro;    /* AS_PLAN_OUT_TORCHREC */
+    int repair_filter;              /* as_plan_repair_run: only plans of the want[] algorithms */
 } as_plan_run_cfg;
 
 typedef struct {
@@ -102,5 +103,31 @@ typedef struct {
  * error ("task 3: cost-greedy: ..."). */
 int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, as_progress *p,
                 char *err, size_t errlen);
+
+/* as-plan --repair FILE: every `plan` record of FILE with measured costs (cost_kind
+ * "measured", cost_ms per shard: as-bench's output) whose task is among in's tasks is
+ * rebuilt on its items' features (whole tables and pieces, from in), then refined
+ * (lib/refine.h) on its measured costs: shard k's predicted kernel cost is scaled by
+ * measured_k / predicted_k (a shard without both takes the median factor), so the search
+ * starts from what was measured and judges each move or swap by the model's change, under
+ * the task's memory cap, with the plan's own communication charge (its comm_gbps), within
+ * c->refine_ms / refine_steps. Each is written as emit writes plans, its alg label the
+ * record's algorithm with "+refine+measured" (and "+split" when it was split). c->model
+ * required; with c->keep_unrefined each plan is also written as it was measured (its
+ * label unchanged) before the refined one, so that one as-bench run measures both; with
+ * c->repair_filter only the plans whose algorithm (the label's first part)
+ * is in c->want. Records without measured costs, plans of other tasks or algorithms and
+ * infeasible plans are counted and skipped. 0, or -1 with err ("FILE: record N: plan of
+ * task 3 (cost-greedy+split): table 7 [0:8, 0:16) has no features in the input").
+ * On success rs counts the plans. */
+typedef struct {
+    int64_t plans;                  /* refined and written */
+    int64_t changed;                /* of them, changed by at least one step */
+    int64_t steps;                  /* moves and swaps taken */
+    int64_t unmeasured, skipped;    /* plan records without measured costs; other tasks' or
+                                       algorithms' or infeasible plans */
+} as_repair_stats;
+int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan_run_cfg *c, const as_plan_input *in,
+                       const char *file, char *err, size_t errlen);
 
 #endif

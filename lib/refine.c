@@ -28,6 +28,7 @@ typedef struct {
     unsigned char *dirty;           /* [K] shards a step or a placement changed */
     const double *cm;               /* [T] each item's communication (ms), NULL: none */
     double *csum;                   /* [K] the sum of cm over each shard's items */
+    const double *scale;            /* [K] factors on the kernel cost (cfg shard_scale), NULL: 1 */
 } rf;
 
 /* the communication of shard k with item add added and item sub taken off */
@@ -37,9 +38,11 @@ static double comm_with(const rf *x, int64_t k, int64_t add, int64_t sub)
     return x->csum[k] + (add >= 0 ? x->cm[add] : 0) - (sub >= 0 ? x->cm[sub] : 0);
 }
 
-static double eval_tmp(const rf *x)
+/* the predicted kernel cost of the vector in tmp on shard k */
+static double eval_tmp(const rf *x, int64_t k)
 {
-    return x->split ? x->m->post(x->m->ctx, x->tmp) : x->m->head(x->m->ctx, x->tmp);
+    const double v = x->split ? x->m->post(x->m->ctx, x->tmp) : x->m->head(x->m->ctx, x->tmp);
+    return x->scale ? x->scale[k] * v : v;
 }
 
 /* the predicted cost of shard k with item add added and item sub taken off (-1: none);
@@ -54,7 +57,7 @@ static double cost_with(const rf *x, int64_t k, int64_t add, int64_t sub, int64_
     else if (a) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] + a[d]);
     else if (b) for (int d = 0; d < W; d++) x->tmp[d] = (float)(s[d] - b[d]);
     else for (int d = 0; d < W; d++) x->tmp[d] = (float)s[d];
-    return eval_tmp(x) + comm_with(x, k, add, sub);
+    return eval_tmp(x, k) + comm_with(x, k, add, sub);
 }
 
 /* item i onto shard k (from -1: an unplaced item) */
@@ -201,9 +204,10 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
             if (p->assign[i] >= 0) csum[p->assign[i]] += cm[i];
         }
     }
+    const double *sc = c->shard_scale;
     double max_before = -INFINITY;
     for (int64_t k = 0; k < K; k++) {
-        const double v = p->pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        const double v = (sc ? sc[k] : 1) * p->pred[k] + (csum && p->count[k] ? csum[k] : 0);
         if (v > max_before) max_before = v;
     }
     if (!K) max_before = 0;
@@ -219,7 +223,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
 
     rf x = { m, W, split, n, K, c->mem_cap, w, bytes, kv, as_calloc((size_t)K * (size_t)W, sizeof(double)),
              as_malloc((size_t)K * sizeof(double)), as_malloc((size_t)W * sizeof(float)), p->assign, p->count,
-             p->mem, p->key, as_calloc((size_t)K, 1), cm, csum };
+             p->mem, p->key, as_calloc((size_t)K, 1), cm, csum, sc };
     for (int64_t i = 0; i < n; i++) {
         if (p->assign[i] < 0) continue;
         double *s = x.S + (size_t)p->assign[i] * W;
@@ -299,10 +303,10 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
                         continue;
                     const float *wj = w + (size_t)j * W;
                     for (int d = 0; d < W; d++) x.tmp[d] = eb[d] - wj[d];
-                    double cb = eval_tmp(&x) + (cm ? csum[b] + cm[i] - cm[j] : 0);
+                    double cb = eval_tmp(&x, b) + (cm ? csum[b] + cm[i] - cm[j] : 0);
                     if (!(cb <= s.M)) continue;
                     for (int d = 0; d < W; d++) x.tmp[d] = da[d] + wj[d];
-                    double ca = eval_tmp(&x) + (cm ? csum[a] - cm[i] + cm[j] : 0);
+                    double ca = eval_tmp(&x, a) + (cm ? csum[a] - cm[i] + cm[j] : 0);
                     if (ca <= s.M) consider(&x, &s, &best, 2, i, b, j, ca, cb);
                 }
             }
@@ -328,7 +332,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
                     for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
             pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
         }
-        const double v = pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        const double v = (sc ? sc[k] : 1) * pred[k] + (csum && p->count[k] ? csum[k] : 0);
         if (v > max_after) max_after = v;
     }
     if (!placed && K && max_after > max_before) {

@@ -10,7 +10,10 @@
  * as_split_comm_ms, the owner's side of lib/split.h's charge: the all-to-all share is the
  * same on every shard and left out; an empty shard costs 0), then the sum of squares of the
  * shard costs,
- * so that a step can make progress when several shards tie at the max. A step improves when
+ * so that a step can make progress when several shards tie at the max. With c->shard_scale,
+ * shard k's predicted kernel cost is multiplied by shard_scale[k] throughout (as-plan
+ * --repair: each shard's measured over predicted cost, so the search starts from the
+ * measured costs and judges a step by the model's change, scaled). A step improves when
  * it lowers the max by more than one part in a million, or leaves the max no higher and
  * lowers the sum of squares by more than one part in a million (the max never rises, so the
  * search ends).

@@ -17,6 +17,9 @@
 #                                                into pieces, then a local search)
 #   measured  as-bench on the plans              real per-shard costs of every plan, and every
 #                                                piece of the split plans alone (their floor)
+#   repaired  as-plan --repair, as-bench         the plans of REPAIR_ALGS refined once on their
+#                                                measured costs, measured again beside the
+#                                                plans as they were (one run: a fair pair)
 #   report    as-eval                            balance and speedup tables, plots, the
 #                                                training curve, each task's floor (its
 #                                                costliest table alone, from the cost
@@ -59,6 +62,10 @@ SPLIT_ALGS ?= cost-greedy,autoshard
 # the algorithms of the plans: every one of ours, and TorchRec's planner as the baseline
 ALGS ?= all,torchrec
 SPLIT_OPTS ?= --split-tables --refine
+# measured repair: these algorithms' plans (every variant) refined once more on their measured
+# costs (as-plan --repair) and measured again with the plans as they were; REPAIR_ALGS=
+# leaves it out
+REPAIR_ALGS ?= $(SPLIT_ALGS)
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 # progress lines (with an ETA) on stderr for the long stages, also when stderr is a log file
@@ -69,8 +76,9 @@ NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 D := $(OUT)/$(PRESET)-s$(SEED)
 
 .PHONY: demo-run
-demo-run: $(D)/report.md
+demo-run: $(D)/report.md $(if $(REPAIR_ALGS),$(D)/repair.md)
 	@cat $<
+	@$(if $(REPAIR_ALGS),echo; cat $(D)/repair.md)
 	@echo
 	@echo "plots: $(D)/plots.png, training curve: $(D)/curve.png   (all files under $(D))"
 
@@ -126,3 +134,16 @@ $(D)/report.md: $(D)/measured.ast $(D)/model.ast $(D)/policy.ast $(D)/costs.ast 
 	@echo "== evaluation"
 	cat $(D)/measured.ast $(D)/model.ast $(D)/train.ast | $(BIN)/as-eval --format markdown \
 	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png -o $@
+
+# one round of measured repair: the plans before and after, measured in one as-bench run
+$(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(D)/model.ast $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
+	@echo "== measured repair: $(REPAIR_ALGS)'s plans refined on their measured costs, measured again beside the originals"
+	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(D)/model.ast --repair $(D)/measured.ast --keep-unrefined --split test \
+	  --seed $(SEED) --plans-only $(D)/ft.ast -o $@.plans
+	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(PROGRESS) $@.plans -o $@.tmp
+	mv $@.tmp $@ && rm -f $@.plans
+
+$(D)/repair.md: $(D)/repaired.ast $(D)/costs.ast $(BIN)/as-eval
+	@echo "== evaluation of the measured repair"
+	{ echo "## Measured repair: the plans as they were and refined on their measured costs (one as-bench run)"; echo; \
+	  $(BIN)/as-eval --format markdown --table summary --singles $(D)/costs.ast $<; } > $@.tmp && mv $@.tmp $@

@@ -7,8 +7,9 @@ load test_helper/common
           DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 REFINE_EVERY=16 REFINE_TASKS=2 BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
     run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}"
     assert_success
+    assert_output --partial "Measured repair"
     d="$T/out/tiny-s0"
-    for f in pool ft costs model policy train plans measured; do [ -s "$d/$f.ast" ]; done
+    for f in pool ft costs model policy train plans measured repaired; do [ -s "$d/$f.ast" ]; done
     [ -s "$d/plots.png" ] && [ -s "$d/curve.png" ]
     for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard torchrec; do
         assert_output --partial "$alg"
@@ -32,7 +33,13 @@ load test_helper/common
     # the policy trained with measured refinement (rounds at 16 and 32, not at the end)
     run sh -c "as-show --kind train '$d/train.ast' | jq -c 'select(.refine_round) | [.episode, .refine_plans]'"
     assert_output $'[16,2]\n[32,2]'
+    # measured repair: cost-greedy's and autoshard's plans (table-wise and split) as they were
+    # and refined on their measured costs, measured in one run, and its report
+    run sh -c "as-show --kind plan '$d/repaired.ast' | jq -r .alg | sort | uniq -c | awk '{print \$2, \$1}'"
+    assert_output $'autoshard 2\nautoshard+refine+measured 2\nautoshard+split+refine 2\nautoshard+split+refine+measured 2\ncost-greedy 2\ncost-greedy+refine+measured 2\ncost-greedy+split+refine 2\ncost-greedy+split+refine+measured 2'
+    grep -q '^## Measured repair' "$d/repair.md"
+    grep -q '^| cost-greedy+split+refine+measured |' "$d/repair.md"
     # nothing changed: nothing is redone
-    run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md"
+    run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md" "$d/repair.md"
     assert_success
 }

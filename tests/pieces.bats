@@ -305,3 +305,54 @@ plan_of() {
     run as-bench --tables "$D/pool.ast" --device cpu --sample 2 --piece-singles
     assert_failure 2
 }
+
+@test "as-plan --repair: measured plans rebuilt and refined on their measured costs; labels, kept originals, caps, errors" {
+    as-plan --alg all --model "$D/m.ast" --split-tables --plans-only "$D/ftr.ast" -o "$T/ps.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/ps.ast" -o "$T/meas.ast"
+    # usage: a model is needed; --refine and --split-tables are not taken; a missing file
+    run as-plan --repair "$T/meas.ast" "$D/ftr.ast"
+    [ "$status" -eq 2 ]
+    assert_output --partial "--repair needs --model"
+    run as-plan --model "$D/m.ast" --repair "$T/meas.ast" --refine "$D/ftr.ast"
+    [ "$status" -eq 2 ]
+    run as-plan --model "$D/m.ast" --repair "$T/meas.ast" --split-tables "$D/ftr.ast"
+    [ "$status" -eq 2 ]
+    run as-plan --model "$D/m.ast" --repair "$T/nothere.ast" "$D/ftr.ast"
+    [ "$status" -ne 0 ]
+    # cost-greedy's plans, as they were and refined: the originals come back unchanged
+    run as-plan --alg cost-greedy --model "$D/m.ast" --repair "$T/meas.ast" --keep-unrefined --plans-only "$D/ftr.ast" -o "$T/rep.ast"
+    assert_success
+    assert_output --partial "3 measured plans refined on their measured costs"
+    run sh -c "as-show --kind plan '$T/rep.ast' | jq -r .alg | sort | uniq -c | awk '{print \$2, \$1}'"
+    assert_output $'cost-greedy+split 3\ncost-greedy+split+refine+measured 3'
+    for k in 0 1 2; do
+        a=$(as-show --kind plan "$T/meas.ast" | jq -c "select(.task == $k and .alg == \"cost-greedy+split\") | [.tables, .pieces, .assign]")
+        b=$(as-show --kind plan "$T/rep.ast" | jq -c "select(.task == $k and .alg == \"cost-greedy+split\") | [.tables, .pieces, .assign]")
+        [ -n "$a" ] && [ "$a" = "$b" ]
+        # the repaired plan holds the same items (tables and pieces), each placed once
+        c=$(as-show --kind plan "$T/rep.ast" | jq -c "select(.task == $k and .alg == \"cost-greedy+split+refine+measured\") | [.tables, .pieces]")
+        [ "$(jq -c '.[0:2]' <<< "$a")" = "$c" ]
+    done
+    # every plan measured and repaired (18), deterministic, measurable again, under a cap
+    as-plan --model "$D/m.ast" --repair "$T/meas.ast" --plans-only "$D/ftr.ast" -o "$T/all.ast"
+    as-plan --model "$D/m.ast" --repair "$T/meas.ast" --plans-only "$D/ftr.ast" -o "$T/all2.ast"
+    [ "$(as-show --kind plan "$T/all.ast" | jq -c '[.alg, .assign]')" = "$(as-show --kind plan "$T/all2.ast" | jq -c '[.alg, .assign]')" ]
+    [ "$(as-show --kind plan "$T/all.ast" | jq -r .alg | grep -c '+refine+measured$')" -eq 18 ]
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 2 --trim 0 --threads 1 -q "$T/all.ast" -o "$T/m2.ast"
+    [ "$(as-show --kind plan "$T/m2.ast" | jq -r .cost_kind | sort -u)" = "measured" ]
+    cap=$(as-show --kind plan "$T/meas.ast" | jq -s '[.[].mem_bytes | max] | max')
+    as-plan --model "$D/m.ast" --repair "$T/meas.ast" --mem-cap "$cap" --plans-only "$D/ftr.ast" -o "$T/cap.ast"
+    [ "$(as-show --kind plan "$T/cap.ast" | jq --argjson c "$cap" '[.mem_bytes[] | select(. > $c)] | length' | sort -u)" = "0" ]
+    # a second round on repaired plans keeps the label
+    as-plan --model "$D/m.ast" --repair "$T/m2.ast" --plans-only "$D/ftr.ast" -o "$T/r2.ast"
+    [ "$(as-show --kind plan "$T/r2.ast" | jq -r .alg | grep -c '+refine+measured$')" -eq 18 ]
+    # plans not measured are skipped; pieces without features are an error naming them
+    run as-plan --model "$D/m.ast" --repair "$T/ps.ast" --plans-only "$D/ftr.ast" -o "$T/none.ast"
+    assert_success
+    assert_output --partial "18 without measured costs"
+    run as-plan --model "$D/m.ast" --repair "$T/meas.ast" --plans-only "$D/ft.ast" -o "$T/bad.ast"
+    if as-show --kind plan "$T/meas.ast" | jq -e -s '[.[].pieces // [] | .[] | select(. != null and .[2] > 0)] | length > 0' > /dev/null; then
+        [ "$status" -eq 1 ]
+        assert_output --partial "has no features in the input"
+    fi
+}

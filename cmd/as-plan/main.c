@@ -109,6 +109,20 @@ static const char HELP[] =
     "                         per piece)\n"
     "      --local-size L     torchrec: GPUs per host, placement rank:r/cuda:r%L (default 8)\n"
     "      --module NAME      torchrec: the module fqn (default embedding_bags)\n"
+    "      --repair FILE      instead of planning: refine the measured plans of FILE (as-bench's\n"
+    "                         output on plans) on their measured costs (needs --model, not\n"
+    "                         --alg): each plan of the input's tasks is rebuilt on its items'\n"
+    "                         features (pieces too), each shard's predicted kernel cost is\n"
+    "                         scaled by its measured / predicted cost, and the --refine search\n"
+    "                         moves and swaps items off the slowest shard while that lowers\n"
+    "                         the max (the plan's own communication charge included), within\n"
+    "                         --refine-ms / --refine-steps. Written as ALG+refine+measured\n"
+    "                         (e.g. cost-greedy+split+refine+measured); measure them again\n"
+    "                         with as-bench to see what the round gained. With --alg, only the\n"
+    "                         plans of those algorithms (all their variants); with\n"
+    "                         --keep-unrefined, each plan also as it was measured, first (to\n"
+    "                         measure both in one as-bench run). Plans without measured\n"
+    "                         costs, and other tasks' plans, are skipped\n"
     "      --plans-only       write only the plans, not the input records\n"
     "\n"
     "Memory is fp16 weight bytes. A cap is never exceeded: a table that fits on no shard is\n"
@@ -118,16 +132,18 @@ static const char HELP[] =
     "\n"
     "Example:\n"
     "  as-features pool.ast --tasks 100 | as-plan --alg all --model cost.model > plans.ast\n"
-    "  as-plan --alg all --model cost.model --refine --keep-unrefined ft.ast > plans.ast\n";
+    "  as-plan --alg all --model cost.model --refine --keep-unrefined ft.ast > plans.ast\n"
+    "  as-bench --tables pool.ast plans.ast > measured.ast\n"
+    "  as-plan --model cost.model --repair measured.ast --plans-only ft.ast > repaired.ast\n";
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM };
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
 typedef struct {
-    const char *alg, *model, *policy, *split;
+    const char *alg, *model, *policy, *split, *repair;
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
     const char *refine_opt;         /* the first --refine-* option given, for the message */
     const char *split_opt;          /* the first --split-* option given */
@@ -162,6 +178,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
         { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
         { "comm-gbps", required_argument, 0, OPT_COMM },
+        { "repair", required_argument, 0, OPT_REPAIR },
         AS_CLI_COMMON_OPTIONS
     };
     int opt;
@@ -234,6 +251,10 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             a->scfg.comm_gbps = as_cli_f64(cli, "--comm-gbps", optarg, 0, 1e6);
             if (!a->split_opt) a->split_opt = "--comm-gbps";
             break;
+        case OPT_REPAIR:
+            if (!*optarg) as_cli_usage(cli, "--repair: empty file name");
+            a->repair = optarg;
+            break;
         case OPT_KEEP_UNREFINED:
             cfg->keep_unrefined = 1;
             if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
@@ -245,9 +266,14 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     as_cli_finish(cli);
     as_cli_input_arg(cli, "--model", a->model);
     as_cli_input_arg(cli, "--policy", a->policy);
-    if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
+    if (a->repair) {
+        as_cli_input_arg(cli, "--repair", a->repair);
+        if (!a->model) as_cli_usage(cli, "--repair needs --model FILE (it searches on the cost model)");
+        if (cfg->split || a->split_opt) as_cli_usage(cli, "--repair keeps each plan's split: --split-tables is not used with it");
+        if (cfg->refine) as_cli_usage(cli, "--repair refines already: --refine is not used with it");
+    } else if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
     if (cfg->refine && !a->model) as_cli_usage(cli, "--refine needs --model FILE (it searches on the cost model)");
-    if (!cfg->refine && a->refine_opt) as_cli_usage(cli, "%s needs --refine", a->refine_opt);
+    if (!cfg->refine && !a->repair && a->refine_opt) as_cli_usage(cli, "%s needs --refine or --repair", a->refine_opt);
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
     if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
     /* with --refine and no --split-ms, the two searches share the default second per plan */
@@ -266,9 +292,14 @@ int main(int argc, char **argv)
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS };
     parse_args(&cli, argc, argv, &a, &cfg);
     char err[1024];
-    int nalg;
-    if (as_plan_alg_list(cfg.want, &nalg, a.alg, a.model != NULL, a.policy != NULL, err, sizeof err))
+    int nalg = 0;
+    if (!a.repair && as_plan_alg_list(cfg.want, &nalg, a.alg, a.model != NULL, a.policy != NULL, err, sizeof err))
         as_cli_usage(&cli, "%s", err);
+    /* --repair with --alg: only the plans of those algorithms (their policy is not needed) */
+    if (a.repair && a.alg) {
+        if (as_plan_alg_list(cfg.want, &nalg, a.alg, 1, 1, err, sizeof err)) as_cli_usage(&cli, "%s", err);
+        cfg.repair_filter = 1;
+    }
     if (cfg.world && cfg.shards && (cfg.world < cfg.shards || cfg.world % cfg.shards))
         as_cli_usage(&cli, "--world-size %" PRId64 " is not a multiple of --shards %" PRId64, cfg.world, cfg.shards);
 
@@ -310,14 +341,26 @@ int main(int argc, char **argv)
         as_die(AS_EXIT_DATA, "%s", err);
     }
 
-    as_progress p;
-    as_progress_start(&p, &cli, "plans", (double)in.ntasks * nalg * (cfg.refine && cfg.keep_unrefined ? 2 : 1));
     as_plan_run_stats st;
-    if (as_plan_run(&st, &cfg, &in, &p, err, sizeof err)) {
-        if (cfg.w) as_writer_abort(cfg.w);
-        as_die(AS_EXIT_DATA, "%s", err);
+    if (a.repair) {
+        as_repair_stats rs;
+        if (as_plan_repair_run(&st, &rs, &cfg, &in, a.repair, err, sizeof err)) {
+            if (cfg.w) as_writer_abort(cfg.w);
+            as_die(AS_EXIT_DATA, "%s", err);
+        }
+        as_info("--repair: %" PRId64 " measured plans refined on their measured costs, %" PRId64 " of them changed (%" PRId64
+                " moves and swaps); %" PRId64 " plans of other tasks or algorithms or infeasible, %" PRId64 " without measured costs, skipped",
+                rs.plans, rs.changed, rs.steps, rs.skipped, rs.unmeasured);
+        if (!rs.plans) as_err("warning: --repair: no measured plan of the input's tasks in %s", a.repair);
+    } else {
+        as_progress p;
+        as_progress_start(&p, &cli, "plans", (double)in.ntasks * nalg * (cfg.refine && cfg.keep_unrefined ? 2 : 1));
+        if (as_plan_run(&st, &cfg, &in, &p, err, sizeof err)) {
+            if (cfg.w) as_writer_abort(cfg.w);
+            as_die(AS_EXIT_DATA, "%s", err);
+        }
+        as_progress_end(&p);
     }
-    as_progress_end(&p);
     if (cfg.w) as_writer_close(cfg.w);
     else as_cli_close_text(&cli, cfg.text);
     as_debug("%" PRId64 " plans in %.3f ms of planning", st.nplans, st.plan_ms);

@@ -96,7 +96,7 @@ int main(int argc, char **argv)
             memset(&none, 0, sizeof none);
             if (as_featidx_build(&none, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
             for (int64_t q = 0; q < reps; q++) {
-                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, NULL, NULL, 0 };
+                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, NULL, NULL, 0, NULL };
                 as_features *items;
                 int64_t ni, *asg;
                 as_tr_info info;
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
         for (int withm = 0; withm < 2; withm++) {
             if (withm && (a == AS_ALG_COST || a == AS_ALG_AUTOSHARD)) break;
             for (int64_t q = 0; q < reps; q++) {
-                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL, &pp, 0 };
+                as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, (a == AS_ALG_COST || withm) ? &pm : NULL, &pp, 0, NULL };
                 as_plan pl;
                 if (as_plan_make(&pl, &c, p, T, err, sizeof err)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
                 t[q] = pl.plan_ms;
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         int64_t moves = 0, swaps = 0;
         double before = 0, after = 0;
         for (int64_t q = 0; q < reps; q++) {
-            as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, &pm, &pp, 0 };
+            as_plan_cfg c = { (as_alg)a, K, 0, seed, 0, &pm, &pp, 0, NULL };
             as_plan pl;
             if (as_plan_make(&pl, &c, p, T, err, sizeof err) || as_plan_refine(&pl, &c, p, T, 0, 0, err, sizeof err)) {
                 fprintf(stderr, "bench-plan: %s\n", err);

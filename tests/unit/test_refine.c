@@ -63,7 +63,7 @@ static as_plan make(as_alg alg, int64_t K, uint64_t cap, const as_features *f, i
     for (int i = 0; i < n; i++) p[i] = &f[i];
     static as_plan_policy pol;
     pol = (as_plan_policy){ (void *)given, place_given };
-    *cfg = (as_plan_cfg){ alg, K, cap, 7, 3, m, given ? &pol : NULL, 0 };
+    *cfg = (as_plan_cfg){ alg, K, cap, 7, 3, m, given ? &pol : NULL, 0, NULL };
     as_plan pl;
     char err[256];
     int rc = as_plan_make(&pl, cfg, p, n, err, sizeof err);
@@ -455,4 +455,48 @@ TEST(refine_budgets)
     as_plan_free(&p);
     as_plan_free(&full);
     as_costmodel_free(cm);
+}
+
+/* shard_scale (as-plan --repair): the same plan is at an optimum on the model's costs, but
+ * once shard 0 is measured at twice its prediction a move off it pays, and the search judges
+ * it on the scaled costs; scales of 1 change nothing; the label gets "+measured" */
+TEST(refine_shard_scale)
+{
+    penalty = 0;
+    /* loads 4+4 | 4+4: balanced on the model */
+    as_features f[4] = { F(1, 4, 10, 1), F(2, 4, 10, 1), F(3, 4, 10, 1), F(4, 4, 10, 1) };
+    const int64_t given[4] = { 0, 0, 1, 1 };
+    as_plan_cfg c;
+    as_plan pl = make(AS_ALG_AUTOSHARD, 2, 0, f, 4, &TOY, given, &c);
+    CHECK_EQ_I64(refine(&pl, &c, f, 4, 0, 0), 0);
+    CHECK_EQ_I64(pl.refine.moves + pl.refine.swaps, 0);
+    const int64_t same[4] = { 0, 0, 1, 1 };
+    check_assign(&pl, same, 4);
+    as_plan_free(&pl);
+    /* scales of 1: nothing changes either */
+    const double one[2] = { 1, 1 };
+    pl = make(AS_ALG_AUTOSHARD, 2, 0, f, 4, &TOY, given, &c);
+    c.shard_scale = one;
+    CHECK_EQ_I64(refine(&pl, &c, f, 4, 0, 0), 0);
+    CHECK_EQ_I64(pl.refine.moves + pl.refine.swaps, 0);
+    as_plan_free(&pl);
+    /* shard 0 measured at 2x: scaled costs 16 | 8; moving one table gives 8 | 12 (max 12):
+       one move, then no step lowers the max (back: 16 | 4; the other: 0 | 16) */
+    const double two[2] = { 2, 1 };
+    pl = make(AS_ALG_AUTOSHARD, 2, 0, f, 4, &TOY, given, &c);
+    c.shard_scale = two;
+    CHECK_EQ_I64(refine(&pl, &c, f, 4, 0, 0), 0);
+    CHECK_EQ_I64(pl.refine.moves, 1);
+    CHECK_EQ_I64(pl.refine.swaps, 0);
+    CHECK_EQ_I64(pl.count[0], 1);
+    CHECK_EQ_I64(pl.count[1], 3);
+    CHECK(fabs(pl.refine.max_before - 16) < 1e-9);
+    /* pred stays the model's (unscaled): 4 | 12 */
+    CHECK(fabs(pl.pred[0] - 4) < 1e-9 && fabs(pl.pred[1] - 12) < 1e-9);
+    pl.measured = 1;
+    char b[64];
+    CHECK_STR(as_plan_alg_label(&pl, AS_ALG_COST, b, sizeof b), "cost-greedy+refine+measured");
+    pl.split = 1;
+    CHECK_STR(as_plan_alg_label(&pl, AS_ALG_COST, b, sizeof b), "cost-greedy+split+refine+measured");
+    as_plan_free(&pl);
 }
