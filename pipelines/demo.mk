@@ -28,6 +28,7 @@
 #                                                could rank it, how many tasks are
 #                                                floor-bound, the cost model's quality)
 
+comma  := ,
 BIN    ?= bin
 OUT    ?= pipelines/out
 PRESET ?= small
@@ -63,9 +64,9 @@ SPLIT_ALGS ?= cost-greedy,autoshard
 ALGS ?= all,torchrec
 SPLIT_OPTS ?= --split-tables --refine
 # measured repair: these algorithms' plans (every variant) refined once more on their measured
-# costs (as-plan --repair) and measured again with the plans as they were; REPAIR_ALGS=
-# leaves it out
-REPAIR_ALGS ?= $(SPLIT_ALGS)
+# costs (as-plan --repair) and measured again with the plans as they were, TorchRec's
+# included so that the round's table compares with it in one run; REPAIR_ALGS= leaves it out
+REPAIR_ALGS ?= $(SPLIT_ALGS)$(if $(filter torchrec,$(subst $(comma), ,$(ALGS))),$(comma)torchrec)
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 # progress lines (with an ETA) on stderr for the long stages, also when stderr is a log file

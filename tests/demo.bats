@@ -33,10 +33,10 @@ load test_helper/common
     # the policy trained with measured refinement (rounds at 16 and 32, not at the end)
     run sh -c "as-show --kind train '$d/train.ast' | jq -c 'select(.refine_round) | [.episode, .refine_plans]'"
     assert_output $'[16,2]\n[32,2]'
-    # measured repair: cost-greedy's and autoshard's plans (table-wise and split) as they were
-    # and refined on their measured costs, measured in one run, and its report
+    # measured repair: cost-greedy's, autoshard's (table-wise and split) and torchrec's plans
+    # as they were and refined on their measured costs, measured in one run, and its report
     run sh -c "as-show --kind plan '$d/repaired.ast' | jq -r .alg | sort | uniq -c | awk '{print \$2, \$1}'"
-    assert_output $'autoshard 2\nautoshard+refine+measured 2\nautoshard+split+refine 2\nautoshard+split+refine+measured 2\ncost-greedy 2\ncost-greedy+refine+measured 2\ncost-greedy+split+refine 2\ncost-greedy+split+refine+measured 2'
+    assert_output $'autoshard 2\nautoshard+refine+measured 2\nautoshard+split+refine 2\nautoshard+split+refine+measured 2\ncost-greedy 2\ncost-greedy+refine+measured 2\ncost-greedy+split+refine 2\ncost-greedy+split+refine+measured 2\ntorchrec 2\ntorchrec+refine+measured 2'
     grep -q '^## Measured repair' "$d/repair.md"
     grep -q '^| cost-greedy+split+refine+measured |' "$d/repair.md"
     # nothing changed: nothing is redone

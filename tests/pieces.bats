@@ -346,6 +346,24 @@ plan_of() {
     # a second round on repaired plans keeps the label
     as-plan --model "$D/m.ast" --repair "$T/m2.ast" --plans-only "$D/ftr.ast" -o "$T/r2.ast"
     [ "$(as-show --kind plan "$T/r2.ast" | jq -r .alg | grep -c '+refine+measured$')" -eq 18 ]
+    # hostile measured records: exit 1 naming the record, nothing written
+    mp_edit "$T/meas.ast" "kind('plan')[0]['cost_ms'] = [1.0]" > "$T/h1.ast"
+    mp_edit "$T/meas.ast" "kind('plan')[0]['cost_ms'] = 'x'" > "$T/h2.ast"
+    mp_edit "$T/meas.ast" "kind('plan')[0]['alg'] = 'nonsense+split'" > "$T/h3.ast"
+    mp_edit "$T/meas.ast" "kind('plan')[0]['assign'][0] = 99" > "$T/h4.ast"
+    mp_edit "$T/meas.ast" "p = kind('plan')[0]; p['cost_ms'] = [None] * len(p['cost_ms']); p['comm_gbps'] = -5.0" > "$T/h5.ast"
+    for h in h1 h2 h3 h4; do
+        run as-plan --model "$D/m.ast" --repair "$T/$h.ast" --plans-only "$D/ftr.ast" -o "$T/$h.out"
+        [ "$status" -eq 1 ]
+        assert_output --partial "record"
+        [ ! -e "$T/$h.out" ]
+    done
+    head -c 300 "$T/meas.ast" > "$T/trunc.ast"
+    run as-plan --model "$D/m.ast" --repair "$T/trunc.ast" --plans-only "$D/ftr.ast" -o "$T/tr.out"
+    [ "$status" -eq 1 ]
+    # costs all missing and a bad bandwidth: the model's own costs (scale 1), no charge
+    run as-plan --model "$D/m.ast" --repair "$T/h5.ast" --plans-only "$D/ftr.ast" -o "$T/h5.out"
+    assert_success
     # plans not measured are skipped; pieces without features are an error naming them
     run as-plan --model "$D/m.ast" --repair "$T/ps.ast" --plans-only "$D/ftr.ast" -o "$T/none.ast"
     assert_success
