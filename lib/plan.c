@@ -45,8 +45,10 @@ int as_alg_parse_label(const char *s, as_alg *out, int *refined)
 
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s%s%s", as_alg_name(a), p && p->split ? "+split" : "", p && p->refine.done ? AS_REFINE_SUFFIX : "",
-             p && p->measured ? "+measured" : "");
+    char m[32] = "";
+    if (p && p->measured == 1) snprintf(m, sizeof m, "+measured");
+    else if (p && p->measured > 1) snprintf(m, sizeof m, "+measured%d", p->measured);
+    snprintf(buf, len, "%s%s%s%s", as_alg_name(a), p && p->split ? "+split" : "", p && p->refine.done ? AS_REFINE_SUFFIX : "", m);
     return buf;
 }
 

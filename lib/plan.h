@@ -116,15 +116,17 @@ typedef struct {
                                        are then pieces and whole tables); NULL: none. Owned:
                                        as_plan_free frees it */
     int split;                      /* made by the split search: "+split" in its label */
-    int measured;                   /* refined on measured costs (as-plan --repair):
-                                       "+measured" at the end of its label */
+    int measured;                   /* rounds of refinement on measured costs (as-plan
+                                       --repair): "+measured" at the end of its label for
+                                       one, "+measuredN" for N > 1 */
     double comm_gbps;               /* split plans: the bandwidth their search charged
                                        (0: none); the record then carries each shard's
                                        communication bytes (lib/split.h) */
 } as_plan;
 
 /* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus
- * "+refine" when p->refine.done, plus "+measured" when p->measured */
+ * "+refine" when p->refine.done, plus "+measured" when p->measured is 1, "+measuredN" when
+ * it is N > 1 */
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len);
 
 /* A plan's tables grouped by shard, the one way every tool does it: assign[0..T) holds each

@@ -296,8 +296,21 @@ static const as_ptask *task_of(const as_plan_input *in, int64_t id)
     return NULL;
 }
 
+/* the measured rounds a plan label carries: 0 without "+measured", 1 for "+measured",
+ * N for "+measuredN" */
+static int label_rounds(const char *label)
+{
+    const char *m = strstr(label, "+measured");
+    if (!m) return 0;
+    m += strlen("+measured");
+    if (!*m) return 1;
+    int n = 0;
+    for (; *m >= '0' && *m <= '9' && n < 1000000; m++) n = n * 10 + (*m - '0');
+    return n > 1 ? n : 1;
+}
+
 /* one measured plan record: rebuilt on its items' features, refined with each shard's
- * measured / predicted scale, written as ALG...+measured */
+ * measured / predicted scale, written as ALG...+measured (one round more) */
 static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = R->c;
@@ -320,7 +333,8 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
         as_planrec_free(&pr);
         return -1;
     }
-    if (c->repair_filter && !c->want[alg]) {
+    const int rounds = label_rounds(label);
+    if ((c->repair_filter && !c->want[alg]) || (c->repair_round > 0 && rounds != c->repair_round - 1)) {
         R->rs->skipped++;
         as_planrec_free(&pr);
         return 0;
@@ -398,7 +412,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
             if (!rc) {
                 before.split = strstr(label, "+split") != NULL;
                 before.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
-                before.measured = strstr(label, "+measured") != NULL;
+                before.measured = rounds;
                 before.comm_gbps = comm;
                 if (pr.pieces) {
                     before.pieces = as_malloc((size_t)n * sizeof *before.pieces);
@@ -425,7 +439,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
         return -1;
     }
     pl.split = strstr(label, "+split") != NULL;
-    pl.measured = 1;
+    pl.measured = rounds + 1;
     pl.comm_gbps = comm;
     if (pr.pieces) {
         pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);

@@ -79,6 +79,8 @@ typedef struct {
     FILE *text;                     /* AS_PLAN_OUT_TEXT and _TORCHREC */
     const as_torchrec_opts *tro;    /* AS_PLAN_OUT_TORCHREC */
     int repair_filter;              /* as_plan_repair_run: only plans of the want[] algorithms */
+    int repair_round;               /* as_plan_repair_run: > 0, only plans of round
+                                       repair_round - 1 (0: not repaired yet); 0: all */
 } as_plan_run_cfg;
 
 typedef struct {
@@ -116,7 +118,9 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
  * required; with c->keep_unrefined each plan is also written as it was measured (its
  * label unchanged) before the refined one, so that one as-bench run measures both; with
  * c->repair_filter only the plans whose algorithm (the label's first part)
- * is in c->want. Records without measured costs, plans of other tasks or algorithms and
+ * is in c->want; with c->repair_round > 0 only the plans of round repair_round - 1 (a
+ * label's "+measured" rounds: none 0, "+measured" 1, "+measuredN" N). The written plan
+ * carries one round more. Records without measured costs, plans of other tasks or algorithms and
  * infeasible plans are counted and skipped. 0, or -1 with err ("FILE: record N: plan of
  * task 3 (cost-greedy+split): table 7 [0:8, 0:16) has no features in the input").
  * On success rs counts the plans. */

@@ -4,12 +4,13 @@ load test_helper/common
 
 @test "main job: convert -> features/tasks -> costs -> model -> plans -> measured -> report" {
     args=(BIN="$BIN" OUT="$T/out" PRESET=tiny TASKS=12 TEST_TASKS=2 TASK_TABLES=20 NCOST=25 MAXT=3
-          DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 REFINE_EVERY=16 REFINE_TASKS=2 BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
+          DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 REFINE_EVERY=16 REFINE_TASKS=2 REPAIR_ROUNDS=2
+          BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
     run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}"
     assert_success
     assert_output --partial "Measured repair"
     d="$T/out/tiny-s0"
-    for f in pool ft costs model policy train plans measured repaired; do [ -s "$d/$f.ast" ]; done
+    for f in pool ft costs model policy train plans measured repaired repaired2; do [ -s "$d/$f.ast" ]; done
     [ -s "$d/plots.png" ] && [ -s "$d/curve.png" ]
     for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard torchrec; do
         assert_output --partial "$alg"
@@ -38,6 +39,10 @@ load test_helper/common
     run sh -c "as-show --kind plan '$d/repaired.ast' | jq -r .alg | sort | uniq -c | awk '{print \$2, \$1}'"
     assert_output $'autoshard 2\nautoshard+refine+measured 2\nautoshard+split+refine 2\nautoshard+split+refine+measured 2\ncost-greedy 2\ncost-greedy+refine+measured 2\ncost-greedy+split+refine 2\ncost-greedy+split+refine+measured 2\ntorchrec 2\ntorchrec+refine+measured 2'
     grep -q '^## Measured repair' "$d/repair.md"
+    # round 2: round 1's plans as they were and repaired again, in another run
+    run sh -c "as-show --kind plan '$d/repaired2.ast' | jq -r .alg | sed 's/.*+measured/measured/' | sort | uniq -c | awk '{print \$2, \$1}'"
+    assert_output $'measured 10\nmeasured2 10'
+    grep -q '^## Measured repair round 2' "$d/repair.md"
     grep -q '^| cost-greedy+split+refine+measured |' "$d/repair.md"
     # nothing changed: nothing is redone
     run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md" "$d/repair.md"

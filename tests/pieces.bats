@@ -343,9 +343,19 @@ plan_of() {
     cap=$(as-show --kind plan "$T/meas.ast" | jq -s '[.[].mem_bytes | max] | max')
     as-plan --model "$D/m.ast" --repair "$T/meas.ast" --mem-cap "$cap" --plans-only "$D/ftr.ast" -o "$T/cap.ast"
     [ "$(as-show --kind plan "$T/cap.ast" | jq --argjson c "$cap" '[.mem_bytes[] | select(. > $c)] | length' | sort -u)" = "0" ]
-    # a second round on repaired plans keeps the label
+    # a second round on repaired plans: +measured2; --repair-round picks one round's plans
     as-plan --model "$D/m.ast" --repair "$T/m2.ast" --plans-only "$D/ftr.ast" -o "$T/r2.ast"
-    [ "$(as-show --kind plan "$T/r2.ast" | jq -r .alg | grep -c '+refine+measured$')" -eq 18 ]
+    [ "$(as-show --kind plan "$T/r2.ast" | jq -r .alg | grep -c '+refine+measured2$')" -eq 18 ]
+    cat "$T/meas.ast" "$T/m2.ast" > "$T/both.ast"
+    run as-plan --model "$D/m.ast" --repair "$T/both.ast" --repair-round 2 --keep-unrefined --plans-only "$D/ftr.ast" -o "$T/rr.ast"
+    assert_success
+    run sh -c "as-show --kind plan '$T/rr.ast' | jq -r .alg | sed 's/.*+refine+//' | sort | uniq -c | awk '{print \$2, \$1}'"
+    assert_output $'measured 18\nmeasured2 18'
+    run as-plan --model "$D/m.ast" --repair "$T/both.ast" --repair-round 1 --plans-only "$D/ftr.ast" -o "$T/r1.ast"
+    assert_success
+    [ "$(as-show --kind plan "$T/r1.ast" | jq -r .alg | grep -c '+refine+measured$')" -eq 18 ]
+    run as-plan --model "$D/m.ast" --repair-round 2 "$D/ftr.ast"
+    [ "$status" -eq 2 ]
     # hostile measured records: exit 1 naming the record, nothing written
     mp_edit "$T/meas.ast" "kind('plan')[0]['cost_ms'] = [1.0]" > "$T/h1.ast"
     mp_edit "$T/meas.ast" "kind('plan')[0]['cost_ms'] = 'x'" > "$T/h2.ast"

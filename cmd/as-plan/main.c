@@ -122,7 +122,11 @@ static const char HELP[] =
     "                         plans of those algorithms (all their variants); with\n"
     "                         --keep-unrefined, each plan also as it was measured, first (to\n"
     "                         measure both in one as-bench run). Plans without measured\n"
-    "                         costs, and other tasks' plans, are skipped\n"
+    "                         costs, and other tasks' plans, are skipped. A repaired plan\n"
+    "                         repaired again (measured again first) is ALG...+measured2, and\n"
+    "                         so on\n"
+    "      --repair-round N   with --repair: only the plans of round N-1 (1: those not\n"
+    "                         repaired yet, 2: the +measured ones, ...), written as round N\n"
     "      --plans-only       write only the plans, not the input records\n"
     "\n"
     "Memory is fp16 weight bytes. A cap is never exceeded: a table that fits on no shard is\n"
@@ -138,7 +142,7 @@ static const char HELP[] =
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR };
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -179,6 +183,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
         { "comm-gbps", required_argument, 0, OPT_COMM },
         { "repair", required_argument, 0, OPT_REPAIR },
+        { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
         AS_CLI_COMMON_OPTIONS
     };
     int opt;
@@ -255,6 +260,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             if (!*optarg) as_cli_usage(cli, "--repair: empty file name");
             a->repair = optarg;
             break;
+        case OPT_REPAIR_ROUND: cfg->repair_round = (int)as_cli_i64(cli, "--repair-round", optarg, 1, 1000); break;
         case OPT_KEEP_UNREFINED:
             cfg->keep_unrefined = 1;
             if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
@@ -266,6 +272,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     as_cli_finish(cli);
     as_cli_input_arg(cli, "--model", a->model);
     as_cli_input_arg(cli, "--policy", a->policy);
+    if (cfg->repair_round && !a->repair) as_cli_usage(cli, "--repair-round needs --repair FILE");
     if (a->repair) {
         as_cli_input_arg(cli, "--repair", a->repair);
         if (!a->model) as_cli_usage(cli, "--repair needs --model FILE (it searches on the cost model)");

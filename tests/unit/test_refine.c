@@ -498,5 +498,7 @@ TEST(refine_shard_scale)
     CHECK_STR(as_plan_alg_label(&pl, AS_ALG_COST, b, sizeof b), "cost-greedy+refine+measured");
     pl.split = 1;
     CHECK_STR(as_plan_alg_label(&pl, AS_ALG_COST, b, sizeof b), "cost-greedy+split+refine+measured");
+    pl.measured = 3;
+    CHECK_STR(as_plan_alg_label(&pl, AS_ALG_COST, b, sizeof b), "cost-greedy+split+refine+measured3");
     as_plan_free(&pl);
 }
