@@ -18,7 +18,13 @@ Library use:
     plan = sharding_plan(doc, ebc)           # ebc: the (unsharded) EmbeddingBagCollection
     model = DistributedModelParallel(model, plan=plan, ...)   # or DMPCollection(...)
 
-Command line (checks a file, prints each plan's per-rank table counts; needs no torchrec):
+Split tables (as-plan --split-tables, --alg torchrec) convert where TorchRec's generators
+can express them: column_wise (equal widths on any ranks, uneven ones on ranks 0, 1, ...)
+and row_wise (world_size blocks of ceil(rows / world_size) rows, block i on rank i); other
+splits are an error naming the table (see _expressible).
+
+Command line (checks a file: every plan converts; prints each plan's per-rank table counts;
+needs no torchrec; exit 1 when a plan cannot be converted):
     python3 pipelines/torchrec_plan.py plans.json [--task N] [--alg NAME]
 """
 import argparse
@@ -51,32 +57,93 @@ def load_plans(path, task=None, alg=None):
     return docs
 
 
+def _expressible(module, name, ps, world):
+    """(generator name, keyword arguments) of TorchRec's sharding_plan.py that reproduce the
+    sharding ps of table `name` (as-plan's JSON), or ValueError naming the table. TorchRec's
+    public generators (torchrec/distributed/sharding_plan.py, meta-pytorch/torchrec, read
+    2026-11-26) express: table_wise(rank); column_wise(ranks) with equal column widths on any
+    ranks (reused ranks allowed), or column_wise(size_per_rank) with the widths on ranks
+    0, 1, ... in order; row_wise() with world_size blocks of ceil(rows / world_size) rows,
+    block i on rank i. Anything else (row pieces on other ranks, uneven column pieces on other
+    ranks, grid shards) cannot go through construct_module_sharding_plan."""
+    where = f"{module}.{name}"
+    kind = ps.get("sharding_type")
+    shards = ps.get("shards") or []
+    ranks = [int(r) for r in ps.get("ranks", [])]
+    ck = ps.get("compute_kernel")
+    if not shards or len(shards) != len(ranks):
+        raise ValueError(f"{where}: {len(shards)} shards for {len(ranks)} ranks")
+    for r in ranks:
+        if not 0 <= r < world:
+            raise ValueError(f"{where}: rank {r} is not in 0..{world - 1}")
+    offs = [tuple(int(x) for x in sh["shard_offsets"]) for sh in shards]
+    sizes = [tuple(int(x) for x in sh["shard_sizes"]) for sh in shards]
+    if kind == "table_wise":
+        if len(ranks) != 1 or offs[0] != (0, 0):
+            raise ValueError(f"{where}: table_wise with {len(ranks)} shards")
+        return "table_wise", {"rank": ranks[0], "compute_kernel": ck}
+    order = sorted(range(len(shards)), key=lambda i: (offs[i][0], offs[i][1]))
+    offs = [offs[i] for i in order]
+    sizes = [sizes[i] for i in order]
+    ranks = [ranks[i] for i in order]
+    if kind == "column_wise":
+        rows = sizes[0][0]
+        col = 0
+        for (r0, c0), (nr, nc) in zip(offs, sizes):
+            if r0 != 0 or nr != rows or c0 != col or nc < 1:
+                raise ValueError(f"{where}: column_wise shards do not tile the columns in order")
+            col += nc
+        widths = [nc for (_, nc) in sizes]
+        if len(set(widths)) == 1:
+            return "column_wise", {"ranks": ranks, "compute_kernel": ck}
+        if ranks == list(range(len(ranks))):
+            return "column_wise", {"size_per_rank": widths, "compute_kernel": ck}
+        raise ValueError(f"{where}: column pieces of widths {widths} on ranks {ranks}: TorchRec's column_wise "
+                         "takes uneven widths (size_per_rank) only on ranks 0, 1, ... in order")
+    if kind == "row_wise":
+        cols = sizes[0][1]
+        rows = sum(nr for (nr, _) in sizes)
+        block = -(-rows // world)
+        want = [(i * block, min(block, rows - i * block)) for i in range(world) if i * block < rows]
+        got = [(r0, nr) for (r0, _), (nr, nc) in zip(offs, sizes)]
+        if any(c0 != 0 or nc != cols for (_, c0), (_, nc) in zip(offs, sizes)) or got != want or \
+                ranks != list(range(len(ranks))):
+            raise ValueError(f"{where}: row pieces {[f'{r0}+{nr}' for r0, nr in got]} on ranks {ranks}: TorchRec's "
+                             f"row_wise places {world} blocks of {block} rows, block i on rank i; this split "
+                             "cannot go through construct_module_sharding_plan")
+        return "row_wise", {"compute_kernel": ck}
+    raise ValueError(f"{where}: {kind} shardings are not converted")
+
+
+def table_shardings(doc):
+    """{module: {table: (generator name, kwargs)}} of one plan document; ValueError names the
+    first table TorchRec's generators cannot express (see _expressible)."""
+    world = int(doc["world_size"])
+    return {module: {name: _expressible(module, name, ps, world) for name, ps in tables.items()}
+            for module, tables in doc["plan"].items()}
+
+
 def table_ranks(doc):
-    """{module: {table: rank}} from one plan document."""
-    out = {}
-    for module, tables in doc["plan"].items():
-        out[module] = {}
-        for name, ps in tables.items():
-            if ps.get("sharding_type") != "table_wise" or len(ps.get("ranks", [])) != 1:
-                raise ValueError(f"{module}.{name}: {ps.get('sharding_type')} (a table split by as-plan --split-tables): "
-                                 "this script converts table_wise shardings only so far")
-            out[module][name] = int(ps["ranks"][0])
-    return out
+    """{module: {table: [ranks]}} from one plan document (as written, no conversion)."""
+    return {module: {name: [int(r) for r in ps.get("ranks", [])] for name, ps in tables.items()}
+            for module, tables in doc["plan"].items()}
 
 
 def sharding_plan(doc, module, device_type="cuda", rename=None):
     """A torchrec ShardingPlan for `module` (the unsharded EmbeddingBagCollection named by
-    doc["module"]) from one plan document. rename maps as-plan's table names ("t17") to the
-    module's; tables of the module absent from the plan are an error."""
-    from torchrec.distributed.sharding_plan import construct_module_sharding_plan, table_wise
+    doc["module"]) from one plan document, through construct_module_sharding_plan with the
+    generators table_shardings() chose (compute_kernel passed on). rename maps as-plan's
+    table names ("t17") to the module's; tables of the module absent from the plan are an
+    error (construct_module_sharding_plan asserts that the keys are its parameters)."""
+    from torchrec.distributed import sharding_plan as sp
     from torchrec.distributed.types import ShardingPlan
 
     fqn = doc["module"]
-    ranks = table_ranks(doc)[fqn]
+    specs = table_shardings(doc)[fqn]
     if rename:
-        ranks = {rename.get(k, k): v for k, v in ranks.items()}
-    per_param = {name: table_wise(rank=r) for name, r in ranks.items()}
-    plan = construct_module_sharding_plan(
+        specs = {rename.get(k, k): v for k, v in specs.items()}
+    per_param = {name: getattr(sp, gen)(**kw) for name, (gen, kw) in specs.items()}
+    plan = sp.construct_module_sharding_plan(
         module,
         per_param_sharding=per_param,
         local_size=int(doc["local_size"]),
@@ -99,11 +166,24 @@ def main():
         return 1
     if isinstance(docs, dict):
         docs = [docs]
+    bad = 0
     for d in docs:
+        try:
+            shardings = table_shardings(d)
+        except (KeyError, TypeError, ValueError) as e:
+            print(f"torchrec_plan: task {d.get('task')} {d.get('alg')}: {e}", file=sys.stderr)
+            bad += 1
+            continue
         for module, tr in table_ranks(d).items():
-            per_rank = Counter(tr.values())
+            per_rank = Counter(r for rs in tr.values() for r in set(rs))
+            kinds = Counter(g for g, _ in shardings[module].values())
             counts = " ".join(f"{r}:{per_rank.get(r, 0)}" for r in range(int(d["world_size"])))
-            print(f"task {d.get('task')} {d.get('alg')} {module}: {len(tr)} tables; tables per rank {counts}")
+            how = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            print(f"task {d.get('task')} {d.get('alg')} {module}: {len(tr)} tables ({how}); tables per rank {counts}")
+    if bad:
+        print(f"torchrec_plan: {bad} of {len(docs)} plans cannot go through construct_module_sharding_plan",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -152,7 +152,7 @@ setup_file() {
         "$ROOT/pipelines/torchrec_plan.py" "$T/torchrec_plan.pyc"
     run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/p.json" --task 7 --alg lookup-greedy
     assert_success
-    assert_output "task 7 lookup-greedy sparse.ebc: 5 tables; tables per rank 0:1 1:4"
+    assert_output "task 7 lookup-greedy sparse.ebc: 5 tables (5 table_wise); tables per rank 0:1 1:4"
     # infeasible plans cannot be written for TorchRec
     run as-plan --alg lookup-greedy --format torchrec --mem-cap 6400 "$T/h.ast"
     assert_failure 1
@@ -506,4 +506,50 @@ cost-greedy+refine"
     assert_line --regexp '^  refined: [0-9]+ moves?, [0-9]+ swaps? in [0-9.]+ ms \(local optimum\); predicted max before [0-9.]+ ms$'
     run sh -c "as-plan --alg size-greedy --model '$D/m.ast' --refine --split test --format torchrec '$D/ft.ast' | jq -r .alg"
     assert_output $'size-greedy+refine\nsize-greedy+refine'
+}
+
+@test "torchrec_plan.py: split tables through TorchRec's generators where they can express them, a named error where not" {
+    hand
+    as-plan --alg lookup-greedy --format torchrec "$T/h.ast" > "$T/p.json"
+    # hand-made shardings of table t1 (100 rows x 32) on 4 ranks
+    mk() { jq -c --argjson ps "$1" '.world_size = 4 | .plan.embedding_bags.t1 = $ps' "$T/p.json" > "$T/$2.json"; }
+    sh() { jq -n --arg k "$1" --argjson r "$2" --argjson o "$3" --argjson z "$4" \
+           '{sharding_type: $k, compute_kernel: "fused", ranks: $r,
+             shards: [range($r | length) as $i | {shard_offsets: $o[$i], shard_sizes: $z[$i], placement: "rank:\($r[$i])/cuda:\($r[$i])"}]}'; }
+    mk "$(sh column_wise '[3,1]' '[[0,0],[0,16]]' '[[100,16],[100,16]]')" cw
+    mk "$(sh column_wise '[0,1]' '[[0,0],[0,8]]' '[[100,8],[100,24]]')" cwu
+    mk "$(sh column_wise '[2,0]' '[[0,0],[0,8]]' '[[100,8],[100,24]]')" cwbad
+    mk "$(sh row_wise '[0,1,2,3]' '[[0,0],[25,0],[50,0],[75,0]]' '[[25,32],[25,32],[25,32],[25,32]]')" rw
+    mk "$(sh row_wise '[3,3]' '[[0,0],[50,0]]' '[[50,32],[50,32]]')" rwbad
+    mk "$(sh grid_shard '[0,1]' '[[0,0],[50,16]]' '[[50,16],[50,16]]')" grid
+    for f in cw cwu rw; do
+        run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/$f.json"
+        assert_success
+    done
+    for f in cwbad rwbad grid; do
+        run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/$f.json"
+        assert_failure 1
+        assert_output --partial "embedding_bags.t1"
+        assert_output --partial "cannot go through construct_module_sharding_plan"
+    done
+    # the conversion's calls, against a test double of TorchRec's signatures
+    run env PYTHONPATH="$ROOT/tests/fixtures/fake_torchrec:$ROOT/pipelines" python3 -c '
+import json, sys
+import torchrec_plan as tp
+for f in sys.argv[1:]:
+    doc = tp.load_plans(f)[0]
+    p = tp.sharding_plan(doc, "EBC").plan["embedding_bags"]
+    print(p["module"], p["local_size"], p["world_size"], p["device_type"], json.dumps(p["per_param"]["t1"]), json.dumps(p["per_param"]["t0"]))
+' "$T/cw.json" "$T/cwu.json" "$T/rw.json"
+    assert_success
+    assert_line --index 0 'EBC 8 4 cuda ["column_wise", {"ranks": [3, 1], "size_per_rank": null, "compute_kernel": "fused", "device_types": null}] ["table_wise", {"rank": 1, "device": null, "compute_kernel": "fused"}]'
+    assert_line --index 1 --partial '["column_wise", {"ranks": null, "size_per_rank": [8, 24], "compute_kernel": "fused"'
+    assert_line --index 2 --partial '["row_wise", {"sizes_placement": null, "compute_kernel": "fused"}]'
+    # TorchRec's own planner's plans (--alg torchrec: its row_wise blocks on every rank) all convert
+    D="$BATS_FILE_TMPDIR"
+    as-features "$D/pool.ast" --row-pieces 3 --tasks 8 --test-tasks 2 --task-tables 12 --shards 3 --seed 0 -o "$T/ftr.ast"
+    as-plan --alg torchrec --format torchrec "$T/ftr.ast" > "$T/tr.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/tr.json"
+    assert_success
+    [ "$(grep -c 'torchrec embedding_bags: 12 tables' <<< "$output")" -eq 8 ]
 }
