@@ -224,6 +224,25 @@ plan_of() {
     assert_success
 }
 
+@test "as-plan --split-tables --split-rows none: column splits only, with the row pieces' features given; usage" {
+    as-plan --alg all --model "$D/m.ast" --split-tables --split-rows none --plans-only "$D/ftr.ast" -o "$T/pn.ast"
+    as-show --no-header --kind features "$D/ft.ast" | jq -s . > "$T/f.json"
+    run sh -c "as-show --kind plan '$T/pn.ast' | jq -s -e --slurpfile f '$T/f.json' '
+        (\$f[0] | map({key: (.id | tostring), value: .rows}) | from_entries) as \$rows
+        | all(.[]; . as \$p | .pieces == null
+            or all(range(0; \$p.tables | length); \$p.pieces[.] == null or (\$p.pieces[.][2] == 0 and \$p.pieces[.][3] == \$rows[\$p.tables[.] | tostring])))'"
+    assert_success
+    # a list of block counts is taken (the features have blocks of 2 and 4)
+    as-plan --alg all --model "$D/m.ast" --split-tables --split-rows 2,4 --plans-only "$D/ftr.ast" -o "$T/p2.ast"
+    for bad in "4,2" "1" "x" "2,,4" ""; do
+        run as-plan --alg all --model "$D/m.ast" --split-tables --split-rows "$bad" "$D/ftr.ast"
+        [ "$status" -eq 2 ]
+    done
+    run as-plan --alg all --model "$D/m.ast" --split-rows none "$D/ftr.ast"
+    [ "$status" -eq 2 ]
+    assert_output --partial "needs --split-tables"
+}
+
 @test "as-plan --split-tables --format torchrec: a split table is one key with a shard per piece that tile it" {
     run sh -c "as-plan --alg all --model '$D/m.ast' --split-tables --format torchrec '$D/ftr.ast' > '$T/tr.jsonl'"
     assert_success

@@ -95,6 +95,12 @@ static const char HELP[] =
     "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
     "                         level (default 3); --split-cands C tables tried per node\n"
     "                         (default 6: those whose costliest item is predicted costliest)\n"
+    "      --split-rows LIST  row splits considered: block counts, comma-separated (default\n"
+    "                         2,4,8, each needing the blocks' features from as-features\n"
+    "                         --row-pieces), or none: column splits only. TorchRec's row_wise\n"
+    "                         cannot express row blocks placed anywhere, its column_wise can\n"
+    "                         express equal column pieces on any ranks: --split-rows none\n"
+    "                         gives split plans that pipelines/torchrec_plan.py converts\n"
     "      --seed S           seed of the random plans (default 0); task t uses stream t\n"
     "      --mem-cap SIZE     memory cap per shard for every task (bytes, K/M/G suffixes;\n"
     "                         0 = none), instead of the task's mem_cap\n"
@@ -142,12 +148,13 @@ static const char HELP[] =
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND };
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
 typedef struct {
     const char *alg, *model, *policy, *split, *repair;
+    int64_t rowp[16];               /* --split-rows */
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
     const char *refine_opt;         /* the first --refine-* option given, for the message */
     const char *split_opt;          /* the first --split-* option given */
@@ -181,6 +188,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
         { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
         { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
+        { "split-rows", required_argument, 0, OPT_SPLIT_ROWS },
         { "comm-gbps", required_argument, 0, OPT_COMM },
         { "repair", required_argument, 0, OPT_REPAIR },
         { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
@@ -248,6 +256,26 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             a->scfg.beam = (int)as_cli_i64(cli, "--split-beam", optarg, 1, 64);
             if (!a->split_opt) a->split_opt = "--split-beam";
             break;
+        case OPT_SPLIT_ROWS: {
+            a->scfg.nrowp = 0;
+            a->scfg.rowp = a->rowp;
+            if (strcmp(optarg, "none")) {
+                char *s = as_strdup(optarg), *rest = s;
+                for (char *tok; (tok = strsep(&rest, ","));) {
+                    if (!*tok) as_cli_usage(cli, "--split-rows: an empty block count in '%s'", optarg);
+                    if (a->scfg.nrowp == (int)(sizeof a->rowp / sizeof *a->rowp))
+                        as_cli_usage(cli, "--split-rows: at most %d block counts", (int)(sizeof a->rowp / sizeof *a->rowp));
+                    const int64_t v = as_cli_i64(cli, "--split-rows", tok, 2, 1 << 20);
+                    if (a->scfg.nrowp && v <= a->rowp[a->scfg.nrowp - 1])
+                        as_cli_usage(cli, "--split-rows: block counts must ascend (%s)", optarg);
+                    a->rowp[a->scfg.nrowp++] = v;
+                }
+                free(s);
+                if (!a->scfg.nrowp) as_cli_usage(cli, "--split-rows: '%s' is not a list of block counts or none", optarg);
+            }
+            if (!a->split_opt) a->split_opt = "--split-rows";
+            break;
+        }
         case OPT_SPLIT_CANDS:
             a->scfg.cands = (int)as_cli_i64(cli, "--split-cands", optarg, 1, 1024);
             if (!a->split_opt) a->split_opt = "--split-cands";
