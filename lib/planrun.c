@@ -380,6 +380,22 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
     int64_t *ids;
     item_views(items, n, &fi, &ids, NULL);
     const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
+    /* the measured plan under this run's cap (the task's, or --mem-cap) */
+    if (mcap) {
+        uint64_t *used = as_calloc((size_t)K, sizeof *used);
+        int64_t over = -1;
+        for (int64_t i = 0; i < n; i++) used[pr.assign[i]] += as_plan_table_bytes(&items[i]);
+        for (int64_t k = 0; k < K && over < 0; k++) if (used[k] > mcap) over = k;
+        if (over >= 0) {
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): shard %" PRId64 " holds %" PRIu64
+                     " bytes, over the %" PRIu64 "-byte cap%s", pr.task, label, over, used[over], mcap,
+                     c->cap_given ? " of --mem-cap" : " of its task");
+            free(used); free(fi); free(ids); free(items); free(meas); free(scale);
+            as_planrec_free(&pr);
+            return -1;
+        }
+        free(used);
+    }
     as_plan_policy fixed = { pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
     as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, t->id, c->model, &fixed, comm, NULL };

@@ -362,6 +362,10 @@ plan_of() {
     cap=$(as-show --kind plan "$T/meas.ast" | jq -s '[.[].mem_bytes | max] | max')
     as-plan --model "$D/m.ast" --repair "$T/meas.ast" --mem-cap "$cap" --plans-only "$D/ftr.ast" -o "$T/cap.ast"
     [ "$(as-show --kind plan "$T/cap.ast" | jq --argjson c "$cap" '[.mem_bytes[] | select(. > $c)] | length' | sort -u)" = "0" ]
+    # a cap the measured plans break: exit 1 naming the plan and the shard
+    run as-plan --model "$D/m.ast" --repair "$T/meas.ast" --mem-cap $((cap - 1)) --plans-only "$D/ftr.ast" -o "$T/cap2.ast"
+    [ "$status" -eq 1 ]
+    assert_output --partial "bytes, over the $((cap - 1))-byte cap of --mem-cap"
     # a second round on repaired plans: +measured2; --repair-round picks one round's plans
     as-plan --model "$D/m.ast" --repair "$T/m2.ast" --plans-only "$D/ftr.ast" -o "$T/r2.ast"
     [ "$(as-show --kind plan "$T/r2.ast" | jq -r .alg | grep -c '+refine+measured2$')" -eq 18 ]
