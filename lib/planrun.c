@@ -419,33 +419,27 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
         for (int64_t k = 0; k < K; k++) if (!isfinite(scale[k])) scale[k] = med;
         free(known);
         pc.shard_scale = scale;
-        if (c->keep_unrefined) {
-            /* the plan as it was measured, its label as it came, to measure beside the new one */
-            as_plan_cfg pb = pc;
-            pb.shard_scale = NULL;
-            as_plan before;
-            rc = as_plan_make(&before, &pb, fi, n, e2, sizeof e2);
-            if (!rc) {
-                before.split = strstr(label, "+split") != NULL;
-                before.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
-                before.measured = rounds;
-                before.comm_gbps = comm;
-                if (pr.pieces) {
-                    before.pieces = as_malloc((size_t)n * sizeof *before.pieces);
-                    memcpy(before.pieces, pr.pieces, (size_t)n * sizeof *before.pieces);
-                }
-                as_ptask tkb = *t;
-                tkb.shards = K;
-                tkb.tables = ids;
-                tkb.ntables = n;
-                as_plan_meta mb = { &tkb, alg, c->seed, t->mem_cap, c->world, c->model_path, c->model_device,
-                                    alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi };
-                mb.mem_cap = c->cap_given ? c->mem_cap : t->mem_cap;
-                emit(R->st, c, &mb, &before, fi, NULL);
-                as_plan_free(&before);
-            }
+        pl.split = strstr(label, "+split") != NULL;
+        pl.comm_gbps = comm;
+        if (pr.pieces) {
+            pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
+            memcpy(pl.pieces, pr.pieces, (size_t)n * sizeof *pl.pieces);
         }
-        if (!rc) rc = as_plan_refine(&pl, &pc, fi, n, c->refine_ms, c->refine_steps, e2, sizeof e2);
+    }
+    as_ptask tki = *t;
+    tki.shards = K;
+    tki.tables = ids;
+    tki.ntables = n;
+    as_plan_meta meta = { &tki, alg, c->seed, mcap, c->world, c->model_path, c->model_device,
+                          alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi };
+    if (!rc && c->keep_unrefined) {
+        /* the plan as it was measured, its label as it came, to measure beside the new one */
+        pl.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
+        pl.measured = rounds;
+        emit(R->st, c, &meta, &pl, fi, NULL);
+    }
+    if (!rc) {
+        rc = as_plan_refine(&pl, &pc, fi, n, c->refine_ms, c->refine_steps, e2, sizeof e2);
         if (rc) as_plan_free(&pl);
     }
     if (rc) {
@@ -454,13 +448,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
         as_planrec_free(&pr);
         return -1;
     }
-    pl.split = strstr(label, "+split") != NULL;
     pl.measured = rounds + 1;
-    pl.comm_gbps = comm;
-    if (pr.pieces) {
-        pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
-        memcpy(pl.pieces, pr.pieces, (size_t)n * sizeof *pl.pieces);
-    }
     double mmax = 0, after = 0;
     for (int64_t k = 0; k < K; k++) {
         if (isfinite(meas[k]) && meas[k] > mmax) mmax = meas[k];
@@ -473,12 +461,6 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
     as_debug("task %" PRId64 ": %s: measured slowest shard %.4f ms; after %" PRId64 " moves and %" PRId64
              " swaps on the measured costs, %.4f ms expected (kernel)", pr.task, label, mmax, pl.refine.moves,
              pl.refine.swaps, after);
-    as_ptask tki = *t;
-    tki.shards = K;
-    tki.tables = ids;
-    tki.ntables = n;
-    as_plan_meta meta = { &tki, alg, c->seed, mcap, c->world, c->model_path, c->model_device,
-                          alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi };
     emit(R->st, c, &meta, &pl, fi, NULL);
     as_plan_free(&pl);
     free(fi); free(ids); free(items); free(meas); free(scale);
