@@ -444,7 +444,9 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
         const as_btable *t = as_bpool_get(pool, ids[i]);
         pieces = t && t->is_piece;
     }
-    msgpack_pack_map(pk, 6 + pieces + AS_BENCH_RESULT_FIELDS);
+    /* the run's reference level, so that a later run can share its scale (--reference-level) */
+    const int reflev = r->ok && isfinite(r->drift) && R->st->ref_base > 0 && R->noise.ref_n > 0;
+    msgpack_pack_map(pk, 6 + pieces + reflev + AS_BENCH_RESULT_FIELDS);
     as_pack_kv_str(pk, "kind", "cost");
     as_pack_str(pk, "tables");
     msgpack_pack_array(pk, (size_t)n);
@@ -470,6 +472,14 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
     if (alg) as_pack_str(pk, alg); else msgpack_pack_nil(pk);
     as_pack_kv_i64(pk, "shard", shard);
     as_bench_pack_result(pk, R->c->bench, r);
+    if (reflev) {
+        as_pack_str(pk, "reference");
+        msgpack_pack_map(pk, 2);
+        as_pack_str(pk, "tables");
+        msgpack_pack_array(pk, (size_t)R->noise.ref_n);
+        for (int64_t i = 0; i < R->noise.ref_n; i++) msgpack_pack_int64(pk, R->noise.ref_ids[i]);
+        as_pack_kv_f64(pk, "level_ms", R->st->ref_base);
+    }
     as_writer_end_record(R->w);
     as_bench_tally_add(&R->st->tally, r);
     if (r->ok && isfinite(r->drift)) {
@@ -790,4 +800,64 @@ int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const
     if (!rc) rc = run_window(&R, win, nwin, emit_from, in->n, err, errlen);
     free(win);
     return rc;
+}
+
+/* ---- a reference level of an earlier run ------------------------------------------------- */
+
+typedef struct {
+    const int64_t *ids;
+    int64_t n;
+    double level;
+    int found;
+} reflev_ctx;
+
+static int reflev_record(void *ctx, const as_reader *rd, const as_record *rec, char *err, size_t errlen)
+{
+    reflev_ctx *x = ctx;
+    if (x->found || !as_rec_is(rec, "cost")) return 0;
+    const msgpack_object *ref = as_obj_get(&rec->obj, "reference");
+    if (!ref || ref->type == MSGPACK_OBJECT_NIL) return 0;
+    double level;
+    const msgpack_object *t = ref->type == MSGPACK_OBJECT_MAP ? as_obj_get(ref, "tables") : NULL;
+    if (!t || t->type != MSGPACK_OBJECT_ARRAY || as_obj_f64(ref, "level_ms", &level) || !isfinite(level) || !(level > 0)) {
+        snprintf(err, errlen, "%s: cost record: `reference` is not {\"tables\": [ids], \"level_ms\": a level above 0}",
+                 as_reader_name(rd));
+        return -1;
+    }
+    int same = (int64_t)t->via.array.size == x->n;
+    for (uint32_t i = 0; same && i < t->via.array.size; i++) {
+        const msgpack_object *e = &t->via.array.ptr[i];
+        same = e->type == MSGPACK_OBJECT_POSITIVE_INTEGER && e->via.u64 == (uint64_t)x->ids[i];
+    }
+    if (!same) {
+        char a[160] = "", b[160] = "";
+        size_t ka = 0, kb = 0;
+        for (uint32_t i = 0; i < t->via.array.size && ka < sizeof a - 24; i++) {
+            const msgpack_object *e = &t->via.array.ptr[i];
+            ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%" PRId64, i ? "," : "",
+                                   e->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)e->via.u64 : (int64_t)-1);
+        }
+        for (int64_t i = 0; i < x->n && kb < sizeof b - 24; i++)
+            kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%" PRId64, i ? "," : "", x->ids[i]);
+        snprintf(err, errlen, "%s: measured against the reference shard of tables %s, this run's is %s: their levels "
+                 "are not comparable (the same --tables and --reference give the same shard)", as_reader_name(rd), a, b);
+        return -1;
+    }
+    x->level = level;
+    x->found = 1;
+    return 0;
+}
+
+int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, double *level, char *err, size_t errlen)
+{
+    reflev_ctx x = { ids, n, 0, 0 };
+    char *files[1] = { (char *)file };
+    if (as_read_records(files, 1, reflev_record, &x, err, errlen)) return -1;
+    if (!x.found) {
+        snprintf(err, errlen, "%s: no cost record carries a reference level (measured with --reference none, with no "
+                 "quiet reference, or by an older as-bench)", file);
+        return -1;
+    }
+    *level = x.level;
+    return 0;
 }

@@ -118,7 +118,9 @@ typedef struct {
     as_bench_tally tally;       /* every shard written */
     int64_t failed;             /* shards not measured */
     double retry_s;             /* wall seconds of the re-measuring rounds */
-    double ref_base;            /* the reference shard's level (ms; 0: none, or not set) */
+    double ref_base;            /* the reference shard's level (ms; 0: none, or not set); set
+                                 * above 0 before the run, it is kept (an earlier run's level,
+                                 * as-bench --reference-level), else the first window sets it */
     int64_t ndrift;             /* shards written with a drift correction */
     double drift_min, drift_max;    /* their range */
 } as_brun_stats;
@@ -139,6 +141,13 @@ void as_brun_samples(as_writer *w, as_bench_session *s, const as_brun_cfg *c, co
  * err ("internal: ...": a record that changed since as_binput_read checked it). */
 int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_binput *in, as_brun_stats *st,
                   char *err, size_t errlen);
+
+/* The reference level of an earlier run: the `reference` of the first cost record of FILE
+ * that has one ({"tables": [ids], "level_ms": L}, written by as_brun_samples / as_brun_input
+ * when drift correction set a level). Its tables must be ids[0..n) in that order (the same
+ * reference shard), else the levels are not comparable. 0 with *level = L, or -1 with err
+ * (unreadable FILE, a malformed `reference`, another reference shard, none found). */
+int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, double *level, char *err, size_t errlen);
 
 /* Pack plan record rec (a map) passed on with the results r[0..K) of its shards (r[k]
  * NULL: an empty shard): its other fields in order, then cost_ms (K: the cost, 0 for an

@@ -568,6 +568,46 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_output 'null'
 }
 
+@test "as-bench --reference-level: costs of a later run corrected to an earlier run's level; its errors" {
+    pool
+    # the records carry the run's reference: its tables and level (none without a reference)
+    AS_BENCH_FAKE_NOISE=quiet,drift=1.5 as-bench --tables "$T/pool.ast" --sample 24 --seed 3 $NOISE --interleave 8 -q -o "$T/a.ast"
+    run sh -c "as-show --kind cost '$T/a.ast' | jq -c '[(.reference.tables | length), (.reference.level_ms > 0)]' | sort -u"
+    assert_output '[4,true]'
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference none -q -o "$T/none.ast"
+    run sh -c "as-show --kind cost '$T/none.ast' | jq -c .reference | sort -u"
+    assert_output 'null'
+    # a level in ms: every cost divided by its group's reference over that level
+    AS_BENCH_FAKE_NOISE=quiet,drift=1.5 as-bench --tables "$T/pool.ast" --sample 24 --seed 3 $NOISE --interleave 8 --reference-level 0.05 -q -o "$T/l.ast"
+    run sh -c "as-show --kind cost '$T/l.ast' | jq -c .reference.level_ms | sort -u"
+    assert_output '0.05'
+    # the same shards corrected to a level L and to 0.05 differ by 0.05 / L, shard by shard
+    L=$(as-show --kind cost "$T/a.ast" | jq -s '.[0].reference.level_ms')
+    run bash -c "paste -d' ' <(as-show --kind cost '$T/a.ast' | jq .cost_ms) <(as-show --kind cost '$T/l.ast' | jq .cost_ms) |
+               awk -v L=$L '{ d = (\$2 / \$1) / (0.05 / L) - 1; if (d < 0) d = -d; if (d > 0.03) bad++ } END { print NR, bad + 0 }'"
+    assert_output '24 0'
+    # a file: its level, kept whatever this run's first window measures
+    AS_BENCH_FAKE_NOISE=quiet,drift=1.5 as-bench --tables "$T/pool.ast" --sample 8 --seed 9 $NOISE --interleave 4 --reference-level "$T/l.ast" -q -o "$T/b.ast"
+    run sh -c "as-show --kind cost '$T/b.ast' | jq -c .reference.level_ms | sort -u"
+    assert_output '0.05'
+    # errors: no reference (usage), another reference shard, a file without a level, not a level
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference none --reference-level "$T/a.ast"
+    assert_failure 2
+    assert_output --partial '--reference-level needs a reference shard'
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference 0,2 --reference-level "$T/a.ast"
+    assert_failure 1
+    assert_output --partial 'this run'"'"'s is 0,2: their levels are not comparable'
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level "$T/none.ast"
+    assert_failure 1
+    assert_output --partial 'no cost record carries a reference level'
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level -1
+    assert_failure 2
+    assert_output --partial "--reference-level: '-1' is not a level above 0 ms"
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level "$T/missing.ast"
+    assert_failure 1
+    assert_output --partial 'missing.ast'
+}
+
 @test "as-bench: the quiet-machine check warns when the fake timer makes it noisy; --no-calibrate and -q silence it" {
     pool
     opts="--device cpu --warmup 1 --runs 5 --trim 1 --flush 1M --sample 2"

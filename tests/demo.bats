@@ -10,7 +10,7 @@ load test_helper/common
     assert_success
     assert_output --partial "Measured repair"
     d="$T/out/tiny-s0"
-    for f in pool ft costs model policy train plans measured repaired repaired2; do [ -s "$d/$f.ast" ]; done
+    for f in pool ft costs model policy train refit-measured model-refit plans measured repaired repaired2; do [ -s "$d/$f.ast" ]; done
     [ -s "$d/plots.png" ] && [ -s "$d/curve.png" ]
     for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard torchrec; do
         assert_output --partial "$alg"
@@ -29,6 +29,16 @@ load test_helper/common
     for alg in cost-greedy+split+refine autoshard+split+refine torchrec; do
         [ "$(as-show --kind plan "$d/measured.ast" | jq -r .alg | grep -cxF "$alg")" -eq 2 ]
     done
+    # the cost model refit: cost-greedy's split plans of the 10 training tasks (none of the test
+    # tasks) measured, their 80 shards added to the cost dataset; every test plan uses that model
+    run sh -c "as-show --kind plan '$d/refit-measured.ast' | jq -r '[.split, .alg] | @tsv' | sort | uniq -c | awk '{print \$2, \$3, \$1}'"
+    assert_output 'train cost-greedy+split+refine 10'
+    n0=$(as-show --kind costfit-report "$d/model.ast" | jq .costs)
+    n1=$(as-show --kind costfit-report "$d/model-refit.ast" | jq .costs)
+    m=$(as-show --kind cost "$d/refit-measured.ast" | jq -c 'select(.origin == "plan")' | wc -l)
+    [ "$m" -gt 0 ] && [ "$n1" -eq $((n0 + m)) ]
+    run sh -c "as-show --kind plan '$d/plans.ast' | jq -r .options.model | sort -u"
+    assert_output "$d/model-refit.ast"
     # the features hold the row pieces of 2, 4 and 8 blocks
     [ "$(as-show --kind features "$d/ft.ast" | jq -c 'select(.piece != null)' | wc -l)" -gt 0 ]
     # the policy trained with measured refinement (rounds at 16 and 32, not at the end)

@@ -9,7 +9,9 @@
 #include "reclimits.h"
 #include "stream.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -125,6 +127,14 @@ static const char HELP[] =
     "                         ids in ascending order, so every run and part on the same\n"
     "                         table data times the same reference. It costs one more shard\n"
     "                         per group (about 1/16 more time at --interleave 16)\n"
+    "      --reference-level L  the reference level to correct to, instead of this run's\n"
+    "                         first window: FILE, an earlier as-bench output on the same\n"
+    "                         table data and reference (its cost records carry\n"
+    "                         `reference`: the tables and the level; another reference\n"
+    "                         shard is an error, exit 1), or a level in ms. Costs of both\n"
+    "                         runs then share one scale, e.g. a cost dataset and shards\n"
+    "                         measured later to extend it, when the machine's speed has\n"
+    "                         moved by tens of per cent between them\n"
     "      --no-calibrate     skip the quiet-machine check\n"
     "\n"
     "Each shard keeps the figures of its attempt with the lowest spread; `attempts` counts\n"
@@ -171,7 +181,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -253,6 +263,24 @@ static void setup_device(as_bench_cfg *cfg, const char *device)
     if (code) as_die(code, "%s", err);
 }
 
+/* --reference-level: a level in ms, or an earlier run's from its cost records */
+static double reference_level(const char *arg, const int64_t *ids, int64_t n)
+{
+    if (!n) as_cli_usage(&cli, "--reference-level needs a reference shard (not --reference none)");
+    char *end;
+    errno = 0;
+    const double v = strtod(arg, &end);
+    if (end != arg && !*end && !errno) {
+        if (!isfinite(v) || !(v > 0)) as_cli_usage(&cli, "--reference-level: '%s' is not a level above 0 ms", arg);
+        return v;
+    }
+    char err[1024];
+    double level;
+    if (as_brun_ref_level_read(arg, ids, n, &level, err, sizeof err)) as_die(AS_EXIT_DATA, "--reference-level: %s", err);
+    as_debug("--reference-level: %.4g ms, from %s", level, arg);
+    return level;
+}
+
 int main(int argc, char **argv)
 {
     as_cli_init(&cli, argc, argv, "as-bench", "as-bench --tables FILE [options] [INPUT...]", HELP);
@@ -283,6 +311,7 @@ int main(int argc, char **argv)
         { "interleave", required_argument, 0, OPT_INTERLEAVE },
         { "no-calibrate", no_argument, 0, OPT_NOCALIB },
         { "reference", required_argument, 0, OPT_REFERENCE },
+        { "reference-level", required_argument, 0, OPT_REFLEVEL },
         AS_CLI_COMMON_OPTIONS
     };
     const char *tables = NULL, *device = "auto";
@@ -300,6 +329,7 @@ int main(int argc, char **argv)
     int ref_auto = 1;
     int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
     size_t nref = 0;
+    const char *reflevel = NULL;
     int64_t *from = NULL;
     size_t nfrom = 0;
     cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
@@ -359,6 +389,7 @@ int main(int argc, char **argv)
                     as_cli_usage(&cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
             }
             break;
+        case OPT_REFLEVEL: reflevel = optarg; break;
         case OPT_FROM:
             free(from);
             if (as_parse_table_ids(optarg, &from, &nfrom))
@@ -427,6 +458,7 @@ int main(int argc, char **argv)
     const int64_t *ref_ids = ref_auto ? ref_auto_ids : ref;
     rc.noise.ref_ids = nref ? ref_ids : NULL;
     rc.noise.ref_n = (int64_t)nref;
+    const double ref_level = reflevel ? reference_level(reflevel, ref_ids, (int64_t)nref) : 0;
     as_bpool pool;
     if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err)
                : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err))
@@ -458,6 +490,7 @@ int main(int argc, char **argv)
     as_progress_start(&prog, &cli, rc.passes > 1 ? (sample ? "shard passes" : "plan and shard passes") : sample ? "shards" : "plans and shards",
                       (double)mine * (rc.passes > 1 ? rc.passes : 1));
     as_brun_stats st = { 0 };
+    st.ref_base = ref_level;
     if (sample) as_brun_samples(w, sess, &rc, &smp, &st);
     else if (as_brun_input(w, sess, &rc, &in, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     double loop_s = as_now() - loop0;
