@@ -660,6 +660,55 @@ static void stream_seeds(void)
     bfree(&s);
 }
 
+/* ---------------------------------------------------------------- JSON seeds */
+
+static void save_text(const char *target, const char *name, const char *s) { save(target, name, s, strlen(s)); }
+
+/* JSON text for lib/jsonparse.c: a configuration, every kind of value and escape, the
+ * deepest nesting allowed, an object large enough for the sorted check of repeated keys,
+ * and a few rejected ones */
+static void json_seeds(void)
+{
+    save_text("jsonparse", "config.json",
+              "{\n"
+              "  \"schema\": \"autoshard\",\n"
+              "  \"version\": 1,\n"
+              "  \"device\": \"auto\",\n"
+              "  \"shards\": 8,\n"
+              "  \"tables\": [{\"id\": 0, \"rows\": 1000000, \"dim\": 64, \"pieces\": null},\n"
+              "             {\"id\": 1, \"rows\": 5000, \"dim\": 128, \"pieces\": [[0, 64, 0, 5000], [64, 128, 0, 5000]]}],\n"
+              "  \"lr\": 1e-3, \"mem_cap\": 8.5E9, \"seed\": -17,\n"
+              "  \"flags\": {\"progress\": false, \"quiet\": true}\n"
+              "}\n");
+    save_text("jsonparse", "values.json",
+              "[0, -0, 1, -1, 9223372036854775807, -9223372036854775808, 9223372036854775808,\n"
+              " 18446744073709551616, 1.5, -2.5e-3, 6.02E+23, 1e-400, 0.1, 123456789012345678901234567890,\n"
+              " true, false, null, \"\", \"plain\", \"\\\"\\\\\\/\\b\\f\\n\\r\\t\",\n"
+              " \"caf\\u00e9 \\u20AC \\uD83D\\uDE00 \\u0000 \\uDBFF\\uDFFF\",\n"
+              " \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf \x7f\",\n"
+              " {}, [], {\"\": [{}]}, {\"a\\u0000\": 1, \"a\": 2}]");
+    /* nesting 64 deep, arrays and objects alternating */
+    buf b = {0};
+    for (int k = 0; k < 64; k++) put(&b, k % 2 ? "{\"d\":" : "[", k % 2 ? 5 : 1);
+    put(&b, "1", 1);
+    for (int k = 63; k >= 0; k--) put(&b, k % 2 ? "}" : "]", 1);
+    save_buf("jsonparse", "deep.json", &b, 0);
+    /* 40 keys (over the 16 that are compared pairwise) */
+    char t[32];
+    u8(&b, '{');
+    for (int k = 0; k < 40; k++) {
+        int w = snprintf(t, sizeof t, "%s\"key%d\": %d", k ? ", " : "", k, k * 7 - 100);
+        put(&b, t, (size_t)w);
+    }
+    u8(&b, '}');
+    save_buf("jsonparse", "keys.json", &b, 0);
+    /* rejected: a trailing comma, a repeated key, a lone surrogate, a leading zero */
+    save_text("jsonparse", "bad-comma.json", "{\"a\": [1, 2,], \"b\": 3}");
+    save_text("jsonparse", "bad-dup.json", "{\"name\": 1,\n \"x\": {\"name\": 2}, \"name\": 3}");
+    save_text("jsonparse", "bad-surrogate.json", "[\"\\uD800\\u0041\"]");
+    save_text("jsonparse", "bad-number.json", "[01, +1, .5, 1., NaN]");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -671,5 +720,6 @@ int main(int argc, char **argv)
     torch_seeds();
     stream_seeds();
     checkpoint_seeds();
+    json_seeds();
     return 0;
 }
