@@ -1,6 +1,7 @@
 /* convert.c - MetaSyn / prototype / synthetic data to table records; --list and --dump.
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables. See convert.h. */
 #include "convert.h"
+#include <errno.h>
 #include "common.h"
 #include "half.h"
 
@@ -385,6 +386,52 @@ int64_t as_convert_synth(const as_synth_cfg *cfg, const as_convert_opts *o, as_w
         as_progress_update(p, (double)(k + 1));
     }
     return n;
+}
+
+/* ---- --config ---------------------------------------------------------------------- */
+
+int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const char *source, as_writer *w,
+                          as_progress *p, char *err, size_t errlen)
+{
+    const int64_t B = batch > 0 ? batch : as_mcfg_batch(c);
+    if (B <= 0) {
+        snprintf(err, errlen, "the config's batch (batch_size_per_rank x world_size) is above %" PRId64, AS_MCFG_MAX_BATCH);
+        return -1;
+    }
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 12);
+    as_pack_kv_str(pk, "kind", "model-config");
+    as_pack_kv_str(pk, "name", c->name);
+    as_pack_kv_str(pk, "source", c->source);
+    as_pack_kv_str(pk, "module_path", c->module_path);
+    as_pack_kv_i64(pk, "world_size", c->world_size);
+    as_pack_kv_i64(pk, "local_size", c->local_size);
+    as_pack_kv_i64(pk, "hbm_bytes", (int64_t)llround(c->hbm_gib * 1073741824.0));
+    as_pack_kv_i64(pk, "batch_size_per_rank", c->batch_per_rank);
+    as_pack_kv_str(pk, "optimizer", c->optimizer);
+    as_pack_kv_str(pk, "pipeline", c->pipeline);
+    as_pack_kv_i64(pk, "tables", c->n);
+    as_pack_kv_i64(pk, "batch", B);
+    as_writer_end_record(w);
+    p->total = (double)c->n;
+    for (int64_t i = 0; i < c->n; i++) {
+        const as_mcfg_table *t = &c->tables[i];
+        /* a plain Zipf of exponent skew over all rows: no knee */
+        const as_synth_params sp = { .hash = t->rows, .pooling = t->pooling, .zipf = t->skew, .zipf2 = t->skew,
+                                     .knee = (double)t->rows };
+        as_synth_table tb;
+        const int rc = as_synth_gen(&sp, B, seed, 3 * (uint64_t)i, t->fixed, &tb);
+        if (rc) {
+            snprintf(err, errlen, "table %" PRId64 " (\"%s\"): %s", i, t->name,
+                     rc == -ENOMEM ? "out of memory generating its lookups" : "its lookups cannot be generated");
+            return -1;
+        }
+        const as_table_meta meta = { t->name, t->data_type, (const char (*)[128])t->features, t->nfeatures };
+        as_write_table_meta(w, i, t->rows, B, t->dim, tb.offsets, tb.indices, AS_DT_I32, source, &meta);
+        as_synth_free(&tb);
+        as_progress_update(p, (double)(i + 1));
+    }
+    return c->n;
 }
 
 /* ---- --list / --dump ---------------------------------------------------------------- */

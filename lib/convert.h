@@ -14,6 +14,7 @@
 #include "table.h"
 #include "torchsave.h"
 #include "synth.h"
+#include "modelcfg.h"
 #include "cli.h"
 
 typedef struct {
@@ -42,6 +43,15 @@ int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_
 /* the synthetic pool -> table records; returns tables written or -1 */
 int64_t as_convert_synth(const as_synth_cfg *c, const as_convert_opts *o, as_writer *w, as_progress *p,
                          char *err, size_t errlen);
+
+/* a model config (modelcfg.h) -> a `model-config` record (its topology, docs/FORMAT.md)
+ * then one table record per table, id = its position, with its name, data type, feature
+ * names, rows = num_embeddings and dim = embedding_dim, and synthetic lookups: batch bags (0:
+ * the config's batch_size_per_rank x world_size) of its pooling factor, rows drawn by a
+ * Zipf law of its skew (synth.h as_synth_gen, seeded by (seed, 3 x id)). Returns tables
+ * written or -1 with err naming the table. */
+int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const char *source, as_writer *w,
+                          as_progress *p, char *err, size_t errlen);
 
 /* one line per tensor: path, dtype, shape (and strides/offset when not contiguous) */
 int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen);

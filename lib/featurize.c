@@ -150,7 +150,7 @@ void as_features_write(as_writer *w, const as_features *f)
     double vec[AS_NFEATURES];
     as_features_vector(f, vec);
     const int piece = !as_piece_whole(&f->piece);
-    msgpack_pack_map(pk, 17 + piece);
+    msgpack_pack_map(pk, 17 + piece + (f->name[0] != 0) + (f->data_type[0] != 0));
     as_pack_kv_str(pk, "kind", "features");
     as_pack_kv_i64(pk, "id", f->id);
     if (piece) {
@@ -172,6 +172,8 @@ void as_features_write(as_writer *w, const as_features *f)
     as_pack_kv_i64(pk, "bytes_fp16", f->bytes_fp16);
     as_pack_kv_i64(pk, "bytes_fp32", f->bytes_fp32);
     as_pack_kv_str(pk, "source", f->source);
+    if (f->name[0]) as_pack_kv_str(pk, "name", f->name);
+    if (f->data_type[0]) as_pack_kv_str(pk, "data_type", f->data_type);
     as_writer_end_record(w);
 }
 
@@ -211,6 +213,8 @@ int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_
         return -1;
     }
     as_obj_str(rec, "source", f->source, sizeof f->source);
+    if (as_obj_str(rec, "name", f->name, sizeof f->name)) f->name[0] = 0;
+    if (as_obj_str(rec, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
     const msgpack_object *po = as_obj_get(rec, "piece");
     if (po) {
         if (as_piece_parse(po, &f->piece, e2, sizeof e2)) {

@@ -28,6 +28,9 @@ typedef struct {
     double lookup_bins[AS_NBINS];    /* fraction of lookups per bin */
     int64_t bytes_fp16, bytes_fp32;  /* weight bytes */
     char source[128];
+    char name[128];                  /* the table's name in its model ("" none: as-convert
+                                      * --config gives one) */
+    char data_type[8];               /* its weights' data type there ("" not given) */
     as_piece piece;                  /* the piece of table `id` these describe (whole: the
                                       * table); dim and rows are the piece's: c1 - c0, r1 - r0 */
 } as_features;

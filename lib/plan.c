@@ -596,8 +596,11 @@ int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, con
             if (a.c0 != 0 || a.c1 != dim) full_cols = 0;
         }
         const char *type = m == 1 ? "table_wise" : full_rows ? "column_wise" : full_cols ? "row_wise" : "grid_shard";
-        fprintf(f, "%s\"t%" PRId64 "\":{\"sharding_type\":\"%s\",\"compute_kernel\":\"fused\",\"ranks\":[", first ? "" : ",",
-                t[i]->id, type);
+        /* the table's name in its model (as-convert --config), else t<id> */
+        if (!first) fputc(',', f);
+        if (t[i]->name[0]) as_json_string(f, t[i]->name, strlen(t[i]->name));
+        else fprintf(f, "\"t%" PRId64 "\"", t[i]->id);
+        fprintf(f, ":{\"sharding_type\":\"%s\",\"compute_kernel\":\"fused\",\"ranks\":[", type);
         first = 0;
         for (int64_t q = 0; q < m; q++) fprintf(f, "%s%" PRId64, q ? "," : "", p->assign[ord[q]]);
         fprintf(f, "],\"shards\":[");

@@ -33,6 +33,10 @@ typedef struct {
     as_featidx ft;
     as_ptask *tasks;                /* [ntasks] */
     int64_t ntasks;
+    /* the first `model-config` record's (as-convert --config): the EmbeddingBagCollection's
+     * path in the model ("" none) and the GPUs per host (0 none) */
+    char module_path[256];
+    int64_t local_size;
 } as_plan_input;
 
 /* Read files[0..nfiles) ("-" or none: standard input) into in (zeroed here): every

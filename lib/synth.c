@@ -219,19 +219,37 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
     as_synth_params p;
     int rc = as_synth_table_params(c, t, &p);
     if (rc) return rc;
-    const int64_t B = c->batch, E = p.hash;
-
+    rc = as_synth_gen(&p, c->batch, c->seed, 3 * (uint64_t)t, 0, out);
     out->id = t;
+    return rc;
+}
+
+int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t stream, int fixed, as_synth_table *out)
+{
+    if (!out) return -EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!pp || B <= 0 || B > ((int64_t)1 << 40) || pp->hash < 1 || pp->hash > INT32_MAX || !(pp->pooling >= 0) ||
+        !isfinite(pp->pooling) || !(pp->zipf >= 0) || !(pp->zipf2 >= pp->zipf) || !(pp->knee >= 1) ||
+        (fixed && pp->pooling != floor(pp->pooling)))
+        return -EINVAL;
+    const as_synth_params p = *pp;
+    const int64_t E = p.hash;
+
     out->batch = B;
     out->offsets = big_alloc((size_t)(B + 1) * sizeof *out->offsets);
     if (!out->offsets) return -ENOMEM;
 
-    /* bag lengths: geometric on {0,1,...} with mean L */
+    /* bag lengths: geometric on {0,1,...} with mean L, or L each (fixed) */
     as_rng r;
-    as_rng_seed(&r, c->seed, 3 * (uint64_t)t + 1);
+    as_rng_seed(&r, seed, stream + 1);
     int64_t n = 0;
     out->offsets[0] = 0;
-    if (p.pooling > 0) {
+    if (fixed) {
+        for (int64_t b = 0; b < B; b++) {
+            n += (int64_t)p.pooling;
+            out->offsets[b + 1] = n;
+        }
+    } else if (p.pooling > 0) {
         double lq = log(p.pooling / (1.0 + p.pooling)); /* log(1 - success probability) */
         double cap = 64.0 * p.pooling + 64.0;
         for (int64_t b = 0; b < B; b++) {
@@ -250,7 +268,7 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
 
     /* permutation rank -> row: row = (a * rank + E - 1) mod E, gcd(a, E) = 1, so the
      * hottest rank lands on row E-1 and the measured rows is E in practice */
-    as_rng_seed(&r, c->seed, 3 * (uint64_t)t + 2);
+    as_rng_seed(&r, seed, stream + 2);
     uint64_t a = 1, ue = (uint64_t)E;
     if (E > 2) {
         do a = ue / 4 + as_rng_below(&r, ue / 2 + 1); while (gcd_u64(a, ue) != 1);
@@ -260,7 +278,7 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
     double *w = malloc((size_t)nc * sizeof *w);
     if (!cells || !w) { free(cells); free(w); as_synth_free(out); return -ENOMEM; }
     make_cells(E, &p, cells, w);
-    rc = build_alias(cells, w, nc);
+    int rc = build_alias(cells, w, nc);
     free(w);
     if (rc) { free(cells); as_synth_free(out); return rc; }
     for (int64_t i = 0; i < nc; i++)

@@ -51,6 +51,14 @@ int as_synth_table_params(const as_synth_cfg *c, int64_t t, as_synth_params *p);
  * or 1 for a table with no lookups. Returns 0 on success, -EINVAL for a bad config or t,
  * -ENOMEM when out of memory (out is then empty; as_synth_free on it is safe). */
 int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out);
+/* One table's lookups from its parameters p alone (as_synth_table_gen is this with table t's
+ * parameters and stream 3t): B bags, geometric lengths of mean p->pooling, or with fixed
+ * every bag exactly p->pooling long (an integer); rows ranked by the broken power law of
+ * p (zipf = zipf2 and knee >= hash: a plain Zipf of exponent zipf; 0: uniform) and
+ * permuted over [0, hash). Seeded by (seed, stream + 1) and (seed, stream + 2). out->id is
+ * 0 and out->rows max index + 1. Returns 0, -EINVAL for bad parameters (hash outside
+ * 1..2^31-1, B outside 1..2^40, a fixed pooling that is not an integer, ...), -ENOMEM. */
+int as_synth_gen(const as_synth_params *p, int64_t B, uint64_t seed, uint64_t stream, int fixed, as_synth_table *out);
 void as_synth_free(as_synth_table *tb);
 
 #endif

@@ -10,9 +10,15 @@
 void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
                     const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source)
 {
+    as_write_table_meta(w, id, rows, batch, dim, offsets, indices, idx_dt, source, NULL);
+}
+
+void as_write_table_meta(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim, const int64_t *offsets,
+                         const void *indices, as_dtype idx_dt, const char *source, const as_table_meta *meta)
+{
     int64_t lookups = offsets[batch];
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 10);
+    msgpack_pack_map(pk, 10 + (meta ? 3 : 0));
     as_pack_kv_str(pk, "kind", "table");
     as_pack_kv_i64(pk, "id", id);
     as_pack_kv_i64(pk, "rows", rows);
@@ -21,6 +27,13 @@ void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64
     as_pack_kv_f64(pk, "pooling", batch ? (double)lookups / (double)batch : 0.0);
     as_pack_kv_i64(pk, "dim", dim);
     as_pack_kv_str(pk, "source", source ? source : "");
+    if (meta) {
+        as_pack_kv_str(pk, "name", meta->name);
+        as_pack_kv_str(pk, "data_type", meta->data_type);
+        as_pack_str(pk, "feature_names");
+        msgpack_pack_array(pk, (size_t)meta->nfeatures);
+        for (int i = 0; i < meta->nfeatures; i++) as_pack_str(pk, meta->features[i]);
+    }
     int64_t oshape = batch + 1, ishape = lookups;
     if (lookups < INT32_MAX) {
         /* offsets fit int32: halve their size */

@@ -20,6 +20,19 @@
 void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
                     const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source);
 
+/* A table's identity in a model (as-convert --config): its name, its weights' data type and
+ * the features that look it up; written into the record when given */
+typedef struct {
+    const char *name;               /* non-empty */
+    const char *data_type;          /* "fp32", "fp16", ... */
+    const char (*features)[128];    /* feature names */
+    int nfeatures;
+} as_table_meta;
+
+/* as_write_table, with `name`, `data_type` and `feature_names` from meta (NULL: none) */
+void as_write_table_meta(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim, const int64_t *offsets,
+                         const void *indices, as_dtype idx_dt, const char *source, const as_table_meta *meta);
+
 /* Parse a `table` record into its arrays, validating it against the schema: id, rows, dim
  * within their limits (reclimits.h), batch >= 1, lookups >= 0, the weight size rows x dim
  * representable; offsets and indices int32 or int64, one-dimensional, offsets [batch+1]

@@ -7,8 +7,10 @@ as-plan writes one JSON document per line, one per (task, algorithm):
    "plan": {"embedding_bags": {"t17": {"sharding_type": "table_wise", "compute_kernel": "fused",
             "ranks": [r], "shards": [{"shard_offsets": [0, 0], "shard_sizes": [rows, dim],
             "placement": "rank:r/cuda:r%L"}]}, ...}}}
-Tables are named "t<id>"; name the EmbeddingBagConfigs of your EmbeddingBagCollection the same
-way (or pass --rename). world_size is the sharding group's size K: under 2D parallelism
+Tables are keyed by their names in the model when the plan came from a model config
+(as-convert --config, which also gives the module path); otherwise they are named "t<id>":
+name the EmbeddingBagConfigs of your EmbeddingBagCollection the same way (or pass --rename).
+world_size is the sharding group's size K: under 2D parallelism
 (DMPCollection) this is the plan of one group, which DMPCollection replicates and remaps to
 global ranks (dmp_collection.shard_ranks lists them: shard k on ranks k*G + i).
 

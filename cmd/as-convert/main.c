@@ -21,6 +21,8 @@ static const char HELP[] =
     "                                  the prototype's dict {'lS_indices', 'lS_offsets'};\n"
     "                                  zip or legacy torch.save format, plain or gzip'd\n"
     "  as-convert --synth [options]    a synthetic MetaSyn-like pool, no input file\n"
+    "  as-convert --config FILE        a model config (JSON: the tables of a TorchRec model\n"
+    "                                  and its topology; docs/FORMAT.md, pipelines/models/)\n"
     "  as-convert --list FILE          one line per tensor: path, dtype, shape (text)\n"
     "  as-convert --dump FILE          as --list, then every value in row-major order (text)\n"
     "\n"
@@ -39,6 +41,18 @@ static const char HELP[] =
     "                      batch 2048, rows x1/32) or full (the defaults); later options win.\n"
     "                      Shrink batch and rows together to keep MetaSyn's reuse statistics\n"
     "\n"
+    "Model config (--config FILE): a `model-config` record (the topology: world size, local\n"
+    "size, HBM per device, batch size per rank, optimizer, pipeline, module path), then one\n"
+    "table record per table, in the file's order (id = position), with its name, data type\n"
+    "and feature names, rows = num_embeddings and dim = embedding_dim. Lookups are\n"
+    "synthetic: batch_size_per_rank x world_size bags (a table-wise shard's kernel sees every\n"
+    "rank's samples; --batch B instead) of the table's pooling_factor (default 1; bag\n"
+    "\"geometric\" lengths of that mean, or \"fixed\"), rows drawn by a Zipf law of exponent\n"
+    "`skew` (default 0.8, MetaSyn's head exponents lie in 0.74-0.89; 0: uniform) and\n"
+    "scattered over the table, seeded by --seed and the table's position. A bad config\n"
+    "(JSON syntax, a missing or unknown field, a size out of range, a repeated name, an\n"
+    "unknown data type) is exit 1 naming the table and the field.\n"
+    "\n"
     "Offsets, lengths and indices are validated (offsets start at 0, never decrease, end at\n"
     "the number of indices and agree with lengths; indices are non-negative); the first\n"
     "violation is reported precisely. gzip'd and piped inputs are decompressed once into an\n"
@@ -54,15 +68,16 @@ static const char HELP[] =
     "Examples:\n"
     "  as-convert fbgemm_t856_bs65536.pt.gz -o pool.ast\n"
     "  as-convert --synth --preset small | as-show | head\n"
-    "  as-convert --list data.pt\n";
+    "  as-convert --list data.pt\n"
+    "  as-convert --config pipelines/models/dlrm-dcnv2-criteo1tb.json -o dcnv2.ast\n";
 
 enum { OPT_DIMS = AS_OPT_TOOL_BASE, OPT_SEED, OPT_TABLES, OPT_FIRST, OPT_SYNTH, OPT_LIST, OPT_DUMP,
-       OPT_BATCH, OPT_ROWSCALE, OPT_POOLSCALE, OPT_PRESET };
+       OPT_BATCH, OPT_ROWSCALE, OPT_POOLSCALE, OPT_PRESET, OPT_CONFIG };
 
 int main(int argc, char **argv)
 {
     as_cli cli;
-    as_cli_init(&cli, argc, argv, "as-convert", "as-convert [options] FILE | --synth [options] | --list FILE | --dump FILE", HELP);
+    as_cli_init(&cli, argc, argv, "as-convert", "as-convert [options] FILE | --synth [options] | --config FILE | --list FILE | --dump FILE", HELP);
     static const struct option opts[] = {
         { "dims", required_argument, 0, OPT_DIMS },
         { "seed", required_argument, 0, OPT_SEED },
@@ -75,6 +90,7 @@ int main(int argc, char **argv)
         { "row-scale", required_argument, 0, OPT_ROWSCALE },
         { "pool-scale", required_argument, 0, OPT_POOLSCALE },
         { "preset", required_argument, 0, OPT_PRESET },
+        { "config", required_argument, 0, OPT_CONFIG },
         AS_CLI_COMMON_OPTIONS
     };
     as_synth_cfg sc;
@@ -84,11 +100,14 @@ int main(int argc, char **argv)
     int64_t *dims = NULL, *sel = NULL;
     const char *tables_arg = NULL;
     int synth = 0, list = 0, dump = 0, opt;
-    int64_t seed = 0;
+    int64_t seed = 0, batch = 0;
+    const char *config = NULL;
+    int synth_opts = 0;     /* options that only --synth or a file take */
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
         case OPT_DIMS: {
             size_t n;
+            synth_opts = 1;
             free(dims);
             if (as_parse_i64_list(optarg, 1, 65536, &dims, &n)) as_cli_usage(&cli, "--dims: '%s' is not a list of positive integers", optarg);
             co.dims = dims;
@@ -101,10 +120,12 @@ int main(int argc, char **argv)
         case OPT_SYNTH: synth = 1; break;
         case OPT_LIST: list = 1; break;
         case OPT_DUMP: dump = 1; break;
-        case OPT_BATCH: sc.batch = as_cli_i64(&cli, "--batch", optarg, 1, (int64_t)1 << 24); break;
-        case OPT_ROWSCALE: sc.row_scale = as_cli_f64(&cli, "--row-scale", optarg, 1e-9, 1e3); break;
-        case OPT_POOLSCALE: sc.pool_scale = as_cli_f64(&cli, "--pool-scale", optarg, 0, 1e3); break;
+        case OPT_BATCH: sc.batch = batch = as_cli_i64(&cli, "--batch", optarg, 1, (int64_t)1 << 24); break;
+        case OPT_ROWSCALE: sc.row_scale = as_cli_f64(&cli, "--row-scale", optarg, 1e-9, 1e3); synth_opts = 1; break;
+        case OPT_POOLSCALE: sc.pool_scale = as_cli_f64(&cli, "--pool-scale", optarg, 0, 1e3); synth_opts = 1; break;
+        case OPT_CONFIG: config = optarg; break;
         case OPT_PRESET:
+            synth_opts = 1;
             /* batch and hash sizes shrink together (batch / row_scale = 65536), which keeps
                the reuse histogram MetaSyn-like (docs/SYNTH.md) */
             if (!strcmp(optarg, "tiny")) { sc.tables = 32; sc.batch = 512; sc.row_scale = 1.0 / 128; }
@@ -130,6 +151,28 @@ int main(int argc, char **argv)
     }
     if (co.select && co.first) as_cli_usage(&cli, "--tables LIST and --first exclude each other");
     char err[1024] = "";
+    if (config) {
+        if (synth || list || dump) as_cli_usage(&cli, "--config excludes --synth, --list and --dump");
+        if (optind < argc) as_cli_usage(&cli, "--config takes no input file");
+        if (synth_opts || tables_arg || co.first)
+            as_cli_usage(&cli, "--config takes its tables' sizes from the file: --dims, --tables, --first, --row-scale, "
+                         "--pool-scale and --preset do not apply");
+        as_mcfg mc;
+        if (as_mcfg_load(&mc, config, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        as_writer *w = as_cli_open_output(&cli);
+        as_progress p;
+        as_progress_start(&p, &cli, "tables", 0);
+        const char *base = strrchr(config, '/');
+        const int64_t n = as_convert_config(&mc, batch, (uint64_t)seed, base ? base + 1 : config, w, &p, err, sizeof err);
+        if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", config, err); }
+        as_progress_end(&p);
+        as_writer_close(w);
+        as_debug("wrote %lld tables of %s", (long long)n, mc.name[0] ? mc.name : config);
+        as_mcfg_free(&mc);
+        free(dims);
+        free(sel);
+        return 0;
+    }
     if (synth) {
         if (optind < argc) as_cli_usage(&cli, "--synth takes no input file");
         as_writer *w = as_cli_open_output(&cli);

@@ -49,11 +49,46 @@ static const char HELP[] =
     "                         on any machine\n"
     "      --drop-tasks       leave the input's `task` records out (to make new tasks over an\n"
     "                         existing features stream)\n"
+    "      --model-task       instead of --tasks: one test task (id 0) of every table of the\n"
+    "                         input, the model of as-convert --config: K = its world_size\n"
+    "                         and the cap its HBM per device, from its `model-config` record\n"
+    "                         (--shards and --mem-cap override them; the cap counts fp16\n"
+    "                         weights, as every task's does)\n"
     "\n"
     "Example:\n"
-    "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n";
+    "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n"
+    "  as-convert --config pipelines/models/dlrm-criteo-kaggle.json | as-features --model-task > kaggle.ast\n";
 
-enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP, OPT_ROWP };
+enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP, OPT_ROWP, OPT_MODELTASK };
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* --model-task: one test task of every table; K and the cap from the options, else from
+ * the model-config record */
+static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, const int64_t *bytes, int64_t n,
+                             int64_t world, int64_t hbm)
+{
+    if (!n) { as_writer_abort(w); as_die(AS_EXIT_DATA, "--model-task: the input holds no table"); }
+    as_task t = { 0 };
+    t.test = 1;
+    t.ntables = n;
+    t.tables = as_malloc((size_t)n * sizeof *t.tables);
+    memcpy(t.tables, ids, (size_t)n * sizeof *t.tables);
+    qsort(t.tables, (size_t)n, sizeof *t.tables, cmp_i64);
+    for (int64_t i = 0; i < n; i++) t.bytes += (uint64_t)bytes[i];
+    t.shards = tc->shards ? tc->shards : world;
+    if (!t.shards) {
+        as_writer_abort(w);
+        as_die(AS_EXIT_DATA, "--model-task: no model-config record in the input (as-convert --config writes one): give --shards");
+    }
+    if (!tc->mem_cap) tc->mem_cap = (uint64_t)hbm;
+    as_task_write(w, tc, &t);
+    free(t.tables);
+}
 
 int main(int argc, char **argv)
 {
@@ -69,10 +104,12 @@ int main(int argc, char **argv)
         { "seed", required_argument, 0, OPT_SEED },
         { "drop-tasks", no_argument, 0, OPT_DROP },
         { "row-pieces", required_argument, 0, OPT_ROWP },
+        { "model-task", no_argument, 0, OPT_MODELTASK },
         AS_CLI_COMMON_OPTIONS
     };
     as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
-    int opt, want_tasks = 0, drop_tasks = 0;
+    int opt, want_tasks = 0, drop_tasks = 0, model_task = 0;
+    int64_t model_world = 0, model_hbm = 0;     /* the input's model-config record's */
     static int64_t *rowp;   /* --row-pieces (static: reachable at as_die) */
     size_t nrowp = 0;
     int64_t npieces = 0;
@@ -90,6 +127,7 @@ int main(int argc, char **argv)
         }
         case OPT_UNSEEN: tc.unseen_ratio = as_cli_f64(&cli, "--unseen-ratio", optarg, 0, 1); break;
         case OPT_DROP: drop_tasks = 1; break;
+        case OPT_MODELTASK: model_task = 1; break;
         case OPT_ROWP: {
             free(rowp);
             rowp = NULL;
@@ -104,7 +142,10 @@ int main(int argc, char **argv)
         }
     }
     as_cli_finish(&cli);
-    if (!want_tasks && (tc.ntest >= 0 || tc.shards || tc.mem_cap || tc.unseen_ratio >= 0))
+    if (model_task && want_tasks) as_cli_usage(&cli, "--model-task and --tasks exclude each other");
+    if (model_task && (tc.ntest >= 0 || tc.unseen_ratio >= 0))
+        as_cli_usage(&cli, "--model-task makes one test task: --test-tasks and --unseen-ratio do not apply");
+    if (!want_tasks && !model_task && (tc.ntest >= 0 || tc.shards || tc.mem_cap || tc.unseen_ratio >= 0))
         as_cli_usage(&cli, "task options need --tasks N");
     if (tc.ntest < 0) tc.ntest = tc.ntasks / 10;
     if (tc.ntest > tc.ntasks) as_cli_usage(&cli, "--test-tasks %" PRId64 " exceeds --tasks %" PRId64, tc.ntest, tc.ntasks);
@@ -146,6 +187,9 @@ int main(int argc, char **argv)
                     as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
                 }
                 snprintf(f.source, sizeof f.source, "%s", src);
+                /* a model's table keeps its name and data type (as-convert --config) */
+                if (as_obj_str(&rec.obj, "name", f.name, sizeof f.name)) f.name[0] = 0;
+                if (as_obj_str(&rec.obj, "data_type", f.data_type, sizeof f.data_type)) f.data_type[0] = 0;
                 as_features_write(w, &f);
                 for (size_t q = 0; q < nrowp; q++) {
                     as_piece *bl = as_malloc((size_t)rowp[q] * sizeof *bl);
@@ -157,6 +201,8 @@ int main(int argc, char **argv)
                             as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
                         }
                         snprintf(pf.source, sizeof pf.source, "%s", src);
+                        memcpy(pf.name, f.name, sizeof pf.name);
+                        memcpy(pf.data_type, f.data_type, sizeof pf.data_type);
                         as_features_write(w, &pf);
                         npieces++;
                     }
@@ -171,6 +217,14 @@ int main(int argc, char **argv)
                 }
                 as_writer_raw(w, rec.raw, rec.rawlen);
                 have = as_piece_whole(&f.piece);
+            } else if (as_rec_is(&rec, "model-config")) {
+                if (as_obj_i64(&rec.obj, "world_size", &model_world) || model_world < 1 ||
+                    as_obj_i64(&rec.obj, "hbm_bytes", &model_hbm) || model_hbm < 0) {
+                    as_writer_abort(w);
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": model-config: world_size (>= 1) and hbm_bytes (>= 0) "
+                           "must be integers", as_reader_name(r), rec.index);
+                }
+                as_writer_raw(w, rec.raw, rec.rawlen);
             } else if (!drop_tasks || !as_rec_is(&rec, "task")) {
                 as_writer_raw(w, rec.raw, rec.rawlen);
             }
@@ -204,6 +258,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < tc.ntasks; i++) as_task_write(w, &tc, &tasks[i]);
         as_tasks_free(tasks, tc.ntasks);
     }
+    if (model_task) model_task_write(w, &tc, ids, bytes, npool, model_world, model_hbm);
     as_writer_close(w);
     as_feat_scratch_free(&scratch);
     free(ids);

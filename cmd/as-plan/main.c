@@ -113,8 +113,11 @@ static const char HELP[] =
     "                         JSON ShardingPlan per line; see pipelines/torchrec_plan.py; a\n"
     "                         split table is column_wise, row_wise or grid_shard with a shard\n"
     "                         per piece)\n"
-    "      --local-size L     torchrec: GPUs per host, placement rank:r/cuda:r%L (default 8)\n"
-    "      --module NAME      torchrec: the module fqn (default embedding_bags)\n"
+    "      --local-size L     torchrec: GPUs per host, placement rank:r/cuda:r%L (default: the\n"
+    "                         input's model-config record's, as-convert --config; else 8)\n"
+    "      --module NAME      torchrec: the module fqn (default: the model-config's module_path;\n"
+    "                         else embedding_bags); tables are keyed by their names in the\n"
+    "                         model where the features carry them (as-convert --config), else t<id>\n"
     "      --repair FILE      instead of planning: refine the measured plans of FILE (as-bench's\n"
     "                         output on plans) on their measured costs (needs --model, not\n"
     "                         --alg): each plan of the input's tasks is rebuilt on its items'\n"
@@ -161,6 +164,7 @@ typedef struct {
     int split_ms_given;
     as_split_cfg scfg;
     as_torchrec_opts tro;
+    int module_given, local_given;
 } args;
 
 static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_cfg *cfg)
@@ -217,10 +221,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             else if (!strcmp(optarg, "torchrec")) a->fmt = 2;
             else as_cli_usage(cli, "--format: '%s' is not stream, text or torchrec", optarg);
             break;
-        case OPT_LOCAL: a->tro.local_size = as_cli_i64(cli, "--local-size", optarg, 1, 1000000); break;
+        case OPT_LOCAL: a->tro.local_size = as_cli_i64(cli, "--local-size", optarg, 1, 1000000); a->local_given = 1; break;
         case OPT_MODULE:
             if (!*optarg) as_cli_usage(cli, "--module: empty name");
             a->tro.module = optarg;
+            a->module_given = 1;
             break;
         case OPT_PLANS_ONLY: a->plans_only = 1; break;
         case OPT_POLICY: a->policy = optarg; break;
@@ -375,6 +380,10 @@ int main(int argc, char **argv)
         if (cfg.w) as_writer_abort(cfg.w);
         as_die(AS_EXIT_DATA, "%s", err);
     }
+
+    /* a model's config (as-convert --config) names its module path and GPUs per host */
+    if (!a.module_given && in.module_path[0]) a.tro.module = in.module_path;
+    if (!a.local_given && in.local_size > 0) a.tro.local_size = in.local_size;
 
     as_plan_run_stats st;
     if (a.repair) {

@@ -664,6 +664,25 @@ static void stream_seeds(void)
 
 static void save_text(const char *target, const char *name, const char *s) { save(target, name, s, strlen(s)); }
 
+/* model configs (as-convert --config): a small valid one with every field, and rejected ones */
+static void modelcfg_seeds(void)
+{
+    save_text("modelcfg", "small.json",
+              "{\"name\": \"m\", \"source\": \"hand-made\", \"module_path\": \"sparse.ebc\",\n"
+              " \"topology\": {\"world_size\": 4, \"local_size\": 2, \"hbm_gib\": 16, \"batch_size_per_rank\": 64,\n"
+              "              \"optimizer\": \"rowwise_adagrad\", \"pipeline\": \"train_sparse_dist\"},\n"
+              " \"tables\": [{\"name\": \"a\", \"num_embeddings\": 1000, \"embedding_dim\": 16, \"feature_names\": [\"f0\", \"f1\"],\n"
+              "             \"data_type\": \"FP16\", \"pooling_factor\": 3, \"bag\": \"fixed\", \"skew\": 1.2},\n"
+              "            {\"name\": \"b\", \"num_embeddings\": 7, \"embedding_dim\": 4, \"pooling_factor\": 0.5, \"skew\": 0}]}\n");
+    save_text("modelcfg", "dup-name.json",
+              "{\"topology\": {\"world_size\": 1, \"batch_size_per_rank\": 1},\n"
+              " \"tables\": [{\"name\": \"a\", \"num_embeddings\": 1, \"embedding_dim\": 1},"
+              " {\"name\": \"a\", \"num_embeddings\": 2, \"embedding_dim\": 2}]}\n");
+    save_text("modelcfg", "bad-fields.json",
+              "{\"topology\": {\"world_size\": 6, \"local_size\": 4, \"batch_size_per_rank\": 1},\n"
+              " \"tables\": [{\"name\": \"a\", \"num_embedding\": -1, \"embedding_dim\": 0, \"data_type\": \"fp64\"}]}\n");
+}
+
 /* JSON text for lib/jsonparse.c: a configuration, every kind of value and escape, the
  * deepest nesting allowed, an object large enough for the sorted check of repeated keys,
  * and a few rejected ones */
@@ -721,5 +740,6 @@ int main(int argc, char **argv)
     stream_seeds();
     checkpoint_seeds();
     json_seeds();
+    modelcfg_seeds();
     return 0;
 }

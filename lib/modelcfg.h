@@ -1,0 +1,65 @@
+/* modelcfg.h - a model description users already have (as-convert --config): a JSON file
+ * shaped like a list of TorchRec EmbeddingBagConfig (name, num_embeddings, embedding_dim,
+ * feature_names, data_type) with the lookups' pooling factor and skew, plus the topology it
+ * trains on (world size, local size, HBM per device, batch size per rank, optimizer,
+ * pipeline). docs/FORMAT.md "Model configs" is the schema; pipelines/models/ ships real ones.
+ * Dimension letters: B batch, L pooling, D dim, E rows, T tables.
+ *
+ * Strict: unknown keys are errors (a misspelt field is not silently dropped), every number
+ * is range-checked, table names are unique. Errors name the table (index and name) and the
+ * field: "table 3 (\"cat_3\"): num_embeddings: must be an integer in 1..2147483647". */
+#ifndef AS_MODELCFG_H
+#define AS_MODELCFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AS_MCFG_NAME 128            /* bytes of a name, its NUL included */
+#define AS_MCFG_MAX_FEATURES 64     /* feature names per table */
+#define AS_MCFG_SKEW 0.8            /* default Zipf exponent of the synthetic lookups */
+#define AS_MCFG_HBM_GIB 32.0        /* default HBM per device: TorchRec's planner's HBM_CAP */
+#define AS_MCFG_MAX_BATCH ((int64_t)1 << 24)  /* lookups batch (global) at most */
+
+typedef struct {
+    char name[AS_MCFG_NAME];
+    int64_t rows;                   /* E: num_embeddings */
+    int64_t dim;                    /* D: embedding_dim */
+    char (*features)[AS_MCFG_NAME]; /* feature_names (default: the table's name) */
+    int nfeatures;
+    char data_type[16];             /* fp32 (default), fp16, bf16, int8, int4, int2 */
+    double pooling;                 /* L: mean lookups per sample (default 1) */
+    int fixed;                      /* bag "fixed": every bag exactly L long (L an integer);
+                                     * 0: "geometric" lengths of mean L (default) */
+    double skew;                    /* Zipf exponent of the rows' popularity (0: uniform) */
+} as_mcfg_table;
+
+typedef struct {
+    char name[AS_MCFG_NAME];
+    char source[1024];              /* where the sizes come from (free text, cited) */
+    char module_path[256];          /* the EmbeddingBagCollection's path in the model ("" none) */
+    int64_t world_size, local_size; /* ranks in all, ranks per host */
+    double hbm_gib;                 /* HBM per device, GiB */
+    int64_t batch_per_rank;         /* samples per rank per iteration */
+    char optimizer[32];             /* sgd (default), adam, adagrad, rowwise_adagrad, ... */
+    char pipeline[32];              /* none (default), train_base, train_sparse_dist,
+                                     * train_prefetch_sparse_dist */
+    as_mcfg_table *tables;
+    int64_t n;
+} as_mcfg;
+
+/* bytes per element of a data type name (fp32 4, fp16 2, bf16 2, int8 1, int4 0.5, int2
+ * 0.25); 0 for an unknown name */
+double as_mcfg_dtype_bytes(const char *name);
+
+/* Parse JSON text[0..n) into c (free with as_mcfg_free, also after an error). 0, or -1 with
+ * err ("line 3, column 5: ..." for JSON syntax, else the table and field). */
+int as_mcfg_parse(as_mcfg *c, const char *text, size_t n, char *err, size_t errlen);
+/* as_mcfg_parse on the file at path (at most 64 MiB); err starts with the path */
+int as_mcfg_load(as_mcfg *c, const char *path, char *err, size_t errlen);
+void as_mcfg_free(as_mcfg *c);
+
+/* the lookups batch B of every table: batch_per_rank x world_size (a table-wise shard's
+ * kernel sees the samples of every rank), or -1 when above AS_MCFG_MAX_BATCH */
+int64_t as_mcfg_batch(const as_mcfg *c);
+
+#endif

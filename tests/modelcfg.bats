@@ -1,0 +1,165 @@
+#!/usr/bin/env bats
+# Model configs (as-convert --config): the shipped configs, their tables' names and sizes
+# through as-features and as-plan to the TorchRec JSON, and bad configs as clear errors.
+load test_helper/common
+
+MODELS="$ROOT/pipelines/models"
+
+# write a config with the given tables (a JSON array body) and topology
+cfg() {
+    local topo="${2:-\"world_size\": 4, \"local_size\": 2, \"hbm_gib\": 16, \"batch_size_per_rank\": 64}"
+    printf '{"name": "t", "module_path": "sparse.ebc", "topology": {%s}, "tables": [%s]}\n' "$topo" "$1" > "$T/c.json"
+}
+
+@test "as-convert --config: the shipped configs give their 26 named tables, sizes and fixed bags" {
+    for m in dlrm-dcnv2-criteo1tb dlrm-criteo-kaggle; do
+        run as-convert --config "$MODELS/$m.json" --batch 256 -o "$T/$m.ast"
+        assert_success
+        run as-show --count "$T/$m.ast"
+        assert_line "model-config	1"
+        assert_line "table	26"
+        # names, rows and dims as the file gives them, in its order; every bag exactly its
+        # pooling factor long (fixed bags)
+        diff <(jq -c '.tables[] | [.name, .num_embeddings, .embedding_dim, .pooling_factor, .feature_names, .data_type]' "$MODELS/$m.json") \
+             <(as-show --kind table "$T/$m.ast" | jq -c '[.name, .rows, .dim, (.lookups / .batch), .feature_names, .data_type]')
+        run sh -c "as-show --kind table '$T/$m.ast' | jq -c '[.id, .batch]' | jq -s -c 'map(.[0]) == [range(26)] and (map(.[1]) | unique) == [256]'"
+        assert_output true
+    done
+    # the topology record
+    run sh -c "as-show --kind model-config '$T/dlrm-dcnv2-criteo1tb.ast' | jq -c '[.world_size, .local_size, .hbm_bytes, .batch_size_per_rank, .optimizer, .pipeline, .module_path, .tables, .batch]'"
+    assert_output '[8,8,85899345920,8192,"exact_rowwise_adagrad","train_sparse_dist","model.sparse_arch.embedding_bag_collection",26,256]'
+    # without --batch: batch_size_per_rank x world_size bags; the same seed, the same lookups
+    as-convert --config "$MODELS/dlrm-criteo-kaggle.json" -o "$T/k1.ast"
+    as-convert --config "$MODELS/dlrm-criteo-kaggle.json" -o "$T/k2.ast"
+    run sh -c "as-show --kind table '$T/k1.ast' | jq -c .batch | sort -u"
+    assert_output 16384
+    cmp <(canon "$T/k1.ast") <(canon "$T/k2.ast")
+    as-convert --config "$MODELS/dlrm-criteo-kaggle.json" --seed 1 -o "$T/k3.ast"
+    ! cmp -s <(canon "$T/k1.ast") <(canon "$T/k3.ast")
+}
+
+@test "as-convert --config: pooling, bags and skew of the synthetic lookups" {
+    cfg '{"name": "geo", "num_embeddings": 100000, "embedding_dim": 8, "pooling_factor": 20},
+         {"name": "uni", "num_embeddings": 100000, "embedding_dim": 8, "pooling_factor": 20, "bag": "fixed", "skew": 0},
+         {"name": "hot", "num_embeddings": 100000, "embedding_dim": 8, "pooling_factor": 20, "bag": "fixed", "skew": 2}'
+    as-convert --config "$T/c.json" | as-features -o "$T/f.ast"
+    # geometric bags: mean about 20, lengths vary; fixed: every bag 20 long
+    run sh -c "as-show --kind features '$T/f.ast' | jq -c '[.name, (.pooling > 18 and .pooling < 22), .max_bag > 20]'"
+    assert_line '["geo",true,true]'
+    assert_line '["uni",true,false]'
+    # skew 0: the 5120 lookups over 100000 rows are nearly all distinct; skew 2: a few hot rows
+    run sh -c "as-show --kind features '$T/f.ast' | jq -r 'select(.name != \"geo\") | [.name, .distinct] | @tsv'"
+    uni=$(echo "$output" | awk '$1 == "uni" {print $2}')
+    hot=$(echo "$output" | awk '$1 == "hot" {print $2}')
+    [ "$uni" -gt 4800 ] && [ "$hot" -lt 1000 ]
+}
+
+@test "as-convert --config | as-features --model-task | as-plan --format torchrec: names, module path, local size" {
+    as-convert --config "$MODELS/dlrm-criteo-kaggle.json" --batch 256 | as-features --model-task -o "$T/f.ast"
+    # one test task: every table onto world_size shards under the HBM cap
+    run sh -c "as-show --kind task '$T/f.ast' | jq -c '[.split, .shards, .mem_cap, (.tables | length)]'"
+    assert_output '["test",8,85899345920,26]'
+    run sh -c "as-show --kind features '$T/f.ast' | jq -r .name | head -2"
+    assert_output $'t_cat_0\nt_cat_1'
+    as-plan --alg size-lookup-greedy,torchrec --format torchrec "$T/f.ast" -o "$T/p.json"
+    run sh -c "jq -c '[.module, .local_size, (.plan[.module] | keys | length), (.plan[.module] | has(\"t_cat_25\"))]' '$T/p.json' | sort -u"
+    assert_output '["model.sparse_arch.embedding_bag_collection",8,26,true]'
+    run /usr/bin/python3 "$ROOT/pipelines/torchrec_plan.py" "$T/p.json"
+    assert_success
+    assert_line --partial 'task 0 torchrec model.sparse_arch.embedding_bag_collection: 26 tables (26 table_wise)'
+    # the options still win over the config
+    as-plan --alg size-lookup-greedy --format torchrec --module ebc --local-size 4 "$T/f.ast" -o "$T/p2.json"
+    run jq -c '[.module, .local_size]' "$T/p2.json"
+    assert_output '["ebc",4]'
+    # --shards and --mem-cap override the config's topology
+    as-convert --config "$MODELS/dlrm-criteo-kaggle.json" --batch 64 | as-features --model-task --shards 4 --mem-cap 1G -o "$T/f4.ast"
+    run sh -c "as-show --kind task '$T/f4.ast' | jq -c '[.shards, .mem_cap]'"
+    assert_output '[4,1073741824]'
+    # without a model-config record, --model-task needs --shards
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    run as-features --model-task "$T/pool.ast" -o "$T/x.ast"
+    assert_failure 1
+    assert_output --partial 'no model-config record'
+    as-features --model-task --shards 3 "$T/pool.ast" -o "$T/x.ast"
+    run sh -c "as-show --kind task '$T/x.ast' | jq -c '[.shards, (.tables | length)]'"
+    assert_output '[3,32]'
+    run as-features --model-task --tasks 3 "$T/pool.ast"
+    assert_failure 2
+}
+
+@test "as-convert --config: a bad config is exit 1 naming the table and the field, nothing written" {
+    ok='{"name": "a", "num_embeddings": 10, "embedding_dim": 4}'
+    check() {   # check MESSAGE: the config in $T/c.json fails with exit 1 and MESSAGE
+        run as-convert --config "$T/c.json" -o "$T/out.ast"
+        assert_failure 1
+        assert_output --partial "$1"
+        [ ! -e "$T/out.ast" ]
+    }
+    cfg "$ok, {\"name\": \"b\", \"embedding_dim\": 4}"
+    check 'c.json: table 1 ("b"): num_embeddings: missing (required)'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": -5, \"embedding_dim\": 4}"
+    check 'table 1 ("b"): num_embeddings: must be an integer in 1..2147483647'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 5, \"embedding_dim\": 0}"
+    check 'table 1 ("b"): embedding_dim: must be an integer in 1..'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 5, \"embedding_dim\": 2.5}"
+    check 'table 1 ("b"): embedding_dim: must be an integer'
+    cfg "$ok, {\"name\": \"c\", \"num_embeddings\": 5, \"embedding_dim\": 4}, {\"name\": \"a\", \"num_embeddings\": 5, \"embedding_dim\": 4}"
+    check 'table 2 ("a"): name: repeats the name of table 0'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 5, \"embedding_dim\": 4, \"data_type\": \"fp64\"}"
+    check 'table 1 ("b"): data_type: unknown data type "fp64"'
+    cfg "$ok, {\"name\": \"b\", \"num_embedding\": 5, \"embedding_dim\": 4}"
+    check 'table 1 ("b"): unknown field "num_embedding"'
+    cfg "$ok, {\"num_embeddings\": 5, \"embedding_dim\": 4}"
+    check 'table 1: name: missing (required)'
+    cfg "$ok, {\"name\": \"\", \"num_embeddings\": 5, \"embedding_dim\": 4}"
+    check 'table 1: name: is empty'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 5, \"embedding_dim\": 4, \"pooling_factor\": 2.5, \"bag\": \"fixed\"}"
+    check 'table 1 ("b"): bag: "fixed" needs an integer pooling_factor'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 5, \"embedding_dim\": 4, \"bag\": \"poisson\"}"
+    check 'table 1 ("b"): bag: unknown value "poisson"'
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 5, \"embedding_dim\": 4, \"feature_names\": []}"
+    check 'table 1 ("b"): feature_names: must be an array of 1..64 strings'
+    cfg "$ok"  '"world_size": 0, "batch_size_per_rank": 8'
+    check 'topology: world_size: must be an integer in 1..65536'
+    cfg "$ok"  '"world_size": 6, "local_size": 4, "batch_size_per_rank": 8'
+    check 'topology: local_size: 4 does not divide world_size 6'
+    cfg "$ok"  '"world_size": 2'
+    check 'topology: batch_size_per_rank: missing (required)'
+    cfg "$ok"  '"world_size": 2, "batch_size_per_rank": 8, "optimizer": "rmsprop"'
+    check 'topology: optimizer: unknown value "rmsprop"'
+    cfg "$ok"  '"world_size": 2, "batch_size_per_rank": 8, "hbm": 80'
+    check 'topology: unknown field "hbm"'
+    cfg "$ok"  '"world_size": 64, "batch_size_per_rank": 1000000'
+    check 'topology: batch_size_per_rank: times world_size is above 16777216'
+    printf '{"topology": {"world_size": 1, "batch_size_per_rank": 1}}' > "$T/c.json"
+    check 'tables: missing (required)'
+    printf '{"topology": {"world_size": 1, "batch_size_per_rank": 1}, "tables": []}' > "$T/c.json"
+    check 'tables: must be an array of 1..'
+    printf '[1, 2]' > "$T/c.json"
+    check 'the config must be a JSON object'
+    # JSON syntax: the line and column
+    printf '{"topology": {"world_size": 1,\n  "batch_size_per_rank": 1,},\n "tables": []}' > "$T/c.json"
+    check 'c.json: line 2, column 28:'
+    printf '{"topology": {"world_size": 1, "batch' > "$T/c.json"
+    check 'c.json: line 1, column'
+    : > "$T/c.json"
+    check 'c.json:'
+    run as-convert --config "$T/missing.json" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial 'missing.json: No such file or directory'
+}
+
+@test "as-convert --config: usage errors are exit 2" {
+    cfg '{"name": "a", "num_embeddings": 10, "embedding_dim": 4}'
+    run as-convert --config "$T/c.json" --synth
+    assert_failure 2
+    assert_output --partial '--config excludes --synth'
+    run as-convert --config "$T/c.json" --dims 8
+    assert_failure 2
+    assert_output --partial '--config takes its tables'
+    run as-convert --config "$T/c.json" some.pt
+    assert_failure 2
+    assert_output --partial '--config takes no input file'
+    run as-convert --help
+    assert_output --partial '--config FILE'
+}
