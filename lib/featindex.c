@@ -41,7 +41,7 @@ int as_features_same(const as_features *a, const as_features *b)
     /* the numbers compared as bytes: the rule is "equal to the bit" */
 #define SAME(field) (!memcmp(&a->field, &b->field, sizeof a->field))
     return SAME(piece) && SAME(rows) && SAME(batch) && SAME(lookups) && SAME(dim) && SAME(distinct) && SAME(max_bag) &&
-           SAME(pooling) && SAME(size_gib) && SAME(bins) && SAME(lookup_bins) && SAME(bytes_fp16) && SAME(bytes_fp32);
+           SAME(pooling) && SAME(size_gib) && SAME(bins) && SAME(lookup_bins) && SAME(bytes_fp16) && SAME(bytes_fp32) && SAME(mem);
 #undef SAME
 }
 

@@ -150,7 +150,8 @@ void as_features_write(as_writer *w, const as_features *f)
     double vec[AS_NFEATURES];
     as_features_vector(f, vec);
     const int piece = !as_piece_whole(&f->piece);
-    msgpack_pack_map(pk, 17 + piece + (f->name[0] != 0) + (f->data_type[0] != 0));
+    const int mem = as_features_has_mem(f);
+    msgpack_pack_map(pk, 17 + piece + (f->name[0] != 0) + (f->data_type[0] != 0) + mem);
     as_pack_kv_str(pk, "kind", "features");
     as_pack_kv_i64(pk, "id", f->id);
     if (piece) {
@@ -174,6 +175,18 @@ void as_features_write(as_writer *w, const as_features *f)
     as_pack_kv_str(pk, "source", f->source);
     if (f->name[0]) as_pack_kv_str(pk, "name", f->name);
     if (f->data_type[0]) as_pack_kv_str(pk, "data_type", f->data_type);
+    if (mem) {
+        as_pack_str(pk, "torchrec_memory");
+        msgpack_pack_map(pk, 7);
+        as_pack_kv_f64(pk, "weights", f->mem.weights);
+        as_pack_kv_f64(pk, "optimizer", f->mem.optimizer);
+        as_pack_kv_f64(pk, "input", f->mem.input);
+        as_pack_kv_f64(pk, "output", f->mem.output);
+        as_pack_kv_f64(pk, "input_factor", f->mem.in_factor);
+        as_pack_kv_f64(pk, "output_factor", f->mem.out_factor);
+        as_pack_str(pk, "total");
+        msgpack_pack_uint64(pk, as_trmem_total(&f->mem));
+    }
     as_writer_end_record(w);
 }
 
@@ -215,6 +228,19 @@ int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_
     as_obj_str(rec, "source", f->source, sizeof f->source);
     if (as_obj_str(rec, "name", f->name, sizeof f->name)) f->name[0] = 0;
     if (as_obj_str(rec, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
+    const msgpack_object *mo = as_obj_get(rec, "torchrec_memory");
+    if (mo && mo->type != MSGPACK_OBJECT_NIL) {
+        if (mo->type != MSGPACK_OBJECT_MAP || as_field_f64(mo, "weights", 0, 1e18, &f->mem.weights, e2, sizeof e2) ||
+            as_field_f64(mo, "optimizer", 0, 1e18, &f->mem.optimizer, e2, sizeof e2) ||
+            as_field_f64(mo, "input", 0, 1e18, &f->mem.input, e2, sizeof e2) ||
+            as_field_f64(mo, "output", 0, 1e18, &f->mem.output, e2, sizeof e2) ||
+            as_field_f64(mo, "input_factor", 0, 3, &f->mem.in_factor, e2, sizeof e2) ||
+            as_field_f64(mo, "output_factor", 0, 1, &f->mem.out_factor, e2, sizeof e2)) {
+            snprintf(err, errlen, "features of table %" PRId64 ": torchrec_memory: %s", f->id,
+                     mo->type != MSGPACK_OBJECT_MAP ? "not a map" : e2);
+            return -1;
+        }
+    }
     const msgpack_object *po = as_obj_get(rec, "piece");
     if (po) {
         if (as_piece_parse(po, &f->piece, e2, sizeof e2)) {
@@ -250,7 +276,13 @@ int as_features_cols(as_features *out, const as_features *f, int64_t c0, int64_t
         as_table_bytes(out->rows, out->dim, 4, &out->bytes_fp32, e2, sizeof e2))
         return -1;
     out->size_gib = (double)out->bytes_fp16 / (double)(1ULL << 30);
+    if (as_features_has_mem(f)) as_trmem_cols(&out->mem, &f->mem, c0, c1, f->dim);
     return 0;
+}
+
+int as_features_has_mem(const as_features *f)
+{
+    return f->mem.weights > 0 || f->mem.optimizer > 0 || f->mem.input > 0 || f->mem.output > 0;
 }
 
 int as_features_row_piece(as_features *f, as_feat_scratch *s, int64_t id, int64_t rows, int64_t dim,

@@ -15,6 +15,7 @@
 
 #include "piece.h"
 #include "stream.h"
+#include "trmem.h"
 #include "table.h"   /* the table record as_features_compute reads (as_table_parse) */
 
 #define AS_NBINS 17
@@ -31,6 +32,9 @@ typedef struct {
     char name[128];                  /* the table's name in its model ("" none: as-convert
                                       * --config gives one) */
     char data_type[8];               /* its weights' data type there ("" not given) */
+    as_trmem mem;                    /* TorchRec's memory model of this table (or piece) as
+                                      * one shard (trmem.h; all 0: not given, the planners
+                                      * then count its fp16 weights) */
     as_piece piece;                  /* the piece of table `id` these describe (whole: the
                                       * table); dim and rows are the piece's: c1 - c0, r1 - r0 */
 } as_features;
@@ -74,6 +78,8 @@ int as_features_row_piece(as_features *f, as_feat_scratch *s, int64_t id, int64_
  * columns: f->piece.c0 == 0): the same lookups and bins over c1 - c0 columns; dim, size
  * and weight bytes follow. 0, or -1 when [c0, c1) is not within f's columns or f is itself
  * a piece of some columns only. */
+/* the features carry TorchRec's memory model (f->mem) */
+int as_features_has_mem(const as_features *f);
 int as_features_cols(as_features *out, const as_features *f, int64_t c0, int64_t c1);
 
 /* the 21-vector in the paper's order: dim, rows, pooling, size, bins */

@@ -65,6 +65,7 @@ double as_plan_key(as_alg a, const as_features *f)
 
 uint64_t as_plan_table_bytes(const as_features *f)
 {
+    if (as_features_has_mem(f)) return as_trmem_total(&f->mem);
     return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2;
 }
 

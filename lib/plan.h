@@ -136,7 +136,9 @@ const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
  * start is filled (shard k then holds start[k+1] - start[k] tables). */
 void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_t n, int64_t K);
 
-/* weight bytes of a table (fp16: rows * dim * 2 unless the features carry them) */
+/* the memory a table (or piece) takes on its shard: TorchRec's model (weights, optimizer
+ * state, pipeline buffers; trmem.h) when its features carry it (a model config's tables),
+ * else its fp16 weight bytes (rows * dim * 2 unless the features carry them) */
 uint64_t as_plan_table_bytes(const as_features *f);
 /* 1 when b more bytes fit on a shard holding used bytes under cap (0 = no cap) */
 int as_plan_fits(uint64_t cap, uint64_t used, uint64_t b);

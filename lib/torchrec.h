@@ -28,9 +28,10 @@
  *     in = lookups / K x 8, lk = lookups / K x D x 2, out = B x D x 2,
  *     fwd = (in + lk + out) / HBM; bwd = 2 fwd; comms = 2 out / INTRA + 2.455 out / HBM.
  *   (TorchRec leaves the input distribution out of the total, so does this.)
- * Memory: a shard's weights (rows x width x 2 bytes) against the task's cap per shard, as
- * for every planner here (TorchRec's input/output buffers and its 15 % reservation are not
- * charged: every planner faces the same cap).
+ * Memory: what every planner here counts against the task's cap per shard
+ * (as_plan_table_bytes): a model config's tables carry TorchRec's own memory model
+ * (weights in their data type, optimizer state, pipeline buffers; trmem.h) and their
+ * task's cap is the HBM less its reservation; other tables count their fp16 weights.
  *
  * Search (planner/planners.py, proposers.py, partitioners.py): each table's options sorted
  * by their perf (ascending, stable); proposals in this order, each partitioned and rated,

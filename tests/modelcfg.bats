@@ -56,9 +56,10 @@ cfg() {
 
 @test "as-convert --config | as-features --model-task | as-plan --format torchrec: names, module path, local size" {
     as-convert --config "$MODELS/dlrm-criteo-kaggle.json" --batch 256 | as-features --model-task -o "$T/f.ast"
-    # one test task: every table onto world_size shards under the HBM cap
+    # one test task: every table onto world_size shards under the HBM left by TorchRec's
+    # reservation: int(0.85 x 80 GiB) - ceil(26 x 2048 ids x 8) x 20 = 73014444032 - 8519680
     run sh -c "as-show --kind task '$T/f.ast' | jq -c '[.split, .shards, .mem_cap, (.tables | length)]'"
-    assert_output '["test",8,85899345920,26]'
+    assert_output '["test",8,73005924352,26]'
     run sh -c "as-show --kind features '$T/f.ast' | jq -r .name | head -2"
     assert_output $'t_cat_0\nt_cat_1'
     as-plan --alg size-lookup-greedy,torchrec --format torchrec "$T/f.ast" -o "$T/p.json"
@@ -162,4 +163,41 @@ cfg() {
     assert_output --partial '--config takes no input file'
     run as-convert --help
     assert_output --partial '--config FILE'
+}
+
+@test "TorchRec's memory model: the terms of a table and its row blocks by hand, the cap, the planners count it" {
+    # a: 1000 x 16 fp32, 2 ids per sample (fixed bags); b: 8 x 32 fp16, 1 id; 64 samples per
+    # rank, 4 ranks, Adam (2 x the weights), train_sparse_dist (2 x the input buffer)
+    printf '%s\n' '{"topology": {"world_size": 4, "hbm_gib": 16, "batch_size_per_rank": 64, "optimizer": "adam", "pipeline": "train_sparse_dist"},' \
+        '"tables": [{"name": "a", "num_embeddings": 1000, "embedding_dim": 16, "pooling_factor": 2, "bag": "fixed"},' \
+        '{"name": "b", "num_embeddings": 8, "embedding_dim": 32, "data_type": "fp16", "pooling_factor": 1, "bag": "fixed"}]}' > "$T/m.json"
+    as-convert --config "$T/m.json" | as-features --model-task --row-pieces 2 -o "$T/f.ast"
+    run sh -c "as-show --kind features '$T/f.ast' | jq -c '[.id, .piece, .torchrec_memory.weights, .torchrec_memory.optimizer, .torchrec_memory.input, .torchrec_memory.output, .torchrec_memory.total]'"
+    # weights 1000*16*4 = 64000, Adam 128000, input 2*64*4*8 = 4096, output 64*4*16*4 = 16384
+    # (ephemeral under the pipeline: not counted), total 64000 + 128000 + 2*4096 = 200192;
+    # a row-wise block: its 500 rows, input 2*64*8 = 1024 (TorchRec's row-wise io), 98048
+    assert_line '[0,null,64000,128000,4096,16384,200192]'
+    assert_line '[0,[0,16,0,500],32000,64000,1024,16384,98048]'
+    # b: 8*32*2 = 512, 1024, input 64*4*8 = 2048, 512 + 1024 + 4096 = 5632
+    assert_line '[1,null,512,1024,2048,16384,5632]'
+    # the cap: int(0.85 * 16 GiB) = 14602888806 less the ids' 20 copies, ceil((128 + 64) * 8) * 20 = 30720
+    run sh -c "as-show --kind task '$T/f.ast' | jq -c .mem_cap"
+    assert_output 14602858086
+    # the planners count it: a plan's shards hold the tables' totals
+    as-plan --alg size-greedy --plans-only "$T/f.ast" -o "$T/p.ast"
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -c '.mem_bytes | map(select(. > 0)) | sort'"
+    assert_output '[5632,200192]'
+    # under a cap of 200191 bytes table a fits nowhere (its fp16 weights, 32000, would)
+    as-features "$T/f.ast" --drop-tasks --model-task --mem-cap 200191 -o "$T/f2.ast"
+    run sh -c "as-plan --alg size-greedy --plans-only '$T/f2.ast' 2>/dev/null | as-show --kind plan | jq -c '[.feasible, .infeasible_tables]'"
+    assert_output '[false,[0]]'
+    # row-wise Adagrad: 1 / dim of the weights; the none pipeline: input + output
+    sed -e 's/"adam"/"rowwise_adagrad"/' -e 's/"train_sparse_dist"/"none"/' "$T/m.json" > "$T/m2.json"
+    as-convert --config "$T/m2.json" | as-features -o "$T/f3.ast"
+    run sh -c "as-show --kind features '$T/f3.ast' | jq -c '[.torchrec_memory.optimizer, .torchrec_memory.total]' | head -1"
+    assert_output '[4000,88480]'    # 64000 / 16; 64000 + 4000 + 4096 + 16384
+    # tables without a model config: no memory model, fp16 weights as before
+    as-convert --synth --preset tiny | as-features -o "$T/s.ast"
+    run sh -c "as-show --kind features '$T/s.ast' | jq -c .torchrec_memory | sort -u"
+    assert_output 'null'
 }

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "common.h"
 #include "featurize.h"
+#include "modelcfg.h"
 #include "reclimits.h"
 #include "stream.h"
 #include "tasks.h"
@@ -52,8 +53,11 @@ static const char HELP[] =
     "      --model-task       instead of --tasks: one test task (id 0) of every table of the\n"
     "                         input, the model of as-convert --config: K = its world_size\n"
     "                         and the cap its HBM per device, from its `model-config` record\n"
-    "                         (--shards and --mem-cap override them; the cap counts fp16\n"
-    "                         weights, as every task's does)\n"
+    "                         (--shards and --mem-cap override them). A model's tables carry\n"
+    "                         TorchRec's memory model (`torchrec_memory`: weights in their\n"
+    "                         data type, optimizer state, pipeline buffers), which the\n"
+    "                         planners count against the cap; the cap is the HBM less\n"
+    "                         TorchRec's reservation (15 % and 20 copies of the ids)\n"
     "\n"
     "Example:\n"
     "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n"
@@ -70,7 +74,7 @@ static int cmp_i64(const void *a, const void *b)
 /* --model-task: one test task of every table; K and the cap from the options, else from
  * the model-config record */
 static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, const int64_t *bytes, int64_t n,
-                             int64_t world, int64_t hbm)
+                             int64_t world, int64_t hbm, double ids_per_rank)
 {
     if (!n) { as_writer_abort(w); as_die(AS_EXIT_DATA, "--model-task: the input holds no table"); }
     as_task t = { 0 };
@@ -85,7 +89,14 @@ static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, 
         as_writer_abort(w);
         as_die(AS_EXIT_DATA, "--model-task: no model-config record in the input (as-convert --config writes one): give --shards");
     }
-    if (!tc->mem_cap) tc->mem_cap = (uint64_t)hbm;
+    /* the HBM less TorchRec's reservation (15 % and the ids' copies) when the tables carry
+     * its memory model, as its planner would leave them */
+    if (!tc->mem_cap) tc->mem_cap = ids_per_rank > 0 ? as_trmem_cap((uint64_t)hbm, ids_per_rank) : (uint64_t)hbm;
+    if (!tc->mem_cap && hbm) {
+        as_writer_abort(w);
+        as_die(AS_EXIT_DATA, "--model-task: TorchRec's reservation (15 %% of %" PRId64 " bytes of HBM and 20 copies of %.0f "
+               "ids per rank) leaves nothing for the tables", hbm, ids_per_rank);
+    }
     as_task_write(w, tc, &t);
     free(t.tables);
 }
@@ -110,6 +121,9 @@ int main(int argc, char **argv)
     as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
     int opt, want_tasks = 0, drop_tasks = 0, model_task = 0;
     int64_t model_world = 0, model_hbm = 0;     /* the input's model-config record's */
+    int64_t model_batch = 0;                    /* its batch_size_per_rank */
+    char model_opt[32] = "", model_pipe[32] = "";
+    double model_ids = 0;                       /* ids per rank over its tables: L x B */
     static int64_t *rowp;   /* --row-pieces (static: reachable at as_die) */
     size_t nrowp = 0;
     int64_t npieces = 0;
@@ -190,6 +204,12 @@ int main(int argc, char **argv)
                 /* a model's table keeps its name and data type (as-convert --config) */
                 if (as_obj_str(&rec.obj, "name", f.name, sizeof f.name)) f.name[0] = 0;
                 if (as_obj_str(&rec.obj, "data_type", f.data_type, sizeof f.data_type)) f.data_type[0] = 0;
+                const double elem = f.data_type[0] ? as_mcfg_dtype_bytes(f.data_type) : 0;
+                if (model_batch && elem > 0) {
+                    /* a model's table: TorchRec's memory of it as one table-wise shard */
+                    as_trmem_shard(&f.mem, rows, dim, dim, elem, model_opt, model_pipe, f.pooling, model_batch, model_world, 0);
+                    model_ids += f.pooling * (double)model_batch;
+                }
                 as_features_write(w, &f);
                 for (size_t q = 0; q < nrowp; q++) {
                     as_piece *bl = as_malloc((size_t)rowp[q] * sizeof *bl);
@@ -203,6 +223,9 @@ int main(int argc, char **argv)
                         snprintf(pf.source, sizeof pf.source, "%s", src);
                         memcpy(pf.name, f.name, sizeof pf.name);
                         memcpy(pf.data_type, f.data_type, sizeof pf.data_type);
+                        if (model_batch && elem > 0)   /* a row-wise shard: its rows, the table's ids */
+                            as_trmem_shard(&pf.mem, bl[j].r1 - bl[j].r0, dim, dim, elem, model_opt, model_pipe, f.pooling,
+                                           model_batch, model_world, 1);
                         as_features_write(w, &pf);
                         npieces++;
                     }
@@ -218,11 +241,16 @@ int main(int argc, char **argv)
                 as_writer_raw(w, rec.raw, rec.rawlen);
                 have = as_piece_whole(&f.piece);
             } else if (as_rec_is(&rec, "model-config")) {
+                double fi, fo;
                 if (as_obj_i64(&rec.obj, "world_size", &model_world) || model_world < 1 ||
-                    as_obj_i64(&rec.obj, "hbm_bytes", &model_hbm) || model_hbm < 0) {
+                    as_obj_i64(&rec.obj, "hbm_bytes", &model_hbm) || model_hbm < 0 ||
+                    as_obj_i64(&rec.obj, "batch_size_per_rank", &model_batch) || model_batch < 1 ||
+                    as_obj_str(&rec.obj, "optimizer", model_opt, sizeof model_opt) ||
+                    as_obj_str(&rec.obj, "pipeline", model_pipe, sizeof model_pipe) ||
+                    as_trmem_opt_mult(model_opt, 1) < 0 || as_trmem_pipeline(model_pipe, &fi, &fo)) {
                     as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": model-config: world_size (>= 1) and hbm_bytes (>= 0) "
-                           "must be integers", as_reader_name(r), rec.index);
+                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": model-config: world_size and batch_size_per_rank (>= 1), "
+                           "hbm_bytes (>= 0), a known optimizer and pipeline are required", as_reader_name(r), rec.index);
                 }
                 as_writer_raw(w, rec.raw, rec.rawlen);
             } else if (!drop_tasks || !as_rec_is(&rec, "task")) {
@@ -258,7 +286,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < tc.ntasks; i++) as_task_write(w, &tc, &tasks[i]);
         as_tasks_free(tasks, tc.ntasks);
     }
-    if (model_task) model_task_write(w, &tc, ids, bytes, npool, model_world, model_hbm);
+    if (model_task) model_task_write(w, &tc, ids, bytes, npool, model_world, model_hbm, model_ids);
     as_writer_close(w);
     as_feat_scratch_free(&scratch);
     free(ids);
