@@ -201,3 +201,23 @@ cfg() {
     run sh -c "as-show --kind features '$T/s.ast' | jq -c .torchrec_memory | sort -u"
     assert_output 'null'
 }
+
+@test "hostile: a features record's torchrec_memory that is not a map of numbers in range is exit 1 naming it" {
+    printf '%s\n' '{"topology": {"world_size": 2, "batch_size_per_rank": 8}, "tables": [{"name": "a", "num_embeddings": 10, "embedding_dim": 4}]}' > "$T/m.json"
+    as-convert --config "$T/m.json" | as-features --model-task -o "$T/f.ast"
+    for edit in '.torchrec_memory = "x"' '.torchrec_memory.weights = -1' '.torchrec_memory.input_factor = 7' 'del(.torchrec_memory.output)'; do
+        # the records as JSON, the features edited, back to msgpack and zstd
+        as-show --full "$T/f.ast" | jq -c "if .kind == \"features\" then $edit else . end" |
+            /usr/bin/python3 -c 'import sys, json, msgpack; sys.stdout.buffer.write(b"".join(msgpack.packb(json.loads(l)) for l in sys.stdin))' |
+            zstd -q -c > "$T/bad.ast"
+        run as-plan --alg size-greedy "$T/bad.ast"
+        assert_failure 1
+        assert_output --partial 'features of table 0: torchrec_memory'
+    done
+    # unedited, the same route plans
+    as-show --full "$T/f.ast" | jq -c . |
+        /usr/bin/python3 -c 'import sys, json, msgpack; sys.stdout.buffer.write(b"".join(msgpack.packb(json.loads(l)) for l in sys.stdin))' |
+        zstd -q -c > "$T/ok.ast"
+    run as-plan --alg size-greedy --plans-only "$T/ok.ast" -o "$T/p.ast"
+    assert_success
+}
