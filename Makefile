@@ -9,7 +9,8 @@
 #                   seconds each (default 10), with clang; without clang, the replay below
 #   make fuzz-replay  every fuzz target over tests/fuzz/corpus/<target>/ and 48 mutants of
 #                   each seed, with $(CC) (any compiler; seconds)
-#   make install    copy the tools under $(PREFIX)/bin
+#   make install    the tools, their man pages, as-torchrec-plan, the model configs and the
+#                   docs under $(DESTDIR)$(PREFIX); make uninstall removes them
 # Variables: CC, CFLAGS, NVCC (empty to disable CUDA), CUDA_SM (default 90), PREFIX,
 #   CLANG (for make fuzz), FUZZ_TIME.
 
@@ -62,7 +63,7 @@ CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/n
 FUZZ_TIME ?= 10
 SAN_ENV  := ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86
 
-.PHONY: all test unit bats deps demo asan install clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
+.PHONY: all test unit bats deps demo asan install uninstall clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BIN) $(TT_BIN)
@@ -209,9 +210,33 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory -f pipelines/demo.mk BIN=$(BIN)
 
+# where a Debian user looks: the tools and as-torchrec-plan (pipelines/torchrec_plan.py) in
+# bin, their man pages (from --help, pipelines/mkman) in share/man/man1, the model configs in
+# share/autoshard/models, the helper as a module in share/autoshard/python, the docs in
+# share/doc/autoshard; uninstall removes exactly these
+SHARE_DIR := $(PREFIX)/share/autoshard
+DOC_DIR   := $(PREFIX)/share/doc/autoshard
+MAN_DIR   := $(PREFIX)/share/man/man1
+MODELS    := $(wildcard pipelines/models/*.json)
+DOCS      := README.md $(wildcard docs/*.md)
+DOC_FILES := $(notdir $(DOCS))
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN_DIR) $(DESTDIR)$(SHARE_DIR)/models $(DESTDIR)$(SHARE_DIR)/python \
+	  $(DESTDIR)$(DOC_DIR)
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 pipelines/torchrec_plan.py $(DESTDIR)$(PREFIX)/bin/as-torchrec-plan
+	install -m 644 pipelines/torchrec_plan.py $(DESTDIR)$(SHARE_DIR)/python/
+	install -m 644 $(MODELS) $(DESTDIR)$(SHARE_DIR)/models/
+	install -m 644 $(DOCS) $(DESTDIR)$(DOC_DIR)/
+	@v=$$($(BIN)/as-show --version | sed -n '1s/^as-show //p'); \
+	for t in $(TOOLS); do PREFIX=$(PREFIX) pipelines/mkman $(BIN)/$$t "$$v" > $(DESTDIR)$(MAN_DIR)/$$t.1 || exit 1; \
+	  chmod 644 $(DESTDIR)$(MAN_DIR)/$$t.1; done
+
+uninstall:
+	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/bin/as-torchrec-plan \
+	  $(TOOLS:%=$(DESTDIR)$(MAN_DIR)/%.1) $(DESTDIR)$(SHARE_DIR)/python/torchrec_plan.py \
+	  $(MODELS:pipelines/models/%=$(DESTDIR)$(SHARE_DIR)/models/%) $(DOC_FILES:%=$(DESTDIR)$(DOC_DIR)/%)
+	-rmdir $(DESTDIR)$(SHARE_DIR)/models $(DESTDIR)$(SHARE_DIR)/python $(DESTDIR)$(SHARE_DIR) $(DESTDIR)$(DOC_DIR) 2>/dev/null
 
 clean:
 	rm -rf $(BUILD) $(BIN) build-asan build-fuzz
