@@ -473,9 +473,40 @@ static void print_ids(FILE *f, const int64_t *start, const int64_t *order, const
 {
     for (int64_t q = start[k]; q < start[k + 1]; q++) {
         if (q - start[k] == max) { fprintf(f, ",..."); return; }
-        fprintf(f, "%s%" PRId64, q > start[k] ? "," : "", t[order[q]]->id);
+        /* a model's tables by name (as-convert --config), others by id */
+        if (t[order[q]]->name[0]) fprintf(f, "%s%s", q > start[k] ? "," : "", t[order[q]]->name);
+        else fprintf(f, "%s%" PRId64, q > start[k] ? "," : "", t[order[q]]->id);
     }
     if (start[k + 1] == start[k]) fputc('-', f);
+}
+
+/* the memory of every shard by TorchRec's terms, when its items carry them (trmem.h) */
+static void print_mem_terms(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t,
+                            const int64_t *start, const int64_t *order)
+{
+    int any = 0;
+    for (int64_t i = 0; i < p->n && !any; i++) any = as_features_has_mem(t[i]);
+    if (!any) return;
+    const double MiB = 1024.0 * 1024.0;
+    fprintf(f, "  memory by term (TorchRec's model: weights in their data type, optimizer state, pipeline buffers), MiB\n");
+    fprintf(f, "  %5s %12s %12s %12s %12s %7s\n", "shard", "weights", "optimizer", "pipeline io", "total", "cap %");
+    double tw = 0, to = 0, ti = 0;
+    for (int64_t k = 0; k < p->shards; k++) {
+        double w = 0, o = 0, io = 0;
+        for (int64_t q = start[k]; q < start[k + 1]; q++) {
+            const as_trmem *x = &t[order[q]]->mem;
+            w += x->weights;
+            o += x->optimizer;
+            io += (double)as_trmem_total(x) - x->weights - x->optimizer;
+        }
+        tw += w;
+        to += o;
+        ti += io;
+        fprintf(f, "  %5" PRId64 " %12.3f %12.3f %12.3f %12.3f ", k, w / MiB, o / MiB, io / MiB, (w + o + io) / MiB);
+        if (m->mem_cap) fprintf(f, "%6.1f%%\n", 100.0 * (w + o + io) / (double)m->mem_cap);
+        else fprintf(f, "%7s\n", "-");
+    }
+    fprintf(f, "  %5s %12.3f %12.3f %12.3f %12.3f\n", "total", tw / MiB, to / MiB, ti / MiB, (tw + to + ti) / MiB);
 }
 
 void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t)
@@ -512,9 +543,10 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
         print_ids(f, start, order, t, k, 16);
         fputc('\n', f);
     }
+    fprintf(f, "  %5s %6" PRId64 " %12.3f\n", "total", p->n - p->ninfeasible, tot / MiB);
+    print_mem_terms(f, p, m, t, start, order);
     free(start);
     free(order);
-    fprintf(f, "  %5s %6" PRId64 " %12.3f\n", "total", p->n - p->ninfeasible, tot / MiB);
     if (p->pred && K > 0) {
         double mx = p->pred[0], mn = p->pred[0], s = 0;
         for (int64_t k = 0; k < K; k++) {

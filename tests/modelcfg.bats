@@ -187,6 +187,13 @@ cfg() {
     as-plan --alg size-greedy --plans-only "$T/f.ast" -o "$T/p.ast"
     run sh -c "as-show --kind plan '$T/p.ast' | jq -c '.mem_bytes | map(select(. > 0)) | sort'"
     assert_output '[5632,200192]'
+    # the text report: the memory of every shard by term, tables by name; the totals in MiB:
+    # weights 64512, optimizer 129024, pipeline io 2 x (4096 + 2048) bytes
+    run as-plan --alg size-greedy --format text "$T/f.ast"
+    assert_success
+    assert_line --partial "memory by term (TorchRec's model"
+    assert_line --regexp '^  total +0\.062 +0\.123 +0\.012 +0\.196$'
+    assert_output --partial ' a'
     # under a cap of 200191 bytes table a fits nowhere (its fp16 weights, 32000, would)
     as-features "$T/f.ast" --drop-tasks --model-task --mem-cap 200191 -o "$T/f2.ast"
     run sh -c "as-plan --alg size-greedy --plans-only '$T/f2.ast' 2>/dev/null | as-show --kind plan | jq -c '[.feasible, .infeasible_tables]'"
