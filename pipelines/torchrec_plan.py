@@ -17,7 +17,11 @@ global ranks (dmp_collection.shard_ranks lists them: shard k on ranks k*G + i).
 Library use:
     from torchrec_plan import load_plans, sharding_plan
     doc = load_plans("plans.json", task=3, alg="lookup-greedy")
-    plan = sharding_plan(doc, ebc)           # ebc: the (unsharded) EmbeddingBagCollection
+    ebc = resolve_module(doc, model)         # the (unsharded) EmbeddingBagCollection at
+                                             # doc["module"] in the model
+    plan = sharding_plan(doc, ebc)           # checks first (check_module): every table by
+                                             # name and size against the module's, errors
+                                             # naming the table
     model = DistributedModelParallel(model, plan=plan, ...)   # or DMPCollection(...)
 
 Split tables (as-plan --split-tables, --alg torchrec) convert where TorchRec's generators
@@ -131,6 +135,62 @@ def table_ranks(doc):
             for module, tables in doc["plan"].items()}
 
 
+def _module_tables(module, fqn):
+    """{name: (num_embeddings, embedding_dim)} of an EmbeddingBagCollection: its
+    embedding_bag_configs(), or (a stand-in built with torch) its embedding_bags ModuleDict
+    of nn.EmbeddingBag, whose weights give the sizes."""
+    if hasattr(module, "embedding_bag_configs"):
+        cfgs = module.embedding_bag_configs()
+        return {c.name: (int(c.num_embeddings), int(c.embedding_dim)) for c in cfgs}
+    bags = getattr(module, "embedding_bags", None)
+    if bags is None and hasattr(module, "items"):
+        bags = module        # the collection's ModuleDict itself (as-plan's default path)
+    if bags is not None and hasattr(bags, "items"):
+        return {name: tuple(int(x) for x in bag.weight.shape) for name, bag in bags.items()}
+    raise ValueError(f"module '{fqn}' is not an EmbeddingBagCollection (no embedding_bag_configs(), "
+                     "no embedding_bags)")
+
+
+def resolve_module(doc, model):
+    """The module at doc["module"] inside model ("" or the model's own path: model itself),
+    or ValueError naming the first missing attribute."""
+    fqn = doc["module"]
+    m = model
+    for part in [p for p in fqn.split(".") if p] if fqn else []:
+        if not hasattr(m, part):
+            if part == fqn.split(".")[0] and (hasattr(m, "embedding_bag_configs") or hasattr(m, "embedding_bags")):
+                return m      # given the collection itself
+            raise ValueError(f"module path '{fqn}': the model has no '{part}' there (as-plan --module, or the "
+                             "config's module_path, names the EmbeddingBagCollection's path in the model)")
+        m = getattr(m, part)
+    return m
+
+
+def check_module(doc, module, rename=None):
+    """Check one plan document against the module's tables before converting it: every table
+    of the plan is a table of the module and the other way round, and each table's shards
+    tile exactly its num_embeddings x embedding_dim. ValueError naming the table."""
+    fqn = doc["module"]
+    have = _module_tables(module, fqn)
+    plan = {(rename or {}).get(k, k): v for k, v in doc["plan"][fqn].items()}
+    for name in plan:
+        if name not in have:
+            raise ValueError(f"{fqn}.{name}: the plan's table is not a table of the module (it has "
+                             f"{len(have)}: {', '.join(sorted(have)[:5])}{', ...' if len(have) > 5 else ''})")
+    for name in have:
+        if name not in plan:
+            raise ValueError(f"{fqn}.{name}: the module's table has no sharding in the plan")
+    for name, ps in plan.items():
+        rows, dim = have[name]
+        offs, sizes = ps.get("shards", []), ps.get("shards", [])
+        area = sum(int(s["shard_sizes"][0]) * int(s["shard_sizes"][1]) for s in sizes)
+        r1 = max(int(s["shard_offsets"][0]) + int(s["shard_sizes"][0]) for s in offs)
+        c1 = max(int(s["shard_offsets"][1]) + int(s["shard_sizes"][1]) for s in offs)
+        if (r1, c1) != (rows, dim) or area != rows * dim:
+            raise ValueError(f"{fqn}.{name}: the plan's shards cover {r1} x {c1} ({area} elements), the module's "
+                             f"table is {rows} x {dim} (num_embeddings x embedding_dim)")
+
+
 def sharding_plan(doc, module, device_type="cuda", rename=None):
     """A torchrec ShardingPlan for `module` (the unsharded EmbeddingBagCollection named by
     doc["module"]) from one plan document, through construct_module_sharding_plan with the
@@ -141,6 +201,8 @@ def sharding_plan(doc, module, device_type="cuda", rename=None):
     from torchrec.distributed.types import ShardingPlan
 
     fqn = doc["module"]
+    if not isinstance(module, str):      # (the test double passes a name, not a module)
+        check_module(doc, module, rename)
     specs = table_shardings(doc)[fqn]
     if rename:
         specs = {rename.get(k, k): v for k, v in specs.items()}

@@ -228,3 +228,30 @@ cfg() {
     run as-plan --alg size-greedy --plans-only "$T/ok.ast" -o "$T/p.ast"
     assert_success
 }
+
+@test "torchrec_plan.py against a stand-in module built with torch: module path, missing and extra tables, sizes" {
+    py="$(torch_python)" || fail "no python3 with PyTorch: install python3-torch (make deps, as root)"
+    printf '%s\n' '{"module_path": "model.sparse_arch.embedding_bag_collection", "topology": {"world_size": 2, "batch_size_per_rank": 8},' \
+        '"tables": [{"name": "a", "num_embeddings": 100, "embedding_dim": 16}, {"name": "b", "num_embeddings": 8, "embedding_dim": 32}]}' > "$T/m.json"
+    as-convert --config "$T/m.json" | as-features --model-task | as-plan --alg size-greedy --format torchrec -o "$T/p.json"
+    chk() { run env PYTHONPATH="$ROOT/pipelines" "$py" "$ROOT/tests/fixtures/torchrec_standin/standin_check.py" "$T/p.json" "$@"; }
+    chk 'a:100:16,b:8:32'
+    assert_success
+    assert_output ok
+    chk 'a:100:16,b:8:32' 'doc["module"] = "model.sparse.embedding_bag_collection"'
+    assert_failure 1
+    assert_output --partial "module path 'model.sparse.embedding_bag_collection': the model has no 'sparse' there"
+    chk 'a:100:16'
+    assert_failure 1
+    assert_output --partial "model.sparse_arch.embedding_bag_collection.b: the plan's table is not a table of the module"
+    chk 'a:100:16,b:8:32,c:5:4'
+    assert_failure 1
+    assert_output --partial "embedding_bag_collection.c: the module's table has no sharding in the plan"
+    chk 'a:99:16,b:8:32'
+    assert_failure 1
+    assert_output --partial "embedding_bag_collection.a: the plan's shards cover 100 x 16 (1600 elements), the module's table is 99 x 16"
+    # uneven column pieces that do not sum to the dim
+    chk 'a:100:16,b:8:32' 'd = doc["plan"][doc["module"]]["a"]; d["shards"] = [{"shard_offsets": [0, 0], "shard_sizes": [100, 8], "placement": "rank:0/cuda:0"}, {"shard_offsets": [0, 8], "shard_sizes": [100, 4], "placement": "rank:1/cuda:1"}]; d["ranks"] = [0, 1]; d["sharding_type"] = "column_wise"'
+    assert_failure 1
+    assert_output --partial "embedding_bag_collection.a: the plan's shards cover 100 x 12 (1200 elements), the module's table is 100 x 16"
+}

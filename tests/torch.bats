@@ -6,17 +6,7 @@
 # missing PyTorch is a failure, not a skip. $AS_PYTHON names another interpreter.
 load test_helper/common
 
-# the first of $AS_PYTHON, /usr/bin/python3 (python3-torch), python3 that imports torch
-torch_python() {
-    local py
-    for py in ${AS_PYTHON:-} /usr/bin/python3 python3; do
-        if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' >/dev/null 2>&1; then
-            echo "$py"
-            return 0
-        fi
-    done
-    return 1
-}
+# torch_python (test_helper/common.bash): the first python3 that imports torch
 
 @test "torch_check.py: torch.load and torch.save interoperate with ptwrite and as-convert" {
     py="$(torch_python)" || fail "no python3 with PyTorch: install python3-torch (make deps, as root)"

@@ -75,3 +75,15 @@ mp_stream() {
 mp_edit() {
     zstd -dc "$1" | python3 "$ROOT/tests/test_helper/mp.py" --edit "$2" | zstd -q -c
 }
+
+# the first of $AS_PYTHON, /usr/bin/python3 (python3-torch), python3 that imports torch
+torch_python() {
+    local py
+    for py in ${AS_PYTHON:-} /usr/bin/python3 python3; do
+        if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' >/dev/null 2>&1; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
