@@ -29,9 +29,9 @@ can express them: column_wise (equal widths on any ranks, uneven ones on ranks 0
 and row_wise (world_size blocks of ceil(rows / world_size) rows, block i on rank i); other
 splits are an error naming the table (see _expressible).
 
-Command line (checks a file: every plan converts; prints each plan's per-rank table counts;
-needs no torchrec; exit 1 when a plan cannot be converted):
-    python3 pipelines/torchrec_plan.py plans.json [--task N] [--alg NAME]
+Command line (checks a file, or standard input: every plan converts; prints each plan's
+per-rank table counts; needs no torchrec; exit 1 when a plan cannot be converted):
+    python3 pipelines/torchrec_plan.py [--check] [plans.json | -] [--task N] [--alg NAME]
 """
 import argparse
 import json
@@ -43,7 +43,7 @@ def load_plans(path, task=None, alg=None):
     """The plans of a file (JSON lines), filtered by task and algorithm. With both given,
     returns the one matching plan (a dict); otherwise the list."""
     docs = []
-    with open(path) as f:
+    with (open(path) if path != "-" else open(sys.stdin.fileno(), closefd=False)) as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
@@ -182,10 +182,12 @@ def check_module(doc, module, rename=None):
             raise ValueError(f"{fqn}.{name}: the module's table has no sharding in the plan")
     for name, ps in plan.items():
         rows, dim = have[name]
-        offs, sizes = ps.get("shards", []), ps.get("shards", [])
-        area = sum(int(s["shard_sizes"][0]) * int(s["shard_sizes"][1]) for s in sizes)
-        r1 = max(int(s["shard_offsets"][0]) + int(s["shard_sizes"][0]) for s in offs)
-        c1 = max(int(s["shard_offsets"][1]) + int(s["shard_sizes"][1]) for s in offs)
+        shards = ps.get("shards") or []
+        if not shards:
+            raise ValueError(f"{fqn}.{name}: no shards in the plan")
+        area = sum(int(s["shard_sizes"][0]) * int(s["shard_sizes"][1]) for s in shards)
+        r1 = max(int(s["shard_offsets"][0]) + int(s["shard_sizes"][0]) for s in shards)
+        c1 = max(int(s["shard_offsets"][1]) + int(s["shard_sizes"][1]) for s in shards)
         if (r1, c1) != (rows, dim) or area != rows * dim:
             raise ValueError(f"{fqn}.{name}: the plan's shards cover {r1} x {c1} ({area} elements), the module's "
                              f"table is {rows} x {dim} (num_embeddings x embedding_dim)")
@@ -219,7 +221,9 @@ def sharding_plan(doc, module, device_type="cuda", rename=None):
 
 def main():
     ap = argparse.ArgumentParser(description="check as-plan --format torchrec output")
-    ap.add_argument("file")
+    ap.add_argument("file", nargs="?", default="-", help="as-plan --format torchrec output (default: standard input)")
+    ap.add_argument("--check", action="store_true",
+                    help="check that every plan converts (what the command line always does; needs no torchrec)")
     ap.add_argument("--task", type=int)
     ap.add_argument("--alg")
     a = ap.parse_args()
@@ -230,6 +234,10 @@ def main():
         return 1
     if isinstance(docs, dict):
         docs = [docs]
+    if not docs:
+        print(f"torchrec_plan: {a.file}: no plan{' of that task and algorithm' if a.task is not None or a.alg else ''}",
+              file=sys.stderr)
+        return 1
     bad = 0
     for d in docs:
         try:

@@ -255,3 +255,15 @@ cfg() {
     assert_failure 1
     assert_output --partial "embedding_bag_collection.a: the plan's shards cover 100 x 12 (1200 elements), the module's table is 100 x 16"
 }
+
+@test "the documented pipeline: as-convert --config (DLRM-DCNv2) | as-features --model-task | as-plan --format torchrec | torchrec_plan.py --check" {
+    run sh -c "as-convert --config '$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json' --batch 1024 | as-features --model-task |
+               as-plan --alg torchrec,size-lookup-greedy --format torchrec 2>/dev/null | python3 '$ROOT/pipelines/torchrec_plan.py' --check"
+    assert_success
+    assert_line 'task 0 torchrec model.sparse_arch.embedding_bag_collection: 26 tables (26 table_wise); tables per rank 0:1 1:1 2:4 3:4 4:4 5:4 6:4 7:4'
+    assert_line --partial 'task 0 size-lookup-greedy model.sparse_arch.embedding_bag_collection: 26 tables (26 table_wise)'
+    # no plan in the input (e.g. as-plan failed before it): an error, not an empty success
+    run sh -c "printf '' | python3 '$ROOT/pipelines/torchrec_plan.py' --check"
+    assert_failure 1
+    assert_output --partial 'no plan'
+}
