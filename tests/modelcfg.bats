@@ -194,6 +194,9 @@ cfg() {
     assert_line --partial "memory by term (TorchRec's model"
     assert_line --regexp '^  total +0\.062 +0\.123 +0\.012 +0\.196$'
     assert_output --partial ' a'
+    # the same task from the features stream (as-features over its own output): the same cap
+    run sh -c "as-features '$T/f.ast' --drop-tasks --model-task | as-show --kind task | jq -c .mem_cap"
+    assert_output 14602858086
     # under a cap of 200191 bytes table a fits nowhere (its fp16 weights, 32000, would)
     as-features "$T/f.ast" --drop-tasks --model-task --mem-cap 200191 -o "$T/f2.ast"
     run sh -c "as-plan --alg size-greedy --plans-only '$T/f2.ast' 2>/dev/null | as-show --kind plan | jq -c '[.feasible, .infeasible_tables]'"

@@ -240,6 +240,8 @@ int main(int argc, char **argv)
                 }
                 as_writer_raw(w, rec.raw, rec.rawlen);
                 have = as_piece_whole(&f.piece);
+                /* a model's table already featurized: its ids count in TorchRec's reservation */
+                if (have && model_batch && as_features_has_mem(&f)) model_ids += f.pooling * (double)model_batch;
             } else if (as_rec_is(&rec, "model-config")) {
                 double fi, fo;
                 if (as_obj_i64(&rec.obj, "world_size", &model_world) || model_world < 1 ||
