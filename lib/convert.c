@@ -153,6 +153,23 @@ static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t tabl
     return o64;
 }
 
+/* write converted table t (largest index mx), as itself or as o->meta's table */
+static int write_out(ctx *c, const as_convert_opts *o, as_writer *w, int64_t t, int64_t mx, int64_t B,
+                     const int64_t *off, const void *idx, as_dtype dt)
+{
+    if (!o->meta) {
+        as_write_table(w, t, mx + 1 > 1 ? mx + 1 : 1, B, as_table_dim(o, t), off, idx, dt, o->source);
+        return 0;
+    }
+    if (mx >= o->out_rows) {
+        snprintf(c->err, c->errlen, "table %" PRId64 " of the file has index %" PRId64 ", not below num_embeddings %" PRId64,
+                 t, mx, o->out_rows);
+        return -1;
+    }
+    as_write_table_meta(w, o->out_id, o->out_rows, B, o->out_dim, off, idx, dt, o->source, o->meta);
+    return 0;
+}
+
 static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts *o, as_writer *w,
                            as_progress *p, int64_t *written)
 {
@@ -235,8 +252,7 @@ static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts
         int64_t mx;
         void *idx = read_indices(c, ti, base, off[B], t, &dt, &mx);
         if (!idx) goto out;
-        int64_t rows = mx + 1 > 1 ? mx + 1 : 1;
-        as_write_table(w, t, rows, B, as_table_dim(o, t), off, idx, dt, o->source);
+        if (write_out(c, o, w, t, mx, B, off, idx, dt)) goto out;
         (*written)++;
         as_progress_update(p, (double)(k + 1));
     }
@@ -333,7 +349,7 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
         int64_t mx;
         void *idx = read_indices(c, ti, 0, nidx, t, &dt, &mx);
         if (!idx) { free(off); return -1; }
-        as_write_table(w, t, mx + 1 > 1 ? mx + 1 : 1, B, as_table_dim(o, t), off, idx, dt, o->source);
+        if (write_out(c, o, w, t, mx, B, off, idx, dt)) { free(off); return -1; }
         free(off);
         (*written)++;
         as_progress_update(p, (double)(k + 1));
@@ -390,6 +406,44 @@ int64_t as_convert_synth(const as_synth_cfg *cfg, const as_convert_opts *o, as_w
 
 /* ---- --config ---------------------------------------------------------------------- */
 
+/* table i of a config, its lookups those of table t->lookups_table of t->lookups_file */
+static int config_file_table(const as_mcfg_table *t, const as_table_meta *meta, int64_t i, as_writer *w, char *err,
+                             size_t errlen)
+{
+    pt_limits lim;
+    int code;
+    char e2[768];
+    if (pt_limits_init(&lim, e2, sizeof e2)) {
+        snprintf(err, errlen, "table %" PRId64 " (\"%s\"): %s", i, t->name, e2);
+        return -1;
+    }
+    pt_file *f = pt_open_code(t->lookups_file, &lim, &code, e2, sizeof e2);
+    if (!f) {
+        snprintf(err, errlen, "table %" PRId64 " (\"%s\"): lookups: %s: %s", i, t->name, t->lookups_file, e2);
+        return -1;
+    }
+    const char *base = strrchr(t->lookups_file, '/');
+    const int64_t sel = t->lookups_table;
+    as_convert_opts o = { 0 };
+    o.select = &sel;
+    o.nselect = 1;
+    o.source = base ? base + 1 : t->lookups_file;
+    o.meta = meta;
+    o.out_id = i;
+    o.out_rows = t->rows;
+    o.out_dim = t->dim;
+    as_progress q = { 0 };
+    const int64_t n = as_convert_torch(f, &o, w, &q, e2, sizeof e2);
+    pt_close(f);
+    if (n != 1) {
+        const char *why = n < 0 ? e2 : "no such table in the file";
+        if (!strncmp(why, "--tables: ", 10)) why += 10;     /* the select is the config's "table" */
+        snprintf(err, errlen, "table %" PRId64 " (\"%s\"): lookups: %s: %s", i, t->name, t->lookups_file, why);
+        return -1;
+    }
+    return 0;
+}
+
 int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const char *source, as_writer *w,
                           as_progress *p, char *err, size_t errlen)
 {
@@ -416,6 +470,12 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
     p->total = (double)c->n;
     for (int64_t i = 0; i < c->n; i++) {
         const as_mcfg_table *t = &c->tables[i];
+        const as_table_meta meta = { t->name, t->data_type, (const char (*)[128])t->features, t->nfeatures };
+        if (t->lookups_file[0]) {
+            if (config_file_table(t, &meta, i, w, err, errlen)) return -1;
+            as_progress_update(p, (double)(i + 1));
+            continue;
+        }
         /* a plain Zipf of exponent skew over all rows: no knee */
         const as_synth_params sp = { .hash = t->rows, .pooling = t->pooling, .zipf = t->skew, .zipf2 = t->skew,
                                      .knee = (double)t->rows };
@@ -426,7 +486,6 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
                      rc == -ENOMEM ? "out of memory generating its lookups" : "its lookups cannot be generated");
             return -1;
         }
-        const as_table_meta meta = { t->name, t->data_type, (const char (*)[128])t->features, t->nfeatures };
         as_write_table_meta(w, i, t->rows, B, t->dim, tb.offsets, tb.indices, AS_DT_I32, source, &meta);
         as_synth_free(&tb);
         as_progress_update(p, (double)(i + 1));

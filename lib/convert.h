@@ -25,6 +25,12 @@ typedef struct {
     size_t nselect;
     int64_t first;           /* > 0: only the first N tables (when select is NULL) */
     const char *source;      /* recorded in every table record ("synth", file name) */
+    /* a model config's table whose lookups come from the file (as-convert --config): the one
+     * selected table is written as id out_id with rows out_rows (its indices must lie below:
+     * else an error naming it), dim out_dim and meta's name, data type and features; NULL:
+     * every table as converted */
+    const as_table_meta *meta;
+    int64_t out_id, out_rows, out_dim;
 } as_convert_opts;
 
 /* The dim of table `id`: dims[uniform choice], from (seed, id) only. */
@@ -46,10 +52,12 @@ int64_t as_convert_synth(const as_synth_cfg *c, const as_convert_opts *o, as_wri
 
 /* a model config (modelcfg.h) -> a `model-config` record (its topology, docs/FORMAT.md)
  * then one table record per table, id = its position, with its name, data type, feature
- * names, rows = num_embeddings and dim = embedding_dim, and synthetic lookups: batch bags (0:
- * the config's batch_size_per_rank x world_size) of its pooling factor, rows drawn by a
- * Zipf law of its skew (synth.h as_synth_gen, seeded by (seed, 3 x id)). Returns tables
- * written or -1 with err naming the table. */
+ * names, rows = num_embeddings and dim = embedding_dim, and its lookups: those of table k of
+ * a torch.save file (MetaSyn or the prototype's, as as_convert_torch reads them; its batch)
+ * when the table names one, else synthetic: batch bags (0: the config's batch_size_per_rank
+ * x world_size) of its pooling factor, rows drawn by a Zipf law of its skew (synth.h
+ * as_synth_gen, seeded by (seed, 3 x id)). Returns tables written or -1 with err naming the
+ * table. */
 int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const char *source, as_writer *w,
                           as_progress *p, char *err, size_t errlen);
 

@@ -165,13 +165,13 @@ static int parse_topology(ctx *x, const msgpack_object *t, as_mcfg *c)
 static int parse_table(ctx *x, const msgpack_object *o, int64_t i, as_mcfg_table *t)
 {
     static const char *const keys[] = { "name", "num_embeddings", "embedding_dim", "feature_names", "data_type",
-                                        "pooling_factor", "bag", "skew" };
+                                        "pooling_factor", "bag", "skew", "lookups" };
     snprintf(x->where, sizeof x->where, "table %" PRId64 ": ", i);
     if (o->type != MSGPACK_OBJECT_MAP) return fail(x, NULL, "must be an object");
     if (get_str(x, o, "name", t->name, sizeof t->name, 1) < 0) return -1;
     if (!t->name[0]) return fail(x, "name", "is empty");
     snprintf(x->where, sizeof x->where, "table %" PRId64 " (\"%s\"): ", i, t->name);
-    if (known_keys(x, o, keys, 8)) return -1;
+    if (known_keys(x, o, keys, 9)) return -1;
     if (get_int(x, o, "num_embeddings", 1, INT32_MAX, &t->rows, 1) < 0) return -1;
     if (get_int(x, o, "embedding_dim", 1, as_limit(AS_LIM_DIM), &t->dim, 1) < 0) return -1;
     const msgpack_object *fn = as_obj_get(o, "feature_names");
@@ -208,6 +208,18 @@ static int parse_table(ctx *x, const msgpack_object *o, int64_t i, as_mcfg_table
         return fail(x, "bag", "\"fixed\" needs an integer pooling_factor (it is %g)", t->pooling);
     t->skew = AS_MCFG_SKEW;
     if (get_num(x, o, "skew", 0, 4, &t->skew, 0) < 0) return -1;
+    const msgpack_object *lk = as_obj_get(o, "lookups");
+    if (lk) {
+        static const char *const lkeys[] = { "file", "table" };
+        const size_t w = strlen(x->where);
+        if (lk->type != MSGPACK_OBJECT_MAP) return fail(x, "lookups", "must be an object {\"file\": ..., \"table\": ...}");
+        snprintf(x->where + w, sizeof x->where - w, "lookups: ");
+        if (known_keys(x, lk, lkeys, 2) || get_str(x, lk, "file", t->lookups_file, sizeof t->lookups_file, 1) < 0 ||
+            get_int(x, lk, "table", 0, as_limit(AS_LIM_TABLE_ID), &t->lookups_table, 1) < 0)
+            return -1;
+        if (!t->lookups_file[0]) return fail(x, "file", "is empty");
+        x->where[w] = 0;
+    }
     return 0;
 }
 
@@ -317,8 +329,24 @@ int as_mcfg_load(as_mcfg *c, const char *path, char *err, size_t errlen)
     char e2[1024];
     const int rc = as_mcfg_parse(c, buf, n, e2, sizeof e2);
     free(buf);
-    if (rc) snprintf(err, errlen, "%s: %s", path, e2);
-    return rc;
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", path, e2);
+        return rc;
+    }
+    /* lookups files relative to the config's folder */
+    const char *slash = strrchr(path, '/');
+    for (int64_t i = 0; i < c->n && slash; i++) {
+        as_mcfg_table *t = &c->tables[i];
+        if (!t->lookups_file[0] || t->lookups_file[0] == '/') continue;
+        char full[sizeof t->lookups_file];
+        const int k = snprintf(full, sizeof full, "%.*s/%s", (int)(slash - path), path, t->lookups_file);
+        if (k < 0 || (size_t)k >= sizeof full) {
+            snprintf(err, errlen, "%s: table %" PRId64 " (\"%s\"): lookups: file: the path is too long", path, i, t->name);
+            return -1;
+        }
+        memcpy(t->lookups_file, full, sizeof full);
+    }
+    return 0;
 }
 
 void as_mcfg_free(as_mcfg *c)

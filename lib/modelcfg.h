@@ -31,6 +31,10 @@ typedef struct {
     int fixed;                      /* bag "fixed": every bag exactly L long (L an integer);
                                      * 0: "geometric" lengths of mean L (default) */
     double skew;                    /* Zipf exponent of the rows' popularity (0: uniform) */
+    char lookups_file[1024];        /* "lookups": {"file", "table"}: real lookups, those of
+                                     * table lookups_table of this torch.save file (relative
+                                     * to the config's folder); "" synthetic */
+    int64_t lookups_table;
 } as_mcfg_table;
 
 typedef struct {

@@ -270,3 +270,42 @@ cfg() {
     assert_failure 1
     assert_output --partial 'no plan'
 }
+
+@test "as-convert --config: a table's lookups from a torch.save file (MetaSyn), its errors" {
+    ptwrite metasyn --tables 6 --batch 64 --row-scale 0.001 --seed 5 -o "$T/m.pt"
+    as-convert "$T/m.pt" --seed 5 -o "$T/m.ast"
+    # the file beside the config, named relative to it; the synthetic table at the same batch
+    mkdir "$T/cfg"
+    mv "$T/m.pt" "$T/cfg/m.pt"
+    cfgl() { printf '{"topology": {"world_size": 2, "batch_size_per_rank": 32}, "tables": [{"name": "x", %s}, {"name": "y", "num_embeddings": 50, "embedding_dim": 4}]}\n' "$1" > "$T/cfg/c.json"; }
+    cfgl '"num_embeddings": 100000, "embedding_dim": 8, "lookups": {"file": "m.pt", "table": 2}'
+    ( cd "$T" && as-convert --config cfg/c.json -o "$T/c.ast" )
+    run sh -c "as-show --kind table '$T/c.ast' | jq -c '[.id, .name, .rows, .dim, .batch, .source]'"
+    assert_line '[0,"x",100000,8,64,"m.pt"]'
+    assert_line '[1,"y",50,4,64,"c.json"]'
+    # table 2 of the file, bag for bag
+    cmp <(as-show --full --kind table "$T/c.ast" | head -1 | jq -c '[.offsets, .indices, .lookups]') \
+        <(as-show --full --kind table "$T/m.ast" | jq -c 'select(.id == 2) | [.offsets, .indices, .lookups]')
+    # errors name the table
+    cfgl '"num_embeddings": 100, "embedding_dim": 8, "lookups": {"file": "m.pt", "table": 2}'
+    run as-convert --config "$T/cfg/c.json" -o "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial 'c.json: table 0 ("x"): lookups: '
+    assert_output --partial 'm.pt: table 2 of the file has index'
+    assert_output --partial 'not below num_embeddings 100'
+    cfgl '"num_embeddings": 100000, "embedding_dim": 8, "lookups": {"file": "m.pt", "table": 9}'
+    run as-convert --config "$T/cfg/c.json" -o "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial 'lookups: '
+    assert_output --partial 'm.pt: table 9 does not exist (the file has 6 tables)'
+    cfgl '"num_embeddings": 100000, "embedding_dim": 8, "lookups": {"file": "none.pt", "table": 0}'
+    run as-convert --config "$T/cfg/c.json" -o "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial 'table 0 ("x"): lookups: '
+    assert_output --partial 'none.pt: cannot open'
+    cfgl '"num_embeddings": 100000, "embedding_dim": 8, "lookups": {"file": "m.pt"}'
+    run as-convert --config "$T/cfg/c.json" -o "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial 'table 0 ("x"): lookups: table: missing (required)'
+    [ ! -e "$T/bad.ast" ]
+}

@@ -44,13 +44,15 @@ static const char HELP[] =
     "Model config (--config FILE): a `model-config` record (the topology: world size, local\n"
     "size, HBM per device, batch size per rank, optimizer, pipeline, module path), then one\n"
     "table record per table, in the file's order (id = position), with its name, data type\n"
-    "and feature names, rows = num_embeddings and dim = embedding_dim. Lookups are\n"
-    "synthetic: batch_size_per_rank x world_size bags (a table-wise shard's kernel sees every\n"
-    "rank's samples; --batch B instead) of the table's pooling_factor (default 1; bag\n"
-    "\"geometric\" lengths of that mean, or \"fixed\"), rows drawn by a Zipf law of exponent\n"
-    "`skew` (default 0.8, MetaSyn's head exponents lie in 0.74-0.89; 0: uniform) and\n"
-    "scattered over the table, seeded by --seed and the table's position. A bad config\n"
-    "(JSON syntax, a missing or unknown field, a size out of range, a repeated name, an\n"
+    "and feature names, rows = num_embeddings and dim = embedding_dim. Lookups are those of\n"
+    "table k of a torch.save file where the table says \"lookups\": {\"file\": F, \"table\":\n"
+    "k} (F relative to the config's folder; that file's batch), else synthetic:\n"
+    "batch_size_per_rank x world_size bags (a table-wise shard's kernel sees every rank's\n"
+    "samples; --batch B instead) of the table's pooling_factor (default 1; bag \"geometric\"\n"
+    "lengths of that mean, or \"fixed\"), rows drawn by a Zipf law of exponent `skew`\n"
+    "(default 0.8, MetaSyn's head exponents lie in 0.74-0.89; 0: uniform) and scattered over\n"
+    "the table, seeded by --seed and the table's position. A bad config (JSON syntax, a\n"
+    "missing or unknown field, a size out of range, a repeated name, an\n"
     "unknown data type) is exit 1 naming the table and the field.\n"
     "\n"
     "Offsets, lengths and indices are validated (offsets start at 0, never decrease, end at\n"
@@ -96,7 +98,7 @@ int main(int argc, char **argv)
     as_synth_cfg sc;
     as_synth_defaults(&sc);
     int64_t default_dims[] = { 16, 32 };
-    as_convert_opts co = { default_dims, 2, 0, NULL, 0, 0, NULL };
+    as_convert_opts co = { .dims = default_dims, .ndims = 2 };
     int64_t *dims = NULL, *sel = NULL;
     const char *tables_arg = NULL;
     int synth = 0, list = 0, dump = 0, opt;

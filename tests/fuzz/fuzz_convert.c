@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     close(fd);
     if (!f) return 0;
     int64_t dims[2] = { 16, 32 };
-    as_convert_opts o = { dims, 2, 7, NULL, 0, 0, "fuzz" };
+    as_convert_opts o = { .dims = dims, .ndims = 2, .seed = 7, .source = "fuzz" };
     as_writer *w = as_writer_open("/dev/null", 1, 0);
     as_progress prog;
     memset(&prog, 0, sizeof prog);

@@ -1168,7 +1168,7 @@ TEST(torchsave_limit_gzip_and_spool)
 static int64_t convert_null(pt_file *f, char *err, size_t errlen)
 {
     int64_t dims[1] = {16};
-    as_convert_opts o = {dims, 1, 0, NULL, 0, 0, "test"};
+    as_convert_opts o = { .dims = dims, .ndims = 1, .source = "test" };
     as_writer *w = as_writer_open("/dev/null", 1, 0);
     as_progress pr;
     memset(&pr, 0, sizeof pr);
