@@ -233,7 +233,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m);
 void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t);
 
 typedef struct {
-    const char *module;             /* module fqn, e.g. "embedding_bags" */
+    const char *module;             /* the collection's path in the model ("": the model) */
     int64_t local_size;             /* GPUs per host: placement cuda:{r % local_size} */
 } as_torchrec_opts;
 

@@ -2,9 +2,9 @@
 """torchrec_plan.py - turn `as-plan --format torchrec` output into a TorchRec ShardingPlan.
 
 as-plan writes one JSON document per line, one per (task, algorithm):
-  {"task": 3, "alg": "lookup-greedy", "world_size": K, "local_size": L, "module": "embedding_bags",
+  {"task": 3, "alg": "lookup-greedy", "world_size": K, "local_size": L, "module": "",
    "dmp_collection": {...}  (only with --world-size),
-   "plan": {"embedding_bags": {"t17": {"sharding_type": "table_wise", "compute_kernel": "fused",
+   "plan": {"": {"t17": {"sharding_type": "table_wise", "compute_kernel": "fused",
             "ranks": [r], "shards": [{"shard_offsets": [0, 0], "shard_sizes": [rows, dim],
             "placement": "rank:r/cuda:r%L"}]}, ...}}}
 Tables are keyed by their names in the model when the plan came from a model config
@@ -63,6 +63,11 @@ def load_plans(path, task=None, alg=None):
     return docs
 
 
+def _qual(module, name):
+    """a table's name qualified by its collection's path ("" : the model itself)"""
+    return f"{module}.{name}" if module else name
+
+
 def _expressible(module, name, ps, world):
     """(generator name, keyword arguments) of TorchRec's sharding_plan.py that reproduce the
     sharding ps of table `name` (as-plan's JSON), or ValueError naming the table. TorchRec's
@@ -72,7 +77,7 @@ def _expressible(module, name, ps, world):
     0, 1, ... in order; row_wise() with world_size blocks of ceil(rows / world_size) rows,
     block i on rank i. Anything else (row pieces on other ranks, uneven column pieces on other
     ranks, grid shards) cannot go through construct_module_sharding_plan."""
-    where = f"{module}.{name}"
+    where = _qual(module, name)
     kind = ps.get("sharding_type")
     shards = ps.get("shards") or []
     ranks = [int(r) for r in ps.get("ranks", [])]
@@ -175,21 +180,21 @@ def check_module(doc, module, rename=None):
     plan = {(rename or {}).get(k, k): v for k, v in doc["plan"][fqn].items()}
     for name in plan:
         if name not in have:
-            raise ValueError(f"{fqn}.{name}: the plan's table is not a table of the module (it has "
+            raise ValueError(f"{_qual(fqn, name)}: the plan's table is not a table of the module (it has "
                              f"{len(have)}: {', '.join(sorted(have)[:5])}{', ...' if len(have) > 5 else ''})")
     for name in have:
         if name not in plan:
-            raise ValueError(f"{fqn}.{name}: the module's table has no sharding in the plan")
+            raise ValueError(f"{_qual(fqn, name)}: the module's table has no sharding in the plan")
     for name, ps in plan.items():
         rows, dim = have[name]
         shards = ps.get("shards") or []
         if not shards:
-            raise ValueError(f"{fqn}.{name}: no shards in the plan")
+            raise ValueError(f"{_qual(fqn, name)}: no shards in the plan")
         area = sum(int(s["shard_sizes"][0]) * int(s["shard_sizes"][1]) for s in shards)
         r1 = max(int(s["shard_offsets"][0]) + int(s["shard_sizes"][0]) for s in shards)
         c1 = max(int(s["shard_offsets"][1]) + int(s["shard_sizes"][1]) for s in shards)
         if (r1, c1) != (rows, dim) or area != rows * dim:
-            raise ValueError(f"{fqn}.{name}: the plan's shards cover {r1} x {c1} ({area} elements), the module's "
+            raise ValueError(f"{_qual(fqn, name)}: the plan's shards cover {r1} x {c1} ({area} elements), the module's "
                              f"table is {rows} x {dim} (num_embeddings x embedding_dim)")
 
 
@@ -251,7 +256,8 @@ def main():
             kinds = Counter(g for g, _ in shardings[module].values())
             counts = " ".join(f"{r}:{per_rank.get(r, 0)}" for r in range(int(d["world_size"])))
             how = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-            print(f"task {d.get('task')} {d.get('alg')} {module}: {len(tr)} tables ({how}); tables per rank {counts}")
+            print(f"task {d.get('task')} {d.get('alg')} {module or '(the model itself)'}: {len(tr)} tables ({how}); "
+                  f"tables per rank {counts}")
     if bad:
         print(f"torchrec_plan: {bad} of {len(docs)} plans cannot go through construct_module_sharding_plan",
               file=sys.stderr)

@@ -510,7 +510,7 @@ cost-greedy+refine"
 
 @test "torchrec_plan.py: split tables through TorchRec's generators where they can express them, a named error where not" {
     hand
-    as-plan --alg lookup-greedy --format torchrec "$T/h.ast" > "$T/p.json"
+    as-plan --alg lookup-greedy --format torchrec --module embedding_bags "$T/h.ast" > "$T/p.json"
     # hand-made shardings of table t1 (100 rows x 32) on 4 ranks
     mk() { jq -c --argjson ps "$1" '.world_size = 4 | .plan.embedding_bags.t1 = $ps' "$T/p.json" > "$T/$2.json"; }
     sh() { jq -n --arg k "$1" --argjson r "$2" --argjson o "$3" --argjson z "$4" \
@@ -548,7 +548,7 @@ for f in sys.argv[1:]:
     # TorchRec's own planner's plans (--alg torchrec: its row_wise blocks on every rank) all convert
     D="$BATS_FILE_TMPDIR"
     as-features "$D/pool.ast" --row-pieces 3 --tasks 8 --test-tasks 2 --task-tables 12 --shards 3 --seed 0 -o "$T/ftr.ast"
-    as-plan --alg torchrec --format torchrec "$T/ftr.ast" > "$T/tr.json"
+    as-plan --alg torchrec --format torchrec --module embedding_bags "$T/ftr.ast" > "$T/tr.json"
     run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/tr.json"
     assert_success
     [ "$(grep -c 'torchrec embedding_bags: 12 tables' <<< "$output")" -eq 8 ]

@@ -309,3 +309,31 @@ cfg() {
     assert_output --partial 'table 0 ("x"): lookups: table: missing (required)'
     [ ! -e "$T/bad.ast" ]
 }
+
+@test "as-plan --format torchrec without a config or --module: the model is the collection itself (key \"\")" {
+    as-convert --synth --preset tiny | as-features --tasks 3 --test-tasks 1 --task-tables 8 --shards 2 -o "$T/f.ast"
+    as-plan --alg size-greedy --format torchrec --split test "$T/f.ast" -o "$T/p.json"
+    run jq -c '[.module, (.plan | keys)]' "$T/p.json"
+    assert_output '["",[""]]'
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check "$T/p.json"
+    assert_success
+    assert_output --partial 'size-greedy (the model itself): 8 tables (8 table_wise)'
+    # against a bare collection built with torch: resolve_module gives the collection back
+    py="$(torch_python)" || fail "no python3 with PyTorch: install python3-torch (make deps, as root)"
+    run env PYTHONPATH="$ROOT/pipelines:$ROOT/tests/fixtures/torchrec_standin" "$py" -c '
+import sys, json, torch
+import torchrec_plan as tp, standin_check as sc
+doc = tp.load_plans(sys.argv[1])[0]
+sizes = {n: (s["shards"][0]["shard_sizes"][0], s["shards"][0]["shard_sizes"][1]) for n, s in doc["plan"][""].items()}
+ebc = sc.EBC(sizes)
+tp.check_module(doc, tp.resolve_module(doc, ebc)); print("ok")
+sizes[next(iter(sizes))] = (1, 1)
+try:
+    tp.check_module(doc, sc.EBC(sizes))
+except ValueError as e:
+    print(e)
+' "$T/p.json"
+    assert_success
+    assert_line --index 0 ok
+    assert_line --index 1 --regexp "^t[0-9]+: the plan's shards cover"
+}

@@ -117,9 +117,12 @@ static const char HELP[] =
     "                         per piece)\n"
     "      --local-size L     torchrec: GPUs per host, placement rank:r/cuda:r%L (default: the\n"
     "                         input's model-config record's, as-convert --config; else 8)\n"
-    "      --module NAME      torchrec: the module fqn (default: the model-config's module_path;\n"
-    "                         else embedding_bags); tables are keyed by their names in the\n"
-    "                         model where the features carry them (as-convert --config), else t<id>\n"
+    "      --module NAME      torchrec: the EmbeddingBagCollection's path in the model, the\n"
+    "                         plan's key (e.g. sparse_arch.embedding_bag_collection in\n"
+    "                         TorchRec's DLRM; default: the model-config's module_path, else\n"
+    "                         \"\": the model is the collection itself); tables are keyed by\n"
+    "                         their names in the model where the features carry them\n"
+    "                         (as-convert --config), else t<id>\n"
     "      --repair FILE      instead of planning: refine the measured plans of FILE (as-bench's\n"
     "                         output on plans) on their measured costs (needs --model, not\n"
     "                         --alg): each plan of the input's tasks is rebuilt on its items'\n"
@@ -225,8 +228,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             break;
         case OPT_LOCAL: a->tro.local_size = as_cli_i64(cli, "--local-size", optarg, 1, 1000000); a->local_given = 1; break;
         case OPT_MODULE:
-            if (!*optarg) as_cli_usage(cli, "--module: empty name");
-            a->tro.module = optarg;
+            a->tro.module = optarg;     /* "": the model is the EmbeddingBagCollection itself */
             a->module_given = 1;
             break;
         case OPT_PLANS_ONLY: a->plans_only = 1; break;
@@ -328,7 +330,7 @@ int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", HELP);
-    args a = { .tro = { "embedding_bags", 8 },
+    args a = { .tro = { "", 8 },
                .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS,
                          .comm_gbps = AS_SPLIT_COMM_GBPS } };
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS };
