@@ -223,11 +223,12 @@ static int parse_table(ctx *x, const msgpack_object *o, int64_t i, as_mcfg_table
     return 0;
 }
 
-static const as_mcfg_table *sort_tables;     /* qsort has no context argument */
-static int cmp_name(const void *a, const void *b)
+/* table indices by name, then index; arg: the tables */
+static int cmp_name(const void *a, const void *b, void *arg)
 {
+    const as_mcfg_table *t = arg;
     const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    const int d = strcmp(sort_tables[i].name, sort_tables[j].name);
+    const int d = strcmp(t[i].name, t[j].name);
     return d ? d : (i > j) - (i < j);
 }
 
@@ -236,9 +237,7 @@ static int dup_name(ctx *x, const as_mcfg *c)
 {
     int64_t *ord = as_malloc((size_t)c->n * sizeof *ord);
     for (int64_t i = 0; i < c->n; i++) ord[i] = i;
-    sort_tables = c->tables;
-    qsort(ord, (size_t)c->n, sizeof *ord, cmp_name);
-    sort_tables = NULL;
+    qsort_r(ord, (size_t)c->n, sizeof *ord, cmp_name, c->tables);
     int64_t a = -1, b = -1;
     for (int64_t k = 1; k < c->n; k++)
         if (!strcmp(c->tables[ord[k - 1]].name, c->tables[ord[k]].name) && (b < 0 || ord[k] < b)) {

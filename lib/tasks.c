@@ -161,6 +161,18 @@ int as_tasks_make(const as_task_cfg *c, const int64_t *pool_ids, const int64_t *
     return 0;
 }
 
+void as_task_whole(as_task *t, const int64_t *ids, const int64_t *bytes, int64_t n, int64_t K)
+{
+    memset(t, 0, sizeof *t);
+    t->test = 1;
+    t->ntables = n;
+    t->shards = K;
+    t->tables = as_malloc((size_t)(n ? n : 1) * sizeof *t->tables);
+    if (n) memcpy(t->tables, ids, (size_t)n * sizeof *t->tables);
+    qsort(t->tables, (size_t)n, sizeof *t->tables, cmp_i64);
+    for (int64_t i = 0; i < n; i++) t->bytes += (uint64_t)bytes[i];
+}
+
 void as_task_write(as_writer *w, const as_task_cfg *c, const as_task *t)
 {
     msgpack_packer *pk = as_writer_pk(w);

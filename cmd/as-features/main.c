@@ -65,26 +65,14 @@ static const char HELP[] =
 
 enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP, OPT_ROWP, OPT_MODELTASK };
 
-static int cmp_i64(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* --model-task: one test task of every table; K and the cap from the options, else from
  * the model-config record */
 static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, const int64_t *bytes, int64_t n,
                              int64_t world, int64_t hbm, double ids_per_rank)
 {
     if (!n) { as_writer_abort(w); as_die(AS_EXIT_DATA, "--model-task: the input holds no table"); }
-    as_task t = { 0 };
-    t.test = 1;
-    t.ntables = n;
-    t.tables = as_malloc((size_t)n * sizeof *t.tables);
-    memcpy(t.tables, ids, (size_t)n * sizeof *t.tables);
-    qsort(t.tables, (size_t)n, sizeof *t.tables, cmp_i64);
-    for (int64_t i = 0; i < n; i++) t.bytes += (uint64_t)bytes[i];
-    t.shards = tc->shards ? tc->shards : world;
+    as_task t;
+    as_task_whole(&t, ids, bytes, n, tc->shards ? tc->shards : world);
     if (!t.shards) {
         as_writer_abort(w);
         as_die(AS_EXIT_DATA, "--model-task: no model-config record in the input (as-convert --config writes one): give --shards");
