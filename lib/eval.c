@@ -28,6 +28,10 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->comm_in);
     free(p->comm_out);
     free(p->comm_ms);
+    free(p->pred);
+    free(p->item_pred);
+    free(p->names);
+    free(p->mterm);
     memset(p, 0, sizeof *p);
 }
 
@@ -83,6 +87,88 @@ static int read_comm(const msgpack_object *rec, const char *key, as_eval_plan *p
         }
     }
     *out = v;
+    return 0;
+}
+
+/* o (field key), a list of n finite numbers (absent or nil: NULL) */
+static int read_nums(const msgpack_object *o, const char *key, int64_t n, const char *per, as_eval_plan *p,
+                     double **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != n) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": '%s' must be a list with one entry per %s", p->task, key, per);
+        return -1;
+    }
+    double *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        if (obj_num(&o->via.array.ptr[i], &v[i]) != 0 || !isfinite(v[i])) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a finite number", p->task, key, i);
+            free(v);
+            return -1;
+        }
+    *out = v;
+    return 0;
+}
+
+/* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap (all optional) */
+static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    if (read_nums(as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred, err, errlen) ||
+        read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
+        return -1;
+    int64_t cap;
+    if (!as_obj_i64(rec, "mem_cap", &cap) && cap > 0) p->mem_cap = (uint64_t)cap;
+    const msgpack_object *o = as_obj_get(rec, "names");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->T) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'names' must be a list with one entry per entry of 'tables'", p->task);
+            return -1;
+        }
+        p->names = as_calloc((size_t)(p->T ? p->T : 1), sizeof *p->names);
+        for (int64_t i = 0; i < p->T; i++) {
+            const msgpack_object *x = &o->via.array.ptr[i];
+            if (x->type != MSGPACK_OBJECT_STR || x->via.str.size >= sizeof p->names[0] ||
+                memchr(x->via.str.ptr, 0, x->via.str.size)) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": names[%" PRId64 "] is not a name (a string of 1-127 bytes)", p->task, i);
+                return -1;
+            }
+            memcpy(p->names[i], x->via.str.ptr, x->via.str.size);
+        }
+    }
+    o = as_obj_get(rec, "mem_terms");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        static const char *const term[3] = { "weights", "optimizer", "pipeline" };
+        if (o->type != MSGPACK_OBJECT_MAP) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_terms' must be a map of weights, optimizer and pipeline", p->task);
+            return -1;
+        }
+        p->mterm = as_malloc((size_t)(3 * p->K + 1) * sizeof *p->mterm);
+        for (int j = 0; j < 3; j++) {
+            double *v;
+            char key[32];
+            snprintf(key, sizeof key, "mem_terms.%s", term[j]);
+            const msgpack_object *a = as_obj_get(o, term[j]);
+            if (!a) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": '%s' is missing", p->task, key);
+                return -1;
+            }
+            if (read_nums(a, key, p->K, "shard", p, &v, err, errlen)) return -1;
+            if (!v) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": '%s' is nil", p->task, key);
+                return -1;
+            }
+            for (int64_t k = 0; k < p->K; k++) {
+                if (!(v[k] >= 0 && v[k] < 1e18)) {
+                    snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a byte count >= 0", p->task, key, k);
+                    free(v);
+                    return -1;
+                }
+                p->mterm[j * p->K + k] = (uint64_t)v[k];
+            }
+            free(v);
+        }
+    }
     return 0;
 }
 
@@ -249,6 +335,7 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
         read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))
         goto bad;
+    if (read_planner(rec, p, err, errlen)) goto bad;
     if (!p->comm_in != !p->comm_out) {
         snprintf(err, errlen, "plan of task %" PRId64 ": 'comm_in_bytes' and 'comm_out_bytes' come together", p->task);
         goto bad;

@@ -53,6 +53,12 @@ typedef struct {
        the plan carries none; comm_ms [K] what as_eval_charge_comm added to cost, NULL when
        nothing was charged */
     double *comm_in, *comm_out, *comm_ms;
+    /* the planner's view, for the per-rank statistics (lib/evalranks.h); NULL when absent */
+    double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
+    double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */
+    char (*names)[128];         /* [T] names: a model's table names */
+    uint64_t *mterm;            /* [3K] mem_terms: weights, optimizer, pipeline bytes per shard */
+    uint64_t mem_cap;           /* bytes per shard; 0 none */
     /* figures (as_eval_compute); NaN when undefined */
     int ok;                     /* feasible and every shard's cost known */
     double max, min, mean, balance, speedup;

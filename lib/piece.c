@@ -132,6 +132,15 @@ const char *as_piece_name(char *buf, size_t len, int64_t id, const as_piece *p)
     return buf;
 }
 
+const char *as_piece_label(char *buf, size_t len, const char *name, int64_t id, const as_piece *p)
+{
+    if (!name || !name[0]) return as_piece_name(buf, len, id, p);
+    if (!p || as_piece_whole(p)) snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "%s[c %" PRId64 ":%" PRId64 ", r %" PRId64 ":%" PRId64 ")", name, p->c0, p->c1, p->r0, p->r1);
+    return buf;
+}
+
 int as_piece_check(int64_t id, const as_piece *p, int64_t rows, int64_t dim, char *err, size_t errlen)
 {
     if (as_piece_whole(p) || (p->c1 <= dim && p->r1 <= rows)) return 0;

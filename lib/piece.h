@@ -70,6 +70,8 @@ int as_pieces_check_dims(const int64_t *ids, const as_piece *p, int64_t n,
 
 /* "t3", or "t3[c 0:16, r 0:500)" for messages; returns buf */
 const char *as_piece_name(char *buf, size_t len, int64_t id, const as_piece *p);
+/* as_piece_name with the table's name in place of "t<id>" when name is not NULL or "" */
+const char *as_piece_label(char *buf, size_t len, const char *name, int64_t id, const as_piece *p);
 
 /* A row piece's lookups: of the bags offsets[0..B] over indices (int32 row ids), those in
  * [r0, r1) rebased to r - r0, bag by bag in order, into off_out[B+1] and idx_out (room for

@@ -372,8 +372,14 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     const as_plan_refined *rf = &p->refine;
     const int pieces = p->pieces && as_pieces_any(p->pieces, p->n);
     const int comm = m->items != NULL;
+    int names = 0, terms = 0;
+    for (int64_t i = 0; comm && i < p->n; i++) {
+        names |= m->items[i]->name[0] != 0;
+        terms |= as_features_has_mem(m->items[i]);
+    }
+    const int ipred = m->item_pred != NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm;
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + names + terms + ipred;
     char label[64];
     msgpack_pack_map(pk, nf);
     as_pack_kv_str(pk, "kind", "plan");
@@ -407,9 +413,20 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         free(in);
         free(out);
     }
+    if (names) {
+        /* a model's tables by name (as-convert --config), for readers without its features */
+        as_pack_str(pk, "names");
+        msgpack_pack_array(pk, (size_t)p->n);
+        for (int64_t i = 0; i < p->n; i++) as_pack_str(pk, m->items[i]->name);
+    }
     as_pack_str(pk, "assign");
     msgpack_pack_array(pk, (size_t)p->n);
     for (int64_t i = 0; i < p->n; i++) msgpack_pack_int64(pk, p->assign[i]);
+    if (ipred) {
+        as_pack_str(pk, "item_pred_ms");
+        msgpack_pack_array(pk, (size_t)p->n);
+        for (int64_t i = 0; i < p->n; i++) msgpack_pack_double(pk, m->item_pred[i]);
+    }
     as_pack_str(pk, "counts");
     msgpack_pack_array(pk, (size_t)K);
     for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, p->count[k]);
@@ -417,6 +434,27 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     msgpack_pack_array(pk, (size_t)K);
     for (int64_t k = 0; k < K; k++) msgpack_pack_uint64(pk, p->mem[k]);
     as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
+    if (terms) {
+        /* TorchRec's memory model per shard, by term (trmem.h) */
+        double *v = as_calloc((size_t)(3 * K + 1), sizeof *v);
+        for (int64_t i = 0; i < p->n; i++) {
+            const int64_t k = p->assign[i];
+            if (k < 0 || !as_features_has_mem(m->items[i])) continue;
+            const as_trmem *x = &m->items[i]->mem;
+            v[k] += x->weights;
+            v[K + k] += x->optimizer;
+            v[2 * K + k] += (double)as_trmem_total(x) - x->weights - x->optimizer;
+        }
+        static const char *const term[3] = { "weights", "optimizer", "pipeline" };
+        as_pack_str(pk, "mem_terms");
+        msgpack_pack_map(pk, 3);
+        for (int j = 0; j < 3; j++) {
+            as_pack_str(pk, term[j]);
+            msgpack_pack_array(pk, (size_t)K);
+            for (int64_t k = 0; k < K; k++) msgpack_pack_uint64(pk, (uint64_t)llround(v[j * K + k]));
+        }
+        free(v);
+    }
     if (p->pred) {
         as_pack_str(pk, "pred_ms");
         msgpack_pack_array(pk, (size_t)K);
@@ -509,6 +547,34 @@ static void print_mem_terms(FILE *f, const as_plan *p, const as_plan_meta *m, co
     fprintf(f, "  %5s %12.3f %12.3f %12.3f %12.3f\n", "total", tw / MiB, to / MiB, ti / MiB, (tw + to + ti) / MiB);
 }
 
+/* what makes the predicted slowest shard slow: its items by their predicted cost alone */
+static void print_slowest(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t)
+{
+    int64_t K = p->shards, s = 0, n = 0;
+    for (int64_t k = 1; k < K; k++)
+        if (p->pred[k] > p->pred[s]) s = k;
+    int64_t *it = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *it);
+    double sum = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->assign[i] == s) {
+            /* insertion, costliest first (ties: input order) */
+            int64_t q = n++;
+            while (q > 0 && m->item_pred[it[q - 1]] < m->item_pred[i]) { it[q] = it[q - 1]; q--; }
+            it[q] = i;
+            sum += m->item_pred[i];
+        }
+    fprintf(f, "  slowest shard %" PRId64 " (predicted %.4f ms): its items alone", s, p->pred[s]);
+    for (int64_t q = 0; q < n && q < 5; q++) {
+        char lb[200];
+        const as_features *x = t[it[q]];
+        fprintf(f, "%s %s %.4f ms (%.0f%%)", q ? "," : "", as_piece_label(lb, sizeof lb, x->name, x->id, &x->piece),
+                m->item_pred[it[q]], sum > 0 ? 100.0 * m->item_pred[it[q]] / sum : 0.0);
+    }
+    if (n > 5) fprintf(f, ", %" PRId64 " more", n - 5);
+    fprintf(f, "%s\n", n ? "" : " -");
+    free(it);
+}
+
 void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t)
 {
     int64_t K = p->shards;
@@ -557,6 +623,7 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
         fprintf(f, "  predicted (estimated): max %.4f ms, min %.4f ms, mean %.4f ms, balance %.1f%%\n", mx, mn, s / K,
                 mx > 0 ? 100.0 * mn / mx : 100.0);
     }
+    if (p->pred && m->item_pred && K > 0) print_slowest(f, p, m, t);
     if (p->refine.done) {
         const as_plan_refined *r = &p->refine;
         fprintf(f, "  refined: %" PRId64 " move%s, %" PRId64 " swap%s", r->moves, r->moves == 1 ? "" : "s", r->swaps,

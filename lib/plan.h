@@ -218,7 +218,10 @@ typedef struct {
     const char *policy;             /* autoshard: the policy file, else NULL */
     int64_t samples;                /* autoshard: candidates per task (the policy's), else 0 */
     const as_features *const *items; /* the plan's items (their features), for every plan's
-                                       communication bytes; NULL: not written */
+                                       communication bytes, their names and TorchRec memory
+                                       terms; NULL: not written */
+    const double *item_pred;        /* [T] the cost model's prediction of each item alone, ms
+                                     * (the tables that make a shard slow); NULL: no model */
 } as_plan_meta;
 
 /* write a `plan` record (docs/FORMAT.md) */

@@ -164,13 +164,28 @@ static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_
         as_plan_infeasible_msg(msg, sizeof msg, t->id, meta->alg, pl, meta->mem_cap);
         as_err("%s", msg);
     }
-    if (c->out == AS_PLAN_OUT_STREAM) as_plan_write(c->w, pl, meta);
-    else if (c->out == AS_PLAN_OUT_TEXT) as_plan_print_text(c->text, pl, meta, f);
+    /* with a model, each item's predicted cost alone: what makes a shard slow */
+    as_plan_meta mi = *meta;
+    double *ip = NULL;
+    if (c->model && c->out != AS_PLAN_OUT_TORCHREC && pl->n > 0) {
+        const as_plan_model *m = c->model;
+        float *rep = as_malloc((size_t)m->rep * sizeof *rep);
+        ip = as_malloc((size_t)pl->n * sizeof *ip);
+        for (int64_t i = 0; i < pl->n; i++) {
+            m->embed(m->ctx, f[i], rep);
+            ip[i] = m->head(m->ctx, rep);
+        }
+        free(rep);
+        mi.item_pred = ip;
+    }
+    if (c->out == AS_PLAN_OUT_STREAM) as_plan_write(c->w, pl, &mi);
+    else if (c->out == AS_PLAN_OUT_TEXT) as_plan_print_text(c->text, pl, &mi, f);
     else if (as_plan_print_torchrec(c->text, pl, meta, f, c->tro)) {
         char label[64];
         as_err("task %" PRId64 ": %s: infeasible plan left out of the torchrec output", t->id,
                as_plan_alg_label(pl, meta->alg, label, sizeof label));
     }
+    free(ip);
     st->nplans++;
     if (p) as_progress_update(p, (double)st->nplans);
 }
@@ -254,7 +269,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         as_plan_meta meta = { &tki, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
                               a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
                               a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
-                              fi };
+                              fi, NULL };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
             if (pass && as_plan_refine(&pl, &pc, fi, ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
@@ -440,7 +455,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
     tki.tables = ids;
     tki.ntables = n;
     as_plan_meta meta = { &tki, alg, c->seed, mcap, c->world, c->model_path, c->model_device,
-                          alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi };
+                          alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi, NULL };
     if (!rc && c->keep_unrefined) {
         /* the plan as it was measured, its label as it came, to measure beside the new one */
         pl.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;

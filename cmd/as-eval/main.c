@@ -9,6 +9,7 @@
 #include "split.h"
 #include "evalfloor.h"
 #include "evalinput.h"
+#include "evalranks.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -27,6 +28,14 @@ static const char HELP[] =
     "           fastest shard stayed noisy (its balance and speedup are not trustworthy);\n"
     "           with single-table costs, the task's floor and max/floor (see Floor)\n"
     "  shards   per shard: tables, cost, memory; with the noise fields, spread and noisy\n"
+    "  ranks    the planner's statistics per plan, rank by rank (like TorchRec's planner's\n"
+    "           stats table): items (tables, pieces; by name for a model config's tables),\n"
+    "           memory by TorchRec's terms (weights, optimizer state, pipeline buffers) and\n"
+    "           share of the cap, the cost model's prediction, the cost and cost/pred (the\n"
+    "           kernel's, without charged communication); then what makes the slowest rank\n"
+    "           slow: its cost against the mean rank and the next, and its items by their\n"
+    "           cost alone, predicted (plans of as-plan --model) and measured (single-item\n"
+    "           cost records: the input's and --singles FILE's)\n"
     "  summary  per algorithm: balance mean ± std with the 95 % interval of the mean, speedup\n"
     "           as the geometric mean with its 95 % interval (the paper's Figure 8), and the\n"
     "           noisy shards; CSV adds the arithmetic speedup mean ± std (older columns);\n"
@@ -107,8 +116,8 @@ static const char HELP[] =
     "                         NVLink GPUs, TorchRec's intra-node figure); 0: report the\n"
     "                         bytes only\n"
     "      --format F         text (default), markdown or csv\n"
-    "      --table LIST       which tables, comma-separated: plans, shards, summary, curve,\n"
-    "                         verdict, printed in that order whatever the order given\n"
+    "      --table LIST       which tables, comma-separated: plans, shards, ranks, summary,\n"
+    "                         curve, verdict, printed in that order whatever the order given\n"
     "                         (default plans,summary; with --curve and no plans in the\n"
     "                         input: none)\n"
     "      --over W           summary statistics over `plans` (every task of every run, the\n"
@@ -160,7 +169,7 @@ typedef struct {
     double floor_margin;        /* < 0: the default of the cost kind */
     double comm_gbps;           /* 0: communication reported, not charged */
     as_eval_format fmt;
-    int show_plans, show_shards, show_summary, show_curve, show_verdict, table_given, over_runs;
+    int show_plans, show_shards, show_ranks, show_summary, show_curve, show_verdict, table_given, over_runs;
     int64_t plot_task;
 } eval_opts;
 
@@ -193,19 +202,20 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             else as_cli_usage(cli, "--format: '%s' is not text, markdown or csv", optarg);
             break;
         case OPT_TABLE: {
-            o->show_plans = o->show_shards = o->show_summary = o->show_curve = o->show_verdict = 0;
+            o->show_plans = o->show_shards = o->show_ranks = o->show_summary = o->show_curve = o->show_verdict = 0;
             o->table_given = 1;
             char *s = as_strdup(optarg), *save = NULL;
             for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (!strcmp(t, "plans")) o->show_plans = 1;
                 else if (!strcmp(t, "shards")) o->show_shards = 1;
+                else if (!strcmp(t, "ranks")) o->show_ranks = 1;
                 else if (!strcmp(t, "summary")) o->show_summary = 1;
                 else if (!strcmp(t, "curve")) o->show_curve = 1;
                 else if (!strcmp(t, "verdict")) o->show_verdict = 1;
-                else as_cli_usage(cli, "--table: '%s' is not plans, shards, summary, verdict or curve", t);
+                else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, summary, verdict or curve", t);
             }
             free(s);
-            if (!o->show_plans && !o->show_shards && !o->show_summary && !o->show_curve && !o->show_verdict)
+            if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_summary && !o->show_curve && !o->show_verdict)
                 as_cli_usage(cli, "--table: nothing to show");
             break;
         }
@@ -280,7 +290,7 @@ int main(int argc, char **argv)
     const char *model_path = o.model_path, *plot = o.plot, *curve = o.curve;
     const as_eval_format fmt = o.fmt;
     int show_plans = o.show_plans, show_summary = o.show_summary;
-    const int show_shards = o.show_shards, show_curve = o.show_curve, show_verdict = o.show_verdict;
+    const int show_shards = o.show_shards, show_ranks = o.show_ranks, show_curve = o.show_curve, show_verdict = o.show_verdict;
 
     char err[4096];
     as_costmodel *cm = NULL;
@@ -297,7 +307,7 @@ int main(int argc, char **argv)
     const char *device = in.device;
     /* plan tables by default, unless only the curve is asked for and there are no plans */
     if (!o.table_given && curve && !np) show_plans = show_summary = 0;
-    int want_plans = show_plans || show_shards || show_summary || show_verdict || plot;
+    int want_plans = show_plans || show_shards || show_ranks || show_summary || show_verdict || plot;
     if (want_plans && !np)
         as_die(AS_EXIT_DATA, "no %splan records in the input%s", o.split ? "matching " : "",
                ntr && !o.table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
@@ -336,10 +346,10 @@ int main(int argc, char **argv)
     as_eval_quality no_quality = { 0 };
     if (model_path && !quality) quality = &no_quality;   /* estimates from a model: say its quality is unknown */
 
-    if (show_plans || show_shards || show_summary || show_verdict || show_curve) {
+    if (show_plans || show_shards || show_ranks || show_summary || show_verdict || show_curve) {
         FILE *f = as_cli_open_text(&cli);
         int sep = 0;
-        if (fmt != AS_EVAL_CSV && (show_plans || show_shards || show_summary || show_verdict)) {
+        if (fmt != AS_EVAL_CSV && (show_plans || show_shards || show_ranks || show_summary || show_verdict)) {
             if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
                                     fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
             else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
@@ -371,6 +381,11 @@ int main(int argc, char **argv)
         if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
         /* CSV: tables separated by an empty line */
         if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
+        if (show_ranks) {
+            if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+            as_eval_print_ranks(f, fmt, pl, np, label, !strcmp(label, "measured") ? &in.singles : NULL);
+            sep = 1;
+        }
         if (show_summary) {
             if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
             as_eval_print_summary(f, fmt, sum, nsum, label, o.over_runs);
