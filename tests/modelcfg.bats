@@ -337,3 +337,104 @@ except ValueError as e:
     assert_line --index 0 ok
     assert_line --index 1 --regexp "^t[0-9]+: the plan's shards cover"
 }
+
+# a small model measured on the CPU: its pool, features with row blocks of 2, the model's
+# task, single-table costs and a cost model (for the planner statistics)
+small_model() {
+    cfg '{"name": "big", "num_embeddings": 20000, "embedding_dim": 64, "pooling_factor": 16, "bag": "fixed"},
+         {"name": "mid", "num_embeddings": 5000, "embedding_dim": 32, "pooling_factor": 4, "bag": "fixed"},
+         {"name": "small", "num_embeddings": 500, "embedding_dim": 16, "pooling_factor": 2, "bag": "fixed"},
+         {"name": "tiny", "num_embeddings": 100, "embedding_dim": 16, "pooling_factor": 1, "bag": "fixed"}' \
+        '"world_size": 2, "batch_size_per_rank": 32, "optimizer": "adam", "pipeline": "train_sparse_dist"'
+    as-convert --config "$T/c.json" -o "$T/pool.ast"
+    as-features "$T/pool.ast" --row-pieces 2 | as-features --model-task -o "$T/f.ast"
+    as-bench --tables "$T/pool.ast" --sample 10 --max-tables 3 --singles --device cpu --warmup 1 --runs 3 --trim 1 \
+        --threads 1 -q -o "$T/c.ast"
+    cat "$T/f.ast" "$T/c.ast" | as-costfit --seed 0 -q -o "$T/m.ast"
+}
+
+@test "planner statistics: plan records carry names, item predictions and TorchRec's memory terms; as-plan's text names the slowest shard's items" {
+    small_model
+    as-plan --alg cost-greedy,torchrec --model "$T/m.ast" --plans-only "$T/f.ast" -o "$T/p.ast"
+    # names of the entries; one prediction per entry; per shard each term the sum of its
+    # items' torchrec_memory (pieces by their own features)
+    run sh -c "as-show '$T/f.ast' '$T/p.ast' | jq -s -c '
+        (map(select(.kind == \"features\")) | map({key: \"\(.id) \(.piece // null)\", value: .}) | from_entries) as \$F
+        | map(select(.kind == \"plan\")) | map(. as \$p
+          | [range(\$p.tables | length)] | map(\$F[\"\(\$p.tables[.]) \((\$p.pieces // [])[.] // null)\"]) as \$it
+          | [\$p.alg, (\$p.names == (\$it | map(.name))), (\$p.item_pred_ms | length) == (\$p.tables | length),
+             ([\"weights\", \"optimizer\"] | map(. as \$t | [range(\$p.shards)] | map(. as \$k
+                | [range(\$it | length)] | map(select(\$p.assign[.] == \$k) | \$it[.].torchrec_memory[\$t]) | add // 0)
+                == \$p.mem_terms[\$t]) | all),
+             ([range(\$p.shards)] | map(\$p.mem_terms.weights[.] + \$p.mem_terms.optimizer[.] + \$p.mem_terms.pipeline[.]
+                == \$p.mem_bytes[.]) | all)])[]'"
+    assert_success
+    assert_output $'["cost-greedy",true,true,true,true]\n["torchrec",true,true,true,true]'
+    # the text: the slowest shard by prediction, its costliest item alone first, by name
+    k=$(as-show --kind plan "$T/p.ast" | jq -r 'select(.alg == "cost-greedy") | .pred_ms | index(max)')
+    name=$(as-show --kind plan "$T/p.ast" | jq -r --argjson k "$k" 'select(.alg == "cost-greedy") | . as $p
+        | [range(.tables | length)] | map(select($p.assign[.] == $k)) | max_by($p.item_pred_ms[.]) as $i | $p.names[$i]')
+    run as-plan --alg cost-greedy --model "$T/m.ast" --format text "$T/f.ast"
+    assert_success
+    assert_line --regexp "^  slowest shard $k \\(predicted [0-9.]+ ms\\): its items alone $name [0-9.]+ ms \\([0-9]+%\\)"
+}
+
+@test "planner statistics: as-eval --table ranks, measured and estimated, text, markdown and CSV" {
+    small_model
+    as-plan --alg cost-greedy,torchrec --model "$T/m.ast" --plans-only "$T/f.ast" -o "$T/p.ast"
+    as-bench --tables "$T/pool.ast" "$T/p.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q -o "$T/pm.ast"
+    run as-eval --table ranks --singles "$T/c.ast" "$T/pm.ast"
+    assert_success
+    assert_line --partial "Ranks (costs measured"
+    assert_line --regexp '^task 0 \(test\), torchrec, run 0: 2 ranks, costs measured on cpu.*, cap [0-9.]+ MiB per rank$'
+    assert_line --regexp '^  rank items pieces  weights MiB optimizer MiB pipeline MiB    total MiB  cap %   pred ms   cost ms cost/pred  items$'
+    # CSV: a row per rank; memory the sum of its terms; the slowest the rank of the highest
+    # measured cost (communication charged as as-eval does by default)
+    as-eval --table ranks --format csv --singles "$T/c.ast" "$T/pm.ast" > "$T/r.csv"
+    run sh -c "tail -n +2 '$T/r.csv' | wc -l"
+    assert_output 4
+    run awk -F, 'NR > 1 && $7 + $8 + $9 != $10 {print "terms", NR} NR > 1 && $13 != "measured" {print "kind", NR}' "$T/r.csv"
+    assert_output ""
+    run as-eval --table ranks --singles "$T/c.ast" "$T/pm.ast"
+    for alg in cost-greedy torchrec; do
+        want=$(as-eval --table shards --format csv "$T/pm.ast" | awk -F, -v a="$alg" '$3 == a && ($7 > m || m == "") {m = $7; k = $4} END {print k}')
+        got=$(awk -F, -v a="$alg" '$3 == a && $15 == "measured" {print $4}' "$T/r.csv")
+        [ "$got" = "$want" ] || fail "$alg: slowest rank $got, not $want"
+        grep -A6 -- ", $alg, run 0:" <<< "$output" | grep -Eq "^  slowest rank $want: [0-9.]+ ms measured \\(predicted [0-9.]+ ms\\), [0-9.]+x the mean rank; the next, rank [01], [0-9.]+ ms \\([0-9.]+ % faster\\)$" ||
+            fail "$alg: no slowest-rank line for rank $want in: $output"
+    done
+    # the slowest rank's items by their cost alone: predicted share, and measured (the
+    # whole tables' single costs of --singles)
+    assert_line --regexp '^    its items by their cost alone: (big|mid|small|tiny)(\[c [0-9:]+, r [0-9:]+\))? \(predicted [0-9.]+ ms, [0-9]+ %; measured ([0-9.]+ ms|n/a)'
+    # estimated by the plans' own model without communication: each cost is its prediction
+    run sh -c "cat '$T/f.ast' '$T/p.ast' | as-eval --model '$T/m.ast' --comm-gbps 0 --table ranks --format csv | tail -n +2 | awk -F, '{d = \$14 - \$12; if (d < 0) d = -d; if (d > 1e-6 * \$12) print \"differs\", \$0}'"
+    assert_success
+    assert_output ""
+    # markdown: a table per plan, the slowest rank marked
+    run as-eval --table ranks --format markdown "$T/pm.ast"
+    assert_success
+    assert_line '| rank | items | pieces | weights (MiB) | optimizer (MiB) | pipeline (MiB) | total (MiB) | cap (%) | pred (ms) | cost (ms) | cost/pred | items |'
+    [ "$(grep -c '(slowest) |' <<< "$output")" -eq 2 ]
+    # plans without the planner's fields (an older as-plan): the table without those columns
+    mp_edit "$T/pm.ast" "for p in kind('plan'):
+    for k in ('names', 'item_pred_ms', 'mem_terms', 'pred_ms'): p.pop(k)" > "$T/old.ast"
+    run as-eval --table ranks "$T/old.ast"
+    assert_success
+    assert_line --regexp '^  rank items pieces   memory MiB  cap %   cost ms  items$'
+    assert_line --regexp '^    its items by their cost alone: t[0-3]'
+}
+
+@test "hostile: a plan's names, item_pred_ms or mem_terms of the wrong shape is exit 1 naming the field" {
+    small_model
+    as-plan --alg cost-greedy --model "$T/m.ast" --plans-only "$T/f.ast" -o "$T/p.ast"
+    for edit in "p['names'] = p['names'][:-1]" "p['names'][0] = 7" "p['names'][0] = 'x' * 200" \
+                "p['item_pred_ms'][0] = 'a'" "p['item_pred_ms'] = p['item_pred_ms'] + [1.0]" \
+                "p['mem_terms'].pop('optimizer')" "p['mem_terms']['weights'][0] = -1" "p['mem_terms'] = 3" \
+                "p['pred_ms'][0] = float('nan')"; do
+        mp_edit "$T/p.ast" "p = kind('plan')[0]; $edit" > "$T/bad.ast"
+        run sh -c "cat '$T/f.ast' '$T/bad.ast' | as-eval --model '$T/m.ast' --table ranks"
+        assert_failure 1
+        field=$(sed -E "s/^p\['([a-z_]+)'\].*/\1/" <<< "$edit")
+        assert_output --partial "$field"
+    done
+}
