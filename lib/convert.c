@@ -453,7 +453,7 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
         return -1;
     }
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 12);
+    msgpack_pack_map(pk, 13);
     as_pack_kv_str(pk, "kind", "model-config");
     as_pack_kv_str(pk, "name", c->name);
     as_pack_kv_str(pk, "source", c->source);
@@ -464,6 +464,7 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
     as_pack_kv_i64(pk, "batch_size_per_rank", c->batch_per_rank);
     as_pack_kv_str(pk, "optimizer", c->optimizer);
     as_pack_kv_str(pk, "pipeline", c->pipeline);
+    as_pack_kv_i64(pk, "dense_bytes", (int64_t)as_mcfg_dense_bytes(c));
     as_pack_kv_i64(pk, "tables", c->n);
     as_pack_kv_i64(pk, "batch", B);
     as_writer_end_record(w);

@@ -1,6 +1,7 @@
 /* modelcfg.c - model configs (as-convert --config); see modelcfg.h.
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables. */
 #include "modelcfg.h"
+#include "trmem.h"
 #include "common.h"
 #include "jsonparse.h"
 #include "reclimits.h"
@@ -142,10 +143,11 @@ static int get_enum(ctx *x, const msgpack_object *map, const char *key, const ch
 
 static int parse_topology(ctx *x, const msgpack_object *t, as_mcfg *c)
 {
-    static const char *const keys[] = { "world_size", "local_size", "hbm_gib", "batch_size_per_rank", "optimizer", "pipeline" };
+    static const char *const keys[] = { "world_size", "local_size", "hbm_gib", "batch_size_per_rank", "optimizer", "pipeline",
+                                        "dense_parameters", "dense_tensor_estimate" };
     snprintf(x->where, sizeof x->where, "topology: ");
     if (t->type != MSGPACK_OBJECT_MAP) return fail(x, NULL, "must be an object");
-    if (known_keys(x, t, keys, 6)) return -1;
+    if (known_keys(x, t, keys, 8)) return -1;
     if (get_int(x, t, "world_size", 1, 65536, &c->world_size, 1) < 0) return -1;
     c->local_size = c->world_size;
     if (get_int(x, t, "local_size", 1, c->world_size, &c->local_size, 0) < 0) return -1;
@@ -159,6 +161,9 @@ static int parse_topology(ctx *x, const msgpack_object *t, as_mcfg *c)
     snprintf(c->pipeline, sizeof c->pipeline, "none");
     if (get_enum(x, t, "pipeline", pipelines, (int)(sizeof pipelines / sizeof pipelines[0]), c->pipeline, sizeof c->pipeline) < 0)
         return -1;
+    /* the dense part of TorchRec's reservation: at most 2^40 parameters, 2^50 bytes */
+    if (get_int(x, t, "dense_parameters", 0, (int64_t)1 << 40, &c->dense_parameters, 0) < 0) return -1;
+    if (get_int(x, t, "dense_tensor_estimate", 0, (int64_t)1 << 50, &c->dense_estimate, 0) < 0) return -1;
     return 0;
 }
 
@@ -354,6 +359,11 @@ void as_mcfg_free(as_mcfg *c)
     for (int64_t i = 0; i < c->n && c->tables; i++) free(c->tables[i].features);
     free(c->tables);
     memset(c, 0, sizeof *c);
+}
+
+uint64_t as_mcfg_dense_bytes(const as_mcfg *c)
+{
+    return c->dense_estimate > 0 ? (uint64_t)c->dense_estimate : as_trmem_dense(c->dense_parameters, 4.0);
 }
 
 int64_t as_mcfg_batch(const as_mcfg *c)

@@ -47,6 +47,10 @@ typedef struct {
     char optimizer[32];             /* sgd (default), adam, adagrad, rowwise_adagrad, ... */
     char pipeline[32];              /* none (default), train_base, train_sparse_dist,
                                      * train_prefetch_sparse_dist */
+    int64_t dense_parameters;       /* the model's dense (non-embedding) parameters, fp32; 0
+                                     * not given */
+    int64_t dense_estimate;         /* dense_tensor_estimate: bytes TorchRec reserves for the
+                                     * dense part in place of 6 x their bytes; 0 not given */
     as_mcfg_table *tables;
     int64_t n;
 } as_mcfg;
@@ -61,6 +65,10 @@ int as_mcfg_parse(as_mcfg *c, const char *text, size_t n, char *err, size_t errl
 /* as_mcfg_parse on the file at path (at most 64 MiB); err starts with the path */
 int as_mcfg_load(as_mcfg *c, const char *path, char *err, size_t errlen);
 void as_mcfg_free(as_mcfg *c);
+
+/* the dense reservation in bytes (trmem.h): dense_estimate when given, else 6 x 4 bytes x
+ * dense_parameters (0 when neither is given) */
+uint64_t as_mcfg_dense_bytes(const as_mcfg *c);
 
 /* the lookups batch B of every table: batch_per_rank x world_size (a table-wise shard's
  * kernel sees the samples of every rank), or -1 when above AS_MCFG_MAX_BATCH */

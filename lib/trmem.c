@@ -53,9 +53,14 @@ void as_trmem_cols(as_trmem *out, const as_trmem *m, int64_t c0, int64_t c1, int
     out->output = ceil(m->output * f);
 }
 
-uint64_t as_trmem_cap(uint64_t hbm, double ids_per_rank)
+uint64_t as_trmem_dense(int64_t params, double elem)
+{
+    return params > 0 ? (uint64_t)llround(AS_TRMEM_DENSE_MULT * (double)params * elem) : 0;
+}
+
+uint64_t as_trmem_cap(uint64_t hbm, double ids_per_rank, uint64_t dense)
 {
     const double usable = floor((1.0 - AS_TRMEM_RESERVE) * (double)hbm);
     const double kjt = ceil(ids_per_rank * 8.0) * AS_TRMEM_KJT_COPIES;
-    return usable > kjt ? (uint64_t)(usable - kjt) : 0;
+    return usable > kjt + (double)dense ? (uint64_t)(usable - kjt - (double)dense) : 0;
 }

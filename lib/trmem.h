@@ -20,8 +20,10 @@
  * And per device, storage_reservations.py HeuristicalStorageReservation with planners.py's
  * default percentage 0.15: what the shards may use is
  *   int(0.85 x HBM) - dense - kjt, kjt = ceil(sum over tables of L x B x 8) x 20
- * (two pipelined batches with ten copies each). The dense part (6 x the dense parameters'
- * bytes) is not known from embedding tables alone and is not subtracted here. */
+ * (two pipelined batches with ten copies each), dense = round(6 x the dense parameters'
+ * bytes) (_reserve_dense_storage: parameter_multiplier 6, "parameter + optimizer (~2x
+ * parameter) + ddp (~3x parameter)"), or the user's dense_tensor_estimate in its place. The
+ * dense parameters are not in the embedding tables: a model config gives their count. */
 #ifndef AS_TRMEM_H
 #define AS_TRMEM_H
 
@@ -35,6 +37,8 @@ typedef struct {
 
 #define AS_TRMEM_RESERVE 0.15       /* planners.py: heuristical_storage_reservation_percentage */
 #define AS_TRMEM_KJT_COPIES 20      /* storage_reservations.py: 2 pipelined batches x 10 copies */
+#define AS_TRMEM_DENSE_MULT 6.0     /* storage_reservations.py: HeuristicalStorageReservation's
+                                     * parameter_multiplier */
 
 /* the pipeline's factors; -1 for an unknown name */
 int as_trmem_pipeline(const char *pipeline, double *in_factor, double *out_factor);
@@ -50,8 +54,12 @@ uint64_t as_trmem_total(const as_trmem *m);
 /* the terms of columns [c0, c1) of a shard of dim cols: weights, optimizer and output in
  * proportion, the input (every id) whole, as _calculate_cw_shard_io_sizes */
 void as_trmem_cols(as_trmem *out, const as_trmem *m, int64_t c0, int64_t c1, int64_t cols);
-/* What the shards of one device may use: int((1 - 0.15) x hbm) - kjt, kjt = ceil(ids x 8)
- * x 20 for ids = sum over tables of L x B (per rank); 0 when that is not above 0. */
-uint64_t as_trmem_cap(uint64_t hbm, double ids_per_rank);
+/* the dense reservation of a model of params dense parameters of elem bytes each:
+ * round(6 x params x elem) */
+uint64_t as_trmem_dense(int64_t params, double elem);
+/* What the shards of one device may use: int((1 - 0.15) x hbm) - dense - kjt, kjt =
+ * ceil(ids x 8) x 20 for ids = sum over tables of L x B (per rank); 0 when that is not
+ * above 0. */
+uint64_t as_trmem_cap(uint64_t hbm, double ids_per_rank, uint64_t dense);
 
 #endif

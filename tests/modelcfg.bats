@@ -26,8 +26,9 @@ cfg() {
         assert_output true
     done
     # the topology record
-    run sh -c "as-show --kind model-config '$T/dlrm-dcnv2-criteo1tb.ast' | jq -c '[.world_size, .local_size, .hbm_bytes, .batch_size_per_rank, .optimizer, .pipeline, .module_path, .tables, .batch]'"
-    assert_output '[8,8,85899345920,8192,"exact_rowwise_adagrad","train_sparse_dist","model.sparse_arch.embedding_bag_collection",26,256]'
+    run sh -c "as-show --kind model-config '$T/dlrm-dcnv2-criteo1tb.ast' | jq -c '[.world_size, .local_size, .hbm_bytes, .batch_size_per_rank, .optimizer, .pipeline, .module_path, .tables, .batch, .dense_bytes]'"
+    # dense_bytes: 6 x 4 bytes x 16044545 dense parameters (TorchRec's DLRM_DCN of the reference)
+    assert_output '[8,8,85899345920,8192,"exact_rowwise_adagrad","train_sparse_dist","model.sparse_arch.embedding_bag_collection",26,256,385069080]'
     # without --batch: batch_size_per_rank x world_size bags; the same seed, the same lookups
     as-convert --config "$MODELS/dlrm-criteo-kaggle.json" -o "$T/k1.ast"
     as-convert --config "$MODELS/dlrm-criteo-kaggle.json" -o "$T/k2.ast"
@@ -57,9 +58,10 @@ cfg() {
 @test "as-convert --config | as-features --model-task | as-plan --format torchrec: names, module path, local size" {
     as-convert --config "$MODELS/dlrm-criteo-kaggle.json" --batch 256 | as-features --model-task -o "$T/f.ast"
     # one test task: every table onto world_size shards under the HBM left by TorchRec's
-    # reservation: int(0.85 x 80 GiB) - ceil(26 x 2048 ids x 8) x 20 = 73014444032 - 8519680
+    # reservation: int(0.85 x 80 GiB) - 6 x 4 x 475985 dense parameters - ceil(26 x 2048
+    # ids x 8) x 20 = 73014444032 - 11423640 - 8519680
     run sh -c "as-show --kind task '$T/f.ast' | jq -c '[.split, .shards, .mem_cap, (.tables | length)]'"
-    assert_output '["test",8,73005924352,26]'
+    assert_output '["test",8,72994500712,26]'
     run sh -c "as-show --kind features '$T/f.ast' | jq -r .name | head -2"
     assert_output $'t_cat_0\nt_cat_1'
     as-plan --alg size-lookup-greedy,torchrec --format torchrec "$T/f.ast" -o "$T/p.json"
@@ -130,6 +132,10 @@ cfg() {
     check 'topology: optimizer: unknown value "rmsprop"'
     cfg "$ok"  '"world_size": 2, "batch_size_per_rank": 8, "hbm": 80'
     check 'topology: unknown field "hbm"'
+    cfg "$ok"  '"world_size": 2, "batch_size_per_rank": 8, "dense_parameters": -1'
+    check 'topology: dense_parameters: must be an integer in 0..'
+    cfg "$ok"  '"world_size": 2, "batch_size_per_rank": 8, "dense_tensor_estimate": 1.5'
+    check 'topology: dense_tensor_estimate: must be an integer in 0..'
     cfg "$ok"  '"world_size": 64, "batch_size_per_rank": 1000000'
     check 'topology: batch_size_per_rank: times world_size is above 16777216'
     printf '{"topology": {"world_size": 1, "batch_size_per_rank": 1}}' > "$T/c.json"
@@ -206,6 +212,19 @@ cfg() {
     as-convert --config "$T/m2.json" | as-features -o "$T/f3.ast"
     run sh -c "as-show --kind features '$T/f3.ast' | jq -c '[.torchrec_memory.optimizer, .torchrec_memory.total]' | head -1"
     assert_output '[4000,88480]'    # 64000 / 16; 64000 + 4000 + 4096 + 16384
+    # the dense part of the reservation: 6 x 4 bytes per dense parameter, or the user's
+    # dense_tensor_estimate in its place; one that leaves nothing is an error saying so
+    sed -e 's/"pipeline": "train_sparse_dist"/&, "dense_parameters": 1000000/' "$T/m.json" > "$T/m4.json"
+    run sh -c "as-convert --config '$T/m4.json' | as-features --model-task | as-show --kind task | jq -c .mem_cap"
+    assert_output $((14602858086 - 24000000))
+    sed -e 's/"pipeline": "train_sparse_dist"/&, "dense_parameters": 1000000, "dense_tensor_estimate": 5000/' "$T/m.json" > "$T/m5.json"
+    run sh -c "as-convert --config '$T/m5.json' | as-features --model-task | as-show --kind task | jq -c .mem_cap"
+    assert_output $((14602858086 - 5000))
+    sed -e 's/"pipeline": "train_sparse_dist"/&, "dense_tensor_estimate": 14602858086/' "$T/m.json" > "$T/m6.json"
+    run sh -c "as-convert --config '$T/m6.json' | as-features --model-task -o '$T/none.ast'"
+    assert_failure 1
+    assert_output --partial "14602858086 bytes for the dense part"
+    assert_output --partial "leaves nothing for the tables"
     # tables without a model config: no memory model, fp16 weights as before
     as-convert --synth --preset tiny | as-features -o "$T/s.ast"
     run sh -c "as-show --kind features '$T/s.ast' | jq -c .torchrec_memory | sort -u"

@@ -57,7 +57,9 @@ static const char HELP[] =
     "                         TorchRec's memory model (`torchrec_memory`: weights in their\n"
     "                         data type, optimizer state, pipeline buffers), which the\n"
     "                         planners count against the cap; the cap is the HBM less\n"
-    "                         TorchRec's reservation (15 % and 20 copies of the ids)\n"
+    "                         TorchRec's reservation (15 %, the dense part: 6 x the dense\n"
+    "                         parameters' bytes or the config's dense_tensor_estimate, and\n"
+    "                         20 copies of the ids)\n"
     "\n"
     "Example:\n"
     "  as-convert --synth --preset small | as-features --tasks 100 --seed 0 > feats.ast\n"
@@ -68,7 +70,7 @@ enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_
 /* --model-task: one test task of every table; K and the cap from the options, else from
  * the model-config record */
 static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, const int64_t *bytes, int64_t n,
-                             int64_t world, int64_t hbm, double ids_per_rank)
+                             int64_t world, int64_t hbm, double ids_per_rank, int64_t dense)
 {
     if (!n) { as_writer_abort(w); as_die(AS_EXIT_DATA, "--model-task: the input holds no table"); }
     as_task t;
@@ -77,13 +79,14 @@ static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, 
         as_writer_abort(w);
         as_die(AS_EXIT_DATA, "--model-task: no model-config record in the input (as-convert --config writes one): give --shards");
     }
-    /* the HBM less TorchRec's reservation (15 % and the ids' copies) when the tables carry
-     * its memory model, as its planner would leave them */
-    if (!tc->mem_cap) tc->mem_cap = ids_per_rank > 0 ? as_trmem_cap((uint64_t)hbm, ids_per_rank) : (uint64_t)hbm;
+    /* the HBM less TorchRec's reservation (15 %, the dense part and the ids' copies) when the
+     * tables carry its memory model, as its planner would leave them */
+    if (!tc->mem_cap)
+        tc->mem_cap = ids_per_rank > 0 ? as_trmem_cap((uint64_t)hbm, ids_per_rank, (uint64_t)dense) : (uint64_t)hbm;
     if (!tc->mem_cap && hbm) {
         as_writer_abort(w);
-        as_die(AS_EXIT_DATA, "--model-task: TorchRec's reservation (15 %% of %" PRId64 " bytes of HBM and 20 copies of %.0f "
-               "ids per rank) leaves nothing for the tables", hbm, ids_per_rank);
+        as_die(AS_EXIT_DATA, "--model-task: TorchRec's reservation (15 %% of %" PRId64 " bytes of HBM, %" PRId64 " bytes for "
+               "the dense part and 20 copies of %.0f ids per rank) leaves nothing for the tables", hbm, dense, ids_per_rank);
     }
     as_task_write(w, tc, &t);
     free(t.tables);
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
     };
     as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
     int opt, want_tasks = 0, drop_tasks = 0, model_task = 0;
-    int64_t model_world = 0, model_hbm = 0;     /* the input's model-config record's */
+    int64_t model_world = 0, model_hbm = 0, model_dense = 0;   /* the input's model-config record's */
     int64_t model_batch = 0;                    /* its batch_size_per_rank */
     char model_opt[32] = "", model_pipe[32] = "";
     double model_ids = 0;                       /* ids per rank over its tables: L x B */
@@ -237,10 +240,13 @@ int main(int argc, char **argv)
                     as_obj_i64(&rec.obj, "batch_size_per_rank", &model_batch) || model_batch < 1 ||
                     as_obj_str(&rec.obj, "optimizer", model_opt, sizeof model_opt) ||
                     as_obj_str(&rec.obj, "pipeline", model_pipe, sizeof model_pipe) ||
-                    as_trmem_opt_mult(model_opt, 1) < 0 || as_trmem_pipeline(model_pipe, &fi, &fo)) {
+                    as_trmem_opt_mult(model_opt, 1) < 0 || as_trmem_pipeline(model_pipe, &fi, &fo) ||
+                    /* dense_bytes: absent in records of before 2026-11-26 (then 0) */
+                    (as_obj_get(&rec.obj, "dense_bytes") && (as_obj_i64(&rec.obj, "dense_bytes", &model_dense) || model_dense < 0))) {
                     as_writer_abort(w);
                     as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": model-config: world_size and batch_size_per_rank (>= 1), "
-                           "hbm_bytes (>= 0), a known optimizer and pipeline are required", as_reader_name(r), rec.index);
+                           "hbm_bytes (>= 0), dense_bytes (>= 0, optional), a known optimizer and pipeline are required",
+                           as_reader_name(r), rec.index);
                 }
                 as_writer_raw(w, rec.raw, rec.rawlen);
             } else if (!drop_tasks || !as_rec_is(&rec, "task")) {
@@ -276,7 +282,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < tc.ntasks; i++) as_task_write(w, &tc, &tasks[i]);
         as_tasks_free(tasks, tc.ntasks);
     }
-    if (model_task) model_task_write(w, &tc, ids, bytes, npool, model_world, model_hbm, model_ids);
+    if (model_task) model_task_write(w, &tc, ids, bytes, npool, model_world, model_hbm, model_ids, model_dense);
     as_writer_close(w);
     as_feat_scratch_free(&scratch);
     free(ids);

@@ -59,7 +59,13 @@ TEST(trmem_row_and_column_shards)
 TEST(trmem_cap)
 {
     /* int(0.85 x 16 GiB) = 14602888806, less ceil(192 x 8) x 20 */
-    CHECK_EQ_I64(as_trmem_cap((uint64_t)16 << 30, 192), 14602888806LL - 30720);
-    CHECK_EQ_I64(as_trmem_cap(1000, 10), 0);   /* 850 less 1600: nothing left */
-    CHECK_EQ_I64(as_trmem_cap(100000, 0), 85000);
+    CHECK_EQ_I64(as_trmem_cap((uint64_t)16 << 30, 192, 0), 14602888806LL - 30720);
+    CHECK_EQ_I64(as_trmem_cap(1000, 10, 0), 0);   /* 850 less 1600: nothing left */
+    CHECK_EQ_I64(as_trmem_cap(100000, 0, 0), 85000);
+    /* the dense part: 6 x the dense parameters' bytes (fp32: 24 bytes a parameter) */
+    CHECK_EQ_I64(as_trmem_dense(1000, 4), 24000);
+    CHECK_EQ_I64(as_trmem_dense(0, 4), 0);
+    CHECK_EQ_I64(as_trmem_cap(100000, 0, 24000), 61000);
+    CHECK_EQ_I64(as_trmem_cap(100000, 10, 84000), 0);   /* 85000 less 84000 and 1600: nothing left */
+    CHECK_EQ_I64(as_trmem_cap(100000, 10, 80000), 85000 - 80000 - 1600);
 }
