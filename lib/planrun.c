@@ -111,10 +111,6 @@ int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const 
     memset(in, 0, sizeof *in);
     rd_ctx x = { in, split, pass, 0 };
     if (as_read_records(files, nfiles, on_record, &x, err, errlen)) return -1;
-    if (!in->ntasks) {
-        snprintf(err, errlen, "no %stask records in the input (make them with as-features --tasks)", split ? "matching " : "");
-        return -1;
-    }
     /* features by id; the same table twice must agree (lib/featindex.h) */
     return as_featidx_build(&in->ft, err, errlen);
 }
@@ -333,12 +329,66 @@ static int label_rounds(const char *label)
     return n > 1 ? n : 1;
 }
 
+/* the features of a plan record's items (whole tables and pieces) from in, malloc'd [n] in
+ * *items; 0, or -1 with err naming the first item without features */
+static int record_items(const as_plan_input *in, const as_planrec *pr, const char *label, as_features **items, char *err,
+                        size_t errlen)
+{
+    *items = as_calloc((size_t)(pr->n ? pr->n : 1), sizeof **items);
+    for (int64_t i = 0; i < pr->n; i++) {
+        as_piece whole = { 0 };
+        if (as_featidx_piece(&in->ft, pr->tables[i], pr->pieces ? &pr->pieces[i] : &whole, &(*items)[i])) {
+            char nb[96];
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s has no features in the input (as-features%s)", pr->task,
+                     label, as_piece_name(nb, sizeof nb, pr->tables[i], pr->pieces ? &pr->pieces[i] : &whole),
+                     pr->pieces ? " --row-pieces for row pieces" : "");
+            free(*items);
+            *items = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* a plan record's placement under cap (0: none): 0, or -1 with err naming the first shard
+ * over it; why says whose cap it is */
+static int record_cap(const as_planrec *pr, const as_features *items, uint64_t cap, const char *label, const char *why,
+                      char *err, size_t errlen)
+{
+    if (!cap) return 0;
+    uint64_t *used = as_calloc((size_t)(pr->shards ? pr->shards : 1), sizeof *used);
+    int64_t over = -1;
+    for (int64_t i = 0; i < pr->n; i++)
+        if (pr->assign[i] >= 0) used[pr->assign[i]] += as_plan_table_bytes(&items[i]);
+    for (int64_t k = 0; k < pr->shards && over < 0; k++)
+        if (used[k] > cap) over = k;
+    if (over >= 0)
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): shard %" PRId64 " holds %" PRIu64 " bytes, over the %" PRIu64
+                 "-byte cap%s", pr->task, label, over, used[over], cap, why);
+    free(used);
+    return over >= 0 ? -1 : 0;
+}
+
+/* a plan label's algorithm (its part before the first '+'): 0, or -1 with err */
+static int label_alg(const char *label, int64_t task, as_alg *alg, char *err, size_t errlen)
+{
+    char base[64];
+    snprintf(base, sizeof base, "%s", label);
+    char *plus = strchr(base, '+');
+    if (plus) *plus = 0;
+    if (as_alg_parse(base, alg)) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": unknown algorithm '%s'", task, label);
+        return -1;
+    }
+    return 0;
+}
+
 /* one measured plan record: rebuilt on its items' features, refined with each shard's
  * measured / predicted scale, written as ALG...+measured (one round more) */
 static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = R->c;
-    char e2[768], label[64] = "", base[64];
+    char e2[768], label[64] = "";
     as_planrec pr;
     if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
     const as_ptask *t = pr.has_task ? task_of(R->in, pr.task) : NULL;
@@ -348,12 +398,8 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
         return 0;
     }
     as_obj_str(o, "alg", label, sizeof label);
-    snprintf(base, sizeof base, "%s", label);
-    char *plus = strchr(base, '+');
-    if (plus) *plus = 0;
     as_alg alg;
-    if (as_alg_parse(base, &alg)) {
-        snprintf(err, errlen, "plan of task %" PRId64 ": unknown algorithm '%s'", pr.task, label);
+    if (label_alg(label, pr.task, &alg, err, errlen)) {
         as_planrec_free(&pr);
         return -1;
     }
@@ -387,38 +433,21 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
     as_obj_f64(o, "comm_gbps", &comm);
     if (!(comm >= 0) || !isfinite(comm)) comm = 0;
     /* the items' features: whole tables, or their pieces */
-    as_features *items = as_calloc((size_t)n, sizeof *items);
-    for (int64_t i = 0; i < n; i++) {
-        as_piece whole = { 0 };
-        if (as_featidx_piece(&R->in->ft, pr.tables[i], pr.pieces ? &pr.pieces[i] : &whole, &items[i])) {
-            char nb[96];
-            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s has no features in the input (as-features%s)", pr.task,
-                     label, as_piece_name(nb, sizeof nb, pr.tables[i], pr.pieces ? &pr.pieces[i] : &whole),
-                     pr.pieces ? " --row-pieces for row pieces" : "");
-            free(items); free(meas); free(scale);
-            as_planrec_free(&pr);
-            return -1;
-        }
+    as_features *items;
+    if (record_items(R->in, &pr, label, &items, err, errlen)) {
+        free(meas); free(scale);
+        as_planrec_free(&pr);
+        return -1;
     }
     const as_features **fi;
     int64_t *ids;
     item_views(items, n, &fi, &ids, NULL);
     const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
     /* the measured plan under this run's cap (the task's, or --mem-cap) */
-    if (mcap) {
-        uint64_t *used = as_calloc((size_t)K, sizeof *used);
-        int64_t over = -1;
-        for (int64_t i = 0; i < n; i++) used[pr.assign[i]] += as_plan_table_bytes(&items[i]);
-        for (int64_t k = 0; k < K && over < 0; k++) if (used[k] > mcap) over = k;
-        if (over >= 0) {
-            snprintf(err, errlen, "plan of task %" PRId64 " (%s): shard %" PRId64 " holds %" PRIu64
-                     " bytes, over the %" PRIu64 "-byte cap%s", pr.task, label, over, used[over], mcap,
-                     c->cap_given ? " of --mem-cap" : " of its task");
-            free(used); free(fi); free(ids); free(items); free(meas); free(scale);
-            as_planrec_free(&pr);
-            return -1;
-        }
-        free(used);
+    if (record_cap(&pr, items, mcap, label, c->cap_given ? " of --mem-cap" : " of its task", err, errlen)) {
+        free(fi); free(ids); free(items); free(meas); free(scale);
+        as_planrec_free(&pr);
+        return -1;
     }
     as_plan_policy fixed = { pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
@@ -518,4 +547,121 @@ int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan
     repair_ctx R = { st, c, in, rs };
     char *files[1] = { (char *)file };
     return as_read_records(files, 1, repair_rec, &R, err, errlen);
+}
+
+/* ---- --export: chosen plans rebuilt and written for TorchRec or as text -------------------- */
+
+typedef struct {
+    as_plan_run_stats *st;
+    const as_plan_run_cfg *c;
+    const as_plan_input *in;
+    int64_t exported, skipped;
+} export_ctx;
+
+/* label (of algorithm base) is one of the comma-separated tokens of want: a token with a
+   '+' matches exactly, one without every label of that algorithm; want NULL: every label */
+static int label_wanted(const char *want, const char *label, as_alg alg)
+{
+    if (!want) return 1;
+    char *s = as_strdup(want), *save = NULL;
+    int hit = 0;
+    for (char *tok = strtok_r(s, ",", &save); tok && !hit; tok = strtok_r(NULL, ",", &save)) {
+        as_alg a;
+        hit = strchr(tok, '+') ? !strcmp(tok, label) : !as_alg_parse(tok, &a) && a == alg;
+    }
+    free(s);
+    return hit;
+}
+
+static int export_one(export_ctx *X, const msgpack_object *o, char *err, size_t errlen)
+{
+    const as_plan_run_cfg *c = X->c;
+    char e2[768], label[64] = "";
+    as_planrec pr;
+    if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    as_alg alg;
+    if (!pr.has_task || as_obj_str(o, "alg", label, sizeof label)) {
+        snprintf(err, errlen, "plan needs 'task' and 'alg'");
+        as_planrec_free(&pr);
+        return -1;
+    }
+    if (label_alg(label, pr.task, &alg, err, errlen)) {
+        as_planrec_free(&pr);
+        return -1;
+    }
+    if ((c->export_task >= 0 && pr.task != c->export_task) || !label_wanted(c->export_algs, label, alg)) {
+        X->skipped++;
+        as_planrec_free(&pr);
+        return 0;
+    }
+    const int64_t K = pr.shards, n = pr.n;
+    as_features *items;
+    if (record_items(X->in, &pr, label, &items, err, errlen)) {
+        as_planrec_free(&pr);
+        return -1;
+    }
+    int64_t cap = 0;
+    if (!c->cap_given && (as_obj_i64(o, "mem_cap", &cap) || cap < 0)) cap = 0;
+    const uint64_t mcap = c->cap_given ? c->mem_cap : (uint64_t)cap;
+    const as_features **fi;
+    int64_t *ids;
+    item_views(items, n, &fi, &ids, NULL);
+    double comm = 0;
+    as_obj_f64(o, "comm_gbps", &comm);
+    if (!(comm >= 0) || !isfinite(comm)) comm = 0;
+    int rc = record_cap(&pr, items, mcap, label, c->cap_given ? " of --mem-cap" : " of the plan", err, errlen);
+    as_plan pl;
+    if (!rc) {
+        /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
+        as_plan_policy fixed = { pr.assign, fixed_place };
+        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, pr.task, c->model, &fixed, comm, NULL };
+        if ((rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2)))
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
+    }
+    if (!rc) {
+        pl.split = strstr(label, "+split") != NULL;
+        pl.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
+        pl.measured = label_rounds(label);
+        pl.comm_gbps = comm;
+        pl.plan_ms = 0;   /* the planning time the record gives, not the rebuild's */
+        as_obj_f64(o, "plan_ms", &pl.plan_ms);
+        if (pr.pieces) {
+            pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
+            memcpy(pl.pieces, pr.pieces, (size_t)n * sizeof *pl.pieces);
+        }
+        as_ptask tki = { pr.task, ids, n, K, mcap, "" };
+        as_obj_str(o, "split", tki.split, sizeof tki.split);
+        int64_t seed = (int64_t)c->seed;
+        as_obj_i64(o, "seed", &seed);
+        as_plan_meta meta = { &tki, alg, (uint64_t)seed, mcap, c->world, c->model_path, c->model_device, NULL, 0, fi, NULL };
+        emit(X->st, c, &meta, &pl, fi, NULL);
+        as_plan_free(&pl);
+        X->exported++;
+    }
+    free(fi); free(ids); free(items);
+    as_planrec_free(&pr);
+    return rc;
+}
+
+static int export_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    if (!as_rec_is(rec, "plan")) return 0;
+    char e2[900];
+    if (export_one(ctx, &rec->obj, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+        return -1;
+    }
+    return 0;
+}
+
+int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,
+                       int64_t *exported, int64_t *skipped, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    export_ctx X = { st, c, in, 0, 0 };
+    char *files[1] = { (char *)file };
+    int rc = as_read_records(files, 1, export_rec, &X, err, errlen);
+    *exported = X.exported;
+    *skipped = X.skipped;
+    return rc;
 }

@@ -43,7 +43,8 @@ typedef struct {
  * `features` record, and the `task` records of the given split (NULL: all). Every record
  * but headers is copied to pass as it is read (pass NULL: none). 0, or -1 with err: a file
  * that cannot be read ("FILE: strerror"), a bad stream or record ("FILE: record N: ..."),
- * no (matching) task record, two different features of one table. */
+ * two different features of one table. No task record is not an error here (planning
+ * needs tasks, --export does not). */
 int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const char *split, as_writer *pass,
                        char *err, size_t errlen);
 void as_plan_input_free(as_plan_input *in);   /* also after a failed read */
@@ -85,6 +86,9 @@ typedef struct {
     int repair_filter;              /* as_plan_repair_run: only plans of the want[] algorithms */
     int repair_round;               /* as_plan_repair_run: > 0, only plans of round
                                        repair_round - 1 (0: not repaired yet); 0: all */
+    const char *export_algs;        /* as_plan_export_run: comma-separated labels or
+                                       algorithms the plans must have (NULL: all) */
+    int64_t export_task;            /* as_plan_export_run: only this task's plans (-1: all) */
 } as_plan_run_cfg;
 
 typedef struct {
@@ -137,5 +141,17 @@ typedef struct {
 } as_repair_stats;
 int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan_run_cfg *c, const as_plan_input *in,
                        const char *file, char *err, size_t errlen);
+
+/* as-plan --export FILE: every `plan` record of FILE (as-plan's, as-bench's measured ones,
+ * repaired ones) whose label is wanted - c->export_algs: a token with a '+' matches a label
+ * exactly, one without matches every label of that algorithm - and whose task is
+ * c->export_task (when >= 0) is rebuilt on its items' features from in (whole tables and
+ * pieces) with its placement, pieces and label as they are, and written as emit writes
+ * plans (c->out text or torchrec; with c->model its predictions). Its cap is --mem-cap
+ * (c->cap_given) or the record's mem_cap; a shard over it is an error. *exported and
+ * *skipped count the plans written and passed over. 0, or -1 with err ("FILE: record N:
+ * plan of task 3 (cost-greedy+split): t7[c 0:8, r 0:16) has no features in the input"). */
+int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,
+                       int64_t *exported, int64_t *skipped, char *err, size_t errlen);
 
 #endif

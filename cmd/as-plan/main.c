@@ -141,27 +141,41 @@ static const char HELP[] =
     "                         so on\n"
     "      --repair-round N   with --repair: only the plans of round N-1 (1: those not\n"
     "                         repaired yet, 2: the +measured ones, ...), written as round N\n"
+    "      --export FILE      instead of planning: write the plans of FILE (as-plan's, as-bench's\n"
+    "                         measured ones, repaired ones) in --format torchrec or text, each\n"
+    "                         rebuilt on the input's features (pieces too) with its placement,\n"
+    "                         pieces and label as they are: the plan you chose after measuring,\n"
+    "                         for TorchRec. --alg selects labels (a name with '+' exactly, e.g.\n"
+    "                         cost-greedy+split+refine; a bare algorithm every label of it),\n"
+    "                         --task N one task's; the cap is --mem-cap or the plan's own\n"
+    "                         (a shard over it is an error); with --model, text shows the\n"
+    "                         predictions\n"
+    "      --task N           with --export: only the plans of task N\n"
     "      --plans-only       write only the plans, not the input records\n"
     "\n"
-    "Memory is fp16 weight bytes. A cap is never exceeded: a table that fits on no shard is\n"
-    "left unplaced (assign -1), the plan is written with feasible = false and its unplaced\n"
-    "tables, a message goes to stderr, and once every plan is written as-plan exits with\n"
-    "status 1 and \"N of M plans infeasible\".\n"
+    "Memory is fp16 weight bytes, or TorchRec's memory model for a model config's tables\n"
+    "(as-convert --config: weights in their data type, optimizer state, pipeline buffers).\n"
+    "A cap is never exceeded: a table that fits on no shard is left unplaced (assign -1), the\n"
+    "plan is written with feasible = false and its unplaced tables, a message goes to stderr,\n"
+    "and once every plan is written as-plan exits with status 1 and the message\n"
+    "\"N of M plans infeasible\".\n"
     "\n"
     "Example:\n"
     "  as-features pool.ast --tasks 100 | as-plan --alg all --model cost.model > plans.ast\n"
     "  as-plan --alg all --model cost.model --refine --keep-unrefined ft.ast > plans.ast\n"
     "  as-bench --tables pool.ast plans.ast > measured.ast\n"
-    "  as-plan --model cost.model --repair measured.ast --plans-only ft.ast > repaired.ast\n";
+    "  as-plan --model cost.model --repair measured.ast --plans-only ft.ast > repaired.ast\n"
+    "  as-plan --export measured.ast --task 3 --alg cost-greedy+split --format torchrec ft.ast\n";
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS };
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
+       OPT_EXPORT, OPT_TASK };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
 typedef struct {
-    const char *alg, *model, *policy, *split, *repair;
+    const char *alg, *model, *policy, *split, *repair, *export_file;
     int64_t rowp[16];               /* --split-rows */
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
     const char *refine_opt;         /* the first --refine-* option given, for the message */
@@ -201,6 +215,8 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         { "comm-gbps", required_argument, 0, OPT_COMM },
         { "repair", required_argument, 0, OPT_REPAIR },
         { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
+        { "export", required_argument, 0, OPT_EXPORT },
+        { "task", required_argument, 0, OPT_TASK },
         AS_CLI_COMMON_OPTIONS
     };
     int opt;
@@ -298,6 +314,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
             a->repair = optarg;
             break;
         case OPT_REPAIR_ROUND: cfg->repair_round = (int)as_cli_i64(cli, "--repair-round", optarg, 1, 1000); break;
+        case OPT_EXPORT:
+            if (!*optarg) as_cli_usage(cli, "--export: empty file name");
+            a->export_file = optarg;
+            break;
+        case OPT_TASK: cfg->export_task = as_cli_i64(cli, "--task", optarg, 0, INT64_MAX); break;
         case OPT_KEEP_UNREFINED:
             cfg->keep_unrefined = 1;
             if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
@@ -310,7 +331,15 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
     as_cli_input_arg(cli, "--model", a->model);
     as_cli_input_arg(cli, "--policy", a->policy);
     if (cfg->repair_round && !a->repair) as_cli_usage(cli, "--repair-round needs --repair FILE");
-    if (a->repair) {
+    if (cfg->export_task >= 0 && !a->export_file) as_cli_usage(cli, "--task needs --export FILE");
+    if (a->export_file) {
+        as_cli_input_arg(cli, "--export", a->export_file);
+        if (a->repair) as_cli_usage(cli, "--export and --repair do not go together");
+        if (cfg->split || a->split_opt || cfg->refine || a->refine_opt)
+            as_cli_usage(cli, "--export writes plans as they are: --split-tables and --refine are not used with it");
+        if (a->fmt == 0) as_cli_usage(cli, "--export needs --format torchrec or text (the plans of FILE are a stream already)");
+        if (a->policy) as_cli_usage(cli, "--export places nothing: --policy is not used with it");
+    } else if (a->repair) {
         as_cli_input_arg(cli, "--repair", a->repair);
         if (!a->model) as_cli_usage(cli, "--repair needs --model FILE (it searches on the cost model)");
         if (cfg->split || a->split_opt) as_cli_usage(cli, "--repair keeps each plan's split: --split-tables is not used with it");
@@ -333,12 +362,26 @@ int main(int argc, char **argv)
     args a = { .tro = { "", 8 },
                .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS,
                          .comm_gbps = AS_SPLIT_COMM_GBPS } };
-    as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS };
+    as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS, .export_task = -1 };
     parse_args(&cli, argc, argv, &a, &cfg);
     char err[1024];
     int nalg = 0;
-    if (!a.repair && as_plan_alg_list(cfg.want, &nalg, a.alg, a.model != NULL, a.policy != NULL, err, sizeof err))
+    if (!a.repair && !a.export_file && as_plan_alg_list(cfg.want, &nalg, a.alg, a.model != NULL, a.policy != NULL, err, sizeof err))
         as_cli_usage(&cli, "%s", err);
+    /* --export with --alg: labels (with '+') or algorithms, checked by name */
+    if (a.export_file && a.alg) {
+        char *s = as_strdup(a.alg), *save = NULL;
+        for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            char base[64];
+            snprintf(base, sizeof base, "%s", tok);
+            char *plus = strchr(base, '+');
+            if (plus) *plus = 0;
+            as_alg x;
+            if (as_alg_parse(base, &x)) as_cli_usage(&cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
+        }
+        free(s);
+        cfg.export_algs = a.alg;
+    }
     /* --repair with --alg: only the plans of those algorithms (their policy is not needed) */
     if (a.repair && a.alg) {
         if (as_plan_alg_list(cfg.want, &nalg, a.alg, 1, 1, err, sizeof err)) as_cli_usage(&cli, "%s", err);
@@ -384,13 +427,26 @@ int main(int argc, char **argv)
         if (cfg.w) as_writer_abort(cfg.w);
         as_die(AS_EXIT_DATA, "%s", err);
     }
+    if (!in.ntasks && !a.export_file) {
+        if (cfg.w) as_writer_abort(cfg.w);
+        as_die(AS_EXIT_DATA, "no %stask records in the input (make them with as-features --tasks)", a.split ? "matching " : "");
+    }
 
     /* a model's config (as-convert --config) names its module path and GPUs per host */
     if (!a.module_given && in.module_path[0]) a.tro.module = in.module_path;
     if (!a.local_given && in.local_size > 0) a.tro.local_size = in.local_size;
 
     as_plan_run_stats st;
-    if (a.repair) {
+    if (a.export_file) {
+        int64_t exported, skipped;
+        if (as_plan_export_run(&st, &cfg, &in, a.export_file, &exported, &skipped, err, sizeof err)) {
+            if (cfg.w) as_writer_abort(cfg.w);
+            as_die(AS_EXIT_DATA, "%s", err);
+        }
+        as_info("--export: %" PRId64 " plans written, %" PRId64 " of other tasks or algorithms passed over", exported, skipped);
+        if (!exported) as_die(AS_EXIT_DATA, "--export: no plan of %s%s", a.export_file,
+                              a.alg || cfg.export_task >= 0 ? " matches --alg / --task" : "");
+    } else if (a.repair) {
         as_repair_stats rs;
         if (as_plan_repair_run(&st, &rs, &cfg, &in, a.repair, err, sizeof err)) {
             if (cfg.w) as_writer_abort(cfg.w);
