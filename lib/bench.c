@@ -188,6 +188,7 @@ void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q)
 
 void as_bpool_free(as_bpool *p)
 {
+    if (!p) return;
     for (int64_t i = 0; i < p->n; i++)
         if (!p->t[i].borrowed) { free(p->t[i].offsets); free(p->t[i].indices); }
     free(p->t);

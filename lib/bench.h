@@ -62,7 +62,7 @@ int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q);
 void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q);
 /* bytes the pool holds (its tables' offsets and indices, descriptors, id index) */
 uint64_t as_bpool_bytes(const as_bpool *p);
-void as_bpool_free(as_bpool *p);
+void as_bpool_free(as_bpool *p);          /* NULL: nothing */
 
 /* The fake timer, a test hook (environment AS_BENCH_FAKE_NOISE, as_bench_fake_parse): the
  * kernels run as usual but their timed runs are replaced by deterministic figures, so that

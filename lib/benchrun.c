@@ -296,6 +296,7 @@ int64_t as_binput_add_piece_singles(as_binput *in)
 
 void as_binput_free(as_binput *in)
 {
+    if (!in) return;
     for (int64_t i = 0; i < in->n; i++) free(in->rec[i].raw);
     free(in->rec);
     memset(in, 0, sizeof *in);

@@ -79,7 +79,7 @@ typedef struct {
  * checking every plan (as_planrec_read) and shard record (`tables`: a list of table ids)
  * once. 0, or -1 with err ("FILE: record N: ..."). Free with as_binput_free. */
 int as_binput_read(as_binput *in, char *const *files, int nfiles, char *err, size_t errlen);
-void as_binput_free(as_binput *in);
+void as_binput_free(as_binput *in);   /* NULL: nothing */
 /* as-bench --piece-singles: append to in one `shard` record per distinct piece (not a whole
  * table) of its plans, {"kind": "shard", "tables": [id], "pieces": [piece]}, in (id, piece)
  * order, so that each piece is measured alone (its cost record, origin "shard", is the

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "output.h"
+#include "progress.h"
 #include "stream.h"
 
 enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_OPT_ZWORKERS, AS_OPT_TOOL_BASE = 1100 };
@@ -120,19 +121,9 @@ int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo
 int64_t as_cli_lim(const as_cli *c, const char *opt, const char *arg, int64_t lo, int l);
 double as_cli_f64(const as_cli *c, const char *opt, const char *arg, double lo, double hi);
 
-/* progress on stderr (--progress, or stderr a terminal): a terminal gets ~5 updates a second
- * on one line, a log file a line every 10 s; with a known total the line ends with an ETA */
-typedef struct {
-    int on;
-    const char *label;
-    double total, t0, last;
-} as_progress;
+/* progress on stderr (progress.h), on when the tool was given --progress or stderr is a
+ * terminal (and not --quiet); c NULL: silent */
 void as_progress_start(as_progress *p, const as_cli *c, const char *label, double total);
-void as_progress_update(as_progress *p, double done);
-void as_progress_end(as_progress *p);
-/* ", ETA m:ss" (or h:mm:ss) for the rest of total at the rate so far (elapsed s for done);
- * "" when it cannot be estimated (nothing done yet, no total, finished) */
-void as_progress_eta(char *buf, size_t len, double elapsed, double done, double total);
 
 /* "CUDA: ..." build/runtime line used by --version */
 const char *as_build_info(void);

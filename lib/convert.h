@@ -15,7 +15,7 @@
 #include "torchsave.h"
 #include "synth.h"
 #include "modelcfg.h"
-#include "cli.h"
+#include "progress.h"
 
 typedef struct {
     const int64_t *dims;     /* choices for the per-table dim */

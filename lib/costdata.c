@@ -166,6 +166,7 @@ int as_costdata_join(as_costdata *d, char *err, size_t errlen)
 
 void as_costdata_free(as_costdata *d)
 {
+    if (!d) return;
     as_featidx_free(&d->ft);
     for (int64_t i = 0; i < d->ncs; i++) { free(d->cs[i].ids); free(d->cs[i].pieces); }
     free(d->f);

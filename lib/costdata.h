@@ -65,7 +65,7 @@ int as_costdata_check(const as_costdata *d, char *err, size_t errlen);
 /* every shard's tables to their features; 0, or -1 with err when a table has no
  * `features` record */
 int as_costdata_join(as_costdata *d, char *err, size_t errlen);
-void as_costdata_free(as_costdata *d);
+void as_costdata_free(as_costdata *d);   /* NULL: nothing */
 
 /* an order-independent hash of a set of table ids (the same set in any order, the same hash) */
 uint64_t as_costdata_set_hash(const int64_t *ids, int64_t n);

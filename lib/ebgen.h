@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "embbag.h"
+#include "ebshard.h"
 
 #ifdef __CUDACC__
 #define AS_EBG_FN static __host__ __device__ __forceinline__

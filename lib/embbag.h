@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ebshard.h"   /* as_eb_shard, as_eb_table */
+
 /* lookups per chunk in the backward's canonical summation order (above). 512: a hot row's
  * chunks are independent GPU work items (a 447k-lookup row gives 874), each short enough
  * for one warp (512 grad rows, a few in flight at a time), while the GPU's scratch for
@@ -48,27 +50,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct {
-    int32_t T;
-    int64_t B;
-    const int64_t *rows;      /* [T] E_t >= 1 */
-    const int32_t *dims;      /* [T] D_t >= 1 */
-    const int64_t *w_off;     /* [T+1] element offset of table t in W; w_off[T] = elements of W
-                               * (padding included; see the layout rule above) */
-    const int32_t *d_off;     /* [T+1] column of table t in the output; d_off[T] = sumD */
-    const int64_t *offsets;   /* [T*B+1] table-major, offsets[0] = 0, non-decreasing */
-    const int32_t *indices;   /* [offsets[T*B]] */
-} as_eb_shard;
-
-/* one table of a pool (as-bench's table data), the unit a shard is assembled from
- * (ebgen.h: layout and concatenation; as_eb_gpu_ctx: the same on the device) */
-typedef struct {
-    int64_t id;               /* table id: keys its generated weights and gradients */
-    int64_t rows, batch, dim, lookups;
-    const int64_t *offsets;   /* [batch+1]: 0 .. lookups, non-decreasing */
-    const int32_t *indices;   /* [lookups], each in [0, rows) */
-} as_eb_table;
 
 /* 0 if rows and dims are >= 1, the weight layout follows the rule above, d_off is packed,
  * offsets are well formed and every index lies in [0, E_t); else -1 and err names the first

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "costmodel.h"
-#include "eval.h"
+#include "evalplan.h"
 #include "featindex.h"
 #include "stream.h"
 

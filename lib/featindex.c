@@ -152,6 +152,7 @@ int as_featidx_piece(const as_featidx *x, int64_t id, const as_piece *p, as_feat
 
 void as_featidx_free(as_featidx *x)
 {
+    if (!x) return;
     free(x->pc);
     free(x->f);
     memset(x, 0, sizeof *x);

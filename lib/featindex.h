@@ -50,6 +50,6 @@ const as_features *as_featidx_get(const as_featidx *x, int64_t id);
 int as_featidx_piece(const as_featidx *x, int64_t id, const as_piece *p, as_features *out);
 /* 1 when a and b describe the same table under the rule above (ids not compared) */
 int as_features_same(const as_features *a, const as_features *b);
-void as_featidx_free(as_featidx *x);
+void as_featidx_free(as_featidx *x);   /* NULL: nothing */
 
 #endif

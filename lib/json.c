@@ -1,6 +1,6 @@
 /* json.c - msgpack to JSON; see json.h */
 #include "json.h"
-#include "stream.h"
+#include "msgobj.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* plan.c - sharding plans: heuristics, cost-model greedy, 2D rank map, plan records.
  * Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas. */
 #include "plan.h"
-#include "split.h"
+#include "comm.h"
 #include "common.h"
 #include "json.h"
 #include "reclimits.h"
@@ -100,6 +100,7 @@ int as_plan_fits(uint64_t cap, uint64_t used, uint64_t b)
 
 void as_plan_free(as_plan *p)
 {
+    if (!p) return;
     free(p->assign);
     free(p->mem);
     free(p->count);
@@ -399,7 +400,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         for (int64_t i = 0; i < p->n; i++)
             if (p->assign[i] >= 0) {
                 double bi, bo;
-                as_split_comm_bytes(m->items[i], &bi, &bo);
+                as_comm_bytes(m->items[i], &bi, &bo);
                 in[p->assign[i]] += bi;
                 out[p->assign[i]] += bo;
             }

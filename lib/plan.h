@@ -154,7 +154,7 @@ double as_plan_key(as_alg a, const as_features *f);
  * Free with as_plan_free. */
 int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n,
                  char *err, size_t errlen);
-void as_plan_free(as_plan *p);
+void as_plan_free(as_plan *p);   /* NULL: nothing */
 
 /* 2D parallelism (TorchRec DMPCollection): W ranks in G = W/K replicas of a sharding group
  * of K ranks; group i (0 <= i < G) holds global ranks i, G+i, 2G+i, ..., (K-1)G+i, so

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cli.h"
+#include "progress.h"
 #include "featindex.h"
 #include "plan.h"
 #include "split.h"

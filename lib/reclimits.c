@@ -1,7 +1,7 @@
 /* reclimits.c - record limits and range-checked fields; see reclimits.h */
 #include "reclimits.h"
 #include "common.h"
-#include "stream.h"
+#include "msgobj.h"
 
 #include <inttypes.h>
 #include <math.h>

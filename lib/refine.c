@@ -200,7 +200,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
         cm = as_malloc(n1 * sizeof *cm);
         csum = as_calloc((size_t)K, sizeof *csum);
         for (int64_t i = 0; i < n; i++) {
-            cm[i] = as_split_comm_ms(t[i], c->comm_gbps);
+            cm[i] = as_comm_ms(t[i], c->comm_gbps);
             if (p->assign[i] >= 0) csum[p->assign[i]] += cm[i];
         }
     }

@@ -507,7 +507,7 @@ int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen)
 static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_costmodel *cm, const as_rl_state *st)
 {
     as_writer *w = as_writer_open(c->ckpt, 0, 0);
-    as_rl_log_header(w, c->cli ? c->cli->argc : 0, c->cli ? c->cli->argv : NULL, st->run_id);
+    as_rl_log_header(w, c->argc, c->argv, st->run_id);
     ck_ctx cc = { st };
     as_policy_write(p, w, CK_EXTRA + (st->best_episode >= 0 ? CK_EXTRA_BEST : 0), ck_extra, &cc);
     as_costmodel_write(cm, w);
@@ -1116,7 +1116,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     rl_ep *eps = as_calloc((size_t)c->batch, sizeof *eps);
     as_traj **trs = as_malloc((size_t)c->batch * sizeof *trs);
     as_progress pr;
-    as_progress_start(&pr, c->cli, "episodes", c->episodes > 0 ? (double)c->episodes : budget);
+    as_progress_begin(&pr, c->progress, "episodes", c->episodes > 0 ? (double)c->episodes : budget);
     int rc = 0, stopped = 0;
     int64_t last_ck = in->episodes;
 

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "bench.h"
-#include "cli.h"
+#include "progress.h"
 #include "costmodel.h"
 #include "policy.h"
 
@@ -93,7 +93,9 @@ typedef struct {
                                        checkpoint's records up to its episode come first */
     int64_t run_id;                 /* the run's identity when starting (0: a new one); a
                                        resumed run keeps its checkpoint's */
-    const as_cli *cli;              /* progress */
+    int progress;                   /* progress on stderr (as-rl: --progress or a terminal) */
+    int argc;                       /* the command line, for the log's header (0: none) */
+    char **argv;
     volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */
 } as_rl_cfg;
 

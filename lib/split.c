@@ -104,20 +104,6 @@ static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_f
     return m;
 }
 
-void as_split_comm_bytes(const as_features *f, double *in, double *out)
-{
-    *in = (double)f->lookups * 8.0;
-    *out = 2.0 * (double)f->batch * (double)f->dim * 4.0;
-}
-
-double as_split_comm_ms(const as_features *f, double gbps)
-{
-    if (!(gbps > 0)) return 0;
-    double in, out;
-    as_split_comm_bytes(f, &in, &out);
-    return (in + out) / (gbps * 1073741824.0) * 1e3;
-}
-
 /* the plan's score: its slowest shard's predicted cost, plus its items' communication when
    charged (comm: per shard scratch [K], NULL when not) */
 static double plan_score(const as_plan *p, const as_features *const *it, double gbps, double *comm)
@@ -128,7 +114,7 @@ static double plan_score(const as_plan *p, const as_features *const *it, double 
         double all = 0;
         for (int64_t k = 0; k < p->shards; k++) comm[k] = 0;
         for (int64_t j = 0; j < p->n; j++) {
-            const double ms = as_split_comm_ms(it[j], gbps);
+            const double ms = as_comm_ms(it[j], gbps);
             all += ms;
             if (p->assign[j] >= 0) comm[p->assign[j]] += ms;
         }

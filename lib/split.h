@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm.h"
 #include "featindex.h"
 #include "plan.h"
 
@@ -56,13 +57,7 @@ typedef struct {
     double comm_gbps;       /* communication bandwidth, GiB/s (above); 0: not charged */
 } as_split_cfg;
 
-#define AS_SPLIT_COMM_GBPS 600.0   /* one host of NVLink GPUs, TorchRec's intra-node figure */
-
-/* item f's bytes (above): *in its ids (lookups x 8), *out its pooled outputs and their
- * gradients (2 x batch x dim x 4) */
-void as_split_comm_bytes(const as_features *f, double *in, double *out);
-/* the milliseconds item f's bytes (in + out) take at gbps GiB/s (0 when gbps <= 0) */
-double as_split_comm_ms(const as_features *f, double gbps);
+#define AS_SPLIT_COMM_GBPS AS_COMM_GBPS   /* comm.h: one host of NVLink GPUs */
 
 typedef struct {
     int64_t nodes;          /* children placed and scored */

@@ -39,3 +39,20 @@ load test_helper/common
     assert_output --partial "costs measured on NVIDIA H200"
     assert_line --regexp '^cost-greedy\+split\+refine +10 +0 '
 }
+
+@test "layers: every module of lib/ is in docs/ARCHITECTURE.md's layers, none includes up a layer, no circle" {
+    run python3 "$ROOT/tests/tools/check-layers.py" "$ROOT"
+    assert_success
+    assert_output --regexp '^check-layers: [0-9]+ modules in 4 layers, [0-9]+ includes between them: none up a layer, no circle$'
+    # the check finds what it must: an include up a layer, a circle, a module in no layer
+    cp -r "$ROOT/lib" "$ROOT/docs" "$T/"
+    mkdir -p "$T/tests/tools"
+    printf '#include "planrun.h"\n' >> "$T/lib/stream.c"
+    printf '#include "stream.h"\n' >> "$T/lib/reclimits.c"
+    printf 'int x;\n' > "$T/lib/zzz.c"
+    run python3 "$ROOT/tests/tools/check-layers.py" "$T"
+    assert_failure 1
+    assert_line "check-layers: lib/zzz: in no layer of docs/ARCHITECTURE.md"
+    assert_line "check-layers: lib/stream.c (layer 2) includes planrun.h (layer 3): up a layer"
+    assert_line --regexp '^check-layers: circle: .*reclimits -> stream.*'
+}

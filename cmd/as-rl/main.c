@@ -368,7 +368,9 @@ int main(int argc, char **argv)
         as_rl_log_header(lw, argc, argv, c.run_id);
     }
     c.log = lw;
-    c.cli = &cli;
+    c.progress = cli.progress;
+    c.argc = cli.argc;
+    c.argv = cli.argv;
     c.stop = &g_stop;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -683,3 +683,18 @@ TEST(planrun_read_and_plan)
     fclose(c.text);
     as_plan_input_free(&in);
 }
+
+/* the free functions accept NULL, as their headers say */
+#include "bench.h"
+#include "benchrun.h"
+#include "costdata.h"
+#include "featindex.h"
+TEST(frees_accept_null)
+{
+    as_plan_free(NULL);
+    as_bpool_free(NULL);
+    as_binput_free(NULL);
+    as_costdata_free(NULL);
+    as_featidx_free(NULL);
+    CHECK(1);   /* reached: none of them dereferenced NULL */
+}

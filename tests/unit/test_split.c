@@ -420,8 +420,8 @@ TEST(split_comm_charged)
     char err[512];
     CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
     /* the item's bytes: lookups x 8 in, 2 x batch x dim x 4 out */
-    CHECK_NEAR(as_split_comm_ms(&f[0], 1.0), (1000.0 * 8 + 2.0 * 10 * 64 * 4) / 1073741824.0 * 1e3, 1e-12);
-    CHECK_NEAR(as_split_comm_ms(&f[0], 0), 0, 0);
+    CHECK_NEAR(as_comm_ms(&f[0], 1.0), (1000.0 * 8 + 2.0 * 10 * 64 * 4) / 1073741824.0 * 1e3, 1e-12);
+    CHECK_NEAR(as_comm_ms(&f[0], 0), 0, 0);
     as_split_cfg sc = SC;
     as_features *items;
     int64_t P;

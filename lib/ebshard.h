@@ -1,0 +1,40 @@
+/* ebshard.h - the data of the fused embedding-bag op (embbag.h): a shard of T tables laid
+ * out in one weight buffer with their batch of bags (the layout rule is embbag.h's top
+ * comment), and one table of a pool, the unit a shard is assembled from. Types only: the
+ * kernels (embbag) and their deterministic data (ebgen) both build on them.
+ * Dimension letters: B batch, D dim, E rows, T tables. */
+#ifndef AS_EBSHARD_H
+#define AS_EBSHARD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int32_t T;
+    int64_t B;
+    const int64_t *rows;      /* [T] E_t >= 1 */
+    const int32_t *dims;      /* [T] D_t >= 1 */
+    const int64_t *w_off;     /* [T+1] element offset of table t in W; w_off[T] = elements of W
+                               * (padding included; see the layout rule above) */
+    const int32_t *d_off;     /* [T+1] column of table t in the output; d_off[T] = sumD */
+    const int64_t *offsets;   /* [T*B+1] table-major, offsets[0] = 0, non-decreasing */
+    const int32_t *indices;   /* [offsets[T*B]] */
+} as_eb_shard;
+
+/* one table of a pool (as-bench's table data), the unit a shard is assembled from
+ * (ebgen.h: layout and concatenation; as_eb_gpu_ctx: the same on the device) */
+typedef struct {
+    int64_t id;               /* table id: keys its generated weights and gradients */
+    int64_t rows, batch, dim, lookups;
+    const int64_t *offsets;   /* [batch+1]: 0 .. lookups, non-decreasing */
+    const int32_t *indices;   /* [lookups], each in [0, rows) */
+} as_eb_table;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

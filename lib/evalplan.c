@@ -1,0 +1,289 @@
+/* evalplan.c - decoding a `plan` record for as-eval; see evalplan.h */
+#include "evalplan.h"
+#include "common.h"
+#include "plan.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void as_eval_plan_free(as_eval_plan *p)
+{
+    free(p->tables);
+    free(p->pieces);
+    free(p->assign);
+    free(p->cost);
+    free(p->mem);
+    free(p->spread);
+    free(p->noisy);
+    free(p->comm_in);
+    free(p->comm_out);
+    free(p->comm_ms);
+    free(p->pred);
+    free(p->item_pred);
+    free(p->names);
+    free(p->mterm);
+    memset(p, 0, sizeof *p);
+}
+
+/* a msgpack array of integers into a malloc'd int64 list */
+static int get_ints(const msgpack_object *rec, const char *key, int64_t **out, int64_t *n)
+{
+    const msgpack_object *a = as_obj_get(rec, key);
+    *out = NULL;
+    *n = 0;
+    if (!a || a->type != MSGPACK_OBJECT_ARRAY) return -1;
+    int64_t m = a->via.array.size;
+    int64_t *v = as_malloc((size_t)(m ? m : 1) * sizeof *v);
+    for (int64_t i = 0; i < m; i++) {
+        const msgpack_object *o = &a->via.array.ptr[i];
+        if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) v[i] = (int64_t)o->via.u64;
+        else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) v[i] = o->via.i64;
+        else { free(v); return -1; }
+    }
+    *out = v;
+    *n = m;
+    return 0;
+}
+
+/* a per-shard list of communication bytes (numbers >= 0), absent or nil: NULL */
+static int read_comm(const msgpack_object *rec, const char *key, as_eval_plan *p, double **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const msgpack_object *o = as_obj_get(rec, key);
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": '%s' must be a list with one entry per shard", p->task, key);
+        return -1;
+    }
+    double *v = as_malloc((size_t)(p->K ? p->K : 1) * sizeof *v);
+    for (int64_t k = 0; k < p->K; k++) {
+        int rc = as_obj_num(&o->via.array.ptr[k], &v[k]);
+        if (rc != 0 || !(isfinite(v[k]) && v[k] >= 0 && v[k] < 1e18)) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a byte count >= 0", p->task, key, k);
+            free(v);
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+/* o (field key), a list of n finite numbers (absent or nil: NULL) */
+static int read_nums(const msgpack_object *o, const char *key, int64_t n, const char *per, as_eval_plan *p,
+                     double **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != n) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": '%s' must be a list with one entry per %s", p->task, key, per);
+        return -1;
+    }
+    double *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++)
+        if (as_obj_num(&o->via.array.ptr[i], &v[i]) != 0 || !isfinite(v[i])) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a finite number", p->task, key, i);
+            free(v);
+            return -1;
+        }
+    *out = v;
+    return 0;
+}
+
+/* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap (all optional) */
+static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    if (read_nums(as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred, err, errlen) ||
+        read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
+        return -1;
+    int64_t cap;
+    if (!as_obj_i64(rec, "mem_cap", &cap) && cap > 0) p->mem_cap = (uint64_t)cap;
+    const msgpack_object *o = as_obj_get(rec, "names");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->T) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'names' must be a list with one entry per entry of 'tables'", p->task);
+            return -1;
+        }
+        p->names = as_calloc((size_t)(p->T ? p->T : 1), sizeof *p->names);
+        for (int64_t i = 0; i < p->T; i++) {
+            const msgpack_object *x = &o->via.array.ptr[i];
+            if (x->type != MSGPACK_OBJECT_STR || x->via.str.size >= sizeof p->names[0] ||
+                memchr(x->via.str.ptr, 0, x->via.str.size)) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": names[%" PRId64 "] is not a name (a string of 1-127 bytes)", p->task, i);
+                return -1;
+            }
+            memcpy(p->names[i], x->via.str.ptr, x->via.str.size);
+        }
+    }
+    o = as_obj_get(rec, "mem_terms");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        static const char *const term[3] = { "weights", "optimizer", "pipeline" };
+        if (o->type != MSGPACK_OBJECT_MAP) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_terms' must be a map of weights, optimizer and pipeline", p->task);
+            return -1;
+        }
+        p->mterm = as_malloc((size_t)(3 * p->K + 1) * sizeof *p->mterm);
+        for (int j = 0; j < 3; j++) {
+            double *v;
+            char key[32];
+            snprintf(key, sizeof key, "mem_terms.%s", term[j]);
+            const msgpack_object *a = as_obj_get(o, term[j]);
+            if (!a) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": '%s' is missing", p->task, key);
+                return -1;
+            }
+            if (read_nums(a, key, p->K, "shard", p, &v, err, errlen)) return -1;
+            if (!v) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": '%s' is nil", p->task, key);
+                return -1;
+            }
+            for (int64_t k = 0; k < p->K; k++) {
+                if (!(v[k] >= 0 && v[k] < 1e18)) {
+                    snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a byte count >= 0", p->task, key, k);
+                    free(v);
+                    return -1;
+                }
+                p->mterm[j * p->K + k] = (uint64_t)v[k];
+            }
+            free(v);
+        }
+    }
+    return 0;
+}
+
+/* the noise fields of as-bench (docs/FORMAT.md): cost_spread, cost_noisy, noise_threshold;
+ * each may be absent or nil (unknown) */
+static int read_noise(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(rec, "cost_spread");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_spread' must be a list with one entry per shard", p->task);
+            return -1;
+        }
+        p->spread = as_malloc((size_t)(p->K ? p->K : 1) * sizeof *p->spread);
+        for (int64_t k = 0; k < p->K; k++) {
+            int rc = as_obj_num(&o->via.array.ptr[k], &p->spread[k]);
+            if (rc < 0 || (!rc && !(isfinite(p->spread[k]) && p->spread[k] >= 0))) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_spread[%" PRId64 "] is not a number >= 0 or nil", p->task, k);
+                return -1;
+            }
+        }
+    }
+    o = as_obj_get(rec, "cost_noisy");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_noisy' must be a list with one entry per shard", p->task);
+            return -1;
+        }
+        p->noisy = as_malloc((size_t)(p->K ? p->K : 1));
+        for (int64_t k = 0; k < p->K; k++) {
+            const msgpack_object *e = &o->via.array.ptr[k];
+            if (e->type == MSGPACK_OBJECT_BOOLEAN) p->noisy[k] = e->via.boolean;
+            else if (e->type == MSGPACK_OBJECT_NIL) p->noisy[k] = 0;
+            else {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_noisy[%" PRId64 "] is not a bool", p->task, k);
+                return -1;
+            }
+        }
+    }
+    o = as_obj_get(rec, "noise_threshold");
+    if (o) {
+        int rc = as_obj_num(o, &p->noise_threshold);
+        if (rc < 0 || (!rc && !(isfinite(p->noise_threshold) && p->noise_threshold >= 0))) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'noise_threshold' is not a number >= 0 or nil", p->task);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    p->seed = -1;
+    p->noise_threshold = NAN;
+    p->floor = p->over_floor = p->floor_margin = NAN;
+    p->at_floor = -1;
+    as_planrec pr;
+    if (as_planrec_read(rec, &pr, err, errlen)) return -1;
+    p->task = pr.task;
+    p->K = pr.shards;
+    p->T = pr.n;
+    p->tables = pr.tables;
+    p->assign = pr.assign;
+    p->pieces = pr.pieces;
+    p->floor_unknown = p->T;
+    int unplaced = pr.unplaced > 0;
+    if (!pr.has_task || pr.task < 0 || as_obj_str(rec, "alg", p->alg, sizeof p->alg)) {
+        snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
+        goto bad;
+    }
+    as_obj_str(rec, "split", p->split, sizeof p->split);
+    as_obj_i64(rec, "seed", &p->seed);
+    const msgpack_object *fe = as_obj_get(rec, "feasible");
+    if (fe && fe->type == MSGPACK_OBJECT_BOOLEAN) p->feasible = fe->via.boolean && !unplaced;
+    else p->feasible = !unplaced;
+    int64_t nm;
+    int64_t *mem;
+    if (!get_ints(rec, "mem_bytes", &mem, &nm)) {
+        if (nm != p->K) { free(mem); snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_bytes' must have one entry per shard", p->task); goto bad; }
+        p->mem = as_malloc((size_t)p->K * sizeof *p->mem);
+        for (int64_t k = 0; k < p->K; k++) p->mem[k] = mem[k] < 0 ? 0 : (uint64_t)mem[k];
+        free(mem);
+    }
+    p->cost = as_malloc((size_t)p->K * sizeof *p->cost);
+    for (int64_t k = 0; k < p->K; k++) p->cost[k] = NAN;
+    const msgpack_object *c = as_obj_get(rec, "cost_ms");
+    if (c && c->type != MSGPACK_OBJECT_NIL) {
+        if (c->type != MSGPACK_OBJECT_ARRAY || (int64_t)c->via.array.size != p->K) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' must be a list with one entry per shard", p->task);
+            goto bad;
+        }
+        char kind[32] = "";
+        as_obj_str(rec, "cost_kind", kind, sizeof kind);
+        if (!strcmp(kind, "measured")) p->cost_kind = 1;
+        else if (!strcmp(kind, "estimated")) p->cost_kind = 2;
+        else {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' without a cost_kind of \"measured\" or \"estimated\"", p->task);
+            goto bad;
+        }
+        for (int64_t k = 0; k < p->K; k++) {
+            int rc = as_obj_num(&c->via.array.ptr[k], &p->cost[k]);
+            if (rc > 0) continue;   /* nil: not measured, stays NaN */
+            if (rc < 0) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not a number or nil", p->task, k);
+                goto bad;
+            }
+            if (!isfinite(p->cost[k])) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not finite (an unmeasured shard is nil)", p->task, k);
+                goto bad;
+            }
+            if (p->cost[k] < 0) {
+                if (p->cost_kind == 1) {
+                    snprintf(err, errlen, "plan of task %" PRId64 ": measured cost_ms[%" PRId64 "] is negative (%g ms): a measured "
+                             "time cannot be; bad data", p->task, k, p->cost[k]);
+                    goto bad;
+                }
+                p->cost[k] = 0;   /* an unconstrained cost model's estimate: no shard costs less than nothing */
+                p->clamped++;
+            }
+        }
+        as_obj_str(rec, "cost_device", p->device, sizeof p->device);
+    }
+    if (read_noise(rec, p, err, errlen)) goto bad;
+    if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
+        read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))
+        goto bad;
+    if (read_planner(rec, p, err, errlen)) goto bad;
+    if (!p->comm_in != !p->comm_out) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'comm_in_bytes' and 'comm_out_bytes' come together", p->task);
+        goto bad;
+    }
+    return 0;
+bad:
+    as_eval_plan_free(p);
+    return -1;
+}

@@ -1,0 +1,69 @@
+/* evalplan.h - a `plan` record as as-eval reads it (docs/FORMAT.md): the plan, its costs
+ * (measured or estimated), as-bench's noise fields, the communication bytes, the planner's
+ * own view (predictions, names, memory terms), and room for the figures the evaluation
+ * computes (lib/eval.h) and the floor (lib/evalfloor.h). The decoding; nothing computed.
+ * Dimension letters: K shards, T tables of a plan. */
+#ifndef AS_EVALPLAN_H
+#define AS_EVALPLAN_H
+
+#include <stdint.h>
+
+#include "msgobj.h"
+#include "piece.h"
+
+typedef enum { AS_EVAL_TEXT, AS_EVAL_MARKDOWN, AS_EVAL_CSV } as_eval_format;
+
+typedef struct {
+    /* from the record */
+    int64_t run;                /* run index: input file and plan seed (set by the reader's caller) */
+    int64_t task;
+    char alg[64];
+    char split[16];             /* "" when the plan carries none */
+    int64_t seed;               /* -1 when the plan carries none */
+    int64_t K, T;
+    int64_t *tables, *assign;   /* [T] */
+    as_piece *pieces;           /* [T] each entry's piece; NULL: every table whole */
+    double *cost;               /* [K] ms, NaN where unknown */
+    uint64_t *mem;              /* [K] bytes; NULL when the plan carries none */
+    int feasible;
+    int cost_kind;              /* 0 none, 1 measured, 2 estimated */
+    char device[128];           /* cost_device (measured) */
+    double *spread;             /* [K] cost_spread: relative spread of each shard's timed runs,
+                                   NaN where unknown; NULL when the plan carries none */
+    unsigned char *noisy;       /* [K] cost_noisy; NULL when the plan carries none */
+    double noise_threshold;     /* noise_threshold; NaN when absent */
+    int64_t clamped;            /* estimated shard costs below 0 that were set to 0 */
+    /* communication (as-plan: comm_in_bytes, comm_out_bytes; lib/split.h's terms): NULL when
+       the plan carries none; comm_ms [K] what as_eval_charge_comm added to cost, NULL when
+       nothing was charged */
+    double *comm_in, *comm_out, *comm_ms;
+    /* the planner's view, for the per-rank statistics (lib/evalranks.h); NULL when absent */
+    double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
+    double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */
+    char (*names)[128];         /* [T] names: a model's table names */
+    uint64_t *mterm;            /* [3K] mem_terms: weights, optimizer, pipeline bytes per shard */
+    uint64_t mem_cap;           /* bytes per shard; 0 none */
+    /* figures (as_eval_compute); NaN when undefined */
+    int ok;                     /* feasible and every shard's cost known */
+    double max, min, mean, balance, speedup;
+    double kmax;                /* the slowest shard's kernel cost alone (max less its charged
+                                   communication; = max when none): what floors compare */
+    uint64_t mem_max, mem_min;
+    int64_t nnoisy;             /* noisy shards; -1 when unknown (no cost_noisy) */
+    int shaky;                  /* ok, and its slowest or fastest shard is noisy */
+    /* the floor (lib/evalfloor.h): set before as_eval_compute, NaN unknown */
+    double floor;               /* ms: the costliest of its tables alone */
+    int64_t floor_unknown;      /* its tables without a single cost */
+    double over_floor;          /* as_eval_compute: max / floor (ok, floor known and > 0); NaN */
+    int at_floor;               /* as_eval_floor_mark: max <= floor x (1 + margin); -1 unknown */
+    double floor_margin;        /* the margin at_floor was judged with */
+} as_eval_plan;
+
+/* Parse a `plan` record (costs from cost_ms when present; the noise fields when present;
+ * the floor unknown).
+ * A negative measured cost is refused as bad data; a negative estimated cost (cost_kind
+ * "estimated") is set to 0 and counted in clamped. 0 ok, -1 with err. */
+int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen);
+void as_eval_plan_free(as_eval_plan *p);
+
+#endif

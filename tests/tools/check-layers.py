@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""check-layers.py [ROOT] - the include rules of docs/ARCHITECTURE.md, checked on the tree.
+
+Reads the numbered list under "## Layers" in docs/ARCHITECTURE.md: every `name` in
+backquotes that is a module of lib/ (lib/NAME.c, .h or .cu) belongs to that item's layer.
+Then, for every file of lib/ (a module is its .c, .h and .cu together):
+  - every module of lib/ is in exactly one layer (a new module must be placed in the doc);
+  - a module includes ("x.h") only modules of its own layer or below;
+  - the include graph between modules has no circle (a -> b -> ... -> a).
+cmd/*/main.c is the top layer and may include anything. Prints each violation, exit 1 when
+there is one; exit 0 and a one-line summary otherwise.
+"""
+import os
+import re
+import sys
+
+
+def layers_from_doc(root, modules):
+    text = open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8").read()
+    m = re.search(r"^## Layers.*?$(.*?)^## ", text, re.S | re.M)
+    if not m:
+        sys.exit("check-layers: docs/ARCHITECTURE.md has no '## Layers' section")
+    layer_of, layer = {}, None
+    for line in m.group(1).splitlines():
+        item = re.match(r"^(\d+)\. ", line)
+        if item:
+            layer = int(item.group(1))
+        elif not line.strip() or not line.startswith(" "):
+            if not line.strip():
+                continue
+            layer = None      # prose after the list
+        if layer is None:
+            continue
+        for name in re.findall(r"`([a-z_0-9]+)(?:\.(?:c|h|cu))?`", line):
+            if name in modules:
+                layer_of.setdefault(name, set()).add(layer)
+    return layer_of
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    lib = os.path.join(root, "lib")
+    files = sorted(f for f in os.listdir(lib) if re.match(r"^[a-z_0-9]+\.(c|h|cu)$", f))
+    modules = sorted({f.rsplit(".", 1)[0] for f in files})
+    layer_of = layers_from_doc(root, modules)
+    bad = []
+    for mod in modules:
+        if mod not in layer_of:
+            bad.append(f"lib/{mod}: in no layer of docs/ARCHITECTURE.md")
+        elif len(layer_of[mod]) > 1:
+            bad.append(f"lib/{mod}: in layers {sorted(layer_of[mod])} of docs/ARCHITECTURE.md")
+    level = {m: min(ls) for m, ls in layer_of.items()}
+    edges = {m: set() for m in modules}
+    for f in files:
+        mod = f.rsplit(".", 1)[0]
+        for line in open(os.path.join(lib, f), encoding="utf-8", errors="replace"):
+            inc = re.match(r'^\s*#\s*include\s+"([a-z_0-9]+)\.h"', line)
+            if not inc or inc.group(1) == mod or inc.group(1) not in edges:
+                continue
+            dep = inc.group(1)
+            edges[mod].add(dep)
+            if mod in level and dep in level and level[dep] > level[mod]:
+                bad.append(f"lib/{f} (layer {level[mod]}) includes {dep}.h (layer {level[dep]}): up a layer")
+    # circles: depth-first search over the module graph
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(edges[m]):
+            if state.get(d) == 1:
+                bad.append("circle: " + " -> ".join(stack[stack.index(d):] + [d]))
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in modules:
+        if m not in state:
+            visit(m)
+    for b in bad:
+        print(f"check-layers: {b}")
+    if bad:
+        return 1
+    print(f"check-layers: {len(modules)} modules in {len(set(level.values()))} layers, "
+          f"{sum(len(e) for e in edges.values())} includes between them: none up a layer, no circle")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
