@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 {
     int64_t T = 800, K = 80, reps = 7;
     uint64_t seed = 0;
-    const char *model = NULL, *policy = NULL;
+    const char *model = NULL, *policy = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         int64_t v;
         if (i + 1 < argc && !strcmp(argv[i], "--tables") && !as_parse_i64(argv[i + 1], 1, 10000000, &v)) T = v, i++;
@@ -41,8 +41,9 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && !strcmp(argv[i], "--seed") && !as_parse_i64(argv[i + 1], 0, INT64_MAX, &v)) seed = (uint64_t)v, i++;
         else if (i + 1 < argc && !strcmp(argv[i], "--model")) model = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--policy")) policy = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--alg")) only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE]\n");
+            fprintf(stderr, "usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE] [--alg NAME]\n");
             return 2;
         }
     }
@@ -89,6 +90,7 @@ int main(int argc, char **argv)
     printf("alg\tbest_ms\tmedian_ms\twith_pred_ms\n");
     double *t = as_malloc((size_t)reps * sizeof *t);
     for (int a = 0; a < AS_ALG_COUNT; a++) {
+        if (only && strcmp(only, as_alg_name((as_alg)a))) continue;
         if (a == AS_ALG_TORCHREC) {
             /* its own search (lib/torchrec.h); no row blocks' features here: table_wise and
                column_wise only */
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
     printf("# refine to a local optimum after each algorithm (no budget): the search's time alone\n");
     printf("alg\trefine_best_ms\trefine_median_ms\tmoves\tswaps\tpred_max_before\tpred_max_after\n");
     for (int a = 0; a < AS_ALG_COUNT; a++) {
+        if (only && strcmp(only, as_alg_name((as_alg)a))) continue;
         if (a == AS_ALG_TORCHREC) continue;   /* not made by as_plan_make */
         int64_t moves = 0, swaps = 0;
         double before = 0, after = 0;
