@@ -2,6 +2,7 @@
  * weights and gradients (OpenMP), the check of one pool table.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "ebgen.h"
+#include "errbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,15 +10,6 @@
 #include <string.h>
 #include <omp.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int nthr(int nthreads) { return nthreads > 0 ? nthreads : omp_get_max_threads(); }
 
@@ -150,23 +142,23 @@ void as_ebg_fill_grad(float *grad, const as_eb_shard *s, const int64_t *ids, uin
 int as_ebg_check_table(const as_eb_table *t, char *err, size_t errlen)
 {
     if (t->rows < 1 || t->dim < 1 || t->dim > INT32_MAX || t->batch < 0 || t->lookups < 0) {
-        set_err(err, errlen, "table %lld: rows %lld, dim %lld, batch %lld, lookups %lld out of range", (long long)t->id,
+        as_errbuf(err, errlen, "table %lld: rows %lld, dim %lld, batch %lld, lookups %lld out of range", (long long)t->id,
                 (long long)t->rows, (long long)t->dim, (long long)t->batch, (long long)t->lookups);
         return -1;
     }
     if (!t->offsets || (t->lookups > 0 && !t->indices)) {
-        set_err(err, errlen, "table %lld: no offsets or indices", (long long)t->id);
+        as_errbuf(err, errlen, "table %lld: no offsets or indices", (long long)t->id);
         return -1;
     }
     const int64_t B = t->batch;
     if (t->offsets[0] != 0 || t->offsets[B] != t->lookups) {
-        set_err(err, errlen, "table %lld: offsets run from %lld to %lld, expected 0 to lookups = %lld", (long long)t->id,
+        as_errbuf(err, errlen, "table %lld: offsets run from %lld to %lld, expected 0 to lookups = %lld", (long long)t->id,
                 (long long)t->offsets[0], (long long)t->offsets[B], (long long)t->lookups);
         return -1;
     }
     for (int64_t b = 0; b < B; b++)
         if (t->offsets[b + 1] < t->offsets[b]) {
-            set_err(err, errlen, "table %lld: offsets decrease at bag %lld", (long long)t->id, (long long)b);
+            as_errbuf(err, errlen, "table %lld: offsets decrease at bag %lld", (long long)t->id, (long long)b);
             return -1;
         }
     const int64_t E = t->rows;
@@ -176,7 +168,7 @@ int as_ebg_check_table(const as_eb_table *t, char *err, size_t errlen)
     if (bad >= 0) {
         int64_t b = 0;
         while (t->offsets[b + 1] <= bad) b++;   /* the bag holding position bad */
-        set_err(err, errlen, "table %lld: %s index: bag %lld, position %lld (indices[%lld]) = %d, table has %lld rows",
+        as_errbuf(err, errlen, "table %lld: %s index: bag %lld, position %lld (indices[%lld]) = %d, table has %lld rows",
                 (long long)t->id, t->indices[bad] < 0 ? "negative" : "out-of-range", (long long)b,
                 (long long)(bad - t->offsets[b]), (long long)bad, (int)t->indices[bad], (long long)E);
         return -1;

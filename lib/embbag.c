@@ -25,6 +25,7 @@
  * start in their range, so no two threads touch the same row. Results do not depend on the
  * thread count. Library code: no printing, no exit. */
 #include "embbag.h"
+#include "errbuf.h"
 #include "half.h"
 
 #include <stdarg.h>
@@ -59,17 +60,6 @@ int as_eb_cpu_simd(int mode);
 #define RADIX_MAX_BITS 11
 #define HIST_STRIDE ((1 << RADIX_MAX_BITS) + 16)   /* padded: no false sharing */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- SIMD dispatch -------------------------------------------------------------------- */
 
@@ -113,18 +103,18 @@ static int validate_w_layout(const as_eb_shard *s, char *err, size_t errlen)
     const int32_t T = s->T;
     const int64_t total = s->w_off[T];
     if (total < 0) {
-        set_err(err, errlen, "w_off[%d] = %lld (the weight buffer's size) is negative", (int)T, (long long)total);
+        as_errbuf(err, errlen, "w_off[%d] = %lld (the weight buffer's size) is negative", (int)T, (long long)total);
         return -1;
     }
     int ordered = 1;   /* tables in W in table order: the common case needs no sort */
     for (int32_t t = 0; t < T; t++) {
         const int64_t lo = s->w_off[t], n = s->rows[t] * (int64_t)s->dims[t];
         if (lo < 0) {
-            set_err(err, errlen, "table %d: w_off[%d] = %lld is negative", (int)t, (int)t, (long long)lo);
+            as_errbuf(err, errlen, "table %d: w_off[%d] = %lld is negative", (int)t, (int)t, (long long)lo);
             return -1;
         }
         if (lo > total || n > total - lo) {
-            set_err(err, errlen, "table %d: weights at w_off[%d] = %lld, rows x dim = %lld, end past the weight "
+            as_errbuf(err, errlen, "table %d: weights at w_off[%d] = %lld, rows x dim = %lld, end past the weight "
                     "buffer's w_off[%d] = %lld elements", (int)t, (int)t, (long long)lo, (long long)n, (int)T,
                     (long long)total);
             return -1;
@@ -134,7 +124,7 @@ static int validate_w_layout(const as_eb_shard *s, char *err, size_t errlen)
     if (ordered) return 0;
     /* sort the regions by start: two regions overlap iff some pair adjacent in that order does */
     wregion *r = malloc((size_t)T * sizeof *r);
-    if (!r) { set_err(err, errlen, "out of memory checking the weight layout"); return -1; }
+    if (!r) { as_errbuf(err, errlen, "out of memory checking the weight layout"); return -1; }
     for (int32_t t = 0; t < T; t++) {
         r[t].lo = s->w_off[t];
         r[t].hi = s->w_off[t] + s->rows[t] * (int64_t)s->dims[t];
@@ -146,7 +136,7 @@ static int validate_w_layout(const as_eb_shard *s, char *err, size_t errlen)
         if (r[k - 1].hi > r[k].lo) {
             const wregion *a = &r[k - 1], *b = &r[k];
             if (a->t > b->t) { const wregion *x = a; a = b; b = x; }
-            set_err(err, errlen, "tables %d and %d overlap in the weights: [%lld, %lld) and [%lld, %lld)", (int)a->t,
+            as_errbuf(err, errlen, "tables %d and %d overlap in the weights: [%lld, %lld) and [%lld, %lld)", (int)a->t,
                     (int)b->t, (long long)a->lo, (long long)a->hi, (long long)b->lo, (long long)b->hi);
             rc = -1;
             break;
@@ -157,28 +147,28 @@ static int validate_w_layout(const as_eb_shard *s, char *err, size_t errlen)
 
 int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
 {
-    if (!s) { set_err(err, errlen, "no shard"); return -1; }
-    if (s->T < 0) { set_err(err, errlen, "bad table count %d", (int)s->T); return -1; }
-    if (s->B < 0) { set_err(err, errlen, "bad batch size %lld", (long long)s->B); return -1; }
+    if (!s) { as_errbuf(err, errlen, "no shard"); return -1; }
+    if (s->T < 0) { as_errbuf(err, errlen, "bad table count %d", (int)s->T); return -1; }
+    if (s->B < 0) { as_errbuf(err, errlen, "bad batch size %lld", (long long)s->B); return -1; }
     if (!s->rows || !s->dims || !s->w_off || !s->d_off || !s->offsets ||
         (!s->indices && s->offsets[(int64_t)s->T * s->B] > 0)) {
-        set_err(err, errlen, "shard has a missing array");
+        as_errbuf(err, errlen, "shard has a missing array");
         return -1;
     }
     const int32_t T = s->T;
     const int64_t B = s->B;
     if (s->d_off[0] != 0) {
-        set_err(err, errlen, "d_off[0] = %d, must be 0", (int)s->d_off[0]);
+        as_errbuf(err, errlen, "d_off[0] = %d, must be 0", (int)s->d_off[0]);
         return -1;
     }
     for (int32_t t = 0; t < T; t++) {
         int64_t E = s->rows[t];
         int32_t D = s->dims[t];
-        if (E < 1) { set_err(err, errlen, "table %d: rows = %lld, must be >= 1", (int)t, (long long)E); return -1; }
-        if (D < 1) { set_err(err, errlen, "table %d: dim = %d, must be >= 1", (int)t, (int)D); return -1; }
-        if (E > INT64_MAX / D) { set_err(err, errlen, "table %d: rows x dim overflows", (int)t); return -1; }
+        if (E < 1) { as_errbuf(err, errlen, "table %d: rows = %lld, must be >= 1", (int)t, (long long)E); return -1; }
+        if (D < 1) { as_errbuf(err, errlen, "table %d: dim = %d, must be >= 1", (int)t, (int)D); return -1; }
+        if (E > INT64_MAX / D) { as_errbuf(err, errlen, "table %d: rows x dim overflows", (int)t); return -1; }
         if ((int64_t)s->d_off[t + 1] - s->d_off[t] != D) {
-            set_err(err, errlen, "table %d: d_off[%d] - d_off[%d] = %lld, expected dim = %d",
+            as_errbuf(err, errlen, "table %d: d_off[%d] - d_off[%d] = %lld, expected dim = %d",
                     (int)t, (int)t + 1, (int)t, (long long)s->d_off[t + 1] - s->d_off[t], (int)D);
             return -1;
         }
@@ -186,12 +176,12 @@ int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
     if (validate_w_layout(s, err, errlen)) return -1;
     const int64_t nbags = (int64_t)T * B;
     if (s->offsets[0] != 0) {
-        set_err(err, errlen, "offsets[0] = %lld, must be 0", (long long)s->offsets[0]);
+        as_errbuf(err, errlen, "offsets[0] = %lld, must be 0", (long long)s->offsets[0]);
         return -1;
     }
     for (int64_t k = 0; k < nbags; k++) {
         if (s->offsets[k + 1] < s->offsets[k]) {
-            set_err(err, errlen, "offsets decrease: table %lld, bag %lld: offsets[%lld] = %lld < offsets[%lld] = %lld",
+            as_errbuf(err, errlen, "offsets decrease: table %lld, bag %lld: offsets[%lld] = %lld < offsets[%lld] = %lld",
                     (long long)(k / B), (long long)(k % B), (long long)(k + 1), (long long)s->offsets[k + 1],
                     (long long)k, (long long)s->offsets[k]);
             return -1;
@@ -202,7 +192,7 @@ int as_eb_validate(const as_eb_shard *s, char *err, size_t errlen)
         for (int64_t p = s->offsets[k]; p < s->offsets[k + 1]; p++) {
             int32_t r = s->indices[p];
             if (r < 0 || r >= E) {
-                set_err(err, errlen, "%s index: table %lld, bag %lld, position %lld (indices[%lld]) = %d, "
+                as_errbuf(err, errlen, "%s index: table %lld, bag %lld, position %lld (indices[%lld]) = %d, "
                         "table has %lld rows", r < 0 ? "negative" : "out-of-range",
                         (long long)(k / B), (long long)(k % B), (long long)(p - s->offsets[k]),
                         (long long)p, (int)r, (long long)E);
@@ -556,6 +546,28 @@ AS_F16C_INLINE void bwd_blk_f16c(uint16_t *wrow, const float *gt, int64_t sumD, 
     }
 }
 
+/* the 8-column blocks of columns [0, D & ~7) of the run keys[i..j), BLK_V blocks at a time:
+ * each bwd_blk_f16c call gets its block count as a literal (so that its loops unroll), and
+ * chunked is a literal at every call of this always-inline function */
+AS_F16C_INLINE void bwd_blocks_f16c(uint16_t *wrow, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
+                                    int64_t i, int64_t j, int64_t n, float lr, uint16_t *Wt, const int chunked)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
+        int64_t nv = (D8 - c0) / 8;
+        switch (nv < BLK_V ? nv : BLK_V) {
+        case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt, chunked); break;
+        case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt, chunked); break;
+        case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt, chunked); break;
+        case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt, chunked); break;
+        case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt, chunked); break;
+        case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt, chunked); break;
+        case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt, chunked); break;
+        default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt, chunked); break;
+        }
+    }
+}
+
 /* one run keys[i..j) of more than AS_EB_CHUNK lookups (a hot row), chunk by chunk: the
  * 8-column blocks as in bwd_blk_f16c, the 1..7 tail columns in scalar code */
 AS_F16C static void bwd_long_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
@@ -563,19 +575,7 @@ AS_F16C static void bwd_long_f16c(uint16_t *Wt, const float *gt, int64_t sumD, i
 {
     const int64_t D8 = D & ~(int64_t)7;
     uint16_t *wrow = Wt + KEY_ROW(keys[i]) * D;
-    for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
-        int64_t nv = (D8 - c0) / 8;
-        switch (nv < BLK_V ? nv : BLK_V) {
-        case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt, 1); break;
-        case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt, 1); break;
-        case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt, 1); break;
-        case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt, 1); break;
-        case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt, 1); break;
-        case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt, 1); break;
-        case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt, 1); break;
-        default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt, 1); break;
-        }
-    }
+    bwd_blocks_f16c(wrow, gt, sumD, D, keys, i, j, n, lr, Wt, 1);
     if (D8 < D) {
         const int64_t w = D - D8;
         float acc[8] = { 0 };
@@ -611,19 +611,7 @@ AS_F16C static void bwd_runs_f16c(uint16_t *Wt, const float *gt, int64_t sumD, i
         int64_t j = i + 1;
         while (j < n && KEY_ROW(keys[j]) == row) j++;
         uint16_t *wrow = Wt + row * D;
-        for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
-            int64_t nv = (D8 - c0) / 8;
-            switch (nv < BLK_V ? nv : BLK_V) {
-            case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt, 0); break;
-            case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt, 0); break;
-            case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt, 0); break;
-            case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt, 0); break;
-            case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt, 0); break;
-            case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt, 0); break;
-            case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt, 0); break;
-            default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt, 0); break;
-            }
-        }
+        bwd_blocks_f16c(wrow, gt, sumD, D, keys, i, j, n, lr, Wt, 0);
         if (D8 < D) {   /* 1..7 tail columns, scalar */
             const int64_t w = D - D8;
             float acc[8] = { 0 };
@@ -817,7 +805,7 @@ int as_eb_gpu_create(as_eb_gpu **g, const as_eb_shard *s, const uint16_t *W, con
 {
     (void)s; (void)W; (void)grad; (void)device;
     if (g) *g = NULL;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -825,7 +813,7 @@ int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errlen)
 {
     (void)g;
     if (ms) *ms = 0;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -833,21 +821,21 @@ int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *err, size_t 
 {
     (void)g; (void)lr;
     if (ms) *ms = 0;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
 int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen)
 {
     (void)g;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
 int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *err, size_t errlen)
 {
     (void)g; (void)out; (void)W;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -855,7 +843,7 @@ int as_eb_gpu_download_inputs(as_eb_gpu *g, int64_t *offsets, int32_t *indices, 
                               size_t errlen)
 {
     (void)g; (void)offsets; (void)indices; (void)grad;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -875,14 +863,14 @@ int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_
 {
     (void)g; (void)warmup; (void)runs; (void)lr; (void)fwd_ms; (void)bwd_ms;
     if (busy_ms) *busy_ms = 0;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
 int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float lr, char *err, size_t errlen)
 {
     (void)g; (void)warmup; (void)runs; (void)lr;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -890,7 +878,7 @@ int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *
 {
     (void)g; (void)fwd_ms; (void)bwd_ms;
     if (busy_ms) *busy_ms = 0;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -906,7 +894,7 @@ int as_eb_gpu_ctx_create(as_eb_gpu_ctx **ctx, int device, const as_eb_table *tab
 {
     (void)device; (void)tabs; (void)ntab; (void)resident;
     if (ctx) *ctx = NULL;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 
@@ -917,7 +905,7 @@ int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *ctx, const int64_t *pos, int32_t T, uint6
 {
     (void)ctx; (void)pos; (void)T; (void)seed;
     if (g) *g = NULL;
-    set_err(err, errlen, "built without CUDA");
+    as_errbuf(err, errlen, "built without CUDA");
     return -1;
 }
 

@@ -42,6 +42,7 @@
  * Guard words surround the device output and weights (as_eb_gpu_check_guards, tests). */
 #include "embbag.h"
 #include "ebgen.h"
+#include "errbuf.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -69,19 +70,11 @@
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int ck_(cudaError_t e, const char *what, char *err, size_t errlen, int line)
 {
     if (e == cudaSuccess) return 0;
-    seterr(err, errlen, "cuda: %s: %s (embbag.cu:%d)", what, cudaGetErrorString(e), line);
+    as_errbuf(err, errlen, "cuda: %s: %s (embbag.cu:%d)", what, cudaGetErrorString(e), line);
     cudaGetLastError(); /* clear a non-sticky error so later calls start clean */
     return -1;
 }
@@ -1079,7 +1072,7 @@ static int ws_reserve(as_eb_gpu *g, const Sizes *z, int headroom, char *err, siz
     size_t margin = (size_t)64 << 20;
     size_t avail = freeb + release > margin ? freeb + release - margin : 0;
     if (exact > avail) {
-        seterr(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z->total),
+        as_errbuf(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z->total),
                gib(freeb + release), gib(totalb));
         return 1;
     }
@@ -1105,7 +1098,7 @@ static int ws_reserve(as_eb_gpu *g, const Sizes *z, int headroom, char *err, siz
         if (e == cudaErrorMemoryAllocation) {
             cudaGetLastError();
             *p[i] = NULL;
-            seterr(err, errlen, "shard needs %.2f GiB of device memory: cudaMalloc of %.2f GiB failed", gib(z->total),
+            as_errbuf(err, errlen, "shard needs %.2f GiB of device memory: cudaMalloc of %.2f GiB failed", gib(z->total),
                    gib(want[i]));
             return 1;
         }
@@ -1213,12 +1206,12 @@ static int check_device(int device, char *err, size_t errlen)
     int ndev = 0;
     cudaError_t ce = cudaGetDeviceCount(&ndev);
     if (ce != cudaSuccess || ndev <= 0) {
-        seterr(err, errlen, "no CUDA device (%s)", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+        as_errbuf(err, errlen, "no CUDA device (%s)", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
         cudaGetLastError();
         return -1;
     }
     if (device < 0 || device >= ndev) {
-        seterr(err, errlen, "CUDA device %d does not exist (%d present)", device, ndev);
+        as_errbuf(err, errlen, "CUDA device %d does not exist (%d present)", device, ndev);
         return -1;
     }
     return 0;
@@ -1227,16 +1220,16 @@ static int check_device(int device, char *err, size_t errlen)
 extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint16_t *W, const float *grad,
                                 int device, char *err, size_t errlen)
 {
-    if (!gp) { seterr(err, errlen, "as_eb_gpu_create: no output pointer"); return -1; }
+    if (!gp) { as_errbuf(err, errlen, "as_eb_gpu_create: no output pointer"); return -1; }
     *gp = NULL;
-    if (!s || !W || !grad) { seterr(err, errlen, "as_eb_gpu_create: null shard, weights or grad"); return -1; }
+    if (!s || !W || !grad) { as_errbuf(err, errlen, "as_eb_gpu_create: null shard, weights or grad"); return -1; }
     if (check_device(device, err, errlen)) return -1;
     if (as_eb_validate(s, err, errlen) != 0) return -1;
     /* limits of this implementation (32-bit bag ids, positions and CUB item counts) */
     long long TB = (long long)s->T * s->B;
     long long n = s->offsets[TB];
     if (s->B > INT_MAX || TB >= 4294967295LL || n >= (long long)INT_MAX) {
-        seterr(err, errlen, "shard too large for the GPU path (T*B=%lld, lookups=%lld; limits 2^32-1 and 2^31-1)",
+        as_errbuf(err, errlen, "shard too large for the GPU path (T*B=%lld, lookups=%lld; limits 2^32-1 and 2^31-1)",
                TB, n);
         return -1;
     }
@@ -1245,10 +1238,10 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
      * touched by a kernel and downloaded unchanged. Re-checked here because the kernels index
      * W with these offsets unchecked. */
     for (int t = 0; t < s->T; t++) {
-        if (s->dims[t] < 1 || s->rows[t] < 1) { seterr(err, errlen, "table %d: empty table or dim", t); return -1; }
+        if (s->dims[t] < 1 || s->rows[t] < 1) { as_errbuf(err, errlen, "table %d: empty table or dim", t); return -1; }
         if (s->d_off[t] + s->dims[t] > s->d_off[s->T] || s->w_off[t] < 0 ||
             s->w_off[t] + (long long)s->rows[t] * s->dims[t] > s->w_off[s->T]) {
-            seterr(err, errlen, "table %d: w_off/d_off inconsistent with rows and dims", t);
+            as_errbuf(err, errlen, "table %d: w_off/d_off inconsistent with rows and dims", t);
             return -1;
         }
     }
@@ -1260,13 +1253,13 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
     if (CK(cudaMemGetInfo(&freeb, &totalb), "cudaMemGetInfo")) return -1;
     size_t margin = (size_t)64 << 20;
     if (z.total + margin > freeb) {
-        seterr(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z.total),
+        as_errbuf(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z.total),
                gib(freeb), gib(totalb));
         return -1;
     }
 
     as_eb_gpu *g = (as_eb_gpu *)calloc(1, sizeof *g);
-    if (!g) { seterr(err, errlen, "out of host memory"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "out of host memory"); return -1; }
     ShardDims d;
     d.T = s->T;
     d.B = s->B;
@@ -1291,7 +1284,7 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
         htbl = (TblDev *)calloc((size_t)s->T, sizeof *htbl);
         hrb = (long long *)calloc((size_t)s->T + 1, sizeof *hrb);
         hitems = (FwdItem *)calloc((size_t)g->nitems + 1, sizeof *hitems);
-        if (!htbl || !hrb || !hitems) { seterr(err, errlen, "out of host memory"); goto out; }
+        if (!htbl || !hrb || !hitems) { as_errbuf(err, errlen, "out of host memory"); goto out; }
         build_items(s, hitems);
         long long rb = 0;
         for (int t = 0; t < s->T; t++) {
@@ -1311,7 +1304,7 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
         {
             /* guard halves before and after W */
             uint16_t *gh = (uint16_t *)malloc(AS_GUARD * sizeof(uint16_t));
-            if (!gh) { seterr(err, errlen, "out of host memory"); goto out; }
+            if (!gh) { as_errbuf(err, errlen, "out of host memory"); goto out; }
             for (int i = 0; i < AS_GUARD; i++) gh[i] = AS_GUARD_F16;
             int bad = CK(cudaMemcpy(g->dW_base, gh, AS_GUARD * 2, cudaMemcpyHostToDevice), "upload guard") ||
                       CK(cudaMemcpy(g->dW + g->wtotal, gh, AS_GUARD * 2, cudaMemcpyHostToDevice), "upload guard");
@@ -1377,7 +1370,7 @@ static int fwd_enqueue(as_eb_gpu *g, char *err, size_t errlen)
 
 extern "C" int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_forward: null handle"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "as_eb_gpu_forward: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (CK(cudaEventRecord(g->e0, g->st), "cudaEventRecord")) return -1;
     if (fwd_enqueue(g, err, errlen)) return -1;
@@ -1394,7 +1387,7 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
      * slices (only a dim of ~200k columns could overflow it) */
     if ((double)g->long_cap >= (double)(1ULL << (64 - AS_LQ_SHIFT)) ||
         ((double)g->n / AS_EB_CHUNK + (double)g->long_cap) * g->max_slices >= (double)(1ULL << AS_LQ_SHIFT)) {
-        seterr(err, errlen, "shard too large for the GPU backward (lookups %lld, widest dim %d)", g->n, g->maxD);
+        as_errbuf(err, errlen, "shard too large for the GPU backward (lookups %lld, widest dim %d)", g->n, g->maxD);
         return -1;
     }
     K *k0 = (K *)g->dkeys[0], *k1 = (K *)g->dkeys[1];
@@ -1468,7 +1461,7 @@ static int bwd_enqueue(as_eb_gpu *g, float lr, char *err, size_t errlen)
 
 extern "C" int as_eb_gpu_backward_sgd(as_eb_gpu *g, float lr, float *ms, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_backward_sgd: null handle"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "as_eb_gpu_backward_sgd: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (CK(cudaEventRecord(g->e0, g->st), "cudaEventRecord")) return -1;
     if (bwd_enqueue(g, lr, err, errlen)) return -1;
@@ -1483,7 +1476,7 @@ static int flush_enqueue(as_eb_gpu *g, char *err, size_t errlen)
 
 extern "C" int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_flush_cache: null handle"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "as_eb_gpu_flush_cache: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (flush_enqueue(g, err, errlen)) return -1;
     if (CK(cudaStreamSynchronize(g->st), "flush")) return -1;
@@ -1493,11 +1486,11 @@ extern "C" int as_eb_gpu_flush_cache(as_eb_gpu *g, char *err, size_t errlen)
 extern "C" int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float lr, char *err, size_t errlen)
 {
     if (!g || warmup < 0 || runs < 0) {
-        seterr(err, errlen, "as_eb_gpu_measure_start: bad arguments");
+        as_errbuf(err, errlen, "as_eb_gpu_measure_start: bad arguments");
         return -1;
     }
     if (g->ms_count >= 2) {
-        seterr(err, errlen, "as_eb_gpu_measure_start: two measurements are already started on this handle");
+        as_errbuf(err, errlen, "as_eb_gpu_measure_start: two measurements are already started on this handle");
         return -1;
     }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
@@ -1505,7 +1498,7 @@ extern "C" int as_eb_gpu_measure_start(as_eb_gpu *g, int warmup, int runs, float
     const int need = 2 + 3 * runs;
     if (need > q->nev) {
         cudaEvent_t *ev = (cudaEvent_t *)realloc(q->ev, sizeof *ev * (size_t)need);
-        if (!ev) { seterr(err, errlen, "out of host memory"); return -1; }
+        if (!ev) { as_errbuf(err, errlen, "out of host memory"); return -1; }
         q->ev = ev;
         while (q->nev < need) {
             if (CK(cudaEventCreate(&q->ev[q->nev]), "cudaEventCreate")) return -1;
@@ -1546,7 +1539,7 @@ extern "C" int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_m
 {
     if (busy_ms) *busy_ms = 0;
     if (!g || g->ms_count < 1) {
-        seterr(err, errlen, "as_eb_gpu_measure_end: no measurement started on this handle");
+        as_errbuf(err, errlen, "as_eb_gpu_measure_end: no measurement started on this handle");
         return -1;
     }
     MeasSlot *q = &g->ms[g->ms_head];
@@ -1557,7 +1550,7 @@ extern "C" int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_m
     q->setup = 0;
     if (runs > 0 && (!fwd_ms || !bwd_ms)) {
         cudaStreamSynchronize(g->st);
-        seterr(err, errlen, "as_eb_gpu_measure_end: bad arguments");
+        as_errbuf(err, errlen, "as_eb_gpu_measure_end: bad arguments");
         return -1;
     }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
@@ -1595,7 +1588,7 @@ extern "C" int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, d
 {
     if (busy_ms) *busy_ms = 0;
     if (!g || warmup < 0 || runs < 0 || (runs > 0 && (!fwd_ms || !bwd_ms))) {
-        seterr(err, errlen, "as_eb_gpu_measure: bad arguments");
+        as_errbuf(err, errlen, "as_eb_gpu_measure: bad arguments");
         return -1;
     }
     if (as_eb_gpu_measure_start(g, warmup, runs, lr, err, errlen)) return -1;
@@ -1610,7 +1603,7 @@ extern "C" void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double 
 
 extern "C" int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_download: null handle"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "as_eb_gpu_download: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
     size_t outn = (size_t)g->B * g->sumD;
@@ -1623,7 +1616,7 @@ extern "C" int as_eb_gpu_download(as_eb_gpu *g, float *out, uint16_t *W, char *e
 extern "C" int as_eb_gpu_download_inputs(as_eb_gpu *g, int64_t *offsets, int32_t *indices, float *grad, char *err,
                                          size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_download_inputs: null handle"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "as_eb_gpu_download_inputs: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
     size_t outn = (size_t)g->B * g->sumD;
@@ -1637,7 +1630,7 @@ extern "C" int as_eb_gpu_download_inputs(as_eb_gpu *g, int64_t *offsets, int32_t
 
 extern "C" int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen)
 {
-    if (!g) { seterr(err, errlen, "as_eb_gpu_check_guards: null handle"); return -1; }
+    if (!g) { as_errbuf(err, errlen, "as_eb_gpu_check_guards: null handle"); return -1; }
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
     uint32_t f[AS_GUARD];
@@ -1648,7 +1641,7 @@ extern "C" int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen)
         if (CK(cudaMemcpy(f, fsrc[side], sizeof f, cudaMemcpyDeviceToHost), "download guard")) return -1;
         for (int i = 0; i < AS_GUARD; i++)
             if (f[i] != AS_GUARD_F32) {
-                seterr(err, errlen, "output guard %s the buffer overwritten at element %d (0x%08x)",
+                as_errbuf(err, errlen, "output guard %s the buffer overwritten at element %d (0x%08x)",
                        side ? "after" : "before", side ? i : i - AS_GUARD, f[i]);
                 return -1;
             }
@@ -1658,7 +1651,7 @@ extern "C" int as_eb_gpu_check_guards(as_eb_gpu *g, char *err, size_t errlen)
         if (CK(cudaMemcpy(h, hsrc[side], sizeof h, cudaMemcpyDeviceToHost), "download guard")) return -1;
         for (int i = 0; i < AS_GUARD; i++)
             if (h[i] != AS_GUARD_F16) {
-                seterr(err, errlen, "weight guard %s the buffer overwritten at element %d (0x%04x)",
+                as_errbuf(err, errlen, "weight guard %s the buffer overwritten at element %d (0x%04x)",
                        side ? "after" : "before", side ? i : i - AS_GUARD, h[i]);
                 return -1;
             }
@@ -1791,7 +1784,7 @@ static int src_reserve(as_eb_gpu_ctx *c, size_t soff, size_t sind, char *err, si
         if (e == cudaErrorMemoryAllocation) {
             cudaGetLastError();
             *p[i] = NULL;
-            seterr(err, errlen, "shard's table data needs %.2f GiB of device memory: cudaMalloc failed", gib(need[i]));
+            as_errbuf(err, errlen, "shard's table data needs %.2f GiB of device memory: cudaMalloc failed", gib(need[i]));
             return 1;
         }
         if (CK(e, "cudaMalloc(table data)")) { *p[i] = NULL; return -1; }
@@ -1847,13 +1840,13 @@ extern "C" void as_eb_gpu_ctx_destroy(as_eb_gpu_ctx *c)
 extern "C" int as_eb_gpu_ctx_create(as_eb_gpu_ctx **cp, int device, const as_eb_table *tabs, int64_t ntab,
                                     int resident, char *err, size_t errlen)
 {
-    if (!cp) { seterr(err, errlen, "as_eb_gpu_ctx_create: no output pointer"); return -1; }
+    if (!cp) { as_errbuf(err, errlen, "as_eb_gpu_ctx_create: no output pointer"); return -1; }
     *cp = NULL;
-    if (ntab < 0 || (ntab > 0 && !tabs)) { seterr(err, errlen, "as_eb_gpu_ctx_create: no tables"); return -1; }
+    if (ntab < 0 || (ntab > 0 && !tabs)) { as_errbuf(err, errlen, "as_eb_gpu_ctx_create: no tables"); return -1; }
     if (check_device(device, err, errlen)) return -1;
     if (CK(cudaSetDevice(device), "cudaSetDevice")) return -1;
     as_eb_gpu_ctx *c = (as_eb_gpu_ctx *)calloc(1, sizeof *c);
-    if (!c) { seterr(err, errlen, "out of host memory"); return -1; }
+    if (!c) { as_errbuf(err, errlen, "out of host memory"); return -1; }
     c->g.ctx = c;
     c->g.dev = device;
     c->ntab = ntab;
@@ -1866,7 +1859,7 @@ extern "C" int as_eb_gpu_ctx_create(as_eb_gpu_ctx **cp, int device, const as_eb_
     c->pool_soff = (long long *)calloc(nt, sizeof *c->pool_soff);
     c->pool_sind = (long long *)calloc(nt, sizeof *c->pool_sind);
     if (!c->tabs || !c->checked || !c->items || !c->nitems || !c->items_gpw || !c->pool_soff || !c->pool_sind) {
-        seterr(err, errlen, "out of host memory");
+        as_errbuf(err, errlen, "out of host memory");
         goto fail;
     }
     if (ntab > 0) memcpy(c->tabs, tabs, (size_t)ntab * sizeof *tabs);
@@ -1883,7 +1876,7 @@ extern "C" int as_eb_gpu_ctx_create(as_eb_gpu_ctx **cp, int device, const as_eb_
         long long so = 0, si = 0;
         for (long long i = 0; i < ntab; i++) {
             if (tabs[i].batch < 0 || tabs[i].lookups < 0) {
-                seterr(err, errlen, "table %lld: negative batch or lookups", (long long)tabs[i].id);
+                as_errbuf(err, errlen, "table %lld: negative batch or lookups", (long long)tabs[i].id);
                 goto fail;
             }
             c->pool_soff[i] = so;
@@ -1946,8 +1939,8 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
                                    char *err, size_t errlen)
 {
     if (gp) *gp = NULL;
-    if (!c || !gp || !pos) { seterr(err, errlen, "as_eb_gpu_ctx_shard: bad arguments"); return -1; }
-    if (T < 1) { seterr(err, errlen, "empty shard"); return -1; }
+    if (!c || !gp || !pos) { as_errbuf(err, errlen, "as_eb_gpu_ctx_shard: bad arguments"); return -1; }
+    if (T < 1) { as_errbuf(err, errlen, "empty shard"); return -1; }
     as_eb_gpu *g = &c->g;
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (T > c->cap_T) {
@@ -1960,14 +1953,14 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
         c->cap_T = T;
         if (!c->stab || !c->rows || !c->w_off || !c->dims || !c->d_off) {
             c->cap_T = 0;
-            seterr(err, errlen, "out of host memory");
+            as_errbuf(err, errlen, "out of host memory");
             return -1;
         }
     }
     /* the tables: checked on first use, one batch size */
     for (int t = 0; t < T; t++) {
         if (pos[t] < 0 || pos[t] >= c->ntab) {
-            seterr(err, errlen, "table position %lld is not in the pool of %lld", (long long)pos[t], c->ntab);
+            as_errbuf(err, errlen, "table position %lld is not in the pool of %lld", (long long)pos[t], c->ntab);
             return -1;
         }
         const as_eb_table *tb = &c->tabs[pos[t]];
@@ -1976,7 +1969,7 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
             c->checked[pos[t]] = 1;
         }
         if (tb->batch != c->tabs[pos[0]].batch) {
-            seterr(err, errlen, "tables %lld and %lld have different batch sizes", (long long)c->tabs[pos[0]].id,
+            as_errbuf(err, errlen, "tables %lld and %lld have different batch sizes", (long long)c->tabs[pos[0]].id,
                    (long long)tb->id);
             return -1;
         }
@@ -1997,7 +1990,7 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
     }
     const long long B = d.B, TB = (long long)T * B;
     if (B > INT_MAX || TB >= 4294967295LL || d.n >= (long long)INT_MAX) {
-        seterr(err, errlen, "shard too large for the GPU path (T*B=%lld, lookups=%lld; limits 2^32-1 and 2^31-1)",
+        as_errbuf(err, errlen, "shard too large for the GPU path (T*B=%lld, lookups=%lld; limits 2^32-1 and 2^31-1)",
                TB, d.n);
         return -1;
     }
@@ -2014,7 +2007,7 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
             c->items[p] = NULL;
             long long cnt = build_items_table(c->stab[t]->offsets, B, gpw, 0, NULL);
             c->items[p] = (FwdItem *)malloc(sizeof(FwdItem) * (size_t)(cnt > 0 ? cnt : 1));
-            if (!c->items[p]) { c->nitems[p] = -1; seterr(err, errlen, "out of host memory"); return -1; }
+            if (!c->items[p]) { c->nitems[p] = -1; as_errbuf(err, errlen, "out of host memory"); return -1; }
             build_items_table(c->stab[t]->offsets, B, gpw, 0, c->items[p]);
             c->nitems[p] = cnt;
             c->items_gpw[p] = gpw;

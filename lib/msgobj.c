@@ -51,30 +51,18 @@ int as_obj_i64(const msgpack_object *map, const char *key, int64_t *out)
 int as_obj_f64(const msgpack_object *map, const char *key, double *out)
 {
     const msgpack_object *o = as_obj_get(map, key);
-    if (!o) return -1;
-    switch (o->type) {
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: *out = (double)o->via.u64; return 0;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *out = (double)o->via.i64; return 0;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: *out = o->via.f64; return 0;
-    default: return -1;
-    }
+    double v;
+    if (!o || as_obj_num(o, &v)) return -1;   /* nil is not a number here */
+    *out = v;
+    return 0;
 }
 
 int as_obj_f64_list(const msgpack_object *map, const char *key, double *out, int n)
 {
     const msgpack_object *o = as_obj_get(map, key);
     if (!o || o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != n) return -1;
-    for (int i = 0; i < n; i++) {
-        const msgpack_object *x = &o->via.array.ptr[i];
-        switch (x->type) {
-        case MSGPACK_OBJECT_FLOAT32:
-        case MSGPACK_OBJECT_FLOAT64: out[i] = x->via.f64; break;
-        case MSGPACK_OBJECT_POSITIVE_INTEGER: out[i] = (double)x->via.u64; break;
-        case MSGPACK_OBJECT_NEGATIVE_INTEGER: out[i] = (double)x->via.i64; break;
-        default: return -1;
-        }
-    }
+    for (int i = 0; i < n; i++)
+        if (as_obj_num(&o->via.array.ptr[i], &out[i])) return -1;
     return 0;
 }
 

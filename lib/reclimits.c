@@ -134,17 +134,6 @@ int as_field_lim(const msgpack_object *map, const char *key, int64_t lo, as_limi
     return field_i64(map, key, lo, as_limit(l), out, l, 0, err, errlen);
 }
 
-static int obj_num(const msgpack_object *o, double *v)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: *v = (double)o->via.u64; return 0;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: *v = (double)o->via.i64; return 0;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: *v = o->via.f64; return 0;
-    default: return -1;
-    }
-}
-
 static int num_in(const char *key, long idx, double v, double lo, double hi, char *err, size_t errlen)
 {
     char name[96];
@@ -160,7 +149,7 @@ int as_field_f64(const msgpack_object *map, const char *key, double lo, double h
     const msgpack_object *o = as_obj_get(map, key);
     double v;
     if (!o) { snprintf(err, errlen, "missing field '%s'", key); return -1; }
-    if (obj_num(o, &v)) { snprintf(err, errlen, "'%s' is not a number", key); return -1; }
+    if (as_obj_num(o, &v)) { snprintf(err, errlen, "'%s' is not a number", key); return -1; }
     if (num_in(key, -1, v, lo, hi, err, errlen)) return -1;
     *out = v;
     return 0;
@@ -219,7 +208,7 @@ int as_field_f64_list(const msgpack_object *map, const char *key, int n, double 
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (obj_num(&o->via.array.ptr[i], &out[i])) { snprintf(err, errlen, "'%s[%d]' is not a number", key, i); return -1; }
+        if (as_obj_num(&o->via.array.ptr[i], &out[i])) { snprintf(err, errlen, "'%s[%d]' is not a number", key, i); return -1; }
         if (num_in(key, i, out[i], lo, hi, err, errlen)) return -1;
     }
     return 0;
