@@ -1,6 +1,7 @@
 /* bench.c - the micro-benchmark; see bench.h.
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables. */
 #include "bench.h"
+#include "stats.h"
 #include "common.h"
 #include "device.h"
 #include "ebgen.h"
@@ -198,22 +199,16 @@ void as_bpool_free(as_bpool *p)
 
 /* ---- statistics --------------------------------------------------------------------- */
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void as_bench_stats(const double *v, int n, int trim, double *tmean, double *median, double *min, double *max, double *rel_std)
 {
     double *s = as_malloc((size_t)n * sizeof *s);
     memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_d);
+    qsort(s, (size_t)n, sizeof *s, as_stats_cmp);
     if (2 * trim >= n) trim = (n - 1) / 2;
     double sum = 0;
     for (int i = trim; i < n - trim; i++) sum += s[i];
     *tmean = sum / (n - 2 * trim);
-    *median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    *median = as_stats_median_sorted(s, n);
     *min = s[0];
     *max = s[n - 1];
     double mean = 0, var = 0;
@@ -229,7 +224,7 @@ double as_bench_spread(const double *v, int n, int trim)
     if (n < 2) return NAN;
     double *s = as_malloc((size_t)n * sizeof *s);
     memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_d);
+    qsort(s, (size_t)n, sizeof *s, as_stats_cmp);
     if (2 * trim >= n) trim = (n - 1) / 2;
     const int m = n - 2 * trim;
     double mean = 0, var = 0;

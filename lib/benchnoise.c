@@ -1,6 +1,7 @@
 /* benchnoise.c - noise-aware measurement; see benchnoise.h.
  * Dimension letters: T tables, K shards. */
 #include "benchnoise.h"
+#include "stats.h"
 #include "common.h"
 
 #include <inttypes.h>
@@ -157,7 +158,6 @@ static void measure_groups(as_bench_session *s, const as_noise_job *jobs, const 
     free(grs);
 }
 
-static double median_of(double *v, int64_t n);
 
 typedef struct {
     as_noise_job *jobs;
@@ -295,7 +295,7 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     if (retry_s) *retry_s += as_now() - t0;
     /* drift: each kept attempt divided by its group's reference over the run's level */
     if (nc->ref_ids && nc->ref_n > 0 && nc->ref_base) {
-        if (!(*nc->ref_base > 0) && refs.n) *nc->ref_base = median_of(refs.v, refs.n);
+        if (!(*nc->ref_base > 0) && refs.n) *nc->ref_base = as_stats_median(refs.v, refs.n);
         const double base = *nc->ref_base;
         for (int64_t i = 0; i < n && base > 0; i++)
             if (jobs[i].r.ok && isfinite(jobs[i].r.ref_ms)) as_bench_result_scale(&jobs[i].r, jobs[i].r.ref_ms / base);
@@ -372,25 +372,12 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
     out->passes = m;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* the median of v[0..n) (n >= 1; v is sorted in place) */
-static double median_of(double *v, int64_t n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double as_noise_median_spread(const as_bench_tally *t)
 {
     if (!t->nspread) return NAN;
     double *v = as_malloc((size_t)t->nspread * sizeof *v);
     memcpy(v, t->spreads, (size_t)t->nspread * sizeof *v);
-    double m = median_of(v, t->nspread);
+    double m = as_stats_median(v, t->nspread);
     free(v);
     return m;
 }

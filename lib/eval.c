@@ -110,105 +110,6 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
     }
 }
 
-int64_t as_eval_meanstd(const double *v, int64_t n, double *mean, double *std)
-{
-    int64_t m = 0;
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) if (isfinite(v[i])) { s += v[i]; m++; }
-    if (!m) { *mean = *std = NAN; return 0; }
-    *mean = s / (double)m;
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) if (isfinite(v[i])) ss += (v[i] - *mean) * (v[i] - *mean);
-    *std = sqrt(ss / (double)m);
-    return m;
-}
-
-/* regularised incomplete beta function I_x(a, b), by its continued fraction (modified
- * Lentz), on the side of x where the fraction converges fast */
-static double incbeta(double x, double a, double b)
-{
-    if (x <= 0) return 0;
-    if (x >= 1) return 1;
-    if (x > (a + 1) / (a + b + 2)) return 1 - incbeta(1 - x, b, a);
-    const double tiny = 1e-300;
-    double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x)) / a;
-    double c = 1, d = 1 - (a + b) * x / (a + 1);
-    if (fabs(d) < tiny) d = tiny;
-    d = 1 / d;
-    double h = d;
-    for (int m = 1; m <= 500; m++) {
-        /* even step d_2m = m (b - m) x / ((a + 2m - 1)(a + 2m)), odd step d_2m+1 = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)) */
-        double num[2] = { m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)) };
-        double del = 1;
-        for (int i = 0; i < 2; i++) {
-            d = 1 + num[i] * d;
-            if (fabs(d) < tiny) d = tiny;
-            c = 1 + num[i] / c;
-            if (fabs(c) < tiny) c = tiny;
-            d = 1 / d;
-            del = d * c;
-            h *= del;
-        }
-        if (fabs(del - 1) < 1e-15) break;
-    }
-    return front * h;
-}
-
-double as_eval_t975(int64_t df)
-{
-    if (df < 1) return NAN;
-    /* P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2) falls from 1 at t = 0; find where it is 0.05 */
-    double nu = (double)df, lo = 0, hi = 1000;
-    for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
-        double t = 0.5 * (lo + hi);
-        if (incbeta(nu / (nu + t * t), nu / 2, 0.5) > 0.05) lo = t;
-        else hi = t;
-    }
-    return 0.5 * (lo + hi);
-}
-
-int64_t as_eval_ci(const double *v, int64_t n, double *mean, double *lo, double *hi)
-{
-    double pstd;
-    int64_t m = as_eval_meanstd(v, n, mean, &pstd);
-    *lo = *hi = NAN;
-    if (m < 2) return m;
-    /* sample std = population std · √(m/(m−1)); half-width t · s/√m */
-    double half = as_eval_t975(m - 1) * pstd * sqrt((double)m / (double)(m - 1)) / sqrt((double)m);
-    *lo = *mean - half;
-    *hi = *mean + half;
-    return m;
-}
-
-int64_t as_eval_gmean_ci(const double *v, int64_t n, double *gmean, double *lo, double *hi)
-{
-    double *l = as_malloc((size_t)(n ? n : 1) * sizeof *l);
-    for (int64_t i = 0; i < n; i++) l[i] = isfinite(v[i]) && v[i] > 0 ? log(v[i]) : NAN;
-    double m, a, b;
-    int64_t got = as_eval_ci(l, n, &m, &a, &b);
-    free(l);
-    *gmean = got ? exp(m) : NAN;
-    *lo = exp(a);
-    *hi = exp(b);
-    return got;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double as_eval_median(double *v, int64_t n)
-{
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++) if (isfinite(v[i])) v[m++] = v[i];
-    if (!m) return NAN;
-    qsort(v, (size_t)m, sizeof *v, cmp_double);
-    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-}
-
 enum { FIG_BALANCE, FIG_SPEEDUP, FIG_MAX, FIG_SPEEDUP_GEO, FIG_OVER_FLOOR };
 
 static double figure(const as_eval_plan *q, int which)
@@ -280,22 +181,22 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
         as_eval_alg *x = &a[i];
         double *v, dummy;
         int64_t m = values(p, n, x->alg, FIG_BALANCE, over_runs, &v);
-        x->nbal = as_eval_ci(v, m, &x->bal_mean, &x->bal_lo, &x->bal_hi);
-        as_eval_meanstd(v, m, &x->bal_mean, &x->bal_std);
+        x->nbal = as_stats_ci(v, m, &x->bal_mean, &x->bal_lo, &x->bal_hi);
+        as_stats_meanstd(v, m, &x->bal_mean, &x->bal_std);
         if (x->bal_lo < 0) x->bal_lo = 0;
         if (x->bal_hi > 1) x->bal_hi = 1;
         free(v);
         m = values(p, n, x->alg, FIG_SPEEDUP, over_runs, &v);
-        x->nspd = as_eval_meanstd(v, m, &x->spd_mean, &x->spd_std);
+        x->nspd = as_stats_meanstd(v, m, &x->spd_mean, &x->spd_std);
         free(v);
         m = values(p, n, x->alg, FIG_SPEEDUP_GEO, over_runs, &v);
-        as_eval_gmean_ci(v, m, &x->spd_gmean, &x->spd_lo, &x->spd_hi);
+        as_stats_gmean_ci(v, m, &x->spd_gmean, &x->spd_lo, &x->spd_hi);
         free(v);
         m = values(p, n, x->alg, FIG_MAX, over_runs, &v);
-        as_eval_meanstd(v, m, &x->max_mean, &dummy);
+        as_stats_meanstd(v, m, &x->max_mean, &dummy);
         free(v);
         m = values(p, n, x->alg, FIG_OVER_FLOOR, over_runs, &v);
-        as_eval_meanstd(v, m, &x->floor_ratio_mean, &dummy);
+        as_stats_meanstd(v, m, &x->floor_ratio_mean, &dummy);
         free(v);
         x->floor_margin = NAN;
         for (int64_t j = 0; j < n; j++) {
@@ -345,7 +246,7 @@ void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval
             if (q->spread && isfinite(q->spread[k])) sp[out->spreads++] = q->spread[k];
         }
     }
-    out->median_spread = as_eval_median(sp, out->spreads);
+    out->median_spread = as_stats_median_finite(sp, out->spreads);
     free(sp);
 }
 
@@ -394,11 +295,11 @@ void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char
         }
         m = k;
     }
-    c->n = as_eval_ci(d, m, &c->bal_diff, &c->bal_lo, &c->bal_hi);
+    c->n = as_stats_ci(d, m, &c->bal_diff, &c->bal_lo, &c->bal_hi);
     if (c->bal_lo < -1) c->bal_lo = -1;   /* a balance difference lies in [-1, 1] */
     if (c->bal_hi > 1) c->bal_hi = 1;
     double lm, llo, lhi;
-    if (as_eval_ci(r, m, &lm, &llo, &lhi)) {
+    if (as_stats_ci(r, m, &lm, &llo, &lhi)) {
         c->ratio = exp(lm);
         c->ratio_lo = exp(llo);
         c->ratio_hi = exp(lhi);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "evalplan.h"
+#include "stats.h"
 #include "piece.h"
 #include "stream.h"
 
@@ -69,24 +70,6 @@ typedef struct {
  * speedup: the geometric mean, spd_mean the arithmetic one), then the statistics over runs;
  * otherwise over all plans. *out is malloc'd. */
 void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout);
-
-/* mean and population standard deviation of the finite values of v[0..n); returns how many */
-int64_t as_eval_meanstd(const double *v, int64_t n, double *mean, double *std);
-
-/* the 0.975 quantile of Student's t distribution with df degrees of freedom (df >= 1):
- * the half-width factor of a two-sided 95 % interval; NaN for df < 1 */
-double as_eval_t975(int64_t df);
-
-/* 95 % t-interval of the mean of the finite values of v[0..n): mean ± t975(m-1) · s/√m
- * with s the sample standard deviation; lo = hi = NaN when fewer than 2 values. Returns m. */
-int64_t as_eval_ci(const double *v, int64_t n, double *mean, double *lo, double *hi);
-
-/* geometric mean of the finite values > 0 of v[0..n) and the 95 % interval: the t-interval
- * of the mean of their logarithms, exponentiated (NaN when fewer than 2). Returns how many. */
-int64_t as_eval_gmean_ci(const double *v, int64_t n, double *gmean, double *lo, double *hi);
-
-/* median of the finite values of v[0..n) (NaN when none); v is reordered */
-double as_eval_median(double *v, int64_t n);
 
 /* ---- noise and ranking ------------------------------------------------------------------ */
 

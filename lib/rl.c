@@ -2,6 +2,7 @@
  * cost-model buffer of measured shards, evaluation, `train` log records and checkpoints.
  * Dimension letters: T tables, K shards, B1 trajectories per update. */
 #include "rl.h"
+#include "stats.h"
 
 #include "benchnoise.h"
 #include "common.h"
@@ -851,23 +852,13 @@ typedef struct {
     double seconds;
 } refine_out;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* the median of cost[i] / pred[i] over the entries with both above 0; 1 when there is none */
 static double refine_scale(const double *cost, const double *pred, int64_t n)
 {
     double *r = as_malloc((size_t)(n ? n : 1) * sizeof *r);
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) if (cost[i] > 0 && pred[i] > 0) r[m++] = cost[i] / pred[i];
-    double med = 1;
-    if (m) {
-        qsort(r, (size_t)m, sizeof *r, cmp_double);
-        med = m % 2 ? r[m / 2] : 0.5 * (r[m / 2 - 1] + r[m / 2]);
-    }
+    double med = m ? as_stats_median(r, m) : 1;
     free(r);
     return med;
 }

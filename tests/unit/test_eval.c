@@ -199,7 +199,7 @@ TEST(eval_no_random)
     free(a);
     for (int i = 0; i < 2; i++) as_eval_plan_free(&p[i]);
     double v[] = { 1, 2, 3, 4, NAN }, m, s;
-    CHECK_EQ_I64(as_eval_meanstd(v, 5, &m, &s), 4);
+    CHECK_EQ_I64(as_stats_meanstd(v, 5, &m, &s), 4);
     CHECK_NEAR(m, 2.5, 0);
     CHECK_NEAR(s, sqrt(1.25), 1e-15);
 }
@@ -375,12 +375,12 @@ TEST(eval_curve_rows)
  * p = 0.975), df 10 and 30 from the tables, large df tends to the normal 1.959964 */
 TEST(eval_t975)
 {
-    CHECK_NEAR(as_eval_t975(1), 12.706204736174696, 1e-9);
-    CHECK_NEAR(as_eval_t975(2), 4.302652729749464, 1e-10);
-    CHECK_NEAR(as_eval_t975(10), 2.228138852, 1e-8);
-    CHECK_NEAR(as_eval_t975(30), 2.042272456, 1e-8);
-    CHECK_NEAR(as_eval_t975(1000000), 1.959966, 1e-5);
-    CHECK(isnan(as_eval_t975(0)));
+    CHECK_NEAR(as_stats_t975(1), 12.706204736174696, 1e-9);
+    CHECK_NEAR(as_stats_t975(2), 4.302652729749464, 1e-10);
+    CHECK_NEAR(as_stats_t975(10), 2.228138852, 1e-8);
+    CHECK_NEAR(as_stats_t975(30), 2.042272456, 1e-8);
+    CHECK_NEAR(as_stats_t975(1000000), 1.959966, 1e-5);
+    CHECK(isnan(as_stats_t975(0)));
 }
 
 /* intervals by hand: {1, 2, 3}: mean 2, s 1, half-width t(2)/√3 = 2.484138; speedups
@@ -389,24 +389,24 @@ TEST(eval_t975)
 TEST(eval_intervals)
 {
     double m, lo, hi;
-    CHECK_EQ_I64(as_eval_ci((double[]){ 1, NAN, 2, 3 }, 4, &m, &lo, &hi), 3);
+    CHECK_EQ_I64(as_stats_ci((double[]){ 1, NAN, 2, 3 }, 4, &m, &lo, &hi), 3);
     CHECK_NEAR(m, 2, 0);
     CHECK_NEAR(lo, -0.48413771175033116, 1e-9);
     CHECK_NEAR(hi, 4.484137711750331, 1e-9);
-    CHECK_EQ_I64(as_eval_gmean_ci((double[]){ 1, 2, 0, 4, -1 }, 5, &m, &lo, &hi), 3);
+    CHECK_EQ_I64(as_stats_gmean_ci((double[]){ 1, 2, 0, 4, -1 }, 5, &m, &lo, &hi), 3);
     CHECK_NEAR(m, 2, 1e-12);
     CHECK_NEAR(lo, 0.3574621235894745, 1e-9);
     CHECK_NEAR(hi, 11.189996746602946, 1e-8);
-    CHECK_EQ_I64(as_eval_ci((double[]){ 5 }, 1, &m, &lo, &hi), 1);
+    CHECK_EQ_I64(as_stats_ci((double[]){ 5 }, 1, &m, &lo, &hi), 1);
     CHECK_NEAR(m, 5, 0);
     CHECK(isnan(lo) && isnan(hi));
-    CHECK_EQ_I64(as_eval_gmean_ci((double[]){ NAN }, 1, &m, &lo, &hi), 0);
+    CHECK_EQ_I64(as_stats_gmean_ci((double[]){ NAN }, 1, &m, &lo, &hi), 0);
     CHECK(isnan(m));
     double v[] = { 3, 1, NAN, 2, 10 };
-    CHECK_NEAR(as_eval_median(v, 5), 2.5, 0);
+    CHECK_NEAR(as_stats_median_finite(v, 5), 2.5, 0);
     double w[] = { 3, 1, 2 };
-    CHECK_NEAR(as_eval_median(w, 3), 2, 0);
-    CHECK(isnan(as_eval_median(w, 0)));
+    CHECK_NEAR(as_stats_median_finite(w, 3), 2, 0);
+    CHECK(isnan(as_stats_median_finite(w, 0)));
 }
 
 /* algorithm A against B on three tasks: balances 0.9/0.5, 0.8/0.6, 0.85/0.55 (differences
