@@ -365,6 +365,84 @@ void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
     as_plan_group(start, order, p->assign, p->n, p->shards);
 }
 
+/* each shard's ids in and pooled outputs out (forward) and their gradients (backward):
+   comm_in_bytes, comm_out_bytes, comm_gbps */
+static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m)
+{
+    const int64_t K = p->shards;
+    double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->assign[i] >= 0) {
+            double bi, bo;
+            as_comm_bytes(m->items[i], &bi, &bo);
+            in[p->assign[i]] += bi;
+            out[p->assign[i]] += bo;
+        }
+    as_pack_str(pk, "comm_in_bytes");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)in[k]);
+    as_pack_str(pk, "comm_out_bytes");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)out[k]);
+    as_pack_kv_f64(pk, "comm_gbps", p->comm_gbps);
+    free(in);
+    free(out);
+}
+
+/* TorchRec's memory model per shard, by term (trmem.h): mem_terms */
+static void pack_mem_terms(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m)
+{
+    const int64_t K = p->shards;
+    double *v = as_calloc((size_t)(3 * K + 1), sizeof *v);
+    for (int64_t i = 0; i < p->n; i++) {
+        const int64_t k = p->assign[i];
+        if (k < 0 || !as_features_has_mem(m->items[i])) continue;
+        const as_trmem *x = &m->items[i]->mem;
+        v[k] += x->weights;
+        v[K + k] += x->optimizer;
+        v[2 * K + k] += (double)as_trmem_total(x) - x->weights - x->optimizer;
+    }
+    static const char *const term[3] = { "weights", "optimizer", "pipeline" };
+    as_pack_str(pk, "mem_terms");
+    msgpack_pack_map(pk, 3);
+    for (int j = 0; j < 3; j++) {
+        as_pack_str(pk, term[j]);
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_uint64(pk, (uint64_t)llround(v[j * K + k]));
+    }
+    free(v);
+}
+
+/* options, plan_ms and (refined plans) refine */
+static void pack_options(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m)
+{
+    const as_plan_refined *rf = &p->refine;
+    as_pack_str(pk, "options");
+    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0) + (m->policy ? 1 : 0) + (m->policy && m->samples > 0 ? 1 : 0) +
+                             (rf->done ? 2 : 0));
+    as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
+    as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
+    as_pack_kv_i64(pk, "world_size", m->world);
+    if (m->model) as_pack_kv_str(pk, "model", m->model);
+    if (m->policy) as_pack_kv_str(pk, "policy", m->policy);
+    if (m->policy && m->samples > 0) as_pack_kv_i64(pk, "samples", m->samples);
+    if (rf->done) {
+        as_pack_kv_f64(pk, "refine_ms", rf->budget_ms);
+        as_pack_kv_i64(pk, "refine_steps", rf->budget_steps);
+    }
+    as_pack_kv_f64(pk, "plan_ms", p->plan_ms);
+    if (rf->done) {
+        as_pack_str(pk, "refine");
+        msgpack_pack_map(pk, 6);
+        as_pack_kv_i64(pk, "moves", rf->moves);
+        as_pack_kv_i64(pk, "swaps", rf->swaps);
+        as_pack_kv_i64(pk, "placed", rf->placed);
+        as_pack_kv_f64(pk, "ms", rf->ms);
+        as_pack_kv_f64(pk, "pred_max_before", rf->max_before);
+        as_pack_kv_str(pk, "stop", rf->stop ? rf->stop : "optimum");
+    }
+}
+
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
 {
     msgpack_packer *pk = as_writer_pk(w);
@@ -394,26 +472,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         as_pack_str(pk, "pieces");
         as_pack_pieces(pk, p->pieces, p->n);
     }
-    if (comm) {
-        /* each shard's ids in and pooled outputs out (forward) and their gradients (backward) */
-        double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
-        for (int64_t i = 0; i < p->n; i++)
-            if (p->assign[i] >= 0) {
-                double bi, bo;
-                as_comm_bytes(m->items[i], &bi, &bo);
-                in[p->assign[i]] += bi;
-                out[p->assign[i]] += bo;
-            }
-        as_pack_str(pk, "comm_in_bytes");
-        msgpack_pack_array(pk, (size_t)K);
-        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)in[k]);
-        as_pack_str(pk, "comm_out_bytes");
-        msgpack_pack_array(pk, (size_t)K);
-        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)out[k]);
-        as_pack_kv_f64(pk, "comm_gbps", p->comm_gbps);
-        free(in);
-        free(out);
-    }
+    if (comm) pack_comm(pk, p, m);
     if (names) {
         /* a model's tables by name (as-convert --config), for readers without its features */
         as_pack_str(pk, "names");
@@ -435,27 +494,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     msgpack_pack_array(pk, (size_t)K);
     for (int64_t k = 0; k < K; k++) msgpack_pack_uint64(pk, p->mem[k]);
     as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
-    if (terms) {
-        /* TorchRec's memory model per shard, by term (trmem.h) */
-        double *v = as_calloc((size_t)(3 * K + 1), sizeof *v);
-        for (int64_t i = 0; i < p->n; i++) {
-            const int64_t k = p->assign[i];
-            if (k < 0 || !as_features_has_mem(m->items[i])) continue;
-            const as_trmem *x = &m->items[i]->mem;
-            v[k] += x->weights;
-            v[K + k] += x->optimizer;
-            v[2 * K + k] += (double)as_trmem_total(x) - x->weights - x->optimizer;
-        }
-        static const char *const term[3] = { "weights", "optimizer", "pipeline" };
-        as_pack_str(pk, "mem_terms");
-        msgpack_pack_map(pk, 3);
-        for (int j = 0; j < 3; j++) {
-            as_pack_str(pk, term[j]);
-            msgpack_pack_array(pk, (size_t)K);
-            for (int64_t k = 0; k < K; k++) msgpack_pack_uint64(pk, (uint64_t)llround(v[j * K + k]));
-        }
-        free(v);
-    }
+    if (terms) pack_mem_terms(pk, p, m);
     if (p->pred) {
         as_pack_str(pk, "pred_ms");
         msgpack_pack_array(pk, (size_t)K);
@@ -463,30 +502,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     }
     if (m->model_device) as_pack_kv_str(pk, "pred_device", m->model_device);
     as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
-    as_pack_str(pk, "options");
-    msgpack_pack_map(pk, 3 + (m->model ? 1 : 0) + (m->policy ? 1 : 0) + (m->policy && m->samples > 0 ? 1 : 0) +
-                             (rf->done ? 2 : 0));
-    as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
-    as_pack_kv_i64(pk, "mem_cap", (int64_t)m->mem_cap);
-    as_pack_kv_i64(pk, "world_size", m->world);
-    if (m->model) as_pack_kv_str(pk, "model", m->model);
-    if (m->policy) as_pack_kv_str(pk, "policy", m->policy);
-    if (m->policy && m->samples > 0) as_pack_kv_i64(pk, "samples", m->samples);
-    if (rf->done) {
-        as_pack_kv_f64(pk, "refine_ms", rf->budget_ms);
-        as_pack_kv_i64(pk, "refine_steps", rf->budget_steps);
-    }
-    as_pack_kv_f64(pk, "plan_ms", p->plan_ms);
-    if (rf->done) {
-        as_pack_str(pk, "refine");
-        msgpack_pack_map(pk, 6);
-        as_pack_kv_i64(pk, "moves", rf->moves);
-        as_pack_kv_i64(pk, "swaps", rf->swaps);
-        as_pack_kv_i64(pk, "placed", rf->placed);
-        as_pack_kv_f64(pk, "ms", rf->ms);
-        as_pack_kv_f64(pk, "pred_max_before", rf->max_before);
-        as_pack_kv_str(pk, "stop", rf->stop ? rf->stop : "optimum");
-    }
+    pack_options(pk, p, m);
     as_pack_str(pk, "feasible");
     if (p->feasible) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_str(pk, "infeasible_tables");

@@ -186,6 +186,37 @@ typedef struct {
     int module_given, local_given;
 } args;
 
+/* the options' combinations, after parsing: usage errors (exit 2) for what does not go
+   together; the split search's default budget with --refine */
+static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
+{
+    as_cli_input_arg(cli, "--model", a->model);
+    as_cli_input_arg(cli, "--policy", a->policy);
+    if (cfg->repair_round && !a->repair) as_cli_usage(cli, "--repair-round needs --repair FILE");
+    if (cfg->export_task >= 0 && !a->export_file) as_cli_usage(cli, "--task needs --export FILE");
+    if (a->export_file) {
+        as_cli_input_arg(cli, "--export", a->export_file);
+        if (a->repair) as_cli_usage(cli, "--export and --repair do not go together");
+        if (cfg->split || a->split_opt || cfg->refine || a->refine_opt)
+            as_cli_usage(cli, "--export writes plans as they are: --split-tables and --refine are not used with it");
+        if (a->fmt == 0) as_cli_usage(cli, "--export needs --format torchrec or text (the plans of FILE are a stream already)");
+        if (a->policy) as_cli_usage(cli, "--export places nothing: --policy is not used with it");
+    } else if (a->repair) {
+        as_cli_input_arg(cli, "--repair", a->repair);
+        if (!a->model) as_cli_usage(cli, "--repair needs --model FILE (it searches on the cost model)");
+        if (cfg->split || a->split_opt) as_cli_usage(cli, "--repair keeps each plan's split: --split-tables is not used with it");
+        if (cfg->refine) as_cli_usage(cli, "--repair refines already: --refine is not used with it");
+    } else if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
+    if (cfg->refine && !a->model) as_cli_usage(cli, "--refine needs --model FILE (it searches on the cost model)");
+    if (!cfg->refine && !a->repair && a->refine_opt) as_cli_usage(cli, "%s needs --refine or --repair", a->refine_opt);
+    if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
+    if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
+    /* with --refine and no --split-ms, the two searches share the default second per plan */
+    if (cfg->split && cfg->refine && !a->split_ms_given && cfg->refine_ms > 0)
+        a->scfg.budget_ms = AS_SPLIT_MS - cfg->refine_ms > 100 ? AS_SPLIT_MS - cfg->refine_ms : 100;
+    cfg->split_cfg = &a->scfg;
+}
+
 static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_cfg *cfg)
 {
     static const struct option opts[] = {
@@ -328,31 +359,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_
         }
     }
     as_cli_finish(cli);
-    as_cli_input_arg(cli, "--model", a->model);
-    as_cli_input_arg(cli, "--policy", a->policy);
-    if (cfg->repair_round && !a->repair) as_cli_usage(cli, "--repair-round needs --repair FILE");
-    if (cfg->export_task >= 0 && !a->export_file) as_cli_usage(cli, "--task needs --export FILE");
-    if (a->export_file) {
-        as_cli_input_arg(cli, "--export", a->export_file);
-        if (a->repair) as_cli_usage(cli, "--export and --repair do not go together");
-        if (cfg->split || a->split_opt || cfg->refine || a->refine_opt)
-            as_cli_usage(cli, "--export writes plans as they are: --split-tables and --refine are not used with it");
-        if (a->fmt == 0) as_cli_usage(cli, "--export needs --format torchrec or text (the plans of FILE are a stream already)");
-        if (a->policy) as_cli_usage(cli, "--export places nothing: --policy is not used with it");
-    } else if (a->repair) {
-        as_cli_input_arg(cli, "--repair", a->repair);
-        if (!a->model) as_cli_usage(cli, "--repair needs --model FILE (it searches on the cost model)");
-        if (cfg->split || a->split_opt) as_cli_usage(cli, "--repair keeps each plan's split: --split-tables is not used with it");
-        if (cfg->refine) as_cli_usage(cli, "--repair refines already: --refine is not used with it");
-    } else if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
-    if (cfg->refine && !a->model) as_cli_usage(cli, "--refine needs --model FILE (it searches on the cost model)");
-    if (!cfg->refine && !a->repair && a->refine_opt) as_cli_usage(cli, "%s needs --refine or --repair", a->refine_opt);
-    if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
-    if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
-    /* with --refine and no --split-ms, the two searches share the default second per plan */
-    if (cfg->split && cfg->refine && !a->split_ms_given && cfg->refine_ms > 0)
-        a->scfg.budget_ms = AS_SPLIT_MS - cfg->refine_ms > 100 ? AS_SPLIT_MS - cfg->refine_ms : 100;
-    cfg->split_cfg = &a->scfg;
+    check_args(cli, a, cfg);
 }
 
 int main(int argc, char **argv)
