@@ -807,40 +807,47 @@ fail:
     return -1;
 }
 
+/* as_costmodel_load's record loop: the one `model` record */
+typedef struct {
+    as_costmodel *m;
+    int n;
+} load_ctx;
+
+static int load_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    load_ctx *x = ctx;
+    if (!as_rec_is(rec, "model")) return 0;
+    if (++x->n > 1) {
+        /* docs/FORMAT.md: a model stream holds one model; two would be ambiguous */
+        snprintf(err, errlen, "%s: record %" PRIu64 ": a second `model` record (a model file holds exactly one)",
+                 as_reader_name(r), rec->index);
+        return -1;
+    }
+    char e2[512];
+    if (as_costmodel_read(&x->m, &rec->obj, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+        return -1;
+    }
+    return 0;
+}
+
 int as_costmodel_load(as_costmodel **out, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
-    as_reader *r = as_reader_from_file(f, path);
-    as_record rec;
-    as_costmodel *m = NULL;
-    int rc, nmodel = 0;
-    char e2[512];
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (!as_rec_is(&rec, "model")) continue;
-        if (++nmodel > 1) {
-            /* docs/FORMAT.md: a model stream holds one model; two would be ambiguous */
-            snprintf(err, errlen, "%s: record %" PRIu64 ": a second `model` record (a model file holds exactly one)", path, rec.index);
-            as_costmodel_free(m);
-            as_reader_close(r);
-            fclose(f);
-            return -1;
-        }
-        if (as_costmodel_read(&m, &rec.obj, e2, sizeof e2)) {
-            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
-            as_reader_close(r);
-            fclose(f);
-            return -1;
-        }
+    load_ctx x = { NULL, 0 };
+    char *files[1] = { (char *)path };
+    if (!path || !strcmp(path, "-")) {   /* a model is a file, never standard input */
+        snprintf(err, errlen, "%s: %s", path ? path : "(null)", strerror(ENOENT));
+        return -1;
     }
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", as_reader_error(r));
-        as_costmodel_free(m);
-        m = NULL;
-    } else if (!m) snprintf(err, errlen, "%s: no `model` record (not a cost model file)", path);
-    as_reader_close(r);
-    fclose(f);
-    *out = m;
-    return m ? 0 : -1;
+    if (as_read_records(files, 1, load_rec, &x, err, errlen)) {
+        as_costmodel_free(x.m);
+        return -1;
+    }
+    if (!x.m) {
+        snprintf(err, errlen, "%s: no `model` record (not a cost model file)", path);
+        return -1;
+    }
+    *out = x.m;
+    return 0;
 }

@@ -931,44 +931,50 @@ bad:
     return -1;
 }
 
+/* as_policy_load's record loop: the first `policy` and the first `model` record, as wanted */
+typedef struct {
+    as_policy *pol;
+    as_costmodel *m;
+    int want_pol, want_m;
+} load_ctx;
+
+static int load_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    load_ctx *x = ctx;
+    char e2[512];
+    if (x->want_pol && !x->pol && as_rec_is(rec, "policy")) {
+        if (as_policy_read(&x->pol, &rec->obj, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+            return -1;
+        }
+    } else if (x->want_m && !x->m && as_rec_is(rec, "model")) {
+        if (as_costmodel_read(&x->m, &rec->obj, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int as_policy_load(const char *path, as_policy **p, as_costmodel **cm, char *err, size_t errlen)
 {
     if (p) *p = NULL;
     if (cm) *cm = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
-    as_reader *r = as_reader_from_file(f, path);
-    as_record rec;
-    as_policy *pol = NULL;
-    as_costmodel *m = NULL;
-    int rc, bad = 0;
-    char e2[512];
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (p && !pol && as_rec_is(&rec, "policy")) {
-            if (as_policy_read(&pol, &rec.obj, e2, sizeof e2)) {
-                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
-                bad = 1;
-                break;
-            }
-        } else if (cm && !m && as_rec_is(&rec, "model")) {
-            if (as_costmodel_read(&m, &rec.obj, e2, sizeof e2)) {
-                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, rec.index, e2);
-                bad = 1;
-                break;
-            }
-        }
-    }
-    if (!bad && rc < 0) { snprintf(err, errlen, "%s", as_reader_error(r)); bad = 1; }
-    if (!bad && p && !pol) { snprintf(err, errlen, "%s: no `policy` record (not a policy file; make one with as-rl)", path); bad = 1; }
-    if (!bad && cm && !m) { snprintf(err, errlen, "%s: no `model` record (the policy's cost model is missing)", path); bad = 1; }
-    as_reader_close(r);
-    fclose(f);
-    if (bad) {
-        as_policy_free(pol);
-        as_costmodel_free(m);
+    if (!path || !strcmp(path, "-")) {   /* a policy is a file, never standard input */
+        snprintf(err, errlen, "%s: %s", path ? path : "(null)", strerror(ENOENT));
         return -1;
     }
-    if (p) *p = pol;
-    if (cm) *cm = m;
+    load_ctx x = { NULL, NULL, p != NULL, cm != NULL };
+    char *files[1] = { (char *)path };
+    int bad = as_read_records(files, 1, load_rec, &x, err, errlen) != 0;
+    if (!bad && p && !x.pol) { snprintf(err, errlen, "%s: no `policy` record (not a policy file; make one with as-rl)", path); bad = 1; }
+    if (!bad && cm && !x.m) { snprintf(err, errlen, "%s: no `model` record (the policy's cost model is missing)", path); bad = 1; }
+    if (bad) {
+        as_policy_free(x.pol);
+        as_costmodel_free(x.m);
+        return -1;
+    }
+    if (p) *p = x.pol;
+    if (cm) *cm = x.m;
     return 0;
 }
