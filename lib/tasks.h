@@ -40,7 +40,7 @@ void as_tasks_free(as_task *t, int64_t n);
 void as_task_write(as_writer *w, const as_task_cfg *c, const as_task *t);
 /* One test task (id 0) of all n tables ids[] (any order; weight bytes bytes[]) onto K
  * shards: a model's one task (as-features --model-task). t->tables is malloc'd, ascending:
- * free with as_tasks_free(t, 1) */
+ * free it with free() (t is the caller's; as_tasks_free would free t itself) */
 void as_task_whole(as_task *t, const int64_t *ids, const int64_t *bytes, int64_t n, int64_t K);
 
 #endif
