@@ -2,6 +2,7 @@
  * records, and sharding tasks built from them. */
 #include "cli.h"
 #include "common.h"
+#include "featrun.h"
 #include "featurize.h"
 #include "modelcfg.h"
 #include "reclimits.h"
@@ -92,6 +93,23 @@ static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, 
     free(t.tables);
 }
 
+/* every record through as-features' pass (featrun.h), with progress */
+typedef struct {
+    as_featrun *st;
+    const as_featrun_cfg *c;
+    as_writer *w;
+    as_progress p;
+} pass_ctx;
+
+static int pass_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    pass_ctx *x = ctx;
+    const uint64_t before = x->st->nrec;
+    if (as_featrun_record(x->st, x->c, x->w, r, rec, err, errlen)) return -1;
+    if (x->st->nrec != before) as_progress_update(&x->p, (double)x->st->nrec);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
@@ -111,13 +129,8 @@ int main(int argc, char **argv)
     };
     as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
     int opt, want_tasks = 0, drop_tasks = 0, model_task = 0;
-    int64_t model_world = 0, model_hbm = 0, model_dense = 0;   /* the input's model-config record's */
-    int64_t model_batch = 0;                    /* its batch_size_per_rank */
-    char model_opt[32] = "", model_pipe[32] = "";
-    double model_ids = 0;                       /* ids per rank over its tables: L x B */
     static int64_t *rowp;   /* --row-pieces (static: reachable at as_die) */
     size_t nrowp = 0;
-    int64_t npieces = 0;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
         case OPT_TASKS: tc.ntasks = as_cli_i64(&cli, "--tasks", optarg, 1, 10000000); want_tasks = 1; break;
@@ -156,137 +169,35 @@ int main(int argc, char **argv)
     if (tc.ntest > tc.ntasks) as_cli_usage(&cli, "--test-tasks %" PRId64 " exceeds --tasks %" PRId64, tc.ntest, tc.ntasks);
 
     as_writer *w = as_cli_open_output(&cli);
-    char *none[] = { "-" };
-    char **files = optind < argc ? argv + optind : none;
-    int nfiles = optind < argc ? argc - optind : 1;
-    int64_t npool = 0, cap = 1024;
     /* static: still reachable when a bad record ends the run through as_die (no leak report) */
-    static int64_t *ids, *bytes;
-    ids = as_malloc((size_t)cap * sizeof *ids);
-    bytes = as_malloc((size_t)cap * sizeof *bytes);
-    as_feat_scratch scratch = { 0 };
-    as_progress p;
-    as_progress_start(&p, &cli, "records", 0);
-    uint64_t nrec = 0, lookups = 0;
-    double t0 = as_now(), tcomp = 0;
+    static as_featrun st;
+    as_featrun_cfg fc = { rowp, nrowp, drop_tasks };
+    pass_ctx x = { &st, &fc, w, { 0 } };
+    as_progress_start(&x.p, &cli, "records", 0);
+    double t0 = as_now();
     char err[1024];
-    for (int fi = 0; fi < nfiles; fi++) {
-        as_reader *r = as_reader_open(files[fi]);
-        if (!r) { as_writer_abort(w); exit(AS_EXIT_DATA); }
-        as_record rec;
-        int rc;
-        while ((rc = as_reader_next(r, &rec)) == 1) {
-            as_features f;
-            int have = 0;
-            if (as_rec_is(&rec, "header")) continue;
-            if (as_rec_is(&rec, "table")) {
-                int64_t id, rows, batch, dim;
-                as_array off, idx;
-                char src[128];
-                double tc0 = as_now();
-                int bad = as_table_parse(&rec.obj, &id, &rows, &batch, &dim, &off, &idx, src, sizeof src, err, sizeof err) ||
-                          as_features_compute(&f, &scratch, id, rows, dim, &off, &idx, err, sizeof err);
-                tcomp += as_now() - tc0;
-                if (bad) {
-                    as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                }
-                snprintf(f.source, sizeof f.source, "%s", src);
-                /* a model's table keeps its name and data type (as-convert --config) */
-                if (as_obj_str(&rec.obj, "name", f.name, sizeof f.name)) f.name[0] = 0;
-                if (as_obj_str(&rec.obj, "data_type", f.data_type, sizeof f.data_type)) f.data_type[0] = 0;
-                const double elem = f.data_type[0] ? as_mcfg_dtype_bytes(f.data_type) : 0;
-                if (model_batch && elem > 0) {
-                    /* a model's table: TorchRec's memory of it as one table-wise shard */
-                    as_trmem_shard(&f.mem, rows, dim, dim, elem, model_opt, model_pipe, f.pooling, model_batch, model_world, 0);
-                    model_ids += f.pooling * (double)model_batch;
-                }
-                as_features_write(w, &f);
-                for (size_t q = 0; q < nrowp; q++) {
-                    as_piece *bl = as_malloc((size_t)rowp[q] * sizeof *bl);
-                    const int64_t nb = as_piece_row_blocks(rows, dim, rowp[q], bl);
-                    for (int64_t j = 0; j < nb && nb > 1; j++) {
-                        as_features pf;
-                        if (as_features_row_piece(&pf, &scratch, id, rows, dim, &off, &idx, bl[j].r0, bl[j].r1, err, sizeof err)) {
-                            as_writer_abort(w);
-                            as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                        }
-                        snprintf(pf.source, sizeof pf.source, "%s", src);
-                        memcpy(pf.name, f.name, sizeof pf.name);
-                        memcpy(pf.data_type, f.data_type, sizeof pf.data_type);
-                        if (model_batch && elem > 0)   /* a row-wise shard: its rows, the table's ids */
-                            as_trmem_shard(&pf.mem, bl[j].r1 - bl[j].r0, dim, dim, elem, model_opt, model_pipe, f.pooling,
-                                           model_batch, model_world, 1);
-                        as_features_write(w, &pf);
-                        npieces++;
-                    }
-                    free(bl);
-                }
-                lookups += (uint64_t)f.lookups;
-                have = 1;
-            } else if (as_rec_is(&rec, "features")) {
-                if (as_features_read(&rec.obj, &f, err, sizeof err)) {
-                    as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec.index, err);
-                }
-                as_writer_raw(w, rec.raw, rec.rawlen);
-                have = as_piece_whole(&f.piece);
-                /* a model's table already featurized: its ids count in TorchRec's reservation */
-                if (have && model_batch && as_features_has_mem(&f)) model_ids += f.pooling * (double)model_batch;
-            } else if (as_rec_is(&rec, "model-config")) {
-                double fi, fo;
-                if (as_obj_i64(&rec.obj, "world_size", &model_world) || model_world < 1 ||
-                    as_obj_i64(&rec.obj, "hbm_bytes", &model_hbm) || model_hbm < 0 ||
-                    as_obj_i64(&rec.obj, "batch_size_per_rank", &model_batch) || model_batch < 1 ||
-                    as_obj_str(&rec.obj, "optimizer", model_opt, sizeof model_opt) ||
-                    as_obj_str(&rec.obj, "pipeline", model_pipe, sizeof model_pipe) ||
-                    as_trmem_opt_mult(model_opt, 1) < 0 || as_trmem_pipeline(model_pipe, &fi, &fo) ||
-                    /* dense_bytes: absent in records of before 2026-11-26 (then 0) */
-                    (as_obj_get(&rec.obj, "dense_bytes") && (as_obj_i64(&rec.obj, "dense_bytes", &model_dense) || model_dense < 0))) {
-                    as_writer_abort(w);
-                    as_die(AS_EXIT_DATA, "%s: record %" PRIu64 ": model-config: world_size and batch_size_per_rank (>= 1), "
-                           "hbm_bytes (>= 0), dense_bytes (>= 0, optional), a known optimizer and pipeline are required",
-                           as_reader_name(r), rec.index);
-                }
-                as_writer_raw(w, rec.raw, rec.rawlen);
-            } else if (!drop_tasks || !as_rec_is(&rec, "task")) {
-                as_writer_raw(w, rec.raw, rec.rawlen);
-            }
-            if (have) {
-                if (npool == cap) {
-                    cap *= 2;
-                    ids = as_realloc(ids, (size_t)cap * sizeof *ids);
-                    bytes = as_realloc(bytes, (size_t)cap * sizeof *bytes);
-                }
-                ids[npool] = f.id;
-                bytes[npool] = f.bytes_fp16;
-                npool++;
-            }
-            as_progress_update(&p, (double)++nrec);
-        }
-        if (rc < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", as_reader_error(r)); }
-        as_reader_close(r);
+    if (as_read_records(optind < argc ? argv + optind : NULL, optind < argc ? argc - optind : 0, pass_rec, &x, err, sizeof err)) {
+        as_writer_abort(w);
+        as_die(AS_EXIT_DATA, "%s", err);
     }
-    as_progress_end(&p);
+    as_progress_end(&x.p);
     double dt = as_now() - t0;
     as_debug("%" PRId64 " tables, %" PRIu64 " lookups in %.2f s: %.1f M lookups/s end to end, %.1f M lookups/s "
-             "counting alone (%.2f s); peak RSS %.0f MB", npool, lookups, dt, dt > 0 ? lookups / dt / 1e6 : 0,
-             tcomp > 0 ? lookups / tcomp / 1e6 : 0, tcomp, as_peak_rss() / 1e6);
-    if (nrowp) as_debug("%" PRId64 " row pieces", npieces);
+             "counting alone (%.2f s); peak RSS %.0f MB", st.npool, st.lookups, dt, dt > 0 ? st.lookups / dt / 1e6 : 0,
+             st.tcomp > 0 ? st.lookups / st.tcomp / 1e6 : 0, st.tcomp, as_peak_rss() / 1e6);
+    if (nrowp) as_debug("%" PRId64 " row pieces", st.npieces);
     if (want_tasks) {
         as_task *tasks;
-        if (as_tasks_make(&tc, ids, bytes, npool, &tasks, err, sizeof err)) {
+        if (as_tasks_make(&tc, st.ids, st.bytes, st.npool, &tasks, err, sizeof err)) {
             as_writer_abort(w);
             as_die(AS_EXIT_DATA, "%s", err);
         }
         for (int64_t i = 0; i < tc.ntasks; i++) as_task_write(w, &tc, &tasks[i]);
         as_tasks_free(tasks, tc.ntasks);
     }
-    if (model_task) model_task_write(w, &tc, ids, bytes, npool, model_world, model_hbm, model_ids, model_dense);
+    if (model_task) model_task_write(w, &tc, st.ids, st.bytes, st.npool, st.world, st.hbm, st.ids_per_rank, st.dense);
     as_writer_close(w);
-    as_feat_scratch_free(&scratch);
-    free(ids);
-    free(bytes);
+    as_featrun_free(&st);
     free(rowp);
     return 0;
 }

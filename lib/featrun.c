@@ -1,0 +1,139 @@
+/* featrun.c - as-features' pass over its input; see featrun.h */
+#include "featrun.h"
+#include "common.h"
+#include "modelcfg.h"
+#include "piece.h"
+#include "table.h"
+#include "trmem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the features of every row block of rows x dim (block counts c->rowp), written */
+static int row_pieces(as_featrun *st, const as_featrun_cfg *c, as_writer *w, const as_features *f, int64_t id,
+                      int64_t rows, int64_t dim, const as_array *off, const as_array *idx, const char *src,
+                      double elem, char *err, size_t errlen)
+{
+    for (size_t q = 0; q < c->nrowp; q++) {
+        as_piece *bl = as_malloc((size_t)c->rowp[q] * sizeof *bl);
+        const int64_t nb = as_piece_row_blocks(rows, dim, c->rowp[q], bl);
+        for (int64_t j = 0; j < nb && nb > 1; j++) {
+            as_features pf;
+            if (as_features_row_piece(&pf, &st->scratch, id, rows, dim, off, idx, bl[j].r0, bl[j].r1, err, errlen)) {
+                free(bl);
+                return -1;
+            }
+            snprintf(pf.source, sizeof pf.source, "%s", src);
+            memcpy(pf.name, f->name, sizeof pf.name);
+            memcpy(pf.data_type, f->data_type, sizeof pf.data_type);
+            if (st->batch && elem > 0)   /* a row-wise shard: its rows, the table's ids */
+                as_trmem_shard(&pf.mem, bl[j].r1 - bl[j].r0, dim, dim, elem, st->opt, st->pipe, f->pooling, st->batch,
+                               st->world, 1);
+            as_features_write(w, &pf);
+            st->npieces++;
+        }
+        free(bl);
+    }
+    return 0;
+}
+
+/* a table record: its features (and its row blocks') written into *f; 0 or -1 with err */
+static int table_rec(as_featrun *st, const as_featrun_cfg *c, as_writer *w, const as_record *rec, as_features *f,
+                     char *err, size_t errlen)
+{
+    int64_t id, rows, batch, dim;
+    as_array off, idx;
+    char src[128];
+    double tc0 = as_now();
+    int bad = as_table_parse(&rec->obj, &id, &rows, &batch, &dim, &off, &idx, src, sizeof src, err, errlen) ||
+              as_features_compute(f, &st->scratch, id, rows, dim, &off, &idx, err, errlen);
+    st->tcomp += as_now() - tc0;
+    if (bad) return -1;
+    snprintf(f->source, sizeof f->source, "%s", src);
+    /* a model's table keeps its name and data type (as-convert --config) */
+    if (as_obj_str(&rec->obj, "name", f->name, sizeof f->name)) f->name[0] = 0;
+    if (as_obj_str(&rec->obj, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
+    const double elem = f->data_type[0] ? as_mcfg_dtype_bytes(f->data_type) : 0;
+    if (st->batch && elem > 0) {
+        /* a model's table: TorchRec's memory of it as one table-wise shard */
+        as_trmem_shard(&f->mem, rows, dim, dim, elem, st->opt, st->pipe, f->pooling, st->batch, st->world, 0);
+        st->ids_per_rank += f->pooling * (double)st->batch;
+    }
+    as_features_write(w, f);
+    if (row_pieces(st, c, w, f, id, rows, dim, &off, &idx, src, elem, err, errlen)) return -1;
+    st->lookups += (uint64_t)f->lookups;
+    return 0;
+}
+
+/* the model-config record's topology; 0 or -1 */
+static int model_config(as_featrun *st, const as_record *rec)
+{
+    double fi, fo;
+    return as_obj_i64(&rec->obj, "world_size", &st->world) || st->world < 1 ||
+                   as_obj_i64(&rec->obj, "hbm_bytes", &st->hbm) || st->hbm < 0 ||
+                   as_obj_i64(&rec->obj, "batch_size_per_rank", &st->batch) || st->batch < 1 ||
+                   as_obj_str(&rec->obj, "optimizer", st->opt, sizeof st->opt) ||
+                   as_obj_str(&rec->obj, "pipeline", st->pipe, sizeof st->pipe) ||
+                   as_trmem_opt_mult(st->opt, 1) < 0 || as_trmem_pipeline(st->pipe, &fi, &fo) ||
+                   /* dense_bytes: absent in records of before 2026-11-26 (then 0) */
+                   (as_obj_get(&rec->obj, "dense_bytes") && (as_obj_i64(&rec->obj, "dense_bytes", &st->dense) || st->dense < 0))
+               ? -1 : 0;
+}
+
+int as_featrun_record(as_featrun *st, const as_featrun_cfg *c, as_writer *w, const as_reader *r, const as_record *rec,
+                      char *err, size_t errlen)
+{
+    if (as_rec_is(rec, "header")) return 0;
+    as_features f;
+    int have = 0;
+    char e2[900];
+    if (as_rec_is(rec, "table")) {
+        if (table_rec(st, c, w, rec, &f, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+            return -1;
+        }
+        have = 1;
+    } else if (as_rec_is(rec, "features")) {
+        if (as_features_read(&rec->obj, &f, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+            return -1;
+        }
+        as_writer_raw(w, rec->raw, rec->rawlen);
+        have = as_piece_whole(&f.piece);
+        /* a model's table already featurized: its ids count in TorchRec's reservation */
+        if (have && st->batch && as_features_has_mem(&f)) st->ids_per_rank += f.pooling * (double)st->batch;
+    } else if (as_rec_is(rec, "model-config")) {
+        if (model_config(st, rec)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": model-config: world_size and batch_size_per_rank (>= 1), "
+                     "hbm_bytes (>= 0), dense_bytes (>= 0, optional), a known optimizer and pipeline are required",
+                     as_reader_name(r), rec->index);
+            return -1;
+        }
+        as_writer_raw(w, rec->raw, rec->rawlen);
+    } else if (!c->drop_tasks || !as_rec_is(rec, "task")) {
+        as_writer_raw(w, rec->raw, rec->rawlen);
+    }
+    if (have) {
+        if (st->npool == st->cap) {
+            st->cap = st->cap ? 2 * st->cap : 1024;
+            st->ids = as_realloc(st->ids, (size_t)st->cap * sizeof *st->ids);
+            st->bytes = as_realloc(st->bytes, (size_t)st->cap * sizeof *st->bytes);
+        }
+        st->ids[st->npool] = f.id;
+        st->bytes[st->npool] = f.bytes_fp16;
+        st->npool++;
+    }
+    st->nrec++;
+    return 0;
+}
+
+void as_featrun_free(as_featrun *st)
+{
+    if (!st) return;
+    free(st->ids);
+    free(st->bytes);
+    as_feat_scratch_free(&st->scratch);
+    memset(st, 0, sizeof *st);
+}
