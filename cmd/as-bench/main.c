@@ -281,9 +281,27 @@ static double reference_level(const char *arg, const int64_t *ids, int64_t n)
     return level;
 }
 
-int main(int argc, char **argv)
+/* the options beyond the benchmark's and the run's configurations */
+typedef struct {
+    const char *tables, *device;
+    int64_t sample, maxt;
+    int calibrate, maxmem_given;
+    const char *maxmem_arg;
+    int singles, psingles;
+    double spieces;
+    int64_t *pblocks;               /* --piece-blocks */
+    size_t npblocks;
+    int ref_auto;                   /* --reference auto (the default) */
+    int64_t *ref, ref_auto_ids[AS_NOISE_REF_TABLES];
+    size_t nref;
+    const char *reflevel;
+    int64_t *from;                  /* --sample-from */
+    size_t nfrom;
+} bargs;
+
+/* the options into *a, cfg and rc, checked: usage errors exit 2 */
+static void parse_args(as_cli *cli, int argc, char **argv, bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc)
 {
-    as_cli_init(&cli, argc, argv, "as-bench", "as-bench --tables FILE [options] [INPUT...]", HELP);
     static const struct option opts[] = {
         { "tables", required_argument, 0, OPT_TABLES },
         { "sample", required_argument, 0, OPT_SAMPLE },
@@ -314,162 +332,164 @@ int main(int argc, char **argv)
         { "reference-level", required_argument, 0, OPT_REFLEVEL },
         AS_CLI_COMMON_OPTIONS
     };
-    const char *tables = NULL, *device = "auto";
-    int64_t sample = 0, maxt = 10;
-    as_bench_cfg cfg = { 0 };
-    as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE }, .part_i = 1,
-                       .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
-    int calibrate = 1;
-    int maxmem_given = 0;
-    const char *maxmem_arg = NULL;
-    int singles = 0, psingles = 0;
-    double spieces = 0;
-    static int64_t *pblocks;    /* --piece-blocks (static: reachable at exit) */
-    size_t npblocks = 0;
-    int ref_auto = 1;
-    int64_t *ref = NULL, ref_auto_ids[AS_NOISE_REF_TABLES];
-    size_t nref = 0;
-    const char *reflevel = NULL;
-    int64_t *from = NULL;
-    size_t nfrom = 0;
-    cfg.warmup = 5; cfg.runs = 10; cfg.trim = 2; cfg.lr = 0.01f; cfg.threads = 0;
+    *a = (bargs){ .device = "auto", .maxt = 10, .calibrate = 1, .ref_auto = 1 };
+    cfg->warmup = 5; cfg->runs = 10; cfg->trim = 2; cfg->lr = 0.01f; cfg->threads = 0;
     const uint64_t avail = as_bench_mem_available();
-    cfg.max_bytes = avail / 2;
-    cfg.group_bytes = avail / AS_BENCH_GROUP_SHARE;
+    cfg->max_bytes = avail / 2;
+    cfg->group_bytes = avail / AS_BENCH_GROUP_SHARE;
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
-        case OPT_TABLES: tables = optarg; break;
-        case OPT_SAMPLE: sample = as_cli_i64(&cli, "--sample", optarg, 1, 100000000); break;
-        case OPT_MAXT: maxt = as_cli_i64(&cli, "--max-tables", optarg, 1, 1000000); break;
-        case OPT_SEED: cfg.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
-        case OPT_DEVICE: device = optarg; break;
-        case OPT_THREADS: cfg.threads = (int)as_cli_i64(&cli, "--threads", optarg, 1, 4096); break;
-        case OPT_WARMUP: cfg.warmup = (int)as_cli_i64(&cli, "--warmup", optarg, 0, 100000); break;
-        case OPT_RUNS: cfg.runs = (int)as_cli_i64(&cli, "--runs", optarg, 1, 100000); break;
-        case OPT_TRIM: cfg.trim = (int)as_cli_i64(&cli, "--trim", optarg, 0, 100000); break;
-        case OPT_LR: cfg.lr = (float)as_cli_f64(&cli, "--lr", optarg, 0, 1e6); break;
+        case OPT_TABLES: a->tables = optarg; break;
+        case OPT_SAMPLE: a->sample = as_cli_i64(cli, "--sample", optarg, 1, 100000000); break;
+        case OPT_MAXT: a->maxt = as_cli_i64(cli, "--max-tables", optarg, 1, 1000000); break;
+        case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
+        case OPT_DEVICE: a->device = optarg; break;
+        case OPT_THREADS: cfg->threads = (int)as_cli_i64(cli, "--threads", optarg, 1, 4096); break;
+        case OPT_WARMUP: cfg->warmup = (int)as_cli_i64(cli, "--warmup", optarg, 0, 100000); break;
+        case OPT_RUNS: cfg->runs = (int)as_cli_i64(cli, "--runs", optarg, 1, 100000); break;
+        case OPT_TRIM: cfg->trim = (int)as_cli_i64(cli, "--trim", optarg, 0, 100000); break;
+        case OPT_LR: cfg->lr = (float)as_cli_f64(cli, "--lr", optarg, 0, 1e6); break;
         case OPT_MAXMEM: {
             uint64_t v;
-            if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--max-mem: '%s' is not a size", optarg);
-            cfg.max_bytes = v;
-            cfg.group_bytes = 0;
-            maxmem_given = 1;
-            maxmem_arg = optarg;
+            if (as_parse_size(optarg, &v) || !v) as_cli_usage(cli, "--max-mem: '%s' is not a size", optarg);
+            cfg->max_bytes = v;
+            cfg->group_bytes = 0;
+            a->maxmem_given = 1;
+            a->maxmem_arg = optarg;
             break;
         }
-        case OPT_SINGLES: singles = 1; break;
-        case OPT_PSINGLES: psingles = 1; break;
-        case OPT_SPIECES: spieces = as_cli_f64(&cli, "--sample-pieces", optarg, 0, 1); break;
+        case OPT_SINGLES: a->singles = 1; break;
+        case OPT_PSINGLES: a->psingles = 1; break;
+        case OPT_SPIECES: a->spieces = as_cli_f64(cli, "--sample-pieces", optarg, 0, 1); break;
         case OPT_PBLOCKS: {
-            free(pblocks);
-            pblocks = NULL;
-            if (as_parse_i64_list(optarg, 2, 1024, &pblocks, &npblocks) || !npblocks)
-                as_cli_usage(&cli, "--piece-blocks: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", optarg);
+            free(a->pblocks);
+            a->pblocks = NULL;
+            if (as_parse_i64_list(optarg, 2, 1024, &a->pblocks, &a->npblocks) || !a->npblocks)
+                as_cli_usage(cli, "--piece-blocks: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", optarg);
             break;
         }
-        case OPT_NORES: cfg.per_shard_upload = 1; break;
-        case OPT_NOISE: rc.noise.threshold = as_cli_f64(&cli, "--noise-threshold", optarg, 0, 100); break;
-        case OPT_RETRIES: rc.noise.retries = (int)as_cli_i64(&cli, "--retries", optarg, 0, 100); break;
-        case OPT_WINDOW: rc.window = as_cli_i64(&cli, "--window", optarg, 0, 100000000); break;
-        case OPT_PASSES: rc.passes = (int)as_cli_i64(&cli, "--passes", optarg, 1, 100); break;
-        case OPT_INTERLEAVE: rc.noise.interleave = (int)as_cli_i64(&cli, "--interleave", optarg, 1, 100000); break;
-        case OPT_NOCALIB: calibrate = 0; break;
+        case OPT_NORES: cfg->per_shard_upload = 1; break;
+        case OPT_NOISE: rc->noise.threshold = as_cli_f64(cli, "--noise-threshold", optarg, 0, 100); break;
+        case OPT_RETRIES: rc->noise.retries = (int)as_cli_i64(cli, "--retries", optarg, 0, 100); break;
+        case OPT_WINDOW: rc->window = as_cli_i64(cli, "--window", optarg, 0, 100000000); break;
+        case OPT_PASSES: rc->passes = (int)as_cli_i64(cli, "--passes", optarg, 1, 100); break;
+        case OPT_INTERLEAVE: rc->noise.interleave = (int)as_cli_i64(cli, "--interleave", optarg, 1, 100000); break;
+        case OPT_NOCALIB: a->calibrate = 0; break;
         case OPT_REFERENCE:
-            free(ref);
-            ref = NULL;
-            nref = 0;
-            ref_auto = !strcmp(optarg, "auto");
-            if (ref_auto || !strcmp(optarg, "none")) break;
-            if (as_parse_table_ids(optarg, &ref, &nref) || !nref)
-                as_cli_usage(&cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
+            free(a->ref);
+            a->ref = NULL;
+            a->nref = 0;
+            a->ref_auto = !strcmp(optarg, "auto");
+            if (a->ref_auto || !strcmp(optarg, "none")) break;
+            if (as_parse_table_ids(optarg, &a->ref, &a->nref) || !a->nref)
+                as_cli_usage(cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
             {
                 int64_t dup;
-                if (as_table_ids_duplicate(ref, nref, &dup))
-                    as_cli_usage(&cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
+                if (as_table_ids_duplicate(a->ref, a->nref, &dup))
+                    as_cli_usage(cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
             }
             break;
-        case OPT_REFLEVEL: reflevel = optarg; break;
+        case OPT_REFLEVEL: a->reflevel = optarg; break;
         case OPT_FROM:
-            free(from);
-            if (as_parse_table_ids(optarg, &from, &nfrom))
-                as_cli_usage(&cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
+            free(a->from);
+            if (as_parse_table_ids(optarg, &a->from, &a->nfrom))
+                as_cli_usage(cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
             break;
         case OPT_FLUSH: {
             uint64_t v;
-            if (as_parse_size(optarg, &v) || !v) as_cli_usage(&cli, "--flush: '%s' is not a size", optarg);
-            cfg.flush_bytes = v;
+            if (as_parse_size(optarg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", optarg);
+            cfg->flush_bytes = v;
             break;
         }
         case OPT_PART: {
             /* I and N parsed from a copy: optarg is argv, which the header records as given */
             const char *slash = strchr(optarg, '/');
-            if (!slash) as_cli_usage(&cli, "--part: '%s' is not I/N", optarg);
+            if (!slash) as_cli_usage(cli, "--part: '%s' is not I/N", optarg);
             char *i_str = as_strdup(optarg);
             i_str[slash - optarg] = 0;
-            rc.part_n = as_cli_i64(&cli, "--part N", slash + 1, 1, 1000000);
-            rc.part_i = as_cli_i64(&cli, "--part I", i_str, 1, rc.part_n);
+            rc->part_n = as_cli_i64(cli, "--part N", slash + 1, 1, 1000000);
+            rc->part_i = as_cli_i64(cli, "--part I", i_str, 1, rc->part_n);
             free(i_str);
             break;
         }
         default:
-            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
+            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
-    as_cli_finish(&cli);
-    as_cli_inputs(&cli, (const char *const[]){ tables }, 1);
-    if (!tables) as_cli_usage(&cli, "--tables FILE is required (the table data to benchmark)");
-    if (2 * cfg.trim >= cfg.runs) as_cli_usage(&cli, "--trim %d leaves no run of %d", cfg.trim, cfg.runs);
-    if (sample && optind < argc) as_cli_usage(&cli, "--sample reads no input");
-    if (singles && !sample) as_cli_usage(&cli, "--singles needs --sample N");
-    if (psingles && sample) as_cli_usage(&cli, "--piece-singles measures the pieces of input plans; --sample reads no input");
-    if ((spieces > 0 || pblocks) && !sample) as_cli_usage(&cli, "--sample-pieces and --piece-blocks need --sample N");
-    if (from && !sample) as_cli_usage(&cli, "--sample-from needs --sample N");
-    setup_device(&cfg, device);
+    as_cli_finish(cli);
+    as_cli_inputs(cli, (const char *const[]){ a->tables }, 1);
+    if (!a->tables) as_cli_usage(cli, "--tables FILE is required (the table data to benchmark)");
+    if (2 * cfg->trim >= cfg->runs) as_cli_usage(cli, "--trim %d leaves no run of %d", cfg->trim, cfg->runs);
+    if (a->sample && optind < argc) as_cli_usage(cli, "--sample reads no input");
+    if (a->singles && !a->sample) as_cli_usage(cli, "--singles needs --sample N");
+    if (a->psingles && a->sample) as_cli_usage(cli, "--piece-singles measures the pieces of input plans; --sample reads no input");
+    if ((a->spieces > 0 || a->pblocks) && !a->sample) as_cli_usage(cli, "--sample-pieces and --piece-blocks need --sample N");
+    if (a->from && !a->sample) as_cli_usage(cli, "--sample-from needs --sample N");
+}
 
+/* the work: sampled shards (*smp) or the input's records (*in), then only the tables it
+   needs (*pool); the reference's ids and level into rc and *ref_level */
+static void load_work(bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc, int argc, char **argv, as_bsample *smp,
+                      as_binput *in, as_bpool *pool, double *ref_level)
+{
     char err[1024];
-    /* the work: sampled shards, or the input's records; then only the tables it needs */
-    as_bsample smp = { 0 };
-    as_binput in = { 0 };
-    if (sample || ref_auto || nref) {
+    size_t nref = a->nref;
+    if (a->sample || a->ref_auto || nref) {
         as_bpool meta;
         int64_t *ids, npool;
-        if (as_bpool_load(&meta, tables, NULL, 0, 1, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        if (sample && meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", tables);
+        if (as_bpool_load(&meta, a->tables, NULL, 0, 1, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        if (a->sample && meta.n == 0) as_die(AS_EXIT_DATA, "%s: no table records", a->tables);
         /* the reference: from the whole table data, whatever --sample-from or the input */
-        if (ref_auto) nref = (size_t)as_noise_ref_pool(&meta, ref_auto_ids);
-        for (size_t i = 0; i < nref && !ref_auto; i++)
-            if (!as_bpool_get(&meta, ref[i])) as_cli_usage(&cli, "--reference: table %" PRId64 " is not in %s", ref[i], tables);
-        if (sample) {
-            if (as_bsample_pool(&ids, &npool, &meta, from, nfrom, tables, err, sizeof err))
+        if (a->ref_auto) nref = (size_t)as_noise_ref_pool(&meta, a->ref_auto_ids);
+        for (size_t i = 0; i < nref && !a->ref_auto; i++)
+            if (!as_bpool_get(&meta, a->ref[i])) as_cli_usage(&cli, "--reference: table %" PRId64 " is not in %s", a->ref[i], a->tables);
+        if (a->sample) {
+            if (as_bsample_pool(&ids, &npool, &meta, a->from, a->nfrom, a->tables, err, sizeof err))
                 as_die(AS_EXIT_DATA, "--sample-from: %s", err);
-            as_bsample_draw(&smp, ids, npool, sample, maxt, cfg.seed, singles);
+            as_bsample_draw(smp, ids, npool, a->sample, a->maxt, cfg->seed, a->singles);
             static const int64_t blocks_default[] = { 2, 4, 8 };
-            as_bsample_pieces(&smp, &meta, spieces, pblocks ? pblocks : blocks_default, pblocks ? (int)npblocks : 3, cfg.seed);
+            as_bsample_pieces(smp, &meta, a->spieces, a->pblocks ? a->pblocks : blocks_default, a->pblocks ? (int)a->npblocks : 3, cfg->seed);
             free(ids);
         }
         as_bpool_free(&meta);
     }
-    if (!sample && as_binput_read(&in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-    if (psingles) {
-        const int64_t np = as_binput_add_piece_singles(&in);
+    if (!a->sample && as_binput_read(in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    if (a->psingles) {
+        const int64_t np = as_binput_add_piece_singles(in);
         as_debug("--piece-singles: %" PRId64 " distinct pieces of the plans, each measured alone", np);
     }
-    const int64_t *ref_ids = ref_auto ? ref_auto_ids : ref;
-    rc.noise.ref_ids = nref ? ref_ids : NULL;
-    rc.noise.ref_n = (int64_t)nref;
-    const double ref_level = reflevel ? reference_level(reflevel, ref_ids, (int64_t)nref) : 0;
-    as_bpool pool;
-    if (sample ? as_bsample_tables(&pool, tables, &smp, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err)
-               : as_binput_tables(&pool, tables, &in, rc.part_i, rc.part_n, ref_ids, (int64_t)nref, err, sizeof err))
+    const int64_t *ref_ids = a->ref_auto ? a->ref_auto_ids : a->ref;
+    rc->noise.ref_ids = nref ? ref_ids : NULL;
+    rc->noise.ref_n = (int64_t)nref;
+    *ref_level = a->reflevel ? reference_level(a->reflevel, ref_ids, (int64_t)nref) : 0;
+    if (a->sample ? as_bsample_tables(pool, a->tables, smp, rc->part_i, rc->part_n, ref_ids, (int64_t)nref, err, sizeof err)
+               : as_binput_tables(pool, a->tables, in, rc->part_i, rc->part_n, ref_ids, (int64_t)nref, err, sizeof err))
         as_die(AS_EXIT_DATA, "%s", err);
+}
 
+int main(int argc, char **argv)
+{
+    as_cli_init(&cli, argc, argv, "as-bench", "as-bench --tables FILE [options] [INPUT...]", HELP);
+    /* static: what the options allocate stays reachable when a usage error exits */
+    static bargs a;
+    as_bench_cfg cfg = { 0 };
+    as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE }, .part_i = 1,
+                       .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
+    parse_args(&cli, argc, argv, &a, &cfg, &rc);
+    setup_device(&cfg, a.device);
+    as_bsample smp = { 0 };
+    as_binput in = { 0 };
+    as_bpool pool;
+    double ref_level;
+    load_work(&a, &cfg, &rc, argc, argv, &smp, &in, &pool, &ref_level);
+    char err[1024];
     /* before the output is opened: a --max-mem that leaves nothing measures nothing */
-    if (maxmem_given && !cfg.cuda) {
+    if (a.maxmem_given && !cfg.cuda) {
         const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&pool) + as_bench_flush_bytes(&cfg);
         if (fixed >= cfg.max_bytes)
             as_cli_usage(&cli, "--max-mem %s leaves nothing for the shards: the process (%.1f MiB), the table data "
-                         "(%.1f MiB) and the cache-flush sweep (--flush, %.1f MiB) take it", maxmem_arg,
+                         "(%.1f MiB) and the cache-flush sweep (--flush, %.1f MiB) take it", a.maxmem_arg,
                          AS_BENCH_PROCESS_BYTES / 1048576.0, as_bpool_bytes(&pool) / 1048576.0,
                          as_bench_flush_bytes(&cfg) / 1048576.0);
     }
@@ -480,18 +500,18 @@ int main(int argc, char **argv)
     if (as_bench_session_budget(sess)) {
         as_debug("memory: budget %.1f MiB (%s): process %.1f MiB, table data %.1f MiB, cache-flush sweep %.1f MiB, "
                  "shard data at most %.1f MiB, %.1f MiB for shards set up together", cfg.max_bytes / 1048576.0,
-                 maxmem_given ? "--max-mem" : "half the available memory", AS_BENCH_PROCESS_BYTES / 1048576.0,
+                 a.maxmem_given ? "--max-mem" : "half the available memory", AS_BENCH_PROCESS_BYTES / 1048576.0,
                  as_bpool_bytes(&pool) / 1048576.0, as_bench_flush_bytes(&cfg) / 1048576.0,
                  as_bench_session_room(sess) / 1048576.0, as_bench_session_group_room(sess) / 1048576.0);
     }
-    const int64_t mine = as_brun_part_units(sample ? smp.n : in.units, rc.part_i, rc.part_n);
-    if (calibrate && mine > 0) check_quiet(sess);
+    const int64_t mine = as_brun_part_units(a.sample ? smp.n : in.units, rc.part_i, rc.part_n);
+    if (a.calibrate && mine > 0) check_quiet(sess);
     double loop0 = as_now();
-    as_progress_start(&prog, &cli, rc.passes > 1 ? (sample ? "shard passes" : "plan and shard passes") : sample ? "shards" : "plans and shards",
+    as_progress_start(&prog, &cli, rc.passes > 1 ? (a.sample ? "shard passes" : "plan and shard passes") : a.sample ? "shards" : "plans and shards",
                       (double)mine * (rc.passes > 1 ? rc.passes : 1));
     as_brun_stats st = { 0 };
     st.ref_base = ref_level;
-    if (sample) as_brun_samples(w, sess, &rc, &smp, &st);
+    if (a.sample) as_brun_samples(w, sess, &rc, &smp, &st);
     else if (as_brun_input(w, sess, &rc, &in, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     double loop_s = as_now() - loop0;
     as_progress_end(&prog);
@@ -502,8 +522,8 @@ int main(int argc, char **argv)
     as_bench_tally_free(&st.tally);
     as_bsample_free(&smp);
     as_binput_free(&in);
-    free(from);
-    free(ref);
+    free(a.from);
+    free(a.ref);
     as_bpool_free(&pool);
     return 0;
 }
