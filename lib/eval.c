@@ -857,58 +857,43 @@ static void order_words(FILE *f, int csv, const as_eval_plan *p, int64_t n, cons
     free(order);
 }
 
-void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
-                           int64_t na, const as_eval_verdict_info *v)
+/* the verdict's CSV: one row of the ranking, noise, model and floor figures */
+static void verdict_csv(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+                        const as_eval_verdict_info *v, const as_eval_rank *r, const as_eval_noise *nz,
+                        const as_eval_floorbound *fb)
 {
-    as_eval_rank r;
-    as_eval_rank_algs(p, n, a, na, v->over_runs, &r);
-    as_eval_noise nz;
-    as_eval_noise_of(p, n, NULL, &nz);
-    int estimated = !strcmp(v->label, "estimated");
-    as_eval_floorbound fb;
-    as_eval_floor_bound(p, n, v->floor_margin, &fb);
-    if (fmt == AS_EVAL_CSV) {
-        fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
-                   "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order,floor_tasks,floor_known,floor_bound,"
-                   "floor_margin\n");
-        fprintf(f, "%s,%s,%s,%" PRId64, r.winner >= 0 ? a[r.winner].alg : "", r.runner >= 0 ? a[r.runner].alg : "", rank_word(r.kind), r.cmp.n);
-        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_diff : NAN);
-        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_lo : NAN);
-        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.bal_hi : NAN);
-        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.ratio : NAN);
-        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.ratio_lo : NAN);
-        num(f, fmt, 0, "%.9g", r.runner >= 0 ? r.cmp.ratio_hi : NAN);
-        if (nz.shards) fprintf(f, ",%" PRId64 ",%" PRId64, nz.shards, nz.noisy);
-        else fprintf(f, ",,");
-        num(f, fmt, 0, "%.9g", nz.median_spread);
-        num(f, fmt, 0, "%.9g", nz.threshold);
-        const as_eval_quality *q = v->quality && v->quality->have == 1 ? v->quality : NULL;
-        num(f, fmt, 0, "%.9g", q ? q->model.r2 : NAN);
-        num(f, fmt, 0, "%.9g", q ? q->linear.r2 : NAN);
-        int w = as_eval_quality_worse(v->quality);
-        fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
-        order_words(f, 1, p, n, a, na, v->over_runs);
-        fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.9g\n", fb.tasks, fb.known, fb.bound, fb.margin);
-        return;
-    }
-    const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
-    int64_t tasks = 0;   /* distinct task ids */
-    for (int64_t j = 0; j < n; j++) {
-        int first = 1;
-        for (int64_t i = 0; i < j && first; i++) if (p[i].task == p[j].task) first = 0;
-        tasks += first;
-    }
-    if (fmt == AS_EVAL_MARKDOWN) fprintf(f, "**Verdict**");
-    else fprintf(f, "Verdict");
-    fprintf(f, " (costs %s%s%s; %" PRId64 " task%s", v->label, v->device && v->device[0] ? " on " : "",
-            v->device ? v->device : "", tasks, tasks == 1 ? "" : "s");
-    if (v->runs > 1) fprintf(f, ", %" PRId64 " runs, statistics over %s", v->runs, v->over_runs ? "runs" : "plans");
-    fprintf(f, ")%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : ":");
-    const char *li = "- ";
-    /* the winner */
-    if (r.kind == AS_RANK_NONE) fprintf(f, "%sNo plan has a balance (every plan infeasible, unmeasured or of zero cost): nothing to rank.\n", li);
+    fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
+               "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order,floor_tasks,floor_known,floor_bound,"
+               "floor_margin\n");
+    fprintf(f, "%s,%s,%s,%" PRId64, r->winner >= 0 ? a[r->winner].alg : "", r->runner >= 0 ? a[r->runner].alg : "", rank_word(r->kind), r->cmp.n);
+    num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_diff : NAN);
+    num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_lo : NAN);
+    num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_hi : NAN);
+    num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.ratio : NAN);
+    num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.ratio_lo : NAN);
+    num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.ratio_hi : NAN);
+    if (nz->shards) fprintf(f, ",%" PRId64 ",%" PRId64, nz->shards, nz->noisy);
+    else fprintf(f, ",,");
+    num(f, fmt, 0, "%.9g", nz->median_spread);
+    num(f, fmt, 0, "%.9g", nz->threshold);
+    const as_eval_quality *q = v->quality && v->quality->have == 1 ? v->quality : NULL;
+    num(f, fmt, 0, "%.9g", q ? q->model.r2 : NAN);
+    num(f, fmt, 0, "%.9g", q ? q->linear.r2 : NAN);
+    int w = as_eval_quality_worse(v->quality);
+    fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
+    order_words(f, 1, p, n, a, na, v->over_runs);
+    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.9g\n", fb->tasks, fb->known, fb->bound, fb->margin);
+}
+
+/* the verdict's lines on the winner: its balance and speedup, its lead over the runner-up
+   (resolved, too noisy, too few, a tie) and over cost-greedy and random */
+static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+                           int64_t na, const as_eval_verdict_info *v, const as_eval_rank *r, int estimated, const char *B,
+                           const char *li)
+{
+    if (r->kind == AS_RANK_NONE) fprintf(f, "%sNo plan has a balance (every plan infeasible, unmeasured or of zero cost): nothing to rank.\n", li);
     else {
-        const as_eval_alg *w = &a[r.winner];
+        const as_eval_alg *w = &a[r->winner];
         char bci[96], sci[96];
         range_words(bci, sizeof bci, "%.1f", w->bal_lo, w->bal_hi, 100);
         range_words(sci, sizeof sci, NULL, w->spd_lo, w->spd_hi, 1);
@@ -918,16 +903,16 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
         fmt_x(x, sizeof x, w->spd_gmean);
         if (isfinite(w->spd_gmean)) fprintf(f, ", speedup over random %sx (geometric mean, 95 %% CI %s)", x, sci);
         fprintf(f, ".\n");
-        if (r.kind == AS_RANK_SINGLE) fprintf(f, "%sIt is the only algorithm with a balance: nothing to rank it against.\n", li);
+        if (r->kind == AS_RANK_SINGLE) fprintf(f, "%sIt is the only algorithm with a balance: nothing to rank it against.\n", li);
         else {
-            const as_eval_alg *u = &a[r.runner];
+            const as_eval_alg *u = &a[r->runner];
             fprintf(f, "%sAhead of the runner-up, ", li);
-            lead_words(f, fmt, u->alg, u->bal_mean, &r.cmp, v->over_runs);
+            lead_words(f, fmt, u->alg, u->bal_mean, &r->cmp, v->over_runs);
             fprintf(f, ". ");
-            switch (r.kind) {
+            switch (r->kind) {
             case AS_RANK_RESOLVED:
                 fprintf(f, "The ranking is resolved: the interval lies above 0");
-                if (r.cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r.cmp.noisy, r.cmp.shards);
+                if (r->cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r->cmp.noisy, r->cmp.shards);
                 else if (!estimated) fprintf(f, " (the noise of single shards is unknown: the plans carry no cost_noisy)");
                 fprintf(f, ".");
                 /* one measurement: the tasks share the machine's state while it lasted */
@@ -938,10 +923,10 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                 fprintf(f, "\n");
                 break;
             case AS_RANK_NOISY:
-                if (r.too_noisy) {
+                if (r->too_noisy) {
                     fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
-                    fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r.cmp.noisy,
-                            r.cmp.shards, 100.0 * (double)r.cmp.noisy / (double)r.cmp.shards, 100 * AS_EVAL_NOISY_MAX);
+                    fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r->cmp.noisy,
+                            r->cmp.shards, 100.0 * (double)r->cmp.noisy / (double)r->cmp.shards, 100 * AS_EVAL_NOISY_MAX);
                 } else {
                     /* few noisy shards, but the difference is within what varies from task to task
                      * (and run to run): not a ranking either */
@@ -963,7 +948,7 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
             static const char *const base[2] = { "cost-greedy", "random" };
             for (int b = 0; b < 2; b++) {
                 int64_t i = find_alg(a, na, base[b]);
-                if (i < 0 || i == r.winner || i == r.runner || !isfinite(a[i].bal_mean)) continue;
+                if (i < 0 || i == r->winner || i == r->runner || !isfinite(a[i].bal_mean)) continue;
                 as_eval_cmp c;
                 as_eval_compare(p, n, w->alg, base[b], v->over_runs, &c);
                 fprintf(f, "%sAhead of ", li);
@@ -972,18 +957,12 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
             }
         }
     }
-    /* the whole order, each neighbour pair compared like the winner and the runner-up */
-    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
-    free(order);
-    if (m >= 3) {
-        fprintf(f, "%sRanking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): ", li);
-        order_words(f, 0, p, n, a, na, v->over_runs);
-        fprintf(f, ".\n");
-    }
-    /* the floor: where no table-wise plan can go lower */
-    fprintf(f, "%s", li);
-    as_eval_floor_words(f, fmt, &fb, v->label);
-    fprintf(f, ".\n");
+}
+
+/* the verdict's lines on the measurement noise, the cost model and the plots */
+static void verdict_tail(FILE *f, as_eval_format fmt, const as_eval_verdict_info *v, const as_eval_noise *nz, int estimated,
+                         const char *B, const char *li)
+{
     /* the noise */
     if (estimated) {
         fprintf(f, "%sNo measurement: every cost is an estimate of the cost model", li);
@@ -991,16 +970,16 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
             fprintf(f, "; %" PRId64 " of %" PRId64 " estimated shard costs were negative (the model's output is unconstrained) "
                        "and were counted as 0 ms", v->clamped, v->estimated);
         fprintf(f, ".\n");
-    } else if (nz.shards || nz.spreads) {
+    } else if (nz->shards || nz->spreads) {
         fprintf(f, "%sMeasurement noise: ", li);
-        if (nz.shards) {
-            fprintf(f, "%" PRId64 " of %" PRId64 " measured shards (%.1f %%) stayed noisy after re-measuring", nz.noisy, nz.shards,
-                    100.0 * (double)nz.noisy / (double)nz.shards);
-            if (isfinite(nz.threshold)) fprintf(f, " (spread above %.1f %%)", 100 * nz.threshold);
+        if (nz->shards) {
+            fprintf(f, "%" PRId64 " of %" PRId64 " measured shards (%.1f %%) stayed noisy after re-measuring", nz->noisy, nz->shards,
+                    100.0 * (double)nz->noisy / (double)nz->shards);
+            if (isfinite(nz->threshold)) fprintf(f, " (spread above %.1f %%)", 100 * nz->threshold);
         }
-        if (nz.spreads) fprintf(f, "%smedian spread %.1f %% over %" PRId64 " shards", nz.shards ? "; " : "", 100 * nz.median_spread, nz.spreads);
-        fprintf(f, "; %" PRId64 " of %" PRId64 " plans rest on a noisy shard%s.\n", nz.shaky, nz.plans,
-                nz.shaky ? " (marked * in the plans table)" : "");
+        if (nz->spreads) fprintf(f, "%smedian spread %.1f %% over %" PRId64 " shards", nz->shards ? "; " : "", 100 * nz->median_spread, nz->spreads);
+        fprintf(f, "; %" PRId64 " of %" PRId64 " plans rest on a noisy shard%s.\n", nz->shaky, nz->plans,
+                nz->shaky ? " (marked * in the plans table)" : "");
     } else fprintf(f, "%sMeasurement noise: unknown (the plans carry no cost_spread or cost_noisy: measured by an as-bench "
                       "without noise tracking).\n", li);
     /* the cost model */
@@ -1023,6 +1002,51 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                               fmt == AS_EVAL_MARKDOWN ? "`" : "");
         fprintf(f, ".\n");
     }
+}
+
+void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+                           int64_t na, const as_eval_verdict_info *v)
+{
+    as_eval_rank r;
+    as_eval_rank_algs(p, n, a, na, v->over_runs, &r);
+    as_eval_noise nz;
+    as_eval_noise_of(p, n, NULL, &nz);
+    int estimated = !strcmp(v->label, "estimated");
+    as_eval_floorbound fb;
+    as_eval_floor_bound(p, n, v->floor_margin, &fb);
+    if (fmt == AS_EVAL_CSV) {
+        verdict_csv(f, fmt, p, n, a, na, v, &r, &nz, &fb);
+        return;
+    }
+    const char *B = fmt == AS_EVAL_MARKDOWN ? "**" : "";
+    int64_t tasks = 0;   /* distinct task ids */
+    for (int64_t j = 0; j < n; j++) {
+        int first = 1;
+        for (int64_t i = 0; i < j && first; i++) if (p[i].task == p[j].task) first = 0;
+        tasks += first;
+    }
+    if (fmt == AS_EVAL_MARKDOWN) fprintf(f, "**Verdict**");
+    else fprintf(f, "Verdict");
+    fprintf(f, " (costs %s%s%s; %" PRId64 " task%s", v->label, v->device && v->device[0] ? " on " : "",
+            v->device ? v->device : "", tasks, tasks == 1 ? "" : "s");
+    if (v->runs > 1) fprintf(f, ", %" PRId64 " runs, statistics over %s", v->runs, v->over_runs ? "runs" : "plans");
+    fprintf(f, ")%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : ":");
+    const char *li = "- ";
+    /* the winner */
+    verdict_winner(f, fmt, p, n, a, na, v, &r, estimated, B, li);
+    /* the whole order, each neighbour pair compared like the winner and the runner-up */
+    int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
+    free(order);
+    if (m >= 3) {
+        fprintf(f, "%sRanking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): ", li);
+        order_words(f, 0, p, n, a, na, v->over_runs);
+        fprintf(f, ".\n");
+    }
+    /* the floor: where no table-wise plan can go lower */
+    fprintf(f, "%s", li);
+    as_eval_floor_words(f, fmt, &fb, v->label);
+    fprintf(f, ".\n");
+    verdict_tail(f, fmt, v, &nz, estimated, B, li);
     fputc('\n', f);
 }
 
