@@ -135,6 +135,54 @@ static int node_better(const node *a, const node *b)
     return a->order < b->order;
 }
 
+/* the cands tables (their positions into cand[], costliest item first; ties: lower
+   position) whose costliest item at their level lvl[i] is costliest and that can go one
+   level further; cworst[cands] scratch. Returns how many. */
+static int64_t pick_cands(const tsplit *s, const int *lvl, int64_t n, int cands, int64_t *cand, double *cworst)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int L = lvl[i];
+        if (next_level(&s[i], L, LV_COLS) < 0 && next_level(&s[i], L, LV_ROWS) < 0) continue;
+        const double w = s[i].lv[L].worst;
+        int64_t q = m < cands ? m++ : cands;
+        if (q == cands) {
+            if (!(w > cworst[cands - 1])) continue;
+            q = cands - 1;
+        }
+        while (q > 0 && w > cworst[q - 1]) { cand[q] = cand[q - 1]; cworst[q] = cworst[q - 1]; q--; }
+        cand[q] = i;
+        cworst[q] = w;
+    }
+    return m;
+}
+
+/* the beam best of kids[0..nk) (finite scores) into cur[0..beam), best first (selection by
+   insertion; node_better); returns how many */
+static int keep_beam(node *cur, int beam, const node *kids, int nk, int64_t n)
+{
+    int ncur = 0;
+    for (int d = 0; d < nk; d++) {
+        if (!isfinite(kids[d].score)) continue;
+        int q = ncur < beam ? ncur++ : beam;
+        if (q == beam) {
+            if (!node_better(&kids[d], &cur[beam - 1])) continue;
+            q = beam - 1;
+        }
+        while (q > 0 && node_better(&kids[d], &cur[q - 1])) {
+            node tmp = cur[q];
+            cur[q] = cur[q - 1];
+            cur[q - 1] = tmp;
+            q--;
+        }
+        memcpy(cur[q].lvl, kids[d].lvl, (size_t)n * sizeof(int));
+        cur[q].score = kids[d].score;
+        cur[q].items = kids[d].items;
+        cur[q].order = kids[d].order;
+    }
+    return ncur;
+}
+
 int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft, const as_features *const *t, int64_t n,
                     as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen)
 {
@@ -189,22 +237,7 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
     for (int step = 0; step < sc->steps && ncur > 0 && !info->cut; step++) {
         int nk = 0;
         for (int b = 0; b < ncur && !info->cut; b++) {
-            /* the cands tables with the costliest item (ties: lower position) that can go
-               one level further */
-            int64_t m = 0;
-            for (int64_t i = 0; i < n; i++) {
-                const int L = cur[b].lvl[i];
-                if (next_level(&s[i], L, LV_COLS) < 0 && next_level(&s[i], L, LV_ROWS) < 0) continue;
-                const double w = s[i].lv[L].worst;
-                int64_t q = m < cands ? m++ : cands;
-                if (q == cands) {
-                    if (!(w > cworst[cands - 1])) continue;
-                    q = cands - 1;
-                }
-                while (q > 0 && w > cworst[q - 1]) { cand[q] = cand[q - 1]; cworst[q] = cworst[q - 1]; q--; }
-                cand[q] = i;
-                cworst[q] = w;
-            }
+            const int64_t m = pick_cands(s, cur[b].lvl, n, cands, cand, cworst);
             for (int64_t ci = 0; ci < m && !info->cut; ci++) {
                 const int64_t i = cand[ci];
                 for (int kind = LV_COLS; kind <= LV_ROWS; kind++) {
@@ -239,26 +272,7 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
                 }
             }
         }
-        /* the beam best children form the next level (selection by insertion) */
-        ncur = 0;
-        for (int d = 0; d < nk; d++) {
-            if (!isfinite(kids[d].score)) continue;
-            int q = ncur < beam ? ncur++ : beam;
-            if (q == beam) {
-                if (!node_better(&kids[d], &cur[beam - 1])) continue;
-                q = beam - 1;
-            }
-            while (q > 0 && node_better(&kids[d], &cur[q - 1])) {
-                node tmp = cur[q];
-                cur[q] = cur[q - 1];
-                cur[q - 1] = tmp;
-                q--;
-            }
-            memcpy(cur[q].lvl, kids[d].lvl, (size_t)n * sizeof(int));
-            cur[q].score = kids[d].score;
-            cur[q].items = kids[d].items;
-            cur[q].order = kids[d].order;
-        }
+        ncur = keep_beam(cur, beam, kids, nk, n);
     }
     /* the result: the best node's items, in task order, and its plan */
     P = node_items(s, best, n, it);
