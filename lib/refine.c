@@ -150,6 +150,97 @@ static int out_of_time(double t0, double budget_ms)
     return budget_ms > 0 && (as_now() - t0) * 1e3 >= budget_ms;
 }
 
+/* shard k's predicted cost of plan p from its items' embeddings rep[n][R] (fs[R] scratch),
+   as as_plan_make computes it; 0 for an empty shard */
+static double shard_pred(const as_plan_model *m, const as_plan *p, const float *rep, int64_t k, float *fs)
+{
+    const int R = m->rep;
+    memset(fs, 0, (size_t)R * sizeof *fs);
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->assign[i] == k)
+            for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
+    return p->count[k] ? m->head(m->ctx, fs) : 0;
+}
+
+/* a step's context: the slowest shard a, the three slowest, the sum of squares, tolerances */
+static stepctx step_of(const rf *x)
+{
+    stepctx s = { 0, 0, 0, 0, 0, { -1, -1, -1 } };
+    for (int64_t k = 0; k < x->K; k++) {
+        double v = x->cost[k];
+        s.SS += v * v;
+        for (int q = 0; q < 3; q++)
+            if (s.top[q] < 0 || v > x->cost[s.top[q]]) {
+                for (int r = 2; r > q; r--) s.top[r] = s.top[r - 1];
+                s.top[q] = k;
+                break;
+            }
+    }
+    s.a = s.top[0];
+    s.M = x->cost[s.a];
+    s.tolM = REL_TOL * fabs(s.M);
+    s.tolS = REL_TOL * s.SS;
+    return s;
+}
+
+/* the best move of an item of the slowest shard to another shard into *best (items grouped
+   by shard: start, order); 1 when the time budget ran out, else 0 */
+static int best_move(const rf *x, const stepctx *s, cand *best, const int64_t *start, const int64_t *order, double t0,
+                     double budget_ms)
+{
+    const int64_t a = s->a;
+    for (int64_t q = start[a]; q < start[a + 1]; q++) {
+        int64_t i = order[q];
+        if (out_of_time(t0, budget_ms)) return 1;
+        double ca = cost_with(x, a, -1, i, x->count[a] - 1);
+        if (!(ca <= s->M)) continue;
+        for (int64_t b = 0; b < x->K; b++) {
+            if (b == a || !as_plan_fits(x->cap, x->mem[b], x->bytes[i])) continue;
+            double cb = cost_with(x, b, i, -1, x->count[b] + 1);
+            if (cb <= s->M) consider(x, s, best, 1, i, b, -1, ca, cb);
+        }
+    }
+    return 0;
+}
+
+/* the best swap of an item of the slowest shard with one of another shard into *best (when
+ * no move improves). The inner loop is the search's hot spot: a without i (da) and b with i
+ * (eb) are formed once, so a candidate costs one float vector sum and one head evaluation
+ * per shard. 1 when the time budget ran out, else 0 */
+static int best_swap(rf *x, const stepctx *s, cand *best, const int64_t *start, const int64_t *order, float *da,
+                     float *eb, double t0, double budget_ms)
+{
+    const int64_t a = s->a;
+    const int W = x->W;
+    const double *cm = x->cm, *csum = x->csum;
+    for (int64_t q = start[a]; q < start[a + 1] && !best->kind; q++) {
+        int64_t i = order[q];
+        if (out_of_time(t0, budget_ms)) return 1;
+        const float *wi = x->w + (size_t)i * W;
+        const double *sa = x->S + (size_t)a * W;
+        for (int d = 0; d < W; d++) da[d] = (float)(sa[d] - wi[d]);
+        for (int64_t b = 0; b < x->K; b++) {
+            if (b == a || start[b + 1] == start[b]) continue;
+            const double *sb = x->S + (size_t)b * W;
+            for (int d = 0; d < W; d++) eb[d] = (float)(sb[d] + wi[d]);
+            for (int64_t r = start[b]; r < start[b + 1]; r++) {
+                int64_t j = order[r];
+                if (!as_plan_fits(x->cap, x->mem[a] - x->bytes[i], x->bytes[j]) ||
+                    !as_plan_fits(x->cap, x->mem[b] - x->bytes[j], x->bytes[i]))
+                    continue;
+                const float *wj = x->w + (size_t)j * W;
+                for (int d = 0; d < W; d++) x->tmp[d] = eb[d] - wj[d];
+                double cb = eval_tmp(x, b) + (cm ? csum[b] + cm[i] - cm[j] : 0);
+                if (!(cb <= s->M)) continue;
+                for (int d = 0; d < W; d++) x->tmp[d] = da[d] + wj[d];
+                double ca = eval_tmp(x, a) + (cm ? csum[a] - cm[i] + cm[j] : 0);
+                if (ca <= s->M) consider(x, s, best, 2, i, b, j, ca, cb);
+            }
+        }
+    }
+    return 0;
+}
+
 int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, double budget_ms,
                    int64_t budget_steps, char *err, size_t errlen)
 {
@@ -186,13 +277,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     float *fs = as_malloc((size_t)R * sizeof *fs);
     if (!p->pred) {
         p->pred = as_malloc((size_t)K * sizeof *p->pred);
-        for (int64_t k = 0; k < K; k++) {
-            memset(fs, 0, (size_t)R * sizeof *fs);
-            for (int64_t i = 0; i < n; i++)
-                if (p->assign[i] == k)
-                    for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
-            p->pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
-        }
+        for (int64_t k = 0; k < K; k++) p->pred[k] = shard_pred(m, p, rep, k, fs);
     }
     /* each item's communication and each shard's sum, when charged */
     double *cm = NULL, *csum = NULL;
@@ -252,65 +337,13 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
         if (budget_steps && moves + swaps >= budget_steps) { stop = "steps"; break; }
         if (out_of_time(t0, budget_ms)) { stop = "time"; break; }
         if (K < 2) break;
-        stepctx s = { 0, 0, 0, 0, 0, { -1, -1, -1 } };
-        for (int64_t k = 0; k < K; k++) {
-            double v = x.cost[k];
-            s.SS += v * v;
-            for (int q = 0; q < 3; q++)
-                if (s.top[q] < 0 || v > x.cost[s.top[q]]) {
-                    for (int r = 2; r > q; r--) s.top[r] = s.top[r - 1];
-                    s.top[q] = k;
-                    break;
-                }
-        }
-        s.a = s.top[0];
-        s.M = x.cost[s.a];
-        s.tolM = REL_TOL * fabs(s.M);
-        s.tolS = REL_TOL * s.SS;
+        const stepctx s = step_of(&x);
         const int64_t a = s.a;
         as_plan_group(start, order, p->assign, n, K);
         cand best = { 0 };
-        int late = 0;
-        /* moves: an item of a to another shard */
-        for (int64_t q = start[a]; q < start[a + 1] && !late; q++) {
-            int64_t i = order[q];
-            if ((late = out_of_time(t0, budget_ms))) break;
-            double ca = cost_with(&x, a, -1, i, p->count[a] - 1);
-            if (!(ca <= s.M)) continue;
-            for (int64_t b = 0; b < K; b++) {
-                if (b == a || !as_plan_fits(c->mem_cap, p->mem[b], bytes[i])) continue;
-                double cb = cost_with(&x, b, i, -1, p->count[b] + 1);
-                if (cb <= s.M) consider(&x, &s, &best, 1, i, b, -1, ca, cb);
-            }
-        }
-        /* swaps, when no move improves: an item of a with an item of another shard. The
-         * inner loop is the search's hot spot: a without i (da) and b with i (eb) are formed
-         * once, so a candidate costs one float vector sum and one head evaluation per shard */
-        for (int64_t q = start[a]; q < start[a + 1] && !best.kind && !late; q++) {
-            int64_t i = order[q];
-            if ((late = out_of_time(t0, budget_ms))) break;
-            const float *wi = w + (size_t)i * W;
-            const double *sa = x.S + (size_t)a * W;
-            for (int d = 0; d < W; d++) da[d] = (float)(sa[d] - wi[d]);
-            for (int64_t b = 0; b < K; b++) {
-                if (b == a || start[b + 1] == start[b]) continue;
-                const double *sb = x.S + (size_t)b * W;
-                for (int d = 0; d < W; d++) eb[d] = (float)(sb[d] + wi[d]);
-                for (int64_t r = start[b]; r < start[b + 1]; r++) {
-                    int64_t j = order[r];
-                    if (!as_plan_fits(c->mem_cap, p->mem[a] - bytes[i], bytes[j]) ||
-                        !as_plan_fits(c->mem_cap, p->mem[b] - bytes[j], bytes[i]))
-                        continue;
-                    const float *wj = w + (size_t)j * W;
-                    for (int d = 0; d < W; d++) x.tmp[d] = eb[d] - wj[d];
-                    double cb = eval_tmp(&x, b) + (cm ? csum[b] + cm[i] - cm[j] : 0);
-                    if (!(cb <= s.M)) continue;
-                    for (int d = 0; d < W; d++) x.tmp[d] = da[d] + wj[d];
-                    double ca = eval_tmp(&x, a) + (cm ? csum[a] - cm[i] + cm[j] : 0);
-                    if (ca <= s.M) consider(&x, &s, &best, 2, i, b, j, ca, cb);
-                }
-            }
-        }
+        int late;
+        late = best_move(&x, &s, &best, start, order, t0, budget_ms);
+        if (!best.kind && !late) late = best_swap(&x, &s, &best, start, order, da, eb, t0, budget_ms);
         if (late) { stop = "time"; break; }
         if (!best.kind) break;
         put(&x, best.i, best.b);
@@ -325,13 +358,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     memcpy(pred, p->pred, (size_t)K * sizeof *pred);
     double max_after = -INFINITY;
     for (int64_t k = 0; k < K; k++) {
-        if (x.dirty[k]) {
-            memset(fs, 0, (size_t)R * sizeof *fs);
-            for (int64_t i = 0; i < n; i++)
-                if (p->assign[i] == k)
-                    for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
-            pred[k] = p->count[k] ? m->head(m->ctx, fs) : 0;
-        }
+        if (x.dirty[k]) pred[k] = shard_pred(m, p, rep, k, fs);
         const double v = (sc ? sc[k] : 1) * pred[k] + (csum && p->count[k] ? csum[k] : 0);
         if (v > max_after) max_after = v;
     }
