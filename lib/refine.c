@@ -241,6 +241,57 @@ static int best_swap(rf *x, const stepctx *s, cand *best, const int64_t *start, 
     return 0;
 }
 
+/* the items unplaced in p (assign -1) into u, in the order of p->infeasible (ids may
+   repeat: each entry takes the first unplaced item of its id not taken yet), those not
+   listed after; returns how many */
+static int64_t unplaced_order(const as_plan *p, const as_features *const *t, int64_t n, int64_t *u)
+{
+    int64_t nu = 0;
+    unsigned char *taken = as_calloc((size_t)(n ? n : 1), 1);
+    for (int64_t q = 0; q < p->ninfeasible; q++)
+        for (int64_t i = 0; i < n; i++)
+            if (p->assign[i] < 0 && !taken[i] && t[i]->id == p->infeasible[q]) { taken[i] = 1; u[nu++] = i; break; }
+    for (int64_t i = 0; i < n; i++)
+        if (p->assign[i] < 0 && !taken[i]) u[nu++] = i;   /* not listed: after the listed ones */
+    free(taken);
+    return nu;
+}
+
+/* a plan's placement as it came, to go back to */
+typedef struct {
+    int64_t *assign, *count;
+    uint64_t *mem;
+    double *key;
+} saved;
+
+static saved plan_save(const as_plan *p)
+{
+    const int64_t n = p->n, K = p->shards;
+    saved v = { as_malloc((size_t)(n ? n : 1) * sizeof *v.assign), as_malloc((size_t)K * sizeof *v.count),
+                as_malloc((size_t)K * sizeof *v.mem), as_malloc((size_t)K * sizeof *v.key) };
+    memcpy(v.assign, p->assign, (size_t)n * sizeof *v.assign);
+    memcpy(v.count, p->count, (size_t)K * sizeof *v.count);
+    memcpy(v.mem, p->mem, (size_t)K * sizeof *v.mem);
+    memcpy(v.key, p->key, (size_t)K * sizeof *v.key);
+    return v;
+}
+
+static void plan_restore(as_plan *p, const saved *v)
+{
+    memcpy(p->assign, v->assign, (size_t)p->n * sizeof *v->assign);
+    memcpy(p->count, v->count, (size_t)p->shards * sizeof *v->count);
+    memcpy(p->mem, v->mem, (size_t)p->shards * sizeof *v->mem);
+    memcpy(p->key, v->key, (size_t)p->shards * sizeof *v->key);
+}
+
+static void saved_free(saved *v)
+{
+    free(v->assign);
+    free(v->count);
+    free(v->mem);
+    free(v->key);
+}
+
 int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, double budget_ms,
                    int64_t budget_steps, char *err, size_t errlen)
 {
@@ -298,13 +349,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     if (!K) max_before = 0;
 
     /* the input plan, to go back to */
-    int64_t *assign0 = as_malloc(n1 * sizeof *assign0), *count0 = as_malloc((size_t)K * sizeof *count0);
-    uint64_t *mem0 = as_malloc((size_t)K * sizeof *mem0);
-    double *key0 = as_malloc((size_t)K * sizeof *key0);
-    memcpy(assign0, p->assign, (size_t)n * sizeof *assign0);
-    memcpy(count0, p->count, (size_t)K * sizeof *count0);
-    memcpy(mem0, p->mem, (size_t)K * sizeof *mem0);
-    memcpy(key0, p->key, (size_t)K * sizeof *key0);
+    saved sv = plan_save(p);
 
     rf x = { m, W, split, n, K, c->mem_cap, w, bytes, kv, as_calloc((size_t)K * (size_t)W, sizeof(double)),
              as_malloc((size_t)K * sizeof(double)), as_malloc((size_t)W * sizeof(float)), p->assign, p->count,
@@ -319,14 +364,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
 
     /* the unplaced items in the order of p->infeasible (ids may repeat: each entry takes the
      * first unplaced item of its id not taken yet) */
-    int64_t *u = as_malloc(n1 * sizeof *u), nu = 0;
-    unsigned char *taken = as_calloc(n1, 1);
-    for (int64_t q = 0; q < p->ninfeasible; q++)
-        for (int64_t i = 0; i < n; i++)
-            if (p->assign[i] < 0 && !taken[i] && t[i]->id == p->infeasible[q]) { taken[i] = 1; u[nu++] = i; break; }
-    for (int64_t i = 0; i < n; i++)
-        if (p->assign[i] < 0 && !taken[i]) u[nu++] = i;   /* not listed: after the listed ones */
-    free(taken);
+    int64_t *u = as_malloc(n1 * sizeof *u), nu = unplaced_order(p, t, n, u);
 
     int64_t *start = as_malloc((size_t)(K + 2) * sizeof *start), *order = as_malloc(n1 * sizeof *order);
     int64_t moves = 0, swaps = 0, placed = 0;
@@ -364,10 +402,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     }
     if (!placed && K && max_after > max_before) {
         /* rounding made the steps' gains a loss: the input plan stays */
-        memcpy(p->assign, assign0, (size_t)n * sizeof *assign0);
-        memcpy(p->count, count0, (size_t)K * sizeof *count0);
-        memcpy(p->mem, mem0, (size_t)K * sizeof *mem0);
-        memcpy(p->key, key0, (size_t)K * sizeof *key0);
+        plan_restore(p, &sv);
         moves = swaps = 0;
     } else {
         memcpy(p->pred, pred, (size_t)K * sizeof *pred);
@@ -389,10 +424,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     free(x.cost);
     free(x.tmp);
     free(x.dirty);
-    free(assign0);
-    free(count0);
-    free(mem0);
-    free(key0);
+    saved_free(&sv);
     free(fs);
     free(kv);
     free(bytes);
