@@ -1007,8 +1007,8 @@ static void log_record(const as_rl_cfg *c, as_rl_state *st, msgpack_sbuffer *sb,
     if (c->log) as_writer_raw(c->log, sb->data, sb->size);
 }
 
-int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
-                as_rl_state *state, char *err, size_t errlen)
+/* as_rl_train's configuration checked: 0, or -1 with err */
+static int check_cfg(const as_rl_cfg *c, int64_t ntasks, char *err, size_t errlen)
 {
     if (ntasks < 1) { snprintf(err, errlen, "no training tasks"); return -1; }
     if (c->batch < 1 || c->actors < 1) { snprintf(err, errlen, "batch and actors must be >= 1"); return -1; }
@@ -1024,6 +1024,189 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         snprintf(err, errlen, "measured %s needs a device and the tables", c->bench ? "rewards" : "refinement");
         return -1;
     }
+    return 0;
+}
+
+/* a resumed run's state (a checkpoint's, in *state): the buffer's table ids resolved
+   against this run's features, the ring resized to the configured size, the log's records up
+   to the checkpoint written first; moved into *state. 0, or -1 with err */
+static int resume_state(as_rl_state *state, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c, int64_t np,
+                        int64_t cnp, char *err, size_t errlen)
+{
+    as_rl_state *st = state;
+    /* resolve the buffer's table ids and resize the ring to the configured size */
+    as_rl_state *ns = state_new(np, cnp, c->buffer);
+    memcpy(ns->m, st->m, (size_t)np * sizeof *ns->m);
+    memcpy(ns->v, st->v, (size_t)np * sizeof *ns->v);
+    memcpy(ns->cm_m, st->cm_m, (size_t)cnp * sizeof *ns->cm_m);
+    memcpy(ns->cm_v, st->cm_v, (size_t)cnp * sizeof *ns->cm_v);
+    ns->t = st->t; ns->ct = st->ct; ns->wall = st->wall;
+    memcpy(ns->best_w, st->best_w, (size_t)np * sizeof *ns->best_w);
+    memcpy(ns->best_cm, st->best_cm, (size_t)cnp * sizeof *ns->best_cm);
+    ns->best_score = st->best_score; ns->best_episode = st->best_episode;
+    /* a measured shard is a shard of a training task's plan or one of the input's cost
+       records: none holds more tables than the largest of those */
+    int64_t most = 0;
+    for (int64_t i = 0; i < ntasks; i++) if (tasks[i].n > most) most = tasks[i].n;
+    for (int64_t j = 0; j < c->nseed; j++) if (c->seed_off[j + 1] - c->seed_off[j] > most) most = c->seed_off[j + 1] - c->seed_off[j];
+    for (int64_t j = 0; j < st->nbuf; j++)
+        if (st->buf[j].n > most) {
+            snprintf(err, errlen, "checkpoint: rl_buffer shard %" PRId64 " holds %" PRId64 " tables, more than any training "
+                     "task or cost record of the input (%" PRId64 ")", j, st->buf[j].n, most);
+            as_rl_state_free(ns);
+            return -1;
+        }
+    for (int64_t j = 0; j < st->nbuf; j++) {
+        buf_entry *e = &st->buf[j];
+        int ok = 1;
+        for (int64_t i = 0; i < e->n && ok; i++) {
+            int64_t pos = e->pos[i] < 0 ? feat_pos(c, -1 - e->pos[i]) : e->pos[i];
+            if (pos < 0) ok = 0;
+            else e->pos[i] = pos;
+        }
+        if (ok) buf_push(ns, e->pos, e->n, e->cost);
+    }
+    ns->run_id = st->run_id;
+    ns->log = st->log; ns->loglen = st->loglen; ns->logcap = st->logcap; ns->nlog = st->nlog; ns->log_episode = st->log_episode;
+    st->log = NULL;
+    /* the log continues: the records up to the checkpoint first */
+    if (c->log && ns->loglen) as_writer_raw(c->log, ns->log, ns->loglen);
+    /* the caller owns state: move ours into it */
+    as_rl_state tmp = *state;
+    *state = *ns;
+    *ns = tmp;
+    as_rl_state_free(ns);
+    return 0;
+}
+
+/* the actor threads (c->actors of them) over a pool of episodes: a snapshot of the weights
+   and the cost model, episodes from `next` to `limit`; returns the actors */
+static rl_actor *actors_start(rl_pool *pl, rl_ctx *x, const as_policy *p, const as_costmodel *cm, const float *w,
+                              int64_t np, int64_t next, int64_t limit)
+{
+    const as_rl_cfg *c = x->c;
+    memset(pl, 0, sizeof *pl);
+    pl->x = x;
+    pthread_mutex_init(&pl->mu, NULL);
+    pthread_cond_init(&pl->items, NULL);
+    pthread_cond_init(&pl->space, NULL);
+    pl->np = np;
+    pl->snap = as_malloc((size_t)np * sizeof *pl->snap);
+    memcpy(pl->snap, w, (size_t)np * sizeof *pl->snap);
+    pl->cm_snap = cm_clone(cm);
+    pl->shape = as_policy_clone(p);
+    pl->next = next;
+    pl->limit = limit;
+    pl->qcap = 2 * c->batch + c->actors;
+    pl->q = as_calloc((size_t)pl->qcap, sizeof *pl->q);
+    rl_actor *act = as_calloc((size_t)c->actors, sizeof *act);
+    for (int i = 0; i < c->actors; i++) {
+        act[i].pl = pl;
+        pthread_create(&act[i].th, NULL, actor_main, &act[i]);
+    }
+    return act;
+}
+
+/* the actors told to stop, joined; the episodes left in the queue and the pool freed */
+static void actors_stop(rl_pool *pl, rl_actor *act, int actors)
+{
+    pthread_mutex_lock(&pl->mu);
+    pl->done = 1;
+    pthread_cond_broadcast(&pl->space);
+    pthread_cond_broadcast(&pl->items);
+    pthread_mutex_unlock(&pl->mu);
+    for (int i = 0; i < actors; i++) pthread_join(act[i].th, NULL);
+    for (int i = 0; i < pl->qn; i++) { rl_ep *e = pl->q[(pl->qhead + i) % pl->qcap]; ep_free(e); free(e); }
+    free(pl->q);
+    free(pl->snap);
+    as_policy_free(pl->shape);
+    as_costmodel_free(pl->cm_snap);
+    free(act);
+    pthread_mutex_destroy(&pl->mu);
+    pthread_cond_destroy(&pl->items);
+    pthread_cond_destroy(&pl->space);
+}
+
+/* B episodes (numbered from first) into eps: played here, or (pl not NULL) taken from the
+   actors' queue. 0, or -1 with err */
+static int gather(rl_ctx *x, rl_pool *pl, as_policy *p, as_costmodel *cm, int64_t first, int B, rl_ep *eps, char *err,
+                  size_t errlen)
+{
+    int rc = 0;
+    if (!pl) {
+        for (int b = 0; b < B && !rc; b++)
+            if (play(x, first + b, p, cm, &eps[b], err, errlen)) rc = -1;
+        return rc;
+    }
+    pthread_mutex_lock(&pl->mu);
+    for (int b = 0; b < B; b++) {
+        while (!pl->qn && !pl->failed) pthread_cond_wait(&pl->items, &pl->mu);
+        if (pl->failed) { snprintf(err, errlen, "%s", pl->err); rc = -1; break; }
+        rl_ep *e = pl->q[pl->qhead];
+        pl->qhead = (pl->qhead + 1) % pl->qcap;
+        pl->qn--;
+        eps[b] = *e;
+        free(e);
+        pthread_cond_signal(&pl->space);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    return rc;
+}
+
+/* the end of a run: a finished run scores its last weights too, the checkpoint is written,
+   the selected weights are handed back (the checkpoint keeps the latest, to continue from).
+   0, or -1 with err */
+static int finish(rl_ctx *x, as_policy *p, as_costmodel *cm, as_rl_state *st, int finished, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = x->c;
+    as_policy_info *in = as_policy_meta(p);
+    int64_t np, cnp;
+    float *w = as_policy_params(p, &np);
+    as_costmodel_params(cm, &cnp);
+    double last_sel = NAN;
+    if (finished && c->select_every > 0 && st->best_episode != in->episodes &&
+        select_step(x, p, cm, st, in->episodes, &last_sel, err, errlen))
+        return -1;
+    if (c->ckpt) write_checkpoint(c, p, cm, st);
+    if (c->select_every > 0 && st->best_episode >= 0) {
+        if (st->best_episode != in->episodes) {
+            int64_t cnp2;
+            memcpy(w, st->best_w, (size_t)np * sizeof *w);
+            memcpy(as_costmodel_params(cm, &cnp2), st->best_cm, (size_t)cnp * sizeof *st->best_cm);
+        }
+        in->selected_episode = st->best_episode;
+        in->selected_balance = st->best_score;
+        in->select_tasks = c->select_tasks < x->ntasks ? c->select_tasks : x->ntasks;
+    }
+    return 0;
+}
+
+/* the batch's trajectories into trs (returns how many), the sums and counts of its predicted
+   and measured balances, its measurements counted into *evals; with measured rewards, each
+   episode's quiet measured shards go into the cost model's buffer */
+static int batch_of(const as_rl_cfg *c, as_rl_state *st, rl_ep *eps, int B, as_traj **trs, double *pb, int *npb,
+                    double *mb, int *nmb, int64_t *evals)
+{
+    int nt = 0;
+    *pb = *mb = 0;
+    *npb = *nmb = 0;
+    for (int b = 0; b < B; b++) {
+        if (eps[b].tr.L > 0) trs[nt++] = &eps[b].tr;
+        if (eps[b].tr.feasible) { *pb += eps[b].pred_balance; (*npb)++; }
+        if (!isnan(eps[b].meas_balance)) { *mb += eps[b].meas_balance; (*nmb)++; }
+        *evals += eps[b].measured;
+        if (c->bench && eps[b].off)
+            for (int64_t k = 0; k < eps[b].K; k++)
+                if (eps[b].off[k + 1] > eps[b].off[k] && !eps[b].noisy[k])
+                    buf_push(st, eps[b].pos + eps[b].off[k], eps[b].off[k + 1] - eps[b].off[k], eps[b].cost[k]);
+    }
+    return nt;
+}
+
+int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
+                as_rl_state *state, char *err, size_t errlen)
+{
+    if (check_cfg(c, ntasks, err, errlen)) return -1;
     as_nn_set_threads(1);   /* small products: one BLAS thread is fastest and deterministic */
     int64_t np, cnp;
     float *w = as_policy_params(p, &np);
@@ -1035,48 +1218,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         for (int64_t j = 0; j < c->nseed; j++)
             buf_push(st, c->seed_pos + c->seed_off[j], c->seed_off[j + 1] - c->seed_off[j], c->seed_cost[j]);
     } else {
-        /* resolve the buffer's table ids and resize the ring to the configured size */
-        as_rl_state *ns = state_new(np, cnp, c->buffer);
-        memcpy(ns->m, st->m, (size_t)np * sizeof *ns->m);
-        memcpy(ns->v, st->v, (size_t)np * sizeof *ns->v);
-        memcpy(ns->cm_m, st->cm_m, (size_t)cnp * sizeof *ns->cm_m);
-        memcpy(ns->cm_v, st->cm_v, (size_t)cnp * sizeof *ns->cm_v);
-        ns->t = st->t; ns->ct = st->ct; ns->wall = st->wall;
-        memcpy(ns->best_w, st->best_w, (size_t)np * sizeof *ns->best_w);
-        memcpy(ns->best_cm, st->best_cm, (size_t)cnp * sizeof *ns->best_cm);
-        ns->best_score = st->best_score; ns->best_episode = st->best_episode;
-        /* a measured shard is a shard of a training task's plan or one of the input's cost
-           records: none holds more tables than the largest of those */
-        int64_t most = 0;
-        for (int64_t i = 0; i < ntasks; i++) if (tasks[i].n > most) most = tasks[i].n;
-        for (int64_t j = 0; j < c->nseed; j++) if (c->seed_off[j + 1] - c->seed_off[j] > most) most = c->seed_off[j + 1] - c->seed_off[j];
-        for (int64_t j = 0; j < st->nbuf; j++)
-            if (st->buf[j].n > most) {
-                snprintf(err, errlen, "checkpoint: rl_buffer shard %" PRId64 " holds %" PRId64 " tables, more than any training "
-                         "task or cost record of the input (%" PRId64 ")", j, st->buf[j].n, most);
-                as_rl_state_free(ns);
-                return -1;
-            }
-        for (int64_t j = 0; j < st->nbuf; j++) {
-            buf_entry *e = &st->buf[j];
-            int ok = 1;
-            for (int64_t i = 0; i < e->n && ok; i++) {
-                int64_t pos = e->pos[i] < 0 ? feat_pos(c, -1 - e->pos[i]) : e->pos[i];
-                if (pos < 0) ok = 0;
-                else e->pos[i] = pos;
-            }
-            if (ok) buf_push(ns, e->pos, e->n, e->cost);
-        }
-        ns->run_id = st->run_id;
-        ns->log = st->log; ns->loglen = st->loglen; ns->logcap = st->logcap; ns->nlog = st->nlog; ns->log_episode = st->log_episode;
-        st->log = NULL;
-        /* the log continues: the records up to the checkpoint first */
-        if (c->log && ns->loglen) as_writer_raw(c->log, ns->log, ns->loglen);
-        /* the caller owns state: move ours into it */
-        as_rl_state tmp = *state;
-        *state = *ns;
-        *ns = tmp;
-        as_rl_state_free(ns);
+        if (resume_state(state, tasks, ntasks, c, np, cnp, err, errlen)) return -1;
         st = state;
     }
     st->total_episodes = c->episodes;
@@ -1114,28 +1256,7 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
     rl_pool pl;
     rl_actor *act = NULL;
     int threaded = c->actors > 1;
-    if (threaded) {
-        memset(&pl, 0, sizeof pl);
-        pl.x = &x;
-        pthread_mutex_init(&pl.mu, NULL);
-        pthread_cond_init(&pl.items, NULL);
-        pthread_cond_init(&pl.space, NULL);
-        pl.np = np;
-        pl.snap = as_malloc((size_t)np * sizeof *pl.snap);
-        memcpy(pl.snap, w, (size_t)np * sizeof *pl.snap);
-        pl.cm_snap = cm_clone(cm);
-        pl.shape = as_policy_clone(p);
-        pl.next = in->episodes;
-        pl.limit = limit;
-        pl.qcap = 2 * c->batch + c->actors;
-        pl.q = as_calloc((size_t)pl.qcap, sizeof *pl.q);
-        act = as_calloc((size_t)c->actors, sizeof *act);
-        for (int i = 0; i < c->actors; i++) {
-            act[i].pl = &pl;
-            pthread_create(&act[i].th, NULL, actor_main, &act[i]);
-        }
-    }
-
+    if (threaded) act = actors_start(&pl, &x, p, cm, w, np, in->episodes, limit);
     while (in->episodes < limit) {
         double wall = wall0 + (as_now() - t0);
         if (budget > 0 && wall >= budget) break;
@@ -1143,38 +1264,12 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         int B = c->batch;
         if (limit - in->episodes < B) B = (int)(limit - in->episodes);
         /* gather B episodes */
-        if (!threaded) {
-            for (int b = 0; b < B && !rc; b++)
-                if (play(&x, in->episodes + b, p, cm, &eps[b], err, errlen)) rc = -1;
-        } else {
-            pthread_mutex_lock(&pl.mu);
-            for (int b = 0; b < B; b++) {
-                while (!pl.qn && !pl.failed) pthread_cond_wait(&pl.items, &pl.mu);
-                if (pl.failed) { snprintf(err, errlen, "%s", pl.err); rc = -1; break; }
-                rl_ep *e = pl.q[pl.qhead];
-                pl.qhead = (pl.qhead + 1) % pl.qcap;
-                pl.qn--;
-                eps[b] = *e;
-                free(e);
-                pthread_cond_signal(&pl.space);
-            }
-            pthread_mutex_unlock(&pl.mu);
-        }
+        rc = gather(&x, threaded ? &pl : NULL, p, cm, in->episodes, B, eps, err, errlen);
         if (rc) { for (int b = 0; b < B; b++) ep_free(&eps[b]); break; }
         /* learn */
-        int nt = 0;
-        double pb = 0, mb = 0;
-        int npb = 0, nmb = 0;
-        for (int b = 0; b < B; b++) {
-            if (eps[b].tr.L > 0) trs[nt++] = &eps[b].tr;
-            if (eps[b].tr.feasible) { pb += eps[b].pred_balance; npb++; }
-            if (!isnan(eps[b].meas_balance)) { mb += eps[b].meas_balance; nmb++; }
-            in->evals += eps[b].measured;
-            if (c->bench && eps[b].off)
-                for (int64_t k = 0; k < eps[b].K; k++)
-                    if (eps[b].off[k + 1] > eps[b].off[k] && !eps[b].noisy[k])
-                        buf_push(st, eps[b].pos + eps[b].off[k], eps[b].off[k + 1] - eps[b].off[k], eps[b].cost[k]);
-        }
+        double pb, mb;
+        int npb, nmb;
+        const int nt = batch_of(c, st, eps, B, trs, &pb, &npb, &mb, &nmb, &in->evals);
         memset(g, 0, (size_t)np * sizeof *g);
         as_policy_stats s = { 0 };
         as_policy_loss_grad(p, trs, nt, &vc, g, &s);
@@ -1237,43 +1332,12 @@ int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t
         as_progress_update(&pr, c->episodes > 0 ? (double)in->episodes : st->wall);
     }
     as_progress_end(&pr);
-    if (threaded) {
-        pthread_mutex_lock(&pl.mu);
-        pl.done = 1;
-        pthread_cond_broadcast(&pl.space);
-        pthread_cond_broadcast(&pl.items);
-        pthread_mutex_unlock(&pl.mu);
-        for (int i = 0; i < c->actors; i++) pthread_join(act[i].th, NULL);
-        for (int i = 0; i < pl.qn; i++) { rl_ep *e = pl.q[(pl.qhead + i) % pl.qcap]; ep_free(e); free(e); }
-        free(pl.q);
-        free(pl.snap);
-        as_policy_free(pl.shape);
-        as_costmodel_free(pl.cm_snap);
-        free(act);
-        pthread_mutex_destroy(&pl.mu);
-        pthread_cond_destroy(&pl.items);
-        pthread_cond_destroy(&pl.space);
-    }
+    if (threaded) actors_stop(&pl, act, c->actors);
     st->wall = wall0 + (as_now() - t0);
     /* a finished run scores its last weights too (a halted or stopped one does not: its
      * continuation will) */
     int finished = c->episodes > 0 ? in->episodes >= c->episodes : budget > 0 && st->wall >= budget;
-    double last_sel = NAN;
-    if (!rc && finished && c->select_every > 0 && st->best_episode != in->episodes &&
-        select_step(&x, p, cm, st, in->episodes, &last_sel, err, errlen))
-        rc = -1;
-    if (!rc && c->ckpt) write_checkpoint(c, p, cm, st);
-    /* hand back the selected weights (the checkpoint keeps the latest, to continue from) */
-    if (!rc && c->select_every > 0 && st->best_episode >= 0) {
-        if (st->best_episode != in->episodes) {
-            int64_t cnp2;
-            memcpy(w, st->best_w, (size_t)np * sizeof *w);
-            memcpy(as_costmodel_params(cm, &cnp2), st->best_cm, (size_t)cnp * sizeof *st->best_cm);
-        }
-        in->selected_episode = st->best_episode;
-        in->selected_balance = st->best_score;
-        in->select_tasks = c->select_tasks < ntasks ? c->select_tasks : ntasks;
-    }
+    if (!rc) rc = finish(&x, p, cm, st, finished, err, errlen);
     if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
         stopped = 1;
     free(g); free(cg); free(eps); free(trs);
