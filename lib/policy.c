@@ -241,9 +241,259 @@ static int log_softmax(float *lp, const float *logit, const uint8_t *mask, int K
 
 /* ---- episodes ------------------------------------------------------------------------------ */
 
-int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errlen)
+/* a rollout's buffers, allocated once per rollout (nothing is allocated per step) */
+typedef struct {
+    int R, E2, H, CD, XW, HD, fast;
+    int64_t n, K;
+    /* per table (task order, or step order for x, a1, e) */
+    float *rep;                     /* [n,R] cost-model representations */
+    double *single;                 /* [n] each table's predicted cost alone */
+    uint64_t *bytes;                /* [n] */
+    int64_t *order;                 /* [n] step order (as_plan_order) */
+    float *x, *a1, *e;              /* [n,F], [n,E1], [n,E2] the policy's encoder */
+    float *U;                       /* [n,HD] the cost model's pre of each table */
+    /* per shard: the episode state */
+    float *csum, *Es, *Vs, *WE;     /* [K,R] rep sums, [K,E2] encoder sums, [K,HD] pre sums,
+                                       [K,P1] hw1's E block times E_k */
+    double *pnow, *pafter;          /* [K] predicted cost now, after this step's table */
+    uint64_t *mem;
+    int64_t *cnt;
+    /* per step */
+    float *cf, *cu, *X1;            /* [K,NCF], [K,CD], [K,XW] */
+    float *base, *wtmp;             /* [P1] */
+    float *h1, *c1, *h2, *c2, *h1n, *c1n, *h2n, *c2n, *g, *xin, *u, *tmp;
+    float *ws;                      /* the LSTM's and the step's vectors, one block */
+    float *q1, *q2, *q3, *logit, *lp;
+    uint8_t *mask;
+} roll;
+
+/* the buffers of a rollout of ro's task, the tables' representations, single costs, step
+   order and encoding computed; *ref the mean single cost per shard and *left their sum */
+static void roll_init(roll *w, const as_policy *q, const as_rollout *ro, double *ref, double *left)
 {
     const as_policy_dims *d = &q->d;
+    const as_plan_model *cm = ro->cm;
+    const int64_t n = ro->n, K = ro->K;
+    const size_t nn = (size_t)(n ? n : 1);
+    memset(w, 0, sizeof *w);
+    w->n = n;
+    w->K = K;
+    w->R = cm->rep;
+    w->E2 = d->e2;
+    w->H = d->h;
+    w->CD = d->cd;
+    w->XW = w->CD + w->H;                                     /* [cu | s*a] columns of hw1 */
+    /* the cost model's head split: pre of every table, running pre of every shard */
+    w->fast = cm->pre && cm->post && cm->hid > 0;
+    w->HD = w->fast ? cm->hid : 1;
+    const int R = w->R, HD = w->HD;
+    w->rep = as_malloc(nn * R * sizeof *w->rep);
+    w->single = as_malloc(nn * sizeof *w->single);
+    w->bytes = as_malloc(nn * sizeof *w->bytes);
+    w->order = as_malloc(nn * sizeof *w->order);
+    double r = 0;
+    for (int64_t i = 0; i < n; i++) {
+        cm->embed(cm->ctx, ro->t[i], w->rep + (size_t)i * R);
+        w->single[i] = cm->head(cm->ctx, w->rep + (size_t)i * R);
+        w->bytes[i] = as_plan_table_bytes(ro->t[i]);
+        r += w->single[i];
+    }
+    *left = r;
+    r /= (double)K;
+    *ref = !(r > 0) || !isfinite(r) ? 1 : r;
+    as_plan_order(w->order, w->single, w->bytes, ro->t, n);
+    /* policy encoder over the tables in step order */
+    w->x = as_malloc(nn * F * sizeof *w->x);
+    for (int64_t s = 0; s < n; s++) as_policy_table_vector(q, ro->t[w->order[s]], w->x + (size_t)s * F);
+    w->a1 = as_malloc(nn * d->e1 * sizeof *w->a1);
+    w->e = as_malloc(nn * w->E2 * sizeof *w->e);
+    encode(q, w->a1, w->e, w->x, (int)n);
+    /* episode state */
+    w->csum = as_calloc((size_t)K * R, sizeof *w->csum);
+    w->Es = as_calloc((size_t)K * w->E2, sizeof *w->Es);
+    w->pnow = as_calloc((size_t)K, sizeof *w->pnow);
+    w->pafter = as_malloc((size_t)K * sizeof *w->pafter);
+    w->mem = as_calloc((size_t)K, sizeof *w->mem);
+    w->cnt = as_calloc((size_t)K, sizeof *w->cnt);
+    w->cf = as_malloc((size_t)K * NCF * sizeof *w->cf);
+    w->cu = as_malloc((size_t)K * w->CD * sizeof *w->cu);
+    w->X1 = as_malloc((size_t)K * w->XW * sizeof *w->X1);
+    w->WE = as_calloc((size_t)K * d->p1, sizeof *w->WE);
+    w->base = as_malloc((size_t)d->p1 * sizeof *w->base);
+    w->wtmp = as_malloc((size_t)d->p1 * sizeof *w->wtmp);
+    /* the step's vectors, sized from the policy and the cost model: both LSTM layers' state
+     * before and after the step (h, c: H each), the gates (4H), the LSTM input [e | u]
+     * (E2 + SD), the step feature u (SD), and one summed representation of the cost model
+     * (R, or HD with the split head) */
+    const int H = w->H;
+    size_t TW = (size_t)(R > HD ? R : HD);
+    w->ws = as_malloc(((size_t)12 * H + (size_t)(w->E2 + d->sd) + (size_t)d->sd + TW) * sizeof *w->ws);
+    w->h1 = w->ws; w->c1 = w->h1 + H; w->h2 = w->c1 + H; w->c2 = w->h2 + H; w->h1n = w->c2 + H; w->c1n = w->h1n + H;
+    w->h2n = w->c1n + H; w->c2n = w->h2n + H; w->g = w->c2n + H; w->xin = w->g + 4 * (size_t)H;
+    w->u = w->xin + w->E2 + d->sd; w->tmp = w->u + d->sd;
+    w->U = as_malloc(nn * HD * sizeof *w->U);
+    w->Vs = as_calloc((size_t)K * HD, sizeof *w->Vs);
+    if (w->fast)
+        for (int64_t i = 0; i < n; i++) cm->pre(cm->ctx, w->rep + (size_t)i * R, w->U + (size_t)i * HD);
+    w->q1 = as_malloc((size_t)K * d->p1 * sizeof *w->q1);
+    w->q2 = as_malloc((size_t)K * d->p2 * sizeof *w->q2);
+    w->q3 = as_malloc((size_t)K * d->p3 * sizeof *w->q3);
+    w->logit = as_malloc((size_t)K * sizeof *w->logit);
+    w->lp = as_malloc((size_t)K * sizeof *w->lp);
+    w->mask = as_malloc((size_t)K);
+}
+
+/* keep_x: the encoder's input was handed to a trajectory */
+static void roll_free(roll *w, int keep_x)
+{
+    if (!keep_x) free(w->x);
+    free(w->rep); free(w->single); free(w->bytes); free(w->order); free(w->a1); free(w->e);
+    free(w->csum); free(w->Es); free(w->pnow); free(w->pafter); free(w->mem); free(w->cnt);
+    free(w->cf); free(w->cu); free(w->X1); free(w->WE); free(w->base); free(w->wtmp); free(w->U); free(w->Vs);
+    free(w->q1); free(w->q2); free(w->q3); free(w->logit); free(w->lp); free(w->mask);
+    free(w->ws);
+}
+
+/* step s's state: the step feature and both LSTM layers over [e_s | u] */
+static void roll_state(roll *w, const as_policy *q, int64_t s, int first)
+{
+    const as_policy_dims *d = &q->d;
+    const int E2 = w->E2, H = w->H;
+    float fr = (float)((double)s / (double)w->n);
+    step_mlp(q, w->u, &fr, 1);
+    memcpy(w->xin, w->e + (size_t)s * E2, (size_t)E2 * sizeof *w->xin);
+    memcpy(w->xin + E2, w->u, (size_t)d->sd * sizeof *w->xin);
+    as_nn_lstm_fwd(w->h1n, w->c1n, w->g, w->xin, first ? NULL : w->h1, first ? NULL : w->c1, P(q, B_L1WI), P(q, B_L1WH),
+                   P(q, B_L1B), 1, E2 + d->sd, H);
+    as_nn_lstm_fwd(w->h2n, w->c2n, w->g, w->h1n, first ? NULL : w->h2, first ? NULL : w->c2, P(q, B_L2WI), P(q, B_L2WH),
+                   P(q, B_L2B), 1, H, H);
+    memcpy(w->h1, w->h1n, (size_t)H * sizeof *w->h1);
+    memcpy(w->c1, w->c1n, (size_t)H * sizeof *w->c1);
+    memcpy(w->h2, w->h2n, (size_t)H * sizeof *w->h2);
+    memcpy(w->c2, w->c2n, (size_t)H * sizeof *w->c2);
+}
+
+/* table j's candidate shards: where it fits (mask), each shard's predicted cost with it
+   (pafter), the cost features (cf) against the episode's scale; returns how many fit */
+static int roll_costs(roll *w, const as_plan_model *cm, uint64_t cap, int64_t j, double ref, double left)
+{
+    const int64_t K = w->K;
+    const int R = w->R, HD = w->HD;
+    double mx = 0, mn = INFINITY, amax = 0, amin = INFINITY;
+    int nok = 0;
+    for (int64_t k = 0; k < K; k++) { if (w->pnow[k] > mx) mx = w->pnow[k]; if (w->pnow[k] < mn) mn = w->pnow[k]; }
+    const float *rj = w->rep + (size_t)j * R;
+    for (int64_t k = 0; k < K; k++) {
+        w->mask[k] = (uint8_t)as_plan_fits(cap, w->mem[k], w->bytes[j]);
+        nok += w->mask[k];
+        if (w->fast) {
+            const float *vk = w->Vs + (size_t)k * HD, *uj = w->U + (size_t)j * HD;
+            for (int r = 0; r < HD; r++) w->tmp[r] = vk[r] + uj[r];
+            w->pafter[k] = cm->post(cm->ctx, w->tmp);
+        } else {
+            const float *cs = w->csum + (size_t)k * R;
+            for (int r = 0; r < R; r++) w->tmp[r] = cs[r] + rj[r];
+            w->pafter[k] = cm->head(cm->ctx, w->tmp);
+        }
+        if (w->mask[k]) { if (w->pafter[k] > amax) amax = w->pafter[k]; if (w->pafter[k] < amin) amin = w->pafter[k]; }
+    }
+    double sc = amax > 0 && isfinite(amax) ? amax : ref, spread = amax - amin;
+    for (int64_t k = 0; k < K; k++) {
+        float *c = w->cf + (size_t)k * NCF;
+        c[0] = (float)(w->pnow[k] / sc);
+        c[1] = (float)(w->pafter[k] / sc);
+        c[2] = (float)(mx / sc);
+        c[3] = cap ? (float)((double)w->mem[k] / (double)cap) : 0.0f;
+        c[4] = (float)(mn / sc);
+        c[5] = (float)(left / (ref * (double)K));
+        c[6] = spread > 0 && w->mask[k] ? (float)((w->pafter[k] - amin) / spread) : 0.0f;
+    }
+    return nok;
+}
+
+/* the head over every shard: the log-probabilities lp of placing the step's table there */
+static void roll_logits(roll *w, const as_policy *q)
+{
+    const as_policy_dims *d = &q->d;
+    const int64_t K = w->K;
+    const int E2 = w->E2, H = w->H, CD = w->CD, XW = w->XW;
+    const float *hw1 = P(q, B_HW1);
+    as_nn_linear_fwd(w->cu, w->cf, P(q, B_CW), P(q, B_CB), (int)K, NCF, CD);
+    relu_inplace(w->cu, K * CD);
+    /* the head's first layer in parts: hw1 [s | E | cu | s*a] = hw1_s s (once per step)
+     * + hw1_E E_k (kept per shard) + hw1_[cu|s*a] [cu_k | s*a_k] (one product over K) */
+    as_nn_linear_fwd_ld(w->base, w->h2, hw1, 3 * H, P(q, B_HB1), 1, H, d->p1);
+    for (int64_t k = 0; k < K; k++) {
+        float *xr = w->X1 + (size_t)k * XW;
+        const float *Ek = w->Es + (size_t)k * E2, *ck = w->cu + (size_t)k * CD;
+        memcpy(xr, ck, (size_t)CD * sizeof *xr);
+        for (int r = 0; r < E2; r++) xr[CD + r] = w->h2[r] * Ek[r];
+        for (int r = 0; r < CD; r++) xr[CD + E2 + r] = w->h2[E2 + r] * ck[r];
+    }
+    as_nn_linear_fwd_ld(w->q1, w->X1, hw1 + H + E2, 3 * H, NULL, (int)K, XW, d->p1);
+    for (int64_t k = 0; k < K; k++) {
+        float *row = w->q1 + (size_t)k * d->p1;
+        const float *we = w->WE + (size_t)k * d->p1;
+        for (int o = 0; o < d->p1; o++) { float v = row[o] + w->base[o] + we[o]; row[o] = v > 0 ? v : 0.0f; }
+    }
+    as_nn_linear_fwd(w->q2, w->q1, P(q, B_HW2), P(q, B_HB2), (int)K, d->p1, d->p2);
+    relu_inplace(w->q2, K * d->p2);
+    as_nn_linear_fwd(w->q3, w->q2, P(q, B_HW3), P(q, B_HB3), (int)K, d->p2, d->p3);
+    relu_inplace(w->q3, K * d->p3);
+    as_nn_linear_fwd(w->logit, w->q3, P(q, B_HW4), P(q, B_HB4), (int)K, d->p3, 1);
+    log_softmax(w->lp, w->logit, w->mask, (int)K);
+}
+
+/* the action: cost-greedy (teacher), drawn (rng) or the most likely shard */
+static int64_t roll_choose(const roll *w, const as_rollout *ro)
+{
+    const int64_t K = w->K;
+    int64_t a = -1;
+    if (ro->teacher) {
+        for (int64_t k = 0; k < K; k++)
+            if (w->mask[k] && (a < 0 || w->pafter[k] < w->pafter[a] || (w->pafter[k] == w->pafter[a] && w->mem[k] < w->mem[a])))
+                a = k;
+    } else if (ro->rng) {
+        double r = as_rng_uniform(ro->rng), acc = 0;
+        for (int64_t k = 0; k < K; k++) {
+            if (!w->mask[k]) continue;
+            a = k;
+            acc += exp((double)w->lp[k]);
+            if (r < acc) break;
+        }
+    } else {
+        for (int64_t k = 0; k < K; k++)
+            if (w->mask[k] && (a < 0 || w->lp[k] > w->lp[a])) a = k;
+    }
+    return a;
+}
+
+/* table j (step s) onto shard a: the episode state updated */
+static void roll_apply(roll *w, const as_policy *q, int64_t s, int64_t j, int64_t a)
+{
+    const as_policy_dims *d = &q->d;
+    const int R = w->R, E2 = w->E2, HD = w->HD, H = w->H;
+    w->mem[a] += w->bytes[j];
+    w->cnt[a]++;
+    float *cs = w->csum + (size_t)a * R;
+    const float *rj = w->rep + (size_t)j * R;
+    for (int r = 0; r < R; r++) cs[r] += rj[r];
+    float *Ea = w->Es + (size_t)a * E2;
+    const float *ej = w->e + (size_t)s * E2;
+    for (int r = 0; r < E2; r++) Ea[r] += ej[r];
+    as_nn_linear_fwd_ld(w->wtmp, ej, P(q, B_HW1) + H, 3 * H, NULL, 1, E2, d->p1);
+    float *wa = w->WE + (size_t)a * d->p1;
+    for (int o = 0; o < d->p1; o++) wa[o] += w->wtmp[o];
+    if (w->fast) {
+        float *va = w->Vs + (size_t)a * HD;
+        const float *uj = w->U + (size_t)j * HD;
+        for (int r = 0; r < HD; r++) va[r] += uj[r];
+    }
+    w->pnow[a] = w->pafter[a];
+}
+
+int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errlen)
+{
     const as_plan_model *cm = ro->cm;
     int64_t n = ro->n, K = ro->K;
     ro->feasible = 0;
@@ -252,70 +502,16 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     if (!cm) { snprintf(err, errlen, "the policy needs a cost model"); return -1; }
     if (cm->rep < 1) { snprintf(err, errlen, "cost model: representation width %d", cm->rep); return -1; }
     if (ro->tr && !ro->rng) { snprintf(err, errlen, "recording needs sampling"); return -1; }
-    int R = cm->rep, E2 = d->e2, H = d->h, CD = d->cd;
     size_t nn = (size_t)(n ? n : 1);
-
-    /* cost-model representations, single costs, the order */
-    float *rep = as_malloc(nn * R * sizeof *rep);
-    double *single = as_malloc(nn * sizeof *single);
-    uint64_t *bytes = as_malloc(nn * sizeof *bytes);
-    int64_t *order = as_malloc(nn * sizeof *order);
-    double ref = 0, left = 0;
-    for (int64_t i = 0; i < n; i++) {
-        cm->embed(cm->ctx, ro->t[i], rep + (size_t)i * R);
-        single[i] = cm->head(cm->ctx, rep + (size_t)i * R);
-        bytes[i] = as_plan_table_bytes(ro->t[i]);
-        ref += single[i];
-    }
-    left = ref;
-    ref /= (double)K;
-    if (!(ref > 0) || !isfinite(ref)) ref = 1;
-    as_plan_order(order, single, bytes, ro->t, n);
-
-    /* policy encoder over the tables in step order */
-    float *x = as_malloc(nn * F * sizeof *x);
-    for (int64_t s = 0; s < n; s++) as_policy_table_vector(q, ro->t[order[s]], x + (size_t)s * F);
-    float *a1 = as_malloc(nn * d->e1 * sizeof *a1), *e = as_malloc(nn * E2 * sizeof *e);
-    encode(q, a1, e, x, (int)n);
-
-    /* episode state */
-    float *csum = as_calloc((size_t)K * R, sizeof *csum);   /* cost-model rep sums */
-    float *Es = as_calloc((size_t)K * E2, sizeof *Es);      /* policy encoder sums */
-    double *pnow = as_calloc((size_t)K, sizeof *pnow), *pafter = as_malloc((size_t)K * sizeof *pafter);
-    uint64_t *mem = as_calloc((size_t)K, sizeof *mem);
-    int64_t *cnt = as_calloc((size_t)K, sizeof *cnt);
-    float fr;
-    int first = 1;
-    float *cf = as_malloc((size_t)K * NCF * sizeof *cf), *cu = as_malloc((size_t)K * CD * sizeof *cu);
-    int XW = CD + H;                                          /* [cu | s*a] columns of hw1 */
-    float *X1 = as_malloc((size_t)K * XW * sizeof *X1);
-    float *WE = as_calloc((size_t)K * d->p1, sizeof *WE);    /* hw1's E block times E_k */
-    float *base = as_malloc((size_t)d->p1 * sizeof *base), *wtmp = as_malloc((size_t)d->p1 * sizeof *wtmp);
-    const float *hw1 = P(q, B_HW1);
-    /* the cost model's head split: pre of every table, running pre of every shard */
-    int fast = cm->pre && cm->post && cm->hid > 0;
-    int HD = fast ? cm->hid : 1;
-    /* the step's vectors, sized from the policy and the cost model: both LSTM layers' state
-     * before and after the step (h, c: H each), the gates (4H), the LSTM input [e | u]
-     * (E2 + SD), the step feature u (SD), and one summed representation of the cost model
-     * (R, or HD with the split head) */
-    size_t TW = (size_t)(R > HD ? R : HD);
-    float *ws = as_malloc(((size_t)12 * H + (size_t)(E2 + d->sd) + (size_t)d->sd + TW) * sizeof *ws);
-    float *h1 = ws, *c1 = h1 + H, *h2 = c1 + H, *c2 = h2 + H, *h1n = c2 + H, *c1n = h1n + H, *h2n = c1n + H,
-          *c2n = h2n + H, *g = c2n + H, *xin = g + 4 * (size_t)H, *u = xin + E2 + d->sd, *tmp = u + d->sd;
-    float *U = as_malloc(nn * HD * sizeof *U), *Vs = as_calloc((size_t)K * HD, sizeof *Vs);
-    if (fast)
-        for (int64_t i = 0; i < n; i++) cm->pre(cm->ctx, rep + (size_t)i * R, U + (size_t)i * HD);
-    float *q1 = as_malloc((size_t)K * d->p1 * sizeof *q1), *q2 = as_malloc((size_t)K * d->p2 * sizeof *q2);
-    float *q3 = as_malloc((size_t)K * d->p3 * sizeof *q3), *logit = as_malloc((size_t)K * sizeof *logit);
-    float *lp = as_malloc((size_t)K * sizeof *lp);
-    uint8_t *mask = as_malloc((size_t)K);
+    roll w;
+    double ref, left;
+    roll_init(&w, q, ro, &ref, &left);
     as_traj *tr = ro->tr;
     if (tr) {
         memset(tr, 0, sizeof *tr);
         tr->T = (int)n;
         tr->K = (int)K;
-        tr->x = x;   /* handed over below */
+        tr->x = w.x;   /* handed over */
         tr->cf = as_malloc(nn * K * NCF * sizeof *tr->cf);
         tr->mask = as_malloc(nn * K);
         tr->act = as_malloc(nn * sizeof *tr->act);
@@ -324,128 +520,32 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     for (int64_t i = 0; i < n; i++) ro->assign[i] = -1;
     int feasible = 1;
     for (int64_t s = 0; s < n; s++) {
-        int64_t j = order[s];
-        /* state */
-        fr = (float)((double)s / (double)n);
-        step_mlp(q, u, &fr, 1);
-        memcpy(xin, e + (size_t)s * E2, (size_t)E2 * sizeof *xin);
-        memcpy(xin + E2, u, (size_t)d->sd * sizeof *xin);
-        as_nn_lstm_fwd(h1n, c1n, g, xin, first ? NULL : h1, first ? NULL : c1, P(q, B_L1WI), P(q, B_L1WH), P(q, B_L1B),
-                       1, E2 + d->sd, H);
-        as_nn_lstm_fwd(h2n, c2n, g, h1n, first ? NULL : h2, first ? NULL : c2, P(q, B_L2WI), P(q, B_L2WH), P(q, B_L2B),
-                       1, H, H);
-        memcpy(h1, h1n, (size_t)H * sizeof *h1);
-        memcpy(c1, c1n, (size_t)H * sizeof *c1);
-        memcpy(h2, h2n, (size_t)H * sizeof *h2);
-        memcpy(c2, c2n, (size_t)H * sizeof *c2);
-        first = 0;
-        /* actions */
-        double mx = 0, mn = INFINITY, amax = 0, amin = INFINITY;
-        int nok = 0;
-        for (int64_t k = 0; k < K; k++) { if (pnow[k] > mx) mx = pnow[k]; if (pnow[k] < mn) mn = pnow[k]; }
-        const float *rj = rep + (size_t)j * R;
-        for (int64_t k = 0; k < K; k++) {
-            mask[k] = (uint8_t)as_plan_fits(ro->cap, mem[k], bytes[j]);
-            nok += mask[k];
-            if (fast) {
-                const float *vk = Vs + (size_t)k * HD, *uj = U + (size_t)j * HD;
-                for (int r = 0; r < HD; r++) tmp[r] = vk[r] + uj[r];
-                pafter[k] = cm->post(cm->ctx, tmp);
-            } else {
-                const float *cs = csum + (size_t)k * R;
-                for (int r = 0; r < R; r++) tmp[r] = cs[r] + rj[r];
-                pafter[k] = cm->head(cm->ctx, tmp);
-            }
-            if (mask[k]) { if (pafter[k] > amax) amax = pafter[k]; if (pafter[k] < amin) amin = pafter[k]; }
-        }
-        double sc = amax > 0 && isfinite(amax) ? amax : ref, spread = amax - amin;
-        for (int64_t k = 0; k < K; k++) {
-            float *c = cf + (size_t)k * NCF;
-            c[0] = (float)(pnow[k] / sc);
-            c[1] = (float)(pafter[k] / sc);
-            c[2] = (float)(mx / sc);
-            c[3] = ro->cap ? (float)((double)mem[k] / (double)ro->cap) : 0.0f;
-            c[4] = (float)(mn / sc);
-            c[5] = (float)(left / (ref * (double)K));
-            c[6] = spread > 0 && mask[k] ? (float)((pafter[k] - amin) / spread) : 0.0f;
-        }
-        left -= single[j];
+        int64_t j = w.order[s];
+        roll_state(&w, q, s, s == 0);
+        const int nok = roll_costs(&w, cm, ro->cap, j, ref, left);
+        left -= w.single[j];
         if (!nok) {
             feasible = 0;
             if (tr) break;   /* training: the episode ends here */
             continue;        /* planning: leave it unplaced, go on */
         }
-        as_nn_linear_fwd(cu, cf, P(q, B_CW), P(q, B_CB), (int)K, NCF, CD);
-        relu_inplace(cu, K * CD);
-        /* the head's first layer in parts: hw1 [s | E | cu | s*a] = hw1_s s (once per step)
-         * + hw1_E E_k (kept per shard) + hw1_[cu|s*a] [cu_k | s*a_k] (one product over K) */
-        as_nn_linear_fwd_ld(base, h2, hw1, 3 * H, P(q, B_HB1), 1, H, d->p1);
-        for (int64_t k = 0; k < K; k++) {
-            float *xr = X1 + (size_t)k * XW;
-            const float *Ek = Es + (size_t)k * E2, *ck = cu + (size_t)k * CD;
-            memcpy(xr, ck, (size_t)CD * sizeof *xr);
-            for (int r = 0; r < E2; r++) xr[CD + r] = h2[r] * Ek[r];
-            for (int r = 0; r < CD; r++) xr[CD + E2 + r] = h2[E2 + r] * ck[r];
-        }
-        as_nn_linear_fwd_ld(q1, X1, hw1 + H + E2, 3 * H, NULL, (int)K, XW, d->p1);
-        for (int64_t k = 0; k < K; k++) {
-            float *row = q1 + (size_t)k * d->p1;
-            const float *we = WE + (size_t)k * d->p1;
-            for (int o = 0; o < d->p1; o++) { float v = row[o] + base[o] + we[o]; row[o] = v > 0 ? v : 0.0f; }
-        }
-        as_nn_linear_fwd(q2, q1, P(q, B_HW2), P(q, B_HB2), (int)K, d->p1, d->p2);
-        relu_inplace(q2, K * d->p2);
-        as_nn_linear_fwd(q3, q2, P(q, B_HW3), P(q, B_HB3), (int)K, d->p2, d->p3);
-        relu_inplace(q3, K * d->p3);
-        as_nn_linear_fwd(logit, q3, P(q, B_HW4), P(q, B_HB4), (int)K, d->p3, 1);
-        log_softmax(lp, logit, mask, (int)K);
-        int64_t a = -1;
-        if (ro->teacher) {
-            for (int64_t k = 0; k < K; k++)
-                if (mask[k] && (a < 0 || pafter[k] < pafter[a] || (pafter[k] == pafter[a] && mem[k] < mem[a]))) a = k;
-        } else if (ro->rng) {
-            double r = as_rng_uniform(ro->rng), acc = 0;
-            for (int64_t k = 0; k < K; k++) {
-                if (!mask[k]) continue;
-                a = k;
-                acc += exp((double)lp[k]);
-                if (r < acc) break;
-            }
-        } else {
-            for (int64_t k = 0; k < K; k++)
-                if (mask[k] && (a < 0 || lp[k] > lp[a])) a = k;
-        }
+        roll_logits(&w, q);
+        const int64_t a = roll_choose(&w, ro);
         if (tr) {
             int L = tr->L;
-            memcpy(tr->cf + (size_t)L * K * NCF, cf, (size_t)K * NCF * sizeof *cf);
-            memcpy(tr->mask + (size_t)L * K, mask, (size_t)K);
+            memcpy(tr->cf + (size_t)L * K * NCF, w.cf, (size_t)K * NCF * sizeof *w.cf);
+            memcpy(tr->mask + (size_t)L * K, w.mask, (size_t)K);
             tr->act[L] = (int32_t)a;
-            tr->logp[L] = lp[a];
+            tr->logp[L] = w.lp[a];
             tr->L++;
         }
-        /* apply */
         ro->assign[j] = a;
-        mem[a] += bytes[j];
-        cnt[a]++;
-        float *cs = csum + (size_t)a * R;
-        for (int r = 0; r < R; r++) cs[r] += rj[r];
-        float *Ea = Es + (size_t)a * E2;
-        const float *ej = e + (size_t)s * E2;
-        for (int r = 0; r < E2; r++) Ea[r] += ej[r];
-        as_nn_linear_fwd_ld(wtmp, ej, hw1 + H, 3 * H, NULL, 1, E2, d->p1);
-        float *wa = WE + (size_t)a * d->p1;
-        for (int o = 0; o < d->p1; o++) wa[o] += wtmp[o];
-        if (fast) {
-            float *va = Vs + (size_t)a * HD;
-            const float *uj = U + (size_t)j * HD;
-            for (int r = 0; r < HD; r++) va[r] += uj[r];
-        }
-        pnow[a] = pafter[a];
+        roll_apply(&w, q, s, j, a);
     }
     ro->feasible = feasible;
     double pmin = INFINITY, pmax = 0;
     for (int64_t k = 0; k < K; k++) {
-        double v = cnt[k] ? cm->head(cm->ctx, csum + (size_t)k * R) : 0;
+        double v = w.cnt[k] ? cm->head(cm->ctx, w.csum + (size_t)k * w.R) : 0;
         if (ro->pred) ro->pred[k] = v;
         if (v < pmin) pmin = v;
         if (v > pmax) pmax = v;
@@ -455,13 +555,8 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         tr->feasible = feasible;
         tr->pred_balance = ro->pred_balance;
         tr->reward = feasible ? (float)ro->pred_balance : -1.0f;
-    } else {
-        free(x);
     }
-    free(rep); free(single); free(bytes); free(order); free(a1); free(e);
-    free(csum); free(Es); free(pnow); free(pafter); free(mem); free(cnt);
-    free(cf); free(cu); free(X1); free(WE); free(base); free(wtmp); free(U); free(Vs); free(q1); free(q2); free(q3); free(logit); free(lp); free(mask);
-    free(ws);
+    roll_free(&w, tr != NULL);
     return 0;
 }
 
