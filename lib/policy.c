@@ -637,81 +637,117 @@ void as_vtrace(float *vs, float *adv, const float *logrho, const float *r, const
 
 /* ---- the learner: replay, loss, backward --------------------------------------------------- */
 
-static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, float *G, as_policy_stats *st)
+/* a recorded trajectory's activations in the forward pass of the learner (replay), and the
+   loss's targets: what the backward pass reads. Dimension letters as the policy's; Rr = L x K
+   (step, shard) rows. */
+typedef struct {
+    int L, K, T, IN;
+    int64_t Rr;
+    float *a1, *e;                  /* [L,E1], [L,E2] the encoder */
+    float *fr, *u, *xin;            /* [L], [L,SD], [L,IN] the step feature, the LSTM input */
+    float *h1, *c1, *g1, *h2, *c2, *g2;   /* [L,H] states, [L,4H] gates of both layers */
+    float *Es, *cu, *Z;             /* [Rr,E2] encoder sums, [Rr,CD] cost features, [Rr,3H] head input */
+    float *q1, *q2, *q3, *logit;    /* [Rr,P1..P3], [Rr] the head */
+    float *w1, *V;                  /* [L,VH], [L] the value head */
+    float *lp, *logrho, *rw, *done, *vs, *adv;   /* [Rr], [L] ... the loss and its V-trace targets */
+} ract;
+
+/* the forward pass over trajectory tr into a (allocated here: ract_free) */
+static void ract_fwd(ract *a, const as_policy *q, const as_traj *tr)
 {
     const as_policy_dims *d = &q->d;
-    int L = tr->L, K = tr->K, T = tr->T, E1 = d->e1, E2 = d->e2, H = d->h, CD = d->cd, SD = d->sd;
-    if (L <= 0) return 0;
-    int64_t Rr = (int64_t)L * K;
-    int IN = E2 + SD;
-    /* forward */
-    float *a1 = as_malloc((size_t)L * E1 * sizeof(float)), *e = as_malloc((size_t)L * E2 * sizeof(float));
-    encode(q, a1, e, tr->x, L);
-    float *fr = as_malloc((size_t)L * sizeof(float)), *u = as_malloc((size_t)L * SD * sizeof(float));
-    for (int t = 0; t < L; t++) fr[t] = (float)((double)t / (double)T);
-    step_mlp(q, u, fr, L);
-    float *xin = as_malloc((size_t)L * IN * sizeof(float));
+    const int L = tr->L, K = tr->K, E1 = d->e1, E2 = d->e2, H = d->h, CD = d->cd, SD = d->sd;
+    const size_t f = sizeof(float);
+    a->L = L; a->K = K; a->T = tr->T;
+    a->Rr = (int64_t)L * K;
+    a->IN = E2 + SD;
+    const int64_t Rr = a->Rr;
+    const int IN = a->IN;
+    a->a1 = as_malloc((size_t)L * E1 * f);
+    a->e = as_malloc((size_t)L * E2 * f);
+    encode(q, a->a1, a->e, tr->x, L);
+    a->fr = as_malloc((size_t)L * f);
+    a->u = as_malloc((size_t)L * SD * f);
+    for (int t = 0; t < L; t++) a->fr[t] = (float)((double)t / (double)a->T);
+    step_mlp(q, a->u, a->fr, L);
+    a->xin = as_malloc((size_t)L * IN * f);
     for (int t = 0; t < L; t++) {
-        memcpy(xin + (size_t)t * IN, e + (size_t)t * E2, (size_t)E2 * sizeof(float));
-        memcpy(xin + (size_t)t * IN + E2, u + (size_t)t * SD, (size_t)SD * sizeof(float));
+        memcpy(a->xin + (size_t)t * IN, a->e + (size_t)t * E2, (size_t)E2 * f);
+        memcpy(a->xin + (size_t)t * IN + E2, a->u + (size_t)t * SD, (size_t)SD * f);
     }
-    float *h1 = as_malloc((size_t)L * H * 4), *c1 = as_malloc((size_t)L * H * 4), *g1 = as_malloc((size_t)L * 4 * H * 4);
-    float *h2 = as_malloc((size_t)L * H * 4), *c2 = as_malloc((size_t)L * H * 4), *g2 = as_malloc((size_t)L * 4 * H * 4);
+    a->h1 = as_malloc((size_t)L * H * f); a->c1 = as_malloc((size_t)L * H * f); a->g1 = as_malloc((size_t)L * 4 * H * f);
+    a->h2 = as_malloc((size_t)L * H * f); a->c2 = as_malloc((size_t)L * H * f); a->g2 = as_malloc((size_t)L * 4 * H * f);
     for (int t = 0; t < L; t++) {
         size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
-        as_nn_lstm_fwd(h1 + o, c1 + o, g1 + 4 * o, xin + (size_t)t * IN, t ? h1 + op : NULL, t ? c1 + op : NULL,
-                       P(q, B_L1WI), P(q, B_L1WH), P(q, B_L1B), 1, IN, H);
-        as_nn_lstm_fwd(h2 + o, c2 + o, g2 + 4 * o, h1 + o, t ? h2 + op : NULL, t ? c2 + op : NULL,
+        as_nn_lstm_fwd(a->h1 + o, a->c1 + o, a->g1 + 4 * o, a->xin + (size_t)t * IN, t ? a->h1 + op : NULL,
+                       t ? a->c1 + op : NULL, P(q, B_L1WI), P(q, B_L1WH), P(q, B_L1B), 1, IN, H);
+        as_nn_lstm_fwd(a->h2 + o, a->c2 + o, a->g2 + 4 * o, a->h1 + o, t ? a->h2 + op : NULL, t ? a->c2 + op : NULL,
                        P(q, B_L2WI), P(q, B_L2WH), P(q, B_L2B), 1, H, H);
     }
     /* encoder sums per (step, shard) before the step's action */
-    float *Es = as_calloc((size_t)Rr * E2, sizeof(float));
+    a->Es = as_calloc((size_t)Rr * E2, f);
     for (int t = 1; t < L; t++) {
-        memcpy(Es + (size_t)t * K * E2, Es + (size_t)(t - 1) * K * E2, (size_t)K * E2 * sizeof(float));
-        float *dst = Es + ((size_t)t * K + tr->act[t - 1]) * E2;
-        const float *src = e + (size_t)(t - 1) * E2;
+        memcpy(a->Es + (size_t)t * K * E2, a->Es + (size_t)(t - 1) * K * E2, (size_t)K * E2 * f);
+        float *dst = a->Es + ((size_t)t * K + tr->act[t - 1]) * E2;
+        const float *src = a->e + (size_t)(t - 1) * E2;
         for (int j = 0; j < E2; j++) dst[j] += src[j];
     }
-    float *cu = as_malloc((size_t)Rr * CD * 4);
-    as_nn_linear_fwd(cu, tr->cf, P(q, B_CW), P(q, B_CB), (int)Rr, NCF, CD);
-    relu_inplace(cu, Rr * CD);
-    float *Z = as_malloc((size_t)Rr * 3 * H * 4);
+    a->cu = as_malloc((size_t)Rr * CD * f);
+    as_nn_linear_fwd(a->cu, tr->cf, P(q, B_CW), P(q, B_CB), (int)Rr, NCF, CD);
+    relu_inplace(a->cu, Rr * CD);
+    a->Z = as_malloc((size_t)Rr * 3 * H * f);
     for (int t = 0; t < L; t++)
         for (int k = 0; k < K; k++) {
             size_t r = (size_t)t * K + k;
-            build_z(Z + r * 3 * H, h2 + (size_t)t * H, Es + r * E2, cu + r * CD, E2, CD);
+            build_z(a->Z + r * 3 * H, a->h2 + (size_t)t * H, a->Es + r * E2, a->cu + r * CD, E2, CD);
         }
-    float *q1 = as_malloc((size_t)Rr * d->p1 * 4), *q2 = as_malloc((size_t)Rr * d->p2 * 4);
-    float *q3 = as_malloc((size_t)Rr * d->p3 * 4), *logit = as_malloc((size_t)Rr * 4);
-    head_fwd(q, q1, q2, q3, logit, Z, (int)Rr);
-    float *w1 = as_malloc((size_t)L * d->vh * 4), *V = as_malloc((size_t)L * 4);
-    as_nn_linear_fwd(w1, h2, P(q, B_VW1), P(q, B_VB1), L, H, d->vh);
-    relu_inplace(w1, (int64_t)L * d->vh);
-    as_nn_linear_fwd(V, w1, P(q, B_VW2), P(q, B_VB2), L, d->vh, 1);
-    float *lp = as_malloc((size_t)Rr * 4);
-    float *logrho = as_malloc((size_t)L * 4), *rw = as_calloc((size_t)L, 4), *done = as_calloc((size_t)L, 4);
-    float *vs = as_malloc((size_t)L * 4), *adv = as_malloc((size_t)L * 4);
+    a->q1 = as_malloc((size_t)Rr * d->p1 * f); a->q2 = as_malloc((size_t)Rr * d->p2 * f);
+    a->q3 = as_malloc((size_t)Rr * d->p3 * f); a->logit = as_malloc((size_t)Rr * f);
+    head_fwd(q, a->q1, a->q2, a->q3, a->logit, a->Z, (int)Rr);
+    a->w1 = as_malloc((size_t)L * d->vh * f);
+    a->V = as_malloc((size_t)L * f);
+    as_nn_linear_fwd(a->w1, a->h2, P(q, B_VW1), P(q, B_VB1), L, H, d->vh);
+    relu_inplace(a->w1, (int64_t)L * d->vh);
+    as_nn_linear_fwd(a->V, a->w1, P(q, B_VW2), P(q, B_VB2), L, d->vh, 1);
+    a->lp = as_malloc((size_t)Rr * f);
+    a->logrho = as_malloc((size_t)L * f); a->rw = as_calloc((size_t)L, f); a->done = as_calloc((size_t)L, f);
+    a->vs = as_malloc((size_t)L * f); a->adv = as_malloc((size_t)L * f);
+}
+
+static void ract_free(ract *a)
+{
+    free(a->a1); free(a->e); free(a->fr); free(a->u); free(a->xin); free(a->h1); free(a->c1); free(a->g1); free(a->h2);
+    free(a->c2); free(a->g2); free(a->Es); free(a->cu); free(a->Z); free(a->q1); free(a->q2); free(a->q3);
+    free(a->logit); free(a->w1); free(a->V); free(a->lp); free(a->logrho); free(a->rw); free(a->done); free(a->vs);
+    free(a->adv);
+}
+
+/* the loss of a forward pass: the log-probabilities, the V-trace targets (or the test's fixed
+   ones), policy-gradient, value and entropy terms; counted into st (may be NULL) */
+static double ract_loss(ract *a, const as_traj *tr, const as_vtrace_cfg *vc, as_policy_stats *st)
+{
+    const int L = a->L, K = a->K;
     double ent = 0, rho_sum = 0;
     for (int t = 0; t < L; t++) {
-        float *l = lp + (size_t)t * K;
-        log_softmax(l, logit + (size_t)t * K, tr->mask + (size_t)t * K, K);
-        logrho[t] = l[tr->act[t]] - tr->logp[t];
-        rho_sum += exp((double)logrho[t]);
+        float *l = a->lp + (size_t)t * K;
+        log_softmax(l, a->logit + (size_t)t * K, tr->mask + (size_t)t * K, K);
+        a->logrho[t] = l[tr->act[t]] - tr->logp[t];
+        rho_sum += exp((double)a->logrho[t]);
         for (int k = 0; k < K; k++) if (tr->mask[(size_t)t * K + k]) ent -= exp((double)l[k]) * l[k];
     }
-    rw[L - 1] = tr->reward;
-    done[L - 1] = 1;
-    as_vtrace(vs, adv, logrho, rw, done, V, 0.0f, L, vc);
-    if (tr->fixed_vs) memcpy(vs, tr->fixed_vs, (size_t)L * 4);
-    if (tr->fixed_adv) memcpy(adv, tr->fixed_adv, (size_t)L * 4);
+    a->rw[L - 1] = tr->reward;
+    a->done[L - 1] = 1;
+    as_vtrace(a->vs, a->adv, a->logrho, a->rw, a->done, a->V, 0.0f, L, vc);
+    if (tr->fixed_vs) memcpy(a->vs, tr->fixed_vs, (size_t)L * sizeof(float));
+    if (tr->fixed_adv) memcpy(a->adv, tr->fixed_adv, (size_t)L * sizeof(float));
     double pg = 0, vl = 0, el = 0;
     for (int t = 0; t < L; t++) {
-        pg -= (double)lp[(size_t)t * K + tr->act[t]] * adv[t];
-        double dv = (double)vs[t] - V[t];
+        pg -= (double)a->lp[(size_t)t * K + tr->act[t]] * a->adv[t];
+        double dv = (double)a->vs[t] - a->V[t];
         vl += 0.5 * vc->baseline * dv * dv;
         for (int k = 0; k < K; k++) {
             size_t r = (size_t)t * K + k;
-            if (tr->mask[r]) el += vc->entropy * exp((double)lp[r]) * lp[r];
+            if (tr->mask[r]) el += vc->entropy * exp((double)a->lp[r]) * a->lp[r];
         }
     }
     double loss = pg + vl + el;
@@ -719,115 +755,156 @@ static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, f
         st->loss += loss; st->pg += pg; st->value += vl; st->entropy += ent;
         st->rho_mean += rho_sum; st->steps += L; st->episodes++; st->reward += tr->reward;
     }
+    return loss;
+}
 
-    if (G) {
-        /* d loss / d logit and d loss / d V */
-        float *dlogit = as_calloc((size_t)Rr, 4), *dV = as_malloc((size_t)L * 4);
-        for (int t = 0; t < L; t++) {
-            const float *l = lp + (size_t)t * K;
-            const uint8_t *m = tr->mask + (size_t)t * K;
-            double Hs = 0;
-            for (int k = 0; k < K; k++) if (m[k]) Hs += exp((double)l[k]) * l[k];
-            for (int k = 0; k < K; k++) {
-                if (!m[k]) continue;
-                double pk = exp((double)l[k]);
-                double gk = -adv[t] * ((k == tr->act[t]) - pk) + vc->entropy * pk * ((double)l[k] - Hs);
-                dlogit[(size_t)t * K + k] = (float)gk;
-            }
-            dV[t] = vc->baseline * (V[t] - vs[t]);
+/* backward through the head and the value head: the gradients of their parameters into G,
+   d loss / d (the LSTM's top state) into ds[L,H] and d loss / d (the encoder sums) into
+   dE[Rr,E2] (both zeroed by the caller); the cost-feature layer's gradients too */
+static void ract_bwd_heads(const ract *a, const as_policy *q, const as_traj *tr, const as_vtrace_cfg *vc, float *G,
+                           float *ds, float *dE)
+{
+    const as_policy_dims *d = &q->d;
+    const int L = a->L, K = a->K, E2 = d->e2, H = d->h, CD = d->cd;
+    const int64_t Rr = a->Rr;
+    const size_t f = sizeof(float);
+    /* d loss / d logit and d loss / d V */
+    float *dlogit = as_calloc((size_t)Rr, f), *dV = as_malloc((size_t)L * f);
+    for (int t = 0; t < L; t++) {
+        const float *l = a->lp + (size_t)t * K;
+        const uint8_t *m = tr->mask + (size_t)t * K;
+        double Hs = 0;
+        for (int k = 0; k < K; k++) if (m[k]) Hs += exp((double)l[k]) * l[k];
+        for (int k = 0; k < K; k++) {
+            if (!m[k]) continue;
+            double pk = exp((double)l[k]);
+            double gk = -a->adv[t] * ((k == tr->act[t]) - pk) + vc->entropy * pk * ((double)l[k] - Hs);
+            dlogit[(size_t)t * K + k] = (float)gk;
         }
-        /* head */
-        float *dq3 = as_calloc((size_t)Rr * d->p3, 4), *dq2 = as_calloc((size_t)Rr * d->p2, 4);
-        float *dq1 = as_calloc((size_t)Rr * d->p1, 4), *dZ = as_calloc((size_t)Rr * 3 * H, 4);
-        float *GP = G;
-        as_nn_linear_bwd(dq3, GP + q->at[B_HW4], GP + q->at[B_HB4], dlogit, q3, P(q, B_HW4), (int)Rr, d->p3, 1);
-        for (int64_t i = 0; i < Rr * d->p3; i++) if (!(q3[i] > 0)) dq3[i] = 0;
-        as_nn_linear_bwd(dq2, GP + q->at[B_HW3], GP + q->at[B_HB3], dq3, q2, P(q, B_HW3), (int)Rr, d->p2, d->p3);
-        for (int64_t i = 0; i < Rr * d->p2; i++) if (!(q2[i] > 0)) dq2[i] = 0;
-        as_nn_linear_bwd(dq1, GP + q->at[B_HW2], GP + q->at[B_HB2], dq2, q1, P(q, B_HW2), (int)Rr, d->p1, d->p2);
-        for (int64_t i = 0; i < Rr * d->p1; i++) if (!(q1[i] > 0)) dq1[i] = 0;
-        as_nn_linear_bwd(dZ, GP + q->at[B_HW1], GP + q->at[B_HB1], dq1, Z, P(q, B_HW1), (int)Rr, 3 * H, d->p1);
-        /* split dZ into ds and dA */
-        float *ds = as_calloc((size_t)L * H, 4), *dE = as_calloc((size_t)Rr * E2, 4), *dcu = as_calloc((size_t)Rr * CD, 4);
-        for (int t = 0; t < L; t++) {
-            const float *s = h2 + (size_t)t * H;
-            float *dst = ds + (size_t)t * H;
-            for (int k = 0; k < K; k++) {
-                size_t r = (size_t)t * K + k;
-                const float *z = dZ + r * 3 * H, *A = Z + r * 3 * H + H;
-                for (int j = 0; j < H; j++) {
-                    dst[j] += z[j] + z[2 * H + j] * A[j];
-                    float da = z[H + j] + z[2 * H + j] * s[j];
-                    if (j < E2) dE[r * E2 + j] = da;
-                    else dcu[r * CD + (j - E2)] = cu[r * CD + (j - E2)] > 0 ? da : 0.0f;
-                }
-            }
-        }
-        as_nn_linear_bwd(NULL, GP + q->at[B_CW], GP + q->at[B_CB], dcu, tr->cf, P(q, B_CW), (int)Rr, NCF, CD);
-        /* value head */
-        float *dw1 = as_calloc((size_t)L * d->vh, 4);
-        as_nn_linear_bwd(dw1, GP + q->at[B_VW2], GP + q->at[B_VB2], dV, w1, P(q, B_VW2), L, d->vh, 1);
-        for (int64_t i = 0; i < (int64_t)L * d->vh; i++) if (!(w1[i] > 0)) dw1[i] = 0;
-        as_nn_linear_bwd(ds, GP + q->at[B_VW1], GP + q->at[B_VB1], dw1, h2, P(q, B_VW1), L, H, d->vh);
-        /* encoder sums: table of step t is in Es of every later step on shard act[t] */
-        float *de = as_calloc((size_t)L * E2, 4), *acc = as_calloc((size_t)K * E2, 4);
-        for (int t = L - 1; t >= 0; t--) {
-            const float *ga = acc + (size_t)tr->act[t] * E2;
-            for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += ga[j];
-            for (int k = 0; k < K; k++) {
-                const float *src = dE + ((size_t)t * K + k) * E2;
-                float *dst = acc + (size_t)k * E2;
-                for (int j = 0; j < E2; j++) dst[j] += src[j];
-            }
-        }
-        /* LSTM, backward through time */
-        float *dh1 = as_calloc((size_t)L * H, 4), *dxin = as_calloc((size_t)L * IN, 4), *dz = as_malloc((size_t)4 * H * 4);
-        float *dhc = as_calloc((size_t)H, 4), *dcc = as_calloc((size_t)H, 4), *dh = as_malloc((size_t)H * 4);
-        float *dhp = as_calloc((size_t)H, 4), *dcp = as_calloc((size_t)H, 4);
-        for (int t = L - 1; t >= 0; t--) {   /* layer 2 */
-            size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
-            for (int j = 0; j < H; j++) dh[j] = ds[o + j] + dhc[j];
-            memset(dhp, 0, (size_t)H * 4);
-            memset(dcp, 0, (size_t)H * 4);
-            as_nn_lstm_bwd(dh1 + o, t ? dhp : NULL, t ? dcp : NULL, GP + q->at[B_L2WI], GP + q->at[B_L2WH], GP + q->at[B_L2B],
-                           dz, dh, dcc, g2 + 4 * o, c2 + o, t ? c2 + op : NULL, h1 + o, t ? h2 + op : NULL,
-                           P(q, B_L2WI), P(q, B_L2WH), 1, H, H);
-            memcpy(dhc, dhp, (size_t)H * 4);
-            memcpy(dcc, dcp, (size_t)H * 4);
-        }
-        memset(dhc, 0, (size_t)H * 4);
-        memset(dcc, 0, (size_t)H * 4);
-        for (int t = L - 1; t >= 0; t--) {   /* layer 1 */
-            size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
-            for (int j = 0; j < H; j++) dh[j] = dh1[o + j] + dhc[j];
-            memset(dhp, 0, (size_t)H * 4);
-            memset(dcp, 0, (size_t)H * 4);
-            as_nn_lstm_bwd(dxin + (size_t)t * IN, t ? dhp : NULL, t ? dcp : NULL, GP + q->at[B_L1WI], GP + q->at[B_L1WH],
-                           GP + q->at[B_L1B], dz, dh, dcc, g1 + 4 * o, c1 + o, t ? c1 + op : NULL, xin + (size_t)t * IN,
-                           t ? h1 + op : NULL, P(q, B_L1WI), P(q, B_L1WH), 1, IN, H);
-            memcpy(dhc, dhp, (size_t)H * 4);
-            memcpy(dcc, dcp, (size_t)H * 4);
-        }
-        /* step MLP and encoder */
-        float *du = as_calloc((size_t)L * SD, 4);
-        for (int t = 0; t < L; t++)
-            for (int j = 0; j < SD; j++)   /* xin = [e | u] */
-                du[(size_t)t * SD + j] = u[(size_t)t * SD + j] > 0 ? dxin[(size_t)t * IN + E2 + j] : 0.0f;
-        for (int t = 0; t < L; t++)
-            for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += dxin[(size_t)t * IN + j];
-        as_nn_linear_bwd(NULL, GP + q->at[B_SW], GP + q->at[B_SB], du, fr, P(q, B_SW), L, 1, SD);
-        for (int64_t i = 0; i < (int64_t)L * E2; i++) if (!(e[i] > 0)) de[i] = 0;
-        float *da1 = as_calloc((size_t)L * E1, 4);
-        as_nn_linear_bwd(da1, GP + q->at[B_EW2], GP + q->at[B_EB2], de, a1, P(q, B_EW2), L, E1, E2);
-        for (int64_t i = 0; i < (int64_t)L * E1; i++) if (!(a1[i] > 0)) da1[i] = 0;
-        as_nn_linear_bwd(NULL, GP + q->at[B_EW1], GP + q->at[B_EB1], da1, tr->x, P(q, B_EW1), L, d->f, E1);
-        free(dlogit); free(dV); free(dq3); free(dq2); free(dq1); free(dZ); free(ds); free(dE); free(dcu); free(dw1);
-        free(de); free(acc); free(dh1); free(dxin); free(dz); free(dhc); free(dcc); free(dh); free(dhp); free(dcp);
-        free(du); free(da1);
+        dV[t] = vc->baseline * (a->V[t] - a->vs[t]);
     }
-    free(a1); free(e); free(fr); free(u); free(xin); free(h1); free(c1); free(g1); free(h2); free(c2); free(g2);
-    free(Es); free(cu); free(Z); free(q1); free(q2); free(q3); free(logit); free(w1); free(V); free(lp);
-    free(logrho); free(rw); free(done); free(vs); free(adv);
+    /* head */
+    float *dq3 = as_calloc((size_t)Rr * d->p3, f), *dq2 = as_calloc((size_t)Rr * d->p2, f);
+    float *dq1 = as_calloc((size_t)Rr * d->p1, f), *dZ = as_calloc((size_t)Rr * 3 * H, f);
+    as_nn_linear_bwd(dq3, G + q->at[B_HW4], G + q->at[B_HB4], dlogit, a->q3, P(q, B_HW4), (int)Rr, d->p3, 1);
+    for (int64_t i = 0; i < Rr * d->p3; i++) if (!(a->q3[i] > 0)) dq3[i] = 0;
+    as_nn_linear_bwd(dq2, G + q->at[B_HW3], G + q->at[B_HB3], dq3, a->q2, P(q, B_HW3), (int)Rr, d->p2, d->p3);
+    for (int64_t i = 0; i < Rr * d->p2; i++) if (!(a->q2[i] > 0)) dq2[i] = 0;
+    as_nn_linear_bwd(dq1, G + q->at[B_HW2], G + q->at[B_HB2], dq2, a->q1, P(q, B_HW2), (int)Rr, d->p1, d->p2);
+    for (int64_t i = 0; i < Rr * d->p1; i++) if (!(a->q1[i] > 0)) dq1[i] = 0;
+    as_nn_linear_bwd(dZ, G + q->at[B_HW1], G + q->at[B_HB1], dq1, a->Z, P(q, B_HW1), (int)Rr, 3 * H, d->p1);
+    /* split dZ into ds and dA */
+    float *dcu = as_calloc((size_t)Rr * CD, f);
+    for (int t = 0; t < L; t++) {
+        const float *s = a->h2 + (size_t)t * H;
+        float *dst = ds + (size_t)t * H;
+        for (int k = 0; k < K; k++) {
+            size_t r = (size_t)t * K + k;
+            const float *z = dZ + r * 3 * H, *A = a->Z + r * 3 * H + H;
+            for (int j = 0; j < H; j++) {
+                dst[j] += z[j] + z[2 * H + j] * A[j];
+                float da = z[H + j] + z[2 * H + j] * s[j];
+                if (j < E2) dE[r * E2 + j] = da;
+                else dcu[r * CD + (j - E2)] = a->cu[r * CD + (j - E2)] > 0 ? da : 0.0f;
+            }
+        }
+    }
+    as_nn_linear_bwd(NULL, G + q->at[B_CW], G + q->at[B_CB], dcu, tr->cf, P(q, B_CW), (int)Rr, NCF, CD);
+    /* value head */
+    float *dw1 = as_calloc((size_t)L * d->vh, f);
+    as_nn_linear_bwd(dw1, G + q->at[B_VW2], G + q->at[B_VB2], dV, a->w1, P(q, B_VW2), L, d->vh, 1);
+    for (int64_t i = 0; i < (int64_t)L * d->vh; i++) if (!(a->w1[i] > 0)) dw1[i] = 0;
+    as_nn_linear_bwd(ds, G + q->at[B_VW1], G + q->at[B_VB1], dw1, a->h2, P(q, B_VW1), L, H, d->vh);
+    free(dlogit); free(dV); free(dq3); free(dq2); free(dq1); free(dZ); free(dcu); free(dw1);
+}
+
+/* backward through both LSTM layers over time, from ds[L,H] (the top state's gradient) to
+   dxin[L,IN] (zeroed by the caller), the layers' gradients into G */
+static void ract_bwd_lstm(const ract *a, const as_policy *q, float *G, const float *ds, float *dxin)
+{
+    const int L = a->L, H = q->d.h, IN = a->IN;
+    const size_t f = sizeof(float);
+    float *dh1 = as_calloc((size_t)L * H, f), *dz = as_malloc((size_t)4 * H * f);
+    float *dhc = as_calloc((size_t)H, f), *dcc = as_calloc((size_t)H, f), *dh = as_malloc((size_t)H * f);
+    float *dhp = as_calloc((size_t)H, f), *dcp = as_calloc((size_t)H, f);
+    for (int t = L - 1; t >= 0; t--) {   /* layer 2 */
+        size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
+        for (int j = 0; j < H; j++) dh[j] = ds[o + j] + dhc[j];
+        memset(dhp, 0, (size_t)H * f);
+        memset(dcp, 0, (size_t)H * f);
+        as_nn_lstm_bwd(dh1 + o, t ? dhp : NULL, t ? dcp : NULL, G + q->at[B_L2WI], G + q->at[B_L2WH], G + q->at[B_L2B],
+                       dz, dh, dcc, a->g2 + 4 * o, a->c2 + o, t ? a->c2 + op : NULL, a->h1 + o, t ? a->h2 + op : NULL,
+                       P(q, B_L2WI), P(q, B_L2WH), 1, H, H);
+        memcpy(dhc, dhp, (size_t)H * f);
+        memcpy(dcc, dcp, (size_t)H * f);
+    }
+    memset(dhc, 0, (size_t)H * f);
+    memset(dcc, 0, (size_t)H * f);
+    for (int t = L - 1; t >= 0; t--) {   /* layer 1 */
+        size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
+        for (int j = 0; j < H; j++) dh[j] = dh1[o + j] + dhc[j];
+        memset(dhp, 0, (size_t)H * f);
+        memset(dcp, 0, (size_t)H * f);
+        as_nn_lstm_bwd(dxin + (size_t)t * IN, t ? dhp : NULL, t ? dcp : NULL, G + q->at[B_L1WI], G + q->at[B_L1WH],
+                       G + q->at[B_L1B], dz, dh, dcc, a->g1 + 4 * o, a->c1 + o, t ? a->c1 + op : NULL, a->xin + (size_t)t * IN,
+                       t ? a->h1 + op : NULL, P(q, B_L1WI), P(q, B_L1WH), 1, IN, H);
+        memcpy(dhc, dhp, (size_t)H * f);
+        memcpy(dcc, dcp, (size_t)H * f);
+    }
+    free(dh1); free(dz); free(dhc); free(dcc); free(dh); free(dhp); free(dcp);
+}
+
+/* backward through the encoder and the step feature: the encoder sums' gradient dE[Rr,E2]
+   (a step's table is in the sums of every later step on its shard) and the LSTM input's
+   dxin[L,IN] = [e | u], the layers' gradients into G */
+static void ract_bwd_encoder(const ract *a, const as_policy *q, const as_traj *tr, float *G, const float *dE,
+                             const float *dxin)
+{
+    const as_policy_dims *d = &q->d;
+    const int L = a->L, K = a->K, E1 = d->e1, E2 = d->e2, SD = d->sd, IN = a->IN;
+    const size_t f = sizeof(float);
+    float *de = as_calloc((size_t)L * E2, f), *acc = as_calloc((size_t)K * E2, f);
+    for (int t = L - 1; t >= 0; t--) {
+        const float *ga = acc + (size_t)tr->act[t] * E2;
+        for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += ga[j];
+        for (int k = 0; k < K; k++) {
+            const float *src = dE + ((size_t)t * K + k) * E2;
+            float *dst = acc + (size_t)k * E2;
+            for (int j = 0; j < E2; j++) dst[j] += src[j];
+        }
+    }
+    float *du = as_calloc((size_t)L * SD, f);
+    for (int t = 0; t < L; t++)
+        for (int j = 0; j < SD; j++)   /* xin = [e | u] */
+            du[(size_t)t * SD + j] = a->u[(size_t)t * SD + j] > 0 ? dxin[(size_t)t * IN + E2 + j] : 0.0f;
+    for (int t = 0; t < L; t++)
+        for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += dxin[(size_t)t * IN + j];
+    as_nn_linear_bwd(NULL, G + q->at[B_SW], G + q->at[B_SB], du, a->fr, P(q, B_SW), L, 1, SD);
+    for (int64_t i = 0; i < (int64_t)L * E2; i++) if (!(a->e[i] > 0)) de[i] = 0;
+    float *da1 = as_calloc((size_t)L * E1, f);
+    as_nn_linear_bwd(da1, G + q->at[B_EW2], G + q->at[B_EB2], de, a->a1, P(q, B_EW2), L, E1, E2);
+    for (int64_t i = 0; i < (int64_t)L * E1; i++) if (!(a->a1[i] > 0)) da1[i] = 0;
+    as_nn_linear_bwd(NULL, G + q->at[B_EW1], G + q->at[B_EB1], da1, tr->x, P(q, B_EW1), L, d->f, E1);
+    free(de); free(acc); free(du); free(da1);
+}
+
+/* one trajectory: forward, loss, and (G not NULL) backward, its gradient added into G */
+static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, float *G, as_policy_stats *st)
+{
+    if (tr->L <= 0) return 0;
+    ract a;
+    ract_fwd(&a, q, tr);
+    double loss = ract_loss(&a, tr, vc, st);
+    if (G) {
+        const size_t f = sizeof(float);
+        float *ds = as_calloc((size_t)a.L * q->d.h, f), *dE = as_calloc((size_t)a.Rr * q->d.e2, f);
+        float *dxin = as_calloc((size_t)a.L * a.IN, f);
+        ract_bwd_heads(&a, q, tr, vc, G, ds, dE);
+        ract_bwd_lstm(&a, q, G, ds, dxin);
+        ract_bwd_encoder(&a, q, tr, G, dE, dxin);
+        free(ds); free(dE); free(dxin);
+    }
+    ract_free(&a);
     return loss;
 }
 
