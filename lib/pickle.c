@@ -571,46 +571,14 @@ static int tuple_n(as_pickle *p, size_t n)
     return push(p, o);
 }
 
-static int step(as_pickle *p, int *stop)
+/* the number opcodes: INT, BININT, BININT1, BININT2, LONG, LONG1, LONG4, FLOAT, BINFLOAT */
+static int op_number(as_pickle *p, int op)
 {
     const uint8_t *b;
     size_t len;
     as_pickle_obj *o, *o2;
-    p->oppos = p->pos;
-    if (!(b = take(p, 1))) return -1;
-    int op = b[0];
+    (void)len; (void)o; (void)o2;
     switch (op) {
-    case 0x80: /* PROTO */
-        if (!(b = take(p, 1))) return -1;
-        if (b[0] > 5) { VMFAIL(p, "unsupported protocol %d", b[0]); return -1; }
-        return 0;
-    case 0x95: /* FRAME: framing is only a hint for buffering */
-        if (!(b = take(p, 8))) return -1;
-        if (rd_u64(b) > p->end - p->pos) { VMFAIL(p, "frame of %llu bytes runs past the end", (unsigned long long)rd_u64(b)); return -1; }
-        return 0;
-    case '.': /* STOP */
-        *stop = 1;
-        return 0;
-    case '(': return push_mark(p);
-    case '0': /* POP */
-        if (p->sp > fence(p)) { p->sp--; return 0; }
-        if (p->nmarks) { p->nmarks--; return 0; }
-        VMFAIL(p, "stack underflow");
-        return -1;
-    case '1': { /* POP_MARK */
-        int64_t k = pop_mark(p);
-        if (k < 0) return -1;
-        p->sp = (size_t)k;
-        return 0;
-    }
-    case '2': /* DUP */
-        if (!(o = top(p))) return -1;
-        return push(p, o);
-
-    /* ---- constants */
-    case 'N': return push(p, singleton(p, &p->none, AS_PK_NONE, 0));
-    case 0x88: return push(p, singleton(p, &p->yes, AS_PK_BOOL, 1));
-    case 0x89: return push(p, singleton(p, &p->no, AS_PK_BOOL, 0));
     case 'J':
         if (!(b = take(p, 4))) return -1;
         return push(p, new_int(p, (int32_t)rd_u32(b)));
@@ -656,7 +624,20 @@ static int step(as_pickle *p, int *stop)
         return push(p, o);
     }
 
-    /* ---- strings */
+    default:
+        VMFAIL(p, "unknown opcode 0x%02x", op);
+        return -1;
+    }
+}
+
+/* the string and bytes opcodes, text and binary */
+static int op_string(as_pickle *p, int op)
+{
+    const uint8_t *b;
+    size_t len;
+    as_pickle_obj *o, *o2;
+    (void)len; (void)o; (void)o2;
+    switch (op) {
     case 'S':
         if (!(b = take_line(p, AS_PICKLE_MAX_LINE, &len))) return -1;
         return push(p, text_string(p, b, len));
@@ -692,33 +673,20 @@ static int step(as_pickle *p, int *stop)
         return push(p, new_bytes(p, kind, b, (size_t)n));
     }
 
-    /* ---- containers */
-    case ')': return push(p, new_container(p, AS_PK_TUPLE, NULL, 0));
-    case ']': return push(p, new_container(p, AS_PK_LIST, NULL, 0));
-    case '}': return push(p, new_container(p, AS_PK_DICT, NULL, 0));
-    case 0x8f: return push(p, new_container(p, AS_PK_SET, NULL, 0));
-    case 't': return push(p, from_mark(p, AS_PK_TUPLE));
-    case 'l': return push(p, from_mark(p, AS_PK_LIST));
-    case 'd': return push(p, from_mark(p, AS_PK_DICT));
-    case 0x91: return push(p, from_mark(p, AS_PK_SET)); /* FROZENSET */
-    case 0x85: return tuple_n(p, 1);
-    case 0x86: return tuple_n(p, 2);
-    case 0x87: return tuple_n(p, 3);
-    case 'a': /* APPEND */
-        if (!(o = pop(p)) || !(o2 = top(p))) return -1;
-        if (o2->kind != AS_PK_LIST) { VMFAIL(p, "APPEND to a %s", as_pickle_kind_name(o2->kind)); return -1; }
-        return add_items(p, o2, &o, 1);
-    case 'e': return extend_mark(p, AS_PK_LIST);
-    case 0x90: return extend_mark(p, AS_PK_SET);
-    case 'u': return extend_mark(p, AS_PK_DICT);
-    case 's': { /* SETITEM */
-        as_pickle_obj *kv[2];
-        if (!(kv[1] = pop(p)) || !(kv[0] = pop(p)) || !(o = top(p))) return -1;
-        if (o->kind != AS_PK_DICT) { VMFAIL(p, "SETITEM on a %s", as_pickle_kind_name(o->kind)); return -1; }
-        return add_items(p, o, kv, 2);
+    default:
+        VMFAIL(p, "unknown opcode 0x%02x", op);
+        return -1;
     }
+}
 
-    /* ---- memo */
+/* the memo opcodes: PUT, GET and their binary forms, MEMOIZE */
+static int op_memo(as_pickle *p, int op)
+{
+    const uint8_t *b;
+    size_t len;
+    as_pickle_obj *o, *o2;
+    (void)len; (void)o; (void)o2;
+    switch (op) {
     case 'p': {
         if (!(b = take_line(p, 64, &len))) return -1;
         __int128 v;
@@ -745,7 +713,20 @@ static int step(as_pickle *p, int *stop)
         if (!(b = take(p, 4))) return -1;
         return memo_get(p, rd_u32(b));
 
-    /* ---- globals, calls, persistent ids */
+    default:
+        VMFAIL(p, "unknown opcode 0x%02x", op);
+        return -1;
+    }
+}
+
+/* globals, calls and persistent ids: GLOBAL, STACK_GLOBAL, REDUCE, NEWOBJ, NEWOBJ_EX, BUILD, BINPERSID, PERSID */
+static int op_call(as_pickle *p, int op)
+{
+    const uint8_t *b;
+    size_t len;
+    as_pickle_obj *o, *o2;
+    (void)len; (void)o; (void)o2;
+    switch (op) {
     case 'c': {
         char mod[260], name[260];
         size_t lm, ln;
@@ -780,6 +761,92 @@ static int step(as_pickle *p, int *stop)
         if (!(b = take_line(p, 4096, &len))) return -1;
         if (!(o = new_bytes(p, AS_PK_STR, b, len))) return -1;
         return push(p, persid(p, o));
+
+    default:
+        VMFAIL(p, "unknown opcode 0x%02x", op);
+        return -1;
+    }
+}
+
+static int step(as_pickle *p, int *stop)
+{
+    const uint8_t *b;
+    as_pickle_obj *o, *o2;
+    p->oppos = p->pos;
+    if (!(b = take(p, 1))) return -1;
+    int op = b[0];
+    switch (op) {
+    case 0x80: /* PROTO */
+        if (!(b = take(p, 1))) return -1;
+        if (b[0] > 5) { VMFAIL(p, "unsupported protocol %d", b[0]); return -1; }
+        return 0;
+    case 0x95: /* FRAME: framing is only a hint for buffering */
+        if (!(b = take(p, 8))) return -1;
+        if (rd_u64(b) > p->end - p->pos) { VMFAIL(p, "frame of %llu bytes runs past the end", (unsigned long long)rd_u64(b)); return -1; }
+        return 0;
+    case '.': /* STOP */
+        *stop = 1;
+        return 0;
+    case '(': return push_mark(p);
+    case '0': /* POP */
+        if (p->sp > fence(p)) { p->sp--; return 0; }
+        if (p->nmarks) { p->nmarks--; return 0; }
+        VMFAIL(p, "stack underflow");
+        return -1;
+    case '1': { /* POP_MARK */
+        int64_t k = pop_mark(p);
+        if (k < 0) return -1;
+        p->sp = (size_t)k;
+        return 0;
+    }
+    case '2': /* DUP */
+        if (!(o = top(p))) return -1;
+        return push(p, o);
+
+    /* ---- constants */
+    case 'N': return push(p, singleton(p, &p->none, AS_PK_NONE, 0));
+    case 0x88: return push(p, singleton(p, &p->yes, AS_PK_BOOL, 1));
+    case 0x89: return push(p, singleton(p, &p->no, AS_PK_BOOL, 0));
+    case 'J': case 'K': case 'M': case 0x8a: case 0x8b: case 'G': case 'I': case 'L': case 'F':
+        return op_number(p, op);
+
+    /* ---- strings */
+    case 'S': case 'V': case 'X': case 'T': case 'B': case 0x8c: case 'U': case 'C': case 0x8d: case 0x8e: case 0x96:
+        return op_string(p, op);
+
+    /* ---- containers */
+    case ')': return push(p, new_container(p, AS_PK_TUPLE, NULL, 0));
+    case ']': return push(p, new_container(p, AS_PK_LIST, NULL, 0));
+    case '}': return push(p, new_container(p, AS_PK_DICT, NULL, 0));
+    case 0x8f: return push(p, new_container(p, AS_PK_SET, NULL, 0));
+    case 't': return push(p, from_mark(p, AS_PK_TUPLE));
+    case 'l': return push(p, from_mark(p, AS_PK_LIST));
+    case 'd': return push(p, from_mark(p, AS_PK_DICT));
+    case 0x91: return push(p, from_mark(p, AS_PK_SET)); /* FROZENSET */
+    case 0x85: return tuple_n(p, 1);
+    case 0x86: return tuple_n(p, 2);
+    case 0x87: return tuple_n(p, 3);
+    case 'a': /* APPEND */
+        if (!(o = pop(p)) || !(o2 = top(p))) return -1;
+        if (o2->kind != AS_PK_LIST) { VMFAIL(p, "APPEND to a %s", as_pickle_kind_name(o2->kind)); return -1; }
+        return add_items(p, o2, &o, 1);
+    case 'e': return extend_mark(p, AS_PK_LIST);
+    case 0x90: return extend_mark(p, AS_PK_SET);
+    case 'u': return extend_mark(p, AS_PK_DICT);
+    case 's': { /* SETITEM */
+        as_pickle_obj *kv[2];
+        if (!(kv[1] = pop(p)) || !(kv[0] = pop(p)) || !(o = top(p))) return -1;
+        if (o->kind != AS_PK_DICT) { VMFAIL(p, "SETITEM on a %s", as_pickle_kind_name(o->kind)); return -1; }
+        return add_items(p, o, kv, 2);
+    }
+
+    /* ---- memo */
+    case 'p': case 'g': case 'q': case 'r': case 0x94: case 'h': case 'j':
+        return op_memo(p, op);
+
+    /* ---- globals, calls, persistent ids */
+    case 'c': case 0x93: case 'R': case 0x81: case 0x92: case 'b': case 'Q': case 'P':
+        return op_call(p, op);
 
     case 'i': case 'o': VMFAIL(p, "opcode %s is not supported", op == 'i' ? "INST" : "OBJ"); return -1;
     case 0x82: case 0x83: case 0x84: VMFAIL(p, "extension registry opcodes are not supported"); return -1;
