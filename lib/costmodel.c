@@ -691,30 +691,37 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
 }
 
 
-int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
+int as_net_header_check(const msgpack_object *rec, const char *kind, const char *name, int version, const char *what,
+                        char *err, size_t errlen)
 {
-    *out = NULL;
     char s[256];
     int64_t ver;
-    if (!as_obj_get(rec, "kind") || !as_obj_streq(as_obj_get(rec, "kind"), "model") ||
-        as_obj_str(rec, "model", s, sizeof s) || strcmp(s, "costmodel")) {
-        snprintf(err, errlen, "not a cost model record (kind \"model\", model \"costmodel\")");
+    if (!as_obj_get(rec, "kind") || !as_obj_streq(as_obj_get(rec, "kind"), kind) ||
+        as_obj_str(rec, kind, s, sizeof s) || strcmp(s, name)) {
+        snprintf(err, errlen, "not a %s record (kind \"%s\", %s \"%s\")", what, kind, kind, name);
         return -1;
     }
-    if (as_obj_i64(rec, "format_version", &ver)) { snprintf(err, errlen, "cost model record has no format_version"); return -1; }
-    if (ver != AS_COSTMODEL_VERSION) {
-        snprintf(err, errlen, "cost model format version %" PRId64 "; this build reads version %d", ver, AS_COSTMODEL_VERSION);
+    if (as_obj_i64(rec, "format_version", &ver)) { snprintf(err, errlen, "%s record has no format_version", what); return -1; }
+    if (ver != version) {
+        snprintf(err, errlen, "%s format version %" PRId64 "; this build reads version %d", what, ver, version);
         return -1;
     }
     const msgpack_object *fo = as_obj_get(rec, "features");
-    if (!fo || fo->type != MSGPACK_OBJECT_ARRAY) { snprintf(err, errlen, "cost model record has no feature list"); return -1; }
+    if (!fo || fo->type != MSGPACK_OBJECT_ARRAY) { snprintf(err, errlen, "%s record has no feature list", what); return -1; }
     int same = fo->via.array.size == F;
     for (int i = 0; same && i < F; i++) same = as_obj_streq(&fo->via.array.ptr[i], feature_names[i]);
     if (!same) {
-        snprintf(err, errlen, "cost model was trained on a different feature order (%u features); this build uses "
-                 "[dim, rows, pooling, size, bin0..bin16]", fo->via.array.size);
+        snprintf(err, errlen, "%s was trained on a different feature order (%u features); this build uses "
+                 "[dim, rows, pooling, size, bin0..bin16]", what, fo->via.array.size);
         return -1;
     }
+    return 0;
+}
+
+int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (as_net_header_check(rec, "model", "costmodel", AS_COSTMODEL_VERSION, "cost model", err, errlen)) return -1;
     const msgpack_object *lo = as_obj_get(rec, "layers");
     int64_t L[5];
     if (!lo || lo->type != MSGPACK_OBJECT_ARRAY || lo->via.array.size != 5) { snprintf(err, errlen, "cost model record: layers must be 5 sizes"); return -1; }

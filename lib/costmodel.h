@@ -173,6 +173,12 @@ double as_costmodel_loss_grad(const as_costmodel *m, const as_costset *d, const 
 /* pack the `model` record into w */
 void as_costmodel_write(const as_costmodel *m, as_writer *w);
 /* parse a `model` record; 0 ok, -1 with err */
+/* The header of a network record (a cost `model` or a `policy`): its kind, its `kind`-named
+ * field equal to name ("costmodel", "autoshard-lstm"), format_version equal to version and
+ * the 21 features in this build's order. 0, or -1 with err naming what ("cost model",
+ * "policy") and the field. */
+int as_net_header_check(const msgpack_object *rec, const char *kind, const char *name, int version, const char *what,
+                        char *err, size_t errlen);
 int as_costmodel_read(as_costmodel **m, const msgpack_object *rec, char *err, size_t errlen);
 
 /* the feature names in the model's order ("dim", "rows", "pooling", "size", "bin0".."bin16") */

@@ -982,27 +982,7 @@ static int get_i64(const msgpack_object *rec, const char *k, int64_t *v, char *e
 int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t errlen)
 {
     *out = NULL;
-    char s[64];
-    int64_t ver;
-    if (!as_obj_get(rec, "kind") || !as_obj_streq(as_obj_get(rec, "kind"), "policy") ||
-        as_obj_str(rec, "policy", s, sizeof s) || strcmp(s, "autoshard-lstm")) {
-        snprintf(err, errlen, "not a policy record (kind \"policy\", policy \"autoshard-lstm\")");
-        return -1;
-    }
-    if (get_i64(rec, "format_version", &ver, err, errlen)) return -1;
-    if (ver != AS_POLICY_VERSION) {
-        snprintf(err, errlen, "policy format version %" PRId64 "; this build reads version %d", ver, AS_POLICY_VERSION);
-        return -1;
-    }
-    const msgpack_object *fo = as_obj_get(rec, "features");
-    if (!fo || fo->type != MSGPACK_OBJECT_ARRAY) { snprintf(err, errlen, "policy record has no feature list"); return -1; }
-    int same = fo->via.array.size == F;
-    for (int i = 0; same && i < F; i++) same = as_obj_streq(&fo->via.array.ptr[i], as_costmodel_feature_name(i));
-    if (!same) {
-        snprintf(err, errlen, "policy was trained on a different feature order (%u features); this build uses "
-                 "[dim, rows, pooling, size, bin0..bin16]", fo->via.array.size);
-        return -1;
-    }
+    if (as_net_header_check(rec, "policy", "autoshard-lstm", AS_POLICY_VERSION, "policy", err, errlen)) return -1;
     int64_t ncf;
     if (get_i64(rec, "cost_features", &ncf, err, errlen)) return -1;
     if (ncf != NCF) { snprintf(err, errlen, "policy uses %" PRId64 " cost features; this build uses %d", ncf, NCF); return -1; }
