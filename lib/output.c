@@ -154,21 +154,25 @@ static int create_tmp(as_out *o)
     size_t n = strlen(o->path) + 48;
     o->tmp = as_malloc(n);
     sigset_t old;
-    block_sigs(&old);   /* no signal between creating and registering */
+    block_sigs(&old);   /* this thread takes no signal between registering and creating */
     int fd = -1, e = 0;
+    /* The name is registered before the file is created: a signal that another thread of the
+     * process takes meanwhile (OpenMP workers do not block it) then finds it registered and
+     * unlinks it, instead of killing the process with a temporary just created and not yet
+     * known to the handler. */
     for (int k = 0; k < 1000 && fd < 0; k++) {
         if (k == 0) snprintf(o->tmp, n, "%s.tmp.%ld", o->path, (long)getpid());
         else snprintf(o->tmp, n, "%s.tmp.%ld.%d", o->path, (long)getpid(), k);
+        if ((o->slot = as_tmp_register(o->tmp)) < 0) { e = EMFILE; break; }
         fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
+        if (fd < 0) {
+            e = errno ? errno : EEXIST;
+            as_tmp_unregister(o->slot);
+            o->slot = -1;
+            if (e != EEXIST) break;
+        }
     }
-    if (fd < 0) e = errno ? errno : EEXIST;
-    else if ((o->slot = as_tmp_register(o->tmp)) < 0) {
-        unlink(o->tmp);
-        close(fd);
-        fd = -1;
-        e = EMFILE;
-    }
+    if (fd >= 0) e = 0;
     restore_sigs(&old);
     if (fd < 0) {
         free(o->tmp);
