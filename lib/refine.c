@@ -379,8 +379,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
         const int64_t a = s.a;
         as_plan_group(start, order, p->assign, n, K);
         cand best = { 0 };
-        int late;
-        late = best_move(&x, &s, &best, start, order, t0, budget_ms);
+        int late = best_move(&x, &s, &best, start, order, t0, budget_ms);
         if (!best.kind && !late) late = best_swap(&x, &s, &best, start, order, da, eb, t0, budget_ms);
         if (late) { stop = "time"; break; }
         if (!best.kind) break;
