@@ -217,149 +217,330 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
     cfg->split_cfg = &a->scfg;
 }
 
+static const struct option plan_opts[] = {
+    { "alg", required_argument, 0, OPT_ALG },
+    { "model", required_argument, 0, OPT_MODEL },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "mem-cap", required_argument, 0, OPT_CAP },
+    { "shards", required_argument, 0, OPT_SHARDS },
+    { "split", required_argument, 0, OPT_SPLIT },
+    { "world-size", required_argument, 0, OPT_WORLD },
+    { "format", required_argument, 0, OPT_FORMAT },
+    { "local-size", required_argument, 0, OPT_LOCAL },
+    { "module", required_argument, 0, OPT_MODULE },
+    { "plans-only", no_argument, 0, OPT_PLANS_ONLY },
+    { "policy", required_argument, 0, OPT_POLICY },
+    { "samples", required_argument, 0, OPT_SAMPLES },
+    { "refine", no_argument, 0, OPT_REFINE },
+    { "refine-ms", required_argument, 0, OPT_REFINE_MS },
+    { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
+    { "keep-unrefined", no_argument, 0, OPT_KEEP_UNREFINED },
+    { "split-tables", no_argument, 0, OPT_SPLIT_TABLES },
+    { "split-ms", required_argument, 0, OPT_SPLIT_MS },
+    { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
+    { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
+    { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
+    { "split-rows", required_argument, 0, OPT_SPLIT_ROWS },
+    { "comm-gbps", required_argument, 0, OPT_COMM },
+    { "repair", required_argument, 0, OPT_REPAIR },
+    { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
+    { "export", required_argument, 0, OPT_EXPORT },
+    { "task", required_argument, 0, OPT_TASK },
+    AS_CLI_COMMON_OPTIONS
+};
+
+/* The option groups below each handle their own codes and return 1, or 0 for a code that
+ * is not theirs. */
+
+/* the input, the algorithms and their models, the shards and the memory cap */
+static int opt_planning(as_cli *cli, int opt, const char *arg, args *a, as_plan_run_cfg *cfg)
+{
+    switch (opt) {
+    case OPT_ALG: a->alg = arg; return 1;
+    case OPT_MODEL: a->model = arg; return 1;
+    case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
+    case OPT_CAP:
+        if (as_parse_size(arg, &cfg->mem_cap) || cfg->mem_cap > INT64_MAX)
+            as_cli_usage(cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000; 0 = none)", arg);
+        cfg->cap_given = 1;
+        return 1;
+    case OPT_SHARDS: cfg->shards = as_cli_lim(cli, "--shards", arg, 1, AS_LIM_SHARDS); return 1;
+    case OPT_SPLIT:
+        if (strcmp(arg, "train") && strcmp(arg, "test")) as_cli_usage(cli, "--split: '%s' is not train or test", arg);
+        a->split = arg;
+        return 1;
+    case OPT_WORLD: cfg->world = as_cli_i64(cli, "--world-size", arg, 1, 100000000); return 1;
+    case OPT_POLICY: a->policy = arg; return 1;
+    case OPT_SAMPLES:
+        if (strcmp(arg, "auto")) cfg->samples = (int)as_cli_i64(cli, "--samples", arg, 1, 100000);
+        return 1;
+    default: return 0;
+    }
+}
+
+/* what is written: the format, TorchRec's module path and GPUs per host, the input's records */
+static int opt_output(as_cli *cli, int opt, const char *arg, args *a)
+{
+    switch (opt) {
+    case OPT_FORMAT:
+        if (!strcmp(arg, "stream")) a->fmt = 0;
+        else if (!strcmp(arg, "text")) a->fmt = 1;
+        else if (!strcmp(arg, "torchrec")) a->fmt = 2;
+        else as_cli_usage(cli, "--format: '%s' is not stream, text or torchrec", arg);
+        return 1;
+    case OPT_LOCAL: a->tro.local_size = as_cli_i64(cli, "--local-size", arg, 1, 1000000); a->local_given = 1; return 1;
+    case OPT_MODULE:
+        a->tro.module = arg;     /* "": the model is the EmbeddingBagCollection itself */
+        a->module_given = 1;
+        return 1;
+    case OPT_PLANS_ONLY: a->plans_only = 1; return 1;
+    default: return 0;
+    }
+}
+
+/* --refine and its budget */
+static int opt_refine(as_cli *cli, int opt, const char *arg, args *a, as_plan_run_cfg *cfg)
+{
+    switch (opt) {
+    case OPT_REFINE: cfg->refine = 1; return 1;
+    case OPT_REFINE_MS: {
+        char *end;
+        errno = 0;
+        double v = strtod(arg, &end);
+        if (!*arg || *end || errno || !(v >= 0 && v <= AS_REFINE_MAX_MS))
+            as_cli_usage(cli, "--refine-ms: '%s' is not a number of ms in 0..%.0f", arg, AS_REFINE_MAX_MS);
+        cfg->refine_ms = v;
+        if (!a->refine_opt) a->refine_opt = "--refine-ms";
+        return 1;
+    }
+    case OPT_REFINE_STEPS:
+        cfg->refine_steps = as_cli_i64(cli, "--refine-steps", arg, 0, AS_REFINE_MAX_STEPS);
+        if (!a->refine_opt) a->refine_opt = "--refine-steps";
+        return 1;
+    case OPT_KEEP_UNREFINED:
+        cfg->keep_unrefined = 1;
+        if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
+        return 1;
+    default: return 0;
+    }
+}
+
+/* --split-rows LIST: ascending block counts, or none */
+static void split_rows_arg(as_cli *cli, const char *arg, args *a)
+{
+    a->scfg.nrowp = 0;
+    a->scfg.rowp = a->rowp;
+    if (strcmp(arg, "none")) {
+        char *s = as_strdup(arg), *rest = s;
+        for (char *tok; (tok = strsep(&rest, ","));) {
+            if (!*tok) as_cli_usage(cli, "--split-rows: an empty block count in '%s'", arg);
+            if (a->scfg.nrowp == (int)(sizeof a->rowp / sizeof *a->rowp))
+                as_cli_usage(cli, "--split-rows: at most %d block counts", (int)(sizeof a->rowp / sizeof *a->rowp));
+            const int64_t v = as_cli_i64(cli, "--split-rows", tok, 2, 1 << 20);
+            if (a->scfg.nrowp && v <= a->rowp[a->scfg.nrowp - 1])
+                as_cli_usage(cli, "--split-rows: block counts must ascend (%s)", arg);
+            a->rowp[a->scfg.nrowp++] = v;
+        }
+        free(s);
+        if (!a->scfg.nrowp) as_cli_usage(cli, "--split-rows: '%s' is not a list of block counts or none", arg);
+    }
+}
+
+/* --split-tables and the search's options */
+static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run_cfg *cfg)
+{
+    const char *name;
+    switch (opt) {
+    case OPT_SPLIT_TABLES: cfg->split = 1; return 1;
+    case OPT_SPLIT_MS:
+        name = "--split-ms";
+        a->scfg.budget_ms = as_cli_f64(cli, name, arg, 0, AS_REFINE_MAX_MS);
+        a->split_ms_given = 1;
+        break;
+    case OPT_SPLIT_STEPS:
+        name = "--split-steps";
+        a->scfg.steps = (int)as_cli_i64(cli, name, arg, 1, 1000);
+        break;
+    case OPT_SPLIT_BEAM:
+        name = "--split-beam";
+        a->scfg.beam = (int)as_cli_i64(cli, name, arg, 1, 64);
+        break;
+    case OPT_SPLIT_ROWS:
+        name = "--split-rows";
+        split_rows_arg(cli, arg, a);
+        break;
+    case OPT_SPLIT_CANDS:
+        name = "--split-cands";
+        a->scfg.cands = (int)as_cli_i64(cli, name, arg, 1, 1024);
+        break;
+    case OPT_COMM:
+        name = "--comm-gbps";
+        a->scfg.comm_gbps = as_cli_f64(cli, name, arg, 0, 1e6);
+        break;
+    default: return 0;
+    }
+    /* the first of them given names them in "... needs --split-tables" */
+    if (!a->split_opt) a->split_opt = name;
+    return 1;
+}
+
+/* --repair and --export, measured or chosen plans read from a file */
+static int opt_repair_export(as_cli *cli, int opt, const char *arg, args *a, as_plan_run_cfg *cfg)
+{
+    switch (opt) {
+    case OPT_REPAIR:
+        if (!*arg) as_cli_usage(cli, "--repair: empty file name");
+        a->repair = arg;
+        return 1;
+    case OPT_REPAIR_ROUND: cfg->repair_round = (int)as_cli_i64(cli, "--repair-round", arg, 1, 1000); return 1;
+    case OPT_EXPORT:
+        if (!*arg) as_cli_usage(cli, "--export: empty file name");
+        a->export_file = arg;
+        return 1;
+    case OPT_TASK: cfg->export_task = as_cli_i64(cli, "--task", arg, 0, INT64_MAX); return 1;
+    default: return 0;
+    }
+}
+
 static void parse_args(as_cli *cli, int argc, char **argv, args *a, as_plan_run_cfg *cfg)
 {
-    static const struct option opts[] = {
-        { "alg", required_argument, 0, OPT_ALG },
-        { "model", required_argument, 0, OPT_MODEL },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "mem-cap", required_argument, 0, OPT_CAP },
-        { "shards", required_argument, 0, OPT_SHARDS },
-        { "split", required_argument, 0, OPT_SPLIT },
-        { "world-size", required_argument, 0, OPT_WORLD },
-        { "format", required_argument, 0, OPT_FORMAT },
-        { "local-size", required_argument, 0, OPT_LOCAL },
-        { "module", required_argument, 0, OPT_MODULE },
-        { "plans-only", no_argument, 0, OPT_PLANS_ONLY },
-        { "policy", required_argument, 0, OPT_POLICY },
-        { "samples", required_argument, 0, OPT_SAMPLES },
-        { "refine", no_argument, 0, OPT_REFINE },
-        { "refine-ms", required_argument, 0, OPT_REFINE_MS },
-        { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
-        { "keep-unrefined", no_argument, 0, OPT_KEEP_UNREFINED },
-        { "split-tables", no_argument, 0, OPT_SPLIT_TABLES },
-        { "split-ms", required_argument, 0, OPT_SPLIT_MS },
-        { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
-        { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
-        { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
-        { "split-rows", required_argument, 0, OPT_SPLIT_ROWS },
-        { "comm-gbps", required_argument, 0, OPT_COMM },
-        { "repair", required_argument, 0, OPT_REPAIR },
-        { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
-        { "export", required_argument, 0, OPT_EXPORT },
-        { "task", required_argument, 0, OPT_TASK },
-        AS_CLI_COMMON_OPTIONS
-    };
     int opt;
-    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_ALG: a->alg = optarg; break;
-        case OPT_MODEL: a->model = optarg; break;
-        case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
-        case OPT_CAP:
-            if (as_parse_size(optarg, &cfg->mem_cap) || cfg->mem_cap > INT64_MAX)
-                as_cli_usage(cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000; 0 = none)", optarg);
-            cfg->cap_given = 1;
-            break;
-        case OPT_SHARDS: cfg->shards = as_cli_lim(cli, "--shards", optarg, 1, AS_LIM_SHARDS); break;
-        case OPT_SPLIT:
-            if (strcmp(optarg, "train") && strcmp(optarg, "test")) as_cli_usage(cli, "--split: '%s' is not train or test", optarg);
-            a->split = optarg;
-            break;
-        case OPT_WORLD: cfg->world = as_cli_i64(cli, "--world-size", optarg, 1, 100000000); break;
-        case OPT_FORMAT:
-            if (!strcmp(optarg, "stream")) a->fmt = 0;
-            else if (!strcmp(optarg, "text")) a->fmt = 1;
-            else if (!strcmp(optarg, "torchrec")) a->fmt = 2;
-            else as_cli_usage(cli, "--format: '%s' is not stream, text or torchrec", optarg);
-            break;
-        case OPT_LOCAL: a->tro.local_size = as_cli_i64(cli, "--local-size", optarg, 1, 1000000); a->local_given = 1; break;
-        case OPT_MODULE:
-            a->tro.module = optarg;     /* "": the model is the EmbeddingBagCollection itself */
-            a->module_given = 1;
-            break;
-        case OPT_PLANS_ONLY: a->plans_only = 1; break;
-        case OPT_POLICY: a->policy = optarg; break;
-        case OPT_SAMPLES:
-            if (strcmp(optarg, "auto")) cfg->samples = (int)as_cli_i64(cli, "--samples", optarg, 1, 100000);
-            break;
-        case OPT_REFINE: cfg->refine = 1; break;
-        case OPT_REFINE_MS: {
-            char *end;
-            errno = 0;
-            double v = strtod(optarg, &end);
-            if (!*optarg || *end || errno || !(v >= 0 && v <= AS_REFINE_MAX_MS))
-                as_cli_usage(cli, "--refine-ms: '%s' is not a number of ms in 0..%.0f", optarg, AS_REFINE_MAX_MS);
-            cfg->refine_ms = v;
-            if (!a->refine_opt) a->refine_opt = "--refine-ms";
-            break;
-        }
-        case OPT_REFINE_STEPS:
-            cfg->refine_steps = as_cli_i64(cli, "--refine-steps", optarg, 0, AS_REFINE_MAX_STEPS);
-            if (!a->refine_opt) a->refine_opt = "--refine-steps";
-            break;
-        case OPT_SPLIT_TABLES: cfg->split = 1; break;
-        case OPT_SPLIT_MS:
-            a->scfg.budget_ms = as_cli_f64(cli, "--split-ms", optarg, 0, AS_REFINE_MAX_MS);
-            a->split_ms_given = 1;
-            if (!a->split_opt) a->split_opt = "--split-ms";
-            break;
-        case OPT_SPLIT_STEPS:
-            a->scfg.steps = (int)as_cli_i64(cli, "--split-steps", optarg, 1, 1000);
-            if (!a->split_opt) a->split_opt = "--split-steps";
-            break;
-        case OPT_SPLIT_BEAM:
-            a->scfg.beam = (int)as_cli_i64(cli, "--split-beam", optarg, 1, 64);
-            if (!a->split_opt) a->split_opt = "--split-beam";
-            break;
-        case OPT_SPLIT_ROWS: {
-            a->scfg.nrowp = 0;
-            a->scfg.rowp = a->rowp;
-            if (strcmp(optarg, "none")) {
-                char *s = as_strdup(optarg), *rest = s;
-                for (char *tok; (tok = strsep(&rest, ","));) {
-                    if (!*tok) as_cli_usage(cli, "--split-rows: an empty block count in '%s'", optarg);
-                    if (a->scfg.nrowp == (int)(sizeof a->rowp / sizeof *a->rowp))
-                        as_cli_usage(cli, "--split-rows: at most %d block counts", (int)(sizeof a->rowp / sizeof *a->rowp));
-                    const int64_t v = as_cli_i64(cli, "--split-rows", tok, 2, 1 << 20);
-                    if (a->scfg.nrowp && v <= a->rowp[a->scfg.nrowp - 1])
-                        as_cli_usage(cli, "--split-rows: block counts must ascend (%s)", optarg);
-                    a->rowp[a->scfg.nrowp++] = v;
-                }
-                free(s);
-                if (!a->scfg.nrowp) as_cli_usage(cli, "--split-rows: '%s' is not a list of block counts or none", optarg);
-            }
-            if (!a->split_opt) a->split_opt = "--split-rows";
-            break;
-        }
-        case OPT_SPLIT_CANDS:
-            a->scfg.cands = (int)as_cli_i64(cli, "--split-cands", optarg, 1, 1024);
-            if (!a->split_opt) a->split_opt = "--split-cands";
-            break;
-        case OPT_COMM:
-            a->scfg.comm_gbps = as_cli_f64(cli, "--comm-gbps", optarg, 0, 1e6);
-            if (!a->split_opt) a->split_opt = "--comm-gbps";
-            break;
-        case OPT_REPAIR:
-            if (!*optarg) as_cli_usage(cli, "--repair: empty file name");
-            a->repair = optarg;
-            break;
-        case OPT_REPAIR_ROUND: cfg->repair_round = (int)as_cli_i64(cli, "--repair-round", optarg, 1, 1000); break;
-        case OPT_EXPORT:
-            if (!*optarg) as_cli_usage(cli, "--export: empty file name");
-            a->export_file = optarg;
-            break;
-        case OPT_TASK: cfg->export_task = as_cli_i64(cli, "--task", optarg, 0, INT64_MAX); break;
-        case OPT_KEEP_UNREFINED:
-            cfg->keep_unrefined = 1;
-            if (!a->refine_opt) a->refine_opt = "--keep-unrefined";
-            break;
-        default:
-            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
-        }
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, plan_opts, NULL)) != -1) {
+        if (opt_planning(cli, opt, optarg, a, cfg) || opt_output(cli, opt, optarg, a) || opt_refine(cli, opt, optarg, a, cfg)
+            || opt_split(cli, opt, optarg, a, cfg) || opt_repair_export(cli, opt, optarg, a, cfg))
+            continue;
+        if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
     }
     as_cli_finish(cli);
     check_args(cli, a, cfg);
+}
+
+/* --alg against the mode: the algorithms to run (*nalg of them), --export's labels, or
+ * --repair's filter; the world size against the shards: usage errors */
+static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
+{
+    char err[1024];
+    int nalg = 0;
+    if (!a->repair && !a->export_file && as_plan_alg_list(cfg->want, &nalg, a->alg, a->model != NULL, a->policy != NULL, err, sizeof err))
+        as_cli_usage(cli, "%s", err);
+    /* --export with --alg: labels (with '+') or algorithms, checked by name */
+    if (a->export_file && a->alg) {
+        char *s = as_strdup(a->alg), *save = NULL;
+        for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            char base[64];
+            snprintf(base, sizeof base, "%s", tok);
+            char *plus = strchr(base, '+');
+            if (plus) *plus = 0;
+            as_alg x;
+            if (as_alg_parse(base, &x)) as_cli_usage(cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
+        }
+        free(s);
+        cfg->export_algs = a->alg;
+    }
+    /* --repair with --alg: only the plans of those algorithms (their policy is not needed) */
+    if (a->repair && a->alg) {
+        if (as_plan_alg_list(cfg->want, &nalg, a->alg, 1, 1, err, sizeof err)) as_cli_usage(cli, "%s", err);
+        cfg->repair_filter = 1;
+    }
+    if (cfg->world && cfg->shards && (cfg->world < cfg->shards || cfg->world % cfg->shards))
+        as_cli_usage(cli, "--world-size %" PRId64 " is not a multiple of --shards %" PRId64, cfg->world, cfg->shards);
+    return nalg;
+}
+
+/* the cost model (--model) and the policy with its own cost model (--policy), loaded */
+typedef struct {
+    as_costmodel *cm;
+    as_plan_model pm;
+    as_policy *pol;
+    as_costmodel *pcm;
+    as_plan_model ppm;
+    as_policy_planner pplan;
+    as_plan_policy pp;
+} plan_models;
+
+static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
+{
+    char err[1024];
+    *m = (plan_models){ .pp = { &m->pplan, as_policy_place } };
+    if (a->model) {
+        if (as_costmodel_load(&m->cm, a->model, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
+        as_rl_plan_model(&m->pm, m->cm);   /* embed, head and the split head */
+        cfg->model = &m->pm;
+        cfg->model_path = a->model;
+        cfg->model_device = as_costmodel_device(m->cm);
+    }
+    if (a->policy) {
+        if (as_policy_load(a->policy, &m->pol, &m->pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        as_rl_plan_model(&m->ppm, m->pcm);
+        as_nn_set_threads(1);   /* the policy's small products: one core */
+        m->pplan.pol = m->pol;
+        m->pplan.cm = &m->ppm;
+        m->pplan.samples = cfg->samples;
+        m->pplan.seed = cfg->seed;
+        cfg->policy = &m->pp;
+        cfg->policy_path = a->policy;
+    }
+}
+
+static void free_models(plan_models *m)
+{
+    if (m->cm) as_costmodel_free(m->cm);
+    as_policy_free(m->pol);
+    as_costmodel_free(m->pcm);
+}
+
+/* a data error after the output is open: the stream's temporary removed, exit 1 */
+static _Noreturn void die_data(const as_plan_run_cfg *cfg, const char *err)
+{
+    if (cfg->w) as_writer_abort(cfg->w);
+    as_die(AS_EXIT_DATA, "%s", err);
+}
+
+/* --export: the chosen plans of a->export_file rebuilt and written */
+static void run_export(as_plan_run_stats *st, const args *a, as_plan_run_cfg *cfg, as_plan_input *in)
+{
+    char err[1024];
+    int64_t exported, skipped;
+    if (as_plan_export_run(st, cfg, in, a->export_file, &exported, &skipped, err, sizeof err)) die_data(cfg, err);
+    as_info("--export: %" PRId64 " plans written, %" PRId64 " of other tasks or algorithms passed over", exported, skipped);
+    if (!exported) as_die(AS_EXIT_DATA, "--export: no plan of %s%s", a->export_file,
+                          a->alg || cfg->export_task >= 0 ? " matches --alg / --task" : "");
+}
+
+/* --repair: the measured plans of a->repair refined on their measured costs */
+static void run_repair(as_plan_run_stats *st, const args *a, as_plan_run_cfg *cfg, as_plan_input *in)
+{
+    char err[1024];
+    as_repair_stats rs;
+    if (as_plan_repair_run(st, &rs, cfg, in, a->repair, err, sizeof err)) die_data(cfg, err);
+    as_info("--repair: %" PRId64 " measured plans refined on their measured costs, %" PRId64 " of them changed (%" PRId64
+            " moves and swaps); %" PRId64 " plans of other tasks or algorithms or infeasible, %" PRId64 " without measured costs, skipped",
+            rs.plans, rs.changed, rs.steps, rs.skipped, rs.unmeasured);
+    if (!rs.plans) as_err("warning: --repair: no measured plan of the input's tasks in %s", a->repair);
+}
+
+/* every task with every algorithm, with progress */
+static void run_plan(as_plan_run_stats *st, as_cli *cli, as_plan_run_cfg *cfg, as_plan_input *in, int nalg)
+{
+    char err[1024];
+    as_progress p;
+    as_progress_start(&p, cli, "plans", (double)in->ntasks * nalg * (cfg->refine && cfg->keep_unrefined ? 2 : 1));
+    if (as_plan_run(st, cfg, in, &p, err, sizeof err)) die_data(cfg, err);
+    as_progress_end(&p);
+}
+
+/* the run's statistics on stderr */
+static void report(const as_plan_run_cfg *cfg, const as_plan_run_stats *st)
+{
+    as_debug("%" PRId64 " plans in %.3f ms of planning", st->nplans, st->plan_ms);
+    if (cfg->split)
+        as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
+                 " searches ended by --split-ms", st->split_nodes, st->split_tables, st->split_cut);
+    if (st->tr_row_wise + st->tr_column_wise + st->tr_no_rows)
+        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise", st->tr_row_wise, st->tr_column_wise);
+    if (st->tr_no_rows)
+        as_info("torchrec: %" PRId64 " tables without a row_wise option: no features of their row blocks (as-features "
+                "--row-pieces with the shard count)", st->tr_no_rows);
 }
 
 int main(int argc, char **argv)
@@ -371,57 +552,9 @@ int main(int argc, char **argv)
                          .comm_gbps = AS_SPLIT_COMM_GBPS } };
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS, .export_task = -1 };
     parse_args(&cli, argc, argv, &a, &cfg);
-    char err[1024];
-    int nalg = 0;
-    if (!a.repair && !a.export_file && as_plan_alg_list(cfg.want, &nalg, a.alg, a.model != NULL, a.policy != NULL, err, sizeof err))
-        as_cli_usage(&cli, "%s", err);
-    /* --export with --alg: labels (with '+') or algorithms, checked by name */
-    if (a.export_file && a.alg) {
-        char *s = as_strdup(a.alg), *save = NULL;
-        for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            char base[64];
-            snprintf(base, sizeof base, "%s", tok);
-            char *plus = strchr(base, '+');
-            if (plus) *plus = 0;
-            as_alg x;
-            if (as_alg_parse(base, &x)) as_cli_usage(&cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
-        }
-        free(s);
-        cfg.export_algs = a.alg;
-    }
-    /* --repair with --alg: only the plans of those algorithms (their policy is not needed) */
-    if (a.repair && a.alg) {
-        if (as_plan_alg_list(cfg.want, &nalg, a.alg, 1, 1, err, sizeof err)) as_cli_usage(&cli, "%s", err);
-        cfg.repair_filter = 1;
-    }
-    if (cfg.world && cfg.shards && (cfg.world < cfg.shards || cfg.world % cfg.shards))
-        as_cli_usage(&cli, "--world-size %" PRId64 " is not a multiple of --shards %" PRId64, cfg.world, cfg.shards);
-
-    as_costmodel *cm = NULL;
-    as_plan_model pm = { 0 };
-    if (a.model) {
-        if (as_costmodel_load(&cm, a.model, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
-        as_rl_plan_model(&pm, cm);   /* embed, head and the split head */
-        cfg.model = &pm;
-        cfg.model_path = a.model;
-        cfg.model_device = as_costmodel_device(cm);
-    }
-    as_policy *pol = NULL;
-    as_costmodel *pcm = NULL;
-    as_plan_model ppm = { 0 };
-    as_policy_planner pplan = { 0 };
-    as_plan_policy pp = { &pplan, as_policy_place };
-    if (a.policy) {
-        if (as_policy_load(a.policy, &pol, &pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        as_rl_plan_model(&ppm, pcm);
-        as_nn_set_threads(1);   /* the policy's small products: one core */
-        pplan.pol = pol;
-        pplan.cm = &ppm;
-        pplan.samples = cfg.samples;
-        pplan.seed = cfg.seed;
-        cfg.policy = &pp;
-        cfg.policy_path = a.policy;
-    }
+    const int nalg = check_algs(&cli, &a, &cfg);
+    plan_models models;
+    load_models(&models, &a, &cfg);
 
     cfg.out = a.fmt == 0 ? AS_PLAN_OUT_STREAM : a.fmt == 1 ? AS_PLAN_OUT_TEXT : AS_PLAN_OUT_TORCHREC;
     if (a.fmt == 0) cfg.w = as_cli_open_output(&cli);
@@ -429,11 +562,10 @@ int main(int argc, char **argv)
     cfg.tro = &a.tro;
 
     /* read: features and tasks are kept; everything but headers passes through */
+    char err[1024];
     as_plan_input in;
-    if (as_plan_input_read(&in, argv + optind, argc - optind, a.split, a.plans_only ? NULL : cfg.w, err, sizeof err)) {
-        if (cfg.w) as_writer_abort(cfg.w);
-        as_die(AS_EXIT_DATA, "%s", err);
-    }
+    if (as_plan_input_read(&in, argv + optind, argc - optind, a.split, a.plans_only ? NULL : cfg.w, err, sizeof err))
+        die_data(&cfg, err);
     if (!in.ntasks && !a.export_file) {
         if (cfg.w) as_writer_abort(cfg.w);
         as_die(AS_EXIT_DATA, "no %stask records in the input (make them with as-features --tasks)", a.split ? "matching " : "");
@@ -444,49 +576,14 @@ int main(int argc, char **argv)
     if (!a.local_given && in.local_size > 0) a.tro.local_size = in.local_size;
 
     as_plan_run_stats st;
-    if (a.export_file) {
-        int64_t exported, skipped;
-        if (as_plan_export_run(&st, &cfg, &in, a.export_file, &exported, &skipped, err, sizeof err)) {
-            if (cfg.w) as_writer_abort(cfg.w);
-            as_die(AS_EXIT_DATA, "%s", err);
-        }
-        as_info("--export: %" PRId64 " plans written, %" PRId64 " of other tasks or algorithms passed over", exported, skipped);
-        if (!exported) as_die(AS_EXIT_DATA, "--export: no plan of %s%s", a.export_file,
-                              a.alg || cfg.export_task >= 0 ? " matches --alg / --task" : "");
-    } else if (a.repair) {
-        as_repair_stats rs;
-        if (as_plan_repair_run(&st, &rs, &cfg, &in, a.repair, err, sizeof err)) {
-            if (cfg.w) as_writer_abort(cfg.w);
-            as_die(AS_EXIT_DATA, "%s", err);
-        }
-        as_info("--repair: %" PRId64 " measured plans refined on their measured costs, %" PRId64 " of them changed (%" PRId64
-                " moves and swaps); %" PRId64 " plans of other tasks or algorithms or infeasible, %" PRId64 " without measured costs, skipped",
-                rs.plans, rs.changed, rs.steps, rs.skipped, rs.unmeasured);
-        if (!rs.plans) as_err("warning: --repair: no measured plan of the input's tasks in %s", a.repair);
-    } else {
-        as_progress p;
-        as_progress_start(&p, &cli, "plans", (double)in.ntasks * nalg * (cfg.refine && cfg.keep_unrefined ? 2 : 1));
-        if (as_plan_run(&st, &cfg, &in, &p, err, sizeof err)) {
-            if (cfg.w) as_writer_abort(cfg.w);
-            as_die(AS_EXIT_DATA, "%s", err);
-        }
-        as_progress_end(&p);
-    }
+    if (a.export_file) run_export(&st, &a, &cfg, &in);
+    else if (a.repair) run_repair(&st, &a, &cfg, &in);
+    else run_plan(&st, &cli, &cfg, &in, nalg);
     if (cfg.w) as_writer_close(cfg.w);
     else as_cli_close_text(&cli, cfg.text);
-    as_debug("%" PRId64 " plans in %.3f ms of planning", st.nplans, st.plan_ms);
-    if (cfg.split)
-        as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
-                 " searches ended by --split-ms", st.split_nodes, st.split_tables, st.split_cut);
-    if (st.tr_row_wise + st.tr_column_wise + st.tr_no_rows)
-        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise", st.tr_row_wise, st.tr_column_wise);
-    if (st.tr_no_rows)
-        as_info("torchrec: %" PRId64 " tables without a row_wise option: no features of their row blocks (as-features "
-                "--row-pieces with the shard count)", st.tr_no_rows);
+    report(&cfg, &st);
     as_plan_input_free(&in);
-    if (cm) as_costmodel_free(cm);
-    as_policy_free(pol);
-    as_costmodel_free(pcm);
+    free_models(&models);
     if (st.ninfeasible) as_die(AS_EXIT_DATA, "%" PRId64 " of %" PRId64 " plans infeasible", st.ninfeasible, st.nplans);
     return 0;
 }
