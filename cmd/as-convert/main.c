@@ -76,145 +76,176 @@ static const char HELP[] =
 enum { OPT_DIMS = AS_OPT_TOOL_BASE, OPT_SEED, OPT_TABLES, OPT_FIRST, OPT_SYNTH, OPT_LIST, OPT_DUMP,
        OPT_BATCH, OPT_ROWSCALE, OPT_POOLSCALE, OPT_PRESET, OPT_CONFIG };
 
+/* the command line */
+typedef struct {
+    as_synth_cfg sc;
+    int64_t default_dims[2];
+    as_convert_opts co;
+    int64_t *dims, *sel;            /* --dims, --tables LIST (freed at the end) */
+    const char *tables_arg;
+    int synth, list, dump;
+    int64_t seed, batch;
+    const char *config;
+    int synth_opts;                 /* options that only --synth or a file take */
+} conv_args;
+
+static const struct option conv_opts[] = {
+    { "dims", required_argument, 0, OPT_DIMS },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "tables", required_argument, 0, OPT_TABLES },
+    { "first", required_argument, 0, OPT_FIRST },
+    { "synth", no_argument, 0, OPT_SYNTH },
+    { "list", no_argument, 0, OPT_LIST },
+    { "dump", no_argument, 0, OPT_DUMP },
+    { "batch", required_argument, 0, OPT_BATCH },
+    { "row-scale", required_argument, 0, OPT_ROWSCALE },
+    { "pool-scale", required_argument, 0, OPT_POOLSCALE },
+    { "preset", required_argument, 0, OPT_PRESET },
+    { "config", required_argument, 0, OPT_CONFIG },
+    AS_CLI_COMMON_OPTIONS
+};
+
+/* one of as-convert's own options; 0 for a code that is not one */
+static int conv_opt(as_cli *cli, int opt, const char *arg, conv_args *a)
+{
+    switch (opt) {
+    case OPT_DIMS: {
+        size_t n;
+        a->synth_opts = 1;
+        free(a->dims);
+        if (as_parse_i64_list(arg, 1, 65536, &a->dims, &n)) as_cli_usage(cli, "--dims: '%s' is not a list of positive integers", arg);
+        a->co.dims = a->dims;
+        a->co.ndims = n;
+        return 1;
+    }
+    case OPT_SEED: a->seed = as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
+    case OPT_TABLES: a->tables_arg = arg; return 1;
+    case OPT_FIRST: a->co.first = as_cli_i64(cli, "--first", arg, 1, INT64_MAX); return 1;
+    case OPT_SYNTH: a->synth = 1; return 1;
+    case OPT_LIST: a->list = 1; return 1;
+    case OPT_DUMP: a->dump = 1; return 1;
+    case OPT_BATCH: a->sc.batch = a->batch = as_cli_i64(cli, "--batch", arg, 1, (int64_t)1 << 24); return 1;
+    case OPT_ROWSCALE: a->sc.row_scale = as_cli_f64(cli, "--row-scale", arg, 1e-9, 1e3); a->synth_opts = 1; return 1;
+    case OPT_POOLSCALE: a->sc.pool_scale = as_cli_f64(cli, "--pool-scale", arg, 0, 1e3); a->synth_opts = 1; return 1;
+    case OPT_CONFIG: a->config = arg; return 1;
+    case OPT_PRESET:
+        a->synth_opts = 1;
+        /* batch and hash sizes shrink together (batch / row_scale = 65536), which keeps
+           the reuse histogram MetaSyn-like (docs/SYNTH.md) */
+        if (!strcmp(arg, "tiny")) { a->sc.tables = 32; a->sc.batch = 512; a->sc.row_scale = 1.0 / 128; }
+        else if (!strcmp(arg, "small")) { a->sc.tables = 128; a->sc.batch = 2048; a->sc.row_scale = 1.0 / 32; }
+        else if (!strcmp(arg, "full")) { as_synth_defaults(&a->sc); }
+        else as_cli_usage(cli, "--preset: '%s' is not tiny, small or full", arg);
+        return 1;
+    default: return 0;
+    }
+}
+
+/* the options into *a (a->co.dims may point into *a), checked: usage errors exit 2 */
+static void parse_args(as_cli *cli, int argc, char **argv, conv_args *a)
+{
+    *a = (conv_args){ .default_dims = { 16, 32 } };
+    as_synth_defaults(&a->sc);
+    a->co = (as_convert_opts){ .dims = a->default_dims, .ndims = 2 };
+    int opt;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, conv_opts, NULL)) != -1)
+        if (!conv_opt(cli, opt, optarg, a) && !as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
+    as_cli_finish(cli);
+    a->co.seed = (uint64_t)a->seed;
+    a->sc.seed = (uint64_t)a->seed;
+    if (a->synth + a->list + a->dump > 1) as_cli_usage(cli, "--synth, --list and --dump exclude each other");
+    if (a->tables_arg) {
+        if (a->synth) a->sc.tables = as_cli_i64(cli, "--tables", a->tables_arg, 1, 10000000);
+        else {
+            if (as_parse_table_ids(a->tables_arg, &a->sel, &a->co.nselect))
+                as_cli_usage(cli, "--tables: '%s' is not a list of table ids (e.g. 3,17,42 or 0-9)", a->tables_arg);
+            a->co.select = a->sel;
+        }
+    }
+    if (a->co.select && a->co.first) as_cli_usage(cli, "--tables LIST and --first exclude each other");
+}
+
+/* --config FILE: a model config's tables */
+static void run_config(as_cli *cli, int argc, const conv_args *a)
+{
+    char err[1024] = "";
+    if (a->synth || a->list || a->dump) as_cli_usage(cli, "--config excludes --synth, --list and --dump");
+    if (optind < argc) as_cli_usage(cli, "--config takes no input file");
+    if (a->synth_opts || a->tables_arg || a->co.first)
+        as_cli_usage(cli, "--config takes its tables' sizes from the file: --dims, --tables, --first, --row-scale, "
+                     "--pool-scale and --preset do not apply");
+    as_mcfg mc;
+    if (as_mcfg_load(&mc, a->config, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    as_writer *w = as_cli_open_output(cli);
+    as_progress p;
+    as_progress_start(&p, cli, "tables", 0);
+    const char *base = strrchr(a->config, '/');
+    const int64_t n = as_convert_config(&mc, a->batch, (uint64_t)a->seed, base ? base + 1 : a->config, w, &p, err, sizeof err);
+    if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", a->config, err); }
+    as_progress_end(&p);
+    as_writer_close(w);
+    as_debug("wrote %lld tables of %s", (long long)n, mc.name[0] ? mc.name : a->config);
+    as_mcfg_free(&mc);
+}
+
+/* --synth: a synthetic pool */
+static void run_synth(as_cli *cli, int argc, conv_args *a)
+{
+    char err[1024] = "";
+    if (optind < argc) as_cli_usage(cli, "--synth takes no input file");
+    as_writer *w = as_cli_open_output(cli);
+    as_progress p;
+    as_progress_start(&p, cli, "tables", 0);
+    a->co.source = "synth";
+    int64_t n = as_convert_synth(&a->sc, &a->co, w, &p, err, sizeof err);
+    if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
+    as_progress_end(&p);
+    as_writer_close(w);
+    as_debug("wrote %lld synthetic tables", (long long)n);
+}
+
+/* a torch.save file: its tables, or with --list / --dump its contents as text */
+static void run_file(as_cli *cli, int argc, char **argv, conv_args *a)
+{
+    char err[1024] = "";
+    if (optind >= argc) as_cli_usage(cli, "no input file (use - for standard input, or --synth)");
+    if (optind + 1 < argc) as_cli_usage(cli, "one input file at a time");
+    const char *path = argv[optind];
+    const char *name = strcmp(path, "-") ? path : "<stdin>";
+    pt_limits lim;
+    if (pt_limits_init(&lim, err, sizeof err)) as_cli_usage(cli, "%s", err);
+    int code;
+    pt_file *f = pt_open_code(path, &lim, &code, err, sizeof err);
+    if (!f) as_die(code, "%s: %s", name, err);
+    if (a->list || a->dump) {
+        FILE *out = as_cli_open_text(cli);
+        if ((a->dump ? as_convert_dump : as_convert_list)(f, out, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", name, err);
+        as_cli_close_text(cli, out);
+    } else {
+        as_writer *w = as_cli_open_output(cli);
+        as_progress p;
+        as_progress_start(&p, cli, "tables", 0);
+        const char *base = strrchr(path, '/');
+        a->co.source = base ? base + 1 : path;
+        int64_t n = as_convert_torch(f, &a->co, w, &p, err, sizeof err);
+        if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", name, err); }
+        as_progress_end(&p);
+        as_writer_close(w);
+        as_debug("wrote %lld tables from %s (%s)", (long long)n, name, pt_format(f));
+    }
+    pt_close(f);
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-convert", "as-convert [options] FILE | --synth [options] | --config FILE | --list FILE | --dump FILE", HELP);
-    static const struct option opts[] = {
-        { "dims", required_argument, 0, OPT_DIMS },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "tables", required_argument, 0, OPT_TABLES },
-        { "first", required_argument, 0, OPT_FIRST },
-        { "synth", no_argument, 0, OPT_SYNTH },
-        { "list", no_argument, 0, OPT_LIST },
-        { "dump", no_argument, 0, OPT_DUMP },
-        { "batch", required_argument, 0, OPT_BATCH },
-        { "row-scale", required_argument, 0, OPT_ROWSCALE },
-        { "pool-scale", required_argument, 0, OPT_POOLSCALE },
-        { "preset", required_argument, 0, OPT_PRESET },
-        { "config", required_argument, 0, OPT_CONFIG },
-        AS_CLI_COMMON_OPTIONS
-    };
-    as_synth_cfg sc;
-    as_synth_defaults(&sc);
-    int64_t default_dims[] = { 16, 32 };
-    as_convert_opts co = { .dims = default_dims, .ndims = 2 };
-    int64_t *dims = NULL, *sel = NULL;
-    const char *tables_arg = NULL;
-    int synth = 0, list = 0, dump = 0, opt;
-    int64_t seed = 0, batch = 0;
-    const char *config = NULL;
-    int synth_opts = 0;     /* options that only --synth or a file take */
-    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_DIMS: {
-            size_t n;
-            synth_opts = 1;
-            free(dims);
-            if (as_parse_i64_list(optarg, 1, 65536, &dims, &n)) as_cli_usage(&cli, "--dims: '%s' is not a list of positive integers", optarg);
-            co.dims = dims;
-            co.ndims = n;
-            break;
-        }
-        case OPT_SEED: seed = as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
-        case OPT_TABLES: tables_arg = optarg; break;
-        case OPT_FIRST: co.first = as_cli_i64(&cli, "--first", optarg, 1, INT64_MAX); break;
-        case OPT_SYNTH: synth = 1; break;
-        case OPT_LIST: list = 1; break;
-        case OPT_DUMP: dump = 1; break;
-        case OPT_BATCH: sc.batch = batch = as_cli_i64(&cli, "--batch", optarg, 1, (int64_t)1 << 24); break;
-        case OPT_ROWSCALE: sc.row_scale = as_cli_f64(&cli, "--row-scale", optarg, 1e-9, 1e3); synth_opts = 1; break;
-        case OPT_POOLSCALE: sc.pool_scale = as_cli_f64(&cli, "--pool-scale", optarg, 0, 1e3); synth_opts = 1; break;
-        case OPT_CONFIG: config = optarg; break;
-        case OPT_PRESET:
-            synth_opts = 1;
-            /* batch and hash sizes shrink together (batch / row_scale = 65536), which keeps
-               the reuse histogram MetaSyn-like (docs/SYNTH.md) */
-            if (!strcmp(optarg, "tiny")) { sc.tables = 32; sc.batch = 512; sc.row_scale = 1.0 / 128; }
-            else if (!strcmp(optarg, "small")) { sc.tables = 128; sc.batch = 2048; sc.row_scale = 1.0 / 32; }
-            else if (!strcmp(optarg, "full")) { as_synth_defaults(&sc); }
-            else as_cli_usage(&cli, "--preset: '%s' is not tiny, small or full", optarg);
-            break;
-        default:
-            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
-        }
-    }
-    as_cli_finish(&cli);
-    co.seed = (uint64_t)seed;
-    sc.seed = (uint64_t)seed;
-    if (synth + list + dump > 1) as_cli_usage(&cli, "--synth, --list and --dump exclude each other");
-    if (tables_arg) {
-        if (synth) sc.tables = as_cli_i64(&cli, "--tables", tables_arg, 1, 10000000);
-        else {
-            if (as_parse_table_ids(tables_arg, &sel, &co.nselect))
-                as_cli_usage(&cli, "--tables: '%s' is not a list of table ids (e.g. 3,17,42 or 0-9)", tables_arg);
-            co.select = sel;
-        }
-    }
-    if (co.select && co.first) as_cli_usage(&cli, "--tables LIST and --first exclude each other");
-    char err[1024] = "";
-    if (config) {
-        if (synth || list || dump) as_cli_usage(&cli, "--config excludes --synth, --list and --dump");
-        if (optind < argc) as_cli_usage(&cli, "--config takes no input file");
-        if (synth_opts || tables_arg || co.first)
-            as_cli_usage(&cli, "--config takes its tables' sizes from the file: --dims, --tables, --first, --row-scale, "
-                         "--pool-scale and --preset do not apply");
-        as_mcfg mc;
-        if (as_mcfg_load(&mc, config, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        as_writer *w = as_cli_open_output(&cli);
-        as_progress p;
-        as_progress_start(&p, &cli, "tables", 0);
-        const char *base = strrchr(config, '/');
-        const int64_t n = as_convert_config(&mc, batch, (uint64_t)seed, base ? base + 1 : config, w, &p, err, sizeof err);
-        if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", config, err); }
-        as_progress_end(&p);
-        as_writer_close(w);
-        as_debug("wrote %lld tables of %s", (long long)n, mc.name[0] ? mc.name : config);
-        as_mcfg_free(&mc);
-        free(dims);
-        free(sel);
-        return 0;
-    }
-    if (synth) {
-        if (optind < argc) as_cli_usage(&cli, "--synth takes no input file");
-        as_writer *w = as_cli_open_output(&cli);
-        as_progress p;
-        as_progress_start(&p, &cli, "tables", 0);
-        co.source = "synth";
-        int64_t n = as_convert_synth(&sc, &co, w, &p, err, sizeof err);
-        if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
-        as_progress_end(&p);
-        as_writer_close(w);
-        as_debug("wrote %lld synthetic tables", (long long)n);
-    } else {
-        if (optind >= argc) as_cli_usage(&cli, "no input file (use - for standard input, or --synth)");
-        if (optind + 1 < argc) as_cli_usage(&cli, "one input file at a time");
-        const char *path = argv[optind];
-        const char *name = strcmp(path, "-") ? path : "<stdin>";
-        pt_limits lim;
-        if (pt_limits_init(&lim, err, sizeof err)) as_cli_usage(&cli, "%s", err);
-        int code;
-        pt_file *f = pt_open_code(path, &lim, &code, err, sizeof err);
-        if (!f) as_die(code, "%s: %s", name, err);
-        if (list || dump) {
-            FILE *out = as_cli_open_text(&cli);
-            if ((dump ? as_convert_dump : as_convert_list)(f, out, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", name, err);
-            as_cli_close_text(&cli, out);
-        } else {
-            as_writer *w = as_cli_open_output(&cli);
-            as_progress p;
-            as_progress_start(&p, &cli, "tables", 0);
-            const char *base = strrchr(path, '/');
-            co.source = base ? base + 1 : path;
-            int64_t n = as_convert_torch(f, &co, w, &p, err, sizeof err);
-            if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", name, err); }
-            as_progress_end(&p);
-            as_writer_close(w);
-            as_debug("wrote %lld tables from %s (%s)", (long long)n, name, pt_format(f));
-        }
-        pt_close(f);
-    }
-    free(dims);
-    free(sel);
+    conv_args a;
+    parse_args(&cli, argc, argv, &a);
+    if (a.config) run_config(&cli, argc, &a);
+    else if (a.synth) run_synth(&cli, argc, &a);
+    else run_file(&cli, argc, argv, &a);
+    free(a.dims);
+    free(a.sel);
     return 0;
 }
