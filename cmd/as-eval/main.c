@@ -281,142 +281,195 @@ static void set_floors(const eval_opts *o, as_eval_input *in, const as_costmodel
     as_eval_floor_measured(in->plans, in->nplans, &in->singles);
 }
 
+/* a plan table, the verdict or a plot is asked for: the input must hold plans */
+static int want_plans(const eval_opts *o)
+{
+    return o->show_plans || o->show_shards || o->show_ranks || o->show_summary || o->show_verdict || o->plot;
+}
+
+/* one run's state, shared by its phases: the options, the model, the input and what is
+ * computed from the plans for the tables and the verdict */
+typedef struct {
+    eval_opts o;
+    as_costmodel *cm;
+    as_eval_quality_src qs_model;   /* the quality of --model's cost model */
+    as_eval_input in;
+    const char *label;              /* "measured", "estimated" or "" (no plans) */
+    as_eval_alg *sum;
+    int64_t nsum, clamped, estimated, comm_missing, comm_have, comm_n;
+    double comm_bytes, comm_max;
+    int charged;
+    double floor_margin;
+    const as_eval_quality *quality;
+    as_eval_quality no_quality;
+} eval_run;
+
+/* the plans' costs (estimated with --model), communication, floors and the summary */
+static void compute_plans(eval_run *x)
+{
+    const eval_opts *o = &x->o;
+    as_eval_plan *pl = x->in.plans;
+    const int64_t np = x->in.nplans;
+    char err[4096];
+    if (x->in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
+    if (o->model_path && as_eval_estimate(pl, np, x->cm, &x->in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    for (int64_t j = 0; j < np; j++) {
+        x->clamped += pl[j].clamped;
+        if (pl[j].cost_kind == 2) for (int64_t k = 0; k < pl[j].K; k++) x->estimated += isfinite(pl[j].cost[k]);
+    }
+    if (x->clamped)
+        as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
+                "counted as 0 ms", x->clamped, x->estimated);
+    x->charged = as_eval_charge_comm(pl, np, o->comm_gbps, &x->comm_missing, &x->comm_have, &x->comm_bytes, &x->comm_n,
+                                     &x->comm_max);
+    if (x->comm_have && x->comm_missing)
+        as_info("warning: communication not charged: %" PRId64 " plans carry no communication bytes, %" PRId64
+                " do (plans from before as-plan wrote them?); every cost is the kernel's alone", x->comm_missing, x->comm_have);
+    set_floors(o, &x->in, x->cm, x->label);
+    as_eval_compute(pl, np);
+    x->floor_margin = o->floor_margin >= 0 ? o->floor_margin
+                    : !strcmp(x->label, "estimated") ? AS_EVAL_FLOOR_MARGIN_ESTIMATED : AS_EVAL_FLOOR_MARGIN_MEASURED;
+    as_eval_floor_mark(pl, np, x->floor_margin);
+    as_eval_summary(pl, np, o->over_runs, &x->sum, &x->nsum);
+}
+
+/* the report's header lines (not in CSV): where the costs come from, communication, clamped
+ * estimates, the cost model's quality */
+static void print_header(FILE *f, const eval_run *x)
+{
+    const eval_opts *o = &x->o;
+    const as_eval_format fmt = o->fmt;
+    const char *device = x->in.device;
+    if (o->model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
+                               fmt == AS_EVAL_MARKDOWN ? "" : "# ", o->model_path, as_costmodel_device(x->cm));
+    else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", x->label,
+                 device[0] ? " on " : "", device[0] ? (x->in.devices_differ ? "several devices" : device) : "", x->in.nplans,
+                 x->in.nruns, x->in.nruns == 1 ? "" : "s");
+    const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
+    if (x->charged)
+        fprintf(f, "%s%s kernel costs plus communication modelled at %g GiB/s (ids in, pooled outputs and "
+                   "gradients out, each shard's own and its 1/K share of the all-to-all; %.1f MB per shard on "
+                   "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, x->label, o->comm_gbps,
+                x->comm_n ? x->comm_bytes / (double)x->comm_n / 1e6 : 0.0, x->comm_max / 1e6);
+    else if (x->comm_have && !x->comm_missing)
+        fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "
+                   "pooled outputs and gradients out)\n\n", nt, x->comm_n ? x->comm_bytes / (double)x->comm_n / 1e6 : 0.0,
+                x->comm_max / 1e6);
+    else if (x->comm_have)
+        fprintf(f, "%snot charged: %" PRId64 " plans carry no communication bytes; kernel costs alone\n\n", nt,
+                x->comm_missing);
+    if (x->clamped)
+        fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
+                   "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
+                x->clamped, x->estimated);
+    if (x->quality && (o->show_plans || o->show_summary || o->show_verdict)) {
+        if (x->quality->have) as_eval_print_quality(f, fmt, x->quality);
+        else fprintf(f, "%sits held-out quality is not in the model file (no `model` record with `heldout`, no "
+                        "`costfit-report`)\n\n", fmt == AS_EVAL_MARKDOWN ? "**Cost model:** " : "# cost model: ");
+    }
+}
+
+/* the tables asked for, in order, then the verdict; in CSV separated by an empty line */
+static void print_tables(FILE *f, const eval_run *x)
+{
+    const eval_opts *o = &x->o;
+    const as_eval_format fmt = o->fmt;
+    as_eval_plan *pl = x->in.plans;
+    const int64_t np = x->in.nplans;
+    const char *label = x->label;
+    int sep = 0;
+    if (o->show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
+    /* CSV: tables separated by an empty line */
+    if (o->show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
+    if (o->show_ranks) {
+        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+        as_eval_print_ranks(f, fmt, pl, np, label, !strcmp(label, "measured") ? &x->in.singles : NULL);
+        sep = 1;
+    }
+    if (o->show_summary) {
+        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+        as_eval_print_summary(f, fmt, x->sum, x->nsum, label, o->over_runs);
+        as_eval_print_floor(f, fmt, pl, np, x->floor_margin, label);
+        sep = 1;
+    }
+    if (o->show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, x->in.train, x->in.ntrain); sep = 1; }
+    /* the verdict closes the report */
+    if (o->show_verdict) {
+        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+        as_eval_verdict_info vi = {
+            .label = label, .device = o->model_path ? "" : x->in.devices_differ ? "several devices" : x->in.device,
+            .over_runs = o->over_runs, .runs = x->in.nruns, .quality = x->quality, .clamped = x->clamped,
+            .estimated = x->estimated, .plot = o->plot, .curve = o->curve, .floor_margin = x->floor_margin,
+        };
+        as_eval_print_verdict(f, fmt, pl, np, x->sum, x->nsum, &vi);
+    }
+}
+
+/* --plot and --curve: the PNG files */
+static void write_plots(eval_run *x)
+{
+    eval_opts *o = &x->o;
+    as_eval_plan *pl = x->in.plans;
+    const int64_t np = x->in.nplans;
+    char err[4096];
+    if (o->plot) {
+        if (o->plot_task < 0) o->plot_task = pl[0].task;
+        int found = 0;
+        for (int64_t j = 0; j < np; j++) found |= pl[j].task == o->plot_task;
+        if (!found) as_info("--plot-task %" PRId64 ": no plan of that task; no per-shard bars", o->plot_task);
+        if (as_eval_plot(o->plot, pl, np, x->sum, x->nsum, o->plot_task, x->label, x->in.pred, x->in.meas, x->in.nscatter,
+                         err, sizeof err))
+            as_die(AS_EXIT_ENV, "%s: %s", o->plot, err);
+    }
+    if (o->curve && as_eval_plot_curve(o->curve, x->in.train, x->in.ntrain, err, sizeof err))
+        as_die(AS_EXIT_ENV, "%s: %s", o->curve, err);
+}
+
+/* the model and the input read; what they hold checked against what is asked for */
+static void read_input(eval_run *x, int argc, char **argv)
+{
+    eval_opts *o = &x->o;
+    char err[4096];
+    if (o->model_path && as_costmodel_load(&x->cm, o->model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
+    /* the quality of the model that estimates (--model), or of the one in the input */
+    if (o->model_path && as_eval_quality_file(&x->qs_model, o->model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    if (as_eval_input_read(&x->in, argv + optind, argc - optind, o->split, !!o->model_path, err, sizeof err))
+        as_die(AS_EXIT_DATA, "%s", err);
+    const int64_t np = x->in.nplans, ntr = x->in.ntrain;
+    /* plan tables by default, unless only the curve is asked for and there are no plans */
+    if (!o->table_given && o->curve && !np) o->show_plans = o->show_summary = 0;
+    if (want_plans(o) && !np)
+        as_die(AS_EXIT_DATA, "no %splan records in the input%s", o->split ? "matching " : "",
+               ntr && !o->table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
+    if ((o->show_curve || o->curve) && !ntr) as_die(AS_EXIT_DATA, "no train records in the input (as-rl --log FILE writes them)");
+    if (x->in.back_at >= 0 && (o->show_curve || o->curve))
+        as_info("warning: the train records are not one run (episode %" PRId64 " after %" PRId64 "); the curve shows "
+                "them in input order", x->in.back_at, x->in.back_from);
+    x->label = np ? (o->model_path ? "estimated" : x->in.plans[0].cost_kind == 1 ? "measured" : "estimated") : "";
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-eval", "as-eval [options] [FILE...]", HELP);
-    eval_opts o;
-    parse_args(&cli, argc, argv, &o);
-    const char *model_path = o.model_path, *plot = o.plot, *curve = o.curve;
-    const as_eval_format fmt = o.fmt;
-    int show_plans = o.show_plans, show_summary = o.show_summary;
-    const int show_shards = o.show_shards, show_ranks = o.show_ranks, show_curve = o.show_curve, show_verdict = o.show_verdict;
+    static eval_run x;
+    parse_args(&cli, argc, argv, &x.o);
+    const eval_opts *o = &x.o;
+    read_input(&x, argc, argv);
+    if (want_plans(o)) compute_plans(&x);
+    x.quality = as_eval_quality_pick(o->model_path ? &x.qs_model : &x.in.quality);
+    if (o->model_path && !x.quality) x.quality = &x.no_quality;   /* estimates from a model: say its quality is unknown */
 
-    char err[4096];
-    as_costmodel *cm = NULL;
-    if (model_path && as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
-    /* the quality of the model that estimates (--model), or of the one in the input */
-    as_eval_quality_src qs_model = { 0 };
-    if (model_path && as_eval_quality_file(&qs_model, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-
-    as_eval_input in;
-    if (as_eval_input_read(&in, argv + optind, argc - optind, o.split, !!model_path, err, sizeof err))
-        as_die(AS_EXIT_DATA, "%s", err);
-    as_eval_plan *pl = in.plans;
-    const int64_t np = in.nplans, ntr = in.ntrain;
-    const char *device = in.device;
-    /* plan tables by default, unless only the curve is asked for and there are no plans */
-    if (!o.table_given && curve && !np) show_plans = show_summary = 0;
-    int want_plans = show_plans || show_shards || show_ranks || show_summary || show_verdict || plot;
-    if (want_plans && !np)
-        as_die(AS_EXIT_DATA, "no %splan records in the input%s", o.split ? "matching " : "",
-               ntr && !o.table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
-    if ((show_curve || curve) && !ntr) as_die(AS_EXIT_DATA, "no train records in the input (as-rl --log FILE writes them)");
-    if (in.back_at >= 0 && (show_curve || curve))
-        as_info("warning: the train records are not one run (episode %" PRId64 " after %" PRId64 "); the curve shows "
-                "them in input order", in.back_at, in.back_from);
-    const char *label = np ? (model_path ? "estimated" : pl[0].cost_kind == 1 ? "measured" : "estimated") : "";
-    as_eval_alg *sum = NULL;
-    int64_t nsum = 0, clamped = 0, estimated = 0, comm_missing = 0, comm_have = 0, comm_n = 0;
-    double comm_bytes = 0, comm_max = 0;
-    int charged = 0;
-    double floor_margin = 0;
-    if (want_plans) {
-        if (in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
-        if (model_path && as_eval_estimate(pl, np, cm, &in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        for (int64_t j = 0; j < np; j++) {
-            clamped += pl[j].clamped;
-            if (pl[j].cost_kind == 2) for (int64_t k = 0; k < pl[j].K; k++) estimated += isfinite(pl[j].cost[k]);
-        }
-        if (clamped)
-            as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
-                    "counted as 0 ms", clamped, estimated);
-        charged = as_eval_charge_comm(pl, np, o.comm_gbps, &comm_missing, &comm_have, &comm_bytes, &comm_n, &comm_max);
-        if (comm_have && comm_missing)
-            as_info("warning: communication not charged: %" PRId64 " plans carry no communication bytes, %" PRId64
-                    " do (plans from before as-plan wrote them?); every cost is the kernel's alone", comm_missing, comm_have);
-        set_floors(&o, &in, cm, label);
-        as_eval_compute(pl, np);
-        floor_margin = o.floor_margin >= 0 ? o.floor_margin
-                     : !strcmp(label, "estimated") ? AS_EVAL_FLOOR_MARGIN_ESTIMATED : AS_EVAL_FLOOR_MARGIN_MEASURED;
-        as_eval_floor_mark(pl, np, floor_margin);
-        as_eval_summary(pl, np, o.over_runs, &sum, &nsum);
-    }
-    const as_eval_quality *quality = as_eval_quality_pick(model_path ? &qs_model : &in.quality);
-    as_eval_quality no_quality = { 0 };
-    if (model_path && !quality) quality = &no_quality;   /* estimates from a model: say its quality is unknown */
-
-    if (show_plans || show_shards || show_ranks || show_summary || show_verdict || show_curve) {
+    if (o->show_plans || o->show_shards || o->show_ranks || o->show_summary || o->show_verdict || o->show_curve) {
         FILE *f = as_cli_open_text(&cli);
-        int sep = 0;
-        if (fmt != AS_EVAL_CSV && (show_plans || show_shards || show_ranks || show_summary || show_verdict)) {
-            if (model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
-                                    fmt == AS_EVAL_MARKDOWN ? "" : "# ", model_path, as_costmodel_device(cm));
-            else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", label,
-                         device[0] ? " on " : "", device[0] ? (in.devices_differ ? "several devices" : device) : "", np, in.nruns,
-                         in.nruns == 1 ? "" : "s");
-            const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
-            if (charged)
-                fprintf(f, "%s%s kernel costs plus communication modelled at %g GiB/s (ids in, pooled outputs and "
-                           "gradients out, each shard's own and its 1/K share of the all-to-all; %.1f MB per shard on "
-                           "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, label, o.comm_gbps,
-                        comm_n ? comm_bytes / (double)comm_n / 1e6 : 0.0, comm_max / 1e6);
-            else if (comm_have && !comm_missing)
-                fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "
-                           "pooled outputs and gradients out)\n\n", nt, comm_n ? comm_bytes / (double)comm_n / 1e6 : 0.0,
-                        comm_max / 1e6);
-            else if (comm_have)
-                fprintf(f, "%snot charged: %" PRId64 " plans carry no communication bytes; kernel costs alone\n\n", nt,
-                        comm_missing);
-            if (clamped)
-                fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
-                           "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
-                        clamped, estimated);
-            if (quality && (show_plans || show_summary || show_verdict)) {
-                if (quality->have) as_eval_print_quality(f, fmt, quality);
-                else fprintf(f, "%sits held-out quality is not in the model file (no `model` record with `heldout`, no "
-                                "`costfit-report`)\n\n", fmt == AS_EVAL_MARKDOWN ? "**Cost model:** " : "# cost model: ");
-            }
-        }
-        if (show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
-        /* CSV: tables separated by an empty line */
-        if (show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
-        if (show_ranks) {
-            if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-            as_eval_print_ranks(f, fmt, pl, np, label, !strcmp(label, "measured") ? &in.singles : NULL);
-            sep = 1;
-        }
-        if (show_summary) {
-            if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-            as_eval_print_summary(f, fmt, sum, nsum, label, o.over_runs);
-            as_eval_print_floor(f, fmt, pl, np, floor_margin, label);
-            sep = 1;
-        }
-        if (show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, in.train, ntr); sep = 1; }
-        /* the verdict closes the report */
-        if (show_verdict) {
-            if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-            as_eval_verdict_info vi = {
-                .label = label, .device = model_path ? "" : in.devices_differ ? "several devices" : device, .over_runs = o.over_runs,
-                .runs = in.nruns, .quality = quality, .clamped = clamped, .estimated = estimated, .plot = plot, .curve = curve,
-                .floor_margin = floor_margin,
-            };
-            as_eval_print_verdict(f, fmt, pl, np, sum, nsum, &vi);
-        }
+        if (o->fmt != AS_EVAL_CSV && (o->show_plans || o->show_shards || o->show_ranks || o->show_summary || o->show_verdict))
+            print_header(f, &x);
+        print_tables(f, &x);
         as_cli_close_text(&cli, f);
     }
-
-    if (plot) {
-        if (o.plot_task < 0) o.plot_task = pl[0].task;
-        int found = 0;
-        for (int64_t j = 0; j < np; j++) found |= pl[j].task == o.plot_task;
-        if (!found) as_info("--plot-task %" PRId64 ": no plan of that task; no per-shard bars", o.plot_task);
-        if (as_eval_plot(plot, pl, np, sum, nsum, o.plot_task, label, in.pred, in.meas, in.nscatter, err, sizeof err))
-            as_die(AS_EXIT_ENV, "%s: %s", plot, err);
-    }
-    if (curve && as_eval_plot_curve(curve, in.train, ntr, err, sizeof err)) as_die(AS_EXIT_ENV, "%s: %s", curve, err);
-    as_eval_input_free(&in);
-    free(sum);
-    if (cm) as_costmodel_free(cm);
+    write_plots(&x);
+    as_eval_input_free(&x.in);
+    free(x.sum);
+    if (x.cm) as_costmodel_free(x.cm);
     return 0;
 }
