@@ -167,102 +167,123 @@ static void resume_hparams(const args *a, as_rl_cfg *c, const as_rl_hparams *hp,
 #undef KEEP
 }
 
-static void parse_args(int argc, char **argv, as_cli *cli, args *a)
+static const struct option rl_opts[] = {
+    { "model", required_argument, 0, OPT_MODEL },
+    { "reward", required_argument, 0, OPT_REWARD },
+    { "episodes", required_argument, 0, OPT_EPISODES },
+    { "minutes", required_argument, 0, OPT_MINUTES },
+    { "actors", required_argument, 0, OPT_ACTORS },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "tables", required_argument, 0, OPT_TABLES },
+    { "device", required_argument, 0, OPT_DEVICE },
+    { "eval-every", required_argument, 0, OPT_EVAL_EVERY },
+    { "eval-tasks", required_argument, 0, OPT_EVAL_TASKS },
+    { "select-every", required_argument, 0, OPT_SELECT_EVERY },
+    { "select-tasks", required_argument, 0, OPT_SELECT_TASKS },
+    { "log", required_argument, 0, OPT_LOG },
+    { "checkpoint", required_argument, 0, OPT_CKPT },
+    { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
+    { "resume", required_argument, 0, OPT_RESUME },
+    { "halt-after", required_argument, 0, OPT_HALT },
+    { "lr", required_argument, 0, OPT_LR },
+    { "batch", required_argument, 0, OPT_BATCH },
+    { "entropy", required_argument, 0, OPT_ENTROPY },
+    { "baseline", required_argument, 0, OPT_BASELINE },
+    { "clip", required_argument, 0, OPT_CLIP },
+    { "cost-steps", required_argument, 0, OPT_COST_STEPS },
+    { "buffer", required_argument, 0, OPT_BUFFER },
+    { "warmup", required_argument, 0, OPT_WARMUP },
+    { "runs", required_argument, 0, OPT_RUNS },
+    { "trim", required_argument, 0, OPT_TRIM },
+    { "flush", required_argument, 0, OPT_FLUSH },
+    { "threads", required_argument, 0, OPT_THREADS },
+    { "imitate", required_argument, 0, OPT_IMITATE },
+    { "refine-every", required_argument, 0, OPT_REFINE_EVERY },
+    { "refine-tasks", required_argument, 0, OPT_REFINE_TASKS },
+    { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
+    AS_CLI_COMMON_OPTIONS
+};
+
+/* The option groups below each handle their own codes and return 1, or 0 for a code that
+ * is not theirs. */
+
+/* the run: its inputs, reward, length, actors, seed, device, log and checkpoints */
+static int opt_run(as_cli *cli, int opt, const char *arg, args *a)
 {
-    memset(a, 0, sizeof *a);
-    a->device = "auto";
-    static const struct option opts[] = {
-        { "model", required_argument, 0, OPT_MODEL },
-        { "reward", required_argument, 0, OPT_REWARD },
-        { "episodes", required_argument, 0, OPT_EPISODES },
-        { "minutes", required_argument, 0, OPT_MINUTES },
-        { "actors", required_argument, 0, OPT_ACTORS },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "tables", required_argument, 0, OPT_TABLES },
-        { "device", required_argument, 0, OPT_DEVICE },
-        { "eval-every", required_argument, 0, OPT_EVAL_EVERY },
-        { "eval-tasks", required_argument, 0, OPT_EVAL_TASKS },
-        { "select-every", required_argument, 0, OPT_SELECT_EVERY },
-        { "select-tasks", required_argument, 0, OPT_SELECT_TASKS },
-        { "log", required_argument, 0, OPT_LOG },
-        { "checkpoint", required_argument, 0, OPT_CKPT },
-        { "checkpoint-every", required_argument, 0, OPT_CKPT_EVERY },
-        { "resume", required_argument, 0, OPT_RESUME },
-        { "halt-after", required_argument, 0, OPT_HALT },
-        { "lr", required_argument, 0, OPT_LR },
-        { "batch", required_argument, 0, OPT_BATCH },
-        { "entropy", required_argument, 0, OPT_ENTROPY },
-        { "baseline", required_argument, 0, OPT_BASELINE },
-        { "clip", required_argument, 0, OPT_CLIP },
-        { "cost-steps", required_argument, 0, OPT_COST_STEPS },
-        { "buffer", required_argument, 0, OPT_BUFFER },
-        { "warmup", required_argument, 0, OPT_WARMUP },
-        { "runs", required_argument, 0, OPT_RUNS },
-        { "trim", required_argument, 0, OPT_TRIM },
-        { "flush", required_argument, 0, OPT_FLUSH },
-        { "threads", required_argument, 0, OPT_THREADS },
-        { "imitate", required_argument, 0, OPT_IMITATE },
-        { "refine-every", required_argument, 0, OPT_REFINE_EVERY },
-        { "refine-tasks", required_argument, 0, OPT_REFINE_TASKS },
-        { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
-        AS_CLI_COMMON_OPTIONS
-    };
-    a->c.actors = 1; a->c.lr = 1e-3; a->c.entropy = 0.001; a->c.baseline = 0.5; a->c.clip = 40; a->c.batch = 8;
-    a->c.cost_steps = 20; a->c.cost_batch = 512; a->c.buffer = 5000; a->c.eval_tasks = 4;
-    a->c.select_every = 100; a->c.select_tasks = 8;
-    a->c.refine_tasks = 16; a->c.refine_steps = 200;
-    a->bc.warmup = 5; a->bc.runs = 10; a->bc.trim = 2; a->bc.lr = 0.01f;
-    int opt;
-    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
-        if (opt >= AS_OPT_TOOL_BASE && opt < AS_OPT_TOOL_BASE + 64) a->given |= UINT64_C(1) << (opt - AS_OPT_TOOL_BASE);
-        switch (opt) {
-        case OPT_MODEL: a->model_path = optarg; break;
-        case OPT_REWARD:
-            if (!strcmp(optarg, "model")) a->c.bench = 0;
-            else if (!strcmp(optarg, "bench")) a->c.bench = 1;
-            else as_cli_usage(cli, "--reward: '%s' is not model or bench", optarg);
-            break;
-        case OPT_EPISODES: a->c.episodes = as_cli_i64(cli, "--episodes", optarg, 1, AS_POLICY_MAX_EPISODES); a->episodes_given = 1; break;
-        case OPT_MINUTES: a->c.minutes = as_cli_f64(cli, "--minutes", optarg, 1e-6, AS_RL_MAX_MINUTES); a->minutes_given = 1; break;
-        case OPT_ACTORS: a->c.actors = (int)as_cli_i64(cli, "--actors", optarg, 1, AS_POLICY_MAX_ACTORS); break;
-        case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
-        case OPT_TABLES: a->tables = optarg; break;
-        case OPT_DEVICE: a->device = optarg; break;
-        case OPT_EVAL_EVERY: a->c.eval_every = as_cli_i64(cli, "--eval-every", optarg, 0, INT64_MAX / 4); break;
-        case OPT_EVAL_TASKS: a->c.eval_tasks = as_cli_i64(cli, "--eval-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_SELECT_EVERY: a->c.select_every = as_cli_i64(cli, "--select-every", optarg, 0, INT64_MAX / 4); break;
-        case OPT_SELECT_TASKS: a->c.select_tasks = as_cli_i64(cli, "--select-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_LOG: a->log_path = optarg; break;
-        case OPT_CKPT: a->c.ckpt = optarg; break;
-        case OPT_CKPT_EVERY: a->c.ckpt_every = as_cli_i64(cli, "--checkpoint-every", optarg, 1, INT64_MAX / 4); break;
-        case OPT_RESUME: a->resume = optarg; break;
-        case OPT_HALT: a->c.halt_after = as_cli_i64(cli, "--halt-after", optarg, 1, INT64_MAX / 4); break;
-        case OPT_LR: a->c.lr = as_cli_f64(cli, "--lr", optarg, 0, AS_POLICY_MAX_LR); break;
-        case OPT_REFINE_EVERY: a->c.refine_every = as_cli_i64(cli, "--refine-every", optarg, 0, INT64_MAX / 4); break;
-        case OPT_REFINE_TASKS: a->c.refine_tasks = as_cli_i64(cli, "--refine-tasks", optarg, 1, INT64_MAX / 4); break;
-        case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", optarg, 0, AS_RL_MAX_STEPS); break;
-        case OPT_IMITATE: a->c.imitate = as_cli_i64(cli, "--imitate", optarg, 0, INT64_MAX / 4); break;
-        case OPT_BATCH: a->c.batch = (int)as_cli_i64(cli, "--batch", optarg, 1, AS_POLICY_MAX_BATCH); break;
-        case OPT_ENTROPY: a->c.entropy = as_cli_f64(cli, "--entropy", optarg, 0, AS_POLICY_MAX_LOSS_COST); break;
-        case OPT_BASELINE: a->c.baseline = as_cli_f64(cli, "--baseline", optarg, 0, AS_POLICY_MAX_LOSS_COST); break;
-        case OPT_CLIP: a->c.clip = as_cli_f64(cli, "--clip", optarg, 0, AS_POLICY_MAX_CLIP); break;
-        case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", optarg, 0, AS_RL_MAX_STEPS); break;
-        case OPT_BUFFER: a->c.buffer = as_cli_i64(cli, "--buffer", optarg, 1, AS_RL_MAX_BUFFER); break;
-        case OPT_WARMUP: a->bc.warmup = (int)as_cli_i64(cli, "--warmup", optarg, 0, 100000); break;
-        case OPT_RUNS: a->bc.runs = (int)as_cli_i64(cli, "--runs", optarg, 1, 100000); break;
-        case OPT_TRIM: a->bc.trim = (int)as_cli_i64(cli, "--trim", optarg, 0, 100000); break;
-        case OPT_THREADS: a->bc.threads = (int)as_cli_i64(cli, "--threads", optarg, 1, 4096); break;
-        case OPT_FLUSH: {
-            uint64_t v;
-            if (as_parse_size(optarg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", optarg);
-            a->bc.flush_bytes = v;
-            break;
-        }
-        default:
-            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
-        }
+    switch (opt) {
+    case OPT_MODEL: a->model_path = arg; return 1;
+    case OPT_REWARD:
+        if (!strcmp(arg, "model")) a->c.bench = 0;
+        else if (!strcmp(arg, "bench")) a->c.bench = 1;
+        else as_cli_usage(cli, "--reward: '%s' is not model or bench", arg);
+        return 1;
+    case OPT_EPISODES: a->c.episodes = as_cli_i64(cli, "--episodes", arg, 1, AS_POLICY_MAX_EPISODES); a->episodes_given = 1; return 1;
+    case OPT_MINUTES: a->c.minutes = as_cli_f64(cli, "--minutes", arg, 1e-6, AS_RL_MAX_MINUTES); a->minutes_given = 1; return 1;
+    case OPT_ACTORS: a->c.actors = (int)as_cli_i64(cli, "--actors", arg, 1, AS_POLICY_MAX_ACTORS); return 1;
+    case OPT_SEED: a->c.seed = (uint64_t)as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
+    case OPT_TABLES: a->tables = arg; return 1;
+    case OPT_DEVICE: a->device = arg; return 1;
+    case OPT_LOG: a->log_path = arg; return 1;
+    case OPT_CKPT: a->c.ckpt = arg; return 1;
+    case OPT_CKPT_EVERY: a->c.ckpt_every = as_cli_i64(cli, "--checkpoint-every", arg, 1, INT64_MAX / 4); return 1;
+    case OPT_RESUME: a->resume = arg; return 1;
+    case OPT_HALT: a->c.halt_after = as_cli_i64(cli, "--halt-after", arg, 1, INT64_MAX / 4); return 1;
+    default: return 0;
     }
-    as_cli_finish(cli);
+}
+
+/* what happens every N episodes: evaluation, selection, refinement; imitation first */
+static int opt_schedule(as_cli *cli, int opt, const char *arg, args *a)
+{
+    switch (opt) {
+    case OPT_EVAL_EVERY: a->c.eval_every = as_cli_i64(cli, "--eval-every", arg, 0, INT64_MAX / 4); return 1;
+    case OPT_EVAL_TASKS: a->c.eval_tasks = as_cli_i64(cli, "--eval-tasks", arg, 1, INT64_MAX / 4); return 1;
+    case OPT_SELECT_EVERY: a->c.select_every = as_cli_i64(cli, "--select-every", arg, 0, INT64_MAX / 4); return 1;
+    case OPT_SELECT_TASKS: a->c.select_tasks = as_cli_i64(cli, "--select-tasks", arg, 1, INT64_MAX / 4); return 1;
+    case OPT_REFINE_EVERY: a->c.refine_every = as_cli_i64(cli, "--refine-every", arg, 0, INT64_MAX / 4); return 1;
+    case OPT_REFINE_TASKS: a->c.refine_tasks = as_cli_i64(cli, "--refine-tasks", arg, 1, INT64_MAX / 4); return 1;
+    case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", arg, 0, AS_RL_MAX_STEPS); return 1;
+    case OPT_IMITATE: a->c.imitate = as_cli_i64(cli, "--imitate", arg, 0, INT64_MAX / 4); return 1;
+    default: return 0;
+    }
+}
+
+/* the learner's hyperparameters and the cost model's training */
+static int opt_learn(as_cli *cli, int opt, const char *arg, args *a)
+{
+    switch (opt) {
+    case OPT_LR: a->c.lr = as_cli_f64(cli, "--lr", arg, 0, AS_POLICY_MAX_LR); return 1;
+    case OPT_BATCH: a->c.batch = (int)as_cli_i64(cli, "--batch", arg, 1, AS_POLICY_MAX_BATCH); return 1;
+    case OPT_ENTROPY: a->c.entropy = as_cli_f64(cli, "--entropy", arg, 0, AS_POLICY_MAX_LOSS_COST); return 1;
+    case OPT_BASELINE: a->c.baseline = as_cli_f64(cli, "--baseline", arg, 0, AS_POLICY_MAX_LOSS_COST); return 1;
+    case OPT_CLIP: a->c.clip = as_cli_f64(cli, "--clip", arg, 0, AS_POLICY_MAX_CLIP); return 1;
+    case OPT_COST_STEPS: a->c.cost_steps = (int)as_cli_i64(cli, "--cost-steps", arg, 0, AS_RL_MAX_STEPS); return 1;
+    case OPT_BUFFER: a->c.buffer = as_cli_i64(cli, "--buffer", arg, 1, AS_RL_MAX_BUFFER); return 1;
+    default: return 0;
+    }
+}
+
+/* the measurements' protocol (as-bench's options) */
+static int opt_bench(as_cli *cli, int opt, const char *arg, args *a)
+{
+    switch (opt) {
+    case OPT_WARMUP: a->bc.warmup = (int)as_cli_i64(cli, "--warmup", arg, 0, 100000); return 1;
+    case OPT_RUNS: a->bc.runs = (int)as_cli_i64(cli, "--runs", arg, 1, 100000); return 1;
+    case OPT_TRIM: a->bc.trim = (int)as_cli_i64(cli, "--trim", arg, 0, 100000); return 1;
+    case OPT_THREADS: a->bc.threads = (int)as_cli_i64(cli, "--threads", arg, 1, 4096); return 1;
+    case OPT_FLUSH: {
+        uint64_t v;
+        if (as_parse_size(arg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", arg);
+        a->bc.flush_bytes = v;
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+/* the files against each other and the options' combinations: usage errors, exit 2 */
+static void check_args(as_cli *cli, args *a)
+{
     as_cli_input_arg(cli, "--model", a->model_path);
     as_cli_input_arg(cli, "--tables", a->tables);
     as_cli_input_arg(cli, "--resume", a->resume);
@@ -279,6 +300,148 @@ static void parse_args(int argc, char **argv, as_cli *cli, args *a)
     if (!cli->output && isatty(1) && !cli->force) as_cli_usage(cli, "refusing to write the binary policy to a terminal (use -o FILE or --force)");
 }
 
+static void parse_args(int argc, char **argv, as_cli *cli, args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->device = "auto";
+    a->c.actors = 1; a->c.lr = 1e-3; a->c.entropy = 0.001; a->c.baseline = 0.5; a->c.clip = 40; a->c.batch = 8;
+    a->c.cost_steps = 20; a->c.cost_batch = 512; a->c.buffer = 5000; a->c.eval_tasks = 4;
+    a->c.select_every = 100; a->c.select_tasks = 8;
+    a->c.refine_tasks = 16; a->c.refine_steps = 200;
+    a->bc.warmup = 5; a->bc.runs = 10; a->bc.trim = 2; a->bc.lr = 0.01f;
+    int opt;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, rl_opts, NULL)) != -1) {
+        if (opt >= AS_OPT_TOOL_BASE && opt < AS_OPT_TOOL_BASE + 64) a->given |= UINT64_C(1) << (opt - AS_OPT_TOOL_BASE);
+        if (opt_run(cli, opt, optarg, a) || opt_schedule(cli, opt, optarg, a) || opt_learn(cli, opt, optarg, a)
+            || opt_bench(cli, opt, optarg, a))
+            continue;
+        if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
+    }
+    as_cli_finish(cli);
+    check_args(cli, a);
+}
+
+/* the fake timer (AS_BENCH_FAKE_NOISE) and, with --tables, the device that measures:
+ * usage errors exit 2, a missing device 3 */
+static void setup_bench(as_cli *cli, const args *a, as_bench_cfg *bc)
+{
+    char err[1024];
+    static as_bench_fake fake;
+    const char *spec = getenv("AS_BENCH_FAKE_NOISE");
+    if (spec && *spec) {
+        if (as_bench_fake_parse(spec, &fake, err, sizeof err)) as_cli_usage(cli, "AS_BENCH_FAKE_NOISE: %s", err);
+        bc->fake = &fake;
+    }
+    if (a->tables) {
+        int code = as_bench_device(a->device, bc, err, sizeof err);
+        if (code == AS_EXIT_USAGE) as_cli_usage(cli, "%s", err);
+        if (code) as_die(code, "%s", err);
+    }
+}
+
+/* the policy and its cost model: fresh, or from --resume's checkpoint (*st, with the run's
+ * hyperparameters and length) */
+static void load_policy(const args *a, as_rl_cfg *c, as_policy **pol, as_costmodel **cm, as_rl_state **st)
+{
+    char err[1024];
+    const char *resume = a->resume;
+    if (resume) {
+        if (as_rl_load_checkpoint(resume, pol, cm, st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        if (a->model_path) as_info("--resume: the checkpoint's cost model is used, not %s", a->model_path);
+        resume_hparams(a, c, as_rl_state_hparams(*st), resume);
+        if ((c->bench || c->refine_every) && !a->tables)
+            as_die(AS_EXIT_USAGE, "--resume %s: the run measures (%s); give --tables FILE", resume,
+                   c->bench ? "--reward bench" : "--refine-every");
+        /* a file at --log must be this run's log (it is replaced: the checkpoint's records,
+           then the new ones); another run's is left alone */
+        if (a->log_path && as_rl_log_check(a->log_path, as_rl_state_run_id(*st), err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
+        if (!a->episodes_given && !a->minutes_given) {
+            c->episodes = as_rl_state_total_episodes(*st);
+            c->minutes = as_rl_state_minutes(*st);
+        }
+    } else {
+        if (as_costmodel_load(cm, a->model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+        if (!(*pol = as_policy_new(*cm, c->seed, err, sizeof err))) as_die(AS_EXIT_DATA, "%s: %s", a->model_path, err);
+    }
+    if (!c->episodes && c->minutes <= 0) c->episodes = 2000;
+}
+
+/* features, training tasks and cost records, into c */
+static void read_input(as_rl_input *inp, int argc, char **argv, const args *a, as_rl_cfg *c)
+{
+    char err[1024];
+    if (as_rl_input_read(inp, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    if (inp->cost_skipped) as_info("skipped %" PRId64 " cost record(s) with an error, no cost_ms or no tables", inp->cost_skipped);
+    if (inp->cost_nofeat) as_info("skipped %" PRId64 " cost record(s) with a table that has no features record", inp->cost_nofeat);
+    if (inp->nseed && !c->bench && !c->refine_every)
+        as_info("the %" PRId64 " cost records of the input are not used (the cost model trains only with --reward bench "
+                "or --refine-every)", inp->nseed);
+    if (inp->nseed > c->buffer)
+        as_info("--buffer %" PRId64 " keeps only the last %" PRId64 " of the %" PRId64 " cost records", c->buffer, c->buffer, inp->nseed);
+    if (a->resume && inp->nseed) as_info("--resume: the checkpoint's buffer of measured shards is used, not the input's cost records");
+    c->feat = inp->fx.f;
+    c->nfeat = inp->fx.n;
+    c->nseed = inp->nseed;
+    c->seed_off = inp->seed_off;
+    c->seed_pos = inp->seed_pos;
+    c->seed_cost = inp->seed_cost;
+}
+
+/* table data for measurements: every training task's with bench rewards or refinement,
+   else the evaluated ones'; the reference shard's ids into ref */
+static void load_pool(as_bpool *pool, int64_t *ref, int64_t *nref, as_rl_input *inp, const args *a, as_rl_cfg *c,
+                      as_bench_cfg *bc)
+{
+    char err[1024];
+    int64_t nloaded;
+    if (as_rl_input_load_pool(inp, c->bench || c->refine_every, c->eval_tasks, a->tables, pool, &nloaded, ref, nref,
+                              err, sizeof err))
+        as_die(AS_EXIT_DATA, "%s", err);
+    as_info("loaded %" PRId64 " tables from %s", nloaded, a->tables);
+    c->bcfg = bc;
+    c->pool = pool;
+    c->ref_ids = *nref ? ref : NULL;
+    c->ref_n = *nref;
+}
+
+/* the run's identity, its log (NULL: none), its command line, SIGINT and SIGTERM */
+static as_writer *setup_run(as_cli *cli, int argc, char **argv, const args *a, as_rl_cfg *c, const as_rl_state *st)
+{
+    /* the run's identity: the checkpoint's, or a new one; the log's header names it */
+    c->run_id = a->resume ? as_rl_state_run_id(st) : as_rl_new_run_id();
+    as_writer *lw = NULL;
+    if (a->log_path) {
+        lw = as_writer_open(a->log_path, 0, 0);
+        as_rl_log_header(lw, argc, argv, c->run_id);
+    }
+    c->log = lw;
+    c->progress = cli->progress;
+    c->argc = cli->argc;
+    c->argv = cli->argv;
+    c->stop = &g_stop;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    as_nn_set_threads(1);
+    return lw;
+}
+
+/* the run's summary on stderr (e0: the episodes before it, t0: its start) */
+static void report(const as_policy *pol, const as_rl_cfg *c, int rc, int64_t e0, double t0)
+{
+    const as_policy_info *in = as_policy_cmeta(pol);
+    as_info("%" PRId64 " episodes (%" PRId64 " this run) in %.1f s, %" PRId64 " updates, %" PRId64
+            " measured shards; mean reward of the last update %.4f", in->episodes, in->episodes - e0, as_now() - t0,
+            in->updates, in->evals, in->final_reward);
+    if (in->selected_episode >= 0)
+        as_info("kept the policy of episode %" PRId64 " (mean predicted balance %.4f on %" PRId64
+                " training tasks, the best of the selection points)", in->selected_episode, in->selected_balance,
+                in->select_tasks);
+    if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c->ckpt ? c->ckpt : "(no checkpoint)");
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
@@ -287,97 +450,19 @@ int main(int argc, char **argv)
     parse_args(argc, argv, &cli, &a);
     as_rl_cfg c = a.c;
     as_bench_cfg bc = a.bc;
-    const char *model_path = a.model_path, *tables = a.tables, *device = a.device, *log_path = a.log_path, *resume = a.resume;
     char err[1024];
-    static as_bench_fake fake;
-    const char *spec = getenv("AS_BENCH_FAKE_NOISE");
-    if (spec && *spec) {
-        if (as_bench_fake_parse(spec, &fake, err, sizeof err)) as_cli_usage(&cli, "AS_BENCH_FAKE_NOISE: %s", err);
-        bc.fake = &fake;
-    }
-    if (tables) {
-        int code = as_bench_device(device, &bc, err, sizeof err);
-        if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", err);
-        if (code) as_die(code, "%s", err);
-    }
-
-    /* the policy and its cost model: fresh or from a checkpoint */
+    setup_bench(&cli, &a, &bc);
     as_policy *pol = NULL;
     as_costmodel *cm = NULL;
     as_rl_state *st = NULL;
-    if (resume) {
-        if (as_rl_load_checkpoint(resume, &pol, &cm, &st, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        if (model_path) as_info("--resume: the checkpoint's cost model is used, not %s", model_path);
-        resume_hparams(&a, &c, as_rl_state_hparams(st), resume);
-        if ((c.bench || c.refine_every) && !tables)
-            as_die(AS_EXIT_USAGE, "--resume %s: the run measures (%s); give --tables FILE", resume,
-                   c.bench ? "--reward bench" : "--refine-every");
-        /* a file at --log must be this run's log (it is replaced: the checkpoint's records,
-           then the new ones); another run's is left alone */
-        if (log_path && as_rl_log_check(log_path, as_rl_state_run_id(st), err, sizeof err)) as_die(AS_EXIT_USAGE, "%s", err);
-        if (!a.episodes_given && !a.minutes_given) {
-            c.episodes = as_rl_state_total_episodes(st);
-            c.minutes = as_rl_state_minutes(st);
-        }
-    } else {
-        if (as_costmodel_load(&cm, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        if (!(pol = as_policy_new(cm, c.seed, err, sizeof err))) as_die(AS_EXIT_DATA, "%s: %s", model_path, err);
-    }
-    if (!c.episodes && c.minutes <= 0) c.episodes = 2000;
-
-    /* features, training tasks and cost records */
+    load_policy(&a, &c, &pol, &cm, &st);
     as_rl_input inp;
-    if (as_rl_input_read(&inp, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-    if (inp.cost_skipped) as_info("skipped %" PRId64 " cost record(s) with an error, no cost_ms or no tables", inp.cost_skipped);
-    if (inp.cost_nofeat) as_info("skipped %" PRId64 " cost record(s) with a table that has no features record", inp.cost_nofeat);
-    if (inp.nseed && !c.bench && !c.refine_every)
-        as_info("the %" PRId64 " cost records of the input are not used (the cost model trains only with --reward bench "
-                "or --refine-every)", inp.nseed);
-    if (inp.nseed > c.buffer)
-        as_info("--buffer %" PRId64 " keeps only the last %" PRId64 " of the %" PRId64 " cost records", c.buffer, c.buffer, inp.nseed);
-    if (resume && inp.nseed) as_info("--resume: the checkpoint's buffer of measured shards is used, not the input's cost records");
-    c.feat = inp.fx.f;
-    c.nfeat = inp.fx.n;
-    c.nseed = inp.nseed;
-    c.seed_off = inp.seed_off;
-    c.seed_pos = inp.seed_pos;
-    c.seed_cost = inp.seed_cost;
-
-    /* table data for measurements: every training task's with bench rewards or refinement,
-       else the evaluated ones' */
+    read_input(&inp, argc, argv, &a, &c);
     as_bpool pool;
     memset(&pool, 0, sizeof pool);
     int64_t ref[AS_NOISE_REF_TABLES], nref = 0;
-    if (tables) {
-        int64_t nloaded;
-        if (as_rl_input_load_pool(&inp, c.bench || c.refine_every, c.eval_tasks, tables, &pool, &nloaded, ref, &nref,
-                                  err, sizeof err))
-            as_die(AS_EXIT_DATA, "%s", err);
-        as_info("loaded %" PRId64 " tables from %s", nloaded, tables);
-        c.bcfg = &bc;
-        c.pool = &pool;
-        c.ref_ids = nref ? ref : NULL;
-        c.ref_n = nref;
-    }
-
-    /* the run's identity: the checkpoint's, or a new one; the log's header names it */
-    c.run_id = resume ? as_rl_state_run_id(st) : as_rl_new_run_id();
-    as_writer *lw = NULL;
-    if (log_path) {
-        lw = as_writer_open(log_path, 0, 0);
-        as_rl_log_header(lw, argc, argv, c.run_id);
-    }
-    c.log = lw;
-    c.progress = cli.progress;
-    c.argc = cli.argc;
-    c.argv = cli.argv;
-    c.stop = &g_stop;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    as_nn_set_threads(1);
+    if (a.tables) load_pool(&pool, ref, &nref, &inp, &a, &c, &bc);
+    as_writer *lw = setup_run(&cli, argc, argv, &a, &c, st);
 
     as_info("training on %" PRId64 " tasks (%" PRId64 " tables onto %" PRId64 " shards in the first), reward %s, %s, "
             "%d actor%s, seed %" PRIu64, inp.ntasks, inp.tasks[0].n, inp.tasks[0].K, c.bench ? "bench (measured)" : "model (predicted)",
@@ -393,17 +478,9 @@ int main(int argc, char **argv)
     as_writer *w = as_cli_open_output(&cli);
     as_rl_write_policy(w, pol, cm);
     as_writer_close(w);
-    const as_policy_info *in = as_policy_cmeta(pol);
-    as_info("%" PRId64 " episodes (%" PRId64 " this run) in %.1f s, %" PRId64 " updates, %" PRId64
-            " measured shards; mean reward of the last update %.4f", in->episodes, in->episodes - e0, as_now() - t0,
-            in->updates, in->evals, in->final_reward);
-    if (in->selected_episode >= 0)
-        as_info("kept the policy of episode %" PRId64 " (mean predicted balance %.4f on %" PRId64
-                " training tasks, the best of the selection points)", in->selected_episode, in->selected_balance,
-                in->select_tasks);
-    if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c.ckpt ? c.ckpt : "(no checkpoint)");
+    report(pol, &c, rc, e0, t0);
     as_rl_input_free(&inp);
-    if (tables) as_bpool_free(&pool);
+    if (a.tables) as_bpool_free(&pool);
     as_policy_free(pol);
     as_costmodel_free(cm);
     as_rl_state_free(st);
