@@ -299,125 +299,140 @@ typedef struct {
     size_t nfrom;
 } bargs;
 
-/* the options into *a, cfg and rc, checked: usage errors exit 2 */
-static void parse_args(as_cli *cli, int argc, char **argv, bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc)
+static const struct option bench_opts[] = {
+    { "tables", required_argument, 0, OPT_TABLES },
+    { "sample", required_argument, 0, OPT_SAMPLE },
+    { "max-tables", required_argument, 0, OPT_MAXT },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "device", required_argument, 0, OPT_DEVICE },
+    { "threads", required_argument, 0, OPT_THREADS },
+    { "warmup", required_argument, 0, OPT_WARMUP },
+    { "runs", required_argument, 0, OPT_RUNS },
+    { "trim", required_argument, 0, OPT_TRIM },
+    { "lr", required_argument, 0, OPT_LR },
+    { "max-mem", required_argument, 0, OPT_MAXMEM },
+    { "part", required_argument, 0, OPT_PART },
+    { "flush", required_argument, 0, OPT_FLUSH },
+    { "singles", no_argument, 0, OPT_SINGLES },
+    { "piece-singles", no_argument, 0, OPT_PSINGLES },
+    { "sample-pieces", required_argument, 0, OPT_SPIECES },
+    { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
+    { "sample-from", required_argument, 0, OPT_FROM },
+    { "no-resident", no_argument, 0, OPT_NORES },
+    { "noise-threshold", required_argument, 0, OPT_NOISE },
+    { "retries", required_argument, 0, OPT_RETRIES },
+    { "window", required_argument, 0, OPT_WINDOW },
+    { "passes", required_argument, 0, OPT_PASSES },
+    { "interleave", required_argument, 0, OPT_INTERLEAVE },
+    { "no-calibrate", no_argument, 0, OPT_NOCALIB },
+    { "reference", required_argument, 0, OPT_REFERENCE },
+    { "reference-level", required_argument, 0, OPT_REFLEVEL },
+    AS_CLI_COMMON_OPTIONS
+};
+
+/* The option groups below each handle their own codes and return 1, or 0 for a code that
+ * is not theirs. */
+
+/* what is measured: the table data, sampled shards and their pieces, single tables */
+static int opt_work(as_cli *cli, int opt, const char *arg, bargs *a, as_bench_cfg *cfg)
 {
-    static const struct option opts[] = {
-        { "tables", required_argument, 0, OPT_TABLES },
-        { "sample", required_argument, 0, OPT_SAMPLE },
-        { "max-tables", required_argument, 0, OPT_MAXT },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "device", required_argument, 0, OPT_DEVICE },
-        { "threads", required_argument, 0, OPT_THREADS },
-        { "warmup", required_argument, 0, OPT_WARMUP },
-        { "runs", required_argument, 0, OPT_RUNS },
-        { "trim", required_argument, 0, OPT_TRIM },
-        { "lr", required_argument, 0, OPT_LR },
-        { "max-mem", required_argument, 0, OPT_MAXMEM },
-        { "part", required_argument, 0, OPT_PART },
-        { "flush", required_argument, 0, OPT_FLUSH },
-        { "singles", no_argument, 0, OPT_SINGLES },
-        { "piece-singles", no_argument, 0, OPT_PSINGLES },
-        { "sample-pieces", required_argument, 0, OPT_SPIECES },
-        { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
-        { "sample-from", required_argument, 0, OPT_FROM },
-        { "no-resident", no_argument, 0, OPT_NORES },
-        { "noise-threshold", required_argument, 0, OPT_NOISE },
-        { "retries", required_argument, 0, OPT_RETRIES },
-        { "window", required_argument, 0, OPT_WINDOW },
-        { "passes", required_argument, 0, OPT_PASSES },
-        { "interleave", required_argument, 0, OPT_INTERLEAVE },
-        { "no-calibrate", no_argument, 0, OPT_NOCALIB },
-        { "reference", required_argument, 0, OPT_REFERENCE },
-        { "reference-level", required_argument, 0, OPT_REFLEVEL },
-        AS_CLI_COMMON_OPTIONS
-    };
-    *a = (bargs){ .device = "auto", .maxt = 10, .calibrate = 1, .ref_auto = 1 };
-    cfg->warmup = 5; cfg->runs = 10; cfg->trim = 2; cfg->lr = 0.01f; cfg->threads = 0;
-    const uint64_t avail = as_bench_mem_available();
-    cfg->max_bytes = avail / 2;
-    cfg->group_bytes = avail / AS_BENCH_GROUP_SHARE;
-    int opt;
-    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_TABLES: a->tables = optarg; break;
-        case OPT_SAMPLE: a->sample = as_cli_i64(cli, "--sample", optarg, 1, 100000000); break;
-        case OPT_MAXT: a->maxt = as_cli_i64(cli, "--max-tables", optarg, 1, 1000000); break;
-        case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
-        case OPT_DEVICE: a->device = optarg; break;
-        case OPT_THREADS: cfg->threads = (int)as_cli_i64(cli, "--threads", optarg, 1, 4096); break;
-        case OPT_WARMUP: cfg->warmup = (int)as_cli_i64(cli, "--warmup", optarg, 0, 100000); break;
-        case OPT_RUNS: cfg->runs = (int)as_cli_i64(cli, "--runs", optarg, 1, 100000); break;
-        case OPT_TRIM: cfg->trim = (int)as_cli_i64(cli, "--trim", optarg, 0, 100000); break;
-        case OPT_LR: cfg->lr = (float)as_cli_f64(cli, "--lr", optarg, 0, 1e6); break;
-        case OPT_MAXMEM: {
-            uint64_t v;
-            if (as_parse_size(optarg, &v) || !v) as_cli_usage(cli, "--max-mem: '%s' is not a size", optarg);
-            cfg->max_bytes = v;
-            cfg->group_bytes = 0;
-            a->maxmem_given = 1;
-            a->maxmem_arg = optarg;
-            break;
-        }
-        case OPT_SINGLES: a->singles = 1; break;
-        case OPT_PSINGLES: a->psingles = 1; break;
-        case OPT_SPIECES: a->spieces = as_cli_f64(cli, "--sample-pieces", optarg, 0, 1); break;
-        case OPT_PBLOCKS: {
-            free(a->pblocks);
-            a->pblocks = NULL;
-            if (as_parse_i64_list(optarg, 2, 1024, &a->pblocks, &a->npblocks) || !a->npblocks)
-                as_cli_usage(cli, "--piece-blocks: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", optarg);
-            break;
-        }
-        case OPT_NORES: cfg->per_shard_upload = 1; break;
-        case OPT_NOISE: rc->noise.threshold = as_cli_f64(cli, "--noise-threshold", optarg, 0, 100); break;
-        case OPT_RETRIES: rc->noise.retries = (int)as_cli_i64(cli, "--retries", optarg, 0, 100); break;
-        case OPT_WINDOW: rc->window = as_cli_i64(cli, "--window", optarg, 0, 100000000); break;
-        case OPT_PASSES: rc->passes = (int)as_cli_i64(cli, "--passes", optarg, 1, 100); break;
-        case OPT_INTERLEAVE: rc->noise.interleave = (int)as_cli_i64(cli, "--interleave", optarg, 1, 100000); break;
-        case OPT_NOCALIB: a->calibrate = 0; break;
-        case OPT_REFERENCE:
-            free(a->ref);
-            a->ref = NULL;
-            a->nref = 0;
-            a->ref_auto = !strcmp(optarg, "auto");
-            if (a->ref_auto || !strcmp(optarg, "none")) break;
-            if (as_parse_table_ids(optarg, &a->ref, &a->nref) || !a->nref)
-                as_cli_usage(cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", optarg);
-            {
-                int64_t dup;
-                if (as_table_ids_duplicate(a->ref, a->nref, &dup))
-                    as_cli_usage(cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
-            }
-            break;
-        case OPT_REFLEVEL: a->reflevel = optarg; break;
-        case OPT_FROM:
-            free(a->from);
-            if (as_parse_table_ids(optarg, &a->from, &a->nfrom))
-                as_cli_usage(cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", optarg);
-            break;
-        case OPT_FLUSH: {
-            uint64_t v;
-            if (as_parse_size(optarg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", optarg);
-            cfg->flush_bytes = v;
-            break;
-        }
-        case OPT_PART: {
-            /* I and N parsed from a copy: optarg is argv, which the header records as given */
-            const char *slash = strchr(optarg, '/');
-            if (!slash) as_cli_usage(cli, "--part: '%s' is not I/N", optarg);
-            char *i_str = as_strdup(optarg);
-            i_str[slash - optarg] = 0;
-            rc->part_n = as_cli_i64(cli, "--part N", slash + 1, 1, 1000000);
-            rc->part_i = as_cli_i64(cli, "--part I", i_str, 1, rc->part_n);
-            free(i_str);
-            break;
-        }
-        default:
-            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
-        }
+    switch (opt) {
+    case OPT_TABLES: a->tables = arg; return 1;
+    case OPT_SAMPLE: a->sample = as_cli_i64(cli, "--sample", arg, 1, 100000000); return 1;
+    case OPT_MAXT: a->maxt = as_cli_i64(cli, "--max-tables", arg, 1, 1000000); return 1;
+    case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
+    case OPT_SINGLES: a->singles = 1; return 1;
+    case OPT_PSINGLES: a->psingles = 1; return 1;
+    case OPT_SPIECES: a->spieces = as_cli_f64(cli, "--sample-pieces", arg, 0, 1); return 1;
+    case OPT_PBLOCKS:
+        free(a->pblocks);
+        a->pblocks = NULL;
+        if (as_parse_i64_list(arg, 2, 1024, &a->pblocks, &a->npblocks) || !a->npblocks)
+            as_cli_usage(cli, "--piece-blocks: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", arg);
+        return 1;
+    case OPT_FROM:
+        free(a->from);
+        if (as_parse_table_ids(arg, &a->from, &a->nfrom))
+            as_cli_usage(cli, "--sample-from: '%s' is not a list of table ids (e.g. 0-63)", arg);
+        return 1;
+    default: return 0;
     }
-    as_cli_finish(cli);
+}
+
+/* --part I/N: I and N parsed from a copy: arg is argv, which the header records as given */
+static void part_arg(as_cli *cli, const char *arg, as_brun_cfg *rc)
+{
+    const char *slash = strchr(arg, '/');
+    if (!slash) as_cli_usage(cli, "--part: '%s' is not I/N", arg);
+    char *i_str = as_strdup(arg);
+    i_str[slash - arg] = 0;
+    rc->part_n = as_cli_i64(cli, "--part N", slash + 1, 1, 1000000);
+    rc->part_i = as_cli_i64(cli, "--part I", i_str, 1, rc->part_n);
+    free(i_str);
+}
+
+/* how it is measured: the device, threads, runs, memory, the cache flush, this run's part */
+static int opt_protocol(as_cli *cli, int opt, const char *arg, bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc)
+{
+    uint64_t v;
+    switch (opt) {
+    case OPT_DEVICE: a->device = arg; return 1;
+    case OPT_THREADS: cfg->threads = (int)as_cli_i64(cli, "--threads", arg, 1, 4096); return 1;
+    case OPT_WARMUP: cfg->warmup = (int)as_cli_i64(cli, "--warmup", arg, 0, 100000); return 1;
+    case OPT_RUNS: cfg->runs = (int)as_cli_i64(cli, "--runs", arg, 1, 100000); return 1;
+    case OPT_TRIM: cfg->trim = (int)as_cli_i64(cli, "--trim", arg, 0, 100000); return 1;
+    case OPT_LR: cfg->lr = (float)as_cli_f64(cli, "--lr", arg, 0, 1e6); return 1;
+    case OPT_MAXMEM:
+        if (as_parse_size(arg, &v) || !v) as_cli_usage(cli, "--max-mem: '%s' is not a size", arg);
+        cfg->max_bytes = v;
+        cfg->group_bytes = 0;
+        a->maxmem_given = 1;
+        a->maxmem_arg = arg;
+        return 1;
+    case OPT_NORES: cfg->per_shard_upload = 1; return 1;
+    case OPT_FLUSH:
+        if (as_parse_size(arg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", arg);
+        cfg->flush_bytes = v;
+        return 1;
+    case OPT_PART: part_arg(cli, arg, rc); return 1;
+    default: return 0;
+    }
+}
+
+/* --reference: auto, none or table ids, each once */
+static void reference_arg(as_cli *cli, const char *arg, bargs *a)
+{
+    free(a->ref);
+    a->ref = NULL;
+    a->nref = 0;
+    a->ref_auto = !strcmp(arg, "auto");
+    if (a->ref_auto || !strcmp(arg, "none")) return;
+    if (as_parse_table_ids(arg, &a->ref, &a->nref) || !a->nref)
+        as_cli_usage(cli, "--reference: '%s' is not auto, none or a list of table ids (e.g. 3,17,40)", arg);
+    int64_t dup;
+    if (as_table_ids_duplicate(a->ref, a->nref, &dup))
+        as_cli_usage(cli, "--reference: table %" PRId64 " is listed twice (a shard holds a table once)", dup);
+}
+
+/* the noise: re-measuring, the window and passes, the quiet-machine check, drift */
+static int opt_noise(as_cli *cli, int opt, const char *arg, bargs *a, as_brun_cfg *rc)
+{
+    switch (opt) {
+    case OPT_NOISE: rc->noise.threshold = as_cli_f64(cli, "--noise-threshold", arg, 0, 100); return 1;
+    case OPT_RETRIES: rc->noise.retries = (int)as_cli_i64(cli, "--retries", arg, 0, 100); return 1;
+    case OPT_WINDOW: rc->window = as_cli_i64(cli, "--window", arg, 0, 100000000); return 1;
+    case OPT_PASSES: rc->passes = (int)as_cli_i64(cli, "--passes", arg, 1, 100); return 1;
+    case OPT_INTERLEAVE: rc->noise.interleave = (int)as_cli_i64(cli, "--interleave", arg, 1, 100000); return 1;
+    case OPT_NOCALIB: a->calibrate = 0; return 1;
+    case OPT_REFERENCE: reference_arg(cli, arg, a); return 1;
+    case OPT_REFLEVEL: a->reflevel = arg; return 1;
+    default: return 0;
+    }
+}
+
+/* the options' combinations, after parsing: usage errors (exit 2) */
+static void check_args(as_cli *cli, int argc, const bargs *a, const as_bench_cfg *cfg)
+{
     as_cli_inputs(cli, (const char *const[]){ a->tables }, 1);
     if (!a->tables) as_cli_usage(cli, "--tables FILE is required (the table data to benchmark)");
     if (2 * cfg->trim >= cfg->runs) as_cli_usage(cli, "--trim %d leaves no run of %d", cfg->trim, cfg->runs);
@@ -426,6 +441,24 @@ static void parse_args(as_cli *cli, int argc, char **argv, bargs *a, as_bench_cf
     if (a->psingles && a->sample) as_cli_usage(cli, "--piece-singles measures the pieces of input plans; --sample reads no input");
     if ((a->spieces > 0 || a->pblocks) && !a->sample) as_cli_usage(cli, "--sample-pieces and --piece-blocks need --sample N");
     if (a->from && !a->sample) as_cli_usage(cli, "--sample-from needs --sample N");
+}
+
+/* the options into *a, cfg and rc, checked: usage errors exit 2 */
+static void parse_args(as_cli *cli, int argc, char **argv, bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc)
+{
+    *a = (bargs){ .device = "auto", .maxt = 10, .calibrate = 1, .ref_auto = 1 };
+    cfg->warmup = 5; cfg->runs = 10; cfg->trim = 2; cfg->lr = 0.01f; cfg->threads = 0;
+    const uint64_t avail = as_bench_mem_available();
+    cfg->max_bytes = avail / 2;
+    cfg->group_bytes = avail / AS_BENCH_GROUP_SHARE;
+    int opt;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, bench_opts, NULL)) != -1) {
+        if (opt_work(cli, opt, optarg, a, cfg) || opt_protocol(cli, opt, optarg, a, cfg, rc) || opt_noise(cli, opt, optarg, a, rc))
+            continue;
+        if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
+    }
+    as_cli_finish(cli);
+    check_args(cli, argc, a, cfg);
 }
 
 /* the work: sampled shards (*smp) or the input's records (*in), then only the tables it
