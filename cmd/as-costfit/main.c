@@ -203,6 +203,132 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
     if (a->predict && out_given) as_cli_usage(cli, "--predict uses the model's output form: no --output-form");
 }
 
+/* --device: the ops to train with; a bad name is a usage error, a missing device exit 3 */
+static const as_nn_ops *open_device(as_cli *cli, const char *device)
+{
+    char err[1024];
+    int code;
+    const as_nn_ops *ops = as_nn_device(device, &code, err, sizeof err);
+    if (!ops) {
+        if (code == AS_EXIT_USAGE) as_cli_usage(cli, "%s", err);
+        as_die(AS_EXIT_ENV, "%s", err);
+    }
+    return ops;
+}
+
+/* a data error once the output is open: its temporary removed, exit 1 */
+static _Noreturn void die_data(as_writer *w, const char *err)
+{
+    as_writer_abort(w);
+    as_die(AS_EXIT_DATA, "%s", err);
+}
+
+/* the data: features and costs joined into shards (m: --init's model, for its device) */
+static void read_data(as_costdata *d, char **files, int nfiles, const as_costmodel *m, as_writer *w)
+{
+    char err[1024];
+    for (int fi = 0; fi < nfiles; fi++) {
+        as_reader *r = as_reader_open(files[fi]);
+        if (!r) { as_writer_abort(w); exit(AS_EXIT_DATA); }
+        if (as_costdata_read(d, r, err, sizeof err)) die_data(w, err);
+        as_reader_close(r);
+    }
+    if (as_costdata_index(d, err, sizeof err)) die_data(w, err);
+    if (d->nskipped) as_info("skipped %" PRId64 " cost record(s) with an error or no cost_ms", d->nskipped);
+    if (d->nempty) as_info("skipped %" PRId64 " cost record(s) of empty shards", d->nempty);
+    if (as_costdata_check(d, err, sizeof err)) die_data(w, err);
+    if (m && as_costmodel_device(m)[0] && strcmp(as_costmodel_device(m), d->devices[0]))
+        as_err("warning: --init model was trained on costs from '%s', these are from '%s'", as_costmodel_device(m), d->devices[0]);
+    if (as_costdata_join(d, err, sizeof err)) die_data(w, err);
+}
+
+/* the shards split into train and test, by tables or at random */
+static void split_data(as_costsplit *s, as_costdata *d, const costfit_args *a, as_writer *w)
+{
+    if (a->split_tables) {
+        as_costdata_split_tables(d, s);
+        as_info("split by tables: ids below %" PRId64 " train, the rest test; %" PRId64 " train, %" PRId64 " test shards, %"
+                PRId64 " mixing both dropped", s->cut, s->ntrain, s->ntest, s->ndropped);
+    } else {
+        as_costdata_split_shards(d, a->test_frac, a->seed, s);
+    }
+    if (s->ntrain == 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "no training shards after the split (%" PRId64 " usable costs)", d->ncs); }
+}
+
+/* one training run's state, shared by its phases */
+typedef struct {
+    const costfit_args *a;
+    const as_nn_ops *ops;
+    as_costmodel *m;
+    as_writer *w;                   /* the output, open */
+    as_costdata d;
+    as_costsplit s;
+    int64_t B, nsteps;              /* batch, steps */
+    double ttrain, sps;             /* seconds, samples per second */
+    as_costeval e;
+} fit_run;
+
+/* train x->m on the split's training shards, with progress */
+static void train(fit_run *x, as_cli *cli)
+{
+    const costfit_args *a = x->a;
+    char err[1024];
+    prog_ctx pc = { 0 };
+    int64_t B = a->batch < x->s.ntrain ? a->batch : x->s.ntrain, per_epoch = (x->s.ntrain + B - 1) / B;
+    int64_t nsteps = a->steps > 0 ? a->steps : a->epochs * per_epoch;
+    as_progress_start(&pc.p, cli, "steps", (double)nsteps);
+    as_costfit_opts o = { a->epochs, a->steps, a->lr, (int)a->batch, a->clip, a->seed, x->ops, on_step, &pc };
+    double t0 = as_now();
+    if (as_costmodel_train(x->m, &x->d.set, x->s.train, x->s.ntrain, &o, err, sizeof err)) {
+        as_progress_end(&pc.p);
+        as_writer_abort(x->w);
+        /* a device that failed is the environment's fault (3), anything else the data's */
+        as_die(o.ops && o.ops->error && o.ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
+    }
+    double ttrain = as_now() - t0;
+    as_progress_end(&pc.p);
+    x->B = B;
+    x->nsteps = nsteps;
+    x->ttrain = ttrain;
+    x->sps = ttrain > 0 ? (double)nsteps * (double)B / ttrain : 0;
+}
+
+/* evaluate: the model and the baselines on the held-out shards, on stderr */
+static void evaluate(fit_run *x)
+{
+    as_costmodel_info *info = as_costmodel_meta(x->m);
+    as_costeval_run(&x->e, x->m, &x->d, &x->s);
+    as_info("%" PRId64 " train / %" PRId64 " test shards (split %s), %" PRId64 " tables with features; costs on %s",
+            x->s.ntrain, x->s.ntest, info->split, x->d.ft.n, x->d.devices[0]);
+    as_info("trained %" PRId64 " steps (batch %" PRId64 ") in %.2f s on %s: %.0f samples/s; output %s, final train loss %.4g %s",
+            x->nsteps, x->B, x->ttrain, x->ops->name, x->sps, as_costmodel_output_name(info->output),
+            info->nlosses ? info->losses[info->nlosses - 1] : NAN, info->output == AS_CM_OUT_LOG ? "(log ratio)^2" : "ms^2");
+    as_costeval_log(&x->e, x->m);
+    if (as_costeval_heldout(&x->e, info->split, &info->heldout))
+        as_err("warning: the cost model predicts held-out shards worse than the linear baseline "
+               "(test R^2 %.4f, linear(dim*pooling) %.4f)", x->e.model_test.r2, x->e.lin_test_m.r2);
+}
+
+/* write: the model, then the report after it or into --report */
+static void write_outputs(fit_run *x, as_cli *cli, int argc, char **argv)
+{
+    const costfit_args *a = x->a;
+    as_costmodel_info *info = as_costmodel_meta(x->m);
+    as_costmodel_write(x->m, x->w);
+    as_writer *wr = x->w;
+    if (a->report) {
+        wr = as_writer_open(a->report, cli->zlevel > 0 ? cli->zlevel : 0, cli->zworkers > 0 ? cli->zworkers : 0);
+        as_writer_header(wr, "as-costfit", argc, argv);
+    }
+    as_costfit_report_info ri = { info->split, a->split_tables ? 0 : a->test_frac, a->seed, x->d.devices[0], x->ops->name,
+                                  x->d.ncs, x->d.nskipped + x->d.nempty, x->s.ndropped, x->nsteps, x->ttrain, x->sps,
+                                  info->losses, info->nlosses };
+    as_costfit_report_pack(as_writer_pk(wr), &ri, &x->e);
+    as_writer_end_record(wr);
+    if (a->report) as_writer_close(wr);
+    as_writer_close(x->w);
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
@@ -216,98 +342,32 @@ int main(int argc, char **argv)
     if (a.predict) { predict_mode(&cli, a.predict, files, nfiles); return 0; }
 
     char err[1024];
-    int code;
-    const as_nn_ops *ops = as_nn_device(a.device, &code, err, sizeof err);
-    if (!ops) {
-        if (code == AS_EXIT_USAGE) as_cli_usage(&cli, "%s", err);
-        as_die(AS_EXIT_ENV, "%s", err);
-    }
-    as_costmodel *m = NULL;
-    if (a.init && as_costmodel_load(&m, a.init, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    static fit_run x;
+    x.a = &a;
+    x.ops = open_device(&cli, a.device);
+    if (a.init && as_costmodel_load(&x.m, a.init, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     /* open the output early: a TTY is refused before any work */
-    as_writer *w = as_cli_open_output(&cli);
+    x.w = as_cli_open_output(&cli);
 
     /* the data: features and costs joined into shards, then split */
-    as_costdata d = { 0 };
-    for (int fi = 0; fi < nfiles; fi++) {
-        as_reader *r = as_reader_open(files[fi]);
-        if (!r) { as_writer_abort(w); exit(AS_EXIT_DATA); }
-        if (as_costdata_read(&d, r, err, sizeof err)) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
-        as_reader_close(r);
-    }
-    if (as_costdata_index(&d, err, sizeof err)) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
-    if (d.nskipped) as_info("skipped %" PRId64 " cost record(s) with an error or no cost_ms", d.nskipped);
-    if (d.nempty) as_info("skipped %" PRId64 " cost record(s) of empty shards", d.nempty);
-    if (as_costdata_check(&d, err, sizeof err)) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
-    if (m && as_costmodel_device(m)[0] && strcmp(as_costmodel_device(m), d.devices[0]))
-        as_err("warning: --init model was trained on costs from '%s', these are from '%s'", as_costmodel_device(m), d.devices[0]);
-    if (as_costdata_join(&d, err, sizeof err)) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
-    as_costsplit s;
-    if (a.split_tables) {
-        as_costdata_split_tables(&d, &s);
-        as_info("split by tables: ids below %" PRId64 " train, the rest test; %" PRId64 " train, %" PRId64 " test shards, %"
-                PRId64 " mixing both dropped", s.cut, s.ntrain, s.ntest, s.ndropped);
-    } else {
-        as_costdata_split_shards(&d, a.test_frac, a.seed, &s);
-    }
-    if (s.ntrain == 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "no training shards after the split (%" PRId64 " usable costs)", d.ncs); }
+    read_data(&x.d, files, nfiles, x.m, x.w);
+    split_data(&x.s, &x.d, &a, x.w);
 
     /* the model: a new one, or --init's continued */
-    if (!m) {
-        m = as_costmodel_new((int)a.hidden[0], (int)a.hidden[1], (int)a.hidden[2], a.seed);
-        as_costmodel_meta(m)->log_feats = a.log_feats;
-        as_costmodel_meta(m)->output = a.out_form;
+    if (!x.m) {
+        x.m = as_costmodel_new((int)a.hidden[0], (int)a.hidden[1], (int)a.hidden[2], a.seed);
+        as_costmodel_meta(x.m)->log_feats = a.log_feats;
+        as_costmodel_meta(x.m)->output = a.out_form;
     }
-    as_costmodel_info *info = as_costmodel_meta(m);
-    as_costdata_stats(m, &d, &s, a.yscale, a.init != NULL, a.split_tables ? "tables" : a.test_frac > 0 ? "shards" : "none");
+    as_costdata_stats(x.m, &x.d, &x.s, a.yscale, a.init != NULL, a.split_tables ? "tables" : a.test_frac > 0 ? "shards" : "none");
 
-    /* train */
-    prog_ctx pc = { 0 };
-    int64_t B = a.batch < s.ntrain ? a.batch : s.ntrain, per_epoch = (s.ntrain + B - 1) / B;
-    int64_t nsteps = a.steps > 0 ? a.steps : a.epochs * per_epoch;
-    as_progress_start(&pc.p, &cli, "steps", (double)nsteps);
-    as_costfit_opts o = { a.epochs, a.steps, a.lr, (int)a.batch, a.clip, a.seed, ops, on_step, &pc };
-    double t0 = as_now();
-    if (as_costmodel_train(m, &d.set, s.train, s.ntrain, &o, err, sizeof err)) {
-        as_progress_end(&pc.p);
-        as_writer_abort(w);
-        /* a device that failed is the environment's fault (3), anything else the data's */
-        as_die(o.ops && o.ops->error && o.ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
-    }
-    double ttrain = as_now() - t0;
-    as_progress_end(&pc.p);
-    double sps = ttrain > 0 ? (double)nsteps * (double)B / ttrain : 0;
+    train(&x, &cli);
+    evaluate(&x);
+    write_outputs(&x, &cli, argc, argv);
 
-    /* evaluate: the model and the baselines on the held-out shards */
-    as_costeval e;
-    as_costeval_run(&e, m, &d, &s);
-    as_info("%" PRId64 " train / %" PRId64 " test shards (split %s), %" PRId64 " tables with features; costs on %s",
-            s.ntrain, s.ntest, info->split, d.ft.n, d.devices[0]);
-    as_info("trained %" PRId64 " steps (batch %" PRId64 ") in %.2f s on %s: %.0f samples/s; output %s, final train loss %.4g %s",
-            nsteps, B, ttrain, ops->name, sps, as_costmodel_output_name(info->output),
-            info->nlosses ? info->losses[info->nlosses - 1] : NAN, info->output == AS_CM_OUT_LOG ? "(log ratio)^2" : "ms^2");
-    as_costeval_log(&e, m);
-    if (as_costeval_heldout(&e, info->split, &info->heldout))
-        as_err("warning: the cost model predicts held-out shards worse than the linear baseline "
-               "(test R^2 %.4f, linear(dim*pooling) %.4f)", e.model_test.r2, e.lin_test_m.r2);
-
-    /* write: the model, then the report after it or into --report */
-    as_costmodel_write(m, w);
-    as_writer *wr = w;
-    if (a.report) {
-        wr = as_writer_open(a.report, cli.zlevel > 0 ? cli.zlevel : 0, cli.zworkers > 0 ? cli.zworkers : 0);
-        as_writer_header(wr, "as-costfit", argc, argv);
-    }
-    as_costfit_report_info ri = { info->split, a.split_tables ? 0 : a.test_frac, a.seed, d.devices[0], ops->name, d.ncs,
-                                  d.nskipped + d.nempty, s.ndropped, nsteps, ttrain, sps, info->losses, info->nlosses };
-    as_costfit_report_pack(as_writer_pk(wr), &ri, &e);
-    as_writer_end_record(wr);
-    if (a.report) as_writer_close(wr);
-    as_writer_close(w);
-
-    as_costeval_free(&e);
-    as_costsplit_free(&s);
-    as_costdata_free(&d);
-    as_costmodel_free(m);
+    as_costeval_free(&x.e);
+    as_costsplit_free(&x.s);
+    as_costdata_free(&x.d);
+    as_costmodel_free(x.m);
     return 0;
 }
