@@ -4,6 +4,7 @@
 #include "modelcfg.h"
 #include "piece.h"
 #include "table.h"
+#include "tasks.h"
 #include "trmem.h"
 
 #include <inttypes.h>
@@ -136,4 +137,31 @@ void as_featrun_free(as_featrun *st)
     free(st->bytes);
     as_feat_scratch_free(&st->scratch);
     memset(st, 0, sizeof *st);
+}
+
+int as_featrun_model_task(const as_featrun *st, as_task_cfg *tc, as_writer *w, char *err, size_t errlen)
+{
+    if (!st->npool) { snprintf(err, errlen, "--model-task: the input holds no table"); return -1; }
+    as_task t;
+    as_task_whole(&t, st->ids, st->bytes, st->npool, tc->shards ? tc->shards : st->world);
+    if (!t.shards) {
+        free(t.tables);
+        snprintf(err, errlen, "--model-task: no model-config record in the input (as-convert --config writes one): give --shards");
+        return -1;
+    }
+    /* the HBM less TorchRec's reservation (15 %, the dense part and the ids' copies) when the
+     * tables carry its memory model, as its planner would leave them */
+    if (!tc->mem_cap)
+        tc->mem_cap = st->ids_per_rank > 0 ? as_trmem_cap((uint64_t)st->hbm, st->ids_per_rank, (uint64_t)st->dense)
+                                           : (uint64_t)st->hbm;
+    if (!tc->mem_cap && st->hbm) {
+        free(t.tables);
+        snprintf(err, errlen, "--model-task: TorchRec's reservation (15 %% of %" PRId64 " bytes of HBM, %" PRId64 " bytes for "
+                 "the dense part and 20 copies of %.0f ids per rank) leaves nothing for the tables", st->hbm, st->dense,
+                 st->ids_per_rank);
+        return -1;
+    }
+    as_task_write(w, tc, &t);
+    free(t.tables);
+    return 0;
 }

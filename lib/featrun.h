@@ -14,6 +14,7 @@
 
 #include "featurize.h"
 #include "stream.h"
+#include "tasks.h"
 
 typedef struct {
     const int64_t *rowp;            /* --row-pieces: block counts (NULL: none) */
@@ -39,5 +40,13 @@ typedef struct {
 int as_featrun_record(as_featrun *st, const as_featrun_cfg *c, as_writer *w, const as_reader *r, const as_record *rec,
                       char *err, size_t errlen);
 void as_featrun_free(as_featrun *st);   /* NULL: nothing */
+
+/* --model-task, after the pass: one test task of every table of the pool (as_task_whole,
+ * tasks.h) written to w, onto tc->shards shards, else the model-config record's world size;
+ * its cap tc->mem_cap, else (set into tc) the HBM less TorchRec's reservation (trmem.h
+ * as_trmem_cap: 15 %, the dense part and the ids' copies) when the tables carry its memory
+ * model, else the HBM. 0, or -1 with err and nothing written: no table, no shard count (no
+ * --shards and no model-config record), or a reservation that leaves nothing */
+int as_featrun_model_task(const as_featrun *st, as_task_cfg *tc, as_writer *w, char *err, size_t errlen);
 
 #endif

@@ -68,31 +68,6 @@ static const char HELP[] =
 
 enum { OPT_TASKS = AS_OPT_TOOL_BASE, OPT_TEST, OPT_TT, OPT_SHARDS, OPT_CAP, OPT_UNSEEN, OPT_SEED, OPT_DROP, OPT_ROWP, OPT_MODELTASK };
 
-/* --model-task: one test task of every table; K and the cap from the options, else from
- * the model-config record */
-static void model_task_write(as_writer *w, as_task_cfg *tc, const int64_t *ids, const int64_t *bytes, int64_t n,
-                             int64_t world, int64_t hbm, double ids_per_rank, int64_t dense)
-{
-    if (!n) { as_writer_abort(w); as_die(AS_EXIT_DATA, "--model-task: the input holds no table"); }
-    as_task t;
-    as_task_whole(&t, ids, bytes, n, tc->shards ? tc->shards : world);
-    if (!t.shards) {
-        as_writer_abort(w);
-        as_die(AS_EXIT_DATA, "--model-task: no model-config record in the input (as-convert --config writes one): give --shards");
-    }
-    /* the HBM less TorchRec's reservation (15 %, the dense part and the ids' copies) when the
-     * tables carry its memory model, as its planner would leave them */
-    if (!tc->mem_cap)
-        tc->mem_cap = ids_per_rank > 0 ? as_trmem_cap((uint64_t)hbm, ids_per_rank, (uint64_t)dense) : (uint64_t)hbm;
-    if (!tc->mem_cap && hbm) {
-        as_writer_abort(w);
-        as_die(AS_EXIT_DATA, "--model-task: TorchRec's reservation (15 %% of %" PRId64 " bytes of HBM, %" PRId64 " bytes for "
-               "the dense part and 20 copies of %.0f ids per rank) leaves nothing for the tables", hbm, dense, ids_per_rank);
-    }
-    as_task_write(w, tc, &t);
-    free(t.tables);
-}
-
 /* every record through as-features' pass (featrun.h), with progress */
 typedef struct {
     as_featrun *st;
@@ -110,68 +85,106 @@ static int pass_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
     return 0;
 }
 
+/* the command line */
+typedef struct {
+    as_task_cfg tc;
+    int want_tasks, drop_tasks, model_task;
+    int64_t *rowp;                  /* --row-pieces */
+    size_t nrowp;
+} feat_args;
+
+static const struct option feat_opts[] = {
+    { "tasks", required_argument, 0, OPT_TASKS },
+    { "test-tasks", required_argument, 0, OPT_TEST },
+    { "task-tables", required_argument, 0, OPT_TT },
+    { "shards", required_argument, 0, OPT_SHARDS },
+    { "mem-cap", required_argument, 0, OPT_CAP },
+    { "unseen-ratio", required_argument, 0, OPT_UNSEEN },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "drop-tasks", no_argument, 0, OPT_DROP },
+    { "row-pieces", required_argument, 0, OPT_ROWP },
+    { "model-task", no_argument, 0, OPT_MODELTASK },
+    AS_CLI_COMMON_OPTIONS
+};
+
+/* one of as-features' own options; 0 for a code that is not one */
+static int feat_opt(as_cli *cli, int opt, const char *arg, feat_args *a)
+{
+    switch (opt) {
+    case OPT_TASKS: a->tc.ntasks = as_cli_i64(cli, "--tasks", arg, 1, 10000000); a->want_tasks = 1; return 1;
+    case OPT_TEST: a->tc.ntest = as_cli_i64(cli, "--test-tasks", arg, 0, 10000000); return 1;
+    case OPT_TT: a->tc.tables = as_cli_lim(cli, "--task-tables", arg, 1, AS_LIM_TABLES); return 1;
+    case OPT_SHARDS: a->tc.shards = as_cli_lim(cli, "--shards", arg, 1, AS_LIM_SHARDS); return 1;
+    case OPT_CAP: {
+        uint64_t v;
+        if (as_parse_size(arg, &v) || v == 0) as_cli_usage(cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000)", arg);
+        a->tc.mem_cap = v;
+        return 1;
+    }
+    case OPT_UNSEEN: a->tc.unseen_ratio = as_cli_f64(cli, "--unseen-ratio", arg, 0, 1); return 1;
+    case OPT_DROP: a->drop_tasks = 1; return 1;
+    case OPT_MODELTASK: a->model_task = 1; return 1;
+    case OPT_ROWP: {
+        free(a->rowp);
+        a->rowp = NULL;
+        size_t k;
+        if (as_parse_i64_list(arg, 2, 1024, &a->rowp, &k) || !k) as_cli_usage(cli, "--row-pieces: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", arg);
+        a->nrowp = k;
+        return 1;
+    }
+    case OPT_SEED: a->tc.seed = (uint64_t)as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
+    default: return 0;
+    }
+}
+
+/* the options into *a, checked: usage errors exit 2 */
+static void parse_args(as_cli *cli, int argc, char **argv, feat_args *a)
+{
+    a->tc = (as_task_cfg){ 0, -1, 80, 0, 0, 0, -1 };
+    int opt;
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, feat_opts, NULL)) != -1)
+        if (!feat_opt(cli, opt, optarg, a) && !as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
+    as_cli_finish(cli);
+    as_task_cfg *tc = &a->tc;
+    if (a->model_task && a->want_tasks) as_cli_usage(cli, "--model-task and --tasks exclude each other");
+    if (a->model_task && (tc->ntest >= 0 || tc->unseen_ratio >= 0))
+        as_cli_usage(cli, "--model-task makes one test task: --test-tasks and --unseen-ratio do not apply");
+    if (!a->want_tasks && !a->model_task && (tc->ntest >= 0 || tc->shards || tc->mem_cap || tc->unseen_ratio >= 0))
+        as_cli_usage(cli, "task options need --tasks N");
+    if (tc->ntest < 0) tc->ntest = tc->ntasks / 10;
+    if (tc->ntest > tc->ntasks) as_cli_usage(cli, "--test-tasks %" PRId64 " exceeds --tasks %" PRId64, tc->ntest, tc->ntasks);
+}
+
+/* --tasks and --model-task: the tasks of the pool, after its tables */
+static void write_tasks(as_writer *w, feat_args *a, const as_featrun *st)
+{
+    char err[1024];
+    if (a->want_tasks) {
+        as_task *tasks;
+        if (as_tasks_make(&a->tc, st->ids, st->bytes, st->npool, &tasks, err, sizeof err)) {
+            as_writer_abort(w);
+            as_die(AS_EXIT_DATA, "%s", err);
+        }
+        for (int64_t i = 0; i < a->tc.ntasks; i++) as_task_write(w, &a->tc, &tasks[i]);
+        as_tasks_free(tasks, a->tc.ntasks);
+    }
+    if (a->model_task && as_featrun_model_task(st, &a->tc, w, err, sizeof err)) {
+        as_writer_abort(w);
+        as_die(AS_EXIT_DATA, "%s", err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-features", "as-features [options] [FILE...]", HELP);
-    static const struct option opts[] = {
-        { "tasks", required_argument, 0, OPT_TASKS },
-        { "test-tasks", required_argument, 0, OPT_TEST },
-        { "task-tables", required_argument, 0, OPT_TT },
-        { "shards", required_argument, 0, OPT_SHARDS },
-        { "mem-cap", required_argument, 0, OPT_CAP },
-        { "unseen-ratio", required_argument, 0, OPT_UNSEEN },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "drop-tasks", no_argument, 0, OPT_DROP },
-        { "row-pieces", required_argument, 0, OPT_ROWP },
-        { "model-task", no_argument, 0, OPT_MODELTASK },
-        AS_CLI_COMMON_OPTIONS
-    };
-    as_task_cfg tc = { 0, -1, 80, 0, 0, 0, -1 };
-    int opt, want_tasks = 0, drop_tasks = 0, model_task = 0;
-    static int64_t *rowp;   /* --row-pieces (static: reachable at as_die) */
-    size_t nrowp = 0;
-    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_TASKS: tc.ntasks = as_cli_i64(&cli, "--tasks", optarg, 1, 10000000); want_tasks = 1; break;
-        case OPT_TEST: tc.ntest = as_cli_i64(&cli, "--test-tasks", optarg, 0, 10000000); break;
-        case OPT_TT: tc.tables = as_cli_lim(&cli, "--task-tables", optarg, 1, AS_LIM_TABLES); break;
-        case OPT_SHARDS: tc.shards = as_cli_lim(&cli, "--shards", optarg, 1, AS_LIM_SHARDS); break;
-        case OPT_CAP: {
-            uint64_t v;
-            if (as_parse_size(optarg, &v) || v == 0) as_cli_usage(&cli, "--mem-cap: '%s' is not a size (e.g. 2G, 512M, 1000000)", optarg);
-            tc.mem_cap = v;
-            break;
-        }
-        case OPT_UNSEEN: tc.unseen_ratio = as_cli_f64(&cli, "--unseen-ratio", optarg, 0, 1); break;
-        case OPT_DROP: drop_tasks = 1; break;
-        case OPT_MODELTASK: model_task = 1; break;
-        case OPT_ROWP: {
-            free(rowp);
-            rowp = NULL;
-            size_t k;
-            if (as_parse_i64_list(optarg, 2, 1024, &rowp, &k) || !k) as_cli_usage(&cli, "--row-pieces: '%s' is not a list of block counts in 2..1024 (e.g. 2,4,8)", optarg);
-            nrowp = k;
-            break;
-        }
-        case OPT_SEED: tc.seed = (uint64_t)as_cli_i64(&cli, "--seed", optarg, 0, INT64_MAX); break;
-        default:
-            if (!as_cli_common(&cli, opt, optarg)) as_cli_usage(&cli, "unknown option");
-        }
-    }
-    as_cli_finish(&cli);
-    if (model_task && want_tasks) as_cli_usage(&cli, "--model-task and --tasks exclude each other");
-    if (model_task && (tc.ntest >= 0 || tc.unseen_ratio >= 0))
-        as_cli_usage(&cli, "--model-task makes one test task: --test-tasks and --unseen-ratio do not apply");
-    if (!want_tasks && !model_task && (tc.ntest >= 0 || tc.shards || tc.mem_cap || tc.unseen_ratio >= 0))
-        as_cli_usage(&cli, "task options need --tasks N");
-    if (tc.ntest < 0) tc.ntest = tc.ntasks / 10;
-    if (tc.ntest > tc.ntasks) as_cli_usage(&cli, "--test-tasks %" PRId64 " exceeds --tasks %" PRId64, tc.ntest, tc.ntasks);
+    static feat_args a;     /* static: --row-pieces' list still reachable at as_die */
+    parse_args(&cli, argc, argv, &a);
 
     as_writer *w = as_cli_open_output(&cli);
     /* static: still reachable when a bad record ends the run through as_die (no leak report) */
     static as_featrun st;
-    as_featrun_cfg fc = { rowp, nrowp, drop_tasks };
+    as_featrun_cfg fc = { a.rowp, a.nrowp, a.drop_tasks };
     pass_ctx x = { &st, &fc, w, { 0 } };
     as_progress_start(&x.p, &cli, "records", 0);
     double t0 = as_now();
@@ -185,19 +198,10 @@ int main(int argc, char **argv)
     as_debug("%" PRId64 " tables, %" PRIu64 " lookups in %.2f s: %.1f M lookups/s end to end, %.1f M lookups/s "
              "counting alone (%.2f s); peak RSS %.0f MB", st.npool, st.lookups, dt, dt > 0 ? st.lookups / dt / 1e6 : 0,
              st.tcomp > 0 ? st.lookups / st.tcomp / 1e6 : 0, st.tcomp, as_peak_rss() / 1e6);
-    if (nrowp) as_debug("%" PRId64 " row pieces", st.npieces);
-    if (want_tasks) {
-        as_task *tasks;
-        if (as_tasks_make(&tc, st.ids, st.bytes, st.npool, &tasks, err, sizeof err)) {
-            as_writer_abort(w);
-            as_die(AS_EXIT_DATA, "%s", err);
-        }
-        for (int64_t i = 0; i < tc.ntasks; i++) as_task_write(w, &tc, &tasks[i]);
-        as_tasks_free(tasks, tc.ntasks);
-    }
-    if (model_task) model_task_write(w, &tc, st.ids, st.bytes, st.npool, st.world, st.hbm, st.ids_per_rank, st.dense);
+    if (a.nrowp) as_debug("%" PRId64 " row pieces", st.npieces);
+    write_tasks(w, &a, &st);
     as_writer_close(w);
     as_featrun_free(&st);
-    free(rowp);
+    free(a.rowp);
     return 0;
 }
