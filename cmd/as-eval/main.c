@@ -173,6 +173,26 @@ typedef struct {
     int64_t plot_task;
 } eval_opts;
 
+/* --table LIST: the tables shown, instead of the default plans and summary */
+static void table_arg(as_cli *cli, const char *arg, eval_opts *o)
+{
+    o->show_plans = o->show_shards = o->show_ranks = o->show_summary = o->show_curve = o->show_verdict = 0;
+    o->table_given = 1;
+    char *s = as_strdup(arg), *save = NULL;
+    for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "plans")) o->show_plans = 1;
+        else if (!strcmp(t, "shards")) o->show_shards = 1;
+        else if (!strcmp(t, "ranks")) o->show_ranks = 1;
+        else if (!strcmp(t, "summary")) o->show_summary = 1;
+        else if (!strcmp(t, "curve")) o->show_curve = 1;
+        else if (!strcmp(t, "verdict")) o->show_verdict = 1;
+        else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, summary, verdict or curve", t);
+    }
+    free(s);
+    if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_summary && !o->show_curve && !o->show_verdict)
+        as_cli_usage(cli, "--table: nothing to show");
+}
+
 static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
 {
     static const struct option opts[] = {
@@ -201,24 +221,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             else if (!strcmp(optarg, "csv")) o->fmt = AS_EVAL_CSV;
             else as_cli_usage(cli, "--format: '%s' is not text, markdown or csv", optarg);
             break;
-        case OPT_TABLE: {
-            o->show_plans = o->show_shards = o->show_ranks = o->show_summary = o->show_curve = o->show_verdict = 0;
-            o->table_given = 1;
-            char *s = as_strdup(optarg), *save = NULL;
-            for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (!strcmp(t, "plans")) o->show_plans = 1;
-                else if (!strcmp(t, "shards")) o->show_shards = 1;
-                else if (!strcmp(t, "ranks")) o->show_ranks = 1;
-                else if (!strcmp(t, "summary")) o->show_summary = 1;
-                else if (!strcmp(t, "curve")) o->show_curve = 1;
-                else if (!strcmp(t, "verdict")) o->show_verdict = 1;
-                else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, summary, verdict or curve", t);
-            }
-            free(s);
-            if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_summary && !o->show_curve && !o->show_verdict)
-                as_cli_usage(cli, "--table: nothing to show");
-            break;
-        }
+        case OPT_TABLE: table_arg(cli, optarg, o); break;
         case OPT_OVER:
             if (!strcmp(optarg, "plans")) o->over_runs = 0;
             else if (!strcmp(optarg, "runs")) o->over_runs = 1;
