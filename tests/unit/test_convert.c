@@ -231,7 +231,7 @@ static const int64_t DIM16[] = { 16 };
 TEST(convert_metasyn_and_prototype_agree)
 {
     char err[1024] = "";
-    const char *ms = tmp("ms.pt"), *pr = tmp("proto.pt"), *o1 = tmp("ms.ast"), *o2 = tmp("proto.ast");
+    const char *ms = tmp("cv-ms.pt"), *pr = tmp("cv-proto.pt"), *o1 = tmp("cv-ms.ast"), *o2 = tmp("cv-proto.ast");
     write_metasyn(ms, 0);
     write_prototype(pr);
     as_convert_opts o = { DIM16, 1, 0, NULL, 0, 0, "t.pt", NULL, 0, 0, 0 };
@@ -260,7 +260,7 @@ TEST(convert_metasyn_and_prototype_agree)
 TEST(convert_names_the_first_violation)
 {
     char err[1024] = "";
-    const char *ms = tmp("bad.pt"), *out = tmp("bad.ast");
+    const char *ms = tmp("cv-bad.pt"), *out = tmp("cv-bad.ast");
     as_convert_opts o = { DIM16, 1, 0, NULL, 0, 0, "t.pt", NULL, 0, 0, 0 };
     write_metasyn(ms, 1);
     CHECK_EQ_I64(convert(ms, out, &o, err, sizeof err), -1);
@@ -286,7 +286,7 @@ TEST(convert_synth_as_generated)
     cfg.row_scale = 0.001;
     const int64_t dims[] = { 8, 32 };
     as_convert_opts o = { dims, 2, 4, NULL, 0, 0, "synth", NULL, 0, 0, 0 };
-    const char *out = tmp("synth.ast");
+    const char *out = tmp("cv-synth.ast");
     as_writer *w = as_writer_open(out, 0, 0);
     as_writer_header(w, "test", 0, NULL);
     as_progress pr;
@@ -323,7 +323,7 @@ TEST(convert_synth_as_generated)
     const int64_t sel[] = { 3 };
     o.select = sel;
     o.nselect = 1;
-    w = as_writer_open(tmp("synth2.ast"), 0, 0);
+    w = as_writer_open(tmp("cv-synth2.ast"), 0, 0);
     CHECK_EQ_I64(as_convert_synth(&cfg, &o, w, &pr, err, sizeof err), -1);
     as_writer_abort(w);
     CHECK_STR(err, "--select: table 3 does not exist (the pool has 3 tables)");

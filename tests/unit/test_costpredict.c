@@ -106,7 +106,7 @@ static void same_kept(const as_costpred *a, const as_costpred *b)
 
 TEST(costpred_read_files_as_readers)
 {
-    const char *p1 = tmp("cp1.ast"), *p2 = tmp("cp2.ast");
+    const char *p1 = tmp("cp-cp1.ast"), *p2 = tmp("cp-cp2.ast");
     write_inputs(p1, p2);
     char *files[2] = { (char *)p1, (char *)p2 };
     char err[1024] = "";
@@ -136,7 +136,7 @@ TEST(costpred_read_files_as_readers)
 
 TEST(costpred_writes_predictions_in_order)
 {
-    const char *p1 = tmp("cq1.ast"), *p2 = tmp("cq2.ast"), *o = tmp("cq-out.ast");
+    const char *p1 = tmp("cp-cq1.ast"), *p2 = tmp("cp-cq2.ast"), *o = tmp("cp-cq-out.ast");
     write_inputs(p1, p2);
     char *files[2] = { (char *)p1, (char *)p2 };
     char err[1024] = "";
@@ -193,7 +193,7 @@ TEST(costpred_messages)
 {
     char err[1024] = "", want[1200];
     /* a file that is not there */
-    const char *none = tmp("no-such.ast");
+    const char *none = tmp("cp-no-such.ast");
     char *files[1] = { (char *)none };
     as_costpred cp = { 0 };
     CHECK_EQ_I64(as_costpred_read_files(&cp, files, 1, err, sizeof err), -1);
@@ -201,7 +201,7 @@ TEST(costpred_messages)
     CHECK_STR(err, want);
     as_costpred_free(&cp);
     /* not a stream */
-    const char *junk = tmp("junk.ast");
+    const char *junk = tmp("cp-junk.ast");
     FILE *f = fopen(junk, "wb");
     CHECK(f != NULL);
     if (f) { fputs("not zstd at all", f); fclose(f); }
@@ -212,7 +212,7 @@ TEST(costpred_messages)
     as_costpred_free(&cp);
     /* a cost record with bad tables, and a shard of a table without features: named by
        input and record */
-    const char *bad = tmp("bad.ast");
+    const char *bad = tmp("cp-bad.ast");
     as_writer *w = as_writer_open(bad, 0, 0);
     as_writer_header(w, "test", 0, NULL);
     as_features fa = feat(0, 8, 2);
@@ -227,7 +227,7 @@ TEST(costpred_messages)
     CHECK_EQ_I64(as_featidx_build(&cp.ft, err, sizeof err), 0);
     as_costmodel *m = as_costmodel_new(4, 3, 2, 7);
     as_costpred_stats st;
-    w = as_writer_open(tmp("bad-out.ast"), 0, 0);
+    w = as_writer_open(tmp("cp-bad-out.ast"), 0, 0);
     CHECK_EQ_I64(as_costpred_write(&cp, m, w, &st, err, sizeof err), -1);
     as_writer_abort(w);
     snprintf(want, sizeof want, "%s: record 3: table 9 has no `features` record", bad);
@@ -242,7 +242,7 @@ TEST(costpred_messages)
     memset(&cp, 0, sizeof cp);
     CHECK_EQ_I64(as_costpred_read_files(&cp, files, 1, err, sizeof err), 0);
     CHECK_EQ_I64(as_featidx_build(&cp.ft, err, sizeof err), 0);
-    w = as_writer_open(tmp("bad-out2.ast"), 0, 0);
+    w = as_writer_open(tmp("cp-bad-out2.ast"), 0, 0);
     CHECK_EQ_I64(as_costpred_write(&cp, m, w, &st, err, sizeof err), -1);
     as_writer_abort(w);
     snprintf(want, sizeof want, "%s: record 3: cost: ", bad);

@@ -149,7 +149,7 @@ TEST(pickle_next_position_and_file_range)
     CHECK(o && o->u.i == 2);
     /* the same from a byte range of a file */
     char path[4096];
-    snprintf(path, sizeof path, "%s/two.pkl", ut_tmpdir());
+    snprintf(path, sizeof path, "%s/pk-two.pkl", ut_tmpdir());
     FILE *f = fopen(path, "wb");
     CHECK(f && fwrite(two, 1, sizeof two - 1, f) == sizeof two - 1);
     if (f) fclose(f);

@@ -96,7 +96,7 @@ static void write_inputs(const char *p1, const char *p2)
 
 TEST(rlinput_joins_tasks_and_costs)
 {
-    const char *p1 = tmp("ri1.ast"), *p2 = tmp("ri2.ast");
+    const char *p1 = tmp("ri-ri1.ast"), *p2 = tmp("ri-ri2.ast");
     write_inputs(p1, p2);
     char *files[2] = { (char *)p1, (char *)p2 };
     char err[1024] = "";
@@ -179,18 +179,18 @@ static void bad_task(as_writer *w)
 TEST(rlinput_messages)
 {
     char err[1024] = "", want[1200], path[512];
-    CHECK_EQ_I64(read_one(only_test_tasks, "m1.ast", err, sizeof err, path), -1);
+    CHECK_EQ_I64(read_one(only_test_tasks, "ri-m1.ast", err, sizeof err, path), -1);
     CHECK_STR(err, "no training task records in the input (make them with as-features --tasks)");
-    CHECK_EQ_I64(read_one(task_without_features, "m2.ast", err, sizeof err, path), -1);
+    CHECK_EQ_I64(read_one(task_without_features, "ri-m2.ast", err, sizeof err, path), -1);
     CHECK_STR(err, "task 9: table 6 has no features record in the input");
-    CHECK_EQ_I64(read_one(zero_cost, "m3.ast", err, sizeof err, path), -1);
+    CHECK_EQ_I64(read_one(zero_cost, "ri-m3.ast", err, sizeof err, path), -1);
     snprintf(want, sizeof want, "%s: record 7: cost: 'cost_ms' = 0 is not a positive cost", path);
     CHECK_STR(err, want);
-    CHECK_EQ_I64(read_one(bad_task, "m4.ast", err, sizeof err, path), -1);
+    CHECK_EQ_I64(read_one(bad_task, "ri-m4.ast", err, sizeof err, path), -1);
     snprintf(want, sizeof want, "%s: record 6: ", path);
     CHECK(!strncmp(err, want, strlen(want)));
     /* a file that is not there */
-    const char *none = tmp("none.ast");
+    const char *none = tmp("ri-none.ast");
     char *files[1] = { (char *)none };
     as_rl_input in;
     CHECK_EQ_I64(as_rl_input_read(&in, files, 1, err, sizeof err), -1);
