@@ -170,8 +170,23 @@ static int write_out(ctx *c, const as_convert_opts *o, as_writer *w, int64_t t, 
     return 0;
 }
 
-static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts *o, as_writer *w,
-                           as_progress *p, int64_t *written)
+/* the tables to convert of the file's T: --tables' (each below T), or the first --first, or
+ * all; -1 with c->err */
+static int64_t selected(ctx *c, const as_convert_opts *o, int64_t T)
+{
+    int64_t n = o->select ? (int64_t)o->nselect : (o->first > 0 && o->first < T ? o->first : T);
+    for (size_t i = 0; o->select && i < o->nselect; i++)
+        if (o->select[i] >= T) {
+            snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
+            return -1;
+        }
+    return n;
+}
+
+/* MetaSyn's tensors (indices ti, offsets to, lengths tl) checked as a whole: integer, 1-D
+ * indices and offsets, lengths [T, B], no repeated data, offsets T*B+1 from 0 to the number
+ * of indices (*nidx); 0 or -1 with c->err */
+static int metasyn_check(ctx *c, int ti, int to, int tl, int64_t *T, int64_t *B, int64_t *nidx)
 {
     pt_file *f = c->f;
     const pt_tensor *I = pt_get(f, ti), *O = pt_get(f, to), *L = pt_get(f, tl);
@@ -187,72 +202,84 @@ static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts
     if (refuse_stride0(c, I, "indices") || refuse_stride0(c, O, "offsets") || refuse_stride0(c, L, "lengths")) return -1;
     int all[3] = { ti, to, tl };
     if (check_no_repeats(c, all, 3, 0, "indices, offsets and lengths")) return -1;
-    int64_t T, B;
-    if (L->ndim == 2) { T = L->shape[0]; B = L->shape[1]; }
+    if (L->ndim == 2) { *T = L->shape[0]; *B = L->shape[1]; }
     else {
         snprintf(c->err, c->errlen, "MetaSyn lengths must be 2-D [tables, batch] (got %d-D)", L->ndim);
         return -1;
     }
-    if (B <= 0) { snprintf(c->err, c->errlen, "MetaSyn batch size is 0"); return -1; }
-    if (O->numel != T * B + 1) {
+    if (*B <= 0) { snprintf(c->err, c->errlen, "MetaSyn batch size is 0"); return -1; }
+    if (O->numel != *T * *B + 1) {
         snprintf(c->err, c->errlen, "offsets has %" PRId64 " entries but lengths is [%" PRId64 ", %" PRId64 "]: expected T*B+1 = %" PRId64,
-                 O->numel, T, B, T * B + 1);
+                 O->numel, *T, *B, *T * *B + 1);
         return -1;
     }
-    int64_t nidx = I->numel;
+    *nidx = I->numel;
     int64_t first_last[2];
     if (pt_read_i64(f, to, 0, 1, &first_last[0], c->err, c->errlen)) return -1;
-    if (pt_read_i64(f, to, T * B, 1, &first_last[1], c->err, c->errlen)) return -1;
+    if (pt_read_i64(f, to, *T * *B, 1, &first_last[1], c->err, c->errlen)) return -1;
     if (first_last[0] != 0) {
         snprintf(c->err, c->errlen, "offsets[0] = %" PRId64 ", expected 0", first_last[0]);
         return -1;
     }
-    if (first_last[1] != nidx) {
+    if (first_last[1] != *nidx) {
         snprintf(c->err, c->errlen, "offsets[%" PRId64 "] = %" PRId64 " (the last) differs from the number of indices %" PRId64,
-                 T * B, first_last[1], nidx);
+                 *T * *B, first_last[1], *nidx);
         return -1;
     }
-    int64_t n = o->select ? (int64_t)o->nselect : (o->first > 0 && o->first < T ? o->first : T);
-    for (size_t i = 0; o->select && i < o->nselect; i++)
-        if (o->select[i] >= T) {
-            snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
+    return 0;
+}
+
+/* MetaSyn's table t (batch B of nidx indices in all): its offsets (off: B+1) and lengths
+ * (len: B) checked against each other, rebased to 0, and the table written; 0 or -1 with
+ * c->err */
+static int metasyn_table(ctx *c, int ti, int to, int tl, const as_convert_opts *o, as_writer *w, int64_t t, int64_t B,
+                         int64_t nidx, int64_t *off, int64_t *len)
+{
+    pt_file *f = c->f;
+    if (pt_read_i64(f, to, t * B, B + 1, off, c->err, c->errlen)) return -1;
+    if (pt_read_i64(f, tl, t * B, B, len, c->err, c->errlen)) return -1;
+    for (int64_t b = 0; b < B; b++) {
+        if (off[b + 1] < off[b]) {
+            snprintf(c->err, c->errlen, "offsets[%" PRId64 "] = %" PRId64 " is less than offsets[%" PRId64 "] = %" PRId64
+                     " (table %" PRId64 ", bag %" PRId64 "): offsets must be non-decreasing",
+                     t * B + b + 1, off[b + 1], t * B + b, off[b], t, b);
             return -1;
         }
+        if (off[b + 1] - off[b] != len[b]) {
+            snprintf(c->err, c->errlen, "lengths[%" PRId64 "][%" PRId64 "] = %" PRId64 " but offsets give %" PRId64
+                     " (offsets[%" PRId64 "] = %" PRId64 ", offsets[%" PRId64 "] = %" PRId64 ")",
+                     t, b, len[b], off[b + 1] - off[b], t * B + b, off[b], t * B + b + 1, off[b + 1]);
+            return -1;
+        }
+    }
+    if (off[0] < 0 || off[B] > nidx) {
+        snprintf(c->err, c->errlen, "table %" PRId64 ": offsets [%" PRId64 ", %" PRId64 "] fall outside the %" PRId64 " indices",
+                 t, off[0], off[B], nidx);
+        return -1;
+    }
+    int64_t base = off[0];
+    for (int64_t b = 0; b <= B; b++) off[b] -= base;
+    as_dtype dt;
+    int64_t mx;
+    void *idx = read_indices(c, ti, base, off[B], t, &dt, &mx);
+    if (!idx) return -1;
+    return write_out(c, o, w, t, mx, B, off, idx, dt);
+}
+
+static int convert_metasyn(ctx *c, int ti, int to, int tl, const as_convert_opts *o, as_writer *w,
+                           as_progress *p, int64_t *written)
+{
+    int64_t T, B, nidx;
+    if (metasyn_check(c, ti, to, tl, &T, &B, &nidx)) return -1;
+    int64_t n = selected(c, o, T);
+    if (n < 0) return -1;
     if (n == 0) return 0;   /* (with T = 0, B is bounded by nothing: allocate nothing) */
     int64_t *off = as_malloc((size_t)(B + 1) * sizeof *off);
     int64_t *len = as_malloc((size_t)B * sizeof *len);
     int rc = -1;
     p->total = (double)n;
     for (int64_t k = 0; k < n; k++) {
-        int64_t t = o->select ? o->select[k] : k;
-        if (pt_read_i64(f, to, t * B, B + 1, off, c->err, c->errlen)) goto out;
-        if (pt_read_i64(f, tl, t * B, B, len, c->err, c->errlen)) goto out;
-        for (int64_t b = 0; b < B; b++) {
-            if (off[b + 1] < off[b]) {
-                snprintf(c->err, c->errlen, "offsets[%" PRId64 "] = %" PRId64 " is less than offsets[%" PRId64 "] = %" PRId64
-                         " (table %" PRId64 ", bag %" PRId64 "): offsets must be non-decreasing",
-                         t * B + b + 1, off[b + 1], t * B + b, off[b], t, b);
-                goto out;
-            }
-            if (off[b + 1] - off[b] != len[b]) {
-                snprintf(c->err, c->errlen, "lengths[%" PRId64 "][%" PRId64 "] = %" PRId64 " but offsets give %" PRId64
-                         " (offsets[%" PRId64 "] = %" PRId64 ", offsets[%" PRId64 "] = %" PRId64 ")",
-                         t, b, len[b], off[b + 1] - off[b], t * B + b, off[b], t * B + b + 1, off[b + 1]);
-                goto out;
-            }
-        }
-        if (off[0] < 0 || off[B] > nidx) {
-            snprintf(c->err, c->errlen, "table %" PRId64 ": offsets [%" PRId64 ", %" PRId64 "] fall outside the %" PRId64 " indices",
-                     t, off[0], off[B], nidx);
-            goto out;
-        }
-        int64_t base = off[0];
-        for (int64_t b = 0; b <= B; b++) off[b] -= base;
-        as_dtype dt;
-        int64_t mx;
-        void *idx = read_indices(c, ti, base, off[B], t, &dt, &mx);
-        if (!idx) goto out;
-        if (write_out(c, o, w, t, mx, B, off, idx, dt)) goto out;
+        if (metasyn_table(c, ti, to, tl, o, w, o->select ? o->select[k] : k, B, nidx, off, len)) goto out;
         (*written)++;
         as_progress_update(p, (double)(k + 1));
     }
@@ -265,23 +292,12 @@ out:
 
 /* ---- the prototype's processed file ------------------------------------------------- */
 
-static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_progress *p, int64_t *written)
+/* the whole pool of T tables: no expanded tensors, none repeating stored data; 0 or -1 with
+ * c->err */
+static int prototype_check_pool(ctx *c, int64_t T)
 {
     pt_file *f = c->f;
-    int64_t T = 0;
     char path[300];
-    for (;;) {
-        snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", T);
-        if (pt_find(f, path) < 0) break;
-        T++;
-    }
-    int64_t n = o->select ? (int64_t)o->nselect : (o->first > 0 && o->first < T ? o->first : T);
-    for (size_t i = 0; o->select && i < o->nselect; i++)
-        if (o->select[i] >= T) {
-            snprintf(c->err, c->errlen, "--tables: table %" PRId64 " does not exist (the file has %" PRId64 " tables)", o->select[i], T);
-            return -1;
-        }
-    /* the whole pool: no expanded tensors, none repeating stored data */
     int *data = as_malloc((size_t)(2 * T + 1) * sizeof *data), nd = 0;
     for (int64_t t = 0; t < T; t++) {
         for (int k = 0; k < 2; k++) {
@@ -294,10 +310,17 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
     }
     int bad = check_no_repeats(c, data, nd, 0, "lS_indices and lS_offsets");
     free(data);
-    if (bad) return -1;
-    /* Which offsets convention? The prototype slices MetaSyn's offsets per table into B+1
-       entries ending at the table's total; DLRM's lS_o has B entries (the end implied).
-       With B+1 entries every table ends at its total, so decide over the whole pool. */
+    return bad ? -1 : 0;
+}
+
+/* Which offsets convention? The prototype slices MetaSyn's offsets per table into B+1
+   entries ending at the table's total; DLRM's lS_o has B entries (the end implied). With
+   B+1 entries every table ends at its total, so decide over the whole pool: 1 when all of
+   its T tables have the total */
+static int prototype_with_total(ctx *c, int64_t T)
+{
+    pt_file *f = c->f;
+    char path[300];
     int with_total = T > 0;
     for (int64_t t = 0; t < T && with_total; t++) {
         snprintf(path, sizeof path, "['lS_offsets'][%" PRId64 "]", t);
@@ -310,47 +333,72 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
         if (O->numel < 2 || pt_read_i64(f, to, O->numel - 1, 1, &last, c->err, c->errlen) || last != pt_get(f, ti)->numel)
             with_total = 0;
     }
-    p->total = (double)n;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t t = o->select ? o->select[k] : k;
-        snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", t);
-        int ti = pt_find(f, path);
-        snprintf(path, sizeof path, "['lS_offsets'][%" PRId64 "]", t);
-        int to = pt_find(f, path);
-        if (to < 0) {
-            snprintf(c->err, c->errlen, "table %" PRId64 " has indices but no offsets (%s)", t, path);
-            return -1;
-        }
-        const pt_tensor *I = pt_get(f, ti), *O = pt_get(f, to);
-        if (!is_int_dtype(I->dtype) || !is_int_dtype(O->dtype) || I->ndim != 1 || O->ndim != 1) {
-            snprintf(c->err, c->errlen, "table %" PRId64 ": lS_indices and lS_offsets must be 1-D integer tensors", t);
-            return -1;
-        }
-        int64_t nidx = I->numel, no = O->numel;
-        int64_t *off = as_malloc((size_t)(no + 1) * sizeof *off);
-        if (pt_read_i64(f, to, 0, no, off, c->err, c->errlen)) { free(off); return -1; }
-        /* DLRM convention: B offsets, the first 0, the end implied by the indices count;
-           a trailing total (B+1 entries ending at nidx) is accepted too */
-        int64_t B = with_total ? no - 1 : no;
-        off[B] = nidx;
-        if (no == 0 || off[0] != 0) {
-            snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[0] = %" PRId64 ", expected 0", t, no ? off[0] : -1);
+    return with_total;
+}
+
+/* the prototype's table t: its offsets checked (with_total: they end with the indices'
+ * count) and the table written; 0 or -1 with c->err */
+static int prototype_table(ctx *c, const as_convert_opts *o, as_writer *w, int64_t t, int with_total)
+{
+    pt_file *f = c->f;
+    char path[300];
+    snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", t);
+    int ti = pt_find(f, path);
+    snprintf(path, sizeof path, "['lS_offsets'][%" PRId64 "]", t);
+    int to = pt_find(f, path);
+    if (to < 0) {
+        snprintf(c->err, c->errlen, "table %" PRId64 " has indices but no offsets (%s)", t, path);
+        return -1;
+    }
+    const pt_tensor *I = pt_get(f, ti), *O = pt_get(f, to);
+    if (!is_int_dtype(I->dtype) || !is_int_dtype(O->dtype) || I->ndim != 1 || O->ndim != 1) {
+        snprintf(c->err, c->errlen, "table %" PRId64 ": lS_indices and lS_offsets must be 1-D integer tensors", t);
+        return -1;
+    }
+    int64_t nidx = I->numel, no = O->numel;
+    int64_t *off = as_malloc((size_t)(no + 1) * sizeof *off);
+    if (pt_read_i64(f, to, 0, no, off, c->err, c->errlen)) { free(off); return -1; }
+    /* DLRM convention: B offsets, the first 0, the end implied by the indices count;
+       a trailing total (B+1 entries ending at nidx) is accepted too */
+    int64_t B = with_total ? no - 1 : no;
+    off[B] = nidx;
+    if (no == 0 || off[0] != 0) {
+        snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[0] = %" PRId64 ", expected 0", t, no ? off[0] : -1);
+        free(off);
+        return -1;
+    }
+    for (int64_t b = 0; b < B; b++)
+        if (off[b + 1] < off[b] || off[b + 1] > nidx) {
+            snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[%" PRId64 "] = %" PRId64 " %s (previous %" PRId64 ", %" PRId64 " indices)",
+                     t, b + 1, off[b + 1], off[b + 1] > nidx ? "exceeds the indices count" : "decreases", off[b], nidx);
             free(off);
             return -1;
         }
-        for (int64_t b = 0; b < B; b++)
-            if (off[b + 1] < off[b] || off[b + 1] > nidx) {
-                snprintf(c->err, c->errlen, "table %" PRId64 ": lS_offsets[%" PRId64 "] = %" PRId64 " %s (previous %" PRId64 ", %" PRId64 " indices)",
-                         t, b + 1, off[b + 1], off[b + 1] > nidx ? "exceeds the indices count" : "decreases", off[b], nidx);
-                free(off);
-                return -1;
-            }
-        as_dtype dt;
-        int64_t mx;
-        void *idx = read_indices(c, ti, 0, nidx, t, &dt, &mx);
-        if (!idx) { free(off); return -1; }
-        if (write_out(c, o, w, t, mx, B, off, idx, dt)) { free(off); return -1; }
-        free(off);
+    as_dtype dt;
+    int64_t mx;
+    void *idx = read_indices(c, ti, 0, nidx, t, &dt, &mx);
+    int rc = !idx || write_out(c, o, w, t, mx, B, off, idx, dt) ? -1 : 0;
+    free(off);
+    return rc;
+}
+
+static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_progress *p, int64_t *written)
+{
+    pt_file *f = c->f;
+    int64_t T = 0;
+    char path[300];
+    for (;;) {
+        snprintf(path, sizeof path, "['lS_indices'][%" PRId64 "]", T);
+        if (pt_find(f, path) < 0) break;
+        T++;
+    }
+    int64_t n = selected(c, o, T);
+    if (n < 0) return -1;
+    if (prototype_check_pool(c, T)) return -1;
+    int with_total = prototype_with_total(c, T);
+    p->total = (double)n;
+    for (int64_t k = 0; k < n; k++) {
+        if (prototype_table(c, o, w, o->select ? o->select[k] : k, with_total)) return -1;
         (*written)++;
         as_progress_update(p, (double)(k + 1));
     }

@@ -56,39 +56,64 @@ static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, c
     return 1;
 }
 
+/* a new input, numbered in reading order; returns its number */
+static int add_input(as_costdata *d, const char *name)
+{
+    int file = d->nnames++;
+    d->names = as_realloc(d->names, (size_t)d->nnames * sizeof *d->names);
+    d->names[file] = as_strdup(name);
+    return file;
+}
+
+/* one record of input `file`: `features` into the index, a usable `cost` into the shards;
+ * 0 or -1 with err */
+static int read_record(as_costdata *d, int file, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    if (as_rec_is(rec, "features")) return as_featidx_read(&d->ft, rec, as_reader_name(r), err, errlen) ? -1 : 0;
+    if (!as_rec_is(rec, "cost")) return 0;
+    as_costshard c;
+    char e2[768];
+    int k = read_cost(d, &rec->obj, &c, e2, sizeof e2);
+    if (k < 0) {
+        snprintf(err, errlen, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec->index, e2);
+        return -1;
+    }
+    if (!k) return 0;
+    c.rec = rec->index;
+    c.file = file;
+    if (d->ncs == d->capcs) {
+        d->capcs = d->capcs ? 2 * d->capcs : 1024;
+        d->cs = as_realloc(d->cs, (size_t)d->capcs * sizeof *d->cs);
+    }
+    d->cs[d->ncs++] = c;
+    return 0;
+}
+
 int as_costdata_read(as_costdata *d, as_reader *r, char *err, size_t errlen)
 {
-    int file = d->nnames++;   /* inputs are numbered in reading order */
-    d->names = as_realloc(d->names, (size_t)d->nnames * sizeof *d->names);
-    d->names[file] = as_strdup(as_reader_name(r));
+    int file = add_input(d, as_reader_name(r));
     as_record rec;
     int rc;
-    char e2[768];
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (as_rec_is(&rec, "features")) {
-            if (as_featidx_read(&d->ft, &rec, as_reader_name(r), err, errlen)) return -1;
-        } else if (as_rec_is(&rec, "cost")) {
-            as_costshard c;
-            int k = read_cost(d, &rec.obj, &c, e2, sizeof e2);
-            if (k < 0) {
-                snprintf(err, errlen, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec.index, e2);
-                return -1;
-            }
-            if (!k) continue;
-            c.rec = rec.index;
-            c.file = file;
-            if (d->ncs == d->capcs) {
-                d->capcs = d->capcs ? 2 * d->capcs : 1024;
-                d->cs = as_realloc(d->cs, (size_t)d->capcs * sizeof *d->cs);
-            }
-            d->cs[d->ncs++] = c;
-        }
-    }
+    while ((rc = as_reader_next(r, &rec)) == 1)
+        if (read_record(d, file, r, &rec, err, errlen)) return -1;
     if (rc < 0) {
         snprintf(err, errlen, "%s", as_reader_error(r));
         return -1;
     }
     return 0;
+}
+
+/* as_costdata_read_files' record: an input is added at its first record */
+static int files_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    as_costdata *d = ctx;
+    if (rec->index == 1) add_input(d, as_reader_name(r));
+    return read_record(d, d->nnames - 1, r, rec, err, errlen);
+}
+
+int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char *err, size_t errlen)
+{
+    return as_read_records(files, nfiles, files_rec, d, err, errlen);
 }
 
 int as_costdata_index(as_costdata *d, char *err, size_t errlen)

@@ -3,8 +3,8 @@
  * against, the metrics, the benchmark's own noise, and the `costfit-report` record
  * (docs/FORMAT.md). Dimension letters: K shards, T tables.
  *
- * Use: as_costdata_read every input, as_costdata_index, as_costdata_check,
- * as_costdata_join; then a split (as_costdata_split_shards / _tables), the model's
+ * Use: as_costdata_read every input (or as_costdata_read_files on them all),
+ * as_costdata_index, as_costdata_check, as_costdata_join; then a split (as_costdata_split_shards / _tables), the model's
  * statistics (as_costdata_stats), training (lib/costmodel.h on d->set), as_costeval_run and
  * as_costfit_report_pack. Functions return -1 with a message for bad data and never exit;
  * allocation failure ends the process (as_malloc).
@@ -58,6 +58,9 @@ typedef struct {
  * the input; -1 with err ("FILE: record N: cost: 'cost_ms' = 0 is not a positive cost",
  * or the reader's own message). */
 int as_costdata_read(as_costdata *d, as_reader *r, char *err, size_t errlen);
+/* the same for files[0..nfiles) in turn (as_read_records: none = standard input), each
+ * opened here; -1 with err also for a file that cannot be opened ("FILE: strerror") */
+int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char *err, size_t errlen);
 /* build the features index (lib/featindex.h: its duplicate rule); 0 or -1 with err */
 int as_costdata_index(as_costdata *d, char *err, size_t errlen);
 /* usable data: at least one measured shard, all from one device; 0 or -1 with err */

@@ -475,6 +475,112 @@ static int cmp_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* the most table rows a batch of B of the n shards can hold: the B largest shards' */
+static int64_t max_batch_rows(const as_costset *d, const int64_t *shards, int64_t n, int B)
+{
+    int64_t *sz = as_malloc((size_t)n * sizeof *sz), maxR = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = shards ? shards[i] : i;
+        sz[i] = d->off[k + 1] - d->off[k];
+    }
+    qsort(sz, (size_t)n, sizeof *sz, cmp_desc);
+    for (int i = 0; i < B; i++) maxR += sz[i];
+    free(sz);
+    return maxR;
+}
+
+/* as_costmodel_train's buffers: the device's parameters, gradients and Adam moments (pb
+   bytes each), a batch's activations, its staging on the host, the shards' order */
+typedef struct {
+    const as_nn_ops *o;
+    size_t pb;
+    float *P, *G, *M1, *M2;
+    cm_buf b;
+    float *hX, *ht, *hy;
+    int32_t *hoff;
+    int64_t *perm, *sh;
+} cm_train;
+
+static void train_begin(cm_train *t, const as_nn_ops *o, const as_costmodel *m, int64_t maxR, int B, const int64_t *shards,
+                        int64_t n)
+{
+    t->o = o;
+    t->pb = (size_t)m->nparams * sizeof(float);
+    t->P = o->alloc(t->pb); t->G = o->alloc(t->pb); t->M1 = o->alloc(t->pb); t->M2 = o->alloc(t->pb);
+    o->upload(t->P, m->params, t->pb);
+    buf_alloc(&t->b, o, m, maxR, B, 1);
+    t->hX = as_malloc((size_t)maxR * F * sizeof *t->hX);
+    t->ht = as_malloc((size_t)B * sizeof *t->ht);
+    t->hy = as_malloc((size_t)B * sizeof *t->hy);
+    t->hoff = as_malloc((size_t)(B + 1) * sizeof *t->hoff);
+    t->perm = as_malloc((size_t)n * sizeof *t->perm);
+    t->sh = as_malloc((size_t)B * sizeof *t->sh);
+    for (int64_t i = 0; i < n; i++) t->perm[i] = shards ? shards[i] : i;
+}
+
+static void train_end(cm_train *t)
+{
+    buf_free(&t->b);
+    t->o->free(t->P); t->o->free(t->G); t->o->free(t->M1); t->o->free(t->M2);
+    free(t->hX); free(t->ht); free(t->hy); free(t->hoff); free(t->perm); free(t->sh);
+}
+
+/* a new epoch's order of the shards (Fisher-Yates) */
+static void shuffle(int64_t *perm, int64_t n, as_rng *r)
+{
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)as_rng_below(r, (uint64_t)i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* training step `step` (from 0) on the S shards t->sh: staged and uploaded, forward,
+   backward, clipped, an Adam step; *loss: the batch's loss in cost units (ysc2: their
+   scale). 0, or -1 when the device failed (nothing was computed) */
+static int train_step(cm_train *t, const as_costmodel *m, const as_costset *d, int S, const as_costfit_opts *opt,
+                      const as_nn_adam_cfg *ac, int64_t step, double ysc2, double *loss)
+{
+    const as_nn_ops *o = t->o;
+    int R = stage(m, d, t->sh, S, t->hX, t->hoff, t->ht);
+    o->upload(t->b.X, t->hX, (size_t)R * F * sizeof(float));
+    o->upload(t->b.off, t->hoff, (size_t)(S + 1) * sizeof(int32_t));
+    o->upload(t->b.t, t->ht, (size_t)S * sizeof(float));
+    o->zero(t->G, t->pb);
+    forward(m, t->P, &t->b, R, S, 1);
+    backward(m, t->P, t->G, &t->b, R, S);
+    if (opt->clip > 0) as_nn_clip_ops(o, t->G, m->nparams, opt->clip);
+    o->adam(t->P, t->G, t->M1, t->M2, m->nparams, ac, step + 1);
+    o->download(t->hy, t->b.y, (size_t)S * sizeof(float));
+    if (o->error()) return -1;
+    *loss = as_nn_mse_fwd(t->hy, t->ht, S) * ysc2;
+    return 0;
+}
+
+/* the trained parameters back when the last epoch's loss is finite, and the training's
+   figures into the model's info; 1 when the model was trained (0: err says why, or the
+   training loop did) */
+static int train_finish(as_costmodel *m, cm_train *t, const as_costfit_opts *opt, int64_t steps, int64_t epochs_done,
+                        char *err, size_t errlen)
+{
+    const as_nn_ops *o = t->o;
+    int ok = m->info.nlosses > 0 && isfinite(m->info.losses[m->info.nlosses - 1]);
+    o->sync();
+    if (ok) o->download(m->params, t->P, t->pb);
+    if (o->error()) {   /* an environment failure (exit 3), not a data one */
+        snprintf(err, errlen, "%s", o->error());
+        ok = 0;
+    }
+    m->info.steps += steps;
+    m->info.epochs += epochs_done;
+    m->info.batch = opt->batch;
+    m->info.lr = opt->lr;
+    m->info.clip = opt->clip;
+    m->info.seed = opt->seed;
+    snprintf(m->info.train_device, sizeof m->info.train_device, "%s", o->name);
+    return ok;
+}
+
 int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,
                        const as_costfit_opts *opt, char *err, size_t errlen)
 {
@@ -485,29 +591,12 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
     int B = opt->batch < n ? opt->batch : (int)n;
     int64_t per_epoch = (n + B - 1) / B;
     int64_t steps = opt->steps > 0 ? opt->steps : opt->epochs * per_epoch;
-    /* the most table rows any batch can hold: the B largest shards */
-    int64_t *sz = as_malloc((size_t)n * sizeof *sz), maxR = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t k = shards ? shards[i] : i;
-        sz[i] = d->off[k + 1] - d->off[k];
-    }
-    qsort(sz, (size_t)n, sizeof *sz, cmp_desc);
-    for (int i = 0; i < B; i++) maxR += sz[i];
-    free(sz);
+    int64_t maxR = max_batch_rows(d, shards, n, B);
     if (maxR > INT32_MAX / 256) { snprintf(err, errlen, "batch of %" PRId64 " table rows is too large", maxR); return -1; }
     if (maxR == 0) maxR = 1;
 
-    /* device copies: parameters, gradients, Adam moments */
-    size_t pb = (size_t)m->nparams * sizeof(float);
-    float *P = o->alloc(pb), *G = o->alloc(pb), *M1 = o->alloc(pb), *M2 = o->alloc(pb);
-    o->upload(P, m->params, pb);
-    cm_buf b;
-    buf_alloc(&b, o, m, maxR, B, 1);
-    float *hX = as_malloc((size_t)maxR * F * sizeof *hX), *ht = as_malloc((size_t)B * sizeof *ht);
-    float *hy = as_malloc((size_t)B * sizeof *hy);
-    int32_t *hoff = as_malloc((size_t)(B + 1) * sizeof *hoff);
-    int64_t *perm = as_malloc((size_t)n * sizeof *perm), *sh = as_malloc((size_t)B * sizeof *sh);
-    for (int64_t i = 0; i < n; i++) perm[i] = shards ? shards[i] : i;
+    cm_train t;
+    train_begin(&t, o, m, maxR, B, shards, n);
     as_rng r;
     as_rng_seed(&r, opt->seed, 0x73687566666c65ULL ^ (uint64_t)m->info.steps);   /* "shuffle" */
     as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)opt->lr);
@@ -516,29 +605,15 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
     double ysc2 = loss_units(m), ep_loss = 0;
     int64_t ep_n = 0, pos = n;
     for (int64_t step = 0; step < steps; step++) {
-        if (pos >= n) {   /* a new epoch: shuffle (Fisher-Yates) */
-            for (int64_t i = n - 1; i > 0; i--) {
-                int64_t j = (int64_t)as_rng_below(&r, (uint64_t)i + 1), t = perm[i];
-                perm[i] = perm[j];
-                perm[j] = t;
-            }
+        if (pos >= n) {   /* a new epoch */
+            shuffle(t.perm, n, &r);
             pos = 0;
         }
         int S = (int)(n - pos < B ? n - pos : B);
-        memcpy(sh, perm + pos, (size_t)S * sizeof *sh);
+        memcpy(t.sh, t.perm + pos, (size_t)S * sizeof *t.sh);
         pos += S;
-        int R = stage(m, d, sh, S, hX, hoff, ht);
-        o->upload(b.X, hX, (size_t)R * F * sizeof(float));
-        o->upload(b.off, hoff, (size_t)(S + 1) * sizeof(int32_t));
-        o->upload(b.t, ht, (size_t)S * sizeof(float));
-        o->zero(G, pb);
-        forward(m, P, &b, R, S, 1);
-        backward(m, P, G, &b, R, S);
-        if (opt->clip > 0) as_nn_clip_ops(o, G, m->nparams, opt->clip);
-        o->adam(P, G, M1, M2, m->nparams, &ac, step + 1);
-        o->download(hy, b.y, (size_t)S * sizeof(float));
-        if (o->error()) break;   /* the device failed: nothing was computed */
-        double loss = as_nn_mse_fwd(hy, ht, S) * ysc2;
+        double loss;
+        if (train_step(&t, m, d, S, opt, &ac, step, ysc2, &loss)) break;   /* the device failed */
         ep_loss += loss * S;
         ep_n += S;
         if (pos >= n || step == steps - 1) {
@@ -552,23 +627,8 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
             break;
         }
     }
-    int ok = m->info.nlosses > 0 && isfinite(m->info.losses[m->info.nlosses - 1]);
-    o->sync();
-    if (ok) o->download(m->params, P, pb);
-    if (o->error()) {   /* an environment failure (exit 3), not a data one */
-        snprintf(err, errlen, "%s", o->error());
-        ok = 0;
-    }
-    m->info.steps += steps;
-    m->info.epochs += epochs_done;
-    m->info.batch = opt->batch;
-    m->info.lr = opt->lr;
-    m->info.clip = opt->clip;
-    m->info.seed = opt->seed;
-    snprintf(m->info.train_device, sizeof m->info.train_device, "%s", o->name);
-    buf_free(&b);
-    o->free(P); o->free(G); o->free(M1); o->free(M2);
-    free(hX); free(ht); free(hy); free(hoff); free(perm); free(sh);
+    int ok = train_finish(m, &t, opt, steps, epochs_done, err, errlen);
+    train_end(&t);
     return ok ? 0 : -1;
 }
 
@@ -718,12 +778,10 @@ int as_net_header_check(const msgpack_object *rec, const char *kind, const char 
     return 0;
 }
 
-int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
+/* the record's layers: [21, H1, H2, H3, 1], each in 1..65536; 0 or -1 with err */
+static int read_layers(const msgpack_object *rec, int64_t L[5], char *err, size_t errlen)
 {
-    *out = NULL;
-    if (as_net_header_check(rec, "model", "costmodel", AS_COSTMODEL_VERSION, "cost model", err, errlen)) return -1;
     const msgpack_object *lo = as_obj_get(rec, "layers");
-    int64_t L[5];
     if (!lo || lo->type != MSGPACK_OBJECT_ARRAY || lo->via.array.size != 5) { snprintf(err, errlen, "cost model record: layers must be 5 sizes"); return -1; }
     for (int i = 0; i < 5; i++) {
         const msgpack_object *x = &lo->via.array.ptr[i];
@@ -734,6 +792,71 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
         L[i] = (int64_t)x->via.u64;
     }
     if (L[0] != F || L[4] != 1) { snprintf(err, errlen, "cost model record: layers must be [21, H1, H2, H3, 1]"); return -1; }
+    return 0;
+}
+
+/* the features' normalisation statistics and transform, the costs' y-scale and the output
+   form (absent: the first models' unconstrained output) into m; 0 or -1 with err */
+static int read_scales(const msgpack_object *rec, as_costmodel *m, char *err, size_t errlen)
+{
+    if (as_obj_f64_list(rec, "norm_mean", m->info.mean, 3) || as_obj_f64_list(rec, "norm_std", m->info.std, 3) ||
+        as_obj_f64(rec, "y_scale", &m->info.y_scale)) {
+        snprintf(err, errlen, "cost model record: norm_mean[3], norm_std[3] and y_scale are required");
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!(m->info.std[i] > 0) || !isfinite(m->info.mean[i])) { snprintf(err, errlen, "cost model record: bad normalisation statistics"); return -1; }
+    char tr[32] = "none";
+    const msgpack_object *tro = as_obj_get(rec, "transform");
+    if (tro && as_obj_str(rec, "transform", tr, sizeof tr)) { snprintf(err, errlen, "cost model record: 'transform' is not a string"); return -1; }
+    if (!strcmp(tr, "log1p")) m->info.log_feats = 1;
+    else if (strcmp(tr, "none")) { snprintf(err, errlen, "cost model record: unknown feature transform '%s'", tr); return -1; }
+    if (!(m->info.y_scale > 0) || !isfinite(m->info.y_scale)) { snprintf(err, errlen, "cost model record: bad y_scale"); return -1; }
+    char os[32] = "linear";
+    if (as_obj_get(rec, "output") && as_obj_str(rec, "output", os, sizeof os)) {
+        snprintf(err, errlen, "cost model record: 'output' is not a string");
+        return -1;
+    }
+    if ((m->info.output = as_costmodel_output_parse(os)) < 0) {
+        snprintf(err, errlen, "cost model record: unknown output form '%s' (linear, softplus, log)", os);
+        return -1;
+    }
+    return 0;
+}
+
+/* the metadata, all optional: where the costs were measured and how the model was trained */
+static void read_meta(const msgpack_object *rec, as_costmodel *m)
+{
+    as_obj_str(rec, "cost_device", m->info.cost_device, sizeof m->info.cost_device);
+    as_obj_str(rec, "cost_device_kind", m->info.cost_device_kind, sizeof m->info.cost_device_kind);
+    as_obj_str(rec, "train_device", m->info.train_device, sizeof m->info.train_device);
+    as_obj_str(rec, "split", m->info.split, sizeof m->info.split);
+    int64_t v;
+    if (!as_obj_i64(rec, "seed", &v)) m->info.seed = (uint64_t)v;
+    as_obj_i64(rec, "steps", &m->info.steps);
+    as_obj_i64(rec, "epochs", &m->info.epochs);
+    as_obj_i64(rec, "batch", &m->info.batch);
+    as_obj_f64(rec, "lr", &m->info.lr);
+    as_obj_f64(rec, "clip", &m->info.clip);
+    as_obj_i64(rec, "train_shards", &m->info.train_shards);
+    as_obj_i64(rec, "test_shards", &m->info.test_shards);
+    as_obj_i64(rec, "train_tables", &m->info.train_tables);
+    as_array a;
+    char e2[256];
+    if (as_obj_get(rec, "losses") && !as_obj_array(rec, "losses", &a, e2, sizeof e2) && a.ndim == 1 && a.n > 0 &&
+        a.n < ((int64_t)1 << 28)) {
+        m->info.losses = as_malloc((size_t)a.n * sizeof(double));
+        as_array_get_f64(&a, 0, a.n, m->info.losses);
+        m->info.nlosses = a.n;
+    }
+}
+
+int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (as_net_header_check(rec, "model", "costmodel", AS_COSTMODEL_VERSION, "cost model", err, errlen)) return -1;
+    int64_t L[5];
+    if (read_layers(rec, L, err, errlen)) return -1;
     /* the parameter count the layers need, checked against nparams and the params array the
        record actually carries before anything is allocated (layers alone may ask for 2^35) */
     as_costmodel shape = { .info = { .h1 = (int)L[1], .h2 = (int)L[2], .h3 = (int)L[3] } };
@@ -752,33 +875,7 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
     }
     as_costmodel *m = alloc_model((int)L[1], (int)L[2], (int)L[3]);
     memcpy(m->params, a.data, (size_t)m->nparams * sizeof(float));   /* little-endian host */
-    if (as_obj_f64_list(rec, "norm_mean", m->info.mean, 3) || as_obj_f64_list(rec, "norm_std", m->info.std, 3) ||
-        as_obj_f64(rec, "y_scale", &m->info.y_scale)) {
-        snprintf(err, errlen, "cost model record: norm_mean[3], norm_std[3] and y_scale are required");
-        goto fail;
-    }
-    for (int i = 0; i < 3; i++)
-        if (!(m->info.std[i] > 0) || !isfinite(m->info.mean[i])) { snprintf(err, errlen, "cost model record: bad normalisation statistics"); goto fail; }
-    {
-        char tr[32] = "none";
-        const msgpack_object *tro = as_obj_get(rec, "transform");
-        if (tro && as_obj_str(rec, "transform", tr, sizeof tr)) { snprintf(err, errlen, "cost model record: 'transform' is not a string"); goto fail; }
-        if (!strcmp(tr, "log1p")) m->info.log_feats = 1;
-        else if (strcmp(tr, "none")) { snprintf(err, errlen, "cost model record: unknown feature transform '%s'", tr); goto fail; }
-    }
-    if (!(m->info.y_scale > 0) || !isfinite(m->info.y_scale)) { snprintf(err, errlen, "cost model record: bad y_scale"); goto fail; }
-    {
-        /* absent: the first models' unconstrained output */
-        char os[32] = "linear";
-        if (as_obj_get(rec, "output") && as_obj_str(rec, "output", os, sizeof os)) {
-            snprintf(err, errlen, "cost model record: 'output' is not a string");
-            goto fail;
-        }
-        if ((m->info.output = as_costmodel_output_parse(os)) < 0) {
-            snprintf(err, errlen, "cost model record: unknown output form '%s' (linear, softplus, log)", os);
-            goto fail;
-        }
-    }
+    if (read_scales(rec, m, err, errlen)) goto fail;
     if (read_heldout(rec, &m->info.heldout)) {
         snprintf(err, errlen, "cost model record: 'heldout' is not nil or a map of split, test_shards and model, linear, "
                  "sum_single metrics");
@@ -786,27 +883,7 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
     }
     for (int64_t i = 0; i < m->nparams; i++)
         if (!isfinite(m->params[i])) { snprintf(err, errlen, "cost model record: parameter %" PRId64 " is not finite", i); goto fail; }
-    /* metadata: optional */
-    as_obj_str(rec, "cost_device", m->info.cost_device, sizeof m->info.cost_device);
-    as_obj_str(rec, "cost_device_kind", m->info.cost_device_kind, sizeof m->info.cost_device_kind);
-    as_obj_str(rec, "train_device", m->info.train_device, sizeof m->info.train_device);
-    as_obj_str(rec, "split", m->info.split, sizeof m->info.split);
-    int64_t v;
-    if (!as_obj_i64(rec, "seed", &v)) m->info.seed = (uint64_t)v;
-    as_obj_i64(rec, "steps", &m->info.steps);
-    as_obj_i64(rec, "epochs", &m->info.epochs);
-    as_obj_i64(rec, "batch", &m->info.batch);
-    as_obj_f64(rec, "lr", &m->info.lr);
-    as_obj_f64(rec, "clip", &m->info.clip);
-    as_obj_i64(rec, "train_shards", &m->info.train_shards);
-    as_obj_i64(rec, "test_shards", &m->info.test_shards);
-    as_obj_i64(rec, "train_tables", &m->info.train_tables);
-    if (as_obj_get(rec, "losses") && !as_obj_array(rec, "losses", &a, e2, sizeof e2) && a.ndim == 1 && a.n > 0 &&
-        a.n < ((int64_t)1 << 28)) {
-        m->info.losses = as_malloc((size_t)a.n * sizeof(double));
-        as_array_get_f64(&a, 0, a.n, m->info.losses);
-        m->info.nlosses = a.n;
-    }
+    read_meta(rec, m);
     *out = m;
     return 0;
 fail:

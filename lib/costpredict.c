@@ -30,22 +30,46 @@ static void keep_raw(as_costpred *p, const as_record *r, int file)
     p->off[++p->n] = p->len;
 }
 
+/* one record of input `file`: kept, a `features` one indexed too; 0 or -1 with err */
+static int read_record(as_costpred *p, int file, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    if (as_rec_is(rec, "header")) return 0;
+    if (as_rec_is(rec, "features") && as_featidx_read(&p->ft, rec, as_reader_name(r), err, errlen)) return -1;
+    keep_raw(p, rec, file);
+    return 0;
+}
+
+static void add_name(as_costpred *p, const char *name)
+{
+    p->names = as_realloc(p->names, (size_t)(p->nnames + 1) * sizeof *p->names);
+    p->names[p->nnames++] = as_strdup(name);
+}
+
 int as_costpred_read(as_costpred *p, as_reader *r, char *err, size_t errlen)
 {
     as_record rec;
     int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (as_rec_is(&rec, "header")) continue;
-        if (as_rec_is(&rec, "features") && as_featidx_read(&p->ft, &rec, as_reader_name(r), err, errlen)) return -1;
-        keep_raw(p, &rec, p->nnames);   /* inputs are numbered in reading order */
-    }
+    while ((rc = as_reader_next(r, &rec)) == 1)
+        if (read_record(p, p->nnames, r, &rec, err, errlen)) return -1;   /* inputs are numbered in reading order */
     if (rc < 0) {
         snprintf(err, errlen, "%s", as_reader_error(r));
         return -1;
     }
-    p->names = as_realloc(p->names, (size_t)(p->nnames + 1) * sizeof *p->names);
-    p->names[p->nnames++] = as_strdup(as_reader_name(r));
+    add_name(p, as_reader_name(r));
     return 0;
+}
+
+/* as_costpred_read_files' record: an input's name is kept at its first record */
+static int files_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    as_costpred *p = ctx;
+    if (rec->index == 1) add_name(p, as_reader_name(r));
+    return read_record(p, p->nnames - 1, r, rec, err, errlen);
+}
+
+int as_costpred_read_files(as_costpred *p, char *const *files, int nfiles, char *err, size_t errlen)
+{
+    return as_read_records(files, nfiles, files_rec, p, err, errlen);
 }
 
 /* the features of ids[0..n) with pieces pc (NULL: whole tables), malloc'd: n pointers, then

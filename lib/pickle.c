@@ -768,13 +768,11 @@ static int op_call(as_pickle *p, int op)
     }
 }
 
-static int step(as_pickle *p, int *stop)
+/* the protocol, framing, STOP and the stack's marks, POP and DUP */
+static int op_control(as_pickle *p, int op, int *stop)
 {
     const uint8_t *b;
-    as_pickle_obj *o, *o2;
-    p->oppos = p->pos;
-    if (!(b = take(p, 1))) return -1;
-    int op = b[0];
+    as_pickle_obj *o;
     switch (op) {
     case 0x80: /* PROTO */
         if (!(b = take(p, 1))) return -1;
@@ -802,19 +800,17 @@ static int step(as_pickle *p, int *stop)
     case '2': /* DUP */
         if (!(o = top(p))) return -1;
         return push(p, o);
+    default:
+        VMFAIL(p, "unknown opcode 0x%02x", op);
+        return -1;
+    }
+}
 
-    /* ---- constants */
-    case 'N': return push(p, singleton(p, &p->none, AS_PK_NONE, 0));
-    case 0x88: return push(p, singleton(p, &p->yes, AS_PK_BOOL, 1));
-    case 0x89: return push(p, singleton(p, &p->no, AS_PK_BOOL, 0));
-    case 'J': case 'K': case 'M': case 0x8a: case 0x8b: case 'G': case 'I': case 'L': case 'F':
-        return op_number(p, op);
-
-    /* ---- strings */
-    case 'S': case 'V': case 'X': case 'T': case 'B': case 0x8c: case 'U': case 'C': case 0x8d: case 0x8e: case 0x96:
-        return op_string(p, op);
-
-    /* ---- containers */
+/* tuples, lists, dicts and sets: empty, from the mark, of 1-3 items, and added to */
+static int op_container(as_pickle *p, int op)
+{
+    as_pickle_obj *o, *o2;
+    switch (op) {
     case ')': return push(p, new_container(p, AS_PK_TUPLE, NULL, 0));
     case ']': return push(p, new_container(p, AS_PK_LIST, NULL, 0));
     case '}': return push(p, new_container(p, AS_PK_DICT, NULL, 0));
@@ -839,6 +835,37 @@ static int step(as_pickle *p, int *stop)
         if (o->kind != AS_PK_DICT) { VMFAIL(p, "SETITEM on a %s", as_pickle_kind_name(o->kind)); return -1; }
         return add_items(p, o, kv, 2);
     }
+    default:
+        VMFAIL(p, "unknown opcode 0x%02x", op);
+        return -1;
+    }
+}
+
+static int step(as_pickle *p, int *stop)
+{
+    const uint8_t *b;
+    p->oppos = p->pos;
+    if (!(b = take(p, 1))) return -1;
+    int op = b[0];
+    switch (op) {
+    case 0x80: case 0x95: case '.': case '(': case '0': case '1': case '2':
+        return op_control(p, op, stop);
+
+    /* ---- constants */
+    case 'N': return push(p, singleton(p, &p->none, AS_PK_NONE, 0));
+    case 0x88: return push(p, singleton(p, &p->yes, AS_PK_BOOL, 1));
+    case 0x89: return push(p, singleton(p, &p->no, AS_PK_BOOL, 0));
+    case 'J': case 'K': case 'M': case 0x8a: case 0x8b: case 'G': case 'I': case 'L': case 'F':
+        return op_number(p, op);
+
+    /* ---- strings */
+    case 'S': case 'V': case 'X': case 'T': case 'B': case 0x8c: case 'U': case 'C': case 0x8d: case 0x8e: case 0x96:
+        return op_string(p, op);
+
+    /* ---- containers */
+    case ')': case ']': case '}': case 0x8f: case 't': case 'l': case 'd': case 0x91: case 0x85: case 0x86: case 0x87:
+    case 'a': case 'e': case 0x90: case 'u': case 's':
+        return op_container(p, op);
 
     /* ---- memo */
     case 'p': case 'g': case 'q': case 'r': case 0x94: case 'h': case 'j':

@@ -979,13 +979,9 @@ static int get_i64(const msgpack_object *rec, const char *k, int64_t *v, char *e
     return 0;
 }
 
-int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t errlen)
+/* the record's dims: ten sizes in 1..AS_POLICY_MAX_DIM that fit together; 0 or -1 with err */
+static int read_dims(const msgpack_object *rec, as_policy_dims *d, char *err, size_t errlen)
 {
-    *out = NULL;
-    if (as_net_header_check(rec, "policy", "autoshard-lstm", AS_POLICY_VERSION, "policy", err, errlen)) return -1;
-    int64_t ncf;
-    if (get_i64(rec, "cost_features", &ncf, err, errlen)) return -1;
-    if (ncf != NCF) { snprintf(err, errlen, "policy uses %" PRId64 " cost features; this build uses %d", ncf, NCF); return -1; }
     const msgpack_object *dm = as_obj_get(rec, "dims");
     if (!dm || dm->type != MSGPACK_OBJECT_ARRAY || dm->via.array.size != 10) {
         snprintf(err, errlen, "policy record: dims must be 10 sizes");
@@ -1000,17 +996,20 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
         }
         dv[i] = (int)x->via.u64;
     }
-    as_policy_dims d = { dv[0], dv[1], dv[2], dv[3], dv[4], dv[5], dv[6], dv[7], dv[8], dv[9] };
-    {
-        char e3[256];
-        if (dims_check(&d, e3, sizeof e3)) { snprintf(err, errlen, "policy record: %s", e3); return -1; }
-    }
-    char tr[16];
-    if (as_obj_str(rec, "transform", tr, sizeof tr) || (strcmp(tr, "none") && strcmp(tr, "log1p"))) {
+    *d = (as_policy_dims){ dv[0], dv[1], dv[2], dv[3], dv[4], dv[5], dv[6], dv[7], dv[8], dv[9] };
+    char e3[256];
+    if (dims_check(d, e3, sizeof e3)) { snprintf(err, errlen, "policy record: %s", e3); return -1; }
+    return 0;
+}
+
+/* the cost features' transform (tr: none or log1p) and normalisation statistics (finite,
+   std > 0); 0 or -1 with err */
+static int read_norm(const msgpack_object *rec, char tr[16], double mean[3], double sd[3], char *err, size_t errlen)
+{
+    if (as_obj_str(rec, "transform", tr, 16) || (strcmp(tr, "none") && strcmp(tr, "log1p"))) {
         snprintf(err, errlen, "policy record: transform must be none or log1p");
         return -1;
     }
-    double mean[3], sd[3];
     if (as_obj_f64_list(rec, "norm_mean", mean, 3) || as_obj_f64_list(rec, "norm_std", sd, 3)) {
         snprintf(err, errlen, "policy record: norm_mean / norm_std must be 3 numbers");
         return -1;
@@ -1020,6 +1019,61 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
             snprintf(err, errlen, "policy record: normalisation statistics must be finite, std > 0");
             return -1;
         }
+    return 0;
+}
+
+/* what the policy knows about its training: each field optional (a policy file needs none of
+   them to plan) and range-checked when present; as-rl's checkpoints require them (rl.c) and
+   continue training from them. 0 or -1 with err */
+static int read_info(const msgpack_object *rec, as_policy_info *in, char *err, size_t errlen)
+{
+    int64_t v = 0;
+    char e2[256];
+    static const char *const rewards[] = { "model", "bench", NULL };
+    if (as_field_i64_opt(rec, "seed", 0, INT64_MAX, &v, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "episodes", 0, AS_POLICY_MAX_EPISODES, &in->episodes, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "updates", 0, in->episodes, &in->updates, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "steps", 0, INT64_MAX / 2, &in->steps, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "evals", 0, INT64_MAX / 2, &in->evals, e2, sizeof e2) ||
+        as_field_str_opt(rec, "reward", rewards, in->reward, sizeof in->reward, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "train_tasks", 0, INT64_MAX, &in->train_tasks, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "task_tables", 0, INT64_MAX, &in->task_tables, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "task_shards", 0, INT64_MAX, &in->task_shards, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "lr", 0, AS_POLICY_MAX_LR, &in->lr, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "entropy_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->entropy, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "baseline_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->baseline, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "clip", 0, AS_POLICY_MAX_CLIP, &in->clip, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "batch", 1, AS_POLICY_MAX_BATCH, &in->batch, e2, sizeof e2) ||
+        as_field_i64_opt(rec, "actors", 1, AS_POLICY_MAX_ACTORS, &in->actors, e2, sizeof e2) ||
+        as_field_f64_opt(rec, "final_reward", -1, 1, &in->final_reward, e2, sizeof e2)) {
+        snprintf(err, errlen, "policy record: %s", e2);
+        return -1;
+    }
+    in->seed = (uint64_t)v;
+    if (as_obj_get(rec, "selected_episode")) {
+        if (as_field_i64(rec, "selected_episode", 0, in->episodes, &in->selected_episode, e2, sizeof e2) ||
+            as_field_f64(rec, "selected_balance", 0, 1, &in->selected_balance, e2, sizeof e2) ||
+            as_field_i64(rec, "select_tasks", 1, INT64_MAX, &in->select_tasks, e2, sizeof e2)) {
+            snprintf(err, errlen, "policy record: model selection: %s", e2);
+            in->selected_episode = -1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (as_net_header_check(rec, "policy", "autoshard-lstm", AS_POLICY_VERSION, "policy", err, errlen)) return -1;
+    int64_t ncf;
+    if (get_i64(rec, "cost_features", &ncf, err, errlen)) return -1;
+    if (ncf != NCF) { snprintf(err, errlen, "policy uses %" PRId64 " cost features; this build uses %d", ncf, NCF); return -1; }
+    as_policy_dims d;
+    if (read_dims(rec, &d, err, errlen)) return -1;
+    char tr[16];
+    double mean[3], sd[3];
+    if (read_norm(rec, tr, mean, sd, err, errlen)) return -1;
     /* what dims need, checked against nparams and the params the record carries before
        anything is allocated */
     as_policy shape = { .d = d };
@@ -1039,43 +1093,9 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
     for (int64_t i = 0; i < q->n; i++)
         if (!isfinite(q->p[i])) { snprintf(err, errlen, "policy record: parameter %" PRId64 " is not finite", i); goto bad; }
     q->log_feats = !strcmp(tr, "log1p");
-    memcpy(q->mean, mean, sizeof mean);
-    memcpy(q->std, sd, sizeof sd);
-    /* what the policy knows about its training: each field optional (a policy file needs
-       none of them to plan) and range-checked when present; as-rl's checkpoints require them
-       (rl.c) and continue training from them */
-    as_policy_info *in = &q->info;
-    int64_t v = 0;
-    static const char *const rewards[] = { "model", "bench", NULL };
-    if (as_field_i64_opt(rec, "seed", 0, INT64_MAX, &v, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "episodes", 0, AS_POLICY_MAX_EPISODES, &in->episodes, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "updates", 0, in->episodes, &in->updates, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "steps", 0, INT64_MAX / 2, &in->steps, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "evals", 0, INT64_MAX / 2, &in->evals, e2, sizeof e2) ||
-        as_field_str_opt(rec, "reward", rewards, in->reward, sizeof in->reward, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "train_tasks", 0, INT64_MAX, &in->train_tasks, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "task_tables", 0, INT64_MAX, &in->task_tables, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "task_shards", 0, INT64_MAX, &in->task_shards, e2, sizeof e2) ||
-        as_field_f64_opt(rec, "lr", 0, AS_POLICY_MAX_LR, &in->lr, e2, sizeof e2) ||
-        as_field_f64_opt(rec, "entropy_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->entropy, e2, sizeof e2) ||
-        as_field_f64_opt(rec, "baseline_cost", 0, AS_POLICY_MAX_LOSS_COST, &in->baseline, e2, sizeof e2) ||
-        as_field_f64_opt(rec, "clip", 0, AS_POLICY_MAX_CLIP, &in->clip, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "batch", 1, AS_POLICY_MAX_BATCH, &in->batch, e2, sizeof e2) ||
-        as_field_i64_opt(rec, "actors", 1, AS_POLICY_MAX_ACTORS, &in->actors, e2, sizeof e2) ||
-        as_field_f64_opt(rec, "final_reward", -1, 1, &in->final_reward, e2, sizeof e2)) {
-        snprintf(err, errlen, "policy record: %s", e2);
-        goto bad;
-    }
-    in->seed = (uint64_t)v;
-    if (as_obj_get(rec, "selected_episode")) {
-        if (as_field_i64(rec, "selected_episode", 0, in->episodes, &in->selected_episode, e2, sizeof e2) ||
-            as_field_f64(rec, "selected_balance", 0, 1, &in->selected_balance, e2, sizeof e2) ||
-            as_field_i64(rec, "select_tasks", 1, INT64_MAX, &in->select_tasks, e2, sizeof e2)) {
-            snprintf(err, errlen, "policy record: model selection: %s", e2);
-            in->selected_episode = -1;
-            goto bad;
-        }
-    }
+    memcpy(q->mean, mean, sizeof q->mean);
+    memcpy(q->std, sd, sizeof q->std);
+    if (read_info(rec, &q->info, err, errlen)) goto bad;
     *out = q;
     return 0;
 bad:

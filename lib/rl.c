@@ -479,30 +479,50 @@ void as_rl_log_header(as_writer *w, int argc, char **argv, int64_t run_id)
     as_writer_header_extra(w, "as-rl", argc, argv, 1, pack_run_id, &run_id);
 }
 
+/* path's records through as_read_records, path read as the file it names ("-" too: a file
+ * of that name here, not standard input, as when these readers opened it themselves) */
+static int read_file(const char *path, as_record_fn fn, void *ctx, char *err, size_t errlen)
+{
+    char *const files[1] = { (char *)(strcmp(path, "-") ? path : "./-") };
+    return as_read_records(files, 1, fn, ctx, err, errlen);
+}
+
+/* as_rl_log_check's reading: the first header that names no run or another run stops it */
+typedef struct {
+    const char *path;
+    int64_t run_id, id;
+    int other;              /* such a header was found: err says so */
+} log_check_ctx;
+
+static int log_check_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    log_check_ctx *x = ctx;
+    if (!as_rec_is(rec, "header") || (!as_obj_i64(&rec->obj, "run_id", &x->id) && x->id == x->run_id)) return 0;
+    x->other = 1;
+    if (!as_obj_get(&rec->obj, "run_id"))
+        snprintf(err, errlen, "--log %s: a log of another run (its header names no run, the checkpoint's is run %" PRId64
+                 "); it is left as it is: move it away or give another --log", x->path, x->run_id);
+    else
+        snprintf(err, errlen, "--log %s: the log of another run (run %" PRId64 ", the checkpoint's is run %" PRId64
+                 "); it is left as it is: move it away or give another --log", x->path, x->id, x->run_id);
+    return 1;
+}
+
 int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen)
 {
     struct stat sb;
     if (stat(path, &sb) || !S_ISREG(sb.st_mode)) return 0;   /* nothing there, or a device */
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, errlen, "--log %s: %s", path, strerror(errno)); return -1; }
-    as_reader *r = as_reader_from_file(f, path);
-    as_record rec;
-    int rc;
-    int64_t id = 0;
-    while ((rc = as_reader_next(r, &rec)) == 1)
-        if (as_rec_is(&rec, "header") && (as_obj_i64(&rec.obj, "run_id", &id) || id != run_id)) { rc = 2; break; }
-    if (rc < 0)
-        snprintf(err, errlen, "--log %s: not a training log of this run (%s); it is left as it is: move it away or "
-                 "give another --log", path, as_reader_error(r));
-    else if (rc == 2 && !as_obj_get(&rec.obj, "run_id"))
-        snprintf(err, errlen, "--log %s: a log of another run (its header names no run, the checkpoint's is run %" PRId64
-                 "); it is left as it is: move it away or give another --log", path, run_id);
-    else if (rc == 2)
-        snprintf(err, errlen, "--log %s: the log of another run (run %" PRId64 ", the checkpoint's is run %" PRId64
-                 "); it is left as it is: move it away or give another --log", path, id, run_id);
-    as_reader_close(r);
     fclose(f);
-    return rc ? -1 : 0;
+    log_check_ctx x = { path, run_id, 0, 0 };
+    char e2[1600];   /* a reader's message */
+    if (!read_file(path, log_check_rec, &x, e2, sizeof e2)) return 0;
+    if (x.other) snprintf(err, errlen, "%s", e2);
+    else
+        snprintf(err, errlen, "--log %s: not a training log of this run (%s); it is left as it is: move it away or "
+                 "give another --log", path, e2);
+    return -1;
 }
 
 static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_costmodel *cm, const as_rl_state *st)
@@ -673,6 +693,101 @@ out:
     return rc;
 }
 
+/* as_rl_load_checkpoint's reading of the file as_policy_load read: the headers, the log's
+ * `train` records, the first `policy` record's optimiser and run state, the `rl_buffer` */
+typedef struct {
+    const char *path;
+    as_policy *p;
+    as_rl_state *st;
+    int got, nbuffers;      /* the policy record was read; rl_buffer records */
+    int failed;             /* a record was bad: err says which */
+    char he[400];           /* a bad header's message, judged at the end */
+    int hbad;
+} ck_read;
+
+/* the run's identity; every header of the file names the same run (judged once the file is
+   known to be a checkpoint, not a policy file) */
+static void ck_header(ck_read *x, const as_record *rec)
+{
+    int64_t id;
+    char e3[300];
+    if (x->hbad) return;
+    if (as_field_i64(&rec->obj, "run_id", 1, INT64_MAX, &id, e3, sizeof e3)) {
+        snprintf(x->he, sizeof x->he, "record %" PRIu64 ": checkpoint: header: %s", rec->index, e3);
+        x->hbad = 1;
+    } else if (x->st->run_id && id != x->st->run_id) {
+        snprintf(x->he, sizeof x->he, "record %" PRIu64 ": checkpoint: a header of another run (run_id %" PRId64 ", not %" PRId64 ")",
+                 rec->index, id, x->st->run_id);
+        x->hbad = 1;
+    } else x->st->run_id = id;
+}
+
+/* the log up to the checkpoint: one record per update, in order; 0 or -1 with e2 */
+static int ck_train(ck_read *x, const as_record *rec, char *e2, size_t e2len)
+{
+    as_rl_state *st = x->st;
+    int64_t u, e;
+    char e3[300];
+    if (rec->rawlen > AS_RL_MAX_TRAIN_RECORD) {
+        snprintf(e2, e2len, "checkpoint: a train record of %zu bytes (at most %d)", rec->rawlen, AS_RL_MAX_TRAIN_RECORD);
+        return -1;
+    }
+    if (as_field_i64(&rec->obj, "update", st->nlog + 1, st->nlog + 1, &u, e3, sizeof e3) ||
+        as_field_i64(&rec->obj, "episode", st->log_episode, as_policy_cmeta(x->p)->episodes, &e, e3, sizeof e3)) {
+        snprintf(e2, e2len, "checkpoint: train record: %s", e3);
+        return -1;
+    }
+    log_append(st, rec->raw, rec->rawlen, e);
+    return 0;
+}
+
+/* one record of the checkpoint; a bad one: err "PATH: record N: what" */
+static int ck_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    ck_read *x = ctx;
+    char e2[512] = "", e3[400];
+    int bad = 0;
+    if (as_rec_is(rec, "header")) ck_header(x, rec);
+    else if (as_rec_is(rec, "train")) bad = ck_train(x, rec, e2, sizeof e2);
+    else if (as_rec_is(rec, "policy") && !x->got) {
+        /* the first policy record, the one as_policy_load read */
+        if (!as_obj_get(&rec->obj, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); bad = 1; }
+        else if (read_ck_state(&rec->obj, x->p, x->st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); bad = 1; }
+        else x->got = 1;
+    } else if (as_rec_is(rec, "rl_buffer")) {
+        if (++x->nbuffers > 1) { snprintf(e2, sizeof e2, "checkpoint: a second rl_buffer record (a checkpoint holds one)"); bad = 1; }
+        else if (read_ck_buffer(&rec->obj, x->st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); bad = 1; }
+    }
+    if (!bad) return 0;
+    x->failed = 1;
+    snprintf(err, errlen, "%s: record %" PRIu64 ": %s", x->path, rec->index, e2);
+    return -1;
+}
+
+/* the whole checkpoint read (its policy record found): a bad header, the log against the
+ * policy's updates, the buffer against its size; 0 or -1 with e2 */
+static int ck_check(const ck_read *x, char *e2, size_t e2len)
+{
+    const as_rl_state *st = x->st;
+    const as_policy_info *pin = as_policy_cmeta(x->p);
+    if (x->hbad) {
+        snprintf(e2, e2len, "%s", x->he);
+        return -1;
+    }
+    if (st->nlog != pin->updates || (st->nlog && st->log_episode != pin->episodes)) {
+        snprintf(e2, e2len, "checkpoint: %" PRId64 " train records up to episode %" PRId64 ", but %" PRId64
+                 " updates up to episode %" PRId64 " (one record per update)", st->nlog, st->log_episode, pin->updates,
+                 pin->episodes);
+        return -1;
+    }
+    if (st->nbuf > st->hp.buffer) {
+        snprintf(e2, e2len, "checkpoint: rl_buffer holds %" PRId64 " shards, more than its 'buffer' of %" PRId64, st->nbuf,
+                 st->hp.buffer);
+        return -1;
+    }
+    return 0;
+}
+
 int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, as_rl_state **stp, char *err,
                           size_t errlen)
 {
@@ -682,88 +797,22 @@ int as_rl_load_checkpoint(const char *path, as_policy **pp, as_costmodel **cmp, 
     if (as_policy_load(path, &p, &cm, err, errlen)) return -1;
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); goto bad; }
-    as_reader *r = as_reader_from_file(f, path);
-    as_record rec;
-    int rc, got = 0, nbuffers = 0;
+    fclose(f);
     int64_t np, cnp;
     as_policy_params(p, &np);
     as_costmodel_params(cm, &cnp);
-    as_rl_state *st = state_new(np, cnp, 1);
-    char e2[512] = "";
-    uint64_t where = 0;
-    const as_policy_info *pin = as_policy_cmeta(p);
-    char he[400] = "";
-    int hbad = 0;
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        where = rec.index;
-        if (as_rec_is(&rec, "header")) {
-            /* the run's identity; every header of the file names the same run (judged once
-               the file is known to be a checkpoint, not a policy file) */
-            int64_t id;
-            char e3[300];
-            if (hbad) continue;
-            if (as_field_i64(&rec.obj, "run_id", 1, INT64_MAX, &id, e3, sizeof e3)) {
-                snprintf(he, sizeof he, "record %" PRIu64 ": checkpoint: header: %s", rec.index, e3);
-                hbad = 1;
-            } else if (st->run_id && id != st->run_id) {
-                snprintf(he, sizeof he, "record %" PRIu64 ": checkpoint: a header of another run (run_id %" PRId64 ", not %" PRId64 ")",
-                         rec.index, id, st->run_id);
-                hbad = 1;
-            } else st->run_id = id;
-        } else if (as_rec_is(&rec, "train")) {
-            /* the log up to the checkpoint: one record per update, in order */
-            int64_t u, e;
-            char e3[300];
-            if (rec.rawlen > AS_RL_MAX_TRAIN_RECORD) {
-                snprintf(e2, sizeof e2, "checkpoint: a train record of %zu bytes (at most %d)", rec.rawlen, AS_RL_MAX_TRAIN_RECORD);
-                rc = -2;
-                break;
-            }
-            if (as_field_i64(&rec.obj, "update", st->nlog + 1, st->nlog + 1, &u, e3, sizeof e3) ||
-                as_field_i64(&rec.obj, "episode", st->log_episode, pin->episodes, &e, e3, sizeof e3)) {
-                snprintf(e2, sizeof e2, "checkpoint: train record: %s", e3);
-                rc = -2;
-                break;
-            }
-            log_append(st, rec.raw, rec.rawlen, e);
-        } else if (as_rec_is(&rec, "policy") && !got) {
-            /* the first policy record, the one as_policy_load read */
-            if (!as_obj_get(&rec.obj, "checkpoint")) { snprintf(e2, sizeof e2, "a policy file, not a checkpoint (no optimiser state)"); rc = -2; break; }
-            char e3[400];
-            if (read_ck_state(&rec.obj, p, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
-            got = 1;
-        } else if (as_rec_is(&rec, "rl_buffer")) {
-            char e3[400];
-            if (++nbuffers > 1) { snprintf(e2, sizeof e2, "checkpoint: a second rl_buffer record (a checkpoint holds one)"); rc = -2; break; }
-            if (read_ck_buffer(&rec.obj, st, e3, sizeof e3)) { snprintf(e2, sizeof e2, "checkpoint: %s", e3); rc = -2; break; }
-        }
-    }
-    if (rc == 0 && got && hbad) {
-        snprintf(e2, sizeof e2, "%s", he);
-        rc = -3;
-    }
-    if (rc == 0 && got && (st->nlog != pin->updates || (st->nlog && st->log_episode != pin->episodes))) {
-        snprintf(e2, sizeof e2, "checkpoint: %" PRId64 " train records up to episode %" PRId64 ", but %" PRId64
-                 " updates up to episode %" PRId64 " (one record per update)", st->nlog, st->log_episode, pin->updates,
-                 pin->episodes);
-        rc = -3;
-    }
-    if (rc == 0 && got && st->nbuf > st->hp.buffer) {
-        snprintf(e2, sizeof e2, "checkpoint: rl_buffer holds %" PRId64 " shards, more than its 'buffer' of %" PRId64, st->nbuf,
-                 st->hp.buffer);
-        rc = -3;
-    }
-    if (rc == -1) snprintf(e2, sizeof e2, "%s", as_reader_error(r));
-    as_reader_close(r);
-    fclose(f);
-    if (rc < 0 || !got) {
-        if (rc == -2) snprintf(err, errlen, "%s: record %" PRIu64 ": %s", path, where, e2);
-        else if (rc == -3) snprintf(err, errlen, "%s: %s", path, e2);
-        else snprintf(err, errlen, "%s: %s", path, rc < 0 ? e2 : "no policy record");
-        as_rl_state_free(st);
+    ck_read x = { path, p, state_new(np, cnp, 1), 0, 0, 0, "", 0 };
+    char e2[1600];   /* a reader's message, or ck_check's */
+    int rc = read_file(path, ck_rec, &x, e2, sizeof e2);
+    if (rc && x.failed) snprintf(err, errlen, "%s", e2);
+    else if (rc) snprintf(err, errlen, "%s: %.511s", path, e2);   /* as a 512-byte buffer held it */
+    else if (!x.got) snprintf(err, errlen, "%s: no policy record", path);
+    else if (ck_check(&x, e2, sizeof e2)) { snprintf(err, errlen, "%s: %s", path, e2); rc = -1; }
+    if (rc || !x.got) {
+        as_rl_state_free(x.st);
         goto bad;
     }
-    *pp = p; *cmp = cm; *stp = st;
+    *pp = p; *cmp = cm; *stp = x.st;
     return 0;
 bad:
     as_policy_free(p);
@@ -863,6 +912,76 @@ static double refine_scale(const double *cost, const double *pred, int64_t n)
     return med;
 }
 
+/* a refinement round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted
+ * rpred[i]; at most every shard and every table of the round's tasks. sp, sm: the sums of
+ * the feasible plans' predicted and measured balances */
+typedef struct {
+    int64_t nr, npos, *roff, *rpos;
+    double *rcost, *rpred;
+    double sp, sm;
+} refine_kept;
+
+/* task t's plan as as-plan --alg autoshard would make it (best of the automatic number of
+ * candidates, judged by this model: the model learns where its choice was wrong), its
+ * shards predicted and measured when it is feasible; the quiet ones kept in k. 0, or
+ * nonzero with err */
+static int refine_task(rl_ctx *x, const as_policy *p, const as_plan_model *pm, const as_costmodel *cm, const as_rl_task *t,
+                       refine_out *o, refine_kept *k, int64_t *nmeas, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = x->c;
+    int64_t K = t->K;
+    int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
+    double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
+    uint8_t *noisy = as_malloc((size_t)K * sizeof *noisy);
+    const as_features **fs = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *fs);
+    as_policy_planner pp = { p, pm, 0, c->seed };
+    int rc = as_policy_place(&pp, t->t, t->n, K, t->cap, assign, err, errlen);
+    int feasible = !rc;
+    for (int64_t i = 0; i < t->n && feasible; i++) feasible = assign[i] >= 0;
+    int64_t *start = NULL, *order = NULL;
+    if (feasible) {
+        group_plan(t, assign, &start, &order);
+        for (int64_t g = 0; g < start[K]; g++) fs[g] = t->t[order[g]];
+        for (int64_t s = 0; s < K; s++)
+            pred[s] = start[s + 1] > start[s] ? as_costmodel_predict(cm, fs + start[s], (int)(start[s + 1] - start[s])) : 0;
+        rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
+    }
+    if (!rc && feasible) {
+        o->plans++;
+        k->sp += balance_of(pred, K);
+        k->sm += balance_of(costs, K);
+        for (int64_t s = 0; s < K; s++) {
+            if (start[s + 1] == start[s]) continue;
+            if (noisy[s]) { o->noisy++; continue; }   /* not training data */
+            k->roff[k->nr] = k->npos;
+            for (int64_t g = start[s]; g < start[s + 1]; g++) k->rpos[k->npos++] = fs[g] - c->feat;
+            k->rcost[k->nr] = costs[s];
+            k->rpred[k->nr++] = pred[s];
+        }
+    }
+    free(assign); free(pred); free(costs); free(noisy); free(fs); free(start); free(order);
+    return rc;
+}
+
+/* the round's kept shards into the buffer. Drift: the machine's speed changes over minutes
+ * (other tenants, clocks), so these costs may sit on another scale than the buffer's older
+ * ones. Only relative costs decide a plan's balance, so the round's costs are divided by
+ * their median ratio to the model's predictions before they join the buffer: the model
+ * keeps its scale and learns where it is wrong relative to the other shards */
+static void refine_keep(as_rl_state *st, refine_kept *k, refine_out *o)
+{
+    o->scale = refine_scale(k->rcost, k->rpred, k->nr);
+    double se = 0;
+    k->roff[k->nr] = k->npos;
+    for (int64_t i = 0; i < k->nr; i++) {
+        double v = k->rcost[i] / o->scale;
+        buf_push(st, k->rpos + k->roff[i], k->roff[i + 1] - k->roff[i], v);
+        se += fabs(k->rpred[i] - v) / v;
+    }
+    o->shards = k->nr;
+    o->mape = k->nr ? se / (double)k->nr : NAN;
+}
+
 /* round r (1, 2, ...): the plans of training tasks (r-1)n .. rn-1 (mod the number of tasks)
  * as as-plan makes them (as_policy_place: the best of the automatic number of candidates by
  * the current model, seeded by c->seed), every shard of the feasible ones measured and the
@@ -878,10 +997,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     int64_t n = c->refine_tasks < x->ntasks ? c->refine_tasks : x->ntasks;
     as_plan_model pm;
     as_rl_plan_model(&pm, cm);
-    double sp = 0, sm = 0;
     int rc = 0;
-    /* the round's kept shards: rpos[roff[i] .. roff[i+1]), measured rcost[i], predicted
-     * rpred[i]; at most every shard and every table of the round's tasks */
     int64_t maxs = 0, maxp = 0;
     /* the round's tasks: (round - 1) n + j modulo the tasks, without overflow */
     uint64_t first = (uint64_t)(round - 1) % (uint64_t)x->ntasks * (uint64_t)n % (uint64_t)x->ntasks;
@@ -890,67 +1006,16 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
         maxs += t->K;
         maxp += t->n;
     }
-    int64_t nr = 0, npos = 0, *roff = as_malloc((size_t)(maxs + 1) * sizeof *roff);
-    int64_t *rpos = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *rpos);
-    double *rcost = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rcost);
-    double *rpred = as_malloc((size_t)(maxs ? maxs : 1) * sizeof *rpred);
-    for (int64_t j = 0; j < n && !rc; j++) {
-        const as_rl_task *t = &x->tasks[(first + (uint64_t)j) % (uint64_t)x->ntasks];
-        int64_t K = t->K;
-        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
-        double *pred = as_malloc((size_t)K * sizeof *pred), *costs = as_malloc((size_t)K * sizeof *costs);
-        uint8_t *noisy = as_malloc((size_t)K * sizeof *noisy);
-        const as_features **fs = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *fs);
-        /* the plan as-plan --alg autoshard would make (best of the automatic number of
-         * candidates, judged by this model): the model learns where its choice was wrong */
-        as_policy_planner pp = { p, &pm, 0, c->seed };
-        rc = as_policy_place(&pp, t->t, t->n, K, t->cap, assign, err, errlen);
-        int feasible = !rc;
-        for (int64_t i = 0; i < t->n && feasible; i++) feasible = assign[i] >= 0;
-        int64_t *start = NULL, *order = NULL;
-        if (feasible) {
-            group_plan(t, assign, &start, &order);
-            for (int64_t g = 0; g < start[K]; g++) fs[g] = t->t[order[g]];
-            for (int64_t k = 0; k < K; k++)
-                pred[k] = start[k + 1] > start[k] ? as_costmodel_predict(cm, fs + start[k], (int)(start[k + 1] - start[k])) : 0;
-            rc = measure_plan(x, t, assign, costs, noisy, nmeas, err, errlen);
-        }
-        if (!rc && feasible) {
-            o->plans++;
-            sp += balance_of(pred, K);
-            sm += balance_of(costs, K);
-            for (int64_t k = 0; k < K; k++) {
-                if (start[k + 1] == start[k]) continue;
-                if (noisy[k]) { o->noisy++; continue; }   /* not training data */
-                roff[nr] = npos;
-                for (int64_t g = start[k]; g < start[k + 1]; g++) rpos[npos++] = fs[g] - c->feat;
-                rcost[nr] = costs[k];
-                rpred[nr++] = pred[k];
-            }
-        }
-        free(assign); free(pred); free(costs); free(noisy); free(fs); free(start); free(order);
-    }
-    if (!rc) {
-        /* drift: the machine's speed changes over minutes (other tenants, clocks), so these
-         * costs may sit on another scale than the buffer's older ones. Only relative costs
-         * decide a plan's balance, so the round's costs are divided by their median ratio
-         * to the model's predictions before they join the buffer: the model keeps its scale
-         * and learns where it is wrong relative to the other shards */
-        o->scale = refine_scale(rcost, rpred, nr);
-        double se = 0;
-        roff[nr] = npos;
-        for (int64_t i = 0; i < nr; i++) {
-            double v = rcost[i] / o->scale;
-            buf_push(st, rpos + roff[i], roff[i + 1] - roff[i], v);
-            se += fabs(rpred[i] - v) / v;
-        }
-        o->shards = nr;
-        o->mape = nr ? se / (double)nr : NAN;
-    }
-    free(roff); free(rpos); free(rcost); free(rpred);
+    refine_kept k = { 0, 0, as_malloc((size_t)(maxs + 1) * sizeof *k.roff), as_malloc((size_t)(maxp ? maxp : 1) * sizeof *k.rpos),
+                      as_malloc((size_t)(maxs ? maxs : 1) * sizeof *k.rcost), as_malloc((size_t)(maxs ? maxs : 1) * sizeof *k.rpred),
+                      0, 0 };
+    for (int64_t j = 0; j < n && !rc; j++)
+        rc = refine_task(x, p, &pm, cm, &x->tasks[(first + (uint64_t)j) % (uint64_t)x->ntasks], o, &k, nmeas, err, errlen);
+    if (!rc) refine_keep(st, &k, o);
+    free(k.roff); free(k.rpos); free(k.rcost); free(k.rpred);
     if (rc) return -1;
-    o->pred_balance = o->plans ? sp / (double)o->plans : NAN;
-    o->meas_balance = o->plans ? sm / (double)o->plans : NAN;
+    o->pred_balance = o->plans ? k.sp / (double)o->plans : NAN;
+    o->meas_balance = o->plans ? k.sm / (double)o->plans : NAN;
     /* streams 2^40 + r: apart from the per-update streams of bench rewards */
     cost_updates(c, cm, st, (UINT64_C(1) << 40) + (uint64_t)round, c->refine_steps, cg, &o->loss);
     st->best_score = -INFINITY;
@@ -1203,147 +1268,251 @@ static int batch_of(const as_rl_cfg *c, as_rl_state *st, rl_ep *eps, int B, as_t
     return nt;
 }
 
-int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
-                as_rl_state *state, char *err, size_t errlen)
-{
-    if (check_cfg(c, ntasks, err, errlen)) return -1;
-    as_nn_set_threads(1);   /* small products: one BLAS thread is fastest and deterministic */
+/* one run of as_rl_train: what its updates share */
+typedef struct {
+    rl_ctx x;
+    const as_rl_cfg *c;
+    as_policy *p;
+    as_costmodel *cm;
+    as_policy_info *in;
+    as_rl_state *st;                /* the caller's state (resumed), or the run's own */
+    float *w, *g, *cg;              /* the policy's weights, their gradient; the cost model's */
     int64_t np, cnp;
-    float *w = as_policy_params(p, &np);
-    as_costmodel_params(cm, &cnp);
-    as_rl_state *st = state;
-    if (!st) {
-        st = state_new(np, cnp, c->buffer);
-        st->run_id = c->run_id > 0 ? c->run_id : as_rl_new_run_id();
-        for (int64_t j = 0; j < c->nseed; j++)
-            buf_push(st, c->seed_pos + c->seed_off[j], c->seed_off[j + 1] - c->seed_off[j], c->seed_cost[j]);
-    } else {
-        if (resume_state(state, tasks, ntasks, c, np, cnp, err, errlen)) return -1;
-        st = state;
-    }
+    rl_ep *eps;                     /* [batch] */
+    as_traj **trs;                  /* [batch] */
+    as_vtrace_cfg vc;
+    msgpack_sbuffer lsb;            /* one train record */
+    int64_t limit, last_ck;         /* the episodes to stop at; of the last checkpoint */
+    double budget, t0, wall0;       /* seconds (0: none); the start, the checkpoint's wall */
+    as_progress pr;
+    rl_pool pl;
+    rl_actor *act;
+    int threaded;
+} rl_run;
+
+/* an update's figures for its `train` record */
+typedef struct {
+    as_policy_stats s;
+    double pb, mb, gn, lr, cml;     /* balances' sums, gradient norm, learning rate, cost loss */
+    int npb, nmb;
+} rl_update;
+
+/* the run's state: a fresh one (its buffer the input's measured shards), or the checkpoint's
+   in state, resumed (resume_state); NULL with err */
+static as_rl_state *run_state(as_rl_state *state, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c, int64_t np,
+                              int64_t cnp, char *err, size_t errlen)
+{
+    if (state) return resume_state(state, tasks, ntasks, c, np, cnp, err, errlen) ? NULL : state;
+    as_rl_state *st = state_new(np, cnp, c->buffer);
+    st->run_id = c->run_id > 0 ? c->run_id : as_rl_new_run_id();
+    for (int64_t j = 0; j < c->nseed; j++)
+        buf_push(st, c->seed_pos + c->seed_off[j], c->seed_off[j + 1] - c->seed_off[j], c->seed_cost[j]);
+    return st;
+}
+
+/* what the run learns with, into the state (checkpoints) and the policy's record */
+static void run_hparams(as_rl_state *st, as_policy_info *in, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c)
+{
     st->total_episodes = c->episodes;
     st->minutes = c->minutes;
     st->hp = (as_rl_hparams){ c->bench, c->seed, c->lr, c->entropy, c->baseline, c->clip, c->batch, c->imitate, c->cost_steps,
                               c->buffer > 0 ? c->buffer : 1, c->select_every, c->select_tasks, c->refine_every, c->refine_tasks, c->refine_steps };
-    as_policy_info *in = as_policy_meta(p);
     snprintf(in->reward, sizeof in->reward, "%s", c->bench ? "bench" : "model");
     in->lr = c->lr; in->entropy = c->entropy; in->baseline = c->baseline; in->clip = c->clip;
     in->batch = c->batch; in->actors = c->actors; in->seed = c->seed;
     in->train_tasks = ntasks; in->task_tables = tasks[0].n; in->task_shards = tasks[0].K;
     in->selected_episode = -1;
+}
 
-    msgpack_sbuffer lsb;   /* one train record */
-    msgpack_sbuffer_init(&lsb);
-    rl_ctx x = { c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
-    if (c->bcfg && c->pool && !(x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
-        if (st != state) as_rl_state_free(st);
-        msgpack_sbuffer_destroy(&lsb);
+/* the run set up: its state, the measuring session, the buffers, the actors; 0 or -1 with
+   err (nothing left to free) */
+static int run_begin(rl_run *R, as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks,
+                     const as_rl_cfg *c, as_rl_state *state, char *err, size_t errlen)
+{
+    memset(R, 0, sizeof *R);
+    R->c = c; R->p = p; R->cm = cm;
+    R->w = as_policy_params(p, &R->np);
+    as_costmodel_params(cm, &R->cnp);
+    if (!(R->st = run_state(state, tasks, ntasks, c, R->np, R->cnp, err, errlen))) return -1;
+    R->in = as_policy_meta(p);
+    run_hparams(R->st, R->in, tasks, ntasks, c);
+    msgpack_sbuffer_init(&R->lsb);
+    R->x = (rl_ctx){ c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+    if (c->bcfg && c->pool && !(R->x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
+        if (R->st != state) as_rl_state_free(R->st);
+        msgpack_sbuffer_destroy(&R->lsb);
         return -1;
     }
-    as_vtrace_cfg vc = { 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
-    int64_t limit = c->episodes > 0 ? c->episodes : INT64_MAX / 2;
-    if (c->halt_after > 0 && c->halt_after < limit) limit = c->halt_after;
-    double budget = c->minutes > 0 ? c->minutes * 60.0 : 0;
-    double t0 = as_now(), wall0 = st->wall;
-    float *g = as_malloc((size_t)np * sizeof *g), *cg = as_malloc((size_t)cnp * sizeof *cg);
-    rl_ep *eps = as_calloc((size_t)c->batch, sizeof *eps);
-    as_traj **trs = as_malloc((size_t)c->batch * sizeof *trs);
-    as_progress pr;
-    as_progress_begin(&pr, c->progress, "episodes", c->episodes > 0 ? (double)c->episodes : budget);
-    int rc = 0, stopped = 0;
-    int64_t last_ck = in->episodes;
+    R->vc = (as_vtrace_cfg){ 1.0f, 1.0f, 1.0f, (float)c->baseline, (float)c->entropy };
+    R->limit = c->episodes > 0 ? c->episodes : INT64_MAX / 2;
+    if (c->halt_after > 0 && c->halt_after < R->limit) R->limit = c->halt_after;
+    R->budget = c->minutes > 0 ? c->minutes * 60.0 : 0;
+    R->t0 = as_now();
+    R->wall0 = R->st->wall;
+    R->g = as_malloc((size_t)R->np * sizeof *R->g);
+    R->cg = as_malloc((size_t)R->cnp * sizeof *R->cg);
+    R->eps = as_calloc((size_t)c->batch, sizeof *R->eps);
+    R->trs = as_malloc((size_t)c->batch * sizeof *R->trs);
+    as_progress_begin(&R->pr, c->progress, "episodes", c->episodes > 0 ? (double)c->episodes : R->budget);
+    R->last_ck = R->in->episodes;
+    R->threaded = c->actors > 1;
+    if (R->threaded) R->act = actors_start(&R->pl, &R->x, p, cm, R->w, R->np, R->in->episodes, R->limit);
+    return 0;
+}
 
-    rl_pool pl;
-    rl_actor *act = NULL;
-    int threaded = c->actors > 1;
-    if (threaded) act = actors_start(&pl, &x, p, cm, w, np, in->episodes, limit);
-    while (in->episodes < limit) {
-        double wall = wall0 + (as_now() - t0);
-        if (budget > 0 && wall >= budget) break;
-        if (c->stop && *c->stop) { stopped = 1; break; }
-        int B = c->batch;
-        if (limit - in->episodes < B) B = (int)(limit - in->episodes);
-        /* gather B episodes */
-        rc = gather(&x, threaded ? &pl : NULL, p, cm, in->episodes, B, eps, err, errlen);
-        if (rc) { for (int b = 0; b < B; b++) ep_free(&eps[b]); break; }
-        /* learn */
-        double pb, mb;
-        int npb, nmb;
-        const int nt = batch_of(c, st, eps, B, trs, &pb, &npb, &mb, &nmb, &in->evals);
-        memset(g, 0, (size_t)np * sizeof *g);
-        as_policy_stats s = { 0 };
-        as_policy_loss_grad(p, trs, nt, &vc, g, &s);
-        double gn = as_nn_clip(g, np, c->clip);
-        double frac = c->episodes > 0 ? (double)in->episodes / (double)c->episodes
-                                      : budget > 0 ? (wall0 + (as_now() - t0)) / budget : 0;
-        if (frac > 1) frac = 1;
-        double lr = c->lr * (1.0 - frac);
-        as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)lr);
-        st->t++;
-        as_nn_adam(w, g, st->m, st->v, np, &ac, st->t);
-        double cml = NAN;
-        if (c->bench) cost_updates(c, cm, st, (uint64_t)in->updates, c->cost_steps, cg, &cml);
-        in->episodes += B;
-        in->updates++;
-        in->steps += s.steps;
-        in->final_reward = s.episodes ? s.reward / s.episodes : 0;
-        /* measured refinement on multiples of refine_every, not at the end of the run */
-        refine_out rf;
-        int refined = 0;
-        if (c->refine_every > 0 && c->bcfg && c->pool && in->episodes / c->refine_every > (in->episodes - B) / c->refine_every &&
-            (c->episodes <= 0 || in->episodes < c->episodes)) {
-            if (refine_round(&x, p, cm, st, in->episodes / c->refine_every, cg, &rf, &in->evals, err, errlen)) { rc = -1; break; }
-            refined = 1;
-            as_info("refinement %" PRId64 " at episode %" PRId64 ": %" PRId64 " shards of %" PRId64 " plans measured "
-                    "in %.1f s (%" PRId64 " left out as noisy); measured / predicted %.3f (median: the drift taken out); "
-                    "the model's error on them %.1f %% (MAPE, before training on them); their balance predicted %.3f, "
-                    "measured %.3f; %d cost-model steps, loss %.4g",
-                    rf.round, in->episodes, rf.shards + rf.noisy, rf.plans, rf.seconds, rf.noisy, rf.scale, 100 * rf.mape,
-                    rf.pred_balance, rf.meas_balance, c->refine_steps, rf.loss);
-        }
-        if (threaded) {
-            pthread_mutex_lock(&pl.mu);
-            memcpy(pl.snap, w, (size_t)np * sizeof *pl.snap);
-            cm_copy_params(pl.cm_snap, cm);
-            pl.version++;
-            pthread_mutex_unlock(&pl.mu);
-        }
-        for (int b = 0; b < B; b++) ep_free(&eps[b]);
-        /* evaluation, log, checkpoint */
-        double evp = NAN, evm = NAN;
-        /* on multiples of eval_every and after the run's last update (not at a halt), so a
-         * resumed run evaluates at the episodes of an uninterrupted one */
-        if (c->eval_every > 0 && (in->episodes / c->eval_every > (in->episodes - B) / c->eval_every ||
-                                  (c->episodes > 0 && in->episodes >= c->episodes))) {
-            if (evaluate(&x, p, cm, c->eval_tasks, 1, &evp, &evm, &in->evals, err, errlen)) { rc = -1; break; }
-        }
-        /* model selection on multiples of select_every, so a resumed run scores the same
-         * weights as an uninterrupted one */
-        double sel = NAN;
-        if (c->select_every > 0 && in->episodes / c->select_every > (in->episodes - B) / c->select_every &&
-            select_step(&x, p, cm, st, in->episodes, &sel, err, errlen)) { rc = -1; break; }
-        st->wall = wall0 + (as_now() - t0);
-        log_record(c, st, &lsb, p, st->wall, &s, npb ? pb / npb : NAN, gn, lr, evp, evm, nmb ? mb / nmb : NAN, cml, sel,
-                   refined ? &rf : NULL);
-        if (c->ckpt && c->ckpt_every > 0 && in->episodes - last_ck >= c->ckpt_every) {
-            last_ck = in->episodes;
-            write_checkpoint(c, p, cm, st);
-        }
-        as_progress_update(&pr, c->episodes > 0 ? (double)in->episodes : st->wall);
+/* learn from the batch's B episodes: the policy's gradient and Adam step (the learning rate
+   decays linearly over the budget), the cost model's steps with measured rewards */
+static void learn(rl_run *R, int B, rl_update *u)
+{
+    const as_rl_cfg *c = R->c;
+    as_rl_state *st = R->st;
+    as_policy_info *in = R->in;
+    const int nt = batch_of(c, st, R->eps, B, R->trs, &u->pb, &u->npb, &u->mb, &u->nmb, &in->evals);
+    memset(R->g, 0, (size_t)R->np * sizeof *R->g);
+    u->s = (as_policy_stats){ 0 };
+    as_policy_loss_grad(R->p, R->trs, nt, &R->vc, R->g, &u->s);
+    u->gn = as_nn_clip(R->g, R->np, c->clip);
+    double frac = c->episodes > 0 ? (double)in->episodes / (double)c->episodes
+                                  : R->budget > 0 ? (R->wall0 + (as_now() - R->t0)) / R->budget : 0;
+    if (frac > 1) frac = 1;
+    u->lr = c->lr * (1.0 - frac);
+    as_nn_adam_cfg ac = AS_NN_ADAM_DEFAULT((float)u->lr);
+    st->t++;
+    as_nn_adam(R->w, R->g, st->m, st->v, R->np, &ac, st->t);
+    u->cml = NAN;
+    if (c->bench) cost_updates(c, R->cm, st, (uint64_t)in->updates, c->cost_steps, R->cg, &u->cml);
+    in->episodes += B;
+    in->updates++;
+    in->steps += u->s.steps;
+    in->final_reward = u->s.episodes ? u->s.reward / u->s.episodes : 0;
+}
+
+/* measured refinement on multiples of refine_every, not at the end of the run: 1 when a
+   round ran (*rf), 0 when none was due, -1 with err */
+static int refine_due(rl_run *R, int B, refine_out *rf, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = R->c;
+    as_policy_info *in = R->in;
+    if (!(c->refine_every > 0 && c->bcfg && c->pool && in->episodes / c->refine_every > (in->episodes - B) / c->refine_every &&
+          (c->episodes <= 0 || in->episodes < c->episodes)))
+        return 0;
+    if (refine_round(&R->x, R->p, R->cm, R->st, in->episodes / c->refine_every, R->cg, rf, &in->evals, err, errlen)) return -1;
+    as_info("refinement %" PRId64 " at episode %" PRId64 ": %" PRId64 " shards of %" PRId64 " plans measured "
+            "in %.1f s (%" PRId64 " left out as noisy); measured / predicted %.3f (median: the drift taken out); "
+            "the model's error on them %.1f %% (MAPE, before training on them); their balance predicted %.3f, "
+            "measured %.3f; %d cost-model steps, loss %.4g",
+            rf->round, in->episodes, rf->shards + rf->noisy, rf->plans, rf->seconds, rf->noisy, rf->scale, 100 * rf->mape,
+            rf->pred_balance, rf->meas_balance, c->refine_steps, rf->loss);
+    return 1;
+}
+
+/* the actors play on with the new weights and cost model */
+static void share_weights(rl_run *R)
+{
+    rl_pool *pl = &R->pl;
+    pthread_mutex_lock(&pl->mu);
+    memcpy(pl->snap, R->w, (size_t)R->np * sizeof *pl->snap);
+    cm_copy_params(pl->cm_snap, R->cm);
+    pl->version++;
+    pthread_mutex_unlock(&pl->mu);
+}
+
+/* evaluation on multiples of eval_every and after the run's last update (not at a halt), so
+   a resumed run evaluates at the episodes of an uninterrupted one; model selection on
+   multiples of select_every, so a resumed run scores the same weights as an uninterrupted
+   one (*evp, *evm, *sel NaN when not done). 0, or -1 with err */
+static int score_update(rl_run *R, int B, double *evp, double *evm, double *sel, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = R->c;
+    as_policy_info *in = R->in;
+    *evp = *evm = NAN;
+    if (c->eval_every > 0 && (in->episodes / c->eval_every > (in->episodes - B) / c->eval_every ||
+                              (c->episodes > 0 && in->episodes >= c->episodes))) {
+        if (evaluate(&R->x, R->p, R->cm, c->eval_tasks, 1, evp, evm, &in->evals, err, errlen)) return -1;
     }
-    as_progress_end(&pr);
-    if (threaded) actors_stop(&pl, act, c->actors);
-    st->wall = wall0 + (as_now() - t0);
+    *sel = NAN;
+    if (c->select_every > 0 && in->episodes / c->select_every > (in->episodes - B) / c->select_every &&
+        select_step(&R->x, R->p, R->cm, R->st, in->episodes, sel, err, errlen))
+        return -1;
+    return 0;
+}
+
+/* a checkpoint every ckpt_every episodes */
+static void checkpoint_due(rl_run *R)
+{
+    const as_rl_cfg *c = R->c;
+    if (c->ckpt && c->ckpt_every > 0 && R->in->episodes - R->last_ck >= c->ckpt_every) {
+        R->last_ck = R->in->episodes;
+        write_checkpoint(c, R->p, R->cm, R->st);
+    }
+}
+
+/* one update of B episodes: gathered, learnt from, refinement, evaluation and selection when
+   due, its `train` record, a checkpoint when due. 0, or -1 with err */
+static int one_update(rl_run *R, int B, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = R->c;
+    if (gather(&R->x, R->threaded ? &R->pl : NULL, R->p, R->cm, R->in->episodes, B, R->eps, err, errlen)) {
+        for (int b = 0; b < B; b++) ep_free(&R->eps[b]);
+        return -1;
+    }
+    rl_update u;
+    learn(R, B, &u);
+    refine_out rf;
+    const int refined = refine_due(R, B, &rf, err, errlen);
+    if (refined < 0) return -1;
+    if (R->threaded) share_weights(R);
+    for (int b = 0; b < B; b++) ep_free(&R->eps[b]);
+    double evp, evm, sel;
+    if (score_update(R, B, &evp, &evm, &sel, err, errlen)) return -1;
+    as_rl_state *st = R->st;
+    st->wall = R->wall0 + (as_now() - R->t0);
+    log_record(c, st, &R->lsb, R->p, st->wall, &u.s, u.npb ? u.pb / u.npb : NAN, u.gn, u.lr, evp, evm,
+               u.nmb ? u.mb / u.nmb : NAN, u.cml, sel, refined ? &rf : NULL);
+    checkpoint_due(R);
+    as_progress_update(&R->pr, c->episodes > 0 ? (double)R->in->episodes : st->wall);
+    return 0;
+}
+
+/* the run's end: the actors stopped, a finished run's last scoring and checkpoint (finish),
+   everything freed; as as_rl_train returns */
+static int run_end(rl_run *R, int rc, int stopped, as_rl_state *state, char *err, size_t errlen)
+{
+    const as_rl_cfg *c = R->c;
+    as_policy_info *in = R->in;
+    as_rl_state *st = R->st;
+    as_progress_end(&R->pr);
+    if (R->threaded) actors_stop(&R->pl, R->act, c->actors);
+    st->wall = R->wall0 + (as_now() - R->t0);
     /* a finished run scores its last weights too (a halted or stopped one does not: its
      * continuation will) */
-    int finished = c->episodes > 0 ? in->episodes >= c->episodes : budget > 0 && st->wall >= budget;
-    if (!rc) rc = finish(&x, p, cm, st, finished, err, errlen);
+    int finished = c->episodes > 0 ? in->episodes >= c->episodes : R->budget > 0 && st->wall >= R->budget;
+    if (!rc) rc = finish(&R->x, R->p, R->cm, st, finished, err, errlen);
     if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
         stopped = 1;
-    free(g); free(cg); free(eps); free(trs);
-    msgpack_sbuffer_destroy(&lsb);
+    free(R->g); free(R->cg); free(R->eps); free(R->trs);
+    msgpack_sbuffer_destroy(&R->lsb);
     if (st != state) as_rl_state_free(st);
-    pthread_mutex_destroy(&x.measure_mu);
-    as_bench_session_free(x.sess);
+    pthread_mutex_destroy(&R->x.measure_mu);
+    as_bench_session_free(R->x.sess);
     return rc ? -1 : stopped;
+}
+
+int as_rl_train(as_policy *p, as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, const as_rl_cfg *c,
+                as_rl_state *state, char *err, size_t errlen)
+{
+    if (check_cfg(c, ntasks, err, errlen)) return -1;
+    as_nn_set_threads(1);   /* small products: one BLAS thread is fastest and deterministic */
+    rl_run R;
+    if (run_begin(&R, p, cm, tasks, ntasks, c, state, err, errlen)) return -1;
+    int rc = 0, stopped = 0;
+    while (R.in->episodes < R.limit) {
+        double wall = R.wall0 + (as_now() - R.t0);
+        if (R.budget > 0 && wall >= R.budget) break;
+        if (c->stop && *c->stop) { stopped = 1; break; }
+        int B = c->batch;
+        if (R.limit - R.in->episodes < B) B = (int)(R.limit - R.in->episodes);
+        if ((rc = one_update(&R, B, err, errlen))) break;
+    }
+    return run_end(&R, rc, stopped, state, err, errlen);
 }

@@ -224,22 +224,12 @@ int as_synth_table_gen(const as_synth_cfg *c, int64_t t, as_synth_table *out)
     return rc;
 }
 
-int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t stream, int fixed, as_synth_table *out)
+/* bag lengths into out->offsets (B+1): geometric on {0,1,...} with mean L, or L each
+ * (fixed), drawn from stream + 1 of seed; returns the lookups in all */
+static int64_t bag_lengths(as_synth_table *out, const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t stream,
+                           int fixed)
 {
-    if (!out) return -EINVAL;
-    memset(out, 0, sizeof *out);
-    if (!pp || B <= 0 || B > ((int64_t)1 << 40) || pp->hash < 1 || pp->hash > INT32_MAX || !(pp->pooling >= 0) ||
-        !isfinite(pp->pooling) || !(pp->zipf >= 0) || !(pp->zipf2 >= pp->zipf) || !(pp->knee >= 1) ||
-        (fixed && pp->pooling != floor(pp->pooling)))
-        return -EINVAL;
     const as_synth_params p = *pp;
-    const int64_t E = p.hash;
-
-    out->batch = B;
-    out->offsets = big_alloc((size_t)(B + 1) * sizeof *out->offsets);
-    if (!out->offsets) return -ENOMEM;
-
-    /* bag lengths: geometric on {0,1,...} with mean L, or L each (fixed) */
     as_rng r;
     as_rng_seed(&r, seed, stream + 1);
     int64_t n = 0;
@@ -261,29 +251,37 @@ int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t s
     } else {
         for (int64_t b = 0; b < B; b++) out->offsets[b + 1] = 0;
     }
-    out->lookups = n;
-    out->indices = big_alloc((size_t)n * sizeof *out->indices);
-    if (!out->indices) { as_synth_free(out); return -ENOMEM; }
-    if (n == 0) { out->rows = 1; return 0; } /* nothing measured: one row */
+    return n;
+}
 
-    /* permutation rank -> row: row = (a * rank + E - 1) mod E, gcd(a, E) = 1, so the
-     * hottest rank lands on row E-1 and the measured rows is E in practice */
-    as_rng_seed(&r, seed, stream + 2);
-    uint64_t a = 1, ue = (uint64_t)E;
+/* the E rows' cells with their alias table (*cells, *nc), their first rows permuted: rank ->
+ * row = (a * rank + E - 1) mod E with gcd(a, E) = 1 (*a drawn from r), so the hottest rank
+ * lands on row E-1 and the measured rows is E in practice. 0 or a negative errno */
+static int row_cells(const as_synth_params *p, int64_t E, as_rng *r, uint64_t *a, syn_cell **cells, int64_t *nc)
+{
+    uint64_t ue = (uint64_t)E;
+    *a = 1;
     if (E > 2) {
-        do a = ue / 4 + as_rng_below(&r, ue / 2 + 1); while (gcd_u64(a, ue) != 1);
+        do *a = ue / 4 + as_rng_below(r, ue / 2 + 1); while (gcd_u64(*a, ue) != 1);
     }
-    int64_t nc = make_cells(E, &p, NULL, NULL);
-    syn_cell *cells = malloc((size_t)nc * sizeof *cells);
-    double *w = malloc((size_t)nc * sizeof *w);
-    if (!cells || !w) { free(cells); free(w); as_synth_free(out); return -ENOMEM; }
-    make_cells(E, &p, cells, w);
-    int rc = build_alias(cells, w, nc);
+    *nc = make_cells(E, p, NULL, NULL);
+    syn_cell *c = malloc((size_t)*nc * sizeof *c);
+    double *w = malloc((size_t)*nc * sizeof *w);
+    if (!c || !w) { free(c); free(w); return -ENOMEM; }
+    make_cells(E, p, c, w);
+    int rc = build_alias(c, w, *nc);
     free(w);
-    if (rc) { free(cells); as_synth_free(out); return rc; }
-    for (int64_t i = 0; i < nc; i++)
-        cells[i].row0 = (uint32_t)(((unsigned __int128)a * cells[i].row0 + ue - 1) % ue);
+    if (rc) { free(c); return rc; }
+    for (int64_t i = 0; i < *nc; i++)
+        c[i].row0 = (uint32_t)(((unsigned __int128)*a * c[i].row0 + ue - 1) % ue);
+    *cells = c;
+    return 0;
+}
 
+/* the n lookups into out->indices, drawn from r through the nc cells (rows permuted by a,
+ * E rows); out->rows: the largest row + 1 */
+static void draw_lookups(as_synth_table *out, const syn_cell *cells, int64_t nc, uint64_t a, int64_t E, as_rng *r, int64_t n)
+{
     const double inv_e = 1.0 / (double)E;
     const uint64_t unc = (uint64_t)nc;
     int32_t *idx = out->indices;
@@ -294,7 +292,7 @@ int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t s
      * reciprocal whose quotient is off by at most one, fixed by two conditional moves. */
     const int64_t se = E;
     for (int64_t i = 0; i < n; i++) {
-        uint64_t x = as_rng_next(&r);
+        uint64_t x = as_rng_next(r);
         uint64_t prod = (x >> 32) * unc;
         uint64_t ci = prod >> 32;
         uint32_t pick = (uint32_t)prod < cells[ci].thresh ? (uint32_t)ci : cells[ci].alias;
@@ -307,8 +305,38 @@ int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t s
         idx[i] = (int32_t)rr;
         maxrow = (int32_t)rr > maxrow ? (int32_t)rr : maxrow;
     }
-    free(cells);
     out->rows = (int64_t)maxrow + 1;
+}
+
+int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t stream, int fixed, as_synth_table *out)
+{
+    if (!out) return -EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!pp || B <= 0 || B > ((int64_t)1 << 40) || pp->hash < 1 || pp->hash > INT32_MAX || !(pp->pooling >= 0) ||
+        !isfinite(pp->pooling) || !(pp->zipf >= 0) || !(pp->zipf2 >= pp->zipf) || !(pp->knee >= 1) ||
+        (fixed && pp->pooling != floor(pp->pooling)))
+        return -EINVAL;
+    const as_synth_params p = *pp;
+    const int64_t E = p.hash;
+
+    out->batch = B;
+    out->offsets = big_alloc((size_t)(B + 1) * sizeof *out->offsets);
+    if (!out->offsets) return -ENOMEM;
+    int64_t n = bag_lengths(out, &p, B, seed, stream, fixed);
+    out->lookups = n;
+    out->indices = big_alloc((size_t)n * sizeof *out->indices);
+    if (!out->indices) { as_synth_free(out); return -ENOMEM; }
+    if (n == 0) { out->rows = 1; return 0; } /* nothing measured: one row */
+
+    as_rng r;
+    as_rng_seed(&r, seed, stream + 2);
+    uint64_t a;
+    syn_cell *cells;
+    int64_t nc;
+    int rc = row_cells(&p, E, &r, &a, &cells, &nc);
+    if (rc) { as_synth_free(out); return rc; }
+    draw_lookups(out, cells, nc, a, E, &r, n);
+    free(cells);
     return 0;
 }
 

@@ -173,64 +173,55 @@ static int spool_check(const pt_limits *lim, int gz, uint64_t out, uint64_t in, 
     return 0;
 }
 
-/* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
- * (all members) when it starts with 1f 8b, within the limits. Returns the temporary fd, -1
- * for bad input (or a limit passed) or -2 when the environment failed (no temporary file in
- * $TMPDIR, a full disk, no memory). */
-static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t errlen)
-{
+/* spool's copying: from in_fd into the temporary out (in $TMPDIR dir) through the buffers in
+ * and ob (TS_SPOOL bytes each); nin, nout: the bytes read and written so far */
+typedef struct {
+    int in_fd, out;
     const char *dir;
-    int out = make_tmp(&dir, err, errlen);
-    if (out < 0) return -2;
-    uint8_t *in = malloc(TS_SPOOL), *ob = malloc(TS_SPOOL);
-    z_stream zs;
-    int zinit = 0, rc = -1;
-    uint64_t nin = 0, nout = 0;   /* bytes read from in_fd, bytes written */
-    memset(&zs, 0, sizeof zs);
-    if (!in || !ob) { fail(err, errlen, "out of memory"); rc = -2; goto done; }
+    const pt_limits *lim;
+    uint8_t *in, *ob;
+    uint64_t nin, nout;
+} spool_io;
 
-    /* first bytes decide */
-    size_t have = 0;
-    while (have < 2) {
-        ssize_t r = read_some(in_fd, in + have, TS_SPOOL - have);
-        if (r < 0) { fail(err, errlen, "read error: %s", strerror(errno)); goto done; }
-        if (r == 0) break;
-        have += (size_t)r;
-    }
-    nin = have;
-    *gz = have >= 2 && in[0] == 0x1f && in[1] == 0x8b;
-    if (!*gz) {
-        for (;;) {
-            nout += have;
-            if (spool_check(lim, 0, nout, nin, err, errlen)) goto done;
-            if (have && write_all(out, in, have)) {
-                fail(err, errlen, "cannot write a temporary file in %s: %s", dir, strerror(errno));
-                rc = -2;
-                goto done;
-            }
-            ssize_t r = read_some(in_fd, in, TS_SPOOL);
-            if (r < 0) { fail(err, errlen, "read error: %s", strerror(errno)); goto done; }
-            if (r == 0) break;
-            have = (size_t)r;
-            nin += have;
+/* a plain input copied as it is, starting with the `have` bytes already in s->in; 0, -1 or
+ * -2 as spool */
+static int spool_plain(spool_io *s, size_t have, char *err, size_t errlen)
+{
+    for (;;) {
+        s->nout += have;
+        if (spool_check(s->lim, 0, s->nout, s->nin, err, errlen)) return -1;
+        if (have && write_all(s->out, s->in, have)) {
+            fail(err, errlen, "cannot write a temporary file in %s: %s", s->dir, strerror(errno));
+            return -2;
         }
-        rc = 0;
-        goto done;
+        ssize_t r = read_some(s->in_fd, s->in, TS_SPOOL);
+        if (r < 0) { fail(err, errlen, "read error: %s", strerror(errno)); return -1; }
+        if (r == 0) break;
+        have = (size_t)r;
+        s->nin += have;
     }
+    return 0;
+}
 
-    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) { fail(err, errlen, "gzip: cannot initialise zlib"); goto done; }
-    zinit = 1;
-    zs.next_in = in;
+/* a gzip input inflated (all members, zero padding between them ignored), starting with the
+ * `have` bytes already in s->in; 0, -1 or -2 as spool */
+static int spool_gzip(spool_io *s, size_t have, char *err, size_t errlen)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return fail(err, errlen, "gzip: cannot initialise zlib");
+    int rc = -1;
+    zs.next_in = s->in;
     zs.avail_in = (uInt)have;
     int in_member = 1, eof = 0;
     for (;;) {
         if (zs.avail_in == 0 && !eof) {
-            ssize_t r = read_some(in_fd, in, TS_SPOOL);
+            ssize_t r = read_some(s->in_fd, s->in, TS_SPOOL);
             if (r < 0) { fail(err, errlen, "read error: %s", strerror(errno)); goto done; }
             if (r == 0) eof = 1;
-            zs.next_in = in;
+            zs.next_in = s->in;
             zs.avail_in = (uInt)r;
-            nin += (uint64_t)r;
+            s->nin += (uint64_t)r;
         }
         if (zs.avail_in == 0 && eof) {
             if (in_member) { fail(err, errlen, "gzip: truncated input (unexpected end of compressed data)"); goto done; }
@@ -242,14 +233,14 @@ static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t err
             if (inflateReset(&zs) != Z_OK) { fail(err, errlen, "gzip: zlib reset failed"); goto done; }
             in_member = 1;
         }
-        zs.next_out = ob;
+        zs.next_out = s->ob;
         zs.avail_out = TS_SPOOL;
         int zr = inflate(&zs, Z_NO_FLUSH);
         size_t produced = TS_SPOOL - zs.avail_out;
-        nout += produced;
-        if (spool_check(lim, 1, nout, nin - zs.avail_in, err, errlen)) goto done;
-        if (produced && write_all(out, ob, produced)) {
-            fail(err, errlen, "cannot write a temporary file in %s: %s", dir, strerror(errno));
+        s->nout += produced;
+        if (spool_check(s->lim, 1, s->nout, s->nin - zs.avail_in, err, errlen)) goto done;
+        if (produced && write_all(s->out, s->ob, produced)) {
+            fail(err, errlen, "cannot write a temporary file in %s: %s", s->dir, strerror(errno));
             rc = -2;
             goto done;
         }
@@ -262,11 +253,40 @@ static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t err
     }
     rc = 0;
 done:
-    if (zinit) inflateEnd(&zs);
-    free(in);
-    free(ob);
-    if (rc) { close(out); return rc; }
-    return out;
+    inflateEnd(&zs);
+    return rc;
+}
+
+/* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
+ * (all members) when it starts with 1f 8b, within the limits. Returns the temporary fd, -1
+ * for bad input (or a limit passed) or -2 when the environment failed (no temporary file in
+ * $TMPDIR, a full disk, no memory). */
+static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t errlen)
+{
+    spool_io s = { in_fd, -1, NULL, lim, NULL, NULL, 0, 0 };
+    s.out = make_tmp(&s.dir, err, errlen);
+    if (s.out < 0) return -2;
+    s.in = malloc(TS_SPOOL);
+    s.ob = malloc(TS_SPOOL);
+    int rc = -1;
+    if (!s.in || !s.ob) { fail(err, errlen, "out of memory"); rc = -2; goto done; }
+
+    /* first bytes decide */
+    size_t have = 0;
+    while (have < 2) {
+        ssize_t r = read_some(in_fd, s.in + have, TS_SPOOL - have);
+        if (r < 0) { fail(err, errlen, "read error: %s", strerror(errno)); goto done; }
+        if (r == 0) break;
+        have += (size_t)r;
+    }
+    s.nin = have;
+    *gz = have >= 2 && s.in[0] == 0x1f && s.in[1] == 0x8b;
+    rc = *gz ? spool_gzip(&s, have, err, errlen) : spool_plain(&s, have, err, errlen);
+done:
+    free(s.in);
+    free(s.ob);
+    if (rc) { close(s.out); return rc; }
+    return s.out;
 }
 
 /* ---------------------------------------------------------------- storages and hooks */
@@ -664,13 +684,14 @@ static int entry_data(pt_file *f, const ts_entry *e, uint64_t *data)
     return 0;
 }
 
-static int open_zip(pt_file *f, as_pickle *p)
+/* the end of central directory record (ZIP64's when there is one): the number of entries,
+ * the central directory's size and offset, checked to lie inside the file; *saturated: the
+ * classic record's fields overflowed. 0 or -1 with f->err */
+static int zip_eocd(pt_file *f, uint64_t *nent, uint64_t *cdsize, uint64_t *cdoff, int *saturated)
 {
     char *err = f->err;
     size_t errlen = f->errlen;
-    uint8_t *tail = NULL, *cd = NULL;
-    ts_entry *ents = NULL;
-    size_t nents = 0;
+    uint8_t *tail = NULL;
     int rc = -1;
     if (f->size < 22) { fail(err, errlen, "zip: file too short (truncated?)"); goto out; }
     size_t tl = f->size < 22 + 65535 + 20 ? (size_t)f->size : 22 + 65535 + 20;
@@ -684,8 +705,8 @@ static int open_zip(pt_file *f, as_pickle *p)
     if (ep < 0) { fail(err, errlen, "zip: end of central directory not found (truncated file?)"); goto out; }
     const uint8_t *e = tail + ep;
     uint64_t eocd = tbase + (uint64_t)ep;
-    uint64_t nent = rd16(e + 10), cdsize = rd32(e + 12), cdoff = rd32(e + 16);
-    int saturated = nent == 0xffff || cdsize == 0xffffffff || cdoff == 0xffffffff;
+    *nent = rd16(e + 10), *cdsize = rd32(e + 12), *cdoff = rd32(e + 16);
+    *saturated = *nent == 0xffff || *cdsize == 0xffffffff || *cdoff == 0xffffffff;
     if (rd16(e + 4) != 0 && rd16(e + 4) != 0xffff) { fail(err, errlen, "zip: multi-disk archives are not supported"); goto out; }
     int have64 = ep >= 20 && rd32(e - 20) == 0x07064b50;
     if (have64) {
@@ -694,117 +715,188 @@ static int open_zip(pt_file *f, as_pickle *p)
         if (z > eocd - 20 || eocd - 20 - z < 56) { fail(err, errlen, "zip: ZIP64 end of central directory lies outside the file"); goto out; }
         if (pread_all(f, r, 56, z, err, errlen)) goto out;
         if (rd32(r) != 0x06064b50) { fail(err, errlen, "zip: bad ZIP64 end of central directory record"); goto out; }
-        nent = rd64(r + 32);
-        cdsize = rd64(r + 40);
-        cdoff = rd64(r + 48);
+        *nent = rd64(r + 32);
+        *cdsize = rd64(r + 40);
+        *cdoff = rd64(r + 48);
         eocd = z;
-    } else if (saturated) {
+    } else if (*saturated) {
         fail(err, errlen, "zip: ZIP64 end of central directory locator is missing");
         goto out;
     }
-    if (cdoff > eocd || cdsize > eocd - cdoff) { fail(err, errlen, "zip: central directory lies outside the file"); goto out; }
-    if (cdsize > TS_MAX_CD) { fail(err, errlen, "zip: central directory of %llu bytes is too large", (unsigned long long)cdsize); goto out; }
-    if (nent > cdsize / 46) { fail(err, errlen, "zip: central directory claims %llu entries in %llu bytes", (unsigned long long)nent, (unsigned long long)cdsize); goto out; }
-    cd = malloc(cdsize ? cdsize : 1);
-    ents = calloc(nent ? nent : 1, sizeof *ents);
-    if (!cd || !ents) { fail(err, errlen, "out of memory"); goto out; }
+    if (*cdoff > eocd || *cdsize > eocd - *cdoff) { fail(err, errlen, "zip: central directory lies outside the file"); goto out; }
+    if (*cdsize > TS_MAX_CD) { fail(err, errlen, "zip: central directory of %llu bytes is too large", (unsigned long long)*cdsize); goto out; }
+    if (*nent > *cdsize / 46) { fail(err, errlen, "zip: central directory claims %llu entries in %llu bytes", (unsigned long long)*nent, (unsigned long long)*cdsize); goto out; }
+    rc = 0;
+out:
+    free(tail);
+    return rc;
+}
+
+/* the sizes and offset of en that are saturated (ws, wc, wo) from the ZIP64 extra field
+ * among the xl bytes of extra fields at x; 0, or -1 when it is missing or short */
+static int zip64_extra(ts_entry *en, const uint8_t *x, size_t xl, int ws, int wc, int wo)
+{
+    const uint8_t *xe = x + xl;
+    int found = 0;
+    while (xe - x >= 4) {
+        unsigned id = rd16(x), sz = rd16(x + 2);
+        if ((size_t)(xe - x - 4) < sz) break;
+        if (id == 1) {
+            const uint8_t *q = x + 4, *qe = q + sz;
+            found = 1;
+            if (ws) { if (qe - q < 8) { found = 0; break; } en->size = rd64(q); q += 8; }
+            if (wc) { if (qe - q < 8) { found = 0; break; } en->csize = rd64(q); q += 8; }
+            if (wo) { if (qe - q < 8) { found = 0; break; } en->lho = rd64(q); q += 8; }
+            break;
+        }
+        x += 4 + sz;
+    }
+    return found ? 0 : -1;
+}
+
+/* central directory entry i at cd + *pos (cdsize bytes in all) into en, its name malloc'd
+ * (en->name stays NULL when that failed); *need64 set when it needs ZIP64's fields, *pos
+ * moved past it. 0 or -1 with f->err */
+static int zip_entry(pt_file *f, const uint8_t *cd, uint64_t cdsize, size_t *pos, size_t i, ts_entry *en, int *need64)
+{
+    char *err = f->err;
+    size_t errlen = f->errlen;
+    if (cdsize - *pos < 46 || rd32(cd + *pos) != 0x02014b50) return fail(err, errlen, "zip: central directory entry %zu is malformed", i);
+    const uint8_t *c = cd + *pos;
+    size_t nl = rd16(c + 28), xl = rd16(c + 30), cl = rd16(c + 32);
+    if (cdsize - *pos - 46 < nl + xl + cl) return fail(err, errlen, "zip: central directory entry %zu is malformed", i);
+    en->flags = rd16(c + 8);
+    en->method = rd16(c + 10);
+    en->csize = rd32(c + 20);
+    en->size = rd32(c + 24);
+    en->lho = rd32(c + 42);
+    en->name = malloc(nl + 1);
+    if (!en->name) return fail(err, errlen, "out of memory");
+    memcpy(en->name, c + 46, nl);
+    en->name[nl] = 0;
+    if (strlen(en->name) != nl) return fail(err, errlen, "zip: central directory entry %zu has a bad name", i);
+    int ws = en->size == 0xffffffff, wc = en->csize == 0xffffffff, wo = en->lho == 0xffffffff;
+    if (ws || wc || wo) {
+        *need64 = 1;
+        if (zip64_extra(en, c + 46 + nl, xl, ws, wc, wo))
+            return fail(err, errlen, "zip: central directory entry %zu lacks its ZIP64 extra field", i);
+    }
+    if (en->lho > f->size || f->size - en->lho < 30 || en->csize > f->size)
+        return fail(err, errlen, "zip: central directory entry %zu lies outside the file", i);
+    *pos += 46 + nl + xl + cl;
+    return 0;
+}
+
+/* a zip file's entries, sorted by name */
+typedef struct {
+    ts_entry *ents;
+    size_t nents;
+} zip_dir;
+
+static void zip_dir_free(zip_dir *z)
+{
+    for (size_t i = 0; i < z->nents; i++) free(z->ents[i].name);
+    free(z->ents);
+}
+
+/* the central directory read into z (f->fmt: 1 when it needs ZIP64), sorted, no name twice;
+ * 0 or -1 with f->err (z holds what was read: zip_dir_free) */
+static int zip_directory(pt_file *f, zip_dir *z)
+{
+    char *err = f->err;
+    size_t errlen = f->errlen;
+    uint64_t nent, cdsize, cdoff;
+    int saturated;
+    if (zip_eocd(f, &nent, &cdsize, &cdoff, &saturated)) return -1;
+    int rc = -1;
+    uint8_t *cd = malloc(cdsize ? cdsize : 1);
+    z->ents = calloc(nent ? nent : 1, sizeof *z->ents);
+    if (!cd || !z->ents) { fail(err, errlen, "out of memory"); goto out; }
     if (pread_all(f, cd, cdsize, cdoff, err, errlen)) goto out;
     int need64 = saturated;
     size_t pos = 0;
-    for (nents = 0; nents < nent;) {
-        size_t i = nents;
-        if (cdsize - pos < 46 || rd32(cd + pos) != 0x02014b50) { fail(err, errlen, "zip: central directory entry %zu is malformed", i); goto out; }
-        const uint8_t *c = cd + pos;
-        size_t nl = rd16(c + 28), xl = rd16(c + 30), cl = rd16(c + 32);
-        if (cdsize - pos - 46 < nl + xl + cl) { fail(err, errlen, "zip: central directory entry %zu is malformed", i); goto out; }
-        ts_entry *en = &ents[i];
-        en->flags = rd16(c + 8);
-        en->method = rd16(c + 10);
-        en->csize = rd32(c + 20);
-        en->size = rd32(c + 24);
-        en->lho = rd32(c + 42);
-        en->name = malloc(nl + 1);
-        if (!en->name) { fail(err, errlen, "out of memory"); goto out; }
-        nents++;
-        memcpy(en->name, c + 46, nl);
-        en->name[nl] = 0;
-        if (strlen(en->name) != nl) { fail(err, errlen, "zip: central directory entry %zu has a bad name", i); goto out; }
-        int ws = en->size == 0xffffffff, wc = en->csize == 0xffffffff, wo = en->lho == 0xffffffff;
-        if (ws || wc || wo) {
-            need64 = 1;
-            const uint8_t *x = c + 46 + nl, *xe = x + xl;
-            int found = 0;
-            while (xe - x >= 4) {
-                unsigned id = rd16(x), sz = rd16(x + 2);
-                if ((size_t)(xe - x - 4) < sz) break;
-                if (id == 1) {
-                    const uint8_t *q = x + 4, *qe = q + sz;
-                    found = 1;
-                    if (ws) { if (qe - q < 8) { found = 0; break; } en->size = rd64(q); q += 8; }
-                    if (wc) { if (qe - q < 8) { found = 0; break; } en->csize = rd64(q); q += 8; }
-                    if (wo) { if (qe - q < 8) { found = 0; break; } en->lho = rd64(q); q += 8; }
-                    break;
-                }
-                x += 4 + sz;
-            }
-            if (!found) { fail(err, errlen, "zip: central directory entry %zu lacks its ZIP64 extra field", i); goto out; }
-        }
-        if (en->lho > f->size || f->size - en->lho < 30 || en->csize > f->size) {
-            fail(err, errlen, "zip: central directory entry %zu lies outside the file", i);
-            goto out;
-        }
-        pos += 46 + nl + xl + cl;
+    while (z->nents < nent) {
+        int r = zip_entry(f, cd, cdsize, &pos, z->nents, &z->ents[z->nents], &need64);
+        if (z->ents[z->nents].name) z->nents++;
+        if (r) goto out;
     }
     f->fmt = need64 ? 1 : 0;
-    qsort(ents, nents, sizeof *ents, entry_cmp);
-    for (size_t i = 1; i < nents; i++)
-        if (!strcmp(ents[i].name, ents[i - 1].name)) { fail(err, errlen, "zip: duplicate entry '%s'", ents[i].name); goto out; }
+    qsort(z->ents, z->nents, sizeof *z->ents, entry_cmp);
+    for (size_t i = 1; i < z->nents; i++)
+        if (!strcmp(z->ents[i].name, z->ents[i - 1].name)) { fail(err, errlen, "zip: duplicate entry '%s'", z->ents[i].name); goto out; }
+    rc = 0;
+out:
+    free(cd);
+    return rc;
+}
 
+/* "<prefix>/byteorder", when there is one, must say little; name holds "<prefix>/" (plen
+ * bytes) and room for more. 0 or -1 with f->err */
+static int zip_byteorder(pt_file *f, const zip_dir *z, char *name, size_t plen)
+{
+    char *err = f->err;
+    size_t errlen = f->errlen;
+    strcpy(name + plen, "byteorder");
+    const ts_entry *bo = entry_find(z->ents, z->nents, name);
+    if (!bo) return 0;
+    uint64_t d;
+    char b[16] = {0};
+    if (entry_data(f, bo, &d)) return -1;
+    if (bo->size >= sizeof b) return fail(err, errlen, "zip: bad byteorder entry");
+    if (pread_all(f, b, bo->size, d, err, errlen)) return -1;
+    if (!strcmp(b, "big")) return fail(err, errlen, "zip: big-endian file (byteorder 'big') is not supported");
+    if (strcmp(b, "little")) return fail(err, errlen, "zip: unknown byteorder '%.15s'", b);
+    return 0;
+}
+
+/* every storage the pickle named found at its entry "<prefix>/data/KEY" with its size; name
+ * (namesize bytes) holds "<prefix>/" (plen bytes). 0 or -1 with f->err */
+static int zip_storages(pt_file *f, const zip_dir *z, char *name, size_t namesize, size_t plen)
+{
+    char *err = f->err;
+    size_t errlen = f->errlen;
+    for (int s = 0; s < f->nst; s++) {
+        ts_storage *st = &f->st[s];
+        snprintf(name + plen, namesize - plen, "data/%s", st->key);
+        const ts_entry *en = entry_find(z->ents, z->nents, name);
+        if (!en) return fail(err, errlen, "zip: storage '%s' has no entry '%s'", st->key, name);
+        if (entry_data(f, en, &st->offset)) return -1;
+        if (en->size != st->nbytes)
+            return fail(err, errlen, "zip: storage '%s' holds %llu bytes, the pickle says %llu (%lld x %s)", st->key,
+                        (unsigned long long)en->size, (unsigned long long)st->nbytes, (long long)st->numel,
+                        pt_dtype_name(st->dtype));
+        st->have = 1;
+    }
+    return 0;
+}
+
+static int open_zip(pt_file *f, as_pickle *p)
+{
+    char *err = f->err;
+    size_t errlen = f->errlen;
+    zip_dir z = { NULL, 0 };
+    int rc = -1;
+    if (zip_directory(f, &z)) goto out;
     /* the prefix folder: the entry "<prefix>/data.pkl" */
     const ts_entry *pkl = NULL;
-    for (size_t i = 0; i < nents && !pkl; i++) {
-        const char *s = strchr(ents[i].name, '/');
-        if (s && s != ents[i].name && !strcmp(s, "/data.pkl")) pkl = &ents[i];
+    for (size_t i = 0; i < z.nents && !pkl; i++) {
+        const char *s = strchr(z.ents[i].name, '/');
+        if (s && s != z.ents[i].name && !strcmp(s, "/data.pkl")) pkl = &z.ents[i];
     }
     if (!pkl) { fail(err, errlen, "zip: no '<prefix>/data.pkl' entry (not a torch.save file?)"); goto out; }
     size_t plen = strlen(pkl->name) - strlen("data.pkl");   /* includes the slash */
     char name[TS_MAX_KEY + 600];
     if (plen + 32 > sizeof name) { fail(err, errlen, "zip: prefix too long"); goto out; }
     memcpy(name, pkl->name, plen);
-    strcpy(name + plen, "byteorder");
-    const ts_entry *bo = entry_find(ents, nents, name);
-    if (bo) {
-        uint64_t d;
-        char b[16] = {0};
-        if (entry_data(f, bo, &d)) goto out;
-        if (bo->size >= sizeof b) { fail(err, errlen, "zip: bad byteorder entry"); goto out; }
-        if (pread_all(f, b, bo->size, d, err, errlen)) goto out;
-        if (!strcmp(b, "big")) { fail(err, errlen, "zip: big-endian file (byteorder 'big') is not supported"); goto out; }
-        if (strcmp(b, "little")) { fail(err, errlen, "zip: unknown byteorder '%.15s'", b); goto out; }
-    }
+    if (zip_byteorder(f, &z, name, plen)) goto out;
     uint64_t d;
     if (entry_data(f, pkl, &d)) goto out;
     as_pickle_obj *root = as_pickle_load(p, NULL, 0, f->fd, d, d + pkl->size, NULL);
     if (!root) { fail(err, errlen, "%s", as_pickle_error(p)); goto out; }
-    for (int s = 0; s < f->nst; s++) {
-        ts_storage *st = &f->st[s];
-        snprintf(name + plen, sizeof name - plen, "data/%s", st->key);
-        const ts_entry *en = entry_find(ents, nents, name);
-        if (!en) { fail(err, errlen, "zip: storage '%s' has no entry '%s'", st->key, name); goto out; }
-        if (entry_data(f, en, &st->offset)) goto out;
-        if (en->size != st->nbytes) {
-            fail(err, errlen, "zip: storage '%s' holds %llu bytes, the pickle says %llu (%lld x %s)", st->key,
-                 (unsigned long long)en->size, (unsigned long long)st->nbytes, (long long)st->numel, pt_dtype_name(st->dtype));
-            goto out;
-        }
-        st->have = 1;
-    }
+    if (zip_storages(f, &z, name, sizeof name, plen)) goto out;
     rc = collect(f, root);
 out:
-    free(tail);
-    free(cd);
-    for (size_t i = 0; i < nents; i++) free(ents[i].name);
-    free(ents);
+    zip_dir_free(&z);
     return rc;
 }
 

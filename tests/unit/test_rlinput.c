@@ -1,0 +1,200 @@
+/* test_rlinput.c - unit tests for lib/rlinput.c (as-rl's input) on hand-made streams: the
+ * training tasks joined to their tables' features (test tasks left out), the cost records
+ * as measured shards of feature positions (skipped and counted: an error, no cost_ms, no
+ * tables, a table without features), several inputs read in turn; and the messages for no
+ * training task, a task's table without features, a cost that is not positive, a bad task
+ * record and a missing file.
+ */
+#include "unit.h"
+
+#include "common.h"
+#include "rlinput.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static as_features feat(int64_t id, int64_t dim)
+{
+    as_features f;
+    memset(&f, 0, sizeof f);
+    f.id = id;
+    f.dim = dim;
+    f.rows = 500;
+    f.pooling = 2;
+    f.batch = 8;
+    f.lookups = 16;
+    f.bytes_fp16 = f.rows * dim * 2;
+    f.bytes_fp32 = f.rows * dim * 4;
+    f.bins[2] = 1;
+    snprintf(f.source, sizeof f.source, "pool.ast");
+    return f;
+}
+
+static char g_path[8][512];
+static int g_k;
+#define tmp(name) (snprintf(g_path[g_k % 8], 512, "%s/%s", ut_tmpdir(), (name)), g_path[g_k++ % 8])
+
+static void put_task(as_writer *w, int64_t id, const int64_t *ids, int n, int64_t shards, const char *split)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 4 + (split != NULL));
+    as_pack_kv_str(pk, "kind", "task");
+    as_pack_kv_i64(pk, "id", id);
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
+    as_pack_kv_i64(pk, "shards", shards);
+    if (split) as_pack_kv_str(pk, "split", split);
+    as_writer_end_record(w);
+}
+
+/* a cost record: tables ids[0..n), cost_ms (NAN: nil), error (NULL: none) */
+static void put_cost(as_writer *w, const int64_t *ids, int n, double cost, const char *error)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 3 + (error != NULL));
+    as_pack_kv_str(pk, "kind", "cost");
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
+    as_pack_str(pk, "cost_ms");
+    if (isnan(cost)) msgpack_pack_nil(pk);
+    else msgpack_pack_double(pk, cost);
+    if (error) as_pack_kv_str(pk, "error", error);
+    as_writer_end_record(w);
+}
+
+/* input one: the features of tables 5, 1, 3 and 8 (out of order), the costs;
+ * input two: the tasks */
+static void write_inputs(const char *p1, const char *p2)
+{
+    as_writer *w = as_writer_open(p1, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    const int64_t fid[] = { 5, 1, 3, 8 };
+    for (int i = 0; i < 4; i++) {
+        as_features f = feat(fid[i], 4 * (i + 1));
+        as_features_write(w, &f);
+    }
+    const int64_t c1[] = { 3, 1 }, c2[] = { 8 }, c3[] = { 1, 7 }, c4[] = { 5, 3, 8 };
+    put_cost(w, c1, 2, 2.5, NULL);
+    put_cost(w, c2, 1, 1.0, "out of memory");   /* skipped: an error */
+    put_cost(w, c2, 1, NAN, NULL);              /* skipped: not measured */
+    put_cost(w, c3, 2, 4.0, NULL);              /* table 7 has no features */
+    put_cost(w, c2, 0, 3.0, NULL);              /* skipped: no tables */
+    put_cost(w, c4, 3, 0.5, NULL);
+    as_writer_close(w);
+    w = as_writer_open(p2, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    const int64_t t1[] = { 8, 1, 5 }, t2[] = { 3, 5 };
+    put_task(w, 0, t1, 3, 2, "train");
+    put_task(w, 1, t2, 2, 2, "test");           /* left out */
+    put_task(w, 2, t2, 2, 1, NULL);
+    as_writer_close(w);
+}
+
+TEST(rlinput_joins_tasks_and_costs)
+{
+    const char *p1 = tmp("ri-ri1.ast"), *p2 = tmp("ri-ri2.ast");
+    write_inputs(p1, p2);
+    char *files[2] = { (char *)p1, (char *)p2 };
+    char err[1024] = "";
+    as_rl_input in;
+    CHECK_EQ_I64(as_rl_input_read(&in, files, 2, err, sizeof err), 0);
+    /* the features sorted by id: 1, 3, 5, 8 */
+    CHECK_EQ_I64(in.fx.n, 4);
+    CHECK_EQ_I64(in.fx.f[0].id, 1);
+    CHECK_EQ_I64(in.fx.f[3].id, 8);
+    /* two training tasks, their tables in record order */
+    CHECK_EQ_I64(in.ntasks, 2);
+    CHECK_EQ_I64(in.tasks[0].id, 0);
+    CHECK_EQ_I64(in.tasks[0].n, 3);
+    CHECK_EQ_I64(in.tasks[0].K, 2);
+    CHECK(in.tasks[0].t[0] == &in.fx.f[3] && in.tasks[0].t[1] == &in.fx.f[0] && in.tasks[0].t[2] == &in.fx.f[2]);
+    CHECK_EQ_I64(in.tasks[1].id, 2);
+    CHECK_EQ_I64(in.tasks[1].K, 1);
+    CHECK(in.tasks[1].t[0] == &in.fx.f[1] && in.tasks[1].t[1] == &in.fx.f[2]);
+    /* the measured shards as positions: {3, 1} and {5, 3, 8} */
+    CHECK_EQ_I64(in.nseed, 2);
+    CHECK_EQ_I64(in.cost_skipped, 3);
+    CHECK_EQ_I64(in.cost_nofeat, 1);
+    CHECK_EQ_I64(in.seed_off[0], 0);
+    CHECK_EQ_I64(in.seed_off[1], 2);
+    CHECK_EQ_I64(in.seed_off[2], 5);
+    const int64_t want[] = { 1, 0, 2, 1, 3 };
+    for (int i = 0; i < 5; i++) CHECK_EQ_I64(in.seed_pos[i], want[i]);
+    CHECK_NEAR(in.seed_cost[0], 2.5, 0);
+    CHECK_NEAR(in.seed_cost[1], 0.5, 0);
+    as_rl_input_free(&in);
+}
+
+/* as_rl_input_read of one input holding what fill writes after the features of tables 5, 1,
+ * 3, 8; returns its result, err the message */
+static int read_one(void (*fill)(as_writer *), const char *name, char *err, size_t errlen, char *path)
+{
+    const char *p = tmp(name);
+    snprintf(path, 512, "%s", p);
+    as_writer *w = as_writer_open(p, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    const int64_t fid[] = { 5, 1, 3, 8 };
+    for (int i = 0; i < 4; i++) {
+        as_features f = feat(fid[i], 8);
+        as_features_write(w, &f);
+    }
+    fill(w);
+    as_writer_close(w);
+    char *files[1] = { (char *)p };
+    as_rl_input in;
+    int rc = as_rl_input_read(&in, files, 1, err, errlen);
+    as_rl_input_free(&in);
+    return rc;
+}
+
+static void only_test_tasks(as_writer *w)
+{
+    const int64_t t[] = { 1, 3 };
+    put_task(w, 4, t, 2, 2, "test");
+}
+
+static void task_without_features(as_writer *w)
+{
+    const int64_t t[] = { 1, 6 };
+    put_task(w, 9, t, 2, 2, "train");
+}
+
+static void zero_cost(as_writer *w)
+{
+    const int64_t t[] = { 1, 3 };
+    put_task(w, 0, t, 2, 2, "train");
+    put_cost(w, t, 2, 0, NULL);
+}
+
+static void bad_task(as_writer *w)
+{
+    const int64_t t[] = { 1, 3 };
+    put_task(w, 0, t, 2, 0, "train");   /* no shards */
+}
+
+TEST(rlinput_messages)
+{
+    char err[1024] = "", want[1200], path[512];
+    CHECK_EQ_I64(read_one(only_test_tasks, "ri-m1.ast", err, sizeof err, path), -1);
+    CHECK_STR(err, "no training task records in the input (make them with as-features --tasks)");
+    CHECK_EQ_I64(read_one(task_without_features, "ri-m2.ast", err, sizeof err, path), -1);
+    CHECK_STR(err, "task 9: table 6 has no features record in the input");
+    CHECK_EQ_I64(read_one(zero_cost, "ri-m3.ast", err, sizeof err, path), -1);
+    snprintf(want, sizeof want, "%s: record 7: cost: 'cost_ms' = 0 is not a positive cost", path);
+    CHECK_STR(err, want);
+    CHECK_EQ_I64(read_one(bad_task, "ri-m4.ast", err, sizeof err, path), -1);
+    snprintf(want, sizeof want, "%s: record 6: ", path);
+    CHECK(!strncmp(err, want, strlen(want)));
+    /* a file that is not there */
+    const char *none = tmp("ri-none.ast");
+    char *files[1] = { (char *)none };
+    as_rl_input in;
+    CHECK_EQ_I64(as_rl_input_read(&in, files, 1, err, sizeof err), -1);
+    as_rl_input_free(&in);
+    snprintf(want, sizeof want, "%s: No such file or directory", none);
+    CHECK_STR(err, want);
+}
