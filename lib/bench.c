@@ -9,11 +9,9 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -479,6 +477,26 @@ void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info 
         info->grows = S->grows;
         info->bytes = S->arena_cap + (S->ws ? as_eb_cpu_ws_size(S->ws_n, S->ws_D) : 0);
     }
+}
+
+const as_bench_cfg *as_bench_session_cfg(const as_bench_session *S) { return &S->c; }
+
+int as_bench_session_threads(const as_bench_session *S) { return S->threads; }
+
+const as_bench_timer *as_bench_session_timer(const as_bench_session *S) { return &S->timer; }
+
+void as_bench_session_run_check(as_bench_session *S, const int64_t *ids, int64_t n, int warmup, int runs, int trim,
+                                as_bench_result *r)
+{
+    as_bench_cfg keep = S->c;
+    S->c.warmup = warmup;
+    S->c.runs = runs;
+    S->c.trim = trim;
+    S->calibrating = 1;
+    as_bench_session_run(S, ids, n, r);
+    S->calibrating = 0;
+    S->c = keep;
+    S->shards--;            /* not one of the shards measured */
 }
 
 /* slot b's per-table arrays for a shard of n tables (kept when large enough) */
@@ -1022,156 +1040,6 @@ static int slot_data(as_bench_session *S, int j, as_eb_shard *shard, const uint1
     *grad = b->grad;
     *out = b->out;
     return 0;
-}
-
-/* ---- the quiet-machine check ------------------------------------------------------------ */
-
-#define CALIB_ITERS 400000       /* one run: a dependent chain of this many multiply-adds per thread */
-#define CALIB_WARMUP 2
-#define CALIB_RUNS 30
-#define CALIB_TRIM 3
-
-static volatile double calib_sink[64];
-
-/* the fixed CPU kernel: each of `threads` threads runs a dependent multiply-add chain (no
- * vectorisation, no reassociation without -ffast-math): the region lasts as long as its
- * slowest thread, so a core shared with other work stretches it */
-static void calib_kernel(int threads)
-{
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-    {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        double x = 1.0 + tid * 1e-3;
-        for (int i = 0; i < CALIB_ITERS; i++) x = x * 0.9999999 + 1e-7;
-        calib_sink[tid & 63] = x;
-    }
-}
-
-/* busy jiffies (not idle, not iowait) of the CPUs in this process's affinity mask, from
- * /proc/stat, and how many they are; -1 when unreadable */
-static int64_t cpu_busy_jiffies(int *ncpu)
-{
-    cpu_set_t set;
-    int have_set = sched_getaffinity(0, sizeof set, &set) == 0;
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
-    char line[512];
-    int64_t busy = 0;
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        int cpu;
-        unsigned long long us, ni, sy, id, io, irq, sirq, st;
-        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9') continue;
-        if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &us, &ni, &sy, &id, &io, &irq, &sirq, &st) != 9)
-            continue;
-        if (have_set && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))) continue;
-        busy += (int64_t)(us + ni + sy + irq + sirq + st);
-        n++;
-    }
-    fclose(f);
-    *ncpu = n;
-    return n ? busy : -1;
-}
-
-static double self_cpu_s(void)
-{
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru)) return NAN;
-    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-}
-
-int as_bench_calibrate(as_bench_session *S, as_bench_calib *out, char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    out->spread = out->other_cpu = out->median_ms = out->slowest = NAN;
-    const as_bench_cfg *c = &S->c;
-    int replaced = 0;           /* a timer hook (the fake timer) replaced the runs' times */
-    int ncpu = 0;
-    const double cpu0 = self_cpu_s(), w0 = as_now();
-    const int64_t j0 = cpu_busy_jiffies(&ncpu);
-    out->ncpu = ncpu;
-    if (c->cuda) {
-        /* a small shard of the pool, timed with CUDA events */
-        int64_t ids[4], n = 0;
-        for (int64_t i = 0; i < S->p->n && n < 4; i++) ids[n++] = S->p->t[i].id;
-        if (!n) { snprintf(err, errlen, "no tables to calibrate on"); return -1; }
-        as_bench_cfg keep = S->c;
-        S->c.warmup = CALIB_WARMUP;
-        S->c.runs = 20;
-        S->c.trim = 2;
-        S->calibrating = 1;
-        as_bench_result r;
-        as_bench_session_run(S, ids, n, &r);
-        S->calibrating = 0;
-        S->c = keep;
-        S->shards--;            /* not one of the shards measured */
-        if (!r.ok) { snprintf(err, errlen, "calibration shard: %s", r.error); return -1; }
-        snprintf(out->what, sizeof out->what, "a shard of %" PRId64 " table%s of the pool", n, n == 1 ? "" : "s");
-        out->runs = 20;
-        out->trim = 2;
-        out->median_ms = r.median_ms;
-        out->spread = r.spread;
-        out->slowest = r.median_ms > 0 ? r.max_ms / r.median_ms : NAN;
-    } else {
-        double v[CALIB_RUNS];
-        for (int i = 0; i < CALIB_WARMUP; i++) calib_kernel(S->threads);
-        for (int i = 0; i < CALIB_RUNS; i++) {
-            double t0 = as_now();
-            calib_kernel(S->threads);
-            v[i] = (as_now() - t0) * 1e3;
-            if (S->timer.calib_run && S->timer.calib_run(S->timer.ctx, i, &v[i])) replaced = 1;
-        }
-        snprintf(out->what, sizeof out->what, "a fixed CPU kernel on %d thread%s", S->threads, S->threads == 1 ? "" : "s");
-        out->runs = CALIB_RUNS;
-        out->trim = CALIB_TRIM;
-        double tm, med, mn, mx, rs;
-        as_bench_stats(v, CALIB_RUNS, CALIB_TRIM, &tm, &med, &mn, &mx, &rs);
-        out->median_ms = med;
-        out->spread = as_bench_spread(v, CALIB_RUNS, CALIB_TRIM);
-        out->slowest = med > 0 ? mx / med : NAN;
-        /* other processes' share of our CPUs meanwhile (not under the fake timer: tests
-           must not depend on the machine's load) */
-        int n1 = 0;
-        const int64_t j1 = cpu_busy_jiffies(&n1);
-        const double cpu1 = self_cpu_s(), w1 = as_now();
-        const long hz = sysconf(_SC_CLK_TCK);
-        if (!replaced && j0 >= 0 && j1 >= j0 && n1 == ncpu && ncpu > 0 && hz > 0 && isfinite(cpu0) && isfinite(cpu1) && w1 > w0) {
-            double other = ((double)(j1 - j0) / (double)hz - (cpu1 - cpu0)) / ((w1 - w0) * ncpu);
-            out->other_cpu = other < 0 ? 0 : other > 1 ? 1 : other;
-        }
-    }
-    out->loaded = as_bench_calib_loaded(out);
-    return 0;
-}
-
-int as_bench_calib_loaded(const as_bench_calib *c)
-{
-    return (isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX) || (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX);
-}
-
-void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c)
-{
-    size_t k = 0;
-#define ADD(...) do { int m_ = snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__); if (m_ > 0) k += (size_t)m_; if (k >= len) k = len ? len - 1 : 0; } while (0)
-    if (len) buf[0] = 0;
-    ADD("quiet-machine check: %s: %d runs, median %.3g ms, spread %.1f %%, slowest %.2fx the median",
-        c->what, c->runs, c->median_ms, 100 * c->spread, c->slowest);
-    if (isfinite(c->other_cpu)) ADD("; other processes used %.0f %% of %d CPU%s", 100 * c->other_cpu, c->ncpu, c->ncpu == 1 ? "" : "s");
-    if (!c->loaded) ADD(": quiet");
-    else {
-        ADD(": the machine looks loaded (");
-        int both = isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX;
-        if (both) ADD("spread above %.0f %%", 100 * AS_CALIB_SPREAD_MAX);
-        if (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX)
-            ADD("%sother work above %.0f %% of the CPUs", both ? ", " : "", 100 * AS_CALIB_OTHER_MAX);
-        ADD("); the costs will be noisy");
-    }
-#undef ADD
 }
 
 /* ---- the measuring loop's figures ------------------------------------------------------ */

@@ -8,7 +8,10 @@
  * offsets and indices on the device (as_eb_gpu_ctx) and generates each shard's weights and
  * gradients there. The data a shard is measured on is the same on both devices: bags
  * concatenated from the pool tables, weights and gradients from ebgen.h's counter-based
- * hash of (seed, table id, element), in as_ebg_layout's layout. */
+ * hash of (seed, table id, element), in as_ebg_layout's layout.
+ *
+ * Beside it: the pool of table data (benchpool.h), the fake timer behind the session's timer
+ * hook (benchfake.h), the quiet-machine check (benchcalib.h). */
 #ifndef AS_BENCH_H
 #define AS_BENCH_H
 
@@ -158,6 +161,16 @@ typedef struct {
 /* the pool the session measures */
 const as_bpool *as_bench_session_pool(const as_bench_session *s);
 void as_bench_session_info_get(const as_bench_session *s, as_bench_session_info *info);
+/* what the quiet-machine check (benchcalib.h) needs of a session: its configuration, its
+ * CPU threads, its timer hook (benchfake.h) */
+const as_bench_cfg *as_bench_session_cfg(const as_bench_session *s);
+int as_bench_session_threads(const as_bench_session *s);
+const as_bench_timer *as_bench_session_timer(const as_bench_session *s);
+/* the check's shard (CUDA): as as_bench_session_run with these protocol values instead of
+ * the session's, its times given to the timer hook as the check's (calibrating), and not
+ * counted among the shards measured */
+void as_bench_session_run_check(as_bench_session *s, const int64_t *ids, int64_t n, int warmup, int runs, int trim,
+                                as_bench_result *r);
 /* tests: the data of the last shard measured (ok) by the session, valid until its next run:
  * the shard (concatenated bags; on CUDA as_ebg_layout's layout, on the CPU its part's weight
  * layout: as_ebg_layout's for a shard measured alone), the weights after the measurement's
@@ -211,34 +224,6 @@ void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, doub
  * mean of the sorted runs trim..n-trim-1 (trim clamped as in as_bench_stats); NaN when fewer
  * than 2 runs are kept or their mean is not above 0 */
 double as_bench_spread(const double *v, int n, int trim);
-
-/* The quiet-machine check: before measuring, time a fixed calibration a few times and
- * look at the spread (and, on the CPU, at how much of this process's CPUs other processes
- * used meanwhile, from /proc/stat). CPU: a fixed floating-point chain on the session's
- * threads (OpenMP), 2 warm-up + 30 timed runs of about 1-2 ms each; CUDA: a small shard of
- * the pool (its first tables, up to 4), 2 warm-up + 20 timed runs with events. */
-typedef struct {
-    char what[96];          /* what was timed */
-    int runs, trim;
-    double median_ms;       /* of one run */
-    double spread;          /* as as_bench_spread (NaN: could not time) */
-    double slowest;         /* slowest run / median */
-    double other_cpu;       /* CPU: fraction of the CPUs this process may use that other
-                             * processes kept busy during the check (NaN: unknown, or the
-                             * fake timer, or CUDA) */
-    int ncpu;               /* CPUs this process may use */
-    int loaded;             /* the verdict: spread above AS_CALIB_SPREAD_MAX or other_cpu
-                             * above AS_CALIB_OTHER_MAX */
-} as_bench_calib;
-#define AS_CALIB_SPREAD_MAX 0.05
-#define AS_CALIB_OTHER_MAX 0.25
-/* the verdict from c's spread and other_cpu (NaN ones do not count) */
-int as_bench_calib_loaded(const as_bench_calib *c);
-/* 0, or -1 with err (a CUDA error; nothing measured) */
-int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size_t errlen);
-/* one line: "quiet-machine check: <what>: 30 runs, median 1.23 ms, spread 0.8 %, slowest
- * 1.05x the median; other processes used 3 % of 2 CPUs: quiet" ("looks loaded" with why) */
-void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
 #define AS_BENCH_RESULT_FIELDS 24

@@ -2,6 +2,7 @@
  * measured on, workspace reuse across shards, errors, the measuring loop's figures.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "bench.h"
+#include "benchcalib.h"
 #include "benchnoise.h"
 #include "common.h"
 #include "ebgen.h"
