@@ -6,196 +6,16 @@
 #include "device.h"
 #include "ebgen.h"
 #include "embbag.h"
-#include "featurize.h"
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* ---- the pool of table data ------------------------------------------------------- */
-
-static void pool_add(as_bpool *p, const as_btable *t)
-{
-    if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 64;
-        p->t = as_realloc(p->t, (size_t)p->cap * sizeof *p->t);
-    }
-    p->t[p->n++] = *t;
-}
-
-int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
-                  char *err, size_t errlen)
-{
-    memset(p, 0, sizeof *p);
-    as_reader *r = as_reader_open(file);
-    if (!r) { snprintf(err, errlen, "%s: cannot open", file); return -1; }
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (!as_rec_is(&rec, "table")) continue;
-        as_btable t;
-        memset(&t, 0, sizeof t);
-        as_array off, idx;
-        char e2[512];
-        if (as_table_parse(&rec.obj, &t.id, &t.rows, &t.batch, &t.dim, &off, &idx, NULL, 0, e2, sizeof e2)) {
-            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, rec.index, e2);
-            goto fail;
-        }
-        if (want && (t.id >= want_n || !want[t.id])) continue;
-        t.lookups = idx.n;
-        if (!ids_only) {
-            t.offsets = as_malloc((size_t)(t.batch + 1) * sizeof *t.offsets);
-            as_array_get_i64(&off, 0, t.batch + 1, t.offsets);
-            for (int64_t b = 0; b < t.batch; b++)
-                if (t.offsets[b + 1] < t.offsets[b]) {
-                    snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": offsets decrease at bag %" PRId64, file, rec.index, t.id, b);
-                    free(t.offsets);
-                    goto fail;
-                }
-            t.indices = as_malloc((size_t)(t.lookups ? t.lookups : 1) * sizeof *t.indices);
-            /* an index outside [0, rows) is bad data, as in as-features: one rule for every
-               reader of table records (table.h), never a shard's `error` */
-            int64_t bad = -1, badv = 0;
-            if (idx.dtype == AS_DT_I32) {
-                memcpy(t.indices, idx.data, (size_t)t.lookups * 4);
-                for (int64_t i = 0; i < t.lookups && bad < 0; i++)
-                    if ((uint64_t)(int64_t)t.indices[i] >= (uint64_t)t.rows) { bad = i; badv = t.indices[i]; }
-            } else {
-                for (int64_t i = 0; i < t.lookups && bad < 0; i++) {
-                    int64_t v;
-                    as_array_get_i64(&idx, i, 1, &v);
-                    if ((uint64_t)v >= (uint64_t)t.rows) { bad = i; badv = v; break; }
-                    if (v > INT32_MAX) {
-                        snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, rec.index, t.id, v);
-                        free(t.offsets);
-                        free(t.indices);
-                        goto fail;
-                    }
-                    t.indices[i] = (int32_t)v;
-                }
-            }
-            if (bad >= 0) {
-                as_table_index_error(e2, sizeof e2, t.id, bad, badv, t.rows);
-                snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, rec.index, e2);
-                free(t.offsets);
-                free(t.indices);
-                goto fail;
-            }
-        }
-        pool_add(p, &t);
-    }
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", as_reader_error(r));
-        goto fail;
-    }
-    as_reader_close(r);
-    r = NULL;
-    /* ids are at most AS_MAX_TABLE_ID (as_table_parse): maxid + 1 cannot overflow */
-    p->maxid = -1;
-    for (int64_t i = 0; i < p->n; i++) if (p->t[i].id > p->maxid) p->maxid = p->t[i].id;
-    p->index = as_calloc((size_t)(p->maxid + 1), sizeof *p->index);
-    for (int64_t i = 0; i < p->n; i++) {
-        if (p->index[p->t[i].id]) {
-            snprintf(err, errlen, "%s: table %" PRId64 " appears twice", file, p->t[i].id);
-            goto fail;
-        }
-        p->index[p->t[i].id] = i + 1;
-    }
-    return 0;
-fail:
-    as_reader_close(r);
-    as_bpool_free(p);
-    return -1;
-}
-
-const as_btable *as_bpool_get(const as_bpool *p, int64_t id)
-{
-    if (id < 0 || id > p->maxid || !p->index[id]) return NULL;
-    return &p->t[p->index[id] - 1];
-}
-
-uint64_t as_bpool_bytes(const as_bpool *p)
-{
-    uint64_t b = (uint64_t)p->cap * sizeof *p->t + (uint64_t)(p->index ? p->maxid + 1 : 0) * sizeof *p->index;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->t[i].offsets && !p->t[i].borrowed)
-            b += (uint64_t)(p->t[i].batch + 1) * sizeof *p->t[i].offsets +
-                 (uint64_t)(p->t[i].lookups ? p->t[i].lookups : 1) * sizeof *p->t[i].indices;
-    return b;
-}
-
-int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err, size_t errlen)
-{
-    const as_btable *t = as_bpool_get(p, table);
-    if (!t || t->is_piece) {
-        snprintf(err, errlen, "table %" PRId64 " is not in the table data", table);
-        return -1;
-    }
-    if (as_piece_check(table, q, t->rows, t->dim, err, errlen)) return -1;
-    if (as_piece_covers(q, t->rows, t->dim)) return table;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
-    as_btable d = *t;
-    d.is_piece = 1;
-    d.parent = table;
-    d.piece = *q;
-    d.dim = q->c1 - q->c0;
-    d.rows = q->r1 - q->r0;
-    d.id = p->maxid + 1;
-    d.borrowed = 0;
-    if (!t->offsets) {
-        d.offsets = NULL;
-        d.indices = NULL;
-    } else if (q->r0 == 0 && q->r1 == t->rows) {
-        d.borrowed = 1;
-    } else {
-        d.lookups = as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, NULL, NULL);
-        d.offsets = as_malloc((size_t)(t->batch + 1) * sizeof *d.offsets);
-        d.indices = as_malloc((size_t)(d.lookups ? d.lookups : 1) * sizeof *d.indices);
-        as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, d.offsets, d.indices);
-    }
-    pool_add(p, &d);
-    p->maxid = d.id;
-    p->index = as_realloc(p->index, (size_t)(p->maxid + 1) * sizeof *p->index);
-    p->index[d.id] = p->n;
-    return d.id;
-}
-
-int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q)
-{
-    const as_btable *t = as_bpool_get(p, table);
-    if (!t || t->is_piece) return -1;
-    if (as_piece_covers(q, t->rows, t->dim)) return table;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
-    return -1;
-}
-
-void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q)
-{
-    const as_btable *t = as_bpool_get(p, id);
-    *table = t && t->is_piece ? t->parent : id;
-    *q = t && t->is_piece ? t->piece : AS_PIECE_WHOLE;
-}
-
-void as_bpool_free(as_bpool *p)
-{
-    if (!p) return;
-    for (int64_t i = 0; i < p->n; i++)
-        if (!p->t[i].borrowed) { free(p->t[i].offsets); free(p->t[i].indices); }
-    free(p->t);
-    free(p->index);
-    memset(p, 0, sizeof *p);
-}
 
 /* ---- statistics --------------------------------------------------------------------- */
 
@@ -234,83 +54,6 @@ double as_bench_spread(const double *v, int n, int trim)
     free(s);
     if (m < 2 || !(mean > 0)) return NAN;
     return sqrt(var / m) / mean;
-}
-
-/* ---- the fake timer (tests) ------------------------------------------------------------ */
-
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double unit_of(uint64_t h) { return (double)(h >> 11) * 0x1.0p-53; }
-
-static uint64_t ids_hash(const int64_t *ids, int64_t n)
-{
-    uint64_t h = 0x66616b652d6e6fULL;
-    for (int64_t i = 0; i < n; i++) h = mix64(h ^ (uint64_t)ids[i]);
-    return mix64(h ^ (uint64_t)n);
-}
-
-/* a noisy attempt multiplies the odd-numbered runs by factor x (1 + u/2) and the even ones
- * by (1 + u/100); a quiet one every run by (1 + u/100). With half the runs slow, the runs a
- * trimmed mean keeps (at least 2, centred) hold slow and fast ones: the spread is large. */
-static double fake_mult(const as_bench_fake *f, uint64_t h, int noisy, int attempt, int run)
-{
-    double u = unit_of(mix64(h ^ mix64(((uint64_t)(uint32_t)attempt << 32) ^ (uint64_t)(uint32_t)run ^ 0x72756eULL)));
-    if (noisy && (run & 1)) return f->factor * (1 + u / 2);
-    return 1 + u / 100;
-}
-
-double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t n, int attempt, int run)
-{
-    if (!f || !f->on) return 1;
-    uint64_t h = ids_hash(ids, n);
-    int hit = unit_of(mix64(h ^ 0x7368617264ULL)) < f->shards;
-    int noisy = hit && (f->mode == AS_FAKE_ALWAYS || (f->mode == AS_FAKE_FIRST && attempt == 0));
-    return fake_mult(f, h, noisy, attempt, run);
-}
-
-/* the fake timer's slowdown of the whole machine during group g (drift=F) */
-static double fake_group_factor(const as_bench_fake *f, int64_t g)
-{
-    if (!f || !f->on || !(f->drift > 1)) return 1;
-    return 1 + (f->drift - 1) * unit_of(mix64((uint64_t)g ^ 0x6472696674ULL));
-}
-
-static double fake_calib_factor(const as_bench_fake *f, int run)
-{
-    return fake_mult(f, ids_hash(NULL, 0) ^ 0x63616c6962ULL, f->calib_noisy, 0, run);
-}
-
-int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen)
-{
-    memset(f, 0, sizeof *f);
-    f->on = 1;
-    f->mode = AS_FAKE_QUIET;
-    f->shards = 1;
-    f->factor = 10;
-    char *dup = as_strdup(spec), *save = NULL;
-    int rc = 0;
-    for (char *it = strtok_r(dup, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(it, "quiet")) f->mode = AS_FAKE_QUIET;
-        else if (!strcmp(it, "first")) f->mode = AS_FAKE_FIRST;
-        else if (!strcmp(it, "always")) f->mode = AS_FAKE_ALWAYS;
-        else if (!strncmp(it, "shards=", 7)) {
-            if (as_parse_f64(it + 7, 0, 1, &f->shards)) { snprintf(err, errlen, "'%s': shards= takes a fraction 0..1", it); rc = -1; break; }
-        } else if (!strncmp(it, "factor=", 7)) {
-            if (as_parse_f64(it + 7, 1, 1e6, &f->factor) || !(f->factor > 1)) { snprintf(err, errlen, "'%s': factor= takes a number above 1", it); rc = -1; break; }
-        } else if (!strncmp(it, "drift=", 6)) {
-            if (as_parse_f64(it + 6, 1, 1e6, &f->drift)) { snprintf(err, errlen, "'%s': drift= takes a number 1..1e6", it); rc = -1; break; }
-        } else if (!strcmp(it, "calib=noisy")) f->calib_noisy = 1;
-        else if (!strcmp(it, "calib=quiet")) f->calib_noisy = 0;
-        else { snprintf(err, errlen, "'%s' is not quiet, first, always, shards=P, factor=F, drift=F or calib=quiet|noisy", it); rc = -1; break; }
-    }
-    free(dup);
-    return rc;
 }
 
 /* ---- CPU cache flush ---------------------------------------------------------------- */
@@ -430,9 +173,10 @@ struct as_bench_session {
     as_eb_gpu *last_g;
     /* CUDA */
     as_eb_gpu_ctx *ctx;
-    int calibrating;                /* the fake timer times the quiet-machine check */
+    as_bench_timer timer;           /* the timer hook (benchfake.h; NULL functions: none) */
+    int calibrating;                /* the runs are the quiet-machine check's (for the hook) */
     int64_t group;                  /* as_bench_session_run_group calls so far, this one
-                                       included (the fake timer's drift) */
+                                       included (the hook's group: the fake timer's drift) */
 };
 
 /* "1.50 GiB", "12.0 MiB", "3.0 KiB", "100 B" */
@@ -668,6 +412,7 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
     S->c = *c;
     S->p = p;
     S->last = -1;
+    as_bench_fake_timer(c->fake, &S->timer);
     int threads = c->threads;
 #ifdef _OPENMP
     if (threads <= 0) threads = omp_get_max_threads();
@@ -734,19 +479,29 @@ void as_bench_session_info_get(const as_bench_session *S, as_bench_session_info 
     }
 }
 
-/* Lay out the shard ids[0..n) in slot b and check it: its tables exist, share a batch
- * size, pass as_ebg_check_table (once per session) and fit the memory budget alone. Fills
- * res's shape fields (lookups, batch, sum_dim, bytes). 0, or -1 with res->error. */
-static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, as_bench_result *res)
+const as_bench_cfg *as_bench_session_cfg(const as_bench_session *S) { return &S->c; }
+
+int as_bench_session_threads(const as_bench_session *S) { return S->threads; }
+
+const as_bench_timer *as_bench_session_timer(const as_bench_session *S) { return &S->timer; }
+
+void as_bench_session_run_check(as_bench_session *S, const int64_t *ids, int64_t n, int warmup, int runs, int trim,
+                                as_bench_result *r)
 {
-    const as_bench_cfg *c = &S->c;
-    const as_bpool *p = S->p;
-    b->T = 0;
-    b->measured = 0;
-    b->held = 0;
-    if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); return -1; }
-    if (n > INT32_MAX) { snprintf(res->error, sizeof res->error, "too many tables (%" PRId64 ")", n); return -1; }
-    const int32_t T = (int32_t)n;
+    as_bench_cfg keep = S->c;
+    S->c.warmup = warmup;
+    S->c.runs = runs;
+    S->c.trim = trim;
+    S->calibrating = 1;
+    as_bench_session_run(S, ids, n, r);
+    S->calibrating = 0;
+    S->c = keep;
+    S->shards--;            /* not one of the shards measured */
+}
+
+/* slot b's per-table arrays for a shard of n tables (kept when large enough) */
+static void slot_grow(bslot *b, int64_t n)
+{
     if (n > b->capT) {
         free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->gw_off); free(b->dims);
         free(b->d_off);
@@ -760,6 +515,27 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
         b->dims = as_malloc((size_t)n * sizeof *b->dims);
         b->d_off = as_malloc((size_t)(n + 1) * sizeof *b->d_off);
     }
+}
+
+/* slot b's timings for R runs (kept when large enough) */
+static void slot_runs(bslot *b, int R)
+{
+    if (R > b->capR) {
+        free(b->tot); free(b->fw); free(b->bw);
+        b->capR = R;
+        b->tot = as_malloc((size_t)R * sizeof *b->tot);
+        b->fw = as_malloc((size_t)R * sizeof *b->fw);
+        b->bw = as_malloc((size_t)R * sizeof *b->bw);
+    }
+}
+
+/* the shard's tables ids[0..T) into slot b (pool positions, views, ids): they exist and
+ * share a batch size, and the layout can keep their dims and the dims' sum in int32 (each
+ * table's rows and dim were range-checked when its record was read). 0, or -1 with
+ * res->error */
+static int slot_tables(as_bench_session *S, bslot *b, const int64_t *ids, int32_t T, as_bench_result *res)
+{
+    const as_bpool *p = S->p;
     for (int32_t t = 0; t < T; t++) {
         const as_btable *bt = as_bpool_get(p, ids[t]);
         if (!bt) { snprintf(res->error, sizeof res->error, "table %" PRId64 " is not in the table data", ids[t]); return -1; }
@@ -771,17 +547,65 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
             return -1;
         }
     }
-    const int64_t B = b->tb[0]->batch;
-    {
-        /* the layout keeps dims and their sum in int32: refuse a shard whose dims do not fit
-           (each table's rows and dim were range-checked when its record was read) */
-        int64_t sd = 0;
-        for (int32_t t = 0; t < T; t++) sd += b->tb[t]->dim;
-        if (sd > INT32_MAX) {
-            snprintf(res->error, sizeof res->error, "does not fit: the dims of its tables sum to %" PRId64 " (at most 2^31 - 1)", sd);
-            return -1;
-        }
+    int64_t sd = 0;
+    for (int32_t t = 0; t < T; t++) sd += b->tb[t]->dim;
+    if (sd > INT32_MAX) {
+        snprintf(res->error, sizeof res->error, "does not fit: the dims of its tables sum to %" PRId64 " (at most 2^31 - 1)", sd);
+        return -1;
     }
+    return 0;
+}
+
+/* res->bytes: the memory the shard ids[0..n) needs alone, counted as a part holds it
+ * (weights, output + gradient, bags, the backward's sort buffers; saturating sums), within
+ * the memory budget. 0, or -1 with res->error */
+static int shard_fits(as_bench_session *S, const int64_t *ids, int64_t n, as_bench_result *res)
+{
+    mem_count a;
+    count_begin(S, &a);
+    res->bytes = count_add(S, &a, ids, n, 1);
+    if (res->bytes > (uint64_t)INT64_MAX) {
+        res->bytes = UINT64_MAX;
+        snprintf(res->error, sizeof res->error, "does not fit: needs more than 2^63 bytes");
+        return -1;
+    }
+    if (over_budget(S, res->bytes)) {
+        char need[32], max[32], room[32];
+        human_bytes(need, sizeof need, res->bytes);
+        human_bytes(max, sizeof max, S->c.max_bytes);
+        human_bytes(room, sizeof room, data_room(S));
+        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget of %s leaves %s beside the process, "
+                 "the table data and the cache-flush sweep", need, max, room);
+        return -1;
+    }
+    return 0;
+}
+
+/* every table of slot b is checked once per session (bounds of its offsets and indices) */
+static int slot_check(as_bench_session *S, bslot *b, int32_t T, as_bench_result *res)
+{
+    for (int32_t t = 0; t < T; t++)
+        if (!S->checked[b->pos[t]]) {
+            if (as_ebg_check_table(b->tb[t], res->error, sizeof res->error)) return -1;
+            S->checked[b->pos[t]] = 1;
+        }
+    return 0;
+}
+
+/* Lay out the shard ids[0..n) in slot b and check it: its tables exist, share a batch
+ * size, pass as_ebg_check_table (once per session) and fit the memory budget alone. Fills
+ * res's shape fields (lookups, batch, sum_dim, bytes). 0, or -1 with res->error. */
+static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, as_bench_result *res)
+{
+    b->T = 0;
+    b->measured = 0;
+    b->held = 0;
+    if (n <= 0) { snprintf(res->error, sizeof res->error, "empty shard"); return -1; }
+    if (n > INT32_MAX) { snprintf(res->error, sizeof res->error, "too many tables (%" PRId64 ")", n); return -1; }
+    const int32_t T = (int32_t)n;
+    slot_grow(b, n);
+    if (slot_tables(S, b, ids, T, res)) return -1;
+    const int64_t B = b->tb[0]->batch;
     const int64_t wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
     int64_t nidx = 0, maxn = 0, maxD = 0;
     double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
@@ -796,41 +620,8 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     res->lookups = nidx;
     res->batch = B;
     res->sum_dim = sumD;
-    {
-        /* the memory the shard needs alone, counted as a part holds it (weights, output +
-           gradient, bags, the backward's sort buffers); saturating sums */
-        mem_count a;
-        count_begin(S, &a);
-        res->bytes = count_add(S, &a, ids, n, 1);
-        if (res->bytes > (uint64_t)INT64_MAX) {
-            res->bytes = UINT64_MAX;
-            snprintf(res->error, sizeof res->error, "does not fit: needs more than 2^63 bytes");
-            return -1;
-        }
-    }
-    if (over_budget(S, res->bytes)) {
-        char need[32], max[32], room[32];
-        human_bytes(need, sizeof need, res->bytes);
-        human_bytes(max, sizeof max, c->max_bytes);
-        human_bytes(room, sizeof room, data_room(S));
-        snprintf(res->error, sizeof res->error, "does not fit: needs %s, the budget of %s leaves %s beside the process, "
-                 "the table data and the cache-flush sweep", need, max, room);
-        return -1;
-    }
-    /* every table is checked once per session (bounds of its offsets and indices) */
-    for (int32_t t = 0; t < T; t++)
-        if (!S->checked[b->pos[t]]) {
-            if (as_ebg_check_table(b->tb[t], res->error, sizeof res->error)) return -1;
-            S->checked[b->pos[t]] = 1;
-        }
-    const int R = c->runs;
-    if (R > b->capR) {
-        free(b->tot); free(b->fw); free(b->bw);
-        b->capR = R;
-        b->tot = as_malloc((size_t)R * sizeof *b->tot);
-        b->fw = as_malloc((size_t)R * sizeof *b->fw);
-        b->bw = as_malloc((size_t)R * sizeof *b->bw);
-    }
+    if (shard_fits(S, ids, n, res) || slot_check(S, b, T, res)) return -1;
+    slot_runs(b, S->c.runs);
     b->T = T;
     b->B = B;
     b->nidx = nidx;
@@ -861,17 +652,17 @@ static void slot_host(as_bench_session *S, bslot *b)
     b->held = 1;
 }
 
-/* CPU: set up the laid-out shards sh[pos[0..m)] (shard j in slot j) together: their data
- * laid out in the arena (every table's weights once, a copy more for a table a shard names
- * again; then each shard's output, gradient and bags), the sort buffers, then the data
- * filled (weights and gradients from the hash, bags gathered from the pool). The previous
- * part's data go. live[] gets the shards set up, in order; returns their count (0 when the
- * sort buffers cannot be had: each shard's res says so). */
-static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_result *res, int *live)
+/* what part_setup's steps share */
+typedef struct {
+    int64_t nd;             /* the part's distinct tables (S->dpos[0..nd)) */
+    int64_t maxn, maxD;     /* the largest table's lookups and dim */
+    uint64_t data;          /* the shards' own data (output, gradient, bags) */
+    int64_t welts, nreg;    /* weight elements, and table copies, of the part */
+} part_plan;
+
+/* the part's tables and their copies, in first-seen order (S->dpos, tcopies), and its sizes */
+static void part_count(as_bench_session *S, const int *pos, int m, part_plan *pl)
 {
-    const as_bpool *p = S->p;
-    for (int i = 0; i < S->nslot; i++) S->slot[i].held = 0;
-    /* the tables and their copies, in first-seen order */
     const uint64_t stamp = ++S->stamp;
     int64_t nd = 0, maxn = 0, maxD = 0;
     uint64_t data = 0;
@@ -893,18 +684,23 @@ static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_resul
     for (int64_t d = 0; d < nd; d++) {
         const int64_t x = S->dpos[d];
         S->tbase[x] = welts;
-        welts += S->tcopies[x] * weight_stride(&p->t[x]);
+        welts += S->tcopies[x] * weight_stride(&S->p->t[x]);
         nreg += S->tcopies[x];
     }
-    if (nreg > INT32_MAX) {
-        for (int q = 0; q < m; q++)
-            snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "does not fit: its group names %" PRId64 " tables", nreg);
-        return 0;
-    }
-    const uint64_t wbytes = (uint64_t)welts * 2, need = sat_add(line_up(wbytes), data);
-    /* the sort buffers: kept at the largest size seen, unless that and the part would pass
-       the budget; freed before the arena is made, so the two old ones and the new ones are
-       never held together */
+    pl->nd = nd;
+    pl->maxn = maxn;
+    pl->maxD = maxD;
+    pl->data = data;
+    pl->welts = welts;
+    pl->nreg = nreg;
+}
+
+/* the arena of `need` bytes and the sort buffers: these kept at the largest size seen,
+ * unless that and the part would pass the budget; freed before the arena is made, so the
+ * two old ones and the new ones are never held together. The arena, or NULL when the sort
+ * buffers cannot be had */
+static uint8_t *part_memory(as_bench_session *S, uint64_t need, int64_t maxn, int64_t maxD)
+{
     int64_t wn = S->ws_n > maxn ? S->ws_n : maxn, wD = S->ws_D > maxD ? S->ws_D : maxD;
     if (over_budget(S, sat_add(need, as_eb_cpu_ws_size(wn, wD)))) { wn = maxn; wD = maxD; }
     if (S->ws && (S->ws_n != wn || S->ws_D != wD)) {
@@ -913,60 +709,94 @@ static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_resul
         S->ws_n = S->ws_D = 0;
     }
     uint8_t *a = arena_reserve(S, need, as_eb_cpu_ws_size(wn, wD));
-    if (ws_reserve(S, wn, wD)) {
+    if (ws_reserve(S, wn, wD)) return NULL;
+    return a;
+}
+
+/* the weights: every copy of every table, filled as one layout of nreg tables */
+static void part_weights(as_bench_session *S, uint16_t *W, const part_plan *pl)
+{
+    const as_bpool *p = S->p;
+    const int64_t nd = pl->nd, nreg = pl->nreg;
+    int64_t *rows = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *rows);
+    int64_t *woff = as_malloc((size_t)(nreg + 1) * sizeof *woff);
+    int64_t *ids = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *ids);
+    int32_t *dims = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *dims);
+    int64_t r = 0;
+    for (int64_t d = 0; d < nd; d++) {
+        const as_btable *t = &p->t[S->dpos[d]];
+        for (int32_t k = 0; k < S->tcopies[S->dpos[d]]; k++, r++) {
+            rows[r] = t->rows;
+            dims[r] = (int32_t)t->dim;
+            ids[r] = t->id;
+            woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(t);
+        }
+    }
+    woff[nreg] = pl->welts;
+    int32_t doff[1] = { 0 };
+    as_eb_shard all = { (int32_t)nreg, 0, rows, dims, woff, doff, NULL, NULL };
+    as_ebg_fill_weights(W, &all, ids, S->c.seed, S->threads);
+    free(rows); free(woff); free(ids); free(dims);
+}
+
+/* slot b's shard in the part: where its tables' copies lie in W (gw_off), its own data at
+ * a + *off (moved past them), its bags gathered and its gradient filled */
+static void part_shard(as_bench_session *S, bslot *b, uint8_t *a, uint64_t *off, uint16_t *W, int64_t welts)
+{
+    const as_bpool *p = S->p;
+    const int32_t T = b->T;
+    const int64_t B = b->B;
+    const uint64_t serial = ++S->serial;
+    for (int32_t t = 0; t < T; t++) {
+        const int64_t x = b->pos[t];
+        if (S->sstamp[x] != serial) { S->sstamp[x] = serial; S->socc[x] = 0; }
+        else S->socc[x]++;
+        b->gw_off[t] = S->tbase[x] + S->socc[x] * weight_stride(&p->t[x]);
+    }
+    b->gw_off[T] = welts;
+    const uint64_t bd = line_up((uint64_t)(B * b->d_off[T]) * 4);
+    b->W = W;
+    b->out = (float *)(a + *off);
+    b->grad = (float *)(a + *off + bd);
+    b->offs = (int64_t *)(a + *off + 2 * bd);
+    b->idx = (int32_t *)(a + *off + 2 * bd + line_up((uint64_t)(T * B + 1) * 8));
+    *off += shard_data_bytes(T, B, b->d_off[T], b->nidx);
+    as_ebg_gather(b->offs, b->idx, b->tb, T, B, S->threads);
+    as_eb_shard own = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
+    as_ebg_fill_grad(b->grad, &own, b->tid, S->c.seed, S->threads);
+    as_eb_shard s = { T, B, b->rows, b->dims, b->gw_off, b->d_off, b->offs, b->idx };
+    b->s = s;
+    b->held = 1;
+}
+
+/* CPU: set up the laid-out shards sh[pos[0..m)] (shard j in slot j) together: their data
+ * laid out in the arena (every table's weights once, a copy more for a table a shard names
+ * again; then each shard's output, gradient and bags), the sort buffers, then the data
+ * filled (weights and gradients from the hash, bags gathered from the pool). The previous
+ * part's data go. live[] gets the shards set up, in order; returns their count (0 when the
+ * sort buffers cannot be had: each shard's res says so). */
+static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_result *res, int *live)
+{
+    for (int i = 0; i < S->nslot; i++) S->slot[i].held = 0;
+    part_plan pl;
+    part_count(S, pos, m, &pl);
+    if (pl.nreg > INT32_MAX) {
+        for (int q = 0; q < m; q++)
+            snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "does not fit: its group names %" PRId64 " tables", pl.nreg);
+        return 0;
+    }
+    const uint64_t wbytes = (uint64_t)pl.welts * 2, need = sat_add(line_up(wbytes), pl.data);
+    uint8_t *a = part_memory(S, need, pl.maxn, pl.maxD);
+    if (!a) {
         for (int q = 0; q < m; q++) snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "out of memory for the sort buffers");
         return 0;
     }
-    /* the weights: every copy of every table, filled as one layout of nreg tables */
     uint16_t *W = (uint16_t *)a;
-    {
-        int64_t *rows = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *rows);
-        int64_t *woff = as_malloc((size_t)(nreg + 1) * sizeof *woff);
-        int64_t *ids = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *ids);
-        int32_t *dims = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *dims);
-        int64_t r = 0;
-        for (int64_t d = 0; d < nd; d++) {
-            const as_btable *t = &p->t[S->dpos[d]];
-            for (int32_t k = 0; k < S->tcopies[S->dpos[d]]; k++, r++) {
-                rows[r] = t->rows;
-                dims[r] = (int32_t)t->dim;
-                ids[r] = t->id;
-                woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(t);
-            }
-        }
-        woff[nreg] = welts;
-        int32_t doff[1] = { 0 };
-        as_eb_shard all = { (int32_t)nreg, 0, rows, dims, woff, doff, NULL, NULL };
-        as_ebg_fill_weights(W, &all, ids, S->c.seed, S->threads);
-        free(rows); free(woff); free(ids); free(dims);
-    }
+    part_weights(S, W, &pl);
     /* each shard: where its tables' copies lie, its own data after the weights */
     uint64_t off = line_up(wbytes);
     for (int q = 0; q < m; q++) {
-        bslot *b = &S->slot[pos[q]];
-        const int32_t T = b->T;
-        const int64_t B = b->B;
-        const uint64_t serial = ++S->serial;
-        for (int32_t t = 0; t < T; t++) {
-            const int64_t x = b->pos[t];
-            if (S->sstamp[x] != serial) { S->sstamp[x] = serial; S->socc[x] = 0; }
-            else S->socc[x]++;
-            b->gw_off[t] = S->tbase[x] + S->socc[x] * weight_stride(&p->t[x]);
-        }
-        b->gw_off[T] = welts;
-        const uint64_t bd = line_up((uint64_t)(B * b->d_off[T]) * 4);
-        b->W = W;
-        b->out = (float *)(a + off);
-        b->grad = (float *)(a + off + bd);
-        b->offs = (int64_t *)(a + off + 2 * bd);
-        b->idx = (int32_t *)(a + off + 2 * bd + line_up((uint64_t)(T * B + 1) * 8));
-        off += shard_data_bytes(T, B, b->d_off[T], b->nidx);
-        as_ebg_gather(b->offs, b->idx, b->tb, T, B, S->threads);
-        as_eb_shard own = { T, B, b->rows, b->dims, b->w_off, b->d_off, b->offs, b->idx };
-        as_ebg_fill_grad(b->grad, &own, b->tid, S->c.seed, S->threads);
-        as_eb_shard s = { T, B, b->rows, b->dims, b->gw_off, b->d_off, b->offs, b->idx };
-        b->s = s;
-        b->held = 1;
+        part_shard(S, &S->slot[pos[q]], a, &off, W, pl.welts);
         live[q] = pos[q];
     }
     return m;
@@ -990,23 +820,17 @@ static double shard_iter(as_bench_session *S, bslot *b, int timed, int i)
     return (t2 - t0) * 1e3;
 }
 
-/* the statistics of slot b's R timed runs into res (ok = 1); under the fake timer the
- * runs' times are replaced first */
+/* the statistics of slot b's R timed runs into res (ok = 1); a timer hook (the fake timer)
+ * may replace the runs' times first */
 static void shard_finish(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, int attempt, as_bench_result *res)
 {
     const as_bench_cfg *c = &S->c;
     const int R = c->runs;
     double *tot = b->tot, *fw = b->fw, *bw = b->bw;
-    if (c->fake && c->fake->on) {
-        /* the fake timer: the kernels ran, their times are replaced */
-        const double base = 0.1 + 1e-5 * (double)b->nidx;
-        for (int i = 0; i < R; i++) {
-            double m = S->calibrating ? fake_calib_factor(c->fake, i)
-                                      : as_bench_fake_factor(c->fake, ids, n, attempt, i) * fake_group_factor(c->fake, S->group - 1);
-            fw[i] = base / 3 * m;
-            bw[i] = 2 * base / 3 * m;
-            tot[i] = fw[i] + bw[i];
-        }
+    if (S->timer.runs) {
+        /* a timer hook (the fake timer) may replace the runs' times */
+        const as_bench_timed tm = { ids, n, attempt, b->nidx, S->group - 1, S->calibrating };
+        S->timer.runs(S->timer.ctx, &tm, fw, bw, tot, R);
     }
     double d1, d2, d3, d4;
     res->spread = as_bench_spread(tot, R, c->trim);
@@ -1216,203 +1040,6 @@ static int slot_data(as_bench_session *S, int j, as_eb_shard *shard, const uint1
     *grad = b->grad;
     *out = b->out;
     return 0;
-}
-
-/* ---- the quiet-machine check ------------------------------------------------------------ */
-
-#define CALIB_ITERS 400000       /* one run: a dependent chain of this many multiply-adds per thread */
-#define CALIB_WARMUP 2
-#define CALIB_RUNS 30
-#define CALIB_TRIM 3
-
-static volatile double calib_sink[64];
-
-/* the fixed CPU kernel: each of `threads` threads runs a dependent multiply-add chain (no
- * vectorisation, no reassociation without -ffast-math): the region lasts as long as its
- * slowest thread, so a core shared with other work stretches it */
-static void calib_kernel(int threads)
-{
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-    {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        double x = 1.0 + tid * 1e-3;
-        for (int i = 0; i < CALIB_ITERS; i++) x = x * 0.9999999 + 1e-7;
-        calib_sink[tid & 63] = x;
-    }
-}
-
-/* busy jiffies (not idle, not iowait) of the CPUs in this process's affinity mask, from
- * /proc/stat, and how many they are; -1 when unreadable */
-static int64_t cpu_busy_jiffies(int *ncpu)
-{
-    cpu_set_t set;
-    int have_set = sched_getaffinity(0, sizeof set, &set) == 0;
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return -1;
-    char line[512];
-    int64_t busy = 0;
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        int cpu;
-        unsigned long long us, ni, sy, id, io, irq, sirq, st;
-        if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9') continue;
-        if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &us, &ni, &sy, &id, &io, &irq, &sirq, &st) != 9)
-            continue;
-        if (have_set && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))) continue;
-        busy += (int64_t)(us + ni + sy + irq + sirq + st);
-        n++;
-    }
-    fclose(f);
-    *ncpu = n;
-    return n ? busy : -1;
-}
-
-static double self_cpu_s(void)
-{
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru)) return NAN;
-    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-}
-
-int as_bench_calibrate(as_bench_session *S, as_bench_calib *out, char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    out->spread = out->other_cpu = out->median_ms = out->slowest = NAN;
-    const as_bench_cfg *c = &S->c;
-    const int fake = c->fake && c->fake->on;
-    int ncpu = 0;
-    const double cpu0 = self_cpu_s(), w0 = as_now();
-    const int64_t j0 = cpu_busy_jiffies(&ncpu);
-    out->ncpu = ncpu;
-    if (c->cuda) {
-        /* a small shard of the pool, timed with CUDA events */
-        int64_t ids[4], n = 0;
-        for (int64_t i = 0; i < S->p->n && n < 4; i++) ids[n++] = S->p->t[i].id;
-        if (!n) { snprintf(err, errlen, "no tables to calibrate on"); return -1; }
-        as_bench_cfg keep = S->c;
-        S->c.warmup = CALIB_WARMUP;
-        S->c.runs = 20;
-        S->c.trim = 2;
-        S->calibrating = 1;
-        as_bench_result r;
-        as_bench_session_run(S, ids, n, &r);
-        S->calibrating = 0;
-        S->c = keep;
-        S->shards--;            /* not one of the shards measured */
-        if (!r.ok) { snprintf(err, errlen, "calibration shard: %s", r.error); return -1; }
-        snprintf(out->what, sizeof out->what, "a shard of %" PRId64 " table%s of the pool", n, n == 1 ? "" : "s");
-        out->runs = 20;
-        out->trim = 2;
-        out->median_ms = r.median_ms;
-        out->spread = r.spread;
-        out->slowest = r.median_ms > 0 ? r.max_ms / r.median_ms : NAN;
-    } else {
-        double v[CALIB_RUNS];
-        for (int i = 0; i < CALIB_WARMUP; i++) calib_kernel(S->threads);
-        for (int i = 0; i < CALIB_RUNS; i++) {
-            double t0 = as_now();
-            calib_kernel(S->threads);
-            v[i] = (as_now() - t0) * 1e3;
-            if (fake) v[i] = 1.0 * fake_calib_factor(c->fake, i);
-        }
-        snprintf(out->what, sizeof out->what, "a fixed CPU kernel on %d thread%s", S->threads, S->threads == 1 ? "" : "s");
-        out->runs = CALIB_RUNS;
-        out->trim = CALIB_TRIM;
-        double tm, med, mn, mx, rs;
-        as_bench_stats(v, CALIB_RUNS, CALIB_TRIM, &tm, &med, &mn, &mx, &rs);
-        out->median_ms = med;
-        out->spread = as_bench_spread(v, CALIB_RUNS, CALIB_TRIM);
-        out->slowest = med > 0 ? mx / med : NAN;
-        /* other processes' share of our CPUs meanwhile (not under the fake timer: tests
-           must not depend on the machine's load) */
-        int n1 = 0;
-        const int64_t j1 = cpu_busy_jiffies(&n1);
-        const double cpu1 = self_cpu_s(), w1 = as_now();
-        const long hz = sysconf(_SC_CLK_TCK);
-        if (!fake && j0 >= 0 && j1 >= j0 && n1 == ncpu && ncpu > 0 && hz > 0 && isfinite(cpu0) && isfinite(cpu1) && w1 > w0) {
-            double other = ((double)(j1 - j0) / (double)hz - (cpu1 - cpu0)) / ((w1 - w0) * ncpu);
-            out->other_cpu = other < 0 ? 0 : other > 1 ? 1 : other;
-        }
-    }
-    out->loaded = as_bench_calib_loaded(out);
-    return 0;
-}
-
-int as_bench_calib_loaded(const as_bench_calib *c)
-{
-    return (isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX) || (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX);
-}
-
-void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c)
-{
-    size_t k = 0;
-#define ADD(...) do { int m_ = snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__); if (m_ > 0) k += (size_t)m_; if (k >= len) k = len ? len - 1 : 0; } while (0)
-    if (len) buf[0] = 0;
-    ADD("quiet-machine check: %s: %d runs, median %.3g ms, spread %.1f %%, slowest %.2fx the median",
-        c->what, c->runs, c->median_ms, 100 * c->spread, c->slowest);
-    if (isfinite(c->other_cpu)) ADD("; other processes used %.0f %% of %d CPU%s", 100 * c->other_cpu, c->ncpu, c->ncpu == 1 ? "" : "s");
-    if (!c->loaded) ADD(": quiet");
-    else {
-        ADD(": the machine looks loaded (");
-        int both = isfinite(c->spread) && c->spread > AS_CALIB_SPREAD_MAX;
-        if (both) ADD("spread above %.0f %%", 100 * AS_CALIB_SPREAD_MAX);
-        if (isfinite(c->other_cpu) && c->other_cpu > AS_CALIB_OTHER_MAX)
-            ADD("%sother work above %.0f %% of the CPUs", both ? ", " : "", 100 * AS_CALIB_OTHER_MAX);
-        ADD("); the costs will be noisy");
-    }
-#undef ADD
-}
-
-/* ---- one shard, on a kept session ------------------------------------------------------ */
-
-static pthread_mutex_t shard_mu = PTHREAD_MUTEX_INITIALIZER;
-static as_bench_session *shard_sess;
-static const as_bpool *shard_pool;
-static const as_btable *shard_pool_t;
-static int64_t shard_pool_n;
-
-void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int64_t n, as_bench_result *r)
-{
-    pthread_mutex_lock(&shard_mu);
-    as_bench_session *S = shard_sess;
-    if (S && (shard_pool != p || shard_pool_t != p->t || shard_pool_n != p->n || S->c.cuda != c->cuda ||
-              (c->cuda && (S->c.device != c->device || S->c.per_shard_upload != c->per_shard_upload)) ||
-              S->c.threads != c->threads)) {
-        as_bench_session_free(S);
-        S = shard_sess = NULL;
-    }
-    if (!S) {
-        char err[256];
-        S = shard_sess = as_bench_session_new(c, p, err, sizeof err);
-        if (!S) {
-            memset(r, 0, sizeof *r);
-            snprintf(r->error, sizeof r->error, "%s", err);
-            pthread_mutex_unlock(&shard_mu);
-            return;
-        }
-        shard_pool = p;
-        shard_pool_t = p->t;
-        shard_pool_n = p->n;
-    }
-    S->c = *c;   /* the protocol's values may differ between calls; the workspace does not care */
-    as_bench_session_run(S, ids, n, r);
-    pthread_mutex_unlock(&shard_mu);
-}
-
-void as_bench_shard_release(void)
-{
-    pthread_mutex_lock(&shard_mu);
-    as_bench_session_free(shard_sess);
-    shard_sess = NULL;
-    shard_pool = NULL;
-    shard_pool_t = NULL;
-    shard_pool_n = 0;
-    pthread_mutex_unlock(&shard_mu);
 }
 
 /* ---- the measuring loop's figures ------------------------------------------------------ */

@@ -8,89 +8,21 @@
  * offsets and indices on the device (as_eb_gpu_ctx) and generates each shard's weights and
  * gradients there. The data a shard is measured on is the same on both devices: bags
  * concatenated from the pool tables, weights and gradients from ebgen.h's counter-based
- * hash of (seed, table id, element), in as_ebg_layout's layout. */
+ * hash of (seed, table id, element), in as_ebg_layout's layout.
+ *
+ * Beside it: the pool of table data (benchpool.h), the fake timer behind the session's timer
+ * hook (benchfake.h), the quiet-machine check (benchcalib.h). */
 #ifndef AS_BENCH_H
 #define AS_BENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "benchfake.h"   /* as_bench_fake: the fake timer (tests) */
+#include "benchpool.h"   /* as_bpool: the table data a session measures */
 #include "embbag.h"
 #include "piece.h"
 #include "stream.h"
-
-/* one table's data, loaded from a `table` record */
-typedef struct {
-    int64_t id, rows, batch, dim, lookups;
-    int64_t *offsets;      /* B+1 */
-    int32_t *indices;      /* lookups */
-    int is_piece;          /* 0: a table loaded from the file; 1: a piece of table `parent`
-                            * (as_bpool_piece), whose id is a number above every loaded one */
-    int64_t parent;
-    as_piece piece;        /* the piece (resolved: c1 > 0) when is_piece */
-    int borrowed;          /* offsets and indices are the parent's (a piece of all its rows) */
-} as_btable;
-
-/* a pool of loaded tables, looked up by id */
-typedef struct {
-    as_btable *t;
-    int64_t n, cap;
-    int64_t *index;        /* id -> position + 1 (0 = absent), size maxid+1 */
-    int64_t maxid;
-} as_bpool;
-
-/* Load the table records of FILE whose ids are wanted (want == NULL: all). ids_only: keep
- * only the metadata (no offsets/indices). Without ids_only every index of a loaded table is
- * checked against its rows: one outside [0, rows) is an error naming the file, the record
- * and the table (as_table_index_error; bad data, as in as-features). Returns 0, or -1 with
- * err. */
-int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
-                  char *err, size_t errlen);
-const as_btable *as_bpool_get(const as_bpool *p, int64_t id);
-/* The id under which piece q of loaded table `table` is measured: the table's own id when q
- * is all of it; else a piece table, made on first use and found again after: its rows are
- * r1 - r0 and its dim c1 - c0, its bags the table's lookups whose row lies in [r0, r1),
- * rebased (as_piece_rows_data; a piece of all rows shares the table's arrays). Its id is
- * above every loaded id (as_btable.parent and .piece say what it is). Make every piece
- * before a session is created on the pool (its tables must not move after). Returns the
- * id, or -1 with err (the table is not loaded; the piece lies outside it). */
-int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err, size_t errlen);
-/* the id of piece q of table `table` made before (as_bpool_piece), the table's id when q is
- * all of it, or -1 */
-int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q);
-/* the table and piece an id of the pool stands for (a loaded table: itself, whole) */
-void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q);
-/* bytes the pool holds (its tables' offsets and indices, descriptors, id index) */
-uint64_t as_bpool_bytes(const as_bpool *p);
-void as_bpool_free(as_bpool *p);          /* NULL: nothing */
-
-/* The fake timer, a test hook (environment AS_BENCH_FAKE_NOISE, as_bench_fake_parse): the
- * kernels run as usual but their timed runs are replaced by deterministic figures, so that
- * tests can inject noise without real load. A shard's quiet time is 0.1 ms + 1e-5 ms per
- * lookup (a third forward, two thirds backward); in a noisy attempt every timed run is
- * multiplied by 1 + (factor - 1) u, u in [0, 1) from a hash of (the shard's table ids in
- * order, the attempt, the run index). */
-enum { AS_FAKE_QUIET = 0, AS_FAKE_FIRST, AS_FAKE_ALWAYS };
-typedef struct {
-    int on;
-    int mode;               /* AS_FAKE_QUIET: no attempt noisy; _FIRST: only a shard's first
-                             * attempt (attempt 0); _ALWAYS: every attempt */
-    double shards;          /* fraction of shards hit, chosen by the hash of their table ids
-                             * (1: all) */
-    double factor;          /* > 1 */
-    int calib_noisy;        /* the quiet-machine check's runs are noisy too */
-    double drift;           /* > 1: every timed run of the session's group number g
-                             * (as_bench_session_run_group calls, counted from 0) is also
-                             * multiplied by 1 + (drift - 1) u_g, u_g in [0, 1) from a hash of
-                             * g: the whole machine slower for a while, alike for the group's
-                             * shards (0: off) */
-} as_bench_fake;
-/* parse "ITEM[,ITEM...]": quiet | first | always, shards=P (0..1), factor=F (1..1e6),
- * calib=quiet|noisy, drift=F (1..1e6). 0, or -1 with err */
-int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen);
-/* the multiplier the fake timer applies to timed run `run` of `attempt` of the shard ids[0..n)
- * (1 when that attempt is quiet); exposed for tests */
-double as_bench_fake_factor(const as_bench_fake *f, const int64_t *ids, int64_t n, int attempt, int run);
 
 typedef struct {
     int warmup, runs, trim;
@@ -229,6 +161,16 @@ typedef struct {
 /* the pool the session measures */
 const as_bpool *as_bench_session_pool(const as_bench_session *s);
 void as_bench_session_info_get(const as_bench_session *s, as_bench_session_info *info);
+/* what the quiet-machine check (benchcalib.h) needs of a session: its configuration, its
+ * CPU threads, its timer hook (benchfake.h) */
+const as_bench_cfg *as_bench_session_cfg(const as_bench_session *s);
+int as_bench_session_threads(const as_bench_session *s);
+const as_bench_timer *as_bench_session_timer(const as_bench_session *s);
+/* the check's shard (CUDA): as as_bench_session_run with these protocol values instead of
+ * the session's, its times given to the timer hook as the check's (calibrating), and not
+ * counted among the shards measured */
+void as_bench_session_run_check(as_bench_session *s, const int64_t *ids, int64_t n, int warmup, int runs, int trim,
+                                as_bench_result *r);
 /* tests: the data of the last shard measured (ok) by the session, valid until its next run:
  * the shard (concatenated bags; on CUDA as_ebg_layout's layout, on the CPU its part's weight
  * layout: as_ebg_layout's for a shard measured alone), the weights after the measurement's
@@ -244,12 +186,6 @@ int as_bench_session_last(as_bench_session *s, as_eb_shard *shard, const uint16_
 int as_bench_session_group_data(as_bench_session *s, int j, as_eb_shard *shard, const uint16_t **W,
                                 const float **grad, const float **out, char *err, size_t errlen);
 void as_bench_session_free(as_bench_session *s);
-
-/* as_bench_session_run on a session kept for (c's values, p) between calls and made anew
- * when either changes; thread-safe (one measurement at a time). A pool freed and loaded
- * again must be preceded by as_bench_shard_release(), which frees the kept session. */
-void as_bench_shard(const as_bench_cfg *c, const as_bpool *p, const int64_t *ids, int64_t n, as_bench_result *r);
-void as_bench_shard_release(void);
 
 /* the figures of a measuring loop: add every shard's result, then summarise with the
  * loop's wall time. busy fraction = sum of busy_ms / wall time; shards/s = shards / wall.
@@ -288,34 +224,6 @@ void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, doub
  * mean of the sorted runs trim..n-trim-1 (trim clamped as in as_bench_stats); NaN when fewer
  * than 2 runs are kept or their mean is not above 0 */
 double as_bench_spread(const double *v, int n, int trim);
-
-/* The quiet-machine check: before measuring, time a fixed calibration a few times and
- * look at the spread (and, on the CPU, at how much of this process's CPUs other processes
- * used meanwhile, from /proc/stat). CPU: a fixed floating-point chain on the session's
- * threads (OpenMP), 2 warm-up + 30 timed runs of about 1-2 ms each; CUDA: a small shard of
- * the pool (its first tables, up to 4), 2 warm-up + 20 timed runs with events. */
-typedef struct {
-    char what[96];          /* what was timed */
-    int runs, trim;
-    double median_ms;       /* of one run */
-    double spread;          /* as as_bench_spread (NaN: could not time) */
-    double slowest;         /* slowest run / median */
-    double other_cpu;       /* CPU: fraction of the CPUs this process may use that other
-                             * processes kept busy during the check (NaN: unknown, or the
-                             * fake timer, or CUDA) */
-    int ncpu;               /* CPUs this process may use */
-    int loaded;             /* the verdict: spread above AS_CALIB_SPREAD_MAX or other_cpu
-                             * above AS_CALIB_OTHER_MAX */
-} as_bench_calib;
-#define AS_CALIB_SPREAD_MAX 0.05
-#define AS_CALIB_OTHER_MAX 0.25
-/* the verdict from c's spread and other_cpu (NaN ones do not count) */
-int as_bench_calib_loaded(const as_bench_calib *c);
-/* 0, or -1 with err (a CUDA error; nothing measured) */
-int as_bench_calibrate(as_bench_session *s, as_bench_calib *out, char *err, size_t errlen);
-/* one line: "quiet-machine check: <what>: 30 runs, median 1.23 ms, spread 0.8 %, slowest
- * 1.05x the median; other processes used 3 % of 2 CPUs: quiet" ("looks loaded" with why) */
-void as_bench_calib_line(char *buf, size_t len, const as_bench_calib *c);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
 #define AS_BENCH_RESULT_FIELDS 24

@@ -643,29 +643,34 @@ static void write_plan(runner *R, const unit *un, const as_noise_job *jobs)
     free(rk);
 }
 
-/* Measure the units win[0..nwin) (as_noise_measure's rounds over all their shards), then
- * write, in input order, the records in[lo..hi) (input: units of this part with their costs,
- * other records passed through by part 1, units of other parts left out) or, for samples,
- * the samples' cost records. */
-static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi, char *err, size_t errlen)
+/* open the units win[0..nwin) (samples need nothing), each with its first job's number;
+ * their jobs' count in *njobs. 0, or -1 with err (the units opened are closed again) */
+static int win_open(runner *R, unit *win, int64_t nwin, int64_t *njobs, char *err, size_t errlen)
 {
-    int64_t njobs = 0;
+    int64_t nj = 0;
     int rc = 0;
     int64_t opened = 0;
     for (; opened < nwin; opened++) {
         unit *un = &win[opened];
-        un->job0 = njobs;
+        un->job0 = nj;
         if (un->kind != UNIT_SAMPLE && unit_open(un, &R->in->rec[un->rec], as_bench_session_pool(R->sess), err, errlen)) { rc = -1; break; }
-        if (un->kind != UNIT_PLAN) njobs++;
+        if (un->kind != UNIT_PLAN) nj++;
         else
-            for (int64_t k = 0; k < un->pr.shards; k++) njobs += un->start[k + 1] > un->start[k];
+            for (int64_t k = 0; k < un->pr.shards; k++) nj += un->start[k + 1] > un->start[k];
     }
     if (rc) {
         for (int64_t q = 0; q < opened; q++) unit_close(&win[q]);
         return -1;
     }
-    as_noise_job *jobs = as_calloc((size_t)(njobs ? njobs : 1), sizeof *jobs);
-    int64_t *done_after = as_calloc((size_t)(njobs ? njobs : 1), sizeof *done_after);
+    *njobs = nj;
+    return 0;
+}
+
+/* the jobs of the units win[0..nwin): a shard or sample each, a plan's non-empty shards;
+ * done_after[j]: the units all of whose jobs are among jobs[0..j] (a plan without a
+ * non-empty shard counts with the job before it) */
+static void win_jobs(const unit *win, int64_t nwin, as_noise_job *jobs, int64_t njobs, int64_t *done_after)
+{
     for (int64_t q = 0; q < nwin; q++) {
         const unit *un = &win[q];
         int64_t j = un->job0;
@@ -684,15 +689,16 @@ static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi
             }
         }
     }
-    /* done_after[j]: the units all of whose jobs are among jobs[0..j] (a plan without a
-       non-empty shard counts with the job before it) */
     for (int64_t q = 0, j = 0; j < njobs; j++) {
         while (q < nwin && (q + 1 < nwin ? win[q + 1].job0 : njobs) <= j + 1) q++;
         done_after[j] = q;
     }
-    R->done_after = done_after;
-    R->nwin = nwin;
-    /* the passes, each with its own rounds, then each shard's passes combined */
+}
+
+/* the passes over jobs[0..njobs), each with its own rounds, then each shard's passes
+ * combined */
+static void win_measure(runner *R, as_noise_job *jobs, int64_t njobs)
+{
     const int P = R->passes;
     as_bench_result *pr = P > 1 ? as_malloc((size_t)(njobs ? njobs : 1) * (size_t)P * sizeof *pr) : NULL;
     for (int pass = 0; pass < P; pass++) {
@@ -702,10 +708,12 @@ static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi
     }
     for (int64_t j = 0; j < njobs && pr; j++) as_noise_passes_combine(&jobs[j].r, pr + j * P, P);
     free(pr);
-    R->units_done += nwin;
-    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done * P);
+}
 
-    /* write, in order */
+/* write, in order: the samples' cost records, or the input records in[lo..hi) with the
+ * measured units' costs */
+static void win_write(runner *R, const unit *win, int64_t nwin, const as_noise_job *jobs, int64_t lo, int64_t hi)
+{
     if (!R->in) {
         for (int64_t q = 0; q < nwin; q++) {
             const unit *un = &win[q];
@@ -726,6 +734,25 @@ static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi
             }
         }
     }
+}
+
+/* Measure the units win[0..nwin) (as_noise_measure's rounds over all their shards), then
+ * write, in input order, the records in[lo..hi) (input: units of this part with their costs,
+ * other records passed through by part 1, units of other parts left out) or, for samples,
+ * the samples' cost records. */
+static int run_window(runner *R, unit *win, int64_t nwin, int64_t lo, int64_t hi, char *err, size_t errlen)
+{
+    int64_t njobs = 0;
+    if (win_open(R, win, nwin, &njobs, err, errlen)) return -1;
+    as_noise_job *jobs = as_calloc((size_t)(njobs ? njobs : 1), sizeof *jobs);
+    int64_t *done_after = as_calloc((size_t)(njobs ? njobs : 1), sizeof *done_after);
+    win_jobs(win, nwin, jobs, njobs, done_after);
+    R->done_after = done_after;
+    R->nwin = nwin;
+    win_measure(R, jobs, njobs);
+    R->units_done += nwin;
+    if (R->c->progress) R->c->progress(R->c->ctx, R->units_done * R->passes);
+    win_write(R, win, nwin, jobs, lo, hi);
     for (int64_t q = 0; q < nwin; q++) unit_close(&win[q]);
     free(jobs);
     free(done_after);

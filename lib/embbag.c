@@ -699,20 +699,88 @@ static int64_t run_start_at(const uint64_t *keys, int64_t x, int64_t n)
     return x;
 }
 
-void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s, float lr,
-                            as_eb_cpu_ws *ws, int nthreads)
+/* tables the workspace was not sized for (misuse) take the slow but exact reference path
+ * here; 1 when any table is left for the fast path */
+static int bwd_ref_unsized(uint16_t *W, const float *grad, const as_eb_shard *s, float lr, const as_eb_cpu_ws *ws)
 {
     const int32_t T = s->T;
-    const int64_t B = s->B, sumD = s->d_off[T];
-    if (T == 0 || B == 0) return;
-    /* tables the workspace was not sized for (misuse): slow but exact reference path */
+    const int64_t B = s->B;
     int any_fast = 0;
     for (int32_t t = 0; t < T; t++) {
         if (!ws || table_lookups(s, t) > ws->cap_n || s->dims[t] > ws->cap_D || B > (int64_t)UINT32_MAX)
             bwd_ref_table(W, grad, s, lr, t);
         else any_fast = 1;
     }
-    if (!any_fast) return;
+    return any_fast;
+}
+
+/* keys (row << 32 | bag) of one table's lookups [c0, c1) into src: find the bag of c0
+ * (first b with off[b+1] > base+c0), then walk the bags */
+static inline void bwd_keys(uint64_t *src, const int64_t *off, const int32_t *idx, int64_t B, int64_t c0, int64_t c1)
+{
+    const int64_t base = off[0];
+    if (c0 < c1) {
+        int64_t lo = 0, hi = B - 1;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (off[mid + 1] - base > c0) hi = mid; else lo = mid + 1;
+        }
+        int64_t b = lo;
+        for (int64_t p = c0; p < c1; p++) {
+            while (off[b + 1] - base <= p) b++;
+            src[p] = ((uint64_t)(uint32_t)idx[p] << 32) | (uint64_t)b;
+        }
+    }
+}
+
+/* LSD radix sort on the row bits only, by all nth threads of the team together (each with
+ * its chunk [c0, c1) and its histogram hist), ping-ponging between ws->keys[0] and [1]; the
+ * buffer that holds the sorted keys */
+static inline uint64_t *bwd_sort(as_eb_cpu_ws *ws, int64_t *hist, int64_t E, int64_t c0, int64_t c1, int nth)
+{
+    uint64_t *src = ws->keys[0], *dst = ws->keys[1];
+    int nbits = 0;
+    while (nbits < 31 && ((int64_t)1 << nbits) < E) nbits++;   /* ceil(log2 E); rows < 2^31 */
+    const int passes = (nbits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
+    const int dbits = passes ? (nbits + passes - 1) / passes : 0;
+    const int64_t nbuck = (int64_t)1 << dbits;
+    const uint64_t mask = (uint64_t)nbuck - 1;
+    if (passes == 0) {
+#pragma omp barrier
+    }
+    for (int pass = 0; pass < passes; pass++) {
+        const int shift = 32 + pass * dbits;
+        for (int64_t d = 0; d < nbuck; d++) hist[d] = 0;
+        for (int64_t p = c0; p < c1; p++) hist[(src[p] >> shift) & mask]++;
+#pragma omp barrier
+#pragma omp single
+        {
+            int64_t pos = 0;
+            for (int64_t d = 0; d < nbuck; d++)
+                for (int th = 0; th < nth; th++) {
+                    int64_t *h = ws->hist + (size_t)th * HIST_STRIDE + d;
+                    int64_t c = *h;
+                    *h = pos;
+                    pos += c;
+                }
+        }   /* implicit barrier */
+        for (int64_t p = c0; p < c1; p++) {
+            const uint64_t key = src[p];
+            dst[hist[(key >> shift) & mask]++] = key;
+        }
+#pragma omp barrier
+        uint64_t *tmp = src; src = dst; dst = tmp;
+    }
+    return src;
+}
+
+void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s, float lr,
+                            as_eb_cpu_ws *ws, int nthreads)
+{
+    const int32_t T = s->T;
+    const int64_t B = s->B, sumD = s->d_off[T];
+    if (T == 0 || B == 0) return;
+    if (!bwd_ref_unsized(W, grad, s, lr, ws)) return;
     const int hw = use_f16c();
     int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
     if (nt > ws->cap_thr) nt = ws->cap_thr;
@@ -726,58 +794,11 @@ void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s
             const int64_t n = table_lookups(s, t), D = s->dims[t], E = s->rows[t];
             if (n == 0 || n > ws->cap_n || D > ws->cap_D) continue;   /* same in every thread */
             const int64_t *off = s->offsets + (int64_t)t * B;
-            const int64_t base = off[0];
-            const int32_t *idx = s->indices + base;
+            const int32_t *idx = s->indices + off[0];
             const int64_t c0 = n * tid / nth, c1 = n * (tid + 1) / nth;
-            uint64_t *src = ws->keys[0], *dst = ws->keys[1];
 
-            /* keys for lookups [c0, c1): find the bag of c0 (first b with off[b+1] > base+c0) */
-            if (c0 < c1) {
-                int64_t lo = 0, hi = B - 1;
-                while (lo < hi) {
-                    int64_t mid = lo + (hi - lo) / 2;
-                    if (off[mid + 1] - base > c0) hi = mid; else lo = mid + 1;
-                }
-                int64_t b = lo;
-                for (int64_t p = c0; p < c1; p++) {
-                    while (off[b + 1] - base <= p) b++;
-                    src[p] = ((uint64_t)(uint32_t)idx[p] << 32) | (uint64_t)b;
-                }
-            }
-
-            /* LSD radix sort on the row bits only */
-            int nbits = 0;
-            while (nbits < 31 && ((int64_t)1 << nbits) < E) nbits++;   /* ceil(log2 E); rows < 2^31 */
-            const int passes = (nbits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
-            const int dbits = passes ? (nbits + passes - 1) / passes : 0;
-            const int64_t nbuck = (int64_t)1 << dbits;
-            const uint64_t mask = (uint64_t)nbuck - 1;
-            if (passes == 0) {
-#pragma omp barrier
-            }
-            for (int pass = 0; pass < passes; pass++) {
-                const int shift = 32 + pass * dbits;
-                for (int64_t d = 0; d < nbuck; d++) hist[d] = 0;
-                for (int64_t p = c0; p < c1; p++) hist[(src[p] >> shift) & mask]++;
-#pragma omp barrier
-#pragma omp single
-                {
-                    int64_t pos = 0;
-                    for (int64_t d = 0; d < nbuck; d++)
-                        for (int th = 0; th < nth; th++) {
-                            int64_t *h = ws->hist + (size_t)th * HIST_STRIDE + d;
-                            int64_t c = *h;
-                            *h = pos;
-                            pos += c;
-                        }
-                }   /* implicit barrier */
-                for (int64_t p = c0; p < c1; p++) {
-                    const uint64_t key = src[p];
-                    dst[hist[(key >> shift) & mask]++] = key;
-                }
-#pragma omp barrier
-                uint64_t *tmp = src; src = dst; dst = tmp;
-            }
+            bwd_keys(ws->keys[0], off, idx, B, c0, c1);
+            uint64_t *src = bwd_sort(ws, hist, E, c0, c1, nth);
 
             /* runs starting in this thread's chunk */
             const int64_t r0 = run_start_at(src, c0, n), r1 = run_start_at(src, c1, n);

@@ -1217,15 +1217,10 @@ static int check_device(int device, char *err, size_t errlen)
     return 0;
 }
 
-extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint16_t *W, const float *grad,
-                                int device, char *err, size_t errlen)
+/* the limits of this implementation (32-bit bag ids, positions and CUB item counts) and the
+ * weight layout the kernels rely on */
+static int create_check(const as_eb_shard *s, char *err, size_t errlen)
 {
-    if (!gp) { as_errbuf(err, errlen, "as_eb_gpu_create: no output pointer"); return -1; }
-    *gp = NULL;
-    if (!s || !W || !grad) { as_errbuf(err, errlen, "as_eb_gpu_create: null shard, weights or grad"); return -1; }
-    if (check_device(device, err, errlen)) return -1;
-    if (as_eb_validate(s, err, errlen) != 0) return -1;
-    /* limits of this implementation (32-bit bag ids, positions and CUB item counts) */
     long long TB = (long long)s->T * s->B;
     long long n = s->offsets[TB];
     if (s->B > INT_MAX || TB >= 4294967295LL || n >= (long long)INT_MAX) {
@@ -1245,25 +1240,96 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
             return -1;
         }
     }
-    if (CK(cudaSetDevice(device), "cudaSetDevice")) return -1;
+    return 0;
+}
 
-    Sizes z;
-    compute_sizes(s, device, 1, &z);
+/* the workspace's sizes (z), and whether they fit in the device's free memory */
+static int create_fits(const as_eb_shard *s, int device, Sizes *z, char *err, size_t errlen)
+{
+    compute_sizes(s, device, 1, z);
     size_t freeb = 0, totalb = 0;
     if (CK(cudaMemGetInfo(&freeb, &totalb), "cudaMemGetInfo")) return -1;
     size_t margin = (size_t)64 << 20;
-    if (z.total + margin > freeb) {
-        as_errbuf(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z.total),
+    if (z->total + margin > freeb) {
+        as_errbuf(err, errlen, "shard needs %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)", gib(z->total),
                gib(freeb), gib(totalb));
         return -1;
     }
+    return 0;
+}
+
+/* guard halves before and after W (synchronous copies) */
+static int upload_w_guards(as_eb_gpu *g, char *err, size_t errlen)
+{
+    uint16_t *gh = (uint16_t *)malloc(AS_GUARD * sizeof(uint16_t));
+    if (!gh) { as_errbuf(err, errlen, "out of host memory"); return -1; }
+    for (int i = 0; i < AS_GUARD; i++) gh[i] = AS_GUARD_F16;
+    int bad = CK(cudaMemcpy(g->dW_base, gh, AS_GUARD * 2, cudaMemcpyHostToDevice), "upload guard") ||
+              CK(cudaMemcpy(g->dW + g->wtotal, gh, AS_GUARD * 2, cudaMemcpyHostToDevice), "upload guard");
+    free(gh);
+    return bad ? -1 : 0;
+}
+
+/* the caller's shard, weights and gradients and the host-side tables onto the device,
+ * zeroed counters and guard words; returns when all of it has arrived */
+static int create_upload(as_eb_gpu *g, const as_eb_shard *s, const uint16_t *W, const float *grad, const Sizes *z,
+                         const TblDev *htbl, const long long *hrb, const FwdItem *hitems, char *err, size_t errlen)
+{
+    long long TB = (long long)s->T * s->B;
+    long long n = s->offsets[TB];
+    /* the flush buffer's fill ran on st, which the legacy-stream copies below do not
+     * order with */
+    if (CK(cudaStreamSynchronize(g->st), "fill flush buffer")) return -1;
+    /* uploads (synchronous copies from pageable memory) */
+    size_t wbytes = 2 * (size_t)g->wtotal;
+    if (CK(cudaMemset(g->dW_base, 0, z->W), "cudaMemset(W)")) return -1;
+    if (upload_w_guards(g, err, errlen)) return -1;
+    if (wbytes && CK(cudaMemcpy(g->dW, W, wbytes, cudaMemcpyHostToDevice), "upload W")) return -1;
+    size_t outn = (size_t)g->B * g->sumD;
+    if (outn && CK(cudaMemcpy(g->dgrad, grad, outn * 4, cudaMemcpyHostToDevice), "upload grad")) return -1;
+    if (n && CK(cudaMemcpy(g->dind, s->indices, (size_t)n * 4, cudaMemcpyHostToDevice), "upload indices"))
+        return -1;
+    if (CK(cudaMemcpy(g->doff, s->offsets, 8 * ((size_t)TB + 1), cudaMemcpyHostToDevice), "upload offsets"))
+        return -1;
+    if (CK(cudaMemcpy(g->dtbl, htbl, sizeof(TblDev) * s->T, cudaMemcpyHostToDevice), "upload tables")) return -1;
+    if (CK(cudaMemcpy(g->drow_base, hrb, 8 * ((size_t)s->T + 1), cudaMemcpyHostToDevice), "upload row base"))
+        return -1;
+    if (g->nitems &&
+        CK(cudaMemcpy(g->ditems, hitems, sizeof(FwdItem) * g->nitems, cudaMemcpyHostToDevice), "upload items"))
+        return -1;
+    if (CK(cudaMemset(g->dcnt, 0, z->cnt), "cudaMemset") || CK(cudaMemset(g->dtruns, 0, z->truns), "cudaMemset") ||
+        CK(cudaMemset(g->dtask, 0, z->task), "cudaMemset"))
+        return -1;
+    /* output: guard words everywhere; the forward must overwrite every element of [B, sumD] */
+    eb_fill_f32<<<g->nsm * 4, 256, 0, g->st>>>(g->dout_base, z->out / 4, AS_GUARD_F32);
+    if (CK(cudaGetLastError(), "launch fill")) return -1;
+    if (CK(cudaStreamSynchronize(g->st), "fill output")) return -1;
+    /* the uploads and memsets ran on the legacy stream, which does not order with the
+     * non-blocking stream st: wait for all of them before any kernel uses the data */
+    if (CK(cudaDeviceSynchronize(), "upload")) return -1;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint16_t *W, const float *grad,
+                                int device, char *err, size_t errlen)
+{
+    if (!gp) { as_errbuf(err, errlen, "as_eb_gpu_create: no output pointer"); return -1; }
+    *gp = NULL;
+    if (!s || !W || !grad) { as_errbuf(err, errlen, "as_eb_gpu_create: null shard, weights or grad"); return -1; }
+    if (check_device(device, err, errlen)) return -1;
+    if (as_eb_validate(s, err, errlen) != 0) return -1;
+    if (create_check(s, err, errlen)) return -1;
+    if (CK(cudaSetDevice(device), "cudaSetDevice")) return -1;
+
+    Sizes z;
+    if (create_fits(s, device, &z, err, errlen)) return -1;
 
     as_eb_gpu *g = (as_eb_gpu *)calloc(1, sizeof *g);
     if (!g) { as_errbuf(err, errlen, "out of host memory"); return -1; }
     ShardDims d;
     d.T = s->T;
     d.B = s->B;
-    d.n = n;
+    d.n = s->offsets[(long long)s->T * s->B];
     d.sumE = sum_rows(s);
     d.wtotal = s->w_off[s->T];
     d.sumD = s->d_off[s->T];
@@ -1294,46 +1360,7 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
             rb += s->rows[t];
         }
         hrb[s->T] = rb;
-
-        /* the flush buffer's fill ran on st, which the legacy-stream copies below do not
-         * order with */
-        if (CK(cudaStreamSynchronize(g->st), "fill flush buffer")) goto out;
-        /* uploads (synchronous copies from pageable memory) */
-        size_t wbytes = 2 * (size_t)g->wtotal;
-        if (CK(cudaMemset(g->dW_base, 0, z.W), "cudaMemset(W)")) goto out;
-        {
-            /* guard halves before and after W */
-            uint16_t *gh = (uint16_t *)malloc(AS_GUARD * sizeof(uint16_t));
-            if (!gh) { as_errbuf(err, errlen, "out of host memory"); goto out; }
-            for (int i = 0; i < AS_GUARD; i++) gh[i] = AS_GUARD_F16;
-            int bad = CK(cudaMemcpy(g->dW_base, gh, AS_GUARD * 2, cudaMemcpyHostToDevice), "upload guard") ||
-                      CK(cudaMemcpy(g->dW + g->wtotal, gh, AS_GUARD * 2, cudaMemcpyHostToDevice), "upload guard");
-            free(gh);
-            if (bad) goto out;
-        }
-        if (wbytes && CK(cudaMemcpy(g->dW, W, wbytes, cudaMemcpyHostToDevice), "upload W")) goto out;
-        size_t outn = (size_t)g->B * g->sumD;
-        if (outn && CK(cudaMemcpy(g->dgrad, grad, outn * 4, cudaMemcpyHostToDevice), "upload grad")) goto out;
-        if (n && CK(cudaMemcpy(g->dind, s->indices, (size_t)n * 4, cudaMemcpyHostToDevice), "upload indices"))
-            goto out;
-        if (CK(cudaMemcpy(g->doff, s->offsets, 8 * ((size_t)TB + 1), cudaMemcpyHostToDevice), "upload offsets"))
-            goto out;
-        if (CK(cudaMemcpy(g->dtbl, htbl, sizeof(TblDev) * s->T, cudaMemcpyHostToDevice), "upload tables")) goto out;
-        if (CK(cudaMemcpy(g->drow_base, hrb, 8 * ((size_t)s->T + 1), cudaMemcpyHostToDevice), "upload row base"))
-            goto out;
-        if (g->nitems &&
-            CK(cudaMemcpy(g->ditems, hitems, sizeof(FwdItem) * g->nitems, cudaMemcpyHostToDevice), "upload items"))
-            goto out;
-        if (CK(cudaMemset(g->dcnt, 0, z.cnt), "cudaMemset") || CK(cudaMemset(g->dtruns, 0, z.truns), "cudaMemset") ||
-            CK(cudaMemset(g->dtask, 0, z.task), "cudaMemset"))
-            goto out;
-        /* output: guard words everywhere; the forward must overwrite every element of [B, sumD] */
-        eb_fill_f32<<<g->nsm * 4, 256, 0, g->st>>>(g->dout_base, z.out / 4, AS_GUARD_F32);
-        if (CK(cudaGetLastError(), "launch fill")) goto out;
-        if (CK(cudaStreamSynchronize(g->st), "fill output")) goto out;
-        /* the uploads and memsets ran on the legacy stream, which does not order with the
-         * non-blocking stream st: wait for all of them before any kernel uses the data */
-        if (CK(cudaDeviceSynchronize(), "upload")) goto out;
+        if (create_upload(g, s, W, grad, &z, htbl, hrb, hitems, err, errlen)) goto out;
         rc = 0;
     }
 out:
@@ -1935,14 +1962,25 @@ static unsigned gx_for(const as_eb_gpu *g, long long len, int T)
     return (unsigned)(want < 1 ? 1 : want);
 }
 
-extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, uint64_t seed, as_eb_gpu **gp,
-                                   char *err, size_t errlen)
+/* ---- a shard in a context, in phases: the host scratch and the tables, the dimensions and
+ * forward work items, the workspace, the staged descriptors, their upload with the table
+ * data, and the kernels that gather and generate the shard's data ---------------------------- */
+
+/* what as_eb_gpu_ctx_shard's phases share */
+struct ShardSet {
+    ShardDims d;
+    Sizes z;
+    as_eb_shard hs;               /* the shard's layout without data (table_params reads it) */
+    TblDev *htbl;                 /* in the pinned staging buffer hmeta: [TblDev T] */
+    long long *hrb;               /* [row base T+1] */
+    GenDev *hgen;                 /* [GenDev T] */
+    FwdItem *hit;                 /* [items d.nitems] */
+    long long maxw, maxg, maxc;   /* the longest per-table loops of the generation kernels */
+};
+
+/* the host scratch for a shard of T tables */
+static int shard_scratch(as_eb_gpu_ctx *c, int32_t T, char *err, size_t errlen)
 {
-    if (gp) *gp = NULL;
-    if (!c || !gp || !pos) { as_errbuf(err, errlen, "as_eb_gpu_ctx_shard: bad arguments"); return -1; }
-    if (T < 1) { as_errbuf(err, errlen, "empty shard"); return -1; }
-    as_eb_gpu *g = &c->g;
-    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (T > c->cap_T) {
         free(c->stab); free(c->rows); free(c->w_off); free(c->dims); free(c->d_off);
         c->stab = (const as_eb_table **)malloc(sizeof *c->stab * (size_t)T);
@@ -1957,7 +1995,12 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
             return -1;
         }
     }
-    /* the tables: checked on first use, one batch size */
+    return 0;
+}
+
+/* the tables (c->stab): checked on first use, one batch size */
+static int shard_tables(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, char *err, size_t errlen)
+{
     for (int t = 0; t < T; t++) {
         if (pos[t] < 0 || pos[t] >= c->ntab) {
             as_errbuf(err, errlen, "table position %lld is not in the pool of %lld", (long long)pos[t], c->ntab);
@@ -1975,31 +2018,44 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
         }
         c->stab[t] = tb;
     }
-    ShardDims d;
-    d.T = T;
-    d.B = c->stab[0]->batch;
-    d.wtotal = as_ebg_layout(c->stab, T, c->rows, c->dims, c->w_off, c->d_off);
-    d.sumD = c->d_off[T];
-    d.n = 0;
-    d.sumE = 0;
-    d.maxD = 1;
+    return 0;
+}
+
+/* the shard's layout (c->rows, dims, w_off, d_off) and dimensions, within the GPU path's
+ * limits; d->nitems is left to shard_items */
+static int shard_dims(as_eb_gpu_ctx *c, int32_t T, ShardDims *d, char *err, size_t errlen)
+{
+    d->T = T;
+    d->B = c->stab[0]->batch;
+    d->wtotal = as_ebg_layout(c->stab, T, c->rows, c->dims, c->w_off, c->d_off);
+    d->sumD = c->d_off[T];
+    d->n = 0;
+    d->sumE = 0;
+    d->maxD = 1;
     for (int t = 0; t < T; t++) {
-        d.n += c->stab[t]->lookups;
-        d.sumE += c->rows[t];
-        if (c->dims[t] > d.maxD) d.maxD = c->dims[t];
+        d->n += c->stab[t]->lookups;
+        d->sumE += c->rows[t];
+        if (c->dims[t] > d->maxD) d->maxD = c->dims[t];
     }
-    const long long B = d.B, TB = (long long)T * B;
-    if (B > INT_MAX || TB >= 4294967295LL || d.n >= (long long)INT_MAX) {
+    const long long B = d->B, TB = (long long)T * B;
+    if (B > INT_MAX || TB >= 4294967295LL || d->n >= (long long)INT_MAX) {
         as_errbuf(err, errlen, "shard too large for the GPU path (T*B=%lld, lookups=%lld; limits 2^32-1 and 2^31-1)",
-               TB, d.n);
+               TB, d->n);
         return -1;
     }
-    const as_eb_shard hs = {T, B, c->rows, c->dims, c->w_off, c->d_off, NULL, NULL};
-    /* forward work items: per table, cached (they depend on its offsets and lane groups) */
-    d.nitems = 0;
+    return 0;
+}
+
+/* forward work items: per table, cached (they depend on its offsets and lane groups);
+ * their total in s->d.nitems */
+static int shard_items(as_eb_gpu_ctx *c, const int64_t *pos, ShardSet *s, char *err, size_t errlen)
+{
+    const int T = s->d.T;
+    const long long B = s->d.B;
+    s->d.nitems = 0;
     for (int t = 0; t < T; t++) {
         TblDev tb;
-        table_params(&hs, t, &tb);
+        table_params(&s->hs, t, &tb);
         int gpw = 32 / tb.fG;
         long long p = pos[t];
         if (c->nitems[p] < 0 || c->items_gpw[p] != gpw) {
@@ -2012,13 +2068,18 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
             c->nitems[p] = cnt;
             c->items_gpw[p] = gpw;
         }
-        d.nitems += c->nitems[p];
+        s->d.nitems += c->nitems[p];
     }
-    Sizes z;
-    sizes_for(&d, g->dev, 1, &z);
+    return 0;
+}
 
-    /* the workspace (and, without a resident pool, room for the shard's table data); a
-     * shard that does not fit beside the resident pool evicts it */
+/* the workspace (and, without a resident pool, room for the shard's table data); a
+ * shard that does not fit beside the resident pool evicts it */
+static int shard_reserve(as_eb_gpu_ctx *c, const ShardSet *s, char *err, size_t errlen)
+{
+    as_eb_gpu *g = &c->g;
+    const int T = s->d.T;
+    const long long B = s->d.B;
     size_t need_soff = 0, need_sind = 0;
     for (;;) {
         need_soff = need_sind = 0;
@@ -2027,7 +2088,7 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
                 need_soff += 8 * (size_t)(B + 1);
                 need_sind += 4 * (size_t)rup4(c->stab[t]->lookups);
             }
-        int r = ws_reserve(g, &z, 1, err, errlen);
+        int r = ws_reserve(g, &s->z, 1, err, errlen);
         if (r == 0 && !c->resident) r = src_reserve(c, need_soff + 8, need_sind + 16, err, errlen);
         if (r == 0) break;
         if (r == 1 && c->resident) {
@@ -2037,11 +2098,17 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
         }
         return -1;
     }
-    g_set_dims(g, &d, &z);
+    return 0;
+}
 
-    /* the small tables, through one pinned buffer: [TblDev T][row base T+1][GenDev T][items] */
+/* the small tables' staging, one pinned buffer: [TblDev T][row base T+1][GenDev T][items],
+ * and the device's descriptors; sets s's pointers into the buffer */
+static int shard_meta(as_eb_gpu_ctx *c, ShardSet *s, char *err, size_t errlen)
+{
+    as_eb_gpu *g = &c->g;
+    const int T = s->d.T;
     size_t o_rb = rup(sizeof(TblDev) * (size_t)T), o_gen = o_rb + rup(8 * ((size_t)T + 1));
-    size_t o_it = o_gen + rup(sizeof(GenDev) * (size_t)T), total = o_it + sizeof(FwdItem) * (size_t)d.nitems + 16;
+    size_t o_it = o_gen + rup(sizeof(GenDev) * (size_t)T), total = o_it + sizeof(FwdItem) * (size_t)s->d.nitems + 16;
     if (c->meta_busy && CK(cudaEventSynchronize(c->meta_ev), "staging")) return -1;
     c->meta_busy = 0;
     if (total > c->cap_hmeta) {
@@ -2061,15 +2128,28 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
         if (CK(cudaMalloc((void **)&c->dgen, want), "cudaMalloc(descriptors)")) return -1;
         c->cap_gen = want;
     }
-    TblDev *htbl = (TblDev *)c->hmeta;
-    long long *hrb = (long long *)(c->hmeta + o_rb);
-    GenDev *hgen = (GenDev *)(c->hmeta + o_gen);
-    FwdItem *hit = (FwdItem *)(c->hmeta + o_it);
+    s->htbl = (TblDev *)c->hmeta;
+    s->hrb = (long long *)(c->hmeta + o_rb);
+    s->hgen = (GenDev *)(c->hmeta + o_gen);
+    s->hit = (FwdItem *)(c->hmeta + o_it);
+    return 0;
+}
+
+/* the staged tables: parameters, row bases, generation descriptors (keyed by seed) and
+ * forward items, with the longest loops of the generation kernels */
+static void shard_fill_meta(as_eb_gpu_ctx *c, const int64_t *pos, uint64_t seed, ShardSet *s)
+{
+    const int T = s->d.T;
+    const long long B = s->d.B;
+    TblDev *htbl = s->htbl;
+    long long *hrb = s->hrb;
+    GenDev *hgen = s->hgen;
+    FwdItem *hit = s->hit;
     long long rb = 0, dst = 0, so = 0, si = 0, it = 0, maxw = 0, maxg = 0, maxc = 0;
     for (int t = 0; t < T; t++) {
         const as_eb_table *tb = c->stab[t];
         long long p = pos[t];
-        table_params(&hs, t, &htbl[t]);
+        table_params(&s->hs, t, &htbl[t]);
         htbl[t].row_base = rb;
         hrb[t] = rb;
         rb += c->rows[t];
@@ -2100,50 +2180,102 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
         if (B * gd->D > maxg) maxg = B * gd->D;
     }
     hrb[T] = rb;
+    s->maxw = maxw;
+    s->maxg = maxg;
+    s->maxc = maxc;
+}
+
+/* the set-up's start event, the staged tables' upload and, without a resident pool, the
+ * shard's table data in shard order; *poff, *pind: where the gather reads the table data */
+static int shard_upload(as_eb_gpu_ctx *c, const ShardSet *s, const long long **poff, const int **pind, char *err,
+                        size_t errlen)
+{
+    as_eb_gpu *g = &c->g;
+    const int T = s->d.T;
+    const long long B = s->d.B;
     cudaStream_t st = g->st;
     g->set_pending = 0;
     if (CK(cudaEventRecord(g->s0, st), "cudaEventRecord")) return -1;
-    if (CK(cudaMemcpyAsync(g->dtbl, htbl, sizeof(TblDev) * (size_t)T, cudaMemcpyHostToDevice, st), "upload tables") ||
-        CK(cudaMemcpyAsync(g->drow_base, hrb, 8 * ((size_t)T + 1), cudaMemcpyHostToDevice, st), "upload row base") ||
-        CK(cudaMemcpyAsync(c->dgen, hgen, sizeof(GenDev) * (size_t)T, cudaMemcpyHostToDevice, st), "upload descriptors") ||
-        (d.nitems &&
-         CK(cudaMemcpyAsync(g->ditems, hit, sizeof(FwdItem) * (size_t)d.nitems, cudaMemcpyHostToDevice, st),
+    if (CK(cudaMemcpyAsync(g->dtbl, s->htbl, sizeof(TblDev) * (size_t)T, cudaMemcpyHostToDevice, st),
+           "upload tables") ||
+        CK(cudaMemcpyAsync(g->drow_base, s->hrb, 8 * ((size_t)T + 1), cudaMemcpyHostToDevice, st), "upload row base") ||
+        CK(cudaMemcpyAsync(c->dgen, s->hgen, sizeof(GenDev) * (size_t)T, cudaMemcpyHostToDevice, st),
+           "upload descriptors") ||
+        (s->d.nitems &&
+         CK(cudaMemcpyAsync(g->ditems, s->hit, sizeof(FwdItem) * (size_t)s->d.nitems, cudaMemcpyHostToDevice, st),
             "upload items")) ||
         CK(cudaEventRecord(c->meta_ev, st), "cudaEventRecord"))
         return -1;
     c->meta_busy = 1;
     /* without a resident pool: the shard's tables, in shard order */
-    const long long *poff = c->dpoff;
-    const int *pind = c->dpind;
+    *poff = c->dpoff;
+    *pind = c->dpind;
     if (!c->resident) {
         for (int t = 0; t < T; t++) {
             const as_eb_table *tb = c->stab[t];
-            if (stage_upload(c, c->dsoff + hgen[t].soff, tb->offsets, 8 * (size_t)(B + 1), err, errlen) ||
-                (tb->lookups && stage_upload(c, c->dsind + hgen[t].sind, tb->indices, 4 * (size_t)tb->lookups, err,
+            if (stage_upload(c, c->dsoff + s->hgen[t].soff, tb->offsets, 8 * (size_t)(B + 1), err, errlen) ||
+                (tb->lookups && stage_upload(c, c->dsind + s->hgen[t].sind, tb->indices, 4 * (size_t)tb->lookups, err,
                                              errlen)))
                 return -1;
         }
-        poff = c->dsoff;
-        pind = c->dsind;
+        *poff = c->dsoff;
+        *pind = c->dsind;
     }
+    return 0;
+}
+
+/* the shard's data on the device: offsets and indices gathered from poff/pind, generated
+ * weights and gradients, guard words, zeroed counters; then the set-up's end event */
+static int shard_generate(as_eb_gpu_ctx *c, const ShardSet *s, const long long *poff, const int *pind, char *err,
+                          size_t errlen)
+{
+    as_eb_gpu *g = &c->g;
+    const int T = s->d.T;
+    const long long B = s->d.B;
+    cudaStream_t st = g->st;
     unsigned gy = (unsigned)(T < 65535 ? T : 65535);
-    eb_gather_kernel<<<dim3(gx_for(g, maxc, T), gy), 256, 0, st>>>(g->doff, g->dind, poff, pind, c->dgen, T, B);
+    eb_gather_kernel<<<dim3(gx_for(g, s->maxc, T), gy), 256, 0, st>>>(g->doff, g->dind, poff, pind, c->dgen, T, B);
     if (CK(cudaGetLastError(), "launch gather")) return -1;
-    eb_gen_weights_kernel<<<dim3(gx_for(g, maxw, T), gy), 256, 0, st>>>((unsigned short *)g->dW, c->dgen, T);
+    eb_gen_weights_kernel<<<dim3(gx_for(g, s->maxw, T), gy), 256, 0, st>>>((unsigned short *)g->dW, c->dgen, T);
     if (CK(cudaGetLastError(), "launch weights")) return -1;
     eb_fill_u16<<<4, 256, 0, st>>>((unsigned short *)g->dW_base, AS_GUARD, (unsigned short)AS_GUARD_F16);
     eb_fill_u16<<<4, 256, 0, st>>>((unsigned short *)(g->dW + g->wtotal), AS_GUARD, (unsigned short)AS_GUARD_F16);
     if (CK(cudaGetLastError(), "launch guards")) return -1;
-    eb_gen_grad_kernel<<<dim3(gx_for(g, maxg, T), gy), 256, 0, st>>>(g->dgrad, c->dgen, T, B, d.sumD);
+    eb_gen_grad_kernel<<<dim3(gx_for(g, s->maxg, T), gy), 256, 0, st>>>(g->dgrad, c->dgen, T, B, s->d.sumD);
     if (CK(cudaGetLastError(), "launch gradients")) return -1;
     /* output: guard words everywhere; the forward must overwrite every element of [B, sumD] */
-    eb_fill_f32<<<g->nsm * 4, 256, 0, st>>>(g->dout_base, (size_t)B * d.sumD + 2 * AS_GUARD, AS_GUARD_F32);
+    eb_fill_f32<<<g->nsm * 4, 256, 0, st>>>(g->dout_base, (size_t)B * s->d.sumD + 2 * AS_GUARD, AS_GUARD_F32);
     if (CK(cudaGetLastError(), "launch fill")) return -1;
-    if (CK(cudaMemsetAsync(g->dcnt, 0, z.cnt, st), "cudaMemset") ||
-        CK(cudaMemsetAsync(g->dtruns, 0, z.truns, st), "cudaMemset") ||
-        CK(cudaMemsetAsync(g->dtask, 0, z.task, st), "cudaMemset") ||
+    if (CK(cudaMemsetAsync(g->dcnt, 0, s->z.cnt, st), "cudaMemset") ||
+        CK(cudaMemsetAsync(g->dtruns, 0, s->z.truns, st), "cudaMemset") ||
+        CK(cudaMemsetAsync(g->dtask, 0, s->z.task, st), "cudaMemset") ||
         CK(cudaEventRecord(g->s1, st), "cudaEventRecord"))
         return -1;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, uint64_t seed, as_eb_gpu **gp,
+                                   char *err, size_t errlen)
+{
+    if (gp) *gp = NULL;
+    if (!c || !gp || !pos) { as_errbuf(err, errlen, "as_eb_gpu_ctx_shard: bad arguments"); return -1; }
+    if (T < 1) { as_errbuf(err, errlen, "empty shard"); return -1; }
+    as_eb_gpu *g = &c->g;
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    if (shard_scratch(c, T, err, errlen) || shard_tables(c, pos, T, err, errlen)) return -1;
+    ShardSet s;
+    if (shard_dims(c, T, &s.d, err, errlen)) return -1;
+    const as_eb_shard hs = {T, s.d.B, c->rows, c->dims, c->w_off, c->d_off, NULL, NULL};
+    s.hs = hs;
+    if (shard_items(c, pos, &s, err, errlen)) return -1;
+    sizes_for(&s.d, g->dev, 1, &s.z);
+    if (shard_reserve(c, &s, err, errlen)) return -1;
+    g_set_dims(g, &s.d, &s.z);
+    if (shard_meta(c, &s, err, errlen)) return -1;
+    shard_fill_meta(c, pos, seed, &s);
+    const long long *poff;
+    const int *pind;
+    if (shard_upload(c, &s, &poff, &pind, err, errlen) || shard_generate(c, &s, poff, pind, err, errlen)) return -1;
     g->set_pending = 1;
     c->shards++;
     *gp = g;

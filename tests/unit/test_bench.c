@@ -2,6 +2,7 @@
  * measured on, workspace reuse across shards, errors, the measuring loop's figures.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "bench.h"
+#include "benchcalib.h"
 #include "benchnoise.h"
 #include "common.h"
 #include "ebgen.h"
@@ -260,7 +261,8 @@ TEST(bench_session_errors)
     as_bpool_free(&p);
 }
 
-TEST(bench_shard_keeps_a_session)
+/* one session measures a shard again (its workspace kept); a session of one thread too */
+TEST(bench_session_measures_again)
 {
     as_bpool p;
     int64_t dims[2] = {8, 16}, rows[2] = {100, 70};
@@ -268,17 +270,22 @@ TEST(bench_shard_keeps_a_session)
     as_bench_cfg c = cpu_cfg();
     as_bench_result r1, r2;
     int64_t ids[2] = {13, 10};
-    as_bench_shard(&c, &p, ids, 2, &r1);
+    char err[256];
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    as_bench_session_run(S, ids, 2, &r1);
     CHECK(r1.ok);
-    c.runs = 5;   /* protocol values change without a new session */
-    as_bench_shard(&c, &p, ids, 2, &r2);
+    as_bench_session_run(S, ids, 2, &r2);
     CHECK(r2.ok);
     CHECK_EQ_I64(r1.lookups, r2.lookups);
-    as_bench_shard_release();
+    as_bench_session_free(S);
     c.threads = 1;
-    as_bench_shard(&c, &p, ids, 2, &r2);
+    S = as_bench_session_new(&c, &p, err, sizeof err);
+    CHECK(S != NULL);
+    as_bench_session_run(S, ids, 2, &r2);
     CHECK(r2.ok);
-    as_bench_shard_release();
+    CHECK_EQ_I64(r1.lookups, r2.lookups);
+    as_bench_session_free(S);
     as_bpool_free(&p);
 }
 

@@ -1,0 +1,224 @@
+/* benchpool.c - as-bench's pool of table data; see benchpool.h.
+ * Dimension letters: B batch, E rows, D dim. */
+#include "benchpool.h"
+#include "common.h"
+#include "msgobj.h"
+#include "stream.h"
+#include "table.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the pool of table data ------------------------------------------------------- */
+
+static void pool_add(as_bpool *p, const as_btable *t)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->t = as_realloc(p->t, (size_t)p->cap * sizeof *p->t);
+    }
+    p->t[p->n++] = *t;
+}
+
+/* a table record's offsets and indices into t (t->lookups of them), checked: offsets that
+ * decrease, an index outside [0, rows) (bad data, as in as-features: one rule for every
+ * reader of table records, table.h, never a shard's `error`) or one that does not fit int32.
+ * 0, or -1 with err (the arrays freed) */
+static int table_data(as_btable *t, const as_array *off, const as_array *idx, const char *file, uint64_t recno,
+                      char *err, size_t errlen)
+{
+    t->offsets = as_malloc((size_t)(t->batch + 1) * sizeof *t->offsets);
+    as_array_get_i64(off, 0, t->batch + 1, t->offsets);
+    for (int64_t b = 0; b < t->batch; b++)
+        if (t->offsets[b + 1] < t->offsets[b]) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": offsets decrease at bag %" PRId64, file, recno, t->id, b);
+            free(t->offsets);
+            return -1;
+        }
+    t->indices = as_malloc((size_t)(t->lookups ? t->lookups : 1) * sizeof *t->indices);
+    int64_t bad = -1, badv = 0;
+    if (idx->dtype == AS_DT_I32) {
+        memcpy(t->indices, idx->data, (size_t)t->lookups * 4);
+        for (int64_t i = 0; i < t->lookups && bad < 0; i++)
+            if ((uint64_t)(int64_t)t->indices[i] >= (uint64_t)t->rows) { bad = i; badv = t->indices[i]; }
+    } else {
+        for (int64_t i = 0; i < t->lookups && bad < 0; i++) {
+            int64_t v;
+            as_array_get_i64(idx, i, 1, &v);
+            if ((uint64_t)v >= (uint64_t)t->rows) { bad = i; badv = v; break; }
+            if (v > INT32_MAX) {
+                snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": index %" PRId64 " does not fit int32", file, recno, t->id, v);
+                free(t->offsets);
+                free(t->indices);
+                return -1;
+            }
+            t->indices[i] = (int32_t)v;
+        }
+    }
+    if (bad >= 0) {
+        char e2[512];
+        as_table_index_error(e2, sizeof e2, t->id, bad, badv, t->rows);
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", file, recno, e2);
+        free(t->offsets);
+        free(t->indices);
+        return -1;
+    }
+    return 0;
+}
+
+/* what as_bpool_load's record step needs */
+typedef struct {
+    as_bpool *p;
+    const char *file;
+    const uint8_t *want;
+    int64_t want_n;
+    int ids_only;
+} pool_load;
+
+/* one record (as_record_fn's shape): a wanted `table` record into the pool, others skipped */
+static int pool_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    (void)r;
+    pool_load *x = ctx;
+    if (!as_rec_is(rec, "table")) return 0;
+    as_btable t;
+    memset(&t, 0, sizeof t);
+    as_array off, idx;
+    char e2[512];
+    if (as_table_parse(&rec->obj, &t.id, &t.rows, &t.batch, &t.dim, &off, &idx, NULL, 0, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", x->file, rec->index, e2);
+        return -1;
+    }
+    if (x->want && (t.id >= x->want_n || !x->want[t.id])) return 0;
+    t.lookups = idx.n;
+    if (!x->ids_only && table_data(&t, &off, &idx, x->file, rec->index, err, errlen)) return -1;
+    pool_add(x->p, &t);
+    return 0;
+}
+
+/* the id index of the loaded tables; -1 with err when an id appears twice */
+static int pool_index(as_bpool *p, const char *file, char *err, size_t errlen)
+{
+    /* ids are at most AS_MAX_TABLE_ID (as_table_parse): maxid + 1 cannot overflow */
+    p->maxid = -1;
+    for (int64_t i = 0; i < p->n; i++) if (p->t[i].id > p->maxid) p->maxid = p->t[i].id;
+    p->index = as_calloc((size_t)(p->maxid + 1), sizeof *p->index);
+    for (int64_t i = 0; i < p->n; i++) {
+        if (p->index[p->t[i].id]) {
+            snprintf(err, errlen, "%s: table %" PRId64 " appears twice", file, p->t[i].id);
+            return -1;
+        }
+        p->index[p->t[i].id] = i + 1;
+    }
+    return 0;
+}
+
+/* The reader loop is as_read_records' but for a file that cannot be opened: as_reader_open
+ * reports it on stderr and err says "FILE: cannot open" (as_read_records would give one
+ * "FILE: strerror" message instead). */
+int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
+                  char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    as_reader *r = as_reader_open(file);
+    if (!r) { snprintf(err, errlen, "%s: cannot open", file); return -1; }
+    pool_load x = { p, file, want, want_n, ids_only };
+    as_record rec;
+    int rc;
+    while ((rc = as_reader_next(r, &rec)) == 1)
+        if (pool_rec(&x, r, &rec, err, errlen)) goto fail;
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", as_reader_error(r));
+        goto fail;
+    }
+    as_reader_close(r);
+    r = NULL;
+    if (pool_index(p, file, err, errlen)) goto fail;
+    return 0;
+fail:
+    as_reader_close(r);
+    as_bpool_free(p);
+    return -1;
+}
+
+const as_btable *as_bpool_get(const as_bpool *p, int64_t id)
+{
+    if (id < 0 || id > p->maxid || !p->index[id]) return NULL;
+    return &p->t[p->index[id] - 1];
+}
+
+uint64_t as_bpool_bytes(const as_bpool *p)
+{
+    uint64_t b = (uint64_t)p->cap * sizeof *p->t + (uint64_t)(p->index ? p->maxid + 1 : 0) * sizeof *p->index;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].offsets && !p->t[i].borrowed)
+            b += (uint64_t)(p->t[i].batch + 1) * sizeof *p->t[i].offsets +
+                 (uint64_t)(p->t[i].lookups ? p->t[i].lookups : 1) * sizeof *p->t[i].indices;
+    return b;
+}
+
+int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err, size_t errlen)
+{
+    const as_btable *t = as_bpool_get(p, table);
+    if (!t || t->is_piece) {
+        snprintf(err, errlen, "table %" PRId64 " is not in the table data", table);
+        return -1;
+    }
+    if (as_piece_check(table, q, t->rows, t->dim, err, errlen)) return -1;
+    if (as_piece_covers(q, t->rows, t->dim)) return table;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
+    as_btable d = *t;
+    d.is_piece = 1;
+    d.parent = table;
+    d.piece = *q;
+    d.dim = q->c1 - q->c0;
+    d.rows = q->r1 - q->r0;
+    d.id = p->maxid + 1;
+    d.borrowed = 0;
+    if (!t->offsets) {
+        d.offsets = NULL;
+        d.indices = NULL;
+    } else if (q->r0 == 0 && q->r1 == t->rows) {
+        d.borrowed = 1;
+    } else {
+        d.lookups = as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, NULL, NULL);
+        d.offsets = as_malloc((size_t)(t->batch + 1) * sizeof *d.offsets);
+        d.indices = as_malloc((size_t)(d.lookups ? d.lookups : 1) * sizeof *d.indices);
+        as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, d.offsets, d.indices);
+    }
+    pool_add(p, &d);
+    p->maxid = d.id;
+    p->index = as_realloc(p->index, (size_t)(p->maxid + 1) * sizeof *p->index);
+    p->index[d.id] = p->n;
+    return d.id;
+}
+
+int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q)
+{
+    const as_btable *t = as_bpool_get(p, table);
+    if (!t || t->is_piece) return -1;
+    if (as_piece_covers(q, t->rows, t->dim)) return table;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
+    return -1;
+}
+
+void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q)
+{
+    const as_btable *t = as_bpool_get(p, id);
+    *table = t && t->is_piece ? t->parent : id;
+    *q = t && t->is_piece ? t->piece : AS_PIECE_WHOLE;
+}
+
+void as_bpool_free(as_bpool *p)
+{
+    if (!p) return;
+    for (int64_t i = 0; i < p->n; i++)
+        if (!p->t[i].borrowed) { free(p->t[i].offsets); free(p->t[i].indices); }
+    free(p->t);
+    free(p->index);
+    memset(p, 0, sizeof *p);
+}
