@@ -50,7 +50,6 @@
 #include <stdint.h>
 
 #include "bench.h"
-#include "benchcalib.h"   /* the noise before measuring: the quiet-machine check */
 
 typedef struct {
     double threshold;   /* spread above which a shard is re-measured and flagged; 0: neither */

@@ -115,32 +115,17 @@ static int pool_index(as_bpool *p, const char *file, char *err, size_t errlen)
     return 0;
 }
 
-/* The reader loop is as_read_records' but for a file that cannot be opened: as_reader_open
- * reports it on stderr and err says "FILE: cannot open" (as_read_records would give one
- * "FILE: strerror" message instead). */
 int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
                   char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    as_reader *r = as_reader_open(file);
-    if (!r) { snprintf(err, errlen, "%s: cannot open", file); return -1; }
     pool_load x = { p, file, want, want_n, ids_only };
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1)
-        if (pool_rec(&x, r, &rec, err, errlen)) goto fail;
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", as_reader_error(r));
-        goto fail;
+    char *files[] = { (char *)file };
+    if (as_read_records(files, 1, pool_rec, &x, err, errlen) || pool_index(p, file, err, errlen)) {
+        as_bpool_free(p);
+        return -1;
     }
-    as_reader_close(r);
-    r = NULL;
-    if (pool_index(p, file, err, errlen)) goto fail;
     return 0;
-fail:
-    as_reader_close(r);
-    as_bpool_free(p);
-    return -1;
 }
 
 const as_btable *as_bpool_get(const as_bpool *p, int64_t id)

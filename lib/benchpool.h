@@ -33,7 +33,7 @@ typedef struct {
  * only the metadata (no offsets/indices). Without ids_only every index of a loaded table is
  * checked against its rows: one outside [0, rows) is an error naming the file, the record
  * and the table (as_table_index_error; bad data, as in as-features). Returns 0, or -1 with
- * err. */
+ * err (as_read_records: "FILE: strerror" for a file that cannot be opened). */
 int as_bpool_load(as_bpool *p, const char *file, const uint8_t *want, int64_t want_n, int ids_only,
                   char *err, size_t errlen);
 const as_btable *as_bpool_get(const as_bpool *p, int64_t id);

@@ -89,20 +89,6 @@ static int read_record(as_costdata *d, int file, const as_reader *r, const as_re
     return 0;
 }
 
-int as_costdata_read(as_costdata *d, as_reader *r, char *err, size_t errlen)
-{
-    int file = add_input(d, as_reader_name(r));
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1)
-        if (read_record(d, file, r, &rec, err, errlen)) return -1;
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", as_reader_error(r));
-        return -1;
-    }
-    return 0;
-}
-
 /* as_costdata_read_files' record: an input is added at its first record */
 static int files_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {

@@ -3,7 +3,7 @@
  * against, the metrics, the benchmark's own noise, and the `costfit-report` record
  * (docs/FORMAT.md). Dimension letters: K shards, T tables.
  *
- * Use: as_costdata_read every input (or as_costdata_read_files on them all),
+ * Use: as_costdata_read_files on the inputs,
  * as_costdata_index, as_costdata_check, as_costdata_join; then a split (as_costdata_split_shards / _tables), the model's
  * statistics (as_costdata_stats), training (lib/costmodel.h on d->set), as_costeval_run and
  * as_costfit_report_pack. Functions return -1 with a message for bad data and never exit;
@@ -51,15 +51,12 @@ typedef struct {
     int nnames;
 } as_costdata;
 
-/* Read the next input: `features` records into the index, `cost`
- * records into the shards; others are ignored. A cost record with a non-nil `error` or a
+/* Read files[0..nfiles) in turn (as_read_records: none = standard input), each opened
+ * here: `features` records into the index, `cost` records into the shards; others are ignored. A cost record with a non-nil `error` or a
  * missing or nil `cost_ms` is skipped (nskipped), one of an empty shard too (nempty); a
  * cost_ms that is not a finite number above 0 or bad `tables` is an error. 0 at the end of
  * the input; -1 with err ("FILE: record N: cost: 'cost_ms' = 0 is not a positive cost",
- * or the reader's own message). */
-int as_costdata_read(as_costdata *d, as_reader *r, char *err, size_t errlen);
-/* the same for files[0..nfiles) in turn (as_read_records: none = standard input), each
- * opened here; -1 with err also for a file that cannot be opened ("FILE: strerror") */
+ * the reader's own message, or "FILE: strerror" for a file that cannot be opened). */
 int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char *err, size_t errlen);
 /* build the features index (lib/featindex.h: its duplicate rule); 0 or -1 with err */
 int as_costdata_index(as_costdata *d, char *err, size_t errlen);

@@ -45,20 +45,6 @@ static void add_name(as_costpred *p, const char *name)
     p->names[p->nnames++] = as_strdup(name);
 }
 
-int as_costpred_read(as_costpred *p, as_reader *r, char *err, size_t errlen)
-{
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1)
-        if (read_record(p, p->nnames, r, &rec, err, errlen)) return -1;   /* inputs are numbered in reading order */
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", as_reader_error(r));
-        return -1;
-    }
-    add_name(p, as_reader_name(r));
-    return 0;
-}
-
 /* as_costpred_read_files' record: an input's name is kept at its first record */
 static int files_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {

@@ -3,8 +3,8 @@
  * every other record passes through unchanged, in input order. Dimension letters: K shards,
  * T tables.
  *
- * Use: as_costpred_read every input (or as_costpred_read_files on them all; the records are
- * kept, the `features` indexed), then as_featidx_build(&p->ft, ...), then as_costpred_write
+ * Use: as_costpred_read_files on the inputs (the records are kept, the `features`
+ * indexed), then as_featidx_build(&p->ft, ...), then as_costpred_write
  * once the output is open. Functions return -1 with a message for bad data and never exit.
  */
 #ifndef AS_COSTPREDICT_H
@@ -34,11 +34,9 @@ typedef struct {
     double model_s;                 /* seconds in the model */
 } as_costpred_stats;
 
-/* keep the records of the next input; 0, or -1 with err (the reader's message,
- * or "FILE: record N: features ...") */
-int as_costpred_read(as_costpred *p, as_reader *r, char *err, size_t errlen);
-/* the same for files[0..nfiles) in turn (as_read_records: none = standard input), each
- * opened here; -1 with err also for a file that cannot be opened ("FILE: strerror") */
+/* keep the records of files[0..nfiles) in turn (as_read_records: none = standard input),
+ * each opened here; 0, or -1 with err (a file that cannot be opened: "FILE: strerror"; the
+ * reader's message, or "FILE: record N: features ...") */
 int as_costpred_read_files(as_costpred *p, char *const *files, int nfiles, char *err, size_t errlen);
 /* write every kept record to w, predicted where it is a shard, cost or plan (an existing
  * `pred_ms` / `pred_max_ms` is replaced). An infeasible plan's shards are predicted from the

@@ -2,6 +2,7 @@
  * + exact SGD, on a CUDA GPU or the CPU, with the paper's protocol. Writes `cost` records
  * (the cost model's training data) and passes plans on annotated with per-shard costs. */
 #include "bench.h"
+#include "benchcalib.h"
 #include "benchnoise.h"
 #include "benchrun.h"
 #include "cli.h"

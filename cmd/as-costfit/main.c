@@ -100,12 +100,7 @@ static void predict_mode(as_cli *cli, const char *model_path, char **files, int 
     as_costmodel *m;
     if (as_costmodel_load(&m, model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     as_costpred p = { 0 };
-    for (int fi = 0; fi < nfiles; fi++) {
-        as_reader *r = as_reader_open(files[fi]);
-        if (!r) exit(AS_EXIT_DATA);
-        if (as_costpred_read(&p, r, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        as_reader_close(r);
-    }
+    if (as_costpred_read_files(&p, files, nfiles, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     if (as_featidx_build(&p.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     as_writer *w = as_cli_open_output(cli);
     as_costpred_stats st;
@@ -227,12 +222,7 @@ static _Noreturn void die_data(as_writer *w, const char *err)
 static void read_data(as_costdata *d, char **files, int nfiles, const as_costmodel *m, as_writer *w)
 {
     char err[1024];
-    for (int fi = 0; fi < nfiles; fi++) {
-        as_reader *r = as_reader_open(files[fi]);
-        if (!r) { as_writer_abort(w); exit(AS_EXIT_DATA); }
-        if (as_costdata_read(d, r, err, sizeof err)) die_data(w, err);
-        as_reader_close(r);
-    }
+    if (as_costdata_read_files(d, files, nfiles, err, sizeof err)) die_data(w, err);
     if (as_costdata_index(d, err, sizeof err)) die_data(w, err);
     if (d->nskipped) as_info("skipped %" PRId64 " cost record(s) with an error or no cost_ms", d->nskipped);
     if (d->nempty) as_info("skipped %" PRId64 " cost record(s) of empty shards", d->nempty);

@@ -68,31 +68,26 @@ static int wanted(const show_args *a, const as_record *rec)
     return want;
 }
 
-/* One file's records printed to out or, with -c, counted. The loop is its own, not
- * as_read_records': a file that cannot be opened is reported at once, whatever is still
- * buffered for out printed after the message at exit, while a bad record is reported
- * after out is flushed; as_read_records' one error return cannot tell the two apart. */
-static void show_file(FILE *out, const char *path, const show_args *a, as_reccount *counts)
+/* what a record's step needs */
+typedef struct {
+    FILE *out;
+    const show_args *a;
+    as_reccount *counts;
+} show_ctx;
+
+/* one record (as_record_fn) printed to out or, with -c, counted */
+static int show_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
-    as_reader *r = as_reader_open(path);
-    if (!r) exit(AS_EXIT_DATA);
-    as_record rec;
-    int rc;
-    while ((rc = as_reader_next(r, &rec)) == 1) {
-        if (!wanted(a, &rec)) continue;
-        if (a->count) {
-            as_reccount_add(counts, rec.kind, rec.kindlen);
-            continue;
-        }
-        as_json_print(out, &rec.obj, a->full, a->head);
-        fputc('\n', out);
+    (void)r, (void)err, (void)errlen;
+    show_ctx *x = ctx;
+    if (!wanted(x->a, rec)) return 0;
+    if (x->a->count) {
+        as_reccount_add(x->counts, rec->kind, rec->kindlen);
+        return 0;
     }
-    if (rc < 0) {
-        /* print what came before, then the error */
-        fflush(out);
-        as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
-    }
-    as_reader_close(r);
+    as_json_print(x->out, &rec->obj, x->a->full, x->a->head);
+    fputc('\n', x->out);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -102,11 +97,14 @@ int main(int argc, char **argv)
     show_args a;
     parse_args(&cli, argc, argv, &a);
     FILE *out = as_cli_open_text(&cli);
-    char *none[] = { "-" };
-    char **files = optind < argc ? argv + optind : none;
-    int nfiles = optind < argc ? argc - optind : 1;
     as_reccount counts = { 0 };   /* -c */
-    for (int fi = 0; fi < nfiles; fi++) show_file(out, files[fi], &a, &counts);
+    show_ctx x = { out, &a, &counts };
+    char err[1024];
+    if (as_read_records(argv + optind, argc - optind, show_rec, &x, err, sizeof err)) {
+        /* print what came before, then the error */
+        fflush(out);
+        as_die(AS_EXIT_DATA, "%s", err);
+    }
     for (size_t i = 0; i < counts.n; i++) {
         fwrite(counts.k[i].name, 1, counts.k[i].len, out);
         fprintf(out, "\t%llu\n", (unsigned long long)counts.k[i].n);

@@ -12,6 +12,7 @@
  * Run on a GPU machine by `make gpu-test`; *_small tests are re-run under compute-sanitizer.
  * Without a CUDA device every test fails (they are only meant to run where one is). */
 #include "bench.h"
+#include "benchcalib.h"
 #include "benchnoise.h"
 #include "common.h"
 #include "ebgen.h"

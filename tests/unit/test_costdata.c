@@ -148,11 +148,8 @@ static void write_set(const char *path)
 
 static int load(as_costdata *d, const char *path, char *err, size_t errlen)
 {
-    as_reader *r = as_reader_open(path);
-    if (!r) return -2;
-    int rc = as_costdata_read(d, r, err, errlen);
-    as_reader_close(r);
-    return rc;
+    char *files[] = { (char *)path };
+    return as_costdata_read_files(d, files, 1, err, errlen);
 }
 
 static void load_set(as_costdata *d)
@@ -583,9 +580,8 @@ TEST(costpred_annotates_and_refuses_missing)
     as_costmodel *m = as_costmodel_new(4, 3, 2, 1);
     as_costpred cp = { 0 };
     char err[1024];
-    as_reader *r = as_reader_open(p);
-    CHECK_EQ_I64(as_costpred_read(&cp, r, err, sizeof err), 0);
-    as_reader_close(r);
+    char *files[] = { (char *)p };
+    CHECK_EQ_I64(as_costpred_read_files(&cp, files, 1, err, sizeof err), 0);
     CHECK_EQ_I64(as_featidx_build(&cp.ft, err, sizeof err), 0);
     CHECK_EQ_I64(cp.n, 4);   /* two features, the shard, the plan; no header */
     const char *o = tmp("pred-out.ast");
@@ -599,7 +595,7 @@ TEST(costpred_annotates_and_refuses_missing)
     as_costpred_free(&cp);
     /* read back: the shard's pred_ms replaced by the model's; the plan's shard 0 empty (0),
        shard 1 holds table 0; no maximum for an infeasible plan */
-    r = as_reader_open(o);
+    as_reader *r = as_reader_open(o);
     as_record rec;
     const as_features *fs[2] = { &fb, &fa }, *f0[1] = { &fa };
     int n = 0, rc;
@@ -637,9 +633,8 @@ TEST(costpred_annotates_and_refuses_missing)
     as_writer_end_record(w);
     as_writer_close(w);
     memset(&cp, 0, sizeof cp);
-    r = as_reader_open(p);
-    CHECK_EQ_I64(as_costpred_read(&cp, r, err, sizeof err), 0);
-    as_reader_close(r);
+    files[0] = (char *)p;
+    CHECK_EQ_I64(as_costpred_read_files(&cp, files, 1, err, sizeof err), 0);
     CHECK_EQ_I64(as_featidx_build(&cp.ft, err, sizeof err), 0);
     w = as_writer_open(tmp("pred-out2.ast"), 0, 0);
     CHECK_EQ_I64(as_costpred_write(&cp, m, w, &st, err, sizeof err), -1);
