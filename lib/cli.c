@@ -69,13 +69,6 @@ int as_cli_common(as_cli *c, int opt, const char *arg)
     }
 }
 
-int as_reader_next_or_die(as_reader *r, as_record *rec)
-{
-    int rc = as_reader_next(r, rec);
-    if (rc < 0) as_die(AS_EXIT_DATA, "%s", as_reader_error(r));
-    return rc;
-}
-
 _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...)
 {
     va_list ap;

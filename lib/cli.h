@@ -110,9 +110,6 @@ FILE *as_cli_open_text(as_cli *c);
 /* flush, commit (rename into place) and close it; exits 3 on a write error */
 void as_cli_close_text(as_cli *c, FILE *f);
 
-/* as_reader_next (stream.h), but prints the error and exits 1 on error: for cmd/ only */
-int as_reader_next_or_die(as_reader *r, as_record *rec);
-
 /* option-value parsing with usage errors */
 int64_t as_cli_i64(const as_cli *c, const char *opt, const char *arg, int64_t lo, int64_t hi);
 /* as as_cli_i64 with hi = the record limit l (an as_limit_id, reclimits.h) in force: an
