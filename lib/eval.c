@@ -1,4 +1,5 @@
-/* eval.c - plan evaluation: figures, summaries, tables and gnuplot plots; see eval.h.
+/* eval.c - plan evaluation: figures, summaries, tables and the verdict; see eval.h (the plots:
+ * evalplot.c).
  * Dimension letters: K shards, T tables of a plan. */
 #include "eval.h"
 #include "common.h"
@@ -6,15 +7,10 @@
 #include "plan.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
                         double *bytes_sum, int64_t *bytes_n, double *bytes_max)
@@ -710,34 +706,67 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
     fputc('\n', f);
 }
 
+/* the summary's CSV: a header line, a row per algorithm */
+static void summary_csv(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64_t n, const char *label, const char *over)
+{
+    fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,"
+               "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,"
+               "at_floor\n");
+    for (int64_t i = 0; i < n; i++) {
+        fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
+                a[i].unmeasured, over, a[i].nbal);
+        num(f, fmt, 0, "%.9g", a[i].bal_mean);
+        num(f, fmt, 0, "%.9g", a[i].bal_std);
+        fprintf(f, ",%" PRId64, a[i].nspd);
+        num(f, fmt, 0, "%.9g", a[i].spd_mean);
+        num(f, fmt, 0, "%.9g", a[i].spd_std);
+        num(f, fmt, 0, "%.9g", a[i].max_mean);
+        num(f, fmt, 0, "%.9g", a[i].bal_lo);
+        num(f, fmt, 0, "%.9g", a[i].bal_hi);
+        num(f, fmt, 0, "%.9g", a[i].spd_gmean);
+        num(f, fmt, 0, "%.9g", a[i].spd_lo);
+        num(f, fmt, 0, "%.9g", a[i].spd_hi);
+        if (a[i].shards) fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64, a[i].shards, a[i].noisy, a[i].shaky);
+        else fprintf(f, ",,,");
+        fprintf(f, ",%" PRId64, a[i].nfloor);
+        num(f, fmt, 0, "%.9g", a[i].floor_ratio_mean);
+        fprintf(f, ",%" PRId64 "\n", a[i].at_floor);
+    }
+}
+
+/* one algorithm's row of the summary table (text, markdown); fl, noise: the floor and the
+ * noise columns */
+static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int aw, int fl, int noise)
+{
+    if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a->alg, a->plans, a->infeasible);
+    else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a->alg, a->plans, a->infeasible);
+    pm(f, fmt, 16, "%.1f", a->bal_mean, a->bal_std, 100);
+    interval(f, fmt, 14, "%.1f", a->bal_lo, a->bal_hi, 100);
+    num(f, fmt, 9, "%.3f", a->spd_gmean);
+    interval(f, fmt, 16, NULL, a->spd_lo, a->spd_hi, 1);
+    num(f, fmt, 12, "%.4f", a->max_mean);
+    if (fl) {
+        char b[48];
+        num(f, fmt, 10, "%.3f", a->floor_ratio_mean);
+        if (a->nfloor) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a->at_floor, a->nfloor);
+        else snprintf(b, sizeof b, "n/a");
+        cell(f, fmt, 9, b, 0);
+    }
+    if (noise) {
+        char b[48];
+        if (a->shards) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a->noisy, a->shards);
+        else snprintf(b, sizeof b, "n/a");
+        cell(f, fmt, 13, b, 0);
+    }
+    fputc('\n', f);
+}
+
 void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64_t n, const char *label,
                            int over_runs)
 {
     const char *over = over_runs ? "runs" : "plans";
     if (fmt == AS_EVAL_CSV) {
-        fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,"
-                   "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,"
-                   "at_floor\n");
-        for (int64_t i = 0; i < n; i++) {
-            fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
-                    a[i].unmeasured, over, a[i].nbal);
-            num(f, fmt, 0, "%.9g", a[i].bal_mean);
-            num(f, fmt, 0, "%.9g", a[i].bal_std);
-            fprintf(f, ",%" PRId64, a[i].nspd);
-            num(f, fmt, 0, "%.9g", a[i].spd_mean);
-            num(f, fmt, 0, "%.9g", a[i].spd_std);
-            num(f, fmt, 0, "%.9g", a[i].max_mean);
-            num(f, fmt, 0, "%.9g", a[i].bal_lo);
-            num(f, fmt, 0, "%.9g", a[i].bal_hi);
-            num(f, fmt, 0, "%.9g", a[i].spd_gmean);
-            num(f, fmt, 0, "%.9g", a[i].spd_lo);
-            num(f, fmt, 0, "%.9g", a[i].spd_hi);
-            if (a[i].shards) fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64, a[i].shards, a[i].noisy, a[i].shaky);
-            else fprintf(f, ",,,");
-            fprintf(f, ",%" PRId64, a[i].nfloor);
-            num(f, fmt, 0, "%.9g", a[i].floor_ratio_mean);
-            fprintf(f, ",%" PRId64 "\n", a[i].at_floor);
-        }
+        summary_csv(f, fmt, a, n, label, over);
         return;
     }
     int noise = 0, fl = 0, aw = 20;
@@ -758,29 +787,7 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
                    "|---|---:|---:|---:|---:|---:|---:|---:|%s%s\n", fl ? " max/floor | at floor |" : "", noise ? " noisy shards |" : "",
                 fl ? "---:|---:|" : "", noise ? "---:|" : "");
     }
-    for (int64_t i = 0; i < n; i++) {
-        if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a[i].alg, a[i].plans, a[i].infeasible);
-        else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a[i].alg, a[i].plans, a[i].infeasible);
-        pm(f, fmt, 16, "%.1f", a[i].bal_mean, a[i].bal_std, 100);
-        interval(f, fmt, 14, "%.1f", a[i].bal_lo, a[i].bal_hi, 100);
-        num(f, fmt, 9, "%.3f", a[i].spd_gmean);
-        interval(f, fmt, 16, NULL, a[i].spd_lo, a[i].spd_hi, 1);
-        num(f, fmt, 12, "%.4f", a[i].max_mean);
-        if (fl) {
-            char b[48];
-            num(f, fmt, 10, "%.3f", a[i].floor_ratio_mean);
-            if (a[i].nfloor) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a[i].at_floor, a[i].nfloor);
-            else snprintf(b, sizeof b, "n/a");
-            cell(f, fmt, 9, b, 0);
-        }
-        if (noise) {
-            char b[48];
-            if (a[i].shards) snprintf(b, sizeof b, "%" PRId64 "/%" PRId64, a[i].noisy, a[i].shards);
-            else snprintf(b, sizeof b, "n/a");
-            cell(f, fmt, 13, b, 0);
-        }
-        fputc('\n', f);
-    }
+    for (int64_t i = 0; i < n; i++) summary_row(f, fmt, &a[i], aw, fl, noise);
     fprintf(f, "%sbalance: mean ± std over %s, with the 95 %% t-interval of the mean; speedup over random: geometric mean, "
                "with the 95 %% interval (t-interval of the mean log speedup); n/a: fewer than 2 values",
             fmt == AS_EVAL_MARKDOWN ? "\n" : "", over);
@@ -1155,242 +1162,4 @@ void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, in
     }
     if (fmt != AS_EVAL_CSV) fputc('\n', f);
     free(rows);
-}
-
-/* ---- plots ------------------------------------------------------------------------------ */
-
-static void gp_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-int as_eval_plot_format(const char *path)
-{
-    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash)) return -1;
-    if (!strcasecmp(dot, ".png")) return 0;
-    if (!strcasecmp(dot, ".svg")) return 1;
-    if (!strcasecmp(dot, ".pdf")) return 2;
-    return -1;
-}
-
-/* the terminal of the output's extension (png: pngcairo when this gnuplot has it, else
- * png; svg; pdf: pdfcairo, w x h pixels at 100 per inch) and the output file */
-static void gp_terminal(FILE *f, const char *out, int w, int h)
-{
-    switch (as_eval_plot_format(out)) {
-    case 1: fprintf(f, "set terminal svg size %d,%d noenhanced\n", w, h); break;
-    case 2: fprintf(f, "set terminal pdfcairo size %.2fin,%.2fin noenhanced font \",9\"\n", w / 100.0, h / 100.0); break;
-    default:
-        fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size %d,%d noenhanced } "
-                   "else { set terminal png size %d,%d noenhanced }\n", w, h, w, h);
-    }
-    fprintf(f, "set output ");
-    gp_str(f, out);
-    fputc('\n', f);
-}
-
-/* run gnuplot on a script, its stdout to /dev/null; 0 ok, -1 with err (a failing script is
- * named in err as "script kept: PATH", and the caller keeps it) */
-static int gp_run(const char *script, char *err, size_t errlen)
-{
-    pid_t pid = fork();
-    if (pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); return -1; }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) { dup2(devnull, 1); close(devnull); }
-        execlp("gnuplot", "gnuplot", script, (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 127) { snprintf(err, errlen, "gnuplot not found (install gnuplot-nox)"); return -1; }
-    if (!WIFEXITED(st) || WEXITSTATUS(st)) { snprintf(err, errlen, "gnuplot failed (script kept: %s)", script); return -1; }
-    return 0;
-}
-
-int as_eval_plot(const char *out, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
-                 int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
-                 char *err, size_t errlen)
-{
-    char dir[] = "/tmp/as-eval-plot-XXXXXX";
-    if (!mkdtemp(dir)) { snprintf(err, errlen, "temporary directory: %s", strerror(errno)); return -1; }
-    char path[4][600];
-    const char *names[4] = { "summary.dat", "bars.dat", "scatter.dat", "plot.gp" };
-    for (int i = 0; i < 4; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
-    int rc = -1;
-    FILE *f;
-    /* balance (mean, error bar mean ± std clipped to [0, 100] %) and speedup (geometric mean,
-     * error bar its 95 % interval) per algorithm */
-    if (!(f = fopen(path[0], "w"))) { snprintf(err, errlen, "%s: %s", path[0], strerror(errno)); goto out; }
-    double spd_top = 0, spd_bottom = INFINITY;
-    for (int64_t i = 0; i < na; i++) {
-        double bm = isfinite(a[i].bal_mean) ? 100 * a[i].bal_mean : 0, bs = isfinite(a[i].bal_std) ? 100 * a[i].bal_std : 0;
-        double g = isfinite(a[i].spd_gmean) ? a[i].spd_gmean : 0;
-        double lo = isfinite(a[i].spd_lo) ? a[i].spd_lo : g, hi = isfinite(a[i].spd_hi) ? a[i].spd_hi : g;
-        if (hi > spd_top) spd_top = hi;
-        if (lo > 0 && lo < spd_bottom) spd_bottom = lo;
-        fprintf(f, "%" PRId64 " \"%s\" %.9g %.9g %.9g %.9g %.9g %.9g\n", i, a[i].alg, bm, bm - bs < 0 ? 0 : bm - bs,
-                bm + bs > 100 ? 100 : bm + bs, g, lo, hi);
-    }
-    fclose(f);
-    /* per-shard costs of each algorithm's plan of the task (first run that has it) */
-    int64_t run = -1, K = 0, nb = 0;
-    for (int64_t j = 0; j < n; j++)
-        if (p[j].task == task && (run < 0 || p[j].run < run)) run = p[j].run;
-    const as_eval_plan **bars = as_malloc((size_t)(na ? na : 1) * sizeof *bars);
-    for (int64_t i = 0; i < na; i++) {
-        for (int64_t j = 0; j < n; j++)
-            if (p[j].run == run && p[j].task == task && !strcmp(p[j].alg, a[i].alg)) {
-                bars[nb++] = &p[j];
-                if (p[j].K > K) K = p[j].K;
-                break;
-            }
-    }
-    /* a log y axis when the bars span more than AS_EVAL_LOG_RATIO (one random plan's shard
-     * 100x the others flattens every other bar); zero-cost (empty) shards have no bar there */
-    double cmax = 0, cmin = INFINITY;
-    for (int64_t i = 0; i < nb; i++)
-        for (int64_t k = 0; k < bars[i]->K; k++) {
-            double c = bars[i]->cost[k];
-            if (!isfinite(c) || c <= 0) continue;
-            if (c > cmax) cmax = c;
-            if (c < cmin) cmin = c;
-        }
-    int logy = cmax > 0 && cmax > AS_EVAL_LOG_RATIO * cmin;
-    if (!(f = fopen(path[1], "w"))) { free(bars); snprintf(err, errlen, "%s: %s", path[1], strerror(errno)); goto out; }
-    for (int64_t k = 0; k < K; k++) {
-        fprintf(f, "%" PRId64, k);
-        for (int64_t i = 0; i < nb; i++) {
-            double c = k < bars[i]->K ? bars[i]->cost[k] : NAN;
-            if (isfinite(c) && (!logy || c > 0)) fprintf(f, " %.9g", c);
-            else fprintf(f, " NaN");
-        }
-        fputc('\n', f);
-    }
-    fclose(f);
-    if (nscatter > 0) {
-        if (!(f = fopen(path[2], "w"))) { free(bars); snprintf(err, errlen, "%s: %s", path[2], strerror(errno)); goto out; }
-        for (int64_t i = 0; i < nscatter; i++) fprintf(f, "%.9g %.9g\n", meas[i], pred[i]);
-        fclose(f);
-    }
-    if (!(f = fopen(path[3], "w"))) { free(bars); snprintf(err, errlen, "%s: %s", path[3], strerror(errno)); goto out; }
-    int panels = 2 + (nb > 0) + (nscatter > 0);
-    gp_terminal(f, out, 1200, panels > 2 ? 900 : 450);
-    fprintf(f, "set datafile missing \"NaN\"\nset multiplot layout %d,2\nset grid ytics\nset style fill solid 0.6 border -1\n"
-               "set boxwidth 0.6\nset xtics rotate by -30\nset key off\nset offsets 0.5,0.5,0,0\n",
-            panels > 2 ? 2 : 1);
-    fprintf(f, "set title \"Balance (%s costs): mean ± std, clipped to 0-100 %%\"\nset ylabel \"balance (%%)\"\n"
-               "set yrange [0:105]\n", label);
-    fprintf(f, "plot \"%s\" using 1:3:xtic(2) with boxes lc rgb \"#4c72b0\", \"\" using 1:3:4:5 with yerrorbars lc rgb \"black\" pt 0\n", path[0]);
-    /* the intervals decide the range; when they span more than AS_EVAL_LOG_RATIO (few tasks,
-     * or one wild one) a log axis keeps the bars readable */
-    int spd_log = spd_top > 0 && spd_top > AS_EVAL_LOG_RATIO * spd_bottom;
-    fprintf(f, "set title \"Speedup over random (%s): geomean, 95 %% CI%s\"\nset ylabel \"speedup (x)\"\n", label,
-            spd_log ? ", log scale" : "");
-    if (spd_log) fprintf(f, "set logscale y\nset format y \"%%g\"\nset yrange [%.9g:%.9g]\n", spd_bottom / 1.5, spd_top * 1.5);
-    else if (spd_top > 0) fprintf(f, "set yrange [0:%.9g]\n", 1.08 * spd_top);
-    else fprintf(f, "set yrange [0:*]\n");
-    fprintf(f, "plot \"%s\" using 1:6:xtic(2) with boxes lc rgb \"#55a868\", \"\" using 1:6:7:8 with yerrorbars lc rgb \"black\" pt 0, "
-               "1 with lines lc rgb \"gray\" dt 2\nunset logscale y\nset format y\n", path[0]);
-    if (nb > 0) {
-        char span[96];
-        snprintf(span, sizeof span, ", log scale: the costs span %.0fx", logy ? cmax / cmin : 0);
-        fprintf(f, "set title \"Task %" PRId64 ": cost per shard (%s)%s\"\nset ylabel \"ms\"\nset xlabel \"shard\"\nset xtics norotate\n"
-                   "set style data histogram\nset style histogram clustered gap 1\nset boxwidth 0.9 relative\nset key inside top right\n"
-                   "set offsets 0,0,0,0\n", task, label, logy ? span : "");
-        if (logy) fprintf(f, "set logscale y\nset format y \"%%g\"\nset yrange [%.9g:%.9g]\n", cmin / 2, cmax * 2);
-        else fprintf(f, "set yrange [0:*]\n");
-        fprintf(f, "plot ");
-        for (int64_t i = 0; i < nb; i++) {
-            fprintf(f, "%s\"%s\" using %" PRId64 ":xtic(1) title ", i ? ", " : "", path[1], i + 2);
-            gp_str(f, bars[i]->alg);
-        }
-        fprintf(f, "\nunset style data\nunset logscale y\nset format y\nset key off\nset xlabel \"\"\n");
-    }
-    free(bars);
-    if (nscatter > 0) {
-        fprintf(f, "set title \"Cost model: predicted vs measured shard cost\"\nset xlabel \"measured (ms)\"\nset ylabel \"predicted (ms)\"\n"
-                   "set xtics norotate\nset autoscale\nset offsets 0,0,0,0\nset size ratio -1\n");
-        fprintf(f, "plot \"%s\" using 1:2 with points pt 7 ps 0.5 lc rgb \"#c44e52\", x with lines lc rgb \"gray\"\nset size noratio\n", path[2]);
-    }
-    fprintf(f, "unset multiplot\n");
-    if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[3], strerror(errno)); goto out; }
-    rc = gp_run(path[3], err, errlen);
-out:
-    if (rc == 0 || !strstr(err, "script kept")) {
-        for (int i = 0; i < 4; i++) unlink(path[i]);
-        rmdir(dir);
-    }
-    return rc;
-}
-
-int as_eval_plot_curve(const char *out, const as_eval_train *t, int64_t n, char *err, size_t errlen)
-{
-    char dir[] = "/tmp/as-eval-curve-XXXXXX";
-    if (!mkdtemp(dir)) { snprintf(err, errlen, "temporary directory: %s", strerror(errno)); return -1; }
-    enum { S_TRAIN, S_MEAS, S_EVP, S_EVM, NS };
-    static const char *const names[NS + 1] = { "train.dat", "meas.dat", "evalpred.dat", "evalmeas.dat", "curve.gp" };
-    char path[NS + 1][600];
-    for (int i = 0; i <= NS; i++) snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
-    int rc = -1, fallback = 0;
-    int64_t npts[NS] = { 0 };
-    FILE *f;
-    /* one file per series, finite points only: gnuplot joins the lines over the gaps */
-    for (int s = 0; s < NS; s++) {
-        if (!(f = fopen(path[s], "w"))) { snprintf(err, errlen, "%s: %s", path[s], strerror(errno)); goto out; }
-        for (int64_t i = 0; i < n; i++) {
-            double y = s == S_TRAIN ? as_eval_train_balance(&t[i]) : s == S_MEAS ? t[i].meas_balance
-                     : s == S_EVP ? t[i].eval_pred_balance : t[i].eval_meas_balance;
-            if (!isfinite(y)) continue;
-            if (s == S_TRAIN && isnan(t[i].pred_balance)) fallback = 1;
-            fprintf(f, "%" PRId64 " %.9g %.9g\n", t[i].episode, t[i].wall_s, y);
-            npts[s]++;
-        }
-        if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[s], strerror(errno)); goto out; }
-    }
-    if (!(f = fopen(path[NS], "w"))) { snprintf(err, errlen, "%s: %s", path[NS], strerror(errno)); goto out; }
-    gp_terminal(f, out, 1100, 900);
-    const char *src = n && t[0].reward_source[0] ? t[0].reward_source : "?";
-    static const char *const style[NS] = {
-        "with linespoints pt 7 ps 0.4 lc rgb \"#4c72b0\"", "with linespoints pt 7 ps 0.4 lc rgb \"#dd8452\"",
-        "with linespoints pt 5 ps 0.9 lw 2 lc rgb \"#55a868\"", "with linespoints pt 9 ps 1.1 lw 2 lc rgb \"#c44e52\"",
-    };
-    const char *title[NS] = {
-        fallback ? "training, predicted (or reward)" : "training, predicted",
-        "training, measured", "greedy evaluation, predicted", "greedy evaluation, measured",
-    };
-    int64_t total = 0;
-    for (int s = 0; s < NS; s++) total += npts[s];
-    fprintf(f, "set multiplot layout 2,1\nset grid\nset key below maxcols 2\nset offsets graph 0.02, graph 0.02, 0, 0\nset yrange [*<0:1.05]\n"
-               "set ylabel \"balance (min/max shard cost)\"\n");
-    if (!total) fprintf(f, "set label 1 \"no finite balance in the train records\" at graph 0.5,0.5 center\n");
-    for (int panel = 0; panel < 2; panel++) {
-        if (!panel) fprintf(f, "set title \"Training curve (reward: %s): balance vs episodes\"\nset xlabel \"episodes\"\n", src);
-        else fprintf(f, "set title \"Training curve (reward: %s): balance vs training time\"\nset xlabel \"wall time (s)\"\n", src);
-        if (!total) { fprintf(f, "plot [0:1] NaN notitle\n"); continue; }
-        fprintf(f, "plot ");
-        int first = 1;
-        for (int s = 0; s < NS; s++) {
-            if (!npts[s]) continue;
-            fprintf(f, "%s\"%s\" using %d:3 %s title ", first ? "" : ", ", path[s], panel ? 2 : 1, style[s]);
-            gp_str(f, title[s]);
-            first = 0;
-        }
-        fputc('\n', f);
-    }
-    fprintf(f, "unset multiplot\n");
-    if (fclose(f)) { snprintf(err, errlen, "%s: %s", path[NS], strerror(errno)); goto out; }
-    rc = gp_run(path[NS], err, errlen);
-out:
-    if (rc == 0 || !strstr(err, "script kept")) {
-        for (int i = 0; i <= NS; i++) unlink(path[i]);
-        rmdir(dir);
-    }
-    return rc;
 }

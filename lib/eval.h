@@ -15,8 +15,8 @@
  * noisy after as-bench's re-measuring. Two algorithms are ranked by a paired comparison of
  * their balance over the same tasks (as_eval_compare, as_eval_rank).
  *
- * Also the training curve of the learned policy from as-rl's `train` records: a table and
- * gnuplot plots of balance against episodes and wall time.
+ * Also the training curve of the learned policy from as-rl's `train` records: a table of
+ * balance against episodes and wall time (its gnuplot plots, and the plans': evalplot.h).
  */
 #ifndef AS_EVAL_H
 #define AS_EVAL_H
@@ -189,28 +189,6 @@ typedef struct {
 void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v);
 
-/* ---- plots -------------------------------------------------------------------------------- */
-
-/* the plot format a file name asks for by its extension (case-insensitive): 0 .png, 1
- * .svg, 2 .pdf; -1 anything else */
-int as_eval_plot_format(const char *path);
-#define AS_EVAL_PLOT_FORMATS ".png, .svg or .pdf"
-
-/* a shard-cost bar chart switches to a log y axis when its largest bar is more than this
- * many times its smallest non-zero one (as-eval --help states it as 30x) */
-#define AS_EVAL_LOG_RATIO 30.0
-
-/* Plots with gnuplot into out, in the format of its extension (png: pngcairo when
- * available, else png; svg; pdf: pdfcairo): per-shard cost bars of every algorithm's plan
- * of task `task` (first run; log y axis when the bars span more than AS_EVAL_LOG_RATIO),
- * balance per algorithm (mean ± std, clipped to [0, 100] %) and speedup (geometric mean with
- * its 95 % interval) with error bars inside the axes, and, when pred/meas are given,
- * predicted against measured shard cost. 0 ok; -1 with err (gnuplot missing or failing: the
- * caller treats it as an environment error). */
-int as_eval_plot(const char *out, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
-                 int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
-                 char *err, size_t errlen);
-
 /* ---- training curves (as-rl --log) ------------------------------------------------------- */
 
 /* one `train` record (docs/FORMAT.md); NaN where a number is absent or undefined */
@@ -244,11 +222,5 @@ int64_t as_eval_curve_rows(const as_eval_train *t, int64_t n, int64_t max, int64
 /* the curve table (rows of as_eval_curve_rows with max 20): episode, wall_s, evals, reward,
  * pred_balance, eval_pred_balance, eval_meas_balance */
 void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, int64_t n);
-
-/* The training curve with gnuplot into out (its format as for as_eval_plot): balance
- * against episodes and against wall time (wall_s), series training episodes (as_eval_train_
- * balance), their measured balance, and the greedy evaluations' predicted and measured
- * balance, each where present. 0 ok; -1 with err (gnuplot missing or failing). */
-int as_eval_plot_curve(const char *out, const as_eval_train *t, int64_t n, char *err, size_t errlen);
 
 #endif

@@ -200,6 +200,64 @@ static int read_noise(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     return 0;
 }
 
+/* mem_bytes when present: one per shard, negative read as 0; 0, or -1 with err */
+static int read_mem(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    int64_t nm;
+    int64_t *mem;
+    if (get_ints(rec, "mem_bytes", &mem, &nm)) return 0;
+    if (nm != p->K) { free(mem); snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_bytes' must have one entry per shard", p->task); return -1; }
+    p->mem = as_malloc((size_t)p->K * sizeof *p->mem);
+    for (int64_t k = 0; k < p->K; k++) p->mem[k] = mem[k] < 0 ? 0 : (uint64_t)mem[k];
+    free(mem);
+    return 0;
+}
+
+/* cost_ms (NaN where absent or nil) with its cost_kind and cost_device; a negative
+ * estimate counts as 0 (clamped), a negative measurement is bad data; 0, or -1 with err */
+static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    p->cost = as_malloc((size_t)p->K * sizeof *p->cost);
+    for (int64_t k = 0; k < p->K; k++) p->cost[k] = NAN;
+    const msgpack_object *c = as_obj_get(rec, "cost_ms");
+    if (!c || c->type == MSGPACK_OBJECT_NIL) return 0;
+    if (c->type != MSGPACK_OBJECT_ARRAY || (int64_t)c->via.array.size != p->K) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' must be a list with one entry per shard", p->task);
+        return -1;
+    }
+    char kind[32] = "";
+    as_obj_str(rec, "cost_kind", kind, sizeof kind);
+    if (!strcmp(kind, "measured")) p->cost_kind = 1;
+    else if (!strcmp(kind, "estimated")) p->cost_kind = 2;
+    else {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' without a cost_kind of \"measured\" or \"estimated\"", p->task);
+        return -1;
+    }
+    for (int64_t k = 0; k < p->K; k++) {
+        int rc = as_obj_num(&c->via.array.ptr[k], &p->cost[k]);
+        if (rc > 0) continue;   /* nil: not measured, stays NaN */
+        if (rc < 0) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not a number or nil", p->task, k);
+            return -1;
+        }
+        if (!isfinite(p->cost[k])) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not finite (an unmeasured shard is nil)", p->task, k);
+            return -1;
+        }
+        if (p->cost[k] < 0) {
+            if (p->cost_kind == 1) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": measured cost_ms[%" PRId64 "] is negative (%g ms): a measured "
+                         "time cannot be; bad data", p->task, k, p->cost[k]);
+                return -1;
+            }
+            p->cost[k] = 0;   /* an unconstrained cost model's estimate: no shard costs less than nothing */
+            p->clamped++;
+        }
+    }
+    as_obj_str(rec, "cost_device", p->device, sizeof p->device);
+    return 0;
+}
+
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
@@ -226,53 +284,7 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     const msgpack_object *fe = as_obj_get(rec, "feasible");
     if (fe && fe->type == MSGPACK_OBJECT_BOOLEAN) p->feasible = fe->via.boolean && !unplaced;
     else p->feasible = !unplaced;
-    int64_t nm;
-    int64_t *mem;
-    if (!get_ints(rec, "mem_bytes", &mem, &nm)) {
-        if (nm != p->K) { free(mem); snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_bytes' must have one entry per shard", p->task); goto bad; }
-        p->mem = as_malloc((size_t)p->K * sizeof *p->mem);
-        for (int64_t k = 0; k < p->K; k++) p->mem[k] = mem[k] < 0 ? 0 : (uint64_t)mem[k];
-        free(mem);
-    }
-    p->cost = as_malloc((size_t)p->K * sizeof *p->cost);
-    for (int64_t k = 0; k < p->K; k++) p->cost[k] = NAN;
-    const msgpack_object *c = as_obj_get(rec, "cost_ms");
-    if (c && c->type != MSGPACK_OBJECT_NIL) {
-        if (c->type != MSGPACK_OBJECT_ARRAY || (int64_t)c->via.array.size != p->K) {
-            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' must be a list with one entry per shard", p->task);
-            goto bad;
-        }
-        char kind[32] = "";
-        as_obj_str(rec, "cost_kind", kind, sizeof kind);
-        if (!strcmp(kind, "measured")) p->cost_kind = 1;
-        else if (!strcmp(kind, "estimated")) p->cost_kind = 2;
-        else {
-            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_ms' without a cost_kind of \"measured\" or \"estimated\"", p->task);
-            goto bad;
-        }
-        for (int64_t k = 0; k < p->K; k++) {
-            int rc = as_obj_num(&c->via.array.ptr[k], &p->cost[k]);
-            if (rc > 0) continue;   /* nil: not measured, stays NaN */
-            if (rc < 0) {
-                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not a number or nil", p->task, k);
-                goto bad;
-            }
-            if (!isfinite(p->cost[k])) {
-                snprintf(err, errlen, "plan of task %" PRId64 ": cost_ms[%" PRId64 "] is not finite (an unmeasured shard is nil)", p->task, k);
-                goto bad;
-            }
-            if (p->cost[k] < 0) {
-                if (p->cost_kind == 1) {
-                    snprintf(err, errlen, "plan of task %" PRId64 ": measured cost_ms[%" PRId64 "] is negative (%g ms): a measured "
-                             "time cannot be; bad data", p->task, k, p->cost[k]);
-                    goto bad;
-                }
-                p->cost[k] = 0;   /* an unconstrained cost model's estimate: no shard costs less than nothing */
-                p->clamped++;
-            }
-        }
-        as_obj_str(rec, "cost_device", p->device, sizeof p->device);
-    }
+    if (read_mem(rec, p, err, errlen) || read_costs(rec, p, err, errlen)) goto bad;
     if (read_noise(rec, p, err, errlen)) goto bad;
     if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
         read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))

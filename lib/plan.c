@@ -111,13 +111,11 @@ void as_plan_free(as_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n,
-                 char *err, size_t errlen)
+/* the configuration makes a plan: shards, a known algorithm, the model or policy it needs,
+ * a model with a representation; 0 ok, -1 with err */
+static int check_cfg(const as_plan_cfg *c, char *err, size_t errlen)
 {
-    double t0 = as_now();
-    memset(p, 0, sizeof *p);
-    int64_t K = c->shards;
-    if (K < 1) { snprintf(err, errlen, "a plan needs at least one shard"); return -1; }
+    if (c->shards < 1) { snprintf(err, errlen, "a plan needs at least one shard"); return -1; }
     if ((unsigned)c->alg >= AS_ALG_COUNT) { snprintf(err, errlen, "unknown algorithm"); return -1; }
     const as_plan_model *m = c->model;
     if (c->alg == AS_ALG_COST && !m) { snprintf(err, errlen, "cost-greedy needs a cost model"); return -1; }
@@ -129,6 +127,139 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         snprintf(err, errlen, "cost model: representation width %d", m->rep);
         return -1;
     }
+    return 0;
+}
+
+/* random: each table, in input order, on a uniformly drawn shard among those it fits */
+static void make_random(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, const uint64_t *bytes)
+{
+    const int64_t K = c->shards;
+    as_rng rng;
+    as_rng_seed(&rng, c->seed, (uint64_t)c->stream);
+    int64_t *ok = as_malloc((size_t)K * sizeof *ok);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t nok = 0, k;
+        for (k = 0; k < K; k++) if (as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) ok[nok++] = k;
+        if (!nok) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+        k = ok[as_rng_below(&rng, (uint64_t)nok)];
+        p->assign[i] = k;
+        p->mem[k] += bytes[i];
+        p->count[k]++;
+    }
+    free(ok);
+}
+
+/* autoshard, torchrec: the policy's placement, checked (shards in range, caps kept);
+ * 0 ok, -1 with err */
+static int make_placed(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, const uint64_t *bytes,
+                       char *err, size_t errlen)
+{
+    const int64_t K = c->shards;
+    int64_t *a = as_malloc((size_t)(n ? n : 1) * sizeof *a);
+    int rc = c->policy->place(c->policy->ctx, t, n, K, c->mem_cap, a, err, errlen);
+    for (int64_t i = 0; rc == 0 && i < n; i++) {
+        if (a[i] < -1 || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, t[i]->id, a[i]); rc = -1; break; }
+        if (a[i] < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+        p->assign[i] = a[i];
+        p->mem[a[i]] += bytes[i];
+        p->count[a[i]]++;
+        if (c->mem_cap && p->mem[a[i]] > c->mem_cap) {
+            snprintf(err, errlen, "policy put table %" PRId64 " over shard %" PRId64 "'s cap", t[i]->id, a[i]);
+            rc = -1;
+        }
+    }
+    free(a);
+    return rc;
+}
+
+/* the greedy algorithms: tables by descending key (as_plan_order), each onto the shard it
+ * fits with the lowest value (the shard's key; cost-greedy: the model's cost of the shard
+ * with the table, summed representations, or sums of pre with a split head); rep, sum: the
+ * model's representations of the tables and the shards' sums (cost-greedy) */
+static void make_greedy(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, const uint64_t *bytes,
+                        const float *rep, float *sum)
+{
+    const int64_t K = c->shards;
+    const as_plan_model *m = c->model;
+    const int R = m ? m->rep : 0;
+    double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
+    /* cost-greedy with a split head: pre of every table (rows 0..n) and shard (n..n+K) */
+    int HD = c->alg == AS_ALG_COST && m->pre && m->post && m->hid > 0 ? m->hid : 0;
+    /* one summed representation (R), or one sum of pre (HD) */
+    float *tmp = c->alg == AS_ALG_COST ? as_malloc((size_t)(R > HD ? R : HD) * sizeof *tmp) : NULL;
+    float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
+    for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, rep + (size_t)i * R, pre + (size_t)i * HD);
+    for (int64_t i = 0; i < n; i++)
+        key[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
+    int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
+    as_plan_order(order, key, bytes, t, n);
+    for (int64_t q = 0; q < n; q++) {
+        int64_t i = order[q], best = -1;
+        double bestv = 0;
+        for (int64_t k = 0; k < K; k++) {
+            if (!as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) continue;
+            double v;
+            if (c->alg == AS_ALG_COST && pre) {
+                const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;
+                for (int d = 0; d < HD; d++) tmp[d] = s[d] + r[d];
+                v = m->post(m->ctx, tmp);
+            } else if (c->alg == AS_ALG_COST) {
+                const float *s = sum + (size_t)k * R, *r = rep + (size_t)i * R;
+                for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
+                v = m->head(m->ctx, tmp);
+            } else {
+                v = p->key[k];
+            }
+            if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
+        }
+        if (best < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+        p->assign[i] = best;
+        p->mem[best] += bytes[i];
+        p->count[best]++;
+        p->key[best] += key[i];
+        if (c->alg == AS_ALG_COST) {
+            float *s = sum + (size_t)best * R;
+            const float *r = rep + (size_t)i * R;
+            for (int d = 0; d < R; d++) s[d] += r[d];
+            if (pre) {
+                float *ps = pre + (size_t)(n + best) * HD;
+                const float *pr = pre + (size_t)i * HD;
+                for (int d = 0; d < HD; d++) ps[d] += pr[d];
+            }
+        }
+    }
+    free(order);
+    free(key);
+    free(pre);
+    free(tmp);
+}
+
+/* the model's prediction of each shard (pred) from the shards' summed representations
+ * (summed here unless cost-greedy summed them while placing); empty shards: 0 */
+static void model_pred(as_plan *p, const as_plan_cfg *c, int64_t n, const float *rep, float *sum)
+{
+    const as_plan_model *m = c->model;
+    const int R = m->rep;
+    const int64_t K = c->shards;
+    if (c->alg != AS_ALG_COST)
+        for (int64_t i = 0; i < n; i++) {
+            if (p->assign[i] < 0) continue;
+            float *s = sum + (size_t)p->assign[i] * R;
+            const float *r = rep + (size_t)i * R;
+            for (int d = 0; d < R; d++) s[d] += r[d];
+        }
+    p->pred = as_malloc((size_t)K * sizeof *p->pred);
+    for (int64_t k = 0; k < K; k++) p->pred[k] = p->count[k] ? m->head(m->ctx, sum + (size_t)k * R) : 0;   /* empty: 0 */
+}
+
+int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n,
+                 char *err, size_t errlen)
+{
+    double t0 = as_now();
+    memset(p, 0, sizeof *p);
+    int64_t K = c->shards;
+    if (check_cfg(c, err, errlen)) return -1;
+    const as_plan_model *m = c->model;
     p->n = n;
     p->shards = K;
     p->assign = as_malloc((size_t)(n ? n : 1) * sizeof *p->assign);
@@ -149,102 +280,17 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     }
 
     if (c->alg == AS_ALG_RANDOM) {
-        as_rng rng;
-        as_rng_seed(&rng, c->seed, (uint64_t)c->stream);
-        int64_t *ok = as_malloc((size_t)K * sizeof *ok);
-        for (int64_t i = 0; i < n; i++) {
-            int64_t nok = 0, k;
-            for (k = 0; k < K; k++) if (as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) ok[nok++] = k;
-            if (!nok) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
-            k = ok[as_rng_below(&rng, (uint64_t)nok)];
-            p->assign[i] = k;
-            p->mem[k] += bytes[i];
-            p->count[k]++;
-        }
-        free(ok);
+        make_random(p, c, t, n, bytes);
     } else if (c->alg == AS_ALG_AUTOSHARD || c->alg == AS_ALG_TORCHREC) {
-        int64_t *a = as_malloc((size_t)(n ? n : 1) * sizeof *a);
-        int rc = c->policy->place(c->policy->ctx, t, n, K, c->mem_cap, a, err, errlen);
-        for (int64_t i = 0; rc == 0 && i < n; i++) {
-            if (a[i] < -1 || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, t[i]->id, a[i]); rc = -1; break; }
-            if (a[i] < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
-            p->assign[i] = a[i];
-            p->mem[a[i]] += bytes[i];
-            p->count[a[i]]++;
-            if (c->mem_cap && p->mem[a[i]] > c->mem_cap) {
-                snprintf(err, errlen, "policy put table %" PRId64 " over shard %" PRId64 "'s cap", t[i]->id, a[i]);
-                rc = -1;
-            }
-        }
-        free(a);
-        if (rc) {
+        if (make_placed(p, c, t, n, bytes, err, errlen)) {
             free(rep); free(sum); free(bytes);
             as_plan_free(p);
             return -1;
         }
     } else {
-        double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
-        /* cost-greedy with a split head: pre of every table (rows 0..n) and shard (n..n+K) */
-        int HD = c->alg == AS_ALG_COST && m->pre && m->post && m->hid > 0 ? m->hid : 0;
-        /* one summed representation (R), or one sum of pre (HD) */
-        float *tmp = c->alg == AS_ALG_COST ? as_malloc((size_t)(R > HD ? R : HD) * sizeof *tmp) : NULL;
-        float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
-        for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, rep + (size_t)i * R, pre + (size_t)i * HD);
-        for (int64_t i = 0; i < n; i++)
-            key[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
-        int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
-        as_plan_order(order, key, bytes, t, n);
-        for (int64_t q = 0; q < n; q++) {
-            int64_t i = order[q], best = -1;
-            double bestv = 0;
-            for (int64_t k = 0; k < K; k++) {
-                if (!as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) continue;
-                double v;
-                if (c->alg == AS_ALG_COST && pre) {
-                    const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;
-                    for (int d = 0; d < HD; d++) tmp[d] = s[d] + r[d];
-                    v = m->post(m->ctx, tmp);
-                } else if (c->alg == AS_ALG_COST) {
-                    const float *s = sum + (size_t)k * R, *r = rep + (size_t)i * R;
-                    for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
-                    v = m->head(m->ctx, tmp);
-                } else {
-                    v = p->key[k];
-                }
-                if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
-            }
-            if (best < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
-            p->assign[i] = best;
-            p->mem[best] += bytes[i];
-            p->count[best]++;
-            p->key[best] += key[i];
-            if (c->alg == AS_ALG_COST) {
-                float *s = sum + (size_t)best * R;
-                const float *r = rep + (size_t)i * R;
-                for (int d = 0; d < R; d++) s[d] += r[d];
-                if (pre) {
-                    float *ps = pre + (size_t)(n + best) * HD;
-                    const float *pr = pre + (size_t)i * HD;
-                    for (int d = 0; d < HD; d++) ps[d] += pr[d];
-                }
-            }
-        }
-        free(order);
-        free(key);
-        free(pre);
-        free(tmp);
+        make_greedy(p, c, t, n, bytes, rep, sum);
     }
-    if (m) {
-        if (c->alg != AS_ALG_COST)
-            for (int64_t i = 0; i < n; i++) {
-                if (p->assign[i] < 0) continue;
-                float *s = sum + (size_t)p->assign[i] * R;
-                const float *r = rep + (size_t)i * R;
-                for (int d = 0; d < R; d++) s[d] += r[d];
-            }
-        p->pred = as_malloc((size_t)K * sizeof *p->pred);
-        for (int64_t k = 0; k < K; k++) p->pred[k] = p->count[k] ? m->head(m->ctx, sum + (size_t)k * R) : 0;   /* empty: 0 */
-    }
+    if (m) model_pred(p, c, n, rep, sum);
     p->feasible = p->ninfeasible == 0;
     free(rep);
     free(sum);

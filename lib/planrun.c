@@ -186,6 +186,74 @@ static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_
     if (p) as_progress_update(p, (double)st->nplans);
 }
 
+/* one algorithm's plan of a task and the items it was made of */
+typedef struct {
+    as_plan pl;
+    as_features *items;             /* the split's or TorchRec's items (tables and pieces); NULL: the task's tables */
+    const as_features **fi;         /* the items' features: f itself for the task's tables */
+    int64_t ni;                     /* how many */
+    int64_t *ids;                   /* their table ids; NULL: the task's */
+} aplan;
+
+static void aplan_free(aplan *ap, const as_features **f)
+{
+    if (ap->fi != f) free(ap->fi);
+    free(ap->items);
+    free(ap->ids);
+}
+
+/* TorchRec's planner splits tables itself (row_wise, column_wise) and places them; its
+ * items reach as_plan_make as a fixed placement (pc's policy for the call); 0, or -1 with err */
+static int torchrec_plan(aplan *ap, as_plan_run_stats *st, as_plan_cfg *pc, const as_plan_run_cfg *c,
+                         const as_plan_input *in, const as_ptask *t, const as_features **f, char *err, size_t errlen)
+{
+    char e2[768];
+    as_tr_info tri;
+    int64_t *tra = NULL;
+    if (as_tr_plan(pc, &in->ft, f, t->ntables, &ap->items, &ap->ni, &tra, &tri, e2, sizeof e2)) {
+        snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
+        return -1;
+    }
+    as_piece *pcs;
+    item_views(ap->items, ap->ni, &ap->fi, &ap->ids, &pcs);
+    as_plan_policy fixed = { tra, fixed_place };
+    pc->policy = &fixed;
+    int rc = as_plan_make(&ap->pl, pc, ap->fi, ap->ni, e2, sizeof e2);
+    free(tra);
+    pc->policy = c->policy;
+    if (rc) {
+        snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
+        aplan_free(ap, f);
+        free(pcs);
+        return -1;
+    }
+    ap->pl.plan_ms += tri.ms;   /* as_plan_make timed the copy only */
+    ap->pl.pieces = pcs;
+    st->tr_row_wise += tri.row_wise;
+    st->tr_column_wise += tri.column_wise;
+    st->tr_no_rows += tri.no_rows;
+    return 0;
+}
+
+/* --split-tables: the split search's plan of its items (tables and pieces); 0, or -1 with err */
+static int split_plan(aplan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, const as_plan_run_cfg *c,
+                      const as_plan_input *in, const as_ptask *t, const as_features **f, char *err, size_t errlen)
+{
+    char e2[768];
+    as_split_info info;
+    if (as_split_search(pc, c->split_cfg, &in->ft, f, t->ntables, &ap->items, &ap->ni, &ap->pl, &info, e2, sizeof e2)) {
+        snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(pc->alg), e2);
+        return -1;
+    }
+    item_views(ap->items, ap->ni, &ap->fi, &ap->ids, &ap->pl.pieces);
+    ap->pl.split = 1;
+    ap->pl.comm_gbps = c->split_cfg->comm_gbps;
+    st->split_nodes += info.nodes;
+    st->split_tables += info.split;
+    st->split_cut += info.cut;
+    return 0;
+}
+
 /* the plans of one task; f: its features */
 static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_ptask *t,
                      const as_features **f, as_progress *p, char *err, size_t errlen)
@@ -204,84 +272,39 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         /* split plans: the split search's communication charge in the refinement too */
         as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy,
                            c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL };
-        as_plan pl;
         char e2[768];
-        /* with --split-tables the items are the split's: tables and pieces, the task copy
-           lists their table ids */
-        as_features *items = NULL;
-        const as_features **fi = f;
-        int64_t ni = t->ntables;
-        int64_t *ids = NULL;
-        as_ptask tki = tk;
+        /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
+           pieces, the task copy lists their table ids */
+        aplan ap = { .fi = f, .ni = t->ntables };
         if (a == AS_ALG_TORCHREC) {
-            /* TorchRec's planner splits tables itself (row_wise, column_wise) and places
-               them; its items reach as_plan_make as a fixed placement */
-            as_tr_info tri;
-            int64_t *tra = NULL;
-            if (as_tr_plan(&pc, &in->ft, f, t->ntables, &items, &ni, &tra, &tri, e2, sizeof e2)) {
-                snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
-                return -1;
-            }
-            as_piece *pcs;
-            item_views(items, ni, &fi, &ids, &pcs);
-            as_plan_policy fixed = { tra, fixed_place };
-            pc.policy = &fixed;
-            int rc = as_plan_make(&pl, &pc, fi, ni, e2, sizeof e2);
-            free(tra);
-            pc.policy = c->policy;
-            if (rc) {
-                snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
-                free(fi);
-                free(ids);
-                free(pcs);
-                free(items);
-                return -1;
-            }
-            pl.plan_ms += tri.ms;   /* as_plan_make timed the copy only */
-            pl.pieces = pcs;
-            tki.tables = ids;
-            tki.ntables = ni;
-            st->tr_row_wise += tri.row_wise;
-            st->tr_column_wise += tri.column_wise;
-            st->tr_no_rows += tri.no_rows;
+            if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
         } else if (c->split) {
-            as_split_info info;
-            if (as_split_search(&pc, c->split_cfg, &in->ft, f, t->ntables, &items, &ni, &pl, &info, e2, sizeof e2)) {
-                snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
-                return -1;
-            }
-            item_views(items, ni, &fi, &ids, &pl.pieces);
-            pl.split = 1;
-            pl.comm_gbps = c->split_cfg->comm_gbps;
-            tki.tables = ids;
-            tki.ntables = ni;
-            st->split_nodes += info.nodes;
-            st->split_tables += info.split;
-            st->split_cut += info.cut;
-        } else if (as_plan_make(&pl, &pc, f, t->ntables, e2, sizeof e2)) {
+            if (split_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
+        } else if (as_plan_make(&ap.pl, &pc, f, t->ntables, e2, sizeof e2)) {
             snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
             return -1;
+        }
+        as_ptask tki = tk;
+        if (ap.ids) {
+            tki.tables = ap.ids;
+            tki.ntables = ap.ni;
         }
         as_plan_meta meta = { &tki, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
                               a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
                               a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
-                              fi, NULL };
+                              ap.fi, NULL };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
-            if (pass && as_plan_refine(&pl, &pc, fi, ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
+            if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
-                as_plan_free(&pl);
-                if (fi != f) free(fi);
-                free(items);
-                free(ids);
+                as_plan_free(&ap.pl);
+                aplan_free(&ap, f);
                 return -1;
             }
-            emit(st, c, &meta, &pl, fi, p);
+            emit(st, c, &meta, &ap.pl, ap.fi, p);
         }
-        as_plan_free(&pl);
-        if (fi != f) free(fi);
-        free(items);
-        free(ids);
+        as_plan_free(&ap.pl);
+        aplan_free(&ap, f);
     }
     return 0;
 }
@@ -383,141 +406,187 @@ static int label_alg(const char *label, int64_t task, as_alg *alg, char *err, si
     return 0;
 }
 
+/* one measured plan record under repair, and what it owns */
+typedef struct {
+    as_planrec pr;
+    char label[64];                 /* its alg */
+    as_alg alg;                     /* the label's algorithm */
+    int rounds;                     /* the measured rounds its label carries */
+    const as_ptask *t;              /* its task */
+    double *meas, *scale;           /* [K] each shard's measured cost (NaN: none); measured / predicted */
+    double comm;                    /* its comm_gbps (0: none) */
+    as_features *items;             /* [n] its items' features: whole tables, or their pieces */
+    const as_features **fi;         /* [n] views of items */
+    int64_t *ids;                   /* [n] their table ids */
+} mplan;
+
+static void mplan_free(mplan *m)
+{
+    free(m->fi);
+    free(m->ids);
+    free(m->items);
+    free(m->meas);
+    free(m->scale);
+    as_planrec_free(&m->pr);
+}
+
+/* whether to repair the record read into m: its task, its label's algorithm and rounds, its
+ * shards; 0 repair, 1 skip it (counted), -1 with err */
+static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *err, size_t errlen)
+{
+    const as_plan_run_cfg *c = R->c;
+    const as_planrec *pr = &m->pr;
+    m->t = pr->has_task ? task_of(R->in, pr->task) : NULL;
+    if (!m->t || pr->unplaced || pr->n < 1) {   /* another split's task, or an infeasible plan */
+        R->rs->skipped++;
+        return 1;
+    }
+    as_obj_str(o, "alg", m->label, sizeof m->label);
+    if (label_alg(m->label, pr->task, &m->alg, err, errlen)) return -1;
+    m->rounds = label_rounds(m->label);
+    if ((c->repair_filter && !c->want[m->alg]) || (c->repair_round > 0 && m->rounds != c->repair_round - 1)) {
+        R->rs->skipped++;
+        return 1;
+    }
+    if (c->shards && c->shards != pr->shards) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %" PRId64 " shards, --shards %" PRId64, pr->task, m->label,
+                 pr->shards, c->shards);
+        return -1;
+    }
+    return 0;
+}
+
+/* the measured costs: one per shard, a number or nil (a shard that failed), and the
+ * record's communication bandwidth; 0, or -1 with err */
+static int mplan_costs(mplan *m, const msgpack_object *o, char *err, size_t errlen)
+{
+    const int64_t K = m->pr.shards;
+    const msgpack_object *co = as_obj_get(o, "cost_ms");
+    if (!co || co->type != MSGPACK_OBJECT_ARRAY || (int64_t)co->via.array.size != K) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): 'cost_ms' is not a list of %" PRId64 " costs", m->pr.task,
+                 m->label, K);
+        return -1;
+    }
+    m->meas = as_malloc((size_t)K * sizeof *m->meas);
+    m->scale = as_malloc((size_t)K * sizeof *m->scale);
+    for (int64_t k = 0; k < K; k++) {
+        const msgpack_object *v = &co->via.array.ptr[k];
+        m->meas[k] = v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32 ? v->via.f64
+                     : v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : NAN;
+    }
+    m->comm = 0;
+    as_obj_f64(o, "comm_gbps", &m->comm);
+    if (!(m->comm >= 0) || !isfinite(m->comm)) m->comm = 0;
+    return 0;
+}
+
+/* each shard's measured / predicted kernel cost into scale; a shard without both (empty,
+ * or not measured) takes the median of the others, 1 when there is none */
+static void measured_scale(double *scale, const double *meas, const as_plan *pl, int64_t K)
+{
+    double *known = as_malloc((size_t)K * sizeof *known);
+    int64_t nk = 0;
+    for (int64_t k = 0; k < K; k++) {
+        scale[k] = pl->count[k] && isfinite(meas[k]) && meas[k] > 0 && pl->pred[k] > 0 ? meas[k] / pl->pred[k] : NAN;
+        if (isfinite(scale[k])) known[nk++] = scale[k];
+    }
+    double med = 1;
+    if (nk) {
+        for (int64_t a = 1; a < nk; a++)
+            for (int64_t b = a; b > 0 && known[b - 1] > known[b]; b--) { double x = known[b]; known[b] = known[b - 1]; known[b - 1] = x; }
+        med = nk % 2 ? known[nk / 2] : 0.5 * (known[nk / 2 - 1] + known[nk / 2]);
+    }
+    for (int64_t k = 0; k < K; k++) if (!isfinite(scale[k])) scale[k] = med;
+    free(known);
+}
+
+/* the record rebuilt as a fixed placement (keys 0, as autoshard's) into pl, with its
+ * measured scales set in pc for the refinement; 0, or -1 with e2 */
+static int rebuild(as_plan *pl, as_plan_cfg *pc, mplan *m, char *e2, size_t e2len)
+{
+    const int64_t K = m->pr.shards, n = m->pr.n;
+    if (as_plan_make(pl, pc, m->fi, n, e2, e2len)) return -1;
+    measured_scale(m->scale, m->meas, pl, K);
+    pc->shard_scale = m->scale;
+    pl->split = strstr(m->label, "+split") != NULL;
+    pl->comm_gbps = m->comm;
+    if (m->pr.pieces) {
+        pl->pieces = as_malloc((size_t)n * sizeof *pl->pieces);
+        memcpy(pl->pieces, m->pr.pieces, (size_t)n * sizeof *pl->pieces);
+    }
+    return 0;
+}
+
+/* a repaired plan counted, and its measured and expected slowest shard in the debug log */
+static void repair_count(repair_ctx *R, const mplan *m, const as_plan *pl)
+{
+    double mmax = 0, after = 0;
+    for (int64_t k = 0; k < m->pr.shards; k++) {
+        if (isfinite(m->meas[k]) && m->meas[k] > mmax) mmax = m->meas[k];
+        const double v = m->scale[k] * pl->pred[k];
+        if (v > after) after = v;
+    }
+    R->rs->plans++;
+    R->rs->steps += pl->refine.moves + pl->refine.swaps;
+    R->rs->changed += pl->refine.moves + pl->refine.swaps > 0;
+    as_debug("task %" PRId64 ": %s: measured slowest shard %.4f ms; after %" PRId64 " moves and %" PRId64
+             " swaps on the measured costs, %.4f ms expected (kernel)", m->pr.task, m->label, mmax, pl->refine.moves,
+             pl->refine.swaps, after);
+}
+
 /* one measured plan record: rebuilt on its items' features, refined with each shard's
  * measured / predicted scale, written as ALG...+measured (one round more) */
 static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = R->c;
-    char e2[768], label[64] = "";
-    as_planrec pr;
-    if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
-    const as_ptask *t = pr.has_task ? task_of(R->in, pr.task) : NULL;
-    if (!t || pr.unplaced || pr.n < 1) {   /* another split's task, or an infeasible plan */
-        R->rs->skipped++;
-        as_planrec_free(&pr);
-        return 0;
+    char e2[768];
+    mplan m = { .label = "" };
+    if (as_planrec_read(o, &m.pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    int sel = mplan_select(R, o, &m, err, errlen);
+    /* the measured costs, and the items' features: whole tables, or their pieces */
+    if (sel || mplan_costs(&m, o, err, errlen) || record_items(R->in, &m.pr, m.label, &m.items, err, errlen)) {
+        mplan_free(&m);
+        return sel > 0 ? 0 : -1;
     }
-    as_obj_str(o, "alg", label, sizeof label);
-    as_alg alg;
-    if (label_alg(label, pr.task, &alg, err, errlen)) {
-        as_planrec_free(&pr);
-        return -1;
-    }
-    const int rounds = label_rounds(label);
-    if ((c->repair_filter && !c->want[alg]) || (c->repair_round > 0 && rounds != c->repair_round - 1)) {
-        R->rs->skipped++;
-        as_planrec_free(&pr);
-        return 0;
-    }
-    const int64_t K = pr.shards, n = pr.n;
-    if (c->shards && c->shards != K) {
-        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %" PRId64 " shards, --shards %" PRId64, pr.task, label, K,
-                 c->shards);
-        as_planrec_free(&pr);
-        return -1;
-    }
-    /* the measured costs: one per shard, a number or nil (a shard that failed) */
-    const msgpack_object *co = as_obj_get(o, "cost_ms");
-    if (!co || co->type != MSGPACK_OBJECT_ARRAY || (int64_t)co->via.array.size != K) {
-        snprintf(err, errlen, "plan of task %" PRId64 " (%s): 'cost_ms' is not a list of %" PRId64 " costs", pr.task, label, K);
-        as_planrec_free(&pr);
-        return -1;
-    }
-    double *meas = as_malloc((size_t)K * sizeof *meas), *scale = as_malloc((size_t)K * sizeof *scale);
-    for (int64_t k = 0; k < K; k++) {
-        const msgpack_object *v = &co->via.array.ptr[k];
-        meas[k] = v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32 ? v->via.f64
-                  : v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : NAN;
-    }
-    double comm = 0;
-    as_obj_f64(o, "comm_gbps", &comm);
-    if (!(comm >= 0) || !isfinite(comm)) comm = 0;
-    /* the items' features: whole tables, or their pieces */
-    as_features *items;
-    if (record_items(R->in, &pr, label, &items, err, errlen)) {
-        free(meas); free(scale);
-        as_planrec_free(&pr);
-        return -1;
-    }
-    const as_features **fi;
-    int64_t *ids;
-    item_views(items, n, &fi, &ids, NULL);
-    const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
+    const int64_t K = m.pr.shards, n = m.pr.n;
+    item_views(m.items, n, &m.fi, &m.ids, NULL);
+    const uint64_t mcap = c->cap_given ? c->mem_cap : m.t->mem_cap;
     /* the measured plan under this run's cap (the task's, or --mem-cap) */
-    if (record_cap(&pr, items, mcap, label, c->cap_given ? " of --mem-cap" : " of its task", err, errlen)) {
-        free(fi); free(ids); free(items); free(meas); free(scale);
-        as_planrec_free(&pr);
+    if (record_cap(&m.pr, m.items, mcap, m.label, c->cap_given ? " of --mem-cap" : " of its task", err, errlen)) {
+        mplan_free(&m);
         return -1;
     }
-    as_plan_policy fixed = { pr.assign, fixed_place };
+    as_plan_policy fixed = { m.pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
-    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, t->id, c->model, &fixed, comm, NULL };
+    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL };
     as_plan pl;
-    int rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2);
-    if (!rc) {
-        /* each shard's measured / predicted kernel cost; a shard without both (empty, or not
-           measured) takes the median of the others, 1 when there is none */
-        double *known = as_malloc((size_t)K * sizeof *known);
-        int64_t nk = 0;
-        for (int64_t k = 0; k < K; k++) {
-            scale[k] = pl.count[k] && isfinite(meas[k]) && meas[k] > 0 && pl.pred[k] > 0 ? meas[k] / pl.pred[k] : NAN;
-            if (isfinite(scale[k])) known[nk++] = scale[k];
-        }
-        double med = 1;
-        if (nk) {
-            for (int64_t a = 1; a < nk; a++)
-                for (int64_t b = a; b > 0 && known[b - 1] > known[b]; b--) { double x = known[b]; known[b] = known[b - 1]; known[b - 1] = x; }
-            med = nk % 2 ? known[nk / 2] : 0.5 * (known[nk / 2 - 1] + known[nk / 2]);
-        }
-        for (int64_t k = 0; k < K; k++) if (!isfinite(scale[k])) scale[k] = med;
-        free(known);
-        pc.shard_scale = scale;
-        pl.split = strstr(label, "+split") != NULL;
-        pl.comm_gbps = comm;
-        if (pr.pieces) {
-            pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
-            memcpy(pl.pieces, pr.pieces, (size_t)n * sizeof *pl.pieces);
-        }
-    }
-    as_ptask tki = *t;
+    int rc = rebuild(&pl, &pc, &m, e2, sizeof e2);
+    as_ptask tki = *m.t;
     tki.shards = K;
-    tki.tables = ids;
+    tki.tables = m.ids;
     tki.ntables = n;
-    as_plan_meta meta = { &tki, alg, c->seed, mcap, c->world, c->model_path, c->model_device,
-                          alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, fi, NULL };
+    as_plan_meta meta = { &tki, m.alg, c->seed, mcap, c->world, c->model_path, c->model_device,
+                          m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, m.fi, NULL };
     if (!rc && c->keep_unrefined) {
         /* the plan as it was measured, its label as it came, to measure beside the new one */
-        pl.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
-        pl.measured = rounds;
-        emit(R->st, c, &meta, &pl, fi, NULL);
+        pl.refine.done = strstr(m.label, AS_REFINE_SUFFIX) != NULL;
+        pl.measured = m.rounds;
+        emit(R->st, c, &meta, &pl, m.fi, NULL);
     }
     if (!rc) {
-        rc = as_plan_refine(&pl, &pc, fi, n, c->refine_ms, c->refine_steps, e2, sizeof e2);
+        rc = as_plan_refine(&pl, &pc, m.fi, n, c->refine_ms, c->refine_steps, e2, sizeof e2);
         if (rc) as_plan_free(&pl);
     }
     if (rc) {
-        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
-        free(fi); free(ids); free(items); free(meas); free(scale);
-        as_planrec_free(&pr);
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", m.pr.task, m.label, e2);
+        mplan_free(&m);
         return -1;
     }
-    pl.measured = rounds + 1;
-    double mmax = 0, after = 0;
-    for (int64_t k = 0; k < K; k++) {
-        if (isfinite(meas[k]) && meas[k] > mmax) mmax = meas[k];
-        const double v = scale[k] * pl.pred[k];
-        if (v > after) after = v;
-    }
-    R->rs->plans++;
-    R->rs->steps += pl.refine.moves + pl.refine.swaps;
-    R->rs->changed += pl.refine.moves + pl.refine.swaps > 0;
-    as_debug("task %" PRId64 ": %s: measured slowest shard %.4f ms; after %" PRId64 " moves and %" PRId64
-             " swaps on the measured costs, %.4f ms expected (kernel)", pr.task, label, mmax, pl.refine.moves,
-             pl.refine.swaps, after);
-    emit(R->st, c, &meta, &pl, fi, NULL);
+    pl.measured = m.rounds + 1;
+    repair_count(R, &m, &pl);
+    emit(R->st, c, &meta, &pl, m.fi, NULL);
     as_plan_free(&pl);
-    free(fi); free(ids); free(items); free(meas); free(scale);
-    as_planrec_free(&pr);
+    mplan_free(&m);
     return 0;
 }
 

@@ -292,10 +292,11 @@ static void saved_free(saved *v)
     free(v->key);
 }
 
-int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, double budget_ms,
-                   int64_t budget_steps, char *err, size_t errlen)
+/* the model and the plan fit refining: a cost model with a representation, a plan of the
+ * n tables on the configuration's shards, budgets not negative; 0 ok, -1 with err */
+static int check_args(const as_plan *p, const as_plan_cfg *c, int64_t n, double budget_ms, int64_t budget_steps,
+                      char *err, size_t errlen)
 {
-    double t0 = as_now();
     const as_plan_model *m = c->model;
     if (!m) { snprintf(err, errlen, "refine needs a cost model"); return -1; }
     if (m->rep < 1 || !m->embed || !m->head) {
@@ -308,127 +309,198 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
         return -1;
     }
     if (!(budget_ms >= 0) || budget_steps < 0) { snprintf(err, errlen, "refine: a negative budget"); return -1; }
-    const int64_t K = c->shards;
-    const int R = m->rep, split = m->hid > 0 && m->pre && m->post, W = split ? m->hid : R;
-    const size_t n1 = (size_t)(n ? n : 1);
+    return 0;
+}
 
-    /* each item's embedding, vector, bytes and key */
-    float *rep = as_malloc(n1 * (size_t)R * sizeof *rep);
-    float *w = split ? as_malloc(n1 * (size_t)W * sizeof *w) : rep;
-    uint64_t *bytes = as_malloc(n1 * sizeof *bytes);
-    double *kv = as_malloc(n1 * sizeof *kv);
+/* what the search knows of each item, computed once */
+typedef struct {
+    int R, W, split;                /* split: the model has pre and post (W its hidden width), else W = R */
+    float *rep;                     /* [T][R] each item's embedding */
+    float *w;                       /* [T][W] each item's vector (rep itself when not split) */
+    uint64_t *bytes;                /* [T] */
+    double *kv;                     /* [T] each item's key */
+    double *cm, *csum;              /* [T] each item's communication, [K] each shard's sum; NULL when not charged */
+} items;
+
+/* each item's embedding, vector, bytes and key; its communication and each shard's sum
+ * of it, when charged */
+static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n)
+{
+    const as_plan_model *m = c->model;
+    const int64_t K = c->shards;
+    const size_t n1 = (size_t)(n ? n : 1);
+    items it = { .R = m->rep, .split = m->hid > 0 && m->pre && m->post };
+    it.W = it.split ? m->hid : it.R;
+    const int R = it.R, split = it.split, W = it.W;
+    it.rep = as_malloc(n1 * (size_t)R * sizeof *it.rep);
+    it.w = split ? as_malloc(n1 * (size_t)W * sizeof *it.w) : it.rep;
+    it.bytes = as_malloc(n1 * sizeof *it.bytes);
+    it.kv = as_malloc(n1 * sizeof *it.kv);
     for (int64_t i = 0; i < n; i++) {
-        m->embed(m->ctx, t[i], rep + (size_t)i * R);
-        if (split) m->pre(m->ctx, rep + (size_t)i * R, w + (size_t)i * W);
-        bytes[i] = as_plan_table_bytes(t[i]);
-        kv[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
+        m->embed(m->ctx, t[i], it.rep + (size_t)i * R);
+        if (split) m->pre(m->ctx, it.rep + (size_t)i * R, it.w + (size_t)i * W);
+        it.bytes[i] = as_plan_table_bytes(t[i]);
+        it.kv[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, it.rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
     }
+    if (c->comm_gbps > 0) {
+        it.cm = as_malloc(n1 * sizeof *it.cm);
+        it.csum = as_calloc((size_t)K, sizeof *it.csum);
+        for (int64_t i = 0; i < n; i++) {
+            it.cm[i] = as_comm_ms(t[i], c->comm_gbps);
+            if (p->assign[i] >= 0) it.csum[p->assign[i]] += it.cm[i];
+        }
+    }
+    return it;
+}
+
+static void items_free(items *it)
+{
+    free(it->cm);
+    free(it->csum);
+    free(it->kv);
+    free(it->bytes);
+    if (it->split) free(it->w);
+    free(it->rep);
+}
+
+/* the search's state over p: each shard's summed vector and predicted cost */
+static rf rf_of(as_plan *p, const as_plan_cfg *c, const items *it, int64_t n)
+{
+    const int64_t K = c->shards;
+    const int W = it->W;
+    rf x = { c->model, W, it->split, n, K, c->mem_cap, it->w, it->bytes, it->kv,
+             as_calloc((size_t)K * (size_t)W, sizeof(double)), as_malloc((size_t)K * sizeof(double)),
+             as_malloc((size_t)W * sizeof(float)), p->assign, p->count, p->mem, p->key, as_calloc((size_t)K, 1), it->cm,
+             it->csum, c->shard_scale };
+    for (int64_t i = 0; i < n; i++) {
+        if (p->assign[i] < 0) continue;
+        double *s = x.S + (size_t)p->assign[i] * W;
+        const float *wi = it->w + (size_t)i * W;
+        for (int d = 0; d < W; d++) s[d] += wi[d];
+    }
+    for (int64_t k = 0; k < K; k++) x.cost[k] = cost_with(&x, k, -1, -1, p->count[k]);
+    return x;
+}
+
+static void rf_free(rf *x)
+{
+    free(x->S);
+    free(x->cost);
+    free(x->tmp);
+    free(x->dirty);
+}
+
+/* the steps: the unplaced items u[0..*nu) placed where they fit, then the slowest shard's
+ * best move, else its best swap, until none gains, the budget is spent or there are fewer
+ * than 2 shards; the steps taken into *moves, *swaps, *placed; returns why it stopped */
+static const char *search(rf *x, as_plan *p, int64_t *u, int64_t *nu, double t0, double budget_ms,
+                          int64_t budget_steps, int64_t *moves, int64_t *swaps, int64_t *placed)
+{
+    const int64_t K = x->K, n = x->n;
+    const int W = x->W;
+    int64_t *start = as_malloc((size_t)(K + 2) * sizeof *start), *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
+    const char *stop = "optimum";
+    float *da = as_malloc((size_t)W * sizeof *da), *eb = as_malloc((size_t)W * sizeof *eb);
+    for (;;) {
+        if (*nu) *placed += place_unplaced(x, u, nu);
+        if (budget_steps && *moves + *swaps >= budget_steps) { stop = "steps"; break; }
+        if (out_of_time(t0, budget_ms)) { stop = "time"; break; }
+        if (K < 2) break;
+        const stepctx s = step_of(x);
+        const int64_t a = s.a;
+        as_plan_group(start, order, p->assign, n, K);
+        cand best = { 0 };
+        int late = best_move(x, &s, &best, start, order, t0, budget_ms);
+        if (!best.kind && !late) late = best_swap(x, &s, &best, start, order, da, eb, t0, budget_ms);
+        if (late) { stop = "time"; break; }
+        if (!best.kind) break;
+        put(x, best.i, best.b);
+        if (best.kind == 2) { put(x, best.j, a); (*swaps)++; }
+        else (*moves)++;
+        x->cost[a] = best.ca;
+        x->cost[best.b] = best.cb;
+    }
+    free(da);
+    free(eb);
+    free(start);
+    free(order);
+    return stop;
+}
+
+/* the refined plan's pred (the changed shards' recomputed, as as_plan_make computes it),
+ * or the input plan back (sv) when nothing was placed and rounding made the steps' gains a
+ * loss over max_before; returns 1 when it went back */
+static int settle(as_plan *p, const rf *x, const float *rep, float *fs, double max_before, int64_t placed,
+                  const saved *sv)
+{
+    const int64_t K = x->K;
+    const double *sc = x->scale, *csum = x->csum;
+    double *pred = as_malloc((size_t)K * sizeof *pred);
+    memcpy(pred, p->pred, (size_t)K * sizeof *pred);
+    double max_after = -INFINITY;
+    for (int64_t k = 0; k < K; k++) {
+        if (x->dirty[k]) pred[k] = shard_pred(x->m, p, rep, k, fs);
+        const double v = (sc ? sc[k] : 1) * pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        if (v > max_after) max_after = v;
+    }
+    int back = 0;
+    if (!placed && K && max_after > max_before) {
+        /* rounding made the steps' gains a loss: the input plan stays */
+        plan_restore(p, sv);
+        back = 1;
+    } else {
+        memcpy(p->pred, pred, (size_t)K * sizeof *pred);
+    }
+    free(pred);
+    return back;
+}
+
+int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, double budget_ms,
+                   int64_t budget_steps, char *err, size_t errlen)
+{
+    double t0 = as_now();
+    const as_plan_model *m = c->model;
+    if (check_args(p, c, n, budget_ms, budget_steps, err, errlen)) return -1;
+    const int64_t K = c->shards;
+
+    /* each item's embedding, vector, bytes and key, and its communication when charged */
+    items it = items_of(p, c, t, n);
 
     /* pred of the input (as as_plan_make computes it) when the plan was made without a model */
-    float *fs = as_malloc((size_t)R * sizeof *fs);
+    float *fs = as_malloc((size_t)it.R * sizeof *fs);
     if (!p->pred) {
         p->pred = as_malloc((size_t)K * sizeof *p->pred);
-        for (int64_t k = 0; k < K; k++) p->pred[k] = shard_pred(m, p, rep, k, fs);
-    }
-    /* each item's communication and each shard's sum, when charged */
-    double *cm = NULL, *csum = NULL;
-    if (c->comm_gbps > 0) {
-        cm = as_malloc(n1 * sizeof *cm);
-        csum = as_calloc((size_t)K, sizeof *csum);
-        for (int64_t i = 0; i < n; i++) {
-            cm[i] = as_comm_ms(t[i], c->comm_gbps);
-            if (p->assign[i] >= 0) csum[p->assign[i]] += cm[i];
-        }
+        for (int64_t k = 0; k < K; k++) p->pred[k] = shard_pred(m, p, it.rep, k, fs);
     }
     const double *sc = c->shard_scale;
     double max_before = -INFINITY;
     for (int64_t k = 0; k < K; k++) {
-        const double v = (sc ? sc[k] : 1) * p->pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        const double v = (sc ? sc[k] : 1) * p->pred[k] + (it.csum && p->count[k] ? it.csum[k] : 0);
         if (v > max_before) max_before = v;
     }
     if (!K) max_before = 0;
 
     /* the input plan, to go back to */
     saved sv = plan_save(p);
-
-    rf x = { m, W, split, n, K, c->mem_cap, w, bytes, kv, as_calloc((size_t)K * (size_t)W, sizeof(double)),
-             as_malloc((size_t)K * sizeof(double)), as_malloc((size_t)W * sizeof(float)), p->assign, p->count,
-             p->mem, p->key, as_calloc((size_t)K, 1), cm, csum, sc };
-    for (int64_t i = 0; i < n; i++) {
-        if (p->assign[i] < 0) continue;
-        double *s = x.S + (size_t)p->assign[i] * W;
-        const float *wi = w + (size_t)i * W;
-        for (int d = 0; d < W; d++) s[d] += wi[d];
-    }
-    for (int64_t k = 0; k < K; k++) x.cost[k] = cost_with(&x, k, -1, -1, p->count[k]);
+    rf x = rf_of(p, c, &it, n);
 
     /* the unplaced items in the order of p->infeasible (ids may repeat: each entry takes the
      * first unplaced item of its id not taken yet) */
-    int64_t *u = as_malloc(n1 * sizeof *u), nu = unplaced_order(p, t, n, u);
-
-    int64_t *start = as_malloc((size_t)(K + 2) * sizeof *start), *order = as_malloc(n1 * sizeof *order);
+    int64_t *u = as_malloc((size_t)(n ? n : 1) * sizeof *u), nu = unplaced_order(p, t, n, u);
     int64_t moves = 0, swaps = 0, placed = 0;
-    const char *stop = "optimum";
-    float *da = as_malloc((size_t)W * sizeof *da), *eb = as_malloc((size_t)W * sizeof *eb);
-    for (;;) {
-        if (nu) placed += place_unplaced(&x, u, &nu);
-        if (budget_steps && moves + swaps >= budget_steps) { stop = "steps"; break; }
-        if (out_of_time(t0, budget_ms)) { stop = "time"; break; }
-        if (K < 2) break;
-        const stepctx s = step_of(&x);
-        const int64_t a = s.a;
-        as_plan_group(start, order, p->assign, n, K);
-        cand best = { 0 };
-        int late = best_move(&x, &s, &best, start, order, t0, budget_ms);
-        if (!best.kind && !late) late = best_swap(&x, &s, &best, start, order, da, eb, t0, budget_ms);
-        if (late) { stop = "time"; break; }
-        if (!best.kind) break;
-        put(&x, best.i, best.b);
-        if (best.kind == 2) { put(&x, best.j, a); swaps++; }
-        else moves++;
-        x.cost[a] = best.ca;
-        x.cost[best.b] = best.cb;
-    }
+    const char *stop = search(&x, p, u, &nu, t0, budget_ms, budget_steps, &moves, &swaps, &placed);
 
-    /* pred of the changed shards, as as_plan_make computes it */
-    double *pred = as_malloc((size_t)K * sizeof *pred);
-    memcpy(pred, p->pred, (size_t)K * sizeof *pred);
-    double max_after = -INFINITY;
-    for (int64_t k = 0; k < K; k++) {
-        if (x.dirty[k]) pred[k] = shard_pred(m, p, rep, k, fs);
-        const double v = (sc ? sc[k] : 1) * pred[k] + (csum && p->count[k] ? csum[k] : 0);
-        if (v > max_after) max_after = v;
-    }
-    if (!placed && K && max_after > max_before) {
-        /* rounding made the steps' gains a loss: the input plan stays */
-        plan_restore(p, &sv);
-        moves = swaps = 0;
-    } else {
-        memcpy(p->pred, pred, (size_t)K * sizeof *pred);
-    }
+    if (settle(p, &x, it.rep, fs, max_before, placed, &sv)) moves = swaps = 0;
     if (placed) {
         for (int64_t q = 0; q < nu; q++) p->infeasible[q] = t[u[q]]->id;
         p->ninfeasible = nu;
         p->feasible = nu == 0;
     }
-    free(da);
-    free(eb);
-    free(cm);
-    free(csum);
-    free(pred);
-    free(start);
-    free(order);
     free(u);
-    free(x.S);
-    free(x.cost);
-    free(x.tmp);
-    free(x.dirty);
+    rf_free(&x);
     saved_free(&sv);
     free(fs);
-    free(kv);
-    free(bytes);
-    if (split) free(w);
-    free(rep);
+    items_free(&it);
 
     double ms = (as_now() - t0) * 1e3;
     p->refine = (as_plan_refined){ 1, moves, swaps, placed, ms, max_before, budget_ms, budget_steps, stop };

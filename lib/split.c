@@ -183,6 +183,155 @@ static int keep_beam(node *cur, int beam, const node *kids, int nk, int64_t n)
     return ncur;
 }
 
+/* the beam search's state */
+typedef struct {
+    const as_plan_cfg *c;
+    const as_split_cfg *sc;
+    as_split_info *info;
+    int64_t n;
+    double t0;                      /* when the search began */
+    float *rep;                     /* [R] scratch of the levels' costs */
+    tsplit *s;                      /* [T] each table's levels */
+    const as_features **it;         /* a node's items (room for the most any node has) */
+    int beam, cands, maxkids;
+    node *cur, *kids;               /* [beam] the beam; [maxkids] its children of a step */
+    int *best;                      /* [T] the best node's levels */
+    double best_score;
+    int64_t made;                   /* nodes made, for their order */
+    int64_t *cand;                  /* [T] pick_cands' tables */
+    double *cworst;                 /* [T] its scratch */
+    double *comm;                   /* [K] plan_score's scratch; NULL: communication not charged */
+} search;
+
+/* every table's levels, and the search's buffers; the root (every table whole) is cur[0] */
+static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft,
+                        const as_features *const *t, int64_t n, as_split_info *info)
+{
+    static const int64_t rowp_default[] = { 2, 4, 8 };
+    const int64_t *rowp = sc->rowp ? sc->rowp : rowp_default;
+    const int nrowp = sc->rowp ? sc->nrowp : 3;
+    const size_t n1 = (size_t)(n ? n : 1);
+    memset(S, 0, sizeof *S);
+    S->c = c, S->sc = sc, S->info = info, S->n = n;
+    S->t0 = as_now();
+    S->rep = as_malloc((size_t)c->model->rep * sizeof *S->rep);
+    S->s = as_calloc(n1, sizeof *S->s);
+    int64_t maxp = 0;
+    for (int64_t i = 0; i < n; i++) {
+        make_levels(&S->s[i], t[i], ft, rowp, nrowp, c->model, S->rep);
+        int64_t mp = 1;
+        for (int L = 0; L < S->s[i].nlv; L++) if (S->s[i].lv[L].npc > mp) mp = S->s[i].lv[L].npc;
+        maxp += mp;
+    }
+    S->it = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *S->it);
+    S->beam = sc->beam > 0 ? sc->beam : 1, S->cands = sc->cands > 0 ? sc->cands : 1;
+    S->maxkids = S->beam * S->cands * 2;
+    S->cur = as_calloc((size_t)S->beam, sizeof *S->cur), S->kids = as_calloc((size_t)S->maxkids, sizeof *S->kids);
+    for (int b = 0; b < S->beam; b++) S->cur[b].lvl = as_calloc(n1, sizeof(int));
+    for (int b = 0; b < S->maxkids; b++) S->kids[b].lvl = as_malloc(n1 * sizeof(int));
+    S->best = as_calloc(n1, sizeof *S->best);
+    S->comm = sc->comm_gbps > 0 ? as_malloc((size_t)c->shards * sizeof *S->comm) : NULL;
+    S->cand = as_malloc(n1 * sizeof *S->cand);
+    S->cworst = as_malloc(n1 * sizeof *S->cworst);
+}
+
+static void search_free(search *S)
+{
+    free(S->cand);
+    free(S->cworst);
+    for (int b = 0; b < S->beam; b++) free(S->cur[b].lvl);
+    for (int b = 0; b < S->maxkids; b++) free(S->kids[b].lvl);
+    free(S->cur);
+    free(S->kids);
+    free(S->best);
+    free(S->comm);
+    free(S->it);
+    for (int64_t i = 0; i < S->n; i++) {
+        for (int L = 0; L < S->s[i].nlv; L++) free(S->s[i].lv[L].f);
+        free(S->s[i].lv);
+    }
+    free(S->s);
+    free(S->rep);
+}
+
+/* node k's items planned, its score and item count set; 0, or -1 with err */
+static int node_score(search *S, node *k, char *err, size_t errlen)
+{
+    char e2[512];
+    as_plan pl;
+    int64_t P = node_items(S->s, k->lvl, S->n, S->it);
+    if (as_plan_make(&pl, S->c, S->it, P, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    k->score = plan_score(&pl, S->it, S->sc->comm_gbps, S->comm);
+    k->items = P;
+    as_plan_free(&pl);
+    return 0;
+}
+
+/* the children of beam node cur[b] into kids[*nk..]: each candidate table one level
+ * further, by columns or by rows, duplicates of earlier children left out; the best so far
+ * kept; stops when the time budget is spent (info->cut); 0, or -1 with err */
+static int expand(search *S, int b, int *nk, char *err, size_t errlen)
+{
+    const tsplit *s = S->s;
+    const int64_t n = S->n;
+    as_split_info *info = S->info;
+    const int *lvl = S->cur[b].lvl;
+    const int64_t m = pick_cands(s, lvl, n, S->cands, S->cand, S->cworst);
+    for (int64_t ci = 0; ci < m && !info->cut; ci++) {
+        const int64_t i = S->cand[ci];
+        for (int kind = LV_COLS; kind <= LV_ROWS; kind++) {
+            const int L = lvl[i];
+            if (L != 0 && s[i].lv[L].kind != kind) continue;
+            const int nx = next_level(&s[i], L, kind);
+            if (nx < 0) continue;
+            node *k = &S->kids[*nk];
+            memcpy(k->lvl, lvl, (size_t)n * sizeof(int));
+            k->lvl[i] = nx;
+            int dup = 0;
+            for (int d = 0; d < *nk && !dup; d++) dup = !memcmp(S->kids[d].lvl, k->lvl, (size_t)n * sizeof(int));
+            if (dup) continue;
+            if (node_score(S, k, err, errlen)) return -1;
+            k->order = S->made++;
+            info->nodes++;
+            (*nk)++;
+            if (k->score < S->best_score) {
+                S->best_score = k->score;
+                memcpy(S->best, k->lvl, (size_t)n * sizeof(int));
+            }
+            if (S->sc->budget_ms > 0 && (as_now() - S->t0) * 1e3 >= S->sc->budget_ms) info->cut = 1;
+            if (info->cut) break;
+        }
+    }
+    return 0;
+}
+
+/* the result: the best node's items, in task order, into *items, and its plan into p; 0,
+ * or -1 with err */
+static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, char *err, size_t errlen)
+{
+    char e2[512];
+    const as_features **it = S->it;
+    int64_t P = node_items(S->s, S->best, S->n, it);
+    *items = as_malloc((size_t)(P ? P : 1) * sizeof **items);
+    for (int64_t j = 0; j < P; j++) (*items)[j] = *it[j];
+    *nitems = P;
+    for (int64_t j = 0; j < P; j++) it[j] = &(*items)[j];
+    if (as_plan_make(p, S->c, it, P, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        free(*items);
+        *items = NULL;
+        *nitems = 0;
+        return -1;
+    }
+    S->info->items = P;
+    for (int64_t i = 0; i < S->n; i++) S->info->split += S->best[i] != 0;
+    S->info->pred_after = plan_score(p, it, S->sc->comm_gbps, S->comm);
+    return 0;
+}
+
 int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft, const as_features *const *t, int64_t n,
                     as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen)
 {
@@ -193,122 +342,24 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
         snprintf(err, errlen, "splitting tables needs a cost model (--model)");
         return -1;
     }
-    static const int64_t rowp_default[] = { 2, 4, 8 };
-    const int64_t *rowp = sc->rowp ? sc->rowp : rowp_default;
-    const int nrowp = sc->rowp ? sc->nrowp : 3;
-    const double t0 = as_now();
-    float *rep = as_malloc((size_t)c->model->rep * sizeof *rep);
-    tsplit *s = as_calloc((size_t)(n ? n : 1), sizeof *s);
-    int64_t maxp = 0;
-    for (int64_t i = 0; i < n; i++) {
-        make_levels(&s[i], t[i], ft, rowp, nrowp, c->model, rep);
-        int64_t mp = 1;
-        for (int L = 0; L < s[i].nlv; L++) if (s[i].lv[L].npc > mp) mp = s[i].lv[L].npc;
-        maxp += mp;
-    }
-    const as_features **it = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *it);
-    const int beam = sc->beam > 0 ? sc->beam : 1, cands = sc->cands > 0 ? sc->cands : 1;
-    const int maxkids = beam * cands * 2;
-    node *cur = as_calloc((size_t)beam, sizeof *cur), *kids = as_calloc((size_t)maxkids, sizeof *kids);
-    for (int b = 0; b < beam; b++) cur[b].lvl = as_calloc((size_t)(n ? n : 1), sizeof(int));
-    for (int b = 0; b < maxkids; b++) kids[b].lvl = as_malloc((size_t)(n ? n : 1) * sizeof(int));
-    int *best = as_calloc((size_t)(n ? n : 1), sizeof *best);
-    int64_t made = 0;
-    int rc = 0;
-    double *comm = sc->comm_gbps > 0 ? as_malloc((size_t)c->shards * sizeof *comm) : NULL;
-    char e2[512];
-
+    search S;
+    search_init(&S, c, sc, ft, t, n, info);
     /* the root */
-    as_plan pl;
-    int64_t P = node_items(s, cur[0].lvl, n, it);
-    if (as_plan_make(&pl, c, it, P, e2, sizeof e2)) {
-        snprintf(err, errlen, "%s", e2);
-        rc = -1;
-        goto done;
-    }
-    cur[0].score = plan_score(&pl, it, sc->comm_gbps, comm);
-    cur[0].items = P;
-    as_plan_free(&pl);
-    info->pred_before = cur[0].score;
-    double best_score = cur[0].score;
-    int ncur = 1;
-    int64_t *cand = as_malloc((size_t)(n ? n : 1) * sizeof *cand);
-    double *cworst = as_malloc((size_t)(n ? n : 1) * sizeof *cworst);
-    for (int step = 0; step < sc->steps && ncur > 0 && !info->cut; step++) {
-        int nk = 0;
-        for (int b = 0; b < ncur && !info->cut; b++) {
-            const int64_t m = pick_cands(s, cur[b].lvl, n, cands, cand, cworst);
-            for (int64_t ci = 0; ci < m && !info->cut; ci++) {
-                const int64_t i = cand[ci];
-                for (int kind = LV_COLS; kind <= LV_ROWS; kind++) {
-                    const int L = cur[b].lvl[i];
-                    if (L != 0 && s[i].lv[L].kind != kind) continue;
-                    const int nx = next_level(&s[i], L, kind);
-                    if (nx < 0) continue;
-                    node *k = &kids[nk];
-                    memcpy(k->lvl, cur[b].lvl, (size_t)n * sizeof(int));
-                    k->lvl[i] = nx;
-                    int dup = 0;
-                    for (int d = 0; d < nk && !dup; d++) dup = !memcmp(kids[d].lvl, k->lvl, (size_t)n * sizeof(int));
-                    if (dup) continue;
-                    P = node_items(s, k->lvl, n, it);
-                    if (as_plan_make(&pl, c, it, P, e2, sizeof e2)) {
-                        snprintf(err, errlen, "%s", e2);
-                        rc = -1;
-                        goto done2;
-                    }
-                    k->score = plan_score(&pl, it, sc->comm_gbps, comm);
-                    k->items = P;
-                    k->order = made++;
-                    as_plan_free(&pl);
-                    info->nodes++;
-                    nk++;
-                    if (k->score < best_score) {
-                        best_score = k->score;
-                        memcpy(best, k->lvl, (size_t)n * sizeof(int));
-                    }
-                    if (sc->budget_ms > 0 && (as_now() - t0) * 1e3 >= sc->budget_ms) info->cut = 1;
-                    if (info->cut) break;
-                }
-            }
+    int rc = node_score(&S, &S.cur[0], err, errlen);
+    if (!rc) {
+        info->pred_before = S.cur[0].score;
+        S.best_score = S.cur[0].score;
+        int ncur = 1;
+        for (int step = 0; step < sc->steps && ncur > 0 && !info->cut; step++) {
+            int nk = 0;
+            for (int b = 0; b < ncur && !info->cut && !rc; b++) rc = expand(&S, b, &nk, err, errlen);
+            if (rc) break;
+            ncur = keep_beam(S.cur, S.beam, S.kids, nk, n);
         }
-        ncur = keep_beam(cur, beam, kids, nk, n);
     }
-    /* the result: the best node's items, in task order, and its plan */
-    P = node_items(s, best, n, it);
-    *items = as_malloc((size_t)(P ? P : 1) * sizeof **items);
-    for (int64_t j = 0; j < P; j++) (*items)[j] = *it[j];
-    *nitems = P;
-    for (int64_t j = 0; j < P; j++) it[j] = &(*items)[j];
-    if (as_plan_make(p, c, it, P, e2, sizeof e2)) {
-        snprintf(err, errlen, "%s", e2);
-        free(*items);
-        *items = NULL;
-        *nitems = 0;
-        rc = -1;
-        goto done2;
-    }
-    info->items = P;
-    for (int64_t i = 0; i < n; i++) info->split += best[i] != 0;
-    info->pred_after = plan_score(p, it, sc->comm_gbps, comm);
-done2:
-    free(cand);
-    free(cworst);
-done:
-    info->ms = (as_now() - t0) * 1e3;
+    if (!rc) rc = result(&S, items, nitems, p, err, errlen);
+    info->ms = (as_now() - S.t0) * 1e3;
     if (!rc) p->plan_ms = info->ms;
-    for (int b = 0; b < beam; b++) free(cur[b].lvl);
-    for (int b = 0; b < maxkids; b++) free(kids[b].lvl);
-    free(cur);
-    free(kids);
-    free(best);
-    free(comm);
-    free(it);
-    for (int64_t i = 0; i < n; i++) {
-        for (int L = 0; L < s[i].nlv; L++) free(s[i].lv[L].f);
-        free(s[i].lv);
-    }
-    free(s);
-    free(rep);
+    search_free(&S);
     return rc;
 }

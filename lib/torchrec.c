@@ -296,6 +296,84 @@ static void greedy(tr_search *S, const tr_table *tb, int64_t n, int use_depth, i
     }
 }
 
+/* grid search: every combination of the options sorted by depth, when there are at most
+ * AS_TR_MAX_GRID (idx, ch: [T] scratch) */
+static void grid(tr_search *S, const tr_table *tb, int64_t n, int *idx, int *ch)
+{
+    double combos = 1;
+    for (int64_t i = 0; i < n && combos <= AS_TR_MAX_GRID; i++) combos *= tb[i].nopt;
+    if (!n || combos > AS_TR_MAX_GRID) return;
+    for (int64_t i = 0; i < n; i++) idx[i] = 0;
+    for (;;) {
+        for (int64_t i = 0; i < n; i++) ch[i] = tb[i].by_depth[idx[i]];
+        propose(S, ch);
+        int64_t i = n - 1;   /* the last table moves fastest */
+        while (i >= 0 && ++idx[i] == tb[i].nopt) idx[i--] = 0;
+        if (i < 0) break;
+    }
+}
+
+/* uniform: one sharding type for every table (ch: [T] scratch) */
+static void uniform(tr_search *S, const tr_table *tb, int64_t n, int *ch)
+{
+    for (int kind = TR_TW; kind <= TR_RW; kind++) {
+        int all = 1;
+        for (int64_t i = 0; i < n; i++) {
+            int pick = -1;
+            for (int q = 0; q < tb[i].nopt; q++) if (tb[i].opt[q].kind == kind) pick = q;
+            if (pick < 0 && kind == TR_CW) pick = 0;   /* no column cut: its table_wise twin */
+            if (pick < 0) { all = 0; break; }
+            ch[i] = pick;
+        }
+        if (all && n) propose(S, ch);
+    }
+}
+
+/* the items of the chosen options use[T] (partitioned into P): each table's shards that
+ * hold rows, in task order, malloc'd into *items with their ranks in *assign; returns how
+ * many */
+static int64_t take_items(const tr_table *tb, int64_t n, const int *use, const tr_part *P, as_features **items,
+                          int64_t **assign, as_tr_info *info)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) m += tb[i].opt[use[i]].nsh;
+    *items = as_malloc((size_t)(m ? m : 1) * sizeof **items);
+    *assign = as_malloc((size_t)(m ? m : 1) * sizeof **assign);
+    m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tr_opt *o = &tb[i].opt[use[i]];
+        info->row_wise += o->kind == TR_RW;
+        info->column_wise += o->kind == TR_CW;
+        for (int64_t s = 0; s < o->nsh; s++) {
+            if (o->item[s] < 0) continue;
+            (*items)[m] = tb[i].pf[o->item[s]];
+            (*assign)[m] = P->rank[i][s];
+            m++;
+        }
+    }
+    return m;
+}
+
+/* the tables' options and the partition's buffers freed */
+static void tr_free(tr_table *tb, tr_part *P, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        free(P->rank[i]);
+        for (int q = 0; q < tb[i].nopt; q++) {
+            free(tb[i].opt[q].perf);
+            free(tb[i].opt[q].mem);
+            free(tb[i].opt[q].item);
+        }
+        free(tb[i].pf);
+    }
+    free(P->rank);
+    free(P->perf);
+    free(P->mem);
+    free(P->order);
+    free(P->key);
+    free(tb);
+}
+
 int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *const *t, int64_t n, as_features **items,
                int64_t *nitems, int64_t **assign, as_tr_info *info, char *err, size_t errlen)
 {
@@ -325,74 +403,21 @@ int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *co
     tr_search S = { &P, { 0 }, as_calloc((size_t)(n ? n : 1), sizeof(int)), as_calloc((size_t)(n ? n : 1), sizeof(int)),
                     0, INFINITY, info };
     int *idx = as_calloc((size_t)(n ? n : 1), sizeof(int)), *ch = as_calloc((size_t)(n ? n : 1), sizeof(int));
-    /* grid search: every combination of the options sorted by depth, at most AS_TR_MAX_GRID */
-    double combos = 1;
-    for (int64_t i = 0; i < n && combos <= AS_TR_MAX_GRID; i++) combos *= tb[i].nopt;
-    if (n && combos <= AS_TR_MAX_GRID) {
-        for (int64_t i = 0; i < n; i++) idx[i] = 0;
-        for (;;) {
-            for (int64_t i = 0; i < n; i++) ch[i] = tb[i].by_depth[idx[i]];
-            propose(&S, ch);
-            int64_t i = n - 1;   /* the last table moves fastest */
-            while (i >= 0 && ++idx[i] == tb[i].nopt) idx[i--] = 0;
-            if (i < 0) break;
-        }
-    }
+    grid(&S, tb, n, idx, ch);
     greedy(&S, tb, n, 1, idx, ch);
     greedy(&S, tb, n, 0, idx, ch);
-    /* uniform: one sharding type for every table */
-    for (int kind = TR_TW; kind <= TR_RW; kind++) {
-        int all = 1;
-        for (int64_t i = 0; i < n; i++) {
-            int pick = -1;
-            for (int q = 0; q < tb[i].nopt; q++) if (tb[i].opt[q].kind == kind) pick = q;
-            if (pick < 0 && kind == TR_CW) pick = 0;   /* no column cut: its table_wise twin */
-            if (pick < 0) { all = 0; break; }
-            ch[i] = pick;
-        }
-        if (all && n) propose(&S, ch);
-    }
+    uniform(&S, tb, n, ch);
     const int *use = isfinite(S.best_rating) ? S.best : S.first;
     if (isfinite(S.best_rating)) info->rating = S.best_rating;
     if (n) partition(&P, use);
     /* the items: each table's shards that hold rows, in task order */
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++) m += tb[i].opt[use[i]].nsh;
-    *items = as_malloc((size_t)(m ? m : 1) * sizeof **items);
-    *assign = as_malloc((size_t)(m ? m : 1) * sizeof **assign);
-    m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const tr_opt *o = &tb[i].opt[use[i]];
-        info->row_wise += o->kind == TR_RW;
-        info->column_wise += o->kind == TR_CW;
-        for (int64_t s = 0; s < o->nsh; s++) {
-            if (o->item[s] < 0) continue;
-            (*items)[m] = tb[i].pf[o->item[s]];
-            (*assign)[m] = P.rank[i][s];
-            m++;
-        }
-    }
-    *nitems = m;
+    *nitems = take_items(tb, n, use, &P, items, assign, info);
     info->ms = (as_now() - t0) * 1e3;
     free(idx);
     free(ch);
     free(S.best);
     free(S.first);
     free(S.seen.h);
-    for (int64_t i = 0; i < n; i++) {
-        free(P.rank[i]);
-        for (int q = 0; q < tb[i].nopt; q++) {
-            free(tb[i].opt[q].perf);
-            free(tb[i].opt[q].mem);
-            free(tb[i].opt[q].item);
-        }
-        free(tb[i].pf);
-    }
-    free(P.rank);
-    free(P.perf);
-    free(P.mem);
-    free(P.order);
-    free(P.key);
-    free(tb);
+    tr_free(tb, &P, n);
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "split.h"
 #include "evalfloor.h"
 #include "evalinput.h"
+#include "evalplot.h"
 #include "evalranks.h"
 #include "stream.h"
 

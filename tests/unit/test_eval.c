@@ -9,6 +9,7 @@
 #include "common.h"
 #include "eval.h"
 #include "evalinput.h"
+#include "evalplot.h"
 
 #include <math.h>
 #include <stdlib.h>
