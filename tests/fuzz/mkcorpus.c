@@ -223,7 +223,8 @@ static buf metasyn_pickle(int legacy)
     return p;
 }
 
-static void torch_seeds(void)
+/* the MetaSyn tuple: a pickle, zip (plain and gzip) and legacy files */
+static void metasyn_seeds(void)
 {
     const void *d[3] = { ms_idx, ms_off, ms_len };
     size_t l[3] = { sizeof ms_idx, sizeof ms_off, sizeof ms_len };
@@ -247,11 +248,15 @@ static void torch_seeds(void)
     save("convert", "metasyn-legacy.pt", lg.p, lg.n);
     bfree(&lg);
     bfree(&p);
+}
 
-    /* the prototype's dict: {'lS_offsets': [o0, o1], 'lS_indices': [i0, i1]}, offsets with
-       the table's total (B + 1 entries), int64; indices int32 */
+/* the prototype's dict: {'lS_offsets': [o0, o1], 'lS_indices': [i0, i1]}, offsets with
+   the table's total (B + 1 entries), int64; indices int32 */
+static void prototype_seeds(void)
+{
     static const int64_t po[8] = { 0, 1, 1, 3, 0, 2, 3, 3 };
     static const int32_t pi[6] = { 4, 0, 1, 1, 2, 0 };
+    buf p = {0};
     p_proto(&p, 2);
     u8(&p, '}'); u8(&p, '(');
     p_str(&p, "lS_offsets");
@@ -269,16 +274,20 @@ static void torch_seeds(void)
     save("pickle", "prototype.pkl", p.p, p.n);
     const void *pd[2] = { po, pi };
     size_t pl[2] = { sizeof po, sizeof pi };
-    z = torch_zip(&p, 2, pd, pl);
+    buf z = torch_zip(&p, 2, pd, pl);
     save("torchsave", "prototype.pt", z.p, z.n);
     save("convert", "prototype.pt", z.p, z.n);
     bfree(&z);
     bfree(&p);
+}
 
-    /* strides, an offset, a 0-dim scalar, float16 and float64, v3 with a dtype */
+/* strides, an offset, a 0-dim scalar, float16 and float64, v3 with a dtype */
+static void strided_seed(void)
+{
     static const uint16_t h[6] = { 0x3c00, 0xc000, 0x7c00, 0x0001, 0x7e00, 0x8000 };
     static const double f8[4] = { 1.5, -2.25, 1e300, -0.0 };
-    int64_t s23[2] = { 2, 3 }, t13[2] = { 1, 2 }, s2[1] = { 2 }, t2[1] = { 2 };
+    int64_t s23[2] = { 2, 3 }, t13[2] = { 1, 2 }, s2[1] = { 2 }, t2[1] = { 2 }, st1[1] = { 1 };
+    buf p = {0};
     p_proto(&p, 2);
     u8(&p, '(');
     p_tensor(&p, "HalfStorage", "0", 6, 0, 2, s23, t13, 0);     /* transposed */
@@ -293,24 +302,29 @@ static void torch_seeds(void)
     static const uint8_t bytes12[12] = { 1, 0, 0xff, 0xff, 0, 0x80, 0xff, 0x7f, 9, 9, 9, 9 };
     const void *sd[3] = { h, f8, bytes12 };
     size_t sl[3] = { sizeof h, sizeof f8, sizeof bytes12 };
-    z = torch_zip(&p, 3, sd, sl);
+    buf z = torch_zip(&p, 3, sd, sl);
     save("torchsave", "strided.pt", z.p, z.n);
     bfree(&z);
     bfree(&p);
+}
 
-    /* ---- hostile: expanded data tensors (stride 0) */
+/* ---- hostile: expanded data tensors (stride 0): a million tables of batch 1, and one
+   table of batch 2^31 */
+static void stride0_seeds(void)
+{
     static const int32_t zero32[1] = { 0 };
     static const int64_t zero64[1] = { 0 };
     const void *zd[3] = { zero32, zero64, zero32 };
     size_t zl[3] = { 0, 8, 4 };
-    int64_t e0[1] = { 0 }, s0[1] = { 0 }, s00[2] = { 0, 0 };
+    int64_t e0[1] = { 0 }, s0[1] = { 0 }, s00[2] = { 0, 0 }, st1[1] = { 1 };
     int64_t osh[1] = { 1000001 }, lsh[2] = { 1000000, 1 };
+    buf p = {0};
     p_proto(&p, 2);
     p_tensor(&p, "IntStorage", "0", 0, 0, 1, e0, st1, 0);          /* no indices */
     p_tensor(&p, "LongStorage", "1", 1, 0, 1, osh, s0, 0);         /* offsets: 0 repeated */
     p_tensor(&p, "IntStorage", "2", 1, 0, 2, lsh, s00, 0);         /* lengths: 0 repeated */
     u8(&p, 0x87); u8(&p, '.');
-    z = torch_zip(&p, 3, zd, zl);
+    buf z = torch_zip(&p, 3, zd, zl);
     save("convert", "stride0-tables.pt", z.p, z.n);
     bfree(&z);
     bfree(&p);
@@ -325,12 +339,16 @@ static void torch_seeds(void)
     save("convert", "stride0-batch.pt", z.p, z.n);
     bfree(&z);
     bfree(&p);
+}
 
-    /* ---- hostile: one stored table referenced a thousand times (memo BINPUT/BINGET) */
+/* ---- hostile: one stored table referenced a thousand times (memo BINPUT/BINGET) */
+static void shared_storage_seed(void)
+{
     int32_t many[1024];
     for (int i = 0; i < 1024; i++) many[i] = (i * 37) % 1000;
     static const int64_t one_off[2] = { 0, 1024 };
-    int64_t sh2[1] = { 2 }, sh1024[1] = { 1024 };
+    int64_t sh2[1] = { 2 }, sh1024[1] = { 1024 }, st1[1] = { 1 };
+    buf p = {0};
     p_proto(&p, 2);
     u8(&p, '}'); u8(&p, '(');
     p_str(&p, "lS_offsets");
@@ -348,14 +366,18 @@ static void torch_seeds(void)
     u8(&p, 'u'); u8(&p, '.');
     const void *md[2] = { one_off, many };
     size_t ml[2] = { sizeof one_off, sizeof many };
-    z = torch_zip(&p, 2, md, ml);
+    buf z = torch_zip(&p, 2, md, ml);
     save("convert", "shared-storage.pt", z.p, z.n);
     bfree(&z);
     bfree(&p);
+}
 
-    /* ---- hostile: 2^20 paths to one tensor through 20 levels of shared tuples */
+/* ---- hostile: 2^20 paths to one tensor through 20 levels of shared tuples */
+static void dag_seeds(void)
+{
     static const int32_t four[4] = { 1, 2, 3, 4 };
-    int64_t sh4b[1] = { 4 };
+    int64_t sh4b[1] = { 4 }, st1[1] = { 1 };
+    buf p = {0};
     p_proto(&p, 2);
     p_tensor(&p, "IntStorage", "0", 4, 0, 1, sh4b, st1, 0);
     for (int i = 0; i < 20; i++) { u8(&p, '2'); u8(&p, 0x86); }      /* DUP, TUPLE2 */
@@ -363,16 +385,20 @@ static void torch_seeds(void)
     save("pickle", "dag.pkl", p.p, p.n);
     const void *fd4[1] = { four };
     size_t fl4[1] = { sizeof four };
-    z = torch_zip(&p, 1, fd4, fl4);
+    buf z = torch_zip(&p, 1, fd4, fl4);
     save("torchsave", "dag-tensors.pt", z.p, z.n);
     bfree(&z);
     bfree(&p);
+}
 
-    /* pickles of other protocols: 0 (text opcodes), 4 (FRAME, MEMOIZE, STACK_GLOBAL) */
+/* pickles of other protocols: 0 (text opcodes), 4 (FRAME, MEMOIZE, STACK_GLOBAL) */
+static void protocol_seeds(void)
+{
     static const char text[] =
         "(dp0\nVname\np1\nVvalue\np2\nsVn\np3\nI42\nsVf\np4\nF-1.5\nsVl\np5\n(lp6\nL12345678901234567890L\n"
         "aI01\naNasg3\ng1\ns.";
     save("pickle", "protocol0.pkl", text, sizeof text - 1);
+    buf p = {0};
     p_proto(&p, 4);
     u8(&p, 0x95); u64(&p, 0);   /* FRAME, length patched below */
     size_t fstart = p.n;
@@ -388,6 +414,17 @@ static void torch_seeds(void)
     for (int i = 0; i < 8; i++) p.p[fstart - 8 + (size_t)i] = (uint8_t)(flen >> (8 * i));
     save("pickle", "protocol4.pkl", p.p, p.n);
     bfree(&p);
+}
+
+static void torch_seeds(void)
+{
+    metasyn_seeds();
+    prototype_seeds();
+    strided_seed();
+    stride0_seeds();
+    shared_storage_seed();
+    dag_seeds();
+    protocol_seeds();
 }
 
 /* ---------------------------------------------------------------- streams and models */
@@ -547,11 +584,8 @@ static void fill_ck_neg_episodes(as_writer *w)
     fill_ck(w, ck_rec("policy"), "episodes", v, -1);
 }
 
-/* a checkpoint of as-rl: the smallest policy and cost model, halted at episode 4 of 8 on the
- * tasks of fuzz_rl.h (batch 2, model selection every 2, two measured shards in the buffer);
- * its wall times fixed so the seeds are reproducible. Regression seeds: two rl_buffer
- * records (a heap overflow once) and negative episodes (a negative task index) */
-static void checkpoint_seeds(void)
+/* the smallest policy, read back from pack_policy's record */
+static as_policy *checkpoint_policy(void)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -566,6 +600,14 @@ static void checkpoint_seeds(void)
         abort();
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&sb);
+    return pol;
+}
+
+/* as-rl halted at episode 4 of 8, its checkpoint written to path */
+static void train_checkpoint(const char *path)
+{
+    as_policy *pol = checkpoint_policy();
+    char err[512];
     as_costmodel *cm = as_costmodel_new(1, 1, 1, 3);
     as_costmodel_info *ci = as_costmodel_meta(cm);
     ci->y_scale = 1;
@@ -576,8 +618,6 @@ static void checkpoint_seeds(void)
     fz_rl_data(f, ft, tasks);
     static const int64_t seed_off[3] = { 0, 2, 3 }, seed_pos[3] = { 0, 1, 4 };
     static const double seed_cost[2] = { 1.5, 0.7 };
-    char path[4096];
-    snprintf(path, sizeof path, "%s/.ckpt.tmp", outdir);
     as_rl_cfg c;
     memset(&c, 0, sizeof c);
     c.episodes = 8; c.halt_after = 4; c.actors = 1; c.seed = 1;
@@ -588,10 +628,15 @@ static void checkpoint_seeds(void)
     if (as_rl_train(pol, cm, tasks, FZ_NTASK, &c, NULL, err, sizeof err) != 1) { fprintf(stderr, "mkcorpus: %s\n", err); exit(3); }
     as_policy_free(pol);
     as_costmodel_free(cm);
-    /* its records, wall times fixed */
+}
+
+/* the checkpoint's records as raw msgpack, wall times fixed; the file removed */
+static void read_checkpoint(const char *path, buf *raw)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
     as_reader *r = as_reader_open(path);
     as_record rec;
-    buf raw = {0};
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_object wall = { .type = MSGPACK_OBJECT_FLOAT64, .via.f64 = 0.25 };
@@ -599,30 +644,51 @@ static void checkpoint_seeds(void)
         msgpack_sbuffer_clear(&sb);
         if (as_obj_get(&rec.obj, "wall_s")) repack(&pk, &rec.obj, "wall_s", wall);
         else msgpack_pack_object(&pk, rec.obj);
-        put(&raw, sb.data, sb.size);
+        put(raw, sb.data, sb.size);
     }
     as_reader_close(r);
     unlink(path);
     msgpack_sbuffer_destroy(&sb);
-    /* parsed again from the copy, which outlives the reader */
+}
+
+/* ck_recs and ck_n: the records parsed again from the copy, which outlives the reader;
+ * returns the unpacked objects they point into */
+static msgpack_unpacked *parse_checkpoint(const buf *raw)
+{
     size_t off = 0;
     msgpack_unpacked *objs = NULL;
-    while (off < raw.n) {
+    while (off < raw->n) {
         size_t at = off;
         objs = realloc(objs, (size_t)(ck_n + 1) * sizeof *objs);
         ck_recs = realloc(ck_recs, (size_t)(ck_n + 1) * sizeof *ck_recs);
         msgpack_unpacked_init(&objs[ck_n]);
-        if (msgpack_unpack_next(&objs[ck_n], (const char *)raw.p, raw.n, &off) != MSGPACK_UNPACK_SUCCESS) abort();
+        if (msgpack_unpack_next(&objs[ck_n], (const char *)raw->p, raw->n, &off) != MSGPACK_UNPACK_SUCCESS) abort();
         as_record *cr = &ck_recs[ck_n];
         memset(cr, 0, sizeof *cr);
         cr->obj = objs[ck_n].data;
-        cr->raw = (const char *)raw.p + at;
+        cr->raw = (const char *)raw->p + at;
         cr->rawlen = off - at;
         const msgpack_object *k = as_obj_get(&cr->obj, "kind");
         cr->kind = k->via.str.ptr;
         cr->kindlen = k->via.str.size;
         ck_n++;
     }
+    return objs;
+}
+
+/* a checkpoint of as-rl: the smallest policy and cost model, halted at episode 4 of 8 on the
+ * tasks of fuzz_rl.h (batch 2, model selection every 2, two measured shards in the buffer);
+ * its wall times fixed so the seeds are reproducible. Regression seeds: two rl_buffer
+ * records (a heap overflow once) and negative episodes (a negative task index) */
+static void checkpoint_seeds(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.ckpt.tmp", outdir);
+    train_checkpoint(path);
+    /* its records, wall times fixed */
+    buf raw = {0};
+    read_checkpoint(path, &raw);
+    msgpack_unpacked *objs = parse_checkpoint(&raw);
     header_run_id = 12345;
     buf b = stream_file("checkpoint", "ckpt", fill_ck_plain);
     bfree(&b);

@@ -501,6 +501,88 @@ static void bench_pool(as_bpool *bp, const pool_t *p)
 }
 
 /* a bench session on CUDA measures exactly what one on the CPU does */
+/* the single runs (two shards, then the first again) on the CPU session sc and the CUDA
+   session sg: the same lookups and bytes, the same data bit for bit */
+static void session_singles(as_bench_session *sc, as_bench_session *sg, const int64_t *s1, const int64_t *s2)
+{
+    char err[256] = "";
+    const int64_t *shards[3] = {s1, s2, s1};
+    int Ts[3] = {4, 2, 4};
+    for (int k = 0; k < 3; k++) {
+        as_bench_result rc_, rg;
+        as_bench_session_run(sc, shards[k], Ts[k], &rc_);
+        as_bench_session_run(sg, shards[k], Ts[k], &rg);
+        if (!rg.ok) fprintf(stderr, "  cuda: %s\n", rg.error);
+        CHECK(rc_.ok && rg.ok);
+        if (!rc_.ok || !rg.ok) continue;
+        CHECK(rg.device[0] != 0);
+        CHECK(rg.cost_ms > 0);
+        CHECK(rg.busy_ms > 0 && rg.busy_ms <= rg.wall_ms);
+        CHECK_EQ_I64(rg.lookups, rc_.lookups);
+        CHECK_EQ_I64(rg.bytes, rc_.bytes);
+        fprintf(stderr, "  shard %d: cuda %.3f ms (busy %.2f of %.2f ms wall), cpu %.3f ms\n", k, rg.cost_ms,
+                rg.busy_ms, rg.wall_ms, rc_.cost_ms);
+        as_eb_shard a, b;
+        const uint16_t *Wa, *Wb;
+        const float *ga, *gb, *oa, *ob;
+        CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
+        int r2 = as_bench_session_last(sg, &b, &Wb, &gb, &ob, err, sizeof err);
+        if (r2) fprintf(stderr, "  last: %s\n", err);
+        CHECK(r2 == 0);
+        if (r2) continue;
+        int64_t T = a.T, B = a.B, n = a.offsets[T * B], outn = B * a.d_off[T];
+        CHECK_EQ_I64(b.T, T);
+        same_bits(b.offsets, a.offsets, (size_t)(T * B + 1), 8, "session offsets");
+        same_bits(b.indices, a.indices, (size_t)n, 4, "session indices");
+        same_bits(gb, ga, (size_t)outn, 4, "session gradients");
+        same_bits(ob, oa, (size_t)outn, 4, "session last forward");
+        same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "session weights after the protocol");
+    }
+}
+
+/* a group of three on CUDA (pipelined: the next shard set up while one is measured): each
+   shard's lookups and bytes as the CPU's single runs, the last shard's data bit for bit
+   against a CPU run of it, the group's wall time shared out without overlap */
+static void session_group(as_bench_session *sc, as_bench_session *sg, const int64_t *s1, const int64_t *s2)
+{
+    char err[256] = "";
+    const int64_t s3[1] = {202};
+    as_bench_shardref grp[3] = { { s2, 2, 0 }, { s1, 4, 0 }, { s3, 1, 0 } };
+    as_bench_result gc[3], gg[3];
+    const double tc = as_now();
+    as_bench_session_run_group(sg, grp, 3, gg);
+    const double wall = (as_now() - tc) * 1e3;
+    for (int j = 0; j < 3; j++) as_bench_session_run(sc, grp[j].ids, grp[j].n, &gc[j]);
+    double wsum = 0, bsum = 0;
+    for (int j = 0; j < 3; j++) {
+        if (!gg[j].ok) fprintf(stderr, "  group shard %d: %s\n", j, gg[j].error);
+        CHECK(gc[j].ok && gg[j].ok);
+        CHECK_EQ_I64(gg[j].lookups, gc[j].lookups);
+        CHECK_EQ_I64(gg[j].bytes, gc[j].bytes);
+        CHECK(gg[j].busy_ms > 0);
+        CHECK(gg[j].setup_ms > 0);
+        wsum += gg[j].wall_ms;
+        bsum += gg[j].busy_ms;
+    }
+    CHECK(wsum <= wall * (1 + 1e-6));
+    CHECK(bsum <= wsum);
+    fprintf(stderr, "  group of 3: walls sum %.3f ms of %.3f ms\n", wsum, wall);
+    as_eb_shard a, b;
+    const uint16_t *Wa, *Wb;
+    const float *ga, *gb, *oa, *ob;
+    CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
+    CHECK(as_bench_session_group_data(sg, 0, &b, &Wb, &gb, &ob, err, sizeof err) == -1);
+    int r2 = as_bench_session_group_data(sg, 2, &b, &Wb, &gb, &ob, err, sizeof err);
+    if (r2) fprintf(stderr, "  group data: %s\n", err);
+    CHECK(r2 == 0);
+    if (!r2) {
+        int64_t T = a.T, B = a.B, outn = B * a.d_off[T];
+        CHECK_EQ_I64(b.T, T);
+        same_bits(ob, oa, (size_t)outn, 4, "group's last shard: last forward");
+        same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "group's last shard: weights after the protocol");
+    }
+}
+
 static void session_pair(int per_shard_upload)
 {
     pool_t *p = odd_pool();
@@ -528,77 +610,8 @@ static void session_pair(int per_shard_upload)
         as_bench_session_info_get(sg, &si);
         CHECK_EQ_I64(si.resident, !per_shard_upload);
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
-        const int64_t *shards[3] = {s1, s2, s1};
-        int Ts[3] = {4, 2, 4};
-        for (int k = 0; k < 3; k++) {
-            as_bench_result rc_, rg;
-            as_bench_session_run(sc, shards[k], Ts[k], &rc_);
-            as_bench_session_run(sg, shards[k], Ts[k], &rg);
-            if (!rg.ok) fprintf(stderr, "  cuda: %s\n", rg.error);
-            CHECK(rc_.ok && rg.ok);
-            if (!rc_.ok || !rg.ok) continue;
-            CHECK(rg.device[0] != 0);
-            CHECK(rg.cost_ms > 0);
-            CHECK(rg.busy_ms > 0 && rg.busy_ms <= rg.wall_ms);
-            CHECK_EQ_I64(rg.lookups, rc_.lookups);
-            CHECK_EQ_I64(rg.bytes, rc_.bytes);
-            fprintf(stderr, "  shard %d: cuda %.3f ms (busy %.2f of %.2f ms wall), cpu %.3f ms\n", k, rg.cost_ms,
-                    rg.busy_ms, rg.wall_ms, rc_.cost_ms);
-            as_eb_shard a, b;
-            const uint16_t *Wa, *Wb;
-            const float *ga, *gb, *oa, *ob;
-            CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
-            int r2 = as_bench_session_last(sg, &b, &Wb, &gb, &ob, err, sizeof err);
-            if (r2) fprintf(stderr, "  last: %s\n", err);
-            CHECK(r2 == 0);
-            if (r2) continue;
-            int64_t T = a.T, B = a.B, n = a.offsets[T * B], outn = B * a.d_off[T];
-            CHECK_EQ_I64(b.T, T);
-            same_bits(b.offsets, a.offsets, (size_t)(T * B + 1), 8, "session offsets");
-            same_bits(b.indices, a.indices, (size_t)n, 4, "session indices");
-            same_bits(gb, ga, (size_t)outn, 4, "session gradients");
-            same_bits(ob, oa, (size_t)outn, 4, "session last forward");
-            same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "session weights after the protocol");
-        }
-        /* a group of three on CUDA (pipelined: the next shard set up while one is
-           measured): each shard's lookups and bytes as the CPU's single runs, the last
-           shard's data bit for bit against a CPU run of it, the group's wall time shared
-           out without overlap */
-        const int64_t s3[1] = {202};
-        as_bench_shardref grp[3] = { { s2, 2, 0 }, { s1, 4, 0 }, { s3, 1, 0 } };
-        as_bench_result gc[3], gg[3];
-        const double tc = as_now();
-        as_bench_session_run_group(sg, grp, 3, gg);
-        const double wall = (as_now() - tc) * 1e3;
-        for (int j = 0; j < 3; j++) as_bench_session_run(sc, grp[j].ids, grp[j].n, &gc[j]);
-        double wsum = 0, bsum = 0;
-        for (int j = 0; j < 3; j++) {
-            if (!gg[j].ok) fprintf(stderr, "  group shard %d: %s\n", j, gg[j].error);
-            CHECK(gc[j].ok && gg[j].ok);
-            CHECK_EQ_I64(gg[j].lookups, gc[j].lookups);
-            CHECK_EQ_I64(gg[j].bytes, gc[j].bytes);
-            CHECK(gg[j].busy_ms > 0);
-            CHECK(gg[j].setup_ms > 0);
-            wsum += gg[j].wall_ms;
-            bsum += gg[j].busy_ms;
-        }
-        CHECK(wsum <= wall * (1 + 1e-6));
-        CHECK(bsum <= wsum);
-        fprintf(stderr, "  group of 3: walls sum %.3f ms of %.3f ms\n", wsum, wall);
-        as_eb_shard a, b;
-        const uint16_t *Wa, *Wb;
-        const float *ga, *gb, *oa, *ob;
-        CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
-        CHECK(as_bench_session_group_data(sg, 0, &b, &Wb, &gb, &ob, err, sizeof err) == -1);
-        int r2 = as_bench_session_group_data(sg, 2, &b, &Wb, &gb, &ob, err, sizeof err);
-        if (r2) fprintf(stderr, "  group data: %s\n", err);
-        CHECK(r2 == 0);
-        if (!r2) {
-            int64_t T = a.T, B = a.B, outn = B * a.d_off[T];
-            CHECK_EQ_I64(b.T, T);
-            same_bits(ob, oa, (size_t)outn, 4, "group's last shard: last forward");
-            same_bits(Wb, Wa, (size_t)a.w_off[T], 2, "group's last shard: weights after the protocol");
-        }
+        session_singles(sc, sg, s1, s2);
+        session_group(sc, sg, s1, s2);
     }
     as_bench_session_free(sc);
     as_bench_session_free(sg);
@@ -610,75 +623,69 @@ static void session_pair(int per_shard_upload)
 TEST(gpu_bench_session_small) { session_pair(0); }
 TEST(gpu_bench_session_per_shard_small) { session_pair(1); }
 
-/* noise-aware measurement on CUDA (issue 12): the re-measuring rounds are device-agnostic;
- * the quiet-machine check times a small shard of the pool with events */
-TEST(gpu_bench_noise_small)
+/* noise-aware measurement on CUDA (issue 12), the real timer: a spread for each shard; the
+ * check returns figures; the re-measuring rounds without and with the reference shard */
+static void noise_real_timer(const as_bench_cfg *c, const as_bpool *bp)
 {
-    pool_t *p = odd_pool();
-    as_bpool bp;
-    bench_pool(&bp, p);
-    as_bench_cfg c;
-    memset(&c, 0, sizeof c);
-    c.warmup = 1;
-    c.runs = 5;
-    c.trim = 1;
-    c.lr = 0.03f;
-    c.seed = 5;
-    c.cuda = 1;
     char err[256] = "";
-    /* the real timer: a spread for each shard; the check returns figures */
-    as_bench_session *S = as_bench_session_new(&c, &bp, err, sizeof err);
+    as_bench_session *S = as_bench_session_new(c, bp, err, sizeof err);
     if (!S) fprintf(stderr, "  session: %s\n", err);
     CHECK(S != NULL);
-    if (S) {
-        as_bench_calib cal;
-        int rc = as_bench_calibrate(S, &cal, err, sizeof err);
-        if (rc) fprintf(stderr, "  calibrate: %s\n", err);
-        CHECK(rc == 0);
-        CHECK(cal.runs == 20 && cal.median_ms > 0 && isfinite(cal.spread) && isnan(cal.other_cpu));
-        char line[512];
-        as_bench_calib_line(line, sizeof line, &cal);
-        fprintf(stderr, "  %s\n", line);
-        as_bench_session_info si;
-        as_bench_session_info_get(S, &si);
-        CHECK_EQ_I64(si.shards, 0);
-        const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
-        as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
-        /* one unit, interleaving asked for: on CUDA still one shard after another */
-        as_noise_cfg nc = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, NULL, 0, NULL };
-        as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
-        for (int i = 0; i < 2; i++) {
-            CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
-            CHECK_EQ_I64(jobs[i].r.together, 1);
-            CHECK(jobs[i].r.noisy == (jobs[i].r.spread > 0.10));
-        }
-        /* with the reference shard (drift correction): it is timed with the group, one shard
-           after another, and the costs are divided by its factor. The level is set only by
-           a quiet reference (spread at most 0.10): on the H200 the 2-table reference of
-           0.01 ms stayed above it in every round, so the reference is the pool's largest
-           shard, and a level left unset must leave every cost uncorrected (drift NaN). */
-        const int64_t ref[4] = {206, 203, 200, 204};
-        double base = 0;
-        as_noise_job rj[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
-        as_noise_cfg rc2 = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, ref, 4, &base };
-        as_noise_measure(S, rj, 2, &rc2, NULL, NULL, NULL);
-        fprintf(stderr, "  reference level %.4f ms%s\n", base, base > 0 ? "" : " (never quiet: no level)");
-        for (int i = 0; i < 2; i++) {
-            CHECK(rj[i].r.ok && rj[i].r.together == 1);
-            /* NaN only where the group's reference stayed noisy or there is no level */
-            if (base > 0) CHECK(isnan(rj[i].r.drift) || (rj[i].r.drift > 0.5 && rj[i].r.drift < 2));
-            else CHECK(isnan(rj[i].r.drift));
-            fprintf(stderr, "  reference: shard %d cost %.4f ms, spread %.3f, drift %.4f\n", i, rj[i].r.cost_ms,
-                    rj[i].r.spread, rj[i].r.drift);
-        }
-        as_bench_session_free(S);
+    if (!S) return;
+    as_bench_calib cal;
+    int rc = as_bench_calibrate(S, &cal, err, sizeof err);
+    if (rc) fprintf(stderr, "  calibrate: %s\n", err);
+    CHECK(rc == 0);
+    CHECK(cal.runs == 20 && cal.median_ms > 0 && isfinite(cal.spread) && isnan(cal.other_cpu));
+    char line[512];
+    as_bench_calib_line(line, sizeof line, &cal);
+    fprintf(stderr, "  %s\n", line);
+    as_bench_session_info si;
+    as_bench_session_info_get(S, &si);
+    CHECK_EQ_I64(si.shards, 0);
+    const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
+    as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
+    /* one unit, interleaving asked for: on CUDA still one shard after another */
+    as_noise_cfg nc = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, NULL, 0, NULL };
+    as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
+        CHECK_EQ_I64(jobs[i].r.together, 1);
+        CHECK(jobs[i].r.noisy == (jobs[i].r.spread > 0.10));
     }
-    /* the fake timer: first attempts noisy -> 2 attempts, quiet; always -> 3, noisy */
+    /* with the reference shard (drift correction): it is timed with the group, one shard
+       after another, and the costs are divided by its factor. The level is set only by
+       a quiet reference (spread at most 0.10): on the H200 the 2-table reference of
+       0.01 ms stayed above it in every round, so the reference is the pool's largest
+       shard, and a level left unset must leave every cost uncorrected (drift NaN). */
+    const int64_t ref[4] = {206, 203, 200, 204};
+    double base = 0;
+    as_noise_job rj[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
+    as_noise_cfg rc2 = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, ref, 4, &base };
+    as_noise_measure(S, rj, 2, &rc2, NULL, NULL, NULL);
+    fprintf(stderr, "  reference level %.4f ms%s\n", base, base > 0 ? "" : " (never quiet: no level)");
+    for (int i = 0; i < 2; i++) {
+        CHECK(rj[i].r.ok && rj[i].r.together == 1);
+        /* NaN only where the group's reference stayed noisy or there is no level */
+        if (base > 0) CHECK(isnan(rj[i].r.drift) || (rj[i].r.drift > 0.5 && rj[i].r.drift < 2));
+        else CHECK(isnan(rj[i].r.drift));
+        fprintf(stderr, "  reference: shard %d cost %.4f ms, spread %.3f, drift %.4f\n", i, rj[i].r.cost_ms,
+                rj[i].r.spread, rj[i].r.drift);
+    }
+    as_bench_session_free(S);
+}
+
+/* the fake timer: first attempts noisy -> 2 attempts, quiet; always -> 3, noisy */
+static void noise_fake_timer(const as_bench_cfg *cfg, const as_bpool *bp)
+{
+    as_bench_cfg c = *cfg;
+    char err[256] = "";
+    as_bench_session *S;
     as_bench_fake fi = { 1, AS_FAKE_FIRST, 1, 10, 1, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
     const as_bench_fake *fakes[2] = { &fi, &al };
     for (int f = 0; f < 2; f++) {
         c.fake = fakes[f];
-        S = as_bench_session_new(&c, &bp, err, sizeof err);
+        S = as_bench_session_new(&c, bp, err, sizeof err);
         CHECK(S != NULL);
         if (!S) continue;
         as_bench_calib cal;
@@ -695,6 +702,25 @@ TEST(gpu_bench_noise_small)
         }
         as_bench_session_free(S);
     }
+}
+
+/* noise-aware measurement on CUDA (issue 12): the re-measuring rounds are device-agnostic;
+ * the quiet-machine check times a small shard of the pool with events */
+TEST(gpu_bench_noise_small)
+{
+    pool_t *p = odd_pool();
+    as_bpool bp;
+    bench_pool(&bp, p);
+    as_bench_cfg c;
+    memset(&c, 0, sizeof c);
+    c.warmup = 1;
+    c.runs = 5;
+    c.trim = 1;
+    c.lr = 0.03f;
+    c.seed = 5;
+    c.cuda = 1;
+    noise_real_timer(&c, &bp);
+    noise_fake_timer(&c, &bp);
     free(bp.t);
     free(bp.index);
     free_pool(p);

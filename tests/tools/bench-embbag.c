@@ -118,14 +118,21 @@ static int64_t parse_opt(const char *name, const char *v, int64_t lo, int64_t hi
     return x;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    int64_t T, B, D, L, E;
+    int64_t threads, runs, warmup, trim, flush_mb, header, huge;
+    uint64_t seed;
+    double alpha, lr;
+    int zipf;
+} opts_t;
+
+/* the command line into *o; -1 to run the benchmark, else the exit status (--help: 0, usage
+ * errors: 2 after the message) */
+static int parse_options(int argc, char **argv, opts_t *o)
 {
-    as_set_prog("bench-embbag");
-    int64_t T = 4, B = 8192, D = 64, L = 15, E = 1000000;
-    int64_t threads = 0, runs = 10, warmup = 5, trim = 2, flush_mb = 0, header = 1, huge = 0;
-    uint64_t seed = 1;
-    double alpha = 1.05, lr = 0.01;
-    int zipf = 0;
+    *o = (opts_t){ .T = 4, .B = 8192, .D = 64, .L = 15, .E = 1000000, .threads = 0, .runs = 10, .warmup = 5,
+                   .trim = 2, .flush_mb = 0, .header = 1, .huge = 0, .seed = 1, .alpha = 1.05, .lr = 0.01,
+                   .zipf = 0 };
     static const struct option opts[] = {
         { "tables", 1, 0, 'T' }, { "batch", 1, 0, 'B' }, { "dim", 1, 0, 'D' }, { "pooling", 1, 0, 'L' },
         { "rows", 1, 0, 'E' }, { "dist", 1, 0, 'd' }, { "alpha", 1, 0, 'a' }, { "threads", 1, 0, 't' },
@@ -136,38 +143,53 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'T': T = parse_opt("tables", optarg, 1, 100000); break;
-        case 'B': B = parse_opt("batch", optarg, 1, (int64_t)1 << 31); break;
-        case 'D': D = parse_opt("dim", optarg, 1, 4096); break;
-        case 'L': L = parse_opt("pooling", optarg, 0, 100000); break;
-        case 'E': E = parse_opt("rows", optarg, 1, (int64_t)1 << 31); break;
+        case 'T': o->T = parse_opt("tables", optarg, 1, 100000); break;
+        case 'B': o->B = parse_opt("batch", optarg, 1, (int64_t)1 << 31); break;
+        case 'D': o->D = parse_opt("dim", optarg, 1, 4096); break;
+        case 'L': o->L = parse_opt("pooling", optarg, 0, 100000); break;
+        case 'E': o->E = parse_opt("rows", optarg, 1, (int64_t)1 << 31); break;
         case 'd':
-            if (!strcmp(optarg, "uniform")) zipf = 0;
-            else if (!strcmp(optarg, "zipf")) zipf = 1;
+            if (!strcmp(optarg, "uniform")) o->zipf = 0;
+            else if (!strcmp(optarg, "zipf")) o->zipf = 1;
             else { fprintf(stderr, "bench-embbag: --dist: uniform or zipf\n"); return AS_EXIT_USAGE; }
             break;
         case 'a':
-            if (as_parse_f64(optarg, 0, 10, &alpha)) { fprintf(stderr, "bench-embbag: --alpha: bad value\n"); return AS_EXIT_USAGE; }
+            if (as_parse_f64(optarg, 0, 10, &o->alpha)) { fprintf(stderr, "bench-embbag: --alpha: bad value\n"); return AS_EXIT_USAGE; }
             break;
-        case 't': threads = parse_opt("threads", optarg, 0, 4096); break;
-        case 'R': runs = parse_opt("runs", optarg, 1, 100000); break;
-        case 'W': warmup = parse_opt("warmup", optarg, 0, 100000); break;
-        case 'k': trim = parse_opt("trim", optarg, 0, 100000); break;
-        case 'f': flush_mb = parse_opt("flush-mb", optarg, 0, 1 << 20); break;
-        case 'H': huge = 1; break;
+        case 't': o->threads = parse_opt("threads", optarg, 0, 4096); break;
+        case 'R': o->runs = parse_opt("runs", optarg, 1, 100000); break;
+        case 'W': o->warmup = parse_opt("warmup", optarg, 0, 100000); break;
+        case 'k': o->trim = parse_opt("trim", optarg, 0, 100000); break;
+        case 'f': o->flush_mb = parse_opt("flush-mb", optarg, 0, 1 << 20); break;
+        case 'H': o->huge = 1; break;
         case 'l':
-            if (as_parse_f64(optarg, 0, 1e6, &lr)) { fprintf(stderr, "bench-embbag: --lr: bad value\n"); return AS_EXIT_USAGE; }
+            if (as_parse_f64(optarg, 0, 1e6, &o->lr)) { fprintf(stderr, "bench-embbag: --lr: bad value\n"); return AS_EXIT_USAGE; }
             break;
-        case 's': seed = (uint64_t)parse_opt("seed", optarg, 0, INT64_MAX); break;
-        case 'n': header = 0; break;
+        case 's': o->seed = (uint64_t)parse_opt("seed", optarg, 0, INT64_MAX); break;
+        case 'n': o->header = 0; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return AS_EXIT_USAGE;
         }
     }
     if (optind < argc) { fprintf(stderr, "bench-embbag: unexpected argument '%s'\n", argv[optind]); return AS_EXIT_USAGE; }
-    const int nt = threads > 0 ? (int)threads : omp_get_max_threads();
+    return -1;
+}
 
-    /* ---- the shard ---- */
+/* the synthetic shard, its weights, gradient and output */
+typedef struct {
+    int64_t *rows, *w_off, *offsets;
+    int32_t *dims, *d_off, *indices;
+    int64_t sumD, nW, nidx;
+    as_eb_shard s;
+    uint16_t *W;
+    float *grad, *out;
+    int64_t unique;             /* distinct rows, summed over the tables */
+} bench_shard;
+
+/* T tables of E rows of D; B bags of exactly L lookups per table */
+static void shard_layout(bench_shard *h, const opts_t *o)
+{
+    const int64_t T = o->T, B = o->B, D = o->D, L = o->L, E = o->E;
     int64_t *rows = malloc(sizeof(int64_t) * (size_t)T), *w_off = malloc(sizeof(int64_t) * (size_t)(T + 1));
     int32_t *dims = malloc(sizeof(int32_t) * (size_t)T), *d_off = malloc(sizeof(int32_t) * (size_t)(T + 1));
     int64_t *offsets = malloc(sizeof(int64_t) * (size_t)(T * B + 1));
@@ -181,11 +203,21 @@ int main(int argc, char **argv)
         w_off[t + 1] = w_off[t] + E * D;
         d_off[t + 1] = d_off[t] + (int32_t)D;
     }
-    const int64_t sumD = d_off[T], nW = w_off[T], nidx = T * B * L;
+    h->sumD = d_off[T];
+    h->nW = w_off[T];
+    h->nidx = T * B * L;
     for (int64_t k = 0; k <= T * B; k++) offsets[k] = k * L;
+    h->rows = rows; h->w_off = w_off; h->dims = dims; h->d_off = d_off;
+    h->offsets = offsets; h->indices = indices;
+}
 
-    as_rng rng;
-    as_rng_seed(&rng, seed, 0);
+/* the rows looked up: uniform, or Zipf ranks scattered by a multiplicative permutation */
+static void draw_indices(bench_shard *h, const opts_t *o, as_rng *rng)
+{
+    const int64_t E = o->E, nidx = h->nidx;
+    const double alpha = o->alpha;
+    const int zipf = o->zipf;
+    int32_t *indices = h->indices;
     double *cdf = NULL;
     uint64_t mult = 1;
     if (zipf) {
@@ -201,7 +233,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < nidx; i++) {
         int64_t r;
         if (zipf) {
-            double u = as_rng_uniform(&rng);
+            double u = as_rng_uniform(rng);
             int64_t lo = 0, hi = E - 1;
             while (lo < hi) {
                 int64_t mid = lo + (hi - lo) / 2;
@@ -209,53 +241,80 @@ int main(int argc, char **argv)
             }
             r = (int64_t)(((unsigned __int128)lo * mult + 12345) % (uint64_t)E);
         } else {
-            r = (int64_t)as_rng_below(&rng, (uint64_t)E);
+            r = (int64_t)as_rng_below(rng, (uint64_t)E);
         }
         indices[i] = (int32_t)r;
     }
     free(cdf);
-    as_eb_shard s = { (int32_t)T, B, rows, dims, w_off, d_off, offsets, indices };
-    char err[256];
-    if (as_eb_validate(&s, err, sizeof err)) as_die(AS_EXIT_DATA, "shard: %s", err);
+}
 
-    uint16_t *W = big_alloc(sizeof(uint16_t) * (size_t)nW, (int)huge);
-    float *grad = big_alloc(sizeof(float) * (size_t)(B * sumD), (int)huge);
+/* random fp16 weights and fp32 gradient, and the output buffer */
+static void fill_weights(bench_shard *h, const opts_t *o, as_rng *rng)
+{
+    const int64_t B = o->B, sumD = h->sumD, nW = h->nW;
+    uint16_t *W = big_alloc(sizeof(uint16_t) * (size_t)nW, (int)o->huge);
+    float *grad = big_alloc(sizeof(float) * (size_t)(B * sumD), (int)o->huge);
     float *out = big_alloc(sizeof(float) * (size_t)(B * sumD), 0);
     for (int64_t i = 0; i < nW; i++) {   /* random halves in about [-1, 1] */
-        uint64_t u = as_rng_next(&rng);
+        uint64_t u = as_rng_next(rng);
         W[i] = (uint16_t)((u & 0x83ffu) | ((8 + (u >> 32) % 7) << 10));
     }
-    for (int64_t i = 0; i < B * sumD; i++) grad[i] = (float)(as_rng_uniform(&rng) * 2 - 1);
+    for (int64_t i = 0; i < B * sumD; i++) grad[i] = (float)(as_rng_uniform(rng) * 2 - 1);
+    h->W = W; h->grad = grad; h->out = out;
+}
 
-    /* unique rows */
+/* unique rows per table, summed */
+static int64_t count_unique(const bench_shard *h, const opts_t *o)
+{
+    const int64_t T = o->T, B = o->B, E = o->E;
+    const int64_t *offsets = h->offsets;
+    const int32_t *indices = h->indices;
     int64_t unique = 0;
-    {
-        uint8_t *seen = calloc((size_t)E, 1);
-        if (!seen) as_die(AS_EXIT_ENV, "out of memory");
-        for (int64_t t = 0; t < T; t++) {
-            memset(seen, 0, (size_t)E);
-            for (int64_t p = offsets[t * B]; p < offsets[(t + 1) * B]; p++)
-                if (!seen[indices[p]]) { seen[indices[p]] = 1; unique++; }
-        }
-        free(seen);
+    uint8_t *seen = calloc((size_t)E, 1);
+    if (!seen) as_die(AS_EXIT_ENV, "out of memory");
+    for (int64_t t = 0; t < T; t++) {
+        memset(seen, 0, (size_t)E);
+        for (int64_t p = offsets[t * B]; p < offsets[(t + 1) * B]; p++)
+            if (!seen[indices[p]]) { seen[indices[p]] = 1; unique++; }
     }
+    free(seen);
+    return unique;
+}
 
-    /* forward check against the reference */
-    {
-        float *ref = malloc(sizeof(float) * (size_t)(B * sumD));
-        if (!ref) as_die(AS_EXIT_ENV, "out of memory");
-        as_eb_forward_ref(ref, W, &s);
-        as_eb_forward_cpu(out, W, &s, nt);
-        if (memcmp(ref, out, sizeof(float) * (size_t)(B * sumD))) {
-            fprintf(stderr, "bench-embbag: forward differs from the reference\n");
-            return AS_EXIT_DATA;
-        }
-        free(ref);
+/* build the shard, validated; the generator's draws in a fixed order (indices, W, grad) */
+static void make_shard(bench_shard *h, const opts_t *o)
+{
+    shard_layout(h, o);
+    as_rng rng;
+    as_rng_seed(&rng, o->seed, 0);
+    draw_indices(h, o, &rng);
+    h->s = (as_eb_shard){ (int32_t)o->T, o->B, h->rows, h->dims, h->w_off, h->d_off, h->offsets, h->indices };
+    char err[256];
+    if (as_eb_validate(&h->s, err, sizeof err)) as_die(AS_EXIT_DATA, "shard: %s", err);
+    fill_weights(h, o, &rng);
+    h->unique = count_unique(h, o);
+}
+
+/* the CPU forward against the reference, bit for bit; 0, or -1 after a message */
+static int check_forward(bench_shard *h, const opts_t *o, int nt)
+{
+    const int64_t B = o->B, sumD = h->sumD;
+    float *ref = malloc(sizeof(float) * (size_t)(B * sumD));
+    if (!ref) as_die(AS_EXIT_ENV, "out of memory");
+    as_eb_forward_ref(ref, h->W, &h->s);
+    as_eb_forward_cpu(h->out, h->W, &h->s, nt);
+    if (memcmp(ref, h->out, sizeof(float) * (size_t)(B * sumD))) {
+        fprintf(stderr, "bench-embbag: forward differs from the reference\n");
+        return -1;
     }
+    free(ref);
+    return 0;
+}
 
-    as_eb_cpu_ws *ws = as_eb_cpu_ws_new(&s);
-    if (!ws) as_die(AS_EXIT_ENV, "out of memory (workspace)");
-
+/* the flush buffer: --flush-mb, else 2x the last-level cache and at least 64 MiB */
+static uint64_t *alloc_flush(const opts_t *o, int nt, size_t *flush_bytes_out)
+{
+    const int64_t flush_mb = o->flush_mb;
     long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
     if (llc <= 0) llc = 32 << 20;
@@ -265,45 +324,85 @@ int main(int argc, char **argv)
     const size_t fwords = flush_bytes / 8;
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (size_t i = 0; i < fwords; i++) fbuf[i] = i;
+    *flush_bytes_out = flush_bytes;
+    return fbuf;
+}
 
-    /* ---- timing ---- */
-    const int total = (int)(warmup + runs);
-    double *tf = malloc(sizeof(double) * (size_t)runs), *tb = malloc(sizeof(double) * (size_t)runs);
+/* W/B/R: warmup + runs iterations of flush, forward, flush, backward+SGD; the timed runs'
+ * ms into tf and tb */
+static void time_phases(bench_shard *h, const opts_t *o, as_eb_cpu_ws *ws, const uint64_t *fbuf, size_t fwords,
+                        int nt, double *tf, double *tb)
+{
+    const int64_t warmup = o->warmup;
+    const int total = (int)(o->warmup + o->runs);
+    const double lr = o->lr;
     for (int it = 0; it < total; it++) {
         flush_caches(fbuf, fwords, nt);
         double t0 = now_s();
-        as_eb_forward_cpu(out, W, &s, nt);
+        as_eb_forward_cpu(h->out, h->W, &h->s, nt);
         double t1 = now_s();
         flush_caches(fbuf, fwords, nt);
         double t2 = now_s();
-        as_eb_backward_sgd_cpu(W, grad, &s, (float)lr, ws, nt);
+        as_eb_backward_sgd_cpu(h->W, h->grad, &h->s, (float)lr, ws, nt);
         double t3 = now_s();
         if (it >= warmup) {
             tf[it - warmup] = (t1 - t0) * 1e3;
             tb[it - warmup] = (t3 - t2) * 1e3;
         }
     }
-    stats sf = summarize(tf, (int)runs, (int)trim), sb = summarize(tb, (int)runs, (int)trim);
+}
+
+/* the result line (after the header unless --no-header) on stdout, the notes on stderr */
+static void report(const bench_shard *h, const opts_t *o, int nt, size_t flush_bytes, const double *tf,
+                   const double *tb)
+{
+    const int64_t T = o->T, B = o->B, D = o->D, L = o->L, E = o->E, sumD = h->sumD;
+    stats sf = summarize(tf, (int)o->runs, (int)o->trim), sb = summarize(tb, (int)o->runs, (int)o->trim);
     const double fwd_bytes = 4.0 * (double)B * (double)sumD + 2.0 * (double)B * (double)sumD * (double)L;
     const double fgbs = fwd_bytes / (sf.mean * 1e-3) / 1e9;
     const double bgbs = 2 * fwd_bytes / (sb.mean * 1e-3) / 1e9;
     const char *bind[] = { "false", "true", "master", "close", "spread" };
     int pb = (int)omp_get_proc_bind();
-    if (header)
+    if (o->header)
         printf("%-7s %4s %6s %4s %3s %8s %3s %9s %9s %9s %8s %6s %8s %9s %8s %6s %8s %9s\n", "dist", "T", "B", "D",
                "L", "E", "thr", "lookups", "unique", "fwd_ms", "fwd_GB/s", "/core", "fwd_rsd", "bwd_ms",
                "bwd_GB/s", "/core", "bwd_rsd", "total_ms");
     printf("%-7s %4lld %6lld %4lld %3lld %8lld %3d %9lld %9lld %9.3f %8.2f %6.2f %7.1f%% %9.3f %8.2f %6.2f %7.1f%% %9.3f\n",
-           zipf ? "zipf" : "uniform", (long long)T, (long long)B, (long long)D, (long long)L, (long long)E, nt,
-           (long long)nidx, (long long)unique, sf.mean, fgbs, fgbs / nt, sf.rsd * 100, sb.mean, bgbs, bgbs / nt,
+           o->zipf ? "zipf" : "uniform", (long long)T, (long long)B, (long long)D, (long long)L, (long long)E, nt,
+           (long long)h->nidx, (long long)h->unique, sf.mean, fgbs, fgbs / nt, sf.rsd * 100, sb.mean, bgbs, bgbs / nt,
            sb.rsd * 100, sf.mean + sb.mean);
     fprintf(stderr, "bench-embbag: seed %llu, flush %.0f MiB, proc_bind %s, hugepages %s, fwd median %.3f min %.3f, "
-            "bwd median %.3f min %.3f ms\n", (unsigned long long)seed, flush_bytes / 1048576.0,
-            pb >= 0 && pb < 5 ? bind[pb] : "?", huge ? "madvise" : "no", sf.median, sf.min, sb.median, sb.min);
+            "bwd median %.3f min %.3f ms\n", (unsigned long long)o->seed, flush_bytes / 1048576.0,
+            pb >= 0 && pb < 5 ? bind[pb] : "?", o->huge ? "madvise" : "no", sf.median, sf.min, sb.median, sb.min);
+}
+
+int main(int argc, char **argv)
+{
+    as_set_prog("bench-embbag");
+    opts_t o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
+    const int nt = o.threads > 0 ? (int)o.threads : omp_get_max_threads();
+
+    /* ---- the shard ---- */
+    bench_shard h;
+    make_shard(&h, &o);
+    if (check_forward(&h, &o, nt)) return AS_EXIT_DATA;
+
+    as_eb_cpu_ws *ws = as_eb_cpu_ws_new(&h.s);
+    if (!ws) as_die(AS_EXIT_ENV, "out of memory (workspace)");
+    size_t flush_bytes;
+    uint64_t *fbuf = alloc_flush(&o, nt, &flush_bytes);
+    const size_t fwords = flush_bytes / 8;
+
+    /* ---- timing ---- */
+    double *tf = malloc(sizeof(double) * (size_t)o.runs), *tb = malloc(sizeof(double) * (size_t)o.runs);
+    time_phases(&h, &o, ws, fbuf, fwords, nt, tf, tb);
+    report(&h, &o, nt, flush_bytes, tf, tb);
     if (fflush(stdout) || ferror(stdout)) return AS_EXIT_ENV;
 
     as_eb_cpu_ws_free(ws);
-    free(tf); free(tb); free(fbuf); free(W); free(grad); free(out);
-    free(rows); free(w_off); free(dims); free(d_off); free(offsets); free(indices);
+    free(tf); free(tb); free(fbuf); free(h.W); free(h.grad); free(h.out);
+    free(h.rows); free(h.w_off); free(h.dims); free(h.d_off); free(h.offsets); free(h.indices);
     return 0;
 }

@@ -242,17 +242,26 @@ static void cpu_flush(const uint64_t *buf, size_t words, int nt)
     flush_sink += s;
 }
 
-/* ---- main ------------------------------------------------------------------------------------ */
+/* ---- options ---------------------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+typedef struct {
+    int64_t T, E, B, warm, iters, drop, device, seedv;
+    int64_t threads, flush_mb;
+    int cpu;
+    int dims[16], ndims, pools[16], npools;
+    int do_uniform, do_power, mixed;
+    double alpha, lr;
+    const char *dump, *only;
+} opts_t;
+
+/* the command line into *o; -1 to run the benchmark, else the exit status (--help, --version: 0;
+ * usage error: 2, after the message) */
+static int parse_options(int argc, char **argv, opts_t *o)
 {
-    int64_t T = 8, E = 1000000, B = 65536, warm = 5, iters = 10, drop = 2, device = 0, seedv = 1;
-    int64_t threads = 0, flush_mb = 0;
-    int cpu = 0;
-    int dims[16] = {16, 32, 64, 128}, ndims = 4, pools[16] = {1, 15, 100}, npools = 3;
-    int do_uniform = 1, do_power = 1, mixed = 1;
-    double alpha = 1.05, lr = 0.01;
-    const char *dump = NULL, *only = NULL;
+    *o = (opts_t){ .T = 8, .E = 1000000, .B = 65536, .warm = 5, .iters = 10, .drop = 2, .device = 0, .seedv = 1,
+                   .threads = 0, .flush_mb = 0, .cpu = 0, .dims = {16, 32, 64, 128}, .ndims = 4,
+                   .pools = {1, 15, 100}, .npools = 3, .do_uniform = 1, .do_power = 1, .mixed = 1,
+                   .alpha = 1.05, .lr = 0.01, .dump = NULL, .only = NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -260,38 +269,38 @@ int main(int argc, char **argv)
 #define BAD() do { fprintf(stderr, "bench-kernel: bad value for %s: %s\nusage: see bench-kernel --help\n", a, v); return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--version")) { printf("%s\n", VERSION); return 0; }
-        else if (!strcmp(a, "--tables")) { NEED(); if (parse_i64(v, 1, 4096, &T)) BAD(); }
-        else if (!strcmp(a, "--rows")) { NEED(); if (parse_i64(v, 1, 2000000000LL, &E)) BAD(); }
-        else if (!strcmp(a, "--batch")) { NEED(); if (parse_i64(v, 1, 1LL << 24, &B)) BAD(); }
-        else if (!strcmp(a, "--dims")) { NEED(); if (parse_list(v, dims, 16, &ndims)) BAD(); }
-        else if (!strcmp(a, "--pooling")) { NEED(); if (parse_list(v, pools, 16, &npools)) BAD(); }
+        else if (!strcmp(a, "--tables")) { NEED(); if (parse_i64(v, 1, 4096, &o->T)) BAD(); }
+        else if (!strcmp(a, "--rows")) { NEED(); if (parse_i64(v, 1, 2000000000LL, &o->E)) BAD(); }
+        else if (!strcmp(a, "--batch")) { NEED(); if (parse_i64(v, 1, 1LL << 24, &o->B)) BAD(); }
+        else if (!strcmp(a, "--dims")) { NEED(); if (parse_list(v, o->dims, 16, &o->ndims)) BAD(); }
+        else if (!strcmp(a, "--pooling")) { NEED(); if (parse_list(v, o->pools, 16, &o->npools)) BAD(); }
         else if (!strcmp(a, "--dist")) {
             NEED();
-            do_uniform = strstr(v, "uniform") != NULL;
-            do_power = strstr(v, "powerlaw") != NULL;
-            if (!do_uniform && !do_power) BAD();
+            o->do_uniform = strstr(v, "uniform") != NULL;
+            o->do_power = strstr(v, "powerlaw") != NULL;
+            if (!o->do_uniform && !o->do_power) BAD();
         } else if (!strcmp(a, "--alpha")) {
             NEED();
             char *end;
-            alpha = strtod(v, &end);
-            if (*end || end == v || !(alpha > 0) || fabs(alpha - 1.0) < 1e-9 || alpha > 10) BAD();
+            o->alpha = strtod(v, &end);
+            if (*end || end == v || !(o->alpha > 0) || fabs(o->alpha - 1.0) < 1e-9 || o->alpha > 10) BAD();
         } else if (!strcmp(a, "--lr")) {
             NEED();
             char *end;
-            lr = strtod(v, &end);
-            if (*end || end == v || !(lr >= 0) || lr > 1e6) BAD();
-        } else if (!strcmp(a, "--no-mixed")) mixed = 0;
-        else if (!strcmp(a, "--only")) { NEED(); only = v; }
-        else if (!strcmp(a, "--quick")) { T = 4; E = 100000; B = 8192; }
-        else if (!strcmp(a, "--warmup")) { NEED(); if (parse_i64(v, 0, 1000, &warm)) BAD(); }
-        else if (!strcmp(a, "--iters")) { NEED(); if (parse_i64(v, 1, 100000, &iters)) BAD(); }
-        else if (!strcmp(a, "--drop")) { NEED(); if (parse_i64(v, 0, 1000, &drop)) BAD(); }
-        else if (!strcmp(a, "--seed")) { NEED(); if (parse_i64(v, 0, INT64_MAX, &seedv)) BAD(); }
-        else if (!strcmp(a, "--device")) { NEED(); if (parse_i64(v, 0, 1024, &device)) BAD(); }
-        else if (!strcmp(a, "--dump")) { NEED(); dump = v; }
-        else if (!strcmp(a, "--cpu")) cpu = 1;
-        else if (!strcmp(a, "--threads")) { NEED(); if (parse_i64(v, 0, 4096, &threads)) BAD(); }
-        else if (!strcmp(a, "--flush-mb")) { NEED(); if (parse_i64(v, 1, 1 << 20, &flush_mb)) BAD(); }
+            o->lr = strtod(v, &end);
+            if (*end || end == v || !(o->lr >= 0) || o->lr > 1e6) BAD();
+        } else if (!strcmp(a, "--no-mixed")) o->mixed = 0;
+        else if (!strcmp(a, "--only")) { NEED(); o->only = v; }
+        else if (!strcmp(a, "--quick")) { o->T = 4; o->E = 100000; o->B = 8192; }
+        else if (!strcmp(a, "--warmup")) { NEED(); if (parse_i64(v, 0, 1000, &o->warm)) BAD(); }
+        else if (!strcmp(a, "--iters")) { NEED(); if (parse_i64(v, 1, 100000, &o->iters)) BAD(); }
+        else if (!strcmp(a, "--drop")) { NEED(); if (parse_i64(v, 0, 1000, &o->drop)) BAD(); }
+        else if (!strcmp(a, "--seed")) { NEED(); if (parse_i64(v, 0, INT64_MAX, &o->seedv)) BAD(); }
+        else if (!strcmp(a, "--device")) { NEED(); if (parse_i64(v, 0, 1024, &o->device)) BAD(); }
+        else if (!strcmp(a, "--dump")) { NEED(); o->dump = v; }
+        else if (!strcmp(a, "--cpu")) o->cpu = 1;
+        else if (!strcmp(a, "--threads")) { NEED(); if (parse_i64(v, 0, 4096, &o->threads)) BAD(); }
+        else if (!strcmp(a, "--flush-mb")) { NEED(); if (parse_i64(v, 1, 1 << 20, &o->flush_mb)) BAD(); }
         else {
             fprintf(stderr, "bench-kernel: unknown option %s\nusage: see bench-kernel --help\n", a);
             return 2;
@@ -299,173 +308,266 @@ int main(int argc, char **argv)
 #undef NEED
 #undef BAD
     }
-    if (2 * drop >= iters) fprintf(stderr, "bench-kernel: note: --drop %lld leaves nothing; using all\n", (long long)drop);
-    uint64_t seed = (uint64_t)seedv;
-    /* the CPU path: threads and the flush buffer */
-    const int nt = threads > 0 ? (int)threads : omp_get_max_threads();
-    uint64_t *fbuf = NULL;
-    size_t fwords = 0;
-    if (cpu) {
-        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-        if (llc <= 0) llc = 32L << 20;
-        size_t fb = flush_mb > 0 ? (size_t)flush_mb << 20 : 2 * (size_t)llc;
-        if (flush_mb == 0 && fb < ((size_t)64 << 20)) fb = (size_t)64 << 20;
-        fwords = fb / 8;
-        fbuf = malloc(fwords * 8);
-        if (!fbuf) { fprintf(stderr, "bench-kernel: out of host memory (flush buffer)\n"); return 3; }
+    return -1;
+}
+
+/* ---- the run ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const opts_t *o;
+    uint64_t seed;
+    int nt;                 /* CPU threads */
+    uint64_t *fbuf;         /* the CPU flush buffer */
+    size_t fwords;
+    int dist_list[2], ndist;
+    int header_done;
+    double copy_gbps;
+} bench_t;
+
+/* the timed path of one shard: the CUDA kernels (g) or the CPU workspace and output */
+typedef struct {
+    as_eb_gpu *g;
+    as_eb_cpu_ws *ws;
+    float *out;
+} backend_t;
+
+/* the CPU path's flush buffer: 2x the last-level cache (at least 64 MiB) or --flush-mb */
+static int alloc_flush_buffer(bench_t *bk)
+{
+    const int nt = bk->nt;
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (llc <= 0) llc = 32L << 20;
+    size_t fb = bk->o->flush_mb > 0 ? (size_t)bk->o->flush_mb << 20 : 2 * (size_t)llc;
+    if (bk->o->flush_mb == 0 && fb < ((size_t)64 << 20)) fb = (size_t)64 << 20;
+    size_t fwords = fb / 8;
+    uint64_t *fbuf = malloc(fwords * 8);
+    if (!fbuf) { fprintf(stderr, "bench-kernel: out of host memory (flush buffer)\n"); return -1; }
 #pragma omp parallel for num_threads(nt) schedule(static)
-        for (size_t i = 0; i < fwords; i++) fbuf[i] = i;
+    for (size_t i = 0; i < fwords; i++) fbuf[i] = i;
+    bk->fbuf = fbuf;
+    bk->fwords = fwords;
+    return 0;
+}
+
+/* --dump: start a fresh DIR/index.txt */
+static int start_dump_index(const char *dump)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/index.txt", dump);
+    FILE *f = fopen(path, "w"); /* start a fresh index */
+    if (!f || fclose(f)) { fprintf(stderr, "bench-kernel: %s: %s\n", path, strerror(errno)); return -1; }
+    return 0;
+}
+
+/* shape si's dims per table and its name: one dim of the list, or the list cycled (mixed) */
+static void shard_shape(const opts_t *o, int si, int L, int pw, int32_t *tdims, char *name, size_t nsize)
+{
+    const int64_t T = o->T;
+    if (si < o->ndims) {
+        for (int t = 0; t < T; t++) tdims[t] = o->dims[si];
+        snprintf(name, nsize, "d%d-l%d-%s", o->dims[si], L, pw ? "powerlaw" : "uniform");
+    } else {
+        for (int t = 0; t < T; t++) tdims[t] = o->dims[t % o->ndims];
+        snprintf(name, nsize, "mixed-l%d-%s", L, pw ? "powerlaw" : "uniform");
     }
-    int header_done = 0;
-    double copy_gbps = 0;
-    int ndist = 0;
-    int dist_list[2];
-    if (do_uniform) dist_list[ndist++] = 0;
-    if (do_power) dist_list[ndist++] = 1;
-    if (dump) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/index.txt", dump);
-        FILE *f = fopen(path, "w"); /* start a fresh index */
-        if (!f || fclose(f)) { fprintf(stderr, "bench-kernel: %s: %s\n", path, strerror(errno)); return 3; }
+}
+
+/* the CPU workspace and output, or the GPU's copy of the shard; -1 after a message */
+static int open_backend(const bench_t *bk, shard_t *h, backend_t *be, char *err, size_t errsize)
+{
+    const char *name = h->name;
+    const int64_t T = bk->o->T, B = bk->o->B;
+    if (bk->o->cpu) {
+        if (as_eb_validate(&h->x.s, err, errsize)) {
+            fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
+            return -1;
+        }
+        be->ws = as_eb_cpu_ws_new(&h->x.s);
+        be->out = malloc(sizeof(float) * ((size_t)B * h->x.s.d_off[T] + 1));
+        if (!be->ws || !be->out) {
+            fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
+            as_eb_cpu_ws_free(be->ws);
+            free(be->out);
+            return -1;
+        }
+    } else if (as_eb_gpu_create(&be->g, &h->x.s, h->x.W, h->x.grad, (int)bk->o->device, err, errsize)) {
+        fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
+        return -1;
     }
-    int nshape = ndims + (mixed ? 1 : 0);
-    for (int pi = 0; pi < npools; pi++)
-        for (int di = 0; di < ndist; di++)
-            for (int si = 0; si < nshape; si++) {
-                int L = pools[pi], pw = dist_list[di];
-                int32_t tdims[4096];
-                char name[64];
-                if (si < ndims) {
-                    for (int t = 0; t < T; t++) tdims[t] = dims[si];
-                    snprintf(name, sizeof name, "d%d-l%d-%s", dims[si], L, pw ? "powerlaw" : "uniform");
-                } else {
-                    for (int t = 0; t < T; t++) tdims[t] = dims[t % ndims];
-                    snprintf(name, sizeof name, "mixed-l%d-%s", L, pw ? "powerlaw" : "uniform");
-                }
-                if (only && !strstr(name, only)) continue;
-                shard_t h;
-                memset(&h, 0, sizeof h);
-                snprintf(h.name, sizeof h.name, "%s", name);
-                uint64_t sseed = seed ^ (0x1000193ULL * (uint64_t)(pi * 64 + di * 16 + si + 1));
-                fprintf(stderr, "bench-kernel: %s: generating\n", name);
-                if (make_shard(&h, (int)T, E, B, tdims, L, pw, alpha, sseed)) {
-                    fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
-                    free_shard(&h);
-                    return 3;
-                }
-                if (dump && dump_shard(dump, &h, alpha, sseed, (float)lr)) {
-                    fprintf(stderr, "bench-kernel: %s: cannot write: %s\n", dump, strerror(errno));
-                    free_shard(&h);
-                    return 3;
-                }
-                char err[512] = "";
-                as_eb_gpu *g = NULL;
-                as_eb_cpu_ws *ws = NULL;
-                float *out = NULL;
-                if (cpu) {
-                    if (as_eb_validate(&h.x.s, err, sizeof err)) {
-                        fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
-                        free_shard(&h);
-                        return 3;
-                    }
-                    ws = as_eb_cpu_ws_new(&h.x.s);
-                    out = malloc(sizeof(float) * ((size_t)B * h.x.s.d_off[T] + 1));
-                    if (!ws || !out) {
-                        fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
-                        as_eb_cpu_ws_free(ws);
-                        free(out);
-                        free_shard(&h);
-                        return 3;
-                    }
-                } else if (as_eb_gpu_create(&g, &h.x.s, h.x.W, h.x.grad, (int)device, err, sizeof err)) {
-                    fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
-                    free_shard(&h);
-                    return 3;
-                }
-                if (!header_done) {
-                    char dev[256];
-                    int mhz = 0;
-                    if (cpu) {
-                        as_cpu_name(dev, sizeof dev, nt);
-                        printf("# device: %s\n# threads: %d\n# flush_mib: %.0f\n# copy_gbps: 0 (not measured "
-                               "on the CPU)\n", dev, nt, fwords * 8 / 1048576.0);
-                    } else {
-                        as_eb_gpu_info(g, dev, sizeof dev, &mhz, &copy_gbps);
-                        printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, copy_gbps);
-                    }
-                    printf("# seed: %llu  tables: %lld  rows: %lld  batch: %lld  alpha: %g  lr: %g\n",
-                           (unsigned long long)seed, (long long)T, (long long)E, (long long)B, alpha, lr);
-                    printf("# protocol: %lld warm-up, %lld timed, each phase after a cache flush; ms = mean "
-                           "without %lld highest and %lld lowest\n",
-                           (long long)warm, (long long)iters, (long long)drop, (long long)drop);
-                    printf("name\tdims\tpooling\tdist\tlookups\tunique\tfwd_ms\tfwd_med\tfwd_min\tfwd_max\tfwd_rsd\t"
-                           "bwd_ms\tbwd_med\tbwd_min\tbwd_max\tbwd_rsd\ttotal_ms\tfwd_gbps\tbwd_gbps\ttotal_gbps\t"
-                           "fwd_pct_copy\ttotal_pct_copy\n");
-                    fflush(stdout);
-                    header_done = 1;
-                }
-                double *tf = calloc((size_t)iters, sizeof(double)), *tb = calloc((size_t)iters, sizeof(double));
-                double *tt = calloc((size_t)iters, sizeof(double));
-                int rc = 0;
-                for (int64_t it = 0; it < warm + iters && !rc; it++) {
-                    double fms = 0, bms = 0;
-                    if (cpu) {
-                        cpu_flush(fbuf, fwords, nt);
-                        double t0 = now_ms();
-                        as_eb_forward_cpu(out, h.x.W, &h.x.s, nt);
-                        fms = now_ms() - t0;
-                        cpu_flush(fbuf, fwords, nt);
-                        t0 = now_ms();
-                        as_eb_backward_sgd_cpu(h.x.W, h.x.grad, &h.x.s, (float)lr, ws, nt);
-                        bms = now_ms() - t0;
-                    } else {
-                        float f1 = 0, b1 = 0;
-                        rc = as_eb_gpu_flush_cache(g, err, sizeof err) || as_eb_gpu_forward(g, &f1, err, sizeof err) ||
-                             as_eb_gpu_flush_cache(g, err, sizeof err) ||
-                             as_eb_gpu_backward_sgd(g, (float)lr, &b1, err, sizeof err);
-                        fms = f1;
-                        bms = b1;
-                    }
-                    if (!rc && it >= warm) {
-                        tf[it - warm] = fms;
-                        tb[it - warm] = bms;
-                        tt[it - warm] = fms + bms;
-                    }
-                }
-                as_eb_gpu_destroy(g);
-                as_eb_cpu_ws_free(ws);
-                free(out);
-                if (rc) {
-                    fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
-                    free(tf); free(tb); free(tt);
-                    free_shard(&h);
-                    return 3;
-                }
-                stats_t sf = stats(tf, (int)iters, (int)drop), sb = stats(tb, (int)iters, (int)drop);
-                stats_t st = stats(tt, (int)iters, (int)drop);
-                double fbytes = 0;
-                int64_t n = h.x.s.offsets[T * B];
-                for (int t = 0; t < T; t++) {
-                    double Lt = (double)(h.x.s.offsets[(t + 1) * B] - h.x.s.offsets[t * B]) / (double)B;
-                    fbytes += 4.0 * B * tdims[t] + 2.0 * B * tdims[t] * Lt;
-                }
-                double fg = sf.trim > 0 ? fbytes / (sf.trim * 1e-3) / 1e9 : 0;
-                double bg = sb.trim > 0 ? 2 * fbytes / (sb.trim * 1e-3) / 1e9 : 0;
-                double tg = st.trim > 0 ? 3 * fbytes / (st.trim * 1e-3) / 1e9 : 0;
-                char dl[64];
-                if (si < ndims) snprintf(dl, sizeof dl, "%d", dims[si]);
-                else snprintf(dl, sizeof dl, "mixed");
-                printf("%s\t%s\t%d\t%s\t%lld\t%lld\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t"
-                       "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n",
-                       name, dl, L, h.dist, (long long)n, (long long)h.unique, sf.trim, sf.med, sf.min, sf.max,
-                       sf.rsd, sb.trim, sb.med, sb.min, sb.max, sb.rsd, st.trim, fg, bg, tg,
-                       copy_gbps > 0 ? 100 * fg / copy_gbps : 0, copy_gbps > 0 ? 100 * tg / copy_gbps : 0);
-                if (fflush(stdout)) { fprintf(stderr, "bench-kernel: write error\n"); return 3; }
-                free(tf); free(tb); free(tt);
-                free_shard(&h);
-            }
-    free(fbuf);
+    return 0;
+}
+
+static void close_backend(backend_t *be)
+{
+    as_eb_gpu_destroy(be->g);
+    as_eb_cpu_ws_free(be->ws);
+    free(be->out);
+}
+
+/* the '#' comment lines (device, clock or threads, copy GB/s, seed, protocol) and the header */
+static void print_header(bench_t *bk, as_eb_gpu *g)
+{
+    const opts_t *o = bk->o;
+    char dev[256];
+    int mhz = 0;
+    if (o->cpu) {
+        as_cpu_name(dev, sizeof dev, bk->nt);
+        printf("# device: %s\n# threads: %d\n# flush_mib: %.0f\n# copy_gbps: 0 (not measured "
+               "on the CPU)\n", dev, bk->nt, bk->fwords * 8 / 1048576.0);
+    } else {
+        as_eb_gpu_info(g, dev, sizeof dev, &mhz, &bk->copy_gbps);
+        printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, bk->copy_gbps);
+    }
+    printf("# seed: %llu  tables: %lld  rows: %lld  batch: %lld  alpha: %g  lr: %g\n",
+           (unsigned long long)bk->seed, (long long)o->T, (long long)o->E, (long long)o->B, o->alpha, o->lr);
+    printf("# protocol: %lld warm-up, %lld timed, each phase after a cache flush; ms = mean "
+           "without %lld highest and %lld lowest\n",
+           (long long)o->warm, (long long)o->iters, (long long)o->drop, (long long)o->drop);
+    printf("name\tdims\tpooling\tdist\tlookups\tunique\tfwd_ms\tfwd_med\tfwd_min\tfwd_max\tfwd_rsd\t"
+           "bwd_ms\tbwd_med\tbwd_min\tbwd_max\tbwd_rsd\ttotal_ms\tfwd_gbps\tbwd_gbps\ttotal_gbps\t"
+           "fwd_pct_copy\ttotal_pct_copy\n");
+    fflush(stdout);
+    bk->header_done = 1;
+}
+
+/* W/B/R: warm-up then timed iterations of flush, forward, flush, backward+SGD; the timed
+ * ones' ms into tf, tb and tt (their sum); non-zero on a GPU error (message in err) */
+static int time_shard(const bench_t *bk, shard_t *h, const backend_t *be, double *tf, double *tb, double *tt,
+                      char *err, size_t errsize)
+{
+    const int64_t warm = bk->o->warm, iters = bk->o->iters;
+    const double lr = bk->o->lr;
+    const int nt = bk->nt;
+    as_eb_gpu *g = be->g;
+    int rc = 0;
+    for (int64_t it = 0; it < warm + iters && !rc; it++) {
+        double fms = 0, bms = 0;
+        if (bk->o->cpu) {
+            cpu_flush(bk->fbuf, bk->fwords, nt);
+            double t0 = now_ms();
+            as_eb_forward_cpu(be->out, h->x.W, &h->x.s, nt);
+            fms = now_ms() - t0;
+            cpu_flush(bk->fbuf, bk->fwords, nt);
+            t0 = now_ms();
+            as_eb_backward_sgd_cpu(h->x.W, h->x.grad, &h->x.s, (float)lr, be->ws, nt);
+            bms = now_ms() - t0;
+        } else {
+            float f1 = 0, b1 = 0;
+            rc = as_eb_gpu_flush_cache(g, err, errsize) || as_eb_gpu_forward(g, &f1, err, errsize) ||
+                 as_eb_gpu_flush_cache(g, err, errsize) ||
+                 as_eb_gpu_backward_sgd(g, (float)lr, &b1, err, errsize);
+            fms = f1;
+            bms = b1;
+        }
+        if (!rc && it >= warm) {
+            tf[it - warm] = fms;
+            tb[it - warm] = bms;
+            tt[it - warm] = fms + bms;
+        }
+    }
+    return rc;
+}
+
+/* one table row: the statistics of each phase and FBGEMM's GB/s; -1 on a write error */
+static int report_shard(const bench_t *bk, const shard_t *h, const int32_t *tdims, int si,
+                        const double *tf, const double *tb, const double *tt)
+{
+    const opts_t *o = bk->o;
+    const int64_t T = o->T, B = o->B, iters = o->iters, drop = o->drop;
+    const double copy_gbps = bk->copy_gbps;
+    stats_t sf = stats(tf, (int)iters, (int)drop), sb = stats(tb, (int)iters, (int)drop);
+    stats_t st = stats(tt, (int)iters, (int)drop);
+    double fbytes = 0;
+    int64_t n = h->x.s.offsets[T * B];
+    for (int t = 0; t < T; t++) {
+        double Lt = (double)(h->x.s.offsets[(t + 1) * B] - h->x.s.offsets[t * B]) / (double)B;
+        fbytes += 4.0 * B * tdims[t] + 2.0 * B * tdims[t] * Lt;
+    }
+    double fg = sf.trim > 0 ? fbytes / (sf.trim * 1e-3) / 1e9 : 0;
+    double bg = sb.trim > 0 ? 2 * fbytes / (sb.trim * 1e-3) / 1e9 : 0;
+    double tg = st.trim > 0 ? 3 * fbytes / (st.trim * 1e-3) / 1e9 : 0;
+    char dl[64];
+    if (si < o->ndims) snprintf(dl, sizeof dl, "%d", o->dims[si]);
+    else snprintf(dl, sizeof dl, "mixed");
+    printf("%s\t%s\t%d\t%s\t%lld\t%lld\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t"
+           "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n",
+           h->name, dl, h->L, h->dist, (long long)n, (long long)h->unique, sf.trim, sf.med, sf.min, sf.max,
+           sf.rsd, sb.trim, sb.med, sb.min, sb.max, sb.rsd, st.trim, fg, bg, tg,
+           copy_gbps > 0 ? 100 * fg / copy_gbps : 0, copy_gbps > 0 ? 100 * tg / copy_gbps : 0);
+    if (fflush(stdout)) { fprintf(stderr, "bench-kernel: write error\n"); return -1; }
+    return 0;
+}
+
+/* shard (pooling pi, distribution di, shape si): generate, dump, time, report; 0 or exit 3 */
+static int run_shard(bench_t *bk, int pi, int di, int si)
+{
+    const opts_t *o = bk->o;
+    const int64_t iters = o->iters;
+    int L = o->pools[pi], pw = bk->dist_list[di];
+    int32_t tdims[4096];
+    char name[64];
+    shard_shape(o, si, L, pw, tdims, name, sizeof name);
+    if (o->only && !strstr(name, o->only)) return 0;
+    shard_t h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.name, sizeof h.name, "%s", name);
+    uint64_t sseed = bk->seed ^ (0x1000193ULL * (uint64_t)(pi * 64 + di * 16 + si + 1));
+    fprintf(stderr, "bench-kernel: %s: generating\n", name);
+    if (make_shard(&h, (int)o->T, o->E, o->B, tdims, L, pw, o->alpha, sseed)) {
+        fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
+        free_shard(&h);
+        return 3;
+    }
+    if (o->dump && dump_shard(o->dump, &h, o->alpha, sseed, (float)o->lr)) {
+        fprintf(stderr, "bench-kernel: %s: cannot write: %s\n", o->dump, strerror(errno));
+        free_shard(&h);
+        return 3;
+    }
+    char err[512] = "";
+    backend_t be = { NULL, NULL, NULL };
+    if (open_backend(bk, &h, &be, err, sizeof err)) {
+        free_shard(&h);
+        return 3;
+    }
+    if (!bk->header_done) print_header(bk, be.g);
+    double *tf = calloc((size_t)iters, sizeof(double)), *tb = calloc((size_t)iters, sizeof(double));
+    double *tt = calloc((size_t)iters, sizeof(double));
+    int rc = time_shard(bk, &h, &be, tf, tb, tt, err, sizeof err);
+    close_backend(&be);
+    if (rc) {
+        fprintf(stderr, "bench-kernel: %s: %s\n", name, err);
+        free(tf); free(tb); free(tt);
+        free_shard(&h);
+        return 3;
+    }
+    if (report_shard(bk, &h, tdims, si, tf, tb, tt)) return 3;
+    free(tf); free(tb); free(tt);
+    free_shard(&h);
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (2 * o.drop >= o.iters) fprintf(stderr, "bench-kernel: note: --drop %lld leaves nothing; using all\n", (long long)o.drop);
+    bench_t bk = { .o = &o, .seed = (uint64_t)o.seedv };
+    /* the CPU path: threads and the flush buffer */
+    bk.nt = o.threads > 0 ? (int)o.threads : omp_get_max_threads();
+    if (o.cpu && alloc_flush_buffer(&bk)) return 3;
+    if (o.do_uniform) bk.dist_list[bk.ndist++] = 0;
+    if (o.do_power) bk.dist_list[bk.ndist++] = 1;
+    if (o.dump && start_dump_index(o.dump)) return 3;
+    int nshape = o.ndims + (o.mixed ? 1 : 0);
+    for (int pi = 0; pi < o.npools; pi++)
+        for (int di = 0; di < bk.ndist; di++)
+            for (int si = 0; si < nshape; si++)
+                if ((rc = run_shard(&bk, pi, di, si))) return rc;
+    free(bk.fbuf);
     if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "bench-kernel: write error\n"); return 3; }
     return 0;
 }

@@ -722,6 +722,58 @@ static void maybe_neg_index(job *j, as_synth_table *tb, int64_t base)
              " in the table (indices[%" PRId64 "]) = -1", tb->id, j->neg_bag, j->neg_pos, base + j->neg_pos);
 }
 
+/* metasyn: table t's B global offsets and B lengths to the temporary files, with the
+ * offsets and lengths faults; *last is the last global offset written (tmp: B+1 scratch) */
+static void spill_metasyn_table(job *j, const as_synth_table *tb, int64_t t, int64_t base,
+                                int64_t *tmp, int64_t *last)
+{
+    const int64_t T = j->T, B = j->B;
+    const int64_t lm_table = T >= 2 ? 1 : 0;
+    /* offsets: B entries per table (the total comes at the end) */
+    for (int64_t b = 0; b < B; b++) tmp[b] = base + tb->offsets[b];
+    if (j->corrupt == C_OFF_FIRST && t == 0) {
+        tmp[0] = 1;
+        as_debug("corrupt offsets-first: table 0 bag 0: offsets[0] = 1 (was 0)");
+    }
+    if (j->corrupt == C_OFF_DECREASE && t == 1) {
+        int64_t b = B / 2;
+        int64_t prev = b > 0 ? tmp[b - 1] : *last;
+        as_debug("corrupt offsets-decrease: table 1 bag %" PRId64 ": offsets[%" PRId64 "] = %"
+                 PRId64 " (was %" PRId64 ", predecessor %" PRId64 ")",
+                 b, B + b, prev - 1, tmp[b], prev);
+        tmp[b] = prev - 1;
+    }
+    if (j->osz == 4 && base + tb->lookups > INT32_MAX)
+        as_die(AS_EXIT_DATA, "offsets exceed int32 (table %" PRId64 "); use --offsets-dtype int64", t);
+    put_i64_as(put_tmp, &j->toff, tmp, (size_t)B, 0, j->osz);
+    *last = tmp[B - 1];
+    /* lengths */
+    for (int64_t b = 0; b < B; b++) tmp[b] = tb->offsets[b + 1] - tb->offsets[b];
+    if (j->corrupt == C_LEN_MISMATCH && t == lm_table) {
+        int64_t b = B / 2;
+        as_debug("corrupt lengths-mismatch: table %" PRId64 " bag %" PRId64 ": lengths[%" PRId64
+                 "][%" PRId64 "] = %" PRId64 " (diff(offsets) = %" PRId64 ", flat position %" PRId64 ")",
+                 t, b, t, b, tmp[b] + 1, tmp[b], t * B + b);
+        tmp[b] += 1;
+    }
+    put_i64_as(put_tmp, &j->tlen, tmp, (size_t)B, 0, j->lsz);
+}
+
+/* metasyn: the final global offset (numel, or numel + 1 with offsets-last) */
+static void spill_metasyn_total(job *j, int64_t base)
+{
+    int64_t fin = base;
+    if (j->corrupt == C_OFF_LAST) {
+        fin = base + 1;
+        as_debug("corrupt offsets-last: offsets[%" PRId64 "] = %" PRId64 " (numel of indices %" PRId64 ")",
+                 j->T * j->B, fin, base);
+    }
+    if (j->osz == 4 && fin > INT32_MAX)
+        as_die(AS_EXIT_DATA, "offsets exceed int32; use --offsets-dtype int64");
+    put_i64_as(put_tmp, &j->toff, &fin, 1, 0, j->osz);
+    tf_flush(&j->tlen);
+}
+
 /* pass 1: every table once; offsets/lengths (and indices unless --regen) to temp files */
 static void pass1(job *j)
 {
@@ -734,7 +786,6 @@ static void pass1(job *j)
     int64_t base = 0;
     int64_t last = 0;               /* last global offset written (metasyn) */
     int64_t *tmp = as_malloc((size_t)(B + 1) * sizeof *tmp);
-    const int64_t lm_table = T >= 2 ? 1 : 0;
     double t0 = as_now();
     for (int64_t t = 0; t < T; t++) {
         as_synth_table tb;
@@ -745,36 +796,8 @@ static void pass1(job *j)
             j->neg_pos = tb.lookups / 2;
             j->neg_bag = bag_of(&tb, j->neg_pos);
         }
-        if (j->cmd == CMD_METASYN) {
-            /* offsets: B entries per table (the total comes at the end) */
-            for (int64_t b = 0; b < B; b++) tmp[b] = base + tb.offsets[b];
-            if (j->corrupt == C_OFF_FIRST && t == 0) {
-                tmp[0] = 1;
-                as_debug("corrupt offsets-first: table 0 bag 0: offsets[0] = 1 (was 0)");
-            }
-            if (j->corrupt == C_OFF_DECREASE && t == 1) {
-                int64_t b = B / 2;
-                int64_t prev = b > 0 ? tmp[b - 1] : last;
-                as_debug("corrupt offsets-decrease: table 1 bag %" PRId64 ": offsets[%" PRId64 "] = %"
-                         PRId64 " (was %" PRId64 ", predecessor %" PRId64 ")",
-                         b, B + b, prev - 1, tmp[b], prev);
-                tmp[b] = prev - 1;
-            }
-            if (j->osz == 4 && base + tb.lookups > INT32_MAX)
-                as_die(AS_EXIT_DATA, "offsets exceed int32 (table %" PRId64 "); use --offsets-dtype int64", t);
-            put_i64_as(put_tmp, &j->toff, tmp, (size_t)B, 0, j->osz);
-            last = tmp[B - 1];
-            /* lengths */
-            for (int64_t b = 0; b < B; b++) tmp[b] = tb.offsets[b + 1] - tb.offsets[b];
-            if (j->corrupt == C_LEN_MISMATCH && t == lm_table) {
-                int64_t b = B / 2;
-                as_debug("corrupt lengths-mismatch: table %" PRId64 " bag %" PRId64 ": lengths[%" PRId64
-                         "][%" PRId64 "] = %" PRId64 " (diff(offsets) = %" PRId64 ", flat position %" PRId64 ")",
-                         t, b, t, b, tmp[b] + 1, tmp[b], t * B + b);
-                tmp[b] += 1;
-            }
-            put_i64_as(put_tmp, &j->tlen, tmp, (size_t)B, 0, j->lsz);
-        } else {
+        if (j->cmd == CMD_METASYN) spill_metasyn_table(j, &tb, t, base, tmp, &last);
+        else {
             if (j->osz == 4 && tb.lookups > INT32_MAX)
                 as_die(AS_EXIT_DATA, "table %" PRId64 ": offsets exceed int32; use --offsets-dtype int64", t);
             put_i64_as(put_tmp, &j->toff, tb.offsets, (size_t)B + 1, 0, j->osz);
@@ -790,18 +813,7 @@ static void pass1(job *j)
                      t + 1, T, base, as_now() - t0);
     }
     j->numel = base;
-    if (j->cmd == CMD_METASYN) {
-        int64_t fin = base;
-        if (j->corrupt == C_OFF_LAST) {
-            fin = base + 1;
-            as_debug("corrupt offsets-last: offsets[%" PRId64 "] = %" PRId64 " (numel of indices %" PRId64 ")",
-                     T * B, fin, base);
-        }
-        if (j->osz == 4 && fin > INT32_MAX)
-            as_die(AS_EXIT_DATA, "offsets exceed int32; use --offsets-dtype int64");
-        put_i64_as(put_tmp, &j->toff, &fin, 1, 0, j->osz);
-        tf_flush(&j->tlen);
-    }
+    if (j->cmd == CMD_METASYN) spill_metasyn_total(j, base);
     if (j->corrupt == C_NEG_INDEX && j->neg_table < 0)
         as_die(AS_EXIT_USAGE, "--corrupt negative-index: the pool has no indices");
     tf_flush(&j->toff);
@@ -873,7 +885,8 @@ static int cmp_key(const void *a, const void *b, void *ctx)
     return strcmp(st[*(const int *)a].key, st[*(const int *)b].key);
 }
 
-static void write_file(job *j)
+/* the storages and tensors of the object: 3 for metasyn, 2*T for prototype (offsets first) */
+static int describe_storages(const job *j, pt_storage **stp, pt_tensor_desc **tdp)
 {
     const int64_t T = j->T, B = j->B;
     int ns = j->cmd == CMD_METASYN ? 3 : (int)(2 * T);
@@ -894,6 +907,14 @@ static void write_file(job *j)
             td[T + t] = (pt_tensor_desc){ (int)(T + t), 1, { j->lookups[t] }, { 1 } };
         }
     }
+    *stp = st;
+    *tdp = td;
+    return ns;
+}
+
+/* name the storages and return their order sorted by key (a new array) */
+static int *storage_keys(const job *j, pt_storage *st, int ns)
+{
     /* keys: "0", "1", ... (zip); address-like numbers of equal width (legacy) */
     for (int i = 0; i < ns; i++) {
         if (j->legacy) snprintf(st[i].key, sizeof st[i].key, "%" PRIu64, UINT64_C(94358417154048) + UINT64_C(4096) * (uint64_t)i);
@@ -902,90 +923,121 @@ static void write_file(job *j)
     int *order = as_malloc((size_t)ns * sizeof *order);
     for (int i = 0; i < ns; i++) order[i] = i;
     qsort_r(order, (size_t)ns, sizeof *order, cmp_key, st);
+    return order;
+}
+
+/* legacy: the three pickles before the object (magic number, protocol version, sys_info) */
+static void write_legacy_preamble(job *j, pkl *p)
+{
+    static const uint8_t magic[] = { 0x80, 2, 0x8a, 10, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.' };
+    sk_write(j->s, magic, sizeof magic);
+    pk_proto(p); pk_int(p, 1001); pk_stop(p);
+    sk_write(j->s, p->b, p->n); pk_reset(p);
+    pk_proto(p);
+    pk_op(p, '}'); pk_put(p); pk_op(p, '(');
+    pk_str(p, "protocol_version"); pk_int(p, 1001);
+    pk_str(p, "little_endian"); pk_op(p, 0x88);
+    pk_str(p, "type_sizes");
+    pk_op(p, '}'); pk_put(p); pk_op(p, '(');
+    pk_str(p, "short"); pk_int(p, 2);
+    pk_str(p, "int"); pk_int(p, 4);
+    pk_str(p, "long"); pk_int(p, 4);
+    pk_op(p, 'u'); pk_op(p, 'u'); pk_stop(p);
+    sk_write(j->s, p->b, p->n); pk_reset(p);
+}
+
+/* the object pickle: metasyn's tuple or the prototype's dict */
+static void pickle_object(const job *j, pkl *p, const pt_storage *st, const pt_tensor_desc *td)
+{
+    const int64_t T = j->T;
+    pk_proto(p);
+    if (j->cmd == CMD_METASYN) {
+        for (int i = 0; i < 3; i++) pk_tensor(p, st, &td[i], j->legacy);
+        pk_op(p, 0x87);
+        pk_put(p);
+    } else {
+        pk_op(p, '}'); pk_put(p); pk_op(p, '(');
+        pk_str(p, "lS_offsets");
+        pk_tensor_list(p, st, td, (int)T, j->legacy);
+        pk_str(p, "lS_indices");
+        pk_tensor_list(p, st, td + T, (int)T, j->legacy);
+        pk_op(p, 'u');
+    }
+    pk_stop(p);
+}
+
+/* legacy: the object pickle, the pickled sorted keys, then per key a count and the bytes */
+static void write_legacy_rest(job *j, pkl *p, const pt_storage *st, const int *order, int ns)
+{
+    sk_write(j->s, p->b, p->n); pk_reset(p);
+    /* sorted keys */
+    pk_proto(p);
+    pk_op(p, ']'); pk_put(p);
+    for (int i = 0; i < ns; i += 1000) {
+        int k = ns - i < 1000 ? ns - i : 1000;
+        if (k > 1) pk_op(p, '(');
+        for (int q = 0; q < k; q++) pk_str(p, st[order[i + q]].key);
+        pk_op(p, k > 1 ? 'e' : 'a');
+    }
+    pk_stop(p);
+    sk_write(j->s, p->b, p->n);
+    for (int i = 0; i < ns; i++) {
+        const pt_storage *s = &st[order[i]];
+        uint8_t cnt[8];
+        le64(cnt, (uint64_t)s->numel);
+        sk_write(j->s, cnt, 8);
+        uint64_t before = j->s->pos;
+        write_storage(j, order[i]);
+        if (j->s->pos - before != (uint64_t)s->numel * (uint64_t)s->esize)
+            as_die(AS_EXIT_ENV, "internal error: storage %s has the wrong size", s->key);
+    }
+}
+
+/* zip: <prefix>/.data/serialization_id, a 20-digit decimal id as torch 2.x writes; derived
+ * from the seed */
+static void write_serialization_id(job *j)
+{
+    char name[4096];
+    uint64_t sm = j->cfg.seed ^ 0x5054575249544531ull;
+    char id[32];
+    uint64_t hi = as_splitmix64(&sm) % UINT64_C(10000000000);
+    uint64_t lo = as_splitmix64(&sm) % UINT64_C(10000000000);
+    snprintf(id, sizeof id, "%010" PRIu64 "%010" PRIu64, hi, lo);
+    snprintf(name, sizeof name, "%s/.data/serialization_id", j->prefix);
+    zw_entry_mem(&j->zw, name, id, strlen(id));
+}
+
+/* zip: data.pkl, the storages in key order, version, the optional id, the directory */
+static void write_zip_rest(job *j, const pkl *p, const pt_storage *st, const int *order, int ns)
+{
+    char name[4096];
+    snprintf(name, sizeof name, "%s/data.pkl", j->prefix);
+    zw_entry_mem(&j->zw, name, p->b, p->n);
+    for (int i = 0; i < ns; i++) {
+        const pt_storage *s = &st[order[i]];
+        snprintf(name, sizeof name, "%s/data/%s", j->prefix, s->key);
+        zw_begin(&j->zw, name, (uint64_t)s->numel * (uint64_t)s->esize);
+        write_storage(j, order[i]);
+        zw_end(&j->zw);
+    }
+    snprintf(name, sizeof name, "%s/version", j->prefix);
+    zw_entry_mem(&j->zw, name, "3\n", 2);
+    if (j->serial_id) write_serialization_id(j);
+    zw_finish(&j->zw);
+}
+
+static void write_file(job *j)
+{
+    pt_storage *st;
+    pt_tensor_desc *td;
+    int ns = describe_storages(j, &st, &td);
+    int *order = storage_keys(j, st, ns);
 
     pkl p = { 0 };
-    if (j->legacy) {
-        /* magic number, protocol version, sys_info: three pickles */
-        static const uint8_t magic[] = { 0x80, 2, 0x8a, 10, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.' };
-        sk_write(j->s, magic, sizeof magic);
-        pk_proto(&p); pk_int(&p, 1001); pk_stop(&p);
-        sk_write(j->s, p.b, p.n); pk_reset(&p);
-        pk_proto(&p);
-        pk_op(&p, '}'); pk_put(&p); pk_op(&p, '(');
-        pk_str(&p, "protocol_version"); pk_int(&p, 1001);
-        pk_str(&p, "little_endian"); pk_op(&p, 0x88);
-        pk_str(&p, "type_sizes");
-        pk_op(&p, '}'); pk_put(&p); pk_op(&p, '(');
-        pk_str(&p, "short"); pk_int(&p, 2);
-        pk_str(&p, "int"); pk_int(&p, 4);
-        pk_str(&p, "long"); pk_int(&p, 4);
-        pk_op(&p, 'u'); pk_op(&p, 'u'); pk_stop(&p);
-        sk_write(j->s, p.b, p.n); pk_reset(&p);
-    }
-    /* the object */
-    pk_proto(&p);
-    if (j->cmd == CMD_METASYN) {
-        for (int i = 0; i < 3; i++) pk_tensor(&p, st, &td[i], j->legacy);
-        pk_op(&p, 0x87);
-        pk_put(&p);
-    } else {
-        pk_op(&p, '}'); pk_put(&p); pk_op(&p, '(');
-        pk_str(&p, "lS_offsets");
-        pk_tensor_list(&p, st, td, (int)T, j->legacy);
-        pk_str(&p, "lS_indices");
-        pk_tensor_list(&p, st, td + T, (int)T, j->legacy);
-        pk_op(&p, 'u');
-    }
-    pk_stop(&p);
-
-    char name[4096];
-    if (j->legacy) {
-        sk_write(j->s, p.b, p.n); pk_reset(&p);
-        /* sorted keys */
-        pk_proto(&p);
-        pk_op(&p, ']'); pk_put(&p);
-        for (int i = 0; i < ns; i += 1000) {
-            int k = ns - i < 1000 ? ns - i : 1000;
-            if (k > 1) pk_op(&p, '(');
-            for (int q = 0; q < k; q++) pk_str(&p, st[order[i + q]].key);
-            pk_op(&p, k > 1 ? 'e' : 'a');
-        }
-        pk_stop(&p);
-        sk_write(j->s, p.b, p.n);
-        for (int i = 0; i < ns; i++) {
-            const pt_storage *s = &st[order[i]];
-            uint8_t cnt[8];
-            le64(cnt, (uint64_t)s->numel);
-            sk_write(j->s, cnt, 8);
-            uint64_t before = j->s->pos;
-            write_storage(j, order[i]);
-            if (j->s->pos - before != (uint64_t)s->numel * (uint64_t)s->esize)
-                as_die(AS_EXIT_ENV, "internal error: storage %s has the wrong size", s->key);
-        }
-    } else {
-        snprintf(name, sizeof name, "%s/data.pkl", j->prefix);
-        zw_entry_mem(&j->zw, name, p.b, p.n);
-        for (int i = 0; i < ns; i++) {
-            const pt_storage *s = &st[order[i]];
-            snprintf(name, sizeof name, "%s/data/%s", j->prefix, s->key);
-            zw_begin(&j->zw, name, (uint64_t)s->numel * (uint64_t)s->esize);
-            write_storage(j, order[i]);
-            zw_end(&j->zw);
-        }
-        snprintf(name, sizeof name, "%s/version", j->prefix);
-        zw_entry_mem(&j->zw, name, "3\n", 2);
-        if (j->serial_id) {
-            /* a 20-digit decimal id, as torch 2.x writes; derived from the seed */
-            uint64_t sm = j->cfg.seed ^ 0x5054575249544531ull;
-            char id[32];
-            uint64_t hi = as_splitmix64(&sm) % UINT64_C(10000000000);
-            uint64_t lo = as_splitmix64(&sm) % UINT64_C(10000000000);
-            snprintf(id, sizeof id, "%010" PRIu64 "%010" PRIu64, hi, lo);
-            snprintf(name, sizeof name, "%s/.data/serialization_id", j->prefix);
-            zw_entry_mem(&j->zw, name, id, strlen(id));
-        }
-        zw_finish(&j->zw);
-    }
+    if (j->legacy) write_legacy_preamble(j, &p);
+    pickle_object(j, &p, st, td);
+    if (j->legacy) write_legacy_rest(j, &p, st, order, ns);
+    else write_zip_rest(j, &p, st, order, ns);
     pk_free(&p);
     free(order);
     free(st);
@@ -1022,18 +1074,36 @@ static double parse_real(const char *opt, const char *arg, double lo, double hi)
     return v;
 }
 
-int main(int argc, char **argv)
+/* --prefix: trailing slashes dropped; a relative folder name */
+static const char *parse_prefix(char *arg)
 {
-    as_set_prog(argv[0]);
-    job j;
-    memset(&j, 0, sizeof j);
-    as_synth_defaults(&j.cfg);
-    j.isz = 4; j.osz = 8; j.lsz = 4;
-    j.tidx.fd = j.toff.fd = j.tlen.fd = -1;
-    j.prefix = "archive";
-    const char *out = NULL;
-    int force = 0;
+    size_t n = strlen(arg);
+    while (n > 0 && arg[n - 1] == '/') arg[--n] = 0;
+    if (!n || arg[0] == '/' || n > 1000) usage_err("--prefix: expected a folder name, got '%s'", arg);
+    return arg;
+}
 
+/* --corrupt: the kind's index in corrupt_names */
+static int parse_corrupt(const char *arg)
+{
+    int k = 0;
+    for (int i = 1; i < (int)(sizeof corrupt_names / sizeof *corrupt_names); i++)
+        if (!strcmp(arg, corrupt_names[i])) k = i;
+    if (!k) usage_err("--corrupt: unknown kind '%s' (offsets-first, offsets-decrease, offsets-last, "
+                      "lengths-mismatch, negative-index)", arg);
+    return k;
+}
+
+/* exit after --help or --version: 0, or 3 when stdout cannot be written */
+static _Noreturn void exit_after_stdout(void)
+{
+    if (fflush(stdout) || ferror(stdout)) exit(AS_EXIT_ENV);
+    exit(0);
+}
+
+/* the option arguments into j, *out and *force; -h and --version exit here */
+static void parse_options(int argc, char **argv, job *j, const char **out, int *force)
+{
     static const struct option lo[] = {
         { "tables", required_argument, 0, O_TABLES },
         { "batch", required_argument, 0, O_BATCH },
@@ -1061,128 +1131,150 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":o:qvh", lo, NULL)) != -1) {
         switch (c) {
-        case O_TABLES: j.cfg.tables = parse_int("--tables", optarg, 1, 1000000); break;
-        case O_BATCH: j.cfg.batch = parse_int("--batch", optarg, 1, (int64_t)1 << 31); break;
-        case O_SEED: j.cfg.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX); break;
+        case O_TABLES: j->cfg.tables = parse_int("--tables", optarg, 1, 1000000); break;
+        case O_BATCH: j->cfg.batch = parse_int("--batch", optarg, 1, (int64_t)1 << 31); break;
+        case O_SEED: j->cfg.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX); break;
         case O_ROWS:
-            j.cfg.row_scale = parse_real("--row-scale", optarg, 0, 1000);
-            if (!(j.cfg.row_scale > 0)) usage_err("--row-scale: must be > 0");
+            j->cfg.row_scale = parse_real("--row-scale", optarg, 0, 1000);
+            if (!(j->cfg.row_scale > 0)) usage_err("--row-scale: must be > 0");
             break;
-        case O_POOL: j.cfg.pool_scale = parse_real("--pool-scale", optarg, 0, 1000); break;
+        case O_POOL: j->cfg.pool_scale = parse_real("--pool-scale", optarg, 0, 1000); break;
         case O_FORMAT:
-            if (!strcmp(optarg, "zip")) j.legacy = 0;
-            else if (!strcmp(optarg, "legacy")) j.legacy = 1;
+            if (!strcmp(optarg, "zip")) j->legacy = 0;
+            else if (!strcmp(optarg, "legacy")) j->legacy = 1;
             else usage_err("--format: expected zip or legacy, got '%s'", optarg);
             break;
-        case O_GZIP: j.gzip = 1; break;
-        case O_IDT: j.isz = parse_dtype("--indices-dtype", optarg); break;
-        case O_ODT: j.osz = parse_dtype("--offsets-dtype", optarg); break;
-        case O_LDT: j.lsz = parse_dtype("--lengths-dtype", optarg); break;
-        case O_PREFIX: {
-            size_t n = strlen(optarg);
-            while (n > 0 && optarg[n - 1] == '/') optarg[--n] = 0;
-            if (!n || optarg[0] == '/' || n > 1000) usage_err("--prefix: expected a folder name, got '%s'", optarg);
-            j.prefix = optarg;
-            break;
-        }
-        case O_CORRUPT: {
-            int k = 0;
-            for (int i = 1; i < (int)(sizeof corrupt_names / sizeof *corrupt_names); i++)
-                if (!strcmp(optarg, corrupt_names[i])) k = i;
-            if (!k) usage_err("--corrupt: unknown kind '%s' (offsets-first, offsets-decrease, offsets-last, "
-                              "lengths-mismatch, negative-index)", optarg);
-            j.corrupt = k;
-            break;
-        }
-        case O_REGEN: j.regen = 1; break;
-        case O_SERIAL: j.serial_id = 1; break;
-        case 'o': out = optarg; break;
-        case O_FORCE: force = 1; break;
+        case O_GZIP: j->gzip = 1; break;
+        case O_IDT: j->isz = parse_dtype("--indices-dtype", optarg); break;
+        case O_ODT: j->osz = parse_dtype("--offsets-dtype", optarg); break;
+        case O_LDT: j->lsz = parse_dtype("--lengths-dtype", optarg); break;
+        case O_PREFIX: j->prefix = parse_prefix(optarg); break;
+        case O_CORRUPT: j->corrupt = parse_corrupt(optarg); break;
+        case O_REGEN: j->regen = 1; break;
+        case O_SERIAL: j->serial_id = 1; break;
+        case 'o': *out = optarg; break;
+        case O_FORCE: *force = 1; break;
         case 'q': as_verbosity = 0; break;
         case 'v': as_verbosity = 2; break;
         case 'h': fputs(usage_line, stdout); putchar('\n'); fputs(help_text, stdout);
-                  if (fflush(stdout) || ferror(stdout)) return AS_EXIT_ENV;
-                  return 0;
+                  exit_after_stdout();
         case O_VERSION: printf("ptwrite (autoshard test tool) %s\n", AS_VERSION);
-                  if (fflush(stdout) || ferror(stdout)) return AS_EXIT_ENV;
-                  return 0;
+                  exit_after_stdout();
         case ':': usage_err("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt && optopt < 256) usage_err("unknown option '-%c'", optopt);
             usage_err("unknown option '%s'", argv[optind - 1]);
         }
     }
+}
+
+/* the command word and the checks between options; sets j->cmd, j->T and j->B */
+static void parse_command(int argc, char **argv, job *j)
+{
     if (optind >= argc) usage_err("missing command (metasyn or prototype)");
-    if (!strcmp(argv[optind], "metasyn")) j.cmd = CMD_METASYN;
-    else if (!strcmp(argv[optind], "prototype")) j.cmd = CMD_PROTOTYPE;
+    if (!strcmp(argv[optind], "metasyn")) j->cmd = CMD_METASYN;
+    else if (!strcmp(argv[optind], "prototype")) j->cmd = CMD_PROTOTYPE;
     else usage_err("unknown command '%s' (metasyn or prototype)", argv[optind]);
     if (optind + 1 < argc) usage_err("unexpected argument '%s'", argv[optind + 1]);
-    if (j.corrupt && j.cmd != CMD_METASYN) usage_err("--corrupt applies to metasyn only");
-    if (j.corrupt == C_OFF_DECREASE && j.cfg.tables < 2) usage_err("--corrupt offsets-decrease needs --tables >= 2");
-    if (j.serial_id && j.legacy) usage_err("--serialization-id applies to the zip format only");
-    if (j.cmd == CMD_PROTOTYPE && 2 * j.cfg.tables > INT32_MAX / 2) usage_err("--tables: too many");
-    j.T = j.cfg.tables;
-    j.B = j.cfg.batch;
+    if (j->corrupt && j->cmd != CMD_METASYN) usage_err("--corrupt applies to metasyn only");
+    if (j->corrupt == C_OFF_DECREASE && j->cfg.tables < 2) usage_err("--corrupt offsets-decrease needs --tables >= 2");
+    if (j->serial_id && j->legacy) usage_err("--serialization-id applies to the zip format only");
+    if (j->cmd == CMD_PROTOTYPE && 2 * j->cfg.tables > INT32_MAX / 2) usage_err("--tables: too many");
+    j->T = j->cfg.tables;
+    j->B = j->cfg.batch;
+}
 
-    /* output: FILE via a temporary name, or stdout (never a terminal unless --force) */
-    int use_stdout = !out || !strcmp(out, "-");
-    char *tmpname = NULL;
+/* where the file goes: FILE via a temporary name (o->tmpname), or stdout */
+typedef struct {
+    const char *out;        /* -o FILE, NULL for stdout */
+    int use_stdout;
+    char *tmpname;          /* the temporary name of FILE */
     int fd;
+} output;
+
+/* open the output: FILE via a temporary name, or stdout (never a terminal unless force) */
+static void open_output(output *o, int force)
+{
+    const char *out = o->out;
+    o->use_stdout = !out || !strcmp(out, "-");
+    o->tmpname = NULL;
     struct stat ost;
-    if (!use_stdout && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+    if (!o->use_stdout && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
         /* a device or fifo (/dev/full, /dev/null): write it in place, never rename over it */
-        fd = open(out, O_WRONLY);
+        int fd = open(out, O_WRONLY);
         if (fd < 0) as_die(AS_EXIT_ENV, "%s: %s", out, strerror(errno));
         if (dup2(fd, STDOUT_FILENO) < 0) as_die(AS_EXIT_ENV, "%s: %s", out, strerror(errno));
         close(fd);
-        use_stdout = 1;
+        o->use_stdout = 1;
         force = 1;
     }
-    if (use_stdout) {
+    if (o->use_stdout) {
         if (isatty(STDOUT_FILENO) && !force)
             usage_err("refusing to write binary data to a terminal (use -o FILE or --force)");
-        fd = STDOUT_FILENO;
+        o->fd = STDOUT_FILENO;
     } else {
         size_t n = strlen(out) + 32;
-        tmpname = as_malloc(n);
-        snprintf(tmpname, n, "%s.tmp%ld", out, (long)getpid());
-        fd = open(tmpname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) as_die(AS_EXIT_ENV, "%s: %s", tmpname, strerror(errno));
-        g_tmpname = tmpname;
+        o->tmpname = as_malloc(n);
+        snprintf(o->tmpname, n, "%s.tmp%ld", out, (long)getpid());
+        o->fd = open(o->tmpname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o->fd < 0) as_die(AS_EXIT_ENV, "%s: %s", o->tmpname, strerror(errno));
+        g_tmpname = o->tmpname;
         atexit(rm_tmpname);
     }
+}
 
-    pass1(&j);
-
-    sink s = { .fd = fd, .buf = as_malloc(CHUNK), .name = use_stdout ? "<stdout>" : out };
-    if (j.gzip) {
-        int gfd = dup(fd);
+/* pass 2: the file through a sink on o->fd (gzip with --gzip), then FILE renamed into place */
+static void write_output(job *j, const output *o)
+{
+    sink s = { .fd = o->fd, .buf = as_malloc(CHUNK), .name = o->use_stdout ? "<stdout>" : o->out };
+    if (j->gzip) {
+        int gfd = dup(o->fd);
         if (gfd < 0 || !(s.gz = gzdopen(gfd, "wb1"))) as_die(AS_EXIT_ENV, "%s: gzdopen failed", s.name);
         gzbuffer(s.gz, 1 << 20);
     }
-    j.s = &s;
-    j.zw.s = &s;
+    j->s = &s;
+    j->zw.s = &s;
     as_debug("writing %s (%s%s): %" PRId64 " tables, batch %" PRId64 ", %" PRId64 " indices",
-             s.name, j.legacy ? "legacy" : "zip", j.gzip ? ", gzip" : "", j.T, j.B, j.numel);
+             s.name, j->legacy ? "legacy" : "zip", j->gzip ? ", gzip" : "", j->T, j->B, j->numel);
     double t0 = as_now();
-    write_file(&j);
+    write_file(j);
     sk_flush(&s);
     if (s.gz) {
         int rc = gzclose(s.gz);
         if (rc != Z_OK)
             as_die(AS_EXIT_ENV, "%s: write error: %s", s.name, rc == Z_ERRNO ? strerror(errno) : "gzip failed");
     }
-    if (!use_stdout) {
-        if (close(fd)) as_die(AS_EXIT_ENV, "%s: %s", tmpname, strerror(errno));
-        if (rename(tmpname, out)) as_die(AS_EXIT_ENV, "%s: %s", out, strerror(errno));
+    if (!o->use_stdout) {
+        if (close(o->fd)) as_die(AS_EXIT_ENV, "%s: %s", o->tmpname, strerror(errno));
+        if (rename(o->tmpname, o->out)) as_die(AS_EXIT_ENV, "%s: %s", o->out, strerror(errno));
         g_tmpname = NULL;
     }
     as_debug("wrote %" PRIu64 " bytes (uncompressed) in %.1f s", s.pos, as_now() - t0);
+    free(s.buf);
+}
+
+int main(int argc, char **argv)
+{
+    as_set_prog(argv[0]);
+    job j;
+    memset(&j, 0, sizeof j);
+    as_synth_defaults(&j.cfg);
+    j.isz = 4; j.osz = 8; j.lsz = 4;
+    j.tidx.fd = j.toff.fd = j.tlen.fd = -1;
+    j.prefix = "archive";
+    output o = { 0 };
+    int force = 0;
+    parse_options(argc, argv, &j, &o.out, &force);
+    parse_command(argc, argv, &j);
+    open_output(&o, force);
+
+    pass1(&j);
+    write_output(&j, &o);
+
     tf_close(&j.toff);
     tf_close(&j.tlen);
     tf_close(&j.tidx);
     free(j.lookups);
-    free(s.buf);
-    free(tmpname);
+    free(o.tmpname);
     return 0;
 }
