@@ -99,7 +99,14 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
         read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
         return -1;
     int64_t cap;
-    if (!as_obj_i64(rec, "mem_cap", &cap) && cap > 0) p->mem_cap = (uint64_t)cap;
+    const msgpack_object *c = as_obj_get(rec, "mem_cap");
+    if (c && c->type != MSGPACK_OBJECT_NIL) {
+        if (as_obj_i64(rec, "mem_cap", &cap) || cap < 0) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_cap' is not a byte count (an integer >= 0)", p->task);
+            return -1;
+        }
+        if (cap > 0) p->mem_cap = (uint64_t)cap;
+    }
     const msgpack_object *o = as_obj_get(rec, "names");
     if (o && o->type != MSGPACK_OBJECT_NIL) {
         if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->T) {
@@ -109,7 +116,7 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
         p->names = as_calloc((size_t)(p->T ? p->T : 1), sizeof *p->names);
         for (int64_t i = 0; i < p->T; i++) {
             const msgpack_object *x = &o->via.array.ptr[i];
-            if (x->type != MSGPACK_OBJECT_STR || x->via.str.size >= sizeof p->names[0] ||
+            if (x->type != MSGPACK_OBJECT_STR || x->via.str.size == 0 || x->via.str.size >= sizeof p->names[0] ||
                 memchr(x->via.str.ptr, 0, x->via.str.size)) {
                 snprintf(err, errlen, "plan of task %" PRId64 ": names[%" PRId64 "] is not a name (a string of 1-127 bytes)", p->task, i);
                 return -1;
@@ -140,7 +147,7 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
                 return -1;
             }
             for (int64_t k = 0; k < p->K; k++) {
-                if (!(v[k] >= 0 && v[k] < 1e18)) {
+                if (!(v[k] >= 0 && v[k] < 1e18) || v[k] != floor(v[k])) {
                     snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is not a byte count >= 0", p->task, key, k);
                     free(v);
                     return -1;
@@ -200,12 +207,18 @@ static int read_noise(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     return 0;
 }
 
-/* mem_bytes when present: one per shard, negative read as 0; 0, or -1 with err */
+/* mem_bytes when present (and not nil): a list of integers, one per shard, negative read
+ * as 0; 0, or -1 with err */
 static int read_mem(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
     int64_t nm;
     int64_t *mem;
-    if (get_ints(rec, "mem_bytes", &mem, &nm)) return 0;
+    const msgpack_object *o = as_obj_get(rec, "mem_bytes");
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (get_ints(rec, "mem_bytes", &mem, &nm)) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_bytes' must be a list of integers, one per shard", p->task);
+        return -1;
+    }
     if (nm != p->K) { free(mem); snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_bytes' must have one entry per shard", p->task); return -1; }
     p->mem = as_malloc((size_t)p->K * sizeof *p->mem);
     for (int64_t k = 0; k < p->K; k++) p->mem[k] = mem[k] < 0 ? 0 : (uint64_t)mem[k];
@@ -277,6 +290,11 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     int unplaced = pr.unplaced > 0;
     if (!pr.has_task || pr.task < 0 || as_obj_str(rec, "alg", p->alg, sizeof p->alg)) {
         snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
+        goto bad;
+    }
+    if (strlen(p->alg) != as_obj_get(rec, "alg")->via.str.size) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is not a label (a string of at most %zu bytes)", p->task,
+                 sizeof p->alg - 1);
         goto bad;
     }
     as_obj_str(rec, "split", p->split, sizeof p->split);

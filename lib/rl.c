@@ -1460,9 +1460,9 @@ static int one_update(rl_run *R, int B, char *err, size_t errlen)
     learn(R, B, &u);
     refine_out rf;
     const int refined = refine_due(R, B, &rf, err, errlen);
-    if (refined < 0) return -1;
-    if (R->threaded) share_weights(R);
+    if (refined >= 0 && R->threaded) share_weights(R);
     for (int b = 0; b < B; b++) ep_free(&R->eps[b]);
+    if (refined < 0) return -1;
     double evp, evm, sel;
     if (score_update(R, B, &evp, &evm, &sel, err, errlen)) return -1;
     as_rl_state *st = R->st;

@@ -365,6 +365,12 @@ V(h_terms_len, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); INTS(60, 120); pk_s
 V(h_terms_nan, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); INTS(60, 120); pk_s(pk, "optimizer"); DBLS(30, NAN);
   pk_s(pk, "pipeline"); INTS(10, 20))
 V(h_m1, msgpack_pack_int64(pk, -1))
+V(h_names_empty, msgpack_pack_array(pk, 3); pk_s(pk, ""); pk_s(pk, "b"); pk_s(pk, "b"))
+V(h_terms_frac, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); DBLS(60, 1.5); pk_s(pk, "optimizer"); INTS(30, 60);
+  pk_s(pk, "pipeline"); INTS(10, 20))
+V(h_mem_frac, DBLS(1.5, 2.0))
+V(h_alg_long, pk_s(pk, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"))
+V(h_alg_nul, msgpack_pack_str(pk, 3); msgpack_pack_str_body(pk, "a\0b", 3))
 V(h_m2, msgpack_pack_int64(pk, -2))
 V(h_zero, msgpack_pack_int64(pk, 0))
 V(h_tables_neg, INTS(4, -5, 5))
@@ -426,6 +432,15 @@ TEST(evalplan_hostile_planner_fields)
     hostile("mem_terms", h_terms_nil, "plan of task 3: 'mem_terms.weights' is nil");
     hostile("mem_terms", h_terms_len, "plan of task 3: 'mem_terms.pipeline' must be a list with one entry per shard");
     hostile("mem_terms", h_terms_nan, "mem_terms.optimizer[1] is not a finite number");
+    hostile("names", h_names_empty, "plan of task 3: names[0] is not a name (a string of 1-127 bytes)");
+    hostile("mem_terms", h_terms_frac, "plan of task 3: mem_terms.weights[1] is not a byte count >= 0");
+    hostile("mem_cap", h_str, "plan of task 3: 'mem_cap' is not a byte count (an integer >= 0)");
+    hostile("mem_cap", h_m1, "plan of task 3: 'mem_cap' is not a byte count (an integer >= 0)");
+    hostile("mem_cap", h_nan, "'mem_cap' is not a byte count");
+    hostile("mem_bytes", h_str, "plan of task 3: 'mem_bytes' must be a list of integers, one per shard");
+    hostile("mem_bytes", h_mem_frac, "'mem_bytes' must be a list of integers, one per shard");
+    hostile("alg", h_alg_long, "plan of task 3: 'alg' is not a label (a string of at most 63 bytes)");
+    hostile("alg", h_alg_nul, "'alg' is not a label");
 }
 
 TEST(evalplan_hostile_placement)
