@@ -56,6 +56,9 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     run as-rl --model "$D/m.ast" --reward bench "$D/ft.ast" -o "$T/p.ast"
     assert_failure 2
     assert_output --partial "needs --tables"
+    run as-rl --resume - "$D/ft.ast" -o "$T/p.ast"
+    assert_failure 2
+    assert_output --partial "--resume -: a checkpoint is read from a file, not from standard input"
     run as-rl --model "$D/m.ast" --episodes 12x "$D/ft.ast" -o "$T/p.ast"
     assert_failure 2
     [ ! -e "$T/p.ast" ]

@@ -286,6 +286,8 @@ static void check_args(as_cli *cli, args *a)
 {
     as_cli_input_arg(cli, "--model", a->model_path);
     as_cli_input_arg(cli, "--tables", a->tables);
+    if (a->resume && !strcmp(a->resume, "-"))
+        as_cli_usage(cli, "--resume -: a checkpoint is read from a file, not from standard input");
     as_cli_input_arg(cli, "--resume", a->resume);
     as_cli_output_arg(cli, "--log", a->log_path);
     /* the checkpoint may replace the one a run resumes from, after reading it */
