@@ -4,22 +4,12 @@
 #include "unit.h"
 
 #include "comm.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <string.h>
 
-static as_array arr32(const int32_t *v, int64_t n)
-{
-    as_array a;
-    memset(&a, 0, sizeof a);
-    a.dtype = AS_DT_I32;
-    a.ndim = 1;
-    a.shape[0] = n;
-    a.n = n;
-    a.data = v;
-    a.nbytes = (size_t)n * 4;
-    return a;
-}
+static as_array arr32(const int32_t *v, int64_t n) { return tsup_array(v, n, AS_DT_I32); }
 
 /* table 5 of 10 rows x 16 columns, 4 bags (the second empty), 8 lookups: row 1 five times,
  * rows 2, 3, 4 once */

@@ -9,6 +9,7 @@
 #include "costdata.h"
 #include "costpredict.h"
 #include "featindex.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,17 +18,7 @@
 
 static as_features F(int64_t id, int64_t dim, double pooling)
 {
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = 100;
-    f.pooling = pooling;
-    f.batch = 8;
-    f.lookups = (int64_t)(pooling * 8);
-    f.bytes_fp16 = f.rows * dim * 2;
-    f.bytes_fp32 = f.rows * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
+    as_features f = tsup_features(id, dim, 100, pooling, 8, (int64_t)(pooling * 8));
     f.bins[0] = 1;
     snprintf(f.source, sizeof f.source, "pool.ast");
     return f;

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "costpredict.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,17 +17,7 @@
 
 static as_features feat(int64_t id, int64_t dim, double pooling)
 {
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = 1000;
-    f.pooling = pooling;
-    f.batch = 16;
-    f.lookups = (int64_t)(pooling * 16);
-    f.bytes_fp16 = f.rows * dim * 2;
-    f.bytes_fp32 = f.rows * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
+    as_features f = tsup_features(id, dim, 1000, pooling, 16, (int64_t)(pooling * 16));
     f.bins[1] = 1;
     snprintf(f.source, sizeof f.source, "pool.ast");
     return f;

@@ -5,23 +5,11 @@
 #include "unit.h"
 
 #include "featindex.h"
+#include "fixtures.h"
 
 #include <string.h>
 
-static as_features feat(int64_t id, int64_t rows, int64_t dim)
-{
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.rows = rows;
-    f.dim = dim;
-    f.pooling = 2;
-    f.batch = 8;
-    f.lookups = 16;
-    f.bytes_fp16 = rows * dim * 2;
-    f.bytes_fp32 = rows * dim * 4;
-    return f;
-}
+static as_features feat(int64_t id, int64_t rows, int64_t dim) { return tsup_features(id, dim, rows, 2, 8, 16); }
 
 TEST(featindex_find_and_duplicates)
 {

@@ -3,31 +3,14 @@
 #include "featurize.h"
 #include "tasks.h"
 #include "common.h"
+#include "fixtures.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static as_array arr32(const int32_t *v, int64_t n)
-{
-    as_array a;
-    memset(&a, 0, sizeof a);
-    a.dtype = AS_DT_I32;
-    a.ndim = 1;
-    a.shape[0] = n;
-    a.n = n;
-    a.data = v;
-    a.nbytes = (size_t)n * 4;
-    return a;
-}
+static as_array arr32(const int32_t *v, int64_t n) { return tsup_array(v, n, AS_DT_I32); }
 
-static as_array arr64(const int64_t *v, int64_t n)
-{
-    as_array a = arr32(NULL, n);
-    a.dtype = AS_DT_I64;
-    a.data = v;
-    a.nbytes = (size_t)n * 8;
-    return a;
-}
+static as_array arr64(const int64_t *v, int64_t n) { return tsup_array(v, n, AS_DT_I64); }
 
 TEST(features_count_bins)
 {

@@ -8,6 +8,7 @@
 #include "featindex.h"
 #include "featurize.h"
 #include "piece.h"
+#include "fixtures.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -343,24 +344,11 @@ TEST(piece_row_blocks_torchrec)
     CHECK_EQ_I64(as_piece_row_blocks(0, 4, 2, bl), 0);
 }
 
-static as_array arr(const void *v, int64_t n, int dt)
-{
-    as_array a;
-    memset(&a, 0, sizeof a);
-    a.dtype = dt;
-    a.ndim = 1;
-    a.shape[0] = n;
-    a.n = n;
-    a.data = v;
-    a.nbytes = (size_t)n * (dt == AS_DT_I64 ? 8 : 4);
-    return a;
-}
-
 /* table 1 of 10 rows x 16 columns with the bags above; its whole features and its row
  * pieces [0,5) and [5,10) */
 static void table1(as_features *whole, as_features *lo, as_features *hi)
 {
-    as_array o = arr(OFF, 5, AS_DT_I64), i = arr(IDX, 8, AS_DT_I32);
+    as_array o = tsup_array(OFF, 5, AS_DT_I64), i = tsup_array(IDX, 8, AS_DT_I32);
     as_feat_scratch s = { 0 };
     char err[256];
     memset(whole, 0, sizeof *whole);
@@ -400,7 +388,7 @@ TEST(piece_features_row_piece)
     CHECK_EQ_I64(hi.bytes_fp16, 5 * 16 * 2);
     /* the whole range gives the whole table */
     as_features all;
-    as_array o = arr(OFF, 5, AS_DT_I64), i = arr(IDX, 8, AS_DT_I32);
+    as_array o = tsup_array(OFF, 5, AS_DT_I64), i = tsup_array(IDX, 8, AS_DT_I32);
     as_feat_scratch s = { 0 };
     char err[256];
     memset(&all, 0, sizeof all);

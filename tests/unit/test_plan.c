@@ -4,24 +4,13 @@
 
 #include "common.h"
 #include "plan.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static as_features F(int64_t id, int64_t dim, int64_t rows, double pooling)
-{
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = rows;
-    f.pooling = pooling;
-    f.bytes_fp16 = rows * dim * 2;
-    f.bytes_fp32 = rows * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
-    return f;
-}
+static as_features F(int64_t id, int64_t dim, int64_t rows, double pooling) { return tsup_features(id, dim, rows, pooling, 0, 0); }
 
 /* plan tables f[0..n) and check the assignment */
 static as_plan run(as_alg alg, int64_t K, uint64_t cap, const as_features *f, int n, const as_plan_model *m)
@@ -392,14 +381,6 @@ TEST(plan_task_read)
 static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
 static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
 
-static as_features RF(as_rng *r, int64_t id)
-{
-    as_features f = F(id, 16 << as_rng_below(r, 3), 1 + (int64_t)as_rng_below(r, 2000000), 30 * as_rng_uniform(r));
-    double left = 1;
-    for (int k = 0; k < AS_NBINS; k++) { f.bins[k] = left * as_rng_uniform(r) * 0.5; left -= f.bins[k]; }
-    return f;
-}
-
 /* predict(shard) == head(sum of embeds), and cost-greedy's pred_ms are the model's
  * predictions of the shards it made */
 TEST(plan_costmodel_incremental)
@@ -416,7 +397,7 @@ TEST(plan_costmodel_incremental)
     enum { N = 30 };
     as_features f[N];
     const as_features *p[N];
-    for (int i = 0; i < N; i++) { f[i] = RF(&r, i); p[i] = &f[i]; }
+    for (int i = 0; i < N; i++) { f[i] = tsup_random_features(&r, i); p[i] = &f[i]; }
     for (int n = 1; n <= N; n += 7) {
         float sum[32] = { 0 }, e[32];
         for (int i = 0; i < n; i++) {

@@ -9,6 +9,7 @@
 #include "planrun.h"
 #include "stream.h"
 #include "tasks.h"
+#include "fixtures.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +42,7 @@ TEST(planrun_alg_list)
 /* a table of dim d, 100 rows, pooling 1 (fp16 bytes 200 d) */
 static as_features PF(int64_t id, int64_t dim)
 {
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = 100;
-    f.pooling = 1;
-    f.bytes_fp16 = 100 * dim * 2;
-    f.bytes_fp32 = 100 * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
-    f.batch = 8;
-    f.lookups = 8;
+    as_features f = tsup_features(id, dim, 100, 1, 8, 8);
     f.bins[0] = 1;
     snprintf(f.source, sizeof f.source, "pool.ast");
     return f;

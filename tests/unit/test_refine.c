@@ -10,24 +10,13 @@
 #include "plan.h"
 #include "refine.h"
 #include "rl.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static as_features F(int64_t id, int64_t dim, int64_t rows, double pooling)
-{
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = rows;
-    f.pooling = pooling;
-    f.bytes_fp16 = rows * dim * 2;
-    f.bytes_fp32 = rows * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
-    return f;
-}
+static as_features F(int64_t id, int64_t dim, int64_t rows, double pooling) { return tsup_features(id, dim, rows, pooling, 0, 0); }
 
 /* a hand-made model: rep = [dim*pooling, 1]; a shard costs its load plus penalty * count^2.
  * The split form: pre = [s0 + s1, s1] (linear), post(z) = (z0 - z1) + penalty * z1^2. Every
@@ -278,14 +267,6 @@ TEST(refine_errors)
 
 /* ---- random tasks, the real cost model ---------------------------------------------------- */
 
-static as_features RF(as_rng *r, int64_t id)
-{
-    as_features f = F(id, 16 << as_rng_below(r, 3), 1 + (int64_t)as_rng_below(r, 2000000), 30 * as_rng_uniform(r));
-    double left = 1;
-    for (int k = 0; k < AS_NBINS; k++) { f.bins[k] = left * as_rng_uniform(r) * 0.5; left -= f.bins[k]; }
-    return f;
-}
-
 static as_costmodel *real_model(uint64_t seed)
 {
     as_costmodel *m = as_costmodel_new(128, 32, 64, seed);
@@ -343,7 +324,7 @@ TEST(refine_never_worse_random_tasks)
         enum { N = 40 };
         as_features f[N];
         uint64_t tot = 0;
-        for (int i = 0; i < N; i++) { f[i] = RF(&r, i); tot += (uint64_t)f[i].bytes_fp16; }
+        for (int i = 0; i < N; i++) { f[i] = tsup_random_features(&r, i); tot += (uint64_t)f[i].bytes_fp16; }
         int64_t K = 2 + rep % 7;
         uint64_t cap = rep % 3 == 2 ? tot / (uint64_t)K + tot / (uint64_t)(2 * K) : 0;
         for (int a = 0; a < AS_ALG_AUTOSHARD; a++) {
@@ -378,7 +359,7 @@ TEST(refine_deterministic_and_split_agrees)
     as_rng_seed(&r, 3, 0);
     enum { N = 60 };
     as_features f[N];
-    for (int i = 0; i < N; i++) f[i] = RF(&r, i);
+    for (int i = 0; i < N; i++) f[i] = tsup_random_features(&r, i);
     for (int a = 0; a < AS_ALG_AUTOSHARD; a++) {
         as_plan_cfg c;
         as_plan p = make((as_alg)a, 6, 0, f, N, &pm, NULL, &c), q = make((as_alg)a, 6, 0, f, N, &pm, NULL, &c);
@@ -431,7 +412,7 @@ TEST(refine_budgets)
     as_rng_seed(&r, 4, 0);
     enum { N = 50 };
     as_features f[N];
-    for (int i = 0; i < N; i++) f[i] = RF(&r, i);
+    for (int i = 0; i < N; i++) f[i] = tsup_random_features(&r, i);
     as_plan_cfg c;
     as_plan full = make(AS_ALG_RANDOM, 5, 0, f, N, &pm, NULL, &c);
     CHECK_EQ_I64(refine(&full, &c, f, N, 0, 0), 0);

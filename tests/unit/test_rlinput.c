@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "rlinput.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,16 +18,7 @@
 
 static as_features feat(int64_t id, int64_t dim)
 {
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = 500;
-    f.pooling = 2;
-    f.batch = 8;
-    f.lookups = 16;
-    f.bytes_fp16 = f.rows * dim * 2;
-    f.bytes_fp32 = f.rows * dim * 4;
+    as_features f = tsup_features(id, dim, 500, 2, 8, 16);
     f.bins[2] = 1;
     snprintf(f.source, sizeof f.source, "pool.ast");
     return f;

@@ -10,6 +10,7 @@
 #include "featindex.h"
 #include "plan.h"
 #include "split.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -17,18 +18,7 @@
 
 static as_features F(int64_t id, int64_t dim, int64_t rows, int64_t lookups)
 {
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = rows;
-    f.batch = 100;
-    f.lookups = lookups;
-    f.pooling = (double)lookups / 100;
-    f.bytes_fp16 = rows * dim * 2;
-    f.bytes_fp32 = rows * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
-    return f;
+    return tsup_features(id, dim, rows, (double)lookups / 100, 100, lookups);
 }
 
 static void lk_embed(void *ctx, const as_features *f, float *out) { out[0] = (float)(f->lookups * f->dim); }

@@ -8,6 +8,7 @@
 #include "featindex.h"
 #include "plan.h"
 #include "torchrec.h"
+#include "fixtures.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,18 +16,7 @@
 
 static as_features F(int64_t id, int64_t dim, int64_t rows, int64_t lookups, int64_t batch)
 {
-    as_features f;
-    memset(&f, 0, sizeof f);
-    f.id = id;
-    f.dim = dim;
-    f.rows = rows;
-    f.batch = batch;
-    f.lookups = lookups;
-    f.pooling = (double)lookups / (double)batch;
-    f.bytes_fp16 = rows * dim * 2;
-    f.bytes_fp32 = rows * dim * 4;
-    f.size_gib = (double)f.bytes_fp16 / (1 << 30);
-    return f;
+    return tsup_features(id, dim, rows, (double)lookups / (double)batch, batch, lookups);
 }
 
 /* the row blocks of t in n, lookups shared out by rows (as as-features --row-pieces writes
