@@ -56,3 +56,38 @@ load test_helper/common
     assert_line "check-layers: lib/stream.c (layer 2) includes planrun.h (layer 3): up a layer"
     assert_line --regexp '^check-layers: circle: .*reclimits -> stream.*'
 }
+
+# a fresh machine has Python's standard library and what `make deps` installs, nothing more:
+# tests/tools/py_imports.py finds every import of the tests' and pipelines' Python (.py files,
+# python3 -c strings and heredocs in shell files) and its allow-list agrees with the Makefile's
+@test "standalone: every Python module the tests import is the standard library's, the repository's or make deps'" {
+    run /usr/bin/python3 "$ROOT/tests/tools/py_imports.py" "$ROOT"
+    assert_success
+    assert_output --regexp '^py_imports: [0-9]+ files, [0-9]+ Python sources, [0-9]+ imports: all from the standard library, the repository or make deps$'
+}
+
+@test "standalone: py_imports.py names the file and module of an import make deps does not provide" {
+    mkdir -p "$T/tests/test_helper" "$T/pipelines"
+    # the modules' names in variables, so that the check of the repository does not find them here
+    mp=msgpack ym=yaml
+    printf 'import json\nimport torch\nfrom mp import enc\n\n\ndef f():\n    import %s\n' "$mp" > "$T/pipelines/x.py"
+    printf 'def enc(o):\n    return o\n' > "$T/tests/test_helper/mp.py"
+    printf '%s\n' '@test "t" {' "    # it's a comment" "    python3 -c 'import sys, $ym; print(1)'" \
+        '    run sh -c "printf x | python3 -c '"'"'import numpy, sys'"'"'"' '}' > "$T/tests/t.bats"
+    printf '%s\n' 'f() {' '    python3 - "$1" <<'"'EOF'"'' 'import os' "from $mp import packb" 'EOF' '}' > "$T/tests/test_helper/h.bash"
+    sed 's/python3-torch//' "$ROOT/Makefile" > "$T/Makefile"
+    run /usr/bin/python3 "$ROOT/tests/tools/py_imports.py" "$T"
+    assert_failure 1
+    assert_line --regexp "^py_imports: pipelines/x\.py:7: imports 'msgpack': not the standard library"
+    assert_line --regexp "^py_imports: tests/t\.bats:3: imports 'yaml': not the standard library"
+    assert_line --regexp "^py_imports: tests/test_helper/h\.bash:4: imports 'msgpack': not the standard library"
+    assert_line "py_imports: Makefile: make deps does not install python3-torch, which brings 'torch'"
+    assert_line "py_imports: Makefile: make deps does not install python3-torch, which brings 'numpy'"
+    [ "${#lines[@]}" -eq 5 ]
+    # with the Makefile's packages, only the three imports
+    cp "$ROOT/Makefile" "$T/Makefile"
+    run /usr/bin/python3 "$ROOT/tests/tools/py_imports.py" "$T"
+    assert_failure 1
+    [ "${#lines[@]}" -eq 3 ]
+    refute_output --partial Makefile
+}
