@@ -822,14 +822,15 @@ static double shard_iter(as_bench_session *S, bslot *b, int timed, int i)
 
 /* the statistics of slot b's R timed runs into res (ok = 1); a timer hook (the fake timer)
  * may replace the runs' times first */
-static void shard_finish(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, int attempt, as_bench_result *res)
+static void shard_finish(as_bench_session *S, bslot *b, const int64_t *ids, int64_t n, int attempt, int last,
+                         as_bench_result *res)
 {
     const as_bench_cfg *c = &S->c;
     const int R = c->runs;
     double *tot = b->tot, *fw = b->fw, *bw = b->bw;
     if (S->timer.runs) {
         /* a timer hook (the fake timer) may replace the runs' times */
-        const as_bench_timed tm = { ids, n, attempt, b->nidx, S->group - 1, S->calibrating };
+        const as_bench_timed tm = { ids, n, attempt, b->nidx, S->group - 1, S->calibrating, last };
         S->timer.runs(S->timer.ctx, &tm, fw, bw, tot, R);
     }
     double d1, d2, d3, d4;
@@ -905,7 +906,7 @@ static void run_cuda_group(as_bench_session *S, const as_bench_shardref *sh, int
         if (ok) {
             as_eb_gpu_overhead(g, &r->setup_ms, &r->flush_ms);
             for (int i = 0; i < S->c.runs; i++) b->tot[i] = b->fw[i] + b->bw[i];
-            shard_finish(S, b, sh[j].ids, sh[j].n, sh[j].attempt, r);
+            shard_finish(S, b, sh[j].ids, sh[j].n, sh[j].attempt, j == k - 1, r);
             if (j == k - 1) {
                 S->last = j & 1;
                 S->last_g = g;
@@ -938,7 +939,7 @@ static void run_cpu_rounds(as_bench_session *S, const as_bench_shardref *sh, as_
         }
     for (int q = 0; q < nl; q++) {
         const int j = live[q];
-        shard_finish(S, &S->slot[j], sh[j].ids, sh[j].n, sh[j].attempt, &res[j]);
+        shard_finish(S, &S->slot[j], sh[j].ids, sh[j].n, sh[j].attempt, j == S->glast - 1, &res[j]);
         res[j].together = nl;
         S->last = j;
     }
@@ -1122,6 +1123,8 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     if (r->ok && isfinite(r->drift)) msgpack_pack_double(pk, r->drift); else msgpack_pack_nil(pk);
     as_pack_str(pk, "noisy");
     if (r->ok && r->noisy) msgpack_pack_true(pk); else msgpack_pack_false(pk);
+    as_pack_str(pk, "drift_refused");
+    if (r->ok && r->ref_bad) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_kv_i64(pk, "lookups", r->lookups);
     as_pack_kv_i64(pk, "batch", r->batch);
     as_pack_kv_i64(pk, "sum_dim", r->sum_dim);

@@ -65,6 +65,9 @@ typedef struct {
     double drift;           /* the factor the times were divided by (as_bench_result_scale):
                              * the group's reference cost / the run's reference level; NaN:
                              * not corrected (nil in records) */
+    int ref_bad;            /* that reference's factor (its cost / the run's level) lay outside
+                             * the drift bound (benchnoise.h): a failed measurement, not
+                             * drift; the factor is not applied (drift NaN) */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
     uint64_t bytes;         /* memory the shard needs alone, as a part holds it: its tables'
@@ -226,7 +229,7 @@ void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, doub
 double as_bench_spread(const double *v, int n, int trim);
 
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 24
+#define AS_BENCH_RESULT_FIELDS 25
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 /* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
  * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */

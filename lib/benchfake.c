@@ -54,6 +54,34 @@ static double fake_calib_factor(const as_bench_fake *f, int run)
     return fake_mult(f, ids_hash(NULL, 0) ^ 0x63616c6962ULL, f->calib_noisy, 0, run);
 }
 
+/* spike=GROUPS:FACTOR into f; 0, or -1 */
+static int fake_spike(as_bench_fake *f, const char *arg)
+{
+    char buf[256];
+    if (strlen(arg) >= sizeof buf) return -1;
+    strcpy(buf, arg);
+    char *colon = strrchr(buf, ':');
+    if (!colon || as_parse_f64(colon + 1, 1e-6, 1e6, &f->spike)) return -1;
+    *colon = 0;
+    f->nspike = 0;
+    if (!strcmp(buf, "all")) { f->nspike = -1; return 0; }
+    char *save = NULL;
+    for (char *g = strtok_r(buf, "/", &save); g; g = strtok_r(NULL, "/", &save)) {
+        if (f->nspike == 8 || as_parse_i64(g, 0, INT64_MAX, &f->spike_group[f->nspike])) return -1;
+        f->nspike++;
+    }
+    return f->nspike ? 0 : -1;
+}
+
+/* whether group g's last shard is spiked */
+static int fake_spiked(const as_bench_fake *f, int64_t g)
+{
+    if (f->nspike < 0) return 1;
+    for (int i = 0; i < f->nspike; i++)
+        if (f->spike_group[i] == g) return 1;
+    return 0;
+}
+
 int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
@@ -73,9 +101,16 @@ int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t er
             if (as_parse_f64(it + 7, 1, 1e6, &f->factor) || !(f->factor > 1)) { snprintf(err, errlen, "'%s': factor= takes a number above 1", it); rc = -1; break; }
         } else if (!strncmp(it, "drift=", 6)) {
             if (as_parse_f64(it + 6, 1, 1e6, &f->drift)) { snprintf(err, errlen, "'%s': drift= takes a number 1..1e6", it); rc = -1; break; }
+        } else if (!strncmp(it, "spike=", 6)) {
+            if (fake_spike(f, it + 6)) {
+                snprintf(err, errlen, "'%s': spike= takes GROUPS:FACTOR (group numbers >= 0 joined by /, up to 8, or all; "
+                         "a factor 1e-6..1e6)", it);
+                rc = -1;
+                break;
+            }
         } else if (!strcmp(it, "calib=noisy")) f->calib_noisy = 1;
         else if (!strcmp(it, "calib=quiet")) f->calib_noisy = 0;
-        else { snprintf(err, errlen, "'%s' is not quiet, first, always, shards=P, factor=F, drift=F or calib=quiet|noisy", it); rc = -1; break; }
+        else { snprintf(err, errlen, "'%s' is not quiet, first, always, shards=P, factor=F, drift=F, spike=G:F or calib=quiet|noisy", it); rc = -1; break; }
     }
     free(dup);
     return rc;
@@ -90,9 +125,10 @@ static int fake_runs(const void *ctx, const as_bench_timed *t, double *fw, doubl
     const as_bench_fake *f = ctx;
     if (!f->on) return 0;
     const double base = 0.1 + 1e-5 * (double)t->lookups;
+    const double spike = !t->calibrating && t->last && fake_spiked(f, t->group) ? f->spike : 1;
     for (int i = 0; i < R; i++) {
         double m = t->calibrating ? fake_calib_factor(f, i)
-                                  : as_bench_fake_factor(f, t->ids, t->n, t->attempt, i) * fake_group_factor(f, t->group);
+                                  : as_bench_fake_factor(f, t->ids, t->n, t->attempt, i) * fake_group_factor(f, t->group) * spike;
         fw[i] = base / 3 * m;
         bw[i] = 2 * base / 3 * m;
         tot[i] = fw[i] + bw[i];

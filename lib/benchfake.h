@@ -27,9 +27,17 @@ typedef struct {
                              * multiplied by 1 + (drift - 1) u_g, u_g in [0, 1) from a hash of
                              * g: the whole machine slower for a while, alike for the group's
                              * shards (0: off) */
+    int64_t spike_group[8]; /* spike=G:F: the last shard of group number G (where benchnoise
+                             * times the reference shard) has every timed run multiplied by
+                             * spike (a reference measurement that failed: far outside what
+                             * drift can be); spike=G/H/...:F (up to 8 groups); spike=all:F:
+                             * of every group (nspike -1) */
+    int nspike;
+    double spike;
 } as_bench_fake;
 /* parse "ITEM[,ITEM...]": quiet | first | always, shards=P (0..1), factor=F (1..1e6),
- * calib=quiet|noisy, drift=F (1..1e6). 0, or -1 with err */
+ * calib=quiet|noisy, drift=F (1..1e6), spike=G[/H...]:F (group numbers >= 0, up to 8, or all; F in 1e-6..1e6). 0, or -1 with
+ * err */
 int as_bench_fake_parse(const char *spec, as_bench_fake *f, char *err, size_t errlen);
 /* the multiplier the fake timer applies to timed run `run` of `attempt` of the shard ids[0..n)
  * (1 when that attempt is quiet); exposed for tests */
@@ -43,6 +51,8 @@ typedef struct {
     int64_t lookups;        /* the shard's lookups */
     int64_t group;          /* the session's group number (run_group calls, from 0) */
     int calibrating;        /* the runs are the quiet-machine check's (CUDA: a shard) */
+    int last;               /* the shard is its group's last (benchnoise's reference shard,
+                             * when there is one) */
 } as_bench_timed;
 /* A timer hook (a session's; NULL functions: the real timer). runs: may replace the R timed
  * runs' forward, backward and total milliseconds of a shard; calib_run: run i of the CPU's

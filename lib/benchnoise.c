@@ -10,6 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+int as_noise_drift_out(double f, double b)
+{
+    return b > 1 && isfinite(f) && f > 0 && (f > b || f < 1 / b);
+}
+
 int as_noise_is_noisy(const as_bench_result *r, const as_noise_cfg *nc)
 {
     return r->ok && nc->threshold > 0 && isfinite(r->spread) && r->spread > nc->threshold;
@@ -186,18 +191,25 @@ static void retry_cb(void *p, int64_t pos)
 }
 
 /* how well an attempt's group reference corrects it: 2 a quiet reference, 1 a noisy one,
- * 0 none (no reference, or it failed) */
+ * 0 none (no reference, it failed, or it lies outside the drift bound) */
 static int ref_rank(const as_bench_result *r)
 {
-    return !isfinite(r->ref_ms) ? 0 : r->ref_noisy ? 1 : 2;
+    return !isfinite(r->ref_ms) || r->ref_bad ? 0 : r->ref_noisy ? 1 : 2;
+}
+
+/* r's reference judged against level lvl (0: unknown, nothing refused) */
+static void mark_ref(as_bench_result *r, double lvl, const as_noise_cfg *nc)
+{
+    r->ref_bad = r->ok && lvl > 0 && isfinite(r->ref_ms) && as_noise_drift_out(r->ref_ms / lvl, nc->drift_bound);
 }
 
 /* whether job result r asks for its retry unit to be measured again: it is noisy, or (with
- * a reference) its group's reference was measured but noisy, which would leave it on
- * another scale than the shards corrected by quiet ones (a plan's other shards) */
+ * a reference) its group's reference was measured but noisy or outside the drift bound,
+ * which would leave it on another scale than the shards corrected by good ones (a plan's
+ * other shards) */
 static int wants_retry(const as_bench_result *r, const as_noise_cfg *nc)
 {
-    return as_noise_is_noisy(r, nc) || (nc->ref_ids && nc->ref_n > 0 && r->ok && ref_rank(r) == 1);
+    return as_noise_is_noisy(r, nc) || (nc->ref_ids && nc->ref_n > 0 && r->ok && (ref_rank(r) == 1 || r->ref_bad));
 }
 
 /* the end of the retry unit starting at job i of n: with interleaving, the jobs of one unit
@@ -241,6 +253,15 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     merge_ctx M = { jobs, rs, nc, ctx, first_done, 0, 0, 0 };
     ref_list refs = { 0 };
     measure_groups(s, jobs, NULL, n, 0, nc, rs, &refs, first_cb, &M);
+    /* the level the references are judged against: this run's own (not the one corrected
+       to, which may be another run's or a number), set by the first call's first round */
+    const int ref = nc->ref_ids && nc->ref_n > 0 && nc->ref_base;
+    double lvl = 0;
+    if (ref) {
+        lvl = nc->own_level && *nc->own_level > 0 ? *nc->own_level : refs.n ? as_stats_median(refs.v, refs.n) : 0;
+        if (nc->own_level && !(*nc->own_level > 0)) *nc->own_level = lvl;
+    }
+    for (int64_t i = 0; i < n && ref; i++) mark_ref(&jobs[i].r, lvl, nc);
     int64_t again = 0;
     const double t0 = as_now();
     for (int round = 1; round <= nc->retries; round++) {
@@ -259,6 +280,7 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
         M.k = 0;
         M.left = left;
         measure_groups(s, jobs, sel, left, round, nc, rs, &refs, retry_cb, &M);
+        for (int64_t q = 0; q < left && ref; q++) mark_ref(&rs[q], lvl, nc);
         again += left;
         /* a retry unit keeps the attempt whose reference corrects it best (a quiet one, then
            a noisy one, then none; all alike without a reference), then the one with the
@@ -293,12 +315,30 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
     if (retry_s) *retry_s += as_now() - t0;
-    /* drift: each kept attempt divided by its group's reference over the run's level */
-    if (nc->ref_ids && nc->ref_n > 0 && nc->ref_base) {
-        if (!(*nc->ref_base > 0) && refs.n) *nc->ref_base = as_stats_median(refs.v, refs.n);
+    /* drift: each kept attempt divided by its group's reference over the run's level, but
+       for a factor outside the bound: refused (a failed measurement), counted by group */
+    if (ref) {
+        if (!(*nc->ref_base > 0) && refs.n) {
+            /* the level: the median of the quiet references within the bound of the first
+               round's level (all of them when none is) */
+            int64_t m = 0;
+            for (int64_t q = 0; q < refs.n; q++)
+                if (!(lvl > 0) || !as_noise_drift_out(refs.v[q] / lvl, nc->drift_bound)) refs.v[m++] = refs.v[q];
+            *nc->ref_base = as_stats_median(refs.v, m ? m : refs.n);
+        }
         const double base = *nc->ref_base;
-        for (int64_t i = 0; i < n && base > 0; i++)
-            if (jobs[i].r.ok && isfinite(jobs[i].r.ref_ms)) as_bench_result_scale(&jobs[i].r, jobs[i].r.ref_ms / base);
+        double last_bad = NAN;
+        for (int64_t i = 0; i < n && base > 0; i++) {
+            as_bench_result *r = &jobs[i].r;
+            if (!r->ok || !isfinite(r->ref_ms)) continue;
+            mark_ref(r, lvl, nc);
+            if (!r->ref_bad) as_bench_result_scale(r, r->ref_ms / base);
+            else {
+                /* a group's shards share its reference cost: a new value, a new group */
+                if (nc->refused && r->ref_ms != last_bad) ++*nc->refused;
+                last_bad = r->ref_ms;
+            }
+        }
     }
     free(refs.v);
     free(rs);

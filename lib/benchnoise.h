@@ -64,7 +64,30 @@ typedef struct {
     int64_t ref_n;
     double *ref_base;   /* the run's reference level in ms, in and out (required with a
                          * reference; 0 until set) */
+    double drift_bound; /* a group's reference cost over the level outside [1/b, b] is a
+                         * failed measurement, not drift (b > 1; <= 1: no bound; as-bench's
+                         * default AS_NOISE_DRIFT_BOUND) */
+    int64_t *refused;   /* out (may be NULL): the groups whose reference stayed outside
+                         * the bound (their shards left uncorrected) are added to it */
+    double *own_level;  /* in and out (may be NULL): the run's own reference level, which
+                         * the bound judges by (0 until the first call sets it) */
 } as_noise_cfg;
+
+/* The drift bound: the machine's speed moves by tens of per cent over minutes on a shared
+ * VM (quiet runs of the project's 2-core VM corrected by 0.75x-1.84x), but a reference shard
+ * measured at 0.44x or 245x the run's level (seen with the machine busy) is a broken
+ * measurement, and dividing a group's costs by it wrecks them (a cost model fitted on such
+ * costs had a held-out R² of -0.64). Outside [1/2, 2] the group's reference is refused: the
+ * group's shards ask to be measured again in the re-measuring rounds (as a noisy reference
+ * does); one whose kept attempt still has it keeps its raw times, drift nil and
+ * `drift_refused` true in its record. The level it is judged against is the run's own: the
+ * median of the first call's first-round quiet reference costs (kept in *own_level), not
+ * the level corrected to, which may be another run's (--reference-level): a whole run
+ * slower than an earlier one is drift, which the correction is for. A call without
+ * own_level judges by its own first round. */
+#define AS_NOISE_DRIFT_BOUND 2.0
+/* whether factor f (a reference cost over the level) is outside bound b (b > 1) */
+int as_noise_drift_out(double f, double b);
 
 /* the automatic reference shard: up to AS_NOISE_REF_TABLES of the ids[0..n) (any order,
  * distinct), those at evenly spaced positions of their ascending order (positions

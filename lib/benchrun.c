@@ -489,6 +489,13 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
         if (!st->ndrift || r->drift > st->drift_max) st->drift_max = r->drift;
         st->ndrift++;
     }
+    if (r->ok && r->ref_bad && R->st->own_level > 0) {
+        as_brun_stats *st = R->st;
+        const double f = r->ref_ms / st->own_level;
+        if (!st->nrefused || f < st->refused_min) st->refused_min = f;
+        if (!st->nrefused || f > st->refused_max) st->refused_max = f;
+        st->nrefused++;
+    }
     if (!r->ok) {
         R->st->failed++;
         if (R->c->failed) R->c->failed(R->c->ctx, ids, n, r->error);
@@ -769,6 +776,8 @@ static void runner_init(runner *R, as_writer *w, as_bench_session *s, const as_b
     R->noise = c->noise;
     R->noise.retried = c->retried ? retried : NULL;
     R->noise.ref_base = &st->ref_base;
+    R->noise.refused = &st->refused_groups;
+    R->noise.own_level = &st->own_level;
     R->st = st;
     R->passes = c->passes > 1 ? c->passes : 1;
 }

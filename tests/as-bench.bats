@@ -568,6 +568,52 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_output 'null'
 }
 
+@test "as-bench --drift-bound: a reference 100x slow is re-measured, and refused (not applied, flagged) when it stays so" {
+    pool
+    spread='map(.cost_ms / (0.1 + 1e-5 * .lookups)) | (max / min)'
+    # 24 one-shard units, 6 groups of 4 (0-5); group 1's reference 100x slow on the fake timer
+    AS_BENCH_FAKE_NOISE=quiet as-bench --tables "$T/pool.ast" --sample 24 --seed 3 $NOISE --interleave 4 -q -o "$T/q.ast"
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet,spike=1:100 as-bench --tables '$T/pool.ast' --sample 24 --seed 3 $NOISE --interleave 4 -o '$T/s.ast' 2>&1"
+    assert_success
+    refute_output --partial 'refused'
+    # re-measured once (the retry group's reference is sound), every cost on the quiet scale
+    run sh -c "as-show --kind cost '$T/s.ast' | jq -c '[.attempts, .drift_refused, (.drift != null)]' | sort | uniq -c | awk '{ print \$1, \$2 }'"
+    assert_line '20 [1,false,true]'
+    assert_line '4 [2,false,true]'
+    run bash -c "paste -d' ' <(as-show --kind cost '$T/q.ast' | jq .cost_ms) <(as-show --kind cost '$T/s.ast' | jq .cost_ms) |
+               awk '{ d = \$2 / \$1 - 1; if (d < 0) d = -d; if (d > 0.03) bad++ } END { print NR, bad + 0 }'"
+    assert_output '24 0'
+    # it stays so (groups 1, and 6 and 7: its re-measuring rounds): refused, raw times, flagged, said
+    run sh -c "AS_BENCH_FAKE_NOISE=quiet,spike=1/6/7:100 as-bench --tables '$T/pool.ast' --sample 24 --seed 3 $NOISE --interleave 4 -o '$T/r.ast' 2>&1"
+    assert_success
+    assert_output --regexp 'drift: [1-3] group\(s\) refused: their reference measured (99|10[0-9])[.0-9]*x to (99|10[0-9])[.0-9]*x the run.s own level, outside 0.5x-2x \(--drift-bound\) after up to 2 re-measuring round\(s\).*their 4 shard\(s\) keep their raw times \(drift_refused\)'
+    run sh -c "as-show --kind cost '$T/r.ast' | jq -c '[.drift_refused, .drift]' | sort | uniq -c | awk '{ print \$1, \$2 }'"
+    assert_line '20 [false,1]'
+    assert_line '4 [true,null]'
+    # the raw times of the refused shards are the quiet ones (the spike hit only the reference)
+    run sh -c "as-show --kind cost '$T/r.ast' | jq -s '$spread'"
+    run awk -v r="$output" 'BEGIN { print (r < 1.03) ? "same scale" : "not: " r }'
+    assert_output 'same scale'
+    # without the bound the factor of 100 is applied: those shards 100x too cheap
+    AS_BENCH_FAKE_NOISE=quiet,spike=1/6/7:100 as-bench --tables "$T/pool.ast" --sample 24 --seed 3 $NOISE --interleave 4 --drift-bound 0 -q -o "$T/n.ast"
+    run sh -c "as-show --kind cost '$T/n.ast' | jq -s '$spread'"
+    run awk -v r="$output" 'BEGIN { print (r > 50) ? "wrecked" : "not: " r }'
+    assert_output 'wrecked'
+    # --retries 0: flagged at once; a level given (--reference-level) does not move the bound's level
+    AS_BENCH_FAKE_NOISE=quiet,spike=1:100 as-bench --tables "$T/pool.ast" --sample 24 --seed 3 $NOISE --interleave 4 --retries 0 --reference-level 0.05 -q -o "$T/z.ast"
+    run sh -c "as-show --kind cost '$T/z.ast' | jq -c '[.drift_refused, .attempts]' | sort | uniq -c | awk '{ print \$1, \$2 }'"
+    assert_line '20 [false,1]'
+    assert_line '4 [true,1]'
+    for bad in 1 0.5 -1 x 1001; do
+        run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --drift-bound $bad
+        assert_failure 2
+        assert_output --partial '--drift-bound'
+    done
+    run env AS_BENCH_FAKE_NOISE=spike=x:3 as-bench --tables "$T/pool.ast" --sample 1 $NOISE
+    assert_failure 2
+    assert_output --partial 'spike= takes GROUPS:FACTOR'
+}
+
 @test "as-bench --reference-level: costs of a later run corrected to an earlier run's level; its errors" {
     pool
     # the records carry the run's reference: its tables and level (none without a reference)

@@ -136,6 +136,14 @@ static const char HELP[] =
     "                         runs then share one scale, e.g. a cost dataset and shards\n"
     "                         measured later to extend it, when the machine's speed has\n"
     "                         moved by tens of per cent between them\n"
+    "      --drift-bound F    a group's reference cost over the level outside 1/F..F\n"
+    "                         (default 2: 0.5x-2x) is a failed measurement, not drift:\n"
+    "                         the group is measured again in the re-measuring rounds,\n"
+    "                         and a shard whose kept attempt still has it keeps its raw\n"
+    "                         times, `drift` nil and `drift_refused` true; stderr says\n"
+    "                         how many groups were refused. Quiet runs of a shared 2-core\n"
+    "                         VM corrected by 0.75x-1.84x; a busy one saw 0.44x-245x.\n"
+    "                         0: no bound\n"
     "      --no-calibrate     skip the quiet-machine check\n"
     "\n"
     "Each shard keeps the figures of its attempt with the lowest spread; `attempts` counts\n"
@@ -182,7 +190,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -245,6 +253,11 @@ static void report(const as_bench_session *sess, const as_bench_cfg *cfg, const 
             as_info("drift: reference shard (tables %s) at %.4g ms; %" PRId64 " shard(s) corrected by factors "
                     "%.3f to %.3f", ids, st->ref_base, st->ndrift, st->drift_min, st->drift_max);
         else as_info("drift: reference shard (tables %s): no shard corrected (the reference shard could not be measured, or stayed noisy)", ids);
+        if (st->refused_groups)
+            as_info("drift: %" PRId64 " group(s) refused: their reference measured %.3gx to %.3gx the run's own level, outside "
+                    "%.3gx-%.3gx (--drift-bound) after up to %d re-measuring round(s); a failed measurement, not drift: their "
+                    "%" PRId64 " shard(s) keep their raw times (drift_refused)", st->refused_groups, st->refused_min,
+                    st->refused_max, 1 / rc->noise.drift_bound, rc->noise.drift_bound, rc->noise.retries, st->nrefused);
     }
 }
 
@@ -328,6 +341,7 @@ static const struct option bench_opts[] = {
     { "no-calibrate", no_argument, 0, OPT_NOCALIB },
     { "reference", required_argument, 0, OPT_REFERENCE },
     { "reference-level", required_argument, 0, OPT_REFLEVEL },
+    { "drift-bound", required_argument, 0, OPT_DRIFTBOUND },
     AS_CLI_COMMON_OPTIONS
 };
 
@@ -427,6 +441,11 @@ static int opt_noise(as_cli *cli, int opt, const char *arg, bargs *a, as_brun_cf
     case OPT_NOCALIB: a->calibrate = 0; return 1;
     case OPT_REFERENCE: reference_arg(cli, arg, a); return 1;
     case OPT_REFLEVEL: a->reflevel = arg; return 1;
+    case OPT_DRIFTBOUND:
+        rc->noise.drift_bound = as_cli_f64(cli, "--drift-bound", arg, 0, 1000);
+        if (rc->noise.drift_bound != 0 && !(rc->noise.drift_bound > 1))
+            as_cli_usage(cli, "--drift-bound: '%s' is not 0 (no bound) or a factor above 1", arg);
+        return 1;
     default: return 0;
     }
 }
@@ -508,7 +527,8 @@ int main(int argc, char **argv)
     /* static: what the options allocate stays reachable when a usage error exits */
     static bargs a;
     as_bench_cfg cfg = { 0 };
-    as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE }, .part_i = 1,
+    as_brun_cfg rc = { .bench = &cfg, .noise = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE,
+                                                   .drift_bound = AS_NOISE_DRIFT_BOUND }, .part_i = 1,
                        .part_n = 1, .window = 64, .progress = progress, .retried = retried, .failed = failed };
     parse_args(&cli, argc, argv, &a, &cfg, &rc);
     setup_device(&cfg, a.device);
