@@ -206,6 +206,12 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
         x->shards = nz.shards;
         x->noisy = nz.noisy;
         x->shaky = nz.shaky;
+        for (int64_t j = 0; j < n; j++) {
+            if (strcmp(p[j].alg, x->alg) || !p[j].has_mq) continue;
+            x->mq_plans++;
+            x->mq_weak += p[j].mq.judged && p[j].mq.weak;
+            x->mq_unjudged += !p[j].mq.judged;
+        }
     }
     *out = a;
     *nout = na;
@@ -711,7 +717,7 @@ static void summary_csv(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64
 {
     fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,"
                "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,"
-               "at_floor\n");
+               "at_floor,model_plans,model_weak,model_unjudged\n");
     for (int64_t i = 0; i < n; i++) {
         fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
                 a[i].unmeasured, over, a[i].nbal);
@@ -730,13 +736,25 @@ static void summary_csv(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64
         else fprintf(f, ",,,");
         fprintf(f, ",%" PRId64, a[i].nfloor);
         num(f, fmt, 0, "%.9g", a[i].floor_ratio_mean);
-        fprintf(f, ",%" PRId64 "\n", a[i].at_floor);
+        fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", a[i].at_floor, a[i].mq_plans, a[i].mq_weak,
+                a[i].mq_unjudged);
     }
 }
 
-/* one algorithm's row of the summary table (text, markdown); fl, noise: the floor and the
- * noise columns */
-static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int aw, int fl, int noise)
+/* the cost model column of an algorithm: the quality as-plan's gate gave the model that
+   placed its plans ("" none placed by one; "weak", "weak 2/5", "unjudged", "ok") */
+static void model_cell(char *b, size_t len, const as_eval_alg *a)
+{
+    const int64_t k = a->mq_weak ? a->mq_weak : a->mq_unjudged;
+    const char *w = a->mq_weak ? "weak" : a->mq_unjudged ? "unjudged" : "ok";
+    if (!a->mq_plans) snprintf(b, len, "%s", "");
+    else if (!k || k == a->mq_plans) snprintf(b, len, "%s", w);
+    else snprintf(b, len, "%s %" PRId64 "/%" PRId64, w, k, a->mq_plans);
+}
+
+/* one algorithm's row of the summary table (text, markdown); fl, noise, mq: the floor, the
+ * noise and the cost model columns */
+static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int aw, int fl, int noise, int mq)
 {
     if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a->alg, a->plans, a->infeasible);
     else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a->alg, a->plans, a->infeasible);
@@ -758,6 +776,11 @@ static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int a
         else snprintf(b, sizeof b, "n/a");
         cell(f, fmt, 13, b, 0);
     }
+    if (mq) {
+        char b[48];
+        model_cell(b, sizeof b, a);
+        cell(f, fmt, 12, b, 0);
+    }
     fputc('\n', f);
 }
 
@@ -769,25 +792,27 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
         summary_csv(f, fmt, a, n, label, over);
         return;
     }
-    int noise = 0, fl = 0, aw = 20;
+    int noise = 0, fl = 0, mq = 0, aw = 20;
     double margin = NAN;
     for (int64_t i = 0; i < n; i++) {
         noise |= a[i].shards > 0;
+        mq |= a[i].mq_plans > 0;
         fl |= a[i].nfloor > 0;
         if (isnan(margin)) margin = a[i].floor_margin;
         if ((int)strlen(a[i].alg) > aw) aw = (int)strlen(a[i].alg);
     }
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Summary per algorithm (costs %s; over %s):\n", label, over);
-        fprintf(f, "%-*s %6s %10s %16s %14s %9s %16s %12s%s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
-                "speedup", "speedup 95% CI", "max ms", fl ? "  max/floor  at floor" : "", noise ? "  noisy shards" : "");
+        fprintf(f, "%-*s %6s %10s %16s %14s %9s %16s %12s%s%s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
+                "speedup", "speedup 95% CI", "max ms", fl ? "  max/floor  at floor" : "", noise ? "  noisy shards" : "",
+                mq ? "   cost model" : "");
     } else {
         fprintf(f, "**Summary per algorithm** (costs %s; over %s)\n\n", label, over);
-        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI | speedup (geomean) | speedup 95 %% CI | max (ms) |%s%s\n"
-                   "|---|---:|---:|---:|---:|---:|---:|---:|%s%s\n", fl ? " max/floor | at floor |" : "", noise ? " noisy shards |" : "",
-                fl ? "---:|---:|" : "", noise ? "---:|" : "");
+        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI | speedup (geomean) | speedup 95 %% CI | max (ms) |%s%s%s\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|%s%s%s\n", fl ? " max/floor | at floor |" : "", noise ? " noisy shards |" : "",
+                mq ? " cost model |" : "", fl ? "---:|---:|" : "", noise ? "---:|" : "", mq ? "---|" : "");
     }
-    for (int64_t i = 0; i < n; i++) summary_row(f, fmt, &a[i], aw, fl, noise);
+    for (int64_t i = 0; i < n; i++) summary_row(f, fmt, &a[i], aw, fl, noise, mq);
     fprintf(f, "%sbalance: mean ± std over %s, with the 95 %% t-interval of the mean; speedup over random: geometric mean, "
                "with the 95 %% interval (t-interval of the mean log speedup); n/a: fewer than 2 values",
             fmt == AS_EVAL_MARKDOWN ? "\n" : "", over);
@@ -798,6 +823,10 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
         fprintf(f, "; max/floor: mean slowest shard over the task's floor (the costliest table alone); at floor: plans whose "
                    "slowest shard is %s their floor, of those with a known floor", m);
     }
+    if (mq)
+        fprintf(f, "; cost model: what as-plan's quality gate said of the cost model that placed the plans (their "
+                   "model_quality): weak (held-out R² below its threshold or below the linear baseline's), ok, or unjudged "
+                   "(no held-out R², or the gate off); blank: placed without one");
     fprintf(f, "\n\n");
 }
 
@@ -871,7 +900,7 @@ static void verdict_csv(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
 {
     fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
                "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order,floor_tasks,floor_known,floor_bound,"
-               "floor_margin\n");
+               "floor_margin,weak_model_algs\n");
     fprintf(f, "%s,%s,%s,%" PRId64, r->winner >= 0 ? a[r->winner].alg : "", r->runner >= 0 ? a[r->runner].alg : "", rank_word(r->kind), r->cmp.n);
     num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_diff : NAN);
     num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_lo : NAN);
@@ -889,7 +918,92 @@ static void verdict_csv(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
     int w = as_eval_quality_worse(v->quality);
     fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
     order_words(f, 1, p, n, a, na, v->over_runs);
-    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.9g\n", fb->tasks, fb->known, fb->bound, fb->margin);
+    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.9g,", fb->tasks, fb->known, fb->bound, fb->margin);
+    /* the algorithms whose plans a cost model marked weak placed, ';'-separated */
+    for (int64_t i = 0, k = 0; i < na; i++)
+        if (a[i].mq_weak) fprintf(f, "%s%s", k++ ? ";" : "", a[i].alg);
+    fputc('\n', f);
+}
+
+/* an algorithm's plans of one judgement of their cost model: 0 weak, 1 unjudged, 2 passed */
+static int64_t mq_count(const as_eval_alg *a, int which)
+{
+    return which == 0 ? a->mq_weak : which == 1 ? a->mq_unjudged : a->mq_plans - a->mq_weak - a->mq_unjudged;
+}
+
+/* the algorithms of a[] with plans of that judgement (mq_count), in words: "a, b and c";
+   returns how many plans they hold of it */
+static int64_t alg_list(FILE *f, const as_eval_alg *a, int64_t na, int which)
+{
+    int64_t m = 0, k = 0, plans = 0;
+    for (int64_t i = 0; i < na; i++) m += mq_count(&a[i], which) > 0;
+    for (int64_t i = 0; i < na; i++) {
+        const int64_t c = mq_count(&a[i], which);
+        if (c <= 0) continue;
+        fprintf(f, "%s%s", !k ? "" : k == m - 1 ? " and " : ", ", a[i].alg);
+        k++;
+        plans += c;
+    }
+    return plans;
+}
+
+/* the first plan with a model_quality whose judgement is what want says (1 weak, 0 ok); *same:
+   every such plan carries the same figures */
+static const as_eval_plan *first_mq(const as_eval_plan *p, int64_t n, int want, int *same)
+{
+    const as_eval_plan *q = NULL;
+    *same = 1;
+    for (int64_t j = 0; j < n; j++) {
+        if (!p[j].has_mq || !p[j].mq.judged || p[j].mq.weak != want) continue;
+        if (!q) q = &p[j];
+        else if (p[j].mq.r2 != q->mq.r2 || p[j].mq.min_r2 != q->mq.min_r2 ||
+                 !(p[j].mq.linear_r2 == q->mq.linear_r2 || (isnan(p[j].mq.linear_r2) && isnan(q->mq.linear_r2))))
+            *same = 0;
+    }
+    return q;
+}
+
+/* the verdict's lines on the cost model the plans were placed with (as-plan's model_quality):
+   which algorithms' plans rest on a weak model, on one of unjudged quality, or on one the gate
+   passed; nothing when no plan carries it */
+static void verdict_model_marks(FILE *f, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, const char *B,
+                                const char *li)
+{
+    int64_t weak = 0, unjudged = 0, marked = 0, mplans = 0;
+    for (int64_t i = 0; i < na; i++) {
+        weak += a[i].mq_weak;
+        unjudged += a[i].mq_unjudged;
+        marked += a[i].mq_plans > 0;
+        mplans += a[i].mq_plans;
+    }
+    if (!marked) return;
+    int same;
+    if (weak) {
+        const as_eval_plan *q = first_mq(p, n, 1, &same);
+        fprintf(f, "%s%sWeak cost model:%s the plans of ", li, B, B);
+        const int64_t k = alg_list(f, a, na, 0);
+        fprintf(f, " (%" PRId64 " plan%s) were placed with a cost model as-plan marked weak (model_quality; %sheld-out R² %.3f",
+                k, k == 1 ? "" : "s", same ? "" : "the first: ", q->mq.r2);
+        if (q->mq.r2 < q->mq.min_r2) fprintf(f, ", below the threshold %g", q->mq.min_r2);
+        if (isfinite(q->mq.linear_r2) && q->mq.r2 < q->mq.linear_r2)
+            fprintf(f, "%s below the linear baseline's %.3f", q->mq.r2 < q->mq.min_r2 ? " and" : ",", q->mq.linear_r2);
+        fprintf(f, "): %stheir balance, and their place in the ranking, rest on a weak model%s.\n", B, B);
+    }
+    if (unjudged) {
+        fprintf(f, "%sThe plans of ", li);
+        const int64_t k = alg_list(f, a, na, 1);
+        fprintf(f, " (%" PRId64 " plan%s) were placed with a cost model whose quality as-plan did not judge (model_quality "
+                   "weak nil: no held-out R² in the model, or as-plan --min-model-r2 off).\n", k, k == 1 ? "" : "s");
+    }
+    if (mplans > weak + unjudged) {
+        const as_eval_plan *q = first_mq(p, n, 0, &same);
+        fprintf(f, "%sThe cost model that placed the %splans of ", li, weak + unjudged ? "other " : "");
+        alg_list(f, a, na, 2);
+        fprintf(f, " passed as-plan's quality gate (model_quality; %sheld-out R² %.3f, threshold %g", same ? "" : "the first: ",
+                q->mq.r2, q->mq.min_r2);
+        if (isfinite(q->mq.linear_r2)) fprintf(f, ", linear baseline %.3f", q->mq.linear_r2);
+        fprintf(f, ").\n");
+    }
 }
 
 /* the verdict's lines on the winner: its balance and speedup, its lead over the runner-up
@@ -1053,6 +1167,7 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
     fprintf(f, "%s", li);
     as_eval_floor_words(f, fmt, &fb, v->label);
     fprintf(f, ".\n");
+    verdict_model_marks(f, p, n, a, na, B, li);
     verdict_tail(f, fmt, v, &nz, estimated, B, li);
     fputc('\n', f);
 }

@@ -62,6 +62,8 @@ typedef struct {
     int64_t at_floor;           /* of which at their floor (at_floor 1) */
     double floor_ratio_mean;    /* mean max / floor (over plans, or runs with over_runs); NaN */
     double floor_margin;        /* the plans' floor margin; NaN when none was judged */
+    int64_t mq_plans;           /* plans carrying model_quality (placed by a cost model) */
+    int64_t mq_weak, mq_unjudged; /* of which marked weak; not judged (weak nil) */
 } as_eval_alg;
 
 /* Summary per algorithm, in the canonical order (random, size-greedy, dim-greedy,
@@ -184,7 +186,8 @@ typedef struct {
 
 /* The closing summary in words: which algorithm won by mean balance and speedup, by how
  * much over the runner-up, cost-greedy and random, whether that ranking is resolved or
- * within noise, how noisy the measurement was, how good the cost model is and where the
+ * within noise, which algorithms' plans rest on a cost model as-plan marked weak (their
+ * model_quality), how noisy the measurement was, how good the cost model is and where the
  * plots are. CSV: one header line and one row of the same figures. */
 void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v);

@@ -92,7 +92,8 @@ static int read_nums(const msgpack_object *o, const char *key, int64_t n, const 
     return 0;
 }
 
-/* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap (all optional) */
+/* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap, model_quality (all
+ * optional) */
 static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
     if (read_nums(as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred, err, errlen) ||
@@ -156,6 +157,15 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
             }
             free(v);
         }
+    }
+    o = as_obj_get(rec, "model_quality");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        char e2[256];
+        if (as_mgate_read(o, &p->mq, e2, sizeof e2)) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": %s", p->task, e2);
+            return -1;
+        }
+        p->has_mq = 1;
     }
     return 0;
 }

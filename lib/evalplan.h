@@ -1,6 +1,6 @@
 /* evalplan.h - a `plan` record as as-eval reads it (docs/FORMAT.md): the plan, its costs
  * (measured or estimated), as-bench's noise fields, the communication bytes, the planner's
- * own view (predictions, names, memory terms), and room for the figures the evaluation
+ * own view (predictions, names, memory terms, its cost model's quality), and room for the figures the evaluation
  * computes (lib/eval.h) and the floor (lib/evalfloor.h). The decoding; nothing computed.
  * Dimension letters: K shards, T tables of a plan. */
 #ifndef AS_EVALPLAN_H
@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "modelgate.h"
 #include "msgobj.h"
 #include "piece.h"
 
@@ -43,6 +44,10 @@ typedef struct {
     char (*names)[128];         /* [T] names: a model's table names */
     uint64_t *mterm;            /* [3K] mem_terms: weights, optimizer, pipeline bytes per shard */
     uint64_t mem_cap;           /* bytes per shard; 0 none */
+    /* the quality gate's judgement of the cost model that placed it (as-plan's
+       model_quality, lib/modelgate.h): has_mq 0 when the plan carries none */
+    int has_mq;
+    as_mgate mq;
     /* figures (as_eval_compute); NaN when undefined */
     int ok;                     /* feasible and every shard's cost known */
     double max, min, mean, balance, speedup;

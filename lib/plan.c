@@ -504,7 +504,8 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     }
     const int ipred = m->item_pred != NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + names + terms + ipred;
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + names + terms + ipred +
+                  (m->model_quality ? 1 : 0);
     char label[64];
     msgpack_pack_map(pk, nf);
     as_pack_kv_str(pk, "kind", "plan");
@@ -547,6 +548,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         for (int64_t k = 0; k < K; k++) msgpack_pack_double(pk, p->pred[k]);
     }
     if (m->model_device) as_pack_kv_str(pk, "pred_device", m->model_device);
+    if (m->model_quality) as_mgate_pack(pk, m->model_quality);
     as_pack_kv_i64(pk, "seed", (int64_t)m->seed);
     pack_options(pk, p, m);
     as_pack_str(pk, "feasible");

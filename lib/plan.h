@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "featurize.h"
+#include "modelgate.h"
 #include "stream.h"
 
 typedef enum {
@@ -222,6 +223,9 @@ typedef struct {
                                        terms; NULL: not written */
     const double *item_pred;        /* [T] the cost model's prediction of each item alone, ms
                                      * (the tables that make a shard slow); NULL: no model */
+    const as_mgate *model_quality;  /* the quality gate's judgement of the cost model that
+                                       placed the plan (lib/modelgate.h), written as
+                                       `model_quality`; NULL: none (placed without it) */
 } as_plan_meta;
 
 /* write a `plan` record (docs/FORMAT.md) */

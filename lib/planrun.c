@@ -292,9 +292,11 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         as_plan_meta meta = { &tki, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
                               a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
                               a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
-                              ap.fi, NULL };
+                              ap.fi, NULL, NULL };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
+            /* the plans the cost model placed carry its quality */
+            meta.model_quality = a == AS_ALG_COST || (c->split && a != AS_ALG_TORCHREC) || pass ? c->model_quality : NULL;
             if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
                 as_plan_free(&ap.pl);
@@ -415,6 +417,8 @@ typedef struct {
     const as_ptask *t;              /* its task */
     double *meas, *scale;           /* [K] each shard's measured cost (NaN: none); measured / predicted */
     double comm;                    /* its comm_gbps (0: none) */
+    as_mgate mq;                    /* its model_quality, when has_mq */
+    int has_mq;
     as_features *items;             /* [n] its items' features: whole tables, or their pieces */
     const as_features **fi;         /* [n] views of items */
     int64_t *ids;                   /* [n] their table ids */
@@ -457,7 +461,7 @@ static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *
 }
 
 /* the measured costs: one per shard, a number or nil (a shard that failed), and the
- * record's communication bandwidth; 0, or -1 with err */
+ * record's communication bandwidth and model_quality; 0, or -1 with err */
 static int mplan_costs(mplan *m, const msgpack_object *o, char *err, size_t errlen)
 {
     const int64_t K = m->pr.shards;
@@ -477,6 +481,16 @@ static int mplan_costs(mplan *m, const msgpack_object *o, char *err, size_t errl
     m->comm = 0;
     as_obj_f64(o, "comm_gbps", &m->comm);
     if (!(m->comm >= 0) || !isfinite(m->comm)) m->comm = 0;
+    /* the quality of the model that placed it, kept on the plan as it was measured */
+    const msgpack_object *mq = as_obj_get(o, "model_quality");
+    if (mq && mq->type != MSGPACK_OBJECT_NIL) {
+        char e2[256];
+        if (as_mgate_read(mq, &m->mq, e2, sizeof e2)) {
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", m->pr.task, m->label, e2);
+            return -1;
+        }
+        m->has_mq = 1;
+    }
     return 0;
 }
 
@@ -566,12 +580,15 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t 
     tki.tables = m.ids;
     tki.ntables = n;
     as_plan_meta meta = { &tki, m.alg, c->seed, mcap, c->world, c->model_path, c->model_device,
-                          m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, m.fi, NULL };
+                          m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, m.fi, NULL, c->model_quality };
     if (!rc && c->keep_unrefined) {
-        /* the plan as it was measured, its label as it came, to measure beside the new one */
+        /* the plan as it was measured, its label and its model's quality as they came, to
+           measure beside the new one */
         pl.refine.done = strstr(m.label, AS_REFINE_SUFFIX) != NULL;
         pl.measured = m.rounds;
-        emit(R->st, c, &meta, &pl, m.fi, NULL);
+        as_plan_meta was = meta;
+        was.model_quality = m.has_mq ? &m.mq : NULL;
+        emit(R->st, c, &was, &pl, m.fi, NULL);
     }
     if (!rc) {
         rc = as_plan_refine(&pl, &pc, m.fi, n, c->refine_ms, c->refine_steps, e2, sizeof e2);
@@ -702,7 +719,8 @@ static int export_one(export_ctx *X, const msgpack_object *o, char *err, size_t 
         as_obj_str(o, "split", tki.split, sizeof tki.split);
         int64_t seed = (int64_t)c->seed;
         as_obj_i64(o, "seed", &seed);
-        as_plan_meta meta = { &tki, alg, (uint64_t)seed, mcap, c->world, c->model_path, c->model_device, NULL, 0, fi, NULL };
+        as_plan_meta meta = { &tki, alg, (uint64_t)seed, mcap, c->world, c->model_path, c->model_device, NULL, 0, fi, NULL,
+                              NULL };   /* text or TorchRec JSON: no model_quality */
         emit(X->st, c, &meta, &pl, fi, NULL);
         as_plan_free(&pl);
         X->exported++;

@@ -70,6 +70,9 @@ typedef struct {
     int64_t world;                  /* > 0: the 2D rank map; a multiple of every task's K */
     const as_plan_model *model;     /* NULL: no cost model */
     const char *model_path, *model_device;
+    const as_mgate *model_quality;  /* the quality gate's judgement of model (lib/modelgate.h),
+                                       written on every plan model places: cost-greedy,
+                                       ALG+split, ALG+refine, repaired plans; NULL: none */
     const as_plan_policy *policy;   /* NULL: no policy (autoshard not wanted) */
     const char *policy_path;
     int samples;                    /* autoshard candidates, 0 = as_policy_auto_samples */
@@ -103,7 +106,8 @@ typedef struct {
 } as_plan_run_stats;
 
 /* Plan every task of in with every wanted algorithm, in task then algorithm order, and
- * write each plan (an infeasible one too; torchrec leaves it out with a line on stderr).
+ * write each plan (an infeasible one too; torchrec leaves it out with a line on stderr);
+ * the plans the cost model placed carry c->model_quality (see as_plan_run_cfg).
  * With c->refine each plan is refined (lib/refine.h) before it is written, its alg label
  * "<alg>+refine"; with c->keep_unrefined too, the algorithm's own plan is written first.
  * st->nplans counts every plan written.
@@ -122,9 +126,11 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
  * starts from what was measured and judges each move or swap by the model's change, under
  * the task's memory cap, with the plan's own communication charge (its comm_gbps), within
  * c->refine_ms / refine_steps. Each is written as emit writes plans, its alg label the
- * record's algorithm with "+refine+measured" (and "+split" when it was split). c->model
+ * record's algorithm with "+refine+measured" (and "+split" when it was split), with
+ * c->model_quality as its `model_quality`. c->model
  * required; with c->keep_unrefined each plan is also written as it was measured (its
- * label unchanged) before the refined one, so that one as-bench run measures both; with
+ * label and its record's `model_quality` unchanged) before the refined one, so that one
+ * as-bench run measures both; with
  * c->repair_filter only the plans whose algorithm (the label's first part)
  * is in c->want; with c->repair_round > 0 only the plans of round repair_round - 1 (a
  * label's "+measured" rounds: none 0, "+measured" 1, "+measuredN" N). The written plan

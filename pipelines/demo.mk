@@ -25,6 +25,11 @@
 #                                                measured costs, measured again beside the
 #                                                plans as they were (one run: a fair pair);
 #                                                REPAIR_ROUNDS (1) rounds of it
+#
+# Every as-plan call that plans with a cost model (the refit's, the plans', the repair's)
+# passes the model through the quality gate first (MODEL_GATE, below): a weak model stops the
+# demo (exit 1, its held-out R² in words) rather than reporting rankings that rest on it.
+#
 #   report    as-eval                            balance and speedup tables, plots, the
 #                                                training curve, each task's floor (its
 #                                                costliest table alone, from the cost
@@ -87,6 +92,13 @@ REPAIR_ALGS ?= $(SPLIT_ALGS)$(if $(filter torchrec,$(subst $(comma), ,$(ALGS))),
 # nothing on average, 0.98-1.02x: docs/RESULTS.md; it is a second measurement of round 1's
 # plans too)
 REPAIR_ROUNDS ?= 1
+# the quality gate on the cost model of every as-plan call that takes --model:
+# --require-model-quality stops the demo when the model's held-out R² (stored in it by
+# as-costfit) is below 0.9 (as-plan --min-model-r2) or below the linear baseline's, or unknown.
+# MODEL_GATE= plans with a weak model anyway: as-plan warns, marks the plans it places
+# (model_quality) and the report's verdict names them; MODEL_GATE="--require-model-quality
+# --min-model-r2 0.8" sets another threshold
+MODEL_GATE ?= --require-model-quality
 # the paper's protocol; --flush bounds the CPU cache sweep (the GPU path sweeps 2x its L2)
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 # every later measurement (the refit's, the plans', the repair's) corrected to the cost
@@ -140,7 +152,7 @@ $(D)/policy.ast: $(D)/ft.ast $(D)/costs.ast $(D)/model.ast $(D)/pool.ast $(BIN)/
 # the cost dataset (nothing of the test tasks is measured before their plans are made)
 $(D)/refit-measured.ast: $(D)/ft.ast $(D)/model.ast $(D)/costs.ast $(D)/pool.ast $(REFIT_POLICY) $(BIN)/as-plan $(BIN)/as-bench
 	@echo "== cost model refit: $(REFIT_ALGS)'s plans of the training tasks with $(SPLIT_OPTS), measured"
-	$(BIN)/as-plan --alg $(REFIT_ALGS) --model $(D)/model.ast $(if $(REFIT_POLICY),--policy $(REFIT_POLICY)) --split train \
+	$(BIN)/as-plan --alg $(REFIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) $(if $(REFIT_POLICY),--policy $(REFIT_POLICY)) --split train \
 	  --seed $(SEED) --plans-only $(SPLIT_OPTS) $(D)/ft.ast -o $@.plans
 ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
 	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@.tmp $@.plans -- $(BENCH_OPTS) $(REF_LEVEL)
@@ -155,9 +167,9 @@ $(D)/model-refit.ast: $(D)/ft.ast $(D)/costs.ast $(D)/refit-measured.ast $(BIN)/
 
 $(D)/plans.ast: $(D)/ft.ast $(PLAN_MODEL) $(D)/policy.ast $(BIN)/as-plan
 	@echo "== plans: every algorithm on the test tasks$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) also with $(SPLIT_OPTS))"
-	$(BIN)/as-plan --alg $(ALGS) --model $(PLAN_MODEL) --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
+	$(BIN)/as-plan --alg $(ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
-	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(PLAN_MODEL) --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only \
+	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only \
 	  $(SPLIT_OPTS) $(D)/ft.ast -o $@.split
 	cat $@.table $@.split > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split
 else
@@ -181,7 +193,7 @@ $(D)/report.md: $(D)/measured.ast $(PLAN_MODEL) $(D)/policy.ast $(D)/costs.ast $
 # one round of measured repair: the plans before and after, measured in one as-bench run
 $(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
 	@echo "== measured repair: $(REPAIR_ALGS)'s plans refined on their measured costs, measured again beside the originals"
-	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(PLAN_MODEL) --repair $(D)/measured.ast --keep-unrefined --split test \
+	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --repair $(D)/measured.ast --keep-unrefined --split test \
 	  --seed $(SEED) --plans-only $(D)/ft.ast -o $@.plans
 	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(REF_LEVEL) $(PROGRESS) $@.plans -o $@.tmp
 	mv $@.tmp $@ && rm -f $@.plans
@@ -189,7 +201,7 @@ $(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(
 # round 2: round 1's repaired plans repaired again on round 1's run, measured beside them
 $(D)/repaired2.ast: $(D)/repaired.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
 	@echo "== measured repair, round 2: round 1's plans refined on their own measurement, measured again beside them"
-	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(PLAN_MODEL) --repair $(D)/repaired.ast --repair-round 2 --keep-unrefined \
+	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --repair $(D)/repaired.ast --repair-round 2 --keep-unrefined \
 	  --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.plans
 	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(REF_LEVEL) $(PROGRESS) $@.plans -o $@.tmp
 	mv $@.tmp $@ && rm -f $@.plans

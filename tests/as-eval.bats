@@ -68,9 +68,9 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     make_stream "$HDR$PLANS" > "$T/p.ast"
     run as-eval --format csv --table summary "$T/p.ast"
     assert_success
-    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,at_floor
-random,measured,2,0,0,plans,2,0.5,0,2,1,0,5,0.5,0.5,1,1,1,,,,0,,0
-lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,,0,,0"
+    assert_output "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,at_floor,model_plans,model_weak,model_unjudged
+random,measured,2,0,0,plans,2,0.5,0,2,1,0,5,0.5,0.5,1,1,1,,,,0,,0,0,0,0
+lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,,0,,0,0,0,0"
     run as-eval --format csv --table plans "$T/p.ast"
     assert_line --index 2 "0,0,,lookup-greedy,2,2,measured,3,3,3,1,1.33333333,,,true,,,,,"
     assert_line --index 3 "0,1,,lookup-greedy,3,3,measured,3,1,2,0.333333333,2,,,true,,,,,"
@@ -89,7 +89,7 @@ lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.3333
     # two runs: lookup balance over runs = mean(2/3, 1/2) = 7/12 ± 1/12; speedup: geometric
     # mean of the runs' geometric means √(8/3) and 1 = (8/3)^(1/4) = 1.27788621
     run sh -c "as-eval --format csv --table summary --over runs '$T/a.ast' '$T/b.ast' | grep ^lookup"
-    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5,0,1,1.27788621,0.0566735872,28.8140074,,,,0,,0"
+    assert_output "lookup-greedy,measured,3,0,0,runs,2,0.583333333,0.0833333333,2,1.33333333,0.333333333,2.5,0,1,1.27788621,0.0566735872,28.8140074,,,,0,,0,0,0,0"
     # one concatenated stream is one run: task 0 has two random plans, the first counts
     run sh -c "cat '$T/a.ast' '$T/b.ast' | as-eval --format csv --table summary --over runs | grep ^lookup"
     assert_output --regexp '^lookup-greedy,measured,3,0,0,runs,1,'
@@ -201,7 +201,7 @@ LOG="$(TR 8 3 "$F05" "$FM1" "$FNAN")$(TR 16 9 "$F1" "$F05" "$F075" meas_balance 
     # plans and a log in one stream: both tables, CSV ones separated by an empty line
     run sh -c "cat '$T/p.ast' '$T/log.ast' | as-eval --table summary,curve --format csv"
     assert_success
-    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,,0,,0"
+    assert_line --index 2 "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,0,1,1.63299316,0.124239179,21.4639754,,,,0,,0,0,0,0"
     assert_line --index 3 "episode,wall_s,evals,reward,pred_balance,eval_pred_balance,eval_meas_balance"
     [ "$(printf '%s\n' "$output" | sed -n 4p)" = "" ]
     # a bad train record names its record number
@@ -345,7 +345,7 @@ ranked_plans() {
     assert_line "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): cost-greedy (85.0 %) > autoshard (55.0 %) > random (25.0 %)."
     refute_output --partial "too noisy to"
     run as-eval --table verdict --format csv "$T/p.ast"
-    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random,3,0,0,0.02"
+    assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random,3,0,0,0.02,"
     # the plots' file names close the verdict
     as-eval --table verdict --plot "$T/p.svg" "$T/p.ast" -o "$T/v.txt"
     grep -q "^- Plots: $T/p.svg (balance, speedup, per-shard costs)\.$" "$T/v.txt"
@@ -420,6 +420,54 @@ ranked_plans() {
     run sh -c "cat '$T/p.ast' '$T/badm.ast' | as-eval"
     assert_failure 1
     assert_output --partial "<stdin>: record 12: model record: 'heldout' is not a map or nil"
+}
+
+# ---- the plans' model_quality: as-plan's quality gate on the cost model (issue 37) ----------
+# mq MAP: a plan of NP with model_quality MAP (a Python expression)
+mq() { sed "s/}\$/,'model_quality':$1}/"; }
+WEAK="{'r2':0.41,'linear_r2':0.3,'min_r2':0.9,'weak':True}"
+GOOD="{'r2':0.97,'linear_r2':0.87,'min_r2':0.9,'weak':False}"
+
+@test "as-eval: plans placed with a cost model as-plan marked weak are named in the verdict and the summary; a hostile model_quality is bad data" {
+    # ranked_plans' figures; cost-greedy's plans placed by a weak model, autoshard's by a good one
+    mp_stream "$(NP 0 random '[8.0,2.0]' "$Q" "$F")" "$(NP 0 cost-greedy '[4.0,3.6]' "$Q" "$F" | mq "$WEAK")" "$(NP 0 autoshard '[5.0,2.5]' "$Q" "$F" | mq "$GOOD")" \
+              "$(NP 1 random '[8.0,2.0]' "$Q" "$F")" "$(NP 1 cost-greedy '[4.0,3.2]' "$Q" "$F" | mq "$WEAK")" "$(NP 1 autoshard '[5.0,3.0]' "$Q" "$F" | mq "$GOOD")" \
+              "$(NP 2 random '[8.0,2.0]' "$Q" "$F")" "$(NP 2 cost-greedy '[4.0,3.4]' "$Q" "$F" | mq "$WEAK")" "$(NP 2 autoshard '[5.0,2.75]' "$Q" "$F" | mq "$GOOD")" > "$T/p.ast"
+    run as-eval --table summary,verdict "$T/p.ast"
+    assert_success
+    assert_line "- Weak cost model: the plans of cost-greedy (3 plans) were placed with a cost model as-plan marked weak (model_quality; held-out R² 0.410, below the threshold 0.9): their balance, and their place in the ranking, rest on a weak model."
+    assert_line "- The cost model that placed the other plans of autoshard passed as-plan's quality gate (model_quality; held-out R² 0.970, threshold 0.9, linear baseline 0.870)."
+    # the summary's cost model column: weak, ok, blank for random (placed without one)
+    assert_line --regexp '^cost-greedy +3 +0 .* 0/6 +weak$'
+    assert_line --regexp '^autoshard +3 +0 .* 0/6 +ok$'
+    assert_line --regexp '^random +3 +0 .* 0/6 +$'
+    assert_output --partial "; cost model: what as-plan's quality gate said of the cost model that placed the plans (their model_quality)"
+    run as-eval --table verdict --format markdown "$T/p.ast"
+    assert_line --partial "- **Weak cost model:** the plans of cost-greedy (3 plans) were placed"
+    assert_line --partial "**their balance, and their place in the ranking, rest on a weak model**."
+    # CSV: the verdict's weak_model_algs, the summary's counts
+    run as-eval --table verdict --format csv "$T/p.ast"
+    assert_line --index 0 --regexp ',floor_margin,weak_model_algs$'
+    assert_line --index 1 --regexp ',cost-greedy > autoshard > random,3,0,0,0\.02,cost-greedy$'
+    run sh -c "as-eval --table summary --format csv '$T/p.ast' | cut -d, -f1,25-"
+    assert_output $'alg,model_plans,model_weak,model_unjudged\nrandom,0,0,0\ncost-greedy,3,3,0\nautoshard,3,0,0'
+    # a plan placed by a model of unjudged quality (no held-out R²)
+    mp_stream "$(NP 0 random '[8.0,2.0]' "$Q" "$F")" "$(NP 0 cost-greedy '[4.0,3.6]' "$Q" "$F" | mq "{'r2':None,'linear_r2':None,'min_r2':0.9,'weak':None}")" > "$T/u.ast"
+    run as-eval --table verdict "$T/u.ast"
+    assert_line "- The plans of cost-greedy (1 plan) were placed with a cost model whose quality as-plan did not judge (model_quality weak nil: no held-out R² in the model, or as-plan --min-model-r2 off)."
+    refute_output --partial "Weak cost model"
+    # hostile values: bad data naming the record and the field
+    for v in "3" "{'r2':'high','weak':None}" "{'r2':0.41,'linear_r2':0.3,'min_r2':0.9,'weak':False}" \
+             "{'r2':0.95,'linear_r2':0.3,'min_r2':2,'weak':False}" "{'r2':0.95,'min_r2':0.9,'weak':'no'}" "{'r2':nan,'min_r2':0.9,'weak':True}"; do
+        mp_stream "$(NP 0 random '[8.0,2.0]' "$Q" "$F")" "$(NP 0 cost-greedy '[4.0,3.6]' "$Q" "$F" | mq "$v")" > "$T/bad.ast"
+        run as-eval --table verdict "$T/bad.ast"
+        assert_failure 1
+        assert_output --regexp "bad.ast: record 3: plan of task 0: ('model_quality' is not a map|model_quality\.(r2|min_r2|weak) )"
+    done
+    mp_stream "$(NP 0 cost-greedy '[4.0,3.6]' "$Q" "$F" | mq "{'r2':0.41,'linear_r2':0.3,'min_r2':0.9,'weak':False}")" > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "bad.ast: record 2: plan of task 0: model_quality.weak is false, which its r2, linear_r2 and min_r2 do not say"
 }
 
 @test "as-eval: never a negative cost: measured ones are refused, estimated ones count as 0 and it is said once" {
@@ -542,9 +590,9 @@ FLOOR_BOUND_1="Floor-bound: 1 of 2 tasks (the best plan's slowest shard is at mo
     assert_line --index 2 "0,0,,cost-greedy,2,3,measured,6.1,3,4.55,0.491803279,1.31147541,,,true,,,6,1.01666667,true"
     assert_line --index 3 "0,1,,random,2,4,measured,7,3,5,0.428571429,1,,,true,,,3,2.33333333,false"
     assert_line --index 6 "0,2,,cost-greedy,2,2,measured,2,2,2,1,1.5,,,true,,,,,"
-    assert_line --regexp '^cost-greedy,measured,3,.*,,,,2,1.34166667,1$'
-    assert_line --regexp '^random,measured,3,.*,,,,2,1.83333333,0$'
-    assert_line --regexp '^cost-greedy,random,.*,cost-greedy ≈ random,3,2,1,0.02$'
+    assert_line --regexp '^cost-greedy,measured,3,.*,,,,2,1.34166667,1,0,0,0$'
+    assert_line --regexp '^random,measured,3,.*,,,,2,1.83333333,0,0,0,0$'
+    assert_line --regexp '^cost-greedy,random,.*,cost-greedy ≈ random,3,2,1,0.02,$'
     # markdown
     run sh -c "cat '$T/p.ast' '$T/s.ast' | as-eval --format markdown --table plans,summary,verdict"
     assert_line "| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor | mem max (MiB) | mem min (MiB) | feasible |"
@@ -579,7 +627,7 @@ FLOOR_BOUND_1="Floor-bound: 1 of 2 tasks (the best plan's slowest shard is at mo
     assert_line "- Floor: unknown for all 2 tasks: no single-table cost for their tables (give the cost dataset of as-bench --singles with --singles FILE or in the input)."
     refute_output --partial "max/floor"
     run as-eval --format csv --table verdict "$T/p.ast"
-    assert_line --index 1 --regexp ',2,0,0,0\.02$'
+    assert_line --index 1 --regexp ',2,0,0,0\.02,$'
     # single costs measured on another device: said, and not used
     floor_plans > "$T/fp.ast"
     floor_singles "gpu: other" > "$T/gpu.ast"

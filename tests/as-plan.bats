@@ -504,7 +504,7 @@ cost-greedy+refine"
     assert_success
     assert_line --partial "task 6 (test)  cost-greedy+refine  12 tables on 3 shards"
     assert_line --regexp '^  refined: [0-9]+ moves?, [0-9]+ swaps? in [0-9.]+ ms \(local optimum\); predicted max before [0-9.]+ ms$'
-    run sh -c "as-plan --alg size-greedy --model '$D/m.ast' --refine --split test --format torchrec '$D/ft.ast' | jq -r .alg"
+    run sh -c "as-plan --alg size-greedy --model '$D/m.ast' --refine --split test --format torchrec '$D/ft.ast' 2> /dev/null | jq -r .alg"
     assert_output $'size-greedy+refine\nsize-greedy+refine'
 }
 
@@ -552,4 +552,129 @@ for f in sys.argv[1:]:
     run python3 "$ROOT/pipelines/torchrec_plan.py" "$T/tr.json"
     assert_success
     [ "$(grep -c 'torchrec embedding_bags: 12 tables' <<< "$output")" -eq 8 ]
+}
+
+# ---- the quality gate on the cost model (issue 37) -------------------------------------------
+
+# gate_model R2 LINEAR_R2 OUT: the setup's cost model with its held-out R² and the linear
+# baseline's set by hand (the model's weights unchanged)
+gate_model() {
+    mp_edit "$BATS_FILE_TMPDIR/m.ast" "h = kind('model')[0]['heldout']; h['model']['r2'] = $1; h['linear']['r2'] = $2" > "$3"
+}
+WEAK_WORDS="the cost model's held-out R² is 0.410, below 0.9 (--min-model-r2): plans made with it rest on a weak model"
+
+@test "as-plan --model: a weak cost model is said on stderr and marks the plans it places; --require-model-quality stops before any plan" {
+    D="$BATS_FILE_TMPDIR"
+    gate_model 0.41 0.3 "$T/weak.ast"
+    run as-plan --alg size-greedy,cost-greedy --model "$T/weak.ast" --plans-only "$D/ft.ast" -o "$T/p.ast"
+    assert_success
+    assert_output "as-plan: warning: $T/weak.ast: $WEAK_WORDS"
+    # cost-greedy's plans carry the mark; size-greedy's, placed without the model, none
+    run sh -c "as-show --kind plan '$T/p.ast' | jq -c '[.alg, .model_quality]' | sort | uniq -c"
+    assert_output '      8 ["cost-greedy",{"r2":0.41,"linear_r2":0.3,"min_r2":0.9,"weak":true}]
+      8 ["size-greedy",null]'
+    # placed by the model after all: refined and split plans
+    as-plan --alg size-greedy --model "$T/weak.ast" --refine --keep-unrefined --plans-only "$D/ft.ast" -o "$T/r.ast" 2> /dev/null
+    run sh -c "as-show --kind plan '$T/r.ast' | jq -r '[.alg, .model_quality.weak] | @tsv' | sort | uniq -c"
+    assert_output $'      8 size-greedy\t\n      8 size-greedy+refine\ttrue'
+    as-plan --alg size-greedy --model "$T/weak.ast" --split-tables --split-ms 50 --split test --plans-only "$D/ft.ast" -o "$T/s.ast" 2> /dev/null
+    run sh -c "as-show --kind plan '$T/s.ast' | jq -r '[.alg, .model_quality.weak] | @tsv' | sort | uniq -c"
+    assert_output $'      2 size-greedy+split\ttrue'
+    # as-eval's verdict names them
+    run sh -c "as-eval --model '$T/weak.ast' --table verdict '$D/ft.ast' '$T/p.ast' 2>&1"
+    assert_success
+    assert_line "- Weak cost model: the plans of cost-greedy (8 plans) were placed with a cost model as-plan marked weak (model_quality; held-out R² 0.410, below the threshold 0.9): their balance, and their place in the ranking, rest on a weak model."
+    # --require-model-quality: exit 1 with the same words, nothing written, an old -o file kept
+    echo old > "$T/q.ast"
+    run as-plan --alg size-greedy,cost-greedy --model "$T/weak.ast" --require-model-quality --plans-only "$D/ft.ast" -o "$T/q.ast"
+    assert_failure 1
+    assert_output "as-plan: $T/weak.ast: $WEAK_WORDS; --require-model-quality: no plan made"
+    [ "$(cat "$T/q.ast")" = old ]
+    run sh -c "as-plan --alg size-greedy --model '$T/weak.ast' --require-model-quality --format text '$D/ft.ast' 2> /dev/null"
+    assert_failure 1
+    assert_output ""
+    # a lower threshold passes it: no warning, the plans marked not weak
+    run as-plan --alg cost-greedy --model "$T/weak.ast" --min-model-r2 0.4 --require-model-quality --plans-only "$D/ft.ast" -o "$T/q.ast"
+    assert_success
+    assert_output ""
+    run sh -c "as-show --kind plan '$T/q.ast' | jq -c .model_quality | sort -u"
+    assert_output '{"r2":0.41,"linear_r2":0.3,"min_r2":0.4,"weak":false}'
+}
+
+@test "as-plan --model: a good model passes the gate; below the linear baseline or of unknown quality it does not; --min-model-r2 off; usage errors" {
+    D="$BATS_FILE_TMPDIR"
+    gate_model 0.97 0.87 "$T/good.ast"
+    run as-plan --alg cost-greedy --model "$T/good.ast" --require-model-quality --refine --plans-only "$D/ft.ast" -o "$T/g.ast"
+    assert_success
+    assert_output ""
+    run sh -c "as-show --kind plan '$T/g.ast' | jq -c .model_quality | sort -u"
+    assert_output '{"r2":0.97,"linear_r2":0.87,"min_r2":0.9,"weak":false}'
+    # above the threshold, below the straight line: weak
+    gate_model 0.93 0.95 "$T/line.ast"
+    run as-plan --alg cost-greedy --model "$T/line.ast" --plans-only "$D/ft.ast" -o "$T/l.ast"
+    assert_success
+    assert_output "as-plan: warning: $T/line.ast: the cost model's held-out R² is 0.930, below the linear baseline's 0.950 (a straight line predicts the held-out shards better): plans made with it rest on a weak model"
+    [ "$(as-show --kind plan "$T/l.ast" | jq -r .model_quality.weak | sort -u)" = true ]
+    run as-plan --alg cost-greedy --model "$T/line.ast" --require-model-quality --plans-only "$D/ft.ast" -o "$T/l2.ast"
+    assert_failure 1
+    assert_output --partial "below the linear baseline's 0.950"
+    [ ! -e "$T/l2.ast" ]
+    # trained without a test split: its quality is unknown, the plans' weak nil
+    cat "$D/ft.ast" "$D/c.ast" | as-costfit --test-frac 0 --epochs 5 -q -o "$T/nosplit.ast"
+    run as-plan --alg cost-greedy --model "$T/nosplit.ast" --plans-only "$D/ft.ast" -o "$T/u.ast"
+    assert_success
+    assert_output "as-plan: warning: $T/nosplit.ast: the cost model's held-out quality is unknown (it carries no held-out R²: trained without a test split, as-costfit --test-frac 0, or trained further by as-rl): plans made with it rest on an unchecked model"
+    run sh -c "as-show --kind plan '$T/u.ast' | jq -c .model_quality | sort -u"
+    assert_output '{"r2":null,"linear_r2":null,"min_r2":0.9,"weak":null}'
+    run as-plan --alg cost-greedy --model "$T/nosplit.ast" --require-model-quality --plans-only "$D/ft.ast" -o "$T/u2.ast"
+    assert_failure 1
+    assert_output --partial "held-out quality is unknown"
+    # the gate off: no warning, nothing judged, the figures kept
+    for off in off -inf; do
+        run as-plan --alg cost-greedy --model "$T/line.ast" --min-model-r2 "$off" --plans-only "$D/ft.ast" -o "$T/o.ast"
+        assert_success
+        assert_output ""
+        [ "$(as-show --kind plan "$T/o.ast" | jq -c .model_quality | sort -u)" = '{"r2":0.93,"linear_r2":0.95,"min_r2":null,"weak":null}' ]
+    done
+    # usage errors
+    for v in 1.5 -0.1 x "" nan 0.5x; do
+        run as-plan --alg cost-greedy --model "$T/good.ast" --min-model-r2 "$v" "$D/ft.ast"
+        assert_failure 2
+        assert_output --partial "--min-model-r2: '$v' is not an R² in 0..1 or off"
+    done
+    run as-plan --alg size-greedy --min-model-r2 0.5 "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--min-model-r2 needs --model FILE"
+    run as-plan --alg size-greedy --require-model-quality "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--require-model-quality needs --model FILE"
+    run as-plan --alg cost-greedy --model "$T/good.ast" --min-model-r2 off --require-model-quality "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--require-model-quality needs the gate"
+    run as-plan --help
+    assert_output --partial "--min-model-r2 X"
+    assert_output --partial "--require-model-quality"
+}
+
+@test "as-plan --repair: repaired plans carry the quality of the model that repaired them, the plans as measured their own; a hostile model_quality is refused" {
+    D="$BATS_FILE_TMPDIR"
+    gate_model 0.41 0.3 "$T/weak.ast"
+    gate_model 0.97 0.87 "$T/good.ast"
+    as-plan --alg cost-greedy --model "$T/weak.ast" --split test --plans-only "$D/ft.ast" -o "$T/p.ast" 2> /dev/null
+    # measured by hand: each shard's cost its prediction
+    mp_edit "$T/p.ast" 'for r in kind("plan"): r["cost_ms"] = r["pred_ms"]; r["cost_kind"] = "measured"' > "$T/meas.ast"
+    run as-plan --model "$T/good.ast" --repair "$T/meas.ast" --keep-unrefined --plans-only "$D/ft.ast" -o "$T/rep.ast"
+    assert_success
+    run sh -c "as-show --kind plan '$T/rep.ast' | jq -r '[.alg, .model_quality.weak, .model_quality.r2] | @tsv' | sort | uniq -c"
+    assert_output $'      2 cost-greedy\ttrue\t0.41\n      2 cost-greedy+refine+measured\tfalse\t0.97'
+    # with the weak model and --require-model-quality the repair makes nothing
+    run as-plan --model "$T/weak.ast" --repair "$T/meas.ast" --require-model-quality --plans-only "$D/ft.ast" -o "$T/rep2.ast"
+    assert_failure 1
+    assert_output --partial "$WEAK_WORDS; --require-model-quality: no plan made"
+    [ ! -e "$T/rep2.ast" ]
+    # a measured plan whose model_quality its numbers do not say
+    mp_edit "$T/meas.ast" 'kind("plan")[0]["model_quality"]["weak"] = False' > "$T/bad.ast"
+    run as-plan --model "$T/good.ast" --repair "$T/bad.ast" --plans-only "$D/ft.ast" -o "$T/rep3.ast"
+    assert_failure 1
+    assert_output --partial "$T/bad.ast: record 2: plan of task 6 (cost-greedy): model_quality.weak is false, which its r2, linear_r2 and min_r2 do not say"
 }

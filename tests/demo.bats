@@ -3,7 +3,8 @@
 load test_helper/common
 
 @test "main job: convert -> features/tasks -> costs -> model -> plans -> measured -> report" {
-    args=(BIN="$BIN" OUT="$T/out" PRESET=tiny TASKS=12 TEST_TASKS=2 TASK_TABLES=20 NCOST=25 MAXT=3
+    # MODEL_GATE=: 25 shards make a weak cost model; the demo's gate would stop it (below)
+    args=(BIN="$BIN" OUT="$T/out" PRESET=tiny TASKS=12 TEST_TASKS=2 TASK_TABLES=20 NCOST=25 MAXT=3 MODEL_GATE=
           DEVICE=cpu EPISODES=48 EVAL_EVERY=16 EVAL_TASKS=2 REFINE_EVERY=16 REFINE_TASKS=2 REPAIR_ROUNDS=2
           BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --threads 1")
     run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}"
@@ -54,7 +55,21 @@ load test_helper/common
     assert_output $'measured 10\nmeasured2 10'
     grep -q '^## Measured repair round 2' "$d/repair.md"
     grep -q '^| cost-greedy+split+refine+measured |' "$d/repair.md"
+    # the plans the cost model placed carry its quality, and the verdict says what it was
+    [ "$(as-show --kind plan "$d/plans.ast" | jq -r 'select(.alg | test("^cost-greedy|[+]")) | .model_quality.weak' | sort -u | grep -vc '^true$\|^false$')" -eq 0 ]
+    grep -q '^- \*\*Weak cost model:\*\* the plans of \|^- The cost model that placed the plans of ' "$d/report.md"
     # nothing changed: nothing is redone
     run make -q -C "$ROOT" -f pipelines/demo.mk "${args[@]}" "$d/report.md" "$d/repair.md"
     assert_success
+    # the demo's quality gate (MODEL_GATE's default, as-plan --require-model-quality): a model
+    # whose held-out R² is below 0.9 stops it before any plan, in words
+    mp_edit "$d/model-refit.ast" "h = kind('model')[0]['heldout']; h['model']['r2'] = 0.41; h['linear']['r2'] = 0.3" > "$T/weak.ast"
+    cp "$T/weak.ast" "$d/model-refit.ast"
+    rm "$d/plans.ast"
+    gated=()
+    for a in "${args[@]}"; do [ "$a" = MODEL_GATE= ] || gated+=("$a"); done
+    run make -s -C "$ROOT" -f pipelines/demo.mk "${gated[@]}" "$d/plans.ast"
+    assert_failure
+    assert_output --partial "as-plan: $d/model-refit.ast: the cost model's held-out R² is 0.410, below 0.9 (--min-model-r2): plans made with it rest on a weak model; --require-model-quality: no plan made"
+    [ ! -e "$d/plans.ast" ] && [ ! -e "$d/plans.ast.table" ]
 }

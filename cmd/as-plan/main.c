@@ -4,6 +4,7 @@
 #include "common.h"
 #include "costmodel.h"
 #include "featurize.h"
+#include "modelgate.h"
 #include "reclimits.h"
 #include "plan.h"
 #include "planrun.h"
@@ -14,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,17 @@ static const char HELP[] =
     "Options:\n"
     "      --alg LIST         algorithms (required)\n"
     "      --model FILE       cost model (as-costfit): enables cost-greedy and adds pred_ms\n"
+    "      --min-model-r2 X   the quality gate on --model: a model whose held-out R² (stored\n"
+    "                         in it by as-costfit) is below X (0..1, default 0.9) or below the\n"
+    "                         linear baseline's R² on the same shards is weak: a warning on\n"
+    "                         stderr, and the plans it places (cost-greedy, ALG+split,\n"
+    "                         ALG+refine, --repair's) carry model_quality with weak true; a\n"
+    "                         model without held-out metrics (trained with --test-frac 0, or\n"
+    "                         further by as-rl) is of unknown quality: a warning, weak nil.\n"
+    "                         off (or -inf): no gate, no warning, weak nil\n"
+    "      --require-model-quality\n"
+    "                         a weak model, or one of unknown quality, is an error (exit 1,\n"
+    "                         the warning's words) before any plan is made\n"
     "      --policy FILE      policy (as-rl): enables autoshard; its inputs come from the cost\n"
     "                         model stored with it, pred_ms from --model as for every algorithm\n"
     "      --samples N        autoshard: candidate plans per task, the greedy one and N-1 drawn\n"
@@ -170,7 +183,7 @@ static const char HELP[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
        OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
-       OPT_EXPORT, OPT_TASK };
+       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -184,6 +197,8 @@ typedef struct {
     as_split_cfg scfg;
     as_torchrec_opts tro;
     int module_given, local_given;
+    double min_r2;                  /* --min-model-r2; NaN: off */
+    int min_r2_given, require_quality;
 } args;
 
 /* the options' combinations, after parsing: usage errors (exit 2) for what does not go
@@ -208,6 +223,10 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
         if (cfg->refine) as_cli_usage(cli, "--repair refines already: --refine is not used with it");
     } else if (!a->alg) as_cli_usage(cli, "--alg is required (e.g. --alg all)");
     if (cfg->refine && !a->model) as_cli_usage(cli, "--refine needs --model FILE (it searches on the cost model)");
+    if (a->min_r2_given && !a->model) as_cli_usage(cli, "--min-model-r2 needs --model FILE (it judges the cost model)");
+    if (a->require_quality && !a->model) as_cli_usage(cli, "--require-model-quality needs --model FILE (it judges the cost model)");
+    if (a->require_quality && isnan(a->min_r2))
+        as_cli_usage(cli, "--require-model-quality needs the gate: --min-model-r2 off turns it off");
     if (!cfg->refine && !a->repair && a->refine_opt) as_cli_usage(cli, "%s needs --refine or --repair", a->refine_opt);
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
     if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
@@ -246,6 +265,8 @@ static const struct option plan_opts[] = {
     { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
     { "export", required_argument, 0, OPT_EXPORT },
     { "task", required_argument, 0, OPT_TASK },
+    { "min-model-r2", required_argument, 0, OPT_MIN_R2 },
+    { "require-model-quality", no_argument, 0, OPT_REQUIRE_QUALITY },
     AS_CLI_COMMON_OPTIONS
 };
 
@@ -258,6 +279,18 @@ static int opt_planning(as_cli *cli, int opt, const char *arg, args *a, as_plan_
     switch (opt) {
     case OPT_ALG: a->alg = arg; return 1;
     case OPT_MODEL: a->model = arg; return 1;
+    case OPT_MIN_R2: {
+        char *end;
+        errno = 0;
+        double v = strtod(arg, &end);
+        if (!strcmp(arg, "off") || !strcmp(arg, "-inf")) v = NAN;
+        else if (!*arg || *end || errno || !(v >= 0 && v <= 1))
+            as_cli_usage(cli, "--min-model-r2: '%s' is not an R² in 0..1 or off", arg);
+        a->min_r2 = v;
+        a->min_r2_given = 1;
+        return 1;
+    }
+    case OPT_REQUIRE_QUALITY: a->require_quality = 1; return 1;
     case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
     case OPT_CAP:
         if (as_parse_size(arg, &cfg->mem_cap) || cfg->mem_cap > INT64_MAX)
@@ -451,6 +484,7 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
 typedef struct {
     as_costmodel *cm;
     as_plan_model pm;
+    as_mgate mq;                    /* the quality gate's judgement of cm */
     as_policy *pol;
     as_costmodel *pcm;
     as_plan_model ppm;
@@ -468,6 +502,13 @@ static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
         cfg->model = &m->pm;
         cfg->model_path = a->model;
         cfg->model_device = as_costmodel_device(m->cm);
+        /* the quality gate: said before anything is read or written */
+        as_mgate_judge(&m->mq, &as_costmodel_cmeta(m->cm)->heldout, a->min_r2);
+        if (as_mgate_words(err, sizeof err, a->model, &m->mq)) {
+            if (a->require_quality) as_die(AS_EXIT_DATA, "%s; --require-model-quality: no plan made", err);
+            as_err("warning: %s", err);
+        }
+        cfg->model_quality = &m->mq;
     }
     if (a->policy) {
         if (as_policy_load(a->policy, &m->pol, &m->pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
@@ -547,7 +588,7 @@ int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", HELP);
-    args a = { .tro = { "", 8 },
+    args a = { .tro = { "", 8 }, .min_r2 = AS_MGATE_MIN_R2,
                .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS,
                          .comm_gbps = AS_SPLIT_COMM_GBPS } };
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS, .export_task = -1 };

@@ -140,7 +140,7 @@ TEST(eval_by_hand)
     fclose(f);
     CHECK(strstr(buf, "| lookup-greedy | 2 | 0 | 66.7 ± 33.3 | [0.0, 100.0] | 1.633 | [0.124, 21.464] | 3.0000 |") != NULL);
     CHECK(strstr(buf, "lookup-greedy,measured,2,0,0,plans,2,0.666666667,0.333333333,2,1.66666667,0.333333333,3,"
-                      "0,1,1.63299316,0.124239179,21.4639754,,,,0,,0\n") != NULL);
+                      "0,1,1.63299316,0.124239179,21.4639754,,,,0,,0,0,0,0\n") != NULL);   /* no model_quality */
     CHECK(strstr(buf, "costs measured") != NULL);
     free(buf);
     free(a);
@@ -519,7 +519,7 @@ TEST(eval_rank)
     CHECK(strstr(buf, "2 of 9 plans rest on a noisy shard (marked * in the plans table)") != NULL);
     CHECK(strstr(buf, "  90.0%*") != NULL);
     CHECK(strstr(buf, "\n* its slowest or fastest shard stayed noisy") != NULL);
-    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random,3,0,0,0\n") != NULL);
+    CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random,3,0,0,0,\n") != NULL);
     free(buf);
     free(a);
     for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
@@ -598,6 +598,96 @@ static void pack_plan(msgpack_sbuffer *sb, const char *kind, double c0, double c
 
 /* the noise fields are read; a negative measured cost is bad data, a negative estimated one
  * counts as 0 (and is counted) */
+/* as-plan's model_quality on the plans: counted per algorithm (summary column, CSV), the
+ * algorithms whose plans rest on a weak model named by the verdict (CSV: weak_model_algs),
+ * those of unjudged quality, and those the gate passed */
+static void mark(as_eval_plan *p, double r2, double linear_r2, double min_r2)
+{
+    as_costmodel_heldout h;
+    memset(&h, 0, sizeof h);
+    h.present = 1;
+    h.model.r2 = r2;
+    h.linear.r2 = linear_r2;
+    p->has_mq = 1;
+    as_mgate_judge(&p->mq, &h, min_r2);
+}
+
+TEST(eval_model_quality_marks)
+{
+    as_eval_plan p[9];
+    three_tasks(p, NULL);
+    /* A: every plan weak (R² 0.41 below 0.9 and the line's 0.6); B: tasks 0, 1 passed, task 2
+       unjudged (no held-out R²); random: placed without a model */
+    for (int t = 0; t < 3; t++) mark(&p[3 * t + 1], 0.41, 0.6, 0.9);
+    mark(&p[2], 0.97, 0.87, 0.9);
+    mark(&p[5], 0.97, 0.87, 0.9);
+    mark(&p[8], NAN, NAN, 0.9);
+    as_eval_alg *a;
+    int64_t na;
+    as_eval_summary(p, 9, 0, &a, &na);
+    const as_eval_alg *ra = find(a, na, "random"), *aa = find(a, na, "A"), *ba = find(a, na, "B");
+    CHECK(ra && ra->mq_plans == 0 && ra->mq_weak == 0 && ra->mq_unjudged == 0);
+    CHECK(aa && aa->mq_plans == 3 && aa->mq_weak == 3 && aa->mq_unjudged == 0);
+    CHECK(ba && ba->mq_plans == 3 && ba->mq_weak == 0 && ba->mq_unjudged == 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_verdict_info vi = { .label = "measured", .device = "cpu", .runs = 1 };
+    as_eval_print_summary(f, AS_EVAL_TEXT, a, na, "measured", 0);
+    as_eval_print_summary(f, AS_EVAL_MARKDOWN, a, na, "measured", 0);
+    as_eval_print_summary(f, AS_EVAL_CSV, a, na, "measured", 0);
+    as_eval_print_verdict(f, AS_EVAL_MARKDOWN, p, 9, a, na, &vi);
+    as_eval_print_verdict(f, AS_EVAL_CSV, p, 9, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "  noisy shards   cost model\n") != NULL);
+    CHECK(strstr(buf, "          0/6         weak\n") != NULL);           /* A */
+    CHECK(strstr(buf, "          0/6 unjudged 1/3\n") != NULL);            /* B */
+    CHECK(strstr(buf, "          0/6" "             \n") != NULL);        /* random: none */
+    CHECK(strstr(buf, " noisy shards | cost model |\n") != NULL);
+    CHECK(strstr(buf, " 0/6 | weak |\n") != NULL);
+    CHECK(strstr(buf, ",noisy_plans,n_floor,max_over_floor_mean,at_floor,model_plans,model_weak,model_unjudged\n") != NULL);
+    CHECK(strstr(buf, ",0,,0,3,3,0\n") != NULL);                         /* A */
+    CHECK(strstr(buf, ",0,,0,3,0,1\n") != NULL);                         /* B */
+    CHECK(strstr(buf, "; cost model: what as-plan's quality gate said of the cost model that placed the plans") != NULL);
+    CHECK(strstr(buf, "- **Weak cost model:** the plans of A (3 plans) were placed with a cost model as-plan marked weak "
+                      "(model_quality; held-out R² 0.410, below the threshold 0.9 and below the linear baseline's 0.600): "
+                      "**their balance, and their place in the ranking, rest on a weak model**.\n") != NULL);
+    CHECK(strstr(buf, "- The plans of B (1 plan) were placed with a cost model whose quality as-plan did not judge") != NULL);
+    CHECK(strstr(buf, "- The cost model that placed the other plans of B passed as-plan's quality gate (model_quality; held-out "
+                      "R² 0.970, threshold 0.9, linear baseline 0.870).\n") != NULL);
+    CHECK(strstr(buf, ",floor_margin,weak_model_algs\n") != NULL);
+    CHECK(strstr(buf, "A > B > random,3,0,0,0,A\n") != NULL);
+    free(buf);
+    free(a);
+    /* no plan marked weak: no such line, the CSV column empty; no plan marked: no column */
+    for (int t = 0; t < 3; t++) mark(&p[3 * t + 1], 0.95, 0.6, 0.9);
+    as_eval_summary(p, 9, 0, &a, &na);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    as_eval_print_verdict(f, AS_EVAL_TEXT, p, 9, a, na, &vi);
+    as_eval_print_verdict(f, AS_EVAL_CSV, p, 9, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "Weak cost model") == NULL);
+    /* B's unjudged plan: "the other plans"; A's and B's figures differ: "the first" */
+    CHECK(strstr(buf, "- The cost model that placed the other plans of A and B passed as-plan's quality gate (model_quality; "
+                      "the first: held-out R² 0.950, threshold 0.9, linear baseline 0.600).\n") != NULL);
+    CHECK(strstr(buf, "A > B > random,3,0,0,0,\n") != NULL);
+    free(buf);
+    free(a);
+    for (int i = 0; i < 9; i++) p[i].has_mq = 0;
+    as_eval_summary(p, 9, 0, &a, &na);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    as_eval_print_summary(f, AS_EVAL_TEXT, a, na, "measured", 0);
+    as_eval_print_verdict(f, AS_EVAL_TEXT, p, 9, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "cost model\n") == NULL);
+    CHECK(strstr(buf, "quality gate") == NULL);
+    free(buf);
+    free(a);
+    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+}
+
 TEST(eval_plan_noise_negative)
 {
     msgpack_sbuffer sb;
@@ -1213,11 +1303,11 @@ TEST(eval_floor_bound)
                       "planner, so balance and speedup cannot improve much; splitting tables is what can; the floor is unknown "
                       "for 1 more task (tables without a single-table cost).\n") != NULL);
     CHECK(strstr(buf, "\nrandom,measured,3,0,0,plans,3,0.203703704,0.0654728501,3,1,0,8.33333333,0.00450681807,0.402900589,1,1,1,,,,"
-                      "3,1.61111111,0\n") != NULL);                      /* n_floor, mean max/floor, at floor */
+                      "3,1.61111111,0,0,0,0\n") != NULL);                /* n_floor, mean max/floor, at floor */
     CHECK(strstr(buf, "0,1,,cost-greedy,2,2,measured,5.9,5,5.45,0.847457627,1.52542373,2000,1000,true,,,6,0.983333333,true\n") != NULL);
     CHECK(strstr(buf, "0,3,,cost-greedy,2,2,measured,5,5,5,1,,2000,1000,true,,,,,\n") != NULL);
     CHECK(strstr(buf, "- **Floor-bound: 2 of 3 tasks** (the best plan's slowest shard") != NULL);
-    CHECK(strstr(buf, "cost-greedy ≈ random,4,3,2,0.02\n") != NULL);   /* tasks, known, floor-bound, margin */
+    CHECK(strstr(buf, "cost-greedy ≈ random,4,3,2,0.02,\n") != NULL);   /* tasks, known, floor-bound, margin */
     free(buf);
 
     /* estimated, margin 0; no floor known at all */

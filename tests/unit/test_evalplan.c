@@ -74,6 +74,8 @@ V(v_mem_terms, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); INTS(60, 120); pk_s
   pk_s(pk, "pipeline"); INTS(10, 20))
 V(v_mem_cap, msgpack_pack_int64(pk, 1000))
 V(v_plan_ms, msgpack_pack_double(pk, 0.3))
+V(v_model_quality, msgpack_pack_map(pk, 4); pk_s(pk, "r2"); msgpack_pack_double(pk, 0.41); pk_s(pk, "linear_r2");
+  msgpack_pack_double(pk, 0.3); pk_s(pk, "min_r2"); msgpack_pack_double(pk, 0.9); pk_s(pk, "weak"); msgpack_pack_true(pk))
 
 static const field GOOD[] = {
     { "kind", v_kind }, { "task", v_task }, { "alg", v_alg }, { "split", v_split }, { "seed", v_seed },
@@ -83,7 +85,7 @@ static const field GOOD[] = {
     { "cost_noisy", v_cost_noisy }, { "noise_threshold", v_noise_threshold }, { "comm_in_bytes", v_comm_in },
     { "comm_out_bytes", v_comm_out }, { "comm_gbps", v_comm_gbps }, { "pred_ms", v_pred_ms },
     { "item_pred_ms", v_item_pred_ms }, { "names", v_names }, { "mem_terms", v_mem_terms }, { "mem_cap", v_mem_cap },
-    { "plan_ms", v_plan_ms },
+    { "plan_ms", v_plan_ms }, { "model_quality", v_model_quality },
 };
 #define NGOOD ((int)(sizeof GOOD / sizeof GOOD[0]))
 
@@ -190,6 +192,9 @@ TEST(evalplan_every_field)
         for (int i = 0; i < 6; i++) CHECK_EQ_I64(p.mterm[i], want[i]);
     }
     CHECK_EQ_I64(p.mem_cap, 1000);
+    /* the cost model that placed it: weak */
+    CHECK_EQ_I64(p.has_mq, 1);
+    CHECK(p.mq.judged && p.mq.weak && p.mq.r2 == 0.41 && p.mq.linear_r2 == 0.3 && p.mq.min_r2 == 0.9);
     /* the floor unknown, nothing computed */
     CHECK(isnan(p.floor));
     CHECK_EQ_I64(p.floor_unknown, 3);              /* every entry without a single cost */
@@ -221,6 +226,7 @@ TEST(evalplan_older_record)
     CHECK(p.comm_in == NULL && p.comm_out == NULL && p.comm_ms == NULL);
     CHECK(p.pred == NULL && p.item_pred == NULL && p.names == NULL && p.mterm == NULL);
     CHECK_EQ_I64(p.mem_cap, 0);
+    CHECK_EQ_I64(p.has_mq, 0);                     /* placed without a cost model */
     CHECK(isnan(p.floor));
     as_eval_plan_free(&p);
     /* without pieces: every entry whole (distinct tables then) */
@@ -233,7 +239,7 @@ TEST(evalplan_older_record)
     as_eval_plan_free(&p);
     /* the optional fields nil: as absent */
     static const char *const opt[] = { "cost_ms", "cost_spread", "cost_noisy", "noise_threshold", "comm_in_bytes",
-                                       "pred_ms", "item_pred_ms", "names", "mem_terms" };
+                                       "pred_ms", "item_pred_ms", "names", "mem_terms", "model_quality" };
     for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
         field f[NGOOD];
         memcpy(f, GOOD, sizeof f);
@@ -252,6 +258,7 @@ TEST(evalplan_older_record)
         if (!strcmp(opt[i], "item_pred_ms")) CHECK(p.item_pred == NULL);
         if (!strcmp(opt[i], "names")) CHECK(p.names == NULL);
         if (!strcmp(opt[i], "mem_terms")) CHECK(p.mterm == NULL);
+        if (!strcmp(opt[i], "model_quality")) CHECK(!p.has_mq);
         as_eval_plan_free(&p);
     }
 }
@@ -381,6 +388,11 @@ V(h_assign_m2, INTS(0, -2, 1))
 V(h_pieces_2, msgpack_pack_array(pk, 2); msgpack_pack_nil(pk); INTS(0, 8, 0, 10))
 V(h_pieces_overlap, msgpack_pack_array(pk, 3); msgpack_pack_nil(pk); INTS(0, 8, 0, 10); INTS(4, 16, 0, 10))
 V(h_pieces_bad, msgpack_pack_array(pk, 3); msgpack_pack_nil(pk); INTS(8, 8, 0, 10); INTS(8, 16, 0, 10))
+V(h_mq_lie, msgpack_pack_map(pk, 4); pk_s(pk, "r2"); msgpack_pack_double(pk, 0.41); pk_s(pk, "linear_r2");
+  msgpack_pack_double(pk, 0.3); pk_s(pk, "min_r2"); msgpack_pack_double(pk, 0.9); pk_s(pk, "weak"); msgpack_pack_false(pk))
+V(h_mq_r2, msgpack_pack_map(pk, 2); pk_s(pk, "r2"); msgpack_pack_double(pk, 2.0); pk_s(pk, "weak"); msgpack_pack_nil(pk))
+V(h_mq_min, msgpack_pack_map(pk, 2); pk_s(pk, "min_r2"); pk_s(pk, "high"); pk_s(pk, "weak"); msgpack_pack_nil(pk))
+V(h_mq_weak, msgpack_pack_map(pk, 1); pk_s(pk, "weak"); pk_s(pk, "yes"))
 
 TEST(evalplan_hostile_costs)
 {
@@ -441,6 +453,12 @@ TEST(evalplan_hostile_planner_fields)
     hostile("mem_bytes", h_mem_frac, "'mem_bytes' must be a list of integers, one per shard");
     hostile("alg", h_alg_long, "plan of task 3: 'alg' is not a label (a string of at most 63 bytes)");
     hostile("alg", h_alg_nul, "'alg' is not a label");
+    hostile("model_quality", h_int, "plan of task 3: 'model_quality' is not a map of r2, linear_r2, min_r2 and weak");
+    hostile("model_quality", h_names_short, "plan of task 3: 'model_quality' is not a map");
+    hostile("model_quality", h_mq_lie, "plan of task 3: model_quality.weak is false, which its r2, linear_r2 and min_r2 do not say");
+    hostile("model_quality", h_mq_r2, "plan of task 3: model_quality.r2 is not an R² (a finite number <= 1) or nil");
+    hostile("model_quality", h_mq_min, "plan of task 3: model_quality.min_r2 is not a threshold in 0..1 or nil");
+    hostile("model_quality", h_mq_weak, "plan of task 3: model_quality.weak is not true, false or nil");
 }
 
 TEST(evalplan_hostile_placement)
