@@ -89,12 +89,16 @@ static int read_record(as_costdata *d, int file, const as_reader *r, const as_re
     return 0;
 }
 
-/* as_costdata_read_files' record: an input is added at its first record */
+int as_costdata_read_record(as_costdata *d, const as_reader *r, const as_record *rec, char *err, size_t errlen)
+{
+    if (rec->index == 1) add_input(d, as_reader_name(r));   /* an input is added at its first record */
+    return read_record(d, d->nnames - 1, r, rec, err, errlen);
+}
+
+/* as_costdata_read_files' record */
 static int files_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
-    as_costdata *d = ctx;
-    if (rec->index == 1) add_input(d, as_reader_name(r));
-    return read_record(d, d->nnames - 1, r, rec, err, errlen);
+    return as_costdata_read_record(ctx, r, rec, err, errlen);
 }
 
 int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char *err, size_t errlen)
@@ -121,58 +125,92 @@ int as_costdata_check(const as_costdata *d, char *err, size_t errlen)
     return 0;
 }
 
-int as_costdata_join(as_costdata *d, char *err, size_t errlen)
+/* the item of one entry of a shard, table id with piece q (NULL: whole), into *pos: the
+ * table's position in d->f, or the piece's (added at the end of d->f the first time, found
+ * again by a linear search among the pieces added so far). 0; 1: the table has no
+ * `features` record; 2: it has, but the piece's features are not known (as_featidx_piece) */
+static int join_item(as_costdata *d, int64_t *capf, int64_t id, const as_piece *q, int64_t *pos)
+{
+    int64_t k = as_featidx_find(&d->ft, id);
+    if (k < 0) return 1;
+    if (q && !as_piece_covers(q, d->ft.f[k].rows, d->ft.f[k].dim)) {
+        int64_t m = d->ft.n;
+        while (m < d->nf && !(d->f[m].id == id && as_piece_eq(&d->f[m].piece, q))) m++;
+        if (m == d->nf) {
+            as_features pf;
+            if (as_featidx_piece(&d->ft, id, q, &pf)) return 2;
+            if (d->nf == *capf) {
+                *capf *= 2;
+                d->f = as_realloc(d->f, (size_t)*capf * sizeof *d->f);
+            }
+            d->f[d->nf++] = pf;
+        }
+        k = m;
+    }
+    *pos = k;
+    return 0;
+}
+
+/* as_costdata_join (skip 0: a missing table or piece is an error) and
+ * as_costdata_join_known (skip 1: that shard is left out and counted) */
+static int join(as_costdata *d, int skip, char *err, size_t errlen)
 {
     int64_t tot = 0;
     for (int64_t i = 0; i < d->ncs; i++) tot += d->cs[i].n;
     d->off = as_malloc((size_t)(d->ncs + 1) * sizeof *d->off);
     d->idx = as_malloc((size_t)(tot + 1) * sizeof *d->idx);
     d->cost = as_malloc((size_t)(d->ncs + 1) * sizeof *d->cost);
-    /* the items: the tables, then each piece once (found again by a linear search among
-       the pieces of its table added so far) */
+    /* the items: the tables, then each piece once */
     int64_t capf = d->ft.n + 16;
     d->f = as_malloc((size_t)capf * sizeof *d->f);
     if (d->ft.n) memcpy(d->f, d->ft.f, (size_t)d->ft.n * sizeof *d->f);
     d->nf = d->ft.n;
     d->off[0] = 0;
+    int64_t w = 0;   /* shards kept; cs[i] moves to cs[w] */
     for (int64_t i = 0; i < d->ncs; i++) {
-        const as_costshard *c = &d->cs[i];
-        for (int64_t j = 0; j < c->n; j++) {
-            const as_piece *q = c->pieces ? &c->pieces[j] : NULL;
-            int64_t k = as_featidx_find(&d->ft, c->ids[j]);
-            if (k >= 0 && q && !as_piece_covers(q, d->ft.f[k].rows, d->ft.f[k].dim)) {
-                int64_t m = d->ft.n;
-                while (m < d->nf && !(d->f[m].id == c->ids[j] && as_piece_eq(&d->f[m].piece, q))) m++;
-                if (m == d->nf) {
-                    as_features pf;
-                    if (as_featidx_piece(&d->ft, c->ids[j], q, &pf)) {
-                        char nb[96];
-                        snprintf(err, errlen, "%s: record %" PRIu64 ": cost of a shard with piece %s, which has no `features` "
-                                 "record (as-features --row-pieces writes row pieces' features)", d->names[c->file], c->rec,
-                                 as_piece_name(nb, sizeof nb, c->ids[j], q));
-                        return -1;
-                    }
-                    if (d->nf == capf) {
-                        capf *= 2;
-                        d->f = as_realloc(d->f, (size_t)capf * sizeof *d->f);
-                    }
-                    d->f[d->nf++] = pf;
-                }
-                k = m;
-            }
-            if (k < 0) {
+        as_costshard c = d->cs[i];
+        int64_t nf0 = d->nf, j;
+        int why = 0;
+        for (j = 0; j < c.n; j++)
+            if ((why = join_item(d, &capf, c.ids[j], c.pieces ? &c.pieces[j] : NULL, &d->idx[d->off[w] + j]))) break;
+        if (why && !skip) {
+            char nb[96];
+            if (why == 2)
+                snprintf(err, errlen, "%s: record %" PRIu64 ": cost of a shard with piece %s, which has no `features` "
+                         "record (as-features --row-pieces writes row pieces' features)", d->names[c.file], c.rec,
+                         as_piece_name(nb, sizeof nb, c.ids[j], &c.pieces[j]));
+            else
                 snprintf(err, errlen, "%s: record %" PRIu64 ": cost of a shard with table %" PRId64 ", which has no `features` "
-                         "record%s", d->names[c->file], c->rec, c->ids[j],
+                         "record%s", d->names[c.file], c.rec, c.ids[j],
                          d->ft.n ? "" : " (the input holds no features at all: cat features.ast costs.ast | as-costfit)");
-                return -1;
-            }
-            d->idx[d->off[i] + j] = k;
+            return -1;   /* nothing was left out (skip 0): cs is whole for as_costdata_free */
         }
-        d->off[i + 1] = d->off[i] + c->n;
-        d->cost[i] = c->cost;
+        if (why) {
+            d->nf = nf0;   /* the pieces this shard added are no item of any shard */
+            if (why == 2) d->nnopiece++;
+            else d->nnofeat++;
+            free(c.ids);
+            free(c.pieces);
+            continue;
+        }
+        d->cs[w] = c;
+        d->off[w + 1] = d->off[w] + c.n;
+        d->cost[w] = c.cost;
+        w++;
     }
+    d->ncs = w;
     d->set = (as_costset){ d->f, d->nf, d->off, d->idx, d->cost, d->ncs };
     return 0;
+}
+
+int as_costdata_join(as_costdata *d, char *err, size_t errlen)
+{
+    return join(d, 0, err, errlen);
+}
+
+void as_costdata_join_known(as_costdata *d)
+{
+    join(d, 1, NULL, 0);
 }
 
 void as_costdata_free(as_costdata *d)

@@ -3,7 +3,7 @@
  * against, the metrics, the benchmark's own noise, and the `costfit-report` record
  * (docs/FORMAT.md). Dimension letters: K shards, T tables.
  *
- * Use: as_costdata_read_files on the inputs,
+ * Use: as_costdata_read_files on the inputs (or as_costdata_read_record on each record),
  * as_costdata_index, as_costdata_check, as_costdata_join; then a split (as_costdata_split_shards / _tables), the model's
  * statistics (as_costdata_stats), training (lib/costmodel.h on d->set), as_costeval_run and
  * as_costfit_report_pack. Functions return -1 with a message for bad data and never exit;
@@ -37,6 +37,8 @@ typedef struct {
     int64_t ncs, capcs;
     int64_t nskipped;       /* `cost` records with an error or no cost_ms (not measured) */
     int64_t nempty;         /* `cost` records of empty shards */
+    int64_t nnofeat;        /* as_costdata_join_known: shards left out, a table without features */
+    int64_t nnopiece;       /* ... and a piece whose features are not known (its table's are) */
     char **devices, **devkinds;   /* distinct `device` strings, their `device_kind` */
     int ndevices;
     /* after as_costdata_join: shard k is items f[idx[off[k] .. off[k+1])], cost[k], where
@@ -54,17 +56,36 @@ typedef struct {
 /* Read files[0..nfiles) in turn (as_read_records: none = standard input), each opened
  * here: `features` records into the index, `cost` records into the shards; others are ignored. A cost record with a non-nil `error` or a
  * missing or nil `cost_ms` is skipped (nskipped), one of an empty shard too (nempty); a
- * cost_ms that is not a finite number above 0 or bad `tables` is an error. 0 at the end of
+ * cost_ms that is not a finite number above 0, bad `tables` or bad `pieces` (not one
+ * piece or nil per table, lib/piece.h) is an error. 0 at the end of
  * the input; -1 with err ("FILE: record N: cost: 'cost_ms' = 0 is not a positive cost",
  * the reader's own message, or "FILE: strerror" for a file that cannot be opened). */
 int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char *err, size_t errlen);
+/* One record rec of reader r, as as_costdata_read_files reads each, for a reader that takes
+ * other records too (lib/rlinput.h: as-rl's `task` records), so that as-costfit and as-rl
+ * read `cost` records and join them to features by one rule: pass every record of the
+ * input (the header included: an input is named at its first record); `features` and
+ * `cost` records are read, others ignored. 0 or -1 with err as above. d zeroed before the
+ * first. */
+int as_costdata_read_record(as_costdata *d, const as_reader *r, const as_record *rec, char *err, size_t errlen);
 /* build the features index (lib/featindex.h: its duplicate rule); 0 or -1 with err */
 int as_costdata_index(as_costdata *d, char *err, size_t errlen);
 /* usable data: at least one measured shard, all from one device; 0 or -1 with err */
 int as_costdata_check(const as_costdata *d, char *err, size_t errlen);
-/* every shard's tables to their features; 0, or -1 with err when a table has no
- * `features` record */
+/* Every shard's entries to their features: a whole table (or a piece covering it) to the
+ * table's record, a piece to its own (lib/featindex.h as_featidx_piece: the `features`
+ * record of that piece, as as-features --row-pieces writes them, or, for a column piece,
+ * derived from the table's or its row piece's record), never a piece to its whole table.
+ * 0, or -1 with err when a table has no `features` record ("FILE: record N: cost of a
+ * shard with table 7, which has no `features` record") or a piece's features are not
+ * known ("... with piece t3[c 0:8, r 0:250), which has no `features` record (as-features
+ * --row-pieces writes row pieces' features)"). */
 int as_costdata_join(as_costdata *d, char *err, size_t errlen);
+/* as_costdata_join for readers that leave such shards out (as-rl): a shard with a table
+ * that has no `features` record is dropped from cs and counted in nnofeat, one with a
+ * piece whose features are not known in nnopiece (the table's features are; the first
+ * entry that fails decides); the rest are joined as as_costdata_join joins them */
+void as_costdata_join_known(as_costdata *d);
 void as_costdata_free(as_costdata *d);   /* NULL: nothing */
 
 /* an order-independent hash of a set of table ids (the same set in any order, the same hash) */

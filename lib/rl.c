@@ -65,7 +65,9 @@ static void cm_copy_params(as_costmodel *dst, const as_costmodel *src)
 
 typedef struct {
     int64_t n;
-    int64_t *pos;           /* positions in cfg->feat */
+    int64_t *pos;           /* positions in cfg->feat (tables or pieces of tables) */
+    as_piece *pc;           /* read from a checkpoint: each entry's piece until as_rl_train
+                               resolves it with its table id (NULL: every entry whole) */
     double cost;            /* measured ms */
 } buf_entry;
 
@@ -96,7 +98,7 @@ void as_rl_state_free(as_rl_state *st)
 {
     if (!st) return;
     free(st->m); free(st->v); free(st->cm_m); free(st->cm_v); free(st->best_w); free(st->best_cm); free(st->log);
-    for (int64_t i = 0; i < st->nbuf; i++) free(st->buf[i].pos);
+    for (int64_t i = 0; i < st->nbuf; i++) { free(st->buf[i].pos); free(st->buf[i].pc); }
     free(st->buf);
     free(st);
 }
@@ -156,8 +158,9 @@ static void buf_push(as_rl_state *s, const int64_t *pos, int64_t n, double cost)
 {
     buf_entry *e;
     if (s->nbuf < s->cap) e = &s->buf[s->nbuf++];
-    else { e = &s->buf[s->head]; s->head = (s->head + 1) % s->cap; free(e->pos); }
+    else { e = &s->buf[s->head]; s->head = (s->head + 1) % s->cap; free(e->pos); free(e->pc); }
     e->n = n;
+    e->pc = NULL;
     e->pos = as_malloc((size_t)(n ? n : 1) * sizeof *e->pos);
     memcpy(e->pos, pos, (size_t)n * sizeof *pos);
     e->cost = cost;
@@ -532,28 +535,38 @@ static void write_checkpoint(const as_rl_cfg *c, const as_policy *p, const as_co
     ck_ctx cc = { st };
     as_policy_write(p, w, CK_EXTRA + (st->best_episode >= 0 ? CK_EXTRA_BEST : 0), ck_extra, &cc);
     as_costmodel_write(cm, w);
-    /* the buffer of measured shards, oldest first, as table ids */
+    /* the buffer of measured shards, oldest first, as table ids and, when some entry is a
+       piece of its table, the pieces ([c0, c1, r0, r1] per id, zeros: the whole table) */
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 4);
-    as_pack_kv_str(pk, "kind", "rl_buffer");
     int64_t tot = 0;
     for (int64_t i = 0; i < st->nbuf; i++) tot += st->buf[i].n;
     int64_t *off = as_malloc((size_t)(st->nbuf + 1) * sizeof *off), *ids = as_malloc((size_t)(tot ? tot : 1) * sizeof *ids);
+    int64_t *pcs = as_malloc((size_t)(tot ? tot : 1) * 4 * sizeof *pcs);
     double *cost = as_malloc((size_t)(st->nbuf ? st->nbuf : 1) * sizeof *cost);
     int64_t o = 0;
+    int anyp = 0;
     for (int64_t j = 0; j < st->nbuf; j++) {
         const buf_entry *e = &st->buf[(st->head + j) % st->cap];
         off[j] = o;
-        for (int64_t i = 0; i < e->n; i++) ids[o++] = c->feat[e->pos[i]].id;
+        for (int64_t i = 0; i < e->n; i++) {
+            const as_features *f = &c->feat[e->pos[i]];
+            const int64_t q[4] = { f->piece.c0, f->piece.c1, f->piece.r0, f->piece.r1 };
+            memcpy(pcs + 4 * o, q, sizeof q);
+            anyp |= !as_piece_whole(&f->piece);
+            ids[o++] = f->id;
+        }
         cost[j] = e->cost;
     }
     off[st->nbuf] = o;
-    int64_t s1[1] = { st->nbuf + 1 }, s2[1] = { tot }, s3[1] = { st->nbuf };
+    int64_t s1[1] = { st->nbuf + 1 }, s2[1] = { tot }, s3[1] = { st->nbuf }, s4[2] = { tot, 4 };
+    msgpack_pack_map(pk, 4 + anyp);
+    as_pack_kv_str(pk, "kind", "rl_buffer");
     as_pack_kv_array(pk, "off", AS_DT_I64, off, 1, s1);
     as_pack_kv_array(pk, "ids", AS_DT_I64, ids, 1, s2);
+    if (anyp) as_pack_kv_array(pk, "pieces", AS_DT_I64, pcs, 2, s4);
     as_pack_kv_array(pk, "cost_ms", AS_DT_F64, cost, 1, s3);
     as_writer_end_record(w);
-    free(off); free(ids); free(cost);
+    free(off); free(ids); free(pcs); free(cost);
     /* the run's log so far */
     if (st->loglen) as_writer_raw(w, st->log, st->loglen);
     as_writer_close(w);
@@ -627,10 +640,51 @@ static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_stat
     return 0;
 }
 
-/* an `rl_buffer` record into st->buf (table ids kept as -1 - id until as_rl_train resolves
- * them): at most AS_RL_MAX_BUFFER shards of 1..AS_LIM_TABLES tables, ids within
- * AS_LIM_TABLE_ID, costs finite and above 0 (the cost model's training data, as `cost`
- * records); 0 or -1 with err */
+/* the optional `pieces` of an `rl_buffer` record of nids ids: int64 [nids, 4], each row
+ * zeros (the whole table) or a piece as lib/piece.h parses one; *out malloc'd [nids] or
+ * NULL (absent: every entry whole). 0 or -1 with err */
+static int read_ck_pieces(const msgpack_object *o, int64_t nids, as_piece **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const msgpack_object *v = as_obj_get(o, "pieces");
+    if (!v || v->type == MSGPACK_OBJECT_NIL) return 0;
+    as_array a;
+    char e2[256];
+    if (as_obj_array(o, "pieces", &a, e2, sizeof e2)) {
+        snprintf(err, errlen, "rl_buffer: %s", e2);
+        return -1;
+    }
+    if (a.ndim != 2 || a.dtype > AS_DT_U64 || a.shape[0] != nids || a.shape[1] != 4) {
+        snprintf(err, errlen, "rl_buffer: 'pieces' must be an integer array [%" PRId64 ", 4], one [c0, c1, r0, r1] per id",
+                 nids);
+        return -1;
+    }
+    int64_t *q = as_malloc((size_t)(nids ? nids : 1) * 4 * sizeof *q);
+    as_array_get_i64(&a, 0, a.n, q);
+    as_piece *p = as_malloc((size_t)(nids ? nids : 1) * sizeof *p);
+    const int64_t maxd = as_limit(AS_LIM_DIM), maxr = as_limit(AS_LIM_ROWS);
+    for (int64_t i = 0; i < nids; i++) {
+        const int64_t *r = q + 4 * i;
+        p[i] = (as_piece){ r[0], r[1], r[2], r[3] };
+        int whole = !r[0] && !r[1] && !r[2] && !r[3];
+        if (!whole && !(r[0] >= 0 && r[1] > r[0] && r[1] <= maxd && r[2] >= 0 && r[3] > r[2] && r[3] <= maxr)) {
+            snprintf(err, errlen, "rl_buffer pieces[%" PRId64 "] = [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "] is not a "
+                     "piece: 0 <= c0 < c1 <= %" PRId64 ", 0 <= r0 < r1 <= %" PRId64 ", or all 0 for the whole table", i, r[0],
+                     r[1], r[2], r[3], maxd, maxr);
+            free(q);
+            free(p);
+            return -1;
+        }
+    }
+    free(q);
+    *out = p;
+    return 0;
+}
+
+/* an `rl_buffer` record into st->buf (table ids kept as -1 - id, and the pieces, until
+ * as_rl_train resolves them): at most AS_RL_MAX_BUFFER shards of 1..AS_LIM_TABLES tables,
+ * ids within AS_LIM_TABLE_ID, pieces as read_ck_pieces reads them, costs finite and above 0
+ * (the cost model's training data, as `cost` records); 0 or -1 with err */
 static int read_ck_buffer(const msgpack_object *o, as_rl_state *st, char *err, size_t errlen)
 {
     as_array a1, a2, a3;
@@ -652,6 +706,7 @@ static int read_ck_buffer(const msgpack_object *o, as_rl_state *st, char *err, s
     }
     int64_t *off = as_malloc((size_t)a1.n * sizeof *off), *ids = as_malloc((size_t)(a2.n ? a2.n : 1) * sizeof *ids);
     double *cost = as_malloc((size_t)(nb ? nb : 1) * sizeof *cost);
+    as_piece *pcs = NULL;
     as_array_get_i64(&a1, 0, a1.n, off);
     as_array_get_i64(&a2, 0, a2.n, ids);
     as_array_get_f64(&a3, 0, nb, cost);
@@ -676,6 +731,8 @@ static int read_ck_buffer(const msgpack_object *o, as_rl_state *st, char *err, s
             snprintf(err, errlen, "rl_buffer cost_ms[%" PRId64 "] = %g is not a positive finite cost", j, cost[j]);
             goto out;
         }
+    if (read_ck_pieces(o, a2.n, &pcs, err, errlen)) goto out;
+    for (int64_t i = 0; i < st->nbuf; i++) { free(st->buf[i].pos); free(st->buf[i].pc); }
     free(st->buf);
     st->cap = nb > 0 ? nb : 1;
     st->buf = as_calloc((size_t)st->cap, sizeof *st->buf);
@@ -685,11 +742,15 @@ static int read_ck_buffer(const msgpack_object *o, as_rl_state *st, char *err, s
         e->n = off[j + 1] - off[j];
         e->pos = as_malloc((size_t)e->n * sizeof *e->pos);
         for (int64_t i = 0; i < e->n; i++) e->pos[i] = -1 - ids[off[j] + i];
+        if (pcs && as_pieces_any(pcs + off[j], e->n)) {
+            e->pc = as_malloc((size_t)e->n * sizeof *e->pc);
+            memcpy(e->pc, pcs + off[j], (size_t)e->n * sizeof *e->pc);
+        }
         e->cost = cost[j];
     }
     rc = 0;
 out:
-    free(off); free(ids); free(cost);
+    free(off); free(ids); free(cost); free(pcs);
     return rc;
 }
 
@@ -822,13 +883,39 @@ bad:
 
 /* ---- the learner ------------------------------------------------------------------------------ */
 
-static int64_t feat_pos(const as_rl_cfg *c, int64_t id)
+/* cfg->feat's items by (table id, piece): a resumed checkpoint's buffer names its entries so */
+typedef struct {
+    int64_t id;
+    as_piece p;
+    int64_t pos;            /* in cfg->feat */
+} feat_key;
+
+static int cmp_feat_key(const void *a, const void *b)
 {
+    const feat_key *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return as_piece_cmp(&x->p, &y->p);
+}
+
+/* the keys of c->feat[0..nfeat), sorted (malloc'd) */
+static feat_key *feat_keys(const as_rl_cfg *c)
+{
+    feat_key *k = as_malloc((size_t)(c->nfeat ? c->nfeat : 1) * sizeof *k);
+    for (int64_t i = 0; i < c->nfeat; i++) k[i] = (feat_key){ c->feat[i].id, c->feat[i].piece, i };
+    if (c->nfeat > 1) qsort(k, (size_t)c->nfeat, sizeof *k, cmp_feat_key);
+    return k;
+}
+
+/* the position in c->feat of table id's piece p (NULL: the whole table), or -1 */
+static int64_t feat_pos(const as_rl_cfg *c, const feat_key *k, int64_t id, const as_piece *p)
+{
+    feat_key want = { id, p ? *p : AS_PIECE_WHOLE, 0 };
     int64_t lo = 0, hi = c->nfeat - 1;
     while (lo <= hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (c->feat[mid].id == id) return mid;
-        if (c->feat[mid].id < id) lo = mid + 1;
+        int64_t mid = lo + (hi - lo) / 2;
+        int r = cmp_feat_key(&k[mid], &want);
+        if (!r) return k[mid].pos;
+        if (r < 0) lo = mid + 1;
         else hi = mid - 1;
     }
     return -1;
@@ -1121,16 +1208,25 @@ static int resume_state(as_rl_state *state, const as_rl_task *tasks, int64_t nta
             as_rl_state_free(ns);
             return -1;
         }
+    /* a shard whose table or piece this input has no features for is left out: never a
+       piece read as its whole table */
+    feat_key *keys = feat_keys(c);
+    int64_t dropped = 0;
     for (int64_t j = 0; j < st->nbuf; j++) {
         buf_entry *e = &st->buf[j];
         int ok = 1;
         for (int64_t i = 0; i < e->n && ok; i++) {
-            int64_t pos = e->pos[i] < 0 ? feat_pos(c, -1 - e->pos[i]) : e->pos[i];
+            int64_t pos = e->pos[i] < 0 ? feat_pos(c, keys, -1 - e->pos[i], e->pc ? &e->pc[i] : NULL) : e->pos[i];
             if (pos < 0) ok = 0;
             else e->pos[i] = pos;
         }
         if (ok) buf_push(ns, e->pos, e->n, e->cost);
+        else dropped++;
     }
+    free(keys);
+    if (dropped)
+        as_info("--resume: %" PRId64 " of the checkpoint's %" PRId64 " measured shards left out of the buffer: a table or "
+                "piece of a table they hold has no features in the input", dropped, st->nbuf);
     ns->run_id = st->run_id;
     ns->log = st->log; ns->loglen = st->loglen; ns->logcap = st->logcap; ns->nlog = st->nlog; ns->log_episode = st->log_episode;
     st->log = NULL;

@@ -81,7 +81,10 @@ typedef struct {
     const char *ckpt;               /* checkpoint file (NULL: none) */
     int64_t ckpt_every;             /* episodes between checkpoints (0: only at the end) */
     int64_t halt_after;             /* stop (with a checkpoint) after this many episodes, 0: no */
-    const as_features *feat;        /* every table of the input, for the cost buffer */
+    const as_features *feat;        /* the cost buffer's items: every table of the input and
+                                       the pieces of tables its cost records hold, each piece
+                                       with its own features (feat[i].piece; lib/rlinput.h);
+                                       a checkpoint names them by table id and piece */
     int64_t nfeat;
     const as_bench_cfg *bcfg;       /* measurement (NULL: none) */
     const as_bpool *pool;

@@ -2,10 +2,17 @@
  * training `task` records and the `cost` records (measured shards, e.g. the cost dataset),
  * joined into what as_rl_train takes (lib/rl.h). Dimension letters: T tables of a task.
  *
- * Test tasks are left out. Cost records with an `error`, no `cost_ms` or no tables are
- * skipped (counted); so is one with a table that has no features record (counted). A
- * cost_ms that is not a positive finite number is an error: measured costs are training
- * data.
+ * Test tasks are left out. The `features` and `cost` records are read and joined by
+ * lib/costdata.h, the reader as-costfit uses (as_costdata_read_record,
+ * as_costdata_join_known), so both tools read a cost record by one rule: an entry of a
+ * record's `pieces` that is a piece of its table (as-bench --sample-pieces, plans split by
+ * as-plan --split-tables) is joined to that piece's features (its `features` record from
+ * as-features --row-pieces, or derived for a column piece), never to its whole table's.
+ * Cost records with an `error`, no `cost_ms` or no tables are skipped (counted,
+ * cost_skipped); so is one with a table that has no features record (cost_nofeat) and one
+ * with a piece whose features are not in the input (cost_nopiece: as-costfit refuses that
+ * record; as-rl learns from the others). A cost_ms that is not a positive finite number
+ * and bad `tables` or `pieces` are errors: measured costs are training data.
  */
 #ifndef AS_RLINPUT_H
 #define AS_RLINPUT_H
@@ -14,22 +21,29 @@
 #include <stdint.h>
 
 #include "benchnoise.h"
-#include "featindex.h"
+#include "costdata.h"
 #include "plan.h"
 #include "rl.h"
 
 typedef struct {
-    as_featidx fx;                  /* the tables; fx.f is as_rl_cfg.feat */
+    as_costdata cd;                 /* the features and cost records, joined (costdata.h) */
+    /* the items, as_rl_cfg.feat: feat[0..ntables) the tables in ascending id order, then the
+       npieces distinct pieces of tables the cost records hold, each with its own features
+       (feat[i].piece; an entry that covers its whole table is the table) */
+    const as_features *feat;
+    int64_t nfeat, ntables, npieces;
     as_ptask *ptask;                /* [ntasks] the training task records */
-    as_rl_task *tasks;              /* [ntasks] their tables, pointers into fx.f */
+    as_rl_task *tasks;              /* [ntasks] their tables, pointers into feat */
     int64_t ntasks;
-    /* the cost records: shard j = seed_pos[seed_off[j] .. seed_off[j+1]), positions in fx.f,
+    /* the cost records: shard j = seed_pos[seed_off[j] .. seed_off[j+1]), positions in feat,
        measured seed_cost[j] ms (as_rl_cfg.seed_*) */
     int64_t nseed;
-    int64_t *seed_off, *seed_pos;
-    double *seed_cost;
+    const int64_t *seed_off, *seed_pos;
+    const double *seed_cost;
+    int64_t seed_pieces;            /* of those, shards holding a piece */
     int64_t cost_skipped;           /* cost records with an error, no cost_ms or no tables */
     int64_t cost_nofeat;            /* cost records with a table that has no features record */
+    int64_t cost_nopiece;           /* cost records with a piece whose features are not in the input */
 } as_rl_input;
 
 /* read files[0..nfiles) ("-" or none: standard input) into in (zeroed here). 0, or -1 with

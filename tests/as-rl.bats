@@ -333,6 +333,57 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     assert_output --partial "cost records of the input are not used"
 }
 
+# ---- cost records of pieces (issue 37) ---------------------------------------------------------
+
+@test "as-rl joins the cost records' pieces to the pieces' features (buffer, checkpoint, resume); a piece without features is skipped and said" {
+    # the features with row blocks of 2 (as-features --row-pieces 2: the same tables and tasks)
+    # and a cost dataset whose drawn shards hold column halves and row blocks, as the demo's
+    as-features "$D/pool.ast" --row-pieces 2 --tasks 8 --test-tasks 2 --task-tables 12 --shards 3 --seed 0 -o "$T/ftr.ast"
+    as-bench --tables "$D/pool.ast" --sample 24 --max-tables 3 --sample-pieces 0.6 --piece-blocks 2 $FAST -q -o "$T/cp.ast"
+    # what the records hold, by the tables' sizes: n usable records, np of them with a piece
+    # (not all of its table), nr with a row block; the entries' pieces, all 0 for a whole table
+    as-show --kind features "$D/f.ast" | jq -s 'map({key: (.id | tostring), value: [.rows, .dim]}) | from_entries' > "$T/size.json"
+    as-show --kind cost "$T/cp.ast" | jq -c -s --slurpfile s "$T/size.json" '
+        def size: $s[0][.[0] | tostring];
+        def part: .[1] != null and ((.[1][3] - .[1][2]) < (size | .[0]) or (.[1][1] - .[1][0]) < (size | .[1]));
+        def rows: .[1] != null and (.[1][3] - .[1][2]) < (size | .[0]);
+        map(select(.cost_ms != null and .error == null and (.tables | length) > 0) | [.tables, (.pieces // [.tables[] | null])] | transpose)
+        | [length, (map(select(any(.[]; part))) | length), (map(select(any(.[]; rows))) | length),
+           (map(.[] | if part then .[1] else [0, 0, 0, 0] end) | flatten), map(.[][0])]' > "$T/want.json"
+    read -r n np nr < <(jq -r '"\(.[0]) \(.[1]) \(.[2])"' "$T/want.json")
+    [ "$nr" -gt 0 ] && [ "$np" -gt "$nr" ]
+    # every record joined: to the pieces' features, said on stderr, nothing skipped
+    run as-rl --model "$D/m.ast" --seed 3 --episodes 16 --halt-after 8 --checkpoint "$T/ck.ast" "$T/ftr.ast" "$T/cp.ast" -o "$T/p.ast"
+    assert_success
+    assert_output --partial "$np of the $n cost records hold pieces of tables ("
+    assert_output --partial "distinct), each joined to the piece's features"
+    refute_output --partial "skipped"
+    # the buffer holds them as pieces: the checkpoint names each entry by table and piece
+    # (before issue 37 it held the table ids alone: each piece read as its whole table)
+    as-show --full --kind rl_buffer "$T/ck.ast" > "$T/buf.json"
+    [ "$(jq -c '.pieces.shape' "$T/buf.json")" = "[$(jq '.[4] | length' "$T/want.json"),4]" ]
+    [ "$(jq -c '.pieces.data' "$T/buf.json")" = "$(jq -c '.[3]' "$T/want.json")" ]
+    [ "$(jq -c '.ids.data' "$T/buf.json")" = "$(jq -c '.[4]' "$T/want.json")" ]
+    # resumed with the same input, the pieces are found again: nothing left out
+    run as-rl --resume "$T/ck.ast" "$T/ftr.ast" "$T/cp.ast" -o "$T/p2.ast"
+    assert_success
+    refute_output --partial "left out"
+    # without the row blocks' features (column pieces are derived from the tables'), the
+    # records of row blocks are skipped and counted, never read as their tables
+    run as-rl --model "$D/m.ast" --seed 3 --episodes 8 "$D/ft.ast" "$T/cp.ast" -o "$T/p3.ast"
+    assert_success
+    assert_output --partial "skipped $nr cost record(s) with a piece of a table whose features are not in the input (as-features --row-pieces"
+    assert_output --partial "$((np - nr)) of the $((n - nr)) cost records hold pieces of tables ("
+    # and so are the checkpoint's shards of row blocks when it is resumed with that input
+    run as-rl --resume "$T/ck.ast" "$D/ft.ast" "$T/cp.ast" -o "$T/p4.ast"
+    assert_success
+    assert_output --partial "--resume: $nr of the checkpoint's $n measured shards left out of the buffer"
+    # one rule with as-costfit, which refuses such a record, naming the piece
+    run sh -c "cat '$D/ft.ast' '$T/cp.ast' | as-costfit -q -o '$T/m.ast'"
+    assert_failure 1
+    assert_output --partial "which has no \`features\` record (as-features --row-pieces writes row pieces' features)"
+}
+
 # ---- -o, --log, --checkpoint: atomic, never over an input; usage errors (issue 11) ------------
 
 @test "as-rl: killed by SIGHUP mid-write of the policy, log or checkpoint, the old files are intact, no temporary" {

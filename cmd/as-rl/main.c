@@ -99,7 +99,10 @@ static const char HELP[] =
     "                         (200)\n"
     "  `cost` records in the input (as-bench; e.g. the cost dataset the model was fitted on)\n"
     "  fill the buffer first, so the model keeps fitting them while it learns the plans'\n"
-    "  shards (with --reward bench too).\n"
+    "  shards (with --reward bench too). A record's pieces of tables (its `pieces`: as-bench\n"
+    "  --sample-pieces, split plans) are joined to the pieces' own features, as as-costfit\n"
+    "  joins them (as-features --row-pieces writes row pieces'); a record with a piece or a\n"
+    "  table whose features are not in the input is skipped and counted on stderr.\n"
     "Measurement (as as-bench): --warmup N (5) --runs N (10) --trim N (2) --flush SIZE\n"
     "      --threads N (CPU threads; default all). A plan's shards are measured together in\n"
     "      interleaved rounds with as-bench's automatic reference shard (--interleave 16\n"
@@ -375,14 +378,20 @@ static void read_input(as_rl_input *inp, int argc, char **argv, const args *a, a
     if (as_rl_input_read(inp, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     if (inp->cost_skipped) as_info("skipped %" PRId64 " cost record(s) with an error, no cost_ms or no tables", inp->cost_skipped);
     if (inp->cost_nofeat) as_info("skipped %" PRId64 " cost record(s) with a table that has no features record", inp->cost_nofeat);
+    if (inp->cost_nopiece)
+        as_info("skipped %" PRId64 " cost record(s) with a piece of a table whose features are not in the input "
+                "(as-features --row-pieces writes row pieces' features)", inp->cost_nopiece);
+    if (inp->seed_pieces)
+        as_info("%" PRId64 " of the %" PRId64 " cost records hold pieces of tables (%" PRId64 " distinct), each joined to "
+                "the piece's features", inp->seed_pieces, inp->nseed, inp->npieces);
     if (inp->nseed && !c->bench && !c->refine_every)
         as_info("the %" PRId64 " cost records of the input are not used (the cost model trains only with --reward bench "
                 "or --refine-every)", inp->nseed);
     if (inp->nseed > c->buffer)
         as_info("--buffer %" PRId64 " keeps only the last %" PRId64 " of the %" PRId64 " cost records", c->buffer, c->buffer, inp->nseed);
     if (a->resume && inp->nseed) as_info("--resume: the checkpoint's buffer of measured shards is used, not the input's cost records");
-    c->feat = inp->fx.f;
-    c->nfeat = inp->fx.n;
+    c->feat = inp->feat;
+    c->nfeat = inp->nfeat;
     c->nseed = inp->nseed;
     c->seed_off = inp->seed_off;
     c->seed_pos = inp->seed_pos;

@@ -292,6 +292,77 @@ TEST(costdata_bad_input_messages)
     as_costdata_free(&d);
 }
 
+/* cost records with pieces (issue 37): as_costdata_join joins each piece to its own
+ * features and refuses one whose features are not known, naming it; as_costdata_join_known
+ * (as-rl) joins the same by the same rule and leaves such shards out, counted */
+static void put_cost_pieces(as_writer *w, const int64_t *ids, const as_piece *p, int n, double cost)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 5);
+    as_pack_kv_str(pk, "kind", "cost");
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
+    as_pack_str(pk, "pieces");
+    as_pack_pieces(pk, p, n);
+    as_pack_kv_f64(pk, "cost_ms", cost);
+    as_pack_kv_str(pk, "device", "d");
+    as_writer_end_record(w);
+}
+
+TEST(costdata_pieces_join_and_join_known)
+{
+    /* tables 0 (dim 4) and 1 (dim 8), 100 rows; the record of table 1's rows [0, 50) */
+    const char *p = tmp("pieces.ast");
+    as_writer *w = as_writer_open(p, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    as_features fa = F(0, 4, 0.5), fb = F(1, 8, 1), fr = F(1, 8, 0.25);
+    fr.rows = 50;
+    fr.piece = (as_piece){ 0, 8, 0, 50 };
+    as_features_write(w, &fa);
+    as_features_write(w, &fb);
+    as_features_write(w, &fr);
+    const int64_t s0[] = { 1, 0 }, s1[] = { 0 }, s2[] = { 9 }, s3[] = { 0 };
+    const as_piece p0[] = { { 0, 8, 0, 50 }, AS_PIECE_WHOLE }, p1[] = { { 0, 4, 0, 40 } }, p2[] = { AS_PIECE_WHOLE },
+                   p3[] = { { 0, 2, 0, 100 } };
+    put_cost_pieces(w, s0, p0, 2, 2.0);   /* record 5: a row piece with its record, a table */
+    put_cost_pieces(w, s1, p1, 1, 1.0);   /* record 6: a row piece without features */
+    put_cost_pieces(w, s2, p2, 1, 1.5);   /* record 7: a table without features */
+    put_cost_pieces(w, s3, p3, 1, 0.5);   /* record 8: a column piece, derived */
+    as_writer_close(w);
+    char err[1024], want[1024];
+    as_costdata d = { 0 };
+    CHECK_EQ_I64(load(&d, p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_costdata_index(&d, err, sizeof err), 0);
+    CHECK_EQ_I64(as_costdata_join(&d, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: record 6: cost of a shard with piece t0[c 0:4, r 0:40), which has no `features` "
+             "record (as-features --row-pieces writes row pieces' features)", p);
+    CHECK_STR(err, want);
+    CHECK_EQ_I64(d.ncs, 4);   /* nothing left out */
+    as_costdata_free(&d);
+
+    memset(&d, 0, sizeof d);
+    CHECK_EQ_I64(load(&d, p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_costdata_index(&d, err, sizeof err), 0);
+    as_costdata_join_known(&d);
+    CHECK_EQ_I64(d.nnopiece, 1);
+    CHECK_EQ_I64(d.nnofeat, 1);
+    /* records 5 and 8 kept, in order; the items: tables 0, 1, then the two pieces */
+    CHECK_EQ_I64(d.ncs, 2);
+    CHECK_EQ_I64(d.set.nshards, 2);
+    CHECK_EQ_I64(d.cs[0].rec, 5);
+    CHECK_EQ_I64(d.cs[1].rec, 8);
+    CHECK_EQ_I64(d.nf, 4);
+    CHECK_EQ_I64(d.off[1], 2);
+    CHECK_EQ_I64(d.off[2], 3);
+    CHECK_NEAR(d.cost[1], 0.5, 0);
+    const as_features *r = &d.f[d.idx[0]], *a = &d.f[d.idx[1]], *c = &d.f[d.idx[2]];
+    CHECK(d.idx[0] == 2 && r->id == 1 && r->rows == 50 && r->dim == 8 && r->pooling == 0.25);
+    CHECK(d.idx[1] == 0 && a->id == 0 && as_piece_whole(&a->piece));
+    CHECK(d.idx[2] == 3 && c->id == 0 && c->rows == 100 && c->dim == 2 && c->pooling == 0.5);
+    as_costdata_free(&d);
+}
+
 /* ---- the splits ----------------------------------------------------------------------------- */
 
 TEST(costdata_split_tables_rule)

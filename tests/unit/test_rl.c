@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +306,140 @@ TEST(rl_checkpoint_buffer_costs_checked)
     as_rl_state_free(st);
     as_policy_free(q);
     as_costmodel_free(qm);
+    as_policy_free(p);
+    as_costmodel_free(cm);
+}
+
+/* the rl_buffer record of checkpoint ck: its ids into ids[] and, when it has `pieces`,
+   those into pcs[4 * nids] (*haspc 1); returns the number of ids (-1: no such record) */
+static int64_t buffer_of(const char *ck, int64_t *ids, int64_t *pcs, int *haspc)
+{
+    as_reader *r = as_reader_open(ck);
+    as_record rec;
+    int64_t n = -1;
+    *haspc = 0;
+    while (as_reader_next(r, &rec) == 1) {
+        if (!as_rec_is(&rec, "rl_buffer")) continue;
+        as_array a, q;
+        char e2[256];
+        if (as_obj_array(&rec.obj, "ids", &a, e2, sizeof e2)) break;
+        n = a.n;
+        as_array_get_i64(&a, 0, a.n, ids);
+        if (as_obj_get(&rec.obj, "pieces") && !as_obj_array(&rec.obj, "pieces", &q, e2, sizeof e2) && q.ndim == 2 &&
+            q.shape[0] == n && q.shape[1] == 4) {
+            as_array_get_i64(&q, 0, q.n, pcs);
+            *haspc = 1;
+        }
+    }
+    as_reader_close(r);
+    return n;
+}
+
+/* copy checkpoint src to dst with its rl_buffer record one shard of table 2 whose `pieces`
+   are the nrows rows of pc[nrows x 4] */
+static void rewrite_buffer_pieces(const char *src, const char *dst, const int64_t *pc, int64_t nrows)
+{
+    as_reader *r = as_reader_open(src);
+    as_writer *w = as_writer_open(dst, 0, 0);
+    as_record rec;
+    while (as_reader_next(r, &rec) == 1)
+        if (!as_rec_is(&rec, "rl_buffer")) as_writer_raw(w, rec.raw, rec.rawlen);
+    as_reader_close(r);
+    msgpack_packer *pk = as_writer_pk(w);
+    int64_t off[2] = { 0, 1 }, id = 2, s2[1] = { 2 }, s1[1] = { 1 }, sp[2] = { nrows, 4 };
+    double cost = 2;
+    msgpack_pack_map(pk, 5);
+    as_pack_kv_str(pk, "kind", "rl_buffer");
+    as_pack_kv_array(pk, "off", AS_DT_I64, off, 1, s2);
+    as_pack_kv_array(pk, "ids", AS_DT_I64, &id, 1, s1);
+    as_pack_kv_array(pk, "pieces", AS_DT_I64, pc, 2, sp);
+    as_pack_kv_array(pk, "cost_ms", AS_DT_F64, &cost, 1, s1);
+    as_writer_end_record(w);
+    as_writer_close(w);
+}
+
+/* Pieces in the buffer (issue 37): the input's cost records may hold pieces of tables, items
+   of cfg.feat after the tables (lib/rlinput.h). A checkpoint names each entry by table id
+   and piece (rl_buffer `pieces`), a resumed run finds the piece's item again; resumed with
+   items that lack the piece, its shard is left out, never read as the whole table (before,
+   the checkpoint held the table id only: resumed, the piece became its table). Hostile
+   pieces are bad data. */
+TEST(rl_checkpoint_buffer_keeps_pieces)
+{
+    as_features f[N + 1];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    /* item N: table 2's rows [0, 600) of its 1200 */
+    f[N] = f[2];
+    f[N].rows = 600;
+    f[N].pooling = 1;
+    f[N].piece = (as_piece){ 0, f[2].dim, 0, 600 };
+    as_costmodel *cm = additive_model();
+    as_rl_task task = { 0, fp, N, K, 0 };
+    static const int64_t seed_off[3] = { 0, 2, 4 }, seed_pos[4] = { N, 0, 2, 3 };
+    static const double seed_cost[2] = { 1.5, 2.5 };
+    char err[512], ck[512], ck2[512], ck3[512], bad[512];
+    snprintf(ck, sizeof ck, "%s/rlp.ckpt", ut_tmpdir());
+    snprintf(ck2, sizeof ck2, "%s/rlp2.ckpt", ut_tmpdir());
+    snprintf(ck3, sizeof ck3, "%s/rlp3.ckpt", ut_tmpdir());
+    snprintf(bad, sizeof bad, "%s/rlp-bad.ckpt", ut_tmpdir());
+    as_policy *p = as_policy_new(cm, 3, NULL, 0);
+    as_rl_cfg c = base_cfg(f, 32, 3);
+    c.nfeat = N + 1;
+    c.nseed = 2;
+    c.seed_off = seed_off;
+    c.seed_pos = seed_pos;
+    c.seed_cost = seed_cost;
+    c.ckpt = ck;
+    c.halt_after = 8;
+    CHECK_EQ_I64(as_rl_train(p, cm, &task, 1, &c, NULL, err, sizeof err), 1);
+    /* the checkpoint's buffer: ids 2 (the piece), 0, 2, 3; the piece's row, zeros for tables */
+    int64_t ids[16], pcs[64];
+    int haspc;
+    CHECK_EQ_I64(buffer_of(ck, ids, pcs, &haspc), 4);
+    CHECK(haspc);
+    const int64_t want_ids[4] = { 2, 0, 2, 3 }, want_pc[16] = { 0, 16, 0, 600 };
+    for (int i = 0; i < 4; i++) CHECK_EQ_I64(ids[i], want_ids[i]);
+    if (haspc) for (int i = 0; i < 16; i++) CHECK_EQ_I64(pcs[i], want_pc[i]);
+    /* resumed with the same items: the same buffer, the piece found again */
+    for (int v = 0; v < 2; v++) {
+        as_policy *q = NULL;
+        as_costmodel *qm = NULL;
+        as_rl_state *st = NULL;
+        if (!CHECK(as_rl_load_checkpoint(ck, &q, &qm, &st, err, sizeof err) == 0)) { fprintf(stderr, "  %s\n", err); break; }
+        as_rl_cfg r = c;
+        r.ckpt = v ? ck3 : ck2;
+        r.halt_after = 16;
+        if (v) r.nfeat = N;   /* the tables only: the piece's shard is left out */
+        CHECK_EQ_I64(as_rl_train(q, qm, &task, 1, &r, st, err, sizeof err), 1);
+        int64_t n = buffer_of(r.ckpt, ids, pcs, &haspc);
+        if (!v) {
+            CHECK_EQ_I64(n, 4);
+            CHECK(haspc);
+            for (int i = 0; i < 4; i++) CHECK_EQ_I64(ids[i], want_ids[i]);
+            if (haspc) for (int i = 0; i < 16; i++) CHECK_EQ_I64(pcs[i], want_pc[i]);
+        } else {
+            CHECK_EQ_I64(n, 2);
+            CHECK(!haspc);
+            CHECK(ids[0] == 2 && ids[1] == 3);
+        }
+        as_rl_state_free(st); as_policy_free(q); as_costmodel_free(qm);
+    }
+    /* hostile pieces: a row that is no piece, the wrong shape */
+    const int64_t nopiece[4] = { 8, 4, 0, 10 }, two[8] = { 0 };
+    const int64_t *pc[2] = { nopiece, two };
+    const int64_t rows[2] = { 1, 2 };
+    const char *msg[2] = { "rl_buffer pieces[0] = [8, 4, 0, 10] is not a piece: 0 <= c0 < c1 <= 65536",
+                           "rl_buffer: 'pieces' must be an integer array [1, 4], one [c0, c1, r0, r1] per id" };
+    for (int i = 0; i < 2; i++) {
+        rewrite_buffer_pieces(ck, bad, pc[i], rows[i]);
+        as_policy *q = NULL;
+        as_costmodel *qm = NULL;
+        as_rl_state *st = NULL;
+        err[0] = 0;
+        CHECK(as_rl_load_checkpoint(bad, &q, &qm, &st, err, sizeof err) == -1);
+        if (!CHECK(strstr(err, msg[i]) != NULL)) fprintf(stderr, "  %s\n", err);
+    }
     as_policy_free(p);
     as_costmodel_free(cm);
 }
