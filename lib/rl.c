@@ -194,6 +194,7 @@ typedef struct {
     pthread_mutex_t measure_mu;     /* one measurement at a time */
     as_bench_session *sess;         /* measurements (NULL: none) */
     double ref_base;                /* drift correction's reference level (0: not yet) */
+    double own_level;               /* the drift bound's level (benchnoise.h; 0: not yet) */
 } rl_ctx;
 
 /* a plan's tables grouped by shard (as_plan_group): shard k holds the tables
@@ -228,7 +229,8 @@ static int measure_plan(rl_ctx *x, const as_rl_task *t, const int64_t *assign, d
     }
     free(start); free(order);
     as_noise_cfg nc = { .threshold = AS_NOISE_THRESHOLD, .retries = AS_NOISE_RETRIES, .interleave = AS_NOISE_INTERLEAVE,
-                        .ref_ids = x->c->ref_ids, .ref_n = x->c->ref_n, .ref_base = &x->ref_base };
+                        .ref_ids = x->c->ref_ids, .ref_n = x->c->ref_n, .ref_base = &x->ref_base,
+                        .drift_bound = AS_NOISE_DRIFT_BOUND, .own_level = &x->own_level };
     pthread_mutex_lock(&x->measure_mu);
     as_noise_measure(x->sess, jobs, nj, &nc, NULL, NULL, NULL);
     pthread_mutex_unlock(&x->measure_mu);
@@ -1433,7 +1435,7 @@ static int run_begin(rl_run *R, as_policy *p, as_costmodel *cm, const as_rl_task
     R->in = as_policy_meta(p);
     run_hparams(R->st, R->in, tasks, ntasks, c);
     msgpack_sbuffer_init(&R->lsb);
-    R->x = (rl_ctx){ c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+    R->x = (rl_ctx){ c, tasks, ntasks, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 };
     if (c->bcfg && c->pool && !(R->x.sess = as_bench_session_new(c->bcfg, c->pool, err, errlen))) {
         if (R->st != state) as_rl_state_free(R->st);
         msgpack_sbuffer_destroy(&R->lsb);
