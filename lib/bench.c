@@ -444,6 +444,19 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
     return S;
 }
 
+void as_bench_session_refresh(as_bench_session *S)
+{
+    if (!S || S->c.cuda) return;
+    if (S->ws) as_eb_cpu_ws_free(S->ws);
+    S->ws = NULL;
+    S->ws_n = S->ws_D = 0;
+    free(S->arena);
+    S->arena = NULL;
+    S->arena_cap = 0;
+    S->last = -1;       /* the last shard's data went with the arena */
+    S->glast = 0;
+}
+
 void as_bench_session_free(as_bench_session *S)
 {
     if (!S) return;
@@ -1125,6 +1138,15 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     if (r->ok && r->noisy) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     as_pack_str(pk, "drift_refused");
     if (r->ok && r->ref_bad) msgpack_pack_true(pk); else msgpack_pack_false(pk);
+    as_pack_str(pk, "pass_ms");
+    if (r->npass > 1) {
+        msgpack_pack_array(pk, (size_t)r->npass);
+        for (int i = 0; i < r->npass; i++)
+            if (isfinite(r->pass_ms[i])) msgpack_pack_double(pk, r->pass_ms[i]); else msgpack_pack_nil(pk);
+    } else msgpack_pack_nil(pk);
+    as_pack_str(pk, "pass_spread");
+    const double ps = as_bench_pass_spread(r->pass_ms, r->npass > 1 ? r->npass : 0);
+    if (isfinite(ps)) msgpack_pack_double(pk, ps); else msgpack_pack_nil(pk);
     as_pack_kv_i64(pk, "lookups", r->lookups);
     as_pack_kv_i64(pk, "batch", r->batch);
     as_pack_kv_i64(pk, "sum_dim", r->sum_dim);
@@ -1141,6 +1163,19 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     as_pack_str(pk, "error");
     if (r->ok) msgpack_pack_nil(pk);
     else as_pack_str(pk, r->error);
+}
+
+double as_bench_pass_spread(const double *v, int n)
+{
+    double s = 0, ss = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]) && v[i] > 0) { s += v[i]; m++; }
+    if (m < 2) return NAN;
+    const double mean = s / m;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]) && v[i] > 0) ss += (v[i] - mean) * (v[i] - mean);
+    return sqrt(ss / m) / mean;
 }
 
 void as_bench_result_scale(as_bench_result *r, double f)

@@ -45,6 +45,9 @@ typedef struct {
     const as_bench_fake *fake;  /* NULL: the real timer; else the fake one (tests) */
 } as_bench_cfg;
 
+/* the most passes (as-bench --passes) a result keeps apart */
+#define AS_BENCH_PASS_MAX 16
+
 typedef struct {
     int ok;                 /* 0: not measured (error says why) */
     char error[256];
@@ -56,6 +59,9 @@ typedef struct {
     int attempts;           /* protocol runs made for the shard (1: not re-measured) */
     int passes;             /* measurements of the whole input combined into these figures
                              * (as_noise_passes_combine; 0 or 1: one) */
+    int npass;              /* passes made (as_noise_passes_combine: measured or not; 0: one) */
+    double pass_ms[16];     /* with npass > 1: each pass's cost_ms, drift-corrected as that
+                             * pass was (NaN: not measured in that pass); AS_BENCH_PASS_MAX */
     int together;           /* shards measured together with it in interleaved rounds,
                              * itself included (1: alone; as_bench_session_run_group) */
     int noisy;              /* spread still above the threshold after the retries */
@@ -188,6 +194,10 @@ int as_bench_session_last(as_bench_session *s, as_eb_shard *shard, const uint16_
  * which the part's other shards share */
 int as_bench_session_group_data(as_bench_session *s, int j, as_eb_shard *shard, const uint16_t **W,
                                 const float **grad, const float **out, char *err, size_t errlen);
+/* CPU: let go of the memory shards are laid out in (the arena and the sort buffers), so
+ * that the next group is set up in fresh allocations (other physical pages: as-bench
+ * --passes samples their placement too); nothing on CUDA */
+void as_bench_session_refresh(as_bench_session *s);
 void as_bench_session_free(as_bench_session *s);
 
 /* the figures of a measuring loop: add every shard's result, then summarise with the
@@ -228,8 +238,11 @@ void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, doub
  * than 2 runs are kept or their mean is not above 0 */
 double as_bench_spread(const double *v, int n, int trim);
 
+/* the spread of a shard's passes: population std / mean of the finite, positive v[0..n)
+ * (NaN: fewer than 2) */
+double as_bench_pass_spread(const double *v, int n);
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 25
+#define AS_BENCH_RESULT_FIELDS 27
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 /* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
  * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */

@@ -354,7 +354,9 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
     double lc = 0, lf = 0, lb = 0, lm = 0, lg = 0, ld = 0, lr = 0, rel = 0, sp = 0, busy = 0, wall = 0;
     double su = 0, fl = 0, rd = 0;
     double mn = INFINITY, mx = -INFINITY;
-    int noisy = 0, ref_noisy = 0;
+    int noisy = 0, ref_noisy = 0, ref_bad = 0;
+    double pass_ms[AS_BENCH_PASS_MAX];
+    for (int i = 0; i < n && i < AS_BENCH_PASS_MAX; i++) pass_ms[i] = r[i].ok ? r[i].cost_ms : NAN;
     for (int i = 0; i < n; i++) {
         attempts += r[i].attempts;
         busy += r[i].busy_ms;
@@ -378,6 +380,7 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
         if (isfinite(r[i].ref_ms) && r[i].ref_ms > 0) { lr += log(r[i].ref_ms); mr++; }
         noisy |= r[i].noisy;
         ref_noisy |= r[i].ref_noisy;
+        ref_bad |= r[i].ref_bad;
     }
     if (first < 0) {
         *out = r[0];
@@ -410,6 +413,9 @@ void as_noise_passes_combine(as_bench_result *out, const as_bench_result *r, int
     out->flush_ms = fl;
     out->refdev_ms = rd;
     out->passes = m;
+    out->ref_bad = ref_bad;
+    out->npass = n < AS_BENCH_PASS_MAX ? n : AS_BENCH_PASS_MAX;
+    memcpy(out->pass_ms, pass_ms, (size_t)out->npass * sizeof *pass_ms);
 }
 
 double as_noise_median_spread(const as_bench_tally *t)

@@ -502,10 +502,53 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
     }
 }
 
+/* a plan's passes (as-bench --passes): `cost_pass_ms`, each pass's costs of the K shards
+ * (0 for an empty shard, nil unmeasured), and `cost_pass_spread`, each shard's spread over
+ * the passes after each pass's level of the plan is taken out (its cost over the geometric
+ * mean of the plan's measured shards in that pass), so that only what moves the plan's
+ * balance counts; both nil with one pass */
+static void pack_plan_passes(msgpack_packer *pk, int64_t K, const as_bench_result *const *r)
+{
+    int P = 0;
+    for (int64_t k = 0; k < K; k++)
+        if (r[k] && r[k]->ok && r[k]->npass > P) P = r[k]->npass;
+    as_pack_str(pk, "cost_pass_ms");
+    if (P < 2) {
+        msgpack_pack_nil(pk);
+        as_pack_str(pk, "cost_pass_spread");
+        msgpack_pack_nil(pk);
+        return;
+    }
+    double lvl[AS_BENCH_PASS_MAX];
+    msgpack_pack_array(pk, (size_t)P);
+    for (int p = 0; p < P; p++) {
+        double lg = 0;
+        int64_t m = 0;
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) {
+            const double v = r[k] && r[k]->ok && p < r[k]->npass ? r[k]->pass_ms[p] : NAN;
+            if (!r[k]) msgpack_pack_double(pk, 0);
+            else if (isfinite(v) && v > 0) { msgpack_pack_double(pk, v); lg += log(v); m++; }
+            else msgpack_pack_nil(pk);
+        }
+        lvl[p] = m ? exp(lg / (double)m) : NAN;
+    }
+    as_pack_str(pk, "cost_pass_spread");
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) {
+        double v[AS_BENCH_PASS_MAX];
+        for (int p = 0; p < P; p++)
+            v[p] = r[k] && r[k]->ok && p < r[k]->npass && isfinite(lvl[p]) ? r[k]->pass_ms[p] / lvl[p] : NAN;
+        const double sp = r[k] ? as_bench_pass_spread(v, P) : NAN;
+        if (isfinite(sp)) msgpack_pack_double(pk, sp); else msgpack_pack_nil(pk);
+    }
+}
+
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
                        double threshold)
 {
-    static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold" };
+    static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold",
+                                        "cost_pass_ms", "cost_pass_spread" };
     const int nmine = (int)(sizeof mine / sizeof *mine);
     char dev[128] = "";
     for (int64_t k = 0; k < K; k++)
@@ -547,6 +590,7 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
         else msgpack_pack_false(pk);
     }
     as_pack_kv_f64(pk, "noise_threshold", threshold);
+    pack_plan_passes(pk, K, r);
 }
 
 /* out[i] = the pool's id of piece pc[i] of table ids[i] (pc NULL: the ids); out may be ids.
@@ -710,6 +754,7 @@ static void win_measure(runner *R, as_noise_job *jobs, int64_t njobs)
     as_bench_result *pr = P > 1 ? as_malloc((size_t)(njobs ? njobs : 1) * (size_t)P * sizeof *pr) : NULL;
     for (int pass = 0; pass < P; pass++) {
         R->pass = pass;
+        if (pass) as_bench_session_refresh(R->sess);   /* each pass in fresh allocations */
         as_noise_measure(R->sess, jobs, njobs, &R->noise, first_done, R, &R->st->retry_s);
         for (int64_t j = 0; j < njobs && pr; j++) pr[j * P + pass] = jobs[j].r;
     }

@@ -51,6 +51,31 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missin
     return 1;
 }
 
+/* q's balance in each pass (ok plans with passes): each pass's costs with the same
+ * communication charge as cost; a pass with an unmeasured shard leaves them all NaN */
+static void pass_balances(as_eval_plan *q)
+{
+    q->pass_bal_lo = q->pass_bal_hi = NAN;
+    q->pass_flip = 0;
+    if (!q->ok || q->npass < 2 || !q->pass_cost || q->K < 1) return;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int p = 0; p < q->npass; p++) {
+        double mx = 0, mn = INFINITY;
+        for (int64_t k = 0; k < q->K; k++) {
+            const double c = q->pass_cost[(int64_t)p * q->K + k] + (q->comm_ms ? q->comm_ms[k] : 0);
+            if (isnan(c)) return;
+            if (c > mx) mx = c;
+            if (c < mn) mn = c;
+        }
+        q->pass_bal[p] = mx > 0 ? mn / mx : NAN;
+        if (!isfinite(q->pass_bal[p])) return;
+        if (q->pass_bal[p] < lo) lo = q->pass_bal[p];
+        if (q->pass_bal[p] > hi) hi = q->pass_bal[p];
+    }
+    q->pass_bal_lo = lo;
+    q->pass_bal_hi = hi;
+}
+
 void as_eval_compute(as_eval_plan *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) {
@@ -95,7 +120,23 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
         if (q->ok && mx > 0) q->balance = mn / mx;
         if (q->ok && q->noisy) q->shaky = q->noisy[kmax] || q->noisy[kmin];
         if (q->ok && isfinite(q->floor) && q->floor > 0) q->over_floor = q->kmax / q->floor;
+        pass_balances(q);
     }
+    /* a plan whose order by balance against another plan of its run and task is not the
+       same in every pass */
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = j + 1; i < n; i++) {
+            as_eval_plan *x = &p[j], *y = &p[i];
+            if (x->run != y->run || x->task != y->task || !isfinite(x->pass_bal_lo) || !isfinite(y->pass_bal_lo) ||
+                x->npass != y->npass)
+                continue;
+            int pos = 0, neg = 0;
+            for (int q = 0; q < x->npass; q++) {
+                pos |= x->pass_bal[q] > y->pass_bal[q];
+                neg |= x->pass_bal[q] < y->pass_bal[q];
+            }
+            if (pos && neg) x->pass_flip = y->pass_flip = 1;
+        }
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         if (!q->ok) continue;
@@ -145,6 +186,34 @@ static int64_t values(const as_eval_plan *p, int64_t n, const char *alg, int whi
     }
     *out = v;
     return m;
+}
+
+/* x's balance over the passes: when every usable plan of x carries the same npass >= 2
+ * passes, the mean balance of each pass over the plans, its lowest and highest */
+static void alg_passes(const as_eval_plan *p, int64_t n, as_eval_alg *x)
+{
+    double sum[AS_EVAL_PASS_MAX] = { 0 };
+    int P = 0;
+    int64_t m = 0;
+    x->npass = 0;
+    x->bal_pass_lo = x->bal_pass_hi = NAN;
+    x->pass_flips = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const as_eval_plan *q = &p[j];
+        if (strcmp(q->alg, x->alg) || !q->ok || !isfinite(q->balance)) continue;
+        if (!isfinite(q->pass_bal_lo) || (m && q->npass != P)) return;
+        P = q->npass;
+        for (int k = 0; k < P; k++) sum[k] += q->pass_bal[k];
+        x->pass_flips += q->pass_flip;
+        m++;
+    }
+    if (!m) return;
+    x->npass = P;
+    for (int k = 0; k < P; k++) {
+        const double v = sum[k] / (double)m;
+        if (!k || v < x->bal_pass_lo) x->bal_pass_lo = v;
+        if (!k || v > x->bal_pass_hi) x->bal_pass_hi = v;
+    }
 }
 
 void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout)
@@ -212,6 +281,7 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
             x->mq_weak += p[j].mq.judged && p[j].mq.weak;
             x->mq_unjudged += !p[j].mq.judged;
         }
+        alg_passes(p, n, x);
     }
     *out = a;
     *nout = na;
@@ -258,6 +328,8 @@ void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char
     size_t sz = (size_t)(n ? n : 1);
     double *d = as_malloc(sz * sizeof *d), *r = as_malloc(sz * sizeof *r);
     int64_t *run = as_malloc(sz * sizeof *run), m = 0;
+    double psum[AS_EVAL_PASS_MAX] = { 0 };
+    int P = 0;
     c->all_equal = 1;
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *x = &p[j], *y = NULL;
@@ -276,8 +348,31 @@ void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char
                     c->shards++;
                     c->noisy += both[t]->noisy[k] != 0;
                 }
+        /* the passes: every pair must have them, all the same count */
+        if (isfinite(x->pass_bal_lo) && isfinite(y->pass_bal_lo) && x->npass == y->npass &&
+            (!c->pass_pairs || x->npass == P)) {
+            P = x->npass;
+            int pos = 0, neg = 0;
+            for (int q = 0; q < P; q++) {
+                const double dq = x->pass_bal[q] - y->pass_bal[q];
+                psum[q] += dq;
+                pos |= dq > 0;
+                neg |= dq < 0;
+            }
+            c->flips += pos && neg;
+            c->pass_pairs++;
+        }
     }
     if (!m) c->all_equal = 0;
+    c->pass_lo = c->pass_hi = NAN;
+    if (m && c->pass_pairs == m && P >= 2) {
+        c->npass = P;
+        for (int q = 0; q < P; q++) {
+            const double v = psum[q] / (double)m;
+            if (!q || v < c->pass_lo) c->pass_lo = v;
+            if (!q || v > c->pass_hi) c->pass_hi = v;
+        }
+    }
     if (over_runs && m) {
         /* one value per run: the mean difference and the mean log ratio of its pairs */
         int64_t maxrun = -1, k = 0;
@@ -346,7 +441,10 @@ void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, i
     else if (r->too_noisy) r->kind = AS_RANK_NOISY;
     else if (r->cmp.n < 2 || !isfinite(r->cmp.bal_lo)) r->kind = AS_RANK_FEW;
     else if (r->cmp.bal_lo <= 0) r->kind = AS_RANK_NOISY;
-    else r->kind = AS_RANK_RESOLVED;
+    else if (r->cmp.npass >= 2 && !(r->cmp.pass_lo > 0)) {
+        r->kind = AS_RANK_NOISY;     /* above 0 over the tasks, but not in every pass */
+        r->pass_flip = 1;
+    } else r->kind = AS_RANK_RESOLVED;
 }
 
 void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
@@ -554,6 +652,45 @@ static void interval(FILE *f, as_eval_format fmt, int width, const char *cfmt, d
     cell(f, fmt, width, buf, 0);
 }
 
+/* some plan has passes (cost_pass_ms) / a between-pass spread (cost_pass_spread) */
+static int any_passes(const as_eval_plan *p, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) if (p[j].npass >= 2) return 1;
+    return 0;
+}
+
+static int any_pass_spread(const as_eval_plan *p, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) if (p[j].pass_spread) return 1;
+    return 0;
+}
+
+/* whether shard k of q is the slowest in some of its passes but not in all (the shard that
+ * sets the plan's balance changes between passes); 0 without passes */
+static int slowest_flips(const as_eval_plan *q, int64_t k)
+{
+    if (q->npass < 2 || !q->pass_cost) return 0;
+    int some = 0, all = 1;
+    for (int p = 0; p < q->npass; p++) {
+        const double *c = q->pass_cost + (int64_t)p * q->K;
+        int64_t arg = -1;
+        for (int64_t j = 0; j < q->K; j++)
+            if (isfinite(c[j]) && (arg < 0 || c[j] > c[arg])) arg = j;
+        some |= arg == k;
+        all &= arg == k;
+    }
+    return some && !all;
+}
+
+/* a plan's balance over its passes: "80.1-82.3%" and "↕" when its order against another
+ * plan of its task flips between passes; "n/a" */
+static int pass_cell(char *b, size_t len, const as_eval_plan *q)
+{
+    if (!isfinite(q->pass_bal_lo)) { snprintf(b, len, "n/a"); return 0; }
+    snprintf(b, len, "%.1f-%.1f%%%s", 100 * q->pass_bal_lo, 100 * q->pass_bal_hi, q->pass_flip ? " ↕" : "");
+    return q->pass_flip ? 2 : 0;
+}
+
 static int any_noise(const as_eval_plan *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) if (p[j].noisy || p[j].spread) return 1;
@@ -593,8 +730,10 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
 {
     const double MiB = 1024.0 * 1024.0;
     if (fmt == AS_EVAL_CSV) {
+        const int passes = any_passes(p, n);
         fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible,"
-                   "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor\n");
+                   "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor%s\n",
+                passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip" : "");
         for (int64_t j = 0; j < n; j++) {
             const as_eval_plan *q = &p[j];
             fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
@@ -610,22 +749,30 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
             else fprintf(f, ",,");
             num(f, fmt, 0, "%.9g", q->floor);
             num(f, fmt, 0, "%.9g", q->over_floor);
-            fprintf(f, ",%s\n", q->at_floor < 0 ? "" : q->at_floor ? "true" : "false");
+            fprintf(f, ",%s", q->at_floor < 0 ? "" : q->at_floor ? "true" : "false");
+            if (passes) {
+                fprintf(f, ",%d", q->npass);
+                num(f, fmt, 0, "%.9g", q->pass_bal_lo);
+                num(f, fmt, 0, "%.9g", q->pass_bal_hi);
+                fprintf(f, ",%s", isfinite(q->pass_bal_lo) ? (q->pass_flip ? "true" : "false") : "");
+            }
+            fputc('\n', f);
         }
         return;
     }
-    int noise = any_noise(p, n), shaky = 0, fl = any_floor(p, n), aw = alg_width(p, n);
+    int noise = any_noise(p, n), shaky = 0, fl = any_floor(p, n), aw = alg_width(p, n), passes = any_passes(p, n), flips = 0;
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Plans (costs %s, ms):\n", label);
-        fprintf(f, "%4s %5s %-*s %5s %10s %10s %10s %8s %8s", "run", "task", aw, "alg", "K", "max", "min", "mean", "balance",
-                "speedup");
+        fprintf(f, "%4s %5s %-*s %5s %10s %10s %10s %8s%s %8s", "run", "task", aw, "alg", "K", "max", "min", "mean", "balance",
+                passes ? "    balance per pass" : "", "speedup");
         if (fl) fprintf(f, " %10s %9s", "floor", "max/floor");
         fprintf(f, " %12s %12s  %-8s%s\n", "mem max MiB", "mem min MiB", "feasible", noise ? " noisy" : "");
     } else {
         fprintf(f, "**Plans** (costs %s, ms)\n\n", label);
-        fprintf(f, "| run | task | alg | K | max | min | mean | balance (%%) | speedup |%s mem max (MiB) | mem min (MiB) | feasible |%s\n",
-                fl ? " floor | max/floor |" : "", noise ? " noisy shards |" : "");
-        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|---:|%s---:|---:|---|%s\n", fl ? "---:|---:|" : "", noise ? "---:|" : "");
+        fprintf(f, "| run | task | alg | K | max | min | mean | balance (%%) |%s speedup |%s mem max (MiB) | mem min (MiB) | feasible |%s\n",
+                passes ? " balance per pass (%) |" : "", fl ? " floor | max/floor |" : "", noise ? " noisy shards |" : "");
+        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|%s---:|%s---:|---:|---|%s\n", passes ? "---:|" : "",
+                fl ? "---:|---:|" : "", noise ? "---:|" : "");
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
@@ -639,6 +786,12 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         else snprintf(b, sizeof b, "n/a");
         shaky |= q->shaky;
         cell(f, fmt, 7, b, 0);
+        if (passes) {
+            char pb[48];
+            const int extra = pass_cell(pb, sizeof pb, q);
+            flips |= q->pass_flip;
+            cell(f, fmt, 19, pb, extra);
+        }
         num(f, fmt, 8, "%.3f", q->speedup);
         if (fl) {
             num(f, fmt, 10, "%.4f", q->floor);
@@ -661,6 +814,11 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         }
     }
     if (shaky) fprintf(f, "%s* %s\n", fmt == AS_EVAL_MARKDOWN ? "\n\\" : "", SHAKY_LEGEND);
+    if (passes)
+        fprintf(f, "%sbalance per pass: the lowest and highest of the plan's balance in each pass (as-bench --passes: "
+                   "measured apart, in time and in fresh memory)%s\n", fmt == AS_EVAL_MARKDOWN ? "\n\\" : "",
+                flips ? "; ↕: its order against another plan of the same task flips between passes (the "
+                        "measurement does not rank them)" : "");
     if (fmt == AS_EVAL_MARKDOWN) fputc('\n', f);
     floor_legend(f, p, n, label);
     fputc('\n', f);
@@ -669,16 +827,17 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
 void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
 {
     const double MiB = 1024.0 * 1024.0;
-    int noise = any_noise(p, n), aw = alg_width(p, n);
-    if (fmt == AS_EVAL_CSV) fprintf(f, "run,task,alg,shard,tables,cost_kind,cost_ms,mem_bytes,spread,noisy\n");
+    int noise = any_noise(p, n), aw = alg_width(p, n), ps = any_pass_spread(p, n), flips = 0;
+    if (fmt == AS_EVAL_CSV) fprintf(f, "run,task,alg,shard,tables,cost_kind,cost_ms,mem_bytes,spread,noisy%s\n",
+                                    ps ? ",pass_spread,slowest_flips" : "");
     else if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Shards (costs %s):\n", label);
-        fprintf(f, "%4s %5s %-*s %5s %6s %12s %12s%s\n", "run", "task", aw, "alg", "shard", "tables", "cost ms", "mem MiB",
-                noise ? "   spread %  noisy" : "");
+        fprintf(f, "%4s %5s %-*s %5s %6s %12s %12s%s%s\n", "run", "task", aw, "alg", "shard", "tables", "cost ms", "mem MiB",
+                noise ? "   spread %  noisy" : "", ps ? "  pass spread %" : "");
     } else {
-        fprintf(f, "**Shards** (costs %s)\n\n| run | task | alg | shard | tables | cost (ms) | mem (MiB) |%s\n", label,
-                noise ? " spread (%) | noisy |" : "");
-        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|%s\n", noise ? "---:|---|" : "");
+        fprintf(f, "**Shards** (costs %s)\n\n| run | task | alg | shard | tables | cost (ms) | mem (MiB) |%s%s\n", label,
+                noise ? " spread (%) | noisy |" : "", ps ? " pass spread (%) |" : "");
+        fprintf(f, "|---:|---:|---|---:|---:|---:|---:|%s%s\n", noise ? "---:|---|" : "", ps ? "---:|" : "");
     }
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
@@ -694,7 +853,12 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
                 if (q->mem) fprintf(f, ",%" PRIu64, q->mem[k]);
                 else fprintf(f, ",");
                 num(f, fmt, 0, "%.9g", sp);
-                fprintf(f, ",%s\n", q->noisy ? (q->noisy[k] ? "true" : "false") : "");
+                fprintf(f, ",%s", q->noisy ? (q->noisy[k] ? "true" : "false") : "");
+                if (ps) {
+                    num(f, fmt, 0, "%.9g", q->pass_spread ? q->pass_spread[k] : NAN);
+                    fprintf(f, ",%s", q->npass >= 2 ? (slowest_flips(q, k) ? "true" : "false") : "");
+                }
+                fputc('\n', f);
                 continue;
             }
             if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64 " %6" PRId64, q->run, q->task, aw, q->alg, k, c);
@@ -705,19 +869,33 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
                 num(f, fmt, 10, "%.1f", sp * 100);
                 cell(f, fmt, 6, nz, 0);
             }
+            if (ps) {
+                char b[40];
+                const double v = q->pass_spread ? q->pass_spread[k] : NAN;
+                const int fl = slowest_flips(q, k);
+                if (isfinite(v)) snprintf(b, sizeof b, "%.1f%s", 100 * v, fl ? " ↕" : "");
+                else snprintf(b, sizeof b, "n/a%s", fl ? " ↕" : "");
+                flips |= fl;
+                cell(f, fmt, 15, b, fl ? 2 : 0);
+            }
             fputc('\n', f);
         }
         free(start);
     }
+    if (flips && fmt != AS_EVAL_CSV)
+        fprintf(f, "%s↕: the slowest shard of its plan in some passes but not in all (the shard that sets the plan's "
+                   "balance changes between passes)\n", fmt == AS_EVAL_MARKDOWN ? "\n" : "");
     fputc('\n', f);
 }
 
 /* the summary's CSV: a header line, a row per algorithm */
 static void summary_csv(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64_t n, const char *label, const char *over)
 {
+    int passes = 0;
+    for (int64_t i = 0; i < n; i++) passes |= a[i].npass >= 2;
     fprintf(f, "alg,cost_kind,plans,infeasible,unmeasured,over,n_balance,balance_mean,balance_std,n_speedup,speedup_mean,speedup_std,max_ms_mean,"
                "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,"
-               "at_floor,model_plans,model_weak,model_unjudged\n");
+               "at_floor,model_plans,model_weak,model_unjudged%s\n", passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flips" : "");
     for (int64_t i = 0; i < n; i++) {
         fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
                 a[i].unmeasured, over, a[i].nbal);
@@ -736,8 +914,15 @@ static void summary_csv(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64
         else fprintf(f, ",,,");
         fprintf(f, ",%" PRId64, a[i].nfloor);
         num(f, fmt, 0, "%.9g", a[i].floor_ratio_mean);
-        fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "\n", a[i].at_floor, a[i].mq_plans, a[i].mq_weak,
+        fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, a[i].at_floor, a[i].mq_plans, a[i].mq_weak,
                 a[i].mq_unjudged);
+        if (passes) {
+            fprintf(f, ",%d", a[i].npass);
+            num(f, fmt, 0, "%.9g", a[i].bal_pass_lo);
+            num(f, fmt, 0, "%.9g", a[i].bal_pass_hi);
+            fprintf(f, ",%" PRId64, a[i].pass_flips);
+        }
+        fputc('\n', f);
     }
 }
 
@@ -752,14 +937,15 @@ static void model_cell(char *b, size_t len, const as_eval_alg *a)
     else snprintf(b, len, "%s %" PRId64 "/%" PRId64, w, k, a->mq_plans);
 }
 
-/* one algorithm's row of the summary table (text, markdown); fl, noise, mq: the floor, the
- * noise and the cost model columns */
-static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int aw, int fl, int noise, int mq)
+/* one algorithm's row of the summary table (text, markdown); fl, noise, mq, passes: the
+ * floor, the noise, the cost model and the between-pass columns */
+static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int aw, int fl, int noise, int mq, int passes)
 {
     if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a->alg, a->plans, a->infeasible);
     else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a->alg, a->plans, a->infeasible);
     pm(f, fmt, 16, "%.1f", a->bal_mean, a->bal_std, 100);
     interval(f, fmt, 14, "%.1f", a->bal_lo, a->bal_hi, 100);
+    if (passes) interval(f, fmt, 14, "%.1f", a->bal_pass_lo, a->bal_pass_hi, 100);
     num(f, fmt, 9, "%.3f", a->spd_gmean);
     interval(f, fmt, 16, NULL, a->spd_lo, a->spd_hi, 1);
     num(f, fmt, 12, "%.4f", a->max_mean);
@@ -792,9 +978,10 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
         summary_csv(f, fmt, a, n, label, over);
         return;
     }
-    int noise = 0, fl = 0, mq = 0, aw = 20;
+    int noise = 0, fl = 0, mq = 0, aw = 20, passes = 0;
     double margin = NAN;
     for (int64_t i = 0; i < n; i++) {
+        passes |= a[i].npass >= 2;
         noise |= a[i].shards > 0;
         mq |= a[i].mq_plans > 0;
         fl |= a[i].nfloor > 0;
@@ -803,19 +990,24 @@ void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, in
     }
     if (fmt == AS_EVAL_TEXT) {
         fprintf(f, "Summary per algorithm (costs %s; over %s):\n", label, over);
-        fprintf(f, "%-*s %6s %10s %16s %14s %9s %16s %12s%s%s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
-                "speedup", "speedup 95% CI", "max ms", fl ? "  max/floor  at floor" : "", noise ? "  noisy shards" : "",
-                mq ? "   cost model" : "");
+        fprintf(f, "%-*s %6s %10s %16s %14s%s %9s %16s %12s%s%s%s\n", aw, "alg", "plans", "infeasible", "balance %", "balance 95% CI",
+                passes ? "   passes lo-hi" : "", "speedup", "speedup 95% CI", "max ms", fl ? "  max/floor  at floor" : "",
+                noise ? "  noisy shards" : "", mq ? "   cost model" : "");
     } else {
         fprintf(f, "**Summary per algorithm** (costs %s; over %s)\n\n", label, over);
-        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI | speedup (geomean) | speedup 95 %% CI | max (ms) |%s%s%s\n"
-                   "|---|---:|---:|---:|---:|---:|---:|---:|%s%s%s\n", fl ? " max/floor | at floor |" : "", noise ? " noisy shards |" : "",
-                mq ? " cost model |" : "", fl ? "---:|---:|" : "", noise ? "---:|" : "", mq ? "---|" : "");
+        fprintf(f, "| alg | plans | infeasible | balance (%%) | balance 95 %% CI |%s speedup (geomean) | speedup 95 %% CI | max (ms) |%s%s%s\n"
+                   "|---|---:|---:|---:|---:|%s---:|---:|---:|%s%s%s\n", passes ? " balance per pass, lo-hi (%) |" : "",
+                fl ? " max/floor | at floor |" : "", noise ? " noisy shards |" : "", mq ? " cost model |" : "", passes ? "---:|" : "",
+                fl ? "---:|---:|" : "", noise ? "---:|" : "", mq ? "---|" : "");
     }
-    for (int64_t i = 0; i < n; i++) summary_row(f, fmt, &a[i], aw, fl, noise, mq);
+    for (int64_t i = 0; i < n; i++) summary_row(f, fmt, &a[i], aw, fl, noise, mq, passes);
     fprintf(f, "%sbalance: mean ± std over %s, with the 95 %% t-interval of the mean; speedup over random: geometric mean, "
                "with the 95 %% interval (t-interval of the mean log speedup); n/a: fewer than 2 values",
             fmt == AS_EVAL_MARKDOWN ? "\n" : "", over);
+    if (passes)
+        fprintf(f, "; passes lo-hi: the mean balance of each pass (as-bench --passes: the same plans measured apart, in "
+                   "time and in fresh memory), the lowest and the highest: the variation between measurements, which the "
+                   "95 %% CI over the tasks does not hold");
     if (fl) {
         char m[48];
         if (margin > 0) snprintf(m, sizeof m, "at most %g %% above", 100 * margin);
@@ -1036,11 +1228,24 @@ static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                 if (r->cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r->cmp.noisy, r->cmp.shards);
                 else if (!estimated) fprintf(f, " (the noise of single shards is unknown: the plans carry no cost_noisy)");
                 fprintf(f, ".");
-                /* one measurement: the tasks share the machine's state while it lasted */
-                if (!estimated && !v->over_runs)
+                if (r->cmp.npass >= 2) {
+                    /* decided on the between-pass variation too */
+                    char lo[32], hi[32];
+                    snprintf(lo, sizeof lo, "%+.1f", 100 * r->cmp.pass_lo);
+                    snprintf(hi, sizeof hi, "%+.1f", 100 * r->cmp.pass_hi);
+                    fprintf(f, " It holds between measurements too: the plans were measured in %d passes made apart (in "
+                               "time and in fresh memory), and the lead is above 0 in every one of them (%s to %s points)",
+                            r->cmp.npass, lo, hi);
+                    if (r->cmp.flips)
+                        fprintf(f, ", although on %" PRId64 " of the %" PRId64 " tasks the two plans' order flips between passes",
+                                r->cmp.flips, r->cmp.pass_pairs);
+                    fprintf(f, ".");
+                } else if (!estimated && !v->over_runs)
+                    /* one measurement: the tasks share the machine's state while it lasted */
                     fprintf(f, " The interval covers the variation over the tasks of this measurement, not that between "
                                "measurements: on a shared machine the same plans measured again can move by a few points "
-                               "(measure them again, or compare several runs with --over runs, to confirm a small lead).");
+                               "(measure them in passes, as-bench --passes, or again, or compare several runs with --over "
+                               "runs, to confirm a small lead).");
                 fprintf(f, "\n");
                 break;
             case AS_RANK_NOISY:
@@ -1048,6 +1253,18 @@ static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
                     fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
                     fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r->cmp.noisy,
                             r->cmp.shards, 100.0 * (double)r->cmp.noisy / (double)r->cmp.shards, 100 * AS_EVAL_NOISY_MAX);
+                } else if (r->pass_flip) {
+                    char lo[32], hi[32];
+                    snprintf(lo, sizeof lo, "%+.1f", 100 * r->cmp.pass_lo);
+                    snprintf(hi, sizeof hi, "%+.1f", 100 * r->cmp.pass_hi);
+                    fprintf(f, "%sThese measurements cannot rank %s and %s%s: over the tasks the interval lies above 0, but "
+                               "the plans were measured in %d passes made apart (in time and in fresh memory) and the lead "
+                               "does not hold in every one (%s to %s points): the variation between measurements reverses "
+                               "it", B, w->alg, u->alg, B, r->cmp.npass, lo, hi);
+                    if (r->cmp.flips)
+                        fprintf(f, "; on %" PRId64 " of the %" PRId64 " tasks the two plans' order flips between passes", r->cmp.flips,
+                                r->cmp.pass_pairs);
+                    fprintf(f, ".\n");
                 } else {
                     /* few noisy shards, but the difference is within what varies from task to task
                      * (and run to run): not a ranking either */

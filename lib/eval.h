@@ -64,6 +64,13 @@ typedef struct {
     double floor_margin;        /* the plans' floor margin; NaN when none was judged */
     int64_t mq_plans;           /* plans carrying model_quality (placed by a cost model) */
     int64_t mq_weak, mq_unjudged; /* of which marked weak; not judged (weak nil) */
+    /* passes (as-bench --passes): when every usable plan carries the same npass >= 2, the
+       mean balance of each pass, lowest and highest (the between-pass interval); else npass
+       0 and NaN. pass_flips: its plans whose order against another plan of the same task
+       flips between passes */
+    int npass;
+    double bal_pass_lo, bal_pass_hi;
+    int64_t pass_flips;
 } as_eval_alg;
 
 /* Summary per algorithm, in the canonical order (random, size-greedy, dim-greedy,
@@ -102,6 +109,13 @@ typedef struct {
     double ratio_lo, ratio_hi;  /* its 95 % interval */
     int all_equal;              /* every pair has the same balance and max cost */
     int64_t shards, noisy;      /* shards of the paired plans of both with a cost_noisy flag; noisy */
+    /* passes (as-bench --passes): when every pair's plans carry the same npass >= 2 passes,
+       npass and the lowest and highest over the passes of the pass's mean balance difference
+       (a minus b, over the pairs); else npass 0 and NaN. flips: pairs whose order is not the
+       same in every pass (pass_pairs: pairs with passes) */
+    int npass;
+    double pass_lo, pass_hi;
+    int64_t flips, pass_pairs;
 } as_eval_cmp;
 void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c);
 
@@ -116,13 +130,18 @@ typedef enum {
 
 /* The winner (highest mean balance; ties: higher geometric-mean speedup, then summary
  * order) and the runner-up, compared with as_eval_compare. RESOLVED when the interval of the
- * balance difference lies above 0 and at most AS_EVAL_NOISY_MAX of the paired plans'
- * flagged shards are noisy (unknown noise does not block it). */
+ * balance difference lies above 0, at most AS_EVAL_NOISY_MAX of the paired plans'
+ * flagged shards are noisy (unknown noise does not block it) and, when the plans were
+ * measured in passes (cmp.npass >= 2), the winner's mean lead is above 0 in every pass: the
+ * variation between measurements made apart (in time and in memory) is what can reverse a
+ * ranking that the tasks' interval calls clear; else NOISY with pass_flip. */
 typedef struct {
     as_eval_rank_kind kind;
     int64_t winner, runner;     /* indices into the summary; -1 when none */
     as_eval_cmp cmp;            /* winner against runner-up */
     int too_noisy;              /* the noisy-shard fraction is above AS_EVAL_NOISY_MAX */
+    int pass_flip;              /* NOISY because, with passes, the lead is not above 0 in every
+                                 * pass although the interval over the tasks is */
 } as_eval_rank;
 void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
                        as_eval_rank *r);

@@ -18,6 +18,8 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->mem);
     free(p->spread);
     free(p->noisy);
+    free(p->pass_cost);
+    free(p->pass_spread);
     free(p->comm_in);
     free(p->comm_out);
     free(p->comm_ms);
@@ -170,6 +172,59 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
     return 0;
 }
 
+/* as-bench --passes (docs/FORMAT.md): cost_pass_ms, a list of 2..AS_EVAL_PASS_MAX passes,
+ * each a list of K costs (numbers >= 0, or nil: unmeasured), and cost_pass_spread, K
+ * numbers >= 0 or nil; each may be absent or nil */
+static int read_passes(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(rec, "cost_pass_ms");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 2 || o->via.array.size > AS_EVAL_PASS_MAX) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_pass_ms' must be a list of 2 to %d passes", p->task,
+                     AS_EVAL_PASS_MAX);
+            return -1;
+        }
+        const int P = (int)o->via.array.size;
+        p->pass_cost = as_malloc((size_t)P * (size_t)(p->K ? p->K : 1) * sizeof *p->pass_cost);
+        p->npass = P;
+        for (int q = 0; q < P; q++) {
+            const msgpack_object *a = &o->via.array.ptr[q];
+            if (a->type != MSGPACK_OBJECT_ARRAY || (int64_t)a->via.array.size != p->K) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_pass_ms[%d] must be a list with one entry per shard",
+                         p->task, q);
+                return -1;
+            }
+            for (int64_t k = 0; k < p->K; k++) {
+                double *v = &p->pass_cost[(int64_t)q * p->K + k];
+                int rc = as_obj_num(&a->via.array.ptr[k], v);
+                if (rc < 0 || (!rc && !(isfinite(*v) && *v >= 0))) {
+                    snprintf(err, errlen, "plan of task %" PRId64 ": cost_pass_ms[%d][%" PRId64 "] is not a number >= 0 or nil",
+                             p->task, q, k);
+                    return -1;
+                }
+                if (rc) *v = NAN;
+            }
+        }
+    }
+    o = as_obj_get(rec, "cost_pass_spread");
+    if (o && o->type != MSGPACK_OBJECT_NIL) {
+        if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_pass_spread' must be a list with one entry per shard", p->task);
+            return -1;
+        }
+        p->pass_spread = as_malloc((size_t)(p->K ? p->K : 1) * sizeof *p->pass_spread);
+        for (int64_t k = 0; k < p->K; k++) {
+            int rc = as_obj_num(&o->via.array.ptr[k], &p->pass_spread[k]);
+            if (rc < 0 || (!rc && !(isfinite(p->pass_spread[k]) && p->pass_spread[k] >= 0))) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": cost_pass_spread[%" PRId64 "] is not a number >= 0 or nil", p->task, k);
+                return -1;
+            }
+            if (rc) p->pass_spread[k] = NAN;
+        }
+    }
+    return 0;
+}
+
 /* the noise fields of as-bench (docs/FORMAT.md): cost_spread, cost_noisy, noise_threshold;
  * each may be absent or nil (unknown) */
 static int read_noise(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
@@ -313,7 +368,7 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     if (fe && fe->type == MSGPACK_OBJECT_BOOLEAN) p->feasible = fe->via.boolean && !unplaced;
     else p->feasible = !unplaced;
     if (read_mem(rec, p, err, errlen) || read_costs(rec, p, err, errlen)) goto bad;
-    if (read_noise(rec, p, err, errlen)) goto bad;
+    if (read_noise(rec, p, err, errlen) || read_passes(rec, p, err, errlen)) goto bad;
     if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
         read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))
         goto bad;

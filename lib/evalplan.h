@@ -14,6 +14,9 @@
 
 typedef enum { AS_EVAL_TEXT, AS_EVAL_MARKDOWN, AS_EVAL_CSV } as_eval_format;
 
+/* the most passes a plan's cost_pass_ms may hold (as-bench --passes: 16) */
+#define AS_EVAL_PASS_MAX 16
+
 typedef struct {
     /* from the record */
     int64_t run;                /* run index: input file and plan seed (set by the reader's caller) */
@@ -32,6 +35,12 @@ typedef struct {
     double *spread;             /* [K] cost_spread: relative spread of each shard's timed runs,
                                    NaN where unknown; NULL when the plan carries none */
     unsigned char *noisy;       /* [K] cost_noisy; NULL when the plan carries none */
+    /* passes (as-bench --passes, cost_pass_ms): npass >= 2 measurements of the plan made
+       apart, pass_cost [npass * K] each pass's costs (pass p's shard k at p * K + k; NaN
+       unmeasured); pass_spread [K] cost_pass_spread, each shard's spread over the passes with
+       the plan's level taken out (NaN unknown); npass 0 and NULL when the plan carries none */
+    int npass;
+    double *pass_cost, *pass_spread;
     double noise_threshold;     /* noise_threshold; NaN when absent */
     int64_t clamped;            /* estimated shard costs below 0 that were set to 0 */
     /* communication (as-plan: comm_in_bytes, comm_out_bytes; lib/split.h's terms): NULL when
@@ -60,6 +69,12 @@ typedef struct {
     double floor;               /* ms: the costliest of its tables alone */
     int64_t floor_unknown;      /* its tables without a single cost */
     double over_floor;          /* as_eval_compute: max / floor (ok, floor known and > 0); NaN */
+    /* as_eval_compute with passes (ok and npass >= 2): each pass's balance (with the same
+       communication charge as cost), their lowest and highest; NaN without */
+    double pass_bal[AS_EVAL_PASS_MAX];
+    double pass_bal_lo, pass_bal_hi;
+    int pass_flip;              /* as_eval_compute: its order by balance against another plan
+                                   of its run and task flips between passes */
     int at_floor;               /* as_eval_floor_mark: max <= floor x (1 + margin); -1 unknown */
     double floor_margin;        /* the margin at_floor was judged with */
 } as_eval_plan;

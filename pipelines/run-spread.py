@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """run-spread.py - how far the same plans measured in several as-bench runs disagree.
 
-usage: as-show --kind plan RUN1.ast | python3 run-spread.py - [...]   (one JSON-lines file per run)
-       python3 run-spread.py run1.jsonl run2.jsonl [run3.jsonl ...]
+usage: python3 run-spread.py run1.jsonl run2.jsonl [run3.jsonl ...]
+       python3 run-spread.py --passes run.jsonl
 
-Each argument is one run's measured plans as JSON lines (as-show --kind plan). Plans are
-matched across runs by (task, alg, occurrence). Per shard, each plan's overall level is
+Each argument is one run's measured plans as JSON lines (as-show --kind plan RUN.ast, or
+- for standard input). With --passes, one file whose plans were measured in passes
+(as-bench --passes N: `cost_pass_ms`): each pass is taken as a run.
+
+Plans are matched across runs by (task, alg, occurrence). Per shard, each plan's overall level is
 taken out first: x[r][k] = log cost[r][k] - mean_k log cost[r][k] (run r, shard k), so a
 run that is uniformly slower does not count; the shard's between-run figure is then
 exp(x[r][k] - x[0][k]) - 1 for every later run r against the first (two runs: the
@@ -21,7 +24,7 @@ import math
 import sys
 
 
-def load(path):
+def load(path, field="cost_ms"):
     f = sys.stdin if path == "-" else open(path)
     plans, seen = {}, {}
     for line in f:
@@ -34,24 +37,35 @@ def load(path):
         key0 = (r.get("task"), r.get("alg"))
         occ = seen.get(key0, 0)
         seen[key0] = occ + 1
-        plans[key0 + (occ,)] = r.get("cost_ms")
+        plans[key0 + (occ,)] = r.get(field)
     return plans
 
 
+def load_passes(path):
+    both = load(path, "cost_pass_ms")
+    npass = max((len(v) for v in both.values() if isinstance(v, list)), default=0)
+    if npass < 2:
+        sys.stderr.write("run-spread: %s: no plan carries cost_pass_ms of 2 passes or more (as-bench --passes)\n" % path)
+        sys.exit(1)
+    return [{k: (v[p] if isinstance(v, list) and len(v) == npass else None) for k, v in both.items()} for p in range(npass)]
+
+
 def balance(c):
-    return min(c) / max(c) if c and min(c) > 0 else float("nan")
+    if not isinstance(c, list) or not c or not all(isinstance(x, (int, float)) for x in c):
+        return float("nan")
+    return min(c) / max(c) if min(c) > 0 else float("nan")
 
 
 def main(argv):
     if len(argv) < 3 or argv[1] in ("-h", "--help"):
         sys.stdout.write(__doc__)
         return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
-    runs = [load(p) for p in argv[1:]]
+    runs = load_passes(argv[2]) if argv[1] == "--passes" else [load(p) for p in argv[1:]]
     keys = [k for k in runs[0] if all(k in r for r in runs[1:])]
     diffs = []
     for k in keys:
         cs = [r[k] for r in runs]
-        if any(c is None or len(c) != len(cs[0]) or any(not isinstance(v, (int, float)) or v <= 0 for v in c) for c in cs):
+        if any(not isinstance(c, list) or len(c) != len(cs[0]) or any(not isinstance(v, (int, float)) or v <= 0 for v in c) for c in cs):
             continue
         xs = []
         for c in cs:
@@ -70,7 +84,7 @@ def main(argv):
     for a in algs:
         bals = []
         for r in runs:
-            v = [balance(r[k]) for k in keys if k[1] == a and r[k] and all(isinstance(x, (int, float)) for x in r[k])]
+            v = [balance(r[k]) for k in keys if k[1] == a and isinstance(r[k], list) and all(isinstance(x, (int, float)) for x in r[k])]
             bals.append(sum(v) / len(v) if v else float("nan"))
         print("  %-28s balance per run: %s" % (a, " ".join("%.1f" % (100 * b) for b in bals)))
     flips = pairs = 0

@@ -506,6 +506,11 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_output '[3,3]'
     run sh -c "as-show --kind cost '$T/p1.ast' | jq -c '[.passes, .attempts]' | sort -u"
     assert_output '[1,1]'
+    # each pass apart: pass_ms (3 equal figures here) and their spread; nil with one pass
+    run sh -c "as-show --kind cost '$T/p3.ast' | jq -c '[(.pass_ms | length), (.pass_ms[0] == .pass_ms[2]), (.pass_spread < 1e-9)]' | sort -u"
+    assert_output '[3,true,true]'
+    run sh -c "as-show --kind cost '$T/p1.ast' | jq -c '[.pass_ms, .pass_spread]' | sort -u"
+    assert_output '[null,null]'
     run bash -c "paste -d' ' <(as-show --kind cost '$T/p1.ast' | jq .cost_ms) <(as-show --kind cost '$T/p3.ast' | jq .cost_ms) |
                awk '{ d = \$1 / \$2 - 1; if (d < 0) d = -d; if (d > 1e-12) bad++ } END { print bad + 0 }'"
     assert_output '0'

@@ -351,6 +351,59 @@ ranked_plans() {
     grep -q "^- Plots: $T/p.svg (balance, speedup, per-shard costs)\.$" "$T/v.txt"
 }
 
+# NPP TASK ALG COSTS PASS1: a plan measured in 2 passes, pass 0 its COSTS, pass 1 PASS1
+NPP() {
+    echo "{'kind':'plan','task':$1,'alg':'$2','shards':len($3),'tables':list(range(len($3))),'assign':list(range(len($3))),'cost_ms':$3,'cost_kind':'measured','cost_device':'cpu: test','cost_spread':[0.01]*len($3),'cost_noisy':[False]*len($3),'noise_threshold':0.05,'cost_pass_ms':[$3,$4],'cost_pass_spread':[0.02]*len($3)}"
+}
+# ranked_plans' costs measured in 2 passes: pass 1 the same plans 10 % slower, but autoshard's
+# (AS1: its pass-1 costs on tasks 0, 1, 2; default: 10 % slower too)
+pass_plans() {
+    local a0=${1:-'[5.5,2.75]'} a1=${2:-'[5.5,3.3]'} a2=${3:-'[5.5,3.025]'}
+    mp_stream "$(NPP 0 random '[8.0,2.0]' '[8.8,2.2]')" "$(NPP 0 cost-greedy '[4.0,3.6]' '[4.4,3.96]')" "$(NPP 0 autoshard '[5.0,2.5]' "$a0")" \
+              "$(NPP 1 random '[8.0,2.0]' '[8.8,2.2]')" "$(NPP 1 cost-greedy '[4.0,3.2]' '[4.4,3.52]')" "$(NPP 1 autoshard '[5.0,3.0]' "$a1")" \
+              "$(NPP 2 random '[8.0,2.0]' '[8.8,2.2]')" "$(NPP 2 cost-greedy '[4.0,3.4]' '[4.4,3.74]')" "$(NPP 2 autoshard '[5.0,2.75]' "$a2")"
+}
+
+@test "as-eval: plans measured in passes: a lead that holds in every pass is resolved and said so; one a pass reverses is not; flips marked; bad passes refused" {
+    pass_plans > "$T/p.ast"
+    run as-eval --table verdict "$T/p.ast"
+    assert_success
+    assert_output --partial "The ranking is resolved: the interval lies above 0 and 0 of their 12 shards are noisy. It holds between measurements too: the plans were measured in 2 passes made apart (in time and in fresh memory), and the lead is above 0 in every one of them (+30.0 to +30.0 points)."
+    refute_output --partial "not that between measurements"
+    run as-eval --table summary "$T/p.ast"
+    assert_line --regexp '^cost-greedy +3 +0 .* \[85\.0, 85\.0\] '
+    assert_output --partial "passes lo-hi: the mean balance of each pass"
+    run sh -c "as-eval --table summary --format csv '$T/p.ast' | head -1"
+    assert_output --partial ",passes,balance_pass_lo,balance_pass_hi,pass_flips"
+    # pass 1 measures autoshard's plans at 95 % balance: over the combined costs cost-greedy
+    # still leads every task, but pass 1 reverses it: not resolved, each task's pair flips
+    pass_plans '[5.0,4.75]' '[5.0,4.75]' '[5.0,4.75]' > "$T/f.ast"
+    run as-eval --table verdict "$T/f.ast"
+    assert_success
+    assert_output --partial "These measurements cannot rank cost-greedy and autoshard: over the tasks the interval lies above 0, but the plans were measured in 2 passes made apart (in time and in fresh memory) and the lead does not hold in every one (-10.0 to +30.0 points): the variation between measurements reverses it; on 3 of the 3 tasks the two plans' order flips between passes."
+    assert_output --partial "cost-greedy"
+    refute_output --partial "The ranking is resolved"
+    run as-eval --table plans "$T/f.ast"
+    assert_line --regexp '^ +0 +0 cost-greedy .* 90\.0-90\.0% ↕ '
+    assert_output --partial "↕: its order against another plan of the same task flips between passes"
+    run sh -c "as-eval --table shards --format csv '$T/f.ast' | sed -n 2p"
+    assert_output --regexp ',0\.02,false$'
+    # autoshard's task 0 in pass 1 slowest on its other shard: both its shards marked
+    pass_plans '[2.0,4.75]' > "$T/s.ast"
+    run sh -c "as-eval --table shards --format csv '$T/s.ast' | grep '^0,0,autoshard,' | cut -d, -f12"
+    assert_output "$(printf 'true\ntrue')"
+    run as-eval --table shards "$T/s.ast"
+    assert_line --regexp '^ +0 +0 autoshard +0 .* 2\.0 ↕$'
+    assert_output --partial "↕: the slowest shard of its plan in some passes but not in all"
+    # malformed passes are bad data naming the field
+    for bad in "'x'" "[[1.0,2.0]]" "[[1.0,2.0],[1.0]]" "[[1.0,2.0],[1.0,-2.0]]"; do
+        mp_edit "$T/p.ast" "for r in kind('plan'): r['cost_pass_ms'] = $bad" > "$T/bad.ast"
+        run as-eval "$T/bad.ast"
+        assert_failure 1
+        assert_output --partial 'cost_pass_ms'
+    done
+}
+
 @test "as-eval: noisy shards are marked, counted per plan and algorithm; too noisy to rank is said plainly" {
     # autoshard's slowest shard stayed noisy on tasks 0 and 1: 2 of the 12 shards of the pair
     ranked_plans '[0.3,0.01]' '[True,False]' '[0.4,None]' '[True,False]' > "$T/p.ast"

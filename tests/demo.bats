@@ -17,7 +17,11 @@ load test_helper/common
         assert_output --partial "$alg"
     done
     # every task's floor from the cost dataset's singles (as-bench --singles measured every table)
-    grep -q '^| run | task | alg | K | max | min | mean | balance (%) | speedup | floor | max/floor |' "$d/report.md"
+    grep -q '^| run | task | alg | K | max | min | mean | balance (%) | balance per pass (%) | speedup | floor | max/floor |' "$d/report.md"
+    # the plans measured in 2 passes (PASSES=2): each pass's costs, and the verdict ranks on them
+    run sh -c "as-show --kind plan '$d/measured.ast' | jq -c '[(.cost_pass_ms | length), (.cost_pass_spread | length) == .shards]' | sort -u"
+    assert_output '[2,true]'
+    grep -q 'passes lo-hi: the mean balance of each pass' "$d/report.md"
     grep -q '^- \*\*Floor-bound: [0-2] of 2 tasks\*\* (the best plan.s slowest shard is at most 2 % above the floor' "$d/report.md"
     [ "$(grep -c 'Floor: unknown' "$d/report.md")" -eq 0 ]
     # split plans too: every piece of them measured alone (as-bench --piece-singles)

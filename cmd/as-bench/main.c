@@ -88,16 +88,23 @@ static const char HELP[] =
     "                         whole input): a burst of load meets a shard's attempts a\n"
     "                         window's time apart, not all at once. Records come out in\n"
     "                         input order whatever the window\n"
-    "      --passes N         measure each window N times, one pass after another, each\n"
-    "                         with its own re-measuring rounds, and write each shard's\n"
-    "                         passes combined: geometric means of the times, `passes` in\n"
-    "                         the records (default 1). On a shared machine the state of\n"
-    "                         other tenants can change for tens of seconds how shards of\n"
-    "                         different kinds compare (a lookup-heavy table's shard 15 %\n"
-    "                         dearer against the others), which neither a shard's runs\n"
-    "                         nor the reference correct; passes a window's time apart\n"
-    "                         (with --window 0, the whole input's) average it out. N times\n"
-    "                         the time\n"
+    "      --passes N         measure each window N times (1-16), one pass after another,\n"
+    "                         each in fresh memory (CPU: the shards' weights and buffers\n"
+    "                         allocated anew) and with its own re-measuring rounds, and\n"
+    "                         write each shard's passes combined: geometric means of the\n"
+    "                         times, `passes` in the records (default 1), and each pass\n"
+    "                         apart: `pass_ms` and `pass_spread` (std / mean over the\n"
+    "                         passes) in cost records, `cost_pass_ms` (each pass's costs)\n"
+    "                         and `cost_pass_spread` (each shard's spread over the passes\n"
+    "                         with the plan's level in each pass taken out) in plans, for\n"
+    "                         as-eval to rank on the variation between passes. On a\n"
+    "                         shared machine the same plans measured twice disagree far\n"
+    "                         beyond one run's spread (the project's VM: 5-7 % per shard,\n"
+    "                         against under 1 % within a run): the state of other tenants\n"
+    "                         changes for tens of seconds how shards of different kinds\n"
+    "                         compare, which neither a shard's runs nor the reference\n"
+    "                         correct; passes a window's time apart (with --window 0, the\n"
+    "                         whole input's) measure and average it. N times the time\n"
     "      --interleave N     CPU: shards measured together, at most N (default 16; 1: one\n"
     "                         at a time): set up at once, then their timed runs go in\n"
     "                         rounds, each round running every shard once. A burst of\n"
@@ -436,7 +443,7 @@ static int opt_noise(as_cli *cli, int opt, const char *arg, bargs *a, as_brun_cf
     case OPT_NOISE: rc->noise.threshold = as_cli_f64(cli, "--noise-threshold", arg, 0, 100); return 1;
     case OPT_RETRIES: rc->noise.retries = (int)as_cli_i64(cli, "--retries", arg, 0, 100); return 1;
     case OPT_WINDOW: rc->window = as_cli_i64(cli, "--window", arg, 0, 100000000); return 1;
-    case OPT_PASSES: rc->passes = (int)as_cli_i64(cli, "--passes", arg, 1, 100); return 1;
+    case OPT_PASSES: rc->passes = (int)as_cli_i64(cli, "--passes", arg, 1, AS_BENCH_PASS_MAX); return 1;
     case OPT_INTERLEAVE: rc->noise.interleave = (int)as_cli_i64(cli, "--interleave", arg, 1, 100000); return 1;
     case OPT_NOCALIB: a->calibrate = 0; return 1;
     case OPT_REFERENCE: reference_arg(cli, arg, a); return 1;

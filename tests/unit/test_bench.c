@@ -408,7 +408,7 @@ TEST(bench_fake_timer_parse_and_factor)
     CHECK(as_bench_fake_parse("factor=x", &f, err, sizeof err) == -1);
 
     int64_t a[3] = { 4, 9, 2 }, b[3] = { 2, 9, 4 };
-    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0, { 0 }, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0, { 0 }, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0, { 0 }, 0, 0 };
     for (int r = 0; r < 10; r++) {
         double m = as_bench_fake_factor(&q, a, 3, 0, r);
         CHECK(m >= 1 && m < 1.01);
@@ -448,7 +448,7 @@ TEST(bench_fake_timer_in_the_session)
     as_bench_cfg c = cpu_cfg();
     c.runs = 5;
     c.trim = 1;
-    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0, { 0 }, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0, { 0 }, 0, 0 };
     c.fake = &q;
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
@@ -552,7 +552,7 @@ static int64_t run_noise(const as_bench_fake *f, double threshold, int retries, 
         jobs[i].ids = ids[i];
         jobs[i].n = 1 + i % 3;
     }
-    as_noise_cfg nc = { threshold, retries, retried_cb, 0, NULL, 0, NULL };
+    as_noise_cfg nc = { threshold, retries, retried_cb, 0, NULL, 0, NULL, 0, NULL, NULL };
     order_ctx o = { .S = S };
     int64_t again = as_noise_measure(S, jobs, n, &nc, order_cb, &o, NULL);
     if (o.rcalls != again || (o.rround && o.rk != o.rm)) o.bad++;
@@ -573,7 +573,7 @@ TEST(bench_noise_rounds)
     noise_ids(ids, N);
     as_noise_job jobs[N];
     int64_t measured, bad;
-    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
+    as_bench_fake q = { 1, AS_FAKE_QUIET, 1, 10, 0, 0, { 0 }, 0, 0 }, fi = { 1, AS_FAKE_FIRST, 1, 10, 0, 0, { 0 }, 0, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0, { 0 }, 0, 0 };
 
     /* quiet: one attempt each, nothing noisy */
     CHECK_EQ_I64(run_noise(&q, 0.1, 2, jobs, N, ids, &p, &measured, &bad), 0);
@@ -634,7 +634,7 @@ TEST(bench_noise_rounds)
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
     int64_t missing = 99, one = 12;
     as_noise_job j2[2] = { { &missing, 1, { 0 }, 0 }, { &one, 1, { 0 }, 1 } };
-    as_noise_cfg nc = { 0.1, 2, NULL, 0, NULL, 0, NULL };
+    as_noise_cfg nc = { 0.1, 2, NULL, 0, NULL, 0, NULL, 0, NULL, NULL };
     double rs = 0;
     CHECK_EQ_I64(as_noise_measure(S, j2, 2, &nc, NULL, NULL, &rs), 0);
     CHECK(rs >= 0 && rs < 1);
@@ -674,7 +674,7 @@ TEST(bench_noise_tally_summary_and_warning)
     CHECK_EQ_I64(t.noisy, 2);
     /* median of {0.01, 0.05, 0.2, 0.3} */
     CHECK_NEAR(as_noise_median_spread(&t), 0.125, 1e-15);
-    as_noise_cfg nc = { 0.1, 2, NULL, 0, NULL, 0, NULL };
+    as_noise_cfg nc = { 0.1, 2, NULL, 0, NULL, 0, NULL, 0, NULL, NULL };
     char line[512];
     as_noise_summary(line, sizeof line, &t, &nc, -1);
     CHECK(strstr(line, "noise: 4 shards with a spread, median spread 12.5 %") != NULL);
@@ -724,7 +724,7 @@ TEST(bench_calibrate)
     CHECK(strstr(line, "quiet-machine check: a fixed CPU kernel on 2 threads: 30 runs") != NULL);
     as_bench_session_free(S);
     /* the fake timer: quiet, then noisy; /proc/stat is not read */
-    as_bench_fake f = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 };
+    as_bench_fake f = { 1, AS_FAKE_QUIET, 1, 10, 0, 0, { 0 }, 0, 0 };
     c.fake = &f;
     S = as_bench_session_new(&c, &p, err, sizeof err);
     CHECK(as_bench_calibrate(S, &cal, err, sizeof err) == 0);
@@ -878,7 +878,7 @@ TEST(bench_group_interleaved_rounds)
     as_bench_session_free(S);
 
     /* the fake timer: the same figures together as alone */
-    as_bench_fake q = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
+    as_bench_fake q = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0, { 0 }, 0, 0 };
     as_bench_cfg cf = c;
     cf.fake = &q;
     cf.runs = 6;
@@ -1124,7 +1124,7 @@ TEST(bench_noise_groups_fit_the_budget)
     const uint64_t u01 = NEED(0, 4, 1), u012 = NEED(0, 6, 1), u0 = NEED(0, 3, 1), u0n = NEED(0, 3, 0), u01n = NEED(0, 4, 0);
     const uint64_t u23 = NEED(4, 7, 1), u234 = NEED(4, 9, 1);
     CHECK(u0 < u01 && u01 < u012 && u23 < u234);
-    as_noise_cfg nc = { 0.1, 2, NULL, 100, ref, 2, NULL };
+    as_noise_cfg nc = { 0.1, 2, NULL, 100, ref, 2, NULL, 0, NULL, NULL };
     /* no budget: as_noise_group_end's groups */
     CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, 9, 0, &nc), 9);
     as_bench_session_free(S);
@@ -1171,7 +1171,7 @@ TEST(bench_noise_unit_over_budget)
     enum { N = 6 };
     int64_t ids[N][3], ref[2] = { 11, 14 };
     noise_ids(ids, N);
-    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.3, 10, 0, 0 };
+    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.3, 10, 0, 0, { 0 }, 0, 0 };
     as_bench_cfg c = noise_cfg(5, &f);
     char err[256];
     as_noise_job j[N];
@@ -1201,7 +1201,7 @@ TEST(bench_noise_unit_over_budget)
     CHECK(two < all);
     S = as_bench_session_new(&cb, &p, err, sizeof err);
     double base = 0;
-    as_noise_cfg nc = { 0.1, 2, NULL, 16, ref, 2, &base };
+    as_noise_cfg nc = { 0.1, 2, NULL, 16, ref, 2, &base, 0, NULL, NULL };
     CHECK_EQ_I64(as_noise_group_end_fit(S, j, NULL, N, 0, &nc), N);
     const int64_t again = as_noise_measure(S, j, N, &nc, NULL, NULL, NULL);
     as_bench_session_info si;
@@ -1264,7 +1264,7 @@ TEST(bench_noise_rounds_interleaved)
     enum { N = 10 };
     int64_t ids[N][3];
     noise_ids(ids, N);
-    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
+    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0, { 0 }, 0, 0 };
     as_bench_cfg c = noise_cfg(6, &half);
     as_noise_job a[N], b[N];
     for (int inter = 0; inter < 2; inter++) {
@@ -1277,7 +1277,7 @@ TEST(bench_noise_rounds_interleaved)
             jobs[i].n = 1 + i % 3;
             jobs[i].unit = i / 4;       /* units of 4, 4 and 2 shards */
         }
-        as_noise_cfg nc = { 0.1, 2, NULL, inter ? 8 : 1, NULL, 0, NULL };
+        as_noise_cfg nc = { 0.1, 2, NULL, inter ? 8 : 1, NULL, 0, NULL, 0, NULL, NULL };
         as_noise_measure(S, jobs, N, &nc, NULL, NULL, NULL);
         as_bench_session_free(S);
     }
@@ -1318,7 +1318,7 @@ TEST(bench_noise_unit_kept_from_one_group)
     enum { N = 12, U = 4 };
     int64_t ids[N][3], ref[2] = { 11, 14 };
     noise_ids(ids, N);
-    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.2, 10, 0, 1.8 };
+    as_bench_fake f = { 1, AS_FAKE_FIRST, 0.2, 10, 0, 1.8, { 0 }, 0, 0 };
     as_bench_cfg c = noise_cfg(5, &f);
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
@@ -1331,7 +1331,7 @@ TEST(bench_noise_unit_kept_from_one_group)
         j[i].unit = i / U;
     }
     double base = 0;
-    as_noise_cfg nc = { 0.1, 2, NULL, 8, ref, 2, &base };
+    as_noise_cfg nc = { 0.1, 2, NULL, 8, ref, 2, &base, 0, NULL, NULL };
     const int64_t again = as_noise_measure(S, j, N, &nc, NULL, NULL, NULL);
     as_bench_session_free(S);
     int64_t units_again = 0;
@@ -1457,7 +1457,7 @@ TEST(bench_noise_reference_drift)
     enum { N = 12 };
     int64_t ids[N][3], ref[2] = { 11, 14 };
     noise_ids(ids, N);
-    as_bench_fake quiet = { 1, AS_FAKE_QUIET, 1, 10, 0, 0 }, drift = { 1, AS_FAKE_QUIET, 1, 10, 0, 1.8 };
+    as_bench_fake quiet = { 1, AS_FAKE_QUIET, 1, 10, 0, 0, { 0 }, 0, 0 }, drift = { 1, AS_FAKE_QUIET, 1, 10, 0, 1.8, { 0 }, 0, 0 };
     as_bench_cfg c = noise_cfg(5, NULL);
     as_noise_job q[N], d[N], r[N], r2[N];
     as_noise_job *sets[4] = { q, d, r, r2 };
@@ -1475,7 +1475,7 @@ TEST(bench_noise_reference_drift)
             jobs[i].unit = i;
         }
         /* v 2 and 3: the reference, the second call keeping the first's level */
-        as_noise_cfg nc = { 0.1, 2, NULL, 4, v >= 2 ? ref : NULL, v >= 2 ? 2 : 0, &base };
+        as_noise_cfg nc = { 0.1, 2, NULL, 4, v >= 2 ? ref : NULL, v >= 2 ? 2 : 0, &base, 0, NULL, NULL };
         as_noise_measure(S, jobs, N, &nc, NULL, NULL, NULL);
         if (v == 2) CHECK(base > 0);
         as_bench_session_free(S);
@@ -1499,13 +1499,13 @@ TEST(bench_noise_reference_drift)
     CHECK(hi[2] / lo[2] < 1 + 1e-12);           /* the second call on the first's level */
     CHECK_NEAR(lo[2], lo[1], 1e-12);
     /* a reference that is always noisy: no level, nothing corrected */
-    as_bench_fake noisy = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
+    as_bench_fake noisy = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0, { 0 }, 0, 0 };
     c.fake = &noisy;
     char err[256];
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
     double b0 = 0;
     for (int64_t i = 0; i < N; i++) { memset(&r[i], 0, sizeof r[i]); r[i].ids = ids[i]; r[i].n = 1 + i % 3; r[i].unit = i; }
-    as_noise_cfg nc = { 0.1, 1, NULL, 4, ref, 2, &b0 };
+    as_noise_cfg nc = { 0.1, 1, NULL, 4, ref, 2, &b0, 0, NULL, NULL };
     as_noise_measure(S, r, N, &nc, NULL, NULL, NULL);
     CHECK(b0 == 0);
     for (int i = 0; i < N; i++) CHECK(r[i].r.ok && isnan(r[i].r.drift) && isfinite(r[i].r.ref_ms) && r[i].r.ref_noisy);
@@ -1514,7 +1514,7 @@ TEST(bench_noise_reference_drift)
     /* a reference noisy on its first attempt (the fake timer's `first`, a reference that is
        hit) while the shards are quiet: they are measured again, with a quiet reference, so
        that all of them end corrected on one level */
-    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0 };
+    as_bench_fake half = { 1, AS_FAKE_FIRST, 0.5, 10, 0, 0, { 0 }, 0, 0 };
     int64_t hit[1] = { -1 };
     for (int64_t id = 10; id < 18 && hit[0] < 0; id++) {
         int64_t one[1] = { id };
@@ -1532,7 +1532,7 @@ TEST(bench_noise_reference_drift)
     }
     CHECK(nq >= 2);
     for (int i = 0; i < nq; i++) { memset(&r[i], 0, sizeof r[i]); r[i].ids = quiet_ids[i]; r[i].n = 1; r[i].unit = i; }
-    as_noise_cfg nh = { 0.1, 2, NULL, 4, hit, 1, &b1 };
+    as_noise_cfg nh = { 0.1, 2, NULL, 4, hit, 1, &b1, 0, NULL, NULL };
     CHECK_EQ_I64(as_noise_measure(S, r, nq, &nh, NULL, NULL, NULL), nq);   /* each once more */
     CHECK(b1 > 0);
     for (int i = 0; i < nq; i++) {
@@ -1541,7 +1541,7 @@ TEST(bench_noise_reference_drift)
     }
     /* without the reference they are measured once */
     for (int i = 0; i < nq; i++) { memset(&r[i], 0, sizeof r[i]); r[i].ids = quiet_ids[i]; r[i].n = 1; r[i].unit = i; }
-    as_noise_cfg nn = { 0.1, 2, NULL, 4, NULL, 0, NULL };
+    as_noise_cfg nn = { 0.1, 2, NULL, 4, NULL, 0, NULL, 0, NULL, NULL };
     CHECK_EQ_I64(as_noise_measure(S, r, nq, &nn, NULL, NULL, NULL), 0);
     as_bench_session_free(S);
     as_bpool_free(&p);

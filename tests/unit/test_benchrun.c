@@ -254,11 +254,13 @@ TEST(benchrun_pack_plan)
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
     const msgpack_object *o = &out.data;
     /* the record's other fields in order, then the six, the old ones replaced */
-    const char *keys[9] = { "kind", "task", "alg", "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy",
-                            "noise_threshold" };
+    const char *keys[11] = { "kind", "task", "alg", "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy",
+                             "noise_threshold", "cost_pass_ms", "cost_pass_spread" };
     CHECK(o->type == MSGPACK_OBJECT_MAP);
-    CHECK_EQ_I64(o->via.map.size, 9);
-    for (uint32_t f = 0; f < o->via.map.size && f < 9; f++) CHECK(as_obj_streq(&o->via.map.ptr[f].key, keys[f]));
+    CHECK_EQ_I64(o->via.map.size, 11);
+    for (uint32_t f = 0; f < o->via.map.size && f < 11; f++) CHECK(as_obj_streq(&o->via.map.ptr[f].key, keys[f]));
+    /* one pass: no passes */
+    CHECK(o->via.map.ptr[9].val.type == MSGPACK_OBJECT_NIL && o->via.map.ptr[10].val.type == MSGPACK_OBJECT_NIL);
     char s[64];
     int64_t task;
     CHECK(as_obj_i64(o, "task", &task) == 0 && task == 3);
@@ -287,6 +289,37 @@ TEST(benchrun_pack_plan)
     CHECK(th->type == MSGPACK_OBJECT_FLOAT64 && th->via.f64 == 0.1);
     msgpack_unpacked_destroy(&out);
     msgpack_sbuffer_destroy(&ob);
+
+    /* passes: each pass's costs (0 for the empty shard, nil unmeasured) and each shard's spread
+       over the passes with the plan's level in each pass taken out: pass 1 is the plan 2x
+       slower throughout (no spread), but for shard 3, which moved against shard 0 */
+    r0.npass = r3.npass = 2;
+    r0.pass_ms[0] = 1.0; r0.pass_ms[1] = 2.0;
+    r3.pass_ms[0] = 0.25; r3.pass_ms[1] = 0.5 * 1.21;
+    msgpack_sbuffer_init(&ob);
+    msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, 0.1);
+    msgpack_unpacked_init(&out);
+    off = 0;
+    CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
+    const msgpack_object *pm = as_obj_get(&out.data, "cost_pass_ms"), *ps = as_obj_get(&out.data, "cost_pass_spread");
+    CHECK(pm && pm->type == MSGPACK_OBJECT_ARRAY && pm->via.array.size == 2);
+    CHECK(ps && ps->type == MSGPACK_OBJECT_ARRAY && ps->via.array.size == 4);
+    if (pm && pm->type == MSGPACK_OBJECT_ARRAY && pm->via.array.size == 2 && ps && ps->via.array.size == 4) {
+        const msgpack_object *p1 = &pm->via.array.ptr[1];
+        CHECK(p1->type == MSGPACK_OBJECT_ARRAY && p1->via.array.size == 4);
+        CHECK(p1->via.array.ptr[0].via.f64 == 2.0 && p1->via.array.ptr[1].via.f64 == 0 &&
+              p1->via.array.ptr[2].type == MSGPACK_OBJECT_NIL && fabs(p1->via.array.ptr[3].via.f64 - 0.605) < 1e-12);
+        /* levels: sqrt(1 x 0.25) = 0.5, sqrt(2 x 0.605) = 1.1; shard 0: 2 and 1.818.., shard 3:
+           0.5 and 0.55: the same relative spread, (1.1 - 1) / (1.1 + 1) */
+        double s0, s3;
+        CHECK(as_obj_num(&ps->via.array.ptr[0], &s0) == 0 && as_obj_num(&ps->via.array.ptr[3], &s3) == 0);
+        CHECK(fabs(s0 - 0.1 / 2.1) < 1e-9 && fabs(s3 - 0.1 / 2.1) < 1e-9);
+        CHECK(ps->via.array.ptr[1].type == MSGPACK_OBJECT_NIL && ps->via.array.ptr[2].type == MSGPACK_OBJECT_NIL);
+    }
+    msgpack_unpacked_destroy(&out);
+    msgpack_sbuffer_destroy(&ob);
+    r0.npass = r3.npass = 0;
 
     /* every shard empty: costs 0, no device */
     const as_bench_result *empty[2] = { NULL, NULL };

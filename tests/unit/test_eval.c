@@ -557,6 +557,158 @@ TEST(eval_rank)
     for (int i = 0; i < 4; i++) as_eval_plan_free(&q[i]);
 }
 
+static void unpack_one(msgpack_sbuffer *sb, msgpack_unpacked *up);
+
+/* plan q given passes: pass p's costs are q's times mul[p], but for pass `odd`, whose costs
+ * are odd_cost (NULL: none odd) */
+static void give_passes(as_eval_plan *q, int P, const double *mul, int odd, const double *odd_cost)
+{
+    q->npass = P;
+    q->pass_cost = as_malloc((size_t)P * (size_t)q->K * sizeof *q->pass_cost);
+    for (int p = 0; p < P; p++)
+        for (int64_t k = 0; k < q->K; k++)
+            q->pass_cost[p * q->K + k] = odd_cost && p == odd ? odd_cost[k] : q->cost[k] * mul[p];
+}
+
+/* passes: a lead that holds in every pass stays resolved (and says its range); one that one
+ * pass reverses is not, and the plans whose order flips are marked */
+TEST(eval_rank_passes)
+{
+    as_eval_plan p[9];
+    three_tasks(p, NULL);
+    const double mul[2] = { 1, 1.1 };
+    for (int i = 0; i < 9; i++) give_passes(&p[i], 2, mul, -1, NULL);
+    as_eval_compute(p, 9);
+    CHECK_NEAR(p[1].pass_bal_lo, 0.9, 1e-12);
+    CHECK_NEAR(p[1].pass_bal_hi, 0.9, 1e-12);
+    CHECK(!p[1].pass_flip && !p[2].pass_flip);
+    as_eval_cmp c;
+    as_eval_compare(p, 9, "A", "B", 0, &c);
+    CHECK_EQ_I64(c.npass, 2);
+    CHECK_NEAR(c.pass_lo, 0.3, 1e-12);
+    CHECK_NEAR(c.pass_hi, 0.3, 1e-12);
+    CHECK_EQ_I64(c.flips, 0);
+    CHECK_EQ_I64(c.pass_pairs, 3);
+    as_eval_alg *a;
+    int64_t na;
+    as_eval_summary(p, 9, 0, &a, &na);
+    as_eval_rank r;
+    as_eval_rank_algs(p, 9, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_RESOLVED);
+    CHECK(!r.pass_flip);
+    CHECK_EQ_I64(a[1].npass, 2);
+    CHECK_NEAR(a[1].bal_pass_lo, 0.85, 1e-12);
+    free(a);
+    /* pass 1 measures A's plans at 40 % balance: over the tasks (the combined costs) A still
+       leads, but not in pass 1 (0.40 - 0.55): not resolved, every task's pair flips */
+    for (int t = 0; t < 3; t++) {
+        as_eval_plan *x = &p[3 * t + 1];
+        free(x->pass_cost);
+        const double odd[2] = { 5, 2 };
+        give_passes(x, 2, mul, 1, odd);
+    }
+    as_eval_compute(p, 9);
+    CHECK_NEAR(p[1].pass_bal_lo, 0.4, 1e-12);
+    CHECK(p[1].pass_flip && p[2].pass_flip);
+    CHECK(!p[0].pass_flip);     /* random: below both in both passes */
+    as_eval_compare(p, 9, "A", "B", 0, &c);
+    CHECK_NEAR(c.pass_lo, 0.4 - 0.55, 1e-12);
+    CHECK_NEAR(c.pass_hi, 0.3, 1e-12);
+    CHECK_EQ_I64(c.flips, 3);
+    as_eval_summary(p, 9, 0, &a, &na);
+    as_eval_rank_algs(p, 9, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_NOISY);
+    CHECK(r.pass_flip);
+    CHECK_NEAR(a[1].bal_pass_lo, 0.4, 1e-12);
+    CHECK_NEAR(a[1].bal_pass_hi, 0.85, 1e-12);
+    CHECK_EQ_I64(a[1].pass_flips, 3);
+    /* the verdict says it in words */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_verdict_info vi = { .label = "measured", .device = "cpu" };
+    as_eval_print_verdict(f, AS_EVAL_TEXT, p, 9, a, na, &vi);
+    fclose(f);
+    CHECK(strstr(buf, "the lead does not hold in every one (-15.0 to +30.0 points)") != NULL);
+    CHECK(strstr(buf, "on 3 of the 3 tasks the two plans' order flips between passes") != NULL);
+    free(buf);
+    free(a);
+    /* a plan without passes among them: no between-pass figures, the tasks decide */
+    free(p[4].pass_cost);
+    p[4].pass_cost = NULL;
+    p[4].npass = 0;
+    as_eval_compute(p, 9);
+    as_eval_compare(p, 9, "A", "B", 0, &c);
+    CHECK_EQ_I64(c.npass, 0);
+    as_eval_summary(p, 9, 0, &a, &na);
+    as_eval_rank_algs(p, 9, a, na, 0, &r);
+    CHECK_EQ_I64(r.kind, AS_RANK_RESOLVED);
+    CHECK_EQ_I64(a[1].npass, 0);
+    free(a);
+    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+}
+
+/* cost_pass_ms and cost_pass_spread read, and refused when malformed, naming the field */
+TEST(eval_plan_read_passes)
+{
+    for (int c = 0; c < 7; c++) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 8);
+        as_pack_kv_str(&pk, "kind", "plan");
+        as_pack_kv_i64(&pk, "task", 1);
+        as_pack_kv_str(&pk, "alg", "x");
+        as_pack_kv_i64(&pk, "shards", 2);
+        as_pack_str(&pk, "tables");
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_int(&pk, 7); msgpack_pack_int(&pk, 8);
+        as_pack_str(&pk, "assign");
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_int(&pk, 0); msgpack_pack_int(&pk, 1);
+        as_pack_str(&pk, "cost_pass_ms");
+        const int npass = c == 1 ? 1 : c == 2 ? 17 : 2;
+        msgpack_pack_array(&pk, (size_t)npass);
+        for (int q = 0; q < npass; q++) {
+            msgpack_pack_array(&pk, c == 3 && q == 1 ? 3 : 2);
+            msgpack_pack_double(&pk, 1 + q);
+            if (c == 4 && q == 1) msgpack_pack_double(&pk, -1);
+            else if (c == 5 && q == 1) as_pack_str(&pk, "x");
+            else msgpack_pack_nil(&pk);
+            if (c == 3 && q == 1) msgpack_pack_double(&pk, 1);
+        }
+        as_pack_str(&pk, "cost_pass_spread");
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_double(&pk, c == 6 ? -0.5 : 0.01);
+        msgpack_pack_nil(&pk);
+        msgpack_unpacked up;
+        unpack_one(&sb, &up);
+        as_eval_plan q;
+        memset(&q, 0, sizeof q);
+        char err[256] = "";
+        int rc = as_eval_plan_read(&up.data, &q, err, sizeof err);
+        static const char *const want[7] = { NULL, "'cost_pass_ms' must be a list of 2 to 16 passes",
+                                             "'cost_pass_ms' must be a list of 2 to 16 passes",
+                                             "cost_pass_ms[1] must be a list with one entry per shard",
+                                             "cost_pass_ms[1][1] is not a number >= 0 or nil",
+                                             "cost_pass_ms[1][1] is not a number >= 0 or nil",
+                                             "cost_pass_spread[0] is not a number >= 0 or nil" };
+        if (!want[c]) {
+            CHECK_EQ_I64(rc, 0);
+            CHECK_EQ_I64(q.npass, 2);
+            CHECK(q.pass_cost && q.pass_cost[2] == 2 && isnan(q.pass_cost[3]));
+            CHECK(q.pass_spread && q.pass_spread[0] == 0.01 && isnan(q.pass_spread[1]));
+            as_eval_plan_free(&q);
+        } else {
+            CHECK_EQ_I64(rc, -1);
+            CHECK(strstr(err, want[c]) != NULL);
+        }
+        msgpack_unpacked_destroy(&up);
+        msgpack_sbuffer_destroy(&sb);
+    }
+}
+
 /* one msgpack record from a packing function into up (sb keeps its bytes) */
 static void unpack_one(msgpack_sbuffer *sb, msgpack_unpacked *up)
 {
