@@ -71,7 +71,9 @@ typedef struct {
     double drift;           /* the factor the times were divided by (as_bench_result_scale):
                              * the group's reference cost / the run's reference level; NaN:
                              * not corrected (nil in records) */
-    int ref_bad;            /* that reference's factor (its cost / the run's level) lay outside
+    double ref_level;       /* the level the drift bound judged that reference by (benchnoise.h;
+                             * 0: none) */
+    int ref_bad;            /* that reference's factor (its cost / ref_level) lay outside
                              * the drift bound (benchnoise.h): a failed measurement, not
                              * drift; the factor is not applied (drift NaN) */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */

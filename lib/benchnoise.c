@@ -200,6 +200,7 @@ static int ref_rank(const as_bench_result *r)
 /* r's reference judged against level lvl (0: unknown, nothing refused) */
 static void mark_ref(as_bench_result *r, double lvl, const as_noise_cfg *nc)
 {
+    r->ref_level = lvl;
     r->ref_bad = r->ok && lvl > 0 && isfinite(r->ref_ms) && as_noise_drift_out(r->ref_ms / lvl, nc->drift_bound);
 }
 
@@ -253,13 +254,18 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
     merge_ctx M = { jobs, rs, nc, ctx, first_done, 0, 0, 0 };
     ref_list refs = { 0 };
     measure_groups(s, jobs, NULL, n, 0, nc, rs, &refs, first_cb, &M);
-    /* the level the references are judged against: this run's own (not the one corrected
-       to, which may be another run's or a number), set by the first call's first round */
+    /* the level the references are judged against: this call's (window's) own, the median of
+       its first round's quiet references when it has at least AS_NOISE_DRIFT_LOCAL of them (a
+       failed reference is an outlier among its neighbours in time; drift moves them all, and
+       over a run by more than 2x on a busy VM), else the run's own first level; never the
+       level corrected to, which may be another run's or a number */
     const int ref = nc->ref_ids && nc->ref_n > 0 && nc->ref_base;
     double lvl = 0;
     if (ref) {
-        lvl = nc->own_level && *nc->own_level > 0 ? *nc->own_level : refs.n ? as_stats_median(refs.v, refs.n) : 0;
-        if (nc->own_level && !(*nc->own_level > 0)) *nc->own_level = lvl;
+        const double here = refs.n ? as_stats_median(refs.v, refs.n) : 0;
+        const double run = nc->own_level && *nc->own_level > 0 ? *nc->own_level : 0;
+        lvl = refs.n >= AS_NOISE_DRIFT_LOCAL || !(run > 0) ? here : run;
+        if (nc->own_level && !(run > 0) && here > 0) *nc->own_level = here;
     }
     for (int64_t i = 0; i < n && ref; i++) mark_ref(&jobs[i].r, lvl, nc);
     int64_t again = 0;

@@ -70,7 +70,8 @@ typedef struct {
     int64_t *refused;   /* out (may be NULL): the groups whose reference stayed outside
                          * the bound (their shards left uncorrected) are added to it */
     double *own_level;  /* in and out (may be NULL): the run's own reference level, which
-                         * the bound judges by (0 until the first call sets it) */
+                         * the bound judges by when a call has too few references of its own
+                         * (0 until the first call sets it) */
 } as_noise_cfg;
 
 /* The drift bound: the machine's speed moves by tens of per cent over minutes on a shared
@@ -80,12 +81,15 @@ typedef struct {
  * costs had a held-out R² of -0.64). Outside [1/2, 2] the group's reference is refused: the
  * group's shards ask to be measured again in the re-measuring rounds (as a noisy reference
  * does); one whose kept attempt still has it keeps its raw times, drift nil and
- * `drift_refused` true in its record. The level it is judged against is the run's own: the
- * median of the first call's first-round quiet reference costs (kept in *own_level), not
- * the level corrected to, which may be another run's (--reference-level): a whole run
- * slower than an earlier one is drift, which the correction is for. A call without
- * own_level judges by its own first round. */
+ * `drift_refused` true in its record. The level it is judged against is local in time: the
+ * median of this call's (an as-bench window's) first-round quiet reference costs when there
+ * are at least AS_NOISE_DRIFT_LOCAL of them, else the run's own level (the first call's
+ * median, kept in *own_level); never the level corrected to, which may be another run's
+ * (--reference-level): a whole run slower than an earlier one is drift, which the correction
+ * is for, and so is a machine that speeds up 2.5x over a run (seen on the project's VM on a
+ * busy day: judged against the first window's level, 76 sound groups were refused). */
 #define AS_NOISE_DRIFT_BOUND 2.0
+#define AS_NOISE_DRIFT_LOCAL 3
 /* whether factor f (a reference cost over the level) is outside bound b (b > 1) */
 int as_noise_drift_out(double f, double b);
 

@@ -489,9 +489,9 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
         if (!st->ndrift || r->drift > st->drift_max) st->drift_max = r->drift;
         st->ndrift++;
     }
-    if (r->ok && r->ref_bad && R->st->own_level > 0) {
+    if (r->ok && r->ref_bad && r->ref_level > 0) {
         as_brun_stats *st = R->st;
-        const double f = r->ref_ms / st->own_level;
+        const double f = r->ref_ms / r->ref_level;
         if (!st->nrefused || f < st->refused_min) st->refused_min = f;
         if (!st->nrefused || f > st->refused_max) st->refused_max = f;
         st->nrefused++;

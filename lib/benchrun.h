@@ -126,7 +126,7 @@ typedef struct {
     int64_t refused_groups;     /* groups whose reference stayed outside the drift bound */
     double own_level;           /* the run's own reference level, the drift bound's (benchnoise.h) */
     int64_t nrefused;           /* shards written with drift_refused */
-    double refused_min, refused_max;    /* their references' factors (cost / own_level) */
+    double refused_min, refused_max;    /* their references' factors (cost / the level judged by) */
 } as_brun_stats;
 
 /* the number of units of part I/N among units 0..units-1 */

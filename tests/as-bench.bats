@@ -591,7 +591,7 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     # it stays so (groups 1, and 6 and 7: its re-measuring rounds): refused, raw times, flagged, said
     run sh -c "AS_BENCH_FAKE_NOISE=quiet,spike=1/6/7:100 as-bench --tables '$T/pool.ast' --sample 24 --seed 3 $NOISE --interleave 4 -o '$T/r.ast' 2>&1"
     assert_success
-    assert_output --regexp 'drift: [1-3] group\(s\) refused: their reference measured (99|10[0-9])[.0-9]*x to (99|10[0-9])[.0-9]*x the run.s own level, outside 0.5x-2x \(--drift-bound\) after up to 2 re-measuring round\(s\).*their 4 shard\(s\) keep their raw times \(drift_refused\)'
+    assert_output --regexp 'drift: [1-3] group\(s\) refused: their reference measured (99|10[0-9])[.0-9]*x to (99|10[0-9])[.0-9]*x the level of its window, outside 0.5x-2x \(--drift-bound\) after up to 2 re-measuring round\(s\).*their 4 shard\(s\) keep their raw times \(drift_refused\)'
     run sh -c "as-show --kind cost '$T/r.ast' | jq -c '[.drift_refused, .drift]' | sort | uniq -c | awk '{ print \$1, \$2 }'"
     assert_line '20 [false,1]'
     assert_line '4 [true,null]'

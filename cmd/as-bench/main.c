@@ -139,11 +139,14 @@ static const char HELP[] =
     "                         first window: FILE, an earlier as-bench output on the same\n"
     "                         table data and reference (its cost records carry\n"
     "                         `reference`: the tables and the level; another reference\n"
-    "                         shard is an error, exit 1), or a level in ms. Costs of both\n"
+    "                         shard is an error, exit 1), or a level in ms, 1e-6 to 1e6\n"
+    "                         (what reads as a number is a level). Costs of both\n"
     "                         runs then share one scale, e.g. a cost dataset and shards\n"
     "                         measured later to extend it, when the machine's speed has\n"
     "                         moved by tens of per cent between them\n"
-    "      --drift-bound F    a group's reference cost over the level outside 1/F..F\n"
+    "      --drift-bound F    a group's reference cost outside 1/F..F of its window's\n"
+    "                         level (the median of the window's first-round references,\n"
+    "                         or the run's first level when the window has fewer than 3)\n"
     "                         (default 2: 0.5x-2x) is a failed measurement, not drift:\n"
     "                         the group is measured again in the re-measuring rounds,\n"
     "                         and a shard whose kept attempt still has it keeps its raw\n"
@@ -261,7 +264,7 @@ static void report(const as_bench_session *sess, const as_bench_cfg *cfg, const 
                     "%.3f to %.3f", ids, st->ref_base, st->ndrift, st->drift_min, st->drift_max);
         else as_info("drift: reference shard (tables %s): no shard corrected (the reference shard could not be measured, or stayed noisy)", ids);
         if (st->refused_groups)
-            as_info("drift: %" PRId64 " group(s) refused: their reference measured %.3gx to %.3gx the run's own level, outside "
+            as_info("drift: %" PRId64 " group(s) refused: their reference measured %.3gx to %.3gx the level of its window, outside "
                     "%.3gx-%.3gx (--drift-bound) after up to %d re-measuring round(s); a failed measurement, not drift: their "
                     "%" PRId64 " shard(s) keep their raw times (drift_refused)", st->refused_groups, st->refused_min,
                     st->refused_max, 1 / rc->noise.drift_bound, rc->noise.drift_bound, rc->noise.retries, st->nrefused);
