@@ -468,7 +468,7 @@ static int config_file_table(const as_mcfg_table *t, const as_table_meta *meta, 
     pt_file *f = pt_open_code(t->lookups_file, &lim, &code, e2, sizeof e2);
     if (!f) {
         snprintf(err, errlen, "table %" PRId64 " (\"%s\"): lookups: %s: %s", i, t->name, t->lookups_file, e2);
-        return -1;
+        return code == AS_EXIT_ENV ? -2 : -1;   /* no temporary file, no memory: the environment */
     }
     const char *base = strrchr(t->lookups_file, '/');
     const int64_t sel = t->lookups_table;
@@ -500,6 +500,7 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
         snprintf(err, errlen, "the config's batch (batch_size_per_rank x world_size) is above %" PRId64, AS_MCFG_MAX_BATCH);
         return -1;
     }
+    if (as_mcfg_check_lookups(c, batch, err, errlen)) return -1;
     msgpack_packer *pk = as_writer_pk(w);
     msgpack_pack_map(pk, 13);
     as_pack_kv_str(pk, "kind", "model-config");
@@ -521,7 +522,8 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
         const as_mcfg_table *t = &c->tables[i];
         const as_table_meta meta = { t->name, t->data_type, (const char (*)[128])t->features, t->nfeatures };
         if (t->lookups_file[0]) {
-            if (config_file_table(t, &meta, i, w, err, errlen)) return -1;
+            const int rc = config_file_table(t, &meta, i, w, err, errlen);
+            if (rc) return rc;
             as_progress_update(p, (double)(i + 1));
             continue;
         }
@@ -533,7 +535,7 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
         if (rc) {
             snprintf(err, errlen, "table %" PRId64 " (\"%s\"): %s", i, t->name,
                      rc == -ENOMEM ? "out of memory generating its lookups" : "its lookups cannot be generated");
-            return -1;
+            return rc == -ENOMEM ? -2 : -1;
         }
         as_write_table_meta(w, i, t->rows, B, t->dim, tb.offsets, tb.indices, AS_DT_I32, source, &meta);
         as_synth_free(&tb);

@@ -56,8 +56,11 @@ int64_t as_convert_synth(const as_synth_cfg *c, const as_convert_opts *o, as_wri
  * a torch.save file (MetaSyn or the prototype's, as as_convert_torch reads them; its batch)
  * when the table names one, else synthetic: batch bags (0: the config's batch_size_per_rank
  * x world_size) of its pooling factor, rows drawn by a Zipf law of its skew (synth.h
- * as_synth_gen, seeded by (seed, 3 x id)). Returns tables written or -1 with err naming the
- * table. */
+ * as_synth_gen, seeded by (seed, 3 x id)). A table whose lookups would make a record above
+ * the cap on one record is refused before anything is written (as_mcfg_check_lookups).
+ * Returns tables written, or with err naming the table -1 (bad data) or -2 (the environment
+ * failed: out of memory generating the lookups, no temporary file for a gzip'd lookups
+ * file). */
 int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const char *source, as_writer *w,
                           as_progress *p, char *err, size_t errlen);
 

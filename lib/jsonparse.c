@@ -502,6 +502,14 @@ int as_jsonp_parse(const char *text, size_t n, msgpack_zone *zone, msgpack_objec
     int depth = 0, rc = -1, after_comma = 0;
     out->type = MSGPACK_OBJECT_NIL;
     if (err && errlen) err[0] = 0;
+    /* a byte order mark (an editor's, or PowerShell's Out-File) is no JSON: say so, rather
+     * than "expected a value" at a column the user cannot see */
+    if (n >= 3 && p.s[0] == 0xEF && p.s[1] == 0xBB && p.s[2] == 0xBF)
+        return fail(&p, 0, "a UTF-8 byte order mark (bytes EF BB BF) starts the text: JSON has none; save the file "
+                    "without it (\"UTF-8\", not \"UTF-8 with BOM\")");
+    if (n >= 2 && ((p.s[0] == 0xFE && p.s[1] == 0xFF) || (p.s[0] == 0xFF && p.s[1] == 0xFE)))
+        return fail(&p, 0, "a UTF-16 byte order mark (bytes %02X %02X) starts the text: JSON is read as UTF-8; save "
+                    "the file as UTF-8", p.s[0], p.s[1]);
     for (;;) {
         const int r = value(&p, fr, &depth, after_comma);
         if (r < 0) goto done;

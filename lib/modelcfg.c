@@ -371,3 +371,30 @@ int64_t as_mcfg_batch(const as_mcfg *c)
     if (c->batch_per_rank <= 0 || c->world_size <= 0 || c->batch_per_rank > AS_MCFG_MAX_BATCH / c->world_size) return -1;
     return c->batch_per_rank * c->world_size;
 }
+
+int as_mcfg_check_lookups(const as_mcfg *c, int64_t batch, char *err, size_t errlen)
+{
+    const int64_t B = batch > 0 ? batch : as_mcfg_batch(c);
+    if (B <= 0) return 0;   /* as_mcfg_parse refuses that batch */
+    const double cap = (double)as_record_cap();
+    for (int64_t i = 0; i < c->n; i++) {
+        const as_mcfg_table *t = &c->tables[i];
+        if (t->lookups_file[0]) continue;   /* the file's lookups: as many as it holds */
+        const double n = (double)B * t->pooling;
+        /* int32 indices, and offsets of int32 (int64 from 2^31 lookups) for B + 1 bags */
+        const double bytes = 4.0 * n + (n >= (double)INT32_MAX ? 8.0 : 4.0) * (double)(B + 1);
+        if (bytes <= cap) continue;
+        char by[160];
+        if (batch > 0) snprintf(by, sizeof by, "batch %" PRId64 " (--batch)", B);
+        else
+            snprintf(by, sizeof by, "batch_size_per_rank %" PRId64 " x world_size %" PRId64, c->batch_per_rank,
+                     c->world_size);
+        snprintf(err, errlen,
+                 "table %" PRId64 " (\"%s\"): pooling_factor: %g x %s = %.3g lookups, a table record of about %.3g GB: above the "
+                 "%.0f-byte cap on one record (AS_MAX_RECORD) that the tools read: lower the pooling_factor or the batch "
+                 "(as-convert --batch)",
+                 i, t->name, t->pooling, by, n, bytes / 1e9, cap);
+        return -1;
+    }
+    return 0;
+}

@@ -70,6 +70,14 @@ void as_mcfg_free(as_mcfg *c);
  * dense_parameters (0 when neither is given) */
 uint64_t as_mcfg_dense_bytes(const as_mcfg *c);
 
+/* the synthetic lookups of every table, batch B (batch > 0: as-convert --batch, else
+ * as_mcfg_batch) x its pooling_factor, within the cap on one record's size that every tool
+ * reads (AS_MAX_RECORD, stream.h): 0, or -1 with err naming the table and the product
+ * ("table 0 (\"a\"): pooling_factor: 10000 x batch_size_per_rank 256 x world_size 65536 =
+ * 1.68e+11 lookups, ..."), checked before any lookups are made. Tables whose lookups come
+ * from a file are not checked. */
+int as_mcfg_check_lookups(const as_mcfg *c, int64_t batch, char *err, size_t errlen);
+
 /* the lookups batch B of every table: batch_per_rank x world_size (a table-wise shard's
  * kernel sees the samples of every rank), or -1 when above AS_MCFG_MAX_BATCH */
 int64_t as_mcfg_batch(const as_mcfg *c);

@@ -257,6 +257,13 @@ done:
     return rc;
 }
 
+/* the first two bytes of a torch.save file: a zip archive ("PK"), or the legacy format's
+ * pickled magic number (protocol 2-5: PROTO 2..5; protocol 0 and 1: "L1195...L") */
+static int torch_start(const uint8_t *b)
+{
+    return (b[0] == 'P' && b[1] == 'K') || (b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) || (b[0] == 'L' && b[1] == '1');
+}
+
 /* copy in_fd (from its current position) into an unlinked temporary file, inflating gzip
  * (all members) when it starts with 1f 8b, within the limits. Returns the temporary fd, -1
  * for bad input (or a limit passed) or -2 when the environment failed (no temporary file in
@@ -264,8 +271,6 @@ done:
 static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t errlen)
 {
     spool_io s = { in_fd, -1, NULL, lim, NULL, NULL, 0, 0 };
-    s.out = make_tmp(&s.dir, err, errlen);
-    if (s.out < 0) return -2;
     s.in = malloc(TS_SPOOL);
     s.ob = malloc(TS_SPOOL);
     int rc = -1;
@@ -281,11 +286,24 @@ static int spool(int in_fd, const pt_limits *lim, int *gz, char *err, size_t err
     }
     s.nin = have;
     *gz = have >= 2 && s.in[0] == 0x1f && s.in[1] == 0x8b;
+    /* a plain input that cannot be torch.save data (/dev/zero, /dev/urandom, text) is refused
+     * on its first bytes, not spooled up to AS_MAX_SPOOL first */
+    if (!*gz && have >= 2 && !torch_start(s.in)) {
+        fail(err, errlen, "not a torch.save file (it starts with bytes %02x %02x: neither a zip archive, the legacy "
+             "magic number nor gzip)", s.in[0], s.in[1]);
+        goto done;
+    }
+    /* the temporary only now: input refused on its first bytes leaves $TMPDIR alone */
+    s.out = make_tmp(&s.dir, err, errlen);
+    if (s.out < 0) { rc = -2; goto done; }
     rc = *gz ? spool_gzip(&s, have, err, errlen) : spool_plain(&s, have, err, errlen);
 done:
     free(s.in);
     free(s.ob);
-    if (rc) { close(s.out); return rc; }
+    if (rc) {
+        if (s.out >= 0) close(s.out);
+        return rc;
+    }
     return s.out;
 }
 
@@ -981,6 +999,16 @@ int pt_limits_init(pt_limits *l, char *err, size_t errlen)
     return 0;
 }
 
+/* what a file that is not a regular one is, for messages */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    return "an unknown kind of file";
+}
+
 static int order_cmp(const void *a, const void *b, void *ctx)
 {
     const pt_tensor *t = ctx;
@@ -1017,13 +1045,26 @@ pt_file *pt_open_code(const char *path, const pt_limits *lim, int *code, char *e
     int in = -1, own = 0;
     if (!path || !strcmp(path, "-")) in = STDIN_FILENO;
     else {
-        in = open(path, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO without a writer opens at once (and is refused below) instead
+         * of blocking the open forever */
+        in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (in < 0) { fail(err, errlen, "cannot open: %s", strerror(errno)); goto bad; }
         own = 1;
     }
     struct stat sb;
     if (fstat(in, &sb)) { fail(err, errlen, "cannot stat: %s", strerror(errno)); goto bad; }
     if (S_ISDIR(sb.st_mode)) { fail(err, errlen, "is a directory"); goto bad; }
+    if (own && !S_ISREG(sb.st_mode)) {
+        /* a named input is read by position; a device or a FIFO would be spooled whole (up
+         * to AS_MAX_SPOOL of /dev/zero) or block forever */
+        fail(err, errlen, "is %s, not a regular file (a named input is read by position, not streamed)", file_kind(sb.st_mode));
+        *code = AS_EXIT_USAGE;
+        goto bad;
+    }
+    if (own) {
+        const int fl = fcntl(in, F_GETFL);
+        if (fl < 0 || fcntl(in, F_SETFL, fl & ~O_NONBLOCK) < 0) { fail(err, errlen, "cannot read: %s", strerror(errno)); goto bad; }
+    }
     uint8_t m[4] = {0};
     int seekable = S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode);
     if (seekable) {

@@ -49,7 +49,7 @@ typedef struct pt_file pt_file;
 /* Limits on what one input may make (docs/FORMAT.md, "Limits on torch.save input"), so a
  * small hostile file cannot turn into gigabytes of memory or of $TMPDIR. 0 = no limit.
  *   max_spool    bytes a gzip'd or piped input may take in $TMPDIR once decompressed
- *                (env AS_MAX_SPOOL, sizes with K/M/G/T suffixes; default 32G)
+ *                (env AS_MAX_SPOOL, sizes with K/M/G/T suffixes; default 16G)
  *   max_ratio    gzip: decompressed bytes per compressed byte consumed, checked once the
  *                output passes PT_RATIO_FREE bytes (env AS_MAX_GZIP_RATIO; default 100)
  *   max_tensors  tensor rebuilds in the pickle and tensors listed from the object graph,
@@ -61,7 +61,7 @@ typedef struct {
     int64_t max_tensors;
 } pt_limits;
 
-#define PT_DEFAULT_MAX_SPOOL ((uint64_t)32 << 30)
+#define PT_DEFAULT_MAX_SPOOL ((uint64_t)16 << 30)  /* over twice the 2022 MetaSyn set (6.9 GB) */
 #define PT_DEFAULT_MAX_RATIO 100.0
 #define PT_DEFAULT_MAX_TENSORS 65536
 #define PT_RATIO_FREE ((uint64_t)16 << 20)
@@ -80,7 +80,11 @@ pt_file *pt_open(const char *path, char *err, size_t errlen);
 pt_file *pt_open_limits(const char *path, const pt_limits *lim, char *err, size_t errlen);
 /* pt_open_limits, and *code (when not NULL) the exit status a failure deserves: AS_EXIT_ENV
  * (3) when the environment failed (gzip'd or piped input needs a temporary file in $TMPDIR,
- * which is missing or full; out of memory), else AS_EXIT_DATA (1) */
+ * which is missing or full; out of memory), AS_EXIT_USAGE (2) when a named path (not "-")
+ * is not a regular file (a device or a FIFO: refused before reading, a FIFO without a writer
+ * included), else AS_EXIT_DATA (1). Piped input (standard input) whose first two bytes are
+ * not a torch.save file's (zip "PK", the legacy magic number's pickle, gzip) is refused
+ * before it is spooled. */
 pt_file *pt_open_code(const char *path, const pt_limits *lim, int *code, char *err, size_t errlen);
 void pt_close(pt_file *f);
 /* the size in bytes of the (decompressed) torch.save data */

@@ -291,3 +291,45 @@ HOSTILE="$ROOT/tests/fuzz/corpus"
     assert_failure 2
     [ -z "$(ls -A "$T/tmp")" ]
 }
+
+@test "as-convert: a device or a FIFO named as input is refused at once; piped bytes that are no torch.save file are not spooled" {
+    # named: /dev/zero was spooled up to AS_MAX_SPOOL, a FIFO without a writer blocked forever
+    # (AS_MAX_SPOOL=64M only keeps a reader that would spool it short)
+    mkfifo "$T/fifo"
+    for f in /dev/zero /dev/urandom "$T/fifo"; do
+        for mode in "" --list --dump; do
+            run timeout 20 env AS_MAX_SPOOL=64M as-convert $mode "$f" -o "$T/out"
+            assert_failure 2
+            assert_output --partial "as-convert: $f: is a"
+            assert_output --partial ", not a regular file"
+            assert_output --partial "stream it on standard input: as-convert $mode${mode:+ }- < $f"
+        done
+    done
+    run timeout 20 as-convert --list "$T/fifo"
+    assert_failure 2
+    assert_output --partial "$T/fifo: is a FIFO, not a regular file"
+    [ ! -e "$T/out" ]
+    # piped: refused on its first bytes, before a temporary file is made (none can be here)
+    run timeout 20 env TMPDIR="$T/no-such-dir" as-convert --list - < /dev/zero
+    assert_failure 1
+    assert_output --partial "<stdin>: not a torch.save file (it starts with bytes 00 00"
+    run sh -c "printf 'hello world' | TMPDIR='$T/no-such-dir' as-convert -"
+    assert_failure 1
+    assert_output --partial "<stdin>: not a torch.save file (it starts with bytes 68 65"
+    # what a FIFO's writer streams is read as ever, every kind of torch.save file
+    ptwrite metasyn --tables 6 --batch 64 --row-scale 0.001 --seed 5 -o "$T/m.pt"
+    as-convert "$T/m.pt" -o "$T/m.ast"
+    cat "$T/m.pt" > "$T/fifo" &
+    as-convert - < "$T/fifo" -o "$T/m2.ast"
+    wait
+    cmp <(canon "$T/m.ast") <(canon "$T/m2.ast")
+    for f in "$FIXTURES/pt/tensor_int64_proto1.pt" "$FIXTURES/pt/tensor_int32_proto2.pt" "$FIXTURES/pt/tensor_int32_proto5.pt" \
+             "$FIXTURES/pt/tensor_int32_proto2_zip.pt"; do
+        run sh -c "cat '$f' | as-convert --dump -"
+        assert_success
+        assert_output --partial "1 -2 3 -4"
+    done
+    # the default bound on what a piped input may spool
+    run as-convert --help
+    assert_output --partial 'AS_MAX_SPOOL       bytes a gzip'"'"'d or piped input may take in $TMPDIR (default 16G)'
+}

@@ -151,6 +151,28 @@ cfg() {
     check 'c.json: line 1, column'
     : > "$T/c.json"
     check 'c.json:'
+    # a UTF-8 byte order mark before the config is named as such
+    printf '\xef\xbb\xbf{"topology": {"world_size": 1, "batch_size_per_rank": 1}, "tables": [%s]}' "$ok" > "$T/c.json"
+    check 'c.json: line 1, column 1: a UTF-8 byte order mark (bytes EF BB BF) starts the text: JSON has none'
+    # lookups that no record could hold: refused up front naming the product, not an out of
+    # memory after generating (65536 x 256 x 10000 = 1.7e11 lookups)
+    cfg '{"name": "a", "num_embeddings": 100, "embedding_dim": 16, "pooling_factor": 10000}' '"world_size": 65536, "batch_size_per_rank": 256'
+    SECONDS=0
+    check 'c.json: table 0 ("a"): pooling_factor: 10000 x batch_size_per_rank 256 x world_size 65536 = 1.68e+11 lookups'
+    assert_output --partial 'above the 2147483648-byte cap on one record (AS_MAX_RECORD)'
+    [ "$SECONDS" -lt 10 ]
+    cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 100, \"embedding_dim\": 16, \"pooling_factor\": 100}" '"world_size": 8, "batch_size_per_rank": 4096'
+    run as-convert --config "$T/c.json" --batch 16777216 -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial 'table 1 ("b"): pooling_factor: 100 x batch 16777216 (--batch) = 1.68e+09 lookups'
+    [ ! -e "$T/out.ast" ]
+    AS_MAX_RECORD=1M run as-convert --config "$T/c.json" -o "$T/out.ast"
+    assert_failure 1
+    assert_output --partial 'table 1 ("b"): pooling_factor: 100 x batch_size_per_rank 4096 x world_size 8 = 3.28e+06 lookups'
+    assert_output --partial 'above the 1048576-byte cap'
+    run as-convert --config "$T/c.json" -o "$T/out.ast"
+    assert_success
+    rm "$T/out.ast"
     run as-convert --config "$T/missing.json" -o "$T/out.ast"
     assert_failure 1
     assert_output --partial 'missing.json: No such file or directory'
@@ -167,6 +189,25 @@ cfg() {
     run as-convert --config "$T/c.json" some.pt
     assert_failure 2
     assert_output --partial '--config takes no input file'
+    # the config is an input: -o naming it (either order, another name for it, standard
+    # input) is refused before any work and the config is kept
+    cp "$T/c.json" "$T/c0.json"
+    run as-convert --config "$T/c.json" -o "$T/c.json"
+    assert_failure 2
+    assert_output --partial "-o $T/c.json: it is also an input (--config $T/c.json)"
+    cmp "$T/c.json" "$T/c0.json"
+    run as-convert -o "$T/c.json" --config "$T/c.json"
+    assert_failure 2
+    assert_output --partial 'it is also an input'
+    ln -s c.json "$T/link.json"
+    run as-convert --config "$T/link.json" -o "$T/c.json"
+    assert_failure 2
+    assert_output --partial 'it is also an input'
+    run sh -c "as-convert --config - -o '$T/c.json' < '$T/c.json'"
+    assert_failure 2
+    assert_output --partial 'it is also an input (<stdin>)'
+    cmp "$T/c.json" "$T/c0.json"
+    [ -z "$(ls "$T" | grep '\.tmp\.')" ]
     run as-convert --help
     assert_output --partial '--config FILE'
 }
@@ -325,6 +366,39 @@ cfg() {
     assert_failure 1
     assert_output --partial 'table 0 ("x"): lookups: table: missing (required)'
     [ ! -e "$T/bad.ast" ]
+    # the lookups file is an input: -o naming it is refused before any work, the file kept
+    cfgl '"num_embeddings": 100000, "embedding_dim": 8, "lookups": {"file": "m.pt", "table": 2}'
+    cp "$T/cfg/m.pt" "$T/m0.pt"
+    run as-convert --config "$T/cfg/c.json" -o "$T/cfg/m.pt"
+    assert_failure 2
+    assert_output --partial "-o $T/cfg/m.pt: it is also an input (the lookups of table 0 (\"x\") of $T/cfg/c.json)"
+    cmp "$T/cfg/m.pt" "$T/m0.pt"
+    run sh -c "cd '$T/cfg' && as-convert --config c.json -o ./m.pt"
+    assert_failure 2
+    assert_output --partial 'it is also an input (the lookups of table 0'
+    cmp "$T/cfg/m.pt" "$T/m0.pt"
+    [ -z "$(ls "$T/cfg" | grep '\.tmp\.')" ]
+    # a device or a FIFO as the lookups file is refused at once, not spooled or waited for
+    # (AS_MAX_SPOOL only bounds what a reader that spooled it would write)
+    mkfifo "$T/cfg/fifo"
+    for f in /dev/zero /dev/urandom "$T/cfg/fifo"; do
+        cfgl "\"num_embeddings\": 100000, \"embedding_dim\": 8, \"lookups\": {\"file\": \"$f\", \"table\": 0}"
+        run timeout 20 env AS_MAX_SPOOL=64M as-convert --config "$T/cfg/c.json" -o "$T/bad.ast"
+        assert_failure 1
+        assert_output --partial "table 0 (\"x\"): lookups: $f: is a"
+        assert_output --partial 'not a regular file'
+    done
+    [ ! -e "$T/bad.ast" ]
+}
+
+@test "as-convert --config: out of memory generating lookups is exit 3, as the README defines it" {
+    # 2^24 bags of 20 lookups: 1.3 GB of indices, within the cap on one record, not within
+    # a 400 MB address space
+    cfg '{"name": "a", "num_embeddings": 1000, "embedding_dim": 16, "pooling_factor": 20}' '"world_size": 1, "batch_size_per_rank": 16777216'
+    run bash -c 'ulimit -v 400000; as-convert --config "$1" -o "$2"' _ "$T/c.json" "$T/out.ast"
+    assert_failure 3
+    assert_output --partial 'c.json: table 0 ("a"): out of memory generating its lookups'
+    [ ! -e "$T/out.ast" ]
 }
 
 @test "as-plan --format torchrec without a config or --module: the model is the collection itself (key \"\")" {

@@ -53,15 +53,20 @@ static const char HELP[] =
     "(default 0.8, MetaSyn's head exponents lie in 0.74-0.89; 0: uniform) and scattered over\n"
     "the table, seeded by --seed and the table's position. A bad config (JSON syntax, a\n"
     "missing or unknown field, a size out of range, a repeated name, an\n"
-    "unknown data type) is exit 1 naming the table and the field.\n"
+    "unknown data type; synthetic lookups, batch x pooling_factor, above the cap on one\n"
+    "record, AS_MAX_RECORD) is exit 1 naming the table and the field; the config file and\n"
+    "its lookups files are inputs, which -o may not name (exit 2).\n"
     "\n"
     "Offsets, lengths and indices are validated (offsets start at 0, never decrease, end at\n"
     "the number of indices and agree with lengths; indices are non-negative); the first\n"
     "violation is reported precisely. gzip'd and piped inputs are decompressed once into an\n"
-    "unlinked file under $TMPDIR, so memory stays bounded by the largest table.\n"
+    "unlinked file under $TMPDIR, so memory stays bounded by the largest table; piped bytes\n"
+    "that do not start as a torch.save file (zip, legacy, gzip) are refused at once. A named\n"
+    "FILE (and a config's lookups file) must be a regular file: a device or a FIFO is exit 2\n"
+    "(in a config exit 1); stream one on standard input: as-convert - < FIFO.\n"
     "\n"
     "Limits on one input (exit 1 when exceeded; docs/FORMAT.md; 0 = no limit):\n"
-    "  AS_MAX_SPOOL       bytes a gzip'd or piped input may take in $TMPDIR (default 32G)\n"
+    "  AS_MAX_SPOOL       bytes a gzip'd or piped input may take in $TMPDIR (default 16G)\n"
     "  AS_MAX_GZIP_RATIO  gzip expansion beyond the first 16 MiB (default 100 times)\n"
     "  AS_MAX_TENSORS     tensors in the file, shared containers once per path (default 65536)\n"
     "Expanded (stride-0) data tensors, and data tensors holding more elements than the file\n"
@@ -127,7 +132,10 @@ static int conv_opt(as_cli *cli, int opt, const char *arg, conv_args *a)
     case OPT_BATCH: a->sc.batch = a->batch = as_cli_i64(cli, "--batch", arg, 1, (int64_t)1 << 24); return 1;
     case OPT_ROWSCALE: a->sc.row_scale = as_cli_f64(cli, "--row-scale", arg, 1e-9, 1e3); a->synth_opts = 1; return 1;
     case OPT_POOLSCALE: a->sc.pool_scale = as_cli_f64(cli, "--pool-scale", arg, 0, 1e3); a->synth_opts = 1; return 1;
-    case OPT_CONFIG: a->config = arg; return 1;
+    case OPT_CONFIG:
+        a->config = arg;
+        as_cli_input_arg(cli, "--config", arg);   /* an input: -o may not replace it */
+        return 1;
     case OPT_PRESET:
         a->synth_opts = 1;
         /* batch and hash sizes shrink together (batch / row_scale = 65536), which keeps
@@ -176,12 +184,21 @@ static void run_config(as_cli *cli, int argc, const conv_args *a)
                      "--pool-scale and --preset do not apply");
     as_mcfg mc;
     if (as_mcfg_load(&mc, a->config, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    /* every table's lookups file is an input too: -o may not replace it */
+    for (int64_t i = 0; i < mc.n; i++) {
+        const as_mcfg_table *t = &mc.tables[i];
+        if (t->lookups_file[0] && as_out_same_file(cli->output, t->lookups_file))
+            as_cli_usage(cli, "-o %s: it is also an input (the lookups of table %lld (\"%s\") of %s); it would be overwritten: "
+                         "write elsewhere", cli->output, (long long)i, t->name, a->config);
+    }
+    /* lookups that no record could hold: refused before any are made */
+    if (as_mcfg_check_lookups(&mc, a->batch, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", a->config, err);
     as_writer *w = as_cli_open_output(cli);
     as_progress p;
     as_progress_start(&p, cli, "tables", 0);
     const char *base = strrchr(a->config, '/');
     const int64_t n = as_convert_config(&mc, a->batch, (uint64_t)a->seed, base ? base + 1 : a->config, w, &p, err, sizeof err);
-    if (n < 0) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s: %s", a->config, err); }
+    if (n < 0) { as_writer_abort(w); as_die(n == -2 ? AS_EXIT_ENV : AS_EXIT_DATA, "%s: %s", a->config, err); }
     as_progress_end(&p);
     as_writer_close(w);
     as_debug("wrote %lld tables of %s", (long long)n, mc.name[0] ? mc.name : a->config);
@@ -216,6 +233,9 @@ static void run_file(as_cli *cli, int argc, char **argv, conv_args *a)
     if (pt_limits_init(&lim, err, sizeof err)) as_cli_usage(cli, "%s", err);
     int code;
     pt_file *f = pt_open_code(path, &lim, &code, err, sizeof err);
+    if (!f && code == AS_EXIT_USAGE)   /* a device, a FIFO */
+        as_cli_usage(cli, "%s: %s; stream it on standard input: as-convert %s- < %s", name, err,
+                     a->list ? "--list " : a->dump ? "--dump " : "", path);
     if (!f) as_die(code, "%s: %s", name, err);
     if (a->list || a->dump) {
         FILE *out = as_cli_open_text(cli);

@@ -214,7 +214,9 @@ TEST(jsonp_errors)
         { "nul", 0, "line 1, column 1: invalid literal" },
         { "[tru]", 0, "line 1, column 2: invalid literal" },
         { "truex", 0, "line 1, column 5: unexpected data after the value" },
-        { "\xef\xbb\xbf{}", 0, "line 1, column 1: expected a value" },
+        { "\xef\xbb\xbf{}", 0, "line 1, column 1: a UTF-8 byte order mark (bytes EF BB BF) starts the text: JSON has none" },
+        { "\xff\xfe{\0}\0", 6, "line 1, column 1: a UTF-16 byte order mark (bytes FF FE)" },
+        { "\xef\xbb", 0, "line 1, column 1: expected a value" },
         { "\f1", 0, "line 1, column 1: expected a value" },
         /* numbers */
         { "01", 0, "line 1, column 2: invalid number: leading zero" },
