@@ -901,9 +901,10 @@ static int reflev_record(void *ctx, const as_reader *rd, const as_record *rec, c
     if (!ref || ref->type == MSGPACK_OBJECT_NIL) return 0;
     double level;
     const msgpack_object *t = ref->type == MSGPACK_OBJECT_MAP ? as_obj_get(ref, "tables") : NULL;
-    if (!t || t->type != MSGPACK_OBJECT_ARRAY || as_obj_f64(ref, "level_ms", &level) || !isfinite(level) || !(level > 0)) {
-        snprintf(err, errlen, "%s: cost record: `reference` is not {\"tables\": [ids], \"level_ms\": a level above 0}",
-                 as_reader_name(rd));
+    if (!t || t->type != MSGPACK_OBJECT_ARRAY || as_obj_f64(ref, "level_ms", &level) || !isfinite(level) ||
+        !(level >= AS_BRUN_REF_LEVEL_MIN && level <= AS_BRUN_REF_LEVEL_MAX)) {
+        snprintf(err, errlen, "%s: cost record: `reference` is not {\"tables\": [ids], \"level_ms\": a level in [%g, %g] ms}",
+                 as_reader_name(rd), AS_BRUN_REF_LEVEL_MIN, AS_BRUN_REF_LEVEL_MAX);
         return -1;
     }
     int same = (int64_t)t->via.array.size == x->n;

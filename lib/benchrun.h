@@ -146,6 +146,12 @@ void as_brun_samples(as_writer *w, as_bench_session *s, const as_brun_cfg *c, co
 int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_binput *in, as_brun_stats *st,
                   char *err, size_t errlen);
 
+/* a reference level (--reference-level L, or an earlier run's level_ms) is a cost in
+ * [AS_BRUN_REF_LEVEL_MIN, AS_BRUN_REF_LEVEL_MAX] ms: every cost is divided by the drift, the
+ * reference's cost over it, so a level of 1e308 ms would make costs of 1e307 ms */
+#define AS_BRUN_REF_LEVEL_MIN 1e-6
+#define AS_BRUN_REF_LEVEL_MAX 1e6
+
 /* The reference level of an earlier run: the `reference` of the first cost record of FILE
  * that has one ({"tables": [ids], "level_ms": L}, written by as_brun_samples / as_brun_input
  * when drift correction set a level). Its tables must be ids[0..n) in that order (the same

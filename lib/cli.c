@@ -5,6 +5,8 @@
 #include "device.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,9 +230,19 @@ int64_t as_cli_lim(const as_cli *c, const char *opt, const char *arg, int64_t lo
 double as_cli_f64(const as_cli *c, const char *opt, const char *arg, double lo, double hi)
 {
     double v;
-    if (as_parse_f64(arg, lo, hi, &v))
-        as_cli_usage(c, "%s: '%s' is not a number in [%g, %g]", opt, arg, lo, hi);
-    return v;
+    if (!as_parse_f64(arg, lo, hi, &v)) return v;
+    /* a number strtod reads whole but cannot hold: say so, not "not a number" */
+    char *end = (char *)arg;
+    errno = 0;
+    const double x = arg && *arg ? strtod(arg, &end) : 0;
+    if (arg && *arg && end != arg && !*end && errno == ERANGE) {
+        if (fabs(x) < DBL_MIN)
+            as_cli_usage(c, "%s: '%s' underflows a double (a number other than 0 below %g in size cannot be "
+                            "represented): give a number in [%g, %g]", opt, arg, DBL_MIN, lo, hi);
+        as_cli_usage(c, "%s: '%s' is too large to be represented (it overflows a double): give a number in [%g, %g]",
+                     opt, arg, lo, hi);
+    }
+    as_cli_usage(c, "%s: '%s' is not a number in [%g, %g]", opt, arg, lo, hi);
 }
 
 void as_progress_start(as_progress *p, const as_cli *c, const char *label, double total)

@@ -653,10 +653,23 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_output --partial 'no cost record carries a reference level'
     run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level -1
     assert_failure 2
-    assert_output --partial "--reference-level: '-1' is not a level above 0 ms"
+    assert_output --partial "--reference-level: '-1' is not a level in [1e-06, 1e+06] ms"
     run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level "$T/missing.ast"
     assert_failure 1
     assert_output --partial 'missing.ast'
+    # a number is a level, never a file name, and a level is 1e-6..1e6 ms: 1e-308 underflows,
+    # 1e308 would make costs of 1e307 ms
+    for L in 1e-308 1e308 1e-7 2e6 inf 1e999; do
+        run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level "$L" -o "$T/x.ast"
+        assert_failure 2
+        assert_output --partial "--reference-level: '$L' is not a level in [1e-06, 1e+06] ms (a number is a level, not a file name)"
+        [ ! -e "$T/x.ast" ]
+    done
+    # an earlier run's level out of those bounds is bad data
+    mp_edit "$T/l.ast" "for c in kind('cost'): c['reference']['level_ms'] = 1e308" > "$T/huge.ast"
+    run as-bench --tables "$T/pool.ast" --sample 4 $NOISE --reference-level "$T/huge.ast"
+    assert_failure 1
+    assert_output --partial '`reference` is not {"tables": [ids], "level_ms": a level in [1e-06, 1e+06] ms}'
 }
 
 @test "as-bench: the quiet-machine check warns when the fake timer makes it noisy; --no-calibrate and -q silence it" {

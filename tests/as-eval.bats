@@ -41,6 +41,13 @@ PLANS="$(PL 0 random measured 4 2)$(PL 0 lookup-greedy measured 3 3)$(PL 1 looku
     assert_failure 2
     run as-eval --plot-task 3
     assert_failure 2
+    # --comm-gbps: 0 (not charged) or a rate in [0.001, 1e6] GiB/s; a rate that a double
+    # cannot hold (1e-308 underflows) or that makes every cost infinite is refused saying so
+    for g in 1e-308 1e-5 -1 2e6 1e999 inf x; do
+        run as-eval --comm-gbps "$g" /dev/null
+        assert_failure 2
+        assert_output --partial "as-eval: --comm-gbps: '$g' is neither 0 (communication not charged) nor a rate in [0.001, 1e+06] GiB/s"
+    done
 }
 
 @test "as-eval: empty, non-zstd, truncated input exit 1; /dev/full exit 3; a terminal is fine" {

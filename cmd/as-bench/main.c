@@ -294,8 +294,12 @@ static double reference_level(const char *arg, const int64_t *ids, int64_t n)
     char *end;
     errno = 0;
     const double v = strtod(arg, &end);
-    if (end != arg && !*end && !errno) {
-        if (!isfinite(v) || !(v > 0)) as_cli_usage(&cli, "--reference-level: '%s' is not a level above 0 ms", arg);
+    /* what reads whole as a number is a level, never a file name: 1e-308 underflows (ERANGE),
+       1e308 would make costs of 1e307 ms */
+    if (end != arg && !*end) {
+        if (errno || !isfinite(v) || !(v >= AS_BRUN_REF_LEVEL_MIN && v <= AS_BRUN_REF_LEVEL_MAX))
+            as_cli_usage(&cli, "--reference-level: '%s' is not a level in [%g, %g] ms (a number is a level, not a file name)",
+                         arg, AS_BRUN_REF_LEVEL_MIN, AS_BRUN_REF_LEVEL_MAX);
         return v;
     }
     char err[1024];

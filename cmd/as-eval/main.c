@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --comm-gbps: 0, or a rate in GiB/s in these bounds */
+#define COMM_GBPS_MIN 1e-3
+#define COMM_GBPS_MAX 1e6
+
 static const char HELP[] =
     "Read `plan` records annotated with measured per-shard costs (as-bench: cost_ms, cost_kind\n"
     "\"measured\"), or estimate every shard's cost with --model (then every figure is labelled\n"
@@ -125,9 +129,9 @@ static const char HELP[] =
     "                         file's other records are ignored\n"
     "      --floor-margin X   floor-bound: the best plan's slowest shard <= floor x (1 + X),\n"
     "                         X in [0, 1] (default 0.02 measured, 0 estimated)\n"
-    "      --comm-gbps G      charge communication at G GiB/s (default 600: one host of\n"
-    "                         NVLink GPUs, TorchRec's intra-node figure); 0: report the\n"
-    "                         bytes only\n"
+    "      --comm-gbps G      charge communication at G GiB/s, G in [0.001, 1e6] (default\n"
+    "                         600: one host of NVLink GPUs, TorchRec's intra-node figure);\n"
+    "                         0: report the bytes only\n"
     "      --format F         text (default), markdown or csv\n"
     "      --table LIST       which tables, comma-separated: plans, shards, ranks, summary,\n"
     "                         curve, verdict, printed in that order whatever the order given\n"
@@ -258,7 +262,13 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             o->singles = optarg;
             break;
         case OPT_FLOOR_MARGIN: o->floor_margin = as_cli_f64(cli, "--floor-margin", optarg, 0, 1); break;
-        case OPT_COMM_GBPS: o->comm_gbps = as_cli_f64(cli, "--comm-gbps", optarg, 0, 1e6); break;
+        case OPT_COMM_GBPS:
+            /* 0 (not charged) or a rate in [COMM_GBPS_MIN, COMM_GBPS_MAX]: 1e-308 GiB/s would make
+               every cost infinite */
+            if (as_parse_f64(optarg, 0, COMM_GBPS_MAX, &o->comm_gbps) || (o->comm_gbps > 0 && o->comm_gbps < COMM_GBPS_MIN))
+                as_cli_usage(cli, "--comm-gbps: '%s' is neither 0 (communication not charged) nor a rate in [%g, %g] GiB/s",
+                             optarg, COMM_GBPS_MIN, COMM_GBPS_MAX);
+            break;
         default:
             if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }

@@ -106,6 +106,9 @@ static void i64_not_a_number(void) { as_cli c; cli_new(&c); as_cli_i64(&c, "--n"
 static void i64_empty(void) { as_cli c; cli_new(&c); as_cli_i64(&c, "--n", "", 0, 5); }
 static void f64_below(void) { as_cli c; cli_new(&c); as_cli_f64(&c, "--x", "-0.5", 0, 1); }
 static void f64_nan(void) { as_cli c; cli_new(&c); as_cli_f64(&c, "--x", "nan", 0, 1); }
+static void f64_underflow(void) { as_cli c; cli_new(&c); as_cli_f64(&c, "--x", "1e-308", 0, 1e6); }
+static void f64_underflow0(void) { as_cli c; cli_new(&c); as_cli_f64(&c, "--x", "-1e-400", -1, 1); }
+static void f64_overflow(void) { as_cli c; cli_new(&c); as_cli_f64(&c, "--x", "1e309", 0, 1e6); }
 static void lim_over(void) { as_cli c; cli_new(&c); as_cli_lim(&c, "--shards", "99999999999", 1, AS_LIM_SHARDS); }
 static void zlevel_over(void) { as_cli c; cli_new(&c); as_cli_common(&c, AS_OPT_ZLEVEL, "20"); }
 static void empty_output(void) { as_cli c; cli_new(&c); as_cli_common(&c, 'o', ""); }
@@ -124,6 +127,15 @@ TEST(cli_bad_values_are_usage_errors)
     CHECK(strstr(msg, "as-test: --x: '-0.5' is not a number in [0, 1]\n") == msg);
     CHECK_EQ_I64(in_child(f64_nan, msg, sizeof msg), AS_EXIT_USAGE);
     CHECK(strstr(msg, "as-test: --x: 'nan' is not a number in [0, 1]\n") == msg);
+    /* in the range as written, but not as a double: the message says why, and the bounds */
+    CHECK_EQ_I64(in_child(f64_underflow, msg, sizeof msg), AS_EXIT_USAGE);
+    CHECK(strstr(msg, "as-test: --x: '1e-308' underflows a double (a number other than 0 below 2.22507e-308 in size "
+                      "cannot be represented): give a number in [0, 1e+06]\n") == msg);
+    CHECK_EQ_I64(in_child(f64_underflow0, msg, sizeof msg), AS_EXIT_USAGE);
+    CHECK(strstr(msg, "as-test: --x: '-1e-400' underflows a double") == msg);
+    CHECK_EQ_I64(in_child(f64_overflow, msg, sizeof msg), AS_EXIT_USAGE);
+    CHECK(strstr(msg, "as-test: --x: '1e309' is too large to be represented (it overflows a double): give a number in "
+                      "[0, 1e+06]\n") == msg);
     CHECK_EQ_I64(in_child(lim_over, msg, sizeof msg), AS_EXIT_USAGE);
     CHECK(strstr(msg, "as-test: --shards: '99999999999' is not an integer in [1, ") == msg);
     CHECK(strstr(msg, as_limit_env(AS_LIM_SHARDS)) != NULL);   /* names the limit's variable */
