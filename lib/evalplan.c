@@ -101,6 +101,16 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
     if (read_nums(as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred, err, errlen) ||
         read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
         return -1;
+    /* predictions are costs: the cost model's softplus never goes below 0 */
+    for (int j = 0; j < 2; j++) {
+        const double *v = j ? p->item_pred : p->pred;
+        for (int64_t i = 0; v && i < (j ? p->T : p->K); i++)
+            if (v[i] < 0) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is negative (%g ms): a predicted cost is >= 0",
+                         p->task, j ? "item_pred_ms" : "pred_ms", i, v[i]);
+                return -1;
+            }
+    }
     int64_t cap;
     const msgpack_object *c = as_obj_get(rec, "mem_cap");
     if (c && c->type != MSGPACK_OBJECT_NIL) {
@@ -122,6 +132,11 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
             if (x->type != MSGPACK_OBJECT_STR || x->via.str.size == 0 || x->via.str.size >= sizeof p->names[0] ||
                 memchr(x->via.str.ptr, 0, x->via.str.size)) {
                 snprintf(err, errlen, "plan of task %" PRId64 ": names[%" PRId64 "] is not a name (a string of 1-127 bytes)", p->task, i);
+                return -1;
+            }
+            char why[96];
+            if (as_name_bad(x->via.str.ptr, x->via.str.size, why, sizeof why)) {   /* printed raw by --table ranks */
+                snprintf(err, errlen, "plan of task %" PRId64 ": names[%" PRId64 "] %s", p->task, i, why);
                 return -1;
             }
             memcpy(p->names[i], x->via.str.ptr, x->via.str.size);
@@ -292,7 +307,8 @@ static int read_mem(const msgpack_object *rec, as_eval_plan *p, char *err, size_
 }
 
 /* cost_ms (NaN where absent or nil) with its cost_kind and cost_device; a negative
- * estimate counts as 0 (clamped), a negative measurement is bad data; 0, or -1 with err */
+ * estimate counts as 0 (clamped), a negative measurement is bad data, and so is a measured
+ * 0 on a shard with entries (0 is an empty shard's); 0, or -1 with err */
 static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
     p->cost = as_malloc((size_t)p->K * sizeof *p->cost);
@@ -330,6 +346,17 @@ static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, siz
             }
             p->cost[k] = 0;   /* an unconstrained cost model's estimate: no shard costs less than nothing */
             p->clamped++;
+        }
+        if (p->cost[k] == 0 && p->cost_kind == 1) {
+            /* 0 is an empty shard's cost (as-bench measures none); a shard with entries takes time */
+            int64_t n = 0;
+            for (int64_t i = 0; i < p->T; i++) n += p->assign[i] == k;
+            if (n) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": measured cost_ms[%" PRId64 "] is 0 for a shard of %" PRId64
+                         " entries: a measured time is above 0 (0 is an empty shard's, nil an unmeasured one's); bad data",
+                         p->task, k, n);
+                return -1;
+            }
         }
     }
     as_obj_str(rec, "cost_device", p->device, sizeof p->device);

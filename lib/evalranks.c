@@ -14,6 +14,17 @@
 
 static const double MiB = 1024.0 * 1024.0;
 
+/* rank q's first rank without a cost where others have one (costs partly known), else -1 */
+static int64_t unmeasured_rank(const as_eval_plan *q)
+{
+    int64_t known = 0, first = -1;
+    for (int64_t k = 0; k < q->K; k++) {
+        if (isfinite(q->cost[k])) known++;
+        else if (first < 0) first = k;
+    }
+    return known > 0 && first >= 0 ? first : -1;
+}
+
 int64_t as_eval_slowest_rank(const as_eval_plan *q, const char *label, const char **by)
 {
     int64_t s = -1;
@@ -25,7 +36,9 @@ int64_t as_eval_slowest_rank(const as_eval_plan *q, const char *label, const cha
         if (by) *by = label;
         return s;
     }
-    if (!q->pred) return -1;
+    /* some ranks' costs known, others not: a prediction is no match for a measurement, and
+       the unmeasured rank may be the slowest; none */
+    if (!q->pred || unmeasured_rank(q) >= 0) return -1;
     for (int64_t k = 0; k < q->K; k++)
         if (s < 0 || q->pred[k] > q->pred[s]) s = k;
     if (by) *by = "predicted";
@@ -142,7 +155,12 @@ static void print_slowest(FILE *f, as_eval_format fmt, const as_eval_plan *q, co
     const char *by;
     const int64_t slow = as_eval_slowest_rank(q, label, &by);
     if (slow < 0) {
-        fprintf(f, "%sno slowest rank: the plan has neither every rank's cost nor predictions\n", fmt == AS_EVAL_MARKDOWN ? "" : "  ");
+        const int64_t u = unmeasured_rank(q);
+        if (u >= 0)
+            fprintf(f, "%sno slowest rank: rank %" PRId64 "'s cost is unknown (nil) and a prediction is not compared with "
+                       "the other ranks' %s costs\n", fmt == AS_EVAL_MARKDOWN ? "" : "  ", u, label);
+        else
+            fprintf(f, "%sno slowest rank: the plan has neither every rank's cost nor predictions\n", fmt == AS_EVAL_MARKDOWN ? "" : "  ");
         return;
     }
     const double *v = !strcmp(by, "predicted") ? q->pred : q->cost;

@@ -7,8 +7,10 @@
  * --piece-singles for pieces), as a share of the items' sum.
  * Dimension letters: K ranks (shards), T entries of a plan.
  *
- * The slowest rank is the one of the highest cost where every rank's cost is known, else
- * the one of the highest prediction; without either there is none. */
+ * The slowest rank is the one of the highest cost where every rank's cost is known, else,
+ * where no rank's cost is known, the one of the highest prediction; predicted and measured
+ * costs are never compared, so a plan with some ranks' costs known and others not (nil) has
+ * none, nor has one without costs or predictions. */
 #ifndef AS_EVALRANKS_H
 #define AS_EVALRANKS_H
 

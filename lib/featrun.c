@@ -54,7 +54,11 @@ static int table_rec(as_featrun *st, const as_featrun_cfg *c, as_writer *w, cons
     if (bad) return -1;
     snprintf(f->source, sizeof f->source, "%s", src);
     /* a model's table keeps its name and data type (as-convert --config) */
-    if (as_obj_str(&rec->obj, "name", f->name, sizeof f->name)) f->name[0] = 0;
+    char e2[160];
+    if (as_obj_name(&rec->obj, "name", f->name, sizeof f->name, e2, sizeof e2) < 0) {   /* printed raw in plans' text */
+        snprintf(err, errlen, "table %" PRId64 ": %s", id, e2);
+        return -1;
+    }
     if (as_obj_str(&rec->obj, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
     const double elem = f->data_type[0] ? as_mcfg_dtype_bytes(f->data_type) : 0;
     if (st->batch && elem > 0) {

@@ -226,7 +226,10 @@ int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_
         return -1;
     }
     as_obj_str(rec, "source", f->source, sizeof f->source);
-    if (as_obj_str(rec, "name", f->name, sizeof f->name)) f->name[0] = 0;
+    if (as_obj_name(rec, "name", f->name, sizeof f->name, e2, sizeof e2) < 0) {   /* printed raw in plans' text */
+        snprintf(err, errlen, "features of table %" PRId64 ": %s", f->id, e2);
+        return -1;
+    }
     if (as_obj_str(rec, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
     const msgpack_object *mo = as_obj_get(rec, "torchrec_memory");
     if (mo && mo->type != MSGPACK_OBJECT_NIL) {

@@ -174,7 +174,9 @@ static int parse_table(ctx *x, const msgpack_object *o, int64_t i, as_mcfg_table
     snprintf(x->where, sizeof x->where, "table %" PRId64 ": ", i);
     if (o->type != MSGPACK_OBJECT_MAP) return fail(x, NULL, "must be an object");
     if (get_str(x, o, "name", t->name, sizeof t->name, 1) < 0) return -1;
-    if (!t->name[0]) return fail(x, "name", "is empty");
+    char why[96];
+    if (as_name_bad(t->name, strlen(t->name), why, sizeof why))   /* plans and reports print it */
+        return fail(x, "name", "%s", why);
     snprintf(x->where, sizeof x->where, "table %" PRId64 " (\"%s\"): ", i, t->name);
     if (known_keys(x, o, keys, 9)) return -1;
     if (get_int(x, o, "num_embeddings", 1, INT32_MAX, &t->rows, 1) < 0) return -1;
@@ -190,6 +192,8 @@ static int parse_table(ctx *x, const msgpack_object *o, int64_t i, as_mcfg_table
             if (s->type != MSGPACK_OBJECT_STR || s->via.str.size == 0 || s->via.str.size >= AS_MCFG_NAME ||
                 memchr(s->via.str.ptr, 0, s->via.str.size))
                 return fail(x, "feature_names", "entry %d is not a name of 1..%d bytes", k, AS_MCFG_NAME - 1);
+            if (as_name_bad(s->via.str.ptr, s->via.str.size, why, sizeof why))
+                return fail(x, "feature_names", "entry %d %s", k, why);
             memcpy(t->features[k], s->via.str.ptr, s->via.str.size);
             t->features[k][s->via.str.size] = 0;
         }

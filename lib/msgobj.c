@@ -23,6 +23,59 @@ int as_obj_num(const msgpack_object *o, double *v)
     }
 }
 
+const char *as_name_bad(const char *s, size_t n, char *why, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (!n) { snprintf(why, len, "is empty"); return why; }
+    for (size_t i = 0; i < n;) {
+        const unsigned c = u[i];
+        if (c < 0x20 || c == 0x7f) {
+            snprintf(why, len, "holds a control character (byte 0x%02x at offset %zu)", c, i);
+            return why;
+        }
+        if (c < 0x80) { i++; continue; }
+        /* a UTF-8 sequence: its length, its first continuation byte's range (no overlong
+           forms, no surrogates, nothing above U+10FFFF) */
+        size_t m;
+        unsigned lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf) m = 2;
+        else if (c >= 0xe0 && c <= 0xef) { m = 3; if (c == 0xe0) lo = 0xa0; if (c == 0xed) hi = 0x9f; }
+        else if (c >= 0xf0 && c <= 0xf4) { m = 4; if (c == 0xf0) lo = 0x90; if (c == 0xf4) hi = 0x8f; }
+        else m = 0;
+        int ok = m && i + m <= n && u[i + 1] >= lo && u[i + 1] <= hi;
+        for (size_t k = 2; ok && k < m; k++) ok = u[i + k] >= 0x80 && u[i + k] <= 0xbf;
+        if (!ok) {
+            snprintf(why, len, "is not valid UTF-8 (byte 0x%02x at offset %zu)", c, i);
+            return why;
+        }
+        if (c == 0xc2 && u[i + 1] <= 0x9f) {   /* U+0080-U+009F: C1 controls (0x9b: CSI) */
+            snprintf(why, len, "holds a control character (U+%04X at offset %zu)", u[i + 1], i);
+            return why;
+        }
+        i += m;
+    }
+    return NULL;
+}
+
+int as_obj_name(const msgpack_object *map, const char *key, char *buf, size_t len, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    char why[96];
+    buf[0] = 0;
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 1;
+    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= len) {
+        snprintf(err, errlen, "%s: not a name (a string of 1-%zu bytes)", key, len - 1);
+        return -1;
+    }
+    if (as_name_bad(o->via.str.ptr, o->via.str.size, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", key, why);
+        return -1;
+    }
+    memcpy(buf, o->via.str.ptr, o->via.str.size);
+    buf[o->via.str.size] = 0;
+    return 0;
+}
+
 const msgpack_object *as_obj_get(const msgpack_object *map, const char *key)
 {
     if (!map || map->type != MSGPACK_OBJECT_MAP) return NULL;

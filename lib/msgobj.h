@@ -23,6 +23,15 @@ int as_obj_streq(const msgpack_object *o, const char *s);   /* o is a str equal 
 /* a msgpack number (int or float) into *v: 0 ok, 1 nil (*v NaN), -1 not a number */
 int as_obj_num(const msgpack_object *o, double *v);
 
+/* Why s[0..n) is not a printable name (a table's name, a feature name: printed raw in text
+ * tables, so a terminal must not read it as commands): NULL when it is one (n >= 1, valid
+ * UTF-8, no control character: C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F), else a
+ * phrase in why ("holds a control character (byte 0x1b at offset 1)"), which is returned */
+const char *as_name_bad(const char *s, size_t n, char *why, size_t len);
+/* the name under key (absent or nil: 1, buf ""): a string of 1..len-1 bytes that
+ * as_name_bad passes into buf (0), else -1 with err ("name: holds a control character ...") */
+int as_obj_name(const msgpack_object *map, const char *key, char *buf, size_t len, char *err, size_t errlen);
+
 typedef enum {
     AS_DT_U8, AS_DT_I8, AS_DT_I16, AS_DT_I32, AS_DT_I64, AS_DT_U32, AS_DT_U64,
     AS_DT_F16, AS_DT_BF16, AS_DT_F32, AS_DT_F64, AS_DT_COUNT

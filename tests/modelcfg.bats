@@ -513,19 +513,89 @@ small_model() {
     assert_success
     assert_line --regexp '^  rank items pieces   memory MiB  cap %   cost ms  items$'
     assert_line --regexp '^    its items by their cost alone: t[0-3]'
+    # a measured cost of 0 on a shard with entries is bad data (0 is an empty shard's)
+    mp_edit "$T/pm.ast" "kind('plan')[0]['cost_ms'][0] = 0.0" > "$T/z.ast"
+    run as-eval --table ranks "$T/z.ast"
+    assert_failure 1
+    assert_output --partial "plan of task 0: measured cost_ms[0] is 0 for a shard of"
+    # one rank unmeasured (nil), predicted the slower: no slowest rank, since a prediction is
+    # never compared with a measurement (the other plan keeps its measured slowest rank)
+    mp_edit "$T/pm.ast" "p = kind('plan')[0]; p['cost_ms'][0] = None; p['pred_ms'] = [5.0, 1.0]" > "$T/nil.ast"
+    run as-eval --table ranks "$T/nil.ast"
+    assert_success
+    assert_line "  no slowest rank: rank 0's cost is unknown (nil) and a prediction is not compared with the other ranks' measured costs"
+    [ "$(grep -c '^ \*' <<< "$output")" -eq 1 ]
+    refute_output --partial "ms predicted"
+    run sh -c "as-eval --table ranks --format csv '$T/nil.ast' | awk -F, 'NR > 1 && \$15 != \"\" {print \$3, \$15}'"
+    assert_output "torchrec measured"
 }
 
-@test "hostile: a plan's names, item_pred_ms or mem_terms of the wrong shape is exit 1 naming the field" {
+@test "hostile: a plan's names, item_pred_ms or mem_terms of the wrong shape (or negative predictions) is exit 1 naming the field" {
     small_model
     as-plan --alg cost-greedy --model "$T/m.ast" --plans-only "$T/f.ast" -o "$T/p.ast"
     for edit in "p['names'] = p['names'][:-1]" "p['names'][0] = 7" "p['names'][0] = 'x' * 200" \
                 "p['item_pred_ms'][0] = 'a'" "p['item_pred_ms'] = p['item_pred_ms'] + [1.0]" \
                 "p['mem_terms'].pop('optimizer')" "p['mem_terms']['weights'][0] = -1" "p['mem_terms'] = 3" \
-                "p['pred_ms'][0] = float('nan')"; do
+                "p['pred_ms'][0] = float('nan')" "p['pred_ms'][1] = -1.0" "p['item_pred_ms'][1] = -0.5"; do
         mp_edit "$T/p.ast" "p = kind('plan')[0]; $edit" > "$T/bad.ast"
         run sh -c "cat '$T/f.ast' '$T/bad.ast' | as-eval --model '$T/m.ast' --table ranks"
         assert_failure 1
         field=$(sed -E "s/^p\['([a-z_]+)'\].*/\1/" <<< "$edit")
         assert_output --partial "$field"
+    done
+}
+
+@test "hostile: names with control characters (an escape sequence, a newline, C1, DEL) are refused by every reader of names" {
+    # a config's table name and feature names: exit 1 naming the table and the field, the
+    # name itself not printed
+    ok='{"name": "a", "num_embeddings": 100, "embedding_dim": 16}'
+    topo='"world_size": 2, "batch_size_per_rank": 16'
+    for bad in 'a\u001b[31mRED:byte 0x1b at offset 1' 'b\nc:byte 0x0a at offset 1' 'd\u0007:byte 0x07 at offset 1' \
+               'e\u007f:byte 0x7f at offset 1' 'f\u009b31m:U+009B at offset 1'; do
+        name=${bad%%:*} where=${bad#*:}
+        cfg "$ok, {\"name\": \"$name\", \"num_embeddings\": 100, \"embedding_dim\": 16}" "$topo"
+        run as-convert --config "$T/c.json" -o "$T/out.ast"
+        assert_failure 1
+        assert_output --partial "c.json: table 1: name: holds a control character ($where)"
+        [[ "$output" != *$'\e'* && "$output" != *RED* ]]
+        [ ! -e "$T/out.ast" ]
+        cfg "$ok, {\"name\": \"b\", \"num_embeddings\": 100, \"embedding_dim\": 16, \"feature_names\": [\"g\", \"$name\"]}" "$topo"
+        run as-convert --config "$T/c.json" -o "$T/out.ast"
+        assert_failure 1
+        assert_output --partial "c.json: table 1 (\"b\"): feature_names: entry 1 holds a control character ($where)"
+        [[ "$output" != *$'\e'* && "$output" != *RED* ]]
+        [ ! -e "$T/out.ast" ]
+    done
+    # names that are UTF-8 text pass, printed as they are
+    cfg "$ok, {\"name\": \"caf\\u00e9_\\u00a0x\", \"num_embeddings\": 100, \"embedding_dim\": 16, \"feature_names\": [\"\\u20ac\"]},
+         {\"name\": \"c\", \"num_embeddings\": 300, \"embedding_dim\": 16}" "$topo"
+    as-convert --config "$T/c.json" -o "$T/pool.ast"
+    as-features "$T/pool.ast" | as-features --model-task -o "$T/f.ast"
+    run as-plan --alg size-greedy --format text "$T/f.ast"
+    assert_success
+    assert_output --partial "$(printf 'caf\xc3\xa9_\xc2\xa0x')"
+    as-plan --alg size-greedy --plans-only "$T/f.ast" -o "$T/p.ast"
+    mp_edit "$T/p.ast" "for p in kind('plan'): p['cost_ms'] = [1.0, 2.0]; p['cost_kind'] = 'measured'" > "$T/pm.ast"
+    run as-eval --table ranks "$T/pm.ast"
+    assert_success
+    assert_output --partial "$(printf 'caf\xc3\xa9_\xc2\xa0x')"
+    # a stream's names: a table record's (as-features), a features record's (as-plan, its
+    # text) and a plan's (as-eval --table ranks): exit 1 naming the field, nothing printed raw
+    for name in "'a\\x1b[31mRED'" "'b\\nc'" "'d\\x9b31m'" "'e\\x7f'"; do
+        mp_edit "$T/pool.ast" "kind('table')[1]['name'] = $name" > "$T/bad.ast"
+        run as-features "$T/bad.ast" -o "$T/out.ast"
+        assert_failure 1
+        assert_output --partial "table 1: name: holds a control character"
+        [ ! -e "$T/out.ast" ]
+        mp_edit "$T/f.ast" "[r for r in kind('features') if r['id'] == 1][0]['name'] = $name" > "$T/bad.ast"
+        run as-plan --alg size-greedy --format text "$T/bad.ast"
+        assert_failure 1
+        assert_output --partial "features of table 1: name: holds a control character"
+        [[ "$output" != *$'\e'* && "$output" != *RED* ]]
+        mp_edit "$T/pm.ast" "kind('plan')[0]['names'][1] = $name" > "$T/bad.ast"
+        run as-eval --table ranks "$T/bad.ast"
+        assert_failure 1
+        assert_output --partial "names[1] holds a control character"
+        [[ "$output" != *$'\e'* && "$output" != *RED* ]]
     done
 }

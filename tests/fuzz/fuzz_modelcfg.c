@@ -1,10 +1,12 @@
 /* fuzz_modelcfg.c - model configs (lib/modelcfg.h, as-convert --config) on top of the JSON
  * decoder. Input: a config's JSON text. A rejected config must come with a message; an
  * accepted one must hold what the parser promises (1 or more tables with unique, non-empty
- * names, rows and dims in range, feature names, a known data type, a batch within bounds),
- * and its first table's lookups are generated at a small batch (as as-convert does). */
+ * names, these and the feature names without control characters, rows and dims in range, a
+ * known data type, a batch within bounds), and its first table's lookups are generated at a
+ * small batch (as as-convert does). */
 #include "fuzz.h"
 #include "modelcfg.h"
+#include "msgobj.h"
 #include "synth.h"
 
 #include <stdlib.h>
@@ -28,6 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         for (int64_t j = 0; j < i && c.n <= 64; j++)
             if (!strcmp(t->name, c.tables[j].name)) abort();
+        /* names printed raw in text tables: no control characters, valid UTF-8 */
+        char why[96];
+        if (as_name_bad(t->name, strlen(t->name), why, sizeof why)) abort();
+        for (int k = 0; k < t->nfeatures; k++)
+            if (as_name_bad(t->features[k], strlen(t->features[k]), why, sizeof why)) abort();
     }
     /* the first table's lookups, as as-convert makes them, at a batch of 8 */
     const as_mcfg_table *t = &c.tables[0];

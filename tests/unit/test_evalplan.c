@@ -140,6 +140,8 @@ V(est, pk_s(pk, "estimated"))
 V(neg, DBLS(-0.5, -0.25))
 V(mixed, DBLS(-0.5, 3.0))
 V(zero, DBLS(0.0, 1.0))
+V(zero_last, DBLS(1.0, 2.0, 0.0))
+V(three, msgpack_pack_int64(pk, 3))
 V(t0, msgpack_pack_int64(pk, 0))
 
 /* ---- good records ---------------------------------------------------------------------------- */
@@ -306,11 +308,24 @@ TEST(evalplan_feasible_and_costs)
     CHECK(p.cost[0] == 0 && p.cost[1] == 3.0);
     CHECK_EQ_I64(p.clamped, 1);
     as_eval_plan_free(&p);
-    /* a zero cost (an empty shard) is a cost, measured or not */
-    CHECK_EQ_I64(read_with(GOOD, NGOOD, "cost_ms", zero, &p, err, sizeof err), 0);
-    CHECK(p.cost[0] == 0 && p.cost[1] == 1.0);
+    /* a zero cost: an empty shard's, measured or not; an estimate of 0 on any shard */
+    field e[NOLD + 2];
+    memcpy(e, OLD, sizeof OLD);
+    e[3].val = three;                                  /* shards: 3, shard 2 empty */
+    e[NOLD] = (field){ "cost_ms", zero_last };
+    e[NOLD + 1] = (field){ "cost_kind", v_cost_kind };
+    CHECK_EQ_I64(read_with(e, NOLD + 2, NULL, NULL, &p, err, sizeof err), 0);
+    CHECK(p.cost[0] == 1.0 && p.cost[1] == 2.0 && p.cost[2] == 0);
     CHECK_EQ_I64(p.clamped, 0);
     as_eval_plan_free(&p);
+    memcpy(f, GOOD, sizeof f);
+    for (int k = 0; k < NGOOD; k++) if (!strcmp(f[k].key, "cost_kind")) f[k].val = est;
+    CHECK_EQ_I64(read_with(f, NGOOD, "cost_ms", zero, &p, err, sizeof err), 0);
+    CHECK(p.cost[0] == 0 && p.cost[1] == 1.0);
+    as_eval_plan_free(&p);
+    /* measured 0 on a shard with entries: no time measured is 0 (bad data) */
+    CHECK_EQ_I64(read_with(GOOD, NGOOD, "cost_ms", zero, &p, err, sizeof err), -1);
+    CHECK(strstr(err, "plan of task 3: measured cost_ms[0] is 0 for a shard of 2 entries") != NULL);
     /* task 0 and -1 entries of a one-shard plan */
     CHECK_EQ_I64(read_with(GOOD, NGOOD, "task", t0, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.task, 0);
@@ -372,6 +387,11 @@ V(h_terms_len, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); INTS(60, 120); pk_s
 V(h_terms_nan, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); INTS(60, 120); pk_s(pk, "optimizer"); DBLS(30, NAN);
   pk_s(pk, "pipeline"); INTS(10, 20))
 V(h_m1, msgpack_pack_int64(pk, -1))
+V(h_names_esc, msgpack_pack_array(pk, 3); pk_s(pk, "a"); pk_s(pk, "a\x1b[31mRED"); pk_s(pk, "b"))
+V(h_names_nl, msgpack_pack_array(pk, 3); pk_s(pk, "a"); pk_s(pk, "b"); pk_s(pk, "b\nc"))
+V(h_names_c1, msgpack_pack_array(pk, 3); pk_s(pk, "\xc2\x9b" "31m"); pk_s(pk, "b"); pk_s(pk, "b"))
+V(h_item_neg, DBLS(0.5, 0.75, -0.5))
+V(h_zero2, DBLS(1.5, 0.0))
 V(h_names_empty, msgpack_pack_array(pk, 3); pk_s(pk, ""); pk_s(pk, "b"); pk_s(pk, "b"))
 V(h_terms_frac, msgpack_pack_map(pk, 3); pk_s(pk, "weights"); DBLS(60, 1.5); pk_s(pk, "optimizer"); INTS(30, 60);
   pk_s(pk, "pipeline"); INTS(10, 20))
@@ -445,6 +465,12 @@ TEST(evalplan_hostile_planner_fields)
     hostile("mem_terms", h_terms_len, "plan of task 3: 'mem_terms.pipeline' must be a list with one entry per shard");
     hostile("mem_terms", h_terms_nan, "mem_terms.optimizer[1] is not a finite number");
     hostile("names", h_names_empty, "plan of task 3: names[0] is not a name (a string of 1-127 bytes)");
+    hostile("names", h_names_esc, "plan of task 3: names[1] holds a control character (byte 0x1b at offset 1)");
+    hostile("names", h_names_nl, "plan of task 3: names[2] holds a control character (byte 0x0a at offset 1)");
+    hostile("names", h_names_c1, "plan of task 3: names[0] holds a control character (U+009B at offset 0)");
+    hostile("pred_ms", h_neg2, "plan of task 3: pred_ms[1] is negative (-2 ms): a predicted cost is >= 0");
+    hostile("item_pred_ms", h_item_neg, "plan of task 3: item_pred_ms[2] is negative (-0.5 ms)");
+    hostile("cost_ms", h_zero2, "plan of task 3: measured cost_ms[1] is 0 for a shard of 1 entries");
     hostile("mem_terms", h_terms_frac, "plan of task 3: mem_terms.weights[1] is not a byte count >= 0");
     hostile("mem_cap", h_str, "plan of task 3: 'mem_cap' is not a byte count (an integer >= 0)");
     hostile("mem_cap", h_m1, "plan of task 3: 'mem_cap' is not a byte count (an integer >= 0)");

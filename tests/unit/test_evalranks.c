@@ -1,6 +1,7 @@
 /* test_evalranks.c - the per-rank planner statistics (lib/evalranks.h) on a hand-made plan:
- * which rank is the slowest (by cost, else by prediction, else none), the memory terms and
- * the slowest rank's items by their cost alone in the text and CSV tables. */
+ * which rank is the slowest (by cost, else by prediction when no cost is known, never the two
+ * mixed, else none), the memory terms and the slowest rank's items by their cost alone in
+ * the text and CSV tables. */
 #include "unit.h"
 
 #include "evalranks.h"
@@ -53,11 +54,36 @@ TEST(evalranks_slowest_rank)
     const char *by = NULL;
     CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), 1);     /* by cost */
     CHECK_STR(by, "measured");
-    cost[1] = NAN;                                                   /* a cost unknown: by prediction */
+    cost[0] = cost[1] = NAN;                                         /* no cost known: by prediction */
     CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), 0);
     CHECK_STR(by, "predicted");
     q.pred = NULL;                                                   /* neither: none */
     CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), -1);
+}
+
+/* one rank measured, the other not (nil): predicted and measured are never compared, so no
+   rank is the slowest, neither the unmeasured rank by its prediction nor the measured one */
+TEST(evalranks_slowest_rank_never_mixes_predicted_and_measured)
+{
+    double cost[2] = { NAN, 5.0 }, pred[2] = { 3.0, 1.0 };
+    as_eval_plan q = hand(cost, pred, NULL, NULL);
+    const char *by = NULL;
+    CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), -1);
+    cost[0] = 9.0;
+    cost[1] = NAN;
+    CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), -1);
+    cost[0] = NAN;
+    cost[1] = 5.0;
+    char *t = print(&q, AS_EVAL_TEXT);
+    CHECK(strstr(t, "no slowest rank: rank 0's cost is unknown (nil) and a prediction is not compared with the other "
+                    "ranks' measured costs") != NULL);
+    CHECK(strstr(t, "\n *") == NULL);                                  /* no rank starred */
+    free(t);
+    char *c = print(&q, AS_EVAL_CSV);
+    CHECK(strstr(c, ",measured,,,\"a;b[c 0:8, r 0:50)\"") != NULL);  /* rank 0: no cost, slowest empty */
+    CHECK(strstr(c, ",measured,5,,\"b[c 0:8, r 50:100);c\"") != NULL);
+    CHECK(strstr(c, "predicted") == NULL);
+    free(c);
 }
 
 TEST(evalranks_text_and_csv)

@@ -1,6 +1,7 @@
 /* test_msgobj.c - the msgpack getters (lib/msgobj.h) on records packed here: typed fields,
  * numbers of every msgpack kind and nil, strings, number lists, array maps (good, short data,
- * bad shape); and the error-buffer helper (lib/errbuf.h). */
+ * bad shape); names that are safe to print (as_name_bad); and the error-buffer helper
+ * (lib/errbuf.h). */
 #include "unit.h"
 
 #include "errbuf.h"
@@ -88,4 +89,34 @@ TEST(errbuf_fills_or_skips)
     b[0] = 'z';
     as_errbuf(b, 0, "x");
     CHECK(b[0] == 'z');
+}
+
+/* names printed raw in text tables: control characters (C0, DEL, C1) and bytes that are not
+ * UTF-8 are refused, any other UTF-8 kept */
+TEST(name_bad_refuses_control_characters)
+{
+    char why[128];
+    CHECK(as_name_bad("cat_3", 5, why, sizeof why) == NULL);
+    CHECK(as_name_bad("t\xc3\xa9l\xc3\xa9phone \xe2\x82\xac \xf0\x9f\x98\x80", 20, why, sizeof why) == NULL);
+    CHECK(as_name_bad("\xc2\xa0", 2, why, sizeof why) == NULL);               /* U+00A0: after the C1 block */
+    CHECK(as_name_bad("a\x1b[31mRED", 9, why, sizeof why) == why);
+    CHECK_STR(why, "holds a control character (byte 0x1b at offset 1)");
+    CHECK(as_name_bad("b\nc", 3, why, sizeof why) != NULL);
+    CHECK_STR(why, "holds a control character (byte 0x0a at offset 1)");
+    CHECK(as_name_bad("a\tb", 3, why, sizeof why) != NULL);
+    CHECK(as_name_bad("x\x7f", 2, why, sizeof why) != NULL);
+    CHECK_STR(why, "holds a control character (byte 0x7f at offset 1)");
+    CHECK(as_name_bad("a\0b", 3, why, sizeof why) != NULL);
+    CHECK_STR(why, "holds a control character (byte 0x00 at offset 1)");
+    CHECK(as_name_bad("ab\xc2\x9b" "31m", 7, why, sizeof why) != NULL);       /* U+009B: the C1 CSI */
+    CHECK_STR(why, "holds a control character (U+009B at offset 2)");
+    CHECK(as_name_bad("a\x9b" "31m", 5, why, sizeof why) != NULL);            /* a lone 8-bit CSI */
+    CHECK_STR(why, "is not valid UTF-8 (byte 0x9b at offset 1)");
+    CHECK(as_name_bad("\xc3", 1, why, sizeof why) != NULL);                   /* cut short */
+    CHECK(as_name_bad("\xc0\xaf", 2, why, sizeof why) != NULL);               /* overlong */
+    CHECK(as_name_bad("\xe0\x80\xaf", 3, why, sizeof why) != NULL);           /* overlong */
+    CHECK(as_name_bad("\xed\xa0\x80", 3, why, sizeof why) != NULL);           /* a surrogate */
+    CHECK(as_name_bad("\xf4\x90\x80\x80", 4, why, sizeof why) != NULL);       /* above U+10FFFF */
+    CHECK(as_name_bad("", 0, why, sizeof why) != NULL);
+    CHECK_STR(why, "is empty");
 }
