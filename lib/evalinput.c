@@ -84,6 +84,12 @@ typedef struct {
     int64_t file;
     int64_t (*runs)[2];         /* (file, seed) of run i */
     int64_t capp, capr, capt;
+    /* where each plan of in->plans came from, for the checks made after the whole input
+       (its pieces against the tables' sizes): its file's name and its record number */
+    char (*fname)[256];         /* [file + 1] */
+    int64_t capf;
+    int64_t *pfile;             /* [capp] */
+    uint64_t *prec;             /* [capp] */
 } read_ctx;
 
 static int read_plan(read_ctx *c, const as_reader *r, const as_record *rec, char *err, size_t errlen)
@@ -92,6 +98,8 @@ static int read_plan(read_ctx *c, const as_reader *r, const as_record *rec, char
     if (in->nplans == c->capp) {
         c->capp = c->capp ? 2 * c->capp : 64;
         in->plans = as_realloc(in->plans, (size_t)c->capp * sizeof *in->plans);
+        c->pfile = as_realloc(c->pfile, (size_t)c->capp * sizeof *c->pfile);
+        c->prec = as_realloc(c->prec, (size_t)c->capp * sizeof *c->prec);
     }
     as_eval_plan *q = &in->plans[in->nplans];
     char msg[1024];
@@ -130,6 +138,8 @@ static int read_plan(read_ctx *c, const as_reader *r, const as_record *rec, char
         in->nruns++;
     }
     q->run = ri;
+    c->pfile[in->nplans] = c->file;
+    c->prec[in->nplans] = rec->index;
     in->nplans++;
     return 0;
 }
@@ -138,7 +148,14 @@ static int read_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
 {
     read_ctx *c = ctx;
     as_eval_input *in = c->in;
-    if (r != c->last_r || rec->index <= c->last_index) c->file++;
+    if (r != c->last_r || rec->index <= c->last_index) {
+        c->file++;
+        if (c->file >= c->capf) {
+            c->capf = c->capf ? 2 * c->capf : 8;
+            c->fname = as_realloc(c->fname, (size_t)c->capf * sizeof *c->fname);
+        }
+        snprintf(c->fname[c->file], sizeof c->fname[0], "%s", as_reader_name(r));
+    }
     c->last_r = r;
     c->last_index = rec->index;
     if (as_rec_is(rec, "plan")) return read_plan(c, r, rec, err, errlen);
@@ -160,7 +177,9 @@ static int read_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
         in->ntrain++;
         return 0;
     }
-    if (as_rec_is(rec, "features")) return c->estimate ? as_featidx_read(&in->ft, rec, as_reader_name(r), err, errlen) : 0;
+    /* the tables' sizes (every plan's pieces are checked against them) and, with a cost
+       model, their features */
+    if (as_rec_is(rec, "features")) return as_featidx_read(&in->ft, rec, as_reader_name(r), err, errlen);
     if (as_rec_is(rec, "cost")) {
         if (c->estimate) return 0;
         char msg[768];
@@ -197,7 +216,22 @@ int as_eval_input_read(as_eval_input *in, char *const *files, int nfiles, const 
     in->back_at = -1;
     read_ctx c = { .in = in, .split = split, .estimate = estimate, .file = -1 };
     int rc = as_read_records(files, nfiles, read_rec, &c, err, errlen);
+    if (!rc) rc = as_featidx_build(&in->ft, err, errlen);
+    /* the pieces of every plan against the sizes of the tables the input has features of:
+       nothing outside a table, no table covered short of its last column or row */
+    for (int64_t j = 0; j < in->nplans && !rc; j++) {
+        const as_eval_plan *q = &in->plans[j];
+        char e2[512];
+        if (as_featidx_check_cover(&in->ft, q->tables, q->pieces, q->T, e2, sizeof e2)) {
+            snprintf(err, errlen, "%s: record %" PRIu64 ": plan of task %" PRId64 " (%s): %s", c.fname[c.pfile[j]], c.prec[j],
+                     q->task, q->alg, e2);
+            rc = -1;
+        }
+    }
     free(c.runs);
+    free(c.fname);
+    free(c.pfile);
+    free(c.prec);
     return rc;
 }
 
@@ -216,7 +250,7 @@ void as_eval_input_free(as_eval_input *in)
 
 int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen)
 {
-    if (as_featidx_build(ft, err, errlen)) return -1;
+    if (as_featidx_build(ft, err, errlen)) return -1;   /* as_eval_input_read's: a no-op */
     const int linear = as_costmodel_cmeta(cm)->output == AS_CM_OUT_LINEAR;
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];

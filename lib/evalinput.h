@@ -46,7 +46,7 @@ typedef struct {
                                    episode back_at after back_from; back_at -1 none */
     char device[128];           /* the first plan's cost_device (without a model; "" none) */
     int devices_differ;         /* plans measured on different devices */
-    as_featidx ft;              /* the `features` records (estimate only), not yet built */
+    as_featidx ft;              /* the `features` records, built */
     as_eval_singles singles;    /* single-table `cost` records (not estimate), not yet built */
     as_eval_quality_src quality;/* of the input */
     double *pred, *meas;        /* [nscatter] the first costfit-report's test_pred and
@@ -55,8 +55,11 @@ typedef struct {
 } as_eval_input;
 
 /* Read files[0..nfiles) ("-" or none: standard input) into in (zeroed here). split: keep only
- * the plans of tasks of that split (NULL: all). estimate: the costs will come from a cost
- * model (the features records are kept; the plans' costs are not checked). Without it every
+ * the plans of tasks of that split (NULL: all). The `features` records are kept (in->ft,
+ * built), and every plan's pieces are checked against the sizes of the tables they give
+ * (as_featidx_check_cover: a piece outside its table, a table covered short of its last
+ * column or row is an error naming the plan's record). estimate: the costs will come from a
+ * cost model (the plans' costs are not checked). Without it every
  * plan must have costs, all of one kind, and single-table `cost` records are kept for the
  * floor (a bad one is an error). A costfit-report without usable test arrays is said
  * with as_info (no scatter plot). 0, or -1 with err: a file that cannot be read, a bad
@@ -66,10 +69,11 @@ int as_eval_input_read(as_eval_input *in, char *const *files, int nfiles, const 
 void as_eval_input_free(as_eval_input *in);   /* also after a failed read */
 
 /* Estimate every shard cost of plans p[0..n) with cm, the tables' features from ft (built
- * here: call once): cost_kind becomes estimated, the noise fields are dropped (estimates
- * carry none), and a shard with tables an unconstrained (output linear) model prices at 0
- * (a negative prediction clamped) counts in clamped. 0, or -1 with err: ft's build fails, a
- * plan's table without a features record. */
+ * here; as_eval_input_read's is built already, and building it again changes nothing):
+ * cost_kind becomes estimated, the noise fields are dropped (estimates carry none), and a
+ * shard with tables an unconstrained (output linear) model prices at 0 (a negative
+ * prediction clamped) counts in clamped. 0, or -1 with err: ft's build fails, a plan's
+ * table without a features record. */
 int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen);
 
 #endif

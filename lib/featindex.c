@@ -150,6 +150,34 @@ int as_featidx_piece(const as_featidx *x, int64_t id, const as_piece *p, as_feat
     return -1;
 }
 
+/* a table's size for as_pieces_check_dims: its whole-table record's */
+static int featidx_size(void *ctx, int64_t id, int64_t *rows, int64_t *dim)
+{
+    const as_features *t = as_featidx_get(ctx, id);
+    if (!t) return -1;
+    *rows = t->rows;
+    *dim = t->dim;
+    return 0;
+}
+
+int as_featidx_check_cover(const as_featidx *x, const int64_t *ids, const as_piece *p, int64_t n, char *err,
+                           size_t errlen)
+{
+    if (!p) return 0;   /* whole tables only: nothing outside a table, no gap */
+    /* the entries of the tables whose size is known */
+    int64_t *kid = as_malloc((size_t)(n ? n : 1) * sizeof *kid), m = 0;
+    as_piece *kp = as_malloc((size_t)(n ? n : 1) * sizeof *kp);
+    for (int64_t i = 0; i < n; i++)
+        if (as_featidx_get(x, ids[i])) {
+            kid[m] = ids[i];
+            kp[m++] = p[i];
+        }
+    int rc = as_pieces_check_dims(kid, kp, m, featidx_size, (void *)x, err, errlen);
+    free(kid);
+    free(kp);
+    return rc;
+}
+
 void as_featidx_free(as_featidx *x)
 {
     if (!x) return;

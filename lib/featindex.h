@@ -38,7 +38,8 @@ void as_featidx_add(as_featidx *x, const as_features *f);
  * -1 with err ("NAME: record N: features of table 3: 'rows' = 0 is outside ...") */
 int as_featidx_read(as_featidx *x, const as_record *rec, const char *name, char *err, size_t errlen);
 /* sort by id, drop duplicates under the rule above; 0, or -1 with err ("table 7 has two
- * different `features` records (features of two pools mixed?)"). Call once. */
+ * different `features` records (features of two pools mixed?)"). Call once (on a built
+ * index it changes nothing). */
 int as_featidx_build(as_featidx *x, char *err, size_t errlen);
 /* position of table id in f[0..n) after the build, or -1 */
 int64_t as_featidx_find(const as_featidx *x, int64_t id);
@@ -48,6 +49,14 @@ const as_features *as_featidx_get(const as_featidx *x, int64_t id);
  * from either for a column piece (as_features_cols: of the table, or of the record of the
  * row piece with all its columns). 0 with *out filled, or -1 when neither is known. */
 int as_featidx_piece(const as_featidx *x, int64_t id, const as_piece *p, as_features *out);
+/* The cover of a plan's entries ids[0..n) with pieces p (NULL: all whole) checked against
+ * the sizes of the tables x knows (after the build; as_pieces_check_dims): every piece
+ * within its table and every table's pieces reaching its last column and row. A table x has
+ * no whole-table record of is not checked (the reader that needs its features says so).
+ * Call after as_pieces_check_cover. 0, or -1 with err ("table 5: its pieces cover columns
+ * 0..32 x rows 0..5114 of 32 x 10227 (a gap)"). */
+int as_featidx_check_cover(const as_featidx *x, const int64_t *ids, const as_piece *p, int64_t n, char *err,
+                           size_t errlen);
 /* 1 when a and b describe the same table under the rule above (ids not compared) */
 int as_features_same(const as_features *a, const as_features *b);
 void as_featidx_free(as_featidx *x);   /* NULL: nothing */

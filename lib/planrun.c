@@ -2,6 +2,7 @@
 #include "planrun.h"
 
 #include "common.h"
+#include "evalplan.h"
 #include "policy.h"
 #include "refine.h"
 #include "torchrec.h"
@@ -460,37 +461,26 @@ static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *
     return 0;
 }
 
-/* the measured costs: one per shard, a number or nil (a shard that failed), and the
- * record's communication bandwidth and model_quality; 0, or -1 with err */
-static int mplan_costs(mplan *m, const msgpack_object *o, char *err, size_t errlen)
+/* the measured costs as the strict reader (ep, as_eval_plan_read) read them: one per shard,
+ * a number >= 0 or nil (a shard that failed: NaN), and the record's communication
+ * bandwidth and model_quality; 0, or -1 with err */
+static int mplan_costs(mplan *m, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
 {
     const int64_t K = m->pr.shards;
-    const msgpack_object *co = as_obj_get(o, "cost_ms");
-    if (!co || co->type != MSGPACK_OBJECT_ARRAY || (int64_t)co->via.array.size != K) {
+    if (ep->cost_kind != 1 || ep->K != K) {
         snprintf(err, errlen, "plan of task %" PRId64 " (%s): 'cost_ms' is not a list of %" PRId64 " costs", m->pr.task,
                  m->label, K);
         return -1;
     }
     m->meas = as_malloc((size_t)K * sizeof *m->meas);
     m->scale = as_malloc((size_t)K * sizeof *m->scale);
-    for (int64_t k = 0; k < K; k++) {
-        const msgpack_object *v = &co->via.array.ptr[k];
-        m->meas[k] = v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32 ? v->via.f64
-                     : v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (double)v->via.u64 : NAN;
-    }
+    memcpy(m->meas, ep->cost, (size_t)K * sizeof *m->meas);
     m->comm = 0;
     as_obj_f64(o, "comm_gbps", &m->comm);
     if (!(m->comm >= 0) || !isfinite(m->comm)) m->comm = 0;
     /* the quality of the model that placed it, kept on the plan as it was measured */
-    const msgpack_object *mq = as_obj_get(o, "model_quality");
-    if (mq && mq->type != MSGPACK_OBJECT_NIL) {
-        char e2[256];
-        if (as_mgate_read(mq, &m->mq, e2, sizeof e2)) {
-            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", m->pr.task, m->label, e2);
-            return -1;
-        }
-        m->has_mq = 1;
-    }
+    m->has_mq = ep->has_mq;
+    if (ep->has_mq) m->mq = ep->mq;
     return 0;
 }
 
@@ -548,25 +538,42 @@ static void repair_count(repair_ctx *R, const mplan *m, const as_plan *pl)
              pl->refine.swaps, after);
 }
 
-/* one measured plan record: rebuilt on its items' features, refined with each shard's
- * measured / predicted scale, written as ALG...+measured (one round more) */
-static int repair_one(repair_ctx *R, const msgpack_object *o, char *err, size_t errlen)
+/* the cover of a plan record's pieces against the tables' sizes in (every piece within its
+ * table, every table covered to its last column and row); 0, or -1 with err */
+static int record_cover(const as_plan_input *in, const as_planrec *pr, const char *label, char *err, size_t errlen)
+{
+    char e2[512];
+    if (!as_featidx_check_cover(&in->ft, pr->tables, pr->pieces, pr->n, e2, sizeof e2)) return 0;
+    snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr->task, label, e2);
+    return -1;
+}
+
+/* one measured plan record (ep: as the strict reader read it): rebuilt on its items'
+ * features, refined with each shard's measured / predicted scale, written as
+ * ALG...+measured (one round more) */
+static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = R->c;
     char e2[768];
     mplan m = { .label = "" };
     if (as_planrec_read(o, &m.pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
     int sel = mplan_select(R, o, &m, err, errlen);
-    /* the measured costs, and the items' features: whole tables, or their pieces */
-    if (sel || mplan_costs(&m, o, err, errlen) || record_items(R->in, &m.pr, m.label, &m.items, err, errlen)) {
+    /* the measured costs, the cover against the tables' sizes, and the items' features:
+       whole tables, or their pieces */
+    if (sel || mplan_costs(&m, o, ep, err, errlen) || record_cover(R->in, &m.pr, m.label, err, errlen) ||
+        record_items(R->in, &m.pr, m.label, &m.items, err, errlen)) {
         mplan_free(&m);
         return sel > 0 ? 0 : -1;
     }
     const int64_t K = m.pr.shards, n = m.pr.n;
     item_views(m.items, n, &m.fi, &m.ids, NULL);
-    const uint64_t mcap = c->cap_given ? c->mem_cap : m.t->mem_cap;
-    /* the measured plan under this run's cap (the task's, or --mem-cap) */
-    if (record_cap(&m.pr, m.items, mcap, m.label, c->cap_given ? " of --mem-cap" : " of its task", err, errlen)) {
+    /* its cap: --mem-cap, else the plan's own (the cap it was made under), else its task's */
+    const msgpack_object *co = as_obj_get(o, "mem_cap");
+    const int own = co && co->type != MSGPACK_OBJECT_NIL;
+    const uint64_t mcap = c->cap_given ? c->mem_cap : own ? ep->mem_cap : m.t->mem_cap;
+    /* the measured plan under that cap */
+    if (record_cap(&m.pr, m.items, mcap, m.label, c->cap_given ? " of --mem-cap" : own ? " of the plan" : " of its task",
+                   err, errlen)) {
         mplan_free(&m);
         return -1;
     }
@@ -611,17 +618,20 @@ static int repair_rec(void *ctx, const as_reader *r, const as_record *rec, char 
 {
     repair_ctx *R = ctx;
     if (!as_rec_is(rec, "plan")) return 0;
-    char kind[32] = "";
-    if (as_obj_str(&rec->obj, "cost_kind", kind, sizeof kind) || strcmp(kind, "measured")) {
-        R->rs->unmeasured++;
-        return 0;
-    }
+    /* every plan record through the one strict reader as-eval reads plans with */
     char e2[900];
-    if (repair_one(R, &rec->obj, e2, sizeof e2)) {
+    as_eval_plan ep;
+    if (as_eval_plan_read(&rec->obj, &ep, e2, sizeof e2)) {
         snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
         return -1;
     }
-    return 0;
+    char kind[32] = "";
+    int rc = 0;
+    if (as_obj_str(&rec->obj, "cost_kind", kind, sizeof kind) || strcmp(kind, "measured")) R->rs->unmeasured++;
+    else if ((rc = repair_one(R, &rec->obj, &ep, e2, sizeof e2)))
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+    as_eval_plan_free(&ep);
+    return rc;
 }
 
 int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan_run_cfg *c, const as_plan_input *in,
@@ -659,18 +669,15 @@ static int label_wanted(const char *want, const char *label, as_alg alg)
     return hit;
 }
 
-static int export_one(export_ctx *X, const msgpack_object *o, char *err, size_t errlen)
+/* one plan record (ep: as the strict reader read it) rebuilt and written */
+static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = X->c;
     char e2[768], label[64] = "";
     as_planrec pr;
     if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
     as_alg alg;
-    if (!pr.has_task || as_obj_str(o, "alg", label, sizeof label)) {
-        snprintf(err, errlen, "plan needs 'task' and 'alg'");
-        as_planrec_free(&pr);
-        return -1;
-    }
+    snprintf(label, sizeof label, "%s", ep->alg);
     if (label_alg(label, pr.task, &alg, err, errlen)) {
         as_planrec_free(&pr);
         return -1;
@@ -682,13 +689,11 @@ static int export_one(export_ctx *X, const msgpack_object *o, char *err, size_t 
     }
     const int64_t K = pr.shards, n = pr.n;
     as_features *items;
-    if (record_items(X->in, &pr, label, &items, err, errlen)) {
+    if (record_cover(X->in, &pr, label, err, errlen) || record_items(X->in, &pr, label, &items, err, errlen)) {
         as_planrec_free(&pr);
         return -1;
     }
-    int64_t cap = 0;
-    if (!c->cap_given && (as_obj_i64(o, "mem_cap", &cap) || cap < 0)) cap = 0;
-    const uint64_t mcap = c->cap_given ? c->mem_cap : (uint64_t)cap;
+    const uint64_t mcap = c->cap_given ? c->mem_cap : ep->mem_cap;
     const as_features **fi;
     int64_t *ids;
     item_views(items, n, &fi, &ids, NULL);
@@ -733,12 +738,16 @@ static int export_one(export_ctx *X, const msgpack_object *o, char *err, size_t 
 static int export_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
     if (!as_rec_is(rec, "plan")) return 0;
+    /* every plan record through the one strict reader as-eval reads plans with */
     char e2[900];
-    if (export_one(ctx, &rec->obj, e2, sizeof e2)) {
-        snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
-        return -1;
+    as_eval_plan ep;
+    int rc = as_eval_plan_read(&rec->obj, &ep, e2, sizeof e2);
+    if (!rc) {
+        rc = export_one(ctx, &rec->obj, &ep, e2, sizeof e2);
+        as_eval_plan_free(&ep);
     }
-    return 0;
+    if (rc) snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
+    return rc;
 }
 
 int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,

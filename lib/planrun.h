@@ -124,7 +124,8 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
  * (lib/refine.h) on its measured costs: shard k's predicted kernel cost is scaled by
  * measured_k / predicted_k (a shard without both takes the median factor), so the search
  * starts from what was measured and judges each move or swap by the model's change, under
- * the task's memory cap, with the plan's own communication charge (its comm_gbps), within
+ * its cap (c->cap_given's, else the record's own mem_cap, else its task's), with the plan's
+ * own communication charge (its comm_gbps), within
  * c->refine_ms / refine_steps. Each is written as emit writes plans, its alg label the
  * record's algorithm with "+refine+measured" (and "+split" when it was split), with
  * c->model_quality as its `model_quality`. c->model
@@ -135,7 +136,10 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
  * is in c->want; with c->repair_round > 0 only the plans of round repair_round - 1 (a
  * label's "+measured" rounds: none 0, "+measured" 1, "+measuredN" N). The written plan
  * carries one round more. Records without measured costs, plans of other tasks or algorithms and
- * infeasible plans are counted and skipped. 0, or -1 with err ("FILE: record N: plan of
+ * infeasible plans are counted and skipped. Every plan record is read first by as-eval's
+ * strict reader (as_eval_plan_read: a malformed field, a measured cost that is not a number
+ * >= 0 or nil, is an error naming it), and its pieces are checked against the tables' sizes
+ * (as_featidx_check_cover). 0, or -1 with err ("FILE: record N: plan of
  * task 3 (cost-greedy+split): table 7 [0:8, 0:16) has no features in the input").
  * On success rs counts the plans. */
 typedef struct {
@@ -154,7 +158,8 @@ int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan
  * c->export_task (when >= 0) is rebuilt on its items' features from in (whole tables and
  * pieces) with its placement, pieces and label as they are, and written as emit writes
  * plans (c->out text or torchrec; with c->model its predictions). Its cap is --mem-cap
- * (c->cap_given) or the record's mem_cap; a shard over it is an error. *exported and
+ * (c->cap_given) or the record's mem_cap; a shard over it is an error. Plan records are
+ * read and their pieces checked as --repair's are. *exported and
  * *skipped count the plans written and passed over. 0, or -1 with err ("FILE: record N:
  * plan of task 3 (cost-greedy+split): t7[c 0:8, r 0:16) has no features in the input"). */
 int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,

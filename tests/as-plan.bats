@@ -676,5 +676,5 @@ WEAK_WORDS="the cost model's held-out R² is 0.410, below 0.9 (--min-model-r2): 
     mp_edit "$T/meas.ast" 'kind("plan")[0]["model_quality"]["weak"] = False' > "$T/bad.ast"
     run as-plan --model "$T/good.ast" --repair "$T/bad.ast" --plans-only "$D/ft.ast" -o "$T/rep3.ast"
     assert_failure 1
-    assert_output --partial "$T/bad.ast: record 2: plan of task 6 (cost-greedy): model_quality.weak is false, which its r2, linear_r2 and min_r2 do not say"
+    assert_output --partial "$T/bad.ast: record 2: plan of task 6: model_quality.weak is false, which its r2, linear_r2 and min_r2 do not say"
 }

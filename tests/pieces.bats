@@ -407,3 +407,112 @@ plan_of() {
         assert_output --partial "has no features in the input"
     fi
 }
+
+# issue 36: the plans of size-greedy, "measured" by hand (each shard's cost its prediction,
+# times f0 on shard 0), into $2; $1 the plans
+measured_by_hand() {
+    mp_edit "$1" "for r in kind('plan'): r['cost_ms'] = [x * (${3:-1} if k == 0 else 1) for k, x in enumerate(r['pred_ms'])]; r['cost_kind'] = 'measured'; r['cost_device'] = 'cpu'" > "$2"
+}
+
+@test "as-plan --repair keeps the plan's own cap: plans made under --mem-cap are refined under it, one over it is refused (issue 36)" {
+    as-plan --alg size-greedy --model "$D/m.ast" --min-model-r2 off --mem-cap 700000 --plans-only "$D/ftr.ast" -o "$T/cap.ast" 2> /dev/null
+    [ "$(as-show --kind plan "$T/cap.ast" | jq -r '[.mem_cap, .feasible] | @tsv' | sort -u)" = $'700000\ttrue' ]
+    # shard 0 measured ten times slower than predicted: the search moves work off it
+    measured_by_hand "$T/cap.ast" "$T/mcap.ast" 10
+    run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/mcap.ast" --plans-only "$D/ftr.ast" -o "$T/rep.ast"
+    assert_success
+    [ "$(as-show --kind plan "$T/rep.ast" | jq -r '[.mem_cap, .feasible] | @tsv' | sort -u)" = $'700000\ttrue' ]
+    [ "$(as-show --kind plan "$T/rep.ast" | jq -s '[.[].mem_bytes[] | select(. > 700000)] | length')" = 0 ]
+    # --mem-cap still overrides the plan's own
+    run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/mcap.ast" --mem-cap 2M --plans-only "$D/ftr.ast" -o "$T/rep2.ast"
+    assert_success
+    [ "$(as-show --kind plan "$T/rep2.ast" | jq -r .mem_cap | sort -u)" = 2097152 ]
+    # a measured plan over its own cap: exit 1 naming it, as --export does
+    mp_edit "$T/mcap.ast" "kind('plan')[0]['mem_cap'] = 1000" > "$T/over.ast"
+    run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/over.ast" --plans-only "$D/ftr.ast" -o "$T/rep3.ast"
+    assert_failure 1
+    assert_output --partial "$T/over.ast: record 2: plan of task 0 (size-greedy): shard 0 holds"
+    assert_output --partial "bytes, over the 1000-byte cap of the plan"
+    [ ! -e "$T/rep3.ast" ]
+}
+
+@test "as-plan --export, --repair and as-eval check a plan's pieces against the tables' sizes from the features (issue 36)" {
+    rows=$(feats "$D/ftr.ast" | jq -s '[.[] | select(.id == 5 and .piece == null)][0].rows')
+    dim=$(feats "$D/ftr.ast" | jq -s '[.[] | select(.id == 5 and .piece == null)][0].dim')
+    half=$(( (rows + 1) / 2 ))
+    as-plan --alg size-greedy --model "$D/m.ast" --min-model-r2 off --plans-only "$D/ftr.ast" -o "$T/p.ast" 2> /dev/null
+    # one measured plan whose only entry is one piece of table 5
+    one() {
+        mp_edit "$T/p.ast" "p = kind('plan')[0]; p['tables'] = [5]; p['assign'] = [0]; p['pieces'] = [$1]; p.pop('item_pred_ms', None); p['mem_cap'] = 0; p['cost_ms'] = [1.0] * p['shards']; p['cost_kind'] = 'measured'; recs[:] = [r for r in recs if r.get('kind') != 'plan' or r is p]"
+    }
+    one "[0, $dim, 0, $half]" > "$T/half.ast"
+    one "[0, $((dim / 2)), 0, $rows]" > "$T/col.ast"
+    one "[0, $((2 * dim)), 0, $rows]" > "$T/past.ast"
+    one "[0, $dim, 0, $rows]" > "$T/all.ast"
+    gap_half="table 5: its pieces cover columns 0..$dim x rows 0..$half of $dim x $rows (a gap)"
+    gap_col="table 5: its pieces cover columns 0..$((dim / 2)) x rows 0..$rows of $dim x $rows (a gap)"
+    past="piece t5[c 0:$((2 * dim)), r 0:$rows) lies outside table 5 ($rows rows x $dim columns)"
+    for f in half col past; do
+        want=gap_$f; [ $f = past ] && want=past
+        msg="$T/$f.ast: record 2: plan of task 0 (size-greedy): ${!want}"
+        run as-plan --export "$T/$f.ast" --format torchrec "$D/ftr.ast"
+        assert_failure 1
+        assert_output "as-plan: $msg"
+        run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/$f.ast" --plans-only "$D/ftr.ast" -o "$T/$f.out"
+        assert_failure 1
+        assert_output "as-plan: $msg"
+        [ ! -e "$T/$f.out" ]
+        run as-eval "$D/ftr.ast" "$T/$f.ast"
+        assert_failure 1
+        assert_output "as-eval: $msg"
+    done
+    # the piece that is the whole table passes everywhere
+    run as-plan --export "$T/all.ast" --format torchrec "$D/ftr.ast"
+    assert_success
+    run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/all.ast" --plans-only "$D/ftr.ast" -o "$T/all.out"
+    assert_success
+    run as-eval "$D/ftr.ast" "$T/all.ast"
+    assert_success
+}
+
+@test "as-plan --repair refuses measured costs that are not numbers >= 0 or nil, naming cost_ms[k], as as-eval does (issue 36)" {
+    as-plan --alg size-greedy --model "$D/m.ast" --min-model-r2 off --plans-only "$D/ftr.ast" -o "$T/p.ast" 2> /dev/null
+    i=0
+    for v in "[nan, 1.0]" "[-1.0, 1.0]" "['x', 1.0]" "[inf, 1.0]" "[nan, nan]"; do
+        i=$((i + 1))
+        measured_by_hand "$T/p.ast" "$T/mm.ast"
+        mp_edit "$T/mm.ast" "kind('plan')[0]['cost_ms'] = $v" > "$T/h$i.ast"
+        run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/h$i.ast" --plans-only "$D/ftr.ast" -o "$T/h$i.out"
+        assert_failure 1
+        assert_output --regexp "^as-plan: $T/h$i.ast: record 2: plan of task 0: (measured )?cost_ms\[0\] is (not finite|negative|not a number or nil)"
+        [ ! -e "$T/h$i.out" ]
+        rep=${output#as-plan: }
+        run as-eval "$T/h$i.ast"
+        assert_failure 1
+        [ "${output#as-eval: }" = "$rep" ]
+    done
+}
+
+@test "as-plan --repair and --export read plans through as-eval's strict reader: the same hostile record refused the same way (issue 36)" {
+    as-plan --alg size-greedy --model "$D/m.ast" --min-model-r2 off --split-tables --plans-only "$D/ftr.ast" -o "$T/p.ast" 2> /dev/null
+    measured_by_hand "$T/p.ast" "$T/mm.ast"
+    i=0
+    for e in "p['alg'] = 'size-greedy\\x00x'" "p['alg'] = 'size-greedy+split' + 'x' * 60" "p['alg'] = '+' * 10000" \
+             "p['task'] = None" "p['task'] = -1" "p['shards'] = 3; p['cost_ms'] = p['cost_ms'] + [1.0]" \
+             "p['mem_cap'] = -1" "p['names'] = ['a']" "p['pred_ms'] = [1.0]" "p['item_pred_ms'] = [1.0]" \
+             "p['mem_terms'] = {'weights': [1], 'optimizer': [1], 'pipeline': [1]}"; do
+        i=$((i + 1))
+        mp_edit "$T/mm.ast" "p = kind('plan')[0]; $e" > "$T/h$i.ast"
+        run as-eval "$T/h$i.ast"
+        assert_failure 1
+        assert_output --partial "as-eval: $T/h$i.ast: record 2: plan"
+        ev=${output#as-eval: }
+        run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/h$i.ast" --plans-only "$D/ftr.ast" -o "$T/h$i.out"
+        assert_failure 1
+        [ "$output" = "as-plan: $ev" ]
+        [ ! -e "$T/h$i.out" ]
+        run as-plan --export "$T/h$i.ast" --format text "$D/ftr.ast"
+        assert_failure 1
+        [ "$output" = "as-plan: $ev" ]
+    done
+}

@@ -55,6 +55,36 @@ TEST(featidx_sorted_distinct_first_kept)
     as_featidx_free(&x);
 }
 
+TEST(featidx_check_cover_against_sizes)
+{
+    /* table 5: 100 rows x 32 columns; table 9 has no features (not checked) */
+    as_featidx x = { 0 };
+    as_features f = F(5, 32, 1);
+    as_featidx_add(&x, &f);
+    char err[256];
+    CHECK_EQ_I64(as_featidx_build(&x, err, sizeof err), 0);
+    const int64_t ids[2] = { 5, 9 };
+    as_piece p[2] = { { 0, 32, 0, 50 }, { 0, 4, 0, 7 } };
+    /* half the rows: a gap, named with the table's size */
+    CHECK_EQ_I64(as_featidx_check_cover(&x, ids, p, 2, err, sizeof err), -1);
+    CHECK_STR(err, "table 5: its pieces cover columns 0..32 x rows 0..50 of 32 x 100 (a gap)");
+    /* half the columns */
+    p[0] = (as_piece){ 0, 16, 0, 100 };
+    CHECK_EQ_I64(as_featidx_check_cover(&x, ids, p, 2, err, sizeof err), -1);
+    CHECK_STR(err, "table 5: its pieces cover columns 0..16 x rows 0..100 of 32 x 100 (a gap)");
+    /* past the last column */
+    p[0] = (as_piece){ 0, 64, 0, 100 };
+    CHECK_EQ_I64(as_featidx_check_cover(&x, ids, p, 2, err, sizeof err), -1);
+    CHECK_STR(err, "piece t5[c 0:64, r 0:100) lies outside table 5 (100 rows x 32 columns)");
+    /* all of it, in one piece or whole; no pieces at all */
+    p[0] = (as_piece){ 0, 32, 0, 100 };
+    CHECK_EQ_I64(as_featidx_check_cover(&x, ids, p, 2, err, sizeof err), 0);
+    p[0] = AS_PIECE_WHOLE;
+    CHECK_EQ_I64(as_featidx_check_cover(&x, ids, p, 2, err, sizeof err), 0);
+    CHECK_EQ_I64(as_featidx_check_cover(&x, ids, NULL, 2, err, sizeof err), 0);
+    as_featidx_free(&x);
+}
+
 TEST(featidx_conflicting_duplicates)
 {
     /* any number differing is a conflict: one of the 21 (a bin), a plan field (bytes), an

@@ -11,6 +11,7 @@
 #include "tasks.h"
 #include "fixtures.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,7 +230,21 @@ TEST(planrun_repair)
     put_plan(w, 5, "size-greedy", a, "measured", 3, 12, 2);
     as_writer_close(w);
     CHECK_EQ_I64(as_plan_repair_run(&st, &rs, &c, &in, mpath, err, sizeof err), -1);
-    CHECK(strstr(err, ": record 2: plan of task 5 (size-greedy): 'cost_ms' is not a list of 2 costs") != NULL);
+    /* read by as-eval's strict plan reader: its words */
+    CHECK(strstr(err, ": record 2: plan of task 5: 'cost_ms' must be a list with one entry per shard") != NULL);
+    /* a measured cost that is NaN or negative is refused, not taken as unmeasured */
+    w = as_writer_open(mpath, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 5, "size-greedy", a, "measured", 2, NAN, 2);
+    as_writer_close(w);
+    CHECK_EQ_I64(as_plan_repair_run(&st, &rs, &c, &in, mpath, err, sizeof err), -1);
+    CHECK(strstr(err, ": record 2: plan of task 5: cost_ms[0] is not finite (an unmeasured shard is nil)") != NULL);
+    w = as_writer_open(mpath, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    put_plan(w, 5, "size-greedy", a, "measured", 2, 12, -1);
+    as_writer_close(w);
+    CHECK_EQ_I64(as_plan_repair_run(&st, &rs, &c, &in, mpath, err, sizeof err), -1);
+    CHECK(strstr(err, ": record 2: plan of task 5: measured cost_ms[1] is negative (-1 ms)") != NULL);
     w = as_writer_open(mpath, 0, 0);
     as_writer_header(w, "test", 0, NULL);
     put_plan(w, 5, "bogus+split", a, "measured", 2, 12, 2);
