@@ -55,6 +55,12 @@ setup_file() {
     assert_failure 2
     run as-plan --alg all --mem-cap 12Q
     assert_failure 2
+    # a rate of communication that would make every charged cost absurd, or not a double
+    for g in 1e-300 1e-308 0.0009 2e6; do
+        run as-plan --alg all --comm-gbps $g
+        assert_failure 2
+        assert_output --partial "--comm-gbps"
+    done
     # more shards than a plan record may hold (the tools reading the plans would refuse it)
     run as-plan --alg all --shards 65537
     assert_failure 2

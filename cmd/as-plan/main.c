@@ -95,7 +95,8 @@ static const char HELP[] =
     "                         plan is ALG+split+refine. The search keeps no split when none\n"
     "                         is predicted faster, communication included (--comm-gbps).\n"
     "                         lib/split.h has the search's rules\n"
-    "      --comm-gbps G      the bandwidth the split search charges communication at, GiB/s\n"
+    "      --comm-gbps G      the bandwidth the split search charges communication at, GiB/s,\n"
+    "                         0 or in [0.001, 1e6]\n"
     "                         (default 600: one host of NVLink GPUs, TorchRec's planner's\n"
     "                         intra-node figure; 0: not charged): each item's ids in (8 bytes\n"
     "                         per lookup) and pooled outputs out and their gradients back (2 x\n"
@@ -413,6 +414,10 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
     case OPT_COMM:
         name = "--comm-gbps";
         a->scfg.comm_gbps = as_cli_f64(cli, name, arg, 0, 1e6);
+        /* as as-eval's: a rate below 1 MiB/s makes every charged cost absurd */
+        if (a->scfg.comm_gbps > 0 && a->scfg.comm_gbps < 1e-3)
+            as_cli_usage(cli, "--comm-gbps: '%s' is neither 0 (communication not charged) nor a rate in [%g, %g] GiB/s", arg,
+                         1e-3, 1e6);
         break;
     default: return 0;
     }
