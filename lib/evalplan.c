@@ -218,6 +218,17 @@ static int read_passes(const msgpack_object *rec, as_eval_plan *p, char *err, si
                     return -1;
                 }
                 if (rc) *v = NAN;
+                else if (*v == 0) {
+                    /* as cost_ms: 0 is an empty shard's (as-bench measures none) */
+                    int64_t n = 0;
+                    for (int64_t i = 0; i < p->T; i++) n += p->assign[i] == k;
+                    if (n) {
+                        snprintf(err, errlen, "plan of task %" PRId64 ": cost_pass_ms[%d][%" PRId64 "] is 0 for a shard of %" PRId64
+                                 " entries: a measured time is above 0 (0 is an empty shard's, nil an unmeasured one's); bad data",
+                                 p->task, q, k, n);
+                        return -1;
+                    }
+                }
             }
         }
     }

@@ -403,7 +403,7 @@ pass_plans() {
     assert_line --regexp '^ +0 +0 autoshard +0 .* 2\.0 ↕$'
     assert_output --partial "↕: the slowest shard of its plan in some passes but not in all"
     # malformed passes are bad data naming the field
-    for bad in "'x'" "[[1.0,2.0]]" "[[1.0,2.0],[1.0]]" "[[1.0,2.0],[1.0,-2.0]]"; do
+    for bad in "'x'" "[[1.0,2.0]]" "[[1.0,2.0],[1.0]]" "[[1.0,2.0],[1.0,-2.0]]" "[[1.0,2.0],[1.0,0.0]]"; do
         mp_edit "$T/p.ast" "for r in kind('plan'): r['cost_pass_ms'] = $bad" > "$T/bad.ast"
         run as-eval "$T/bad.ast"
         assert_failure 1
