@@ -187,6 +187,14 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, s
     return 0;
 }
 
+/* the entries p places on shard k (a measured 0 is only an empty shard's) */
+static int64_t shard_entries(const as_eval_plan *p, int64_t k)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < p->T; i++) n += p->assign[i] == k;
+    return n;
+}
+
 /* as-bench --passes (docs/FORMAT.md): cost_pass_ms, a list of 2..AS_EVAL_PASS_MAX passes,
  * each a list of K costs (numbers >= 0, or nil: unmeasured), and cost_pass_spread, K
  * numbers >= 0 or nil; each may be absent or nil */
@@ -220,8 +228,7 @@ static int read_passes(const msgpack_object *rec, as_eval_plan *p, char *err, si
                 if (rc) *v = NAN;
                 else if (*v == 0) {
                     /* as cost_ms: 0 is an empty shard's (as-bench measures none) */
-                    int64_t n = 0;
-                    for (int64_t i = 0; i < p->T; i++) n += p->assign[i] == k;
+                    const int64_t n = shard_entries(p, k);
                     if (n) {
                         snprintf(err, errlen, "plan of task %" PRId64 ": cost_pass_ms[%d][%" PRId64 "] is 0 for a shard of %" PRId64
                                  " entries: a measured time is above 0 (0 is an empty shard's, nil an unmeasured one's); bad data",
@@ -360,8 +367,7 @@ static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, siz
         }
         if (p->cost[k] == 0 && p->cost_kind == 1) {
             /* 0 is an empty shard's cost (as-bench measures none); a shard with entries takes time */
-            int64_t n = 0;
-            for (int64_t i = 0; i < p->T; i++) n += p->assign[i] == k;
+            const int64_t n = shard_entries(p, k);
             if (n) {
                 snprintf(err, errlen, "plan of task %" PRId64 ": measured cost_ms[%" PRId64 "] is 0 for a shard of %" PRId64
                          " entries: a measured time is above 0 (0 is an empty shard's, nil an unmeasured one's); bad data",
