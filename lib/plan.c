@@ -52,6 +52,12 @@ const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
     return buf;
 }
 
+/* the label a plan record or rendering carries: the meta's own, else the algorithm's */
+static const char *meta_label(const as_plan *p, const as_plan_meta *m, char *buf, size_t len)
+{
+    return m->label ? m->label : as_plan_alg_label(p, m->alg, buf, len);
+}
+
 double as_plan_key(as_alg a, const as_features *f)
 {
     switch (a) {
@@ -510,7 +516,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     msgpack_pack_map(pk, nf);
     as_pack_kv_str(pk, "kind", "plan");
     as_pack_kv_i64(pk, "task", m->task->id);
-    as_pack_kv_str(pk, "alg", as_plan_alg_label(p, m->alg, label, sizeof label));
+    as_pack_kv_str(pk, "alg", meta_label(p, m, label, sizeof label));
     as_pack_kv_i64(pk, "shards", K);
     as_pack_str(pk, "tables");
     msgpack_pack_array(pk, (size_t)p->n);
@@ -647,7 +653,7 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
     char label[64];
     fprintf(f, "task %" PRId64 "%s%s%s  %s  %" PRId64 " tables on %" PRId64 " shards  ", m->task->id,
             m->task->split[0] ? " (" : "", m->task->split, m->task->split[0] ? ")" : "",
-            as_plan_alg_label(p, m->alg, label, sizeof label), p->n, K);
+            meta_label(p, m, label, sizeof label), p->n, K);
     if (m->mem_cap) fprintf(f, "cap %.1f MiB/shard  ", m->mem_cap / MiB);
     else fprintf(f, "no memory cap  ");
     fprintf(f, "%s  planned in %.3f ms\n", p->feasible ? "feasible" : "INFEASIBLE", p->plan_ms);
@@ -713,8 +719,10 @@ int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, con
     if (!p->feasible) return -1;
     int64_t K = p->shards, L = o->local_size > 0 ? o->local_size : 8;
     char label[64];
-    fprintf(f, "{\"task\":%" PRId64 ",\"alg\":\"%s\",\"feasible\":true,\"world_size\":%" PRId64
-               ",\"local_size\":%" PRId64 ",\"module\":", m->task->id, as_plan_alg_label(p, m->alg, label, sizeof label), K, L);
+    const char *lab = meta_label(p, m, label, sizeof label);
+    fprintf(f, "{\"task\":%" PRId64 ",\"alg\":", m->task->id);
+    as_json_string(f, lab, strlen(lab));
+    fprintf(f, ",\"feasible\":true,\"world_size\":%" PRId64 ",\"local_size\":%" PRId64 ",\"module\":", K, L);
     as_json_string(f, o->module, strlen(o->module));
     int64_t G = m->world > 0 ? as_plan_ranks(m->world, K, 0, NULL) : -1;
     if (G > 0) {

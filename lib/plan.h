@@ -226,6 +226,8 @@ typedef struct {
     const as_mgate *model_quality;  /* the quality gate's judgement of the cost model that
                                        placed the plan (lib/modelgate.h), written as
                                        `model_quality`; NULL: none (placed without it) */
+    const char *label;              /* the `alg` label written instead of as_plan_alg_label's
+                                       (an imported plan's own, as-plan --import); NULL: that */
 } as_plan_meta;
 
 /* write a `plan` record (docs/FORMAT.md) */

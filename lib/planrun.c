@@ -293,7 +293,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         as_plan_meta meta = { &tki, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
                               a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
                               a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
-                              ap.fi, NULL, NULL };
+                              ap.fi, NULL, NULL, NULL };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
             /* the plans the cost model placed carry its quality */
@@ -587,7 +587,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     tki.tables = m.ids;
     tki.ntables = n;
     as_plan_meta meta = { &tki, m.alg, c->seed, mcap, c->world, c->model_path, c->model_device,
-                          m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, m.fi, NULL, c->model_quality };
+                          m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, m.fi, NULL, c->model_quality, NULL };
     if (!rc && c->keep_unrefined) {
         /* the plan as it was measured, its label and its model's quality as they came, to
            measure beside the new one */
@@ -669,6 +669,46 @@ static int label_wanted(const char *want, const char *label, as_alg alg)
     return hit;
 }
 
+int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
+                        const as_plan_placed *o, char *err, size_t errlen)
+{
+    char e2[768];
+    const int64_t K = pr->shards, n = pr->n;
+    as_features *items;
+    if (record_cover(in, pr, o->label, err, errlen) || record_items(in, pr, o->label, &items, err, errlen)) return -1;
+    const as_features **fi;
+    int64_t *ids;
+    item_views(items, n, &fi, &ids, NULL);
+    int rc = record_cap(pr, items, o->mem_cap, o->label, o->cap_why, err, errlen);
+    as_plan pl;
+    if (!rc) {
+        /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
+        as_plan_policy fixed = { pr->assign, fixed_place };
+        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, o->mem_cap, c->seed, pr->task, c->model, &fixed, o->comm_gbps, NULL };
+        if ((rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2)))
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr->task, o->label, e2);
+    }
+    if (!rc) {
+        pl.split = strstr(o->label, "+split") != NULL;
+        pl.refine.done = strstr(o->label, AS_REFINE_SUFFIX) != NULL;
+        pl.measured = label_rounds(o->label);
+        pl.comm_gbps = o->comm_gbps;
+        pl.plan_ms = o->plan_ms;   /* the planning time the plan came with, not the rebuild's */
+        if (pr->pieces) {
+            pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
+            memcpy(pl.pieces, pr->pieces, (size_t)n * sizeof *pl.pieces);
+        }
+        as_ptask tki = { pr->task, ids, n, K, o->mem_cap, "" };
+        snprintf(tki.split, sizeof tki.split, "%s", o->split ? o->split : "");
+        as_plan_meta meta = { &tki, o->alg, o->seed, o->mem_cap, o->world, c->model_path, c->model_device, NULL, 0, fi, NULL,
+                              NULL, o->verbatim ? o->label : NULL };   /* placed elsewhere: no model_quality */
+        emit(st, c, &meta, &pl, fi, NULL);
+        as_plan_free(&pl);
+    }
+    free(fi); free(ids); free(items);
+    return rc;
+}
+
 /* one plan record (ep: as the strict reader read it) rebuilt and written */
 static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
 {
@@ -687,50 +727,19 @@ static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan
         as_planrec_free(&pr);
         return 0;
     }
-    const int64_t K = pr.shards, n = pr.n;
-    as_features *items;
-    if (record_cover(X->in, &pr, label, err, errlen) || record_items(X->in, &pr, label, &items, err, errlen)) {
-        as_planrec_free(&pr);
-        return -1;
-    }
-    const uint64_t mcap = c->cap_given ? c->mem_cap : ep->mem_cap;
-    const as_features **fi;
-    int64_t *ids;
-    item_views(items, n, &fi, &ids, NULL);
-    double comm = 0;
-    as_obj_f64(o, "comm_gbps", &comm);
-    if (!(comm >= 0) || !isfinite(comm)) comm = 0;
-    int rc = record_cap(&pr, items, mcap, label, c->cap_given ? " of --mem-cap" : " of the plan", err, errlen);
-    as_plan pl;
-    if (!rc) {
-        /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
-        as_plan_policy fixed = { pr.assign, fixed_place };
-        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, pr.task, c->model, &fixed, comm, NULL };
-        if ((rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2)))
-            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
-    }
-    if (!rc) {
-        pl.split = strstr(label, "+split") != NULL;
-        pl.refine.done = strstr(label, AS_REFINE_SUFFIX) != NULL;
-        pl.measured = label_rounds(label);
-        pl.comm_gbps = comm;
-        pl.plan_ms = 0;   /* the planning time the record gives, not the rebuild's */
-        as_obj_f64(o, "plan_ms", &pl.plan_ms);
-        if (pr.pieces) {
-            pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
-            memcpy(pl.pieces, pr.pieces, (size_t)n * sizeof *pl.pieces);
-        }
-        as_ptask tki = { pr.task, ids, n, K, mcap, "" };
-        as_obj_str(o, "split", tki.split, sizeof tki.split);
-        int64_t seed = (int64_t)c->seed;
-        as_obj_i64(o, "seed", &seed);
-        as_plan_meta meta = { &tki, alg, (uint64_t)seed, mcap, c->world, c->model_path, c->model_device, NULL, 0, fi, NULL,
-                              NULL };   /* text or TorchRec JSON: no model_quality */
-        emit(X->st, c, &meta, &pl, fi, NULL);
-        as_plan_free(&pl);
-        X->exported++;
-    }
-    free(fi); free(ids); free(items);
+    as_plan_placed pp = { label, alg, c->cap_given ? c->mem_cap : ep->mem_cap, c->cap_given ? " of --mem-cap" : " of the plan",
+                          0, 0, c->seed, "", c->world, 0 };
+    as_obj_f64(o, "comm_gbps", &pp.comm_gbps);
+    if (!(pp.comm_gbps >= 0) || !isfinite(pp.comm_gbps)) pp.comm_gbps = 0;
+    as_obj_f64(o, "plan_ms", &pp.plan_ms);
+    char split[16] = "";
+    as_obj_str(o, "split", split, sizeof split);
+    pp.split = split;
+    int64_t seed = (int64_t)c->seed;
+    as_obj_i64(o, "seed", &seed);
+    pp.seed = (uint64_t)seed;
+    int rc = as_plan_emit_placed(X->st, c, X->in, &pr, &pp, err, errlen);
+    if (!rc) X->exported++;
     as_planrec_free(&pr);
     return rc;
 }

@@ -165,4 +165,30 @@ int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan
 int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,
                        int64_t *exported, int64_t *skipped, char *err, size_t errlen);
 
+/* A placement made elsewhere, rebuilt and written as every plan is: the one finaliser of
+ * --export's plans and --import's (lib/trimport.h). pr's entries (tables, pieces, assign;
+ * its task and shards) are checked as --export's are - the pieces' cover against the
+ * tables' sizes (as_featidx_check_cover), every item's features in in (row pieces need as-features
+ * --row-pieces), every shard within o->mem_cap (0: none) - then placed as they are
+ * (as_plan_make with a fixed placement: counts, mem_bytes, pred_ms with c->model) and
+ * written as plan_task writes plans (c->out; names, mem_terms, comm bytes, item_pred_ms,
+ * options). The label's "+split", "+refine" and "+measured" parts set the plan's. 0, or -1
+ * with err ("plan of task 3 (torchrec): shard 1 holds 900 bytes, over the 800-byte cap of
+ * its task"). */
+typedef struct {
+    const char *label;              /* the plan's alg label */
+    as_alg alg;                     /* its algorithm (the label's first part) */
+    uint64_t mem_cap;               /* the cap it is checked and written under (0: none) */
+    const char *cap_why;            /* whose cap, for the message: " of --mem-cap", ... */
+    double comm_gbps;               /* its communication charge (0: none) */
+    double plan_ms;                 /* its planning time */
+    uint64_t seed;
+    const char *split;              /* its task's split ("" or NULL: none) */
+    int64_t world;                  /* > 0: the 2D rank map */
+    int verbatim;                   /* 1: label written as it is (an imported plan's own,
+                                       which need not name one of our algorithms) */
+} as_plan_placed;
+int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
+                        const as_plan_placed *o, char *err, size_t errlen);
+
 #endif

@@ -11,6 +11,7 @@
 #include "policy.h"
 #include "refine.h"
 #include "rl.h"
+#include "trimport.h"
 #include "stream.h"
 
 #include <errno.h>
@@ -169,6 +170,21 @@ static const char HELP[] =
     "                         cover it exactly, to its last column and row (its size from the\n"
     "                         features)\n"
     "      --task N           with --export: only the plans of task N\n"
+    "      --import FILE      instead of planning: read TorchRec plans, one JSON document per\n"
+    "                         line in the form --format torchrec writes (docs/FORMAT.md; FILE\n"
+    "                         - is standard input when the input stream is a named file), and\n"
+    "                         write each as the `plan` record of its task (in the input) as if\n"
+    "                         one of our planners had made it: a shard per entry on the rank\n"
+    "                         of its placement, a partial shard as a piece, tables by their\n"
+    "                         names or t<id>; derived fields (memory, counts, communication,\n"
+    "                         pred_ms with --model) as for every plan, --format as for others.\n"
+    "                         The label is the document's alg (default torchrec-import). No\n"
+    "                         planner runs: --alg is not used with it. Exit 1 naming the line,\n"
+    "                         table and field: bad JSON, a task not in the input, world_size\n"
+    "                         not its shards, a table unknown, not the task's or missing, a\n"
+    "                         rank outside 0..K-1, shards that do not tile a table exactly, a\n"
+    "                         shard over the cap, data_parallel (replicated) tables (cannot be\n"
+    "                         imported yet)\n"
     "      --plans-only       write only the plans, not the input records\n"
     "\n"
     "Memory is fp16 weight bytes, or TorchRec's memory model for a model config's tables\n"
@@ -183,17 +199,18 @@ static const char HELP[] =
     "  as-plan --alg all --model cost.model --refine --keep-unrefined ft.ast > plans.ast\n"
     "  as-bench --tables pool.ast plans.ast > measured.ast\n"
     "  as-plan --model cost.model --repair measured.ast --plans-only ft.ast > repaired.ast\n"
-    "  as-plan --export measured.ast --task 3 --alg cost-greedy+split --format torchrec ft.ast\n";
+    "  as-plan --export measured.ast --task 3 --alg cost-greedy+split --format torchrec ft.ast\n"
+    "  as-plan --import plans.json ft.ast > imported.ast\n";
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
        OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
-       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY };
+       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
 typedef struct {
-    const char *alg, *model, *policy, *split, *repair, *export_file;
+    const char *alg, *model, *policy, *split, *repair, *export_file, *import_file;
     int64_t rowp[16];               /* --split-rows */
     int fmt, plans_only;            /* fmt: 0 stream, 1 text, 2 torchrec */
     const char *refine_opt;         /* the first --refine-* option given, for the message */
@@ -214,7 +231,14 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
     as_cli_input_arg(cli, "--policy", a->policy);
     if (cfg->repair_round && !a->repair) as_cli_usage(cli, "--repair-round needs --repair FILE");
     if (cfg->export_task >= 0 && !a->export_file) as_cli_usage(cli, "--task needs --export FILE");
-    if (a->export_file) {
+    if (a->import_file) {
+        as_cli_input_arg(cli, "--import", a->import_file);
+        if (a->export_file || a->repair) as_cli_usage(cli, "--import does not go with --export or --repair");
+        if (a->alg) as_cli_usage(cli, "--import writes the plans of FILE: no --alg planner runs with it");
+        if (cfg->split || a->split_opt || cfg->refine || a->refine_opt)
+            as_cli_usage(cli, "--import writes plans as they are: --split-tables and --refine are not used with it");
+        if (a->policy) as_cli_usage(cli, "--import places nothing: --policy is not used with it");
+    } else if (a->export_file) {
         as_cli_input_arg(cli, "--export", a->export_file);
         if (a->repair) as_cli_usage(cli, "--export and --repair do not go together");
         if (cfg->split || a->split_opt || cfg->refine || a->refine_opt)
@@ -270,6 +294,7 @@ static const struct option plan_opts[] = {
     { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
     { "export", required_argument, 0, OPT_EXPORT },
     { "task", required_argument, 0, OPT_TASK },
+    { "import", required_argument, 0, OPT_IMPORT },
     { "min-model-r2", required_argument, 0, OPT_MIN_R2 },
     { "require-model-quality", no_argument, 0, OPT_REQUIRE_QUALITY },
     AS_CLI_COMMON_OPTIONS
@@ -439,6 +464,10 @@ static int opt_repair_export(as_cli *cli, int opt, const char *arg, args *a, as_
         if (!*arg) as_cli_usage(cli, "--export: empty file name");
         a->export_file = arg;
         return 1;
+    case OPT_IMPORT:
+        if (!*arg) as_cli_usage(cli, "--import: empty file name");
+        a->import_file = arg;
+        return 1;
     case OPT_TASK: cfg->export_task = as_cli_i64(cli, "--task", arg, 0, INT64_MAX); return 1;
     default: return 0;
     }
@@ -463,7 +492,7 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
 {
     char err[1024];
     int nalg = 0;
-    if (!a->repair && !a->export_file && as_plan_alg_list(cfg->want, &nalg, a->alg, a->model != NULL, a->policy != NULL, err, sizeof err))
+    if (!a->repair && !a->export_file && !a->import_file && as_plan_alg_list(cfg->want, &nalg, a->alg, a->model != NULL, a->policy != NULL, err, sizeof err))
         as_cli_usage(cli, "%s", err);
     /* --export with --alg: labels (with '+') or algorithms, checked by name */
     if (a->export_file && a->alg) {
@@ -557,6 +586,16 @@ static void run_export(as_plan_run_stats *st, const args *a, as_plan_run_cfg *cf
                           a->alg || cfg->export_task >= 0 ? " matches --alg / --task" : "");
 }
 
+/* --import: the TorchRec plans of a->import_file as plan records */
+static void run_import(as_plan_run_stats *st, const args *a, as_plan_run_cfg *cfg, as_plan_input *in)
+{
+    char err[1024];
+    int64_t imported;
+    if (as_plan_import_run(st, cfg, in, a->import_file, &imported, err, sizeof err)) die_data(cfg, err);
+    as_info("--import: %" PRId64 " TorchRec plans imported", imported);
+    if (!imported) die_data(cfg, "--import: no TorchRec plan in the file (one JSON document per line)");
+}
+
 /* --repair: the measured plans of a->repair refined on their measured costs */
 static void run_repair(as_plan_run_stats *st, const args *a, as_plan_run_cfg *cfg, as_plan_input *in)
 {
@@ -603,6 +642,11 @@ int main(int argc, char **argv)
     as_plan_run_cfg cfg = { .refine_ms = AS_REFINE_DEFAULT_MS, .export_task = -1 };
     parse_args(&cli, argc, argv, &a, &cfg);
     const int nalg = check_algs(&cli, &a, &cfg);
+    if (a.import_file && !strcmp(a.import_file, "-")) {
+        int std_in = optind == argc;
+        for (int i = optind; i < argc; i++) std_in |= !strcmp(argv[i], "-");
+        if (std_in) as_cli_usage(&cli, "--import -: standard input is the input stream already (name the stream's file)");
+    }
     plan_models models;
     load_models(&models, &a, &cfg);
 
@@ -627,6 +671,7 @@ int main(int argc, char **argv)
 
     as_plan_run_stats st;
     if (a.export_file) run_export(&st, &a, &cfg, &in);
+    else if (a.import_file) run_import(&st, &a, &cfg, &in);
     else if (a.repair) run_repair(&st, &a, &cfg, &in);
     else run_plan(&st, &cli, &cfg, &in, nalg);
     if (cfg.w) as_writer_close(cfg.w);
