@@ -26,6 +26,23 @@ load test_helper/common
     assert_output --partial "no such file"
     run "$ROOT/pipelines/gpu-verify" --help
     assert_output --partial "--kernel-base"
+    assert_output --partial "--model CONFIG"
+    assert_output --partial "--demo-seeds"
+    # the model steps: the config and plans must exist; --import / --model-plans need --model
+    run "$ROOT/pipelines/gpu-verify" --model "$T/missing.json" --out "$T/o"
+    [ "$status" -eq 2 ]
+    assert_output --partial "no such file"
+    echo '{}' > "$T/own.json"
+    run "$ROOT/pipelines/gpu-verify" --import "$T/own.json" --out "$T/o"
+    [ "$status" -eq 2 ]
+    assert_output --partial "need --model"
+    run "$ROOT/pipelines/gpu-verify" --model-plans "$T/own.json" --out "$T/o"
+    [ "$status" -eq 2 ]
+    run "$ROOT/pipelines/gpu-verify" --demo-seeds 0,x --out "$T/o"
+    [ "$status" -eq 2 ]
+    assert_output --partial "bad --demo-seeds"
+    run "$ROOT/pipelines/gpu-verify" --model-sample 0 --out "$T/o"
+    [ "$status" -eq 2 ]
 }
 
 @test "gpu-verify: a pack without the tools, or a machine without a GPU, is an environment error (3)" {
