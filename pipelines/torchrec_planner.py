@@ -70,8 +70,11 @@ Output: one JSON line per task, written after the whole task is planned:
   and "shards" [] (TorchRec gives no shards for them) - pipelines/torchrec_plan.py --check
   (and so far the format of docs/FORMAT.md) does not accept data_parallel yet. Stderr: per task the counts of sharding
   types, per rank its tables, and the planning time.
+Tests: tests/torchrec-planner.bats, with a test double of TorchRec of our own
+(tests/tools/fake_torchrec, given as --torchrec-src; its README has its planning rules).
+
 Exit: 0 ok; 1 bad input (naming the record) or TorchRec's planner failed on a task; 2 TorchRec
-cannot be imported or bad usage.
+cannot be imported or bad usage; 3 the output cannot be written.
 """
 import argparse
 import importlib.abc
@@ -318,16 +321,18 @@ def import_torchrec(src):
 # ---- input --------------------------------------------------------------------------------
 
 def find_as_show():
+    """AS_SHOW, else as-show on PATH (the tests put the tools under test there), else the
+    one in bin/ of the repository this script is in"""
     exe = os.environ.get("AS_SHOW")
+    if exe:
+        return exe
+    exe = shutil.which("as-show")
     if exe:
         return exe
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cand = os.path.join(here, "bin", "as-show")
     if os.path.isfile(cand) and os.access(cand, os.X_OK):
         return cand
-    exe = shutil.which("as-show")
-    if exe:
-        return exe
     die("as-show not found (not on PATH, not in %s; build with make, or set AS_SHOW)"
         % os.path.join(here, "bin"), 2)
 
@@ -655,7 +660,7 @@ def main():
     try:
         out = sys.stdout if a.output == "-" else open(a.output, "w")
     except OSError as e:
-        die("-o %s: %s" % (a.output, e), 2)
+        die("-o %s: %s" % (a.output, e.strerror or e), 3)
     failed = 0
     for task in sel:
         try:
@@ -672,11 +677,18 @@ def main():
         doc = {"task": doc["task"], "alg": a.alg, "feasible": True,
                "world_size": doc["world_size"], "local_size": doc["local_size"],
                "module": doc["module"], "plan": doc["plan"]}
-        out.write(json.dumps(doc, separators=(",", ":")) + "\n")
-        out.flush()
+        try:
+            out.write(json.dumps(doc, separators=(",", ":")) + "\n")
+            out.flush()
+        except OSError as e:
+            die("%s: write error: %s" % (a.output if a.output != "-" else "standard output",
+                                         e.strerror or e), 3)
         summary(doc, info, task["K"])
-    if out is not sys.stdout:
-        out.close()
+    try:
+        out.close()     # standard output too: its errors here, not at the interpreter's exit
+    except OSError as e:
+        die("%s: write error: %s" % (a.output if a.output != "-" else "standard output",
+                                     e.strerror or e), 3)
     if failed:
         note("%d of %d tasks failed" % (failed, len(sel)))
         sys.exit(1)

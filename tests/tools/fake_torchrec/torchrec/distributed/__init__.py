@@ -1,0 +1,1 @@
+"""torchrec.distributed of the test double."""

@@ -1,0 +1,1 @@
+"""torchrec.modules of the test double."""
