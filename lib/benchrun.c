@@ -2,6 +2,7 @@
  * the records it writes (benchrun.h) */
 #include "benchrun.h"
 #include "common.h"
+#include "evalplan.h"
 #include "plan.h"
 #include "reclimits.h"
 
@@ -195,6 +196,13 @@ static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *e
             free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", as_reader_name(r), rec->index,
                      kind == AS_BREC_PLAN ? "" : "shard: ", e2);
+            return -1;
+        }
+        /* the fields a plan carries through the measurement, read as as-eval reads them
+         * (lib/evalplan.h): refused now rather than after the measuring */
+        if (kind == AS_BREC_PLAN && as_eval_plan_check(&rec->obj, AS_EVAL_READ_BARE | AS_EVAL_READ_NO_COSTS, e2, sizeof e2)) {
+            as_planrec_free(&pr);
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
             return -1;
         }
         if (kind == AS_BREC_PLAN) { ids = pr.tables; n = pr.n; }

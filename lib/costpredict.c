@@ -2,6 +2,7 @@
  * Dimension letters: K shards, T tables. */
 #include "costpredict.h"
 #include "common.h"
+#include "evalplan.h"
 #include "plan.h"
 #include "reclimits.h"
 
@@ -192,6 +193,23 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
                     : as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(o, "pieces", n, &pc, e2, sizeof e2)) {
             free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], is_plan ? "" : is_shard ? "shard: " : "cost: ", e2);
+            rc = -1;
+            break;
+        }
+        /* the fields that pass through, read as as-eval reads them (lib/evalplan.h); pred_ms
+         * is replaced */
+        if (is_plan && as_eval_plan_check(o, AS_EVAL_READ_BARE | AS_EVAL_READ_NO_PRED, e2, sizeof e2)) {
+            as_planrec_free(&pr);
+            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", name, p->rec[i], e2);
+            rc = -1;
+            break;
+        }
+        /* the tables' sizes are known from the features: the pieces must tile each table */
+        if (is_plan && as_featidx_check_cover(&p->ft, pr.tables, pr.pieces, pr.n, e2, sizeof e2)) {
+            char alg[64] = "", lab[80] = "";
+            if (!as_obj_str(o, "alg", alg, sizeof alg)) snprintf(lab, sizeof lab, " (%s)", alg);
+            snprintf(err, errlen, "%s: record %" PRIu64 ": plan of task %" PRId64 "%s: %s", name, p->rec[i], pr.task, lab, e2);
+            as_planrec_free(&pr);
             rc = -1;
             break;
         }

@@ -96,9 +96,10 @@ static int read_nums(const msgpack_object *o, const char *key, int64_t n, const 
 
 /* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap, model_quality (all
  * optional) */
-static int read_planner(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+static int read_planner(const msgpack_object *rec, as_eval_plan *p, int flags, char *err, size_t errlen)
 {
-    if (read_nums(as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred, err, errlen) ||
+    if (read_nums(flags & AS_EVAL_READ_NO_PRED ? NULL : as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred,
+                  err, errlen) ||
         read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
         return -1;
     /* predictions are costs: the cost model's softplus never goes below 0 */
@@ -382,6 +383,19 @@ static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, siz
 
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
+    return as_eval_plan_read_ex(rec, p, 0, err, errlen);
+}
+
+int as_eval_plan_check(const msgpack_object *rec, int flags, char *err, size_t errlen)
+{
+    as_eval_plan p;
+    if (as_eval_plan_read_ex(rec, &p, flags, err, errlen)) return -1;
+    as_eval_plan_free(&p);
+    return 0;
+}
+
+int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, char *err, size_t errlen)
+{
     memset(p, 0, sizeof *p);
     p->seed = -1;
     p->noise_threshold = NAN;
@@ -397,11 +411,19 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     p->pieces = pr.pieces;
     p->floor_unknown = p->T;
     int unplaced = pr.unplaced > 0;
-    if (!pr.has_task || pr.task < 0 || as_obj_str(rec, "alg", p->alg, sizeof p->alg)) {
+    const msgpack_object *alg = as_obj_get(rec, "alg");
+    /* a bare plan (AS_EVAL_READ_BARE) may leave task and alg out; one that is there is read
+     * as always */
+    const int bare = flags & AS_EVAL_READ_BARE;
+    if (((!bare || pr.has_task) && pr.task < 0) || ((!bare || alg) && as_obj_str(rec, "alg", p->alg, sizeof p->alg))) {
         snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
         goto bad;
     }
-    if (strlen(p->alg) != as_obj_get(rec, "alg")->via.str.size) {
+    if (alg && !p->alg[0]) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is empty (the label of the algorithm that made it)", p->task);
+        goto bad;
+    }
+    if (alg && strlen(p->alg) != alg->via.str.size) {
         snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is not a label (a string of at most %zu bytes)", p->task,
                  sizeof p->alg - 1);
         goto bad;
@@ -411,12 +433,17 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
     const msgpack_object *fe = as_obj_get(rec, "feasible");
     if (fe && fe->type == MSGPACK_OBJECT_BOOLEAN) p->feasible = fe->via.boolean && !unplaced;
     else p->feasible = !unplaced;
-    if (read_mem(rec, p, err, errlen) || read_costs(rec, p, err, errlen)) goto bad;
-    if (read_noise(rec, p, err, errlen) || read_passes(rec, p, err, errlen)) goto bad;
+    if (read_mem(rec, p, err, errlen)) goto bad;
+    if (!(flags & AS_EVAL_READ_NO_COSTS)) {
+        if (read_costs(rec, p, err, errlen) || read_noise(rec, p, err, errlen) || read_passes(rec, p, err, errlen)) goto bad;
+    } else {
+        p->cost = as_malloc((size_t)p->K * sizeof *p->cost);
+        for (int64_t k = 0; k < p->K; k++) p->cost[k] = NAN;
+    }
     if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
         read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))
         goto bad;
-    if (read_planner(rec, p, err, errlen)) goto bad;
+    if (read_planner(rec, p, flags, err, errlen)) goto bad;
     if (!p->comm_in != !p->comm_out) {
         snprintf(err, errlen, "plan of task %" PRId64 ": 'comm_in_bytes' and 'comm_out_bytes' come together", p->task);
         goto bad;

@@ -84,6 +84,21 @@ typedef struct {
  * A negative measured cost is refused as bad data; a negative estimated cost (cost_kind
  * "estimated") is set to 0 and counted in clamped. 0 ok, -1 with err. */
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen);
+
+/* The same strict reader for the tools that read plans to add to them (one reader for every
+ * tool, so that what as-eval would refuse is refused before minutes of measuring):
+ * AS_EVAL_READ_BARE: a bare plan (no task or alg, or nil: as-bench measures plans made by
+ * hand) is taken, but a task or alg that is there must be well-formed;
+ * AS_EVAL_READ_NO_COSTS: the fields a measurement replaces (cost_ms, cost_kind, cost_device,
+ * cost_spread, cost_noisy, noise_threshold, cost_pass_ms, cost_pass_spread) are not read
+ * (as-bench; p->cost all NaN); AS_EVAL_READ_NO_PRED: pred_ms is not read (as-costfit
+ * --predict replaces it). Every other field is read as as_eval_plan_read reads it. */
+#define AS_EVAL_READ_BARE 1
+#define AS_EVAL_READ_NO_COSTS 2
+#define AS_EVAL_READ_NO_PRED 4
+int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, char *err, size_t errlen);
+/* as_eval_plan_read_ex, only the verdict: 0 ok, -1 with err */
+int as_eval_plan_check(const msgpack_object *rec, int flags, char *err, size_t errlen);
 void as_eval_plan_free(as_eval_plan *p);
 
 #endif

@@ -436,7 +436,7 @@ measured_by_hand() {
     [ ! -e "$T/rep3.ast" ]
 }
 
-@test "as-plan --export, --repair and as-eval check a plan's pieces against the tables' sizes from the features (issue 36)" {
+@test "as-plan --export, --repair, as-eval and as-costfit --predict check a plan's pieces against the tables' sizes from the features (issue 36)" {
     rows=$(feats "$D/ftr.ast" | jq -s '[.[] | select(.id == 5 and .piece == null)][0].rows')
     dim=$(feats "$D/ftr.ast" | jq -s '[.[] | select(.id == 5 and .piece == null)][0].dim')
     half=$(( (rows + 1) / 2 ))
@@ -465,6 +465,10 @@ measured_by_hand() {
         run as-eval "$D/ftr.ast" "$T/$f.ast"
         assert_failure 1
         assert_output "as-eval: $msg"
+        run as-costfit --predict "$D/m.ast" "$D/ftr.ast" "$T/$f.ast" -o "$T/$f.pred"
+        assert_failure 1
+        assert_output "as-costfit: $msg"
+        [ ! -e "$T/$f.pred" ]
     done
     # the piece that is the whole table passes everywhere
     run as-plan --export "$T/all.ast" --format torchrec "$D/ftr.ast"
@@ -472,6 +476,8 @@ measured_by_hand() {
     run as-plan --model "$D/m.ast" --min-model-r2 off --repair "$T/all.ast" --plans-only "$D/ftr.ast" -o "$T/all.out"
     assert_success
     run as-eval "$D/ftr.ast" "$T/all.ast"
+    assert_success
+    run as-costfit --predict "$D/m.ast" "$D/ftr.ast" "$T/all.ast" -o "$T/all.pred"
     assert_success
 }
 
@@ -493,7 +499,7 @@ measured_by_hand() {
     done
 }
 
-@test "as-plan --repair and --export read plans through as-eval's strict reader: the same hostile record refused the same way (issue 36)" {
+@test "as-plan --repair and --export, as-bench and as-costfit --predict read plans through as-eval's strict reader: the same hostile record refused the same way (issue 36)" {
     as-plan --alg size-greedy --model "$D/m.ast" --min-model-r2 off --split-tables --plans-only "$D/ftr.ast" -o "$T/p.ast" 2> /dev/null
     measured_by_hand "$T/p.ast" "$T/mm.ast"
     i=0
@@ -514,5 +520,30 @@ measured_by_hand() {
         run as-plan --export "$T/h$i.ast" --format text "$D/ftr.ast"
         assert_failure 1
         [ "$output" = "as-plan: $ev" ]
+        # the measuring tools read the same way what they pass on: as-bench before it
+        # measures (it replaces the cost fields), as-costfit --predict (it replaces pred_ms)
+        run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/h$i.ast" -o "$T/b$i.ast"
+        assert_failure 1
+        [ "$output" = "as-bench: $ev" ]
+        [ ! -e "$T/b$i.ast" ]
+        case "$e" in *"'pred_ms'"*) continue ;; esac
+        run as-costfit --predict "$D/m.ast" "$D/ftr.ast" "$T/h$i.ast" -o "$T/c$i.ast"
+        assert_failure 1
+        [ "$output" = "as-costfit: $ev" ]
+        [ ! -e "$T/c$i.ast" ]
     done
+    # what they replace is not read: stale cost fields of another length are measured over,
+    # a stale pred_ms predicted over; a bare plan (no task, no alg) is measured
+    mp_edit "$T/mm.ast" "p = kind('plan')[0]; p['cost_ms'] = [1.0]; p['cost_pass_ms'] = 'x'; p['cost_noisy'] = 3" > "$T/stale.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/stale.ast" -o "$T/stale-b.ast"
+    [ "$(as-show -k plan "$T/stale-b.ast" | jq -c '.cost_ms | length' | sort -u)" = 2 ]
+    mp_edit "$T/mm.ast" "p = kind('plan')[0]; p['pred_ms'] = [1.0]" > "$T/stale2.ast"
+    as-costfit --predict "$D/m.ast" "$D/ftr.ast" "$T/stale2.ast" -o "$T/stale-c.ast"
+    [ "$(as-show -k plan "$T/stale-c.ast" | jq -c '.pred_ms | length' | sort -u)" = 2 ]
+    mp_edit "$T/mm.ast" "p = kind('plan')[0]; del p['task']; del p['alg']" > "$T/bare.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/bare.ast" -o "$T/bare-b.ast"
+    mp_edit "$T/mm.ast" "p = kind('plan')[0]; p['alg'] = ''" > "$T/empty.ast"
+    run as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/empty.ast" -o "$T/empty-b.ast"
+    assert_failure 1
+    assert_output --partial "'alg' is empty"
 }
