@@ -373,6 +373,52 @@ static void *actor_main(void *arg)
 
 /* ---- evaluation ---------------------------------------------------------------------------- */
 
+/* the greedy plan of task t into assign[t->n] (-1: fits nowhere): its predicted balance (0 when
+ * infeasible or when a shard is left empty: an empty shard's predicted cost is 0), whether it
+ * is feasible, and the shards that hold a table; 0 or -1 with err */
+static int greedy_plan(const as_policy *p, const as_plan_model *pm, const as_rl_task *t, int64_t *assign, double *bal,
+                       int *feasible, int64_t *used, char *err, size_t errlen)
+{
+    as_rollout ro = { .cm = pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign };
+    if (as_policy_rollout(p, &ro, err, errlen)) return -1;
+    *bal = ro.pred_balance;
+    *feasible = ro.feasible;
+    uint8_t *has = as_calloc((size_t)t->K, 1);
+    *used = 0;
+    for (int64_t j = 0; j < t->n; j++)
+        if (assign[j] >= 0 && assign[j] < t->K && !has[assign[j]]) { has[assign[j]] = 1; (*used)++; }
+    free(has);
+    return 0;
+}
+
+int as_rl_greedy_plans(const as_policy *p, const as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, int64_t n,
+                       as_rl_greedy *g, char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    g->balance = NAN;
+    if (n > ntasks) n = ntasks;
+    as_plan_model pm;
+    as_rl_plan_model(&pm, cm);
+    double sp = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const as_rl_task *t = &tasks[i];
+        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign), used;
+        double b;
+        int feasible;
+        int rc = greedy_plan(p, &pm, t, assign, &b, &feasible, &used, err, errlen);
+        free(assign);
+        if (rc) return -1;
+        sp += b;
+        g->tasks++;
+        g->shards += t->K;
+        g->used += used;
+        if (!feasible) g->infeasible++;
+        else if (used < t->K) g->empty++;
+    }
+    if (n > 0) g->balance = sp / n;
+    return 0;
+}
+
 /* greedy plans of the first ntasks training tasks: their mean predicted balance (an
  * infeasible plan counts 0) and, when measure is set and a device and the tables are given,
  * the mean measured balance of the feasible ones (NAN when none) */
@@ -387,13 +433,13 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64
     int64_t nm = 0;
     for (int64_t i = 0; i < n; i++) {
         const as_rl_task *t = &x->tasks[i];
-        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
-        double *costs = as_malloc((size_t)t->K * sizeof *costs);
-        as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign };
-        int rc = as_policy_rollout(p, &ro, err, errlen);
+        int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign), used;
+        double *costs = as_malloc((size_t)t->K * sizeof *costs), b;
+        int feasible;
+        int rc = greedy_plan(p, &pm, t, assign, &b, &feasible, &used, err, errlen);
         if (!rc) {
-            sp += ro.pred_balance;
-            if (measure && c->bcfg && c->pool && ro.feasible) {
+            sp += b;
+            if (measure && c->bcfg && c->pool && feasible) {
                 rc = measure_plan(x, t, assign, costs, NULL, nmeas, err, errlen);
                 if (!rc) { sm += balance_of(costs, t->K); nm++; }
             }

@@ -167,4 +167,21 @@ void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm
 /* as_plan_model over an as_costmodel (ctx = the model) */
 void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm);
 
+/* The greedy plans (argmax at every step) of the first n of tasks[0..ntasks), as model
+ * selection (rl_cfg.select_every) scores them: balance is their mean predicted balance, the
+ * score. A plan scores 0 when a table fits on no shard (infeasible) and when it leaves a shard
+ * empty: an empty shard's predicted cost is 0, so min/max is exactly 0. That happens early in
+ * training: the policy is still near uniform, so the rewards' sampled plans spread the tables,
+ * while its argmax follows a small preference for the shard already loaded and piles every
+ * table onto one shard; and after a collapse (the case selection guards against). */
+typedef struct {
+    int64_t tasks;          /* plans made */
+    double balance;         /* their mean predicted balance (NAN when no task) */
+    int64_t infeasible;     /* plans with a table that fits on no shard */
+    int64_t empty;          /* feasible plans that leave a shard empty */
+    int64_t shards, used;   /* the plans' shards, and those that hold a table (sums) */
+} as_rl_greedy;
+int as_rl_greedy_plans(const as_policy *p, const as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, int64_t n,
+                       as_rl_greedy *g, char *err, size_t errlen);
+
 #endif

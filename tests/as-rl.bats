@@ -276,6 +276,28 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     [ "$(as-show --kind model "$T/p.ast" | jq -c '[.output, .heldout]')" = '["softplus",null]' ]
 }
 
+@test "as-rl: a selection score of 0 says why (greedy plans that leave shards empty)" {
+    # tasks of 2 tables onto 3 shards: every plan leaves a shard empty, and an empty shard's
+    # predicted cost is 0, so every greedy plan scores exactly 0 at every selection point
+    # (as the greedy plans of a barely trained policy do when they pile every table onto one
+    # shard). The closing message must say so, whatever the reward; the fake timer keeps the
+    # measured run free of timings
+    as-features "$D/f.ast" --tasks 4 --test-tasks 1 --task-tables 2 --shards 3 --seed 0 -o "$T/k3.ast"
+    run as-rl --model "$D/m.ast" --seed 3 --episodes 16 --select-every 8 --log "$T/log.ast" "$T/k3.ast" -o "$T/p.ast"
+    assert_success
+    assert_output --partial "kept the policy of episode 16 (mean predicted balance 0.0000 of its greedy plans of 3 training tasks, the best of the selection points; every point scored 0, so the latest was kept): 3 of its 3 greedy plans leave shards empty ("
+    assert_output --regexp "leave shards empty \([12]\.[0-9] of 3\.0 shards used on average\), which scores 0 \(an empty shard's predicted cost is 0\)"
+    refute_output --partial "place a table nowhere"
+    run sh -c "as-show --kind train '$T/log.ast' | jq -c .select_balance | tr '\\n' ' '"
+    assert_output "0 0 "
+    [ "$(as-show --kind policy "$T/p.ast" | jq -c '[.selected_episode, .selected_balance, .select_tasks]')" = "[16,0,3]" ]
+    run env AS_BENCH_FAKE_NOISE=quiet as-rl --model "$D/m.ast" --reward bench --tables "$D/pool.ast" $FAST --seed 3 \
+        --episodes 8 "$T/k3.ast" -o "$T/pb.ast"
+    assert_success
+    assert_output --partial "kept the policy of episode 8 (mean predicted balance 0.0000 of its greedy plans of 3 training tasks"
+    assert_output --partial "3 of its 3 greedy plans leave shards empty ("
+}
+
 @test "as-rl --refine-every: measured rounds train the cost model on the policy's plans" {
     # the fake timer makes the measurements deterministic figures, so the run is too; a
     # model fitted on 1-table shards only, which must learn what several tables cost

@@ -53,7 +53,11 @@ static const char HELP[] =
     "                         policy written is the one that scored the best mean predicted\n"
     "                         balance (training goes on from the latest; the checkpoint keeps\n"
     "                         both). Guards against a run that degrades late (default 100;\n"
-    "                         0: write the last policy)\n"
+    "                         0: write the last policy). A greedy plan that leaves a shard\n"
+    "                         empty scores 0 (its predicted cost is 0): early in training the\n"
+    "                         policy is near uniform, its sampled plans (the rewards) spread\n"
+    "                         the tables while its argmax may pile them onto one shard; the\n"
+    "                         closing message counts such plans of the policy kept\n"
     "      --select-tasks N   tasks per selection (default 8)\n"
     "      --log FILE         the training log: `train` records (as-eval --curve plots them).\n"
     "                         With --resume the log holds the run's records up to the\n"
@@ -439,17 +443,41 @@ static as_writer *setup_run(as_cli *cli, int argc, char **argv, const args *a, a
     return lw;
 }
 
-/* the run's summary on stderr (e0: the episodes before it, t0: its start) */
-static void report(const as_policy *pol, const as_rl_cfg *c, int rc, int64_t e0, double t0)
+/* the run's summary on stderr (e0: the episodes before it, t0: its start); with model
+ * selection, the kept policy's greedy plans of the scored tasks are made again (as the
+ * selection scored them) to say what its score means */
+static void report(const as_policy *pol, const as_costmodel *cm, const as_rl_input *inp, const as_rl_cfg *c, int rc,
+                   int64_t e0, double t0)
 {
     const as_policy_info *in = as_policy_cmeta(pol);
     as_info("%" PRId64 " episodes (%" PRId64 " this run) in %.1f s, %" PRId64 " updates, %" PRId64
             " measured shards; mean reward of the last update %.4f", in->episodes, in->episodes - e0, as_now() - t0,
             in->updates, in->evals, in->final_reward);
-    if (in->selected_episode >= 0)
-        as_info("kept the policy of episode %" PRId64 " (mean predicted balance %.4f on %" PRId64
-                " training tasks, the best of the selection points)", in->selected_episode, in->selected_balance,
-                in->select_tasks);
+    if (in->selected_episode >= 0) {
+        as_rl_greedy g;
+        char err[512];
+        if (as_rl_greedy_plans(pol, cm, inp->tasks, inp->ntasks, in->select_tasks, &g, err, sizeof err)) g.tasks = 0;
+        char why[640] = "", inf[160] = "";
+        if (g.tasks > 0 && g.infeasible)
+            snprintf(inf, sizeof inf, "%" PRId64 " of its %" PRId64 " greedy plans place a table nowhere (infeasible: 0)",
+                     g.infeasible, g.tasks);
+        if (g.tasks > 0 && g.empty)
+            snprintf(why, sizeof why,
+                     ": %" PRId64 " of its %" PRId64 " greedy plans leave shards empty (%.1f of %.1f shards used on"
+                     " average), which scores 0 (an empty shard's predicted cost is 0)%s%s; the rewards are of sampled"
+                     " plans, which spread the tables",
+                     g.empty, g.tasks, (double)g.used / (double)g.tasks, (double)g.shards / (double)g.tasks,
+                     *inf ? "; " : "", inf);
+        else if (*inf)
+            snprintf(why, sizeof why, ": %s", inf);
+        as_info("kept the policy of episode %" PRId64 " (mean predicted balance %.4f of its greedy plans of %" PRId64
+                " training tasks, the best of the selection points%s)%s",
+                in->selected_episode, in->selected_balance, in->select_tasks,
+                in->selected_balance > 0 ? ""
+                : c->refine_every > 0 ? "; every point since the last refinement round scored 0, so the latest was kept"
+                                      : "; every point scored 0, so the latest was kept",
+                why);
+    }
     if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c->ckpt ? c->ckpt : "(no checkpoint)");
 }
 
@@ -489,7 +517,7 @@ int main(int argc, char **argv)
     as_writer *w = as_cli_open_output(&cli);
     as_rl_write_policy(w, pol, cm);
     as_writer_close(w);
-    report(pol, &c, rc, e0, t0);
+    report(pol, cm, &inp, &c, rc, e0, t0);
     as_rl_input_free(&inp);
     if (a.tables) as_bpool_free(&pool);
     as_policy_free(pol);

@@ -207,6 +207,15 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
                        predicted balance 0) after episode 32 and never recovers */
     CHECK_EQ_I64(as_rl_train(last, cm, &task, 1, &c0, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(as_policy_cmeta(last)->selected_episode, -1);
+    /* what its 0 means: the greedy plan puts all tables on one shard, the others are empty */
+    as_rl_greedy g;
+    CHECK(as_rl_greedy_plans(last, cm, &task, 1, 8, &g, err, sizeof err) == 0);
+    CHECK_EQ_I64(g.tasks, 1);
+    CHECK(g.balance == 0 && greedy_score(last, cm, fp) == 0);
+    CHECK_EQ_I64(g.empty, 1);
+    CHECK_EQ_I64(g.infeasible, 0);
+    CHECK_EQ_I64(g.used, 1);
+    CHECK_EQ_I64(g.shards, K);
     /* with selection every S episodes: the weights of the best-scoring selection point */
     as_policy *sel = as_policy_new(cm, 1, NULL, 0);
     as_rl_cfg c = c0;
@@ -221,6 +230,10 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     CHECK_EQ_I64(in->select_tasks, 1);   /* capped at the tasks there are */
     CHECK_EQ_I64(in->episodes, E);
     CHECK_NEAR(greedy_score(sel, cm, fp), in->selected_balance, 1e-12);
+    /* as_rl_greedy_plans makes the plans selection scored: the same score */
+    CHECK(as_rl_greedy_plans(sel, cm, &task, 1, 8, &g, err, sizeof err) == 0);
+    CHECK(g.balance == in->selected_balance);
+    CHECK(g.balance > 0 && g.empty == 0 && g.used == K);
     CHECK(in->selected_balance >= greedy_score(last, cm, fp));
     /* this run must exercise selection: the best point is not the end */
     CHECK(best < E);
@@ -248,6 +261,60 @@ TEST(rl_model_selection_keeps_the_best_scored_weights)
     as_rl_state_free(st);
     as_policy_free(last); as_policy_free(sel); as_policy_free(at); as_policy_free(p1); as_policy_free(p2);
     as_costmodel_free(cm2);
+    as_costmodel_free(cm);
+}
+
+/* the greedy plans as model selection scores them, and why a plan scores 0: a shard left
+   empty (its predicted cost is 0, so min/max is 0), or a table that fits nowhere */
+TEST(rl_greedy_plans_say_why_they_score_0)
+{
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, W);
+    as_costmodel *cm = additive_model();
+    as_policy *p = as_policy_new(cm, 1, NULL, 0);
+    char err[256];
+    as_rl_task tasks[4] = {
+        { 0, fp, N, K, 0 },            /* 12 tables onto 3 shards */
+        { 1, fp, 2, K, 0 },            /* 2 tables onto 3 shards: one shard stays empty */
+        { 2, fp + 4, 3, K, 1000 },     /* no table fits in 1000 bytes: infeasible */
+        { 3, fp, 1, 1, 0 },            /* 1 table onto 1 shard: balance 1 */
+    };
+    as_rl_greedy g;
+    /* one at a time */
+    CHECK(as_rl_greedy_plans(p, cm, tasks, 4, 1, &g, err, sizeof err) == 0);
+    CHECK_EQ_I64(g.tasks, 1);
+    CHECK_NEAR(g.balance, greedy_score(p, cm, fp), 1e-12);
+    CHECK_EQ_I64(g.shards, K);
+    CHECK_EQ_I64(g.empty, g.used < K);
+    const double b0 = g.balance;
+    const int64_t used0 = g.used, empty0 = g.empty;
+    CHECK(as_rl_greedy_plans(p, cm, tasks + 1, 3, 1, &g, err, sizeof err) == 0);
+    CHECK(g.balance == 0);
+    CHECK_EQ_I64(g.empty, 1);
+    CHECK(g.used >= 1 && g.used <= 2);
+    CHECK_EQ_I64(g.infeasible, 0);
+    const int64_t used1 = g.used;
+    CHECK(as_rl_greedy_plans(p, cm, tasks + 2, 2, 1, &g, err, sizeof err) == 0);
+    CHECK(g.balance == 0);
+    CHECK_EQ_I64(g.infeasible, 1);
+    CHECK_EQ_I64(g.empty, 0);   /* counted as infeasible only */
+    CHECK_EQ_I64(g.used, 0);
+    CHECK(as_rl_greedy_plans(p, cm, tasks + 3, 1, 1, &g, err, sizeof err) == 0);
+    CHECK(g.balance == 1);
+    CHECK(g.empty == 0 && g.infeasible == 0 && g.used == 1 && g.shards == 1);
+    /* together: sums, and n capped at the tasks there are */
+    CHECK(as_rl_greedy_plans(p, cm, tasks, 4, 100, &g, err, sizeof err) == 0);
+    CHECK_EQ_I64(g.tasks, 4);
+    CHECK_NEAR(g.balance, (b0 + 1) / 4, 1e-12);
+    CHECK_EQ_I64(g.empty, empty0 + 1);
+    CHECK_EQ_I64(g.infeasible, 1);
+    CHECK_EQ_I64(g.used, used0 + used1 + 1);
+    CHECK_EQ_I64(g.shards, 3 * K + 1);
+    /* no task: no score */
+    CHECK(as_rl_greedy_plans(p, cm, tasks, 4, 0, &g, err, sizeof err) == 0);
+    CHECK(g.tasks == 0 && isnan(g.balance));
+    as_policy_free(p);
     as_costmodel_free(cm);
 }
 
