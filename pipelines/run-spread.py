@@ -4,9 +4,11 @@
 usage: python3 run-spread.py run1.jsonl run2.jsonl [run3.jsonl ...]
        python3 run-spread.py --passes run.jsonl
 
-Each argument is one run's measured plans as JSON lines (as-show --kind plan RUN.ast, or
-- for standard input). With --passes, one file whose plans were measured in passes
-(as-bench --passes N: `cost_pass_ms`): each pass is taken as a run.
+Each argument is one run's measured plans: as-bench's output stream itself (read through
+as-show: $AS_SHOW, else as-show on PATH, else the repository's bin/as-show), or its plans as
+JSON lines (as-show --full --kind plan RUN.ast); - is standard input. With --passes, one
+file whose plans were measured in passes (as-bench --passes N: `cost_pass_ms`): each pass is
+taken as a run. Exit 1 on input that is neither, naming the file and line; 2 usage.
 
 Plans are matched across runs by (task, alg, occurrence). Per shard, each plan's overall level is
 taken out first: x[r][k] = log cost[r][k] - mean_k log cost[r][k] (run r, shard k), so a
@@ -21,17 +23,60 @@ Only the standard library: the tests and pipelines run on a fresh Debian machine
 """
 import json
 import math
+import os
+import shutil
+import subprocess
 import sys
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def fail(msg):
+    sys.stderr.write("run-spread: %s\n" % msg)
+    sys.exit(1)
+
+
+def as_show():
+    if os.environ.get("AS_SHOW"):
+        return os.environ["AS_SHOW"]
+    found = shutil.which("as-show")
+    if found:
+        return found
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bin", "as-show")
+
+
+def text_of(path):
+    """the file's plans as JSON-lines text: an autoshard stream through as-show"""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    if data[:4] == ZSTD_MAGIC:
+        try:
+            out = subprocess.run([as_show(), "--full", "--kind", "plan", "-"], input=data, capture_output=True)
+        except OSError as e:
+            fail("%s: an autoshard stream, but as-show cannot run (%s): build the tools or set AS_SHOW" % (path, e.strerror))
+        if out.returncode:
+            fail("%s: %s" % (path, out.stderr.decode(errors="replace").strip()))
+        data = out.stdout
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        fail("%s: neither an autoshard stream nor JSON lines" % path)
 
 
 def load(path, field="cost_ms"):
-    f = sys.stdin if path == "-" else open(path)
     plans, seen = {}, {}
-    for line in f:
+    for n, line in enumerate(text_of(path).splitlines(), 1):
         line = line.strip()
         if not line:
             continue
-        r = json.loads(line)
+        try:
+            r = json.loads(line)
+        except ValueError:
+            fail("%s: line %d: not JSON (expected as-show's JSON lines or an autoshard stream)" % (path, n))
+        if not isinstance(r, dict):
+            fail("%s: line %d: not a record (a JSON object)" % (path, n))
         if r.get("kind") != "plan":
             continue
         key0 = (r.get("task"), r.get("alg"))
@@ -102,4 +147,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except BrokenPipeError:   # the reader stopped early (| head): not an error
+        sys.stderr.close()
+        sys.exit(0)

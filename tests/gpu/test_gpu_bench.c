@@ -646,7 +646,7 @@ static void noise_real_timer(const as_bench_cfg *c, const as_bpool *bp)
     const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
     as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
     /* one unit, interleaving asked for: on CUDA still one shard after another */
-    as_noise_cfg nc = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, NULL, 0, NULL };
+    as_noise_cfg nc = { .threshold = 0.10, .retries = 2, .interleave = AS_NOISE_INTERLEAVE };
     as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL);
     for (int i = 0; i < 2; i++) {
         CHECK(jobs[i].r.ok && isfinite(jobs[i].r.spread) && jobs[i].r.attempts >= 1 && jobs[i].r.attempts <= 3);
@@ -661,7 +661,8 @@ static void noise_real_timer(const as_bench_cfg *c, const as_bpool *bp)
     const int64_t ref[4] = {206, 203, 200, 204};
     double base = 0;
     as_noise_job rj[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
-    as_noise_cfg rc2 = { 0.10, 2, NULL, AS_NOISE_INTERLEAVE, ref, 4, &base };
+    as_noise_cfg rc2 = { .threshold = 0.10, .retries = 2, .interleave = AS_NOISE_INTERLEAVE, .ref_ids = ref, .ref_n = 4,
+                         .ref_base = &base };
     as_noise_measure(S, rj, 2, &rc2, NULL, NULL, NULL);
     fprintf(stderr, "  reference level %.4f ms%s\n", base, base > 0 ? "" : " (never quiet: no level)");
     for (int i = 0; i < 2; i++) {
@@ -681,7 +682,8 @@ static void noise_fake_timer(const as_bench_cfg *cfg, const as_bpool *bp)
     as_bench_cfg c = *cfg;
     char err[256] = "";
     as_bench_session *S;
-    as_bench_fake fi = { 1, AS_FAKE_FIRST, 1, 10, 1, 0 }, al = { 1, AS_FAKE_ALWAYS, 1, 10, 0, 0 };
+    as_bench_fake fi = { .on = 1, .mode = AS_FAKE_FIRST, .shards = 1, .factor = 10, .calib_noisy = 1 },
+                  al = { .on = 1, .mode = AS_FAKE_ALWAYS, .shards = 1, .factor = 10 };
     const as_bench_fake *fakes[2] = { &fi, &al };
     for (int f = 0; f < 2; f++) {
         c.fake = fakes[f];
@@ -693,7 +695,7 @@ static void noise_fake_timer(const as_bench_cfg *cfg, const as_bpool *bp)
         CHECK(cal.loaded == (f == 0));
         const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
         as_noise_job jobs[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 1 } };
-        as_noise_cfg nc = { 0.10, 2, NULL, 0, NULL, 0, NULL };
+        as_noise_cfg nc = { .threshold = 0.10, .retries = 2 };
         CHECK_EQ_I64(as_noise_measure(S, jobs, 2, &nc, NULL, NULL, NULL), f == 0 ? 2 : 4);
         for (int i = 0; i < 2; i++) {
             CHECK(jobs[i].r.ok && jobs[i].r.attempts == (f == 0 ? 2 : 3) && jobs[i].r.noisy == (f == 1));
