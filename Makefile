@@ -63,7 +63,7 @@ CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/n
 FUZZ_TIME ?= 10
 SAN_ENV  := ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86
 
-.PHONY: all test unit bats deps demo asan install uninstall clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
+.PHONY: all test unit bats deps demo plan asan install uninstall clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BIN) $(TT_BIN)
@@ -209,6 +209,12 @@ fuzz-corpus: $(BUILD)/fuzz/mkcorpus
 demo: deps
 	@$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory -f pipelines/demo.mk BIN=$(BIN)
+
+# your model planned by its measured cost (pipelines/plan.mk: MODEL=config.json, default the
+# Kaggle DLRM; DEVICE, OUT, SHARDS, MEM_CAP, BATCH, TORCHREC_SRC)
+plan: deps
+	@$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory -f pipelines/plan.mk BIN=$(BIN)
 
 # where a Debian user looks: the tools and as-torchrec-plan (pipelines/torchrec_plan.py) in
 # bin, their man pages (from --help, pipelines/mkman) in share/man/man1, the model configs in

@@ -654,16 +654,20 @@ typedef struct {
     int64_t exported, skipped;
 } export_ctx;
 
-/* label (of algorithm base) is one of the comma-separated tokens of want: a token with a
-   '+' matches exactly, one without every label of that algorithm; want NULL: every label */
-static int label_wanted(const char *want, const char *label, as_alg alg)
+/* label (of algorithm base; foreign: a label not of ours, an imported plan's) is one of the
+   comma-separated tokens of want: a token with a '+', one that names no algorithm of ours
+   (e.g. torchrec-own) or one written =LABEL matches that label exactly; an algorithm's name
+   every label of that algorithm; want NULL: every label */
+static int label_wanted(const char *want, const char *label, as_alg alg, int foreign)
 {
     if (!want) return 1;
     char *s = as_strdup(want), *save = NULL;
     int hit = 0;
     for (char *tok = strtok_r(s, ",", &save); tok && !hit; tok = strtok_r(NULL, ",", &save)) {
         as_alg a;
-        hit = strchr(tok, '+') ? !strcmp(tok, label) : !as_alg_parse(tok, &a) && a == alg;
+        if (tok[0] == '=') hit = !strcmp(tok + 1, label);
+        else if (strchr(tok, '+') || as_alg_parse(tok, &a)) hit = !strcmp(tok, label);
+        else hit = !foreign && a == alg;
     }
     free(s);
     return hit;
@@ -718,17 +722,16 @@ static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan
     if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
     as_alg alg;
     snprintf(label, sizeof label, "%s", ep->alg);
-    if (label_alg(label, pr.task, &alg, err, errlen)) {
-        as_planrec_free(&pr);
-        return -1;
-    }
-    if ((c->export_task >= 0 && pr.task != c->export_task) || !label_wanted(c->export_algs, label, alg)) {
+    /* a label not of ours (an imported plan's, e.g. torchrec-own) is exported as it is */
+    const int foreign = label_alg(label, pr.task, &alg, e2, sizeof e2) != 0;
+    if (foreign) alg = AS_ALG_TORCHREC;
+    if ((c->export_task >= 0 && pr.task != c->export_task) || !label_wanted(c->export_algs, label, alg, foreign)) {
         X->skipped++;
         as_planrec_free(&pr);
         return 0;
     }
     as_plan_placed pp = { label, alg, c->cap_given ? c->mem_cap : ep->mem_cap, c->cap_given ? " of --mem-cap" : " of the plan",
-                          0, 0, c->seed, "", c->world, 0 };
+                          0, 0, c->seed, "", c->world, foreign };
     as_obj_f64(o, "comm_gbps", &pp.comm_gbps);
     if (!(pp.comm_gbps >= 0) || !isfinite(pp.comm_gbps)) pp.comm_gbps = 0;
     as_obj_f64(o, "plan_ms", &pp.plan_ms);

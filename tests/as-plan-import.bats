@@ -222,3 +222,32 @@ bad() {
     run sh -c "as-plan --import '$D/one.json' '$D/ft.ast' > /dev/full"
     assert_failure 3
 }
+
+@test "as-plan --export: =LABEL selects that label exactly, an imported plan's too, which is exported as it is" {
+    sed 's/"alg":"torchrec"/"alg":"torchrec-own"/' "$D/one.json" > "$T/own.json"
+    as-plan --import "$T/own.json" --plans-only -q "$D/ft.ast" -o "$T/own.ast"
+    cat "$D/tr.ast" "$T/own.ast" > "$T/both.ast"
+    # a bare algorithm: its labels, not the imported one's
+    run as-plan --export "$T/both.ast" --task 0 --alg torchrec --format torchrec -q "$D/ft.ast"
+    assert_success
+    [ "$(echo "$output" | jq -r .alg)" = torchrec ]
+    run as-plan --export "$T/both.ast" --task 0 --alg =torchrec-own --format torchrec -q "$D/ft.ast"
+    assert_success
+    [ "$(echo "$output" | jq -r .alg)" = torchrec-own ]
+    # the imported plan goes out as it came in
+    [ "$(echo "$output" | jq -cS .plan)" = "$(jq -cS .plan "$T/own.json")" ]
+    # =NAME: a table-wise label alone, not its +split variants
+    run as-plan --export "$D/sp.ast" --task 0 --alg =size-greedy+split --format torchrec -q "$D/ft.ast"
+    assert_success
+    [ "$(echo "$output" | jq -r .alg)" = size-greedy+split ]
+    as-plan --alg size-greedy --plans-only -q "$D/ft.ast" -o "$T/tw.ast"
+    cat "$T/tw.ast" "$D/sp.ast" > "$T/mix.ast"
+    run as-plan --export "$T/mix.ast" --task 0 --alg =size-greedy --format torchrec -q "$D/ft.ast"
+    assert_success
+    [ "$(echo "$output" | jq -r .alg)" = size-greedy ]
+    run as-plan --export "$T/mix.ast" --task 0 --alg size-greedy --format torchrec -q "$D/ft.ast"
+    [ "$(echo "$output" | jq -r .alg | sort | tr '\n' ' ')" = "size-greedy size-greedy+split " ]
+    run as-plan --export "$T/mix.ast" --alg = --format torchrec "$D/ft.ast"
+    [ "$status" -eq 2 ]
+    assert_output --partial "'=' needs a plan label"
+}

@@ -161,8 +161,10 @@ static const char HELP[] =
     "                         measured ones, repaired ones) in --format torchrec or text, each\n"
     "                         rebuilt on the input's features (pieces too) with its placement,\n"
     "                         pieces and label as they are: the plan you chose after measuring,\n"
-    "                         for TorchRec. --alg selects labels (a name with '+' exactly, e.g.\n"
-    "                         cost-greedy+split+refine; a bare algorithm every label of it),\n"
+    "                         for TorchRec. --alg selects labels (=LABEL that label exactly,\n"
+    "                         ours or an imported plan's, e.g. =torchrec-own; a name with '+'\n"
+    "                         exactly, e.g. cost-greedy+split+refine; a bare algorithm every\n"
+    "                         label of it),\n"
     "                         --task N one task's; the cap is --mem-cap or the plan's own\n"
     "                         (a shard over it is an error); with --model, text shows the\n"
     "                         predictions. --repair and --export read plans as as-eval does\n"
@@ -498,6 +500,10 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
     if (a->export_file && a->alg) {
         char *s = as_strdup(a->alg), *save = NULL;
         for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (tok[0] == '=') {   /* =LABEL: that label exactly, ours or an imported plan's */
+                if (!tok[1]) as_cli_usage(cli, "--alg: '=' needs a plan label after it (e.g. =lookup-greedy)");
+                continue;
+            }
             char base[64];
             snprintf(base, sizeof base, "%s", tok);
             char *plus = strchr(base, '+');

@@ -1,0 +1,167 @@
+# plan.mk - your model planned by its measured cost, end to end: `make plan MODEL=config.json`.
+# Run through `make plan` (which installs dependencies and builds first), or directly:
+#   make -f pipelines/plan.mk [MODEL=pipelines/models/dlrm-criteo-kaggle.json] [DEVICE=auto]
+#        [OUT=pipelines/out] [SHARDS=K] [MEM_CAP=BYTES] [BATCH=B]
+# File targets under $(OUT)/plan-NAME (NAME: the config's file name): re-running redoes only
+# what changed, and a stage that fails or is interrupted leaves no file behind (each tool
+# writes its output atomically), so the next run resumes there.
+#
+#   tables     as-convert --config          the config's tables (its lookups files, else
+#                                           synthetic lookups of its pooling factors)
+#   features   as-features --model-task     features (with row pieces) and the one task:
+#                                           the config's ranks and HBM (SHARDS, MEM_CAP)
+#   costs      as-bench --sample --singles  a cost dataset of the model's own tables: every
+#                                           table alone and NCOST drawn shards of 1..MAXT
+#                                           items, whole tables and pieces
+#   model      as-costfit                   the cost model, through the quality gate
+#   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
+#                                           included), SPLIT_ALGS with --split-tables and with
+#                                           --split-tables --refine, and TorchRec's own
+#                                           planner's plan where its source is at hand
+#                                           (TORCHREC_SRC; pipelines/torchrec_planner.py)
+#   measured   as-bench                     every candidate measured together, in PASSES
+#                                           passes made apart, each piece alone for the floor
+#   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
+#                                           fastest slowest rank, communication charged
+#                                           (COMM_GBPS); a simpler plan within TIE of it wins
+#   plan.json  as-plan --export             the chosen plan in TorchRec's form, checked by
+#                                           pipelines/torchrec_plan.py --check --config
+#   report.md  as-eval                      the verdict, the candidates, the chosen plan rank
+#                                           by rank, the cost model's quality
+#
+# A table larger than the measuring device's memory is measured whole or not at all here:
+# as-bench refuses a shard that does not fit (its cost record says so) and the plans that
+# hold it stay unmeasured (never chosen); issue 39 tracks row-capped measurement.
+
+comma  := ,
+BIN    ?= bin
+OUT    ?= pipelines/out
+MODEL  ?= pipelines/models/dlrm-criteo-kaggle.json
+DEVICE ?= auto
+SEED   ?= 0
+# overrides of the config's topology: ranks, bytes per rank, lookups per table (batch)
+SHARDS ?=
+MEM_CAP ?=
+BATCH  ?=
+ROW_PIECES ?= 2,4,8
+# the cost dataset: drawn shards, their largest item count, the share of items drawn as pieces
+NCOST  ?= 400
+MAXT   ?= 8
+SAMPLE_PIECES ?= 0.3
+ALGS   ?= all,torchrec
+SPLIT_ALGS ?= cost-greedy,lookup-greedy,size-lookup-greedy
+# the split search's row splits: none (column splits only) keeps every plan one TorchRec's
+# generators can load (its row_wise takes only K equal blocks, block i on rank i); 2,4,8
+# lets it place row blocks anywhere, which may measure faster but TorchRec cannot run: such
+# plans are measured and reported, never chosen
+SPLIT_ROWS ?= none
+MODEL_GATE ?= --require-model-quality
+BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
+PASSES ?= 2
+COMM_GBPS ?= 600
+TIE    ?= 0.01
+# TorchRec's source (a checkout of meta-pytorch/torchrec) for its own planner's plan; empty:
+# none (the report says so). Its data-parallel tables cannot be imported yet: then the plan
+# made without them (--sharding-types table_wise,row_wise,column_wise) is measured instead
+TORCHREC_SRC ?= $(AS_TORCHREC_SRC)
+PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
+PROGRESS ?= --progress
+
+NAME := $(basename $(notdir $(MODEL)))
+D    := $(OUT)/plan-$(NAME)
+TOPO := $(if $(SHARDS),--shards $(SHARDS)) $(if $(MEM_CAP),--mem-cap $(MEM_CAP))
+PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
+REF_LEVEL := --reference-level $(D)/costs.ast
+
+.PHONY: plan-run
+plan-run: $(D)/report.md $(D)/plan.json
+	@cat $(D)/report.md
+	@echo
+	@echo "the chosen plan for TorchRec: $(D)/plan.json (pipelines/torchrec_plan.py loads it); all files under $(D)"
+
+$(D)/pool.ast: $(MODEL) $(BIN)/as-convert
+	@mkdir -p $(D)
+	@echo "== tables of $(MODEL)"
+	$(BIN)/as-convert --config $(MODEL) $(if $(BATCH),--batch $(BATCH)) --seed $(SEED) -o $@
+
+$(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
+	@echo "== features and the model's task"
+	$(BIN)/as-features $< --model-task --row-pieces $(ROW_PIECES) $(TOPO) -o $@
+
+$(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
+	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items"
+	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) \
+	  $(PIECE_OPTS) $(BENCH_OPTS) $(PROGRESS) -o $@
+
+$(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
+	@echo "== cost model"
+	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
+
+# TorchRec's own planner's plan, where its source is at hand; else an empty file
+$(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
+	@echo "== TorchRec's own planner$(if $(TORCHREC_SRC),, (TORCHREC_SRC not set: left out))"
+	rm -f $@.json $@.tmp
+ifneq ($(TORCHREC_SRC),)
+	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(TORCHREC_SRC) -o $@.json
+	if ! $(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp 2> $@.err; then \
+	  if grep -q data_parallel $@.err; then \
+	    echo "   its plan replicates tables (data_parallel), which cannot be imported yet: its plan without them instead"; \
+	    AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(TORCHREC_SRC) \
+	      --sharding-types table_wise,row_wise,column_wise --alg torchrec-own-nodp -o $@.json && \
+	    $(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp; \
+	  else cat $@.err >&2; exit 1; fi; \
+	fi
+	rm -f $@.err
+	mv $@.tmp $@
+else
+	: > $@
+endif
+
+$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(BIN)/as-plan
+	@echo "== plans: $(ALGS) table-wise$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) with --split-tables, then with --refine)"
+	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
+ifneq ($(SPLIT_ALGS),)
+	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	  --split-tables --split-rows $(SPLIT_ROWS) --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.split
+	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	  --split-tables --split-rows $(SPLIT_ROWS) --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.refine
+endif
+	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(D)/own.ast > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split $@.refine
+
+$(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
+	@echo "== every candidate measured, $(PASSES) passes"
+	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) --piece-singles --passes $(PASSES) --window 0 $(BENCH_OPTS) \
+	  $(REF_LEVEL) $(PROGRESS) $< -o $@
+
+# the candidates TorchRec can load (each exported and checked by torchrec_plan.py --check),
+# then the choice among them
+$(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipelines/plan_choose.py pipelines/torchrec_plan.py
+	@echo "== the choice"
+	$(BIN)/as-eval --comm-gbps $(COMM_GBPS) --format csv --table plans $< -o $@.comm.csv
+	$(BIN)/as-eval --comm-gbps 0 --format csv --table plans $< -o $@.kernel.csv
+	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv | while read -r a; do \
+	  $(BIN)/as-plan -q --export $< --task 0 --alg "=$$a" --format torchrec $(D)/ft.ast | \
+	    python3 pipelines/torchrec_plan.py --check --config $(MODEL) > /dev/null 2>&1 && echo "$$a"; \
+	done > $@.loadable
+	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $@.loadable --out-alg $(D)/chosen.txt > $@.tmp
+	mv $@.tmp $@ && rm -f $@.comm.csv $@.kernel.csv $@.loadable
+
+$(D)/plan.json: $(D)/choice.md $(D)/measured.ast $(D)/ft.ast $(BIN)/as-plan
+	@echo "== the chosen plan in TorchRec's form"
+	$(BIN)/as-plan --export $(D)/measured.ast --task 0 --alg "=$$(cat $(D)/chosen.txt)" --format torchrec $(D)/ft.ast -o $@.tmp
+	python3 pipelines/torchrec_plan.py --check --config $(MODEL) $@.tmp > /dev/null
+	mv $@.tmp $@
+
+$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(BIN)/as-eval
+	@echo "== report"
+	{ echo "# $(NAME): planned by its measured cost"; echo; \
+	  echo "Model config: $(MODEL); device: $$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
+	  echo; cat $(D)/choice.md; echo; \
+	  echo "## The candidates, kernel alone"; echo; \
+	  $(BIN)/as-eval --comm-gbps 0 --format markdown --table summary --singles $(D)/costs.ast $(D)/measured.ast; echo; \
+	  echo "## The candidates, communication charged at $(COMM_GBPS) GiB/s"; echo; \
+	  cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval --comm-gbps $(COMM_GBPS) --format markdown --table summary,verdict --singles $(D)/costs.ast; echo; \
+	  echo "## The chosen plan, rank by rank"; echo; \
+	  $(BIN)/as-plan --export $(D)/measured.ast --task 0 --alg "=$$(cat $(D)/chosen.txt)" --format text $(D)/ft.ast; \
+	} > $@.tmp
+	mv $@.tmp $@
