@@ -135,7 +135,8 @@ def main(argv):
                      ", the simplest plan within %.0f %% of the fastest (`%s`, %.4f ms)" % (100 * tie, first, best)))
     lines.append("")
     tw = [a for a in cand if simplicity(a) == 0 and not a.startswith("torchrec")]
-    for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner")):
+    for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner"),
+                        ("torchrec-own-nodp", "TorchRec's own planner kept from data_parallel, which cannot be imported yet")):
         s = vs(other, what)
         if s and other != chosen:
             lines.append(s)
