@@ -3,6 +3,8 @@
 #include "torchrec.h"
 
 #include "common.h"
+#include "modelcfg.h"
+#include "trmem.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -11,38 +13,87 @@
 #include <string.h>
 
 enum { TR_TW, TR_CW, TR_RW };
+enum { TR_FUSED, TR_CACHING, TR_UVM, TR_NKERN };   /* compute kernels, the order they are listed */
+#define TR_MAXOPT (3 * TR_NKERN)
+
+/* the terms of a shard's perf (Perf in planner/types.py), ms; prefetch_compute is 0 here */
+typedef struct {
+    double fc, fm, bc, bm;  /* forward compute, forward comms, backward compute, backward comms */
+} tr_pf;
+
+/* Perf.total, summed in its order */
+static double pf_total(const tr_pf *p)
+{
+    return p->fc + p->bc + p->fm + p->bm + 0.0;
+}
 
 typedef struct {
     int kind;               /* TR_* */
+    int kern;               /* TR_FUSED .. TR_UVM */
+    int twin;               /* column_wise of one shard: table_wise's twin */
     int64_t nsh;            /* shards: 1 (TW), D / d (CW), K (RW) */
-    double *perf;           /* [nsh] ms */
-    uint64_t *mem;          /* [nsh] weight bytes */
+    tr_pf *pc;              /* [nsh] perf terms */
+    double *perf;           /* [nsh] their totals, ms */
+    uint64_t *fit;          /* [nsh] bytes counted against the cap (as_plan_table_bytes) */
+    double *hbm, *ddr;      /* [nsh] TorchRec's storage estimate, bytes */
     int64_t *item;          /* [nsh] index into the table's piece features, -1: no piece
                                (an empty row block) */
     double depth, sum;      /* max and sum of perf */
-    uint64_t mem_max, mem_sum;
+    double hbm_max, hbm_sum, ddr_max, ddr_sum;
 } tr_opt;
 
 typedef struct {
     int nopt;
-    tr_opt opt[3];
-    int by_depth[3], by_sum[3];   /* option indices sorted by depth / by sum, stable */
+    tr_opt opt[TR_MAXOPT];
+    int by_depth[TR_MAXOPT], by_sum[TR_MAXOPT];   /* option indices sorted by depth / by sum, stable */
     as_features *pf;        /* the features of this table's pieces over all options */
     int64_t npf;
 } tr_table;
 
+#define TR_HBM_BW (AS_TR_HBM_GBPS * 1073741824.0 / 1000.0)
+#define TR_INTRA_BW (AS_TR_INTRA_GBPS * 1073741824.0 / 1000.0)
+#define TR_H2D_BW (AS_TR_HBM_TO_DDR_GBPS * 1073741824.0 / 1000.0)
+
+/* the kernel's device bandwidth, bytes/ms (constants.py kernel_bw_lookup, cuda); prefetch:
+ * a prefetch pipeline (then fused_uvm_caching reads at HBM speed) */
+static double kern_bw(int kern, int prefetch)
+{
+    if (kern == TR_FUSED || (kern == TR_CACHING && prefetch)) return TR_HBM_BW;
+    if (kern == TR_CACHING) return (AS_TR_CACHE_RATIO * TR_HBM_BW + (1 - AS_TR_CACHE_RATIO) * TR_H2D_BW) / 10.0;
+    return TR_H2D_BW / 10.0;
+}
+
+/* the perf terms of one shard of width d (kind TR_RW: a row block of a table of dim d), the
+ * table's pooling L, brank the batch per rank, elem its element size, bw the kernel's; the
+ * arithmetic in the order of estimator/estimator.py so that equal estimates tie as there */
+static tr_pf perf_terms(int kind, double pooling, double brank, int64_t K, int64_t d, double elem, double bw)
+{
+    const double bin = pooling * 1.0 * brank, bout = (pooling < 1.0 ? pooling : 1.0) * 1.0 * brank;
+    const double Kd = (double)K, dd = (double)d;
+    tr_pf p;
+    if (kind == TR_RW) {
+        const double in = ceil(bin / Kd * Kd * 8.0), lk = bin / Kd * Kd * dd * elem, out = bout * Kd * dd * elem;
+        p.fc = (in + lk + out + 0.0) / bw;
+        p.fm = out / TR_INTRA_BW;
+        p.bc = p.fc * 2.0 + 0.0;
+        p.bm = out / TR_INTRA_BW + out * 2.455 / bw;
+        return p;
+    }
+    const double in = ceil(bin * Kd * 8.0), lk = bin * Kd * (double)(d > 32 ? d : 32) * elem,
+                 out = bout * Kd * dd * elem;
+    const double pen = d >= 128 ? 1.0 : d >= 64 ? 1.15 : 1.75;
+    p.fc = (in + lk + out + 0.0) * pen / bw;
+    p.fm = out / TR_INTRA_BW;
+    p.bc = p.fc * 2.0 + 0.0;
+    p.bm = out / TR_INTRA_BW;
+    return p;
+}
+
 double as_tr_perf(int kind, double lookups, double batch, int64_t d, int64_t K)
 {
-    const double hbm = AS_TR_HBM_GBPS * 1073741824.0 / 1000.0, intra = AS_TR_INTRA_GBPS * 1073741824.0 / 1000.0;
-    if (kind == 1) {
-        const double in = lookups / (double)K * 8.0, lk = lookups / (double)K * (double)d * 2.0, out = batch * (double)d * 2.0;
-        const double fwd = (in + lk + out) / hbm;
-        return fwd + 2.0 * fwd + 2.0 * out / intra + 2.455 * out / hbm;
-    }
-    const double in = lookups * 8.0, lk = lookups * (double)(d > 32 ? d : 32) * 2.0, out = batch * (double)d * 2.0;
-    const double pen = d >= 128 ? 1.0 : d >= 64 ? 1.15 : 1.75;
-    const double fwd = (in + lk + out) * pen / hbm;
-    return fwd + 2.0 * fwd + 2.0 * out / intra;
+    const tr_pf p = perf_terms(kind == 1 ? TR_RW : TR_TW, batch > 0 ? lookups / batch : 0, batch / (double)K, K, d, 2.0,
+                               TR_HBM_BW);
+    return pf_total(&p);
 }
 
 /* the smallest divisor of D in [128, D) that is a multiple of 4, else D */
@@ -56,21 +107,28 @@ static int64_t cw_width(int64_t D)
 static void opt_finish(tr_opt *o)
 {
     o->depth = o->sum = 0;
-    o->mem_max = o->mem_sum = 0;
+    o->hbm_max = o->hbm_sum = o->ddr_max = o->ddr_sum = 0;
     for (int64_t s = 0; s < o->nsh; s++) {
         if (o->perf[s] > o->depth) o->depth = o->perf[s];
         o->sum += o->perf[s];
-        if (o->mem[s] > o->mem_max) o->mem_max = o->mem[s];
-        o->mem_sum += o->mem[s];
+        if (o->hbm[s] > o->hbm_max) o->hbm_max = o->hbm[s];
+        o->hbm_sum += o->hbm[s];
+        if (o->ddr[s] > o->ddr_max) o->ddr_max = o->ddr[s];
+        o->ddr_sum += o->ddr[s];
     }
 }
 
-static void opt_alloc(tr_opt *o, int kind, int64_t nsh)
+static void opt_alloc(tr_opt *o, int kind, int kern, int64_t nsh)
 {
+    memset(o, 0, sizeof *o);
     o->kind = kind;
+    o->kern = kern;
     o->nsh = nsh;
+    o->pc = as_calloc((size_t)nsh, sizeof *o->pc);
     o->perf = as_calloc((size_t)nsh, sizeof *o->perf);
-    o->mem = as_calloc((size_t)nsh, sizeof *o->mem);
+    o->fit = as_calloc((size_t)nsh, sizeof *o->fit);
+    o->hbm = as_calloc((size_t)nsh, sizeof *o->hbm);
+    o->ddr = as_calloc((size_t)nsh, sizeof *o->ddr);
     o->item = as_malloc((size_t)nsh * sizeof *o->item);
 }
 
@@ -81,56 +139,113 @@ static int64_t add_piece(tr_table *tb, const as_features *f)
     return tb->npf++;
 }
 
+/* what TorchRec's planner sees of a table */
+typedef struct {
+    double elem;            /* element size of its weights (bytes) */
+    double pooling, brank;  /* its pooling factor, the batch per rank */
+    double wtab;            /* its weights' bytes */
+    int prefetch;           /* under a prefetch pipeline */
+} tr_view;
+
+static tr_view table_view(const as_features *f, int64_t K)
+{
+    tr_view v;
+    v.elem = f->data_type[0] ? as_mcfg_dtype_bytes(f->data_type) : 2.0;
+    if (!(v.elem > 0)) v.elem = 2.0;
+    v.pooling = f->pooling;
+    v.brank = nearbyint((double)f->batch / (double)K);
+    if (v.brank < 1) v.brank = 1;
+    v.wtab = as_features_has_mem(f) ? f->mem.weights : ceil((double)f->rows * (double)f->dim * v.elem);
+    v.prefetch = as_features_has_mem(f) && f->mem.in_factor == 3;
+    return v;
+}
+
+/* TorchRec's storage of one shard, piece p of the table seen as v (shard_estimators.py
+ * calculate_shard_storages): a model config's tables carry its terms (trmem.h), other
+ * tables get them here as torchrec_planner.py describes them to it (fp16, no optimizer,
+ * no pipeline) */
+static void shard_storage(const as_features *p, const as_features *f, const tr_view *v, int64_t K, int kind, int kern,
+                          double *hbm, double *ddr)
+{
+    as_trmem m;
+    if (as_features_has_mem(p)) m = p->mem;
+    else if (as_trmem_shard(&m, p->rows, p->dim, f->dim, v->elem, "sgd", "none", v->pooling, (int64_t)v->brank, K,
+                            kind == TR_RW)) memset(&m, 0, sizeof m);
+    const double io = ceil(m.in_factor * m.input) + ceil(m.out_factor * m.output), w = m.weights + m.optimizer;
+    if (kern == TR_FUSED) { *hbm = w + io; *ddr = 0; return; }
+    *ddr = w;
+    if (kern == TR_UVM) { *hbm = io; return; }
+    /* fused_uvm_caching: a share of the weights (and their optimizer state) cached in HBM,
+       rows x (4 + 16 x ratio) bytes of cache state, and under a prefetch pipeline 7 x input */
+    double c = v->wtab > 0 ? ceil(nearbyint(v->wtab * AS_TR_CACHE_RATIO) * m.weights / v->wtab) : 0;
+    c += m.weights > 0 ? ceil(c * (m.optimizer / m.weights)) : 0;
+    c += ceil((double)p->rows * (4 + 16 * AS_TR_CACHE_RATIO));
+    *hbm = c + io + (v->prefetch ? floor(7.0 * m.input) : 0);
+}
+
+/* the kernels' options of one sharding type from its pieces pc[0..ns) (RW: K blocks, those
+ * past nb empty); each shard's perf of width w */
+static void add_kind(tr_table *tb, int kind, int twin, const as_features *f, const tr_view *v, int64_t K,
+                     const as_features *pc, const int64_t *pidx, int64_t ns, int64_t nb, int64_t w)
+{
+    for (int kern = 0; kern < TR_NKERN; kern++) {
+        tr_opt *o = &tb->opt[tb->nopt++];
+        opt_alloc(o, kind, kern, ns);
+        o->twin = twin;
+        const double bw = kern_bw(kern, v->prefetch);
+        for (int64_t s = 0; s < ns; s++) {
+            o->pc[s] = perf_terms(kind, v->pooling, v->brank, K, w, v->elem, bw);
+            o->perf[s] = pf_total(&o->pc[s]);
+            o->item[s] = s < nb ? pidx[s] : -1;
+            if (s < nb) {
+                o->fit[s] = as_plan_table_bytes(&pc[s]);
+                shard_storage(&pc[s], f, v, K, kind, kern, &o->hbm[s], &o->ddr[s]);
+            }
+        }
+        opt_finish(o);
+    }
+}
+
 /* the options of table f; returns 1 when it has no row_wise for want of features */
 static int make_options(tr_table *tb, const as_features *f, const as_featidx *ft, int64_t K)
 {
     int no_rows = 0;
+    const tr_view v = table_view(f, K);
     tb->nopt = 0;
     /* table_wise */
-    tr_opt *o = &tb->opt[tb->nopt++];
-    opt_alloc(o, TR_TW, 1);
-    o->perf[0] = as_tr_perf(0, (double)f->lookups, (double)f->batch, f->dim, K);
-    o->mem[0] = as_plan_table_bytes(f);
-    o->item[0] = add_piece(tb, f);
-    opt_finish(o);
-    /* column_wise, when it cuts */
+    int64_t whole = add_piece(tb, f);
+    add_kind(tb, TR_TW, 0, f, &v, K, f, &whole, 1, 1, f->dim);
+    /* column_wise: pieces of cw_width, or one (table_wise's twin: the same shard, but an
+       option of its own to the proposers as it is to TorchRec's) */
     const int64_t w = cw_width(f->dim);
     if (w < f->dim) {
         const int64_t ns = f->dim / w;
         as_features *pc = as_malloc((size_t)ns * sizeof *pc);
+        int64_t *idx = as_malloc((size_t)ns * sizeof *idx);
         int ok = 1;
         for (int64_t j = 0; j < ns && ok; j++) ok = as_features_cols(&pc[j], f, j * w, (j + 1) * w) == 0;
         if (ok) {
-            o = &tb->opt[tb->nopt++];
-            opt_alloc(o, TR_CW, ns);
-            for (int64_t j = 0; j < ns; j++) {
-                o->perf[j] = as_tr_perf(0, (double)pc[j].lookups, (double)pc[j].batch, w, K);
-                o->mem[j] = as_plan_table_bytes(&pc[j]);
-                o->item[j] = add_piece(tb, &pc[j]);
-            }
-            opt_finish(o);
+            for (int64_t j = 0; j < ns; j++) idx[j] = add_piece(tb, &pc[j]);
+            add_kind(tb, TR_CW, 0, f, &v, K, pc, idx, ns, ns, w);
         }
+        free(idx);
         free(pc);
-    }
+    } else
+        add_kind(tb, TR_CW, 1, f, &v, K, f, &whole, 1, 1, f->dim);
     /* row_wise: K blocks of ceil(E / K) rows, each shard charged alike */
     if (K >= 2) {
         as_piece *bl = as_malloc((size_t)K * sizeof *bl);
         const int64_t k = as_piece_row_blocks(f->rows, f->dim, K, bl);
         as_features *pc = as_malloc((size_t)(k ? k : 1) * sizeof *pc);
+        int64_t *idx = as_malloc((size_t)(k ? k : 1) * sizeof *idx);
         int ok = k >= 2;
         for (int64_t j = 0; j < k && ok; j++) ok = as_featidx_piece(ft, f->id, &bl[j], &pc[j]) == 0;
         if (k >= 2 && !ok) no_rows = 1;
         if (ok) {
-            o = &tb->opt[tb->nopt++];
-            opt_alloc(o, TR_RW, K);
-            const double perf = as_tr_perf(1, (double)f->lookups, (double)f->batch, f->dim, K);
-            for (int64_t s = 0; s < K; s++) {
-                o->perf[s] = perf;
-                o->mem[s] = s < k ? as_plan_table_bytes(&pc[s]) : 0;
-                o->item[s] = s < k ? add_piece(tb, &pc[s]) : -1;
-            }
-            opt_finish(o);
+            for (int64_t j = 0; j < k; j++) idx[j] = add_piece(tb, &pc[j]);
+            add_kind(tb, TR_RW, 0, f, &v, K, pc, idx, K, k, f->dim);
         }
+        free(idx);
         free(pc);
         free(bl);
     }
@@ -151,24 +266,70 @@ typedef struct {
     const tr_table *tb;
     int64_t n, K;
     uint64_t cap;
-    double *perf;           /* [K] */
-    uint64_t *mem;          /* [K] */
+    tr_pf *dev;             /* [K] the perf terms placed on each GPU */
+    double *tot;            /* [K] their Perf.total */
+    double *perf;           /* [K] the rating's sums */
+    uint64_t *mem;          /* [K] bytes placed (as_plan_table_bytes) */
+    double *hbm, *ddr;      /* [K] TorchRec's storage estimate placed */
     int64_t *order;         /* [T] */
-    uint64_t *key;          /* [T] */
     int64_t **rank;         /* [T][S] the partition's GPU of each shard, -1 unplaced */
 } tr_part;
 
-static int fits(const tr_part *P, int64_t k, uint64_t b)
+/* shard s of o fits on GPU k: in TorchRec's estimate (HBM under the cap, DDR under its
+ * default DDR_CAP) and in ours (our plans hold every row in HBM: a UVM kernel's shard too) */
+static int fits(const tr_part *P, int64_t k, const tr_opt *o, int64_t s)
 {
-    return as_plan_fits(P->cap, P->mem[k], b);
+    return as_plan_fits(P->cap, P->mem[k], o->fit[s]) &&
+           as_plan_fits(P->cap, (uint64_t)P->hbm[k], (uint64_t)o->hbm[s]) &&
+           P->ddr[k] + o->ddr[s] <= AS_TR_DDR_CAP;
 }
 
-/* partition proposal ch[T] (option indices); returns its rating, INFINITY when a shard fits
- * nowhere (the placement of the rest is still made) */
+static void place(tr_part *P, int64_t k, const tr_opt *o, int64_t s)
+{
+    P->mem[k] += o->fit[s];
+    P->hbm[k] += o->hbm[s];
+    P->ddr[k] += o->ddr[s];
+    P->dev[k].fc += o->pc[s].fc;
+    P->dev[k].fm += o->pc[s].fm;
+    P->dev[k].bc += o->pc[s].bc;
+    P->dev[k].bm += o->pc[s].bm;
+    P->tot[k] = pf_total(&P->dev[k]);
+}
+
+/* a's storage sum above b's (Storage's order: HBM, then DDR) */
+static int storage_above(const tr_opt *a, const tr_opt *b)
+{
+    return a->hbm_sum > b->hbm_sum || (a->hbm_sum == b->hbm_sum && a->ddr_sum > b->ddr_sum);
+}
+
+typedef struct {
+    const tr_table *tb;
+    const int *ch;
+} sort_ctx;
+
+/* descending storage estimate, then task order (a stable sort) */
+static int by_storage(const void *x, const void *y, void *arg)
+{
+    const sort_ctx *c = arg;
+    const int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
+    const tr_opt *a = &c->tb[i].opt[c->ch[i]], *b = &c->tb[j].opt[c->ch[j]];
+    if (storage_above(a, b)) return -1;
+    if (storage_above(b, a)) return 1;
+    return i < j ? -1 : i > j;
+}
+
+/* partition proposal ch[T] (option indices) as GreedyPerfPartitioner does; returns its
+ * rating (NoopPerfModel), INFINITY when a shard fits nowhere (the placement of the rest is
+ * still made) */
 static double partition(tr_part *P, const int *ch)
 {
     const int64_t n = P->n, K = P->K;
-    for (int64_t k = 0; k < K; k++) { P->perf[k] = 0; P->mem[k] = 0; }
+    for (int64_t k = 0; k < K; k++) {
+        P->dev[k] = (tr_pf){ 0, 0, 0, 0 };
+        P->tot[k] = 0;
+        P->mem[k] = 0;
+        P->perf[k] = P->hbm[k] = P->ddr[k] = 0;
+    }
     int ok = 1;
     /* row_wise (uniform) first, in table order: shard i on GPU i */
     for (int64_t i = 0; i < n; i++) {
@@ -176,34 +337,37 @@ static double partition(tr_part *P, const int *ch)
         if (o->kind != TR_RW) continue;
         for (int64_t s = 0; s < o->nsh; s++) {
             const int64_t k = s % K;
-            if (!fits(P, k, o->mem[s])) { P->rank[i][s] = -1; ok = 0; continue; }
+            if (!fits(P, k, o, s)) { P->rank[i][s] = -1; ok = 0; continue; }
             P->rank[i][s] = k;
-            P->mem[k] += o->mem[s];
-            P->perf[k] += o->perf[s];
+            place(P, k, o, s);
         }
     }
-    /* then the others by total memory, descending, stable */
+    /* then the others by TorchRec's storage estimate, descending, stable */
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++)
-        if (P->tb[i].opt[ch[i]].kind != TR_RW) { P->order[m] = i; P->key[i] = P->tb[i].opt[ch[i]].mem_sum; m++; }
-    for (int64_t q = 1; q < m; q++)
-        for (int64_t r = q; r > 0 && P->key[P->order[r]] > P->key[P->order[r - 1]]; r--) {
-            int64_t x = P->order[r]; P->order[r] = P->order[r - 1]; P->order[r - 1] = x;
-        }
+        if (P->tb[i].opt[ch[i]].kind != TR_RW) P->order[m++] = i;
+    const sort_ctx sc = { P->tb, ch };
+    qsort_r(P->order, (size_t)m, sizeof *P->order, by_storage, (void *)&sc);
+    /* each shard on the GPU of least perf (the sum of its terms, Perf.total) where it fits,
+       ties to the lower GPU */
     for (int64_t q = 0; q < m; q++) {
         const int64_t i = P->order[q];
         const tr_opt *o = &P->tb[i].opt[ch[i]];
         for (int64_t s = 0; s < o->nsh; s++) {
             int64_t best = -1;
             for (int64_t k = 0; k < K; k++)
-                if (fits(P, k, o->mem[s]) && (best < 0 || P->perf[k] < P->perf[best])) best = k;
+                if ((best < 0 || P->tot[k] < P->tot[best]) && fits(P, k, o, s)) best = k;
             P->rank[i][s] = best;
             if (best < 0) { ok = 0; continue; }
-            P->mem[best] += o->mem[s];
-            P->perf[best] += o->perf[s];
+            place(P, best, o, s);
         }
     }
     if (!ok) return INFINITY;
+    /* the rating: the largest sum of shard totals on one GPU, summed in proposal order */
+    for (int64_t i = 0; i < n; i++) {
+        const tr_opt *o = &P->tb[i].opt[ch[i]];
+        for (int64_t s = 0; s < o->nsh; s++) P->perf[P->rank[i][s]] += o->perf[s];
+    }
     double r = 0;
     for (int64_t k = 0; k < K; k++) if (P->perf[k] > r) r = P->perf[k];
     return r;
@@ -273,7 +437,10 @@ static void propose(tr_search *S, const int *ch)
     }
 }
 
-/* a greedy proposer: sorted = each table's order (by depth or by sum) */
+/* a greedy proposer (GreedyProposer): sorted = each table's order (by depth or by sum); each
+ * step moves the table whose current option holds the most (TorchRec's storage estimate:
+ * largest shard's HBM, then all HBM, then largest shard's DDR, then all DDR; strictly more
+ * than the tables before it) among those with a next option */
 static void greedy(tr_search *S, const tr_table *tb, int64_t n, int use_depth, int *idx, int *ch)
 {
     for (int64_t i = 0; i < n; i++) idx[i] = 0;
@@ -281,14 +448,17 @@ static void greedy(tr_search *S, const tr_table *tb, int64_t n, int use_depth, i
         for (int64_t i = 0; i < n; i++) ch[i] = use_depth ? tb[i].by_depth[idx[i]] : tb[i].by_sum[idx[i]];
         propose(S, ch);
         int64_t pick = -1;
-        uint64_t bm = 0, bs = 0;
+        double b[4] = { 0, 0, 0, 0 };
         for (int64_t i = 0; i < n; i++) {
             if (idx[i] + 1 >= tb[i].nopt) continue;
             const tr_opt *o = &tb[i].opt[ch[i]];
-            if (pick < 0 || o->mem_max > bm || (o->mem_max == bm && o->mem_sum > bs)) {
+            const double c[4] = { o->hbm_max, o->hbm_sum, o->ddr_max, o->ddr_sum };
+            int gt = 0;
+            for (int j = 0; j < 4; j++)
+                if (c[j] != b[j]) { gt = c[j] > b[j]; break; }
+            if (gt) {
                 pick = i;
-                bm = o->mem_max;
-                bs = o->mem_sum;
+                memcpy(b, c, sizeof b);
             }
         }
         if (pick < 0) break;
@@ -313,16 +483,19 @@ static void grid(tr_search *S, const tr_table *tb, int64_t n, int *idx, int *ch)
     }
 }
 
-/* uniform: one sharding type for every table (ch: [T] scratch) */
+/* uniform (UniformProposer): one sharding type for every table, each at its option of that
+ * type of the least depth (ch: [T] scratch) */
 static void uniform(tr_search *S, const tr_table *tb, int64_t n, int *ch)
 {
     for (int kind = TR_TW; kind <= TR_RW; kind++) {
         int all = 1;
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < n && all; i++) {
             int pick = -1;
-            for (int q = 0; q < tb[i].nopt; q++) if (tb[i].opt[q].kind == kind) pick = q;
-            if (pick < 0 && kind == TR_CW) pick = 0;   /* no column cut: its table_wise twin */
-            if (pick < 0) { all = 0; break; }
+            for (int q = 0; q < tb[i].nopt; q++) {
+                const int o = tb[i].by_depth[q];
+                if (tb[i].opt[o].kind == kind) { pick = o; break; }
+            }
+            if (pick < 0) all = 0;
             ch[i] = pick;
         }
         if (all && n) propose(S, ch);
@@ -343,7 +516,8 @@ static int64_t take_items(const tr_table *tb, int64_t n, const int *use, const t
     for (int64_t i = 0; i < n; i++) {
         const tr_opt *o = &tb[i].opt[use[i]];
         info->row_wise += o->kind == TR_RW;
-        info->column_wise += o->kind == TR_CW;
+        info->column_wise += o->kind == TR_CW && !o->twin;
+        info->uvm += o->kern != TR_FUSED;
         for (int64_t s = 0; s < o->nsh; s++) {
             if (o->item[s] < 0) continue;
             (*items)[m] = tb[i].pf[o->item[s]];
@@ -360,17 +534,23 @@ static void tr_free(tr_table *tb, tr_part *P, int64_t n)
     for (int64_t i = 0; i < n; i++) {
         free(P->rank[i]);
         for (int q = 0; q < tb[i].nopt; q++) {
+            free(tb[i].opt[q].pc);
             free(tb[i].opt[q].perf);
-            free(tb[i].opt[q].mem);
+            free(tb[i].opt[q].fit);
+            free(tb[i].opt[q].hbm);
+            free(tb[i].opt[q].ddr);
             free(tb[i].opt[q].item);
         }
         free(tb[i].pf);
     }
     free(P->rank);
+    free(P->dev);
+    free(P->tot);
     free(P->perf);
     free(P->mem);
+    free(P->hbm);
+    free(P->ddr);
     free(P->order);
-    free(P->key);
     free(tb);
 }
 
@@ -392,8 +572,10 @@ int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *co
         }
     tr_table *tb = as_calloc((size_t)(n ? n : 1), sizeof *tb);
     for (int64_t i = 0; i < n; i++) info->no_rows += make_options(&tb[i], t[i], ft, K);
-    tr_part P = { tb, n, K, c->mem_cap, as_calloc((size_t)K, sizeof(double)), as_calloc((size_t)K, sizeof(uint64_t)),
-                  as_malloc((size_t)(n ? n : 1) * sizeof(int64_t)), as_malloc((size_t)(n ? n : 1) * sizeof(uint64_t)),
+    tr_part P = { tb, n, K, c->mem_cap, as_calloc((size_t)K, sizeof(tr_pf)), as_calloc((size_t)K, sizeof(double)),
+                  as_calloc((size_t)K, sizeof(double)),
+                  as_calloc((size_t)K, sizeof(uint64_t)), as_calloc((size_t)K, sizeof(double)),
+                  as_calloc((size_t)K, sizeof(double)), as_malloc((size_t)(n ? n : 1) * sizeof(int64_t)),
                   as_malloc((size_t)(n ? n : 1) * sizeof(int64_t *)) };
     for (int64_t i = 0; i < n; i++) {
         int64_t mx = 1;

@@ -1,7 +1,10 @@
 /* test_torchrec.c - `--alg torchrec` (lib/torchrec.h) on hand-made tables: the perf formulas
  * against numbers worked out by hand from TorchRec's estimator terms, the partitioner's
- * placement, row_wise and column_wise choices where the model says they pay, memory caps,
- * determinism, and the cover of every table. */
+ * placement, row_wise and column_wise choices where the model says they pay, memory caps
+ * (TorchRec's storage estimate), determinism, the cover of every table, and a tie that
+ * TorchRec's proposal order decides (its UVM kernels in the greedy walks; issue 38). Where a
+ * test pins ranks and ratings (and the caps' bounds) they are TorchRec's own planner's, run
+ * on the same tables through pipelines/torchrec_planner.py's mapping. */
 #include "unit.h"
 
 #include "common.h"
@@ -67,8 +70,13 @@ static double tr(const as_features *f, int64_t n, int64_t K, uint64_t cap, const
 
 TEST(torchrec_table_wise_greedy_placement)
 {
-    /* no row blocks known, dims <= 128: table_wise only; the partitioner places by memory,
-       descending, each on the GPU of least perf so far */
+    /* no row blocks known, dims <= 128: table_wise only; the partitioner places by TorchRec's
+       storage estimate, descending, each on the GPU of least perf so far. That estimate holds
+       the ids' buffer (pooling x batch per rank x K x 8 bytes) besides the weights, so table 1
+       (400 lookups a sample) comes first though its weights are the smallest: the weights
+       alone would give 0, 2, 3, 1 and GPUs 0, 1, 0, 1 (as before issue 38). TorchRec's own
+       planner (pipelines/torchrec_planner.py's mapping, --sharding-types
+       table_wise,column_wise) gives these ranks and this rating. */
     as_features f[4] = { F(0, 64, 4000, 100000, 1000), F(1, 64, 1000, 400000, 1000), F(2, 64, 3000, 100000, 1000),
                          F(3, 64, 2000, 100000, 1000) };
     as_featidx ft;
@@ -81,14 +89,16 @@ TEST(torchrec_table_wise_greedy_placement)
     double r = tr(f, 4, 2, 0, &ft, &items, &ni, &a, &info);
     CHECK_EQ_I64(ni, 4);
     CHECK_EQ_I64(info.no_rows, 4);   /* no row blocks' features: no row_wise option, said */
-    /* by memory: table 0 (GPU 0), 2 (GPU 1), 3 (the lighter: GPU 0 and 1 tie? 0 holds 0,
-       1 holds 2: equal perf, so GPU 0), 1 (GPU 1) */
-    CHECK_EQ_I64(a[0], 0);
+    CHECK_EQ_I64(info.uvm, 0);
+    /* table 1 (GPU 0), then 0, 2 and 3 each on GPU 1: its perf stays below table 1's */
+    CHECK_EQ_I64(a[1], 0);
+    CHECK_EQ_I64(a[0], 1);
     CHECK_EQ_I64(a[2], 1);
-    CHECK_EQ_I64(a[3], 0);
-    CHECK_EQ_I64(a[1], 1);
+    CHECK_EQ_I64(a[3], 1);
     const double p0 = as_tr_perf(0, 100000, 1000, 64, 2), p1 = as_tr_perf(0, 400000, 1000, 64, 2);
-    CHECK_NEAR(r, p0 + p1, 1e-12);
+    CHECK(3 * p0 < p1);
+    CHECK_NEAR(r, p1, 1e-12);
+    CHECK_NEAR(r, 0.1957172, 1e-7);   /* TorchRec's rating of its plan */
     for (int64_t j = 0; j < ni; j++) CHECK(as_piece_whole(&items[j].piece));
     free(items);
     free(a);
@@ -135,17 +145,41 @@ TEST(torchrec_row_wise_for_a_dominant_table_and_caps)
     for (int64_t j = 0; j < ni; j++) CHECK_EQ_I64(a2[j], a[j]);
     free(items2);
     free(a2);
-    /* a cap below table 0 whole (1024000 B) but above one of its blocks (256000 B) plus one
-       small table (128000 B): feasible only row_wise with the small tables spread */
+    /* The cap counts TorchRec's storage estimate (fp16 weights, and the ids' and outputs'
+       buffers: batch 250 a rank) as well as our bytes. Table 0 whole: 1024000 B of weights,
+       5000 x 250 x 4 x 8 B of ids, 250 x 4 x 64 x 2 B of outputs, 41.152 MB; a row block of
+       it: 256000 + 5000 x 250 x 8 + 128000 B, 10.384 MB; a small table whole: 128000 +
+       800000 + 128000 B, 1.056 MB. A cap of 12 MB: feasible only with table 0 row_wise and
+       at most one small table a GPU. (Before issue 38 the cap counted the weights alone: a
+       cap of 400000 B did this.) */
     free(items);
     free(a);
-    const uint64_t cap = 400000;
+    const uint64_t cap = 12000000;
     r = tr(f, 4, 4, cap, &ft, &items, &ni, &a, &info);
-    uint64_t used[4] = { 0 };
-    for (int64_t j = 0; j < ni; j++)
-        if (a[j] >= 0) used[a[j]] += (uint64_t)as_plan_table_bytes(&items[j]);
-    for (int k = 0; k < 4; k++) CHECK(used[k] <= cap);
     CHECK(isfinite(r));
+    CHECK_EQ_I64(info.row_wise, 1);
+    uint64_t used[4] = { 0 };
+    int small[4] = { 0 };
+    for (int64_t j = 0; j < ni; j++) {
+        CHECK(a[j] >= 0);
+        if (a[j] < 0) continue;
+        used[a[j]] += (uint64_t)as_plan_table_bytes(&items[j]);
+        if (items[j].id != 0) small[a[j]]++;
+    }
+    for (int k = 0; k < 4; k++) {
+        CHECK(used[k] <= cap);
+        CHECK(small[k] <= 1);
+    }
+    /* 11 MB: infeasible, though our bytes (the weights) would fit many times over. Just
+       below a row block and a small table (11.44 MB) is not enough: with the UVM kernels
+       (weights in host memory, TorchRec's estimate counts the buffers alone in HBM) the
+       least a GPU must hold is a row block of table 0 at fused_uvm (10.128 MB) and a small
+       table at fused_uvm (0.928 MB), 11.056 MB */
+    free(items);
+    free(a);
+    r = tr(f, 4, 4, 11000000, &ft, &items, &ni, &a, &info);
+    CHECK(isnan(r));
+    CHECK_EQ_I64(info.feasible, 0);
     /* a cap nothing fits under: no feasible proposal, unplaced items */
     free(items);
     free(a);
@@ -181,9 +215,68 @@ TEST(torchrec_column_wise_cuts_wide_tables)
         if (items[j].id == 0) {
             CHECK_EQ_I64(items[j].piece.c1 - items[j].piece.c0, 128);
             CHECK_EQ_I64(items[j].dim, 128);
+            CHECK_EQ_I64(a[j], (items[j].piece.c0 / 128) % 2);   /* TorchRec's: 0, 1, 0, 1 */
             on[a[j]]++;
-        }
+        } else
+            CHECK_EQ_I64(a[j], 0);                                  /* and table 1 on 0 */
     CHECK(on[0] >= 1 && on[1] >= 1);
+    CHECK_NEAR(r, 3.29306999, 1e-7);                                /* its rating */
+    free(items);
+    free(a);
+    as_featidx_free(&ft);
+}
+
+TEST(torchrec_row_wise_goes_to_the_largest_tables_as_in_torchrec)
+{
+    /* Issue 38, item 6: fourteen tables of one shape of perf (dim 16, one lookup a sample),
+       rows from 3 to 100000, on 4 GPUs (too many tables for the grid search either way). The
+       best rating puts two tables row_wise and the other twelve three a GPU; which two is
+       decided by the order of the proposals. TorchRec's
+       enumerator gives every sharding type three compute kernels (fused, fused_uvm_caching,
+       fused_uvm), so its first greedy proposer (by depth: all row_wise first, then the table
+       of the largest storage estimate moves on) walks the large tables through the UVM
+       kernels before the small ones leave row_wise, and the first proposal of the best
+       rating comes from the greedy proposer by sum: the two largest tables (5 and 9) row_wise.
+       With fused kernels only (as before the fix) the first greedy proposer gets there first
+       with the two smallest (tables 2 and 11, of 3 and 4 rows) row_wise. TorchRec's own
+       planner (torchrec_planner.py's mapping, --sharding-types
+       table_wise,row_wise,column_wise; with --kernels fused it gives tables 2 and 11
+       row_wise) gives these sharding types, ranks and rating. */
+    const int64_t rows[14] = { 700, 5000, 3, 6000, 20, 100000, 9000, 300, 2500, 80000, 12000, 4, 1500, 40000 };
+    const int64_t rank[14] = { 3, 0, 3, 3, 1, -1, 2, 0, 1, -1, 1, 2, 2, 0 };   /* -1: row_wise */
+    as_features f[14];
+    as_featidx ft;
+    memset(&ft, 0, sizeof ft);
+    for (int i = 0; i < 14; i++) {
+        f[i] = F(i, 16, rows[i], 4096, 4096);
+        as_featidx_add(&ft, &f[i]);
+    }
+    for (int i = 0; i < 14; i++) add_rows(&ft, &f[i], 4);
+    char err[128];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    as_features *items;
+    int64_t ni, *a;
+    as_tr_info info;
+    double r = tr(f, 14, 4, 0, &ft, &items, &ni, &a, &info);
+    CHECK_NEAR(r, 0.0107403503, 1e-9);
+    CHECK_EQ_I64(info.row_wise, 2);
+    CHECK_EQ_I64(info.column_wise, 0);
+    CHECK_EQ_I64(info.uvm, 0);
+    CHECK_EQ_I64(ni, 20);
+    int64_t blocks[14] = { 0 };
+    for (int64_t j = 0; j < ni; j++) {
+        const int64_t i = items[j].id;
+        if (rank[i] < 0) {
+            CHECK(!as_piece_whole(&items[j].piece));
+            CHECK_EQ_I64(a[j], blocks[i]);   /* block b on GPU b */
+            blocks[i]++;
+        } else {
+            CHECK(as_piece_whole(&items[j].piece));
+            CHECK_EQ_I64(a[j], rank[i]);
+        }
+    }
+    CHECK_EQ_I64(blocks[5], 4);
+    CHECK_EQ_I64(blocks[9], 4);
     free(items);
     free(a);
     as_featidx_free(&ft);
