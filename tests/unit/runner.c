@@ -89,6 +89,12 @@ static void rm_tmpdir(void)
     }
 }
 
+const char *ut_tmppath(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", ut_tmpdir(), name);
+    return buf;
+}
+
 const char *ut_tmpdir(void)
 {
     if (!tmpdir[0]) {

@@ -14,11 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *tmp_path(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", ut_tmpdir(), name);
-    return buf;
-}
 
 /* a measured plan of task 1: tables 7 and 8 on shards 0 and 1 */
 static void put_plan(as_writer *w)
@@ -105,7 +100,7 @@ static void put_model(as_writer *w, int64_t test_shards, double r2, int bad)
 TEST(evalinput_quality)
 {
     char path[512], err[1024];
-    as_writer *w = as_writer_open(tmp_path(path, sizeof path, "evalinput-quality.ast"), 0, 0);
+    as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "evalinput-quality.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     put_report(w, 50, 0.6, 0, 0);
     put_plan(w);
@@ -169,7 +164,7 @@ TEST(evalinput_quality)
 TEST(evalinput_scatter)
 {
     char path[512], err[1024];
-    as_writer *w = as_writer_open(tmp_path(path, sizeof path, "evalinput-scatter.ast"), 0, 0);
+    as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "evalinput-scatter.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     put_plan(w);
     put_report(w, 3, 0.7, 3, 2);      /* unequal lengths: no scatter */

@@ -54,18 +54,13 @@ static void toy_embed(void *ctx, const as_features *f, float *out) { out[0] = (f
 static double toy_head(void *ctx, const float *s) { return s[0]; }
 static const as_plan_model toy = { NULL, 1, toy_embed, toy_head, 0, NULL, NULL };
 
-static const char *tmp_path(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", ut_tmpdir(), name);
-    return buf;
-}
 
 /* features of tables 1 (dim 4), 2 (dim 8), 3 (dim 2) and task 5 of all three on 2 shards,
  * read back into in */
 static void toy_input(as_plan_input *in)
 {
     char path[512], err[512];
-    as_writer *w = as_writer_open(tmp_path(path, sizeof path, "planrun-toy.ast"), 0, 0);
+    as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "planrun-toy.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     const as_features f[3] = { PF(1, 4), PF(2, 8), PF(3, 2) };
     for (int i = 0; i < 3; i++) as_features_write(w, &f[i]);
@@ -155,7 +150,7 @@ TEST(planrun_repair)
     as_plan_input in;
     toy_input(&in);
     char mpath[512], opath[512], err[1024];
-    as_writer *w = as_writer_open(tmp_path(mpath, sizeof mpath, "planrun-measured.ast"), 0, 0);
+    as_writer *w = as_writer_open(ut_tmppath(mpath, sizeof mpath, "planrun-measured.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     const int64_t a[3] = { 0, 0, 1 };
     put_plan(w, 5, "size-greedy", a, "measured", 2, 12, 2);
@@ -174,7 +169,7 @@ TEST(planrun_repair)
 
     c.model = &toy;
     c.keep_unrefined = 1;
-    c.w = as_writer_open(tmp_path(opath, sizeof opath, "planrun-repaired.ast"), 0, 0);
+    c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "planrun-repaired.ast"), 0, 0);
     as_writer_header(c.w, "test", 0, NULL);
     CHECK_EQ_I64(as_plan_repair_run(&st, &rs, &c, &in, mpath, err, sizeof err), 0);
     as_writer_close(c.w);
@@ -261,7 +256,7 @@ TEST(planrun_export)
     as_plan_input in;
     toy_input(&in);
     char ppath[512], opath[512], err[1024];
-    as_writer *w = as_writer_open(tmp_path(ppath, sizeof ppath, "planrun-export.ast"), 0, 0);
+    as_writer *w = as_writer_open(ut_tmppath(ppath, sizeof ppath, "planrun-export.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     const int64_t a[3] = { 0, 1, 1 }, b[3] = { 1, 0, -1 };
     put_plan(w, 5, "size-greedy+refine", a, NULL, 0, 0, 0);
@@ -273,7 +268,7 @@ TEST(planrun_export)
     memset(&c, 0, sizeof c);
     c.out = AS_PLAN_OUT_STREAM;
     c.export_task = -1;
-    c.w = as_writer_open(tmp_path(opath, sizeof opath, "planrun-exported.ast"), 0, 0);
+    c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "planrun-exported.ast"), 0, 0);
     as_writer_header(c.w, "test", 0, NULL);
     as_plan_run_stats st;
     int64_t exported = -1, skipped = -1;

@@ -14,18 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *tmp_path(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", ut_tmpdir(), name);
-    return buf;
-}
 
 /* features of tables 1 (dim 4), 2 (dim 8), 3 (dim 2), 100 rows, pooling 1, and task 5 of
  * all three on 2 shards, read back into in */
 static void toy_input(as_plan_input *in)
 {
     char path[512], err[512];
-    as_writer *w = as_writer_open(tmp_path(path, sizeof path, "trimport-toy.ast"), 0, 0);
+    as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "trimport-toy.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     const int64_t dims[3] = { 4, 8, 2 };
     for (int i = 0; i < 3; i++) {
@@ -93,12 +88,12 @@ TEST(trimport_plan)
     as_plan_input in;
     toy_input(&in);
     char jpath[512], opath[512], err[1024];
-    write_text(tmp_path(jpath, sizeof jpath, "trimport.json"), "\n" DOC_HEAD T3 "," T1 "," T2 "}}}\n");
+    write_text(ut_tmppath(jpath, sizeof jpath, "trimport.json"), "\n" DOC_HEAD T3 "," T1 "," T2 "}}}\n");
     as_plan_run_cfg c;
     memset(&c, 0, sizeof c);
     c.out = AS_PLAN_OUT_STREAM;
     c.model = &toy;
-    c.w = as_writer_open(tmp_path(opath, sizeof opath, "trimport.ast"), 0, 0);
+    c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "trimport.ast"), 0, 0);
     as_writer_header(c.w, "test", 0, NULL);
     as_plan_run_stats st;
     int64_t imported = -1;
@@ -158,7 +153,7 @@ TEST(trimport_plan)
 static void import_err(const as_plan_input *in, const as_plan_run_cfg *c, const char *text, char *err, size_t errlen)
 {
     char jpath[512];
-    write_text(tmp_path(jpath, sizeof jpath, "trimport-bad.json"), text);
+    write_text(ut_tmppath(jpath, sizeof jpath, "trimport-bad.json"), text);
     as_plan_run_stats st;
     int64_t imported = -1;
     CHECK_EQ_I64(as_plan_import_run(&st, c, in, jpath, &imported, err, errlen), -1);

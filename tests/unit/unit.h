@@ -18,6 +18,8 @@ int ut_check_near(double a, double b, double tol, const char *ea, const char *eb
 int ut_check_str(const char *a, const char *b, const char *ea, const char *eb, const char *file, int line);
 const char *ut_fixture(const char *rel);  /* static buffer, valid until next call */
 const char *ut_tmpdir(void);             /* per-run scratch dir, removed at exit */
+/* buf = ut_tmpdir()/name; returns buf */
+const char *ut_tmppath(char *buf, size_t len, const char *name);
 
 #define TEST(name) \
     static void name(void); \
