@@ -67,6 +67,7 @@ static void pass_balances(as_eval_plan *q)
             if (c > mx) mx = c;
             if (c < mn) mn = c;
         }
+        q->pass_max[p] = mx;
         q->pass_bal[p] = mx > 0 ? mn / mx : NAN;
         if (!isfinite(q->pass_bal[p])) return;
         if (q->pass_bal[p] < lo) lo = q->pass_bal[p];
@@ -733,7 +734,7 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         const int passes = any_passes(p, n);
         fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible,"
                    "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor%s\n",
-                passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip" : "");
+                passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip,max_ms_passes" : "");
         for (int64_t j = 0; j < n; j++) {
             const as_eval_plan *q = &p[j];
             fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
@@ -755,6 +756,9 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
                 num(f, fmt, 0, "%.9g", q->pass_bal_lo);
                 num(f, fmt, 0, "%.9g", q->pass_bal_hi);
                 fprintf(f, ",%s", isfinite(q->pass_bal_lo) ? (q->pass_flip ? "true" : "false") : "");
+                fputc(',', f);   /* each pass's slowest shard, ';'-separated (empty: no passes) */
+                for (int k = 0; isfinite(q->pass_bal_lo) && k < q->npass; k++)
+                    fprintf(f, "%s%.9g", k ? ";" : "", q->pass_max[k]);
             }
             fputc('\n', f);
         }

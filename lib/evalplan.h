@@ -72,6 +72,7 @@ typedef struct {
     /* as_eval_compute with passes (ok and npass >= 2): each pass's balance (with the same
        communication charge as cost), their lowest and highest; NaN without */
     double pass_bal[AS_EVAL_PASS_MAX];
+    double pass_max[AS_EVAL_PASS_MAX];  /* each pass's slowest shard (with the same charge) */
     double pass_bal_lo, pass_bal_hi;
     int pass_flip;              /* as_eval_compute: its order by balance against another plan
                                    of its run and task flips between passes */

@@ -23,7 +23,8 @@
 #                                           passes made apart, each piece alone for the floor
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
 #                                           fastest slowest rank, communication charged
-#                                           (COMM_GBPS); a simpler plan within TIE of it wins
+#                                           (COMM_GBPS); a simpler plan within TIE of it, or
+#                                           one it does not beat in every pass, wins
 #   plan.json  as-plan --export             the chosen plan in TorchRec's form, checked by
 #                                           pipelines/torchrec_plan.py --check --config
 #   report.md  as-eval                      the verdict, the candidates, the chosen plan rank

@@ -8,7 +8,8 @@ MEASURED.csv is `as-eval --format csv --table plans` of the measured plans with 
 charged (as-eval's default, --comm-gbps); KERNEL.csv the same with --comm-gbps 0 (the kernel
 alone). Every plan must be of one task (a model config's one task). The chosen plan has the
 lowest slowest rank (max_ms) with communication charged; a simpler plan within --tie (default
-0.01: 1 %) of it is chosen instead, simplest first: a table-wise plan (no '+' in its label),
+0.01: 1 %) of it, or one it does not beat in every pass (as-bench --passes: as-eval's
+max_ms_passes), is chosen instead, simplest first: a table-wise plan (no '+' in its label),
 then one with split tables (+split), then a refined one (+split+refine); plans a planner of
 ours did not make (torchrec, torchrec-own and other imports) are candidates like the others.
 Infeasible plans and plans with an unmeasured shard are never chosen; with --loadable FILE
@@ -49,7 +50,14 @@ def read(path):
             mx = float(r["max_ms"]) if r["max_ms"] else float("nan")
         except ValueError:
             fail("%s: %s: max_ms '%s' is not a number" % (path, r["alg"], r["max_ms"]))
-        out[r["alg"]] = dict(r, max=mx)
+        passes = []
+        for v in (r.get("max_ms_passes") or "").split(";"):
+            try:
+                passes.append(float(v))
+            except ValueError:
+                passes = []
+                break
+        out[r["alg"]] = dict(r, max=mx, pmax=passes)
     return out
 
 
@@ -111,7 +119,13 @@ def main(argv):
         fail("no plan is feasible, measured on every rank%s" % ("" if loadable is None else " and loadable by TorchRec"))
     first = min(cand, key=lambda a: (comm[a]["max"], simplicity(a), a))
     best = comm[first]["max"]
-    within = [a for a in cand if comm[a]["max"] <= best * (1 + tie)]
+    def held(a):
+        """the fastest plan is faster than a in every pass"""
+        f, o = comm[first]["pmax"], comm[a]["pmax"]
+        return len(f) >= 2 and len(f) == len(o) and all(x < y for x, y in zip(f, o))
+
+    within = [a for a in cand if comm[a]["max"] <= best * (1 + tie) or
+              (comm[first]["pmax"] and not held(a) and a != first)]
     chosen = min(within, key=lambda a: (simplicity(a), comm[a]["max"], a))
     c = comm[chosen]
 
@@ -132,7 +146,8 @@ def main(argv):
                  "(%.4f ms; the kernel alone %.4f ms, balance %.1f %%)%s." % (
                      c["max"], kern[chosen]["max"], 100 * float(c["balance"] or "nan"),
                      "" if comm[chosen]["max"] <= best else
-                     ", the simplest plan within %.0f %% of the fastest (`%s`, %.4f ms)" % (100 * tie, first, best)))
+                     ", the simplest plan within %.0f %% of the fastest (`%s`, %.4f ms) or not beaten by it in "
+                     "every pass" % (100 * tie, first, best)))
     lines.append("")
     tw = [a for a in cand if simplicity(a) == 0 and not a.startswith("torchrec")]
     for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner"),

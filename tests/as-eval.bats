@@ -382,6 +382,10 @@ pass_plans() {
     assert_output --partial "passes lo-hi: the mean balance of each pass"
     run sh -c "as-eval --table summary --format csv '$T/p.ast' | head -1"
     assert_output --partial ",passes,balance_pass_lo,balance_pass_hi,pass_flips"
+    # the plans table: each pass's slowest shard (task 0's cost-greedy: 4.0 then 4.4 ms)
+    run sh -c "as-eval --table plans --format csv '$T/p.ast'"
+    assert_line --partial ",passes,balance_pass_lo,balance_pass_hi,pass_flip,max_ms_passes"
+    assert_line --regexp '^0,0,,cost-greedy,.*,2,0\.9,0\.9,false,4;4\.4$'
     # pass 1 measures autoshard's plans at 95 % balance: over the combined costs cost-greedy
     # still leads every task, but pass 1 reverses it: not resolved, each task's pair flips
     pass_plans '[5.0,4.75]' '[5.0,4.75]' '[5.0,4.75]' > "$T/f.ast"

@@ -113,6 +113,19 @@ CSVHEAD='run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balanc
     run python3 "$ROOT/pipelines/plan_choose.py" "$T/bad.csv" "$T/k.csv"
     assert_failure 1
     assert_output --partial "not as-eval's CSV plans table"
+    # with each pass's slowest shard: a lead that does not hold in every pass is no lead
+    H2="$CSVHEAD,max_ms_passes"
+    { echo "$H2"; echo "$(csvrow cost-greedy 1.10 0.8),1.05;1.15"; echo "$(csvrow cost-greedy+split 1.0 0.9),0.98;1.02"; } > "$T/p.csv"
+    cp "$T/p.csv" "$T/pk.csv"
+    run python3 "$ROOT/pipelines/plan_choose.py" "$T/p.csv" "$T/pk.csv" --out-alg "$T/a"
+    assert_success
+    [ "$(cat "$T/a")" = cost-greedy+split ]
+    { echo "$H2"; echo "$(csvrow cost-greedy 1.10 0.8),1.01;1.19"; echo "$(csvrow cost-greedy+split 1.0 0.9),1.02;0.98"; } > "$T/p.csv"
+    cp "$T/p.csv" "$T/pk.csv"
+    run python3 "$ROOT/pipelines/plan_choose.py" "$T/p.csv" "$T/pk.csv" --out-alg "$T/a"
+    assert_success
+    [ "$(cat "$T/a")" = cost-greedy ]
+    assert_output --partial "or not beaten by it in every pass"
     run python3 "$ROOT/pipelines/plan_choose.py" "$T/c.csv"
     [ "$status" -eq 2 ]
     run python3 "$ROOT/pipelines/plan_choose.py" "$T/c.csv" "$T/k.csv" --tie 2
