@@ -30,9 +30,9 @@
 #   report.md  as-eval                      the verdict, the candidates, the chosen plan rank
 #                                           by rank, the cost model's quality
 #
-# A table larger than the measuring device's memory is measured whole or not at all here:
-# as-bench refuses a shard that does not fit (its cost record says so) and the plans that
-# hold it stay unmeasured (never chosen); issue 39 tracks row-capped measurement.
+# A table larger than the measuring device's memory is measured whole or not at all here: the
+# cost stage stops, naming the table and what it needs (as-bench refuses a shard that does
+# not fit); measuring a row-capped copy instead is not done yet.
 
 comma  := ,
 BIN    ?= bin
@@ -89,10 +89,20 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 	@echo "== features and the model's task"
 	$(BIN)/as-features $< --model-task --row-pieces $(ROW_PIECES) $(TOPO) -o $@
 
-$(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
+# every table must be measurable alone on the device: one that is not (too large for it)
+# stops here, named with why, rather than leaving its plans unmeasured
+$(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
 	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items"
 	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) \
-	  $(PIECE_OPTS) $(BENCH_OPTS) $(PROGRESS) -o $@
+	  $(PIECE_OPTS) $(BENCH_OPTS) $(PROGRESS) -o $@.tmp
+	{ $(BIN)/as-show --kind features $(D)/ft.ast; $(BIN)/as-show --kind cost $@.tmp; } | python3 -c 'import json, sys; \
+	  rs = [json.loads(l) for l in sys.stdin]; \
+	  names = {r["id"]: r.get("name") or "t%d" % r["id"] for r in rs if r["kind"] == "features" and r.get("piece") is None}; \
+	  bad = [r for r in rs if r["kind"] == "cost" and r.get("origin") == "single" and r.get("error")]; \
+	  [sys.stderr.write("make plan: table %s could not be measured alone on this device: %s\n" % (names.get(r["tables"][0], r["tables"][0]), r["error"])) for r in bad]; \
+	  bad and sys.stderr.write("make plan: its plans could not be measured; measure on a device with the memory (DEVICE=cuda on a GPU that holds the table) or give as-bench more (--max-mem in BENCH_OPTS)\n"); \
+	  sys.exit(1 if bad else 0)' || { rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
 
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"

@@ -69,7 +69,7 @@ mkplan() {
     [ "$(stat -c %Y.%N "$P/costs.ast")" = "$c0" ]
 }
 
-@test "make plan: a config that does not parse, and a cap no table fits, stop with a message naming it, nothing half-written" {
+@test "make plan: a config that does not parse, a cap no table fits, a table the device cannot hold: a message naming it, nothing half-written" {
     echo '{"topology": {"world_size": 2}, "tables": [' > "$D/bad.json"
     run make -s -C "$ROOT" -f pipelines/plan.mk BIN="$BIN" MODEL="$D/bad.json" OUT="$D/out" DEVICE=cpu PROGRESS=
     assert_failure
@@ -82,6 +82,14 @@ mkplan() {
     [ ! -e "$D/out2/plan-tiny/plans.ast" ]
     [ ! -e "$D/out2/plan-tiny/plan.json" ]
     [ -z "$(compgen -G "$D/out2/plan-tiny/*.tmp*")" ]
+    # a table the measuring device cannot hold (here: as-bench's --max-mem): named, with why
+    sed 's/"num_embeddings": 20000,/"num_embeddings": 2000000,/' "$D/tiny.json" > "$D/big.json"
+    run mkplan OUT="$D/out3" MODEL="$D/big.json" BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M --max-mem 96M"
+    assert_failure
+    assert_output --partial "make plan: table big could not be measured alone on this device: does not fit: needs"
+    assert_output --partial "measure on a device with the memory"
+    [ ! -e "$D/out3/plan-big/costs.ast" ]
+    [ -z "$(compgen -G "$D/out3/plan-big/*.tmp*")" ]
 }
 
 # as-eval's CSV plans table, by hand: alg, max_ms, balance
