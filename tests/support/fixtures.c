@@ -1,7 +1,11 @@
 /* fixtures.c - test support: hand-made records; see fixtures.h. */
 #include "fixtures.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "stream.h"
+#include "tasks.h"
 
 as_array tsup_array(const void *v, int64_t n, as_dtype dt)
 {
@@ -42,3 +46,38 @@ as_features tsup_random_features(as_rng *r, int64_t id)
     for (int k = 0; k < AS_NBINS; k++) { f.bins[k] = left * as_rng_uniform(r) * 0.5; left -= f.bins[k]; }
     return f;
 }
+
+int tsup_plan_input(as_plan_input *in, const char *path, const as_features *f, int n, int64_t K, char *err,
+                    size_t errlen)
+{
+    as_writer *w = as_writer_open(path, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    int64_t *tables = malloc((size_t)(n ? n : 1) * sizeof *tables);
+    for (int i = 0; i < n; i++) {
+        as_features_write(w, &f[i]);
+        tables[i] = f[i].id;
+    }
+    as_task_cfg tc;
+    memset(&tc, 0, sizeof tc);
+    tc.unseen_ratio = -1;
+    as_task t = { 5, 1, tables, n, K, 0, 0 };
+    as_task_write(w, &tc, &t);
+    as_writer_close(w);
+    free(tables);
+    char *files[] = { (char *)path };
+    return as_plan_input_read(in, files, 1, NULL, NULL, err, errlen);
+}
+
+static void toy_embed(void *ctx, const as_features *f, float *out)
+{
+    (void)ctx;
+    out[0] = (float)(f->dim * f->pooling);
+}
+
+static double toy_head(void *ctx, const float *s)
+{
+    (void)ctx;
+    return s[0];
+}
+
+const as_plan_model tsup_toy_model = { NULL, 1, toy_embed, toy_head, 0, NULL, NULL };

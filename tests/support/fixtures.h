@@ -9,6 +9,7 @@
 #include "common.h"
 #include "featurize.h"
 #include "msgobj.h"
+#include "planrun.h"
 
 /* a 1-D array over v[0..n) of dtype dt (AS_DT_I32, AS_DT_I64, ...): n elements of
  * as_dtype_size(dt) bytes; v is not copied */
@@ -24,5 +25,15 @@ as_features tsup_features(int64_t id, int64_t dim, int64_t rows, double pooling,
  * tests' random tasks stay what they were), no batch, then the bins, each a random part
  * of at most half what the bins before it left */
 as_features tsup_random_features(as_rng *r, int64_t id);
+
+/* as-plan's input of a hand-made task: the features f[0..n) and task 5 of their ids (in
+ * order) on K shards, no cap, written to path and read back into in (as_plan_input_read);
+ * 0, or -1 with err */
+int tsup_plan_input(as_plan_input *in, const char *path, const as_features *f, int n, int64_t K, char *err,
+                    size_t errlen);
+
+/* a hand-made cost model: an item's representation is [dim x pooling], a shard's cost their
+ * sum */
+extern const as_plan_model tsup_toy_model;
 
 #endif

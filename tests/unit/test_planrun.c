@@ -49,30 +49,14 @@ static as_features PF(int64_t id, int64_t dim)
     return f;
 }
 
-/* a hand-made cost model: rep = [dim * pooling]; a shard's cost is its sum */
-static void toy_embed(void *ctx, const as_features *f, float *out) { out[0] = (float)(f->dim * f->pooling); }
-static double toy_head(void *ctx, const float *s) { return s[0]; }
-static const as_plan_model toy = { NULL, 1, toy_embed, toy_head, 0, NULL, NULL };
-
 
 /* features of tables 1 (dim 4), 2 (dim 8), 3 (dim 2) and task 5 of all three on 2 shards,
  * read back into in */
 static void toy_input(as_plan_input *in)
 {
     char path[512], err[512];
-    as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "planrun-toy.ast"), 0, 0);
-    as_writer_header(w, "test", 0, NULL);
     const as_features f[3] = { PF(1, 4), PF(2, 8), PF(3, 2) };
-    for (int i = 0; i < 3; i++) as_features_write(w, &f[i]);
-    as_task_cfg tc;
-    memset(&tc, 0, sizeof tc);
-    tc.unseen_ratio = -1;
-    int64_t tables[] = { 1, 2, 3 };
-    as_task t = { 5, 1, tables, 3, 2, 0, 0 };
-    as_task_write(w, &tc, &t);
-    as_writer_close(w);
-    char *files[] = { path };
-    CHECK_EQ_I64(as_plan_input_read(in, files, 1, NULL, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(tsup_plan_input(in, ut_tmppath(path, sizeof path, "planrun-toy.ast"), f, 3, 2, err, sizeof err), 0);
 }
 
 /* a plan record of tables 1, 2, 3 on 2 shards; kind NULL: no costs; ncost: cost_ms's length */
@@ -167,7 +151,7 @@ TEST(planrun_repair)
     CHECK_EQ_I64(as_plan_repair_run(&st, &rs, &c, &in, mpath, err, sizeof err), -1);
     CHECK_STR(err, "--repair needs a cost model");
 
-    c.model = &toy;
+    c.model = &tsup_toy_model;
     c.keep_unrefined = 1;
     c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "planrun-repaired.ast"), 0, 0);
     as_writer_header(c.w, "test", 0, NULL);

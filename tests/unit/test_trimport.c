@@ -20,29 +20,14 @@
 static void toy_input(as_plan_input *in)
 {
     char path[512], err[512];
-    as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "trimport-toy.ast"), 0, 0);
-    as_writer_header(w, "test", 0, NULL);
+    as_features f[3];
     const int64_t dims[3] = { 4, 8, 2 };
     for (int i = 0; i < 3; i++) {
-        as_features f = tsup_features(i + 1, dims[i], 100, 1, 8, 8);
-        f.bins[0] = 1;
-        as_features_write(w, &f);
+        f[i] = tsup_features(i + 1, dims[i], 100, 1, 8, 8);
+        f[i].bins[0] = 1;
     }
-    as_task_cfg tc;
-    memset(&tc, 0, sizeof tc);
-    tc.unseen_ratio = -1;
-    int64_t tables[] = { 1, 2, 3 };
-    as_task t = { 5, 1, tables, 3, 2, 0, 0 };
-    as_task_write(w, &tc, &t);
-    as_writer_close(w);
-    char *files[] = { path };
-    CHECK_EQ_I64(as_plan_input_read(in, files, 1, NULL, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(tsup_plan_input(in, ut_tmppath(path, sizeof path, "trimport-toy.ast"), f, 3, 2, err, sizeof err), 0);
 }
-
-/* a hand-made cost model: rep = [dim * pooling]; a shard's cost is its sum */
-static void toy_embed(void *ctx, const as_features *f, float *out) { (void)ctx; out[0] = (float)(f->dim * f->pooling); }
-static double toy_head(void *ctx, const float *s) { (void)ctx; return s[0]; }
-static const as_plan_model toy = { NULL, 1, toy_embed, toy_head, 0, NULL, NULL };
 
 static void write_text(const char *path, const char *text)
 {
@@ -92,7 +77,7 @@ TEST(trimport_plan)
     as_plan_run_cfg c;
     memset(&c, 0, sizeof c);
     c.out = AS_PLAN_OUT_STREAM;
-    c.model = &toy;
+    c.model = &tsup_toy_model;
     c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "trimport.ast"), 0, 0);
     as_writer_header(c.w, "test", 0, NULL);
     as_plan_run_stats st;
