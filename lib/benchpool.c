@@ -137,17 +137,30 @@ const as_btable *as_bpool_get(const as_bpool *p, int64_t id)
 uint64_t as_bpool_bytes(const as_bpool *p)
 {
     uint64_t b = (uint64_t)p->cap * sizeof *p->t + (uint64_t)(p->index ? p->maxid + 1 : 0) * sizeof *p->index;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->t[i].offsets && !p->t[i].borrowed)
-            b += (uint64_t)(p->t[i].batch + 1) * sizeof *p->t[i].offsets +
-                 (uint64_t)(p->t[i].lookups ? p->t[i].lookups : 1) * sizeof *p->t[i].indices;
+    for (int64_t i = 0; i < p->n; i++) {
+        const as_btable *t = &p->t[i];
+        if (!t->offsets) continue;
+        if (t->borrowed != AS_BT_BORROW_ALL) b += (uint64_t)(t->batch + 1) * sizeof *t->offsets;
+        if (!t->borrowed) b += (uint64_t)(t->lookups ? t->lookups : 1) * sizeof *t->indices;
+    }
     return b;
+}
+
+/* add table d made from a loaded one (a piece, a slice) under the next free id; returns it */
+static int64_t pool_add_made(as_bpool *p, as_btable *d)
+{
+    d->id = p->maxid + 1;
+    pool_add(p, d);
+    p->maxid = d->id;
+    p->index = as_realloc(p->index, (size_t)(p->maxid + 1) * sizeof *p->index);
+    p->index[d->id] = p->n;
+    return d->id;
 }
 
 int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err, size_t errlen)
 {
     const as_btable *t = as_bpool_get(p, table);
-    if (!t || t->is_piece) {
+    if (!t || t->is_piece || t->b1) {
         snprintf(err, errlen, "table %" PRId64 " is not in the table data", table);
         return -1;
     }
@@ -161,48 +174,89 @@ int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err,
     d.piece = *q;
     d.dim = q->c1 - q->c0;
     d.rows = q->r1 - q->r0;
-    d.id = p->maxid + 1;
     d.borrowed = 0;
     if (!t->offsets) {
         d.offsets = NULL;
         d.indices = NULL;
     } else if (q->r0 == 0 && q->r1 == t->rows) {
-        d.borrowed = 1;
+        d.borrowed = AS_BT_BORROW_ALL;
     } else {
         d.lookups = as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, NULL, NULL);
         d.offsets = as_malloc((size_t)(t->batch + 1) * sizeof *d.offsets);
         d.indices = as_malloc((size_t)(d.lookups ? d.lookups : 1) * sizeof *d.indices);
         as_piece_rows_data(t->offsets, t->indices, t->batch, q->r0, q->r1, d.offsets, d.indices);
     }
-    pool_add(p, &d);
-    p->maxid = d.id;
-    p->index = as_realloc(p->index, (size_t)(p->maxid + 1) * sizeof *p->index);
-    p->index[d.id] = p->n;
-    return d.id;
+    return pool_add_made(p, &d);
 }
 
 int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q)
 {
     const as_btable *t = as_bpool_get(p, table);
-    if (!t || t->is_piece) return -1;
+    if (!t || t->is_piece || t->b1) return -1;
     if (as_piece_covers(q, t->rows, t->dim)) return table;
     for (int64_t i = 0; i < p->n; i++)
         if (p->t[i].is_piece && p->t[i].parent == table && as_piece_eq(&p->t[i].piece, q)) return p->t[i].id;
     return -1;
 }
 
+int64_t as_bpool_slice(as_bpool *p, int64_t table, int64_t b0, int64_t b1, char *err, size_t errlen)
+{
+    const as_btable *t = as_bpool_get(p, table);
+    if (!t || t->is_piece || t->b1) {
+        snprintf(err, errlen, "table %" PRId64 " is not in the table data", table);
+        return -1;
+    }
+    if (!(b0 >= 0 && b0 < b1 && b1 <= t->batch)) {
+        snprintf(err, errlen, "bags [%" PRId64 ", %" PRId64 ") of table %" PRId64 ": not a non-empty range of its batch of %" PRId64,
+                 b0, b1, table, t->batch);
+        return -1;
+    }
+    const int64_t v = as_bpool_slice_id(p, table, b0, b1);
+    if (v >= 0) return v;
+    as_btable d = *t;
+    d.parent = table;
+    d.b0 = b0;
+    d.b1 = b1;
+    d.batch = b1 - b0;
+    d.borrowed = 0;
+    if (t->offsets) {
+        /* its own offsets, rebased; its indices a window of the table's */
+        const int64_t o0 = t->offsets[b0];
+        d.lookups = t->offsets[b1] - o0;
+        d.offsets = as_malloc((size_t)(d.batch + 1) * sizeof *d.offsets);
+        for (int64_t b = 0; b <= d.batch; b++) d.offsets[b] = t->offsets[b0 + b] - o0;
+        d.indices = t->indices + o0;
+        d.borrowed = AS_BT_BORROW_INDICES;
+    } else {
+        d.lookups = 0;      /* metadata only (ids_only): no data to slice */
+    }
+    return pool_add_made(p, &d);
+}
+
+int64_t as_bpool_slice_id(const as_bpool *p, int64_t table, int64_t b0, int64_t b1)
+{
+    const as_btable *t = as_bpool_get(p, table);
+    if (!t || t->is_piece || t->b1) return -1;
+    if (b0 == 0 && b1 == t->batch) return table;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->t[i].b1 && p->t[i].parent == table && p->t[i].b0 == b0 && p->t[i].b1 == b1) return p->t[i].id;
+    return -1;
+}
+
 void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q)
 {
     const as_btable *t = as_bpool_get(p, id);
-    *table = t && t->is_piece ? t->parent : id;
+    *table = t && (t->is_piece || t->b1) ? t->parent : id;
     *q = t && t->is_piece ? t->piece : AS_PIECE_WHOLE;
 }
 
 void as_bpool_free(as_bpool *p)
 {
     if (!p) return;
-    for (int64_t i = 0; i < p->n; i++)
-        if (!p->t[i].borrowed) { free(p->t[i].offsets); free(p->t[i].indices); }
+    for (int64_t i = 0; i < p->n; i++) {
+        if (p->t[i].borrowed != AS_BT_BORROW_ALL) free(p->t[i].offsets);
+        if (!p->t[i].borrowed) free(p->t[i].indices);
+    }
     free(p->t);
     free(p->index);
     memset(p, 0, sizeof *p);

@@ -1,6 +1,6 @@
 /* benchpool.h - as-bench's pool of table data: the `table` records of a file (offsets and
- * indices, checked), looked up by id, and the pieces of tables measured as tables of their
- * own. Dimension letters: B batch, E rows, D dim. */
+ * indices, checked), looked up by id, and the pieces and bag slices of tables measured as
+ * tables of their own. Dimension letters: B batch, E rows, D dim. */
 #ifndef AS_BENCHPOOL_H
 #define AS_BENCHPOOL_H
 
@@ -14,12 +14,19 @@ typedef struct {
     int64_t id, rows, batch, dim, lookups;
     int64_t *offsets;      /* B+1 */
     int32_t *indices;      /* lookups */
-    int is_piece;          /* 0: a table loaded from the file; 1: a piece of table `parent`
-                            * (as_bpool_piece), whose id is a number above every loaded one */
-    int64_t parent;
+    int is_piece;          /* 0: a table loaded from the file (or a slice); 1: a piece of
+                            * table `parent` (as_bpool_piece), whose id is a number above
+                            * every loaded one */
+    int64_t parent;        /* a piece's or a slice's table */
     as_piece piece;        /* the piece (resolved: c1 > 0) when is_piece */
-    int borrowed;          /* offsets and indices are the parent's (a piece of all its rows) */
+    int64_t b0, b1;        /* a bag slice of table `parent` (as_bpool_slice): its bags
+                            * [b0, b1), all its rows and dim; b1 == 0: not a slice (all bags) */
+    int borrowed;          /* what is the parent's, not the table's own (not freed with it):
+                            * AS_BT_BORROW_ALL offsets and indices (a piece of all its rows),
+                            * AS_BT_BORROW_INDICES indices only (a slice: its own rebased
+                            * offsets, its indices those of the parent's from offsets[b0]) */
 } as_btable;
+enum { AS_BT_BORROW_ALL = 1, AS_BT_BORROW_INDICES = 2 };
 
 /* a pool of loaded tables, looked up by id */
 typedef struct {
@@ -48,7 +55,20 @@ int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err,
 /* the id of piece q of table `table` made before (as_bpool_piece), the table's id when q is
  * all of it, or -1 */
 int64_t as_bpool_piece_id(const as_bpool *p, int64_t table, const as_piece *q);
-/* the table and piece an id of the pool stands for (a loaded table: itself, whole) */
+/* The id under which bags [b0, b1) of loaded table `table` are measured (data parallel: a
+ * shard looks up its share of the batch, as_plan_dp_bags): the table's own id when they are
+ * all its bags; else a slice table, made on first use and found again after: batch b1 - b0,
+ * the table's rows and dim, its offsets those of bags b0..b1 rebased to start at 0 and its
+ * indices the table's (borrowed, not copied). Its id is above every loaded id (as_btable
+ * .parent, .b0 and .b1 say what it is). Make every slice before a session is created on the
+ * pool. Returns the id, or -1 with err (the table is not loaded or is a piece or a slice;
+ * the bags are empty or lie outside its batch). */
+int64_t as_bpool_slice(as_bpool *p, int64_t table, int64_t b0, int64_t b1, char *err, size_t errlen);
+/* the id of slice [b0, b1) of table `table` made before (as_bpool_slice), the table's id
+ * when it is all its bags, or -1 */
+int64_t as_bpool_slice_id(const as_bpool *p, int64_t table, int64_t b0, int64_t b1);
+/* the table and piece an id of the pool stands for (a loaded table: itself, whole; a slice:
+ * its table, whole) */
 void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q);
 /* bytes the pool holds (its tables' offsets and indices, descriptors, id index) */
 uint64_t as_bpool_bytes(const as_bpool *p);

@@ -323,9 +323,31 @@ static const msgpack_object *unpack(msgpack_unpacked *up, const as_brec *h)
 static int pool_size(void *ctx, int64_t id, int64_t *rows, int64_t *dim)
 {
     const as_btable *t = as_bpool_get(ctx, id);
-    if (!t || t->is_piece) return -1;
+    if (!t || t->is_piece || t->b1) return -1;
     *rows = t->rows;
     *dim = t->dim;
+    return 0;
+}
+
+/* the bag slices of plan pr's data-parallel entries (as_plan_dp_bags), made in p for every
+ * shard whose slice is not empty. 0, or -1 with err */
+static int make_dp_slices(as_bpool *p, const as_planrec *pr, char *err, size_t errlen)
+{
+    for (int64_t j = 0; j < pr->n; j++) {
+        if (pr->assign[j] != AS_DP) continue;
+        const as_btable *t = as_bpool_get(p, pr->tables[j]);
+        if (!t) {
+            snprintf(err, errlen, "table %" PRId64 " is not in the table data", pr->tables[j]);
+            return -1;
+        }
+        const int64_t B = t->batch;     /* t moves as slices are added */
+        for (int64_t k = 0; k < pr->shards; k++) {
+            int64_t b0, b1;
+            as_plan_dp_bags(B, pr->shards, k, &b0, &b1);
+            if (b1 == b0) break;        /* the batch is used up: the later shards' are empty too */
+            if (as_bpool_slice(p, pr->tables[j], b0, b1, err, errlen) < 0) return -1;
+        }
+    }
     return 0;
 }
 
@@ -355,8 +377,9 @@ int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t
     int rc = load_wanted(p, file, want, nw, err, errlen);
     free(want);
     if (rc) return -1;
-    /* the pieces the units name: made now, before a session holds the pool; each within
-       its table, and a plan's pieces of a table all of it */
+    /* the pieces the units name and the bag slices of the plans' data-parallel tables: made
+       now, before a session holds the pool; each piece within its table, and a plan's pieces
+       of a table all of it */
     u = 0;
     for (int64_t i = 0; i < in->n && !rc; i++) {
         if (!in->rec[i].kind) continue;
@@ -380,6 +403,7 @@ int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t
         for (int64_t j = 0; pc && j < n && !rc; j++)
             if (!as_piece_whole(&pc[j]) && as_bpool_piece(p, ids[j], &pc[j], e2, sizeof e2) < 0) rc = -1;
         if (!rc && plan && pc && as_pieces_check_dims(ids, pc, n, pool_size, p, e2, sizeof e2)) rc = -1;
+        if (!rc && plan && pr.ndp && make_dp_slices(p, &pr, e2, sizeof e2)) rc = -1;
         if (rc) snprintf(err, errlen, "input %s %" PRId64 " (against the table data %s): %s", plan ? "plan" : "shard", u, file, e2);
         if (plan) as_planrec_free(&pr);
         else { free(ids); free(pc); }
@@ -412,7 +436,11 @@ typedef struct {
     as_planrec pr;
     char alg[64];
     int64_t *start, *order, *flat;  /* plan: shard k's tables are flat[start[k] .. start[k+1]) */
-    int64_t job0;           /* its first job; a plan's non-empty shards are consecutive jobs */
+    int64_t *dpstart, *dpflat;      /* plan: shard k's slices of the data-parallel tables are
+                                     * dpflat[dpstart[k] .. dpstart[k+1]) (pool ids) */
+    int64_t job0;           /* its first job; a plan's jobs are consecutive: for each shard k,
+                             * its tables' (when it has any), then its slices' (when it has
+                             * any) */
 } unit;
 
 typedef struct {
@@ -440,6 +468,39 @@ static void retried(void *ctx, int round, int64_t k, int64_t m)
 {
     const runner *R = ctx;
     R->c->retried(R->c->ctx, round, k, m);
+}
+
+/* count result r of a job measured on tables ids[0..n) (pool ids) in the run's figures; a
+ * failure goes to the `failed` hook with the tables' ids in the table data and its error
+ * after `what` */
+static void count_result(runner *R, const int64_t *ids, int64_t n, const as_bench_result *r, const char *what)
+{
+    as_brun_stats *st = R->st;
+    as_bench_tally_add(&st->tally, r);
+    if (r->ok && isfinite(r->drift)) {
+        if (!st->ndrift || r->drift < st->drift_min) st->drift_min = r->drift;
+        if (!st->ndrift || r->drift > st->drift_max) st->drift_max = r->drift;
+        st->ndrift++;
+    }
+    if (r->ok && r->ref_bad && r->ref_level > 0) {
+        const double f = r->ref_ms / r->ref_level;
+        if (!st->nrefused || f < st->refused_min) st->refused_min = f;
+        if (!st->nrefused || f > st->refused_max) st->refused_max = f;
+        st->nrefused++;
+    }
+    if (r->ok) return;
+    st->failed++;
+    if (!R->c->failed) return;
+    const as_bpool *pool = as_bench_session_pool(R->sess);
+    int64_t *tb = as_malloc((size_t)(n ? n : 1) * sizeof *tb);
+    for (int64_t i = 0; i < n; i++) {
+        as_piece q;
+        as_bpool_origin(pool, ids[i], &tb[i], &q);
+    }
+    char e[512];
+    snprintf(e, sizeof e, "%s%s", what, r->error);
+    R->c->failed(R->c->ctx, tb, n, e);
+    free(tb);
 }
 
 static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_result *r, const char *origin,
@@ -490,24 +551,7 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
         as_pack_kv_f64(pk, "level_ms", R->st->ref_base);
     }
     as_writer_end_record(R->w);
-    as_bench_tally_add(&R->st->tally, r);
-    if (r->ok && isfinite(r->drift)) {
-        as_brun_stats *st = R->st;
-        if (!st->ndrift || r->drift < st->drift_min) st->drift_min = r->drift;
-        if (!st->ndrift || r->drift > st->drift_max) st->drift_max = r->drift;
-        st->ndrift++;
-    }
-    if (r->ok && r->ref_bad && r->ref_level > 0) {
-        as_brun_stats *st = R->st;
-        const double f = r->ref_ms / r->ref_level;
-        if (!st->nrefused || f < st->refused_min) st->refused_min = f;
-        if (!st->nrefused || f > st->refused_max) st->refused_max = f;
-        st->nrefused++;
-    }
-    if (!r->ok) {
-        R->st->failed++;
-        if (R->c->failed) R->c->failed(R->c->ctx, ids, n, r->error);
-    }
+    count_result(R, ids, n, r, "");
 }
 
 /* a plan's passes (as-bench --passes): `cost_pass_ms`, each pass's costs of the K shards
@@ -553,10 +597,11 @@ static void pack_plan_passes(msgpack_packer *pk, int64_t K, const as_bench_resul
 }
 
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
-                       double threshold)
+                       const as_bench_result *const *dp, double threshold)
 {
+    /* cost_dp_ms last: written only with dp, but an old one always dropped */
     static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold",
-                                        "cost_pass_ms", "cost_pass_spread" };
+                                        "cost_pass_ms", "cost_pass_spread", "cost_dp_ms" };
     const int nmine = (int)(sizeof mine / sizeof *mine);
     char dev[128] = "";
     for (int64_t k = 0; k < K; k++)
@@ -567,7 +612,7 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
         for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&rec->via.map.ptr[f].key, mine[m]);
         keep += !drop;
     }
-    msgpack_pack_map(pk, keep + (uint32_t)nmine);
+    msgpack_pack_map(pk, keep + (uint32_t)nmine - !dp);
     for (uint32_t f = 0; f < rec->via.map.size; f++) {
         const msgpack_object_kv *kv = &rec->via.map.ptr[f];
         int drop = 0;
@@ -582,6 +627,15 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
         if (!r[k]) msgpack_pack_double(pk, 0);
         else if (r[k]->ok) msgpack_pack_double(pk, r[k]->cost_ms);
         else msgpack_pack_nil(pk);
+    }
+    if (dp) {
+        as_pack_str(pk, "cost_dp_ms");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) {
+            if (!dp[k]) msgpack_pack_double(pk, 0);
+            else if (dp[k]->ok) msgpack_pack_double(pk, dp[k]->cost_ms);
+            else msgpack_pack_nil(pk);
+        }
     }
     as_pack_kv_str(pk, "cost_device", dev);
     as_pack_kv_str(pk, "cost_kind", "measured");
@@ -618,8 +672,53 @@ static int map_pieces(const as_bpool *pool, const int64_t *ids, const as_piece *
     return 0;
 }
 
-/* read unit un's record: its tables, task, id or alg, and a plan's shards; on error
- * nothing is left to unit_close */
+/* what plan unit un holds (unit_open's), freed */
+static void plan_free(unit *un)
+{
+    free(un->start); free(un->order); free(un->flat);
+    free(un->dpstart); free(un->dpflat);
+    un->start = un->order = un->flat = un->dpstart = un->dpflat = NULL;
+    as_planrec_free(&un->pr);
+    free(un->own_ids);
+    un->own_ids = NULL;
+    msgpack_unpacked_destroy(&un->up);
+}
+
+/* plan unit un's data-parallel part (unit.dpstart, .dpflat): for each shard k the pool's ids
+ * of its bags of every data-parallel table (as_plan_dp_bags), but the empty ones. 0, or -1
+ * with err (a slice not made: as_binput_tables makes them) */
+static int unit_dp(unit *un, const as_bpool *pool, char *err, size_t errlen)
+{
+    const int64_t K = un->pr.shards, *tb = un->pr.tables;
+    un->dpstart = as_calloc((size_t)(K + 1), sizeof *un->dpstart);
+    un->dpflat = as_malloc((size_t)(un->pr.ndp ? K * un->pr.ndp : 1) * sizeof *un->dpflat);
+    if (!un->pr.ndp) return 0;
+    for (int64_t k = 0, q = 0; k < K; k++) {
+        for (int64_t j = 0; j < un->pr.n; j++) {
+            if (un->pr.assign[j] != AS_DP) continue;
+            const as_btable *t = as_bpool_get(pool, tb[j]);
+            if (!t) {
+                snprintf(err, errlen, "data-parallel table %" PRId64 " is not in the table data", tb[j]);
+                return -1;
+            }
+            int64_t b0, b1;
+            as_plan_dp_bags(t->batch, K, k, &b0, &b1);
+            if (b1 == b0) continue;     /* no bags of it on shard k */
+            const int64_t v = as_bpool_slice_id(pool, tb[j], b0, b1);
+            if (v < 0) {
+                snprintf(err, errlen, "bags [%" PRId64 ", %" PRId64 ") of data-parallel table %" PRId64 " were not prepared",
+                         b0, b1, tb[j]);
+                return -1;
+            }
+            un->dpflat[q++] = v;
+        }
+        un->dpstart[k + 1] = q;
+    }
+    return 0;
+}
+
+/* read unit un's record: its tables, task, id or alg, and a plan's shards (and their
+ * data-parallel slices); on error nothing is left to unit_close */
 static int unit_open(unit *un, const as_brec *h, const as_bpool *pool, char *err, size_t errlen)
 {
     char e2[768];
@@ -646,6 +745,7 @@ static int unit_open(unit *un, const as_brec *h, const as_bpool *pool, char *err
         as_obj_i64(rec, "id", &un->sid);
         return 0;
     }
+    un->start = un->order = un->flat = un->dpstart = un->dpflat = NULL;
     if (as_planrec_read(rec, &un->pr, e2, sizeof e2)) {
         snprintf(err, errlen, "internal: %s", e2);
         msgpack_unpacked_destroy(&un->up);
@@ -667,11 +767,14 @@ static int unit_open(unit *un, const as_brec *h, const as_bpool *pool, char *err
         free(pc);
         if (rc) {
             snprintf(err, errlen, "internal: %s", e2);
-            free(un->start); free(un->order); free(un->flat);
-            as_planrec_free(&un->pr);
-            msgpack_unpacked_destroy(&un->up);
+            plan_free(un);
             return -1;
         }
+    }
+    if (unit_dp(un, pool, e2, sizeof e2)) {
+        snprintf(err, errlen, "internal: %s", e2);
+        plan_free(un);
+        return -1;
     }
     return 0;
 }
@@ -679,27 +782,70 @@ static int unit_open(unit *un, const as_brec *h, const as_bpool *pool, char *err
 static void unit_close(unit *un)
 {
     if (un->kind == UNIT_SAMPLE) return;
-    if (un->kind == UNIT_PLAN) {
-        free(un->start); free(un->order); free(un->flat);
-        as_planrec_free(&un->pr);
+    if (un->kind == UNIT_PLAN) plan_free(un);
+    else {
+        free(un->own_ids);
+        msgpack_unpacked_destroy(&un->up);
     }
-    free(un->own_ids);
-    msgpack_unpacked_destroy(&un->up);
 }
 
-/* write plan unit un: a cost record per non-empty shard, then the plan with its costs */
+/* shard k's result in a plan with data-parallel tables, from its tables' part o and its
+ * data-parallel part d (both measured jobs): failed when either failed (its error), else
+ * the cost the sum, the spread that of a sum of independent parts, sqrt((s_o c_o)^2 +
+ * (s_d c_d)^2) / (c_o + c_d) (NaN when either has none), noisy when either is, each pass's
+ * cost the sum (NaN where either has none), forward and backward summed; the rest o's */
+static void combine_dp(as_bench_result *out, const as_bench_result *o, const as_bench_result *d)
+{
+    *out = *o;
+    if (!o->ok) return;
+    if (!d->ok) {
+        out->ok = 0;
+        snprintf(out->error, sizeof out->error, "%s", d->error);
+        return;
+    }
+    const double c = o->cost_ms + d->cost_ms;
+    out->cost_ms = c;
+    out->fwd_ms += d->fwd_ms;
+    out->bwd_ms += d->bwd_ms;
+    out->spread = isfinite(o->spread) && isfinite(d->spread) && c > 0
+                      ? hypot(o->spread * o->cost_ms, d->spread * d->cost_ms) / c : NAN;
+    out->noisy = o->noisy || d->noisy;
+    out->npass = o->npass > d->npass ? o->npass : d->npass;
+    for (int p = 0; p < out->npass && p < AS_BENCH_PASS_MAX; p++)
+        out->pass_ms[p] = p < o->npass && p < d->npass ? o->pass_ms[p] + d->pass_ms[p] : NAN;
+}
+
+/* write plan unit un: a cost record per shard with tables (their part: a shard's
+ * data-parallel slices are no shape of the cost dataset, so they get none), then the plan
+ * with each shard's cost, both parts added (combine_dp) */
 static void write_plan(runner *R, const unit *un, const as_noise_job *jobs)
 {
     const int64_t K = un->pr.shards;
-    const as_bench_result **rk = as_calloc((size_t)K, sizeof *rk);
-    for (int64_t k = 0, j = un->job0; k < K; k++) {
-        if (un->start[k + 1] == un->start[k]) continue;   /* an empty shard costs nothing */
-        rk[k] = &jobs[j++].r;
-        write_cost(R, un->flat + un->start[k], un->start[k + 1] - un->start[k], rk[k], "plan", un->task, un->alg, k);
+    const as_bench_result **rk = as_calloc((size_t)K, sizeof *rk), **dk = NULL;
+    as_bench_result *sum = NULL;
+    if (un->pr.ndp) {
+        dk = as_calloc((size_t)K, sizeof *dk);
+        sum = as_calloc((size_t)K, sizeof *sum);
     }
-    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, R->c->noise.threshold);
+    for (int64_t k = 0, j = un->job0; k < K; k++) {
+        const as_bench_result *o = NULL, *d = NULL;
+        if (un->start[k + 1] > un->start[k]) {      /* an empty shard costs nothing */
+            o = &jobs[j++].r;
+            write_cost(R, un->flat + un->start[k], un->start[k + 1] - un->start[k], o, "plan", un->task, un->alg, k);
+        }
+        if (un->dpstart[k + 1] > un->dpstart[k]) {
+            d = &jobs[j++].r;
+            count_result(R, un->dpflat + un->dpstart[k], un->dpstart[k + 1] - un->dpstart[k], d, "data-parallel tables: ");
+            dk[k] = d;
+        }
+        if (o && d) combine_dp(&sum[k], o, d);
+        rk[k] = o && d ? &sum[k] : o ? o : d;
+    }
+    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, dk, R->c->noise.threshold);
     as_writer_end_record(R->w);
     free(rk);
+    free(dk);
+    free(sum);
 }
 
 /* open the units win[0..nwin) (samples need nothing), each with its first job's number;
@@ -715,7 +861,8 @@ static int win_open(runner *R, unit *win, int64_t nwin, int64_t *njobs, char *er
         if (un->kind != UNIT_SAMPLE && unit_open(un, &R->in->rec[un->rec], as_bench_session_pool(R->sess), err, errlen)) { rc = -1; break; }
         if (un->kind != UNIT_PLAN) nj++;
         else
-            for (int64_t k = 0; k < un->pr.shards; k++) nj += un->start[k + 1] > un->start[k];
+            for (int64_t k = 0; k < un->pr.shards; k++)
+                nj += (un->start[k + 1] > un->start[k]) + (un->dpstart[k + 1] > un->dpstart[k]);
     }
     if (rc) {
         for (int64_t q = 0; q < opened; q++) unit_close(&win[q]);
@@ -725,9 +872,10 @@ static int win_open(runner *R, unit *win, int64_t nwin, int64_t *njobs, char *er
     return 0;
 }
 
-/* the jobs of the units win[0..nwin): a shard or sample each, a plan's non-empty shards;
- * done_after[j]: the units all of whose jobs are among jobs[0..j] (a plan without a
- * non-empty shard counts with the job before it) */
+/* the jobs of the units win[0..nwin): a shard or sample each; a plan's non-empty shards,
+ * each with its tables, then its data-parallel slices (unit.job0); done_after[j]: the
+ * units all of whose jobs are among jobs[0..j] (a plan without a job counts with the job
+ * before it) */
 static void win_jobs(const unit *win, int64_t nwin, as_noise_job *jobs, int64_t njobs, int64_t *done_after)
 {
     for (int64_t q = 0; q < nwin; q++) {
@@ -739,12 +887,9 @@ static void win_jobs(const unit *win, int64_t nwin, as_noise_job *jobs, int64_t 
             jobs[j].unit = q;
         } else {
             for (int64_t k = 0; k < un->pr.shards; k++) {
-                const int64_t m = un->start[k + 1] - un->start[k];
-                if (!m) continue;
-                jobs[j].ids = un->flat + un->start[k];
-                jobs[j].n = m;
-                jobs[j].unit = q;
-                j++;
+                const int64_t m = un->start[k + 1] - un->start[k], md = un->dpstart[k + 1] - un->dpstart[k];
+                if (m) jobs[j++] = (as_noise_job){ .ids = un->flat + un->start[k], .n = m, .unit = q };
+                if (md) jobs[j++] = (as_noise_job){ .ids = un->dpflat + un->dpstart[k], .n = md, .unit = q };
             }
         }
     }

@@ -86,8 +86,10 @@ void as_binput_free(as_binput *in);   /* NULL: nothing */
  * piece's single cost: as-eval's floor of split plans). Returns how many were added. */
 int64_t as_binput_add_piece_singles(as_binput *in);
 /* Load into p (free with as_bpool_free) the tables of FILE that the units of part I/N of
- * in need, and extra[0..nextra). 0, or -1 with err (as_bpool_load's; "table ID is not in
- * the table data FILE") */
+ * in need, and extra[0..nextra); make the pieces they name and, for each plan's
+ * data-parallel tables, each shard's slice of bags (as_plan_dp_bags, as_bpool_slice; none
+ * for an empty one). 0, or -1 with err (as_bpool_load's; "table ID is not in the table
+ * data FILE"; a piece outside its table) */
 int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t part_i, int64_t part_n,
                      const int64_t *extra, int64_t nextra, char *err, size_t errlen);
 
@@ -139,8 +141,12 @@ void as_brun_samples(as_writer *w, as_bench_session *s, const as_brun_cfg *c, co
                      as_brun_stats *st);
 /* Measure the units of part I/N of in on session s and write in input order: a shard
  * record gives a `cost` record (origin "shard", its task and id or -1); a plan gives one
- * per non-empty shard k (origin "plan", its task and alg, shard k; unplaced tables are not
- * measured), then passes on (as_brun_pack_plan); other records pass through in part 1 only
+ * per shard k with tables (origin "plan", its task and alg, shard k; unplaced tables are not
+ * measured), then passes on (as_brun_pack_plan). A plan's data-parallel tables (assign
+ * AS_DP) are measured as a job of their own on each shard k whose bags of them are not
+ * empty (their slices, as_binput_tables), added to shard k's cost and given no cost record
+ * (a slice of the batch is no shape of the cost dataset); a failed one is reported through
+ * c->failed. Other records pass through in part 1 only
  * (so that merged parts hold them once); units of other parts are left out. 0, or -1 with
  * err ("internal: ...": a record that changed since as_binput_read checked it). */
 int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const as_binput *in, as_brun_stats *st,
@@ -160,12 +166,15 @@ int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const
 int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, double *level, char *err, size_t errlen);
 
 /* Pack plan record rec (a map) passed on with the results r[0..K) of its shards (r[k]
- * NULL: an empty shard): its other fields in order, then cost_ms (K: the cost, 0 for an
- * empty shard, nil for one not measured), cost_device (the device of the last non-empty
- * shard's result, "" when none), cost_kind "measured", cost_spread (K: the spread, nil when empty, not
- * measured or without one), cost_noisy (K booleans) and noise_threshold; these six
- * replace any of them the record had. */
+ * NULL: an empty shard; with data-parallel tables, a shard's result is its tables' and its
+ * data-parallel slices' added): its other fields in order, then cost_ms (K: the cost, 0 for
+ * an empty shard, nil for one not measured), with dp (a plan with data-parallel tables)
+ * cost_dp_ms (K: each shard's data-parallel part dp[k], 0 when NULL: none of its bags, nil
+ * when not measured), cost_device (the device of the last non-empty shard's result, ""
+ * when none), cost_kind "measured", cost_spread (K: the spread, nil when empty, not measured
+ * or without one), cost_noisy (K booleans), noise_threshold, cost_pass_ms and
+ * cost_pass_spread; these replace any of them the record had (cost_dp_ms too, without dp). */
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
-                       double threshold);
+                       const as_bench_result *const *dp, double threshold);
 
 #endif

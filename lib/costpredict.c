@@ -137,8 +137,14 @@ static int write_plan(as_writer *w, const as_costmodel *m, const as_featidx *ft,
     }
     const as_features **g = lookup(ft, placed, ppc, start[K], name, rec, err, errlen);
     free(ppc);
+    /* the data-parallel tables (whole, on every shard): their cost together over K
+       (as_plan_dp_pred) added to every shard's */
+    int64_t ndp = 0;
+    for (int64_t i = 0; i < pr->n; i++)
+        if (pr->assign[i] == AS_DP) placed[ndp++] = pr->tables[i];
+    const as_features **gd = g && ndp ? lookup(ft, placed, NULL, ndp, name, rec, err, errlen) : NULL;
     int rc = -1;
-    if (g) {
+    if (g && (gd || !ndp)) {
         msgpack_packer *pk = as_writer_pk(w);
         static const char *const skip[] = { "pred_ms", "pred_max_ms" };
         msgpack_pack_map(pk, (size_t)copy_except(NULL, o, skip, 2) + 2);
@@ -146,8 +152,9 @@ static int write_plan(as_writer *w, const as_costmodel *m, const as_featidx *ft,
         as_pack_str(pk, "pred_ms");
         msgpack_pack_array(pk, (size_t)K);
         double mx = 0, t1 = as_now();
+        const double dp = ndp ? as_costmodel_predict(m, (const as_features *const *)gd, (int)ndp) / (double)K : 0;
         for (int64_t k = 0; k < K; k++) {
-            double y = as_costmodel_predict(m, (const as_features *const *)(g + start[k]), (int)(start[k + 1] - start[k]));
+            double y = as_costmodel_predict(m, (const as_features *const *)(g + start[k]), (int)(start[k + 1] - start[k])) + dp;
             if (y > mx) mx = y;
             msgpack_pack_double(pk, y);
         }
@@ -161,6 +168,7 @@ static int write_plan(as_writer *w, const as_costmodel *m, const as_featidx *ft,
     free(order);
     free(placed);
     free(g);
+    free(gd);
     return rc;
 }
 

@@ -5,12 +5,27 @@
 #include "common.h"
 #include "evalfloor.h"
 #include "plan.h"
+#include "reclimits.h"
 
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* whether q carries every communication byte count it has: comm_in / comm_out (all-to-all),
+ * and with data-parallel entries over K > 1 shards comm_ar (their all-reduce; a plan from
+ * before comm_ar_bytes lacks it); a plan of data-parallel entries alone exchanges nothing
+ * all-to-all */
+static int comm_complete(const as_eval_plan *q)
+{
+    int a2a = q->comm_in != NULL;
+    if (!a2a) {
+        a2a = 1;
+        for (int64_t i = 0; i < q->T; i++) a2a &= q->assign[i] == AS_DP;
+    }
+    return a2a && (q->comm_ar || !q->ndp || q->K < 2);
+}
 
 int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
                         double *bytes_sum, int64_t *bytes_n, double *bytes_max)
@@ -20,10 +35,11 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missin
     for (int64_t j = 0; j < n; j++) {
         int costed = 0;
         for (int64_t k = 0; k < p[j].K; k++) costed |= !isnan(p[j].cost[k]);
-        if (!p[j].comm_in) { mis += costed; continue; }
+        if (!p[j].comm_in && !p[j].comm_ar) { mis += costed; continue; }
+        if (!comm_complete(&p[j])) mis += costed;
         hv++;
         for (int64_t k = 0; k < p[j].K; k++) {
-            const double b = p[j].comm_in[k] + p[j].comm_out[k];
+            const double b = (p[j].comm_in ? p[j].comm_in[k] + p[j].comm_out[k] : 0) + (p[j].comm_ar ? p[j].comm_ar[k] : 0);
             bs += b;
             bn++;
             if (b > bm) bm = b;
@@ -38,13 +54,16 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missin
     const double bps = gbps * 1073741824.0;
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
-        if (!q->comm_in || !q->K) continue;
+        if ((!q->comm_in && !q->comm_ar) || !q->K) continue;
         double all = 0;
-        for (int64_t k = 0; k < q->K; k++) all += q->comm_in[k] + q->comm_out[k];
+        for (int64_t k = 0; q->comm_in && k < q->K; k++) all += q->comm_in[k] + q->comm_out[k];
         free(q->comm_ms);
         q->comm_ms = as_malloc((size_t)q->K * sizeof *q->comm_ms);
         for (int64_t k = 0; k < q->K; k++) {
-            q->comm_ms[k] = (q->comm_in[k] + q->comm_out[k] + all / (double)q->K) / bps * 1e3;
+            /* its own side of the all-to-all, its share of everyone's, and what it sends in
+               the all-reduce of its data-parallel tables' gradients (its own: no share) */
+            const double own = q->comm_in ? q->comm_in[k] + q->comm_out[k] + all / (double)q->K : 0;
+            q->comm_ms[k] = (own + (q->comm_ar ? q->comm_ar[k] : 0)) / bps * 1e3;
             if (!isnan(q->cost[k])) q->cost[k] += q->comm_ms[k];
         }
     }
@@ -848,7 +867,7 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
         int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
         as_plan_group(start, NULL, q->assign, q->T, q->K);
         for (int64_t k = 0; k < q->K; k++) {
-            const int64_t c = start[k + 1] - start[k];
+            const int64_t c = start[k + 1] - start[k] + q->ndp;   /* its data-parallel tables too */
             double sp = q->spread ? q->spread[k] : NAN;
             const char *nz = q->noisy ? (q->noisy[k] ? "yes" : "") : "n/a";
             if (fmt == AS_EVAL_CSV) {

@@ -31,10 +31,14 @@
 
 /* Charge communication at gbps GiB/s (x 2^30 bytes/s) to the plans' shard costs, as as-plan
  * --split-tables scores it (lib/split.h): a shard's cost gains (its ids in + outputs out) /
- * bandwidth, its own side, plus the sum of every shard's over K, its side of the all-to-all.
- * Only when every plan with a known cost carries the communication bytes (never a mix):
- * returns 1 charged, 0 not (gbps 0, or *missing plans without the bytes, *have with them).
- * The byte totals per shard (in + out) are summed into *bytes_sum / *bytes_n / *bytes_max
+ * bandwidth, its own side, plus the sum of every shard's over K, its side of the all-to-all;
+ * with data-parallel entries also the bytes it sends in their gradients' all-reduce
+ * (comm_ar_bytes) / bandwidth, its own (not shared over K).
+ * Only when every plan with a known cost carries the communication bytes (never a mix; a
+ * plan with data-parallel entries over K > 1 shards needs comm_ar_bytes too, one of them
+ * alone needs no comm_in_bytes): returns 1 charged, 0 not (gbps 0, or *missing plans
+ * without the bytes, or some of them, *have with some).
+ * The byte totals per shard (in + out + all-reduce) are summed into *bytes_sum / *bytes_n / *bytes_max
  * (either may be NULL) whether charged or not, for the report. */
 int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
                         double *bytes_sum, int64_t *bytes_n, double *bytes_max);

@@ -207,16 +207,27 @@ void as_eval_singles_free(as_eval_singles *s)
 
 /* ---- floors of plans ---------------------------------------------------------------------- */
 
+/* the share of entry i's single (whole-batch) cost that the floor takes: 1, and 1/K for a
+ * data-parallel table, whose every shard looks up 1/K of the batch (as_plan_dp_bags). Its
+ * slice alone is taken to cost its single cost over K: an approximation (a kernel's fixed
+ * costs do not shrink with the bags, so a slice usually costs a little more), the same
+ * as as-plan's item_pred_ms of such an entry (its full-batch prediction over K) */
+static double dp_share(const as_eval_plan *q, int64_t i)
+{
+    return q->assign && q->assign[i] == AS_DP && q->K > 0 ? 1.0 / (double)q->K : 1.0;
+}
+
 void as_eval_floor_measured(as_eval_plan *p, int64_t n, const as_eval_singles *s)
 {
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         double *single = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *single);
-        /* a piece: its own single cost (never the table's, which is more), NaN without one */
+        /* a piece: its own single cost (never the table's, which is more), NaN without one;
+           a data-parallel table: its single cost over K (dp_share) */
         for (int64_t i = 0; i < q->T; i++)
             single[i] = q->pieces && !as_piece_whole(&q->pieces[i])
                             ? as_eval_singles_get_piece(s, q->tables[i], &q->pieces[i], NULL)
-                            : as_eval_singles_get(s, q->tables[i], NULL);
+                            : as_eval_singles_get(s, q->tables[i], NULL) * dp_share(q, i);
         q->floor = as_eval_floor(single, q->T, &q->floor_unknown);
         free(single);
     }
@@ -232,7 +243,7 @@ void as_eval_floor_estimated(as_eval_plan *p, int64_t n, const as_costmodel *cm,
             as_features pf;
             const as_features *f = &pf;
             if (as_featidx_piece(ft, q->tables[i], q->pieces ? &q->pieces[i] : &AS_PIECE_WHOLE, &pf)) f = NULL;
-            single[i] = f ? as_costmodel_predict(cm, &f, 1) : NAN;
+            single[i] = f ? as_costmodel_predict(cm, &f, 1) * dp_share(q, i) : NAN;
         }
         q->floor = as_eval_floor(single, q->T, &q->floor_unknown);
         free(single);

@@ -12,6 +12,8 @@
  * (as-bench --piece-singles measures every piece of its input plans alone); for estimated
  * plans, the cost model's prediction for the item alone (a piece: the piece's, from its
  * features). An item without a single cost makes the floor unknown: never guessed.
+ * A data-parallel table (assign -2: whole on every shard, each looking up 1/K of the batch)
+ * counts as its single cost over K, an approximation of one shard's slice of it alone.
  *
  * Floor-bound (a task of a run): the best plan of the task - the lowest slowest shard over
  * all algorithms' usable plans - has its slowest shard <= floor x (1 + margin); the margin

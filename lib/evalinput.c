@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "plan.h"
+#include "reclimits.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -248,44 +249,76 @@ void as_eval_input_free(as_eval_input *in)
     in->back_at = -1;
 }
 
+/* the features of entries ent[0..m) of q into sh[] (a piece's made in pf[i]); 0, or -1 with
+ * err naming the first entry without a features record (a data-parallel one: its whole
+ * table) */
+static int entry_features(const as_eval_plan *q, const int64_t *ent, int64_t m, as_featidx *ft, const as_features **sh,
+                          as_features *pf, char *err, size_t errlen)
+{
+    for (int64_t g = 0; g < m; g++) {
+        const int64_t i = ent[g];
+        const as_piece *pc = q->pieces ? &q->pieces[i] : NULL;
+        if (!pc || as_piece_whole(pc) ? !(sh[g] = as_featidx_get(ft, q->tables[i]))
+                                      : as_featidx_piece(ft, q->tables[i], pc, &pf[i]) ? 1 : !(sh[g] = &pf[i])) {
+            char nb[96];
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s %s%s has no features record in the input", q->task,
+                     q->alg, pc && !as_piece_whole(pc) ? "piece" : "table", as_piece_name(nb, sizeof nb, q->tables[i], pc) + 1,
+                     q->assign[i] == AS_DP ? " (data parallel)" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* q's shard costs by cm: each shard's own entries as one kernel, plus, with data-parallel
+ * entries, their kernel over the whole batch by cm over K (each shard looks up 1/K of the
+ * batch: an approximation of its slice, as as-plan's item_pred_ms of them), which is also
+ * q->cost_dp; 0, or -1 with err */
+static int estimate_plan(as_eval_plan *q, const as_costmodel *cm, as_featidx *ft, int linear, char *err, size_t errlen)
+{
+    const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
+    as_features *pf = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *pf);
+    int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
+    int64_t *order = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *order);
+    int rc = 0;
+    double dp = 0;
+    free(q->cost_dp);
+    q->cost_dp = NULL;
+    if (q->ndp) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < q->T; i++) if (q->assign[i] == AS_DP) order[m++] = i;
+        rc = entry_features(q, order, m, ft, sh, pf, err, errlen);
+        if (!rc) dp = as_costmodel_predict(cm, sh, (int)m) / (double)q->K;
+        if (!rc) q->cost_dp = as_malloc((size_t)q->K * sizeof *q->cost_dp);
+    }
+    as_plan_group(start, order, q->assign, q->T, q->K);
+    for (int64_t k = 0; k < q->K && !rc; k++) {
+        const int64_t m = start[k + 1] - start[k];
+        if ((rc = entry_features(q, order + start[k], m, ft, sh, pf, err, errlen))) break;
+        q->cost[k] = as_costmodel_predict(cm, sh, (int)m);
+        /* an unconstrained (output "linear") model's negative predictions come back as 0
+         * (as_costmodel_out): a table shard (or data-parallel kernel) it prices at 0 was one
+         * of them */
+        if (linear && ((m > 0 && q->cost[k] == 0) || (q->cost_dp && dp == 0))) q->clamped++;
+        if (q->cost_dp) {
+            q->cost_dp[k] = dp;
+            q->cost[k] += dp;
+        }
+    }
+    free(sh);
+    free(pf);
+    free(start);
+    free(order);
+    return rc;
+}
+
 int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen)
 {
     if (as_featidx_build(ft, err, errlen)) return -1;   /* as_eval_input_read's: a no-op */
     const int linear = as_costmodel_cmeta(cm)->output == AS_CM_OUT_LINEAR;
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
-        const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
-        as_features *pf = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *pf);
-        int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
-        int64_t *order = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *order);
-        as_plan_group(start, order, q->assign, q->T, q->K);
-        int rc = 0;
-        for (int64_t k = 0; k < q->K && !rc; k++) {
-            int m = 0;
-            for (int64_t g = start[k]; g < start[k + 1]; g++) {
-                const int64_t i = order[g];
-                const as_piece *pc = q->pieces ? &q->pieces[i] : NULL;
-                if (!pc || as_piece_whole(pc) ? !(sh[m] = as_featidx_get(ft, q->tables[i]))
-                                              : as_featidx_piece(ft, q->tables[i], pc, &pf[i]) ? 1 : !(sh[m] = &pf[i])) {
-                    char nb[96];
-                    snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s %s has no features record in the input", q->task,
-                             q->alg, pc && !as_piece_whole(pc) ? "piece" : "table", as_piece_name(nb, sizeof nb, q->tables[i], pc) + 1);
-                    rc = -1;
-                    break;
-                }
-                m++;
-            }
-            if (rc) break;
-            q->cost[k] = as_costmodel_predict(cm, sh, m);
-            /* an unconstrained (output "linear") model's negative predictions come back as 0
-             * (as_costmodel_out): a table shard it prices at 0 was one of them */
-            if (m > 0 && q->cost[k] == 0 && linear) q->clamped++;
-        }
-        free(sh);
-        free(pf);
-        free(start);
-        free(order);
-        if (rc) return -1;
+        if (estimate_plan(q, cm, ft, linear, err, errlen)) return -1;
         q->cost_kind = 2;
         /* estimates carry no measurement noise: the plan's as-bench noise fields do not
          * describe these costs */

@@ -23,6 +23,8 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->comm_in);
     free(p->comm_out);
     free(p->comm_ms);
+    free(p->cost_dp);
+    free(p->comm_ar);
     free(p->pred);
     free(p->item_pred);
     free(p->names);
@@ -188,7 +190,9 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, int flags, c
     return 0;
 }
 
-/* the entries p places on shard k (a measured 0 is only an empty shard's) */
+/* the entries p places on shard k alone (a measured 0 is only an empty shard's); its
+ * data-parallel entries are not counted: a shard's slice of the batch is empty when the
+ * batch has fewer bags than the plan has shards (as_plan_dp_bags), and nothing is looked up */
 static int64_t shard_entries(const as_eval_plan *p, int64_t k)
 {
     int64_t n = 0;
@@ -325,6 +329,51 @@ static int read_mem(const msgpack_object *rec, as_eval_plan *p, char *err, size_
     return 0;
 }
 
+/* the data-parallel fields: as-bench's cost_dp_ms (each shard's part of cost_ms that its
+ * data-parallel slices took: numbers >= 0 or nil, none above its shard's cost_ms; skipped
+ * with AS_EVAL_READ_NO_COSTS) and as-plan's comm_ar_bytes (as comm_in_bytes); both absent
+ * or nil in plans from before them. A plan without data-parallel entries has none of
+ * either: a value above 0 there is bad data. 0, or -1 with err */
+static int read_dp(const msgpack_object *rec, as_eval_plan *p, int flags, char *err, size_t errlen)
+{
+    if (read_comm(rec, "comm_ar_bytes", p, &p->comm_ar, err, errlen)) return -1;
+    for (int64_t k = 0; p->comm_ar && !p->ndp && k < p->K; k++)
+        if (p->comm_ar[k] > 0) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": comm_ar_bytes[%" PRId64 "] is %.0f but the plan has no "
+                     "data-parallel entries (assign -2) to all-reduce", p->task, k, p->comm_ar[k]);
+            return -1;
+        }
+    const msgpack_object *o = flags & AS_EVAL_READ_NO_COSTS ? NULL : as_obj_get(rec, "cost_dp_ms");
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->K) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'cost_dp_ms' must be a list with one entry per shard", p->task);
+        return -1;
+    }
+    p->cost_dp = as_malloc((size_t)(p->K ? p->K : 1) * sizeof *p->cost_dp);
+    for (int64_t k = 0; k < p->K; k++) {
+        double *v = &p->cost_dp[k];
+        int rc = as_obj_num(&o->via.array.ptr[k], v);
+        if (rc < 0 || (!rc && !(isfinite(*v) && *v >= 0))) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": cost_dp_ms[%" PRId64 "] is not a number >= 0 or nil", p->task, k);
+            return -1;
+        }
+        if (rc) { *v = NAN; continue; }
+        if (*v > 0 && !p->ndp) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": cost_dp_ms[%" PRId64 "] is %g ms but the plan has no "
+                     "data-parallel entries (assign -2); bad data", p->task, k, *v);
+            return -1;
+        }
+        /* a part of the shard's measured cost (its other entries' kernel plus this): never
+           above it */
+        if (p->cost_kind == 1 && isfinite(p->cost[k]) && *v > p->cost[k] * (1 + 1e-9)) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": cost_dp_ms[%" PRId64 "] = %g ms is above cost_ms[%" PRId64
+                     "] = %g ms, of which it is a part; bad data", p->task, k, *v, k, p->cost[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* cost_ms (NaN where absent or nil) with its cost_kind and cost_device; a negative
  * estimate counts as 0 (clamped), a negative measurement is bad data, and so is a measured
  * 0 on a shard with entries (0 is an empty shard's); 0, or -1 with err */
@@ -410,6 +459,7 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
     p->assign = pr.assign;
     p->pieces = pr.pieces;
     p->floor_unknown = p->T;
+    p->ndp = pr.ndp;
     int unplaced = pr.unplaced > 0;
     const msgpack_object *alg = as_obj_get(rec, "alg");
     /* a bare plan (AS_EVAL_READ_BARE) may leave task and alg out; one that is there is read
@@ -441,7 +491,7 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
         for (int64_t k = 0; k < p->K; k++) p->cost[k] = NAN;
     }
     if (read_comm(rec, "comm_in_bytes", p, &p->comm_in, err, errlen) ||
-        read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen))
+        read_comm(rec, "comm_out_bytes", p, &p->comm_out, err, errlen) || read_dp(rec, p, flags, err, errlen))
         goto bad;
     if (read_planner(rec, p, flags, err, errlen)) goto bad;
     if (!p->comm_in != !p->comm_out) {

@@ -47,6 +47,14 @@ typedef struct {
        the plan carries none; comm_ms [K] what as_eval_charge_comm added to cost, NULL when
        nothing was charged */
     double *comm_in, *comm_out, *comm_ms;
+    /* data parallel (assign AS_DP, lib/plan.h): ndp such entries, each held whole by every
+       shard (shard k looks up its share of the batch; the gradients are all-reduced).
+       cost_dp [K] as-bench's cost_dp_ms: each shard's data-parallel part of cost (ms; 0
+       where none, NaN unmeasured), NULL when the plan carries none; comm_ar [K]
+       comm_ar_bytes: the bytes each shard sends in the all-reduce of those tables'
+       gradients (as-plan), NULL when the plan carries none */
+    int64_t ndp;
+    double *cost_dp, *comm_ar;
     /* the planner's view, for the per-rank statistics (lib/evalranks.h); NULL when absent */
     double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
     double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */
@@ -81,7 +89,9 @@ typedef struct {
 } as_eval_plan;
 
 /* Parse a `plan` record (costs from cost_ms when present; the noise fields when present;
- * the floor unknown).
+ * the floor unknown). A data-parallel entry (assign AS_DP) is a whole table; cost_dp_ms
+ * holds numbers >= 0 or nil, each at most its shard's cost_ms (its part), and, like
+ * comm_ar_bytes, nothing above 0 in a plan without data-parallel entries.
  * A negative measured cost is refused as bad data; a negative estimated cost (cost_kind
  * "estimated") is set to 0 and counted in clamped. 0 ok, -1 with err. */
 int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen);
@@ -91,7 +101,8 @@ int as_eval_plan_read(const msgpack_object *rec, as_eval_plan *p, char *err, siz
  * AS_EVAL_READ_BARE: a bare plan (no task or alg, or nil: as-bench measures plans made by
  * hand) is taken, but a task or alg that is there must be well-formed;
  * AS_EVAL_READ_NO_COSTS: the fields a measurement replaces (cost_ms, cost_kind, cost_device,
- * cost_spread, cost_noisy, noise_threshold, cost_pass_ms, cost_pass_spread) are not read
+ * cost_spread, cost_noisy, noise_threshold, cost_pass_ms, cost_pass_spread, cost_dp_ms) are
+ * not read
  * (as-bench; p->cost all NaN); AS_EVAL_READ_NO_PRED: pred_ms is not read (as-costfit
  * --predict replaces it). Every other field is read as as_eval_plan_read reads it. */
 #define AS_EVAL_READ_BARE 1

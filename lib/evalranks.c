@@ -3,6 +3,7 @@
 #include "common.h"
 #include "piece.h"
 #include "plan.h"
+#include "reclimits.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -45,18 +46,27 @@ int64_t as_eval_slowest_rank(const as_eval_plan *q, const char *label, const cha
     return s;
 }
 
-/* entry i's label: its name (or t<id>) and its piece */
+/* entry i's label: its name (or t<id>) and its piece; a data-parallel entry (on every rank)
+ * marked " (dp)" */
 static const char *item_label(char *buf, size_t len, const as_eval_plan *q, int64_t i)
 {
-    return as_piece_label(buf, len, q->names ? q->names[i] : NULL, q->tables[i], q->pieces ? &q->pieces[i] : NULL);
+    as_piece_label(buf, len, q->names ? q->names[i] : NULL, q->tables[i], q->pieces ? &q->pieces[i] : NULL);
+    if (q->assign[i] == AS_DP) {
+        const size_t m = strlen(buf);
+        snprintf(buf + m, len - m, " (dp)");
+    }
+    return buf;
 }
 
-/* entry i's measured cost alone (single-item cost records); NaN unknown */
+/* entry i's measured cost alone (single-item cost records); NaN unknown. A data-parallel
+ * entry's: its table's alone over K, an approximation of its rank's slice (1/K of the
+ * batch), as as-plan's item_pred_ms of it is its full-batch prediction over K */
 static double item_single(const as_eval_plan *q, int64_t i, const as_eval_singles *s)
 {
     if (!s) return NAN;
     if (q->pieces && !as_piece_whole(&q->pieces[i])) return as_eval_singles_get_piece(s, q->tables[i], &q->pieces[i], NULL);
-    return as_eval_singles_get(s, q->tables[i], NULL);
+    const double c = as_eval_singles_get(s, q->tables[i], NULL);
+    return q->assign[i] == AS_DP ? c / (double)q->K : c;
 }
 
 /* s inside a quoted CSV field: its quotes doubled */
@@ -84,13 +94,38 @@ static void cell_num(FILE *f, as_eval_format fmt, int w, const char *cfmt, doubl
     else fprintf(f, " %*s", w, b);
 }
 
-/* the entries of rank k in plan order into it[]; their count */
+/* the entries of rank k in plan order into it[]: its own and the data-parallel ones (on
+ * every rank); their count */
 static int64_t rank_items(const as_eval_plan *q, int64_t k, int64_t *it)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < q->T; i++)
-        if (q->assign[i] == k) it[n++] = i;
+        if (q->assign[i] == k || q->assign[i] == AS_DP) it[n++] = i;
     return n;
+}
+
+/* a plan with data-parallel entries: a line saying they are on every rank, their
+ * all-reduce bytes and their part of each rank's cost, where the plan carries them */
+static void print_dp(FILE *f, as_eval_format fmt, const as_eval_plan *q)
+{
+    if (!q->ndp) return;
+    const char *ind = fmt == AS_EVAL_MARKDOWN ? "" : "  ";
+    fprintf(f, "%sdata parallel: %" PRId64 " %s on every rank, marked (dp) (each rank looks up its share of the batch; "
+               "the gradients are all-reduced)", ind, q->ndp, q->ndp == 1 ? "table" : "tables");
+    if (q->comm_ar) {
+        double mx = 0;
+        for (int64_t k = 0; k < q->K; k++) if (q->comm_ar[k] > mx) mx = q->comm_ar[k];
+        fprintf(f, "; all-reduce %.3f MB sent per rank at most", mx / 1e6);
+    }
+    if (q->cost_dp) {
+        fprintf(f, "; their part of each rank's cost:");
+        for (int64_t k = 0; k < q->K; k++) {
+            if (isfinite(q->cost_dp[k])) fprintf(f, "%s %.4f", k ? "," : "", q->cost_dp[k]);
+            else fprintf(f, "%s n/a", k ? "," : "");
+        }
+        fprintf(f, " ms");
+    }
+    fprintf(f, "%s\n", fmt == AS_EVAL_MARKDOWN ? "\n" : "");
 }
 
 static int64_t count_pieces(const as_eval_plan *q, const int64_t *it, int64_t n)
@@ -285,6 +320,7 @@ static void print_plan(FILE *f, as_eval_format fmt, const as_eval_plan *q, const
         fprintf(f, "%s\n", md ? " |" : "");
     }
     if (md) fputc('\n', f);
+    print_dp(f, fmt, q);
     print_slowest(f, fmt, q, label, s, it);
     fputc('\n', f);
 }

@@ -4,6 +4,7 @@
 #include "comm.h"
 #include "common.h"
 #include "json.h"
+#include "modelcfg.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -73,6 +74,20 @@ uint64_t as_plan_table_bytes(const as_features *f)
 {
     if (as_features_has_mem(f)) return as_trmem_total(&f->mem);
     return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2;
+}
+
+uint64_t as_plan_dp_bytes(const as_features *f, int64_t K)
+{
+    if (!as_features_has_mem(f)) return as_plan_table_bytes(f);
+    const as_trmem *x = &f->mem;
+    const double io = (double)as_trmem_total(x) - x->weights - x->optimizer;
+    return (uint64_t)llround(x->weights + x->optimizer + io / (double)(K > 0 ? K : 1));
+}
+
+double as_plan_dp_comm_bytes(const as_features *f, int64_t K)
+{
+    const double e = f->data_type[0] ? as_mcfg_dtype_bytes(f->data_type) : 2;
+    return as_plan_dp_allreduce_bytes(f->rows, f->dim, e > 0 ? e : 2, K);
 }
 
 /* sort order: key descending, then bytes descending, then id descending */
@@ -164,8 +179,23 @@ static int make_placed(as_plan *p, const as_plan_cfg *c, const as_features *cons
     int64_t *a = as_malloc((size_t)(n ? n : 1) * sizeof *a);
     int rc = c->policy->place(c->policy->ctx, t, n, K, c->mem_cap, a, err, errlen);
     for (int64_t i = 0; rc == 0 && i < n; i++) {
-        if (a[i] < -1 || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, t[i]->id, a[i]); rc = -1; break; }
-        if (a[i] < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+        if (a[i] < AS_DP || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, t[i]->id, a[i]); rc = -1; break; }
+        if (a[i] == -1) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
+        if (a[i] == AS_DP) {
+            /* data parallel: the table on every shard */
+            if (!as_piece_whole(&t[i]->piece)) { snprintf(err, errlen, "policy made a piece of table %" PRId64 " data parallel", t[i]->id); rc = -1; break; }
+            p->assign[i] = AS_DP;
+            p->ndp++;
+            const uint64_t b = as_plan_dp_bytes(t[i], K);
+            for (int64_t k = 0; k < K && rc == 0; k++) {
+                p->mem[k] += b;
+                if (c->mem_cap && p->mem[k] > c->mem_cap) {
+                    snprintf(err, errlen, "policy put data-parallel table %" PRId64 " over shard %" PRId64 "'s cap", t[i]->id, k);
+                    rc = -1;
+                }
+            }
+            continue;
+        }
         p->assign[i] = a[i];
         p->mem[a[i]] += bytes[i];
         p->count[a[i]]++;
@@ -256,6 +286,23 @@ static void model_pred(as_plan *p, const as_plan_cfg *c, int64_t n, const float 
         }
     p->pred = as_malloc((size_t)K * sizeof *p->pred);
     for (int64_t k = 0; k < K; k++) p->pred[k] = p->count[k] ? m->head(m->ctx, sum + (size_t)k * R) : 0;   /* empty: 0 */
+    const double dp = as_plan_dp_pred(m, p->assign, rep, n, K);
+    for (int64_t k = 0; k < K; k++) p->pred[k] += dp;
+}
+
+double as_plan_dp_pred(const as_plan_model *m, const int64_t *assign, const float *rep, int64_t n, int64_t K)
+{
+    const int R = m->rep;
+    float *s = NULL;
+    for (int64_t i = 0; i < n; i++) {
+        if (assign[i] != AS_DP) continue;
+        if (!s) s = as_calloc((size_t)R, sizeof *s);
+        for (int d = 0; d < R; d++) s[d] += rep[(size_t)i * R + d];
+    }
+    if (!s) return 0;
+    const double v = m->head(m->ctx, s) / (double)(K > 0 ? K : 1);
+    free(s);
+    return v;
 }
 
 int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n,
@@ -395,7 +442,30 @@ int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t 
         as_planrec_free(p);
         return -1;
     }
+    for (int64_t i = 0; i < p->n; i++) {
+        if (p->assign[i] != AS_DP) continue;
+        p->ndp++;
+        if (p->pieces && !as_piece_whole(&p->pieces[i])) {
+            char nb[96];
+            snprintf(err, errlen, "plan of task %" PRId64 ": entry %" PRId64 " (%s) is data parallel (assign -2) but a piece: "
+                     "a data-parallel table is held whole by every shard", p->task, i, as_piece_name(nb, sizeof nb, p->tables[i], &p->pieces[i]));
+            as_planrec_free(p);
+            return -1;
+        }
+    }
     return 0;
+}
+
+void as_plan_dp_bags(int64_t B, int64_t K, int64_t k, int64_t *b0, int64_t *b1)
+{
+    const int64_t blk = K > 0 ? (B + K - 1) / K : B;
+    *b0 = k * blk < B ? k * blk : B;
+    *b1 = *b0 + blk < B ? *b0 + blk : B;
+}
+
+double as_plan_dp_allreduce_bytes(int64_t rows, int64_t dim, double elt, int64_t K)
+{
+    return K > 1 ? 2.0 * (double)(K - 1) / (double)K * (double)rows * (double)dim * elt : 0;
 }
 
 void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_t n, int64_t K)
@@ -437,6 +507,15 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     msgpack_pack_array(pk, (size_t)K);
     for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)out[k]);
     as_pack_kv_f64(pk, "comm_gbps", p->comm_gbps);
+    if (p->ndp) {
+        /* the all-reduce of the data-parallel tables' gradients: every shard sends as much */
+        double ar = 0;
+        for (int64_t i = 0; i < p->n; i++)
+            if (p->assign[i] == AS_DP) ar += as_plan_dp_comm_bytes(m->items[i], K);
+        as_pack_str(pk, "comm_ar_bytes");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)ar);
+    }
     free(in);
     free(out);
 }
@@ -448,11 +527,15 @@ static void pack_mem_terms(msgpack_packer *pk, const as_plan *p, const as_plan_m
     double *v = as_calloc((size_t)(3 * K + 1), sizeof *v);
     for (int64_t i = 0; i < p->n; i++) {
         const int64_t k = p->assign[i];
-        if (k < 0 || !as_features_has_mem(m->items[i])) continue;
+        if ((k < 0 && k != AS_DP) || !as_features_has_mem(m->items[i])) continue;
         const as_trmem *x = &m->items[i]->mem;
-        v[k] += x->weights;
-        v[K + k] += x->optimizer;
-        v[2 * K + k] += (double)as_trmem_total(x) - x->weights - x->optimizer;
+        const double io = (double)as_trmem_total(x) - x->weights - x->optimizer;
+        /* a data-parallel table on every shard, its buffers for 1/K of the batch */
+        for (int64_t j = k == AS_DP ? 0 : k; j < (k == AS_DP ? K : k + 1); j++) {
+            v[j] += x->weights;
+            v[K + j] += x->optimizer;
+            v[2 * K + j] += k == AS_DP ? io / (double)K : io;
+        }
     }
     static const char *const term[3] = { "weights", "optimizer", "pipeline" };
     as_pack_str(pk, "mem_terms");
@@ -510,7 +593,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     }
     const int ipred = m->item_pred != NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + names + terms + ipred +
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + names + terms + ipred +
                   (m->model_quality ? 1 : 0);
     char label[64];
     msgpack_pack_map(pk, nf);
@@ -608,6 +691,13 @@ static void print_mem_terms(FILE *f, const as_plan *p, const as_plan_meta *m, co
             o += x->optimizer;
             io += (double)as_trmem_total(x) - x->weights - x->optimizer;
         }
+        for (int64_t i = 0; i < p->n; i++) {
+            if (p->assign[i] != AS_DP) continue;
+            const as_trmem *x = &t[i]->mem;   /* data parallel: whole, its buffers for 1/K of the batch */
+            w += x->weights;
+            o += x->optimizer;
+            io += ((double)as_trmem_total(x) - x->weights - x->optimizer) / (double)p->shards;
+        }
         tw += w;
         to += o;
         ti += io;
@@ -679,6 +769,17 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
         }
         print_ids(f, start, order, t, k, 16);
         fputc('\n', f);
+    }
+    if (p->ndp) {
+        /* data parallel: on every shard (their memory is in every shard's above) */
+        fprintf(f, "  %5s %6" PRId64 " %12s %7s %12s %10s  ", "every", p->ndp, "", "", "", "");
+        for (int64_t i = 0, q = 0; i < p->n; i++) {
+            if (p->assign[i] != AS_DP) continue;
+            if (q++ == 16) { fprintf(f, ",..."); break; }
+            if (t[i]->name[0]) fprintf(f, "%s%s", q > 1 ? "," : "", t[i]->name);
+            else fprintf(f, "%s%" PRId64, q > 1 ? "," : "", t[i]->id);
+        }
+        fprintf(f, " (data parallel)\n");
     }
     fprintf(f, "  %5s %6" PRId64 " %12.3f\n", "total", p->n - p->ninfeasible, tot / MiB);
     print_mem_terms(f, p, m, t, start, order);
@@ -773,8 +874,16 @@ int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, con
         if (!first) fputc(',', f);
         if (t[i]->name[0]) as_json_string(f, t[i]->name, strlen(t[i]->name));
         else fprintf(f, "\"t%" PRId64 "\"", t[i]->id);
-        fprintf(f, ":{\"sharding_type\":\"%s\",\"compute_kernel\":\"fused\",\"ranks\":[", type);
         first = 0;
+        if (p->assign[i] == AS_DP) {
+            /* data parallel: on every rank, no shards (TorchRec's ParameterSharding has no
+               sharding_spec for it); TorchRec's kernel for it is dense */
+            fprintf(f, ":{\"sharding_type\":\"data_parallel\",\"compute_kernel\":\"dense\",\"ranks\":[");
+            for (int64_t k = 0; k < K; k++) fprintf(f, "%s%" PRId64, k ? "," : "", k);
+            fprintf(f, "],\"shards\":[]}");
+            continue;
+        }
+        fprintf(f, ":{\"sharding_type\":\"%s\",\"compute_kernel\":\"fused\",\"ranks\":[", type);
         for (int64_t q = 0; q < m; q++) fprintf(f, "%s%" PRId64, q ? "," : "", p->assign[ord[q]]);
         fprintf(f, "],\"shards\":[");
         for (int64_t q = 0; q < m; q++) {

@@ -86,6 +86,8 @@ typedef struct {
     const double *shard_scale;      /* [K] or NULL: as_plan_refine multiplies shard k's
                                        predicted kernel cost by shard_scale[k] (as-plan
                                        --repair: measured / predicted); as_plan_make ignores it */
+    int no_dp;                      /* torchrec: leave data_parallel out of its options
+                                       (as-plan --no-dp); 0: TorchRec's default, with it */
 } as_plan_cfg;
 
 /* What as_plan_refine (lib/refine.h) did to a plan; all zero on a plan it did not refine. */
@@ -123,6 +125,8 @@ typedef struct {
     double comm_gbps;               /* split plans: the bandwidth their search charged
                                        (0: none); the record then carries each shard's
                                        communication bytes (lib/split.h) */
+    int64_t ndp;                    /* entries data parallel (assign AS_DP): on every shard,
+                                       in mem[] of each, not in count[] */
 } as_plan;
 
 /* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus
@@ -141,6 +145,15 @@ void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_
  * state, pipeline buffers; trmem.h) when its features carry it (a model config's tables),
  * else its fp16 weight bytes (rows * dim * 2 unless the features carry them) */
 uint64_t as_plan_table_bytes(const as_features *f);
+/* the memory a data-parallel table takes on each of K shards: its weights and optimizer
+ * state whole, its pipeline buffers for the shard's 1/K of the batch (TorchRec's
+ * _calculate_dp_shard_io_sizes: the rank's own batch, where a table-wise shard's count the
+ * world's); without TorchRec's terms, its fp16 weight bytes */
+uint64_t as_plan_dp_bytes(const as_features *f, int64_t K);
+/* the bytes each of K shards sends in the ring all-reduce of data-parallel table f's
+ * gradient: as_plan_dp_allreduce_bytes of its rows x dim in its data type (fp16 when it has
+ * none) */
+double as_plan_dp_comm_bytes(const as_features *f, int64_t K);
 /* 1 when b more bytes fit on a shard holding used bytes under cap (0 = no cap) */
 int as_plan_fits(uint64_t cap, uint64_t used, uint64_t b);
 /* order[0..n) = the table indices sorted by key descending, then bytes descending, then
@@ -149,6 +162,12 @@ void as_plan_order(int64_t *order, const double *key, const uint64_t *bytes, con
 
 /* The cost key of a table for a greedy heuristic (the algorithms without a key: 0). */
 double as_plan_key(as_alg a, const as_features *f);
+
+/* The predicted cost on each of K shards of the data-parallel entries (assign AS_DP) of a
+ * plan of n items with the model's representations rep[n x m->rep]: the model's cost of
+ * them together, full batch, over K (each shard looks up 1/K of the batch; the kernel's
+ * fixed cost is not divided, so this is a little low where it matters). 0 when none. */
+double as_plan_dp_pred(const as_plan_model *m, const int64_t *assign, const float *rep, int64_t n, int64_t K);
 
 /* Plan tables t[0..n) onto c->shards shards. Returns 0 (an infeasible plan is still 0: check
  * p->feasible), or -1 with err (cost-greedy without a model, K < 1, a bad model width).
@@ -195,10 +214,24 @@ typedef struct {
     int64_t unplaced;               /* entries of assign that are -1 */
     as_piece *pieces;               /* [T] the piece of each entry (piece.h), malloc'd; NULL
                                      * when the record has no `pieces`: every entry whole */
+    int64_t ndp;                    /* entries of assign that are AS_DP: data parallel */
 } as_planrec;
 
+/* Data parallel (AS_DP, reclimits.h): a whole table on every one of the K shards, shard k
+ * looking up bags [b0, b1) of the batch of B, in blocks of ceil(B / K) (TorchRec: each rank
+ * its own batch), its gradient all-reduced. A shard runs its data-parallel tables as a
+ * kernel of their own, after its other tables (TorchRec looks them up in a module of their
+ * own): as-bench measures both and adds them. Shard k's bags into *b0, *b1 (b1 == b0: none,
+ * when B < K). */
+void as_plan_dp_bags(int64_t B, int64_t K, int64_t k, int64_t *b0, int64_t *b1);
+/* the bytes each shard sends in the ring all-reduce of a data-parallel table's gradient,
+ * rows x dim elements of elt bytes over K shards: 2 (K - 1) / K x rows x dim x elt (0 for
+ * K = 1) */
+double as_plan_dp_allreduce_bytes(int64_t rows, int64_t dim, double elt, int64_t K);
+
 /* With `pieces`, an entry may be a piece of its table; the entries of one table cover a
- * rectangle once (as_pieces_check_cover); without, a table listed twice is an error. That
+ * rectangle once (as_pieces_check_cover); without, a table listed twice is an error. A
+ * data-parallel entry (assign AS_DP) is a whole table (its piece nil). That
  * the cover is all of each table needs the tables' sizes: the reader that has them checks
  * it (as_pieces_check_dims).
  * 0 ok, -1 with err ("plan of task 3: 'shards' = ... exceeds the limit ...") */

@@ -2,6 +2,7 @@
 #include "planrun.h"
 
 #include "common.h"
+#include "reclimits.h"
 #include "evalplan.h"
 #include "policy.h"
 #include "refine.h"
@@ -170,7 +171,8 @@ static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_
         ip = as_malloc((size_t)pl->n * sizeof *ip);
         for (int64_t i = 0; i < pl->n; i++) {
             m->embed(m->ctx, f[i], rep);
-            ip[i] = m->head(m->ctx, rep);
+            /* a data-parallel table's share on one shard (as_plan_dp_pred) */
+            ip[i] = m->head(m->ctx, rep) / (pl->assign[i] == AS_DP ? (double)pl->shards : 1.0);
         }
         free(rep);
         mi.item_pred = ip;
@@ -231,6 +233,7 @@ static int torchrec_plan(aplan *ap, as_plan_run_stats *st, as_plan_cfg *pc, cons
     ap->pl.plan_ms += tri.ms;   /* as_plan_make timed the copy only */
     ap->pl.pieces = pcs;
     st->tr_row_wise += tri.row_wise;
+    st->tr_data_parallel += tri.data_parallel;
     st->tr_column_wise += tri.column_wise;
     st->tr_no_rows += tri.no_rows;
     return 0;
@@ -272,7 +275,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         if (!c->want[a]) continue;
         /* split plans: the split search's communication charge in the refinement too */
         as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy,
-                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL };
+                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL, c->no_dp };
         char e2[768];
         /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
            pieces, the task copy lists their table ids */
@@ -386,6 +389,8 @@ static int record_cap(const as_planrec *pr, const as_features *items, uint64_t c
     int64_t over = -1;
     for (int64_t i = 0; i < pr->n; i++)
         if (pr->assign[i] >= 0) used[pr->assign[i]] += as_plan_table_bytes(&items[i]);
+        else if (pr->assign[i] == AS_DP)
+            for (int64_t k = 0; k < pr->shards; k++) used[k] += as_plan_dp_bytes(&items[i], pr->shards);
     for (int64_t k = 0; k < pr->shards && over < 0; k++)
         if (used[k] > cap) over = k;
     if (over >= 0)
@@ -579,7 +584,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     }
     as_plan_policy fixed = { m.pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
-    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL };
+    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL, 0 };
     as_plan pl;
     int rc = rebuild(&pl, &pc, &m, e2, sizeof e2);
     as_ptask tki = *m.t;
@@ -688,7 +693,7 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
     if (!rc) {
         /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
         as_plan_policy fixed = { pr->assign, fixed_place };
-        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, o->mem_cap, c->seed, pr->task, c->model, &fixed, o->comm_gbps, NULL };
+        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, o->mem_cap, c->seed, pr->task, c->model, &fixed, o->comm_gbps, NULL, 0 };
         if ((rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2)))
             snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr->task, o->label, e2);
     }

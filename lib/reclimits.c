@@ -271,12 +271,13 @@ int as_field_assign(const msgpack_object *map, const char *key, int64_t n, int64
             free(v);
             return -1;
         }
-        if (a < -1 || a >= K) {
-            snprintf(err, errlen, "%s[%" PRId64 "] = %" PRId64 " is not a shard of 0..%" PRId64 " or -1 (unplaced)", key, i, a, K - 1);
+        if (a < AS_DP || a >= K) {
+            snprintf(err, errlen, "%s[%" PRId64 "] = %" PRId64 " is not a shard of 0..%" PRId64 ", -1 (unplaced) or -2 (data parallel)",
+                     key, i, a, K - 1);
             free(v);
             return -1;
         }
-        if (a < 0) (*unplaced)++;
+        if (a == -1) (*unplaced)++;
         v[i] = a;
     }
     *out = v;

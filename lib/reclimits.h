@@ -87,8 +87,12 @@ int as_parse_table_ids(const char *s, int64_t **ids, size_t *n);
 /* 1 when an id appears twice in ids[0..n) (*dup = the smallest such id), else 0; for lists
  * that name a set of tables (as-bench --reference: one shard holds a table once) */
 int as_table_ids_duplicate(const int64_t *ids, size_t n, int64_t *dup);
-/* a plan's assignment: a msgpack array of exactly n ints, each a shard in 0..K-1 or -1
- * (unplaced); *out malloc'd; *unplaced counts the -1 */
+/* a plan's entry held whole by every shard, each shard looking up its share of the batch
+ * (data parallel, TorchRec's data_parallel): its `assign` value */
+#define AS_DP (-2)
+/* a plan's assignment: a msgpack array of exactly n ints, each a shard in 0..K-1, -1
+ * (unplaced) or AS_DP (-2: data parallel, on every shard); *out malloc'd; *unplaced counts
+ * the -1 */
 int as_field_assign(const msgpack_object *map, const char *key, int64_t n, int64_t K, int64_t **out,
                     int64_t *unplaced, char *err, size_t errlen);
 

@@ -159,7 +159,9 @@ static double shard_pred(const as_plan_model *m, const as_plan *p, const float *
     for (int64_t i = 0; i < p->n; i++)
         if (p->assign[i] == k)
             for (int d = 0; d < R; d++) fs[d] += rep[(size_t)i * R + d];
-    return p->count[k] ? m->head(m->ctx, fs) : 0;
+    /* the data-parallel tables' kernel on every shard: the same for all, so the search's
+       steps (which never move them) compare shards without it */
+    return (p->count[k] ? m->head(m->ctx, fs) : 0) + (p->ndp ? as_plan_dp_pred(m, p->assign, rep, p->n, p->shards) : 0);
 }
 
 /* a step's context: the slowest shard a, the three slowest, the sum of squares, tolerances */
@@ -250,9 +252,9 @@ static int64_t unplaced_order(const as_plan *p, const as_features *const *t, int
     unsigned char *taken = as_calloc((size_t)(n ? n : 1), 1);
     for (int64_t q = 0; q < p->ninfeasible; q++)
         for (int64_t i = 0; i < n; i++)
-            if (p->assign[i] < 0 && !taken[i] && t[i]->id == p->infeasible[q]) { taken[i] = 1; u[nu++] = i; break; }
+            if (p->assign[i] == -1 && !taken[i] && t[i]->id == p->infeasible[q]) { taken[i] = 1; u[nu++] = i; break; }
     for (int64_t i = 0; i < n; i++)
-        if (p->assign[i] < 0 && !taken[i]) u[nu++] = i;   /* not listed: after the listed ones */
+        if (p->assign[i] == -1 && !taken[i]) u[nu++] = i;   /* not listed: after the listed ones */
     free(taken);
     return nu;
 }

@@ -4,6 +4,7 @@
 
 #include "common.h"
 #include "modelcfg.h"
+#include "reclimits.h"
 #include "trmem.h"
 
 #include <inttypes.h>
@@ -12,9 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TR_TW, TR_CW, TR_RW };
-enum { TR_FUSED, TR_CACHING, TR_UVM, TR_NKERN };   /* compute kernels, the order they are listed */
-#define TR_MAXOPT (3 * TR_NKERN)
+enum { TR_TW, TR_CW, TR_RW, TR_DP };
+/* compute kernels, the order they are listed; dense: data_parallel's only one */
+enum { TR_FUSED, TR_CACHING, TR_UVM, TR_NKERN, TR_DENSE = TR_NKERN };
+#define TR_MAXOPT (3 * TR_NKERN + 1)
+#define TR_CROSS_BW (12.5 * 1073741824.0 / 1000.0)   /* constants.py CROSS_NODE_BANDWIDTH, bytes/ms */
+#define TR_DP_OPT_FACTOR 9.22                        /* constants.py DP_ELEMENTWISE_KERNELS_PERF_FACTOR */
 
 /* the terms of a shard's perf (Perf in planner/types.py), ms; prefetch_compute is 0 here */
 typedef struct {
@@ -58,6 +62,7 @@ typedef struct {
  * a prefetch pipeline (then fused_uvm_caching reads at HBM speed) */
 static double kern_bw(int kern, int prefetch)
 {
+    if (kern == TR_DENSE) return 0.5 * TR_HBM_BW;
     if (kern == TR_FUSED || (kern == TR_CACHING && prefetch)) return TR_HBM_BW;
     if (kern == TR_CACHING) return (AS_TR_CACHE_RATIO * TR_HBM_BW + (1 - AS_TR_CACHE_RATIO) * TR_H2D_BW) / 10.0;
     return TR_H2D_BW / 10.0;
@@ -86,6 +91,24 @@ static tr_pf perf_terms(int kind, double pooling, double brank, int64_t K, int64
     p.fm = out / TR_INTRA_BW;
     p.bc = p.fc * 2.0 + 0.0;
     p.bm = out / TR_INTRA_BW;
+    return p;
+}
+
+/* the perf terms of a data_parallel shard (estimator.py DataParallelEvaluator, one host of K
+ * GPUs): the rank's own batch, no forward communication; backward: the all-reduce of the
+ * table's gradient, rows x dim x elem bytes at the all-reduce bandwidth (BasicCommsBandwidths:
+ * CROSS_NODE_BANDWIDTH x local world size; one host: (2 x 1 - 1) / 1 of the bytes), and the
+ * dense optimizer's elementwise kernels, 9.22 x the bytes at the kernel's bandwidth */
+static tr_pf perf_dp(double pooling, double brank, int64_t K, int64_t rows, int64_t d, double elem, double bw)
+{
+    const double bin = pooling * 1.0 * brank, bout = (pooling < 1.0 ? pooling : 1.0) * 1.0 * brank, dd = (double)d;
+    const double in = ceil(bin * 8.0), lk = bin * dd * elem, out = bout * dd * elem;
+    const double tsize = (double)rows * dd * elem;
+    tr_pf p;
+    p.fc = (in + lk + out + 0.0) / bw;
+    p.fm = 0;
+    p.bc = p.fc * 2.0 + 0.0;
+    p.bm = tsize * (2.0 * 1.0 - 1.0) / 1.0 / (TR_CROSS_BW * (double)K) + tsize * TR_DP_OPT_FACTOR / bw;
     return p;
 }
 
@@ -168,11 +191,15 @@ static void shard_storage(const as_features *p, const as_features *f, const tr_v
                           double *hbm, double *ddr)
 {
     as_trmem m;
-    if (as_features_has_mem(p)) m = p->mem;
-    else if (as_trmem_shard(&m, p->rows, p->dim, f->dim, v->elem, "sgd", "none", v->pooling, (int64_t)v->brank, K,
-                            kind == TR_RW)) memset(&m, 0, sizeof m);
+    /* data_parallel: the rank's own batch (_calculate_dp_shard_io_sizes): a world of one */
+    const int64_t world = kind == TR_DP ? 1 : K;
+    if (as_features_has_mem(p)) {
+        m = p->mem;
+        if (kind == TR_DP) { m.input /= (double)K; m.output /= (double)K; }
+    } else if (as_trmem_shard(&m, p->rows, p->dim, f->dim, v->elem, "sgd", "none", v->pooling, (int64_t)v->brank, world,
+                              kind == TR_RW)) memset(&m, 0, sizeof m);
     const double io = ceil(m.in_factor * m.input) + ceil(m.out_factor * m.output), w = m.weights + m.optimizer;
-    if (kern == TR_FUSED) { *hbm = w + io; *ddr = 0; return; }
+    if (kern == TR_FUSED || kern == TR_DENSE) { *hbm = w + io; *ddr = 0; return; }
     *ddr = w;
     if (kern == TR_UVM) { *hbm = io; return; }
     /* fused_uvm_caching: a share of the weights (and their optimizer state) cached in HBM,
@@ -206,14 +233,34 @@ static void add_kind(tr_table *tb, int kind, int twin, const as_features *f, con
     }
 }
 
-/* the options of table f; returns 1 when it has no row_wise for want of features */
-static int make_options(tr_table *tb, const as_features *f, const as_featidx *ft, int64_t K)
+/* the data_parallel option of table f (its features at index whole): K shards, shard s on
+ * GPU s, each the whole table with the rank's own batch */
+static void add_dp(tr_table *tb, const as_features *f, const tr_view *v, int64_t K, int64_t whole)
+{
+    tr_opt *o = &tb->opt[tb->nopt++];
+    opt_alloc(o, TR_DP, TR_DENSE, K);
+    const double bw = kern_bw(TR_DENSE, v->prefetch);
+    for (int64_t s = 0; s < K; s++) {
+        o->pc[s] = perf_dp(v->pooling, v->brank, K, f->rows, f->dim, v->elem, bw);
+        o->perf[s] = pf_total(&o->pc[s]);
+        o->item[s] = whole;
+        o->fit[s] = as_plan_dp_bytes(f, K);
+        shard_storage(f, f, v, K, TR_DP, TR_DENSE, &o->hbm[s], &o->ddr[s]);
+    }
+    opt_finish(o);
+}
+
+/* the options of table f; returns 1 when it has no row_wise for want of features; dp: with
+ * data_parallel */
+static int make_options(tr_table *tb, const as_features *f, const as_featidx *ft, int64_t K, int dp)
 {
     int no_rows = 0;
     const tr_view v = table_view(f, K);
     tb->nopt = 0;
-    /* table_wise */
     int64_t whole = add_piece(tb, f);
+    /* data_parallel first, as EmbeddingBagCollectionSharder.sharding_types lists it */
+    if (dp) add_dp(tb, f, &v, K, whole);
+    /* table_wise */
     add_kind(tb, TR_TW, 0, f, &v, K, f, &whole, 1, 1, f->dim);
     /* column_wise: pieces of cw_width, or one (table_wise's twin: the same shard, but an
        option of its own to the proposers as it is to TorchRec's) */
@@ -331,10 +378,10 @@ static double partition(tr_part *P, const int *ch)
         P->perf[k] = P->hbm[k] = P->ddr[k] = 0;
     }
     int ok = 1;
-    /* row_wise (uniform) first, in table order: shard i on GPU i */
+    /* row_wise and data_parallel (uniform) first, in table order: shard i on GPU i */
     for (int64_t i = 0; i < n; i++) {
         const tr_opt *o = &P->tb[i].opt[ch[i]];
-        if (o->kind != TR_RW) continue;
+        if (o->kind != TR_RW && o->kind != TR_DP) continue;
         for (int64_t s = 0; s < o->nsh; s++) {
             const int64_t k = s % K;
             if (!fits(P, k, o, s)) { P->rank[i][s] = -1; ok = 0; continue; }
@@ -345,7 +392,7 @@ static double partition(tr_part *P, const int *ch)
     /* then the others by TorchRec's storage estimate, descending, stable */
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++)
-        if (P->tb[i].opt[ch[i]].kind != TR_RW) P->order[m++] = i;
+        if (P->tb[i].opt[ch[i]].kind != TR_RW && P->tb[i].opt[ch[i]].kind != TR_DP) P->order[m++] = i;
     const sort_ctx sc = { P->tb, ch };
     qsort_r(P->order, (size_t)m, sizeof *P->order, by_storage, (void *)&sc);
     /* each shard on the GPU of least perf (the sum of its terms, Perf.total) where it fits,
@@ -487,7 +534,9 @@ static void grid(tr_search *S, const tr_table *tb, int64_t n, int *idx, int *ch)
  * type of the least depth (ch: [T] scratch) */
 static void uniform(tr_search *S, const tr_table *tb, int64_t n, int *ch)
 {
-    for (int kind = TR_TW; kind <= TR_RW; kind++) {
+    static const int kinds[] = { TR_DP, TR_TW, TR_CW, TR_RW };   /* the sharder's order */
+    for (size_t q0 = 0; q0 < sizeof kinds / sizeof *kinds; q0++) {
+        const int kind = kinds[q0];
         int all = 1;
         for (int64_t i = 0; i < n && all; i++) {
             int pick = -1;
@@ -509,7 +558,7 @@ static int64_t take_items(const tr_table *tb, int64_t n, const int *use, const t
                           int64_t **assign, as_tr_info *info)
 {
     int64_t m = 0;
-    for (int64_t i = 0; i < n; i++) m += tb[i].opt[use[i]].nsh;
+    for (int64_t i = 0; i < n; i++) m += tb[i].opt[use[i]].kind == TR_DP ? 1 : tb[i].opt[use[i]].nsh;
     *items = as_malloc((size_t)(m ? m : 1) * sizeof **items);
     *assign = as_malloc((size_t)(m ? m : 1) * sizeof **assign);
     m = 0;
@@ -517,7 +566,14 @@ static int64_t take_items(const tr_table *tb, int64_t n, const int *use, const t
         const tr_opt *o = &tb[i].opt[use[i]];
         info->row_wise += o->kind == TR_RW;
         info->column_wise += o->kind == TR_CW && !o->twin;
-        info->uvm += o->kern != TR_FUSED;
+        info->uvm += o->kern != TR_FUSED && o->kern != TR_DENSE;
+        info->data_parallel += o->kind == TR_DP;
+        if (o->kind == TR_DP) {
+            /* one item, the whole table, on every shard */
+            (*items)[m] = tb[i].pf[o->item[0]];
+            (*assign)[m++] = AS_DP;
+            continue;
+        }
         for (int64_t s = 0; s < o->nsh; s++) {
             if (o->item[s] < 0) continue;
             (*items)[m] = tb[i].pf[o->item[s]];
@@ -571,7 +627,7 @@ int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *co
             return -1;
         }
     tr_table *tb = as_calloc((size_t)(n ? n : 1), sizeof *tb);
-    for (int64_t i = 0; i < n; i++) info->no_rows += make_options(&tb[i], t[i], ft, K);
+    for (int64_t i = 0; i < n; i++) info->no_rows += make_options(&tb[i], t[i], ft, K, !c->no_dp);
     tr_part P = { tb, n, K, c->mem_cap, as_calloc((size_t)K, sizeof(tr_pf)), as_calloc((size_t)K, sizeof(double)),
                   as_calloc((size_t)K, sizeof(double)),
                   as_calloc((size_t)K, sizeof(uint64_t)), as_calloc((size_t)K, sizeof(double)),

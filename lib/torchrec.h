@@ -2,11 +2,22 @@
  * (EmbeddingShardingPlanner) for one host of K GPUs, training, re-implemented from its code
  * at meta-pytorch/torchrec 376cac6 as a baseline (nothing of its code is used). Dimension
  * letters: T tables, K shards (= GPUs, world size), B batch, L pooling, D dim, E rows.
- * Checked against TorchRec's own planner (pipelines/torchrec_planner.py, --sharding-types
- * table_wise,row_wise,column_wise): the same sharding type and ranks for every table of the
- * DLRM Kaggle and DCNv2 configs and of the demo's synthetic test tasks (issue 38, item 6).
+ * Checked against TorchRec's own planner (pipelines/torchrec_planner.py, its defaults): the
+ * same sharding type for every table, data_parallel included, of the DLRM Kaggle (26/26,
+ * 9 data_parallel) and DCNv2 (26/26) configs and of the demo's synthetic test tasks (800 of
+ * 800 a seed; the same ranks too for all but 9 of 2,400); without data_parallel (--no-dp)
+ * against --sharding-types table_wise,row_wise,column_wise (issue 38, item 6).
  *
- * Options per table (planner/enumerators.py; sharding_plan.py shard sizes), each sharding
+ *   data_parallel (first, as the sharder lists it; not with cfg->no_dp) K shards, the whole
+ *                table on GPU i each, its one compute kernel dense (0.5 x HBM bandwidth):
+ *                fwd = (bL 8 + bL D e + b min(1, L) D e) / bw (the rank's own batch);
+ *                bwd = 2 fwd; comms = E D e / (12.5 GiB/s x K) (the all-reduce on one host,
+ *                CROSS_NODE_BANDWIDTH x local world size) + 9.22 E D e / bw (the dense
+ *                optimizer's kernels); storage the whole table and its buffers for the
+ *                rank's batch; placed with row_wise, shard i on GPU i. Our plan gets one
+ *                entry on AS_DP (plan.h).
+ *
+ * Options per table (planner/enumerators.py; sharding_plan.py shard sizes), each other sharding
  * type with TorchRec's three default compute kernels, fused, fused_uvm_caching, fused_uvm:
  *   table_wise   one shard [E, D];
  *   column_wise  D / d shards [E, d], d the smallest divisor of D in [128, D) that is a
@@ -18,8 +29,7 @@
  * The UVM kernels matter to the search (they are steps of the greedy proposers' walks, and
  * TorchRec keeps them where they tie), not to our plans: every table of a plan is held in
  * HBM, so a table kept at a UVM kernel (as_tr_info.uvm) is placed as TorchRec places it and
- * counted whole against the cap. Left out: data_parallel (our plans hold each row once),
- * table_row_wise and table_column_wise (on one host the same figures and placement as
+ * counted whole against the cap. Left out: table_row_wise and table_column_wise (on one host the same figures and placement as
  * row_wise / column_wise), grid_shard (only on user constraints).
  *
  * Perf of a shard, ms (planner/estimator/estimator.py, its default HardwarePerfConfig;
@@ -90,6 +100,7 @@ typedef struct {
     int64_t feasible;       /* of which feasible */
     double rating;          /* the kept plan's rating (ms), NaN when none is feasible */
     int64_t row_wise, column_wise;   /* tables sharded so in the kept plan */
+    int64_t data_parallel;  /* tables replicated (data_parallel) in the kept plan */
     int64_t no_rows;        /* tables without row_wise for want of the row blocks' features */
     int64_t uvm;            /* tables whose kept option is a UVM kernel's (placed as TorchRec
                                places them, held in HBM as every table of our plans) */

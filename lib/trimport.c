@@ -153,6 +153,35 @@ static void push(ientry **e, int64_t *n, int64_t *cap, ientry v)
     (*e)[(*n)++] = v;
 }
 
+/* a data_parallel table (TorchRec: no sharding_spec, the table on every rank): "ranks"
+ * absent or every rank 0..K-1 once, "shards" absent, null or empty; one entry on AS_DP */
+static int read_dp(ictx *x, const msgpack_object *s, int64_t ti, const char *name, int64_t K, ientry **e, int64_t *n,
+                   int64_t *cap)
+{
+    char b[96];
+    const msgpack_object *sh = as_obj_get(s, "shards"), *rk = as_obj_get(s, "ranks");
+    if (sh && sh->type != MSGPACK_OBJECT_NIL && !(sh->type == MSGPACK_OBJECT_ARRAY && sh->via.array.size == 0))
+        return fail(x, "table '%s': data_parallel with 'shards' %s: a data_parallel table has none (it is whole on every rank)",
+                    name, show(sh, b, sizeof b));
+    if (rk) {
+        if (rk->type != MSGPACK_OBJECT_ARRAY || (int64_t)rk->via.array.size != K)
+            return fail(x, "table '%s': data_parallel: 'ranks' is not an array of all %" PRId64 " ranks", name, K);
+        uint8_t *got = as_calloc((size_t)K, 1);
+        for (uint32_t j = 0; j < rk->via.array.size; j++) {
+            int64_t r;
+            if (int_val(&rk->via.array.ptr[j], 0, K - 1, &r) || got[r]) {
+                free(got);
+                return fail(x, "table '%s': data_parallel: ranks[%u] = %s is not a rank of 0..%" PRId64 " listed once", name, j,
+                            show(&rk->via.array.ptr[j], b, sizeof b), K - 1);
+            }
+            got[r] = 1;
+        }
+        free(got);
+    }
+    push(e, n, cap, (ientry){ ti, AS_PIECE_WHOLE, AS_DP });
+    return 0;
+}
+
 /* the shards of task table ti (features f, key name) from its sharding s, appended to *e */
 static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_features *f, const char *name, int64_t K,
                       ientry **e, int64_t *n, int64_t *cap)
@@ -161,9 +190,7 @@ static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_fea
     if (s->type != MSGPACK_OBJECT_MAP) return fail(x, "table '%s': its sharding is not a JSON object", name);
     const msgpack_object *st = as_obj_get(s, "sharding_type");
     if (!st) return fail(x, "table '%s': 'sharding_type' is missing", name);
-    if (key_is(st, "data_parallel"))
-        return fail(x, "table '%s': sharding_type 'data_parallel': data_parallel (replicated) tables cannot be imported yet",
-                    name);
+    if (key_is(st, "data_parallel")) return read_dp(x, s, ti, name, K, e, n, cap);
     const int kind = sharding_kind(st);
     if (kind < 0)
         return fail(x, "table '%s': sharding_type %s is not table_wise, column_wise, table_column_wise, row_wise, "
@@ -404,7 +431,8 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
     if (!rc) {
         /* finalised as every plan placed elsewhere is (lib/planrun.h): a split plan's label
            carries the split search's communication charge, as the planner's would */
-        as_planrec pr = { tid, 1, K, n, ids, assign, 0, as_pieces_any(pcs, n) ? pcs : NULL };
+        as_planrec pr = { tid, 1, K, n, ids, assign, 0, as_pieces_any(pcs, n) ? pcs : NULL, 0 };
+        for (int64_t i = 0; i < n; i++) pr.ndp += assign[i] == AS_DP;
         const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
         const double comm = strstr(label, "+split") && c->split_cfg ? c->split_cfg->comm_gbps : 0;
         as_plan_placed pp = { label, alg, mcap, c->cap_given ? " of --mem-cap" : " of its task", comm, 0, c->seed, t->split,

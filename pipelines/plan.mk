@@ -114,15 +114,7 @@ $(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
 	rm -f $@.json $@.tmp
 ifneq ($(TORCHREC_SRC),)
 	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(TORCHREC_SRC) -o $@.json
-	if ! $(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp 2> $@.err; then \
-	  if grep -q data_parallel $@.err; then \
-	    echo "   its plan replicates tables (data_parallel), which cannot be imported yet: its plan without them instead"; \
-	    AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(TORCHREC_SRC) \
-	      --sharding-types table_wise,row_wise,column_wise --alg torchrec-own-nodp -o $@.json && \
-	    $(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp; \
-	  else cat $@.err >&2; exit 1; fi; \
-	fi
-	rm -f $@.err
+	$(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp
 	mv $@.tmp $@
 else
 	: > $@

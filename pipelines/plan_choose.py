@@ -150,8 +150,7 @@ def main(argv):
                      "every pass" % (100 * tie, first, best)))
     lines.append("")
     tw = [a for a in cand if simplicity(a) == 0 and not a.startswith("torchrec")]
-    for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner"),
-                        ("torchrec-own-nodp", "TorchRec's own planner kept from data_parallel, which cannot be imported yet")):
+    for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner")):
         s = vs(other, what)
         if s and other != chosen:
             lines.append(s)

@@ -26,8 +26,9 @@ Library use:
 
 Split tables (as-plan --split-tables, --alg torchrec) convert where TorchRec's generators
 can express them: column_wise (equal widths on any ranks, uneven ones on ranks 0, 1, ...)
-and row_wise (world_size blocks of ceil(rows / world_size) rows, block i on rank i); other
-splits are an error naming the table (see _expressible).
+and row_wise (world_size blocks of ceil(rows / world_size) rows, block i on rank i);
+data_parallel tables (as-plan writes "ranks" every rank and no "shards") convert to
+data_parallel(); other splits are an error naming the table (see _expressible).
 
 Command line (checks a file, or standard input: every plan converts; prints each plan's
 per-rank table counts; needs no torchrec; exit 1 when a plan cannot be converted):
@@ -278,6 +279,14 @@ def _sharding(where, ps, world, local=None):
         raise ValueError(f"{where}: ranks is {_show(ranks)}, not a list of ranks")
     if not isinstance(shards, list):
         raise ValueError(f"{where}: shards is {_show(shards)}, not a list of shards")
+    if kind == "data_parallel":
+        # the table whole on every rank: no shards (TorchRec's sharding_spec is None), ranks
+        # every rank once (or not given)
+        if shards:
+            raise ValueError(f"{where}: data_parallel with {len(shards)} shards: it has none (whole on every rank)")
+        if ranks and sorted(r if _is_int(r) else -1 for r in ranks) != list(range(world)):
+            raise ValueError(f"{where}: data_parallel on ranks {_show(ranks)}, not every rank 0..{world - 1} once")
+        return kind, list(range(world)), [], [], ck
     if len(shards) > MAX_SHARDS:
         raise ValueError(f"{where}: {len(shards)} shards, more than {MAX_SHARDS}")
     if not shards or len(shards) != len(ranks):
@@ -329,11 +338,14 @@ def _expressible(module, name, ps, world, size=None, local=None):
     2026-11-26) express: table_wise(rank); column_wise(ranks) with equal column widths on any
     ranks (reused ranks allowed), or column_wise(size_per_rank) with the widths on ranks
     0, 1, ... in order; row_wise() with world_size blocks of ceil(rows / world_size) rows,
-    block i on rank i. Anything else (row pieces on other ranks, uneven column pieces on other
-    ranks, grid shards) cannot go through construct_module_sharding_plan. size: the table's
+    block i on rank i; data_parallel() (the table whole on every rank). Anything else (row
+    pieces on other ranks, uneven column pieces on other ranks, grid shards) cannot go
+    through construct_module_sharding_plan. size: the table's
     (num_embeddings, embedding_dim) when known (--config): the shards must cover exactly it."""
     where = _qual(module, name)
     kind, ranks, offs, sizes, ck = _sharding(where, ps, world, local)
+    if kind == "data_parallel":
+        return "data_parallel", {}
     if size is not None:
         _cover(where, offs, sizes, size, "the config's table")
     if kind == "table_wise":

@@ -51,9 +51,8 @@ Mapping of a task onto TorchRec's planner inputs (as lib/torchrec.c reads TorchR
     A task's mem_cap of 0 (no cap: the synthetic pools' default) leaves TorchRec's default
     HBM_CAP (32 GB);
   - --sharding-types LIST: ParameterConstraints(sharding_types=LIST) for every table, e.g.
-    table_wise,column_wise,row_wise: a plan without data_parallel tables, which as-plan
-    --import and pipelines/torchrec_plan.py cannot take (then not TorchRec's free choice:
-    give it another --alg label); default: no constraint;
+    table_wise,column_wise,row_wise: a plan without data_parallel tables (then not
+    TorchRec's free choice: give it another --alg label); default: no constraint;
   - --kernels LIST: ParameterConstraints(compute_kernels=LIST) for every table, e.g.
     fused,dense to keep every table in HBM (TorchRec otherwise picks fused_uvm_caching for
     some one-row tables of the synthetic pools); default: no constraint.
@@ -67,9 +66,9 @@ Output: one JSON line per task, written after the whole task is planned:
                                     "placement": "rank:r/cuda:r%L"}]}}}}
   M is the model config's module_path, else "". compute_kernel is TorchRec's (fused; dense
   for data_parallel; others where it picks them). data_parallel tables: "ranks" every rank
-  and "shards" [] (TorchRec gives no shards for them) - pipelines/torchrec_plan.py --check
-  (and so far the format of docs/FORMAT.md) does not accept data_parallel yet. Stderr: per task the counts of sharding
-  types, per rank its tables, and the planning time.
+  and "shards" [] (TorchRec gives no shards for them), as as-plan --import and
+  pipelines/torchrec_plan.py take them. Stderr: per task the counts of sharding types, per
+  rank its tables, and the planning time.
 Tests: tests/torchrec-planner.bats, with a test double of TorchRec of our own
 (tests/tools/fake_torchrec, given as --torchrec-src; its README has its planning rules).
 

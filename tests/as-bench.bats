@@ -293,6 +293,27 @@ WRAP
 [2]'
 }
 
+@test "as-bench: a plan's data-parallel table (assign -2) is measured on every shard's share of the batch and added" {
+    pool
+    # K = 3: table 0 on shard 0, table 2 on shard 1, table 1 data parallel; shard 2 holds
+    # only its share of table 1's bags
+    mp_stream '{"kind":"plan","task":1,"alg":"x","shards":3,"tables":[0,1,2],"assign":[0,-2,1],"cost_dp_ms":[9]}' > "$T/p.ast"
+    as-bench --tables "$T/pool.ast" $FAST -q "$T/p.ast" -o "$T/out.ast"
+    # a cost record for each shard's own tables only (a slice of the batch is no shape of the
+    # cost dataset)
+    run sh -c "as-show --kind cost '$T/out.ast' | jq -c '[.shard, .tables]'"
+    assert_output '[0,[0]]
+[1,[2]]'
+    # cost_ms = its tables' cost + its data-parallel part, cost_dp_ms (the old one replaced);
+    # shard 2's is all data parallel
+    as-show "$T/out.ast" > "$T/out.json"
+    run jq -s -c '(map(select(.kind == "cost") | .cost_ms)) as $own | .[] | select(.kind == "plan") | . as $p
+        | [(.cost_ms | length), (.cost_dp_ms | length), all(.cost_dp_ms[]; . > 0),
+           ([0, 1] | all(. as $k | ($own[$k] + $p.cost_dp_ms[$k] - $p.cost_ms[$k]) | (if . < 0 then -. else . end) < 1e-12)),
+           .cost_ms[2] == .cost_dp_ms[2]]' "$T/out.json"
+    assert_output '[3,3,true,true,true]'
+}
+
 @test "as-bench: the summary on stderr gives shards/s and the busy fraction; -q silences it" {
     pool
     run sh -c "as-bench --tables '$T/pool.ast' --sample 6 --max-tables 3 --seed 3 $FAST --flush 1M -o '$T/c.ast' 2>&1"

@@ -844,3 +844,43 @@ for t in sorted(tables):
     assert_success
     assert_output --partial "communication modelled at 600 GiB/s"
 }
+
+@test "as-eval: a data-parallel table (assign -2) is on every rank, its all-reduce charged, its floor a slice" {
+    # task 0: random table-wise [1, 3] ms; cost-greedy holds b data parallel on both ranks,
+    # [1.5, 2] ms of which 0.5 each its slice, 2^20 bytes of all-reduce per rank: at 1 GiB/s
+    # each rank gains 2^20 / 2^30 s = 0.9765625 ms (its own, no all-to-all bytes)
+    mp_stream "{'kind':'plan','task':0,'alg':'random','shards':2,'tables':[0,1,2],'assign':[0,1,1],'names':['a','b','c'],'cost_ms':[1.0,3.0],'cost_kind':'measured','comm_in_bytes':[0,0],'comm_out_bytes':[0,0]}" \
+        "{'kind':'plan','task':0,'alg':'cost-greedy','shards':2,'tables':[0,1,2],'assign':[0,-2,1],'names':['a','b','c'],'cost_ms':[1.5,2.0],'cost_kind':'measured','cost_dp_ms':[0.5,0.5],'comm_in_bytes':[0,0],'comm_out_bytes':[0,0],'comm_ar_bytes':[1048576,1048576]}" \
+        "{'kind':'cost','tables':[0],'cost_ms':1.0}" "{'kind':'cost','tables':[1],'cost_ms':3.0}" "{'kind':'cost','tables':[2],'cost_ms':1.0}" > "$T/dp.ast"
+    run as-eval --comm-gbps 1 --format csv --table plans "$T/dp.ast"
+    assert_success
+    # max 2 + 0.9765625, min 1.5 + 0.9765625; the floor: b alone over 2 ranks (1.5), the
+    # kernel's 2 ms over it
+    assert_output --partial "0,0,,cost-greedy,2,3,measured,2.9765625,2.4765625,2.7265625,"
+    assert_output --partial ",1.5,1.33333333,false"
+    # the ranks table lists b on both ranks, marked, and says what it is
+    run as-eval --comm-gbps 1 --table ranks "$T/dp.ast"
+    assert_success
+    assert_output --partial "     0     2      0    2.4766  a, b (dp)"
+    assert_output --partial " *   1     2      0    2.9766  b (dp), c"
+    assert_output --partial "data parallel: 1 table on every rank, marked (dp) (each rank looks up its share of the batch; the gradients are all-reduced); all-reduce 1.049 MB sent per rank at most; their part of each rank's cost: 0.5000, 0.5000 ms"
+    assert_output --partial "its items by their cost alone: b (dp) (measured 1.5000 ms, 60 %); c (measured 1.0000 ms, 40 %)"
+    run as-eval --comm-gbps 1 --format csv --table shards,ranks "$T/dp.ast"
+    assert_success
+    assert_output --partial "0,0,cost-greedy,1,2,measured,2.9765625,"
+    assert_output --partial ',measured,2.9765625,measured,"b (dp);c",,1.5;1'
+    # refused: a data-parallel piece; a cost_dp_ms above its shard's cost; all-reduce bytes
+    # in a plan without data-parallel entries
+    mp_edit "$T/dp.ast" 'recs[2]["pieces"] = [None, [0, 8, 0, 10], None]' > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "plan of task 0: entry 1 (t1[c 0:8, r 0:10)) is data parallel (assign -2) but a piece"
+    mp_edit "$T/dp.ast" 'recs[2]["cost_dp_ms"] = [2.0, 0.5]' > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "cost_dp_ms[0] = 2 ms is above cost_ms[0] = 1.5 ms, of which it is a part; bad data"
+    mp_edit "$T/dp.ast" 'recs[1]["comm_ar_bytes"] = [5, 5]' > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "comm_ar_bytes[0] is 5 but the plan has no data-parallel entries (assign -2) to all-reduce"
+}

@@ -16,7 +16,7 @@ setup_file() {
         --trim 1 --flush 8M --threads 1 -q -o "$D/c.ast"
     cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 -q -o "$D/m.ast"
     # TorchRec's planner (row_wise pieces) and every heuristic, split
-    as-plan --alg torchrec --model "$D/m.ast" --plans-only -q "$D/ft.ast" -o "$D/tr.ast"
+    as-plan --alg torchrec --no-dp --model "$D/m.ast" --plans-only -q "$D/ft.ast" -o "$D/tr.ast"
     as-plan --alg all --model "$D/m.ast" --split-tables --split-ms 0 --plans-only -q "$D/ft.ast" -o "$D/sp.ast"
     as-plan --export "$D/tr.ast" --format torchrec -q "$D/ft.ast" > "$D/tr.json"
     as-plan --export "$D/sp.ast" --format torchrec -q "$D/ft.ast" > "$D/sp.json"
@@ -191,8 +191,12 @@ bad() {
     assert_output --partial "table 't7': table_wise with more than one shard"
     bad "$(jq -c '.plan[""].t1.sharding_type = "diagonal"' "$D/one.json")"
     assert_output --partial "table 't1': sharding_type 'diagonal' is not table_wise"
-    bad "$(jq -c '.plan[""].t1 = {"sharding_type": "data_parallel", "compute_kernel": "dense", "ranks": [0, 1, 2, 3], "shards": []}' "$D/one.json")"
-    assert_output --partial "table 't1': sharding_type 'data_parallel': data_parallel (replicated) tables cannot be imported yet"
+    bad "$(jq -c '.plan[""].t1 = {"sharding_type": "data_parallel", "compute_kernel": "dense", "ranks": [0, 1, 2], "shards": []}' "$D/one.json")"
+    assert_output --partial "table 't1': data_parallel: 'ranks' is not an array of all 4 ranks"
+    bad "$(jq -c '.plan[""].t1 = {"sharding_type": "data_parallel", "compute_kernel": "dense", "ranks": [0, 1, 2, 2], "shards": []}' "$D/one.json")"
+    assert_output --partial "table 't1': data_parallel: ranks[3] = 2 is not a rank of 0..3 listed once"
+    bad "$(jq -c '.plan[""].t1 = {"sharding_type": "data_parallel", "ranks": [0, 1, 2, 3], "shards": [{"shard_offsets": [0, 0], "shard_sizes": [1, 1], "placement": "rank:0/cuda:0"}]}' "$D/one.json")"
+    assert_output --partial "table 't1': data_parallel with 'shards'"
 }
 
 @test "as-plan --import: the cap, row pieces without features, empty shards, kernels, empty input" {
@@ -250,4 +254,37 @@ bad() {
     run as-plan --export "$T/mix.ast" --alg = --format torchrec "$D/ft.ast"
     [ "$status" -eq 2 ]
     assert_output --partial "'=' needs a plan label"
+}
+
+@test "as-plan --import: a data_parallel table: on every shard (assign -2), its memory on each, its all-reduce; exported back as it came" {
+    jq -c '.plan[""].t1 = {"sharding_type": "data_parallel", "compute_kernel": "dense", "ranks": [0, 1, 2, 3], "shards": []} | .alg = "own"' \
+        "$D/one.json" > "$T/dp.json"
+    run as-plan --model "$D/m.ast" --import "$T/dp.json" --plans-only -q "$D/ft.ast" -o "$T/dp.ast"
+    assert_success
+    # t1 (60 x 8 ... its size from its features) once, on -2; the other tables where they were
+    run sh -c "as-show --no-header -k plan --full '$T/dp.ast' | jq -c '[.tables, .assign] | transpose | map(select(.[1] == -2))'"
+    assert_output '[[1,-2]]'
+    # its fp16 weights on every shard: against the plan it came from (t1 table_wise on rank
+    # r), every shard holds t1's bytes more, rank r the same
+    t1=$(as-show --no-header -k features --full "$D/ft.ast" | jq -s '[.[] | select(.id == 1 and .piece == null)][0] | .rows * .dim * 2')
+    r=$(jq '.plan[""].t1.ranks[0]' "$D/one.json")
+    as-plan --import "$D/one.json" --plans-only -q "$D/ft.ast" -o "$T/orig.ast"
+    orig=$(as-show --no-header -k plan --full "$T/orig.ast" | jq -c .mem_bytes)
+    run sh -c "as-show --no-header -k plan --full '$T/dp.ast' | jq -c --argjson t1 $t1 --argjson r $r --argjson o '$orig' \
+        '[range(.shards) as \$k | .mem_bytes[\$k] - \$o[\$k] - (if \$k == \$r then 0 else \$t1 end)]'"
+    assert_output '[0,0,0,0]'
+    # its ring all-reduce: 2 (K-1)/K x rows x dim x 2 bytes, the same on every shard
+    ar=$(as-show --no-header -k features --full "$D/ft.ast" | jq -s '[.[] | select(.id == 1 and .piece == null)][0] | 2 * 3 / 4 * .rows * .dim * 2 | floor')
+    run sh -c "as-show --no-header -k plan --full '$T/dp.ast' | jq -c '.comm_ar_bytes'"
+    assert_output "[$ar,$ar,$ar,$ar]"
+    # every shard's prediction holds t1's share: its item prediction is the one of t1 alone / 4
+    run sh -c "as-show --no-header -k plan --full '$T/dp.ast' | jq -c '[.tables, .assign, .item_pred_ms] | transpose | map(select(.[1] == -2))[0][2] > 0'"
+    assert_output true
+    # exported: the same document as imported, t1 data_parallel on every rank, no shards
+    run as-plan --export "$T/dp.ast" --format torchrec -q "$D/ft.ast"
+    assert_success
+    [ "$(printf '%s\n' "$output" | jq -cS '.plan')" = "$(jq -cS '.plan' "$T/dp.json")" ]
+    printf '%s\n' "$output" | python3 "$BATS_TEST_DIRNAME/../pipelines/torchrec_plan.py" --check - > "$T/check.txt"
+    run cat "$T/check.txt"
+    assert_output --partial "1 data_parallel"
 }

@@ -692,7 +692,38 @@ WEAK_WORDS="the cost model's held-out R² is 0.410, below 0.9 (--min-model-r2): 
     # fused kernel alone, t_cat_8 and t_cat_19 of 3 and 4 rows, and other ranks)
     as-convert --config "$ROOT/pipelines/models/dlrm-criteo-kaggle.json" -o "$T/k.ast"
     as-features --model-task --row-pieces 2,4,8 "$T/k.ast" -o "$T/kft.ast"
+    # TorchRec's default (data_parallel among its options): what its own planner gives,
+    # 9 tiny tables data_parallel, t_cat_2 row_wise
     as-plan --alg torchrec --format torchrec --plans-only "$T/kft.ast" > "$T/p.json"
+    run jq -r '.plan[] | to_entries[] | "\(.key) \(.value.sharding_type) \(.value.ranks | join(","))"' "$T/p.json"
+    assert_output "t_cat_0 table_wise 5
+t_cat_1 table_wise 7
+t_cat_2 row_wise 0,1,2,3,4,5,6,7
+t_cat_3 table_wise 3
+t_cat_4 data_parallel 0,1,2,3,4,5,6,7
+t_cat_5 data_parallel 0,1,2,3,4,5,6,7
+t_cat_6 table_wise 0
+t_cat_7 table_wise 6
+t_cat_8 data_parallel 0,1,2,3,4,5,6,7
+t_cat_9 table_wise 6
+t_cat_10 table_wise 1
+t_cat_11 table_wise 0
+t_cat_12 table_wise 3
+t_cat_13 data_parallel 0,1,2,3,4,5,6,7
+t_cat_14 table_wise 7
+t_cat_15 table_wise 2
+t_cat_16 data_parallel 0,1,2,3,4,5,6,7
+t_cat_17 table_wise 2
+t_cat_18 table_wise 4
+t_cat_19 data_parallel 0,1,2,3,4,5,6,7
+t_cat_20 table_wise 1
+t_cat_21 data_parallel 0,1,2,3,4,5,6,7
+t_cat_22 data_parallel 0,1,2,3,4,5,6,7
+t_cat_23 table_wise 4
+t_cat_24 data_parallel 0,1,2,3,4,5,6,7
+t_cat_25 table_wise 5"
+    # --no-dp: TorchRec's planner kept to table_wise, column_wise, row_wise
+    as-plan --alg torchrec --no-dp --format torchrec --plans-only "$T/kft.ast" > "$T/p.json"
     run jq -r '.plan[] | to_entries[] | "\(.key) \(.value.sharding_type) \(.value.ranks | join(","))"' "$T/p.json"
     assert_output "t_cat_0 table_wise 4
 t_cat_1 table_wise 6
@@ -729,12 +760,16 @@ t_cat_25 table_wise 4"
     for m in dlrm-criteo-kaggle dlrm-dcnv2-criteo1tb; do
         as-convert --config "$ROOT/pipelines/models/$m.json" -o "$T/m.ast"
         as-features --model-task --row-pieces 2,4,8 "$T/m.ast" -o "$T/ft.ast"
-        as-plan --alg torchrec --format torchrec --plans-only "$T/ft.ast" > "$T/ours.json"
+        as-plan --alg torchrec --no-dp --format torchrec --plans-only "$T/ft.ast" > "$T/ours.json"
         "$PY" "$ROOT/pipelines/torchrec_planner.py" "$T/ft.ast" --torchrec-src "$AS_TORCHREC_SRC" \
             --sharding-types table_wise,row_wise,column_wise -o "$T/own.json" 2> /dev/null
         # column_wise of one shard is table_wise; row_wise blocks are on every rank (ours
         # leave out the empty ones of tables of fewer rows than ranks)
         q='.plan[] | to_entries[] | .value as $v | ($v.sharding_type | if . == "column_wise" and ($v.ranks | length) == 1 then "table_wise" else . end) as $s | "\(.key) \($s) \(if $s == "row_wise" then "all" else ($v.ranks | join(",")) end)"'
+        diff <(jq -r "$q" "$T/ours.json") <(jq -r "$q" "$T/own.json")
+        # TorchRec's defaults, data_parallel among them (Kaggle: 9 tables data_parallel)
+        as-plan --alg torchrec --format torchrec --plans-only "$T/ft.ast" > "$T/ours.json"
+        "$PY" "$ROOT/pipelines/torchrec_planner.py" "$T/ft.ast" --torchrec-src "$AS_TORCHREC_SRC" -o "$T/own.json" 2> /dev/null
         diff <(jq -r "$q" "$T/ours.json") <(jq -r "$q" "$T/own.json")
     done
 }

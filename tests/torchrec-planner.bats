@@ -194,13 +194,15 @@ no_traceback() {
     cmp "$T/out.json" "$T/out2.json"
 }
 
-@test "the plans import: as-plan --import refuses data_parallel; without it one plan per task covering every table" {
+@test "the plans import: data_parallel tables on every shard (assign -2); without them one plan per task covering every table" {
     planner --split all "$D/ft.ast" -o "$T/dp.json"
     assert_success
     run as-plan --import "$T/dp.json" --plans-only "$D/ft.ast" -o "$T/dp.ast"
-    assert_failure 1
-    assert_output --partial "table 't1': sharding_type 'data_parallel': data_parallel (replicated) tables cannot be imported yet"
-    [ ! -e "$T/dp.ast" ]
+    assert_success
+    assert_output "as-plan: --import: 3 TorchRec plans imported"
+    # task 0: t1 data_parallel (one entry, -2), t5 in its 4 row blocks
+    run sh -c "as-show --no-header -k plan '$T/dp.ast' | jq -c 'select(.task == 0) | [.tables, .assign] | transpose | map(select(.[1] == -2))'"
+    assert_output '[[1,-2]]'
     # --sharding-types without data_parallel: the import takes all three plans
     planner --split all --sharding-types table_wise,row_wise,column_wise "$D/ft.ast" -o "$T/out.json"
     assert_success
@@ -362,7 +364,7 @@ no_traceback() {
 
 # the double against the real thing, where TorchRec's source is at hand (AS_TORCHREC_SRC, as the
 # script reads it; skipped otherwise): the same script runs, and its plans import as the double's
-@test "real TorchRec (AS_TORCHREC_SRC): the script runs on it and its plans without data_parallel import" {
+@test "real TorchRec (AS_TORCHREC_SRC): the script runs on it and its plans import, with data_parallel and without" {
     [ -n "${AS_TORCHREC_SRC:-}" ] || skip "AS_TORCHREC_SRC not set (TorchRec's source)"
     run "$PY" "$TP" --split all --sharding-types table_wise,row_wise,column_wise "$D/ft.ast" -o "$T/real.json"
     assert_success
@@ -370,6 +372,12 @@ no_traceback() {
     run jq -c '[.task, .world_size, (.plan[""] | keys | length)]' "$T/real.json"
     assert_output "$(printf '[%s,4,8]\n' 0 1 2)"
     run as-plan --import "$T/real.json" --plans-only "$D/ft.ast" -o "$T/imp.ast"
+    assert_success
+    assert_output "as-plan: --import: 3 TorchRec plans imported"
+    # its defaults: data_parallel among the types; those plans import too
+    run "$PY" "$TP" --split all "$D/ft.ast" -o "$T/real-dp.json"
+    assert_success
+    run as-plan --import "$T/real-dp.json" --plans-only "$D/ft.ast" -o "$T/imp-dp.ast"
     assert_success
     assert_output "as-plan: --import: 3 TorchRec plans imported"
 }

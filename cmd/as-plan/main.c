@@ -39,7 +39,8 @@ static const char HELP[] =
     "                      with --samples N, N-1 more plans drawn from the policy and the one\n"
     "                      of best predicted balance kept\n"
     "  torchrec            TorchRec's default planner for one host (lib/torchrec.h): per table\n"
-    "                      table_wise, column_wise (pieces of the smallest divisor of dim in\n"
+    "                      data_parallel (the table on every GPU, each its own batch; not\n"
+    "                      with --no-dp), table_wise, column_wise (pieces of the smallest divisor of dim in\n"
     "                      [128, dim)) or row_wise (K row blocks, block i on GPU i; needs\n"
     "                      the blocks' features: as-features --row-pieces K), chosen and\n"
     "                      placed by its analytic perf model (897 GiB/s HBM, 600 GiB/s\n"
@@ -85,6 +86,8 @@ static const char HELP[] =
     "      --refine-steps N   at most N improving steps per plan (default 0 = no limit)\n"
     "      --keep-unrefined   with --refine, also write each algorithm's plan as it made it,\n"
     "                         before the refined one (one run gives both, to compare)\n"
+    "      --no-dp            --alg torchrec without data_parallel (TorchRec's planner kept to\n"
+    "                         table_wise, column_wise and row_wise)\n"
     "      --split-tables     split tables (needs --model): a beam search over splits, each\n"
     "                         candidate placed with the algorithm and scored by the model's\n"
     "                         predicted slowest shard; a table is split by columns (2, 4, 8..\n"
@@ -207,7 +210,7 @@ static const char HELP[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
        OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
-       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT };
+       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -286,6 +289,7 @@ static const struct option plan_opts[] = {
     { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
     { "keep-unrefined", no_argument, 0, OPT_KEEP_UNREFINED },
     { "split-tables", no_argument, 0, OPT_SPLIT_TABLES },
+    { "no-dp", no_argument, 0, OPT_NO_DP },
     { "split-ms", required_argument, 0, OPT_SPLIT_MS },
     { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
     { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
@@ -417,6 +421,7 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
     const char *name;
     switch (opt) {
     case OPT_SPLIT_TABLES: cfg->split = 1; return 1;
+    case OPT_NO_DP: cfg->no_dp = 1; return 1;
     case OPT_SPLIT_MS:
         name = "--split-ms";
         a->scfg.budget_ms = as_cli_f64(cli, name, arg, 0, AS_REFINE_MAX_MS);
@@ -632,7 +637,8 @@ static void report(const as_plan_run_cfg *cfg, const as_plan_run_stats *st)
         as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
                  " searches ended by --split-ms", st->split_nodes, st->split_tables, st->split_cut);
     if (st->tr_row_wise + st->tr_column_wise + st->tr_no_rows)
-        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise", st->tr_row_wise, st->tr_column_wise);
+        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise, %" PRId64 " data_parallel", st->tr_row_wise,
+                 st->tr_column_wise, st->tr_data_parallel);
     if (st->tr_no_rows)
         as_info("torchrec: %" PRId64 " tables without a row_wise option: no features of their row blocks (as-features "
                 "--row-pieces with the shard count)", st->tr_no_rows);

@@ -1,11 +1,14 @@
 /* test_benchrun.c - as-bench's run (lib/benchrun.h): the sampling pool and --sample-from,
  * the draws (determinism, sizes, singles first), reading the input's units, the plan passed
- * on with its costs; and the --device parser every tool shares (lib/device.h). */
+ * on with its costs, data-parallel tables (bag slices, their part of each shard's cost); and the --device parser every tool shares (lib/device.h). */
 #include "unit.h"
 #include "benchrun.h"
 #include "common.h"
 #include "device.h"
 #include "nn.h"
+#include "plan.h"
+#include "reclimits.h"
+#include "table.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -247,7 +250,7 @@ TEST(benchrun_pack_plan)
     msgpack_sbuffer_init(&ob);
     msgpack_packer opk;
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 4, rk, 0.1);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1);
     msgpack_unpacked out;
     msgpack_unpacked_init(&out);
     off = 0;
@@ -298,7 +301,7 @@ TEST(benchrun_pack_plan)
     r3.pass_ms[0] = 0.25; r3.pass_ms[1] = 0.5 * 1.21;
     msgpack_sbuffer_init(&ob);
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 4, rk, 0.1);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1);
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
@@ -325,7 +328,7 @@ TEST(benchrun_pack_plan)
     const as_bench_result *empty[2] = { NULL, NULL };
     msgpack_sbuffer_init(&ob);
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 2, empty, 0.25);
+    as_brun_pack_plan(&opk, &in.data, 2, empty, NULL, 0.25);
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
@@ -336,6 +339,311 @@ TEST(benchrun_pack_plan)
     msgpack_sbuffer_destroy(&ob);
     msgpack_unpacked_destroy(&in);
     msgpack_sbuffer_destroy(&sb);
+}
+
+/* cost_dp_ms: written after cost_ms with a data-parallel part (0 none, nil failed), an old
+ * one dropped without */
+TEST(benchrun_pack_plan_dp)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 2);
+    as_pack_kv_str(&pk, "kind", "plan");
+    pack_ints(&pk, "cost_dp_ms", (const int64_t[]){ 9 }, 1);
+    msgpack_unpacked in;
+    msgpack_unpacked_init(&in);
+    size_t off = 0;
+    CHECK(msgpack_unpack_next(&in, sb.data, sb.size, &off) == MSGPACK_UNPACK_SUCCESS);
+    as_bench_result r0 = { .ok = 1, .cost_ms = 3, .spread = NAN }, d0 = { .ok = 1, .cost_ms = 1, .spread = NAN },
+                    d2 = { .ok = 0 };
+    const as_bench_result *rk[3] = { &r0, NULL, &d2 }, *dk[3] = { &d0, NULL, &d2 };
+    for (int with = 0; with < 2; with++) {
+        msgpack_sbuffer ob;
+        msgpack_sbuffer_init(&ob);
+        msgpack_packer opk;
+        msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
+        as_brun_pack_plan(&opk, &in.data, 3, rk, with ? dk : NULL, 0.1);
+        msgpack_unpacked out;
+        msgpack_unpacked_init(&out);
+        off = 0;
+        CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
+        const msgpack_object *o = &out.data, *d = as_obj_get(o, "cost_dp_ms");
+        CHECK_EQ_I64(o->via.map.size, with ? 10 : 9);
+        if (!with) CHECK(d == NULL);
+        else {
+            CHECK(as_obj_streq(&o->via.map.ptr[2].key, "cost_dp_ms"));
+            CHECK(d && d->type == MSGPACK_OBJECT_ARRAY && d->via.array.size == 3);
+            if (d && d->via.array.size == 3)
+                CHECK(d->via.array.ptr[0].via.f64 == 1 && d->via.array.ptr[1].via.f64 == 0 &&
+                      d->via.array.ptr[2].type == MSGPACK_OBJECT_NIL);
+        }
+        msgpack_unpacked_destroy(&out);
+        msgpack_sbuffer_destroy(&ob);
+    }
+    msgpack_unpacked_destroy(&in);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* ---- data-parallel tables: bag slices and their measurement ------------------------------- */
+
+/* a table file of n tables, ids 0..n-1, table i of batch B[i], rows 50 + 10 i, dim 8, bag b
+ * of (7 i + 3 b) % 5 lookups, index (13 b + 7 l + i) % rows */
+static void write_dp_tables(const char *path, int n, const int64_t *B)
+{
+    as_writer *w = as_writer_open(path, 3, 0);
+    as_writer_header(w, "test", 0, NULL);
+    for (int i = 0; i < n; i++) {
+        const int64_t rows = 50 + 10 * i;
+        int64_t *off = malloc((size_t)(B[i] + 1) * sizeof *off);
+        off[0] = 0;
+        for (int64_t b = 0; b < B[i]; b++) off[b + 1] = off[b] + (7 * i + 3 * b) % 5;
+        int32_t *idx = malloc((size_t)(off[B[i]] + 1) * sizeof *idx);
+        for (int64_t b = 0; b < B[i]; b++)
+            for (int64_t l = off[b]; l < off[b + 1]; l++) idx[l] = (int32_t)((13 * b + 7 * (l - off[b]) + i) % rows);
+        as_write_table(w, i, rows, B[i], 8, off, idx, AS_DT_I32, "test");
+        free(off);
+        free(idx);
+    }
+    as_writer_close(w);
+}
+
+TEST(benchrun_bag_slice)
+{
+    char *path = tpath("dp-tables.ast"), err[512];
+    const int64_t B[3] = { 10, 10, 7 };
+    write_dp_tables(path, 3, B);
+    as_bpool p;
+    CHECK(as_bpool_load(&p, path, NULL, 0, 0, err, sizeof err) == 0);
+    const uint64_t bytes0 = as_bpool_bytes(&p);
+    /* bags [3, 7) of table 1: batch 4, its rows and dim, offsets rebased, the same lookups */
+    const int64_t s = as_bpool_slice(&p, 1, 3, 7, err, sizeof err);
+    CHECK(s > 2);
+    const as_btable *t = as_bpool_get(&p, 1), *d = as_bpool_get(&p, s);
+    CHECK(d && d->batch == 4 && d->rows == t->rows && d->dim == t->dim && d->parent == 1 && d->b0 == 3 && d->b1 == 7);
+    CHECK(!d->is_piece && d->borrowed == AS_BT_BORROW_INDICES);
+    CHECK_EQ_I64(d->lookups, t->offsets[7] - t->offsets[3]);
+    for (int64_t b = 0; d && b <= 4; b++) CHECK_EQ_I64(d->offsets[b], t->offsets[3 + b] - t->offsets[3]);
+    for (int64_t l = 0; d && l < d->lookups; l++) CHECK_EQ_I64(d->indices[l], t->indices[t->offsets[3] + l]);
+    /* the pool holds its offsets and one more entry of the id index; the indices are borrowed */
+    CHECK_EQ_I64(as_bpool_bytes(&p) - bytes0, 5 * sizeof(int64_t) + sizeof(int64_t));
+    /* found again, not made twice; all bags: the table itself; its origin: the table, whole */
+    CHECK_EQ_I64(as_bpool_slice(&p, 1, 3, 7, err, sizeof err), s);
+    CHECK_EQ_I64(as_bpool_slice_id(&p, 1, 3, 7), s);
+    CHECK_EQ_I64(as_bpool_slice_id(&p, 1, 3, 8), -1);
+    CHECK_EQ_I64(as_bpool_slice(&p, 1, 0, 10, err, sizeof err), 1);
+    CHECK_EQ_I64(as_bpool_slice_id(&p, 1, 0, 10), 1);
+    int64_t tb;
+    as_piece q;
+    as_bpool_origin(&p, s, &tb, &q);
+    CHECK(tb == 1 && as_piece_whole(&q));
+    /* errors: empty or outside the batch, a table not loaded, a slice of a slice; nor is a
+       slice a table to cut pieces from */
+    CHECK(as_bpool_slice(&p, 1, 4, 4, err, sizeof err) == -1);
+    CHECK_STR(err, "bags [4, 4) of table 1: not a non-empty range of its batch of 10");
+    CHECK(as_bpool_slice(&p, 2, 5, 8, err, sizeof err) == -1);
+    CHECK(as_bpool_slice(&p, 9, 0, 1, err, sizeof err) == -1);
+    CHECK_STR(err, "table 9 is not in the table data");
+    CHECK(as_bpool_slice(&p, s, 0, 1, err, sizeof err) == -1);
+    as_piece half = { 0, 4, 0, 0 };
+    CHECK(as_bpool_piece(&p, s, &half, err, sizeof err) == -1);
+    /* a piece of all rows of the table beside it: both borrow, neither frees the other's */
+    as_piece cols = { 0, 4, 0, 0 };
+    CHECK(as_bpool_piece(&p, 1, &cols, err, sizeof err) > s);
+    /* measured, the slice is a table of its own: its lookups, its batch */
+    as_bench_cfg c = { .warmup = 0, .runs = 3, .trim = 1, .lr = 0.05f, .seed = 7, .threads = 1, .flush_bytes = 1 << 20 };
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    as_bench_result r;
+    const int64_t one[1] = { s };
+    as_bench_session_run(S, one, 1, &r);
+    CHECK(r.ok && r.batch == 4 && r.lookups == d->lookups);
+    as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+/* what run_dp_plans read back from as_brun_input's output */
+typedef struct {
+    int nplan, ncost;
+    int64_t K[2];
+    double cost[2][16], dp[2][16];      /* NAN: nil; -1: absent */
+    int has_dp[2];
+    int64_t cost_shard[16];             /* the cost records' shards */
+    double cost_rec[16];
+    double pass[2][2][16];              /* cost_pass_ms */
+    int npass[2];
+} dp_out;
+
+static double num_or_nan(const msgpack_object *o)
+{
+    double v;
+    return o->type == MSGPACK_OBJECT_NIL || as_obj_num(o, &v) ? NAN : v;
+}
+
+static int dp_read(void *ctx, const as_reader *rd, const as_record *rec, char *err, size_t errlen)
+{
+    (void)rd; (void)err; (void)errlen;
+    dp_out *o = ctx;
+    if (as_rec_is(rec, "cost") && o->ncost < 16) {
+        as_obj_i64(&rec->obj, "shard", &o->cost_shard[o->ncost]);
+        as_obj_f64(&rec->obj, "cost_ms", &o->cost_rec[o->ncost]);
+        o->ncost++;
+    }
+    if (!as_rec_is(rec, "plan") || o->nplan >= 2) return 0;
+    const int i = o->nplan++;
+    as_obj_i64(&rec->obj, "shards", &o->K[i]);
+    const msgpack_object *c = as_obj_get(&rec->obj, "cost_ms"), *d = as_obj_get(&rec->obj, "cost_dp_ms"),
+                         *pm = as_obj_get(&rec->obj, "cost_pass_ms");
+    o->has_dp[i] = d != NULL;
+    for (uint32_t k = 0; c && k < c->via.array.size && k < 16; k++) o->cost[i][k] = num_or_nan(&c->via.array.ptr[k]);
+    for (uint32_t k = 0; d && k < d->via.array.size && k < 16; k++) o->dp[i][k] = num_or_nan(&d->via.array.ptr[k]);
+    o->npass[i] = pm && pm->type == MSGPACK_OBJECT_ARRAY ? (int)pm->via.array.size : 0;
+    for (int p = 0; p < o->npass[i] && p < 2; p++)
+        for (uint32_t k = 0; k < pm->via.array.ptr[p].via.array.size && k < 16; k++)
+            o->pass[i][p][k] = num_or_nan(&pm->via.array.ptr[p].via.array.ptr[k]);
+    return 0;
+}
+
+typedef struct {
+    int n;
+    int64_t first;
+    char error[512];
+} dp_fail;
+
+static void dp_failed(void *ctx, const int64_t *ids, int64_t n, const char *error)
+{
+    dp_fail *f = ctx;
+    f->n++;
+    f->first = n ? ids[0] : -1;
+    snprintf(f->error, sizeof f->error, "%s", error);
+}
+
+/* write the plans (the msgpack of JSON-like specs is too long by hand: packed here), measure
+ * them on the table file with the quiet fake timer over `passes` passes, read them back */
+static void pack_plan(as_writer *w, int64_t K, const int64_t *tables, const int64_t *assign, int n)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 5);
+    as_pack_kv_str(pk, "kind", "plan");
+    as_pack_kv_str(pk, "alg", "dp");
+    as_pack_kv_i64(pk, "shards", K);
+    pack_ints(pk, "tables", tables, n);
+    pack_ints(pk, "assign", assign, n);
+    as_writer_end_record(w);
+}
+
+static void run_dp_plans(const char *tables, const char *in, int passes, dp_out *o, dp_fail *f, as_brun_stats *st)
+{
+    char err[1024], *files[1] = { (char *)in };
+    as_binput bi;
+    as_bpool pool;
+    CHECK(as_binput_read(&bi, files, 1, err, sizeof err) == 0);
+    CHECK(as_binput_tables(&pool, tables, &bi, 1, 1, NULL, 0, err, sizeof err) == 0);
+    as_bench_fake quiet = { 1, AS_FAKE_QUIET, 1, 10, 0, 0, { 0 }, 0, 0 };
+    as_bench_cfg c = { .warmup = 0, .runs = 3, .trim = 1, .lr = 0.05f, .seed = 7, .threads = 1, .flush_bytes = 1 << 20,
+                       .fake = &quiet };
+    as_bench_session *S = as_bench_session_new(&c, &pool, err, sizeof err);
+    as_brun_cfg rc = { .bench = &c, .noise = { .threshold = 0.1, .retries = 1, .interleave = 4 }, .part_i = 1, .part_n = 1,
+                       .window = 1, .passes = passes, .ctx = f, .failed = dp_failed };
+    char *out = tpath("dp-out.ast");
+    as_writer *w = as_writer_open(out, 3, 0);
+    as_writer_header(w, "test", 0, NULL);
+    memset(st, 0, sizeof *st);
+    CHECK(as_brun_input(w, S, &rc, &bi, st, err, sizeof err) == 0);
+    as_writer_close(w);
+    memset(o, 0, sizeof *o);
+    char *outs[1] = { out };
+    CHECK(as_read_records(outs, 1, dp_read, o, err, sizeof err) == 0);
+    as_bench_tally_free(&st->tally);
+    as_bench_session_free(S);
+    as_bpool_free(&pool);
+    as_binput_free(&bi);
+}
+
+/* the fake timer's quiet cost of a job of `lookups` lookups (benchfake.h): each run 0.1 ms +
+ * 1e-5 ms per lookup, times 1 + u / 100 (u in [0, 1) from a hash of the job's pool ids) */
+static double fake_ms(int64_t lookups) { return 0.1 + 1e-5 * (double)lookups; }
+#define CHECK_FAKE(v, base) CHECK((v) >= (base) && (v) <= (base) * 1.01)
+
+/* lookups of bags [b0, b1) of table i of write_dp_tables */
+static int64_t dp_lookups(int i, int64_t b0, int64_t b1)
+{
+    int64_t s = 0;
+    for (int64_t b = b0; b < b1; b++) s += (7 * i + 3 * b) % 5;
+    return s;
+}
+
+TEST(benchrun_plan_data_parallel)
+{
+    char *tables = tpath("dp-t.ast"), *in = tpath("dp-in.ast");
+    const int64_t B[5] = { 10, 10, 10, 10, 7 };
+    write_dp_tables(tables, 5, B);
+    /* plan 0: K = 3, tables 0 and 2 on shards 0 and 1, 1 and 3 data parallel: shard 2 holds
+       only data-parallel tables. Plan 1: K = 12 > B = 10, table 0 on shard 11, table 1 data
+       parallel: shards 10 and 11 have no bags of it */
+    as_writer *w = as_writer_open(in, 3, 0);
+    as_writer_header(w, "test", 0, NULL);
+    pack_plan(w, 3, (const int64_t[]){ 0, 1, 2, 3 }, (const int64_t[]){ 0, AS_DP, 1, AS_DP }, 4);
+    pack_plan(w, 12, (const int64_t[]){ 0, 1 }, (const int64_t[]){ 11, AS_DP }, 2);
+    as_writer_close(w);
+    for (int passes = 1; passes <= 2; passes++) {
+        dp_out o;
+        dp_fail f = { 0 };
+        as_brun_stats st;
+        run_dp_plans(tables, in, passes, &o, &f, &st);
+        CHECK(o.nplan == 2 && f.n == 0 && st.failed == 0);
+        /* cost records: the shards with tables only (plan 0: 0, 1; plan 1: 11) */
+        CHECK_EQ_I64(o.ncost, 3);
+        CHECK(o.cost_shard[0] == 0 && o.cost_shard[1] == 1 && o.cost_shard[2] == 11);
+        CHECK_FAKE(o.cost_rec[0], fake_ms(dp_lookups(0, 0, 10)));
+        CHECK_FAKE(o.cost_rec[1], fake_ms(dp_lookups(2, 0, 10)));
+        /* plan 0: cost = the tables' part (its cost record) + the data-parallel part (bags
+           [0,4) [4,8) [8,10) of tables 1 and 3), exactly */
+        CHECK(o.has_dp[0] && o.K[0] == 3);
+        const int64_t bb[4] = { 0, 4, 8, 10 };
+        for (int k = 0; k < 3; k++) {
+            const double own = k < 2 ? o.cost_rec[k] : 0, own_base = k < 2 ? fake_ms(dp_lookups(2 * k, 0, 10)) : 0;
+            const double dp_base = fake_ms(dp_lookups(1, bb[k], bb[k + 1]) + dp_lookups(3, bb[k], bb[k + 1]));
+            CHECK_FAKE(o.dp[0][k], dp_base);
+            CHECK(o.cost[0][k] == own + o.dp[0][k]);
+            /* each pass's cost: both parts too */
+            for (int p = 0; p < o.npass[0] && p < 2; p++) CHECK_FAKE(o.pass[0][p][k], own_base + dp_base);
+        }
+        CHECK_EQ_I64(o.npass[0], passes == 2 ? 2 : 0);
+        /* plan 1: shards 0..9 one bag each; 10 only table 0; 11 nothing of table 1 */
+        CHECK(o.has_dp[1] && o.K[1] == 12);
+        for (int k = 0; k < 12; k++) {
+            if (k < 10) CHECK_FAKE(o.dp[1][k], fake_ms(dp_lookups(1, k, k + 1)));
+            else CHECK(o.dp[1][k] == 0);
+            CHECK(o.cost[1][k] == o.dp[1][k] + (k == 11 ? o.cost_rec[2] : 0));
+        }
+        /* every job in the run's figures: plan 0's 2 + 3, plan 1's 1 + 10 */
+        CHECK_EQ_I64(st.tally.shards, 16);
+    }
+}
+
+/* a data-parallel part that cannot be measured (two tables whose slices differ in batch):
+ * the shard's cost and its cost_dp_ms nil, reported through `failed` with the tables' ids */
+TEST(benchrun_plan_data_parallel_failed)
+{
+    char *tables = tpath("dpf-t.ast"), *in = tpath("dpf-in.ast");
+    const int64_t B[5] = { 10, 10, 10, 10, 7 };
+    write_dp_tables(tables, 5, B);
+    as_writer *w = as_writer_open(in, 3, 0);
+    as_writer_header(w, "test", 0, NULL);
+    pack_plan(w, 2, (const int64_t[]){ 0, 1, 4 }, (const int64_t[]){ 0, AS_DP, AS_DP }, 3);
+    as_writer_close(w);
+    dp_out o;
+    dp_fail f = { 0 };
+    as_brun_stats st;
+    run_dp_plans(tables, in, 1, &o, &f, &st);
+    /* bags [0,5) of table 1 and [0,4) of table 4 on shard 0, [5,10) and [4,7) on shard 1 */
+    CHECK(o.nplan == 1 && o.has_dp[0]);
+    CHECK(isnan(o.cost[0][0]) && isnan(o.cost[0][1]) && isnan(o.dp[0][0]) && isnan(o.dp[0][1]));
+    CHECK_EQ_I64(o.ncost, 1);     /* shard 0's tables were measured all the same */
+    CHECK(o.cost_rec[0] > 0);
+    CHECK(f.n == 2 && st.failed == 2 && f.first == 1);
+    CHECK(strncmp(f.error, "data-parallel tables: ", 22) == 0 && strstr(f.error, "have different batch sizes"));
 }
 
 /* ---- --device ----------------------------------------------------------------------------- */

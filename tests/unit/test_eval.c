@@ -10,6 +10,7 @@
 #include "eval.h"
 #include "evalinput.h"
 #include "evalplot.h"
+#include "reclimits.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1205,6 +1206,138 @@ TEST(eval_estimate)
     CHECK_STR(err, "plan of task 1 (cost-greedy): table 8 has no features record in the input");
     as_eval_plan_free(&p[0]);
     as_featidx_free(&only7);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    as_costmodel_free(cm);
+}
+
+/* ---- communication with data-parallel entries --------------------------------------------------- */
+
+/* a malloc'd list of K = 2 numbers */
+static double *two(double a, double b)
+{
+    double *v = as_malloc(2 * sizeof *v);
+    v[0] = a;
+    v[1] = b;
+    return v;
+}
+
+/* at 1 GiB/s (2^30 bytes a second) a shard's charge is its all-to-all bytes (its own side
+   and its share of everyone's) plus its own all-reduce bytes, over 2^30, in ms */
+TEST(eval_charge_comm_data_parallel)
+{
+    const double G = 1073741824.0, c[2] = { 1.0, 2.0 };
+    as_eval_plan p[3];
+    /* a: table-wise, in 2^29 and out 2^28 on shard 0, out 2^29 on shard 1 (all 2^30 + 2^28) */
+    p[0] = P(0, 1, "a", 2, c);
+    p[0].comm_in = two(G / 2, 0);
+    p[0].comm_out = two(G / 4, G / 2);
+    /* b: table 1 data parallel, all-reduce 2^30 per shard beside the same all-to-all bytes */
+    p[1] = P(0, 1, "b", 2, c);
+    p[1].assign[1] = AS_DP;
+    p[1].ndp = 1;
+    p[1].comm_in = two(G / 2, 0);
+    p[1].comm_out = two(G / 4, G / 2);
+    p[1].comm_ar = two(G, G);
+    /* c: both tables data parallel, only the all-reduce bytes (nothing all-to-all) */
+    p[2] = P(0, 1, "c", 2, c);
+    p[2].assign[0] = p[2].assign[1] = AS_DP;
+    p[2].ndp = 2;
+    p[2].comm_ar = two(G / 8, G / 8);
+    int64_t mis = -1, hv = -1, bn = -1;
+    double bs = -1, bm = -1;
+    CHECK_EQ_I64(as_eval_charge_comm(p, 3, 1.0, &mis, &hv, &bs, &bn, &bm), 1);
+    CHECK_EQ_I64(mis, 0);
+    CHECK_EQ_I64(hv, 3);
+    CHECK_EQ_I64(bn, 6);
+    /* bytes per shard: a 0.75G, 0.5G; b 1.75G, 1.5G; c 0.125G, 0.125G */
+    CHECK_NEAR(bs, G * (0.75 + 0.5 + 1.75 + 1.5 + 0.25), 0);
+    CHECK_NEAR(bm, G * 1.75, 0);
+    /* a: shard 0 (0.75 + 1.25 / 2) G = 1.375 s, shard 1 (0.5 + 0.625) G = 1.125 s, as before */
+    CHECK_NEAR(p[0].comm_ms[0], 1375.0, 0);
+    CHECK_NEAR(p[0].comm_ms[1], 1125.0, 0);
+    CHECK_NEAR(p[0].cost[0], 1376.0, 0);
+    CHECK_NEAR(p[0].cost[1], 1127.0, 0);
+    /* b: the same plus 1 s of all-reduce each (its own, not a share of everyone's 2 s) */
+    CHECK_NEAR(p[1].comm_ms[0], 2375.0, 0);
+    CHECK_NEAR(p[1].comm_ms[1], 2125.0, 0);
+    CHECK_NEAR(p[1].cost[0], 2376.0, 0);
+    CHECK_NEAR(p[1].cost[1], 2127.0, 0);
+    /* c: 1/8 s of all-reduce each */
+    CHECK_NEAR(p[2].comm_ms[0], 125.0, 0);
+    CHECK_NEAR(p[2].cost[1], 127.0, 0);
+    /* b without its all-reduce bytes (a plan from before comm_ar_bytes): its bytes are not
+       all known, nothing is charged (never a mix) */
+    for (int j = 0; j < 3; j++) as_eval_plan_free(&p[j]);
+    p[0] = P(0, 1, "a", 2, c);
+    p[0].comm_in = two(G / 2, 0);
+    p[0].comm_out = two(G / 4, G / 2);
+    p[1] = P(0, 1, "b", 2, c);
+    p[1].assign[1] = AS_DP;
+    p[1].ndp = 1;
+    p[1].comm_in = two(G / 2, 0);
+    p[1].comm_out = two(G / 4, G / 2);
+    CHECK_EQ_I64(as_eval_charge_comm(p, 2, 1.0, &mis, &hv, NULL, NULL, NULL), 0);
+    CHECK_EQ_I64(mis, 1);
+    CHECK_EQ_I64(hv, 2);
+    CHECK(p[0].comm_ms == NULL && p[1].comm_ms == NULL && p[1].cost[0] == 1.0);
+    /* on one shard a data-parallel table has no all-reduce: not missing */
+    as_eval_plan_free(&p[1]);
+    const double c1[1] = { 1.0 };
+    p[1] = P(0, 2, "b", 1, c1);
+    p[1].assign[0] = AS_DP;
+    p[1].ndp = 1;
+    CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, 1.0, &mis, &hv, NULL, NULL, NULL), 0);
+    CHECK_EQ_I64(mis, 1);                          /* carries no bytes at all */
+    p[1].comm_in = as_calloc(1, sizeof(double));
+    p[1].comm_out = as_calloc(1, sizeof(double));
+    CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, 1.0, &mis, &hv, NULL, NULL, NULL), 1);
+    CHECK_EQ_I64(mis, 0);
+    CHECK_NEAR(p[1].cost[0], 1.0, 0);
+    for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
+}
+
+/* the estimate of a plan with a data-parallel table: each shard's own kernel plus the
+   data-parallel tables' kernel over the whole batch / K (its slice), also in cost_dp */
+TEST(eval_estimate_data_parallel)
+{
+    as_costmodel *cm = as_costmodel_new(4, 3, 2, 1);
+    as_featidx ft = { 0 };
+    as_features f7, f8;
+    memset(&f7, 0, sizeof f7);
+    f7.id = 7; f7.dim = 16; f7.rows = 100; f7.pooling = 2; f7.batch = 8; f7.lookups = 16;
+    f8 = f7;
+    f8.id = 8; f8.dim = 64; f8.pooling = 5; f8.lookups = 40;
+    as_featidx_add(&ft, &f8);
+    as_featidx_add(&ft, &f7);
+    msgpack_sbuffer sb;
+    msgpack_unpacked up;
+    as_eval_plan p;
+    char err[256];
+    msgpack_sbuffer_init(&sb);
+    pack_plan(&sb, "measured", 2, 1, 1);   /* tables 7 and 8 on shards 0 and 1 */
+    unpack_one(&sb, &up);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    p.assign[1] = AS_DP;                   /* table 8 on both shards */
+    p.ndp = 1;
+    CHECK_EQ_I64(as_eval_estimate(&p, 1, cm, &ft, err, sizeof err), 0);
+    const as_features *a[] = { &f7 }, *b[] = { &f8 };
+    const double c7 = as_costmodel_predict(cm, a, 1), c8 = as_costmodel_predict(cm, b, 1);
+    CHECK_NEAR(p.cost[0], c7 + c8 / 2, 0);
+    CHECK_NEAR(p.cost[1], c8 / 2, 0);     /* no table of its own: its slice alone */
+    CHECK(p.cost_dp && p.cost_dp[0] == c8 / 2 && p.cost_dp[1] == c8 / 2);
+    as_eval_plan_free(&p);
+    /* its table without features: said, as data parallel */
+    as_featidx only7 = { 0 };
+    as_featidx_add(&only7, &f7);
+    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    p.assign[1] = AS_DP;
+    p.ndp = 1;
+    CHECK_EQ_I64(as_eval_estimate(&p, 1, cm, &only7, err, sizeof err), -1);
+    CHECK_STR(err, "plan of task 1 (cost-greedy): table 8 (data parallel) has no features record in the input");
+    as_eval_plan_free(&p);
+    as_featidx_free(&only7);
+    as_featidx_free(&ft);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     as_costmodel_free(cm);

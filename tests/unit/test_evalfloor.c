@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include "evalfloor.h"
+#include "reclimits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -374,6 +375,31 @@ TEST(evalfloor_measured_floors)
         CHECK(isnan(p[j].floor));
         CHECK_EQ_I64(p[j].floor_unknown, p[j].T);
     }
+    as_eval_singles_free(&s);
+}
+
+/* a data-parallel table (assign -2) alone on a shard: its single cost over K, an
+   approximation of its slice of the batch */
+TEST(evalfloor_data_parallel)
+{
+    as_eval_singles s;
+    load(&s);
+    as_eval_singles_build(&s, "cpu");
+    int64_t t[2] = { 1, 2 }, a[2] = { 0, AS_DP }, b[2] = { AS_DP, 1 };
+    as_eval_plan p[2];
+    memset(p, 0, sizeof p);
+    p[0].T = p[1].T = 2;
+    p[0].K = p[1].K = 2;
+    p[0].tables = p[1].tables = t;
+    p[0].assign = a;                    /* table 2 (5 ms alone) on both: 2.5, above table 1's 2 */
+    p[1].assign = b;                    /* table 1 (2 ms) on both: 1; table 2 on shard 1: 5 */
+    as_eval_floor_measured(p, 2, &s);
+    CHECK_NEAR(p[0].floor, 2.5, 0);
+    CHECK_EQ_I64(p[0].floor_unknown, 0);
+    CHECK_NEAR(p[1].floor, 5.0, 0);
+    p[0].K = 4;                         /* over 4 shards: 1.25, table 1's 2 is the costliest */
+    as_eval_floor_measured(p, 1, &s);
+    CHECK_NEAR(p[0].floor, 2.0, 0);
     as_eval_singles_free(&s);
 }
 

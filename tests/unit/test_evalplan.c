@@ -405,6 +405,7 @@ V(h_tables_2, INTS(4, 5))
 V(h_assign_2, INTS(0, 0))
 V(h_assign_k, INTS(0, 2, 1))
 V(h_assign_m2, INTS(0, -2, 1))
+V(h_assign_m3, INTS(0, -3, 1))
 V(h_pieces_2, msgpack_pack_array(pk, 2); msgpack_pack_nil(pk); INTS(0, 8, 0, 10))
 V(h_pieces_overlap, msgpack_pack_array(pk, 3); msgpack_pack_nil(pk); INTS(0, 8, 0, 10); INTS(4, 16, 0, 10))
 V(h_pieces_bad, msgpack_pack_array(pk, 3); msgpack_pack_nil(pk); INTS(8, 8, 0, 10); INTS(8, 16, 0, 10))
@@ -504,13 +505,135 @@ TEST(evalplan_hostile_placement)
     hostile("tables", h_tables_2, "plan of task 3: 'assign' has 3 entries but 'tables' has 2");
     hostile("assign", NULL, "plan of task 3: 'assign' must be a list of shards");
     hostile("assign", h_assign_2, "plan of task 3: 'assign' has 2 entries but 'tables' has 3");
-    hostile("assign", h_assign_k, "plan of task 3: assign[1] = 2 is not a shard of 0..1 or -1 (unplaced)");
-    hostile("assign", h_assign_m2, "plan of task 3: assign[1] = -2 is not a shard of 0..1 or -1");
+    hostile("assign", h_assign_k, "plan of task 3: assign[1] = 2 is not a shard of 0..1, -1 (unplaced) or -2 (data parallel)");
+    hostile("assign", h_assign_m3, "plan of task 3: assign[1] = -3 is not a shard of 0..1, -1 (unplaced) or -2");
+    /* data parallel (-2) is a whole table: entry 1 is a piece */
+    hostile("assign", h_assign_m2, "plan of task 3: entry 1 (t5[c 0:8, r 0:10)) is data parallel (assign -2) but a piece: "
+                                   "a data-parallel table is held whole by every shard");
     hostile("assign", h_str, "plan of task 3: 'assign' must be a list of shards");
     hostile("pieces", h_pieces_2, "plan of task 3: 'pieces' must be a list of 3 pieces");
     hostile("pieces", h_pieces_bad, "plan of task 3: pieces[1]: piece columns [8, 8) are not a range");
     hostile("pieces", h_pieces_overlap, "plan of task 3: table 5: pieces t5[c 0:8, r 0:10) and t5[c 4:16, r 0:10) overlap");
     hostile("pieces", NULL, "plan of task 3: table 5 is listed twice");   /* whole twice: it overlaps itself */
+}
+
+/* ---- data parallel (assign -2) ----------------------------------------------------------------- */
+
+/* the good record made data parallel: tables 4, 5, 6 whole, 5 on every shard (assign -2),
+ * as-bench's cost_dp_ms (shard 1's unmeasured) and as-plan's comm_ar_bytes */
+V(dp_assign, INTS(0, -2, 1))
+V(dp_cost_dp, msgpack_pack_array(pk, 2); msgpack_pack_double(pk, 0.5); msgpack_pack_nil(pk))
+V(dp_comm_ar, INTS(3000, 3000))
+static field DP[NGOOD + 2];
+
+static void dp_base(void)
+{
+    memcpy(DP, GOOD, sizeof GOOD);
+    for (int k = 0; k < NGOOD; k++) {
+        if (!strcmp(DP[k].key, "tables")) DP[k].val = tabs;
+        if (!strcmp(DP[k].key, "pieces")) DP[k].val = nil;
+        if (!strcmp(DP[k].key, "assign")) DP[k].val = dp_assign;
+    }
+    DP[NGOOD] = (field){ "cost_dp_ms", dp_cost_dp };
+    DP[NGOOD + 1] = (field){ "comm_ar_bytes", dp_comm_ar };
+}
+
+/* the data-parallel record with key's value from val (NULL: dropped) is refused with want */
+static void hostile_dp(const char *key, valfn val, const char *want)
+{
+    as_eval_plan p;
+    char err[512];
+    dp_base();
+    int rc = read_with(DP, NGOOD + 2, key, val, &p, err, sizeof err);
+    CHECK_EQ_I64(rc, -1);
+    if (!CHECK(strstr(err, want) != NULL)) fprintf(stderr, "    %s: err \"%s\", want \"%s\"\n", key, err, want);
+    if (rc == -1) CHECK(p.tables == NULL && p.cost_dp == NULL && p.comm_ar == NULL);
+    else if (rc == 0) as_eval_plan_free(&p);
+}
+
+V(dp_cost_dp_zero, DBLS(0.0, 0.0))
+V(dp_comm_ar_zero, INTS(0, 0))
+V(dp_cost_dp_over, DBLS(1.5000001, 1.0))
+V(dp_only_tabs, INTS(5))
+V(dp_only_assign, INTS(-2))
+V(dp_only_nil, msgpack_pack_array(pk, 1); msgpack_pack_nil(pk))
+V(dp_only_cost, DBLS(0.5, 0.25))
+V(dp_only_ar, INTS(70, 70))
+
+TEST(evalplan_data_parallel)
+{
+    as_eval_plan p;
+    char err[512];
+    dp_base();
+    CHECK_EQ_I64(read_with(DP, NGOOD + 2, NULL, NULL, &p, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    CHECK_EQ_I64(p.ndp, 1);
+    CHECK(p.assign && p.assign[0] == 0 && p.assign[1] == -2 && p.assign[2] == 1);
+    CHECK_EQ_I64(p.feasible, 1);                   /* -2 is placed, on every shard */
+    CHECK(p.cost_dp && p.cost_dp[0] == 0.5 && isnan(p.cost_dp[1]));   /* nil: unmeasured */
+    CHECK(p.comm_ar && p.comm_ar[0] == 3000 && p.comm_ar[1] == 3000);
+    CHECK(p.comm_in && p.comm_in[0] == 64);        /* beside the all-to-all bytes */
+    as_eval_plan_free(&p);
+    CHECK(p.cost_dp == NULL && p.comm_ar == NULL && p.ndp == 0);
+    /* both optional: absent or nil; comm_ar_bytes without comm_in_bytes / comm_out_bytes */
+    CHECK_EQ_I64(read_with(DP, NGOOD + 2, "cost_dp_ms", NULL, &p, err, sizeof err), 0);
+    CHECK(p.cost_dp == NULL && p.comm_ar != NULL);
+    as_eval_plan_free(&p);
+    CHECK_EQ_I64(read_with(DP, NGOOD + 2, "comm_ar_bytes", nil, &p, err, sizeof err), 0);
+    CHECK(p.comm_ar == NULL && p.cost_dp != NULL);
+    as_eval_plan_free(&p);
+    for (int k = 0; k < NGOOD; k++)
+        if (!strcmp(DP[k].key, "comm_in_bytes") || !strcmp(DP[k].key, "comm_out_bytes")) DP[k].val = nil;
+    CHECK_EQ_I64(read_with(DP, NGOOD + 2, NULL, NULL, &p, err, sizeof err), 0);
+    CHECK(p.comm_in == NULL && p.comm_out == NULL && p.comm_ar && p.comm_ar[1] == 3000);
+    as_eval_plan_free(&p);
+    /* a plan without data-parallel entries may carry zeros (none) */
+    CHECK_EQ_I64(read_with(GOOD, NGOOD, "cost_dp_ms", dp_cost_dp_zero, &p, err, sizeof err), 0);
+    CHECK(p.ndp == 0 && p.cost_dp && p.cost_dp[1] == 0);
+    as_eval_plan_free(&p);
+    CHECK_EQ_I64(read_with(GOOD, NGOOD, "comm_ar_bytes", dp_comm_ar_zero, &p, err, sizeof err), 0);
+    CHECK(p.ndp == 0 && p.comm_ar && p.comm_ar[0] == 0);
+    as_eval_plan_free(&p);
+    /* one table, data parallel on both shards: each shard's cost its slice; no entry of its
+       own, and a measured time of its slice alone is still above 0 */
+    field one[NOLD + 4];
+    memcpy(one, OLD, sizeof OLD);
+    for (int k = 0; k < NOLD; k++) {
+        if (!strcmp(one[k].key, "tables")) one[k].val = dp_only_tabs;
+        if (!strcmp(one[k].key, "assign")) one[k].val = dp_only_assign;
+        if (!strcmp(one[k].key, "pieces")) one[k].val = dp_only_nil;
+    }
+    one[NOLD] = (field){ "cost_ms", dp_only_cost };
+    one[NOLD + 1] = (field){ "cost_kind", v_cost_kind };
+    one[NOLD + 2] = (field){ "cost_dp_ms", dp_only_cost };
+    one[NOLD + 3] = (field){ "comm_ar_bytes", dp_only_ar };
+    CHECK_EQ_I64(read_with(one, NOLD + 4, NULL, NULL, &p, err, sizeof err), 0);
+    if (!CHECK_STR(err, "")) fprintf(stderr, "    %s\n", err);
+    CHECK(p.ndp == 1 && p.T == 1 && p.feasible && p.cost_dp && p.cost_dp[1] == 0.25);
+    as_eval_plan_free(&p);
+}
+
+TEST(evalplan_hostile_data_parallel)
+{
+    hostile_dp("cost_dp_ms", h_str, "plan of task 3: 'cost_dp_ms' must be a list with one entry per shard");
+    hostile_dp("cost_dp_ms", h_len1, "plan of task 3: 'cost_dp_ms' must be a list with one entry per shard");
+    hostile_dp("cost_dp_ms", h_len3, "'cost_dp_ms' must be a list with one entry per shard");
+    hostile_dp("cost_dp_ms", h_neg2, "plan of task 3: cost_dp_ms[1] is not a number >= 0 or nil");
+    hostile_dp("cost_dp_ms", h_nan2, "plan of task 3: cost_dp_ms[1] is not a number >= 0 or nil");
+    hostile_dp("cost_dp_ms", h_inf2, "plan of task 3: cost_dp_ms[0] is not a number >= 0 or nil");
+    hostile_dp("cost_dp_ms", h_strel, "plan of task 3: cost_dp_ms[1] is not a number >= 0 or nil");
+    hostile_dp("cost_dp_ms", dp_cost_dp_over, "plan of task 3: cost_dp_ms[0] = 1.5 ms is above cost_ms[0] = 1.5 ms, "
+                                              "of which it is a part; bad data");
+    hostile_dp("comm_ar_bytes", h_ints1, "plan of task 3: 'comm_ar_bytes' must be a list with one entry per shard");
+    hostile_dp("comm_ar_bytes", h_str, "'comm_ar_bytes' must be a list with one entry per shard");
+    hostile_dp("comm_ar_bytes", h_comm_neg, "plan of task 3: comm_ar_bytes[0] is not a byte count >= 0");
+    hostile_dp("comm_ar_bytes", h_comm_huge, "plan of task 3: comm_ar_bytes[0] is not a byte count >= 0");
+    hostile_dp("comm_ar_bytes", h_nan2, "comm_ar_bytes[1] is not a byte count >= 0");
+    /* a plan without data-parallel entries has no all-reduce and no data-parallel part */
+    hostile("comm_ar_bytes", dp_comm_ar, "plan of task 3: comm_ar_bytes[0] is 3000 but the plan has no data-parallel "
+                                         "entries (assign -2) to all-reduce");
+    hostile("cost_dp_ms", dp_cost_dp, "plan of task 3: cost_dp_ms[0] is 0.5 ms but the plan has no data-parallel "
+                                      "entries (assign -2); bad data");
 }
 
 TEST(evalplan_free)

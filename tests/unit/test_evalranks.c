@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include "evalranks.h"
+#include "reclimits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,4 +106,66 @@ TEST(evalranks_text_and_csv)
     CHECK(strstr(c, "\n0,3,x,0,2,1,100,10,1,111,1000,3,measured,4,measured,\"a;b[c 0:8, r 0:50)\",1;3,\n") != NULL);
     CHECK(strstr(c, "\n0,3,x,1,2,1,50,20,2,72,1000,2.5,measured,2,,\"b[c 0:8, r 50:100);c\",1.5;1,\n") != NULL);
     free(c);
+}
+
+/* a data-parallel table (assign -2): listed on every rank, marked (dp), counted among each
+   rank's items; the line under the table says so, with the all-reduce bytes and the ranks'
+   data-parallel parts; the slowest rank's items include it (its single cost over K) */
+TEST(evalranks_data_parallel)
+{
+    static int64_t tables[3] = { 0, 1, 2 }, assign[3] = { 0, AS_DP, 1 };
+    static char names[3][128] = { "a", "b", "c" };
+    double cost[2] = { 4.0, 2.0 }, cost_dp[2] = { 1.5, NAN }, comm_ar[2] = { 2.5e6, 2.5e6 };
+    as_eval_plan q;
+    memset(&q, 0, sizeof q);
+    q.task = 3;
+    snprintf(q.alg, sizeof q.alg, "x");
+    q.K = 2;
+    q.T = 3;
+    q.tables = tables;
+    q.assign = assign;
+    q.names = names;
+    q.cost = cost;
+    q.feasible = 1;
+    q.ndp = 1;
+    q.cost_dp = cost_dp;
+    q.comm_ar = comm_ar;
+    char *t = print(&q, AS_EVAL_TEXT);
+    CHECK(strstr(t, "\n *   0     2      0    4.0000  a, b (dp)\n") != NULL);
+    CHECK(strstr(t, "\n     1     2      0    2.0000  b (dp), c\n") != NULL);
+    CHECK(strstr(t, "  data parallel: 1 table on every rank, marked (dp) (each rank looks up its share of the batch; the "
+                    "gradients are all-reduced); all-reduce 2.500 MB sent per rank at most; their part of each rank's "
+                    "cost: 1.5000, n/a ms\n") != NULL);
+    if (!CHECK(strstr(t, "a, b (dp)") != NULL) || getenv("SHOW")) fprintf(stderr, "%s", t);
+    free(t);
+    char *c = print(&q, AS_EVAL_CSV);
+    CHECK(strstr(c, "\n0,3,x,0,2,0,,,,,,,measured,4,measured,\"a;b (dp)\",,\n") != NULL);
+    CHECK(strstr(c, "\n0,3,x,1,2,0,,,,,,,measured,2,,\"b (dp);c\",,\n") != NULL);
+    CHECK(strstr(c, "data parallel") == NULL);                    /* CSV: the rows alone */
+    free(c);
+    /* the slowest rank's items alone: b's single cost of 3 ms counts as 3 / 2 on a rank */
+    as_eval_singles s;
+    memset(&s, 0, sizeof s);
+    s.nu = 2;
+    int64_t uid[2] = { 0, 1 }, ucount[2] = { 1, 1 };
+    double umed[2] = { 2.0, 3.0 };
+    s.uid = uid;
+    s.ucount = ucount;
+    s.umedian = umed;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_print_ranks(f, AS_EVAL_TEXT, &q, 1, "measured", &s);
+    fclose(f);
+    if (!CHECK(strstr(buf, "its items by their cost alone: a (measured 2.0000 ms, 57 %); b (dp) (measured 1.5000 ms, 43 %)") != NULL))
+        fprintf(stderr, "%s", buf);
+    free(buf);
+    /* a plan without data-parallel entries: no such line */
+    static int64_t tw[3] = { 0, 0, 1 };
+    q.assign = tw;
+    q.ndp = 0;
+    q.cost_dp = q.comm_ar = NULL;
+    t = print(&q, AS_EVAL_TEXT);
+    CHECK(strstr(t, "data parallel") == NULL && strstr(t, "(dp)") == NULL);
+    free(t);
 }

@@ -330,8 +330,11 @@ TEST(limits_plan_records)
     CHECK(read_plan(100000000, t, a, 4, &p, err, sizeof err) == -1 && strstr(err, "plan of task 9: 'shards' = 100000000 exceeds the limit"));
     CHECK(read_plan((int64_t)1000000000000, t, a, 4, &p, err, sizeof err) == -1);
     CHECK(read_plan(0, t, a, 4, &p, err, sizeof err) == -1);
-    int64_t bad[4] = { 1, -2, 0, 1 };
-    CHECK(read_plan(3, t, bad, 4, &p, err, sizeof err) == -1 && strstr(err, "assign[1] = -2"));
+    int64_t bad[4] = { 1, -3, 0, 1 };
+    CHECK(read_plan(3, t, bad, 4, &p, err, sizeof err) == -1 && strstr(err, "assign[1] = -3"));
+    int64_t dp[4] = { 1, -2, 0, 1 };   /* -2: data parallel, on every shard */
+    CHECK(read_plan(3, t, dp, 4, &p, err, sizeof err) == 0 && p.ndp == 1 && p.unplaced == 0);
+    as_planrec_free(&p);
     int64_t big[4] = { 10, (int64_t)1000000000000, 12, INT64_MAX };
     CHECK(read_plan(3, big, a, 4, &p, err, sizeof err) == -1 && strstr(err, "tables[1] = 1000000000000 exceeds the largest table id"));
 }

@@ -11,6 +11,7 @@
 #include "featindex.h"
 #include "plan.h"
 #include "torchrec.h"
+#include "reclimits.h"
 #include "fixtures.h"
 
 #include <math.h>
@@ -54,18 +55,70 @@ TEST(torchrec_perf_by_hand)
     CHECK_NEAR(as_tr_perf(1, 4096, 4096, 128, 8), want, 1e-12);
 }
 
-/* plan f[0..n) on K with cap; returns the rating; items/assign/info out */
-static double tr(const as_features *f, int64_t n, int64_t K, uint64_t cap, const as_featidx *ft, as_features **items,
-                 int64_t *ni, int64_t **assign, as_tr_info *info)
+/* plan f[0..n) on K with cap, data_parallel among the options when dp; returns the rating;
+ * items/assign/info out */
+static double tr_dp(const as_features *f, int64_t n, int64_t K, uint64_t cap, const as_featidx *ft, as_features **items,
+                    int64_t *ni, int64_t **assign, as_tr_info *info, int dp)
 {
     const as_features *t[16];
     for (int64_t i = 0; i < n; i++) t[i] = &f[i];
-    as_plan_cfg c = { AS_ALG_TORCHREC, K, cap, 1, 0, NULL, NULL, 0, NULL };
+    as_plan_cfg c = { AS_ALG_TORCHREC, K, cap, 1, 0, NULL, NULL, 0, NULL, !dp };
     char err[256] = "";
     int rc = as_tr_plan(&c, ft, t, n, items, ni, assign, info, err, sizeof err);
     if (rc) fprintf(stderr, "  %s\n", err);
     CHECK_EQ_I64(rc, 0);
     return info->rating;
+}
+
+/* tr_dp without data_parallel: the tests below were checked against TorchRec's own planner
+ * with --sharding-types table_wise,column_wise,row_wise */
+static double tr(const as_features *f, int64_t n, int64_t K, uint64_t cap, const as_featidx *ft, as_features **items,
+                 int64_t *ni, int64_t **assign, as_tr_info *info)
+{
+    return tr_dp(f, n, K, cap, ft, items, ni, assign, info, 0);
+}
+
+TEST(torchrec_data_parallel_small_hot_table)
+{
+    /* A tiny table of many lookups costs little to replicate (an all-reduce of 4 x 16 x 2
+       bytes) and saves its all-to-all: TorchRec's perf model makes it data_parallel, one item
+       on every GPU (AS_DP), while the large table stays table_wise; a table of a million rows
+       would all-reduce 32 MB and stays table_wise. Without data_parallel (--no-dp) all
+       three are placed whole. Rating: the large tables' GPUs plus the replicated table's
+       share; data_parallel perf by hand (DataParallelEvaluator, K 2, b 2048, d 16, fp16):
+       fwd (2048 x 8 + 2048 x 16 x 2 x 2) / (0.5 HBM), bwd 2 fwd + 128 B / (12.5 GiB/s x 2)
+       + 9.22 x 128 B / (0.5 HBM). */
+    as_features f[3] = { F(0, 16, 4, 40960, 4096), F(1, 16, 100000, 4096, 4096), F(2, 16, 1000000, 4096, 4096) };
+    as_featidx ft;
+    memset(&ft, 0, sizeof ft);
+    char err[128];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    as_features *items;
+    int64_t ni, *a;
+    as_tr_info info;
+    double r = tr_dp(f, 3, 2, 0, &ft, &items, &ni, &a, &info, 1);
+    CHECK(isfinite(r));
+    CHECK_EQ_I64(info.data_parallel, 1);
+    CHECK_EQ_I64(ni, 3);
+    for (int64_t j = 0; j < ni; j++) {
+        CHECK(as_piece_whole(&items[j].piece));
+        if (items[j].id == 0) CHECK_EQ_I64(a[j], AS_DP);
+        else CHECK(a[j] == 0 || a[j] == 1);
+    }
+    const double hbm = 897.0 * 1073741824.0 / 1000.0, cross = 12.5 * 1073741824.0 / 1000.0;
+    const double fwd = (2048.0 * 10 * 8 + 2048.0 * 10 * 16 * 2 + 2048.0 * 16 * 2) / (0.5 * hbm);
+    const double dp = 3 * fwd + 128.0 / (cross * 2) + 9.22 * 128.0 / (0.5 * hbm);
+    /* the rating is a GPU's sum: one of the two large tables' table_wise perf plus dp */
+    const double tw1 = as_tr_perf(0, 4096, 4096, 16, 2);
+    CHECK_NEAR(r, tw1 + dp, 1e-9);
+    free(items);
+    free(a);
+    r = tr_dp(f, 3, 2, 0, &ft, &items, &ni, &a, &info, 0);
+    CHECK_EQ_I64(info.data_parallel, 0);
+    for (int64_t j = 0; j < ni; j++) CHECK(a[j] == 0 || a[j] == 1);
+    free(items);
+    free(a);
+    as_featidx_free(&ft);
 }
 
 TEST(torchrec_table_wise_greedy_placement)

@@ -168,10 +168,10 @@ TEST(trimport_errors)
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3 ",\"t4\":{}}}}\n", err, sizeof err);
     CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't4': unknown: no features record of the "
                    "input names it (a model config's table name, else t<id>)");
-    import_err(&in, &c, DOC_HEAD T1 "," T2 ",\"t3\":{\"sharding_type\":\"data_parallel\",\"ranks\":[0,1],\"shards\":[]}}}}\n",
+    import_err(&in, &c, DOC_HEAD T1 "," T2 ",\"t3\":{\"sharding_type\":\"data_parallel\",\"ranks\":[0],\"shards\":[]}}}}\n",
                err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': sharding_type 'data_parallel': "
-                   "data_parallel (replicated) tables cannot be imported yet");
+    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': data_parallel: 'ranks' is not an "
+                   "array of all 2 ranks");
     /* --shards 4: the document's world_size 2 is not the plan's */
     c.shards = 4;
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3 "}}}\n", err, sizeof err);
