@@ -49,7 +49,8 @@ const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
     char m[32] = "";
     if (p && p->measured == 1) snprintf(m, sizeof m, "+measured");
     else if (p && p->measured > 1) snprintf(m, sizeof m, "+measured%d", p->measured);
-    snprintf(buf, len, "%s%s%s%s", as_alg_name(a), p && p->split ? "+split" : "", p && p->refine.done ? AS_REFINE_SUFFIX : "", m);
+    snprintf(buf, len, "%s%s%s%s%s", as_alg_name(a), p && p->split ? "+split" : "", p && p->replicated ? "+dp" : "",
+             p && p->refine.done ? AS_REFINE_SUFFIX : "", m);
     return buf;
 }
 

@@ -127,10 +127,13 @@ typedef struct {
                                        communication bytes (lib/split.h) */
     int64_t ndp;                    /* entries data parallel (assign AS_DP): on every shard,
                                        in mem[] of each, not in count[] */
+    int replicated;                 /* our planner's plan searched for tables to replicate
+                                       (as_plan_replicate, as-plan --replicate): "+dp" in its
+                                       label, after "+split" */
 } as_plan;
 
-/* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus
- * "+refine" when p->refine.done, plus "+measured" when p->measured is 1, "+measuredN" when
+/* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus "+dp"
+ * when p->replicated, plus "+refine" when p->refine.done, plus "+measured" when p->measured is 1, "+measuredN" when
  * it is N > 1 */
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len);
 

@@ -6,6 +6,8 @@
 #include "evalplan.h"
 #include "policy.h"
 #include "refine.h"
+#include "replicate.h"
+#include "comm.h"
 #include "torchrec.h"
 
 #include <inttypes.h>
@@ -288,6 +290,20 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
             snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
             return -1;
         }
+        /* --replicate: with --refine the plan is refined first too, so that replication
+           starts from the balanced plan (the refinement after it rebalances the rest; its
+           record counts that one's steps) */
+        int64_t made = 0;
+        if (c->replicate && a != AS_ALG_TORCHREC &&
+            ((c->refine && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) ||
+             as_plan_replicate(&ap.pl, &pc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made, e2,
+                               sizeof e2))) {
+            snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
+            as_plan_free(&ap.pl);
+            aplan_free(&ap, f);
+            return -1;
+        }
+        st->replicated += made;
         as_ptask tki = tk;
         if (ap.ids) {
             tki.tables = ap.ids;
@@ -518,6 +534,7 @@ static int rebuild(as_plan *pl, as_plan_cfg *pc, mplan *m, char *e2, size_t e2le
     measured_scale(m->scale, m->meas, pl, K);
     pc->shard_scale = m->scale;
     pl->split = strstr(m->label, "+split") != NULL;
+    pl->replicated = strstr(m->label, "+dp") != NULL;
     pl->comm_gbps = m->comm;
     if (m->pr.pieces) {
         pl->pieces = as_malloc((size_t)n * sizeof *pl->pieces);
@@ -699,6 +716,7 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
     }
     if (!rc) {
         pl.split = strstr(o->label, "+split") != NULL;
+        pl.replicated = strstr(o->label, "+dp") != NULL;
         pl.refine.done = strstr(o->label, AS_REFINE_SUFFIX) != NULL;
         pl.measured = label_rounds(o->label);
         pl.comm_gbps = o->comm_gbps;

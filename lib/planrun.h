@@ -88,6 +88,9 @@ typedef struct {
     const as_torchrec_opts *tro;    /* AS_PLAN_OUT_TORCHREC */
     int repair_filter;              /* as_plan_repair_run: only plans of the want[] algorithms */
     int no_dp;                      /* --no-dp: --alg torchrec without data_parallel */
+    int replicate;                  /* --replicate: our planners' plans (not torchrec's) searched
+                                       for tables to make data parallel (lib/replicate.h),
+                                       communication at split_cfg->comm_gbps; "+dp" labels */
     int repair_round;               /* as_plan_repair_run: > 0, only plans of round
                                        repair_round - 1 (0: not repaired yet); 0: all */
     const char *export_algs;        /* as_plan_export_run: comma-separated labels or
@@ -99,6 +102,7 @@ typedef struct {
     int64_t nplans, ninfeasible;
     double plan_ms;                 /* planning time summed over the plans */
     int64_t tr_row_wise, tr_column_wise, tr_data_parallel;   /* --alg torchrec: tables it sharded so */
+    int64_t replicated;             /* --replicate: tables our planners made data parallel */
     int64_t tr_no_rows;             /* tables it could not shard row_wise (no row-block
                                        features: as-features --row-pieces K) */
     int64_t split_nodes, split_tables, split_cut;   /* --split-tables: plans placed and

@@ -16,7 +16,9 @@
 #   model      as-costfit                   the cost model, through the quality gate
 #   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
 #                                           included), SPLIT_ALGS with --split-tables and with
-#                                           --split-tables --refine, and TorchRec's own
+#                                           --split-tables --refine, REPLICATE_ALGS with
+#                                           --replicate --refine, table-wise and split
+#                                           (data-parallel tables), and TorchRec's own
 #                                           planner's plan where its source is at hand
 #                                           (TORCHREC_SRC; pipelines/torchrec_planner.py)
 #   measured   as-bench                     every candidate measured together, in PASSES
@@ -51,6 +53,9 @@ MAXT   ?= 8
 SAMPLE_PIECES ?= 0.3
 ALGS   ?= all,torchrec
 SPLIT_ALGS ?= cost-greedy,lookup-greedy,size-lookup-greedy
+# planners whose plans are also made with replicated (data-parallel) tables, table-wise and
+# split, refined: ALG+dp+refine, ALG+split+dp+refine (empty: none)
+REPLICATE_ALGS ?= cost-greedy
 # the split search's row splits: none (column splits only) keeps every plan one TorchRec's
 # generators can load (its row_wise takes only K equal blocks, block i on rank i); 2,4,8
 # lets it place row blocks anywhere, which may measure faster but TorchRec cannot run: such
@@ -129,7 +134,14 @@ ifneq ($(SPLIT_ALGS),)
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
 	  --split-tables --split-rows $(SPLIT_ROWS) --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.refine
 endif
-	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(D)/own.ast > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split $@.refine
+ifneq ($(REPLICATE_ALGS),)
+	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	  --replicate --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.dp
+	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.splitdp
+endif
+	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) $(D)/own.ast > $@.tmp && \
+	  mv $@.tmp $@ && rm -f $@.table $@.split $@.refine $@.dp $@.splitdp
 
 $(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
 	@echo "== every candidate measured, $(PASSES) passes"

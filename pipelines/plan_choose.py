@@ -62,11 +62,9 @@ def read(path):
 
 
 def simplicity(alg):
-    if "+split+refine" in alg:
-        return 2
-    if "+split" in alg or "+refine" in alg:
-        return 1
-    return 0
+    """how far a plan is from its planner's table-wise plan: one for each of split tables,
+    replicated (data-parallel) tables and the refinement"""
+    return sum(m in alg for m in ("+split", "+dp", "+refine"))
 
 
 def usable(r):

@@ -773,3 +773,41 @@ t_cat_25 table_wise 4"
         diff <(jq -r "$q" "$T/ours.json") <(jq -r "$q" "$T/own.json")
     done
 }
+
+@test "as-plan --replicate: our planners' plans with data-parallel tables (+dp), measured by as-bench, exported; usage" {
+    D="$BATS_FILE_TMPDIR"
+    run as-plan --alg cost-greedy --replicate "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--replicate needs --model FILE"
+    run as-plan --import x.json --replicate --model "$D/m.ast" "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--replicate is for the planners"
+    # every plan searched ("+dp" in its label; torchrec's not), its objective (the predicted
+    # slowest shard with the communication at 600 GiB/s, lib/replicate.h) no higher than the
+    # plan of the same algorithm without it
+    as-plan --alg cost-greedy,lookup-greedy,torchrec --model "$D/m.ast" --replicate --plans-only -q "$D/ft.ast" -o "$T/dp.ast"
+    as-plan --alg cost-greedy,lookup-greedy --model "$D/m.ast" --plans-only -q "$D/ft.ast" -o "$T/no.ast"
+    run sh -c "as-show --no-header -k plan '$T/dp.ast' | jq -r .alg | sort -u | tr '\n' ' '"
+    assert_output "cost-greedy+dp lookup-greedy+dp torchrec "
+    run sh -c "as-show --no-header -k plan --full '$T/no.ast' '$T/dp.ast' | jq -s -c '
+        [.[] | select(.alg != \"torchrec\")] | group_by([.task, (.alg | sub(\"\\\\+dp\"; \"\"))]) |
+        map(map(. as \$p | (600 * 1073741824 / 1000) as \$g | ([\$p.comm_in_bytes, \$p.comm_out_bytes] | transpose | map(add)) as \$o |
+            (\$o | add) as \$all | [range(\$p.shards) | \$p.pred_ms[.] + (\$o[.] + \$all / \$p.shards + (\$p.comm_ar_bytes // [0])[0]) / \$g] | max)) |
+        map(.[1] <= .[0] * (1 + 1e-6)) | all'"
+    assert_output true
+    # some table replicated somewhere (a hot small table of the tiny pool), each on every shard
+    n=$(as-show --no-header -k plan --full "$T/dp.ast" | jq -s '[.[] | .assign[] | select(. == -2)] | length')
+    [ "$n" -gt 0 ]
+    # as-bench measures them (cost_dp_ms where a plan has them) and as-eval reads them
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --flush 8M --threads 1 -q \
+        "$T/dp.ast" -o "$T/m.ast"
+    run sh -c "as-show --no-header -k plan --full '$T/m.ast' | jq -c 'select(any(.assign[]; . == -2)) | (.cost_dp_ms | min > 0)' | sort -u"
+    assert_output true
+    run as-eval "$T/m.ast"
+    assert_success
+    assert_output --partial "cost-greedy+dp"
+    # exported to TorchRec: data_parallel tables, and the helper takes them
+    as-plan --export "$T/dp.ast" --alg cost-greedy+dp --format torchrec -q "$D/ft.ast" > "$T/dp.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check "$T/dp.json"
+    assert_success
+}

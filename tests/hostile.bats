@@ -199,11 +199,19 @@ setup() {
     single=$(as-costfit -q --predict "$D/m.ast" "$D/f.ast" "$T/s.ast" | as-show --kind shard | jq .pred_ms)
     run sh -c "as-costfit -q --predict '$D/m.ast' '$D/f.ast' '$T/h.ast' | as-show --kind plan | jq .pred_ms[0]"
     assert_output "$single"
-    # assign entries below -1 or past the shards are still refused
-    mp_stream '{"kind":"plan","task":0,"alg":"x","shards":2,"tables":[0,1],"assign":[0,-2]}' > "$T/b.ast"
+    # -2: table 1 data parallel, on both shards: each shard gains its cost alone / 2
+    mp_stream '{"kind":"plan","task":0,"alg":"x","shards":2,"tables":[0,1],"assign":[0,-2]}' > "$T/dp.ast"
+    mp_stream '{"kind":"shard","tables":[1]}' > "$T/s1.ast"
+    one=$(as-costfit -q --predict "$D/m.ast" "$D/f.ast" "$T/s1.ast" | as-show --kind shard | jq .pred_ms)
+    run sh -c "as-costfit -q --predict '$D/m.ast' '$D/f.ast' '$T/dp.ast' | as-show --kind plan |
+        jq -c --argjson s0 $single --argjson s1 $one '[(.pred_ms[0] - \$s0 - \$s1 / 2 | fabs < 1e-9), (.pred_ms[1] - \$s1 / 2 | fabs < 1e-9), .pred_max_ms == .pred_ms[0]]'"
+    assert_success
+    assert_output '[true,true,true]'
+    # assign entries below -2 or past the shards are still refused
+    mp_stream '{"kind":"plan","task":0,"alg":"x","shards":2,"tables":[0,1],"assign":[0,-3]}' > "$T/b.ast"
     run as-costfit --predict "$D/m.ast" "$D/f.ast" "$T/b.ast"
     assert_failure 1
-    assert_output --partial "b.ast: record 2: plan of task 0: assign[1] = -2 is not a shard of 0..1 or -1"
+    assert_output --partial "b.ast: record 2: plan of task 0: assign[1] = -3 is not a shard of 0..1, -1 (unplaced) or -2 (data parallel)"
 }
 
 @test "hostile: a second model record is refused" {

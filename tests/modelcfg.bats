@@ -69,7 +69,8 @@ cfg() {
     assert_output '["model.sparse_arch.embedding_bag_collection",8,26,true]'
     run /usr/bin/python3 "$ROOT/pipelines/torchrec_plan.py" "$T/p.json"
     assert_success
-    assert_line --partial 'task 0 torchrec model.sparse_arch.embedding_bag_collection: 26 tables (26 table_wise)'
+    # TorchRec's defaults replicate two tiny tables (data_parallel: every rank)
+    assert_line --partial 'task 0 torchrec model.sparse_arch.embedding_bag_collection: 26 tables (2 data_parallel, 24 table_wise)'
     # the options still win over the config
     as-plan --alg size-lookup-greedy --format torchrec --module ebc --local-size 4 "$T/f.ast" -o "$T/p2.json"
     run jq -c '[.module, .local_size]' "$T/p2.json"

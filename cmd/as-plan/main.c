@@ -88,6 +88,13 @@ static const char HELP[] =
     "                         before the refined one (one run gives both, to compare)\n"
     "      --no-dp            --alg torchrec without data_parallel (TorchRec's planner kept to\n"
     "                         table_wise, column_wise and row_wise)\n"
+    "      --replicate        (needs --model) after each planner but torchrec, make whole tables\n"
+    "                         data parallel (on every shard, each its 1/K of the batch, the\n"
+    "                         gradient all-reduced) one at a time while that lowers the\n"
+    "                         predicted slowest shard, communication charged at --comm-gbps\n"
+    "                         (lib/replicate.h); with --refine the plan is refined before\n"
+    "                         and after; the plan's alg gains \"+dp\" (e.g.\n"
+    "                         cost-greedy+split+dp+refine)\n"
     "      --split-tables     split tables (needs --model): a beam search over splits, each\n"
     "                         candidate placed with the algorithm and scored by the model's\n"
     "                         predicted slowest shard; a table is split by columns (2, 4, 8..\n"
@@ -99,7 +106,8 @@ static const char HELP[] =
     "                         plan is ALG+split+refine. The search keeps no split when none\n"
     "                         is predicted faster, communication included (--comm-gbps).\n"
     "                         lib/split.h has the search's rules\n"
-    "      --comm-gbps G      the bandwidth the split search charges communication at, GiB/s,\n"
+    "      --comm-gbps G      the bandwidth the split search (and --replicate) charges\n"
+    "                         communication at, GiB/s,\n"
     "                         0 or in [0.001, 1e6]\n"
     "                         (default 600: one host of NVLink GPUs, TorchRec's planner's\n"
     "                         intra-node figure; 0: not charged): each item's ids in (8 bytes\n"
@@ -210,7 +218,7 @@ static const char HELP[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
        OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
-       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP };
+       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -236,6 +244,8 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
     as_cli_input_arg(cli, "--policy", a->policy);
     if (cfg->repair_round && !a->repair) as_cli_usage(cli, "--repair-round needs --repair FILE");
     if (cfg->export_task >= 0 && !a->export_file) as_cli_usage(cli, "--task needs --export FILE");
+    if (cfg->replicate && (a->import_file || a->export_file || a->repair))
+        as_cli_usage(cli, "--replicate is for the planners (--alg): not with --import, --export or --repair");
     if (a->import_file) {
         as_cli_input_arg(cli, "--import", a->import_file);
         if (a->export_file || a->repair) as_cli_usage(cli, "--import does not go with --export or --repair");
@@ -263,7 +273,9 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
         as_cli_usage(cli, "--require-model-quality needs the gate: --min-model-r2 off turns it off");
     if (!cfg->refine && !a->repair && a->refine_opt) as_cli_usage(cli, "%s needs --refine or --repair", a->refine_opt);
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
-    if (!cfg->split && a->split_opt) as_cli_usage(cli, "%s needs --split-tables", a->split_opt);
+    if (cfg->replicate && !a->model) as_cli_usage(cli, "--replicate needs --model FILE (it decides on the cost model)");
+    if (!cfg->split && a->split_opt && !(cfg->replicate && !strcmp(a->split_opt, "--comm-gbps")))
+        as_cli_usage(cli, "%s needs --split-tables%s", a->split_opt, strcmp(a->split_opt, "--comm-gbps") ? "" : " or --replicate");
     /* with --refine and no --split-ms, the two searches share the default second per plan */
     if (cfg->split && cfg->refine && !a->split_ms_given && cfg->refine_ms > 0)
         a->scfg.budget_ms = AS_SPLIT_MS - cfg->refine_ms > 100 ? AS_SPLIT_MS - cfg->refine_ms : 100;
@@ -290,6 +302,7 @@ static const struct option plan_opts[] = {
     { "keep-unrefined", no_argument, 0, OPT_KEEP_UNREFINED },
     { "split-tables", no_argument, 0, OPT_SPLIT_TABLES },
     { "no-dp", no_argument, 0, OPT_NO_DP },
+    { "replicate", no_argument, 0, OPT_REPLICATE },
     { "split-ms", required_argument, 0, OPT_SPLIT_MS },
     { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
     { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
@@ -422,6 +435,7 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
     switch (opt) {
     case OPT_SPLIT_TABLES: cfg->split = 1; return 1;
     case OPT_NO_DP: cfg->no_dp = 1; return 1;
+    case OPT_REPLICATE: cfg->replicate = 1; return 1;
     case OPT_SPLIT_MS:
         name = "--split-ms";
         a->scfg.budget_ms = as_cli_f64(cli, name, arg, 0, AS_REFINE_MAX_MS);
@@ -639,6 +653,7 @@ static void report(const as_plan_run_cfg *cfg, const as_plan_run_stats *st)
     if (st->tr_row_wise + st->tr_column_wise + st->tr_no_rows)
         as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise, %" PRId64 " data_parallel", st->tr_row_wise,
                  st->tr_column_wise, st->tr_data_parallel);
+    if (cfg->replicate) as_info("--replicate: %" PRId64 " tables made data parallel in all", st->replicated);
     if (st->tr_no_rows)
         as_info("torchrec: %" PRId64 " tables without a row_wise option: no features of their row blocks (as-features "
                 "--row-pieces with the shard count)", st->tr_no_rows);

@@ -85,7 +85,7 @@ static int search(as_alg alg, int64_t K, uint64_t cap, const as_plan_model *m, c
 {
     const as_features *t[64];
     for (int64_t i = 0; i < n; i++) t[i] = &f[i];
-    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL, 0, NULL };
+    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL, 0, NULL, 0 };
     return as_split_search(&c, sc, ft, t, n, items, P, p, info, err, 512);
 }
 
@@ -93,7 +93,7 @@ static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features
 {
     const as_features *t[64];
     for (int64_t i = 0; i < n; i++) t[i] = &f[i];
-    as_plan_cfg c = { alg, K, cap, 7, 3, &LK, NULL, 0, NULL };
+    as_plan_cfg c = { alg, K, cap, 7, 3, &LK, NULL, 0, NULL, 0 };
     as_plan p;
     char err[256];
     CHECK_EQ_I64(as_plan_make(&p, &c, t, n, err, sizeof err), 0);
