@@ -18,7 +18,8 @@
 #                                                planner included, on the test tasks (--split
 #                                                test); cost-greedy and autoshard also
 #                                                with --split-tables --refine (tables split
-#                                                into pieces, then a local search)
+#                                                into pieces, then a local search); TorchRec's
+#                                                own planner's plans where TORCHREC_SRC is set
 #   measured  as-bench on the plans              real per-shard costs of every plan, and every
 #                                                piece of the split plans alone (their floor),
 #                                                in PASSES (2) passes made apart
@@ -74,6 +75,11 @@ SPLIT_ALGS ?= cost-greedy,autoshard
 # the algorithms of the plans: every one of ours, and TorchRec's planner as the baseline
 ALGS ?= all,torchrec
 SPLIT_OPTS ?= --split-tables --refine
+# TorchRec's own planner (pipelines/torchrec_planner.py) beside ours where its source is at
+# hand (meta-pytorch/torchrec: TORCHREC_SRC or AS_TORCHREC_SRC; a Python with torch): its
+# plans of the test tasks imported as torchrec-own and measured with the rest
+TORCHREC_SRC ?= $(AS_TORCHREC_SRC)
+PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
 # the cost model refit: REFIT_ALGS' plans of the training tasks with SPLIT_OPTS are measured
 # and their shards join the cost dataset of a second as-costfit; every plan of the test tasks
 # (and the repair) uses that model. The cost dataset holds shards of 1..MAXT whole tables and
@@ -175,15 +181,17 @@ $(D)/model-refit.ast: $(D)/ft.ast $(D)/costs.ast $(D)/refit-measured.ast $(BIN)/
 	cat $(D)/ft.ast $(D)/costs.ast $(D)/refit-measured.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
 
 $(D)/plans.ast: $(D)/ft.ast $(PLAN_MODEL) $(D)/policy.ast $(BIN)/as-plan
-	@echo "== plans: every algorithm on the test tasks$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) also with $(SPLIT_OPTS))"
+	@echo "== plans: every algorithm on the test tasks$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) also with $(SPLIT_OPTS))$(if $(TORCHREC_SRC),; TorchRec's own planner's)"
 	$(BIN)/as-plan --alg $(ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --policy $(D)/policy.ast --split test --seed $(SEED) --plans-only \
 	  $(SPLIT_OPTS) $(D)/ft.ast -o $@.split
-	cat $@.table $@.split > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split
-else
-	mv $@.table $@
 endif
+ifneq ($(TORCHREC_SRC),)
+	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --split test --torchrec-src $(TORCHREC_SRC) -o $@.json
+	$(BIN)/as-plan --model $(PLAN_MODEL) --import $@.json --plans-only $(D)/ft.ast -o $@.own
+endif
+	cat $@.table $(if $(SPLIT_ALGS),$@.split) $(if $(TORCHREC_SRC),$@.own) > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split $@.own $@.json
 
 $(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
 	@echo "== measure every shard of every plan"

@@ -67,8 +67,7 @@ PASSES ?= 2
 COMM_GBPS ?= 600
 TIE    ?= 0.01
 # TorchRec's source (a checkout of meta-pytorch/torchrec) for its own planner's plan; empty:
-# none (the report says so). Its data-parallel tables cannot be imported yet: then the plan
-# made without them (--sharding-types table_wise,row_wise,column_wise) is measured instead
+# none (the report says so). Its plan is imported as it is, data_parallel tables included
 TORCHREC_SRC ?= $(AS_TORCHREC_SRC)
 PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
 PROGRESS ?= --progress

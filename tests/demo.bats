@@ -68,6 +68,7 @@ load test_helper/common
     # the demo's quality gate (MODEL_GATE's default, as-plan --require-model-quality): a model
     # whose held-out R² is below 0.9 stops it before any plan, in words
     mp_edit "$d/model-refit.ast" "h = kind('model')[0]['heldout']; h['model']['r2'] = 0.41; h['linear']['r2'] = 0.3" > "$T/weak.ast"
+    cp "$d/model-refit.ast" "$T/good.ast"
     cp "$T/weak.ast" "$d/model-refit.ast"
     rm "$d/plans.ast"
     gated=()
@@ -76,4 +77,11 @@ load test_helper/common
     assert_failure
     assert_output --partial "as-plan: $d/model-refit.ast: the cost model's held-out R² is 0.410, below 0.9 (--min-model-r2): plans made with it rest on a weak model; --require-model-quality: no plan made"
     [ ! -e "$d/plans.ast" ] && [ ! -e "$d/plans.ast.table" ]
+    # TorchRec's own planner where its source is at hand (here its test double): its plans of
+    # the 2 test tasks imported as torchrec-own beside ours
+    cp "$T/good.ast" "$d/model-refit.ast"
+    run make -s -C "$ROOT" -f pipelines/demo.mk "${args[@]}" TORCHREC_SRC="$ROOT/tests/tools/fake_torchrec" "$d/plans.ast"
+    assert_success
+    [ "$(as-show --kind plan "$d/plans.ast" | jq -r .alg | grep -cxF torchrec-own)" -eq 2 ]
+    [ "$(as-show --kind plan "$d/plans.ast" | jq -r .alg | grep -cxF torchrec)" -eq 2 ]
 }
