@@ -392,7 +392,7 @@ cfg() {
     [ ! -e "$T/bad.ast" ]
 }
 
-@test "as-convert --config: out of memory generating lookups is exit 3, as the README defines it" {
+@test "as-convert --config: out of memory generating lookups is exit 3, as docs/USAGE.md defines it" {
     # 2^24 bags of 20 lookups: 1.3 GB of indices, within the cap on one record, not within
     # a 400 MB address space
     cfg '{"name": "a", "num_embeddings": 1000, "embedding_dim": 16, "pooling_factor": 20}' '"world_size": 1, "batch_size_per_rank": 16777216'
