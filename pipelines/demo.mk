@@ -124,9 +124,9 @@ PASSES ?= 2
 # progress lines (with an ETA) on stderr for the long stages, also when stderr is a log file
 # (a line every 10 s there); PROGRESS= silences them
 PROGRESS ?= --progress
-NGPU   := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
 D := $(OUT)/$(PRESET)-s$(SEED)
+include pipelines/stages.mk
 
 .PHONY: demo-run
 demo-run: $(D)/report.md $(if $(REPAIR_ALGS),$(D)/repair.md)
@@ -144,13 +144,9 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 	@echo "== features and tasks"
 	$(BIN)/as-features $< --row-pieces $(ROW_PIECES) --tasks $(TASKS) --test-tasks $(TEST_TASKS) --task-tables $(TASK_TABLES) --seed $(SEED) -o $@
 
-$(D)/costs.ast: $(D)/pool.ast $(BIN)/as-bench
-	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone"
-ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
-	pipelines/bench-fanout --tables $< --devices gpu -o $@ -- --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS) $(BENCH_OPTS)
-else
-	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS) $(BENCH_OPTS) $(PROGRESS) -o $@
-endif
+$(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
+	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone$(if $(FANOUT), on $(NGPU) GPUs)"
+	$(call cost_dataset,$<,$(D)/ft.ast,$@,make demo)
 
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
@@ -169,11 +165,7 @@ $(D)/refit-measured.ast: $(D)/ft.ast $(D)/model.ast $(D)/costs.ast $(D)/pool.ast
 	@echo "== cost model refit: $(REFIT_ALGS)'s plans of the training tasks with $(SPLIT_OPTS), measured"
 	$(BIN)/as-plan --alg $(REFIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) $(if $(REFIT_POLICY),--policy $(REFIT_POLICY)) --split train \
 	  --seed $(SEED) --plans-only $(SPLIT_OPTS) $(D)/ft.ast -o $@.plans
-ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
-	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@.tmp $@.plans -- $(BENCH_OPTS) $(REF_LEVEL)
-else
-	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) $(BENCH_OPTS) $(REF_LEVEL) $(PROGRESS) $@.plans -o $@.tmp
-endif
+	$(call as_bench_run,$(D)/pool.ast,$(REF_LEVEL),$@.plans,$@.tmp)
 	mv $@.tmp $@ && rm -f $@.plans
 
 $(D)/model-refit.ast: $(D)/ft.ast $(D)/costs.ast $(D)/refit-measured.ast $(BIN)/as-costfit
@@ -194,12 +186,8 @@ endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split) $(if $(TORCHREC_SRC),$@.own) > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split $@.own $@.json
 
 $(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
-	@echo "== measure every shard of every plan"
-ifeq ($(shell test "$(NGPU)" -gt 1 2>/dev/null && echo fanout),fanout)
-	pipelines/bench-fanout --tables $(D)/pool.ast --devices gpu -o $@ $< -- --piece-singles --passes $(PASSES) --window 0 $(BENCH_OPTS) $(REF_LEVEL)
-else
-	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) --piece-singles --passes $(PASSES) --window 0 $(BENCH_OPTS) $(REF_LEVEL) $(PROGRESS) $< -o $@
-endif
+	@echo "== measure every shard of every plan$(if $(FANOUT), on $(NGPU) GPUs)"
+	$(call measure_plans,$(D)/pool.ast,$<,$@)
 
 # --singles: the floor of every task, from the cost dataset's single-table costs
 $(D)/report.md: $(D)/measured.ast $(PLAN_MODEL) $(D)/policy.ast $(D)/costs.ast $(BIN)/as-eval

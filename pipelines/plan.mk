@@ -12,7 +12,9 @@
 #                                           the config's ranks and HBM (SHARDS, MEM_CAP)
 #   costs      as-bench --sample --singles  a cost dataset of the model's own tables: every
 #                                           table alone and NCOST drawn shards of 1..MAXT
-#                                           items, whole tables and pieces
+#                                           items, whole tables and pieces (over the GPUs
+#                                           with GNU parallel where there are several; the
+#                                           recipe the demo shares, pipelines/stages.mk)
 #   model      as-costfit                   the cost model, through the quality gate
 #   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
 #                                           included), SPLIT_ALGS with --split-tables and with
@@ -22,7 +24,7 @@
 #                                           planner's plan where its source is at hand
 #                                           (TORCHREC_SRC; pipelines/torchrec_planner.py)
 #   measured   as-bench                     every candidate measured together, in PASSES
-#                                           passes made apart, each piece alone for the floor
+#                                           passes made apart, each piece alone for the floor (stages.mk, as the demo)
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
 #                                           fastest slowest rank, communication charged
 #                                           (COMM_GBPS); a simpler plan within TIE of it, or
@@ -77,6 +79,7 @@ D    := $(OUT)/plan-$(NAME)
 TOPO := $(if $(SHARDS),--shards $(SHARDS)) $(if $(MEM_CAP),--mem-cap $(MEM_CAP))
 PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
 REF_LEVEL := --reference-level $(D)/costs.ast
+include pipelines/stages.mk
 
 .PHONY: plan-run
 plan-run: $(D)/report.md $(D)/plan.json
@@ -96,17 +99,8 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 # every table must be measurable alone on the device: one that is not (too large for it)
 # stops here, named with why, rather than leaving its plans unmeasured
 $(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
-	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items"
-	$(BIN)/as-bench --tables $< --device $(DEVICE) --sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) \
-	  $(PIECE_OPTS) $(BENCH_OPTS) $(PROGRESS) -o $@.tmp
-	{ $(BIN)/as-show --kind features $(D)/ft.ast; $(BIN)/as-show --kind cost $@.tmp; } | python3 -c 'import json, sys; \
-	  rs = [json.loads(l) for l in sys.stdin]; \
-	  names = {r["id"]: r.get("name") or "t%d" % r["id"] for r in rs if r["kind"] == "features" and r.get("piece") is None}; \
-	  bad = [r for r in rs if r["kind"] == "cost" and r.get("origin") == "single" and r.get("error")]; \
-	  [sys.stderr.write("make plan: table %s could not be measured alone on this device: %s\n" % (names.get(r["tables"][0], r["tables"][0]), r["error"])) for r in bad]; \
-	  bad and sys.stderr.write("make plan: its plans could not be measured; measure on a device with the memory (DEVICE=cuda on a GPU that holds the table) or give as-bench more (--max-mem in BENCH_OPTS)\n"); \
-	  sys.exit(1 if bad else 0)' || { rm -f $@.tmp; exit 1; }
-	mv $@.tmp $@
+	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items$(if $(FANOUT), on $(NGPU) GPUs)"
+	$(call cost_dataset,$<,$(D)/ft.ast,$@,make plan)
 
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
@@ -143,9 +137,8 @@ endif
 	  mv $@.tmp $@ && rm -f $@.table $@.split $@.refine $@.dp $@.splitdp
 
 $(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
-	@echo "== every candidate measured, $(PASSES) passes"
-	$(BIN)/as-bench --tables $(D)/pool.ast --device $(DEVICE) --piece-singles --passes $(PASSES) --window 0 $(BENCH_OPTS) \
-	  $(REF_LEVEL) $(PROGRESS) $< -o $@
+	@echo "== every candidate measured, $(PASSES) passes$(if $(FANOUT), on $(NGPU) GPUs)"
+	$(call measure_plans,$(D)/pool.ast,$<,$@)
 
 # the candidates TorchRec can load (each exported and checked by torchrec_plan.py --check),
 # then the choice among them
