@@ -596,6 +596,18 @@ static void pack_plan_passes(msgpack_packer *pk, int64_t K, const as_bench_resul
     }
 }
 
+/* `key`: [K] each shard's cost (0 where r[k] is NULL: nothing to measure; nil where it failed) */
+static void pack_costs(msgpack_packer *pk, const char *key, int64_t K, const as_bench_result *const *r)
+{
+    as_pack_str(pk, key);
+    msgpack_pack_array(pk, (size_t)K);
+    for (int64_t k = 0; k < K; k++) {
+        if (!r[k]) msgpack_pack_double(pk, 0);
+        else if (r[k]->ok) msgpack_pack_double(pk, r[k]->cost_ms);
+        else msgpack_pack_nil(pk);
+    }
+}
+
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
                        const as_bench_result *const *dp, double threshold)
 {
@@ -621,22 +633,8 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
         msgpack_pack_object(pk, kv->key);
         msgpack_pack_object(pk, kv->val);
     }
-    as_pack_str(pk, "cost_ms");
-    msgpack_pack_array(pk, (size_t)K);
-    for (int64_t k = 0; k < K; k++) {
-        if (!r[k]) msgpack_pack_double(pk, 0);
-        else if (r[k]->ok) msgpack_pack_double(pk, r[k]->cost_ms);
-        else msgpack_pack_nil(pk);
-    }
-    if (dp) {
-        as_pack_str(pk, "cost_dp_ms");
-        msgpack_pack_array(pk, (size_t)K);
-        for (int64_t k = 0; k < K; k++) {
-            if (!dp[k]) msgpack_pack_double(pk, 0);
-            else if (dp[k]->ok) msgpack_pack_double(pk, dp[k]->cost_ms);
-            else msgpack_pack_nil(pk);
-        }
-    }
+    pack_costs(pk, "cost_ms", K, r);
+    if (dp) pack_costs(pk, "cost_dp_ms", K, dp);
     as_pack_kv_str(pk, "cost_device", dev);
     as_pack_kv_str(pk, "cost_kind", "measured");
     as_pack_str(pk, "cost_spread");
