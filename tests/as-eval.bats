@@ -865,6 +865,8 @@ for t in sorted(tables):
     assert_output --partial " *   1     2      0    2.9766  b (dp), c"
     assert_output --partial "data parallel: 1 table on every rank, marked (dp) (each rank looks up its share of the batch; the gradients are all-reduced); all-reduce 1.049 MB sent per rank at most; their part of each rank's cost: 0.5000, 0.5000 ms"
     assert_output --partial "its items by their cost alone: b (dp) (measured 1.5000 ms, 60 %); c (measured 1.0000 ms, 40 %)"
+    # the header names the all-reduce among what is charged
+    assert_output --partial "each shard's own and its 1/K share of the all-to-all, and the all-reduce of the data-parallel tables' gradients;"
     run as-eval --comm-gbps 1 --format csv --table shards,ranks "$T/dp.ast"
     assert_success
     assert_output --partial "0,0,cost-greedy,1,2,measured,2.9765625,"

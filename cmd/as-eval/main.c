@@ -327,6 +327,7 @@ typedef struct {
     const char *label;              /* "measured", "estimated" or "" (no plans) */
     as_eval_alg *sum;
     int64_t nsum, clamped, estimated, comm_missing, comm_have, comm_n;
+    int64_t dp_plans;               /* plans with data-parallel tables (their all-reduce charged) */
     double comm_bytes, comm_max;
     int charged;
     double floor_margin;
@@ -345,6 +346,7 @@ static void compute_plans(eval_run *x)
     if (o->model_path && as_eval_estimate(pl, np, x->cm, &x->in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     for (int64_t j = 0; j < np; j++) {
         x->clamped += pl[j].clamped;
+        x->dp_plans += pl[j].ndp > 0;
         if (pl[j].cost_kind == 2) for (int64_t k = 0; k < pl[j].K; k++) x->estimated += isfinite(pl[j].cost[k]);
     }
     if (x->clamped)
@@ -378,8 +380,9 @@ static void print_header(FILE *f, const eval_run *x)
     const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
     if (x->charged)
         fprintf(f, "%s%s kernel costs plus communication modelled at %g GiB/s (ids in, pooled outputs and "
-                   "gradients out, each shard's own and its 1/K share of the all-to-all; %.1f MB per shard on "
+                   "gradients out, each shard's own and its 1/K share of the all-to-all%s; %.1f MB per shard on "
                    "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, x->label, o->comm_gbps,
+                x->dp_plans ? ", and the all-reduce of the data-parallel tables' gradients" : "",
                 x->comm_n ? x->comm_bytes / (double)x->comm_n / 1e6 : 0.0, x->comm_max / 1e6);
     else if (x->comm_have && !x->comm_missing)
         fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "
