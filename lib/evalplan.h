@@ -55,6 +55,10 @@ typedef struct {
        gradients (as-plan), NULL when the plan carries none */
     int64_t ndp;
     double *cost_dp, *comm_ar;
+    /* comm_rw_bytes [K]: the row pieces' share of comm_in_bytes + comm_out_bytes (as-plan, when
+       the plan has row pieces: their ids and their partial sums, reduce-scattered); NULL when
+       the plan carries none */
+    double *comm_rw;
     /* the planner's view, for the per-rank statistics (lib/evalranks.h); NULL when absent */
     double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
     double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */

@@ -488,18 +488,38 @@ void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
     as_plan_group(start, order, p->assign, p->n, p->shards);
 }
 
+/* item i of plan p is a row piece: some rows of its table only (its outputs are partial
+ * sums); the table's other pieces in the plan say so (another row range: the cover of the
+ * table is cut by rows), since a piece's features do not give its table's size */
+static int item_is_rows(const as_plan *p, const as_plan_meta *m, int64_t i)
+{
+    const as_features *f = m->items[i];
+    if (as_piece_whole(&f->piece)) return 0;
+    for (int64_t j = 0; j < p->n; j++)
+        if (j != i && m->items[j]->id == f->id && !as_piece_whole(&m->items[j]->piece) &&
+            (m->items[j]->piece.r0 != f->piece.r0 || m->items[j]->piece.r1 != f->piece.r1))
+            return 1;
+    return 0;
+}
+
 /* each shard's ids in and pooled outputs out (forward) and their gradients (backward):
    comm_in_bytes, comm_out_bytes, comm_gbps */
 static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m)
 {
     const int64_t K = p->shards;
     double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
+    double *rw = as_calloc((size_t)K + 1, sizeof *rw);
+    int rows = 0;
     for (int64_t i = 0; i < p->n; i++)
         if (p->assign[i] >= 0) {
             double bi, bo;
             as_comm_bytes(m->items[i], &bi, &bo);
             in[p->assign[i]] += bi;
             out[p->assign[i]] += bo;
+            if (item_is_rows(p, m, i)) {
+                rw[p->assign[i]] += bi + bo;
+                rows = 1;
+            }
         }
     as_pack_str(pk, "comm_in_bytes");
     msgpack_pack_array(pk, (size_t)K);
@@ -508,6 +528,12 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     msgpack_pack_array(pk, (size_t)K);
     for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)out[k]);
     as_pack_kv_f64(pk, "comm_gbps", p->comm_gbps);
+    if (rows) {
+        /* the row pieces' share: their ids and their partial sums (reduce-scattered) */
+        as_pack_str(pk, "comm_rw_bytes");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)rw[k]);
+    }
     if (p->ndp) {
         /* the all-reduce of the data-parallel tables' gradients: every shard sends as much */
         double ar = 0;
@@ -519,6 +545,7 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     }
     free(in);
     free(out);
+    free(rw);
 }
 
 /* TorchRec's memory model per shard, by term (trmem.h): mem_terms */
@@ -579,6 +606,14 @@ static void pack_options(msgpack_packer *pk, const as_plan *p, const as_plan_met
     }
 }
 
+/* some placed item of the plan is a row piece (pack_comm then writes comm_rw_bytes) */
+static int plan_has_rows(const as_plan *p, const as_plan_meta *m)
+{
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->assign[i] >= 0 && item_is_rows(p, m, i)) return 1;
+    return 0;
+}
+
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
 {
     msgpack_packer *pk = as_writer_pk(w);
@@ -594,7 +629,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     }
     const int ipred = m->item_pred != NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + names + terms + ipred +
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + (comm && plan_has_rows(p, m)) + names + terms + ipred +
                   (m->model_quality ? 1 : 0);
     char label[64];
     msgpack_pack_map(pk, nf);

@@ -867,6 +867,12 @@ for t in sorted(tables):
     assert_output --partial "its items by their cost alone: b (dp) (measured 1.5000 ms, 60 %); c (measured 1.0000 ms, 40 %)"
     # the header names the all-reduce among what is charged
     assert_output --partial "each shard's own and its 1/K share of the all-to-all, and the all-reduce of the data-parallel tables' gradients;"
+    # --table comm: the slowest rank's communication by collective: cost-greedy's rank 1,
+    # kernel 2 ms, all-reduce 0.9765625 ms (33 %); random's none
+    run as-eval --comm-gbps 1 --format csv --table comm "$T/dp.ast"
+    assert_success
+    assert_line "0,0,random,1,3,0,0,0,0"
+    assert_line "0,0,cost-greedy,1,2,0,0,0.976562,32.81"
     run as-eval --comm-gbps 1 --format csv --table shards,ranks "$T/dp.ast"
     assert_success
     assert_output --partial "0,0,cost-greedy,1,2,measured,2.9765625,"
@@ -885,4 +891,9 @@ for t in sorted(tables):
     run as-eval "$T/bad.ast"
     assert_failure 1
     assert_output --partial "comm_ar_bytes[0] is 5 but the plan has no data-parallel entries (assign -2) to all-reduce"
+    # the row pieces' share of a shard's bytes cannot pass them
+    mp_edit "$T/dp.ast" 'recs[1]["comm_rw_bytes"] = [1, 0]' > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "comm_rw_bytes[0] is more than the shard's comm_in_bytes + comm_out_bytes"
 }

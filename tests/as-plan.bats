@@ -722,6 +722,11 @@ t_cat_22 data_parallel 0,1,2,3,4,5,6,7
 t_cat_23 table_wise 4
 t_cat_24 data_parallel 0,1,2,3,4,5,6,7
 t_cat_25 table_wise 5"
+    # its row-wise table's bytes on every rank, apart (comm_rw_bytes: as-eval --table comm
+    # splits them from the all-to-all); a plan of whole tables has none
+    as-plan --alg torchrec,size-greedy --plans-only "$T/kft.ast" -o "$T/p.ast"
+    run sh -c "as-show --no-header -k plan '$T/p.ast' | jq -c '[.alg, (.comm_rw_bytes | if . then map(. > 0) | all else null end)]'"
+    assert_output $'["size-greedy",null]\n["torchrec",true]'
     # --no-dp: TorchRec's planner kept to table_wise, column_wise, row_wise
     as-plan --alg torchrec --no-dp --format torchrec --plans-only "$T/kft.ast" > "$T/p.json"
     run jq -r '.plan[] | to_entries[] | "\(.key) \(.value.sharding_type) \(.value.ranks | join(","))"' "$T/p.json"

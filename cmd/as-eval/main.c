@@ -10,6 +10,7 @@
 #include "evalfloor.h"
 #include "evalinput.h"
 #include "evalplot.h"
+#include "evalcomm.h"
 #include "evalranks.h"
 #include "stream.h"
 
@@ -137,8 +138,11 @@ static const char HELP[] =
     "                         600: one host of NVLink GPUs, TorchRec's intra-node figure);\n"
     "                         0: report the bytes only\n"
     "      --format F         text (default), markdown or csv\n"
-    "      --table LIST       which tables, comma-separated: plans, shards, ranks, summary,\n"
-    "                         curve, verdict, printed in that order whatever the order given\n"
+    "      --table LIST       which tables, comma-separated: plans, shards, ranks, comm (each\n"
+    "                         plan's slowest rank: its communication by collective, the\n"
+    "                         all-to-all, row pieces' partial sums, data-parallel all-reduce,\n"
+    "                         and its share of the rank's time), summary, curve, verdict,\n"
+    "                         printed in that order whatever the order given\n"
     "                         (default plans,summary; with --curve and no plans in the\n"
     "                         input: none)\n"
     "      --over W           summary statistics over `plans` (every task of every run, the\n"
@@ -190,27 +194,28 @@ typedef struct {
     double floor_margin;        /* < 0: the default of the cost kind */
     double comm_gbps;           /* 0: communication reported, not charged */
     as_eval_format fmt;
-    int show_plans, show_shards, show_ranks, show_summary, show_curve, show_verdict, table_given, over_runs;
+    int show_plans, show_shards, show_ranks, show_comm, show_summary, show_curve, show_verdict, table_given, over_runs;
     int64_t plot_task;
 } eval_opts;
 
 /* --table LIST: the tables shown, instead of the default plans and summary */
 static void table_arg(as_cli *cli, const char *arg, eval_opts *o)
 {
-    o->show_plans = o->show_shards = o->show_ranks = o->show_summary = o->show_curve = o->show_verdict = 0;
+    o->show_plans = o->show_shards = o->show_ranks = o->show_comm = o->show_summary = o->show_curve = o->show_verdict = 0;
     o->table_given = 1;
     char *s = as_strdup(arg), *save = NULL;
     for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "plans")) o->show_plans = 1;
         else if (!strcmp(t, "shards")) o->show_shards = 1;
         else if (!strcmp(t, "ranks")) o->show_ranks = 1;
+        else if (!strcmp(t, "comm")) o->show_comm = 1;
         else if (!strcmp(t, "summary")) o->show_summary = 1;
         else if (!strcmp(t, "curve")) o->show_curve = 1;
         else if (!strcmp(t, "verdict")) o->show_verdict = 1;
-        else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, summary, verdict or curve", t);
+        else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, comm, summary, verdict or curve", t);
     }
     free(s);
-    if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_summary && !o->show_curve && !o->show_verdict)
+    if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_comm && !o->show_summary && !o->show_curve && !o->show_verdict)
         as_cli_usage(cli, "--table: nothing to show");
 }
 
@@ -314,7 +319,7 @@ static void set_floors(const eval_opts *o, as_eval_input *in, const as_costmodel
 /* a plan table, the verdict or a plot is asked for: the input must hold plans */
 static int want_plans(const eval_opts *o)
 {
-    return o->show_plans || o->show_shards || o->show_ranks || o->show_summary || o->show_verdict || o->plot;
+    return o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_summary || o->show_verdict || o->plot;
 }
 
 /* one run's state, shared by its phases: the options, the model, the input and what is
@@ -419,6 +424,11 @@ static void print_tables(FILE *f, const eval_run *x)
         as_eval_print_ranks(f, fmt, pl, np, label, !strcmp(label, "measured") ? &x->in.singles : NULL);
         sep = 1;
     }
+    if (o->show_comm) {
+        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+        as_eval_print_comm(f, fmt, pl, np, o->comm_gbps);
+        sep = 1;
+    }
     if (o->show_summary) {
         if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
         as_eval_print_summary(f, fmt, x->sum, x->nsum, label, o->over_runs);
@@ -493,9 +503,9 @@ int main(int argc, char **argv)
     x.quality = as_eval_quality_pick(o->model_path ? &x.qs_model : &x.in.quality);
     if (o->model_path && !x.quality) x.quality = &x.no_quality;   /* estimates from a model: say its quality is unknown */
 
-    if (o->show_plans || o->show_shards || o->show_ranks || o->show_summary || o->show_verdict || o->show_curve) {
+    if (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_summary || o->show_verdict || o->show_curve) {
         FILE *f = as_cli_open_text(&cli);
-        if (o->fmt != AS_EVAL_CSV && (o->show_plans || o->show_shards || o->show_ranks || o->show_summary || o->show_verdict))
+        if (o->fmt != AS_EVAL_CSV && (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_summary || o->show_verdict))
             print_header(f, &x);
         print_tables(f, &x);
         as_cli_close_text(&cli, f);

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "eval.h"
+#include "evalcomm.h"
 #include "evalinput.h"
 #include "evalplot.h"
 #include "reclimits.h"
@@ -1699,4 +1700,51 @@ TEST(eval_floor_estimated)
     for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
     as_featidx_free(&ft);
     as_costmodel_free(cm);
+}
+
+/* --table comm: a shard's charge split by collective (all-to-all, row pieces, all-reduce);
+   at 1 GiB/s, bytes / 2^30 in s */
+TEST(eval_comm_by_collective)
+{
+    const double G = 1073741824.0, c[2] = { 1.0, 2.0 };
+    as_eval_plan p = P(0, 1, "b", 2, c);
+    p.assign[1] = AS_DP;
+    p.ndp = 1;
+    /* shard 0: in 0.5G, out 0.25G, of which row pieces 0.25G; shard 1: out 0.5G; all-reduce G each */
+    p.comm_in = two(G / 2, 0);
+    p.comm_out = two(G / 4, G / 2);
+    p.comm_rw = two(G / 4, 0);
+    p.comm_ar = two(G, G);
+    double ms[3];
+    /* all-to-all bytes 0.5G + 0.5G (1G), row pieces' 0.25G: shard 0 (0.5 + 1/2) s, (0.25 +
+       0.25/2) s, 1 s; shard 1 (0.5 + 1/2) s, 0.125 s, 1 s */
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, 1.0, ms), 0);
+    CHECK_NEAR(ms[0], 1000.0, 1e-9);
+    CHECK_NEAR(ms[1], 375.0, 1e-9);
+    CHECK_NEAR(ms[2], 1000.0, 1e-9);
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 1, 1.0, ms), 0);
+    CHECK_NEAR(ms[0], 1000.0, 1e-9);
+    CHECK_NEAR(ms[1], 125.0, 1e-9);
+    CHECK_NEAR(ms[2], 1000.0, 1e-9);
+    /* their sum is the charge: 2375 and 2125 ms, as eval_charge_comm_data_parallel's plan b */
+    int64_t mis, hv;
+    CHECK_EQ_I64(as_eval_charge_comm(&p, 1, 1.0, &mis, &hv, NULL, NULL, NULL), 1);
+    CHECK_NEAR(p.comm_ms[0], 2375.0, 1e-9);
+    CHECK_NEAR(p.comm_ms[1], 2125.0, 1e-9);
+    as_eval_compute(&p, 1);
+    /* the table: the slowest rank 0 (2376 ms), kernel 1 ms, 99.96 % communication */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_eval_print_comm(f, AS_EVAL_CSV, &p, 1, 1.0);
+    fclose(f);
+    CHECK_STR(buf, "run,task,alg,rank,kernel_ms,all_to_all_ms,row_wise_ms,all_reduce_ms,comm_pct\n"
+                   "0,1,b,0,1,1000,375,1000,99.96\n");
+    free(buf);
+    /* no bytes, or no bandwidth: nothing to split */
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, 0, ms), -1);
+    as_eval_plan_free(&p);
+    p = P(0, 1, "a", 2, c);
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, 1.0, ms), -1);
+    as_eval_plan_free(&p);
 }
