@@ -77,11 +77,17 @@ uint64_t as_plan_table_bytes(const as_features *f)
     return f->bytes_fp16 > 0 ? (uint64_t)f->bytes_fp16 : (uint64_t)f->rows * (uint64_t)f->dim * 2;
 }
 
+/* the pipeline's buffers of TorchRec's memory model: the total less weights and optimizer */
+static double trmem_io(const as_trmem *x)
+{
+    return (double)as_trmem_total(x) - x->weights - x->optimizer;
+}
+
 uint64_t as_plan_dp_bytes(const as_features *f, int64_t K)
 {
     if (!as_features_has_mem(f)) return as_plan_table_bytes(f);
     const as_trmem *x = &f->mem;
-    const double io = (double)as_trmem_total(x) - x->weights - x->optimizer;
+    const double io = trmem_io(x);
     return (uint64_t)llround(x->weights + x->optimizer + io / (double)(K > 0 ? K : 1));
 }
 
@@ -488,23 +494,49 @@ void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
     as_plan_group(start, order, p->assign, p->n, p->shards);
 }
 
-/* item i of plan p is a row piece: some rows of its table only (its outputs are partial
- * sums); the table's other pieces in the plan say so (another row range: the cover of the
- * table is cut by rows), since a piece's features do not give its table's size */
-static int item_is_rows(const as_plan *p, const as_plan_meta *m, int64_t i)
+/* items of a plan, by table id (then position) */
+static int by_item_id(const void *a, const void *b, void *ctx)
 {
-    const as_features *f = m->items[i];
-    if (as_piece_whole(&f->piece)) return 0;
-    for (int64_t j = 0; j < p->n; j++)
-        if (j != i && m->items[j]->id == f->id && !as_piece_whole(&m->items[j]->piece) &&
-            (m->items[j]->piece.r0 != f->piece.r0 || m->items[j]->piece.r1 != f->piece.r1))
-            return 1;
-    return 0;
+    const as_features *const *it = ctx;
+    const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    if (it[i]->id != it[j]->id) return it[i]->id < it[j]->id ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* Which items of plan p are row pieces: some rows of their table only (their outputs are
+ * partial sums). A piece's features do not give its table's size, so the table's pieces in
+ * the plan say it: a table whose pieces do not all have one row range is cut by rows, and
+ * each of its pieces is a row piece. rows[n] (malloc'd) into *out; returns how many. */
+static int64_t row_items(const as_plan *p, const as_plan_meta *m, uint8_t **out)
+{
+    const int64_t n = p->n;
+    uint8_t *rows = as_calloc((size_t)(n ? n : 1), 1);
+    int64_t *ord = as_malloc((size_t)(n ? n : 1) * sizeof *ord), nrows = 0;
+    for (int64_t i = 0; i < n; i++) ord[i] = i;
+    qsort_r(ord, (size_t)n, sizeof *ord, by_item_id, (void *)m->items);
+    for (int64_t a = 0, b; a < n; a = b) {
+        int cut = 0;
+        const as_piece *first = NULL;
+        for (b = a; b < n && m->items[ord[b]]->id == m->items[ord[a]]->id; b++) {
+            const as_piece *q = &m->items[ord[b]]->piece;
+            if (as_piece_whole(q)) continue;
+            if (!first) first = q;
+            else cut |= q->r0 != first->r0 || q->r1 != first->r1;
+        }
+        for (int64_t c = a; cut && c < b; c++)
+            if (!as_piece_whole(&m->items[ord[c]]->piece)) {
+                rows[ord[c]] = 1;
+                nrows++;
+            }
+    }
+    free(ord);
+    *out = rows;
+    return nrows;
 }
 
 /* each shard's ids in and pooled outputs out (forward) and their gradients (backward):
    comm_in_bytes, comm_out_bytes, comm_gbps */
-static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m)
+static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m, const uint8_t *is_rows)
 {
     const int64_t K = p->shards;
     double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
@@ -516,7 +548,7 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
             as_comm_bytes(m->items[i], &bi, &bo);
             in[p->assign[i]] += bi;
             out[p->assign[i]] += bo;
-            if (item_is_rows(p, m, i)) {
+            if (is_rows[i]) {
                 rw[p->assign[i]] += bi + bo;
                 rows = 1;
             }
@@ -557,7 +589,7 @@ static void pack_mem_terms(msgpack_packer *pk, const as_plan *p, const as_plan_m
         const int64_t k = p->assign[i];
         if ((k < 0 && k != AS_DP) || !as_features_has_mem(m->items[i])) continue;
         const as_trmem *x = &m->items[i]->mem;
-        const double io = (double)as_trmem_total(x) - x->weights - x->optimizer;
+        const double io = trmem_io(x);
         /* a data-parallel table on every shard, its buffers for 1/K of the batch */
         for (int64_t j = k == AS_DP ? 0 : k; j < (k == AS_DP ? K : k + 1); j++) {
             v[j] += x->weights;
@@ -606,14 +638,6 @@ static void pack_options(msgpack_packer *pk, const as_plan *p, const as_plan_met
     }
 }
 
-/* some placed item of the plan is a row piece (pack_comm then writes comm_rw_bytes) */
-static int plan_has_rows(const as_plan *p, const as_plan_meta *m)
-{
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->assign[i] >= 0 && item_is_rows(p, m, i)) return 1;
-    return 0;
-}
-
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
 {
     msgpack_packer *pk = as_writer_pk(w);
@@ -628,8 +652,13 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         terms |= as_features_has_mem(m->items[i]);
     }
     const int ipred = m->item_pred != NULL;
+    /* the row pieces: their bytes apart (comm_rw_bytes) when one is placed */
+    uint8_t *is_rows = NULL;
+    int rows = 0;
+    if (comm && row_items(p, m, &is_rows))
+        for (int64_t i = 0; i < p->n && !rows; i++) rows = is_rows[i] && p->assign[i] >= 0;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + (comm && plan_has_rows(p, m)) + names + terms + ipred +
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + rows + names + terms + ipred +
                   (m->model_quality ? 1 : 0);
     char label[64];
     msgpack_pack_map(pk, nf);
@@ -644,7 +673,8 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         as_pack_str(pk, "pieces");
         as_pack_pieces(pk, p->pieces, p->n);
     }
-    if (comm) pack_comm(pk, p, m);
+    if (comm) pack_comm(pk, p, m, is_rows);
+    free(is_rows);
     if (names) {
         /* a model's tables by name (as-convert --config), for readers without its features */
         as_pack_str(pk, "names");
@@ -725,14 +755,14 @@ static void print_mem_terms(FILE *f, const as_plan *p, const as_plan_meta *m, co
             const as_trmem *x = &t[order[q]]->mem;
             w += x->weights;
             o += x->optimizer;
-            io += (double)as_trmem_total(x) - x->weights - x->optimizer;
+            io += trmem_io(x);
         }
         for (int64_t i = 0; i < p->n; i++) {
             if (p->assign[i] != AS_DP) continue;
             const as_trmem *x = &t[i]->mem;   /* data parallel: whole, its buffers for 1/K of the batch */
             w += x->weights;
             o += x->optimizer;
-            io += ((double)as_trmem_total(x) - x->weights - x->optimizer) / (double)p->shards;
+            io += trmem_io(x) / (double)p->shards;
         }
         tw += w;
         to += o;
