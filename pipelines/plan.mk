@@ -71,6 +71,9 @@ TIE    ?= 0.01
 # TorchRec's source (a checkout of meta-pytorch/torchrec) for its own planner's plan; empty:
 # none (the report says so). Its plan is imported as it is, data_parallel tables included
 TORCHREC_SRC ?= $(AS_TORCHREC_SRC)
+# or its plan made before, elsewhere (pipelines/torchrec_planner.py's JSON for this model and
+# topology; a GPU machine has no TorchRec source): imported as it is, instead of planning
+OWN_JSON ?=
 PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
 PROGRESS ?= --progress
 
@@ -107,10 +110,13 @@ $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
 
 # TorchRec's own planner's plan, where its source is at hand; else an empty file
-$(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
-	@echo "== TorchRec's own planner$(if $(TORCHREC_SRC),, (TORCHREC_SRC not set: left out))"
+$(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan $(OWN_JSON)
+	@echo "== TorchRec's own planner$(if $(OWN_JSON), (its plan from $(OWN_JSON)),$(if $(TORCHREC_SRC),, (TORCHREC_SRC not set: left out)))"
 	rm -f $@.json $@.tmp
-ifneq ($(TORCHREC_SRC),)
+ifneq ($(OWN_JSON),)
+	$(BIN)/as-plan --model $(D)/model.ast --import $(OWN_JSON) --plans-only $(D)/ft.ast -o $@.tmp
+	mv $@.tmp $@
+else ifneq ($(TORCHREC_SRC),)
 	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(TORCHREC_SRC) -o $@.json
 	$(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp
 	mv $@.tmp $@

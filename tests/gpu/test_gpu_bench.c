@@ -292,6 +292,57 @@ TEST(gpu_ctx_shard_small)
     free_pool(p);
 }
 
+/* data-parallel bag slices (lib/benchpool.c as_bpool_slice): a table's bags [b0, b1) with
+ * its offsets rebased to 0 and its indices borrowed from the parent's array at offsets[b0];
+ * a shard of slices of different tables, resident and uploaded per shard, set up and run
+ * bit-exact against the CPU, beside the parents in the same pool */
+TEST(gpu_ctx_slice_small)
+{
+    pool_t *p = odd_pool();
+    const int par[3] = {4, 6, 1};
+    const int64_t b0[3] = {0, 24, 17}, b1[3] = {24, 48, 41};
+    for (int k = 0; k < 3; k++) {
+        int i = p->n++;
+        const as_eb_table *q = &p->t[par[k]];
+        int64_t nb = b1[k] - b0[k], base = q->offsets[b0[k]];
+        p->off[i] = malloc(sizeof(int64_t) * (size_t)(nb + 1));
+        for (int64_t b = 0; b <= nb; b++) p->off[i][b] = q->offsets[b0[k] + b] - base;
+        p->ind[i] = NULL;   /* borrowed */
+        as_eb_table t = { 300 + k, q->rows, nb, q->dim, p->off[i][nb], p->off[i], q->indices + base };
+        p->t[i] = t;
+    }
+    for (int resident = 1; resident >= 0; resident--) {
+        char err[256] = "";
+        as_eb_gpu_ctx *ctx = NULL;
+        int rc = as_eb_gpu_ctx_create(&ctx, 0, p->t, p->n, resident, err, sizeof err);
+        if (rc) fprintf(stderr, "  ctx: %s\n", err);
+        CHECK(rc == 0);
+        if (rc) break;
+        const char *what = resident ? "slices, resident pool" : "slices, uploaded per shard";
+        int64_t pos[3] = {8, 7, 9}, whole[2] = {4, 6};
+        as_eb_gpu *g = NULL;
+        rc = as_eb_gpu_ctx_shard(ctx, pos, 3, 5, &g, err, sizeof err);
+        if (rc) fprintf(stderr, "  shard: %s\n", err);
+        CHECK(rc == 0 && g != NULL);
+        if (!rc) {
+            cshard_t *h = cpu_shard(p, pos, 3, 5);
+            check_setup(g, h, what);
+            free_cshard(h);
+            CHECK(as_eb_gpu_ctx_shard(ctx, pos, 3, 5, &g, err, sizeof err) == 0);
+            h = cpu_shard(p, pos, 3, 5);
+            check_measure(g, h, 0.05f, 2, 3, 0, what);
+            free_cshard(h);
+            /* the parents whole after their slices: their own bags, not the slices' */
+            CHECK(as_eb_gpu_ctx_shard(ctx, whole, 2, 5, &g, err, sizeof err) == 0);
+            h = cpu_shard(p, whole, 2, 5);
+            check_iters(g, h, 0.05f, 1, 0, "the slices' parents whole");
+            free_cshard(h);
+        }
+        as_eb_gpu_ctx_destroy(ctx);
+    }
+    free_pool(p);
+}
+
 TEST(gpu_ctx_reuse_small)
 {
     pool_t *p = odd_pool();
