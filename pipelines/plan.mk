@@ -63,7 +63,12 @@ REPLICATE_ALGS ?= cost-greedy
 # lets it place row blocks anywhere, which may measure faster but TorchRec cannot run: such
 # plans are measured and reported, never chosen
 SPLIT_ROWS ?= none
-MODEL_GATE ?= --require-model-quality
+# the cost model's quality gate (as-plan --min-model-r2): a weak model (held-out R² below 0.9 or
+# below the straight line's) is said in the report and marks the plans it placed; it does not
+# stop the run, since every candidate is measured and the choice rests on the measurement (on
+# a GPU the Kaggle model's shards all cost 0.07-0.18 ms, launch-bound, and its model can come
+# out weak); MODEL_GATE=--require-model-quality stops at the plans instead
+MODEL_GATE ?=
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 PASSES ?= 2
 COMM_GBPS ?= 600
@@ -170,6 +175,9 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	{ echo "# $(NAME): planned by its measured cost"; echo; \
 	  echo "Model config: $(MODEL); device: $$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
 	  echo; cat $(D)/choice.md; echo; \
+	  $(BIN)/as-eval --comm-gbps 0 --format csv --table summary $(D)/measured.ast | python3 -c 'import csv, sys; \
+	    w = [r["alg"] for r in csv.DictReader(sys.stdin) if int(r.get("model_weak") or 0)]; \
+	    w and print("**The cost model is weak** (the verdict below says by how much): the plans of %s were placed with it; they are candidates like the others, and the choice above rests on their measurement, not on the model.\n" % ", ".join(w))'; \
 	  echo "## The candidates, kernel alone"; echo; \
 	  $(BIN)/as-eval --comm-gbps 0 --format markdown --table summary --singles $(D)/costs.ast $(D)/measured.ast; echo; \
 	  echo "## The candidates, communication charged at $(COMM_GBPS) GiB/s"; echo; \

@@ -43,6 +43,15 @@ load test_helper/common
     assert_output --partial "bad --demo-seeds"
     run "$ROOT/pipelines/gpu-verify" --model-sample 0 --out "$T/o"
     [ "$status" -eq 2 ]
+    # --make-plan CONFIG[,OWN.json]: both files must exist
+    run "$ROOT/pipelines/gpu-verify" --make-plan "$T/own.json,$T/missing-own.json" --out "$T/o"
+    [ "$status" -eq 2 ]
+    assert_output --partial "no such file: $T/missing-own.json"
+    run "$ROOT/pipelines/gpu-verify" --make-plan "$T/missing.json" --out "$T/o"
+    [ "$status" -eq 2 ]
+    assert_output --partial "no such file: $T/missing.json"
+    run "$ROOT/pipelines/gpu-verify" --help
+    assert_output --partial "--make-plan CONFIG[,OWN.json]"
 }
 
 @test "gpu-verify: a pack without the tools, or a machine without a GPU, is an environment error (3)" {

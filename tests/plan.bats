@@ -51,6 +51,35 @@ mkplan() {
     grep -qF "## The candidates, kernel alone" "$P/report.md"
     grep -qF "## The chosen plan, rank by rank" "$P/report.md"
     grep -q "^Model config: .*tiny.json; device: cpu" "$P/report.md"
+    # a weak cost model (MODEL_GATE empty, the default) is said at the top when, and only when,
+    # plans it placed are among the candidates
+    weak=$(as-eval --comm-gbps 0 --format csv --table summary "$P/measured.ast" | python3 -c 'import csv, sys; print(sum(int(r["model_weak"] or 0) for r in csv.DictReader(sys.stdin)))')
+    if [ "$weak" -gt 0 ]; then grep -qF "**The cost model is weak**" "$P/report.md"; else ! grep -qF "cost model is weak" "$P/report.md"; fi
+}
+
+@test "make plan OWN_JSON=: TorchRec's own plan made elsewhere is imported as it is, as torchrec-own, and redoes what follows" {
+    mkplan > /dev/null 2>&1
+    cp -rp "$D/out" "$D/out-own"
+    P="$D/out-own/plan-tiny"
+    # a TorchRec plan JSON of this model (here our torchrec plan's export, as torchrec_planner.py writes one)
+    as-plan -q --export "$P/measured.ast" --task 0 --alg =torchrec --format torchrec "$P/ft.ast" | jq -c '.alg = "torchrec-own"' > "$D/own.json"
+    run mkplan OUT="$D/out-own" OWN_JSON="$D/own.json"
+    assert_success
+    assert_output --partial "== TorchRec's own planner (its plan from $D/own.json)"
+    refute_output --partial "== cost dataset"
+    [ "$(as-show -k plan "$P/own.ast" | jq -r .alg)" = torchrec-own ]
+    as-show -k plan "$P/measured.ast" | jq -r .alg | grep -qx torchrec-own
+    grep -qF "against TorchRec's own planner (\`torchrec-own\`)" "$P/report.md"
+    # its placement is the one in the file
+    [ "$(as-show -k plan "$P/own.ast" | jq -c .assign)" = "$(as-show -k plan "$P/measured.ast" | jq -c 'select(.alg == "torchrec") | .assign')" ]
+    # a file that is not a TorchRec plan: as-plan's message; the imported plan before it kept whole
+    sum0=$(md5sum < "$P/own.ast")
+    echo '{"plan": 1}' > "$D/bad-own.json"
+    run mkplan OUT="$D/out-own" OWN_JSON="$D/bad-own.json"
+    assert_failure
+    assert_output --partial "as-plan"
+    [ "$(md5sum < "$P/own.ast")" = "$sum0" ]
+    [ -z "$(compgen -G "$P/*.tmp*")" ]
 }
 
 @test "make plan: a second run does nothing; a removed stage is redone with what follows it, not before it" {
