@@ -15,14 +15,15 @@
 #                                           items, whole tables and pieces (over the GPUs
 #                                           with GNU parallel where there are several; the
 #                                           recipe the demo shares, pipelines/stages.mk)
-#   model      as-costfit                   the cost model, through the quality gate
+#   model      as-costfit                   the cost model (its quality gate: MODEL_GATE)
 #   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
 #                                           included), SPLIT_ALGS with --split-tables and with
 #                                           --split-tables --refine, REPLICATE_ALGS with
 #                                           --replicate --refine, table-wise and split
 #                                           (data-parallel tables), and TorchRec's own
 #                                           planner's plan where its source is at hand
-#                                           (TORCHREC_SRC; pipelines/torchrec_planner.py)
+#                                           (TORCHREC_SRC; pipelines/torchrec_planner.py),
+#                                           or its plan made elsewhere (OWN_JSON)
 #   measured   as-bench                     every candidate measured together, in PASSES
 #                                           passes made apart, each piece alone for the floor (stages.mk, as the demo)
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
