@@ -210,7 +210,7 @@ static uint64_t line_up(uint64_t x)
  * AS_EBG_W_ALIGN (so that the next table starts on a cache line, as in as_ebg_layout) */
 static int64_t weight_stride(const as_btable *t)
 {
-    const int64_t n = t->rows * t->dim;   /* at most 2^40 (reclimits.h) */
+    const int64_t n = as_bt_mrows(t) * t->dim;   /* at most 2^40 (reclimits.h) */
     return (n + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
 }
 
@@ -433,7 +433,8 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
     S->pool_bytes = as_bpool_bytes(p);
     for (int64_t i = 0; i < p->n; i++) {
         const as_btable *t = &p->t[i];
-        as_eb_table v = { t->id, t->rows, t->batch, t->dim, t->lookups, t->offsets, t->indices };
+        /* a capped table (as_bpool_cap_rows) is measured over its capped rows */
+        as_eb_table v = { t->id, as_bt_mrows(t), t->batch, t->dim, t->lookups, t->offsets, as_bt_mindices(t) };
         S->view[i] = v;
     }
     slots_reserve(S, 1);
@@ -631,6 +632,8 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     }
     const int64_t sumD = b->d_off[T];
     res->lookups = nidx;
+    res->capped = 0;
+    for (int32_t t = 0; t < T; t++) res->capped += S->p->t[b->pos[t]].cap_rows > 0;
     res->batch = B;
     res->sum_dim = sumD;
     if (shard_fits(S, ids, n, res) || slot_check(S, b, T, res)) return -1;
@@ -739,7 +742,7 @@ static void part_weights(as_bench_session *S, uint16_t *W, const part_plan *pl)
     for (int64_t d = 0; d < nd; d++) {
         const as_btable *t = &p->t[S->dpos[d]];
         for (int32_t k = 0; k < S->tcopies[S->dpos[d]]; k++, r++) {
-            rows[r] = t->rows;
+            rows[r] = as_bt_mrows(t);
             dims[r] = (int32_t)t->dim;
             ids[r] = t->id;
             woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(t);
@@ -1148,6 +1151,9 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     const double ps = as_bench_pass_spread(r->pass_ms, r->npass > 1 ? r->npass : 0);
     if (isfinite(ps)) msgpack_pack_double(pk, ps); else msgpack_pack_nil(pk);
     as_pack_kv_i64(pk, "lookups", r->lookups);
+    as_pack_str(pk, "row_cap");
+    if (c->row_cap > 0) msgpack_pack_int64(pk, c->row_cap); else msgpack_pack_nil(pk);
+    as_pack_kv_i64(pk, "capped", r->capped);
     as_pack_kv_i64(pk, "batch", r->batch);
     as_pack_kv_i64(pk, "sum_dim", r->sum_dim);
     as_pack_kv_i64(pk, "bytes", (int64_t)r->bytes);

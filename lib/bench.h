@@ -43,6 +43,9 @@ typedef struct {
     int per_shard_upload;   /* CUDA: 1 = upload each shard's table data when it is set up; 0 = keep
                              * the pool's data on the device when it fits (the default) */
     const as_bench_fake *fake;  /* NULL: the real timer; else the fake one (tests) */
+    int64_t row_cap;        /* the pool's tables above this many rows are measured capped
+                             * (as_bpool_cap_rows, made by the caller); 0: none. Written into
+                             * the records (row_cap) */
 } as_bench_cfg;
 
 /* the most passes (as-bench --passes) a result keeps apart */
@@ -78,6 +81,7 @@ typedef struct {
                              * drift; the factor is not applied (drift NaN) */
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
+    int64_t capped;         /* the shard's tables measured over capped rows (as_bpool_cap_rows) */
     uint64_t bytes;         /* memory the shard needs alone, as a part holds it: its tables'
                              * weights (each start on a cache line), output, gradient, bags,
                              * the backward's sort buffers; what the budget is checked against */
@@ -244,7 +248,7 @@ double as_bench_spread(const double *v, int n, int trim);
  * (NaN: fewer than 2) */
 double as_bench_pass_spread(const double *v, int n);
 /* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
-#define AS_BENCH_RESULT_FIELDS 27
+#define AS_BENCH_RESULT_FIELDS 29
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 /* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
  * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */

@@ -142,8 +142,56 @@ uint64_t as_bpool_bytes(const as_bpool *p)
         if (!t->offsets) continue;
         if (t->borrowed != AS_BT_BORROW_ALL) b += (uint64_t)(t->batch + 1) * sizeof *t->offsets;
         if (!t->borrowed) b += (uint64_t)(t->lookups ? t->lookups : 1) * sizeof *t->indices;
+        if (t->cap_indices) b += (uint64_t)(t->lookups ? t->lookups : 1) * sizeof *t->cap_indices;
     }
     return b;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t as_rowcap_remap(const int32_t *in, int64_t n, int64_t cap, int32_t *out, int64_t *kept)
+{
+    if (kept) *kept = 0;
+    if (n <= 0) return 0;
+    int32_t *u = as_malloc((size_t)n * sizeof *u);
+    memcpy(u, in, (size_t)n * sizeof *u);
+    qsort(u, (size_t)n, sizeof *u, cmp_i32);
+    int64_t D = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!D || u[i] != u[D - 1]) u[D++] = u[i];
+    for (int64_t i = 0; i < n; i++) {
+        /* the rank of in[i] among the distinct rows: binary search */
+        int64_t lo = 0, hi = D - 1;
+        const int32_t v = in[i];
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (u[mid] < v) lo = mid + 1; else hi = mid;
+        }
+        out[i] = (int32_t)((__int128)lo * cap / D);
+    }
+    free(u);
+    if (kept) *kept = D < cap ? D : cap;
+    return D;
+}
+
+int64_t as_bpool_cap_rows(as_bpool *p, int64_t cap, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    if (cap <= 0) return 0;
+    int64_t k = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        as_btable *t = &p->t[i];
+        if (t->rows <= cap || t->cap_rows || !t->offsets) continue;
+        t->cap_indices = as_malloc((size_t)(t->lookups ? t->lookups : 1) * sizeof *t->cap_indices);
+        t->cap_distinct = as_rowcap_remap(t->indices, t->lookups, cap, t->cap_indices, &t->cap_kept);
+        t->cap_rows = cap;
+        k++;
+    }
+    return k;
 }
 
 /* add table d made from a loaded one (a piece, a slice) under the next free id; returns it */
@@ -175,6 +223,8 @@ int64_t as_bpool_piece(as_bpool *p, int64_t table, const as_piece *q, char *err,
     d.dim = q->c1 - q->c0;
     d.rows = q->r1 - q->r0;
     d.borrowed = 0;
+    d.cap_rows = d.cap_distinct = d.cap_kept = 0;   /* capped after, itself */
+    d.cap_indices = NULL;
     if (!t->offsets) {
         d.offsets = NULL;
         d.indices = NULL;
@@ -219,6 +269,8 @@ int64_t as_bpool_slice(as_bpool *p, int64_t table, int64_t b0, int64_t b1, char 
     d.b1 = b1;
     d.batch = b1 - b0;
     d.borrowed = 0;
+    d.cap_rows = d.cap_distinct = d.cap_kept = 0;   /* capped after, itself */
+    d.cap_indices = NULL;
     if (t->offsets) {
         /* its own offsets, rebased; its indices a window of the table's */
         const int64_t o0 = t->offsets[b0];
@@ -256,6 +308,7 @@ void as_bpool_free(as_bpool *p)
     for (int64_t i = 0; i < p->n; i++) {
         if (p->t[i].borrowed != AS_BT_BORROW_ALL) free(p->t[i].offsets);
         if (!p->t[i].borrowed) free(p->t[i].indices);
+        free(p->t[i].cap_indices);
     }
     free(p->t);
     free(p->index);

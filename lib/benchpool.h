@@ -25,8 +25,17 @@ typedef struct {
                             * AS_BT_BORROW_ALL offsets and indices (a piece of all its rows),
                             * AS_BT_BORROW_INDICES indices only (a slice: its own rebased
                             * offsets, its indices those of the parent's from offsets[b0]) */
+    int64_t cap_rows;      /* measured over this many rows instead of `rows` (as_bpool_cap_rows;
+                            * 0: not capped, measured whole) */
+    int32_t *cap_indices;  /* then its lookups remapped into [0, cap_rows) (owned) */
+    int64_t cap_distinct;  /* then the distinct rows its lookups name, and of them */
+    int64_t cap_kept;      /* the distinct rows kept distinct under the cap */
 } as_btable;
 enum { AS_BT_BORROW_ALL = 1, AS_BT_BORROW_INDICES = 2 };
+
+/* the rows and indices a table is measured with: capped, or its own */
+static inline int64_t as_bt_mrows(const as_btable *t) { return t->cap_rows ? t->cap_rows : t->rows; }
+static inline const int32_t *as_bt_mindices(const as_btable *t) { return t->cap_rows ? t->cap_indices : t->indices; }
 
 /* a pool of loaded tables, looked up by id */
 typedef struct {
@@ -70,6 +79,19 @@ int64_t as_bpool_slice_id(const as_bpool *p, int64_t table, int64_t b0, int64_t 
 /* the table and piece an id of the pool stands for (a loaded table: itself, whole; a slice:
  * its table, whole) */
 void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q);
+/* The row cap (as-bench --row-cap): every table of the pool (loaded, piece or slice) with more
+ * than `cap` rows is measured over `cap` rows: its lookups' distinct rows, in ascending order,
+ * remapped evenly over [0, cap) (as_rowcap_remap), so that which lookups share a row, and the
+ * rows' order, are kept when they are at most `cap` (else neighbours share one); its own
+ * data is kept for everything else (pieces, ids, features). Call it after every piece and
+ * slice is made and before a session is created on the pool. Returns the number of tables
+ * capped, or -1 with err (out of memory is fatal, as everywhere). cap <= 0: nothing. */
+int64_t as_bpool_cap_rows(as_bpool *p, int64_t cap, char *err, size_t errlen);
+/* in[0..n) (rows in [0, rows)) remapped into out[0..n) in [0, cap): the distinct rows sorted,
+ * the k-th of D to floor(k * cap / D) when D > cap or, when D <= cap, to
+ * floor(k * cap / D) too (distinct, since cap / D >= 1). Returns D; *kept gets the distinct
+ * rows after the map (min(D, cap)). out may be in. */
+int64_t as_rowcap_remap(const int32_t *in, int64_t n, int64_t cap, int32_t *out, int64_t *kept);
 /* bytes the pool holds (its tables' offsets and indices, descriptors, id index) */
 uint64_t as_bpool_bytes(const as_bpool *p);
 void as_bpool_free(as_bpool *p);          /* NULL: nothing */

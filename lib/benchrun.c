@@ -609,11 +609,11 @@ static void pack_costs(msgpack_packer *pk, const char *key, int64_t K, const as_
 }
 
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
-                       const as_bench_result *const *dp, double threshold)
+                       const as_bench_result *const *dp, double threshold, int64_t row_cap)
 {
     /* cost_dp_ms last: written only with dp, but an old one always dropped */
     static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold",
-                                        "cost_pass_ms", "cost_pass_spread", "cost_dp_ms" };
+                                        "cost_pass_ms", "cost_pass_spread", "cost_row_cap", "cost_dp_ms" };
     const int nmine = (int)(sizeof mine / sizeof *mine);
     char dev[128] = "";
     for (int64_t k = 0; k < K; k++)
@@ -651,6 +651,8 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
     }
     as_pack_kv_f64(pk, "noise_threshold", threshold);
     pack_plan_passes(pk, K, r);
+    as_pack_str(pk, "cost_row_cap");
+    if (row_cap > 0) msgpack_pack_int64(pk, row_cap); else msgpack_pack_nil(pk);
 }
 
 /* out[i] = the pool's id of piece pc[i] of table ids[i] (pc NULL: the ids); out may be ids.
@@ -839,7 +841,7 @@ static void write_plan(runner *R, const unit *un, const as_noise_job *jobs)
         if (o && d) combine_dp(&sum[k], o, d);
         rk[k] = o && d ? &sum[k] : o ? o : d;
     }
-    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, dk, R->c->noise.threshold);
+    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, dk, R->c->noise.threshold, R->c->bench->row_cap);
     as_writer_end_record(R->w);
     free(rk);
     free(dk);
@@ -1042,6 +1044,7 @@ typedef struct {
     int64_t n;
     double level;
     int found;
+    int64_t row_cap;
 } reflev_ctx;
 
 static int reflev_record(void *ctx, const as_reader *rd, const as_record *rec, char *err, size_t errlen)
@@ -1077,14 +1080,26 @@ static int reflev_record(void *ctx, const as_reader *rd, const as_record *rec, c
                  "are not comparable (the same --tables and --reference give the same shard)", as_reader_name(rd), a, b);
         return -1;
     }
+    /* the reference measured over the same rows: the same --row-cap (none: nil or absent) */
+    const msgpack_object *rcap = as_obj_get(&rec->obj, "row_cap");
+    const int64_t theirs = rcap && rcap->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)rcap->via.u64 : 0;
+    if (theirs != x->row_cap) {
+        char a[32] = "none", b[32] = "none";
+        if (theirs) snprintf(a, sizeof a, "%" PRId64, theirs);
+        if (x->row_cap) snprintf(b, sizeof b, "%" PRId64, x->row_cap);
+        snprintf(err, errlen, "%s: measured with --row-cap %s, this run with %s: their reference levels are not comparable",
+                 as_reader_name(rd), a, b);
+        return -1;
+    }
     x->level = level;
     x->found = 1;
     return 0;
 }
 
-int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, double *level, char *err, size_t errlen)
+int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, int64_t row_cap, double *level, char *err,
+                           size_t errlen)
 {
-    reflev_ctx x = { ids, n, 0, 0 };
+    reflev_ctx x = { ids, n, 0, 0, row_cap > 0 ? row_cap : 0 };
     char *files[1] = { (char *)file };
     if (as_read_records(files, 1, reflev_record, &x, err, errlen)) return -1;
     if (!x.found) {

@@ -161,9 +161,11 @@ int as_brun_input(as_writer *w, as_bench_session *s, const as_brun_cfg *c, const
 /* The reference level of an earlier run: the `reference` of the first cost record of FILE
  * that has one ({"tables": [ids], "level_ms": L}, written by as_brun_samples / as_brun_input
  * when drift correction set a level). Its tables must be ids[0..n) in that order (the same
- * reference shard), else the levels are not comparable. 0 with *level = L, or -1 with err
- * (unreadable FILE, a malformed `reference`, another reference shard, none found). */
-int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, double *level, char *err, size_t errlen);
+ * reference shard) and its record's row_cap row_cap (0: none), else the levels are not
+ * comparable. 0 with *level = L, or -1 with err (unreadable FILE, a malformed `reference`,
+ * another reference shard or row cap, none found). */
+int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, int64_t row_cap, double *level, char *err,
+                           size_t errlen);
 
 /* Pack plan record rec (a map) passed on with the results r[0..K) of its shards (r[k]
  * NULL: an empty shard; with data-parallel tables, a shard's result is its tables' and its
@@ -173,8 +175,10 @@ int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, doub
  * when not measured), cost_device (the device of the last non-empty shard's result, ""
  * when none), cost_kind "measured", cost_spread (K: the spread, nil when empty, not measured
  * or without one), cost_noisy (K booleans), noise_threshold, cost_pass_ms and
- * cost_pass_spread; these replace any of them the record had (cost_dp_ms too, without dp). */
+ * cost_pass_spread, cost_row_cap (row_cap > 0: the rows its tables above it were measured
+ * over, as-bench --row-cap; else nil); these replace any of them the record had (cost_dp_ms
+ * too, without dp). */
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
-                       const as_bench_result *const *dp, double threshold);
+                       const as_bench_result *const *dp, double threshold, int64_t row_cap);
 
 #endif

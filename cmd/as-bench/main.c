@@ -77,6 +77,15 @@ static const char HELP[] =
     "      --no-resident      CUDA: upload each shard's table data when it is measured\n"
     "                         (default: the tables' offsets and indices are uploaded once\n"
     "                         and stay on the GPU when they fit in half its free memory)\n"
+    "      --row-cap R        measure every table and piece of more than R rows over R rows:\n"
+    "                         the distinct rows its lookups name, in ascending order, spread\n"
+    "                         evenly over [0, R) (which lookups share a row, and the rows'\n"
+    "                         order, kept while they are at most R); its weights take R rows.\n"
+    "                         For tables larger than the device's memory, or than a CPU run\n"
+    "                         can afford; keep R far beyond every cache (R x dim x 2 bytes).\n"
+    "                         The records carry it (cost: row_cap, capped; plans:\n"
+    "                         cost_row_cap); the costs are of the capped tables, comparable\n"
+    "                         only with costs measured under the same cap\n"
     "\n"
     "Noise-aware measurement (docs/BENCHMARKS.md):\n"
     "      --noise-threshold X  a shard whose spread (std / mean of the R - 2K runs the\n"
@@ -203,7 +212,7 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND, OPT_ROWCAP };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -291,7 +300,7 @@ static void setup_device(as_bench_cfg *cfg, const char *device)
 }
 
 /* --reference-level: a level in ms, or an earlier run's from its cost records */
-static double reference_level(const char *arg, const int64_t *ids, int64_t n)
+static double reference_level(const char *arg, const int64_t *ids, int64_t n, int64_t row_cap)
 {
     if (!n) as_cli_usage(&cli, "--reference-level needs a reference shard (not --reference none)");
     char *end;
@@ -307,7 +316,7 @@ static double reference_level(const char *arg, const int64_t *ids, int64_t n)
     }
     char err[1024];
     double level;
-    if (as_brun_ref_level_read(arg, ids, n, &level, err, sizeof err)) as_die(AS_EXIT_DATA, "--reference-level: %s", err);
+    if (as_brun_ref_level_read(arg, ids, n, row_cap, &level, err, sizeof err)) as_die(AS_EXIT_DATA, "--reference-level: %s", err);
     as_debug("--reference-level: %.4g ms, from %s", level, arg);
     return level;
 }
@@ -350,6 +359,7 @@ static const struct option bench_opts[] = {
     { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
     { "sample-from", required_argument, 0, OPT_FROM },
     { "no-resident", no_argument, 0, OPT_NORES },
+    { "row-cap", required_argument, 0, OPT_ROWCAP },
     { "noise-threshold", required_argument, 0, OPT_NOISE },
     { "retries", required_argument, 0, OPT_RETRIES },
     { "window", required_argument, 0, OPT_WINDOW },
@@ -422,6 +432,7 @@ static int opt_protocol(as_cli *cli, int opt, const char *arg, bargs *a, as_benc
         a->maxmem_arg = arg;
         return 1;
     case OPT_NORES: cfg->per_shard_upload = 1; return 1;
+    case OPT_ROWCAP: cfg->row_cap = as_cli_i64(cli, "--row-cap", arg, 1, INT32_MAX); return 1;
     case OPT_FLUSH:
         if (as_parse_size(arg, &v) || !v) as_cli_usage(cli, "--flush: '%s' is not a size", arg);
         cfg->flush_bytes = v;
@@ -532,7 +543,7 @@ static void load_work(bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc, int argc, ch
     const int64_t *ref_ids = a->ref_auto ? a->ref_auto_ids : a->ref;
     rc->noise.ref_ids = nref ? ref_ids : NULL;
     rc->noise.ref_n = (int64_t)nref;
-    *ref_level = a->reflevel ? reference_level(a->reflevel, ref_ids, (int64_t)nref) : 0;
+    *ref_level = a->reflevel ? reference_level(a->reflevel, ref_ids, (int64_t)nref, cfg->row_cap) : 0;
     if (a->sample ? as_bsample_tables(pool, a->tables, smp, rc->part_i, rc->part_n, ref_ids, (int64_t)nref, err, sizeof err)
                : as_binput_tables(pool, a->tables, in, rc->part_i, rc->part_n, ref_ids, (int64_t)nref, err, sizeof err))
         as_die(AS_EXIT_DATA, "%s", err);
@@ -555,6 +566,18 @@ int main(int argc, char **argv)
     double ref_level;
     load_work(&a, &cfg, &rc, argc, argv, &smp, &in, &pool, &ref_level);
     char err[1024];
+    if (cfg.row_cap > 0) {
+        /* after every piece and slice is made, before the session holds the pool */
+        const int64_t k = as_bpool_cap_rows(&pool, cfg.row_cap, err, sizeof err);
+        if (k < 0) as_die(AS_EXIT_ENV, "--row-cap: %s", err);
+        int64_t lost = 0, dist = 0;
+        for (int64_t i = 0; i < pool.n; i++)
+            if (pool.t[i].cap_rows) { dist += pool.t[i].cap_distinct; lost += pool.t[i].cap_distinct - pool.t[i].cap_kept; }
+        as_info("--row-cap %" PRId64 ": %" PRId64 " table%s and piece%s measured over %" PRId64 " rows%s", cfg.row_cap, k,
+                k == 1 ? "" : "s", k == 1 ? "" : "s", cfg.row_cap,
+                !k ? " (none above it)" : lost ? "; some distinct rows share one under the cap" : "; every distinct row kept apart");
+        if (lost) as_info("--row-cap: %" PRId64 " of %" PRId64 " distinct rows of the capped tables merged into others", lost, dist);
+    }
     /* before the output is opened: a --max-mem that leaves nothing measures nothing */
     if (a.maxmem_given && !cfg.cuda) {
         const uint64_t fixed = AS_BENCH_PROCESS_BYTES + as_bpool_bytes(&pool) + as_bench_flush_bytes(&cfg);

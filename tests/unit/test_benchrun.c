@@ -250,20 +250,21 @@ TEST(benchrun_pack_plan)
     msgpack_sbuffer_init(&ob);
     msgpack_packer opk;
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1, 0);
     msgpack_unpacked out;
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
     const msgpack_object *o = &out.data;
-    /* the record's other fields in order, then the six, the old ones replaced */
-    const char *keys[11] = { "kind", "task", "alg", "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy",
-                             "noise_threshold", "cost_pass_ms", "cost_pass_spread" };
+    /* the record's other fields in order, then ours, the old ones replaced */
+    const char *keys[12] = { "kind", "task", "alg", "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy",
+                             "noise_threshold", "cost_pass_ms", "cost_pass_spread", "cost_row_cap" };
     CHECK(o->type == MSGPACK_OBJECT_MAP);
-    CHECK_EQ_I64(o->via.map.size, 11);
-    for (uint32_t f = 0; f < o->via.map.size && f < 11; f++) CHECK(as_obj_streq(&o->via.map.ptr[f].key, keys[f]));
-    /* one pass: no passes */
+    CHECK_EQ_I64(o->via.map.size, 12);
+    for (uint32_t f = 0; f < o->via.map.size && f < 12; f++) CHECK(as_obj_streq(&o->via.map.ptr[f].key, keys[f]));
+    /* one pass: no passes; no row cap: nil */
     CHECK(o->via.map.ptr[9].val.type == MSGPACK_OBJECT_NIL && o->via.map.ptr[10].val.type == MSGPACK_OBJECT_NIL);
+    CHECK(o->via.map.ptr[11].val.type == MSGPACK_OBJECT_NIL);
     char s[64];
     int64_t task;
     CHECK(as_obj_i64(o, "task", &task) == 0 && task == 3);
@@ -301,7 +302,7 @@ TEST(benchrun_pack_plan)
     r3.pass_ms[0] = 0.25; r3.pass_ms[1] = 0.5 * 1.21;
     msgpack_sbuffer_init(&ob);
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1, 0);
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
@@ -328,7 +329,7 @@ TEST(benchrun_pack_plan)
     const as_bench_result *empty[2] = { NULL, NULL };
     msgpack_sbuffer_init(&ob);
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 2, empty, NULL, 0.25);
+    as_brun_pack_plan(&opk, &in.data, 2, empty, NULL, 0.25, 0);
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
@@ -364,13 +365,19 @@ TEST(benchrun_pack_plan_dp)
         msgpack_sbuffer_init(&ob);
         msgpack_packer opk;
         msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-        as_brun_pack_plan(&opk, &in.data, 3, rk, with ? dk : NULL, 0.1);
+        as_brun_pack_plan(&opk, &in.data, 3, rk, with ? dk : NULL, 0.1, with ? 4096 : 0);
         msgpack_unpacked out;
         msgpack_unpacked_init(&out);
         off = 0;
         CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
         const msgpack_object *o = &out.data, *d = as_obj_get(o, "cost_dp_ms");
-        CHECK_EQ_I64(o->via.map.size, with ? 10 : 9);
+        CHECK_EQ_I64(o->via.map.size, with ? 11 : 10);
+        /* the row cap measured under: given, or nil */
+        int64_t rcap = 0;
+        const msgpack_object *rc = as_obj_get(o, "cost_row_cap");
+        CHECK(rc != NULL);
+        if (with) CHECK(as_obj_i64(o, "cost_row_cap", &rcap) == 0 && rcap == 4096);
+        else CHECK(rc && rc->type == MSGPACK_OBJECT_NIL);
         if (!with) CHECK(d == NULL);
         else {
             CHECK(as_obj_streq(&o->via.map.ptr[2].key, "cost_dp_ms"));
@@ -460,6 +467,102 @@ TEST(benchrun_bag_slice)
     CHECK(r.ok && r.batch == 4 && r.lookups == d->lookups);
     as_bench_session_free(S);
     as_bpool_free(&p);
+}
+
+/* the row cap's remap: into [0, cap), the rows' order kept; while the distinct rows are at
+ * most cap, which lookups share a row kept exactly; above it, every capped row used */
+TEST(bench_rowcap_remap)
+{
+    enum { N = 5000 };
+    static int32_t in[N], out[N];
+    uint64_t s = 11;
+    for (int i = 0; i < N; i++) in[i] = (int32_t)(as_splitmix64(&s) % 1000000);
+    for (int i = 0; i < N; i += 7) in[i] = 42;   /* a hot row */
+    int64_t kept = -1;
+    const int64_t D = as_rowcap_remap(in, N, 100000, out, &kept);
+    CHECK(D > 100 && D < N && kept == D);
+    int ok_range = 1, ok_eq = 1, ok_order = 1;
+    for (int i = 0; i < N; i++) {
+        ok_range &= out[i] >= 0 && out[i] < 100000;
+        const int j = (int)(as_splitmix64(&s) % N);
+        ok_eq &= (in[i] == in[j]) == (out[i] == out[j]);
+        ok_order &= (in[i] < in[j]) == (out[i] < out[j]);
+    }
+    CHECK(ok_range && ok_eq && ok_order);
+    /* more distinct rows than the cap: neighbours merge, the order is kept, all cap rows used */
+    const int64_t D2 = as_rowcap_remap(in, N, 64, out, &kept);
+    CHECK(D2 == D && kept == 64);
+    unsigned char used[64] = { 0 };
+    int mono = 1;
+    for (int i = 0; i < N; i++) {
+        CHECK(out[i] >= 0 && out[i] < 64);
+        if (out[i] >= 0 && out[i] < 64) used[out[i]] = 1;
+        const int j = (int)(as_splitmix64(&s) % N);
+        if (in[i] < in[j]) mono &= out[i] <= out[j];
+    }
+    CHECK(mono);
+    int all = 1;
+    for (int k = 0; k < 64; k++) all &= used[k];
+    CHECK(all);
+    /* in place; nothing */
+    memcpy(out, in, sizeof in);
+    CHECK_EQ_I64(as_rowcap_remap(out, N, 100000, out, NULL), D);
+    CHECK_EQ_I64(as_rowcap_remap(in, 0, 10, out, &kept), 0);
+    CHECK_EQ_I64(kept, 0);
+}
+
+/* as_bpool_cap_rows: the tables, pieces and slices above the cap measured over it, their own
+ * data kept; a session measures the capped rows (less memory, the same lookups) */
+TEST(bench_row_cap)
+{
+    char *path = tpath("cap-tables.ast"), err[512];
+    const int64_t B[3] = { 10, 10, 10 };
+    write_dp_tables(path, 3, B);   /* rows 50, 60, 70 */
+    as_bpool p, q;
+    CHECK(as_bpool_load(&p, path, NULL, 0, 0, err, sizeof err) == 0);
+    CHECK(as_bpool_load(&q, path, NULL, 0, 0, err, sizeof err) == 0);
+    as_piece lo = { 0, 4, 0, 55 }, hi = { 0, 4, 55, 70 };
+    const int64_t pl = as_bpool_piece(&p, 2, &lo, err, sizeof err), ph = as_bpool_piece(&p, 2, &hi, err, sizeof err);
+    const int64_t sl = as_bpool_slice(&p, 1, 2, 9, err, sizeof err);
+    CHECK(pl > 2 && ph > 2 && sl > 2);
+    const uint64_t bytes0 = as_bpool_bytes(&p);
+    CHECK_EQ_I64(as_bpool_cap_rows(&p, 0, err, sizeof err), 0);
+    /* tables 0 (50 rows), 1 (60), 2 (70), the slice of 1 (60) and the piece of rows [0, 55)
+       (55) are above 52; the piece of rows [55, 70) (15) is not */
+    CHECK_EQ_I64(as_bpool_cap_rows(&p, 52, err, sizeof err), 0 + 5 - 1 + 0);
+    const as_btable *t2 = as_bpool_get(&p, 2), *tl = as_bpool_get(&p, pl), *th = as_bpool_get(&p, ph), *ts = as_bpool_get(&p, sl);
+    CHECK(t2->cap_rows == 52 && t2->rows == 70 && as_bt_mrows(t2) == 52);
+    CHECK(tl->cap_rows == 52 && tl->rows == 55 && th->cap_rows == 0 && as_bt_mrows(th) == 15);
+    CHECK(ts->cap_rows == 52 && as_bt_mindices(th) == th->indices);
+    for (int64_t l = 0; l < t2->lookups; l++) CHECK(as_bt_mindices(t2)[l] >= 0 && as_bt_mindices(t2)[l] < 52);
+    /* the pieces are still found by their rows of the table */
+    CHECK_EQ_I64(as_bpool_piece_id(&p, 2, &lo), pl);
+    CHECK_EQ_I64(as_bpool_piece_id(&p, 2, &hi), ph);
+    int64_t capped_lookups = 0;
+    for (int64_t i = 0; i < p.n; i++) capped_lookups += p.t[i].cap_rows ? (p.t[i].lookups ? p.t[i].lookups : 1) : 0;
+    CHECK_EQ_I64(as_bpool_bytes(&p) - bytes0, capped_lookups * (int64_t)sizeof(int32_t));
+    /* capped twice: nothing more */
+    CHECK_EQ_I64(as_bpool_cap_rows(&p, 52, err, sizeof err), 0);
+    /* measured: table 2 alone, capped and not: the same lookups, less memory, `capped` counted */
+    as_bench_cfg c = { .warmup = 0, .runs = 3, .trim = 1, .lr = 0.05f, .seed = 7, .threads = 1, .flush_bytes = 1 << 20, .row_cap = 52 };
+    as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+    as_bench_result r, u, r1;
+    const int64_t two[2] = { 2, ph };
+    as_bench_session_run(S, two, 2, &r);
+    as_bench_session_run(S, two, 1, &r1);
+    as_bench_session_free(S);
+    c.row_cap = 0;
+    S = as_bench_session_new(&c, &q, err, sizeof err);
+    as_bench_session_run(S, two, 1, &u);
+    as_bench_session_free(S);
+    CHECK(r.ok && u.ok);
+    CHECK_EQ_I64(r.capped, 1);
+    CHECK_EQ_I64(u.capped, 0);
+    CHECK_EQ_I64(r.lookups, t2->lookups + th->lookups);
+    CHECK_EQ_I64(u.lookups, t2->lookups);
+    CHECK(r1.ok && r1.lookups == u.lookups && r1.bytes < u.bytes);
+    as_bpool_free(&p);
+    as_bpool_free(&q);
 }
 
 /* what run_dp_plans read back from as_brun_input's output */
