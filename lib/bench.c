@@ -362,8 +362,9 @@ static uint8_t *arena_reserve(as_bench_session *S, uint64_t need, uint64_t besid
     uint64_t cap = line_up(sat_add(need, need / 4));
     if (budget && cap > room) cap = (room & ~(uint64_t)63) > need ? room & ~(uint64_t)63 : need;
     if (cap > (uint64_t)SIZE_MAX) as_oom("%" PRIu64 " bytes of shard data", cap);
-    void *a = NULL;
-    if (posix_memalign(&a, 64, (size_t)cap)) as_oom("%" PRIu64 " bytes of shard data", cap);
+    /* huge pages: the weights' random rows are read through the TLB (as_huge_alloc) */
+    void *a = as_huge_alloc((size_t)cap);
+    if (!a) as_oom("%" PRIu64 " bytes of shard data", cap);
     S->arena = a;
     S->arena_cap = (size_t)cap;
     S->grows++;

@@ -1,6 +1,8 @@
 /* common.c - see common.h */
 #include "common.h"
 
+#include <sys/mman.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -245,4 +247,17 @@ uint64_t as_peak_rss(void)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru)) return 0;
     return (uint64_t)ru.ru_maxrss * 1024;
+}
+
+void *as_huge_alloc(size_t n)
+{
+    const size_t huge = (size_t)2 << 20;
+    void *p = NULL;
+    if (n < 2 * huge) return posix_memalign(&p, 64, n ? n : 1) ? NULL : p;
+    const size_t m = (n + huge - 1) & ~(huge - 1);
+    if (posix_memalign(&p, huge, m)) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, m, MADV_HUGEPAGE);
+#endif
+    return p;
 }

@@ -29,6 +29,11 @@ void as_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * writer); the rest of lib/ returns -1 with a message instead (docs/ARCHITECTURE.md) */
 _Noreturn void as_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* info / debug messages, silenced by -q / shown with -v */
+/* malloc, 64-byte aligned, but blocks of 4 MiB and more are 2 MiB aligned and marked for transparent huge
+ * pages (madvise: advice only): the first touch of a fresh 4 KiB page costs microseconds on a
+ * VM, and random reads over GiBs of 4 KiB pages are bound by the TLB's page walks, which a
+ * GPU's large pages do not pay. NULL when out of memory; released with free(). */
+void *as_huge_alloc(size_t n);
 void as_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void as_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -22,7 +22,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* ---- calibration constants (docs/SYNTH.md explains each) ------------------------------ */
 #ifndef AS_SYN_PARAM
@@ -72,22 +71,6 @@ static int cfg_ok(const as_synth_cfg *c)
     return c && c->tables > 0 && c->batch > 0 && c->batch <= ((int64_t)1 << 40) &&
            c->row_scale > 0 && isfinite(c->row_scale) && c->row_scale <= 1e3 &&
            c->pool_scale >= 0 && isfinite(c->pool_scale) && c->pool_scale <= 1e3;
-}
-
-/* malloc, but large blocks are 2 MiB aligned and marked for transparent huge pages: the
- * first touch of a fresh 4 KiB page costs microseconds on a VM, more than generating the
- * 1024 indices it holds. The block is still released with free(). */
-static void *big_alloc(size_t n)
-{
-    const size_t huge = (size_t)2 << 20;
-    if (n < 2 * huge) return malloc(n ? n : 1);
-    size_t m = (n + huge - 1) & ~(huge - 1);
-    void *p = NULL;
-    if (posix_memalign(&p, huge, m)) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, m, MADV_HUGEPAGE); /* advice only: failure just means 4 KiB pages */
-#endif
-    return p;
 }
 
 /* (0, 1] */
@@ -320,11 +303,11 @@ int as_synth_gen(const as_synth_params *pp, int64_t B, uint64_t seed, uint64_t s
     const int64_t E = p.hash;
 
     out->batch = B;
-    out->offsets = big_alloc((size_t)(B + 1) * sizeof *out->offsets);
+    out->offsets = as_huge_alloc((size_t)(B + 1) * sizeof *out->offsets);
     if (!out->offsets) return -ENOMEM;
     int64_t n = bag_lengths(out, &p, B, seed, stream, fixed);
     out->lookups = n;
-    out->indices = big_alloc((size_t)n * sizeof *out->indices);
+    out->indices = as_huge_alloc((size_t)n * sizeof *out->indices);
     if (!out->indices) { as_synth_free(out); return -ENOMEM; }
     if (n == 0) { out->rows = 1; return 0; } /* nothing measured: one row */
 

@@ -45,10 +45,18 @@ OUT    ?= pipelines/out
 MODEL  ?= pipelines/models/dlrm-criteo-kaggle.json
 DEVICE ?= auto
 SEED   ?= 0
-# overrides of the config's topology: ranks, bytes per rank, lookups per table (batch)
+# overrides of the config's topology: ranks, bytes per rank
 SHARDS ?=
 MEM_CAP ?=
-BATCH  ?=
+# what the tables are measured over (pipelines/plan_scale.py): ROW_CAP (as-bench --row-cap: a
+# number of rows, none, or auto) and BATCH (the lookups per table: a number, config, or auto).
+# auto: on a GPU every table whole at the config's batch; on the CPU, rows capped at 4,194,304
+# when a table holds more than 1 GiB of fp16 weights, and the batch halved until a full
+# iteration is at most 2,097,152 lookups (DLRM-DCNv2: 8,192 of 65,536). The memory model
+# keeps the config's batch; the report says what was approximated, with how a capped table's
+# cost changes with its rows, measured (pipelines/row-curve)
+ROW_CAP ?= auto
+BATCH  ?= auto
 ROW_PIECES ?= 2,4,8
 # the cost dataset: drawn shards, their largest item count, the share of items drawn as pieces
 NCOST  ?= 400
@@ -90,16 +98,34 @@ PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIE
 REF_LEVEL := --reference-level $(D)/costs.ast
 include pipelines/stages.mk
 
+# the row cap and the batch measured: "CAP BATCH STATUS" (0: none, the config's); a config it
+# cannot read leaves both 0 (as-convert says what is wrong with it); a bad value stops here
+SCALE := $(shell python3 pipelines/plan_scale.py $(MODEL) --device $(DEVICE) --ngpu $(or $(NGPU),0) --row-cap $(ROW_CAP) --batch $(BATCH); echo $$?)
+ifeq ($(lastword $(SCALE)),2)
+$(error make plan: bad ROW_CAP=$(ROW_CAP) or BATCH=$(BATCH) (above))
+endif
+CAP_EFF   := $(if $(filter 0,$(lastword $(SCALE))),$(word 1,$(SCALE)),0)
+BATCH_EFF := $(if $(filter 0,$(lastword $(SCALE))),$(word 2,$(SCALE)),0)
+BENCH_EXTRA := $(if $(filter-out 0,$(CAP_EFF)),--row-cap $(CAP_EFF))
+ROWCAP_HINT := or measure it over fewer rows (ROW_CAP=ROWS; as-bench --row-cap)
+
 .PHONY: plan-run
 plan-run: $(D)/report.md $(D)/plan.json
 	@cat $(D)/report.md
 	@echo
 	@echo "the chosen plan for TorchRec: $(D)/plan.json (pipelines/torchrec_plan.py loads it); all files under $(D)"
 
-$(D)/pool.ast: $(MODEL) $(BIN)/as-convert
+# what is measured over (ROW_CAP, BATCH as resolved): rewritten only when it changes, so that a
+# change redoes everything from the tables on, and nothing else does
+.PHONY: FORCE
+$(D)/scale.txt: FORCE
 	@mkdir -p $(D)
-	@echo "== tables of $(MODEL)"
-	$(BIN)/as-convert --config $(MODEL) $(if $(BATCH),--batch $(BATCH)) --seed $(SEED) -o $@
+	@echo "row_cap $(CAP_EFF) batch $(BATCH_EFF)" | cmp -s - $@ || echo "row_cap $(CAP_EFF) batch $(BATCH_EFF)" > $@
+
+$(D)/pool.ast: $(MODEL) $(BIN)/as-convert $(D)/scale.txt
+	@mkdir -p $(D)
+	@echo "== tables of $(MODEL)$(if $(filter-out 0,$(BATCH_EFF)), (measured at a batch of $(BATCH_EFF)))"
+	$(BIN)/as-convert --config $(MODEL) $(if $(filter-out 0,$(BATCH_EFF)),--batch $(BATCH_EFF)) --seed $(SEED) -o $@
 
 $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 	@echo "== features and the model's task"
@@ -109,7 +135,16 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 # stops here, named with why, rather than leaving its plans unmeasured
 $(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
 	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items$(if $(FANOUT), on $(NGPU) GPUs)"
-	$(call cost_dataset,$<,$(D)/ft.ast,$@,make plan)
+	$(call cost_dataset,$<,$(D)/ft.ast,$@,make plan,$(ROWCAP_HINT))
+
+# how a capped table's cost changes with its rows, measured (with a row cap; else empty)
+$(D)/rows.md: $(D)/pool.ast $(D)/costs.ast
+	@echo "== $(if $(filter-out 0,$(CAP_EFF)),how the largest capped table's cost changes with its rows,rows: nothing capped)"
+ifneq ($(CAP_EFF),0)
+	pipelines/row-curve --tables $< --cap $(CAP_EFF) --bin $(BIN) --device $(DEVICE) --bench-opts "$(BENCH_OPTS)" -o $@
+else
+	: > $@
+endif
 
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
@@ -171,11 +206,14 @@ $(D)/plan.json: $(D)/choice.md $(D)/measured.ast $(D)/ft.ast $(BIN)/as-plan
 	python3 pipelines/torchrec_plan.py --check --config $(MODEL) $@.tmp > /dev/null
 	mv $@.tmp $@
 
-$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(BIN)/as-eval
+$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(D)/rows.md $(BIN)/as-eval
 	@echo "== report"
 	{ echo "# $(NAME): planned by its measured cost"; echo; \
 	  echo "Model config: $(MODEL); device: $$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
 	  echo; cat $(D)/choice.md; echo; \
+	  echo "## What this run approximated"; echo; \
+	  $(BIN)/as-show --kind features $(D)/ft.ast | python3 pipelines/plan_scale.py --report $(MODEL) $(CAP_EFF) $(BATCH_EFF); \
+	  cat $(D)/rows.md; echo; \
 	  $(BIN)/as-eval --comm-gbps 0 --format csv --table summary $(D)/measured.ast | python3 -c 'import csv, sys; \
 	    w = [r["alg"] for r in csv.DictReader(sys.stdin) if int(r.get("model_weak") or 0)]; \
 	    w and print("**The cost model is weak** (the verdict below says by how much): the plans of %s were placed with it; they are candidates like the others, and the choice above rests on their measurement, not on the model.\n" % ", ".join(w))'; \
