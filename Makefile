@@ -211,7 +211,7 @@ demo: deps
 	$(MAKE) --no-print-directory -f pipelines/demo.mk BIN=$(BIN)
 
 # your model planned by its measured cost (pipelines/plan.mk: MODEL=config.json, default the
-# Kaggle DLRM; DEVICE, OUT, SHARDS, MEM_CAP, BATCH, TORCHREC_SRC)
+# Kaggle DLRM; DEVICE, OUT, SHARDS, MEM_CAP, ROW_CAP, BATCH, TORCHREC_SRC, OWN_JSON)
 plan: deps
 	@$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory -f pipelines/plan.mk BIN=$(BIN)

@@ -1,7 +1,7 @@
 # plan.mk - your model planned by its measured cost, end to end: `make plan MODEL=config.json`.
 # Run through `make plan` (which installs dependencies and builds first), or directly:
 #   make -f pipelines/plan.mk [MODEL=pipelines/models/dlrm-criteo-kaggle.json] [DEVICE=auto]
-#        [OUT=pipelines/out] [SHARDS=K] [MEM_CAP=BYTES] [BATCH=B]
+#        [OUT=pipelines/out] [SHARDS=K] [MEM_CAP=BYTES] [ROW_CAP=R|none|auto] [BATCH=B|config|auto]
 # File targets under $(OUT)/plan-NAME (NAME: the config's file name): re-running redoes only
 # what changed, and a stage that fails or is interrupted leaves no file behind (each tool
 # writes its output atomically), so the next run resumes there.
@@ -15,6 +15,8 @@
 #                                           items, whole tables and pieces (over the GPUs
 #                                           with GNU parallel where there are several; the
 #                                           recipe the demo shares, pipelines/stages.mk)
+#   rows.md    pipelines/row-curve          with a row cap (ROW_CAP): the largest capped table
+#                                           alone over cap/8 ... all its rows, measured
 #   model      as-costfit                   the cost model (its quality gate: MODEL_GATE)
 #   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
 #                                           included), SPLIT_ALGS with --split-tables and with
@@ -35,9 +37,10 @@
 #   report.md  as-eval                      the verdict, the candidates, the chosen plan rank
 #                                           by rank, the cost model's quality
 #
-# A table larger than the measuring device's memory is measured whole or not at all here: the
-# cost stage stops, naming the table and what it needs (as-bench refuses a shard that does
-# not fit); measuring a row-capped copy instead is not done yet.
+# A table larger than the measuring device's memory: with ROW_CAP (auto on the CPU for tables
+# above 1 GiB) it is measured over that many rows, and rows.md shows, measured, how its cost
+# changes with its rows up to all of them; without, the cost stage stops, naming the table and
+# what it needs (as-bench refuses a shard that does not fit).
 
 comma  := ,
 BIN    ?= bin
@@ -50,7 +53,7 @@ SHARDS ?=
 MEM_CAP ?=
 # what the tables are measured over (pipelines/plan_scale.py): ROW_CAP (as-bench --row-cap: a
 # number of rows, none, or auto) and BATCH (the lookups per table: a number, config, or auto).
-# auto: on a GPU every table whole at the config's batch; on the CPU, rows capped at 4,194,304
+# auto: on a GPU every table whole at the config's batch; on the CPU, rows capped at 1,048,576
 # when a table holds more than 1 GiB of fp16 weights, and the batch halved until a full
 # iteration is at most 2,097,152 lookups (DLRM-DCNv2: 8,192 of 65,536). The memory model
 # keeps the config's batch; the report says what was approximated, with how a capped table's

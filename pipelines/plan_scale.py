@@ -9,9 +9,9 @@ Prints one line, "ROW_CAP BATCH" (0 0: every table at full size, at the config's
 pipelines/plan.mk. --row-cap and --batch take a number (as given), "none" / "config" (0), or
 "auto" (the default): on a GPU (--device cuda*, or auto with --ngpu above 0) nothing is
 approximated; on the CPU (--device cpu, or auto without a GPU):
-  - rows capped at 4,194,304 (as-bench --row-cap) when the model's largest table holds more
-    than 1 GiB of fp16 weights: each table above it is measured over that many rows (1 GiB at
-    dim 128, 32x the VM's last-level cache), its lookups' distinct rows kept apart;
+  - rows capped at 1,048,576 (as-bench --row-cap) when the model's largest table holds more
+    than 1 GiB of fp16 weights: each table above it is measured over that many rows (256 MiB at
+    dim 128, 8x the VM's last-level cache), its lookups' distinct rows kept apart;
   - the batch measured at the config's (batch_size_per_rank x world_size) halved until its
     lookups per iteration (batch x the tables' pooling factors) are at most 2,097,152, a
     multiple of the world size; the memory model keeps the config's batch.
@@ -26,7 +26,7 @@ with, from the resolved CAP and BATCH (0: none, the config's) and the features' 
 import json
 import sys
 
-CAP_ROWS = 4194304
+CAP_ROWS = 1048576
 CAP_ABOVE_BYTES = 1 << 30
 MAX_LOOKUPS = 2097152
 

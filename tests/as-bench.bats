@@ -713,3 +713,58 @@ NOISE="--device cpu --warmup 1 --runs 5 --trim 1 --threads 1 --flush 1M --no-cal
     assert_success
     assert_line --partial "quiet-machine check: a fixed CPU kernel"
 }
+
+# a config with one table far larger than the others (2 M rows x 32: 128 MiB of fp16 weights)
+bigcfg() {
+    cat > "$T/big.json" <<'JSON'
+{"topology": {"world_size": 2, "batch_size_per_rank": 128},
+ "tables": [{"name": "big", "num_embeddings": 2000000, "embedding_dim": 32, "pooling_factor": 4},
+            {"name": "small", "num_embeddings": 1000, "embedding_dim": 16, "pooling_factor": 2}]}
+JSON
+    as-convert --config "$T/big.json" -o "$T/big.ast"
+}
+
+@test "as-bench --row-cap: tables above it measured over that many rows; the records say so; memory follows the cap" {
+    bigcfg
+    AS_BENCH_FAKE_NOISE=quiet run as-bench --tables "$T/big.ast" $FAST --sample 2 --max-tables 2 --singles --row-cap 4096 -o "$T/c.ast"
+    assert_success
+    assert_output --partial "--row-cap 4096: 1 table or piece above it, measured over that many rows; every distinct row kept apart"
+    # every record carries the cap; `capped` counts the shard's capped tables
+    run sh -c "as-show --kind cost '$T/c.ast' | jq -c '[.origin, .tables, .row_cap, .capped]' | sort -u"
+    assert_line '["single",[0],4096,1]'
+    assert_line '["single",[1],4096,0]'
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q --tables "$T/big.ast" $FAST --sample 2 --max-tables 2 --singles -o "$T/u.ast"
+    run sh -c "as-show --kind cost '$T/u.ast' | jq -c '[.row_cap, .capped]' | sort -u"
+    assert_output '[null,0]'
+    # the weights take the capped rows: big alone needs far less
+    cb=$(as-show --kind cost "$T/c.ast" | jq -s 'map(select(.tables == [0]))[0].bytes')
+    ub=$(as-show --kind cost "$T/u.ast" | jq -s 'map(select(.tables == [0]))[0].bytes')
+    [ "$ub" -gt $((cb + 100000000)) ]
+    # a budget the whole table does not fit, the capped one does
+    run as-bench --tables "$T/big.ast" $FAST --flush 1M --sample 1 --max-tables 1 --sample-from 0 --max-mem 100M -o "$T/m.ast"
+    assert_output --partial "does not fit"
+    run as-bench --tables "$T/big.ast" $FAST --flush 1M --sample 1 --max-tables 1 --sample-from 0 --max-mem 100M --row-cap 65536 -o "$T/m.ast"
+    assert_success
+    [ "$(as-show --kind cost "$T/m.ast" | jq -c '[.error, .cost_ms > 0]')" = '[null,true]' ]
+    # fewer rows than distinct rows: they share, and stderr says how many
+    run as-bench --tables "$T/big.ast" $FAST --sample 1 --max-tables 1 --sample-from 0 --row-cap 16 -o "$T/s.ast"
+    assert_success
+    assert_output --regexp "--row-cap: [0-9]+ of [0-9]+ distinct rows of the capped tables merged into others"
+    # a plan measured under a cap says so (cost_row_cap); without one, nil
+    make_stream "$HDR"'\x86\xa4kind\xa4plan\xa4task\x00\xa3alg\xa1x\xa6shards\x02\xa6tables\x92\x00\x01\xa6assign\x92\x00\x01' > "$T/p.ast"
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q --tables "$T/big.ast" $FAST --row-cap 4096 "$T/p.ast" -o "$T/pm.ast"
+    [ "$(as-show --kind plan "$T/pm.ast" | jq -c '[.cost_row_cap, (.cost_ms | length)]')" = '[4096,2]' ]
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q --tables "$T/big.ast" $FAST "$T/p.ast" -o "$T/pn.ast"
+    [ "$(as-show --kind plan "$T/pn.ast" | jq -c .cost_row_cap)" = null ]
+    # a reference level measured under another cap is not comparable; a bad cap is a usage error
+    run as-bench --tables "$T/big.ast" $FAST --sample 2 --reference-level "$T/u.ast" --row-cap 4096 -o "$T/x.ast"
+    assert_failure 1
+    assert_output --partial "measured with --row-cap none, this run with 4096: their reference levels are not comparable"
+    for bad in 0 -5 x 3000000000; do
+        run as-bench --tables "$T/big.ast" $FAST --sample 1 --row-cap "$bad"
+        assert_failure 2
+        assert_output --partial "--row-cap"
+    done
+    run as-bench --help
+    assert_output --partial "--row-cap R"
+}

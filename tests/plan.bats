@@ -51,6 +51,9 @@ mkplan() {
     grep -qF "## The candidates, kernel alone" "$P/report.md"
     grep -qF "## The chosen plan, rank by rank" "$P/report.md"
     grep -q "^Model config: .*tiny.json; device: cpu" "$P/report.md"
+    # nothing approximated on the CPU for so small a model (ROW_CAP and BATCH auto)
+    [ "$(cat "$P/scale.txt")" = "row_cap 0 batch 0" ]
+    grep -qF "Nothing: every table was measured whole, at the config's batch." "$P/report.md"
     # a weak cost model (MODEL_GATE empty, the default) is said at the top when, and only when,
     # plans it placed are among the candidates
     weak=$(as-eval --comm-gbps 0 --format csv --table summary "$P/measured.ast" | python3 -c 'import csv, sys; print(sum(int(r["model_weak"] or 0) for r in csv.DictReader(sys.stdin)))')
@@ -167,4 +170,86 @@ CSVHEAD='run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balanc
     [ "$status" -eq 2 ]
     run python3 "$ROOT/pipelines/plan_choose.py" "$T/c.csv" "$T/k.csv" --tie 2
     [ "$status" -eq 2 ]
+}
+
+@test "make plan ROW_CAP= BATCH=: tables above the cap measured over it, at a smaller batch; the report says so, with the measured row curve" {
+    mkplan > /dev/null 2>&1
+    run mkplan OUT="$D/out-cap" ROW_CAP=8000 BATCH=64
+    assert_success
+    P="$D/out-cap/plan-tiny"
+    # what it measured over: recorded; the pool at the batch; costs and plans under the cap
+    [ "$(cat "$P/scale.txt")" = "row_cap 8000 batch 64" ]
+    [ "$(as-show --kind table "$P/pool.ast" | jq -s -c 'map(.batch) | unique')" = "[64]" ]
+    [ "$(as-show --kind cost "$P/costs.ast" | jq -s -c 'map(.row_cap) | unique')" = "[8000]" ]
+    as-show --kind plan "$P/measured.ast" | jq -e -s 'length > 0 and all(.cost_row_cap == 8000)'
+    # only the table above the cap is capped; the memory model keeps the config's batch (its
+    # output buffers; the input's ids follow the pooling measured on the lookups)
+    as-show --kind cost "$P/costs.ast" | jq -e -s 'map(select(.origin == "single")) | all(.capped == (if .tables == [0] then 1 else 0 end))'
+    m1=$(as-show --kind features "$D/out/plan-tiny/ft.ast" | jq -c 'select(.name == "big" and .piece == null) | .torchrec_memory | [.weights, .output]')
+    m2=$(as-show --kind features "$P/ft.ast" | jq -c 'select(.name == "big" and .piece == null) | .torchrec_memory | [.weights, .output]')
+    [ -n "$m1" ] && [ "$m1" = "$m2" ]
+    # the report: what was approximated, the capped table named, the row curve measured
+    grep -qF "## What this run approximated" "$P/report.md"
+    grep -qF "**Rows capped at 8000**" "$P/report.md"
+    grep -qF "1 table above it, big (20000 rows)" "$P/report.md"
+    grep -qF "**Measured at a batch of 64** (BATCH), not the config's 128" "$P/report.md"
+    grep -qF "| 8000 (the cap) |" "$P/report.md"
+    grep -qF "| 20000 (all) |" "$P/report.md"
+    # the same values again: nothing redone; another cap: everything from the tables on
+    run mkplan OUT="$D/out-cap" ROW_CAP=8000 BATCH=64
+    assert_success
+    refute_output --partial "== "
+    run mkplan OUT="$D/out-cap" ROW_CAP=10000 BATCH=64
+    assert_success
+    assert_output --partial "== tables of"
+    [ "$(cat "$P/scale.txt")" = "row_cap 10000 batch 64" ]
+    # bad values stop before anything is made
+    run mkplan OUT="$D/out-bad" ROW_CAP=lots
+    assert_failure
+    assert_output --partial "ROW_CAP: 'lots' is not a number, auto or none"
+    assert_output --partial "make plan: bad ROW_CAP=lots"
+    [ ! -e "$D/out-bad/plan-tiny/pool.ast" ]
+}
+
+@test "plan_scale.py: auto approximates on the CPU only, for models too large for it; numbers and none/config as given" {
+    S="$ROOT/pipelines/plan_scale.py"
+    M="$ROOT/pipelines/models"
+    [ "$(python3 "$S" "$M/dlrm-dcnv2-criteo1tb.json" --device cpu)" = "1048576 8192" ]
+    [ "$(python3 "$S" "$M/dlrm-dcnv2-criteo1tb.json" --device auto --ngpu 0)" = "1048576 8192" ]
+    [ "$(python3 "$S" "$M/dlrm-dcnv2-criteo1tb.json" --device auto --ngpu 2)" = "0 0" ]
+    [ "$(python3 "$S" "$M/dlrm-dcnv2-criteo1tb.json" --device cuda)" = "0 0" ]
+    [ "$(python3 "$S" "$M/dlrm-criteo-kaggle.json" --device cpu)" = "0 0" ]
+    [ "$(python3 "$S" "$M/dlrm-dcnv2-criteo1tb.json" --device cpu --row-cap none --batch config)" = "0 0" ]
+    [ "$(python3 "$S" "$M/dlrm-criteo-kaggle.json" --device cuda --row-cap 1000 --batch 512)" = "1000 512" ]
+    run python3 "$S" "$M/dlrm-criteo-kaggle.json" --device cpu --batch 0
+    [ "$status" -eq 2 ]
+    run python3 "$S" "$D/missing.json" --device cpu
+    [ "$status" -eq 1 ]
+    assert_output --partial "cannot read the config"
+}
+
+@test "row-curve: a capped table measured over each number of rows up to all of them, on one scale" {
+    cat > "$D/big.json" <<'JSON'
+{"topology": {"world_size": 2, "batch_size_per_rank": 64},
+ "tables": [{"name": "big", "num_embeddings": 400000, "embedding_dim": 16, "pooling_factor": 4},
+            {"name": "s1", "num_embeddings": 100, "embedding_dim": 8}, {"name": "s2", "num_embeddings": 300, "embedding_dim": 8}]}
+JSON
+    as-convert --config "$D/big.json" -o "$D/big.ast"
+    AS_BENCH_FAKE_NOISE=quiet run "$ROOT/pipelines/row-curve" --tables "$D/big.ast" --cap 80000 --bin "$BIN" \
+        --bench-opts "--warmup 1 --runs 3 --trim 1 --threads 1" -o "$D/curve.md"
+    assert_success
+    # cap/8, cap/4, cap/2, the cap, 2 cap, 4 cap and all 400,000 rows (the fake timer: the same cost)
+    run grep -c '^| [0-9]' "$D/curve.md"
+    assert_output 7
+    grep -qF "Table big (id 0, 400000 rows x 16)" "$D/curve.md"
+    grep -qF "| 10000 | 0 MiB |" "$D/curve.md" || grep -qF "| 10000 |" "$D/curve.md"
+    grep -qF "| 80000 (the cap) |" "$D/curve.md"
+    grep -qF "| 400000 (all) |" "$D/curve.md"
+    grep -qF "Above the cap the cost moved by +0.0 % at most (3 sizes measured up to 400000 rows)." "$D/curve.md"
+    # no table above the cap; usage
+    run "$ROOT/pipelines/row-curve" --tables "$D/big.ast" --cap 500000 --bin "$BIN"
+    assert_failure 1
+    assert_output --partial "no table has more than 500000 rows"
+    run "$ROOT/pipelines/row-curve" --tables "$D/big.ast" --bin "$BIN"
+    assert_failure 2
 }

@@ -573,9 +573,9 @@ int main(int argc, char **argv)
         int64_t lost = 0, dist = 0;
         for (int64_t i = 0; i < pool.n; i++)
             if (pool.t[i].cap_rows) { dist += pool.t[i].cap_distinct; lost += pool.t[i].cap_distinct - pool.t[i].cap_kept; }
-        as_info("--row-cap %" PRId64 ": %" PRId64 " table%s and piece%s measured over %" PRId64 " rows%s", cfg.row_cap, k,
-                k == 1 ? "" : "s", k == 1 ? "" : "s", cfg.row_cap,
-                !k ? " (none above it)" : lost ? "; some distinct rows share one under the cap" : "; every distinct row kept apart");
+        as_info("--row-cap %" PRId64 ": %" PRId64 " table%s or piece%s above it, measured over that many rows%s", cfg.row_cap, k,
+                k == 1 ? "" : "s", k == 1 ? "" : "s",
+                !k ? "" : lost ? "; some distinct rows share one under the cap" : "; every distinct row kept apart");
         if (lost) as_info("--row-cap: %" PRId64 " of %" PRId64 " distinct rows of the capped tables merged into others", lost, dist);
     }
     /* before the output is opened: a --max-mem that leaves nothing measures nothing */
