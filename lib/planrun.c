@@ -456,6 +456,8 @@ static void mplan_free(mplan *m)
     as_planrec_free(&m->pr);
 }
 
+static int label_wanted(const char *want, const char *label, as_alg alg, int foreign);
+
 /* whether to repair the record read into m: its task, its label's algorithm and rounds, its
  * shards; 0 repair, 1 skip it (counted), -1 with err */
 static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *err, size_t errlen)
@@ -468,9 +470,15 @@ static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *
         return 1;
     }
     as_obj_str(o, "alg", m->label, sizeof m->label);
-    if (label_alg(m->label, pr->task, &m->alg, err, errlen)) return -1;
+    if (label_alg(m->label, pr->task, &m->alg, err, errlen)) {
+        /* an imported plan (e.g. torchrec-own) is not among the planners a filter names */
+        if (!c->repair_filter && !c->repair_labels) return -1;
+        R->rs->skipped++;
+        return 1;
+    }
     m->rounds = label_rounds(m->label);
-    if ((c->repair_filter && !c->want[m->alg]) || (c->repair_round > 0 && m->rounds != c->repair_round - 1)) {
+    if ((c->repair_filter && !c->want[m->alg]) || (c->repair_labels && !label_wanted(c->repair_labels, m->label, m->alg, 0)) ||
+        (c->repair_round > 0 && m->rounds != c->repair_round - 1)) {
         R->rs->skipped++;
         return 1;
     }

@@ -87,6 +87,9 @@ typedef struct {
     FILE *text;                     /* AS_PLAN_OUT_TEXT and _TORCHREC */
     const as_torchrec_opts *tro;    /* AS_PLAN_OUT_TORCHREC */
     int repair_filter;              /* as_plan_repair_run: only plans of the want[] algorithms */
+    const char *repair_labels;      /* as_plan_repair_run: only plans of these labels (as
+                                     * export_algs: a token with '+' or =LABEL that label
+                                     * exactly, an algorithm's name all its labels); NULL: all */
     int no_dp;                      /* --no-dp: --alg torchrec without data_parallel */
     int replicate;                  /* --replicate: our planners' plans (not torchrec's) searched
                                        for tables to make data parallel (lib/replicate.h),
@@ -138,7 +141,7 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
  * label and its record's `model_quality` unchanged) before the refined one, so that one
  * as-bench run measures both; with
  * c->repair_filter only the plans whose algorithm (the label's first part)
- * is in c->want; with c->repair_round > 0 only the plans of round repair_round - 1 (a
+ * is in c->want; with c->repair_labels only those labels; with c->repair_round > 0 only the plans of round repair_round - 1 (a
  * label's "+measured" rounds: none 0, "+measured" 1, "+measuredN" N). The written plan
  * carries one round more. Records without measured costs, plans of other tasks or algorithms and
  * infeasible plans are counted and skipped. Every plan record is read first by as-eval's

@@ -26,7 +26,10 @@
 #                                           planner's plan where its source is at hand
 #                                           (TORCHREC_SRC; pipelines/torchrec_planner.py),
 #                                           or its plan made elsewhere (OWN_JSON)
-#   measured   as-bench                     every candidate measured together, in PASSES
+#   first      as-bench                     every candidate measured once (one pass)
+#   repaired   as-plan --repair             REPAIR_ALGS's plans refined on those measured
+#                                           costs (ALG+refine+measured)
+#   measured   as-bench                     every candidate, the repaired too, measured together, in PASSES
 #                                           passes made apart, each piece alone for the floor (stages.mk, as the demo)
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
 #                                           fastest slowest rank, communication charged
@@ -67,6 +70,11 @@ MAXT   ?= 8
 SAMPLE_PIECES ?= 0.3
 ALGS   ?= all,torchrec
 SPLIT_ALGS ?= cost-greedy,lookup-greedy,size-lookup-greedy
+# the plans that get a measured repair round (as-plan --repair --alg: labels, or algorithms
+# for all their variants): by default the refined split plans (ALG+split+refine); empty: none.
+# (A repaired ALG+split and its ALG+split+refine would both be labelled
+# ALG+split+refine+measured: name one of the two)
+REPAIR_ALGS ?= $(if $(SPLIT_ALGS),$(subst $(comma),+split+refine$(comma),$(SPLIT_ALGS))+split+refine)
 # planners whose plans are also made with replicated (data-parallel) tables, table-wise and
 # split, refined: ALG+dp+refine, ALG+split+dp+refine (empty: none)
 REPLICATE_ALGS ?= cost-greedy
@@ -186,8 +194,27 @@ endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) $(D)/own.ast > $@.tmp && \
 	  mv $@.tmp $@ && rm -f $@.table $@.split $@.refine $@.dp $@.splitdp
 
-$(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
-	@echo "== every candidate measured, $(PASSES) passes$(if $(FANOUT), on $(NGPU) GPUs)"
+# the measured repair round: every candidate measured once, then REPAIR_ALGS's plans refined on
+# their measured costs (as-plan --repair: ALG+refine+measured), which join the candidates
+$(D)/first.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
+	@echo "== every candidate measured once, for the repair$(if $(FANOUT), on $(NGPU) GPUs)"
+	$(call as_bench_run,$(D)/pool.ast,--window 0 $(REF_LEVEL),$<,$@.tmp)
+	mv $@.tmp $@
+
+$(D)/repaired.ast: $(D)/first.ast $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
+	@echo "== measured repair: $(if $(REPAIR_ALGS),$(REPAIR_ALGS)'s plans refined on their measured costs,none (REPAIR_ALGS empty))"
+ifneq ($(REPAIR_ALGS),)
+	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(D)/model.ast $(MODEL_GATE) --repair $< --seed $(SEED) --plans-only $(D)/ft.ast -o $@.tmp
+	mv $@.tmp $@
+else
+	: > $@
+endif
+
+$(D)/candidates.ast: $(D)/plans.ast $(D)/repaired.ast
+	cat $^ > $@.tmp && mv $@.tmp $@
+
+$(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
+	@echo "== every candidate measured, the repaired ones with them, $(PASSES) passes$(if $(FANOUT), on $(NGPU) GPUs)"
 	$(call measure_plans,$(D)/pool.ast,$<,$@)
 
 # the candidates TorchRec can load (each exported and checked by torchrec_plan.py --check),

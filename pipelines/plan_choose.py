@@ -10,7 +10,8 @@ alone). Every plan must be of one task (a model config's one task). The chosen p
 lowest slowest rank (max_ms) with communication charged; a simpler plan within --tie (default
 0.01: 1 %) of it, or one it does not beat in every pass (as-bench --passes: as-eval's
 max_ms_passes), is chosen instead, simplest first: a table-wise plan (no '+' in its label),
-then one with split tables (+split), then a refined one (+split+refine); plans a planner of
+then one with split tables (+split), then a refined one (+split+refine), then one repaired on
+its measurement (+measured: as-plan --repair); plans a planner of
 ours did not make (torchrec, torchrec-own and other imports) are candidates like the others.
 Infeasible plans and plans with an unmeasured shard are never chosen; with --loadable FILE
 (one label per line: the plans TorchRec can load, as torchrec_plan.py --check says), neither
@@ -64,7 +65,7 @@ def read(path):
 def simplicity(alg):
     """how far a plan is from its planner's table-wise plan: one for each of split tables,
     replicated (data-parallel) tables and the refinement"""
-    return sum(m in alg for m in ("+split", "+dp", "+refine"))
+    return sum(m in alg for m in ("+split", "+dp", "+refine", "+measured"))
 
 
 def usable(r):

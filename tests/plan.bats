@@ -30,7 +30,7 @@ mkplan() {
     run mkplan
     assert_success
     P="$D/out/plan-tiny"
-    for f in pool.ast ft.ast costs.ast model.ast own.ast plans.ast measured.ast choice.md chosen.txt plan.json report.md; do
+    for f in pool.ast ft.ast costs.ast model.ast own.ast plans.ast first.ast repaired.ast candidates.ast measured.ast choice.md chosen.txt plan.json report.md; do
         [ -e "$P/$f" ] || fail "$f missing"
     done
     [ -z "$(compgen -G "$P/*.tmp*")" ]
@@ -43,6 +43,11 @@ mkplan() {
     # the candidates: table-wise, TorchRec's planner, split (column splits: SPLIT_ROWS none)
     algs=$(as-show -k plan "$P/measured.ast" | jq -r .alg | sort | tr '\n' ' ')
     [[ "$algs" == *"torchrec "* && "$algs" == *"cost-greedy+split+refine "* && "$algs" == *"size-lookup-greedy "* ]]
+    # the measured repair round: our split planners' plans refined on their measured costs,
+    # measured with the others (and the originals measured once before, for it)
+    [[ "$algs" == *"cost-greedy+split+refine+measured "* && "$algs" == *"lookup-greedy+split+refine+measured "* ]]
+    [ "$(as-show -k plan "$P/first.ast" | jq -r .alg | grep -c measured)" -eq 0 ]
+    [ "$(as-show -k plan "$P/repaired.ast" | jq -r .alg | grep -vc '+measured$')" -eq 0 ]
     # no row pieces but the torchrec plan's own (K blocks, block i on rank i)
     [ "$(as-show -k plan "$P/measured.ast" | jq -c 'select(.alg != "torchrec") | .pieces // [] | .[] | select(. != null) | select(.[2] != 0)' | wc -l)" -eq 0 ]
     # the report: the chosen plan named, compared with TorchRec's planner, the candidates' tables

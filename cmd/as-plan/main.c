@@ -515,8 +515,8 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
     int nalg = 0;
     if (!a->repair && !a->export_file && !a->import_file && as_plan_alg_list(cfg->want, &nalg, a->alg, a->model != NULL, a->policy != NULL, err, sizeof err))
         as_cli_usage(cli, "%s", err);
-    /* --export with --alg: labels (with '+') or algorithms, checked by name */
-    if (a->export_file && a->alg) {
+    /* --export (and --repair) with --alg: labels (with '+', or =LABEL) or algorithms, checked by name */
+    if ((a->export_file || (a->repair && a->alg && strpbrk(a->alg, "=+"))) && a->alg) {
         char *s = as_strdup(a->alg), *save = NULL;
         for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (tok[0] == '=') {   /* =LABEL: that label exactly, ours or an imported plan's */
@@ -531,10 +531,11 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
             if (as_alg_parse(base, &x)) as_cli_usage(cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
         }
         free(s);
-        cfg->export_algs = a->alg;
+        if (a->export_file) cfg->export_algs = a->alg;
+        else cfg->repair_labels = a->alg;
     }
-    /* --repair with --alg: only the plans of those algorithms (their policy is not needed) */
-    if (a->repair && a->alg) {
+    /* --repair with --alg of algorithms: only the plans of those algorithms (their policy is not needed) */
+    if (a->repair && a->alg && !cfg->repair_labels) {
         if (as_plan_alg_list(cfg->want, &nalg, a->alg, 1, 1, err, sizeof err)) as_cli_usage(cli, "%s", err);
         cfg->repair_filter = 1;
     }
