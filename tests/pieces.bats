@@ -414,6 +414,30 @@ measured_by_hand() {
     mp_edit "$1" "for r in kind('plan'): r['cost_ms'] = [x * (${3:-1} if k == 0 else 1) for k, x in enumerate(r['pred_ms'])]; r['cost_kind'] = 'measured'; r['cost_device'] = 'cpu'" > "$2"
 }
 
+@test "as-plan --repair --alg: labels as --export takes them; an imported plan is skipped under a filter, refused without" {
+    as-plan --alg all --model "$D/m.ast" --split-tables --plans-only "$D/ftr.ast" -o "$T/ps.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/ps.ast" -o "$T/meas.ast"
+    run as-plan --alg =cost-greedy+split --model "$D/m.ast" --repair "$T/meas.ast" --plans-only "$D/ftr.ast" -o "$T/r1.ast"
+    assert_success
+    [ "$(as-show --kind plan "$T/r1.ast" | jq -r .alg | sort | uniq -c | awk '{print $2, $1}')" = "cost-greedy+split+refine+measured 3" ]
+    as-plan --alg cost-greedy+split,=lookup-greedy+split --model "$D/m.ast" --repair "$T/meas.ast" --plans-only "$D/ftr.ast" -o "$T/r2.ast"
+    [ "$(as-show --kind plan "$T/r2.ast" | jq -r .alg | sort -u | tr '\n' ' ')" = "cost-greedy+split+refine+measured lookup-greedy+split+refine+measured " ]
+    # a plan not of ours (TorchRec's own, imported): skipped with --alg, an error without
+    mp_edit "$T/meas.ast" "for c in kind('plan'):
+    if c['alg'] == 'random+split': c['alg'] = 'torchrec-own'" > "$T/own.ast"
+    run as-plan --alg cost-greedy --model "$D/m.ast" --repair "$T/own.ast" --plans-only "$D/ftr.ast" -o "$T/r3.ast"
+    assert_success
+    [ "$(as-show --kind plan "$T/r3.ast" | jq -r .alg | sort -u)" = "cost-greedy+split+refine+measured" ]
+    run as-plan --model "$D/m.ast" --repair "$T/own.ast" --plans-only "$D/ftr.ast" -o "$T/r4.ast"
+    assert_failure 1
+    assert_output --partial "unknown algorithm 'torchrec-own'"
+    # a bad label is a usage error
+    run as-plan --alg =,x --model "$D/m.ast" --repair "$T/meas.ast" "$D/ftr.ast"
+    assert_failure 2
+    run as-plan --alg nosuch+split --model "$D/m.ast" --repair "$T/meas.ast" "$D/ftr.ast"
+    assert_failure 2
+}
+
 @test "as-plan --repair keeps the plan's own cap: plans made under --mem-cap are refined under it, one over it is refused (issue 36)" {
     as-plan --alg size-greedy --model "$D/m.ast" --min-model-r2 off --mem-cap 700000 --plans-only "$D/ftr.ast" -o "$T/cap.ast" 2> /dev/null
     [ "$(as-show --kind plan "$T/cap.ast" | jq -r '[.mem_cap, .feasible] | @tsv' | sort -u)" = $'700000\ttrue' ]
