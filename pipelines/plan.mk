@@ -28,7 +28,7 @@
 #                                           or its plan made elsewhere (OWN_JSON)
 #   first      as-bench                     every candidate measured once (one pass)
 #   repaired   as-plan --repair             REPAIR_ALGS's plans refined on those measured
-#                                           costs (ALG+refine+measured)
+#                                           costs (ALG+split+refine+measured)
 #   measured   as-bench                     every candidate, the repaired too, measured together, in PASSES
 #                                           passes made apart, each piece alone for the floor (stages.mk, as the demo)
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
