@@ -347,11 +347,19 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
 
 /* ---- --repair: measured plans refined on their measured costs ---------------------------- */
 
+/* a repaired plan written: its task, its label and the label of the plan it came from */
+typedef struct {
+    int64_t task;
+    char label[96], from[96];
+} repair_label;
+
 typedef struct {
     as_plan_run_stats *st;
     const as_plan_run_cfg *c;
     const as_plan_input *in;
     as_repair_stats *rs;
+    repair_label *done;     /* the repaired plans written, to refuse two under one label */
+    int64_t ndone, capdone;
 } repair_ctx;
 
 static const as_ptask *task_of(const as_plan_input *in, int64_t id)
@@ -637,6 +645,26 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
         return -1;
     }
     pl.measured = m.rounds + 1;
+    /* two plans of a task repaired under one label (e.g. ALG+split and ALG+split+refine both
+       become ALG+split+refine+measured) could not be told apart downstream: refused */
+    char lab[96];
+    as_plan_alg_label(&pl, m.alg, lab, sizeof lab);
+    for (int64_t i = 0; i < R->ndone; i++)
+        if (R->done[i].task == m.pr.task && !strcmp(R->done[i].label, lab)) {
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): its repair would be labelled %s, as the repair of %s of "
+                     "the same task: pick one with --alg (e.g. --alg =%s)", m.pr.task, m.label, lab, R->done[i].from, m.label);
+            as_plan_free(&pl);
+            mplan_free(&m);
+            return -1;
+        }
+    if (R->ndone == R->capdone) {
+        R->capdone = R->capdone ? 2 * R->capdone : 16;
+        R->done = as_realloc(R->done, (size_t)R->capdone * sizeof *R->done);
+    }
+    R->done[R->ndone].task = m.pr.task;
+    snprintf(R->done[R->ndone].label, sizeof R->done[R->ndone].label, "%s", lab);
+    snprintf(R->done[R->ndone].from, sizeof R->done[R->ndone].from, "%s", m.label);
+    R->ndone++;
     repair_count(R, &m, &pl);
     emit(R->st, c, &meta, &pl, m.fi, NULL);
     as_plan_free(&pl);
@@ -670,9 +698,11 @@ int as_plan_repair_run(as_plan_run_stats *st, as_repair_stats *rs, const as_plan
     memset(st, 0, sizeof *st);
     memset(rs, 0, sizeof *rs);
     if (!c->model) { snprintf(err, errlen, "--repair needs a cost model"); return -1; }
-    repair_ctx R = { st, c, in, rs };
+    repair_ctx R = { st, c, in, rs, NULL, 0, 0 };
     char *files[1] = { (char *)file };
-    return as_read_records(files, 1, repair_rec, &R, err, errlen);
+    const int rc = as_read_records(files, 1, repair_rec, &R, err, errlen);
+    free(R.done);
+    return rc;
 }
 
 /* ---- --export: chosen plans rebuilt and written for TorchRec or as text -------------------- */

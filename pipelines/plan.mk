@@ -73,7 +73,7 @@ SPLIT_ALGS ?= cost-greedy,lookup-greedy,size-lookup-greedy
 # the plans that get a measured repair round (as-plan --repair --alg: labels, or algorithms
 # for all their variants): by default the refined split plans (ALG+split+refine); empty: none.
 # (A repaired ALG+split and its ALG+split+refine would both be labelled
-# ALG+split+refine+measured: name one of the two)
+# ALG+split+refine+measured, which as-plan refuses: name one of the two)
 REPAIR_ALGS ?= $(if $(SPLIT_ALGS),$(subst $(comma),+split+refine$(comma),$(SPLIT_ALGS))+split+refine)
 # planners whose plans are also made with replicated (data-parallel) tables, table-wise and
 # split, refined: ALG+dp+refine, ALG+split+dp+refine (empty: none)

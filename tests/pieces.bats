@@ -431,6 +431,16 @@ measured_by_hand() {
     run as-plan --model "$D/m.ast" --repair "$T/own.ast" --plans-only "$D/ftr.ast" -o "$T/r4.ast"
     assert_failure 1
     assert_output --partial "unknown algorithm 'torchrec-own'"
+    # ALG+split and ALG+split+refine would both be repaired as ALG+split+refine+measured: refused
+    as-plan --alg cost-greedy --model "$D/m.ast" --split-tables --refine --plans-only "$D/ftr.ast" -o "$T/pr.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q "$T/pr.ast" -o "$T/measr.ast"
+    cat "$T/meas.ast" "$T/measr.ast" > "$T/both.ast"
+    run as-plan --alg cost-greedy --model "$D/m.ast" --repair "$T/both.ast" --plans-only "$D/ftr.ast" -o "$T/r5.ast"
+    assert_failure 1
+    assert_output --partial "its repair would be labelled cost-greedy+split+refine+measured, as the repair of cost-greedy+split of the same task: pick one with --alg"
+    [ ! -e "$T/r5.ast" ]
+    run as-plan --alg =cost-greedy+split+refine --model "$D/m.ast" --repair "$T/both.ast" --plans-only "$D/ftr.ast" -o "$T/r5.ast"
+    assert_success
     # a bad label is a usage error
     run as-plan --alg =,x --model "$D/m.ast" --repair "$T/meas.ast" "$D/ftr.ast"
     assert_failure 2
