@@ -178,9 +178,8 @@ int64_t as_rowcap_remap(const int32_t *in, int64_t n, int64_t cap, int32_t *out,
     return D;
 }
 
-int64_t as_bpool_cap_rows(as_bpool *p, int64_t cap, char *err, size_t errlen)
+int64_t as_bpool_cap_rows(as_bpool *p, int64_t cap)
 {
-    (void)err; (void)errlen;
     if (cap <= 0) return 0;
     int64_t k = 0;
     for (int64_t i = 0; i < p->n; i++) {

@@ -85,12 +85,11 @@ void as_bpool_origin(const as_bpool *p, int64_t id, int64_t *table, as_piece *q)
  * rows' order, are kept when they are at most `cap` (else neighbours share one); its own
  * data is kept for everything else (pieces, ids, features). Call it after every piece and
  * slice is made and before a session is created on the pool. Returns the number of tables
- * capped, or -1 with err (out of memory is fatal, as everywhere). cap <= 0: nothing. */
-int64_t as_bpool_cap_rows(as_bpool *p, int64_t cap, char *err, size_t errlen);
-/* in[0..n) (rows in [0, rows)) remapped into out[0..n) in [0, cap): the distinct rows sorted,
- * the k-th of D to floor(k * cap / D) when D > cap or, when D <= cap, to
- * floor(k * cap / D) too (distinct, since cap / D >= 1). Returns D; *kept gets the distinct
- * rows after the map (min(D, cap)). out may be in. */
+ * capped (out of memory is fatal, as everywhere). cap <= 0: nothing. */
+int64_t as_bpool_cap_rows(as_bpool *p, int64_t cap);
+/* in[0..n) remapped into out[0..n) in [0, cap): the D distinct rows sorted, the k-th to
+ * floor(k * cap / D) (all distinct when D <= cap; neighbours share when D > cap). Returns D;
+ * *kept gets the distinct rows after the map (min(D, cap)). out may be in. */
 int64_t as_rowcap_remap(const int32_t *in, int64_t n, int64_t cap, int32_t *out, int64_t *kept);
 /* bytes the pool holds (its tables' offsets and indices, descriptors, id index) */
 uint64_t as_bpool_bytes(const as_bpool *p);

@@ -568,8 +568,7 @@ int main(int argc, char **argv)
     char err[1024];
     if (cfg.row_cap > 0) {
         /* after every piece and slice is made, before the session holds the pool */
-        const int64_t k = as_bpool_cap_rows(&pool, cfg.row_cap, err, sizeof err);
-        if (k < 0) as_die(AS_EXIT_ENV, "--row-cap: %s", err);
+        const int64_t k = as_bpool_cap_rows(&pool, cfg.row_cap);
         int64_t lost = 0, dist = 0;
         for (int64_t i = 0; i < pool.n; i++)
             if (pool.t[i].cap_rows) { dist += pool.t[i].cap_distinct; lost += pool.t[i].cap_distinct - pool.t[i].cap_kept; }

@@ -526,10 +526,10 @@ TEST(bench_row_cap)
     const int64_t sl = as_bpool_slice(&p, 1, 2, 9, err, sizeof err);
     CHECK(pl > 2 && ph > 2 && sl > 2);
     const uint64_t bytes0 = as_bpool_bytes(&p);
-    CHECK_EQ_I64(as_bpool_cap_rows(&p, 0, err, sizeof err), 0);
+    CHECK_EQ_I64(as_bpool_cap_rows(&p, 0), 0);
     /* tables 0 (50 rows), 1 (60), 2 (70), the slice of 1 (60) and the piece of rows [0, 55)
        (55) are above 52; the piece of rows [55, 70) (15) is not */
-    CHECK_EQ_I64(as_bpool_cap_rows(&p, 52, err, sizeof err), 0 + 5 - 1 + 0);
+    CHECK_EQ_I64(as_bpool_cap_rows(&p, 52), 0 + 5 - 1 + 0);
     const as_btable *t2 = as_bpool_get(&p, 2), *tl = as_bpool_get(&p, pl), *th = as_bpool_get(&p, ph), *ts = as_bpool_get(&p, sl);
     CHECK(t2->cap_rows == 52 && t2->rows == 70 && as_bt_mrows(t2) == 52);
     CHECK(tl->cap_rows == 52 && tl->rows == 55 && th->cap_rows == 0 && as_bt_mrows(th) == 15);
@@ -542,7 +542,7 @@ TEST(bench_row_cap)
     for (int64_t i = 0; i < p.n; i++) capped_lookups += p.t[i].cap_rows ? (p.t[i].lookups ? p.t[i].lookups : 1) : 0;
     CHECK_EQ_I64(as_bpool_bytes(&p) - bytes0, capped_lookups * (int64_t)sizeof(int32_t));
     /* capped twice: nothing more */
-    CHECK_EQ_I64(as_bpool_cap_rows(&p, 52, err, sizeof err), 0);
+    CHECK_EQ_I64(as_bpool_cap_rows(&p, 52), 0);
     /* measured: table 2 alone, capped and not: the same lookups, less memory, `capped` counted */
     as_bench_cfg c = { .warmup = 0, .runs = 3, .trim = 1, .lr = 0.05f, .seed = 7, .threads = 1, .flush_bytes = 1 << 20, .row_cap = 52 };
     as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
