@@ -27,8 +27,28 @@ static int comm_complete(const as_eval_plan *q)
     return a2a && (q->comm_ar || !q->ndp || q->K < 2);
 }
 
-int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
-                        double *bytes_sum, int64_t *bytes_n, double *bytes_max)
+int as_eval_comm_bytes(const as_eval_plan *q, int64_t k, double b[AS_NSH], int has[AS_NSH])
+{
+    for (int s = 0; s < AS_NSH; s++) b[s] = 0, has[s] = 0;
+    if ((!q->comm_in && !q->comm_ar) || k < 0 || k >= q->K) return -1;
+    double all[AS_NSH] = { 0 };
+    for (int64_t j = 0; q->comm_in && j < q->K; j++) {
+        const double rw = q->comm_rw ? q->comm_rw[j] : 0, cw = q->comm_cw ? q->comm_cw[j] : 0;
+        const double tw = q->comm_in[j] + q->comm_out[j] - rw - cw;
+        all[AS_SH_TW] += tw, all[AS_SH_CW] += cw, all[AS_SH_RW] += rw;
+        if (j == k) b[AS_SH_TW] = tw, b[AS_SH_CW] = cw, b[AS_SH_RW] = rw;
+    }
+    for (int s = AS_SH_TW; s <= AS_SH_RW; s++) {
+        b[s] += all[s] / (double)q->K;
+        has[s] = all[s] > 0;
+    }
+    b[AS_SH_DP] = q->comm_ar ? q->comm_ar[k] : 0;
+    has[AS_SH_DP] = q->ndp > 0;
+    return 0;
+}
+
+int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
+                        double *bytes_sum, int64_t *bytes_n, double *bytes_max, char *err, size_t errlen)
 {
     int64_t mis = 0, hv = 0, bn = 0;
     double bs = 0, bm = 0;
@@ -50,20 +70,26 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missin
     if (bytes_sum) *bytes_sum = bs;
     if (bytes_n) *bytes_n = bn;
     if (bytes_max) *bytes_max = bm;
-    if (!(gbps > 0) || mis || !hv) return 0;
-    const double bps = gbps * 1073741824.0;
+    if (!as_comm_on(m) || mis || !hv) return 0;
+    for (int64_t j = 0; j < n; j++) {
+        char e[512];
+        if (as_comm_model_check(m, p[j].K, e, sizeof e)) {
+            snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", p[j].task, p[j].alg, e);
+            return -1;
+        }
+    }
     for (int64_t j = 0; j < n; j++) {
         as_eval_plan *q = &p[j];
         if ((!q->comm_in && !q->comm_ar) || !q->K) continue;
-        double all = 0;
-        for (int64_t k = 0; q->comm_in && k < q->K; k++) all += q->comm_in[k] + q->comm_out[k];
         free(q->comm_ms);
         q->comm_ms = as_malloc((size_t)q->K * sizeof *q->comm_ms);
         for (int64_t k = 0; k < q->K; k++) {
-            /* its own side of the all-to-all, its share of everyone's, and what it sends in
+            /* its own side of each collective, its share of everyone's, and what it sends in
                the all-reduce of its data-parallel tables' gradients (its own: no share) */
-            const double own = q->comm_in ? q->comm_in[k] + q->comm_out[k] + all / (double)q->K : 0;
-            q->comm_ms[k] = (own + (q->comm_ar ? q->comm_ar[k] : 0)) / bps * 1e3;
+            double b[AS_NSH];
+            int has[AS_NSH];
+            as_eval_comm_bytes(q, k, b, has);
+            q->comm_ms[k] = as_comm_shard_ms(m, q->K, b, has, NULL);
             if (!isnan(q->cost[k])) q->cost[k] += q->comm_ms[k];
         }
     }

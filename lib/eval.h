@@ -24,24 +24,34 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "comm.h"
 #include "evalplan.h"
 #include "stats.h"
 #include "piece.h"
 #include "stream.h"
 
-/* Charge communication at gbps GiB/s (x 2^30 bytes/s) to the plans' shard costs, as as-plan
- * --split-tables scores it (lib/split.h): a shard's cost gains (its ids in + outputs out) /
- * bandwidth, its own side, plus the sum of every shard's over K, its side of the all-to-all;
- * with data-parallel entries also the bytes it sends in their gradients' all-reduce
- * (comm_ar_bytes) / bandwidth, its own (not shared over K).
+/* Charge communication by model m (lib/comm.h) to the plans' shard costs, as as-plan
+ * --split-tables scores it (lib/split.h): a shard's bytes of each sharding type are its own
+ * items' (ids in + outputs out) plus the sum of every shard's over K, its side of the
+ * collective; with data-parallel entries also the bytes it sends in their gradients'
+ * all-reduce (comm_ar_bytes), its own (not shared over K). The bandwidth model charges them
+ * / G; the alpha-beta model each type's collectives' alphas (every shard, when the plan has
+ * the type) plus the bytes over their bus bandwidth (as_comm_shard_ms).
  * Only when every plan with a known cost carries the communication bytes (never a mix; a
  * plan with data-parallel entries over K > 1 shards needs comm_ar_bytes too, one of them
- * alone needs no comm_in_bytes): returns 1 charged, 0 not (gbps 0, or *missing plans
- * without the bytes, or some of them, *have with some).
+ * alone needs no comm_in_bytes): returns 1 charged, 0 not (m charges nothing, or *missing
+ * plans without the bytes, or some of them, *have with some), -1 with err when m does not
+ * hold for a plan's K (as_comm_model_check).
  * The byte totals per shard (in + out + all-reduce) are summed into *bytes_sum / *bytes_n / *bytes_max
  * (either may be NULL) whether charged or not, for the report. */
-int as_eval_charge_comm(as_eval_plan *p, int64_t n, double gbps, int64_t *missing, int64_t *have,
-                        double *bytes_sum, int64_t *bytes_n, double *bytes_max);
+int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
+                        double *bytes_sum, int64_t *bytes_n, double *bytes_max, char *err, size_t errlen);
+
+/* plan q's shard k: its bytes of each sharding type (own + share; data-parallel: what it
+ * sends in the all-reduce) into b[], and which types the plan has into has[] (table-wise
+ * bytes include the column pieces' in a plan without comm_cw_bytes). -1 when the plan
+ * carries no communication bytes or k is out of range, else 0 */
+int as_eval_comm_bytes(const as_eval_plan *q, int64_t k, double b[AS_NSH], int has[AS_NSH]);
 
 /* per-plan figures (over_floor from a floor set before), then per (run, task) the speedup over that run's first random plan of
  * the task (random plans themselves: 1); plans without a usable random plan (or one whose

@@ -1,26 +1,16 @@
-/* evalcomm.c - the communication of each plan's slowest rank by collective; see evalcomm.h */
+/* evalcomm.c - the communication of each plan's slowest rank by sharding type; see evalcomm.h */
 #include "evalcomm.h"
 
 #include <inttypes.h>
 #include <math.h>
 
-int as_eval_comm_parts(const as_eval_plan *q, int64_t k, double gbps, double ms[3])
+int as_eval_comm_parts(const as_eval_plan *q, int64_t k, const as_comm_model *m, double ms[AS_NSH])
 {
-    ms[0] = ms[1] = ms[2] = 0;
-    if ((!q->comm_in && !q->comm_ar) || k < 0 || k >= q->K || !(gbps > 0)) return -1;
-    const double bps = gbps * 1073741824.0 / 1e3;
-    double all_tw = 0, all_rw = 0;
-    for (int64_t j = 0; q->comm_in && j < q->K; j++) {
-        const double rw = q->comm_rw ? q->comm_rw[j] : 0;
-        all_rw += rw;
-        all_tw += q->comm_in[j] + q->comm_out[j] - rw;
-    }
-    if (q->comm_in) {
-        const double rw = q->comm_rw ? q->comm_rw[k] : 0;
-        ms[0] = (q->comm_in[k] + q->comm_out[k] - rw + all_tw / (double)q->K) / bps;
-        ms[1] = (rw + all_rw / (double)q->K) / bps;
-    }
-    ms[2] = q->comm_ar ? q->comm_ar[k] / bps : 0;
+    double b[AS_NSH];
+    int has[AS_NSH];
+    for (int s = 0; s < AS_NSH; s++) ms[s] = 0;
+    if (!as_comm_on(m) || as_eval_comm_bytes(q, k, b, has)) return -1;
+    as_comm_shard_ms(m, q->K, b, has, ms);
     return 0;
 }
 
@@ -35,46 +25,59 @@ static int64_t slowest(const as_eval_plan *q)
     return s;
 }
 
-static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, double kern, const double ms[3])
+static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, double kern, const double ms[AS_NSH])
 {
-    const double tot = kern + ms[0] + ms[1] + ms[2];
-    const double pct = tot > 0 ? 100.0 * (ms[0] + ms[1] + ms[2]) / tot : NAN;
+    double c = 0;
+    for (int t = 0; t < AS_NSH; t++) c += ms[t];
+    const double pct = kern + c > 0 ? 100.0 * c / (kern + c) : NAN;
     if (fmt == AS_EVAL_CSV)
-        fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%.6g,%.6g,%.6g,%.6g,%.4g\n", q->run, q->task, q->alg, s, kern,
-                ms[0], ms[1], ms[2], pct);
+        fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%.6g,%.6g,%.6g,%.6g,%.6g,%.4g\n", q->run, q->task, q->alg, s, kern,
+                ms[0], ms[1], ms[2], ms[3], pct);
     else if (fmt == AS_EVAL_MARKDOWN)
-        fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %.4f | %.4f | %.4f | %.4f | %.1f |\n", q->run, q->task,
-                q->alg, s, kern, ms[0], ms[1], ms[2], pct);
+        fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %.4f | %.4f | %.4f | %.4f | %.4f | %.1f |\n", q->run,
+                q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], pct);
     else
-        fprintf(f, "%4" PRId64 " %5" PRId64 "  %-32s %5" PRId64 " %10.4f %12.4f %10.4f %11.4f %7.1f\n", q->run, q->task,
-                q->alg, s, kern, ms[0], ms[1], ms[2], pct);
+        fprintf(f, "%4" PRId64 " %5" PRId64 "  %-32s %5" PRId64 " %10.4f %11.4f %11.4f %10.4f %13.4f %7.1f\n", q->run,
+                q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], pct);
 }
 
-void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, double gbps)
+/* what the model charges, for the table's title */
+static void model_words(char *buf, size_t len, const as_comm_model *m)
 {
-    if (!(gbps > 0)) {
+    if (m->ab)
+        snprintf(buf, len, "by the alpha-beta model %s (each collective: alpha per call plus its bytes over its bus "
+                           "bandwidth; lib/comm.h)", m->name);
+    else snprintf(buf, len, "at %g GiB/s", m->gbps);
+}
+
+void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m)
+{
+    if (!as_comm_on(m)) {
         if (fmt != AS_EVAL_CSV)
-            fprintf(f, "%scommunication by collective: not modelled (--comm-gbps 0)\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ");
+            fprintf(f, "%scommunication by sharding type: not modelled (--comm-gbps 0)\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ");
         return;
     }
+    char how[256];
+    model_words(how, sizeof how, m);
     if (fmt == AS_EVAL_CSV)
-        fprintf(f, "run,task,alg,rank,kernel_ms,all_to_all_ms,row_wise_ms,all_reduce_ms,comm_pct\n");
+        fprintf(f, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct\n");
     else if (fmt == AS_EVAL_MARKDOWN)
-        fprintf(f, "**Communication of each plan's slowest rank, by collective** (modelled at %g GiB/s: table- "
-                   "and column-wise items' all-to-all, row pieces' ids and reduce-scattered partial sums, "
-                   "data-parallel tables' all-reduce)\n\n| run | task | alg | rank | kernel (ms) | all-to-all (ms) | "
-                   "row-wise (ms) | all-reduce (ms) | communication (%%) |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
-                gbps);
+        fprintf(f, "**Communication of each plan's slowest rank, by sharding type**, modelled %s: table- and "
+                   "column-wise all-to-alls, row pieces' ids and reduce-scattered partial sums, data-parallel "
+                   "tables' all-reduce\n\n| run | task | alg | rank | kernel (ms) | table-wise (ms) | column-wise (ms) | "
+                   "row-wise (ms) | data-parallel (ms) | communication (%%) |\n"
+                   "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+                how);
     else
-        fprintf(f, "# communication of each plan's slowest rank, by collective, modelled at %g GiB/s\n"
-                   "%4s %5s  %-32s %5s %10s %12s %10s %11s %7s\n", gbps, "run", "task", "alg", "rank", "kernel ms",
-                "all-to-all", "row-wise", "all-reduce", "comm %");
+        fprintf(f, "# communication of each plan's slowest rank, by sharding type, modelled %s\n"
+                   "%4s %5s  %-32s %5s %10s %11s %11s %10s %13s %7s\n", how, "run", "task", "alg", "rank", "kernel ms",
+                "table-wise", "column-wise", "row-wise", "data-parallel", "comm %");
     int64_t none = 0;
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
         const int64_t s = q->feasible ? slowest(q) : -1;
-        double ms[3];
-        if (s < 0 || as_eval_comm_parts(q, s, gbps, ms)) { none++; continue; }
+        double ms[AS_NSH];
+        if (s < 0 || as_eval_comm_parts(q, s, m, ms)) { none++; continue; }
         const double kern = q->cost[s] - (q->comm_ms ? q->comm_ms[s] : 0);
         row(f, fmt, q, s, kern, ms);
     }

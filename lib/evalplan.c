@@ -26,6 +26,7 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->cost_dp);
     free(p->comm_ar);
     free(p->comm_rw);
+    free(p->comm_cw);
     free(p->pred);
     free(p->item_pred);
     free(p->names);
@@ -499,13 +500,17 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
         snprintf(err, errlen, "plan of task %" PRId64 ": 'comm_in_bytes' and 'comm_out_bytes' come together", p->task);
         goto bad;
     }
-    if (read_comm(rec, "comm_rw_bytes", p, &p->comm_rw, err, errlen)) goto bad;
-    for (int64_t k = 0; p->comm_rw && k < p->K; k++)
-        if (!p->comm_in || p->comm_rw[k] > p->comm_in[k] + p->comm_out[k]) {
-            snprintf(err, errlen, "plan of task %" PRId64 ": comm_rw_bytes[%" PRId64 "] is more than the shard's "
-                     "comm_in_bytes + comm_out_bytes (it is their row pieces' share)", p->task, k);
+    if (read_comm(rec, "comm_rw_bytes", p, &p->comm_rw, err, errlen) ||
+        read_comm(rec, "comm_cw_bytes", p, &p->comm_cw, err, errlen))
+        goto bad;
+    for (int64_t k = 0; (p->comm_rw || p->comm_cw) && k < p->K; k++) {
+        const double rw = p->comm_rw ? p->comm_rw[k] : 0, cw = p->comm_cw ? p->comm_cw[k] : 0;
+        if (!p->comm_in || rw + cw > p->comm_in[k] + p->comm_out[k]) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": comm_rw_bytes[%" PRId64 "] + comm_cw_bytes[%" PRId64 "] is more "
+                     "than the shard's comm_in_bytes + comm_out_bytes (they are its row and column pieces' share)", p->task, k, k);
             goto bad;
         }
+    }
     return 0;
 bad:
     as_eval_plan_free(p);

@@ -59,6 +59,9 @@ typedef struct {
        the plan has row pieces: their ids and their partial sums, reduce-scattered); NULL when
        the plan carries none */
     double *comm_rw;
+    /* comm_cw_bytes [K]: the column pieces' share likewise (their own all-to-alls in
+       TorchRec's column_wise); NULL when the plan carries none (then counted table-wise) */
+    double *comm_cw;
     /* the planner's view, for the per-rank statistics (lib/evalranks.h); NULL when absent */
     double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
     double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */

@@ -494,63 +494,26 @@ void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
     as_plan_group(start, order, p->assign, p->n, p->shards);
 }
 
-/* items of a plan, by table id (then position) */
-static int by_item_id(const void *a, const void *b, void *ctx)
-{
-    const as_features *const *it = ctx;
-    const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    if (it[i]->id != it[j]->id) return it[i]->id < it[j]->id ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
-/* Which items of plan p are row pieces: some rows of their table only (their outputs are
- * partial sums). A piece's features do not give its table's size, so the table's pieces in
- * the plan say it: a table whose pieces do not all have one row range is cut by rows, and
- * each of its pieces is a row piece. rows[n] (malloc'd) into *out; returns how many. */
-static int64_t row_items(const as_plan *p, const as_plan_meta *m, uint8_t **out)
-{
-    const int64_t n = p->n;
-    uint8_t *rows = as_calloc((size_t)(n ? n : 1), 1);
-    int64_t *ord = as_malloc((size_t)(n ? n : 1) * sizeof *ord), nrows = 0;
-    for (int64_t i = 0; i < n; i++) ord[i] = i;
-    qsort_r(ord, (size_t)n, sizeof *ord, by_item_id, (void *)m->items);
-    for (int64_t a = 0, b; a < n; a = b) {
-        int cut = 0;
-        const as_piece *first = NULL;
-        for (b = a; b < n && m->items[ord[b]]->id == m->items[ord[a]]->id; b++) {
-            const as_piece *q = &m->items[ord[b]]->piece;
-            if (as_piece_whole(q)) continue;
-            if (!first) first = q;
-            else cut |= q->r0 != first->r0 || q->r1 != first->r1;
-        }
-        for (int64_t c = a; cut && c < b; c++)
-            if (!as_piece_whole(&m->items[ord[c]]->piece)) {
-                rows[ord[c]] = 1;
-                nrows++;
-            }
-    }
-    free(ord);
-    *out = rows;
-    return nrows;
-}
-
 /* each shard's ids in and pooled outputs out (forward) and their gradients (backward):
    comm_in_bytes, comm_out_bytes, comm_gbps */
-static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m, const uint8_t *is_rows)
+static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *m, const as_shtype *type)
 {
     const int64_t K = p->shards;
     double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
-    double *rw = as_calloc((size_t)K + 1, sizeof *rw);
-    int rows = 0;
+    double *rw = as_calloc((size_t)K + 1, sizeof *rw), *cw = as_calloc((size_t)K + 1, sizeof *cw);
+    int rows = 0, cols = 0;
     for (int64_t i = 0; i < p->n; i++)
         if (p->assign[i] >= 0) {
             double bi, bo;
             as_comm_bytes(m->items[i], &bi, &bo);
             in[p->assign[i]] += bi;
             out[p->assign[i]] += bo;
-            if (is_rows[i]) {
+            if (type[i] == AS_SH_RW) {
                 rw[p->assign[i]] += bi + bo;
                 rows = 1;
+            } else if (type[i] == AS_SH_CW) {
+                cw[p->assign[i]] += bi + bo;
+                cols = 1;
             }
         }
     as_pack_str(pk, "comm_in_bytes");
@@ -560,11 +523,18 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     msgpack_pack_array(pk, (size_t)K);
     for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)out[k]);
     as_pack_kv_f64(pk, "comm_gbps", p->comm_gbps);
+    if (p->comm_model) as_pack_kv_str(pk, "comm_model", p->comm_model);
     if (rows) {
         /* the row pieces' share: their ids and their partial sums (reduce-scattered) */
         as_pack_str(pk, "comm_rw_bytes");
         msgpack_pack_array(pk, (size_t)K);
         for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)rw[k]);
+    }
+    if (cols) {
+        /* the column pieces' share: TorchRec's column_wise has its own all-to-alls */
+        as_pack_str(pk, "comm_cw_bytes");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)cw[k]);
     }
     if (p->ndp) {
         /* the all-reduce of the data-parallel tables' gradients: every shard sends as much */
@@ -578,6 +548,7 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     free(in);
     free(out);
     free(rw);
+    free(cw);
 }
 
 /* TorchRec's memory model per shard, by term (trmem.h): mem_terms */
@@ -652,13 +623,20 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         terms |= as_features_has_mem(m->items[i]);
     }
     const int ipred = m->item_pred != NULL;
-    /* the row pieces: their bytes apart (comm_rw_bytes) when one is placed */
-    uint8_t *is_rows = NULL;
-    int rows = 0;
-    if (comm && row_items(p, m, &is_rows))
-        for (int64_t i = 0; i < p->n && !rows; i++) rows = is_rows[i] && p->assign[i] >= 0;
+    /* the row and column pieces: their bytes apart (comm_rw_bytes, comm_cw_bytes) when one
+       is placed */
+    as_shtype *type = NULL;
+    int rows = 0, cols = 0;
+    if (comm) {
+        type = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *type);
+        as_comm_types((const as_features *const *)m->items, p->n, type);
+        for (int64_t i = 0; i < p->n; i++) {
+            rows |= type[i] == AS_SH_RW && p->assign[i] >= 0;
+            cols |= type[i] == AS_SH_CW && p->assign[i] >= 0;
+        }
+    }
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + rows + names + terms + ipred +
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + (comm && p->comm_model) + rows + cols + names + terms + ipred +
                   (m->model_quality ? 1 : 0);
     char label[64];
     msgpack_pack_map(pk, nf);
@@ -673,8 +651,8 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         as_pack_str(pk, "pieces");
         as_pack_pieces(pk, p->pieces, p->n);
     }
-    if (comm) pack_comm(pk, p, m, is_rows);
-    free(is_rows);
+    if (comm) pack_comm(pk, p, m, type);
+    free(type);
     if (names) {
         /* a model's tables by name (as-convert --config), for readers without its features */
         as_pack_str(pk, "names");

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "comm.h"
 #include "featurize.h"
 #include "modelgate.h"
 #include "stream.h"
@@ -88,6 +89,10 @@ typedef struct {
                                        --repair: measured / predicted); as_plan_make ignores it */
     int no_dp;                      /* torchrec: leave data_parallel out of its options
                                        (as-plan --no-dp); 0: TorchRec's default, with it */
+    const as_comm_model *comm_model;  /* an alpha-beta model (lib/comm.h) as_plan_refine
+                                       charges instead of comm_gbps (each item's bytes over
+                                       its sharding type's collective; the alphas are the
+                                       same on every shard); NULL: comm_gbps */
 } as_plan_cfg;
 
 /* What as_plan_refine (lib/refine.h) did to a plan; all zero on a plan it did not refine. */
@@ -125,6 +130,9 @@ typedef struct {
     double comm_gbps;               /* split plans: the bandwidth their search charged
                                        (0: none); the record then carries each shard's
                                        communication bytes (lib/split.h) */
+    const char *comm_model;         /* the alpha-beta model (lib/comm.h) their search charged
+                                       instead of comm_gbps: its name, written as comm_model
+                                       (not owned); NULL: none */
     int64_t ndp;                    /* entries data parallel (assign AS_DP): on every shard,
                                        in mem[] of each, not in count[] */
     int replicated;                 /* our planner's plan searched for tables to replicate

@@ -254,6 +254,10 @@ static int split_plan(aplan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, c
     item_views(ap->items, ap->ni, &ap->fi, &ap->ids, &ap->pl.pieces);
     ap->pl.split = 1;
     ap->pl.comm_gbps = c->split_cfg->comm_gbps;
+    if (c->split_cfg->comm_model && c->split_cfg->comm_model->ab) {
+        ap->pl.comm_gbps = 0;
+        ap->pl.comm_model = c->split_cfg->comm_model->name;
+    }
     st->split_nodes += info.nodes;
     st->split_tables += info.split;
     st->split_cut += info.cut;
@@ -270,6 +274,12 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
                  t->id, c->world, K);
         return -1;
     }
+    if (c->split_cfg && (c->split || c->replicate) && as_comm_model_check(c->split_cfg->comm_model, K, err, errlen)) {
+        char e2[600];
+        snprintf(e2, sizeof e2, "%s", err);
+        snprintf(err, errlen, "task %" PRId64 ": %s", t->id, e2);
+        return -1;
+    }
     as_ptask tk = *t;
     tk.shards = K;
     uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
@@ -277,7 +287,11 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         if (!c->want[a]) continue;
         /* split plans: the split search's communication charge in the refinement too */
         as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy,
-                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL, c->no_dp };
+                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL, c->no_dp,
+                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_model : NULL };
+        /* --replicate charges the split search's model, split plans or not */
+        as_plan_cfg rc = pc;
+        rc.comm_model = c->split_cfg ? c->split_cfg->comm_model : NULL;
         char e2[768];
         /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
            pieces, the task copy lists their table ids */
@@ -296,7 +310,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         int64_t made = 0;
         if (c->replicate && a != AS_ALG_TORCHREC &&
             ((c->refine && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) ||
-             as_plan_replicate(&ap.pl, &pc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made, e2,
+             as_plan_replicate(&ap.pl, &rc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made, e2,
                                sizeof e2))) {
             snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
             as_plan_free(&ap.pl);
@@ -447,6 +461,8 @@ typedef struct {
     const as_ptask *t;              /* its task */
     double *meas, *scale;           /* [K] each shard's measured cost (NaN: none); measured / predicted */
     double comm;                    /* its comm_gbps (0: none) */
+    as_comm_model cmodel;           /* its comm_model, when has_cmodel */
+    int has_cmodel;
     as_mgate mq;                    /* its model_quality, when has_mq */
     int has_mq;
     as_features *items;             /* [n] its items' features: whole tables, or their pieces */
@@ -498,6 +514,21 @@ static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *
     return 0;
 }
 
+/* the record's comm_model (an alpha-beta model's name, lib/comm.h), when it has one, into
+   *m (*has 1); 0, or -1 with err (not a model we know) */
+static int read_comm_model(const msgpack_object *o, as_comm_model *m, int *has, char *err, size_t errlen)
+{
+    char name[128] = "", e2[512];
+    *has = 0;
+    if (!as_obj_get(o, "comm_model")) return 0;
+    if (as_obj_str(o, "comm_model", name, sizeof name) || as_comm_model_parse(name, m, e2, sizeof e2)) {
+        snprintf(err, errlen, "'comm_model' is not a communication model (%s)", name[0] ? e2 : "not a string");
+        return -1;
+    }
+    *has = 1;
+    return 0;
+}
+
 /* the measured costs as the strict reader (ep, as_eval_plan_read) read them: one per shard,
  * a number >= 0 or nil (a shard that failed: NaN), and the record's communication
  * bandwidth and model_quality; 0, or -1 with err */
@@ -515,6 +546,11 @@ static int mplan_costs(mplan *m, const msgpack_object *o, const as_eval_plan *ep
     m->comm = 0;
     as_obj_f64(o, "comm_gbps", &m->comm);
     if (!(m->comm >= 0) || !isfinite(m->comm)) m->comm = 0;
+    char e2[512];
+    if (read_comm_model(o, &m->cmodel, &m->has_cmodel, e2, sizeof e2)) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", m->pr.task, m->label, e2);
+        return -1;
+    }
     /* the quality of the model that placed it, kept on the plan as it was measured */
     m->has_mq = ep->has_mq;
     if (ep->has_mq) m->mq = ep->mq;
@@ -552,6 +588,7 @@ static int rebuild(as_plan *pl, as_plan_cfg *pc, mplan *m, char *e2, size_t e2le
     pl->split = strstr(m->label, "+split") != NULL;
     pl->replicated = strstr(m->label, "+dp") != NULL;
     pl->comm_gbps = m->comm;
+    pl->comm_model = m->has_cmodel ? m->cmodel.name : NULL;
     if (m->pr.pieces) {
         pl->pieces = as_malloc((size_t)n * sizeof *pl->pieces);
         memcpy(pl->pieces, m->pr.pieces, (size_t)n * sizeof *pl->pieces);
@@ -617,7 +654,8 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     }
     as_plan_policy fixed = { m.pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
-    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL, 0 };
+    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL, 0,
+                       m.has_cmodel ? &m.cmodel : NULL };
     as_plan pl;
     int rc = rebuild(&pl, &pc, &m, e2, sizeof e2);
     as_ptask tki = *m.t;
@@ -748,7 +786,8 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
     if (!rc) {
         /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
         as_plan_policy fixed = { pr->assign, fixed_place };
-        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, o->mem_cap, c->seed, pr->task, c->model, &fixed, o->comm_gbps, NULL, 0 };
+        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, o->mem_cap, c->seed, pr->task, c->model, &fixed, o->comm_gbps, NULL, 0,
+                           o->comm_model };
         if ((rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2)))
             snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr->task, o->label, e2);
     }
@@ -758,6 +797,7 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
         pl.refine.done = strstr(o->label, AS_REFINE_SUFFIX) != NULL;
         pl.measured = label_rounds(o->label);
         pl.comm_gbps = o->comm_gbps;
+        pl.comm_model = o->comm_model ? o->comm_model->name : NULL;
         pl.plan_ms = o->plan_ms;   /* the planning time the plan came with, not the rebuild's */
         if (pr->pieces) {
             pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
@@ -792,9 +832,17 @@ static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan
         return 0;
     }
     as_plan_placed pp = { label, alg, c->cap_given ? c->mem_cap : ep->mem_cap, c->cap_given ? " of --mem-cap" : " of the plan",
-                          0, 0, c->seed, "", c->world, foreign };
+                          0, 0, c->seed, "", c->world, foreign, NULL };
     as_obj_f64(o, "comm_gbps", &pp.comm_gbps);
     if (!(pp.comm_gbps >= 0) || !isfinite(pp.comm_gbps)) pp.comm_gbps = 0;
+    as_comm_model cm;
+    int has_cm;
+    if (read_comm_model(o, &cm, &has_cm, e2, sizeof e2)) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
+        as_planrec_free(&pr);
+        return -1;
+    }
+    pp.comm_model = has_cm ? &cm : NULL;
     as_obj_f64(o, "plan_ms", &pp.plan_ms);
     char split[16] = "";
     as_obj_str(o, "split", split, sizeof split);

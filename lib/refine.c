@@ -344,13 +344,19 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
         it.bytes[i] = as_plan_table_bytes(t[i]);
         it.kv[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, it.rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
     }
-    if (c->comm_gbps > 0) {
+    const int ab = c->comm_model && c->comm_model->ab;
+    if (c->comm_gbps > 0 || ab) {
         it.cm = as_malloc(n1 * sizeof *it.cm);
         it.csum = as_calloc((size_t)K, sizeof *it.csum);
+        as_shtype *type = ab ? as_malloc(n1 * sizeof *type) : NULL;
+        if (ab) as_comm_types(t, n, type);
         for (int64_t i = 0; i < n; i++) {
-            it.cm[i] = as_comm_ms(t[i], c->comm_gbps);
+            double bi, bo;
+            as_comm_bytes(t[i], &bi, &bo);
+            it.cm[i] = ab ? as_comm_item_ms(c->comm_model, K, type[i], bi + bo) : as_comm_ms(t[i], c->comm_gbps);
             if (p->assign[i] >= 0) it.csum[p->assign[i]] += it.cm[i];
         }
+        free(type);
     }
     return it;
 }

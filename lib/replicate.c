@@ -26,6 +26,12 @@ typedef struct {
     double all, ar;         /* their sum; the all-reduce bytes a shard sends */
     double *kern;           /* [K] head of each shard's sum (0 when empty) */
     double dp;              /* head of D / K (0 when none) */
+    /* the alpha-beta model (NULL: the bandwidth gbps): own and all are then the table-wise
+       bytes alone (what replication moves), fix [K] each shard's time of the column and row
+       pieces' bytes, has their types' presence for the alphas */
+    const as_comm_model *ab;
+    double *fix;
+    int has[AS_NSH];
 } rstate;
 
 static double head_of(rstate *x, const double *s, const float *plus, double sign)
@@ -41,7 +47,13 @@ static double objective(const rstate *x, int64_t s, double ks, double dp, double
     double mx = 0;
     for (int64_t k = 0; k < x->K; k++) {
         double v = (k == s ? ks : x->kern[k]) + dp;
-        if (x->gbps > 0) {
+        if (x->ab) {
+            /* the table-wise bytes less the candidate's, the pieces' fixed part, the
+               all-reduce; the alphas of the types the plan then has */
+            double b[AS_NSH] = { (k == s ? x->own[k] - less : x->own[k]) + (x->all - less) / (double)x->K, 0, 0, ar };
+            int has[AS_NSH] = { x->all - less > 0, x->has[AS_SH_CW], x->has[AS_SH_RW], ar > 0 || dp > 0 };
+            v += as_comm_shard_ms(x->ab, x->K, b, has, NULL) + x->fix[k];
+        } else if (x->gbps > 0) {
             const double bps = x->gbps * 1073741824.0 / 1e3;   /* bytes per ms */
             v += ((k == s ? x->own[k] - less : x->own[k]) + (x->all - less) / (double)x->K + ar) / bps;
         }
@@ -123,7 +135,11 @@ int as_plan_replicate(as_plan *p, const as_plan_cfg *c, const as_features *const
     for (int64_t i = 0; i < n; i++) m->embed(m->ctx, t[i], rep + (size_t)i * R);
     rstate x = { m, n, K, R, gbps, c->mem_cap, rep, as_calloc((size_t)K * (size_t)R, sizeof(double)),
                  as_calloc((size_t)R, sizeof(double)), as_malloc((size_t)R * sizeof(float)),
-                 as_calloc((size_t)K, sizeof(double)), 0, 0, as_calloc((size_t)K, sizeof(double)), 0 };
+                 as_calloc((size_t)K, sizeof(double)), 0, 0, as_calloc((size_t)K, sizeof(double)), 0,
+                 c->comm_model && c->comm_model->ab ? c->comm_model : NULL, as_calloc((size_t)K, sizeof(double)), { 0 } };
+    as_shtype *type = as_malloc((size_t)(n ? n : 1) * sizeof *type);
+    as_comm_types(t, n, type);
+    double *pw = as_calloc((size_t)K * 2, sizeof(double)), pall[2] = { 0, 0 };   /* column, row pieces' bytes */
     for (int64_t i = 0; i < n; i++) {
         const int64_t a = p->assign[i];
         if (a == -1) continue;
@@ -135,9 +151,22 @@ int as_plan_replicate(as_plan *p, const as_plan_cfg *c, const as_features *const
         }
         double bi = 0, bo = 0;
         as_comm_bytes(t[i], &bi, &bo);
+        if (x.ab && type[i] != AS_SH_TW) {
+            const int j = type[i] == AS_SH_CW ? 0 : 1;
+            pw[(size_t)a * 2 + j] += bi + bo;
+            pall[j] += bi + bo;
+            x.has[type[i]] = 1;
+            continue;
+        }
         x.own[a] += bi + bo;
         x.all += bi + bo;
     }
+    for (int64_t k = 0; x.ab && k < K; k++) {
+        x.fix[k] = as_comm_item_ms(x.ab, K, AS_SH_CW, pw[k * 2] + pall[0] / (double)K) +
+                   as_comm_item_ms(x.ab, K, AS_SH_RW, pw[k * 2 + 1] + pall[1] / (double)K);
+    }
+    free(type);
+    free(pw);
     for (int64_t k = 0; k < K; k++) x.kern[k] = p->count[k] ? head_of(&x, x.S + (size_t)k * R, NULL, 0) : 0;
     x.dp = p->ndp ? head_of(&x, x.D, NULL, 0) / (double)K : 0;
     double cur = objective(&x, -1, 0, x.dp, 0, x.ar), next;
@@ -159,6 +188,6 @@ int as_plan_replicate(as_plan *p, const as_plan_cfg *c, const as_features *const
     }
     p->replicated = 1;
     p->plan_ms += (as_now() - t0) * 1e3;
-    free(rep); free(x.S); free(x.D); free(x.tmp); free(x.own); free(x.kern);
+    free(rep); free(x.S); free(x.D); free(x.tmp); free(x.own); free(x.kern); free(x.fix);
     return 0;
 }

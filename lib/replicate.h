@@ -13,7 +13,11 @@
  *             (as_comm_bytes: ids in, pooled outputs and their gradients), all their sum
  *             over the shards (every shard's side of the all-to-all, as as-eval charges it),
  *             ar the all-reduce bytes each shard sends for the data-parallel items
- *             (as_plan_dp_comm_bytes); 0 when gbps <= 0.
+ *             (as_plan_dp_comm_bytes); 0 when gbps <= 0. With c->comm_model alpha-beta
+ *             (lib/comm.h) instead: each sharding type's bytes over its collective's bus
+ *             bandwidth and the alphas of the types the plan has, so that the first
+ *             data-parallel table pays the all-reduce's alpha on every shard and the last
+ *             table-wise one takes the all-to-alls' with it.
  * Step: of the placed items that are whole tables, the one whose replication gives the
  * lowest objective (ties: the first in plan order), taken when it lowers the objective and
  * every shard keeps within the cap (the table's as_plan_dp_bytes on every shard, its own

@@ -104,12 +104,44 @@ static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_f
     return m;
 }
 
+/* each shard's communication under the alpha-beta model m into comm[K]: its items' bytes of
+   each sharding type, its share of everyone's, and the alphas of every type the plan has
+   (type: scratch [n]) */
+static void comm_ab(const as_plan *p, const as_features *const *it, const as_comm_model *m, double *comm, as_shtype *type)
+{
+    const int64_t K = p->shards;
+    as_comm_types(it, p->n, type);
+    double all[AS_NSH] = { 0 };
+    int has[AS_NSH] = { 0 };
+    for (int64_t j = 0; j < p->n; j++) {
+        if (p->assign[j] < 0) continue;
+        double bi, bo;
+        as_comm_bytes(it[j], &bi, &bo);
+        all[type[j]] += bi + bo;
+        has[type[j]] = 1;
+    }
+    for (int64_t k = 0; k < K; k++) {
+        double b[AS_NSH];
+        for (int s = 0; s < AS_NSH; s++) b[s] = all[s] / (double)K;
+        for (int64_t j = 0; j < p->n; j++) {
+            if (p->assign[j] != k) continue;
+            double bi, bo;
+            as_comm_bytes(it[j], &bi, &bo);
+            b[type[j]] += bi + bo;
+        }
+        comm[k] = as_comm_shard_ms(m, K, b, has, NULL);
+    }
+}
+
 /* the plan's score: its slowest shard's predicted cost, plus its items' communication when
-   charged (comm: per shard scratch [K], NULL when not) */
-static double plan_score(const as_plan *p, const as_features *const *it, double gbps, double *comm)
+   charged (comm: per shard scratch [K], NULL when not; the alpha-beta model: m, type
+   scratch [P]) */
+static double plan_score(const as_plan *p, const as_features *const *it, double gbps, const as_comm_model *m, double *comm,
+                         as_shtype *type)
 {
     if (!p->feasible || !p->pred) return INFINITY;
-    if (comm) {
+    if (comm && m && m->ab) comm_ab(p, it, m, comm, type);
+    else if (comm) {
         /* the owner's side per shard, then every rank's share of all items */
         double all = 0;
         for (int64_t k = 0; k < p->shards; k++) comm[k] = 0;
@@ -201,6 +233,7 @@ typedef struct {
     int64_t *cand;                  /* [T] pick_cands' tables */
     double *cworst;                 /* [T] its scratch */
     double *comm;                   /* [K] plan_score's scratch; NULL: communication not charged */
+    as_shtype *type;                /* [items] its scratch for the alpha-beta model */
 } search;
 
 /* every table's levels, and the search's buffers; the root (every table whole) is cur[0] */
@@ -230,7 +263,9 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
     for (int b = 0; b < S->beam; b++) S->cur[b].lvl = as_calloc(n1, sizeof(int));
     for (int b = 0; b < S->maxkids; b++) S->kids[b].lvl = as_malloc(n1 * sizeof(int));
     S->best = as_calloc(n1, sizeof *S->best);
-    S->comm = sc->comm_gbps > 0 ? as_malloc((size_t)c->shards * sizeof *S->comm) : NULL;
+    const int ab = sc->comm_model && sc->comm_model->ab;
+    S->comm = sc->comm_gbps > 0 || ab ? as_malloc((size_t)c->shards * sizeof *S->comm) : NULL;
+    S->type = ab ? as_malloc((size_t)(maxp ? maxp : 1) * sizeof *S->type) : NULL;
     S->cand = as_malloc(n1 * sizeof *S->cand);
     S->cworst = as_malloc(n1 * sizeof *S->cworst);
 }
@@ -245,6 +280,7 @@ static void search_free(search *S)
     free(S->kids);
     free(S->best);
     free(S->comm);
+    free(S->type);
     free(S->it);
     for (int64_t i = 0; i < S->n; i++) {
         for (int L = 0; L < S->s[i].nlv; L++) free(S->s[i].lv[L].f);
@@ -264,7 +300,7 @@ static int node_score(search *S, node *k, char *err, size_t errlen)
         snprintf(err, errlen, "%s", e2);
         return -1;
     }
-    k->score = plan_score(&pl, S->it, S->sc->comm_gbps, S->comm);
+    k->score = plan_score(&pl, S->it, S->sc->comm_gbps, S->sc->comm_model, S->comm, S->type);
     k->items = P;
     as_plan_free(&pl);
     return 0;
@@ -328,7 +364,7 @@ static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, c
     }
     S->info->items = P;
     for (int64_t i = 0; i < S->n; i++) S->info->split += S->best[i] != 0;
-    S->info->pred_after = plan_score(p, it, S->sc->comm_gbps, S->comm);
+    S->info->pred_after = plan_score(p, it, S->sc->comm_gbps, S->sc->comm_model, S->comm, S->type);
     return 0;
 }
 

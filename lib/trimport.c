@@ -436,7 +436,7 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
         const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
         const double comm = strstr(label, "+split") && c->split_cfg ? c->split_cfg->comm_gbps : 0;
         as_plan_placed pp = { label, alg, mcap, c->cap_given ? " of --mem-cap" : " of its task", comm, 0, c->seed, t->split,
-                              world, 1 };
+                              world, 1, NULL };
         if (x->odd_kernels)
             as_err("warning: %s: %" PRId64 " table%s of a compute_kernel other than fused or dense, e.g. %s: imported as "
                    "tables in GPU memory (a cache or UVM is not modelled)", x->where, x->odd_kernels,

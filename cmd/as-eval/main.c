@@ -137,11 +137,21 @@ static const char HELP[] =
     "      --comm-gbps G      charge communication at G GiB/s, G in [0.001, 1e6] (default\n"
     "                         600: one host of NVLink GPUs, TorchRec's intra-node figure);\n"
     "                         0: report the bytes only\n"
+    "      --comm-model M     charge communication by an alpha-beta model instead: nvlink8\n"
+    "                         (one host of 8 NVLink 4 GPUs, constants from published NCCL\n"
+    "                         figures: all-to-all 10.5 us + bytes at 370 GB/s, reduce-scatter\n"
+    "                         10.8 us + 370 GB/s, all-reduce 15 us + 480 GB/s; plans of at most\n"
+    "                         8 ranks), or A/B,A/B,A/B: your own alpha (us) / bus bandwidth\n"
+    "                         (GB/s) of the all-to-all, reduce-scatter and all-reduce (from\n"
+    "                         nccl-tests). Per iteration TorchRec's table- and column-wise\n"
+    "                         sharding run 3 all-to-alls each, row-wise 1 and 2 ring\n"
+    "                         collectives, data-parallel 1 all-reduce; every rank pays the\n"
+    "                         alphas of each type the plan has (lib/comm.h)\n"
     "      --format F         text (default), markdown or csv\n"
     "      --table LIST       which tables, comma-separated: plans, shards, ranks, comm (each\n"
-    "                         plan's slowest rank: its communication by collective, the\n"
-    "                         all-to-all, row pieces' partial sums, data-parallel all-reduce,\n"
-    "                         and its share of the rank's time), summary, curve, verdict,\n"
+    "                         plan's slowest rank: its communication by sharding type,\n"
+    "                         table-wise, column-wise, row-wise, data-parallel, and its share\n"
+    "                         of the rank's time), summary, curve, verdict,\n"
     "                         printed in that order whatever the order given\n"
     "                         (default plans,summary; with --curve and no plans in the\n"
     "                         input: none)\n"
@@ -186,13 +196,16 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 }
 
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE, OPT_SINGLES,
-       OPT_FLOOR_MARGIN, OPT_COMM_GBPS };
+       OPT_FLOOR_MARGIN, OPT_COMM_GBPS, OPT_COMM_MODEL };
 
 /* the options */
 typedef struct {
     const char *model_path, *split, *plot, *curve, *singles;
     double floor_margin;        /* < 0: the default of the cost kind */
     double comm_gbps;           /* 0: communication reported, not charged */
+    int comm_gbps_given;
+    const char *comm_model_arg; /* --comm-model; NULL: the bandwidth model at comm_gbps */
+    as_comm_model comm;         /* what is charged (lib/comm.h) */
     as_eval_format fmt;
     int show_plans, show_shards, show_ranks, show_comm, show_summary, show_curve, show_verdict, table_given, over_runs;
     int64_t plot_task;
@@ -233,6 +246,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
         { "singles", required_argument, 0, OPT_SINGLES },
         { "floor-margin", required_argument, 0, OPT_FLOOR_MARGIN },
         { "comm-gbps", required_argument, 0, OPT_COMM_GBPS },
+        { "comm-model", required_argument, 0, OPT_COMM_MODEL },
         AS_CLI_COMMON_OPTIONS
     };
     *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1,
@@ -277,12 +291,22 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             if (as_parse_f64(optarg, 0, COMM_GBPS_MAX, &o->comm_gbps) || (o->comm_gbps > 0 && o->comm_gbps < COMM_GBPS_MIN))
                 as_cli_usage(cli, "--comm-gbps: '%s' is neither 0 (communication not charged) nor a rate in [%g, %g] GiB/s",
                              optarg, COMM_GBPS_MIN, COMM_GBPS_MAX);
+            o->comm_gbps_given = 1;
             break;
+        case OPT_COMM_MODEL: {
+            char e[512];
+            if (as_comm_model_parse(optarg, &o->comm, e, sizeof e)) as_cli_usage(cli, "--comm-model: %s", e);
+            o->comm_model_arg = optarg;
+            break;
+        }
         default:
             if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
     as_cli_finish(cli);
+    if (o->comm_model_arg && o->comm_gbps_given)
+        as_cli_usage(cli, "--comm-model and --comm-gbps are two models of the communication: give one");
+    if (!o->comm_model_arg) o->comm = as_comm_bandwidth(o->comm_gbps);
     as_cli_input_arg(cli, "--model", o->model_path);
     as_cli_input_arg(cli, "--singles", o->singles);
     as_cli_output_arg(cli, "--plot", o->plot);
@@ -357,8 +381,9 @@ static void compute_plans(eval_run *x)
     if (x->clamped)
         as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
                 "counted as 0 ms", x->clamped, x->estimated);
-    x->charged = as_eval_charge_comm(pl, np, o->comm_gbps, &x->comm_missing, &x->comm_have, &x->comm_bytes, &x->comm_n,
-                                     &x->comm_max);
+    x->charged = as_eval_charge_comm(pl, np, &o->comm, &x->comm_missing, &x->comm_have, &x->comm_bytes, &x->comm_n,
+                                     &x->comm_max, err, sizeof err);
+    if (x->charged < 0) as_die(AS_EXIT_DATA, "%s", err);
     if (x->comm_have && x->comm_missing)
         as_info("warning: communication not charged: %" PRId64 " plans carry no communication bytes, %" PRId64
                 " do (plans from before as-plan wrote them?); every cost is the kernel's alone", x->comm_missing, x->comm_have);
@@ -383,10 +408,14 @@ static void print_header(FILE *f, const eval_run *x)
                  device[0] ? " on " : "", device[0] ? (x->in.devices_differ ? "several devices" : device) : "", x->in.nplans,
                  x->in.nruns, x->in.nruns == 1 ? "" : "s");
     const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
+    char how[256];
+    if (o->comm.ab) snprintf(how, sizeof how, "by the alpha-beta model %s (per collective: alpha per call plus bytes over "
+                                             "its bus bandwidth)", o->comm.name);
+    else snprintf(how, sizeof how, "at %g GiB/s", o->comm_gbps);
     if (x->charged)
-        fprintf(f, "%s%s kernel costs plus communication modelled at %g GiB/s (ids in, pooled outputs and "
+        fprintf(f, "%s%s kernel costs plus communication modelled %s (ids in, pooled outputs and "
                    "gradients out, each shard's own and its 1/K share of the all-to-all%s; %.1f MB per shard on "
-                   "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, x->label, o->comm_gbps,
+                   "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, x->label, how,
                 x->dp_plans ? ", and the all-reduce of the data-parallel tables' gradients" : "",
                 x->comm_n ? x->comm_bytes / (double)x->comm_n / 1e6 : 0.0, x->comm_max / 1e6);
     else if (x->comm_have && !x->comm_missing)
@@ -426,7 +455,7 @@ static void print_tables(FILE *f, const eval_run *x)
     }
     if (o->show_comm) {
         if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-        as_eval_print_comm(f, fmt, pl, np, o->comm_gbps);
+        as_eval_print_comm(f, fmt, pl, np, &o->comm);
         sep = 1;
     }
     if (o->show_summary) {

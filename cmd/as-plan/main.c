@@ -114,6 +114,14 @@ static const char HELP[] =
     "                         per lookup) and pooled outputs out and their gradients back (2 x\n"
     "                         batch x dim x 4 bytes); split plans carry comm_in_bytes and\n"
     "                         comm_out_bytes per shard\n"
+    "      --comm-model M     charge the split search, --replicate and the refinement of split\n"
+    "                         plans by an alpha-beta model instead of --comm-gbps: nvlink8 (one\n"
+    "                         host of 8 NVLink 4 GPUs, published NCCL constants; at most 8\n"
+    "                         shards) or A/B,A/B,A/B (alpha us / bus GB/s of the all-to-all,\n"
+    "                         reduce-scatter, all-reduce). Each sharding type pays its\n"
+    "                         collectives' alphas on every shard once the plan has it, so a\n"
+    "                         first row piece or data-parallel table must save more than that\n"
+    "                         (lib/comm.h; the plans carry comm_model)\n"
     "      --split-ms MS      wall-clock budget of the search per plan (default 1000, less\n"
     "                         --refine-ms with --refine (at least 100), so that both searches\n"
     "                         take at most a second; 0 = none); a budget that cuts it makes\n"
@@ -222,7 +230,7 @@ static const char HELP[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
        OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
-       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE };
+       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE, OPT_COMM_MODEL };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -234,6 +242,8 @@ typedef struct {
     const char *split_opt;          /* the first --split-* option given */
     int split_ms_given;
     as_split_cfg scfg;
+    as_comm_model comm_model;       /* --comm-model (scfg.comm_model points here) */
+    int comm_gbps_given;
     as_torchrec_opts tro;
     int module_given, local_given;
     double min_r2;                  /* --min-model-r2; NaN: off */
@@ -278,8 +288,11 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
     if (!cfg->refine && !a->repair && a->refine_opt) as_cli_usage(cli, "%s needs --refine or --repair", a->refine_opt);
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
     if (cfg->replicate && !a->model) as_cli_usage(cli, "--replicate needs --model FILE (it decides on the cost model)");
-    if (!cfg->split && a->split_opt && !(cfg->replicate && !strcmp(a->split_opt, "--comm-gbps")))
-        as_cli_usage(cli, "%s needs --split-tables%s", a->split_opt, strcmp(a->split_opt, "--comm-gbps") ? "" : " or --replicate");
+    const int comm_opt = a->split_opt && (!strcmp(a->split_opt, "--comm-gbps") || !strcmp(a->split_opt, "--comm-model"));
+    if (!cfg->split && a->split_opt && !(cfg->replicate && comm_opt))
+        as_cli_usage(cli, "%s needs --split-tables%s", a->split_opt, comm_opt ? " or --replicate" : "");
+    if (a->scfg.comm_model && a->comm_gbps_given)
+        as_cli_usage(cli, "--comm-model and --comm-gbps are two models of the communication: give one");
     /* with --refine and no --split-ms, the two searches share the default second per plan */
     if (cfg->split && cfg->refine && !a->split_ms_given && cfg->refine_ms > 0)
         a->scfg.budget_ms = AS_SPLIT_MS - cfg->refine_ms > 100 ? AS_SPLIT_MS - cfg->refine_ms : 100;
@@ -313,6 +326,7 @@ static const struct option plan_opts[] = {
     { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
     { "split-rows", required_argument, 0, OPT_SPLIT_ROWS },
     { "comm-gbps", required_argument, 0, OPT_COMM },
+    { "comm-model", required_argument, 0, OPT_COMM_MODEL },
     { "repair", required_argument, 0, OPT_REPAIR },
     { "repair-round", required_argument, 0, OPT_REPAIR_ROUND },
     { "export", required_argument, 0, OPT_EXPORT },
@@ -468,7 +482,15 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
         if (a->scfg.comm_gbps > 0 && a->scfg.comm_gbps < 1e-3)
             as_cli_usage(cli, "--comm-gbps: '%s' is neither 0 (communication not charged) nor a rate in [%g, %g] GiB/s", arg,
                          1e-3, 1e6);
+        a->comm_gbps_given = 1;
         break;
+    case OPT_COMM_MODEL: {
+        char e[512];
+        name = "--comm-model";
+        if (as_comm_model_parse(arg, &a->comm_model, e, sizeof e)) as_cli_usage(cli, "--comm-model: %s", e);
+        a->scfg.comm_model = &a->comm_model;
+        break;
+    }
     default: return 0;
     }
     /* the first of them given names them in "... needs --split-tables" */

@@ -61,7 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if ((ep.comm_in == NULL) != (ep.comm_out == NULL)) abort();
                 int64_t mis, hv, bn;
                 double bs, bm;
-                (void)as_eval_charge_comm(&ep, 1, 600, &mis, &hv, &bs, &bn, &bm);
+                const as_comm_model bw = as_comm_bandwidth(600);
+                char e2[256];
+                (void)as_eval_charge_comm(&ep, 1, &bw, &mis, &hv, &bs, &bn, &bm, e2, sizeof e2);
                 as_eval_compute(&ep, 1);
                 as_eval_plan_free(&ep);
             } else if (!err[0]) abort();

@@ -115,7 +115,7 @@ static int time_torchrec(const opts_t *o, const as_features **p, double *t, char
     memset(&none, 0, sizeof none);
     if (as_featidx_build(&none, err, errsize)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
     for (int64_t q = 0; q < reps; q++) {
-        as_plan_cfg c = { a, o->K, 0, o->seed, 0, NULL, NULL, 0, NULL, 0 };
+        as_plan_cfg c = { a, o->K, 0, o->seed, 0, NULL, NULL, 0, NULL, 0, NULL };
         as_features *items;
         int64_t ni, *asg;
         as_tr_info info;
@@ -143,7 +143,7 @@ static int time_alg(const opts_t *o, const models_t *m, int a, const as_features
     for (int withm = 0; withm < 2; withm++) {
         if (withm && (a == AS_ALG_COST || a == AS_ALG_AUTOSHARD)) break;
         for (int64_t q = 0; q < reps; q++) {
-            as_plan_cfg c = { (as_alg)a, o->K, 0, o->seed, 0, (a == AS_ALG_COST || withm) ? &m->pm : NULL, &m->pp, 0, NULL, 0 };
+            as_plan_cfg c = { (as_alg)a, o->K, 0, o->seed, 0, (a == AS_ALG_COST || withm) ? &m->pm : NULL, &m->pp, 0, NULL, 0, NULL };
             as_plan pl;
             if (as_plan_make(&pl, &c, p, o->T, err, errsize)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
             t[q] = pl.plan_ms;
@@ -167,7 +167,7 @@ static int time_refine(const opts_t *o, const models_t *m, int a, const as_featu
     int64_t moves = 0, swaps = 0;
     double before = 0, after = 0;
     for (int64_t q = 0; q < reps; q++) {
-        as_plan_cfg c = { (as_alg)a, K, 0, o->seed, 0, &m->pm, &m->pp, 0, NULL, 0 };
+        as_plan_cfg c = { (as_alg)a, K, 0, o->seed, 0, &m->pm, &m->pp, 0, NULL, 0, NULL };
         as_plan pl;
         if (as_plan_make(&pl, &c, p, o->T, err, errsize) || as_plan_refine(&pl, &c, p, o->T, 0, 0, err, errsize)) {
             fprintf(stderr, "bench-plan: %s\n", err);

@@ -123,3 +123,125 @@ TEST(comm_large_figures_and_no_bandwidth)
     memset(&f, 0, sizeof f);
     CHECK(as_comm_ms(&f, 600.0) == 0.0);
 }
+
+/* --comm-model's values: the built-in nvlink8's constants (lib/comm.h: 10.5 us + 370 GB/s,
+   6.6 + 7 x 0.6 us + 370 GB/s, 6.6 + 14 x 0.6 us + 480 GB/s), a user's own, and values refused
+   with a reason */
+TEST(comm_model_parse)
+{
+    as_comm_model m;
+    char err[512];
+    CHECK_EQ_I64(as_comm_model_parse("nvlink8", &m, err, sizeof err), 0);
+    CHECK_EQ_I64(m.ab, 1);
+    CHECK_NEAR(m.alpha_us[AS_COLL_A2A], 10.5, 0);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_A2A], 370, 0);
+    CHECK_NEAR(m.alpha_us[AS_COLL_RING], 10.8, 1e-12);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_RING], 370, 0);
+    CHECK_NEAR(m.alpha_us[AS_COLL_AR], 15.0, 1e-12);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_AR], 480, 0);
+    CHECK_EQ_I64(m.max_ranks, 8);
+    CHECK_STR(m.name, "nvlink8");
+    CHECK_EQ_I64(as_comm_model_parse("1/100,2.5/200,0/4e2", &m, err, sizeof err), 0);
+    CHECK_NEAR(m.alpha_us[0], 1, 0);
+    CHECK_NEAR(m.beta_gbs[0], 100, 0);
+    CHECK_NEAR(m.alpha_us[1], 2.5, 0);
+    CHECK_NEAR(m.beta_gbs[1], 200, 0);
+    CHECK_NEAR(m.alpha_us[2], 0, 0);
+    CHECK_NEAR(m.beta_gbs[2], 400, 0);
+    CHECK_EQ_I64(m.max_ranks, 0);
+    CHECK_STR(m.name, "1/100,2.5/200,0/4e2");
+    /* the name parses back to the same model (plan records carry it) */
+    as_comm_model again;
+    CHECK_EQ_I64(as_comm_model_parse(m.name, &again, err, sizeof err), 0);
+    CHECK(!memcmp(again.alpha_us, m.alpha_us, sizeof m.alpha_us) && !memcmp(again.beta_gbs, m.beta_gbs, sizeof m.beta_gbs));
+    static const char *const bad[] = { "", "nvlink", "1/100", "1/100,2/200", "1/100,2/200,3/300,", "1/100,2/200,3/300x",
+                                       "-1/100,2/200,3/300", "1/0,2/200,3/300", "1/100,2/-5,3/300", "nan/1,2/2,3/3",
+                                       "1/inf,2/2,3/3", "1,100,2,200,3,300", "1/100;2/200;3/300" };
+    for (size_t j = 0; j < sizeof bad / sizeof *bad; j++) {
+        err[0] = 0;
+        m.ab = 7;
+        CHECK_EQ_I64(as_comm_model_parse(bad[j], &m, err, sizeof err), -1);
+        CHECK(err[0] != 0);
+        CHECK_EQ_I64(m.ab, 7);      /* untouched */
+    }
+    CHECK_EQ_I64(as_comm_model_parse("1/100", &m, err, sizeof err), -1);
+    CHECK(strstr(err, "all-to-all's beta") != NULL && strstr(err, "followed by ','") != NULL);
+    /* nvlink8 holds for one host of 8 GPUs at most; a user's model for any K; bandwidth too */
+    CHECK_EQ_I64(as_comm_model_parse("nvlink8", &m, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(&m, 8, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(&m, 9, err, sizeof err), -1);
+    CHECK(strstr(err, "at most 8 GPUs, not 9 ranks") != NULL);
+    CHECK_EQ_I64(as_comm_model_parse("1/1,1/1,1/1", &m, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(&m, 1024, err, sizeof err), 0);
+    as_comm_model bw = as_comm_bandwidth(600);
+    CHECK_EQ_I64(as_comm_model_check(&bw, 1024, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(NULL, 1024, err, sizeof err), 0);
+    CHECK(as_comm_on(&bw));
+    bw = as_comm_bandwidth(0);
+    CHECK(!as_comm_on(&bw));
+    CHECK(!as_comm_on(NULL));
+}
+
+/* a shard's time by hand: alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s, i.e. 1e8, 2e8,
+   4e8 bytes a ms */
+TEST(comm_shard_ms_by_hand)
+{
+    as_comm_model m;
+    char err[256];
+    CHECK_EQ_I64(as_comm_model_parse("10/100,20/200,30/400", &m, err, sizeof err), 0);
+    /* K = 4: 3/4 of the all-to-all and ring bytes leave the rank */
+    const double b[AS_NSH] = { 1e6, 0, 2e6, 4e6 };
+    int has[AS_NSH] = { 1, 0, 1, 1 };
+    double parts[AS_NSH];
+    /* table-wise: 3 x 10 us + 1e6 x 3/4 / 1e8 = 0.03 + 0.0075 ms; column-wise: none;
+       row-wise: 10 + 2 x 20 us + 2e6 x 3/4 / 2e8 = 0.05 + 0.0075; data-parallel: 30 us +
+       4e6 / 4e8 (already the ring's bytes: no 3/4) = 0.03 + 0.01 */
+    const double t = as_comm_shard_ms(&m, 4, b, has, parts);
+    CHECK_NEAR(parts[AS_SH_TW], 0.0375, 1e-12);
+    CHECK_NEAR(parts[AS_SH_CW], 0, 0);
+    CHECK_NEAR(parts[AS_SH_RW], 0.0575, 1e-12);
+    CHECK_NEAR(parts[AS_SH_DP], 0.04, 1e-12);
+    CHECK_NEAR(t, 0.135, 1e-12);
+    /* a type the plan has costs every rank its alphas, bytes or not: column-wise 3 x 10 us */
+    has[AS_SH_CW] = 1;
+    CHECK_NEAR(as_comm_shard_ms(&m, 4, b, has, parts), 0.165, 1e-12);
+    CHECK_NEAR(parts[AS_SH_CW], 0.03, 1e-12);
+    /* one rank: nothing moves */
+    CHECK_NEAR(as_comm_shard_ms(&m, 1, b, has, parts), 0, 0);
+    /* the item time a local search weighs: no alpha */
+    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_RW, 2e6), 0.0075, 1e-12);
+    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_DP, 4e6), 0.01, 1e-12);
+    /* the bandwidth model: every byte at G GiB/s, whatever the type and K, no alpha */
+    const as_comm_model bw = as_comm_bandwidth(1.0);
+    const double G = 1073741824.0 / 1e3;
+    CHECK_NEAR(as_comm_shard_ms(&bw, 4, b, has, parts), 7e6 / G, 1e-12);
+    CHECK_NEAR(parts[AS_SH_RW], 2e6 / G, 1e-12);
+    CHECK_NEAR(as_comm_shard_ms(&bw, 1, b, has, NULL), 7e6 / G, 1e-12);
+    const as_comm_model none = as_comm_bandwidth(0);
+    CHECK_NEAR(as_comm_shard_ms(&none, 4, b, has, NULL), 0, 0);
+}
+
+/* the sharding type of a plan's items: whole tables, a table's column pieces (one row range),
+   a table's row pieces (several), a lone piece (column-wise: nothing cut its rows) */
+TEST(comm_types_of_a_plan)
+{
+    as_features f[6];
+    memset(f, 0, sizeof f);
+    for (int i = 0; i < 6; i++) f[i].id = i < 1 ? 1 : i < 3 ? 2 : i < 5 ? 3 : 4;
+    f[1].piece = (as_piece){ 0, 8, 0, 10 };
+    f[2].piece = (as_piece){ 8, 16, 0, 10 };
+    f[3].piece = (as_piece){ 0, 16, 5, 10 };     /* out of order: the type holds all the same */
+    f[4].piece = (as_piece){ 0, 16, 0, 5 };
+    f[5].piece = (as_piece){ 0, 4, 0, 7 };
+    const as_features *it[6] = { &f[3], &f[0], &f[5], &f[1], &f[4], &f[2] };
+    as_shtype t[6];
+    as_comm_types(it, 6, t);
+    CHECK_EQ_I64(t[0], AS_SH_RW);
+    CHECK_EQ_I64(t[1], AS_SH_TW);
+    CHECK_EQ_I64(t[2], AS_SH_CW);
+    CHECK_EQ_I64(t[3], AS_SH_CW);
+    CHECK_EQ_I64(t[4], AS_SH_RW);
+    CHECK_EQ_I64(t[5], AS_SH_CW);
+    as_comm_types(it, 0, t);    /* nothing: no harm */
+    CHECK_STR(as_comm_type_name[AS_SH_DP], "data-parallel");
+}

@@ -1227,6 +1227,8 @@ static double *two(double a, double b)
    and its share of everyone's) plus its own all-reduce bytes, over 2^30, in ms */
 TEST(eval_charge_comm_data_parallel)
 {
+    const as_comm_model BW1 = as_comm_bandwidth(1.0);
+    char err[512];
     const double G = 1073741824.0, c[2] = { 1.0, 2.0 };
     as_eval_plan p[3];
     /* a: table-wise, in 2^29 and out 2^28 on shard 0, out 2^29 on shard 1 (all 2^30 + 2^28) */
@@ -1247,7 +1249,7 @@ TEST(eval_charge_comm_data_parallel)
     p[2].comm_ar = two(G / 8, G / 8);
     int64_t mis = -1, hv = -1, bn = -1;
     double bs = -1, bm = -1;
-    CHECK_EQ_I64(as_eval_charge_comm(p, 3, 1.0, &mis, &hv, &bs, &bn, &bm), 1);
+    CHECK_EQ_I64(as_eval_charge_comm(p, 3, &BW1, &mis, &hv, &bs, &bn, &bm, err, sizeof err), 1);
     CHECK_EQ_I64(mis, 0);
     CHECK_EQ_I64(hv, 3);
     CHECK_EQ_I64(bn, 6);
@@ -1278,7 +1280,7 @@ TEST(eval_charge_comm_data_parallel)
     p[1].ndp = 1;
     p[1].comm_in = two(G / 2, 0);
     p[1].comm_out = two(G / 4, G / 2);
-    CHECK_EQ_I64(as_eval_charge_comm(p, 2, 1.0, &mis, &hv, NULL, NULL, NULL), 0);
+    CHECK_EQ_I64(as_eval_charge_comm(p, 2, &BW1, &mis, &hv, NULL, NULL, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(mis, 1);
     CHECK_EQ_I64(hv, 2);
     CHECK(p[0].comm_ms == NULL && p[1].comm_ms == NULL && p[1].cost[0] == 1.0);
@@ -1288,11 +1290,11 @@ TEST(eval_charge_comm_data_parallel)
     p[1] = P(0, 2, "b", 1, c1);
     p[1].assign[0] = AS_DP;
     p[1].ndp = 1;
-    CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, 1.0, &mis, &hv, NULL, NULL, NULL), 0);
+    CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, &BW1, &mis, &hv, NULL, NULL, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(mis, 1);                          /* carries no bytes at all */
     p[1].comm_in = as_calloc(1, sizeof(double));
     p[1].comm_out = as_calloc(1, sizeof(double));
-    CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, 1.0, &mis, &hv, NULL, NULL, NULL), 1);
+    CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, &BW1, &mis, &hv, NULL, NULL, NULL, err, sizeof err), 1);
     CHECK_EQ_I64(mis, 0);
     CHECK_NEAR(p[1].cost[0], 1.0, 0);
     for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
@@ -1706,6 +1708,8 @@ TEST(eval_floor_estimated)
    at 1 GiB/s, bytes / 2^30 in s */
 TEST(eval_comm_by_collective)
 {
+    const as_comm_model BW1 = as_comm_bandwidth(1.0), BW0 = as_comm_bandwidth(0);
+    char err[512];
     const double G = 1073741824.0, c[2] = { 1.0, 2.0 };
     as_eval_plan p = P(0, 1, "b", 2, c);
     p.assign[1] = AS_DP;
@@ -1715,20 +1719,21 @@ TEST(eval_comm_by_collective)
     p.comm_out = two(G / 4, G / 2);
     p.comm_rw = two(G / 4, 0);
     p.comm_ar = two(G, G);
-    double ms[3];
-    /* all-to-all bytes 0.5G + 0.5G (1G), row pieces' 0.25G: shard 0 (0.5 + 1/2) s, (0.25 +
-       0.25/2) s, 1 s; shard 1 (0.5 + 1/2) s, 0.125 s, 1 s */
-    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, 1.0, ms), 0);
-    CHECK_NEAR(ms[0], 1000.0, 1e-9);
-    CHECK_NEAR(ms[1], 375.0, 1e-9);
-    CHECK_NEAR(ms[2], 1000.0, 1e-9);
-    CHECK_EQ_I64(as_eval_comm_parts(&p, 1, 1.0, ms), 0);
-    CHECK_NEAR(ms[0], 1000.0, 1e-9);
-    CHECK_NEAR(ms[1], 125.0, 1e-9);
-    CHECK_NEAR(ms[2], 1000.0, 1e-9);
+    double ms[AS_NSH];
+    /* table-wise bytes 0.5G + 0.5G (1G), row pieces' 0.25G, no column pieces: shard 0
+       (0.5 + 1/2) s, 0, (0.25 + 0.25/2) s, 1 s; shard 1 (0.5 + 1/2) s, 0, 0.125 s, 1 s */
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW1, ms), 0);
+    CHECK_NEAR(ms[AS_SH_TW], 1000.0, 1e-9);
+    CHECK_NEAR(ms[AS_SH_CW], 0.0, 0);
+    CHECK_NEAR(ms[AS_SH_RW], 375.0, 1e-9);
+    CHECK_NEAR(ms[AS_SH_DP], 1000.0, 1e-9);
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 1, &BW1, ms), 0);
+    CHECK_NEAR(ms[AS_SH_TW], 1000.0, 1e-9);
+    CHECK_NEAR(ms[AS_SH_RW], 125.0, 1e-9);
+    CHECK_NEAR(ms[AS_SH_DP], 1000.0, 1e-9);
     /* their sum is the charge: 2375 and 2125 ms, as eval_charge_comm_data_parallel's plan b */
     int64_t mis, hv;
-    CHECK_EQ_I64(as_eval_charge_comm(&p, 1, 1.0, &mis, &hv, NULL, NULL, NULL), 1);
+    CHECK_EQ_I64(as_eval_charge_comm(&p, 1, &BW1, &mis, &hv, NULL, NULL, NULL, err, sizeof err), 1);
     CHECK_NEAR(p.comm_ms[0], 2375.0, 1e-9);
     CHECK_NEAR(p.comm_ms[1], 2125.0, 1e-9);
     as_eval_compute(&p, 1);
@@ -1736,15 +1741,15 @@ TEST(eval_comm_by_collective)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    as_eval_print_comm(f, AS_EVAL_CSV, &p, 1, 1.0);
+    as_eval_print_comm(f, AS_EVAL_CSV, &p, 1, &BW1);
     fclose(f);
-    CHECK_STR(buf, "run,task,alg,rank,kernel_ms,all_to_all_ms,row_wise_ms,all_reduce_ms,comm_pct\n"
-                   "0,1,b,0,1,1000,375,1000,99.96\n");
+    CHECK_STR(buf, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct\n"
+                   "0,1,b,0,1,1000,0,375,1000,99.96\n");
     free(buf);
     /* no bytes, or no bandwidth: nothing to split */
-    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, 0, ms), -1);
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW0, ms), -1);
     as_eval_plan_free(&p);
     p = P(0, 1, "a", 2, c);
-    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, 1.0, ms), -1);
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW1, ms), -1);
     as_eval_plan_free(&p);
 }

@@ -17,7 +17,7 @@ static as_plan run(as_alg alg, int64_t K, uint64_t cap, const as_features *f, in
 {
     const as_features *p[64];
     for (int i = 0; i < n; i++) p[i] = &f[i];
-    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL, 0, NULL, 0 };
+    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL, 0, NULL, 0, NULL };
     as_plan pl;
     char err[256];
     int rc = as_plan_make(&pl, &c, p, n, err, sizeof err);
@@ -206,7 +206,7 @@ TEST(plan_random)
     /* another stream (task) gives another plan */
     const as_features *pp[N];
     for (int i = 0; i < N; i++) pp[i] = &f[i];
-    as_plan_cfg c = { AS_ALG_RANDOM, 4, 0, 7, 4, NULL, NULL, 0, NULL, 0 };
+    as_plan_cfg c = { AS_ALG_RANDOM, 4, 0, 7, 4, NULL, NULL, 0, NULL, 0, NULL };
     char err[128];
     CHECK_EQ_I64(as_plan_make(&q, &c, pp, N, err, sizeof err), 0);
     CHECK(memcmp(p.assign, q.assign, N * sizeof *p.assign) != 0);
@@ -288,12 +288,12 @@ TEST(plan_errors)
     const as_features *p[] = { &f };
     as_plan pl;
     char err[256];
-    as_plan_cfg c = { AS_ALG_COST, 2, 0, 0, 0, NULL, NULL, 0, NULL, 0 };
+    as_plan_cfg c = { AS_ALG_COST, 2, 0, 0, 0, NULL, NULL, 0, NULL, 0, NULL };
     CHECK_EQ_I64(as_plan_make(&pl, &c, p, 1, err, sizeof err), -1);
     CHECK(strstr(err, "needs a cost model") != NULL);
-    as_plan_cfg d = { AS_ALG_LOOKUP, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0 };
+    as_plan_cfg d = { AS_ALG_LOOKUP, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, NULL };
     CHECK_EQ_I64(as_plan_make(&pl, &d, p, 1, err, sizeof err), -1);
-    as_plan_cfg e = { AS_ALG_AUTOSHARD, 2, 0, 0, 0, NULL, NULL, 0, NULL, 0 };
+    as_plan_cfg e = { AS_ALG_AUTOSHARD, 2, 0, 0, 0, NULL, NULL, 0, NULL, 0, NULL };
     CHECK_EQ_I64(as_plan_make(&pl, &e, p, 1, err, sizeof err), -1);
     CHECK(strstr(err, "needs a policy") != NULL);
 }

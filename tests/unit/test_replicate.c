@@ -38,7 +38,7 @@ static as_plan given(const as_features f[3], uint64_t cap, as_plan_cfg *c)
     static const int64_t a[3] = { 0, 1, 0 };
     static as_plan_policy pol = { (void *)a, place_given };
     const as_features *p[3] = { &f[0], &f[1], &f[2] };
-    *c = (as_plan_cfg){ AS_ALG_AUTOSHARD, 2, cap, 1, 0, &LIN, &pol, 0, NULL, 0 };
+    *c = (as_plan_cfg){ AS_ALG_AUTOSHARD, 2, cap, 1, 0, &LIN, &pol, 0, NULL, 0, NULL };
     as_plan pl;
     char err[256];
     CHECK_EQ_I64(as_plan_make(&pl, c, p, 3, err, sizeof err), 0);
@@ -111,6 +111,36 @@ TEST(replicate_large_table_not_when_its_allreduce_costs_more)
     pl = given(f, 0, &c);
     CHECK_EQ_I64(replicate(&pl, &c, f, 600), 1);
     CHECK_EQ_I64(pl.assign[2], AS_DP);
+    as_plan_free(&pl);
+}
+
+/* the alpha-beta model (lib/comm.h): the first data-parallel table pays the all-reduce's
+   alpha on every shard. Bytes made free (10^6 GB/s), the all-to-all's alpha 0: C's
+   replication saves 0.1 on the slowest shard (1.2 -> 1.1), so an all-reduce alpha of 50 us
+   (0.05 ms) lets it and one of 200 us (1.1 + 0.2 > 1.2) does not */
+TEST(replicate_alpha_beta_pays_the_allreduce_alpha)
+{
+    as_features f[3];
+    as_comm_model m;
+    char err[256];
+    three(f, 10, 100);
+    as_plan_cfg c;
+    as_plan pl = given(f, 0, &c);
+    CHECK_EQ_I64(as_comm_model_parse("0/1e6,0/1e6,50/1e6", &m, err, sizeof err), 0);
+    c.comm_model = &m;
+    CHECK_EQ_I64(replicate(&pl, &c, f, 0), 1);
+    CHECK_EQ_I64(pl.assign[2], AS_DP);
+    as_plan_free(&pl);
+    pl = given(f, 0, &c);
+    CHECK_EQ_I64(as_comm_model_parse("0/1e6,0/1e6,200/1e6", &m, err, sizeof err), 0);
+    c.comm_model = &m;
+    CHECK_EQ_I64(replicate(&pl, &c, f, 0), 0);
+    CHECK_EQ_I64(pl.ndp, 0);
+    as_plan_free(&pl);
+    /* the bandwidth given beside it is not charged: the model is */
+    pl = given(f, 0, &c);
+    c.comm_model = &m;
+    CHECK_EQ_I64(replicate(&pl, &c, f, 1e-6), 0);
     as_plan_free(&pl);
 }
 

@@ -85,7 +85,7 @@ static int search(as_alg alg, int64_t K, uint64_t cap, const as_plan_model *m, c
 {
     const as_features *t[64];
     for (int64_t i = 0; i < n; i++) t[i] = &f[i];
-    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL, 0, NULL, 0 };
+    as_plan_cfg c = { alg, K, cap, 7, 3, m, NULL, 0, NULL, 0, NULL };
     return as_split_search(&c, sc, ft, t, n, items, P, p, info, err, 512);
 }
 
@@ -93,7 +93,7 @@ static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features
 {
     const as_features *t[64];
     for (int64_t i = 0; i < n; i++) t[i] = &f[i];
-    as_plan_cfg c = { alg, K, cap, 7, 3, &LK, NULL, 0, NULL, 0 };
+    as_plan_cfg c = { alg, K, cap, 7, 3, &LK, NULL, 0, NULL, 0, NULL };
     as_plan p;
     char err[256];
     CHECK_EQ_I64(as_plan_make(&p, &c, t, n, err, sizeof err), 0);
@@ -103,7 +103,7 @@ static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features
     return m;
 }
 
-static const as_split_cfg SC = { AS_SPLIT_STEPS, AS_SPLIT_BEAM, AS_SPLIT_CANDS, 0, NULL, 0, 0 };
+static const as_split_cfg SC = { AS_SPLIT_STEPS, AS_SPLIT_BEAM, AS_SPLIT_CANDS, 0, NULL, 0, 0, NULL };
 
 /* (a) table 0 costs 64 x 1000 = 64000, the four others 16 x 500 = 8000 each (32000 in
  * all): unsplit the max is table 0's; split in 4 columns, 16000 a piece, 24000 a shard */
@@ -433,6 +433,26 @@ TEST(split_comm_charged)
     CHECK_EQ_I64(search(AS_ALG_COST, 5, 0, &LK, &ft, f, 5, &sc, &items, &P, &p, &info, err), 0);
     CHECK(P > 5);
     CHECK(pmax(&p) < 64000);
+    free(items);
+    as_plan_free(&p);
+    /* the alpha-beta model, bytes made free: without alphas the same split */
+    as_comm_model m;
+    CHECK_EQ_I64(as_comm_model_parse("0/1e6,0/1e6,0/1e6", &m, err, sizeof err), 0);
+    sc.comm_model = &m;
+    CHECK_EQ_I64(search(AS_ALG_COST, 5, 0, &LK, &ft, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK(P > 5);
+    CHECK_NEAR(info.pred_after, pmax(&p), 1e-3);
+    free(items);
+    as_plan_free(&p);
+    /* the all-to-all's and the ring's alphas at 1000 ms a call: the whole tables' three
+       all-to-alls are in every score (3000 ms), and the split, which still pays here, brings
+       its type's on every shard (column-wise 3 all-to-alls, row-wise 1 and 2 ring calls:
+       3000 ms either way) */
+    CHECK_EQ_I64(as_comm_model_parse("1000000/1e6,1000000/1e6,0/1e6", &m, err, sizeof err), 0);
+    CHECK_EQ_I64(search(AS_ALG_COST, 5, 0, &LK, &ft, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK(P > 5);
+    CHECK_NEAR(info.pred_before, 64000 + 3000, 1e-3);
+    CHECK_NEAR(info.pred_after, pmax(&p) + 6000, 1e-3);
     free(items);
     as_plan_free(&p);
     as_featidx_free(&ft);

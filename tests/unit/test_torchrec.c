@@ -62,7 +62,7 @@ static double tr_dp(const as_features *f, int64_t n, int64_t K, uint64_t cap, co
 {
     const as_features *t[16];
     for (int64_t i = 0; i < n; i++) t[i] = &f[i];
-    as_plan_cfg c = { AS_ALG_TORCHREC, K, cap, 1, 0, NULL, NULL, 0, NULL, !dp };
+    as_plan_cfg c = { AS_ALG_TORCHREC, K, cap, 1, 0, NULL, NULL, 0, NULL, !dp, NULL };
     char err[256] = "";
     int rc = as_tr_plan(&c, ft, t, n, items, ni, assign, info, err, sizeof err);
     if (rc) fprintf(stderr, "  %s\n", err);
