@@ -871,8 +871,8 @@ for t in sorted(tables):
     # kernel 2 ms, all-reduce 0.9765625 ms (33 %); random's none
     run as-eval --comm-gbps 1 --format csv --table comm "$T/dp.ast"
     assert_success
-    assert_line "0,0,random,1,3,0,0,0,0"
-    assert_line "0,0,cost-greedy,1,2,0,0,0.976562,32.81"
+    assert_line "0,0,random,1,3,0,0,0,0,0"
+    assert_line "0,0,cost-greedy,1,2,0,0,0,0.976562,32.81"
     run as-eval --comm-gbps 1 --format csv --table shards,ranks "$T/dp.ast"
     assert_success
     assert_output --partial "0,0,cost-greedy,1,2,measured,2.9765625,"
@@ -895,5 +895,50 @@ for t in sorted(tables):
     mp_edit "$T/dp.ast" 'recs[1]["comm_rw_bytes"] = [1, 0]' > "$T/bad.ast"
     run as-eval "$T/bad.ast"
     assert_failure 1
-    assert_output --partial "comm_rw_bytes[0] is more than the shard's comm_in_bytes + comm_out_bytes"
+    assert_output --partial "comm_rw_bytes[0] + comm_cw_bytes[0] is more than the shard's comm_in_bytes + comm_out_bytes"
+}
+
+@test "as-eval --comm-model: each sharding type's collectives, alpha per call plus bytes over their bus bandwidth" {
+    # one plan of 4 ranks: table 0 whole on rank 0 (its bytes 4e6), table 1 in two column
+    # pieces on ranks 1 and 2 (1e6 each), table 2 in two row pieces on ranks 2 and 3 (2e6
+    # each), table 3 data parallel (all-reduce 8e5 bytes per rank); kernel 1 ms everywhere
+    mp_stream "{'kind':'plan','task':0,'alg':'cost-greedy+split','shards':4,'tables':[0,1,1,2,2,3],'pieces':[None,[0,8,0,100],[8,16,0,100],[0,16,0,50],[0,16,50,100],None],'assign':[0,1,2,2,3,-2],'cost_ms':[1.0,1.0,1.0,1.0],'cost_kind':'measured','comm_in_bytes':[1000000,500000,1500000,1000000],'comm_out_bytes':[3000000,500000,1500000,1000000],'comm_rw_bytes':[0,0,2000000,2000000],'comm_cw_bytes':[0,1000000,1000000,0],'comm_ar_bytes':[800000,800000,800000,800000]}" > "$T/ab.ast"
+    # alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s (1e8, 2e8, 4e8 bytes a ms); each type's
+    # bytes at a rank: its own plus 1/4 of all (table-wise 4e6, column-wise 2e6, row-wise
+    # 4e6), 3/4 of them leaving it. The slowest, rank 0: table-wise 3 x 10 us + (4e6 + 1e6) x
+    # 3/4 / 1e8 = 0.0675 ms; column-wise 3 x 10 us + 0.5e6 x 3/4 / 1e8 = 0.03375; row-wise
+    # 10 + 2 x 20 us + 1e6 x 3/4 / 2e8 = 0.05375; data-parallel 30 us + 8e5 / 4e8 = 0.032:
+    # 0.187 ms, 15.75 % of 1.187. The fastest, rank 1: 0.0375 + 0.04125 + 0.05375 + 0.032
+    run as-eval --comm-model 10/100,20/200,30/400 --format csv --table comm "$T/ab.ast"
+    assert_success
+    assert_line "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct"
+    assert_line "0,0,cost-greedy+split,0,1,0.0675,0.03375,0.05375,0.032,15.75"
+    run as-eval --comm-model 10/100,20/200,30/400 --format csv --table plans "$T/ab.ast"
+    assert_success
+    assert_output --partial ",measured,1.187,1.1645,"
+    # the text says which model charged it
+    run as-eval --comm-model 10/100,20/200,30/400 --table comm "$T/ab.ast"
+    assert_success
+    assert_output --partial "communication modelled by the alpha-beta model 10/100,20/200,30/400"
+    # nvlink8 holds for one host of 8 GPUs: a plan of 4 is charged, one of 16 refused
+    run as-eval --comm-model nvlink8 --format csv --table comm "$T/ab.ast"
+    assert_success
+    mp_stream "{'kind':'plan','task':0,'alg':'random','shards':16,'tables':[0],'assign':[0],'cost_ms':[1.0$(printf ',0.0%.0s' {1..15})],'cost_kind':'measured','comm_in_bytes':[8$(printf ',0%.0s' {1..15})],'comm_out_bytes':[8$(printf ',0%.0s' {1..15})]}" > "$T/k16.ast"
+    run as-eval --comm-model nvlink8 "$T/k16.ast"
+    assert_failure 1
+    assert_output --partial "holds for one host of at most 8 GPUs, not 16 ranks"
+    run as-eval --comm-model 1/1,1/1,1/1 "$T/k16.ast"
+    assert_success
+    # usage: a bad model, or both models
+    run as-eval --comm-model nvlink9 "$T/ab.ast"
+    assert_failure 2
+    assert_output --partial "--comm-model: 'nvlink9': the all-to-all's alpha is not a number"
+    run as-eval --comm-model nvlink8 --comm-gbps 600 "$T/ab.ast"
+    assert_failure 2
+    assert_output --partial "--comm-model and --comm-gbps are two models of the communication: give one"
+    # the pieces' shares cannot pass the shard's bytes together
+    mp_edit "$T/ab.ast" 'recs[1]["comm_cw_bytes"] = [0, 1000000, 1000001, 0]' > "$T/bad.ast"
+    run as-eval "$T/bad.ast"
+    assert_failure 1
+    assert_output --partial "comm_rw_bytes[2] + comm_cw_bytes[2] is more than the shard's comm_in_bytes + comm_out_bytes"
 }
