@@ -33,7 +33,7 @@
 #                                           passes made apart, each piece alone for the floor (stages.mk, as the demo)
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
 #                                           fastest slowest rank, communication charged
-#                                           (COMM_GBPS); a simpler plan within TIE of it, or
+#                                           (COMM_GBPS, or COMM_MODEL); a simpler plan within TIE of it, or
 #                                           one it does not beat in every pass, wins
 #   plan.json  as-plan --export             the chosen plan in TorchRec's form, checked by
 #                                           pipelines/torchrec_plan.py --check --config
@@ -92,6 +92,14 @@ MODEL_GATE ?=
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 PASSES ?= 2
 COMM_GBPS ?= 600
+# or an alpha-beta model of the communication (as-plan and as-eval --comm-model): nvlink8 (one
+# host of 8 NVLink 4 GPUs, published NCCL constants, at most 8 ranks) or your cluster's own
+# A/B,A/B,A/B (alpha us / bus GB/s of the all-to-all, reduce-scatter, all-reduce, from
+# nccl-tests); empty: COMM_GBPS, every byte at one rate. The report shows each candidate's
+# communication by sharding type under it, and under nvlink8 beside COMM_GBPS
+COMM_MODEL ?=
+COMM := $(if $(COMM_MODEL),--comm-model $(COMM_MODEL),--comm-gbps $(COMM_GBPS))
+COMM_WORDS := $(if $(COMM_MODEL),by the alpha-beta model $(COMM_MODEL),at $(COMM_GBPS) GiB/s)
 TIE    ?= 0.01
 # TorchRec's source (a checkout of meta-pytorch/torchrec) for its own planner's plan; empty:
 # none (the report says so). Its plan is imported as it is, data_parallel tables included
@@ -132,6 +140,12 @@ plan-run: $(D)/report.md $(D)/plan.json
 $(D)/scale.txt: FORCE
 	@mkdir -p $(D)
 	@echo "row_cap $(CAP_EFF) batch $(BATCH_EFF)" | cmp -s - $@ || echo "row_cap $(CAP_EFF) batch $(BATCH_EFF)" > $@
+
+# the communication charge (COMM_GBPS or COMM_MODEL): rewritten only when it changes, so that
+# a change redoes the plans and what follows them
+$(D)/comm.txt: FORCE
+	@mkdir -p $(D)
+	@echo "$(COMM)" | cmp -s - $@ || echo "$(COMM)" > $@
 
 $(D)/pool.ast: $(MODEL) $(BIN)/as-convert $(D)/scale.txt
 	@mkdir -p $(D)
@@ -176,20 +190,20 @@ else
 	: > $@
 endif
 
-$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(BIN)/as-plan
+$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(D)/comm.txt $(BIN)/as-plan
 	@echo "== plans: $(ALGS) table-wise$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) with --split-tables, then with --refine)"
 	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.split
+	  --split-tables --split-rows $(SPLIT_ROWS) $(COMM) $(D)/ft.ast -o $@.split
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.refine
+	  --split-tables --split-rows $(SPLIT_ROWS) --refine $(COMM) $(D)/ft.ast -o $@.refine
 endif
 ifneq ($(REPLICATE_ALGS),)
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --replicate --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.dp
+	  --replicate --refine $(COMM) $(D)/ft.ast -o $@.dp
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine --comm-gbps $(COMM_GBPS) $(D)/ft.ast -o $@.splitdp
+	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine $(COMM) $(D)/ft.ast -o $@.splitdp
 endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) $(D)/own.ast > $@.tmp && \
 	  mv $@.tmp $@ && rm -f $@.table $@.split $@.refine $@.dp $@.splitdp
@@ -221,7 +235,7 @@ $(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-be
 # then the choice among them
 $(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipelines/plan_choose.py pipelines/torchrec_plan.py
 	@echo "== the choice"
-	$(BIN)/as-eval --comm-gbps $(COMM_GBPS) --format csv --table plans $< -o $@.comm.csv
+	$(BIN)/as-eval $(COMM) --format csv --table plans $< -o $@.comm.csv
 	$(BIN)/as-eval --comm-gbps 0 --format csv --table plans $< -o $@.kernel.csv
 	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv | while read -r a; do \
 	  $(BIN)/as-plan -q --export $< --task 0 --alg "=$$a" --format torchrec $(D)/ft.ast | \
@@ -249,8 +263,12 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	    w and print("**The cost model is weak** (the verdict below says by how much): the plans of %s were placed with it; they are candidates like the others, and the choice above rests on their measurement, not on the model.\n" % ", ".join(w))'; \
 	  echo "## The candidates, kernel alone"; echo; \
 	  $(BIN)/as-eval --comm-gbps 0 --format markdown --table summary --singles $(D)/costs.ast $(D)/measured.ast; echo; \
-	  echo "## The candidates, communication charged at $(COMM_GBPS) GiB/s"; echo; \
-	  cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval --comm-gbps $(COMM_GBPS) --format markdown --table summary,verdict --singles $(D)/costs.ast; echo; \
+	  echo "## The candidates, communication charged $(COMM_WORDS)"; echo; \
+	  cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval $(COMM) --format markdown --table summary,verdict --singles $(D)/costs.ast; echo; \
+	  echo "## Communication by sharding type"; echo; \
+	  echo "Modelled, not measured: each candidate's slowest rank, its kernel and each sharding type's collectives (lib/comm.h)."; echo; \
+	  $(BIN)/as-eval $(COMM) --format markdown --table comm $(D)/measured.ast; \
+	  $(if $(COMM_MODEL),,$(BIN)/as-eval --comm-model nvlink8 --format markdown --table comm $(D)/measured.ast 2>&1 || true;) echo; \
 	  echo "## The chosen plan, rank by rank"; echo; \
 	  $(BIN)/as-plan --export $(D)/measured.ast --task 0 --alg "=$$(cat $(D)/chosen.txt)" --format text $(D)/ft.ast; \
 	} > $@.tmp

@@ -56,6 +56,12 @@ mkplan() {
     grep -qF "## The candidates, kernel alone" "$P/report.md"
     grep -qF "## The chosen plan, rank by rank" "$P/report.md"
     grep -q "^Model config: .*tiny.json; device: cpu" "$P/report.md"
+    # each candidate's communication by sharding type, at COMM_GBPS and by nvlink8's alphas
+    # and betas (TorchRec's plan row-wise shards a table: its row-wise column is above 0)
+    grep -qF "## Communication by sharding type" "$P/report.md"
+    grep -qF "by sharding type**, modelled at 600 GiB/s" "$P/report.md"
+    grep -qF "by sharding type**, modelled by the alpha-beta model nvlink8" "$P/report.md"
+    grep -E '^\| 0 \| 0 \| torchrec \|' "$P/report.md" | head -1 | awk -F'|' '{ ok = ($9 + 0 > 0) } END { exit !ok }'
     # nothing approximated on the CPU for so small a model (ROW_CAP and BATCH auto)
     [ "$(cat "$P/scale.txt")" = "row_cap 0 batch 0" ]
     grep -qF "Nothing: every table was measured whole, at the config's batch." "$P/report.md"
@@ -104,6 +110,17 @@ mkplan() {
     assert_output --partial "== the choice"
     refute_output --partial "== cost dataset"
     [ "$(stat -c %Y.%N "$P/costs.ast")" = "$c0" ]
+    # another communication charge (COMM_MODEL): the plans and what follows are redone, the
+    # costs kept; the split search's plans carry the model, the report names it
+    run mkplan COMM_MODEL=nvlink8
+    assert_success
+    assert_output --partial "== plans"
+    refute_output --partial "== cost dataset"
+    [ "$(stat -c %Y.%N "$P/costs.ast")" = "$c0" ]
+    [ "$(as-show -k plan "$P/plans.ast" | jq -r 'select(.alg | test("split")) | .comm_model' | sort -u)" = nvlink8 ]
+    grep -qF "## The candidates, communication charged by the alpha-beta model nvlink8" "$P/report.md"
+    run mkplan COMM_MODEL=nvlink8
+    refute_output --partial "== "
 }
 
 @test "make plan: a config that does not parse, a cap no table fits, a table the device cannot hold: a message naming it, nothing half-written" {
