@@ -27,6 +27,23 @@ static int comm_complete(const as_eval_plan *q)
     return a2a && (q->comm_ar || !q->ndp || q->K < 2);
 }
 
+/* which sharding types plan q has among its placed entries, from its pieces: a whole table
+   table-wise, the pieces of a table whose row ranges differ row-wise, other pieces
+   column-wise (as as_comm_types does with features); has[AS_SH_DP] from ndp */
+static void plan_types(const as_eval_plan *q, int has[AS_NSH])
+{
+    for (int64_t i = 0; i < q->T; i++) {
+        if (q->assign[i] < 0) continue;
+        if (!q->pieces || as_piece_whole(&q->pieces[i])) { has[AS_SH_TW] = 1; continue; }
+        int cut = 0;
+        for (int64_t j = 0; j < q->T && !cut; j++)
+            cut = j != i && q->tables[j] == q->tables[i] && q->pieces && !as_piece_whole(&q->pieces[j]) &&
+                  (q->pieces[j].r0 != q->pieces[i].r0 || q->pieces[j].r1 != q->pieces[i].r1);
+        has[cut ? AS_SH_RW : AS_SH_CW] = 1;
+    }
+    has[AS_SH_DP] = q->ndp > 0;
+}
+
 int as_eval_comm_bytes(const as_eval_plan *q, int64_t k, double b[AS_NSH], int has[AS_NSH])
 {
     for (int s = 0; s < AS_NSH; s++) b[s] = 0, has[s] = 0;
@@ -38,12 +55,9 @@ int as_eval_comm_bytes(const as_eval_plan *q, int64_t k, double b[AS_NSH], int h
         all[AS_SH_TW] += tw, all[AS_SH_CW] += cw, all[AS_SH_RW] += rw;
         if (j == k) b[AS_SH_TW] = tw, b[AS_SH_CW] = cw, b[AS_SH_RW] = rw;
     }
-    for (int s = AS_SH_TW; s <= AS_SH_RW; s++) {
-        b[s] += all[s] / (double)q->K;
-        has[s] = all[s] > 0;
-    }
+    for (int s = AS_SH_TW; s <= AS_SH_RW; s++) b[s] += all[s] / (double)q->K;
     b[AS_SH_DP] = q->comm_ar ? q->comm_ar[k] : 0;
-    has[AS_SH_DP] = q->ndp > 0;
+    plan_types(q, has);
     return 0;
 }
 

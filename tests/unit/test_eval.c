@@ -1753,3 +1753,53 @@ TEST(eval_comm_by_collective)
     CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW1, ms), -1);
     as_eval_plan_free(&p);
 }
+
+/* the sharding types a plan has come from its pieces, so that a plan from before
+   comm_rw_bytes / comm_cw_bytes (every byte counted table-wise) still pays each type's
+   alphas: 4 entries on 4 ranks, table 0 whole, table 1 in two column pieces, table 2 in two
+   row pieces (here 5 entries over 4 ranks) */
+TEST(eval_comm_types_from_pieces)
+{
+    const double c[4] = { 1, 1, 1, 1 };
+    as_eval_plan p = P(0, 0, "x", 4, c);
+    free(p.tables);
+    free(p.assign);
+    p.T = 5;
+    static const int64_t tb[5] = { 0, 1, 1, 2, 2 }, as[5] = { 0, 1, 2, 3, 0 };
+    p.tables = as_malloc(5 * sizeof *p.tables);
+    p.assign = as_malloc(5 * sizeof *p.assign);
+    memcpy(p.tables, tb, sizeof tb);
+    memcpy(p.assign, as, sizeof as);
+    p.pieces = as_malloc(5 * sizeof *p.pieces);
+    p.pieces[0] = AS_PIECE_WHOLE;
+    p.pieces[1] = (as_piece){ 0, 8, 0, 10 };
+    p.pieces[2] = (as_piece){ 8, 16, 0, 10 };
+    p.pieces[3] = (as_piece){ 0, 16, 0, 5 };
+    p.pieces[4] = (as_piece){ 0, 16, 5, 10 };
+    p.comm_in = as_calloc(4, sizeof(double));
+    p.comm_out = as_calloc(4, sizeof(double));
+    for (int k = 0; k < 4; k++) p.comm_in[k] = 1e6;
+    double b[AS_NSH];
+    int has[AS_NSH];
+    CHECK_EQ_I64(as_eval_comm_bytes(&p, 0, b, has), 0);
+    CHECK(has[AS_SH_TW] && has[AS_SH_CW] && has[AS_SH_RW] && !has[AS_SH_DP]);
+    /* every byte table-wise: 1e6 own + 4e6 / 4 */
+    CHECK_NEAR(b[AS_SH_TW], 2e6, 0);
+    CHECK_NEAR(b[AS_SH_CW] + b[AS_SH_RW] + b[AS_SH_DP], 0, 0);
+    /* nvlink8: 3 all-to-alls of each of table- and column-wise, 1 and 2 ring calls of
+       row-wise: 6 x 10.5 + 10.5 + 2 x 10.8 us on every rank, whatever its bytes */
+    as_comm_model m;
+    char err[256];
+    CHECK_EQ_I64(as_comm_model_parse("nvlink8", &m, err, sizeof err), 0);
+    double ms[AS_NSH];
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 2, &m, ms), 0);
+    CHECK_NEAR(ms[AS_SH_CW], 0.0315, 1e-12);
+    CHECK_NEAR(ms[AS_SH_RW], 0.0105 + 0.0216, 1e-12);
+    CHECK_NEAR(ms[AS_SH_TW], 0.0315 + 2e6 * 3.0 / 4.0 / 370e6, 1e-12);   /* K = 4: 3/4 leave the rank */
+    /* without a row piece left, no row-wise alphas */
+    p.pieces[3] = p.pieces[4] = AS_PIECE_WHOLE;
+    p.tables[4] = 3;
+    CHECK_EQ_I64(as_eval_comm_parts(&p, 2, &m, ms), 0);
+    CHECK_NEAR(ms[AS_SH_RW], 0, 0);
+    as_eval_plan_free(&p);
+}
