@@ -1,0 +1,95 @@
+/* ebopt.h - the fused embedding-bag op (embbag.h) with the weight type of each table (fp32,
+ * fp16, bf16) and the shard's optimizer (exact SGD, exact row-wise Adagrad, Adam): the CPU
+ * reference, written from the math, that the fast CPU path and the CUDA kernels are to
+ * match bit for bit (issue 40; as-bench does not time these yet). Dimension letters: B
+ * batch, D dim, E rows, T tables.
+ *
+ * Layout: the shard is embbag.h's as_eb_shard, with w_off counted in 2-byte units of W: a
+ * fp16 or bf16 table takes E_t * D_t units, a fp32 table 2 * E_t * D_t units starting at an
+ * even unit (4-byte aligned), its elements the native-endian fp32 words there. The same
+ * rule as embbag.h otherwise: regions inside [0, w_off[T]), no overlap, padding allowed and
+ * never touched. dtype [T] (NULL: every table fp16, embbag.h's op exactly).
+ *
+ * Optimizer state: fp32, st_off [T+1] floats into one state buffer S, table t's at
+ * S + st_off[t]: SGD none (st_off may be NULL); row-wise Adagrad one per row (E_t);
+ * Adam two per element, first moments then second (2 * E_t * D_t). as_eb_opt_state gives
+ * the count, as_eb_validate_typed checks the offsets (inside, no overlap).
+ *
+ * forward:  as embbag.h, each weight converted to fp32 from its table's type.
+ * backward: G, the row's summed gradient, is embbag.h's canonical sum (lookups ascending,
+ *           chunks of AS_EB_CHUNK summed from 0.0f, the chunk sums added left to right).
+ *           Every operation below is one fp32 operation rounded to nearest even (no fused
+ *           multiply-add), the new weight rounded once to its table's type (fp32: not at
+ *           all; fp16 / bf16: round to nearest even). For every row r touched in the batch:
+ *   exact SGD              w_j = R(w_j - (lr * G_j))
+ *   exact row-wise Adagrad (FBGEMM's exact_rowwise_adagrad) q = sum over j = 0..D-1, left
+ *                          to right from 0.0f, of G_j * G_j; s_r = s_r + q / D;
+ *                          m = lr / (sqrtf(s_r) + eps); w_j = R(w_j - (m * G_j))
+ *   Adam                   (weight decay 0) m_j = b1 * m_j + (1 - b1) * G_j;
+ *                          v_j = b2 * v_j + (1 - b2) * (G_j * G_j);
+ *                          w_j = R(w_j - lr * ((m_j / c1) / (sqrtf(v_j / c2) + eps)))
+ *                          evaluated as written, c1 = 1 - b1^t and c2 = 1 - b2^t computed
+ *                          in double and rounded to fp32 once (as_eb_opt_prepare), t the
+ *                          step (>= 1); (1 - b1), (1 - b2) are fp32 subtractions.
+ * Rows not touched keep their weights and state (FBGEMM's exact optimizers update only the
+ * rows a batch looks up).
+ */
+#ifndef AS_EBOPT_H
+#define AS_EBOPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ebshard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { AS_EB_F16 = 0, AS_EB_F32 = 1, AS_EB_BF16 = 2, AS_EB_NDTYPE } as_eb_dtype;
+typedef enum { AS_EB_SGD = 0, AS_EB_ROWWISE_ADAGRAD = 1, AS_EB_ADAM = 2, AS_EB_NOPTIM } as_eb_optim;
+
+typedef struct {
+    as_eb_optim kind;
+    float lr;
+    float eps;                /* Adagrad, Adam */
+    float beta1, beta2;       /* Adam */
+    int64_t step;             /* Adam: t >= 1 */
+    float c1, c2;             /* Adam: set by as_eb_opt_prepare */
+} as_eb_opt;
+
+/* the names as model configs and records write them: "fp16", "fp32", "bf16"; "sgd",
+ * "exact_rowwise_adagrad" (also "rowwise_adagrad"), "adam". 0, or -1 when unknown */
+int as_eb_dtype_parse(const char *s, as_eb_dtype *d);
+int as_eb_optim_parse(const char *s, as_eb_optim *o);
+const char *as_eb_dtype_name(as_eb_dtype d);
+const char *as_eb_optim_name(as_eb_optim o);
+/* 2-byte units of W one element takes (fp32 2, else 1); bytes of one element */
+int as_eb_dtype_units(as_eb_dtype d);
+/* fp32 state elements a table of E x D needs under optimizer o */
+int64_t as_eb_opt_state(as_eb_optim o, int64_t E, int64_t D);
+/* Adam's bias corrections for o->step into o->c1, o->c2; 0, or -1 with err when the
+ * optimizer's constants are out of range (lr, eps finite and >= 0; betas in [0, 1); step >= 1) */
+int as_eb_opt_prepare(as_eb_opt *o, char *err, size_t errlen);
+
+/* as_eb_validate (embbag.h) with the types and state above: w_off in units (a fp32 table's
+ * region twice as long and at an even unit), st_off [T+1] non-decreasing with table t's
+ * region of as_eb_opt_state floats (may be NULL for SGD). 0, or -1 with err */
+int as_eb_validate_typed(const as_eb_shard *s, const uint8_t *dtype, as_eb_optim o, const int64_t *st_off, char *err,
+                         size_t errlen);
+
+/* weight e of table t (its type's element e, converted), and the store of a fp32 value
+ * rounded to that type: what the references read and write */
+float as_eb_weight_get(const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int32_t t, int64_t e);
+void as_eb_weight_set(uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int32_t t, int64_t e, float v);
+
+/* the naive single-threaded references (above); the shard validated first by the caller */
+void as_eb_forward_typed_ref(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype);
+void as_eb_backward_typed_ref(uint16_t *W, float *S, const float *grad, const as_eb_shard *s, const uint8_t *dtype,
+                              const int64_t *st_off, const as_eb_opt *o);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
