@@ -46,17 +46,7 @@
 extern "C" {
 #endif
 
-typedef enum { AS_EB_F16 = 0, AS_EB_F32 = 1, AS_EB_BF16 = 2, AS_EB_NDTYPE } as_eb_dtype;
-typedef enum { AS_EB_SGD = 0, AS_EB_ROWWISE_ADAGRAD = 1, AS_EB_ADAM = 2, AS_EB_NOPTIM } as_eb_optim;
-
-typedef struct {
-    as_eb_optim kind;
-    float lr;
-    float eps;                /* Adagrad, Adam */
-    float beta1, beta2;       /* Adam */
-    int64_t step;             /* Adam: t >= 1 */
-    float c1, c2;             /* Adam: set by as_eb_opt_prepare */
-} as_eb_opt;
+/* as_eb_dtype, as_eb_optim, as_eb_opt: ebshard.h */
 
 /* the names as model configs and records write them: "fp16", "fp32", "bf16"; "sgd",
  * "exact_rowwise_adagrad" (also "rowwise_adagrad"), "adam". 0, or -1 when unknown */

@@ -33,6 +33,19 @@ typedef struct {
     const int32_t *indices;   /* [lookups], each in [0, rows) */
 } as_eb_table;
 
+/* each table's weight type and the shard's optimizer (ebopt.h has the rules) */
+typedef enum { AS_EB_F16 = 0, AS_EB_F32 = 1, AS_EB_BF16 = 2, AS_EB_NDTYPE } as_eb_dtype;
+typedef enum { AS_EB_SGD = 0, AS_EB_ROWWISE_ADAGRAD = 1, AS_EB_ADAM = 2, AS_EB_NOPTIM } as_eb_optim;
+
+typedef struct {
+    as_eb_optim kind;
+    float lr;
+    float eps;                /* Adagrad, Adam */
+    float beta1, beta2;       /* Adam */
+    int64_t step;             /* Adam: t >= 1 */
+    float c1, c2;             /* Adam: set by as_eb_opt_prepare (ebopt.h) */
+} as_eb_opt;
+
 #ifdef __cplusplus
 }
 #endif

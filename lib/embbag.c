@@ -28,6 +28,7 @@
 #include "errbuf.h"
 #include "half.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -814,6 +815,162 @@ void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s
 #pragma omp barrier
         }
     }
+}
+
+/* ---- weight types and optimizers (ebopt.h's rules, bit for bit its reference) ---------- */
+
+static int all_fp16(const as_eb_shard *s, const uint8_t *dtype)
+{
+    for (int32_t t = 0; dtype && t < s->T; t++)
+        if (dtype[t] != AS_EB_F16) return 0;
+    return 1;
+}
+
+static inline float tw_get(const uint16_t *Wt, as_eb_dtype d, int64_t e)
+{
+    if (d == AS_EB_F32) return ((const float *)Wt)[e];
+    return d == AS_EB_BF16 ? as_bf16_to_float(Wt[e]) : as_half_to_float_soft(Wt[e]);
+}
+
+static inline void tw_set(uint16_t *Wt, as_eb_dtype d, int64_t e, float v)
+{
+    if (d == AS_EB_F32) ((float *)Wt)[e] = v;
+    else Wt[e] = d == AS_EB_BF16 ? as_float_to_bf16(v) : as_float_to_half_soft(v);
+}
+
+/* one bag of a fp32 or bf16 table */
+static void fwd_bag_typed(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D, const int32_t *idx, int64_t n)
+{
+    for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t e0 = (int64_t)idx[i] * D;
+        if (d == AS_EB_F32) {
+            const float *row = (const float *)Wt + e0;
+            for (int64_t j = 0; j < D; j++) o[j] += row[j];
+        } else
+            for (int64_t j = 0; j < D; j++) o[j] += as_bf16_to_float(Wt[e0 + j]);
+    }
+}
+
+void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int nthreads)
+{
+    if (all_fp16(s, dtype)) { as_eb_forward_cpu(out, W, s, nthreads); return; }
+    const int64_t B = s->B, nbags = (int64_t)s->T * B, sumD = s->d_off[s->T];
+    const int hw = use_f16c();
+    const int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+    for (int64_t k = 0; k < nbags; k++) {
+        const int64_t t = k / B, b = k - t * B, D = s->dims[t];
+        const as_eb_dtype d = (as_eb_dtype)dtype[t];
+        const uint16_t *Wt = W + s->w_off[t];
+        float *o = out + b * sumD + s->d_off[t];
+        const int64_t p0 = s->offsets[k], n = s->offsets[k + 1] - p0, avail = s->offsets[(t + 1) * B] - p0;
+        const int32_t *idx = s->indices + p0;
+        if (d != AS_EB_F16) { fwd_bag_typed(o, Wt, d, D, idx, n); continue; }
+#ifdef AS_EB_X86
+        if (hw) { fwd_bag_f16c(o, Wt, D, idx, n, avail); continue; }
+#else
+        (void)hw;
+#endif
+        fwd_bag_soft(o, Wt, D, idx, n, avail);
+    }
+}
+
+/* row `row` of a table (Wt, its state St) updated from its summed gradient G */
+static void upd_row(uint16_t *Wt, float *St, const float *G, as_eb_dtype d, int64_t D, int64_t E, int64_t row,
+                    const as_eb_opt *o)
+{
+    const int64_t e0 = row * D;
+    switch (o->kind) {
+    case AS_EB_ROWWISE_ADAGRAD: {
+        float q = 0.0f;
+        for (int64_t j = 0; j < D; j++) q += G[j] * G[j];
+        St[row] = St[row] + q / (float)D;
+        const float m = o->lr / (sqrtf(St[row]) + o->eps);
+        for (int64_t j = 0; j < D; j++) tw_set(Wt, d, e0 + j, tw_get(Wt, d, e0 + j) - m * G[j]);
+        break;
+    }
+    case AS_EB_ADAM: {
+        float *m1 = St + e0, *m2 = St + E * D + e0;
+        const float a1 = 1.0f - o->beta1, a2 = 1.0f - o->beta2;
+        for (int64_t j = 0; j < D; j++) {
+            m1[j] = o->beta1 * m1[j] + a1 * G[j];
+            m2[j] = o->beta2 * m2[j] + a2 * (G[j] * G[j]);
+            const float u = o->lr * ((m1[j] / o->c1) / (sqrtf(m2[j] / o->c2) + o->eps));
+            tw_set(Wt, d, e0 + j, tw_get(Wt, d, e0 + j) - u);
+        }
+        break;
+    }
+    default:
+        for (int64_t j = 0; j < D; j++) tw_set(Wt, d, e0 + j, tw_get(Wt, d, e0 + j) - o->lr * G[j]);
+    }
+}
+
+/* the runs starting in keys[r0..r1) (a run may extend past r1): each row's G in the
+ * canonical order (chunks of AS_EB_CHUNK from 0.0f in part, their sums added left to right
+ * in acc), then its update */
+static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sumD, int64_t D, int64_t E, as_eb_dtype d,
+                           const as_eb_opt *o, const uint64_t *keys, int64_t r0, int64_t r1, int64_t n, float *acc,
+                           float *part)
+{
+    int64_t i = r0;
+    while (i < r1) {
+        const int64_t row = KEY_ROW(keys[i]);
+        int64_t k = i, m = 0, chunks = 0;
+        for (; k < n && KEY_ROW(keys[k]) == row; k++) {
+            if (k + PF_DIST < n) prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
+            if (m == 0) for (int64_t j = 0; j < D; j++) part[j] = 0.0f;
+            const float *g = gt + KEY_BAG(keys[k]) * sumD;
+            for (int64_t j = 0; j < D; j++) part[j] += g[j];
+            if (++m == AS_EB_CHUNK) {
+                for (int64_t j = 0; j < D; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
+                chunks++;
+                m = 0;
+            }
+        }
+        if (m) for (int64_t j = 0; j < D; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
+        upd_row(Wt, St, acc, d, D, E, row, o);
+        i = k;
+    }
+}
+
+int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_eb_shard *s, const uint8_t *dtype,
+                             const int64_t *st_off, const as_eb_opt *o, as_eb_cpu_ws *ws, int nthreads)
+{
+    const int32_t T = s->T;
+    const int64_t B = s->B, sumD = s->d_off[T];
+    if (T == 0 || B == 0) return 0;
+    if (all_fp16(s, dtype) && o->kind == AS_EB_SGD) {
+        as_eb_backward_sgd_cpu(W, grad, s, o->lr, ws, nthreads);
+        return 0;
+    }
+    /* a workspace that does not fit the shard: one of its own for this call */
+    as_eb_cpu_ws *own = NULL;
+    int fits = ws != NULL && B <= (int64_t)UINT32_MAX;
+    for (int32_t t = 0; fits && t < T; t++) fits = table_lookups(s, t) <= ws->cap_n && s->dims[t] <= ws->cap_D;
+    if (!fits && !(ws = own = as_eb_cpu_ws_new(s))) return -1;
+    int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
+    if (nt > ws->cap_thr) nt = ws->cap_thr;
+#pragma omp parallel num_threads(nt)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        int64_t *hist = ws->hist + (size_t)tid * HIST_STRIDE;
+        float *acc = ws->acc + (size_t)tid * (size_t)ws->acc_stride;
+        for (int32_t t = 0; t < T; t++) {
+            const int64_t n = table_lookups(s, t), D = s->dims[t], E = s->rows[t];
+            if (n == 0) continue;   /* same in every thread */
+            const int64_t *off = s->offsets + (int64_t)t * B;
+            const int64_t c0 = n * tid / nth, c1 = n * (tid + 1) / nth;
+            bwd_keys(ws->keys[0], off, s->indices + off[0], B, c0, c1);
+            uint64_t *src = bwd_sort(ws, hist, E, c0, c1, nth);
+            const int64_t r0 = run_start_at(src, c0, n), r1 = run_start_at(src, c1, n);
+            bwd_runs_typed(W + s->w_off[t], S && st_off ? S + st_off[t] : NULL, grad + s->d_off[t], sumD, D, E,
+                           dtype ? (as_eb_dtype)dtype[t] : AS_EB_F16, o, src, r0, r1, n, acc, acc + ((D + 15) & ~(int64_t)15));
+#pragma omp barrier
+        }
+    }
+    as_eb_cpu_ws_free(own);
+    return 0;
 }
 
 /* ---- CUDA stubs ----------------------------------------------------------------------- */

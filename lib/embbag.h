@@ -73,6 +73,15 @@ size_t as_eb_cpu_ws_size(int64_t n, int64_t D);
 void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s, float lr,
                             as_eb_cpu_ws *ws, int nthreads);
 
+/* the op with each table's weight type and the shard's optimizer (ebopt.h: the layout in
+ * 2-byte units, the state, the rules; as_eb_validate_typed checks a shard), multithreaded,
+ * bit for bit ebopt.h's reference. dtype NULL (every table fp16) with SGD is the fp16 op
+ * above. The backward takes a workspace from as_eb_cpu_ws_new (one that does not fit the
+ * shard, or NULL, makes it allocate its own for the call); 0, or -1 out of memory */
+void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int nthreads);
+int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_eb_shard *s, const uint8_t *dtype,
+                             const int64_t *st_off, const as_eb_opt *o, as_eb_cpu_ws *ws, int nthreads);
+
 /* naive single-threaded references, obviously correct, for tests */
 void as_eb_forward_ref(float *out, const uint16_t *W, const as_eb_shard *s);
 void as_eb_backward_sgd_ref(uint16_t *W, const float *grad, const as_eb_shard *s, float lr);

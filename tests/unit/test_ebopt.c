@@ -347,3 +347,91 @@ TEST(ebopt_gradient_canonical_chunks)
     CHECK(as_eb_weight_get(W, &s, f32, 0, 1) == 0.0f);   /* row 1: untouched */
     free(off); free(idx); free(g);
 }
+
+/* exported by embbag.c for tests: 0 forces the portable path, 1 lets F16C be used, -1 asks */
+int as_eb_cpu_simd(int mode);
+
+/* a shard of T tables of the given types, skewed lookups (a hot row of > 2 chunks in table
+   0), the layout in units with padding, weights and state filled from a seed */
+typedef struct {
+    as_eb_shard s;
+    int64_t rows[4], woff[5], st_off[5], *off;
+    int32_t dims[4], doff[5], *idx;
+    uint8_t dt[4];
+    int64_t nw, ns;
+} tshard;
+
+static void tshard_make(tshard *x, const uint8_t *dt, as_eb_optim o, int64_t B)
+{
+    static const int64_t E[4] = { 40, 3, 1000, 7 };
+    static const int32_t D[4] = { 16, 5, 8, 33 };
+    memset(x, 0, sizeof *x);
+    int64_t u = 3, st = 0, n = 0;
+    x->off = malloc((size_t)(4 * B + 1) * sizeof *x->off);
+    x->idx = malloc((size_t)(4 * B * 4) * sizeof *x->idx);
+    x->off[0] = 0;
+    for (int t = 0; t < 4; t++) {
+        x->rows[t] = E[t], x->dims[t] = D[t], x->dt[t] = dt[t];
+        if (dt[t] == AS_EB_F32 && (u & 1)) u++;
+        x->woff[t] = u;
+        u += E[t] * D[t] * as_eb_dtype_units((as_eb_dtype)dt[t]) + 1;
+        x->doff[t + 1] = x->doff[t] + D[t];
+        x->st_off[t] = st;
+        st += as_eb_opt_state(o, E[t], D[t]);
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t len = (b * 7 + t) % 5;   /* 0..4 lookups, some bags empty */
+            for (int64_t i = 0; i < len; i++)
+                x->idx[n++] = (int32_t)(t == 0 && i < 2 ? 5 : (b * 131 + i * 17 + t) % E[t]);
+            x->off[t * B + b + 1] = n;
+        }
+    }
+    x->woff[4] = u;
+    x->st_off[4] = st;
+    x->nw = u, x->ns = st;
+    x->s = (as_eb_shard){ 4, B, x->rows, x->dims, x->woff, x->doff, x->off, x->idx };
+}
+
+TEST(ebopt_fast_cpu_path_is_the_reference)
+{
+    static const uint8_t types[4][4] = { { AS_EB_F32, AS_EB_F16, AS_EB_BF16, AS_EB_F32 }, { AS_EB_F32, AS_EB_F32, AS_EB_F32, AS_EB_F32 },
+                                         { AS_EB_BF16, AS_EB_BF16, AS_EB_BF16, AS_EB_BF16 }, { AS_EB_F16, AS_EB_F16, AS_EB_F16, AS_EB_F16 } };
+    const int simd0 = as_eb_cpu_simd(-1);
+    char err[256];
+    for (int ty = 0; ty < 4; ty++)
+        for (int o = 0; o < AS_EB_NOPTIM; o++)
+            for (int thr = 1; thr <= 3; thr += 2) {
+                tshard x;
+                tshard_make(&x, types[ty], (as_eb_optim)o, 700);
+                if (!CHECK_EQ_I64(as_eb_validate_typed(&x.s, x.dt, (as_eb_optim)o, x.st_off, err, sizeof err), 0)) {
+                    printf("  %s\n", err);
+                    continue;
+                }
+                uint16_t *W1 = calloc((size_t)x.nw, 2), *W2 = calloc((size_t)x.nw, 2);
+                float *S1 = calloc((size_t)x.ns + 1, 4), *S2 = calloc((size_t)x.ns + 1, 4);
+                for (int t = 0; t < 4; t++)
+                    for (int64_t e = 0; e < x.rows[t] * x.dims[t]; e++)
+                        as_eb_weight_set(W1, &x.s, x.dt, t, e, (float)((e * 2654435761u + t) % 1000) / 500.0f - 1.0f);
+                memcpy(W2, W1, (size_t)x.nw * 2);
+                for (int64_t i = 0; i < x.ns; i++) S1[i] = S2[i] = (float)(i % 7) * 0.01f;
+                const int64_t no = 700 * x.doff[4];
+                float *g = malloc((size_t)no * 4), *o1 = malloc((size_t)no * 4), *o2 = malloc((size_t)no * 4);
+                for (int64_t i = 0; i < no; i++) g[i] = (float)((i * 40503u) % 2001) / 1000.0f - 1.0f + 1e-4f * (float)(i % 3);
+                as_eb_opt op = { (as_eb_optim)o, 0.03f, 1e-6f, 0.9f, 0.999f, 3, 0, 0 };
+                CHECK_EQ_I64(as_eb_opt_prepare(&op, err, sizeof err), 0);
+                as_eb_cpu_simd(thr == 1 ? 0 : simd0);   /* the portable and the F16C forward */
+                as_eb_forward_typed_ref(o1, W1, &x.s, x.dt);
+                as_eb_forward_typed_cpu(o2, W2, &x.s, x.dt, thr);
+                CHECK(!memcmp(o1, o2, (size_t)no * 4));
+                /* two steps: the second starts from the first's weights and state */
+                as_eb_cpu_ws *ws = thr == 1 ? NULL : as_eb_cpu_ws_new(&x.s);
+                for (int step = 0; step < 2; step++) {
+                    as_eb_backward_typed_ref(W1, S1, g, &x.s, x.dt, x.st_off, &op);
+                    CHECK_EQ_I64(as_eb_backward_typed_cpu(W2, S2, g, &x.s, x.dt, x.st_off, &op, ws, thr), 0);
+                }
+                if (!CHECK(!memcmp(W1, W2, (size_t)x.nw * 2) && !memcmp(S1, S2, (size_t)x.ns * 4)))
+                    printf("  types %d, %s, %d threads\n", ty, as_eb_optim_name((as_eb_optim)o), thr);
+                as_eb_cpu_ws_free(ws);
+                free(W1); free(W2); free(S1); free(S2); free(g); free(o1); free(o2); free(x.off); free(x.idx);
+            }
+    as_eb_cpu_simd(simd0);
+}
