@@ -5,7 +5,9 @@
 #include "common.h"
 #include "device.h"
 #include "ebgen.h"
+#include "ebopt.h"
 #include "embbag.h"
+#include "half.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -132,8 +134,11 @@ typedef struct {
     int32_t T;
     int64_t B, nidx, wtotal, maxn, maxD;
     double fwd_bytes;
+    uint8_t *dt;            /* [capT] each table's weight type (ebopt.h) */
+    int64_t *st_off;        /* [capT + 1] its tables' optimizer state in the part's state */
     /* its data, valid while held */
     uint16_t *W;
+    float *St;              /* the part's optimizer state (NULL: SGD) */
     float *grad, *out;
     int64_t *offs;
     int32_t *idx;
@@ -164,6 +169,13 @@ struct as_bench_session {
     int32_t *tcopies, *socc;
     int64_t *tbase;
     int64_t *dpos;                  /* [p->n] a part's distinct tables, first seen first */
+    /* what the shards train (ebopt.h): each pool table's weight type, its optimizer state
+       per copy (floats, rounded to a cache line) and where a part holds it; typed: any
+       table not fp16 or an optimizer other than SGD (the typed kernels) */
+    uint8_t *dt;
+    int64_t *sbase;
+    int typed;
+    as_eb_opt opt;
     uint64_t stamp, serial;
     uint64_t pool_bytes;            /* as_bpool_bytes(p): held beside the shard data */
     int64_t grows, shards;
@@ -206,12 +218,23 @@ static uint64_t line_up(uint64_t x)
     return x > UINT64_MAX - 63 ? UINT64_MAX : (x + 63) & ~(uint64_t)63;
 }
 
-/* elements one copy of a table's weights takes in an arena: rows x dim, rounded up to
- * AS_EBG_W_ALIGN (so that the next table starts on a cache line, as in as_ebg_layout) */
-static int64_t weight_stride(const as_btable *t)
+/* 2-byte units one copy of pool table x's weights takes in an arena: rows x dim x its
+ * type's units (ebopt.h), rounded up to AS_EBG_W_ALIGN (so that the next table starts on a
+ * cache line, as in as_ebg_layout) */
+static int64_t weight_stride(const as_bench_session *S, int64_t x)
 {
-    const int64_t n = as_bt_mrows(t) * t->dim;   /* at most 2^40 (reclimits.h) */
+    const as_btable *t = &S->p->t[x];
+    const int64_t n = as_bt_mrows(t) * t->dim * as_eb_dtype_units((as_eb_dtype)S->dt[x]);   /* at most 2^41 */
     return (n + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
+}
+
+/* floats one copy of pool table x's optimizer state takes: as_eb_opt_state, rounded up to a
+ * cache line (16 floats) */
+static int64_t state_stride(const as_bench_session *S, int64_t x)
+{
+    const as_btable *t = &S->p->t[x];
+    const int64_t n = as_eb_opt_state(S->opt.kind, as_bt_mrows(t), t->dim);
+    return (n + 15) / 16 * 16;
 }
 
 /* bytes of a shard's own data in an arena: output and gradient [B, sumD] fp32, offsets
@@ -263,7 +286,8 @@ static uint64_t count_add(as_bench_session *S, mem_count *a, const int64_t *ids,
         if (S->sstamp[q] != serial) { S->sstamp[q] = serial; S->socc[q] = 0; }
         else S->socc[q]++;
         const int32_t have = S->tstamp[q] == a->stamp ? S->tcopies[q] : 0;
-        if (S->socc[q] >= have) w = sat_add(w, sat_mul((uint64_t)weight_stride(t), 2));
+        if (S->socc[q] >= have)
+            w = sat_add(w, sat_add(sat_mul((uint64_t)weight_stride(S, q), 2), sat_mul((uint64_t)state_stride(S, q), 4)));
         sumD += t->dim;
         nidx += t->lookups;
         if (t->lookups > maxn) maxn = t->lookups;
@@ -393,7 +417,7 @@ static int ws_reserve(as_bench_session *S, int64_t n, int64_t D)
 static void slot_free(bslot *b)
 {
     free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->gw_off); free(b->dims);
-    free(b->d_off);
+    free(b->d_off); free(b->dt); free(b->st_off);
     free(b->tot); free(b->fw); free(b->bw);
     memset(b, 0, sizeof *b);
 }
@@ -405,6 +429,21 @@ static void slots_reserve(as_bench_session *S, int k)
     S->slot = as_realloc(S->slot, (size_t)k * sizeof *S->slot);
     memset(S->slot + S->nslot, 0, (size_t)(k - S->nslot) * sizeof *S->slot);
     S->nslot = k;
+}
+
+/* pool table t's weight type under c->wtype: the one given, or (AS_BENCH_WTYPE_TABLES) its
+ * record's data_type (fp16 without one); 0, or -1 with err naming a type the kernels lack */
+static int session_dtype(const as_bench_cfg *c, const as_btable *t, uint8_t *dt, char *err, size_t errlen)
+{
+    as_eb_dtype d = AS_EB_F16;
+    if (c->wtype != AS_BENCH_WTYPE_TABLES) d = (as_eb_dtype)c->wtype;
+    else if (t->data_type[0] && as_eb_dtype_parse(t->data_type, &d)) {
+        snprintf(err, errlen, "table %" PRId64 ": its weights are %s; the kernels measure fp32, fp16 and bf16 (give "
+                              "--weights-type fp16|fp32|bf16 for all)", t->id, t->data_type);
+        return -1;
+    }
+    *dt = (uint8_t)d;
+    return 0;
 }
 
 as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen)
@@ -431,6 +470,23 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
     S->socc = as_calloc(np, sizeof *S->socc);
     S->tbase = as_calloc(np, sizeof *S->tbase);
     S->dpos = as_calloc(np, sizeof *S->dpos);
+    S->sbase = as_calloc(np, sizeof *S->sbase);
+    S->dt = as_calloc(np, 1);
+    S->opt = (as_eb_opt){ c->optim, c->lr, AS_BENCH_EPS, AS_BENCH_BETA1, AS_BENCH_BETA2, 1, 1, 1 };
+    S->typed = c->optim != AS_EB_SGD;
+    for (int64_t i = 0; i < p->n; i++) {
+        if (session_dtype(c, &p->t[i], &S->dt[i], err, errlen)) {
+            as_bench_session_free(S);
+            return NULL;
+        }
+        S->typed |= S->dt[i] != AS_EB_F16;
+    }
+    if (S->typed && c->cuda) {
+        snprintf(err, errlen, "the CUDA kernels measure fp16 weights with SGD only so far; this measurement's weights "
+                              "(--weights-type) or optimizer (--optimizer) need the CPU (--device cpu)");
+        as_bench_session_free(S);
+        return NULL;
+    }
     S->pool_bytes = as_bpool_bytes(p);
     for (int64_t i = 0; i < p->n; i++) {
         const as_btable *t = &p->t[i];
@@ -467,6 +523,7 @@ void as_bench_session_free(as_bench_session *S)
     free(S->arena);
     free(S->view); free(S->checked);
     free(S->tstamp); free(S->sstamp); free(S->tcopies); free(S->socc); free(S->tbase); free(S->dpos);
+    free(S->sbase); free(S->dt);
     for (int j = 0; j < S->nslot; j++) slot_free(&S->slot[j]);
     free(S->slot);
     free(S);
@@ -519,8 +576,10 @@ static void slot_grow(bslot *b, int64_t n)
 {
     if (n > b->capT) {
         free((void *)b->tb); free(b->pos); free(b->tid); free(b->rows); free(b->w_off); free(b->gw_off); free(b->dims);
-        free(b->d_off);
+        free(b->d_off); free(b->dt); free(b->st_off);
         b->capT = n;
+        b->dt = as_malloc((size_t)n * sizeof *b->dt);
+        b->st_off = as_malloc((size_t)(n + 1) * sizeof *b->st_off);
         b->tb = as_malloc((size_t)n * sizeof *b->tb);
         b->pos = as_malloc((size_t)n * sizeof *b->pos);
         b->tid = as_malloc((size_t)n * sizeof *b->tid);
@@ -637,6 +696,10 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     for (int32_t t = 0; t < T; t++) res->capped += S->p->t[b->pos[t]].cap_rows > 0;
     res->batch = B;
     res->sum_dim = sumD;
+    /* what it trains: its tables' weight type (mixed when they differ) */
+    snprintf(res->wtype, sizeof res->wtype, "%s", as_eb_dtype_name((as_eb_dtype)S->dt[b->pos[0]]));
+    for (int32_t t = 1; t < T; t++)
+        if (S->dt[b->pos[t]] != S->dt[b->pos[0]]) snprintf(res->wtype, sizeof res->wtype, "mixed");
     if (shard_fits(S, ids, n, res) || slot_check(S, b, T, res)) return -1;
     slot_runs(b, S->c.runs);
     b->T = T;
@@ -674,7 +737,8 @@ typedef struct {
     int64_t nd;             /* the part's distinct tables (S->dpos[0..nd)) */
     int64_t maxn, maxD;     /* the largest table's lookups and dim */
     uint64_t data;          /* the shards' own data (output, gradient, bags) */
-    int64_t welts, nreg;    /* weight elements, and table copies, of the part */
+    int64_t welts, nreg;    /* weight units (2 bytes), and table copies, of the part */
+    int64_t sfl;            /* optimizer state floats of the part */
 } part_plan;
 
 /* the part's tables and their copies, in first-seen order (S->dpos, tcopies), and its sizes */
@@ -697,13 +761,16 @@ static void part_count(as_bench_session *S, const int *pos, int m, part_plan *pl
         if (b->maxD > maxD) maxD = b->maxD;
         data += shard_data_bytes(b->T, b->B, b->d_off[b->T], b->nidx);
     }
-    int64_t welts = 0, nreg = 0;
+    int64_t welts = 0, nreg = 0, sfl = 0;
     for (int64_t d = 0; d < nd; d++) {
         const int64_t x = S->dpos[d];
         S->tbase[x] = welts;
-        welts += S->tcopies[x] * weight_stride(&S->p->t[x]);
+        S->sbase[x] = sfl;
+        welts += S->tcopies[x] * weight_stride(S, x);
+        sfl += S->tcopies[x] * state_stride(S, x);
         nreg += S->tcopies[x];
     }
+    pl->sfl = sfl;
     pl->nd = nd;
     pl->maxn = maxn;
     pl->maxD = maxD;
@@ -746,21 +813,34 @@ static void part_weights(as_bench_session *S, uint16_t *W, const part_plan *pl)
             rows[r] = as_bt_mrows(t);
             dims[r] = (int32_t)t->dim;
             ids[r] = t->id;
-            woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(t);
+            woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(S, S->dpos[d]);
         }
     }
     woff[nreg] = pl->welts;
     int32_t doff[1] = { 0 };
     as_eb_shard all = { (int32_t)nreg, 0, rows, dims, woff, doff, NULL, NULL };
     as_ebg_fill_weights(W, &all, ids, S->c.seed, S->threads);
+    /* a fp32 or bf16 table: the same values in its type (its fp16 values, filled into the
+       start of its region, widened in place from the end, or rounded to bf16) */
+    r = 0;
+    for (int64_t d = 0; d < nd; d++) {
+        const as_eb_dtype dt = (as_eb_dtype)S->dt[S->dpos[d]];
+        for (int32_t k = 0; k < S->tcopies[S->dpos[d]]; k++, r++) {
+            uint16_t *w = W + woff[r];
+            const int64_t n = rows[r] * dims[r];
+            if (dt == AS_EB_F32)
+                for (int64_t e = n - 1; e >= 0; e--) ((float *)w)[e] = as_half_to_float(w[e]);
+            else if (dt == AS_EB_BF16)
+                for (int64_t e = 0; e < n; e++) w[e] = as_float_to_bf16(as_half_to_float(w[e]));
+        }
+    }
     free(rows); free(woff); free(ids); free(dims);
 }
 
 /* slot b's shard in the part: where its tables' copies lie in W (gw_off), its own data at
  * a + *off (moved past them), its bags gathered and its gradient filled */
-static void part_shard(as_bench_session *S, bslot *b, uint8_t *a, uint64_t *off, uint16_t *W, int64_t welts)
+static void part_shard(as_bench_session *S, bslot *b, uint8_t *a, uint64_t *off, uint16_t *W, float *St, int64_t welts)
 {
-    const as_bpool *p = S->p;
     const int32_t T = b->T;
     const int64_t B = b->B;
     const uint64_t serial = ++S->serial;
@@ -768,11 +848,15 @@ static void part_shard(as_bench_session *S, bslot *b, uint8_t *a, uint64_t *off,
         const int64_t x = b->pos[t];
         if (S->sstamp[x] != serial) { S->sstamp[x] = serial; S->socc[x] = 0; }
         else S->socc[x]++;
-        b->gw_off[t] = S->tbase[x] + S->socc[x] * weight_stride(&p->t[x]);
+        b->gw_off[t] = S->tbase[x] + S->socc[x] * weight_stride(S, x);
+        b->st_off[t] = S->sbase[x] + S->socc[x] * state_stride(S, x);
+        b->dt[t] = S->dt[x];
     }
     b->gw_off[T] = welts;
+    b->st_off[T] = 0;
     const uint64_t bd = line_up((uint64_t)(B * b->d_off[T]) * 4);
     b->W = W;
+    b->St = St;
     b->out = (float *)(a + *off);
     b->grad = (float *)(a + *off + bd);
     b->offs = (int64_t *)(a + *off + 2 * bd);
@@ -802,7 +886,8 @@ static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_resul
             snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "does not fit: its group names %" PRId64 " tables", pl.nreg);
         return 0;
     }
-    const uint64_t wbytes = (uint64_t)pl.welts * 2, need = sat_add(line_up(wbytes), pl.data);
+    const uint64_t wbytes = (uint64_t)pl.welts * 2, sbytes = (uint64_t)pl.sfl * 4;
+    const uint64_t need = sat_add(sat_add(line_up(wbytes), line_up(sbytes)), pl.data);
     uint8_t *a = part_memory(S, need, pl.maxn, pl.maxD);
     if (!a) {
         for (int q = 0; q < m; q++) snprintf(res[pos[q]].error, sizeof res[pos[q]].error, "out of memory for the sort buffers");
@@ -810,13 +895,40 @@ static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_resul
     }
     uint16_t *W = (uint16_t *)a;
     part_weights(S, W, &pl);
-    /* each shard: where its tables' copies lie, its own data after the weights */
-    uint64_t off = line_up(wbytes);
+    /* the optimizer's state after the weights, from zero (Adagrad's sums, Adam's moments) */
+    float *St = pl.sfl ? (float *)(a + line_up(wbytes)) : NULL;
+    if (St) memset(St, 0, sbytes);
+    S->opt.step = 0;
+    /* each shard: where its tables' copies lie, its own data after the weights and state */
+    uint64_t off = sat_add(line_up(wbytes), line_up(sbytes));
     for (int q = 0; q < m; q++) {
-        part_shard(S, &S->slot[pos[q]], a, &off, W, pl.welts);
+        part_shard(S, &S->slot[pos[q]], a, &off, W, St, pl.welts);
         live[q] = pos[q];
     }
     return m;
+}
+
+/* the typed op's iteration (ebopt.h: weight types, the optimizer; Adam's step counts the
+ * iterations of the part); as shard_iter */
+static double shard_iter_typed(as_bench_session *S, bslot *b, int timed, int i)
+{
+    char err[128];
+    S->opt.step++;
+    /* the constants are ours and the rate checked: Adam's bias corrections cannot fail */
+    if (S->opt.kind == AS_EB_ADAM) (void)as_eb_opt_prepare(&S->opt, err, sizeof err);
+    if (timed) cpu_flush(S->c.flush_bytes);
+    double t0 = as_now();
+    as_eb_forward_typed_cpu(b->out, b->W, &b->s, b->dt, S->threads);
+    double t1 = as_now();
+    if (as_eb_backward_typed_cpu(b->W, b->St, b->grad, &b->s, b->dt, b->st_off, &S->opt, S->ws, S->threads))
+        as_oom("the backward's sort buffers");
+    double t2 = as_now();
+    if (timed) {
+        b->fw[i] = (t1 - t0) * 1e3;
+        b->bw[i] = (t2 - t1) * 1e3;
+        b->tot[i] = (t2 - t0) * 1e3;
+    }
+    return (t2 - t0) * 1e3;
 }
 
 /* CPU: one iteration of slot b's shard (forward, backward + SGD); timed: after a cache
@@ -824,6 +936,7 @@ static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_resul
 static double shard_iter(as_bench_session *S, bslot *b, int timed, int i)
 {
     if (timed) cpu_flush(S->c.flush_bytes);
+    if (S->typed) return shard_iter_typed(S, b, timed, i);
     double t0 = as_now();
     as_eb_forward_cpu(b->out, b->W, &b->s, S->threads);
     double t1 = as_now();
@@ -1170,6 +1283,15 @@ void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_be
     as_pack_str(pk, "error");
     if (r->ok) msgpack_pack_nil(pk);
     else as_pack_str(pk, r->error);
+    if (as_bench_result_fields(c) > AS_BENCH_RESULT_FIELDS) {
+        as_pack_kv_str(pk, "weights_type", r->wtype[0] ? r->wtype : "fp16");
+        as_pack_kv_str(pk, "optimizer", as_eb_optim_name(c->optim));
+    }
+}
+
+int as_bench_result_fields(const as_bench_cfg *c)
+{
+    return AS_BENCH_RESULT_FIELDS + (c->wtype != AS_EB_F16 || c->optim != AS_EB_SGD ? 2 : 0);
 }
 
 double as_bench_pass_spread(const double *v, int n)

@@ -46,7 +46,19 @@ typedef struct {
     int64_t row_cap;        /* the pool's tables above this many rows are measured capped
                              * (as_bpool_cap_rows, made by the caller); 0: none. Written into
                              * the records (row_cap) */
+    /* what the shards train (ebopt.h), CPU only so far: wtype the weight type of every table
+     * (as_eb_dtype; 0 fp16, the paper's protocol) or AS_BENCH_WTYPE_TABLES, each table's
+     * own data_type (its table record's; fp16 without one); optim the optimizer (0: exact
+     * SGD) with eps AS_BENCH_EPS and Adam's betas AS_BENCH_BETA1/2 (FBGEMM's defaults).
+     * Written into the records (weights_type, optimizer) when not fp16 with SGD */
+    int wtype;
+    as_eb_optim optim;
 } as_bench_cfg;
+
+#define AS_BENCH_WTYPE_TABLES 100
+#define AS_BENCH_EPS 1e-8f
+#define AS_BENCH_BETA1 0.9f
+#define AS_BENCH_BETA2 0.999f
 
 /* the most passes (as-bench --passes) a result keeps apart */
 #define AS_BENCH_PASS_MAX 16
@@ -82,6 +94,7 @@ typedef struct {
     double gbps;            /* FBGEMM formula: (fwd bytes + 2 x fwd bytes) / total time */
     int64_t lookups, batch, sum_dim;
     int64_t capped;         /* the shard's tables measured over capped rows (as_bpool_cap_rows) */
+    char wtype[8];          /* its tables' weight type ("fp16", "fp32", "bf16"; "mixed") */
     uint64_t bytes;         /* memory the shard needs alone, as a part holds it: its tables'
                              * weights (each start on a cache line), output, gradient, bags,
                              * the backward's sort buffers; what the budget is checked against */
@@ -247,8 +260,11 @@ double as_bench_spread(const double *v, int n, int trim);
 /* the spread of a shard's passes: population std / mean of the finite, positive v[0..n)
  * (NaN: fewer than 2) */
 double as_bench_pass_spread(const double *v, int n);
-/* pack the result fields into an open map (caller counts them: AS_BENCH_RESULT_FIELDS) */
+/* pack the result fields into an open map (caller counts them: as_bench_result_fields(c);
+ * AS_BENCH_RESULT_FIELDS, and weights_type and optimizer when c measures other than fp16
+ * weights with SGD) */
 #define AS_BENCH_RESULT_FIELDS 29
+int as_bench_result_fields(const as_bench_cfg *c);
 void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
 /* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
  * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */

@@ -92,6 +92,7 @@ static int pool_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
         return -1;
     }
     if (x->want && (t.id >= x->want_n || !x->want[t.id])) return 0;
+    if (as_obj_str(&rec->obj, "data_type", t.data_type, sizeof t.data_type)) t.data_type[0] = 0;
     t.lookups = idx.n;
     if (!x->ids_only && table_data(&t, &off, &idx, x->file, rec->index, err, errlen)) return -1;
     pool_add(x->p, &t);

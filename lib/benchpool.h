@@ -30,6 +30,8 @@ typedef struct {
     int32_t *cap_indices;  /* then its lookups remapped into [0, cap_rows) (owned) */
     int64_t cap_distinct;  /* then the distinct rows its lookups name, and of them */
     int64_t cap_kept;      /* the distinct rows kept distinct under the cap */
+    char data_type[8];     /* its record's data_type ("" none): what as-bench --weights-type
+                            * tables measures (a piece or slice: its table's) */
 } as_btable;
 enum { AS_BT_BORROW_ALL = 1, AS_BT_BORROW_INDICES = 2 };
 

@@ -516,7 +516,7 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
     }
     /* the run's reference level, so that a later run can share its scale (--reference-level) */
     const int reflev = r->ok && isfinite(r->drift) && R->st->ref_base > 0 && R->noise.ref_n > 0;
-    msgpack_pack_map(pk, 6 + pieces + reflev + AS_BENCH_RESULT_FIELDS);
+    msgpack_pack_map(pk, 6 + pieces + reflev + (uint32_t)as_bench_result_fields(R->c->bench));
     as_pack_kv_str(pk, "kind", "cost");
     as_pack_str(pk, "tables");
     msgpack_pack_array(pk, (size_t)n);

@@ -829,16 +829,16 @@ static int all_fp16(const as_eb_shard *s, const uint8_t *dtype)
 static inline float tw_get(const uint16_t *Wt, as_eb_dtype d, int64_t e)
 {
     if (d == AS_EB_F32) return ((const float *)Wt)[e];
-    return d == AS_EB_BF16 ? as_bf16_to_float(Wt[e]) : as_half_to_float_soft(Wt[e]);
+    return d == AS_EB_BF16 ? as_bf16_to_float_soft(Wt[e]) : as_half_to_float_soft(Wt[e]);
 }
 
 static inline void tw_set(uint16_t *Wt, as_eb_dtype d, int64_t e, float v)
 {
     if (d == AS_EB_F32) ((float *)Wt)[e] = v;
-    else Wt[e] = d == AS_EB_BF16 ? as_float_to_bf16(v) : as_float_to_half_soft(v);
+    else Wt[e] = d == AS_EB_BF16 ? as_float_to_bf16_soft(v) : as_float_to_half_soft(v);
 }
 
-/* one bag of a fp32 or bf16 table */
+/* one bag of a fp32 or bf16 table, portable */
 static void fwd_bag_typed(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D, const int32_t *idx, int64_t n)
 {
     for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
@@ -848,9 +848,57 @@ static void fwd_bag_typed(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D
             const float *row = (const float *)Wt + e0;
             for (int64_t j = 0; j < D; j++) o[j] += row[j];
         } else
-            for (int64_t j = 0; j < D; j++) o[j] += as_bf16_to_float(Wt[e0 + j]);
+            for (int64_t j = 0; j < D; j++) o[j] += as_bf16_to_float_soft(Wt[e0 + j]);
     }
 }
+
+#ifdef AS_EB_X86
+/* 8 bf16 at p as floats (the bits shifted up: exact) */
+AS_F16C_INLINE __m256 bf16x8(const uint16_t *p)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    const __m128i lo = _mm_slli_epi32(_mm_cvtepu16_epi32(h), 16), hi = _mm_slli_epi32(_mm_cvtepu16_epi32(_mm_srli_si128(h, 8)), 16);
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_castsi128_ps(lo)), _mm_castsi128_ps(hi), 1);
+}
+
+/* fwd_bag_typed with AVX: 8 columns at a time, each column's sum in lookup order */
+AS_F16C static void fwd_bag_typed_avx(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D, const int32_t *idx, int64_t n)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t e0 = (int64_t)idx[i] * D;
+        if (d == AS_EB_F32) {
+            const float *row = (const float *)Wt + e0;
+            for (int64_t j = 0; j < D8; j += 8) _mm256_storeu_ps(o + j, _mm256_add_ps(_mm256_loadu_ps(o + j), _mm256_loadu_ps(row + j)));
+            for (int64_t j = D8; j < D; j++) o[j] += row[j];
+        } else {
+            for (int64_t j = 0; j < D8; j += 8) _mm256_storeu_ps(o + j, _mm256_add_ps(_mm256_loadu_ps(o + j), bf16x8(Wt + e0 + j)));
+            for (int64_t j = D8; j < D; j++) o[j] += as_bf16_to_float_soft(Wt[e0 + j]);
+        }
+    }
+}
+
+/* part[0..D) += g[0..D) */
+AS_F16C static void add_avx(float *part, const float *g, int64_t D)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    for (int64_t j = 0; j < D8; j += 8) _mm256_storeu_ps(part + j, _mm256_add_ps(_mm256_loadu_ps(part + j), _mm256_loadu_ps(g + j)));
+    for (int64_t j = D8; j < D; j++) part[j] += g[j];
+}
+
+/* w[j] = R(w[j] - u[j]) for a fp16 row, 8 at a time: the conversions are F16C's (to
+ * nearest even, as as_float_to_half) */
+AS_F16C static void sub_f16_avx(uint16_t *w, const float *u, int64_t D)
+{
+    const int64_t D8 = D & ~(int64_t)7;
+    for (int64_t j = 0; j < D8; j += 8) {
+        const __m256 v = _mm256_sub_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + j))), _mm256_loadu_ps(u + j));
+        _mm_storeu_si128((__m128i *)(w + j), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (int64_t j = D8; j < D; j++) w[j] = (uint16_t)_cvtss_sh(_cvtsh_ss(w[j]) - u[j], _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
 
 void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int nthreads)
 {
@@ -866,19 +914,23 @@ void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s
         float *o = out + b * sumD + s->d_off[t];
         const int64_t p0 = s->offsets[k], n = s->offsets[k + 1] - p0, avail = s->offsets[(t + 1) * B] - p0;
         const int32_t *idx = s->indices + p0;
-        if (d != AS_EB_F16) { fwd_bag_typed(o, Wt, d, D, idx, n); continue; }
 #ifdef AS_EB_X86
-        if (hw) { fwd_bag_f16c(o, Wt, D, idx, n, avail); continue; }
+        if (hw) {
+            if (d == AS_EB_F16) fwd_bag_f16c(o, Wt, D, idx, n, avail);
+            else fwd_bag_typed_avx(o, Wt, d, D, idx, n);
+            continue;
+        }
 #else
         (void)hw;
 #endif
-        fwd_bag_soft(o, Wt, D, idx, n, avail);
+        if (d != AS_EB_F16) fwd_bag_typed(o, Wt, d, D, idx, n);
+        else fwd_bag_soft(o, Wt, D, idx, n, avail);
     }
 }
 
-/* row `row` of a table (Wt, its state St) updated from its summed gradient G */
-static void upd_row(uint16_t *Wt, float *St, const float *G, as_eb_dtype d, int64_t D, int64_t E, int64_t row,
-                    const as_eb_opt *o)
+/* the step of every weight of a row from its summed gradient G into u (ebopt.h's rules, the
+ * optimizer's state St updated): SGD lr * G; row-wise Adagrad m * G; Adam its quotient */
+static void row_step(float *u, float *St, const float *G, int64_t D, int64_t E, int64_t row, const as_eb_opt *o)
 {
     const int64_t e0 = row * D;
     switch (o->kind) {
@@ -887,7 +939,7 @@ static void upd_row(uint16_t *Wt, float *St, const float *G, as_eb_dtype d, int6
         for (int64_t j = 0; j < D; j++) q += G[j] * G[j];
         St[row] = St[row] + q / (float)D;
         const float m = o->lr / (sqrtf(St[row]) + o->eps);
-        for (int64_t j = 0; j < D; j++) tw_set(Wt, d, e0 + j, tw_get(Wt, d, e0 + j) - m * G[j]);
+        for (int64_t j = 0; j < D; j++) u[j] = m * G[j];
         break;
     }
     case AS_EB_ADAM: {
@@ -896,22 +948,21 @@ static void upd_row(uint16_t *Wt, float *St, const float *G, as_eb_dtype d, int6
         for (int64_t j = 0; j < D; j++) {
             m1[j] = o->beta1 * m1[j] + a1 * G[j];
             m2[j] = o->beta2 * m2[j] + a2 * (G[j] * G[j]);
-            const float u = o->lr * ((m1[j] / o->c1) / (sqrtf(m2[j] / o->c2) + o->eps));
-            tw_set(Wt, d, e0 + j, tw_get(Wt, d, e0 + j) - u);
+            u[j] = o->lr * ((m1[j] / o->c1) / (sqrtf(m2[j] / o->c2) + o->eps));
         }
         break;
     }
     default:
-        for (int64_t j = 0; j < D; j++) tw_set(Wt, d, e0 + j, tw_get(Wt, d, e0 + j) - o->lr * G[j]);
+        for (int64_t j = 0; j < D; j++) u[j] = o->lr * G[j];
     }
 }
 
 /* the runs starting in keys[r0..r1) (a run may extend past r1): each row's G in the
  * canonical order (chunks of AS_EB_CHUNK from 0.0f in part, their sums added left to right
- * in acc), then its update */
+ * in acc), then its step (into part) and the row updated */
 static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sumD, int64_t D, int64_t E, as_eb_dtype d,
                            const as_eb_opt *o, const uint64_t *keys, int64_t r0, int64_t r1, int64_t n, float *acc,
-                           float *part)
+                           float *part, int hw)
 {
     int64_t i = r0;
     while (i < r1) {
@@ -921,6 +972,10 @@ static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sum
             if (k + PF_DIST < n) prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
             if (m == 0) for (int64_t j = 0; j < D; j++) part[j] = 0.0f;
             const float *g = gt + KEY_BAG(keys[k]) * sumD;
+#ifdef AS_EB_X86
+            if (hw) add_avx(part, g, D);
+            else
+#endif
             for (int64_t j = 0; j < D; j++) part[j] += g[j];
             if (++m == AS_EB_CHUNK) {
                 for (int64_t j = 0; j < D; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
@@ -929,7 +984,14 @@ static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sum
             }
         }
         if (m) for (int64_t j = 0; j < D; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
-        upd_row(Wt, St, acc, d, D, E, row, o);
+        row_step(part, St, acc, D, E, row, o);
+        uint16_t *w = Wt + (d == AS_EB_F32 ? 2 : 1) * row * D;
+        if (d == AS_EB_F32)
+            for (int64_t j = 0; j < D; j++) ((float *)w)[j] -= part[j];
+#ifdef AS_EB_X86
+        else if (d == AS_EB_F16 && hw) sub_f16_avx(w, part, D);
+#endif
+        else for (int64_t j = 0; j < D; j++) tw_set(w, d, j, tw_get(w, d, j) - part[j]);
         i = k;
     }
 }
@@ -951,6 +1013,7 @@ int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_
     if (!fits && !(ws = own = as_eb_cpu_ws_new(s))) return -1;
     int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
     if (nt > ws->cap_thr) nt = ws->cap_thr;
+    const int hw = use_f16c();
 #pragma omp parallel num_threads(nt)
     {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -965,7 +1028,7 @@ int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_
             uint64_t *src = bwd_sort(ws, hist, E, c0, c1, nth);
             const int64_t r0 = run_start_at(src, c0, n), r1 = run_start_at(src, c1, n);
             bwd_runs_typed(W + s->w_off[t], S && st_off ? S + st_off[t] : NULL, grad + s->d_off[t], sumD, D, E,
-                           dtype ? (as_eb_dtype)dtype[t] : AS_EB_F16, o, src, r0, r1, n, acc, acc + ((D + 15) & ~(int64_t)15));
+                           dtype ? (as_eb_dtype)dtype[t] : AS_EB_F16, o, src, r0, r1, n, acc, acc + ((D + 15) & ~(int64_t)15), hw);
 #pragma omp barrier
         }
     }

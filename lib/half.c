@@ -17,22 +17,9 @@ float as_half_to_float(uint16_t h) { return as_half_to_float_soft(h); }
 uint16_t as_float_to_half(float f) { return as_float_to_half_soft(f); }
 #endif
 
-float as_bf16_to_float(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+float as_bf16_to_float(uint16_t h) { return as_bf16_to_float_soft(h); }
 
-uint16_t as_float_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40);   /* quiet NaN */
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
+uint16_t as_float_to_bf16(float f) { return as_float_to_bf16_soft(f); }
 
 #ifdef AS_HALF_X86
 /* CPUID.1:ECX F16C (29), AVX (28), OSXSAVE (27), and the OS saves YMM state (XCR0 1,2) */

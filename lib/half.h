@@ -67,6 +67,24 @@ static inline uint16_t as_float_to_half_soft(float f)
     return (uint16_t)(sign | h);
 }
 
+/* bfloat16 <-> fp32 inline, for hot loops: the same bits as as_bf16_to_float / as_float_to_bf16 */
+static inline float as_bf16_to_float_soft(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t as_float_to_bf16_soft(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
 /* 1 when this CPU has F16C and AVX and the OS saves the YMM registers (x86; 0 elsewhere).
  * Detected once; embbag.c dispatches its hot loops on it. */
 int as_half_cpu_f16c(void);

@@ -63,6 +63,13 @@ MEM_CAP ?=
 # cost changes with its rows, measured (pipelines/row-curve)
 ROW_CAP ?= auto
 BATCH  ?= auto
+# what the tables are measured training with (pipelines/plan_train.py; as-bench --weights-type,
+# --optimizer): WEIGHTS fp16, fp32, bf16, config (each table's data_type) or auto; OPTIMIZER
+# sgd, exact_rowwise_adagrad, adam, config (the config's topology.optimizer) or auto. auto:
+# on the CPU the config's (the Kaggle DLRM fp32 + SGD, DLRM-DCNv2 fp32 + exact row-wise
+# Adagrad); on a GPU fp16 + SGD, all the CUDA kernels measure so far. The report says which
+WEIGHTS ?= auto
+OPTIMIZER ?= auto
 ROW_PIECES ?= 2,4,8
 # the cost dataset: drawn shards, their largest item count, the share of items drawn as pieces
 NCOST  ?= 400
@@ -125,7 +132,17 @@ $(error make plan: bad ROW_CAP=$(ROW_CAP) or BATCH=$(BATCH) (above))
 endif
 CAP_EFF   := $(if $(filter 0,$(lastword $(SCALE))),$(word 1,$(SCALE)),0)
 BATCH_EFF := $(if $(filter 0,$(lastword $(SCALE))),$(word 2,$(SCALE)),0)
-BENCH_EXTRA := $(if $(filter-out 0,$(CAP_EFF)),--row-cap $(CAP_EFF))
+# the weights' type and the optimizer measured: "WTYPE OPTIM STATUS"
+TRAIN := $(shell python3 pipelines/plan_train.py $(MODEL) --device $(DEVICE) --ngpu $(or $(NGPU),0) --weights $(WEIGHTS) --optimizer $(OPTIMIZER); echo $$?)
+ifeq ($(lastword $(TRAIN)),2)
+$(error make plan: bad WEIGHTS=$(WEIGHTS) or OPTIMIZER=$(OPTIMIZER) (above))
+endif
+ifeq ($(lastword $(TRAIN)),3)
+$(error make plan: the model trains what the kernels cannot measure yet (above))
+endif
+WTYPE_EFF := $(if $(filter 0,$(lastword $(TRAIN))),$(word 1,$(TRAIN)),fp16)
+OPTIM_EFF := $(if $(filter 0,$(lastword $(TRAIN))),$(word 2,$(TRAIN)),sgd)
+BENCH_EXTRA := $(if $(filter-out 0,$(CAP_EFF)),--row-cap $(CAP_EFF)) --weights-type $(WTYPE_EFF) --optimizer $(OPTIM_EFF)
 ROWCAP_HINT := or measure it over fewer rows (ROW_CAP=ROWS; as-bench --row-cap)
 
 .PHONY: plan-run
@@ -134,12 +151,14 @@ plan-run: $(D)/report.md $(D)/plan.json
 	@echo
 	@echo "the chosen plan for TorchRec: $(D)/plan.json (pipelines/torchrec_plan.py loads it); all files under $(D)"
 
-# what is measured over (ROW_CAP, BATCH as resolved): rewritten only when it changes, so that a
-# change redoes everything from the tables on, and nothing else does
+# what is measured over (ROW_CAP, BATCH as resolved) and with (WEIGHTS, OPTIMIZER): rewritten
+# only when it changes, so that a change redoes everything from the tables on, and nothing
+# else does
 .PHONY: FORCE
 $(D)/scale.txt: FORCE
 	@mkdir -p $(D)
-	@echo "row_cap $(CAP_EFF) batch $(BATCH_EFF)" | cmp -s - $@ || echo "row_cap $(CAP_EFF) batch $(BATCH_EFF)" > $@
+	@echo "row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $(WTYPE_EFF) optimizer $(OPTIM_EFF)" | cmp -s - $@ || \
+	  echo "row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $(WTYPE_EFF) optimizer $(OPTIM_EFF)" > $@
 
 # the communication charge (COMM_GBPS or COMM_MODEL): rewritten only when it changes, so that
 # a change redoes the plans and what follows them
@@ -255,6 +274,8 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	{ echo "# $(NAME): planned by its measured cost"; echo; \
 	  echo "Model config: $(MODEL); device: $$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
 	  echo; cat $(D)/choice.md; echo; \
+	  echo "## What this run measured"; echo; \
+	  python3 pipelines/plan_train.py --report $(MODEL) $(WTYPE_EFF) $(OPTIM_EFF); \
 	  echo "## What this run approximated"; echo; \
 	  $(BIN)/as-show --kind features $(D)/ft.ast | python3 pipelines/plan_scale.py --report $(MODEL) $(CAP_EFF) $(BATCH_EFF); \
 	  cat $(D)/rows.md; echo; \

@@ -768,3 +768,50 @@ JSON
     run as-bench --help
     assert_output --partial "--row-cap R"
 }
+
+@test "as-bench --weights-type, --optimizer: the shards train as the model does; the records say so; memory follows" {
+    pool
+    opts="--tables $T/pool.ast $FAST --sample 4 --max-tables 3 --singles --seed 2"
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q $opts -o "$T/h.ast"
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q $opts --weights-type fp32 --optimizer exact_rowwise_adagrad -o "$T/f.ast"
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q $opts --weights-type fp32 --optimizer adam -o "$T/a.ast"
+    # fp16 with SGD (the paper's protocol, the default) writes neither field; others both
+    run sh -c "as-show --kind cost '$T/h.ast' | jq -c '[.weights_type, .optimizer, .error]' | sort -u"
+    assert_output '[null,null,null]'
+    run sh -c "as-show --kind cost '$T/f.ast' | jq -c '[.weights_type, .optimizer, .error, .cost_ms > 0]' | sort -u"
+    assert_output '["fp32","exact_rowwise_adagrad",null,true]'
+    # the same shards; each needs more memory in fp32, more again with Adam's two moments
+    [ "$(as-show --kind cost "$T/h.ast" | jq -c .tables)" = "$(as-show --kind cost "$T/f.ast" | jq -c .tables)" ]
+    as-show --kind cost "$T/h.ast" | jq .bytes > "$T/hb"
+    as-show --kind cost "$T/f.ast" | jq .bytes > "$T/fb"
+    as-show --kind cost "$T/a.ast" | jq .bytes > "$T/ab"
+    run sh -c "paste '$T/hb' '$T/fb' '$T/ab' | awk '!(\$1 < \$2 && \$2 < \$3) { bad++ } END { print bad + 0, NR }'"
+    assert_output --regexp "^0 [1-9][0-9]*$"
+    # tables: each table's data_type from its record (a config's: fp32 unless it says)
+    cat > "$T/m.json" <<'JSON'
+{"topology": {"world_size": 2, "batch_size_per_rank": 64},
+ "tables": [{"name": "a", "num_embeddings": 1000, "embedding_dim": 16, "pooling_factor": 2},
+            {"name": "b", "num_embeddings": 500, "embedding_dim": 8, "pooling_factor": 1, "data_type": "bf16"}]}
+JSON
+    as-convert --config "$T/m.json" -o "$T/m.ast"
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q --tables "$T/m.ast" $FAST --sample 2 --max-tables 2 --singles --weights-type tables -o "$T/t.ast"
+    run sh -c "as-show --kind cost '$T/t.ast' | jq -c '[.tables, .weights_type, .optimizer]' | sort -u"
+    assert_line '[[0],"fp32","sgd"]'
+    assert_line '[[1],"bf16","sgd"]'
+    assert_line --regexp '^\[\[[01],[01]\],"mixed","sgd"\]$'
+    # a type the kernels lack is refused, naming the table
+    sed 's/"bf16"/"int8"/' "$T/m.json" > "$T/i.json"
+    as-convert --config "$T/i.json" -o "$T/i.ast"
+    run as-bench --tables "$T/i.ast" $FAST --sample 1 --weights-type tables -o "$T/x.ast"
+    assert_failure
+    assert_output --partial "table 1: its weights are int8; the kernels measure fp32, fp16 and bf16"
+    run as-bench --tables "$T/i.ast" $FAST --sample 1 --weights-type fp16 -o "$T/x.ast"
+    assert_success
+    # usage
+    run as-bench --tables "$T/pool.ast" --sample 1 --weights-type fp64
+    assert_failure 2
+    assert_output --partial "--weights-type: 'fp64' is not fp16, fp32, bf16 or tables"
+    run as-bench --tables "$T/pool.ast" --sample 1 --optimizer lamb
+    assert_failure 2
+    assert_output --partial "--optimizer: 'lamb' is not sgd, exact_rowwise_adagrad or adam"
+}

@@ -63,8 +63,12 @@ mkplan() {
     grep -qF "by sharding type**, modelled by the alpha-beta model nvlink8" "$P/report.md"
     grep -E '^\| 0 \| 0 \| torchrec \|' "$P/report.md" | head -1 | awk -F'|' '{ ok = ($9 + 0 > 0) } END { exit !ok }'
     # nothing approximated on the CPU for so small a model (ROW_CAP and BATCH auto)
-    [ "$(cat "$P/scale.txt")" = "row_cap 0 batch 0" ]
+    [ "$(cat "$P/scale.txt")" = "row_cap 0 batch 0 weights tables optimizer sgd" ]
     grep -qF "Nothing: every table was measured whole, at the config's batch." "$P/report.md"
+    # what the tables trained with: the config's fp32 weights (its default) and SGD, on the CPU
+    grep -qF "## What this run measured" "$P/report.md"
+    grep -qF "Measured training: each table's weights in its config's type (fp32), updated by exact SGD" "$P/report.md"
+    [ "$(as-show -k cost "$P/costs.ast" | jq -r '[.weights_type, .optimizer] | join(" ")' | sort -u)" = "fp32 sgd" ]
     # a weak cost model (MODEL_GATE empty, the default) is said at the top when, and only when,
     # plans it placed are among the candidates
     weak=$(as-eval --comm-gbps 0 --format csv --table summary "$P/measured.ast" | python3 -c 'import csv, sys; print(sum(int(r["model_weak"] or 0) for r in csv.DictReader(sys.stdin)))')
@@ -200,7 +204,7 @@ CSVHEAD='run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balanc
     assert_success
     P="$D/out-cap/plan-tiny"
     # what it measured over: recorded; the pool at the batch; costs and plans under the cap
-    [ "$(cat "$P/scale.txt")" = "row_cap 8000 batch 64" ]
+    [ "$(cat "$P/scale.txt")" = "row_cap 8000 batch 64 weights tables optimizer sgd" ]
     [ "$(as-show --kind table "$P/pool.ast" | jq -s -c 'map(.batch) | unique')" = "[64]" ]
     [ "$(as-show --kind cost "$P/costs.ast" | jq -s -c 'map(.row_cap) | unique')" = "[8000]" ]
     as-show --kind plan "$P/measured.ast" | jq -e -s 'length > 0 and all(.cost_row_cap == 8000)'
@@ -224,7 +228,7 @@ CSVHEAD='run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balanc
     run mkplan OUT="$D/out-cap" ROW_CAP=10000 BATCH=64
     assert_success
     assert_output --partial "== tables of"
-    [ "$(cat "$P/scale.txt")" = "row_cap 10000 batch 64" ]
+    [ "$(cat "$P/scale.txt")" = "row_cap 10000 batch 64 weights tables optimizer sgd" ]
     # bad values stop before anything is made
     run mkplan OUT="$D/out-bad" ROW_CAP=lots
     assert_failure
@@ -274,4 +278,49 @@ JSON
     assert_output --partial "no table has more than 500000 rows"
     run "$ROOT/pipelines/row-curve" --tables "$D/big.ast" --bin "$BIN"
     assert_failure 2
+}
+
+@test "plan_train.py: auto is the config's on the CPU, fp16 + SGD on a GPU; optimizers mapped onto the kernels'; what they lack refused" {
+    cfg() { printf '{"topology": {"world_size": 2, "optimizer": "%s"}, "tables": [{"name": "a", "num_embeddings": 10, "embedding_dim": 4%s}]}' "$1" "$2" > "$T/c.json"; }
+    cfg exact_rowwise_adagrad ""
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu
+    assert_output "tables exact_rowwise_adagrad"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cuda:0
+    assert_output "fp16 sgd"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device auto --ngpu 2
+    assert_output "fp16 sgd"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device auto --ngpu 0 --weights bf16 --optimizer adam
+    assert_output "bf16 adam"
+    cfg rowwise_adagrad ""
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu
+    assert_output "tables exact_rowwise_adagrad"
+    cfg exact_sgd ""
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu
+    assert_output "tables sgd"
+    # what the kernels lack: exit 3, naming what to give
+    cfg adagrad ""
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu
+    assert_failure 3
+    assert_output --partial "its optimizer adagrad is not among the kernels' (sgd, exact_rowwise_adagrad, adam)"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu --optimizer sgd
+    assert_output "tables sgd"
+    cfg sgd ', "data_type": "int8"'
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu
+    assert_failure 3
+    assert_output --partial "tables of int8 weights"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu --weights fp16
+    assert_output "fp16 sgd"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu --weights fp64
+    assert_failure 2
+    echo '{"tables": ' > "$T/bad.json"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/bad.json" --device cpu
+    assert_failure 1
+    # the report: what was measured, and when it is not what the model trains
+    cfg exact_rowwise_adagrad ', "data_type": "fp32"'
+    run python3 "$ROOT/pipelines/plan_train.py" --report "$T/c.json" tables exact_rowwise_adagrad
+    assert_output --partial "each table's weights in its config's type (fp32), updated by exact row-wise Adagrad"
+    refute_output --partial "not of its own kernel"
+    run python3 "$ROOT/pipelines/plan_train.py" --report "$T/c.json" fp16 sgd
+    assert_output --partial "fp16 weights, updated by exact SGD"
+    assert_output --partial "The model trains fp32 weights with exact_rowwise_adagrad: these costs are not of its own kernel"
 }

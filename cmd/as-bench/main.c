@@ -6,6 +6,7 @@
 #include "benchnoise.h"
 #include "benchrun.h"
 #include "cli.h"
+#include "ebopt.h"
 #include "common.h"
 #include "reclimits.h"
 #include "stream.h"
@@ -58,7 +59,16 @@ static const char HELP[] =
     "      --warmup W         warm-up iterations (default 5)\n"
     "      --runs R           timed runs (default 10)\n"
     "      --trim K           drop K highest and K lowest runs (default 2)\n"
-    "      --lr X             SGD learning rate (default 0.01)\n"
+    "      --lr X             the optimizer's learning rate (default 0.01)\n"
+    "      --weights-type T   the tables' weights: fp16 (default, the paper's protocol), fp32,\n"
+    "                         bf16, or tables: each table's own data_type (its table record's,\n"
+    "                         as a model config gives it; fp16 without one)\n"
+    "      --optimizer O      what the backward updates them with: sgd (default, exact SGD),\n"
+    "                         exact_rowwise_adagrad (one fp32 state per row), adam (two fp32\n"
+    "                         moments per weight); eps 1e-8, Adam's betas 0.9 and 0.999\n"
+    "                         (FBGEMM's defaults). Other than fp16 with SGD: CPU only so far,\n"
+    "                         and the cost records say what they measured (weights_type,\n"
+    "                         optimizer; lib/ebopt.h has the arithmetic)\n"
     "      --max-mem SIZE     CPU: the memory measuring may hold: 32 MiB for the process,\n"
     "                         the table data loaded from --tables, the cache-flush sweep\n"
     "                         (--flush) and the shards set up together (their tables' weights\n"
@@ -212,7 +222,8 @@ static const char HELP[] =
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
-       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND, OPT_ROWCAP };
+       OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND, OPT_ROWCAP,
+       OPT_WTYPE, OPT_OPTIM };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -350,6 +361,8 @@ static const struct option bench_opts[] = {
     { "runs", required_argument, 0, OPT_RUNS },
     { "trim", required_argument, 0, OPT_TRIM },
     { "lr", required_argument, 0, OPT_LR },
+    { "weights-type", required_argument, 0, OPT_WTYPE },
+    { "optimizer", required_argument, 0, OPT_OPTIM },
     { "max-mem", required_argument, 0, OPT_MAXMEM },
     { "part", required_argument, 0, OPT_PART },
     { "flush", required_argument, 0, OPT_FLUSH },
@@ -424,6 +437,17 @@ static int opt_protocol(as_cli *cli, int opt, const char *arg, bargs *a, as_benc
     case OPT_RUNS: cfg->runs = (int)as_cli_i64(cli, "--runs", arg, 1, 100000); return 1;
     case OPT_TRIM: cfg->trim = (int)as_cli_i64(cli, "--trim", arg, 0, 100000); return 1;
     case OPT_LR: cfg->lr = (float)as_cli_f64(cli, "--lr", arg, 0, 1e6); return 1;
+    case OPT_WTYPE: {
+        as_eb_dtype d;
+        if (!strcmp(arg, "tables")) cfg->wtype = AS_BENCH_WTYPE_TABLES;
+        else if (!as_eb_dtype_parse(arg, &d)) cfg->wtype = (int)d;
+        else as_cli_usage(cli, "--weights-type: '%s' is not fp16, fp32, bf16 or tables", arg);
+        return 1;
+    }
+    case OPT_OPTIM:
+        if (as_eb_optim_parse(arg, &cfg->optim))
+            as_cli_usage(cli, "--optimizer: '%s' is not sgd, exact_rowwise_adagrad or adam", arg);
+        return 1;
     case OPT_MAXMEM:
         if (as_parse_size(arg, &v) || !v) as_cli_usage(cli, "--max-mem: '%s' is not a size", arg);
         cfg->max_bytes = v;
