@@ -22,6 +22,18 @@ static int dev_index(as_costdata *d, const char *dev, const char *kind)
     return d->ndevices++;
 }
 
+/* the record's kind trained, "WEIGHTS + OPTIMIZER", counted among d->trains */
+static void train_kind(as_costdata *d, const msgpack_object *o)
+{
+    char w[16] = "fp16", opt[32] = "sgd", k[64];
+    if (as_obj_str(o, "weights_type", w, sizeof w)) snprintf(w, sizeof w, "fp16");
+    if (as_obj_str(o, "optimizer", opt, sizeof opt)) snprintf(opt, sizeof opt, "sgd");
+    snprintf(k, sizeof k, "%s + %s", w, opt);
+    for (int i = 0; i < d->ntrains; i++) if (!strcmp(d->trains[i], k)) return;
+    d->trains = as_realloc(d->trains, (size_t)(d->ntrains + 1) * sizeof *d->trains);
+    d->trains[d->ntrains++] = as_strdup(k);
+}
+
 /* one `cost` record: 1 kept, 0 skipped, -1 bad (err) */
 static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, char *err, size_t errlen)
 {
@@ -53,6 +65,7 @@ static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, c
     as_obj_str(o, "device", dev, sizeof dev);
     as_obj_str(o, "device_kind", kind, sizeof kind);
     c->dev = dev_index(d, dev, kind);
+    train_kind(d, o);
     return 1;
 }
 
@@ -120,6 +133,12 @@ int as_costdata_check(const as_costdata *d, char *err, size_t errlen)
     if (d->ndevices > 1) {
         snprintf(err, errlen, "the costs were measured on %d different devices ('%s', '%s'%s): train one model per device",
                  d->ndevices, d->devices[0], d->devices[1], d->ndevices > 2 ? ", ..." : "");
+        return -1;
+    }
+    if (d->ntrains > 1) {
+        snprintf(err, errlen, "the costs were measured training %d different kinds ('%s', '%s'%s): different kernels; "
+                              "fit one model per kind (as-bench --weights-type, --optimizer)",
+                 d->ntrains, d->trains[0], d->trains[1], d->ntrains > 2 ? ", ..." : "");
         return -1;
     }
     return 0;
@@ -224,6 +243,8 @@ void as_costdata_free(as_costdata *d)
         free(d->devices[i]);
         free(d->devkinds[i]);
     }
+    for (int i = 0; i < d->ntrains; i++) free(d->trains[i]);
+    free(d->trains);
     free(d->devices);
     free(d->devkinds);
     for (int i = 0; i < d->nnames; i++) free(d->names[i]);

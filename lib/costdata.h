@@ -41,6 +41,9 @@ typedef struct {
     int64_t nnopiece;       /* ... and a piece whose features are not known (its table's are) */
     char **devices, **devkinds;   /* distinct `device` strings, their `device_kind` */
     int ndevices;
+    char **trains;          /* distinct kinds trained: "WEIGHTS + OPTIMIZER" (the records'
+                             * weights_type and optimizer; absent: "fp16 + sgd") */
+    int ntrains;
     /* after as_costdata_join: shard k is items f[idx[off[k] .. off[k+1])], cost[k], where
      * f[0..nf) = ft.f (the tables, ft.n of them) then the features of the pieces the shards
      * hold (as_featidx_piece), each once */

@@ -356,3 +356,15 @@ LEGACY='{"kind":"model","model":"costmodel","format_version":1,"features":["dim"
     cmp "$T/m.ast" "$D/m.ast"; cmp "$T/c.ast" "$D/c.ast"
     [ ! -e "$T/out.ast" ]
 }
+
+@test "as-costfit: costs measured training different kinds (weights, optimizer) are refused: one model per kind" {
+    AS_BENCH_FAKE_NOISE=quiet as-bench -q --tables "$D/pool.ast" --sample 5 --max-tables 3 $FAST --weights-type fp32 \
+        --optimizer exact_rowwise_adagrad -o "$T/k.ast"
+    run sh -c "cat '$D/f.ast' '$D/c.ast' '$T/k.ast' | as-costfit -q -o '$T/m.ast'"
+    assert_failure 1
+    assert_output --partial "the costs were measured training 2 different kinds ('fp16 + sgd', 'fp32 + exact_rowwise_adagrad'): different kernels; fit one model per kind"
+    [ ! -e "$T/m.ast" ]
+    # one kind alone fits
+    run sh -c "cat '$D/f.ast' '$T/k.ast' '$T/k.ast' '$T/k.ast' | as-costfit -q --epochs 2 -o '$T/m.ast'"
+    assert_success
+}
