@@ -22,8 +22,12 @@
  *           multiply-add), the new weight rounded once to its table's type (fp32: not at
  *           all; fp16 / bf16: round to nearest even). For every row r touched in the batch:
  *   exact SGD              w_j = R(w_j - (lr * G_j))
- *   exact row-wise Adagrad (FBGEMM's exact_rowwise_adagrad) q = sum over j = 0..D-1, left
- *                          to right from 0.0f, of G_j * G_j; s_r = s_r + q / D;
+ *   exact row-wise Adagrad (FBGEMM's exact_rowwise_adagrad) q = the sum of G_j * G_j over
+ *                          the row in the order a warp of 32 lanes sums it (as_eb_row_sumsq):
+ *                          lane l's partial, from 0.0f, over j = l, l + 32, l + 64, ...
+ *                          ascending; then five butterfly steps, for o = 16, 8, 4, 2, 1 every
+ *                          lane's p_l = p_l + p_(l xor o) at once; q = p_0 (every lane holds
+ *                          it: fp addition commutes). s_r = s_r + q / D;
  *                          m = lr / (sqrtf(s_r) + eps); w_j = R(w_j - (m * G_j))
  *   Adam                   (weight decay 0) m_j = b1 * m_j + (1 - b1) * G_j;
  *                          v_j = b2 * v_j + (1 - b2) * (G_j * G_j);
@@ -72,6 +76,9 @@ int as_eb_validate_typed(const as_eb_shard *s, const uint8_t *dtype, as_eb_optim
  * rounded to that type: what the references read and write */
 float as_eb_weight_get(const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int32_t t, int64_t e);
 void as_eb_weight_set(uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int32_t t, int64_t e, float v);
+
+/* the row-wise Adagrad's sum of squares of G[0..D) in the warp's order (above) */
+float as_eb_row_sumsq(const float *G, int64_t D);
 
 /* the naive single-threaded references (above); the shard validated first by the caller */
 void as_eb_forward_typed_ref(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype);

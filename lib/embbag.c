@@ -935,8 +935,17 @@ static void row_step(float *u, float *St, const float *G, int64_t D, int64_t E, 
     const int64_t e0 = row * D;
     switch (o->kind) {
     case AS_EB_ROWWISE_ADAGRAD: {
-        float q = 0.0f;
-        for (int64_t j = 0; j < D; j++) q += G[j] * G[j];
+        /* the sum of squares in a warp's order (ebopt.h): 32 strided partials, a butterfly */
+        float p[32], x[32];
+        for (int l = 0; l < 32; l++) {
+            p[l] = 0.0f;
+            for (int64_t j = l; j < D; j += 32) p[l] += G[j] * G[j];
+        }
+        for (int o = 16; o >= 1; o /= 2) {
+            for (int l = 0; l < 32; l++) x[l] = p[l] + p[l ^ o];
+            memcpy(p, x, sizeof p);
+        }
+        const float q = p[0];
         St[row] = St[row] + q / (float)D;
         const float m = o->lr / (sqrtf(St[row]) + o->eps);
         for (int64_t j = 0; j < D; j++) u[j] = m * G[j];

@@ -435,3 +435,36 @@ TEST(ebopt_fast_cpu_path_is_the_reference)
             }
     as_eb_cpu_simd(simd0);
 }
+
+/* the row-wise Adagrad's sum of squares in a warp's order, by hand: D = 40, G_j = j + 1; lane
+   l's partial (l + 1)^2 + (l + 33)^2 for l < 8, (l + 1)^2 beyond; the butterfly of exact
+   integers is their plain sum (all below 2^24: exact), 22140 */
+TEST(ebopt_row_sumsq_order)
+{
+    float G[40];
+    for (int j = 0; j < 40; j++) G[j] = (float)(j + 1);
+    CHECK(as_eb_row_sumsq(G, 40) == 22140.0f);
+    CHECK(as_eb_row_sumsq(G, 1) == 1.0f);
+    CHECK(as_eb_row_sumsq(G, 0) == 0.0f);
+    /* where the order shows: G = 1 at column 0, 2^-12 at the other 63 (squares 2^-24, half a
+       unit of 1.0 in the last place). Left to right each small square is lost against 1.0.
+       In the warp's order lane 0 holds 1 + 2^-24 = 1.0 (a tie, to even), lanes 1..31 2^-23
+       each, and the butterfly adds the small partials together before they reach lane 0:
+       the sum is above 1.0. The same tree, step by step, as the expected value */
+    float H[64];
+    H[0] = 1.0f;
+    for (int j = 1; j < 64; j++) H[j] = 0x1p-12f;
+    float p[32];
+    for (int l = 0; l < 32; l++) p[l] = l == 0 ? (float)(1.0 + 0x1p-24) : 0x1p-23f;
+    for (int o = 16; o >= 1; o /= 2) {
+        float x[32];
+        for (int l = 0; l < 32; l++) x[l] = p[l] + p[l ^ o];
+        memcpy(p, x, sizeof p);
+    }
+    CHECK(as_eb_row_sumsq(H, 64) == p[0]);
+    /* and it is not the left-to-right sum, which loses every small square against 1.0 */
+    float seq = 0.0f;
+    for (int j = 0; j < 64; j++) seq += H[j] * H[j];
+    CHECK(seq == 1.0f);
+    CHECK(p[0] > 1.0f);
+}
