@@ -609,6 +609,19 @@ static void pack_options(msgpack_packer *pk, const as_plan *p, const as_plan_met
     }
 }
 
+/* each item's sharding type (malloc'd [n]); *rows, *cols: whether a row or a column piece
+   is placed (their bytes go apart: comm_rw_bytes, comm_cw_bytes) */
+static as_shtype *item_types(const as_plan *p, const as_plan_meta *m, int *rows, int *cols)
+{
+    as_shtype *type = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *type);
+    as_comm_types(m->items, p->n, type);
+    for (int64_t i = 0; i < p->n; i++) {
+        *rows |= type[i] == AS_SH_RW && p->assign[i] >= 0;
+        *cols |= type[i] == AS_SH_CW && p->assign[i] >= 0;
+    }
+    return type;
+}
+
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
 {
     msgpack_packer *pk = as_writer_pk(w);
@@ -623,18 +636,8 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         terms |= as_features_has_mem(m->items[i]);
     }
     const int ipred = m->item_pred != NULL;
-    /* the row and column pieces: their bytes apart (comm_rw_bytes, comm_cw_bytes) when one
-       is placed */
-    as_shtype *type = NULL;
     int rows = 0, cols = 0;
-    if (comm) {
-        type = as_malloc((size_t)(p->n ? p->n : 1) * sizeof *type);
-        as_comm_types((const as_features *const *)m->items, p->n, type);
-        for (int64_t i = 0; i < p->n; i++) {
-            rows |= type[i] == AS_SH_RW && p->assign[i] >= 0;
-            cols |= type[i] == AS_SH_CW && p->assign[i] >= 0;
-        }
-    }
+    as_shtype *type = comm ? item_types(p, m, &rows, &cols) : NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
                   (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + (comm && p->comm_model) + rows + cols + names + terms + ipred +
                   (m->model_quality ? 1 : 0);

@@ -654,8 +654,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     }
     as_plan_policy fixed = { m.pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
-    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL, 0,
-                       m.has_cmodel ? &m.cmodel : NULL };
+    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL, 0, m.has_cmodel ? &m.cmodel : NULL };
     as_plan pl;
     int rc = rebuild(&pl, &pc, &m, e2, sizeof e2);
     as_ptask tki = *m.t;
