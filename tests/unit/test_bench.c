@@ -6,6 +6,8 @@
 #include "benchnoise.h"
 #include "common.h"
 #include "ebgen.h"
+#include "ebopt.h"
+#include "half.h"
 #include "embbag.h"
 #include "unit.h"
 
@@ -1544,5 +1546,92 @@ TEST(bench_noise_reference_drift)
     as_noise_cfg nn = { 0.1, 2, NULL, 4, NULL, 0, NULL, 0, NULL, NULL };
     CHECK_EQ_I64(as_noise_measure(S, r, nq, &nn, NULL, NULL, NULL), 0);
     as_bench_session_free(S);
+    as_bpool_free(&p);
+}
+
+/* a session measuring fp32 or bf16 weights with row-wise Adagrad or Adam: after the warm-up
+   and timed iterations its weights are those of ebopt.h's reference run as many times from
+   the same generated data (the fp16 values widened or rounded to the type), bit for bit; its
+   memory counts the weights in their type and the optimizer's state */
+TEST(bench_typed_session_is_the_reference)
+{
+    const int64_t dims[3] = { 32, 5, 1 }, rows[3] = { 3000, 40, 1 };
+    as_bpool p;
+    mk_pool(&p, 8, 96, dims, rows, 3, 6, 11);
+    const int64_t ids[3] = { 10, 11, 12 };   /* 3000 x 32, 40 x 5, 1 x 1 */
+    static const struct { int wt; as_eb_optim o; } kinds[] = {
+        { AS_EB_F32, AS_EB_ROWWISE_ADAGRAD }, { AS_EB_BF16, AS_EB_ADAM }, { AS_EB_F32, AS_EB_SGD } };
+    uint64_t bytes[3];
+    for (int k = 0; k < 3; k++) {
+        as_bench_cfg c = cpu_cfg();
+        c.wtype = kinds[k].wt;
+        c.optim = kinds[k].o;
+        char err[256];
+        as_bench_session *S = as_bench_session_new(&c, &p, err, sizeof err);
+        if (!CHECK(S != NULL)) { printf("  %s\n", err); continue; }
+        as_bench_result r;
+        as_bench_session_run(S, ids, 3, &r);
+        if (!CHECK(r.ok)) { printf("  %s\n", r.error); as_bench_session_free(S); continue; }
+        CHECK_STR(r.wtype, as_eb_dtype_name((as_eb_dtype)kinds[k].wt));
+        bytes[k] = r.bytes;
+        as_eb_shard s;
+        const uint16_t *W;
+        const float *grad, *out;
+        CHECK_EQ_I64(as_bench_session_last(S, &s, &W, &grad, &out, err, sizeof err), 0);
+        /* the reference: the same tables packed in units, fp16 values converted */
+        const as_eb_table *tb[3];
+        as_eb_table v[3];
+        for (int t = 0; t < 3; t++) {
+            const as_btable *bt = as_bpool_get(&p, ids[t]);
+            v[t] = (as_eb_table){ bt->id, bt->rows, bt->batch, bt->dim, bt->lookups, bt->offsets, bt->indices };
+            tb[t] = &v[t];
+        }
+        int64_t rw[3], wo[4], wu[4], so[4] = { 0 };
+        int32_t dm[3], doff[4];
+        const int64_t wn = as_ebg_layout(tb, 3, rw, dm, wo, doff), B = 96;
+        uint8_t dt[3];
+        wu[0] = 0;
+        for (int t = 0; t < 3; t++) {
+            dt[t] = (uint8_t)kinds[k].wt;
+            wu[t + 1] = wu[t] + rw[t] * dm[t] * as_eb_dtype_units((as_eb_dtype)dt[t]) + 1;   /* + 1: odd padding */
+            if (dt[t] == AS_EB_F32 && (wu[t + 1] & 1)) wu[t + 1]++;
+            so[t + 1] = so[t] + as_eb_opt_state(kinds[k].o, rw[t], dm[t]);
+        }
+        int64_t n = 0;
+        for (int t = 0; t < 3; t++) n += tb[t]->lookups;
+        int64_t *off = malloc(sizeof(int64_t) * (size_t)(3 * B + 1));
+        int32_t *ind = malloc(sizeof(int32_t) * (size_t)(n + 1));
+        as_ebg_gather(off, ind, tb, 3, B, 1);
+        as_eb_shard h = { 3, B, rw, dm, wo, doff, off, ind }, u = { 3, B, rw, dm, wu, doff, off, ind };
+        uint16_t *Wh = calloc((size_t)wn + 1, 2), *Wr = calloc((size_t)wu[3] + 1, 2);
+        float *S0 = calloc((size_t)so[3] + 1, 4), *gr = malloc(4 * (size_t)(B * doff[3])), *outr = malloc(4 * (size_t)(B * doff[3]));
+        as_ebg_fill_weights(Wh, &h, ids, c.seed, 1);
+        as_ebg_fill_grad(gr, &h, ids, c.seed, 1);
+        for (int t = 0; t < 3; t++)
+            for (int64_t e = 0; e < rw[t] * dm[t]; e++) as_eb_weight_set(Wr, &u, dt, t, e, as_half_to_float(Wh[wo[t] + e]));
+        CHECK_EQ_I64(as_eb_validate_typed(&u, dt, kinds[k].o, so, err, sizeof err), 0);
+        for (int i = 1; i <= c.warmup + c.runs; i++) {
+            as_eb_opt o = { kinds[k].o, c.lr, AS_BENCH_EPS, AS_BENCH_BETA1, AS_BENCH_BETA2, i, 1, 1 };
+            CHECK_EQ_I64(as_eb_opt_prepare(&o, err, sizeof err), 0);
+            as_eb_forward_typed_ref(outr, Wr, &u, dt);
+            as_eb_backward_typed_ref(Wr, S0, gr, &u, dt, so, &o);
+        }
+        int64_t bw = 0, bo = 0;
+        for (int t = 0; t < 3; t++)
+            for (int64_t e = 0; e < rw[t] * dm[t]; e++) {
+                const float a = as_eb_weight_get(W, &s, dt, t, e), b = as_eb_weight_get(Wr, &u, dt, t, e);
+                bw += memcmp(&a, &b, 4) != 0;
+            }
+        for (int64_t e = 0; e < B * doff[3]; e++) bo += memcmp(&out[e], &outr[e], 4) != 0;
+        if (bw || bo) printf("  %s + %s: %lld weights, %lld outputs differ\n", as_eb_dtype_name((as_eb_dtype)kinds[k].wt),
+                             as_eb_optim_name(kinds[k].o), (long long)bw, (long long)bo);
+        CHECK_EQ_I64(bw, 0);
+        CHECK_EQ_I64(bo, 0);
+        free(off); free(ind); free(Wh); free(Wr); free(S0); free(gr); free(outr);
+        as_bench_session_free(S);
+    }
+    /* the state: Adagrad a float a row (each table's from a cache line), Adam two a weight */
+    CHECK(bytes[0] - bytes[2] == ((3000 + 15) / 16 * 16 + (40 + 15) / 16 * 16 + 16) * 4);
+    CHECK(bytes[1] > bytes[0] + (3000 * 32 + 40 * 5) * 4);
     as_bpool_free(&p);
 }
