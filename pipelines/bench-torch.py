@@ -4,7 +4,8 @@ offsets and indices, read from the files `bench-kernel --dump DIR` writes) throu
 torch.nn.EmbeddingBag(mode='sum') per table with fp16 weights (--dtype), on the GPU or with
 --cpu on the CPU (the peer of `bench-kernel --cpu`), then loss = (out * grad).sum(),
 loss.backward() and torch.optim.SGD(lr).step() (dense gradients, sparse=False, PyTorch's
-default; --sparse: sparse=True, so SGD touches only the rows looked up, as our kernel does).
+default; --sparse: sparse=True, so SGD touches only the rows looked up, as our kernel does);
+--optim adam: torch.optim.Adam (SparseAdam with --sparse), beside bench-kernel --optimizer adam.
 Dimension letters: B batch, L pooling, D dim, E rows, T tables.
 
 Protocol as bench-kernel (W, R and K are read from --kernel-tsv unless given): W warm-up
@@ -95,7 +96,11 @@ def bench_shard(torch, desc, d, args, flush):
     sumD = sum(dims)
     grad = (torch.rand(B, sumD, device=dev) * 2.0 - 1.0)
     params = [p for b in bags for p in b.parameters()]
-    opt = torch.optim.SGD(params, lr=desc.get("lr", args.lr))
+    lr = desc.get("lr", args.lr)
+    if args.optim == "adam":   # eps 1e-8, betas (0.9, 0.999): ours (lib/ebopt.h)
+        opt = torch.optim.SparseAdam(params, lr=lr) if args.sparse else torch.optim.Adam(params, lr=lr)
+    else:
+        opt = torch.optim.SGD(params, lr=lr)
     fwd, bwd, tot = [], [], []
     if args.cpu:
         for it in range(args.warmup + args.iters):
@@ -173,6 +178,9 @@ def main():
     ap.add_argument("--flush-mb", type=int, default=0, help="CPU: cache-flush sweep in MiB (2x the LLC, >= 64)")
     ap.add_argument("--dtype", choices=["float16", "float32"], default="float16", help="weight dtype (float16)")
     ap.add_argument("--sparse", action="store_true", help="EmbeddingBag(sparse=True): SGD updates touched rows only")
+    ap.add_argument("--optim", choices=["sgd", "adam"], default="sgd",
+                    help="the optimizer: sgd (torch.optim.SGD) or adam (Adam; SparseAdam with --sparse); row-wise "
+                         "Adagrad has no PyTorch optimizer (FBGEMM's only)")
     ap.add_argument("--only", help="only shards whose name contains this")
     args = ap.parse_args()
     # the kernel's protocol unless given: "# protocol: W warm-up, R timed, ... without K highest ..."
@@ -224,8 +232,8 @@ def main():
         flush = flush_buf.sum
         devname = props.name
 
-    print("# torch %s  device: %s  weights: %s, %s gradients" % (torch.__version__, devname, args.dtype,
-                                                                "sparse" if args.sparse else "dense"))
+    print("# torch %s  device: %s  weights: %s, %s gradients, %s" % (torch.__version__, devname, args.dtype,
+                                                                    "sparse" if args.sparse else "dense", args.optim))
     print("# protocol: %d warm-up, %d timed, each phase after a cache flush; ms = mean without %d highest and "
           "%d lowest; ratio = torch total / kernel total" % (args.warmup, args.iters, args.drop, args.drop))
     cols = ["name", "torch_fwd_ms", "torch_bwd_ms", "torch_total_ms", "torch_total_med", "kernel_fwd_ms",

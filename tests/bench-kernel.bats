@@ -38,3 +38,18 @@ TINY="--cpu --threads 2 --tables 2 --rows 1000 --batch 64 --dims 8,24 --pooling 
     run bench-kernel --bogus
     assert_failure 2
 }
+
+@test "bench-kernel --cpu --weights --optimizer: the typed kernels timed, said in the header; the GPU path refuses them" {
+    for k in "fp32 exact_rowwise_adagrad" "bf16 adam" "fp16 adam"; do
+        set -- $k
+        run bench-kernel $TINY --only d24-l3 --weights "$1" --optimizer "$2"
+        assert_success
+        assert_line "# weights: $1  optimizer: $2 (lib/ebopt.h)"
+        printf '%s\n' "$output" | awk -F'\t' '/^d24-l3/ { n++; if ($7 <= 0 || $12 <= 0) exit 1 } END { exit n != 2 }'
+    done
+    run bench-kernel $TINY --weights fp64
+    assert_failure 2
+    run bench-kernel --weights fp32 --quick
+    assert_failure 2
+    assert_output --partial "need --cpu: the CUDA kernels measure fp16 with SGD only so far"
+}

@@ -21,7 +21,7 @@ load test_helper/common
     py="$(torch_python)" || fail "no python3 with PyTorch: install python3-torch (make deps, as root)"
     bench-kernel --cpu --threads 1 --tables 2 --rows 500 --batch 32 --dims 8 --pooling 2 --no-mixed \
         --iters 2 --warmup 0 --drop 0 --flush-mb 1 --dump "$T" > "$T/kernel.tsv"
-    for opts in "" "--dtype float32 --sparse"; do
+    for opts in "" "--dtype float32 --sparse" "--dtype float32 --sparse --optim adam" "--dtype float32 --optim adam"; do
         run "$py" "$ROOT/pipelines/bench-torch.py" --cpu --threads 1 $opts --dir "$T" --kernel-tsv "$T/kernel.tsv"
         assert_success
         assert_line --partial "flush 1 MiB"

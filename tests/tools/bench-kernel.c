@@ -23,7 +23,9 @@
  * Exit: 0 ok, 2 usage, 3 environment (GPU: built without CUDA, no device; out of memory). */
 #include "bench.h"
 #include "common.h"
+#include "ebopt.h"
 #include "embbag.h"
+#include "half.h"
 #include "shardgen.h"
 
 #include <errno.h>
@@ -57,7 +59,10 @@ static void usage(FILE *f)
             "  --warmup W        warm-up iterations (5)\n"
             "  --iters R         timed iterations (10)\n"
             "  --drop K          drop K highest and K lowest (2)\n"
-            "  --lr X            SGD learning rate (0.01)\n"
+            "  --lr X            the optimizer's learning rate (0.01)\n"
+            "  --weights T       CPU: the weights' type, fp16 (default), fp32 or bf16\n"
+            "  --optimizer O     CPU: sgd (default, exact SGD), exact_rowwise_adagrad or adam\n"
+            "                    (lib/ebopt.h; the CUDA kernels: fp16 + sgd only)\n"
             "  --seed S          PRNG seed (1)\n"
             "  --device N        CUDA device (0; GPU only)\n"
             "  --dump DIR        write each shard's offsets/indices + JSON for bench-torch.py\n"
@@ -252,6 +257,8 @@ typedef struct {
     int do_uniform, do_power, mixed;
     double alpha, lr;
     const char *dump, *only;
+    as_eb_dtype wtype;      /* --weights */
+    as_eb_optim optim;      /* --optimizer */
 } opts_t;
 
 /* the command line into *o; -1 to run the benchmark, else the exit status (--help, --version: 0;
@@ -298,6 +305,8 @@ static int parse_options(int argc, char **argv, opts_t *o)
         else if (!strcmp(a, "--seed")) { NEED(); if (parse_i64(v, 0, INT64_MAX, &o->seedv)) BAD(); }
         else if (!strcmp(a, "--device")) { NEED(); if (parse_i64(v, 0, 1024, &o->device)) BAD(); }
         else if (!strcmp(a, "--dump")) { NEED(); o->dump = v; }
+        else if (!strcmp(a, "--weights")) { NEED(); if (as_eb_dtype_parse(v, &o->wtype)) BAD(); }
+        else if (!strcmp(a, "--optimizer")) { NEED(); if (as_eb_optim_parse(v, &o->optim)) BAD(); }
         else if (!strcmp(a, "--cpu")) o->cpu = 1;
         else if (!strcmp(a, "--threads")) { NEED(); if (parse_i64(v, 0, 4096, &o->threads)) BAD(); }
         else if (!strcmp(a, "--flush-mb")) { NEED(); if (parse_i64(v, 1, 1 << 20, &o->flush_mb)) BAD(); }
@@ -324,12 +333,49 @@ typedef struct {
     double copy_gbps;
 } bench_t;
 
-/* the timed path of one shard: the CUDA kernels (g) or the CPU workspace and output */
+/* the timed path of one shard: the CUDA kernels (g) or the CPU workspace and output; with
+ * --weights / --optimizer other than fp16 + sgd (CPU) the shard's weights in their type in
+ * W (2-byte units, ebopt.h), the optimizer's state S, and the shard laid out over them */
 typedef struct {
     as_eb_gpu *g;
     as_eb_cpu_ws *ws;
     float *out;
+    int typed;
+    uint16_t *W;
+    float *S;
+    int64_t *w_off, *st_off;
+    uint8_t *dt;
+    as_eb_shard s;
+    as_eb_opt opt;
 } backend_t;
+
+/* the typed copy of shard h (its fp16 weights converted); 0, or -1 out of memory */
+static int typed_setup(const opts_t *o, const shard_t *h, backend_t *be)
+{
+    const as_eb_shard *s = &h->x.s;
+    const int32_t T = s->T;
+    be->typed = 1;
+    be->w_off = calloc((size_t)T + 1, sizeof *be->w_off);
+    be->st_off = calloc((size_t)T + 1, sizeof *be->st_off);
+    be->dt = calloc((size_t)T + 1, 1);
+    if (!be->w_off || !be->st_off || !be->dt) return -1;
+    for (int32_t t = 0; t < T; t++) {
+        const int64_t n = s->rows[t] * s->dims[t];
+        be->dt[t] = (uint8_t)o->wtype;
+        be->w_off[t + 1] = be->w_off[t] + (n * as_eb_dtype_units(o->wtype) + 31) / 32 * 32;
+        be->st_off[t + 1] = be->st_off[t] + as_eb_opt_state(o->optim, s->rows[t], s->dims[t]);
+    }
+    be->W = malloc((size_t)be->w_off[T] * 2 + 64);
+    be->S = calloc((size_t)be->st_off[T] + 1, sizeof *be->S);
+    if (!be->W || !be->S) return -1;
+    be->s = *s;
+    be->s.w_off = be->w_off;
+    for (int32_t t = 0; t < T; t++)
+        for (int64_t e = 0; e < s->rows[t] * s->dims[t]; e++)
+            as_eb_weight_set(be->W, &be->s, be->dt, t, e, as_half_to_float(h->x.W[s->w_off[t] + e]));
+    be->opt = (as_eb_opt){ o->optim, (float)o->lr, 1e-8f, 0.9f, 0.999f, 0, 1, 1 };
+    return 0;
+}
 
 /* the CPU path's flush buffer: 2x the last-level cache (at least 64 MiB) or --flush-mb */
 static int alloc_flush_buffer(bench_t *bk)
@@ -374,6 +420,14 @@ static void shard_shape(const opts_t *o, int si, int L, int pw, int32_t *tdims, 
 }
 
 /* the CPU workspace and output, or the GPU's copy of the shard; -1 after a message */
+static void close_backend(backend_t *be)
+{
+    as_eb_gpu_destroy(be->g);
+    as_eb_cpu_ws_free(be->ws);
+    free(be->out);
+    free(be->W); free(be->S); free(be->w_off); free(be->st_off); free(be->dt);
+}
+
 static int open_backend(const bench_t *bk, shard_t *h, backend_t *be, char *err, size_t errsize)
 {
     const char *name = h->name;
@@ -385,10 +439,10 @@ static int open_backend(const bench_t *bk, shard_t *h, backend_t *be, char *err,
         }
         be->ws = as_eb_cpu_ws_new(&h->x.s);
         be->out = malloc(sizeof(float) * ((size_t)B * h->x.s.d_off[T] + 1));
-        if (!be->ws || !be->out) {
+        if (!be->ws || !be->out ||
+            ((bk->o->wtype != AS_EB_F16 || bk->o->optim != AS_EB_SGD) && typed_setup(bk->o, h, be))) {
             fprintf(stderr, "bench-kernel: %s: out of host memory\n", name);
-            as_eb_cpu_ws_free(be->ws);
-            free(be->out);
+            close_backend(be);
             return -1;
         }
     } else if (as_eb_gpu_create(&be->g, &h->x.s, h->x.W, h->x.grad, (int)bk->o->device, err, errsize)) {
@@ -398,12 +452,6 @@ static int open_backend(const bench_t *bk, shard_t *h, backend_t *be, char *err,
     return 0;
 }
 
-static void close_backend(backend_t *be)
-{
-    as_eb_gpu_destroy(be->g);
-    as_eb_cpu_ws_free(be->ws);
-    free(be->out);
-}
 
 /* the '#' comment lines (device, clock or threads, copy GB/s, seed, protocol) and the header */
 static void print_header(bench_t *bk, as_eb_gpu *g)
@@ -419,6 +467,7 @@ static void print_header(bench_t *bk, as_eb_gpu *g)
         as_eb_gpu_info(g, dev, sizeof dev, &mhz, &bk->copy_gbps);
         printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, bk->copy_gbps);
     }
+    printf("# weights: %s  optimizer: %s (lib/ebopt.h)\n", as_eb_dtype_name(o->wtype), as_eb_optim_name(o->optim));
     printf("# seed: %llu  tables: %lld  rows: %lld  batch: %lld  alpha: %g  lr: %g\n",
            (unsigned long long)bk->seed, (long long)o->T, (long long)o->E, (long long)o->B, o->alpha, o->lr);
     printf("# protocol: %lld warm-up, %lld timed, each phase after a cache flush; ms = mean "
@@ -433,7 +482,7 @@ static void print_header(bench_t *bk, as_eb_gpu *g)
 
 /* W/B/R: warm-up then timed iterations of flush, forward, flush, backward+SGD; the timed
  * ones' ms into tf, tb and tt (their sum); non-zero on a GPU error (message in err) */
-static int time_shard(const bench_t *bk, shard_t *h, const backend_t *be, double *tf, double *tb, double *tt,
+static int time_shard(const bench_t *bk, shard_t *h, backend_t *be, double *tf, double *tb, double *tt,
                       char *err, size_t errsize)
 {
     const int64_t warm = bk->o->warm, iters = bk->o->iters;
@@ -446,12 +495,19 @@ static int time_shard(const bench_t *bk, shard_t *h, const backend_t *be, double
         if (bk->o->cpu) {
             cpu_flush(bk->fbuf, bk->fwords, nt);
             double t0 = now_ms();
-            as_eb_forward_cpu(be->out, h->x.W, &h->x.s, nt);
+            if (be->typed) as_eb_forward_typed_cpu(be->out, be->W, &be->s, be->dt, nt);
+            else as_eb_forward_cpu(be->out, h->x.W, &h->x.s, nt);
             fms = now_ms() - t0;
             cpu_flush(bk->fbuf, bk->fwords, nt);
+            if (be->typed) {
+                be->opt.step++;
+                if (be->opt.kind == AS_EB_ADAM) (void)as_eb_opt_prepare(&be->opt, err, errsize);
+            }
             t0 = now_ms();
-            as_eb_backward_sgd_cpu(h->x.W, h->x.grad, &h->x.s, (float)lr, be->ws, nt);
+            if (be->typed) rc = as_eb_backward_typed_cpu(be->W, be->S, h->x.grad, &be->s, be->dt, be->st_off, &be->opt, be->ws, nt);
+            else as_eb_backward_sgd_cpu(h->x.W, h->x.grad, &h->x.s, (float)lr, be->ws, nt);
             bms = now_ms() - t0;
+            if (rc) snprintf(err, errsize, "out of host memory (the backward's sort buffers)");
         } else {
             float f1 = 0, b1 = 0;
             rc = as_eb_gpu_flush_cache(g, err, errsize) || as_eb_gpu_forward(g, &f1, err, errsize) ||
@@ -525,7 +581,8 @@ static int run_shard(bench_t *bk, int pi, int di, int si)
         return 3;
     }
     char err[512] = "";
-    backend_t be = { NULL, NULL, NULL };
+    backend_t be;
+    memset(&be, 0, sizeof be);
     if (open_backend(bk, &h, &be, err, sizeof err)) {
         free_shard(&h);
         return 3;
@@ -554,6 +611,11 @@ int main(int argc, char **argv)
     opts_t o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (!o.cpu && (o.wtype != AS_EB_F16 || o.optim != AS_EB_SGD)) {
+        fprintf(stderr, "bench-kernel: --weights and --optimizer other than fp16 and sgd need --cpu: the CUDA kernels "
+                        "measure fp16 with SGD only so far\n");
+        return 2;
+    }
     if (2 * o.drop >= o.iters) fprintf(stderr, "bench-kernel: note: --drop %lld leaves nothing; using all\n", (long long)o.drop);
     bench_t bk = { .o = &o, .seed = (uint64_t)o.seedv };
     /* the CPU path: threads and the flush buffer */
