@@ -185,7 +185,8 @@ $(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
 $(D)/rows.md: $(D)/pool.ast $(D)/costs.ast
 	@echo "== $(if $(filter-out 0,$(CAP_EFF)),how the largest capped table's cost changes with its rows,rows: nothing capped)"
 ifneq ($(CAP_EFF),0)
-	pipelines/row-curve --tables $< --cap $(CAP_EFF) --bin $(BIN) --device $(DEVICE) --bench-opts "$(BENCH_OPTS)" -o $@
+	pipelines/row-curve --tables $< --cap $(CAP_EFF) --bin $(BIN) --device $(DEVICE) \
+	  --bench-opts "$(BENCH_OPTS) --weights-type $(WTYPE_EFF) --optimizer $(OPTIM_EFF)" -o $@
 else
 	: > $@
 endif
