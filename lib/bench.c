@@ -908,39 +908,25 @@ static int part_setup(as_bench_session *S, const int *pos, int m, as_bench_resul
     return m;
 }
 
-/* the typed op's iteration (ebopt.h: weight types, the optimizer; Adam's step counts the
- * iterations of the part); as shard_iter */
-static double shard_iter_typed(as_bench_session *S, bslot *b, int timed, int i)
-{
-    char err[128];
-    S->opt.step++;
-    /* the constants are ours and the rate checked: Adam's bias corrections cannot fail */
-    if (S->opt.kind == AS_EB_ADAM) (void)as_eb_opt_prepare(&S->opt, err, sizeof err);
-    if (timed) cpu_flush(S->c.flush_bytes);
-    double t0 = as_now();
-    as_eb_forward_typed_cpu(b->out, b->W, &b->s, b->dt, S->threads);
-    double t1 = as_now();
-    if (as_eb_backward_typed_cpu(b->W, b->St, b->grad, &b->s, b->dt, b->st_off, &S->opt, S->ws, S->threads))
-        as_oom("the backward's sort buffers");
-    double t2 = as_now();
-    if (timed) {
-        b->fw[i] = (t1 - t0) * 1e3;
-        b->bw[i] = (t2 - t1) * 1e3;
-        b->tot[i] = (t2 - t0) * 1e3;
-    }
-    return (t2 - t0) * 1e3;
-}
-
-/* CPU: one iteration of slot b's shard (forward, backward + SGD); timed: after a cache
- * flush, into run i of its timings. Returns the kernel milliseconds. */
+/* CPU: one iteration of slot b's shard (forward, backward + optimizer: fp16 + SGD, or the
+ * typed op of ebopt.h, Adam's step counting the iterations of the part); timed: after a
+ * cache flush, into run i of its timings. Returns the kernel milliseconds. */
 static double shard_iter(as_bench_session *S, bslot *b, int timed, int i)
 {
+    if (S->typed) {
+        char err[128];
+        S->opt.step++;
+        /* the constants are ours and the rate checked: Adam's bias corrections cannot fail */
+        if (S->opt.kind == AS_EB_ADAM) (void)as_eb_opt_prepare(&S->opt, err, sizeof err);
+    }
     if (timed) cpu_flush(S->c.flush_bytes);
-    if (S->typed) return shard_iter_typed(S, b, timed, i);
     double t0 = as_now();
-    as_eb_forward_cpu(b->out, b->W, &b->s, S->threads);
+    if (S->typed) as_eb_forward_typed_cpu(b->out, b->W, &b->s, b->dt, S->threads);
+    else as_eb_forward_cpu(b->out, b->W, &b->s, S->threads);
     double t1 = as_now();
-    as_eb_backward_sgd_cpu(b->W, b->grad, &b->s, S->c.lr, S->ws, S->threads);
+    if (!S->typed) as_eb_backward_sgd_cpu(b->W, b->grad, &b->s, S->c.lr, S->ws, S->threads);
+    else if (as_eb_backward_typed_cpu(b->W, b->St, b->grad, &b->s, b->dt, b->st_off, &S->opt, S->ws, S->threads))
+        as_oom("the backward's sort buffers");
     double t2 = as_now();
     if (timed) {
         b->fw[i] = (t1 - t0) * 1e3;

@@ -190,20 +190,6 @@ static void row_grad(float *G, float *part, const float *grad, const as_eb_shard
     if (m) for (int64_t j = 0; j < D; j++) G[j] = chunks ? G[j] + part[j] : part[j];
 }
 
-float as_eb_row_sumsq(const float *G, int64_t D)
-{
-    float p[32], x[32];
-    for (int l = 0; l < 32; l++) {
-        p[l] = 0.0f;
-        for (int64_t j = l; j < D; j += 32) p[l] += G[j] * G[j];
-    }
-    for (int o = 16; o >= 1; o /= 2) {
-        for (int l = 0; l < 32; l++) x[l] = p[l] + p[l ^ o];
-        memcpy(p, x, sizeof p);
-    }
-    return p[0];
-}
-
 /* the update of row r of table t from its gradient G (ebopt.h's rules) */
 static void update_row(uint16_t *W, float *S, const float *G, const as_eb_shard *s, const uint8_t *dtype,
                        const int64_t *st_off, const as_eb_opt *o, int32_t t, int32_t r)

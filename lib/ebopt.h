@@ -77,8 +77,8 @@ int as_eb_validate_typed(const as_eb_shard *s, const uint8_t *dtype, as_eb_optim
 float as_eb_weight_get(const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int32_t t, int64_t e);
 void as_eb_weight_set(uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int32_t t, int64_t e, float v);
 
-/* the row-wise Adagrad's sum of squares of G[0..D) in the warp's order (above) */
-float as_eb_row_sumsq(const float *G, int64_t D);
+/* the row-wise Adagrad's sum of squares in the warp's order (above): as_eb_row_sumsq,
+ * embbag.h, which the reference and the fast path share */
 
 /* the naive single-threaded references (above); the shard validated first by the caller */
 void as_eb_forward_typed_ref(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype);

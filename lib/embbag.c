@@ -928,6 +928,20 @@ void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s
     }
 }
 
+float as_eb_row_sumsq(const float *G, int64_t D)
+{
+    float p[32], x[32];
+    for (int l = 0; l < 32; l++) {
+        p[l] = 0.0f;
+        for (int64_t j = l; j < D; j += 32) p[l] += G[j] * G[j];
+    }
+    for (int o = 16; o >= 1; o /= 2) {
+        for (int l = 0; l < 32; l++) x[l] = p[l] + p[l ^ o];
+        memcpy(p, x, sizeof p);
+    }
+    return p[0];
+}
+
 /* the step of every weight of a row from its summed gradient G into u (ebopt.h's rules, the
  * optimizer's state St updated): SGD lr * G; row-wise Adagrad m * G; Adam its quotient */
 static void row_step(float *u, float *St, const float *G, int64_t D, int64_t E, int64_t row, const as_eb_opt *o)
@@ -935,17 +949,7 @@ static void row_step(float *u, float *St, const float *G, int64_t D, int64_t E, 
     const int64_t e0 = row * D;
     switch (o->kind) {
     case AS_EB_ROWWISE_ADAGRAD: {
-        /* the sum of squares in a warp's order (ebopt.h): 32 strided partials, a butterfly */
-        float p[32], x[32];
-        for (int l = 0; l < 32; l++) {
-            p[l] = 0.0f;
-            for (int64_t j = l; j < D; j += 32) p[l] += G[j] * G[j];
-        }
-        for (int o = 16; o >= 1; o /= 2) {
-            for (int l = 0; l < 32; l++) x[l] = p[l] + p[l ^ o];
-            memcpy(p, x, sizeof p);
-        }
-        const float q = p[0];
+        const float q = as_eb_row_sumsq(G, D);
         St[row] = St[row] + q / (float)D;
         const float m = o->lr / (sqrtf(St[row]) + o->eps);
         for (int64_t j = 0; j < D; j++) u[j] = m * G[j];

@@ -82,6 +82,10 @@ void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s
 int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_eb_shard *s, const uint8_t *dtype,
                              const int64_t *st_off, const as_eb_opt *o, as_eb_cpu_ws *ws, int nthreads);
 
+/* row-wise Adagrad's sum of squares of G[0..D) in a warp's order (ebopt.h): lane l's partial
+ * over columns l, l + 32, ... from 0.0f, then p_l = p_l + p_(l xor o) for o = 16, 8, 4, 2, 1 */
+float as_eb_row_sumsq(const float *G, int64_t D);
+
 /* naive single-threaded references, obviously correct, for tests */
 void as_eb_forward_ref(float *out, const uint16_t *W, const as_eb_shard *s);
 void as_eb_backward_sgd_ref(uint16_t *W, const float *grad, const as_eb_shard *s, float lr);
