@@ -481,12 +481,6 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
         }
         S->typed |= S->dt[i] != AS_EB_F16;
     }
-    if (S->typed && c->cuda) {
-        snprintf(err, errlen, "the CUDA kernels measure fp16 weights with SGD only so far; this measurement's weights "
-                              "(--weights-type) or optimizer (--optimizer) need the CPU (--device cpu)");
-        as_bench_session_free(S);
-        return NULL;
-    }
     S->pool_bytes = as_bpool_bytes(p);
     for (int64_t i = 0; i < p->n; i++) {
         const as_btable *t = &p->t[i];
@@ -495,7 +489,8 @@ as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p,
         S->view[i] = v;
     }
     slots_reserve(S, 1);
-    if (c->cuda && as_eb_gpu_ctx_create(&S->ctx, c->device, S->view, p->n, !c->per_shard_upload, err, errlen)) {
+    if (c->cuda && (as_eb_gpu_ctx_create(&S->ctx, c->device, S->view, p->n, !c->per_shard_upload, err, errlen) ||
+                    (S->typed && as_eb_gpu_ctx_set_kind(S->ctx, S->dt, &S->opt, err, errlen)))) {
         as_bench_session_free(S);
         return NULL;
     }
@@ -680,7 +675,18 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     slot_grow(b, n);
     if (slot_tables(S, b, ids, T, res)) return -1;
     const int64_t B = b->tb[0]->batch;
-    const int64_t wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
+    int64_t wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
+    if (S->typed && S->c.cuda) {
+        /* the device's typed layout (as_eb_gpu_ctx_set_kind): each table rows x dim x its
+           type's units, rounded up to AS_EBG_W_ALIGN units; the host copies follow it */
+        wtotal = 0;
+        for (int32_t t = 0; t < T; t++) {
+            b->w_off[t] = wtotal;
+            wtotal += b->rows[t] * b->dims[t] * as_eb_dtype_units((as_eb_dtype)S->dt[b->pos[t]]);
+            wtotal = (wtotal + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
+        }
+        b->w_off[T] = wtotal;
+    }
     int64_t nidx = 0, maxn = 0, maxD = 0;
     double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
     for (int32_t t = 0; t < T; t++) {

@@ -1112,6 +1112,21 @@ int as_eb_gpu_info(as_eb_gpu *g, char *name, size_t namelen, int *sm_clock_mhz, 
 
 void as_eb_gpu_destroy(as_eb_gpu *g) { (void)g; }
 
+int as_eb_gpu_set_typed(as_eb_gpu *g, const as_eb_shard *s, const uint8_t *dtype, const as_eb_opt *o,
+                        const int64_t *st_off, const float *S, char *err, size_t errlen)
+{
+    (void)g; (void)s; (void)dtype; (void)o; (void)st_off; (void)S;
+    as_errbuf(err, errlen, "built without CUDA");
+    return -1;
+}
+
+int as_eb_gpu_download_state(as_eb_gpu *g, float *S, char *err, size_t errlen)
+{
+    (void)g; (void)S;
+    as_errbuf(err, errlen, "built without CUDA");
+    return -1;
+}
+
 int as_eb_gpu_measure(as_eb_gpu *g, int warmup, int runs, float lr, double *fwd_ms, double *bwd_ms,
                       double *busy_ms, char *err, size_t errlen)
 {
@@ -1172,4 +1187,11 @@ void as_eb_gpu_ctx_stats(const as_eb_gpu_ctx *ctx, size_t *bytes, int64_t *grows
 }
 
 void as_eb_gpu_ctx_destroy(as_eb_gpu_ctx *ctx) { (void)ctx; }
+
+int as_eb_gpu_ctx_set_kind(as_eb_gpu_ctx *ctx, const uint8_t *dtype, const as_eb_opt *o, char *err, size_t errlen)
+{
+    (void)ctx; (void)dtype; (void)o;
+    as_errbuf(err, errlen, "built without CUDA");
+    return -1;
+}
 #endif

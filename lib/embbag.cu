@@ -41,6 +41,7 @@
  *
  * Guard words surround the device output and weights (as_eb_gpu_check_guards, tests). */
 #include "embbag.h"
+#include "ebopt.h"
 #include "ebgen.h"
 #include "errbuf.h"
 
@@ -91,6 +92,9 @@ struct TblDev {
     int out_vec;         /* forward: float4 stores allowed */
     int bV, bG;          /* backward: floats per lane load (4 or 1), lanes per run */
     int lV;              /* long runs: floats per lane load (4, 2 or 1); a slice is 32*lV columns */
+    int dt;              /* typed op (ebopt.h): the weight type (as_eb_dtype); w_off in 2-byte units */
+    long long st_off;    /* typed op: the table's optimizer state in S (floats) */
+    long long E;         /* rows (Adam: the second moments follow the first E*D floats) */
 };
 
 struct FwdItem {
@@ -167,6 +171,16 @@ struct as_eb_gpu {
     long long grows;        /* times the workspace was (re)allocated */
     as_eb_gpu_ctx *ctx;     /* non-NULL: the handle and its buffers belong to this context */
     int short_grid[2];      /* eb_short_kernel's grid (32- and 64-bit keys), 0 until known */
+    /* the typed op (as_eb_gpu_set_typed, as_eb_gpu_ctx_set_kind): the tables' types are in
+       dtbl; opt.step is the step the next backward takes (Adam), then counted up */
+    int typed;
+    as_eb_opt opt;
+    float *dS;              /* optimizer state [nstate] */
+    long long nstate;
+    size_t S_cap;           /* bytes allocated for dS */
+    float *dpart_t;         /* chunk sums of every long run (typed backward) */
+    size_t part_t_cap;
+    int short_grid_t[2];
     int info_ok, mhz;       /* as_eb_gpu_info's cached answers */
     char name[256];
 };
@@ -461,7 +475,7 @@ __device__ __forceinline__ int long_slices(const TblDev &tb)
  * chunk also reserves nchunks*D floats of the scratch (cnt[4..5]). The host checks that
  * the item count fits below bit AS_LQ_SHIFT, and sizes the scratch for the worst case. */
 __device__ __noinline__ void long_append(int *cnt, LongRun *__restrict__ list, int t, int D, int nslices,
-                                        long long row, long long s, long long e)
+                                        long long row, long long s, long long e, int all)
 {
     const unsigned long long len = (unsigned long long)(e - s);
     const unsigned long long nch = (len + AS_EB_CHUNK - 1) / AS_EB_CHUNK;
@@ -470,7 +484,7 @@ __device__ __noinline__ void long_append(int *cnt, LongRun *__restrict__ list, i
         atomicAdd(reinterpret_cast<unsigned long long *>(cnt + 2), (1ULL << AS_LQ_SHIFT) | items);
     LongRun L;
     L.ibase = old & ((1ULL << AS_LQ_SHIFT) - 1);
-    L.pbase = nch > 1 ? atomicAdd(reinterpret_cast<unsigned long long *>(cnt + 4), nch * (unsigned long long)D)
+    L.pbase = nch > 1 || all ? atomicAdd(reinterpret_cast<unsigned long long *>(cnt + 4), nch * (unsigned long long)D)
                       : 0ULL;
     L.s = (unsigned)s;
     L.len = (unsigned)len;
@@ -507,7 +521,7 @@ __global__ void __launch_bounds__(256) eb_short_kernel(const TblDev *__restrict_
         long long e = r + 1 < nruns ? (long long)starts[r + 1] : n;
         if (e - s > AS_LONG_RUN) {
             if (gl == 0)   /* out of line: the rare path must not cost the short path registers */
-                long_append(cnt, long_list, t, tb.D, long_slices(tb), (long long)ukeys[r] - tb.row_base, s, e);
+                long_append(cnt, long_list, t, tb.D, long_slices(tb), (long long)ukeys[r] - tb.row_base, s, e, 0);
             continue;
         }
         long long row = (long long)ukeys[r] - tb.row_base;
@@ -563,7 +577,7 @@ template <int V, int U>
 __device__ __forceinline__ void chunk_item(const LongRun &L, const TblDev &tb, long long chunk, int slice,
                                            const uint32_t *__restrict__ vals, const float *__restrict__ grad,
                                            __half *W, float *__restrict__ part, unsigned tB, int sumD, float lr,
-                                           int lane)
+                                           int lane, int all)
 {
     const long long p0 = (long long)L.s + chunk * AS_EB_CHUNK;
     const long long rem = (long long)L.len - chunk * AS_EB_CHUNK;
@@ -599,7 +613,7 @@ __device__ __forceinline__ void chunk_item(const LongRun &L, const TblDev &tb, l
         }
     }
     if (!cv) return;
-    if (L.len <= AS_EB_CHUNK) {
+    if (L.len <= AS_EB_CHUNK && !all) {
         unsigned short *w = reinterpret_cast<unsigned short *>(W + tb.w_off + (long long)L.row * tb.D + col);
 #pragma unroll
         for (int v = 0; v < V; v++) w[v] = sgd_h(w[v], lr, acc[v]);
@@ -616,7 +630,8 @@ __global__ void __launch_bounds__(256, AS_CHUNK_BLOCKS) eb_chunk_kernel(const Tb
                                                        const LongRun *__restrict__ list,
                                                        const uint32_t *__restrict__ vals,
                                                        const float *__restrict__ grad, __half *W,
-                                                       float *__restrict__ part, unsigned Bu, int sumD, float lr)
+                                                       float *__restrict__ part, unsigned Bu, int sumD, float lr,
+                                                       int all)
 {
     const unsigned long long c = *reinterpret_cast<const unsigned long long *>(cnt + 2);
     const int nlong = (int)(c >> AS_LQ_SHIFT);
@@ -632,9 +647,9 @@ __global__ void __launch_bounds__(256, AS_CHUNK_BLOCKS) eb_chunk_kernel(const Tb
         const int slice = (int)(li - (unsigned long long)chunk * ns);
         const unsigned tB = (unsigned)L.t * Bu;
         switch (tb.lV) {   /* warp-uniform */
-        case 4: chunk_item<4, 8>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane); break;
-        case 2: chunk_item<2, 16>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane); break;
-        default: chunk_item<1, 16>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane); break;
+        case 4: chunk_item<4, 8>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane, all); break;
+        case 2: chunk_item<2, 16>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane, all); break;
+        default: chunk_item<1, 16>(L, tb, chunk, slice, vals, grad, W, part, tB, sumD, lr, lane, all); break;
         }
     }
 }
@@ -705,6 +720,218 @@ __global__ void __launch_bounds__(256, AS_COMBINE_BLOCKS) eb_combine_kernel(cons
     }
 }
 
+/* ---- the typed op (ebopt.h): weight types and optimizers --------------------------------------
+ * The same sort, runs and chunks as the fp16 + SGD backward above; what differs is how a
+ * row's G is applied. Every row is owned by one warp whose lane l holds columns l, l + 32,
+ * ... ascending: the order in which ebopt.h defines row-wise Adagrad's sum of squares (lane
+ * partials from 0.0f, then the xor butterfly 16, 8, 4, 2, 1), so every optimizer gets its
+ * row exactly as the CPU reference does. Short runs (<= AS_LONG_RUN lookups, one chunk):
+ * eb_short_typed_kernel sums G per column in lookup order and applies it (Adagrad sums the
+ * squares first, then forms G again: the same sums, so the same values). Long runs: every
+ * one (one chunk or more) stores its chunk sums in the scratch (eb_chunk_kernel with all =
+ * 1), and eb_combine_typed_kernel forms G = P_0 + P_1 + ... left to right per column and
+ * applies it. Each formula is written with __f*_rn intrinsics (no contraction), one
+ * rounding per operation as ebopt.h states, and the new weight rounded once to its type. */
+
+/* the optimizer's constants as the kernels take them (c1, c2: Adam's bias corrections of
+ * this step, rounded to fp32 on the host by as_eb_opt_prepare) */
+struct TOpt {
+    int kind;
+    float lr, eps, b1, b2, c1, c2;
+};
+
+__device__ __forceinline__ float tw_get(const unsigned short *Wt, int dt, long long e)
+{
+    if (dt == AS_EB_F32) return __ldg(reinterpret_cast<const float *>(Wt) + e);
+    if (dt == AS_EB_BF16) return __uint_as_float((unsigned)__ldg(Wt + e) << 16);
+    return h2f_bits(__ldg(Wt + e));
+}
+
+/* fp32 -> bf16, round to nearest even, NaN quieted (half.h's as_float_to_bf16) */
+__device__ __forceinline__ unsigned short f2bf_rn(float v)
+{
+    unsigned u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+
+/* a weight read and written by the lane that owns it (the backward's update) */
+__device__ __forceinline__ float tw_load(const unsigned short *Wt, int dt, long long e)
+{
+    if (dt == AS_EB_F32) return reinterpret_cast<const float *>(Wt)[e];
+    if (dt == AS_EB_BF16) return __uint_as_float((unsigned)Wt[e] << 16);
+    return h2f_bits(Wt[e]);
+}
+
+__device__ __forceinline__ void tw_store(unsigned short *Wt, int dt, long long e, float v)
+{
+    if (dt == AS_EB_F32) reinterpret_cast<float *>(Wt)[e] = v;
+    else if (dt == AS_EB_BF16) Wt[e] = f2bf_rn(v);
+    else Wt[e] = __half_as_ushort(__float2half_rn(v));
+}
+
+/* the forward of one work item: the warp takes its bags one after another, lane l columns
+ * l, l + 32, ...; each output element is the sequential sum from 0.0f in lookup order */
+__global__ void __launch_bounds__(256) eb_fwd_typed_kernel(const FwdItem *__restrict__ items, long long nitems,
+                                                           const TblDev *__restrict__ tbl,
+                                                           const unsigned short *__restrict__ W,
+                                                           const int *__restrict__ ind,
+                                                           const long long *__restrict__ off,
+                                                           float *__restrict__ out, long long B, int sumD)
+{
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (w >= nitems) return;
+    const int lane = threadIdx.x & 31;
+    const FwdItem it = items[w];
+    const TblDev tb = tbl[it.t];
+    const unsigned short *Wt = W + tb.w_off;
+    const long long D = tb.D;
+    for (int bi = 0; bi < it.nb; bi++) {
+        const long long b = (long long)it.b0 + bi, gb = (long long)it.t * B + b;
+        const long long s = off[gb], e = off[gb + 1];
+        float *o = out + b * sumD + tb.d_off;
+        for (long long j = lane; j < D; j += 32) {
+            float acc = 0.0f;
+            for (long long k = s; k < e; k++) acc = __fadd_rn(acc, tw_get(Wt, tb.dt, (long long)__ldg(ind + k) * D + j));
+            o[j] = acc;
+        }
+    }
+}
+
+/* column j of a run's G: its lookups [s, e) (at most one chunk) summed from 0.0f in order */
+__device__ __forceinline__ float run_col(const float *__restrict__ gcol, const uint32_t *__restrict__ vals,
+                                         long long s, long long e, unsigned tB, int sumD, long long j)
+{
+    float acc = 0.0f;
+    for (long long k = s; k < e; k++) acc = __fadd_rn(acc, __ldg(gcol + (size_t)(__ldg(vals + k) - tB) * sumD + j));
+    return acc;
+}
+
+/* the element-wise updates (ebopt.h): SGD, or Adam with its moments m1[j], m2[j] */
+__device__ __forceinline__ float sgd_new(float w, float lr, float G)
+{
+    return __fsub_rn(w, __fmul_rn(lr, G));
+}
+
+__device__ __forceinline__ float adam_new(float w, float *m1, float *m2, const TOpt &o, float G)
+{
+    const float a1 = __fsub_rn(1.0f, o.b1), a2 = __fsub_rn(1.0f, o.b2);
+    const float m = __fadd_rn(__fmul_rn(o.b1, *m1), __fmul_rn(a1, G));
+    const float v = __fadd_rn(__fmul_rn(o.b2, *m2), __fmul_rn(a2, __fmul_rn(G, G)));
+    *m1 = m;
+    *m2 = v;
+    const float den = __fadd_rn(__fsqrt_rn(__fdiv_rn(v, o.c2)), o.eps);
+    return __fsub_rn(w, __fmul_rn(o.lr, __fdiv_rn(__fdiv_rn(m, o.c1), den)));
+}
+
+/* row-wise Adagrad's step for the row whose lane partials of the sum of squares are p: the
+ * butterfly, the row's state s_r += q / D (read and written by lane 0 only), and the
+ * multiplier lr / (sqrt(s_r) + eps) every lane gets. All 32 lanes call it. */
+__device__ __forceinline__ float adagrad_mult(float p, float *sr, const TOpt &o, int D, int lane)
+{
+#pragma unroll
+    for (int x = 16; x >= 1; x >>= 1) p = __fadd_rn(p, __shfl_xor_sync(0xffffffffu, p, x));
+    float st = 0.0f;
+    if (lane == 0) {
+        st = __fadd_rn(*sr, __fdiv_rn(p, (float)D));
+        *sr = st;
+    }
+    st = __shfl_sync(0xffffffffu, st, 0);
+    return __fdiv_rn(o.lr, __fadd_rn(__fsqrt_rn(st), o.eps));
+}
+
+/* the update of row `row` of table tb by a warp: col(j) gives G_j (a functor called with
+ * the same j twice under Adagrad: it must give the same value) */
+template <typename F>
+__device__ __forceinline__ void typed_update(const TblDev &tb, long long row, unsigned short *__restrict__ W,
+                                             float *__restrict__ S, const TOpt &o, int lane, F col)
+{
+    const long long D = tb.D, e0 = row * D;
+    unsigned short *Wt = W + tb.w_off;
+    if (o.kind == AS_EB_ROWWISE_ADAGRAD) {
+        float p = 0.0f;
+        for (long long j = lane; j < D; j += 32) {
+            const float G = col(j);
+            p = __fadd_rn(p, __fmul_rn(G, G));
+        }
+        const float m = adagrad_mult(p, S + tb.st_off + row, o, tb.D, lane);
+        for (long long j = lane; j < D; j += 32)
+            tw_store(Wt, tb.dt, e0 + j, __fsub_rn(tw_load(Wt, tb.dt, e0 + j), __fmul_rn(m, col(j))));
+    } else if (o.kind == AS_EB_ADAM) {
+        float *m1 = S + tb.st_off + e0, *m2 = S + tb.st_off + tb.E * D + e0;
+        for (long long j = lane; j < D; j += 32)
+            tw_store(Wt, tb.dt, e0 + j, adam_new(tw_load(Wt, tb.dt, e0 + j), m1 + j, m2 + j, o, col(j)));
+    } else {
+        for (long long j = lane; j < D; j += 32)
+            tw_store(Wt, tb.dt, e0 + j, sgd_new(tw_load(Wt, tb.dt, e0 + j), o.lr, col(j)));
+    }
+}
+
+/* one run per warp (the typed tables have bG = 32: prep gives every run a task); runs of
+ * more than AS_LONG_RUN lookups go to the long-run list, each with its scratch */
+template <typename K>
+__global__ void __launch_bounds__(256) eb_short_typed_kernel(const TblDev *__restrict__ tbl, int T,
+                                                             const int *__restrict__ truns,
+                                                             const int *__restrict__ task,
+                                                             const int *__restrict__ cnt_ro, int *cnt,
+                                                             const K *__restrict__ ukeys,
+                                                             const uint32_t *__restrict__ starts,
+                                                             const uint32_t *__restrict__ vals, long long n,
+                                                             const float *__restrict__ grad, unsigned short *W,
+                                                             float *S, unsigned Bu, int sumD, TOpt o,
+                                                             LongRun *__restrict__ long_list)
+{
+    const int total = task[T];
+    const int nruns = cnt_ro[0];
+    const int warp = (int)(((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int nwarps = (int)(((long long)gridDim.x * blockDim.x) >> 5);
+    const int lane = threadIdx.x & 31;
+    for (int k = warp; k < total; k += nwarps) {
+        const int t = last_le(task, T, k);
+        const TblDev tb = tbl[t];
+        const int r = truns[t] + (k - task[t]);
+        if (r >= truns[t + 1]) continue;
+        const long long s = starts[r];
+        const long long e = r + 1 < nruns ? (long long)starts[r + 1] : n;
+        const long long row = (long long)ukeys[r] - tb.row_base;
+        if (e - s > AS_LONG_RUN) {
+            if (lane == 0) long_append(cnt, long_list, t, tb.D, long_slices(tb), row, s, e, 1);
+            continue;
+        }
+        const float *gcol = grad + tb.d_off;
+        const unsigned tB = (unsigned)t * Bu;
+        typed_update(tb, row, W, S, o, lane, [&](long long j) { return run_col(gcol, vals, s, e, tB, sumD, j); });
+    }
+}
+
+/* every long run, one warp each: first G_j = P_0 + P_1 + ... per column (its chunk sums in
+ * the scratch, left to right), kept in chunk 0's slot (the lane that owns column j writes
+ * and later reads it); then the update reads G from there */
+__global__ void __launch_bounds__(256) eb_combine_typed_kernel(const TblDev *__restrict__ tbl,
+                                                               const int *__restrict__ cnt,
+                                                               const LongRun *__restrict__ list,
+                                                               float *part, unsigned short *W, float *S, TOpt o)
+{
+    const unsigned long long c = *reinterpret_cast<const unsigned long long *>(cnt + 2);
+    const long long nlong = (long long)(c >> AS_LQ_SHIFT);
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    for (long long q = warp; q < nlong; q += nwarps) {
+        const LongRun L = list[q];
+        const TblDev tb = tbl[L.t];
+        const long long D = tb.D, nch = ((long long)L.len + AS_EB_CHUNK - 1) / AS_EB_CHUNK;
+        float *p = part + L.pbase;
+        for (long long j = lane; j < D; j += 32) {
+            float G = p[j];
+            for (long long k = 1; k < nch; k++) G = __fadd_rn(G, p[k * D + j]);
+            p[j] = G;
+        }
+        typed_update(tb, (long long)L.row, W, S, o, lane, [&](long long j) { return p[j]; });
+    }
+}
+
 /* ---- cache flush --------------------------------------------------------------------------- */
 
 __global__ void eb_flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink)
@@ -740,6 +967,7 @@ struct GenDev {
     long long soff, sind;           /* the table's offsets / indices in the source (pool) buffers */
     long long lookups, dst;         /* its lookups and where they go in the shard's indices */
     int D, d_off;
+    int dt;                         /* the typed op: the weight type (w_off in 2-byte units) */
 };
 
 /* shard offsets [T*B+1] and indices from the source buffers (as_ebg_gather) */
@@ -777,6 +1005,29 @@ __global__ void eb_gen_weights_kernel(unsigned short *__restrict__ W, const GenD
             for (int k = 0; k < 4; k++)
                 v[k] = e + k < g.nel ? as_ebg_half((uint32_t)(h >> (16 * k)) & 0xffffu) : 0u;
             *reinterpret_cast<uint2 *>(Wt + e) = make_uint2(v[0] | (v[1] << 16), v[2] | (v[3] << 16));
+        }
+    }
+}
+
+/* W of a typed shard: the same fp16 values (4 per 64-bit hash), stored in each table's type
+ * (fp32: widened; bf16: rounded), as as-bench's CPU set-up writes them (bench.c) */
+__global__ void eb_gen_weights_typed_kernel(unsigned short *__restrict__ W, const GenDev *__restrict__ gd, int T)
+{
+    long long i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x, step = (long long)gridDim.x * blockDim.x;
+    for (int t = blockIdx.y; t < T; t += gridDim.y) {
+        const GenDev g = gd[t];
+        const long long ngroups = (g.nel + 3) / 4;
+        unsigned short *Wt = W + g.w_off;
+        for (long long q = i0; q < ngroups; q += step) {
+            const uint64_t h = as_ebg_bits(g.wkey, (uint64_t)q);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const long long e = 4 * q + k;
+                if (e >= g.nel) break;
+                const unsigned short v = (unsigned short)as_ebg_half((uint32_t)(h >> (16 * k)) & 0xffffu);
+                if (g.dt == AS_EB_F16) Wt[e] = v;
+                else tw_store(Wt, g.dt, e, h2f_bits(v));
+            }
         }
     }
 }
@@ -1155,6 +1406,8 @@ static void g_set_dims(as_eb_gpu *g, const ShardDims *d, const Sizes *z)
     g->dout = g->dout_base + AS_GUARD;
 }
 
+static void typed_free(as_eb_gpu *g);
+
 /* frees what g_init and ws_reserve allocated (not the handle itself) */
 static void ws_free(as_eb_gpu *g)
 {
@@ -1167,6 +1420,7 @@ static void ws_free(as_eb_gpu *g)
         *p[i] = NULL;
         g->capb[i] = 0;
     }
+    typed_free(g);
     if (g->dflush) cudaFree(g->dflush);
     if (g->dsink) cudaFree(g->dsink);
     g->dflush = NULL;
@@ -1372,6 +1626,121 @@ out:
     return 0;
 }
 
+/* ---- the typed op's set-up (ebopt.h) ------------------------------------------------------------- */
+
+/* floats of the typed backward's scratch: the chunk sums of every long run. Runs of more
+ * than one chunk have fewer than 2n/AS_EB_CHUNK chunks in all (as z->part), runs of one
+ * chunk longer than AS_LONG_RUN number at most n/(AS_LONG_RUN+1); each chunk D <= maxD */
+static size_t typed_part_floats(long long n, int maxD)
+{
+    return ((size_t)(2 * n / AS_EB_CHUNK) + (size_t)(n / (AS_LONG_RUN + 1)) + 1) * (size_t)maxD;
+}
+
+/* table t's device parameters for the typed kernels: as table_params, with its type, state
+ * offset and rows, and one run per warp in the backward (bG = 32: prep's tasks) */
+static void typed_params(const as_eb_shard *s, int t, const uint8_t *dtype, const int64_t *st_off, TblDev *tb)
+{
+    table_params(s, t, tb);
+    tb->bV = 1;
+    tb->bG = 32;
+    tb->dt = dtype ? dtype[t] : AS_EB_F16;
+    tb->st_off = st_off ? st_off[t] : 0;
+    tb->E = s->rows[t];
+}
+
+/* the state [nstate] and the scratch for n lookups of dims <= maxD, grown when too small
+ * (contents lost); 0, 1 (does not fit: err says so) or -1 */
+static int typed_reserve(as_eb_gpu *g, long long nstate, long long n, int maxD, char *err, size_t errlen)
+{
+    const size_t sb = rup(4 * ((size_t)nstate + 1)), pb = rup(4 * typed_part_floats(n, maxD));
+    const size_t add = (sb > g->S_cap ? sb : 0) + (pb > g->part_t_cap ? pb : 0);
+    if (!add) return 0;
+    if (g->st && CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
+    size_t freeb = 0, totalb = 0;
+    if (CK(cudaMemGetInfo(&freeb, &totalb), "cudaMemGetInfo")) return -1;
+    const size_t release = (sb > g->S_cap ? g->S_cap : 0) + (pb > g->part_t_cap ? g->part_t_cap : 0);
+    const size_t margin = (size_t)64 << 20;
+    if (add + margin > freeb + release) {
+        as_errbuf(err, errlen, "the optimizer state and scratch need %.2f GiB of device memory, %.2f GiB free (of %.2f GiB)",
+                  gib(add), gib(freeb + release), gib(totalb));
+        return 1;
+    }
+    if (sb > g->S_cap) {
+        if (g->dS) cudaFree(g->dS);
+        g->dS = NULL;
+        g->S_cap = 0;
+        if (CK(cudaMalloc((void **)&g->dS, sb), "cudaMalloc(optimizer state)")) { g->dS = NULL; return -1; }
+        g->S_cap = sb;
+    }
+    if (pb > g->part_t_cap) {
+        if (g->dpart_t) cudaFree(g->dpart_t);
+        g->dpart_t = NULL;
+        g->part_t_cap = 0;
+        if (CK(cudaMalloc((void **)&g->dpart_t, pb), "cudaMalloc(typed scratch)")) { g->dpart_t = NULL; return -1; }
+        g->part_t_cap = pb;
+    }
+    return 0;
+}
+
+static void typed_free(as_eb_gpu *g)
+{
+    if (g->dS) cudaFree(g->dS);
+    if (g->dpart_t) cudaFree(g->dpart_t);
+    g->dS = NULL;
+    g->dpart_t = NULL;
+    g->S_cap = g->part_t_cap = 0;
+    g->typed = 0;
+    g->nstate = 0;
+}
+
+extern "C" int as_eb_gpu_set_typed(as_eb_gpu *g, const as_eb_shard *s, const uint8_t *dtype, const as_eb_opt *o,
+                                   const int64_t *st_off, const float *S, char *err, size_t errlen)
+{
+    if (!g || !s || !o) { as_errbuf(err, errlen, "as_eb_gpu_set_typed: null handle, shard or optimizer"); return -1; }
+    if (s->T != g->T || s->B != g->B || s->w_off[s->T] != g->wtotal || s->offsets[(long long)s->T * s->B] != g->n) {
+        as_errbuf(err, errlen, "as_eb_gpu_set_typed: not the shard the handle was created with");
+        return -1;
+    }
+    if (as_eb_validate_typed(s, dtype, o->kind, st_off, err, errlen)) return -1;
+    as_eb_opt chk = *o;
+    if (as_eb_opt_prepare(&chk, err, errlen)) return -1;
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    const long long nstate = st_off ? st_off[s->T] : 0;
+    if (typed_reserve(g, nstate, g->n, g->maxD, err, errlen)) return -1;
+    TblDev *htbl = (TblDev *)calloc((size_t)s->T, sizeof *htbl);
+    if (!htbl) { as_errbuf(err, errlen, "out of host memory"); return -1; }
+    long long rb = 0;
+    for (int t = 0; t < s->T; t++) {
+        typed_params(s, t, dtype, st_off, &htbl[t]);
+        htbl[t].row_base = rb;
+        rb += s->rows[t];
+    }
+    int bad = CK(cudaStreamSynchronize(g->st), "synchronize") ||
+              CK(cudaMemcpy(g->dtbl, htbl, sizeof(TblDev) * s->T, cudaMemcpyHostToDevice), "upload tables");
+    free(htbl);
+    if (bad) return -1;
+    if (nstate > 0) {
+        if (S) bad = CK(cudaMemcpy(g->dS, S, 4 * (size_t)nstate, cudaMemcpyHostToDevice), "upload optimizer state");
+        else bad = CK(cudaMemset(g->dS, 0, 4 * (size_t)nstate), "cudaMemset(optimizer state)");
+        if (bad) return -1;
+    }
+    if (CK(cudaDeviceSynchronize(), "upload")) return -1;
+    g->typed = 1;
+    g->opt = *o;
+    g->nstate = nstate;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_download_state(as_eb_gpu *g, float *S, char *err, size_t errlen)
+{
+    if (!g || !S) { as_errbuf(err, errlen, "as_eb_gpu_download_state: null handle or buffer"); return -1; }
+    if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
+    if (CK(cudaStreamSynchronize(g->st), "synchronize")) return -1;
+    if (g->nstate > 0 && CK(cudaMemcpy(S, g->dS, 4 * (size_t)g->nstate, cudaMemcpyDeviceToHost), "download state"))
+        return -1;
+    return 0;
+}
+
 static int finish_timed(as_eb_gpu *g, float *ms, char *err, size_t errlen)
 {
     if (CK(cudaEventRecord(g->e1, g->st), "cudaEventRecord")) return -1;
@@ -1385,7 +1754,13 @@ static int finish_timed(as_eb_gpu *g, float *ms, char *err, size_t errlen)
 /* the forward's launch on the handle's stream, nothing else */
 static int fwd_enqueue(as_eb_gpu *g, char *err, size_t errlen)
 {
-    if (g->nitems > 0) {
+    if (g->nitems > 0 && g->typed) {
+        long long threads = g->nitems * 32;
+        unsigned blocks = (unsigned)((threads + 255) / 256);
+        eb_fwd_typed_kernel<<<blocks, 256, 0, g->st>>>(g->ditems, g->nitems, g->dtbl, g->dW, g->dind, g->doff, g->dout,
+                                                       g->B, g->sumD);
+        if (CK(cudaGetLastError(), "launch typed forward")) return -1;
+    } else if (g->nitems > 0) {
         long long threads = g->nitems * 32;
         unsigned blocks = (unsigned)((threads + 255) / 256);
         eb_fwd_kernel<<<blocks, 256, 0, g->st>>>(g->ditems, g->nitems, g->dtbl, (const __half *)g->dW, g->dind,
@@ -1404,8 +1779,11 @@ extern "C" int as_eb_gpu_forward(as_eb_gpu *g, float *ms, char *err, size_t errl
     return finish_timed(g, ms, err, errlen);
 }
 
+/* the backward's first half, shared by the fp16 and the typed op: keys, sort, unique rows
+ * and their runs, per-table tasks (prep). *uk: the unique keys, *starts: the runs' first
+ * sorted positions, *sv: the sorted bag ids */
 template <typename K>
-static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
+static int bwd_sort(as_eb_gpu *g, K **ukp, uint32_t **startsp, uint32_t **svp, char *err, size_t errlen)
 {
     cudaStream_t st = g->st;
     int n = (int)g->n;
@@ -1441,6 +1819,19 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
     eb_prep_kernel<K><<<1, 256, 0, st>>>(uk, g->drow_base, g->dtbl, g->T, g->dcnt, AS_CNT_INTS - 1, g->dtruns,
                                          g->dtask);
     if (CK(cudaGetLastError(), "launch prep")) return -1;
+    *ukp = uk;
+    *startsp = starts;
+    *svp = sv;
+    return 0;
+}
+
+template <typename K>
+static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
+{
+    cudaStream_t st = g->st;
+    K *uk = NULL;
+    uint32_t *starts = NULL, *sv = NULL;
+    if (bwd_sort<K>(g, &uk, &starts, &sv, err, errlen)) return -1;
 
     /* a grid-stride kernel: exactly the blocks that are resident at once, so no block
        waits for a second wave to start its share (48 registers: 5 blocks of 256 per SM
@@ -1464,7 +1855,7 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
      * partial sums combined left to right and applied; both grids stride over the work the
      * short kernel listed, so nothing is read back to the host */
     eb_chunk_kernel<<<g->nsm * AS_CHUNK_BLOCKS, 256, 0, st>>>(g->dtbl, g->dcnt, g->dlong, sv, g->dgrad, (__half *)g->dW,
-                                                 g->dpart, (unsigned)g->B, g->sumD, lr);
+                                                 g->dpart, (unsigned)g->B, g->sumD, lr, 0);
     if (CK(cudaGetLastError(), "launch long-run chunks")) return -1;
     eb_combine_kernel<<<g->nsm * AS_COMBINE_BLOCKS, 256, 0, st>>>(g->dtbl, g->dcnt, g->dlong, g->dpart, (__half *)g->dW, lr,
                                                    g->max_slices);
@@ -1472,11 +1863,56 @@ static int backward_t(as_eb_gpu *g, float lr, char *err, size_t errlen)
     return 0;
 }
 
+/* the typed backward (the top of the typed kernels' section): the shared first half, the
+ * short runs (one warp each), every long run's chunk sums, then each long run combined and
+ * applied with the handle's optimizer at step o */
+template <typename K>
+static int backward_typed_t(as_eb_gpu *g, const TOpt &o, char *err, size_t errlen)
+{
+    cudaStream_t st = g->st;
+    K *uk = NULL;
+    uint32_t *starts = NULL, *sv = NULL;
+    if (bwd_sort<K>(g, &uk, &starts, &sv, err, errlen)) return -1;
+    const int kk = sizeof(K) == 8;
+    if (!g->short_grid_t[kk]) {
+        int per_sm = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, eb_short_typed_kernel<K>, 256, 0) != cudaSuccess ||
+            per_sm < 1) {
+            cudaGetLastError();
+            per_sm = 4;
+        }
+        g->short_grid_t[kk] = g->nsm * per_sm;
+    }
+    eb_short_typed_kernel<K><<<g->short_grid_t[kk], 256, 0, st>>>(g->dtbl, g->T, g->dtruns, g->dtask, g->dcnt, g->dcnt,
+                                                                  uk, starts, sv, g->n, g->dgrad, g->dW, g->dS,
+                                                                  (unsigned)g->B, g->sumD, o, g->dlong);
+    if (CK(cudaGetLastError(), "launch typed short runs")) return -1;
+    eb_chunk_kernel<<<g->nsm * AS_CHUNK_BLOCKS, 256, 0, st>>>(g->dtbl, g->dcnt, g->dlong, sv, g->dgrad, (__half *)g->dW,
+                                                              g->dpart_t, (unsigned)g->B, g->sumD, 0.0f, 1);
+    if (CK(cudaGetLastError(), "launch typed long-run chunks")) return -1;
+    eb_combine_typed_kernel<<<g->nsm * 4, 256, 0, st>>>(g->dtbl, g->dcnt, g->dlong, g->dpart_t, g->dW, g->dS, o);
+    if (CK(cudaGetLastError(), "launch typed long-run combine")) return -1;
+    return 0;
+}
+
+/* the typed backward's launches with the handle's optimizer at its current step, which then
+ * counts up (Adam's bias corrections are the host's, per step) */
+static int bwd_typed_enqueue(as_eb_gpu *g, char *err, size_t errlen)
+{
+    if (as_eb_opt_prepare(&g->opt, err, errlen)) return -1;
+    const TOpt o = {(int)g->opt.kind, g->opt.lr, g->opt.eps, g->opt.beta1, g->opt.beta2, g->opt.c1, g->opt.c2};
+    g->opt.step++;
+    if (g->n <= 0) return 0;
+    return g->key64 ? backward_typed_t<unsigned long long>(g, o, err, errlen)
+                    : backward_typed_t<uint32_t>(g, o, err, errlen);
+}
+
 /* the backward's launches on the handle's stream, nothing else */
 static int bwd_enqueue(as_eb_gpu *g, float lr, char *err, size_t errlen)
 {
-    if (g->n > 0) {
-        int r = g->key64 ? backward_t<unsigned long long>(g, lr, err, errlen) : backward_t<uint32_t>(g, lr, err, errlen);
+    if (g->typed || g->n > 0) {
+        int r = g->typed ? bwd_typed_enqueue(g, err, errlen)
+                : g->key64 ? backward_t<unsigned long long>(g, lr, err, errlen) : backward_t<uint32_t>(g, lr, err, errlen);
         if (r) {
             cudaStreamSynchronize(g->st);
             cudaGetLastError();
@@ -1763,6 +2199,13 @@ struct as_eb_gpu_ctx {
     int64_t *rows, *w_off;
     int32_t *dims, *d_off;
     long long shards;
+    /* the typed op (as_eb_gpu_ctx_set_kind): each pool table's weight type, the optimizer,
+       and per shard its tables' types and state offsets (host scratch of cap_T) */
+    int typed;
+    unsigned char *dt;
+    as_eb_opt opt;
+    uint8_t *sdt;
+    int64_t *sst;
 };
 
 /* bytes from host memory to the device through the pinned chunks: the copy of one chunk
@@ -1861,6 +2304,9 @@ extern "C" void as_eb_gpu_ctx_destroy(as_eb_gpu_ctx *c)
     free(c->w_off);
     free(c->dims);
     free(c->d_off);
+    free(c->dt);
+    free(c->sdt);
+    free(c->sst);
     free(c);
 }
 
@@ -1982,14 +2428,16 @@ struct ShardSet {
 static int shard_scratch(as_eb_gpu_ctx *c, int32_t T, char *err, size_t errlen)
 {
     if (T > c->cap_T) {
-        free(c->stab); free(c->rows); free(c->w_off); free(c->dims); free(c->d_off);
+        free(c->stab); free(c->rows); free(c->w_off); free(c->dims); free(c->d_off); free(c->sdt); free(c->sst);
         c->stab = (const as_eb_table **)malloc(sizeof *c->stab * (size_t)T);
         c->rows = (int64_t *)malloc(sizeof *c->rows * (size_t)T);
         c->w_off = (int64_t *)malloc(sizeof *c->w_off * ((size_t)T + 1));
         c->dims = (int32_t *)malloc(sizeof *c->dims * (size_t)T);
         c->d_off = (int32_t *)malloc(sizeof *c->d_off * ((size_t)T + 1));
+        c->sdt = (uint8_t *)malloc((size_t)T);
+        c->sst = (int64_t *)malloc(sizeof *c->sst * ((size_t)T + 1));
         c->cap_T = T;
-        if (!c->stab || !c->rows || !c->w_off || !c->dims || !c->d_off) {
+        if (!c->stab || !c->rows || !c->w_off || !c->dims || !c->d_off || !c->sdt || !c->sst) {
             c->cap_T = 0;
             as_errbuf(err, errlen, "out of host memory");
             return -1;
@@ -2021,13 +2469,40 @@ static int shard_tables(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, char *e
     return 0;
 }
 
+/* a typed shard's layout (as_ebg_layout's in 2-byte units: a table takes rows x dim x its
+ * type's units, rounded up to AS_EBG_W_ALIGN, so a fp32 table starts at an even unit) and
+ * its optimizer state (each table's rounded up to 16 floats), as as-bench lays a CPU part
+ * out; returns the units of W */
+static long long typed_layout(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T)
+{
+    long long wo = 0, st = 0;
+    int dof = 0;
+    for (int t = 0; t < T; t++) {
+        const as_eb_table *tb = c->stab[t];
+        c->sdt[t] = c->dt ? c->dt[pos[t]] : (uint8_t)AS_EB_F16;
+        c->rows[t] = tb->rows;
+        c->dims[t] = (int32_t)tb->dim;
+        c->w_off[t] = wo;
+        c->d_off[t] = dof;
+        wo += tb->rows * tb->dim * as_eb_dtype_units((as_eb_dtype)c->sdt[t]);
+        wo = (wo + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
+        dof += c->dims[t];
+        c->sst[t] = st;
+        st += (as_eb_opt_state(c->opt.kind, tb->rows, tb->dim) + 15) / 16 * 16;
+    }
+    c->w_off[T] = wo;
+    c->d_off[T] = dof;
+    c->sst[T] = st;
+    return wo;
+}
+
 /* the shard's layout (c->rows, dims, w_off, d_off) and dimensions, within the GPU path's
  * limits; d->nitems is left to shard_items */
-static int shard_dims(as_eb_gpu_ctx *c, int32_t T, ShardDims *d, char *err, size_t errlen)
+static int shard_dims(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, ShardDims *d, char *err, size_t errlen)
 {
     d->T = T;
     d->B = c->stab[0]->batch;
-    d->wtotal = as_ebg_layout(c->stab, T, c->rows, c->dims, c->w_off, c->d_off);
+    d->wtotal = c->typed ? typed_layout(c, pos, T) : as_ebg_layout(c->stab, T, c->rows, c->dims, c->w_off, c->d_off);
     d->sumD = c->d_off[T];
     d->n = 0;
     d->sumE = 0;
@@ -2089,6 +2564,7 @@ static int shard_reserve(as_eb_gpu_ctx *c, const ShardSet *s, char *err, size_t 
                 need_sind += 4 * (size_t)rup4(c->stab[t]->lookups);
             }
         int r = ws_reserve(g, &s->z, 1, err, errlen);
+        if (r == 0 && c->typed) r = typed_reserve(g, c->sst[T], s->d.n, s->d.maxD, err, errlen);
         if (r == 0 && !c->resident) r = src_reserve(c, need_soff + 8, need_sind + 16, err, errlen);
         if (r == 0) break;
         if (r == 1 && c->resident) {
@@ -2149,12 +2625,14 @@ static void shard_fill_meta(as_eb_gpu_ctx *c, const int64_t *pos, uint64_t seed,
     for (int t = 0; t < T; t++) {
         const as_eb_table *tb = c->stab[t];
         long long p = pos[t];
-        table_params(&s->hs, t, &htbl[t]);
+        if (c->typed) typed_params(&s->hs, t, c->sdt, c->sst, &htbl[t]);
+        else table_params(&s->hs, t, &htbl[t]);
         htbl[t].row_base = rb;
         hrb[t] = rb;
         rb += c->rows[t];
         GenDev *gd = &hgen[t];
         memset(gd, 0, sizeof *gd);
+        gd->dt = c->typed ? c->sdt[t] : AS_EB_F16;
         gd->wkey = as_ebg_key(seed, tb->id, AS_EBG_WEIGHTS);
         gd->gkey = as_ebg_key(seed, tb->id, AS_EBG_GRADS);
         gd->w_off = c->w_off[t];
@@ -2236,7 +2714,14 @@ static int shard_generate(as_eb_gpu_ctx *c, const ShardSet *s, const long long *
     unsigned gy = (unsigned)(T < 65535 ? T : 65535);
     eb_gather_kernel<<<dim3(gx_for(g, s->maxc, T), gy), 256, 0, st>>>(g->doff, g->dind, poff, pind, c->dgen, T, B);
     if (CK(cudaGetLastError(), "launch gather")) return -1;
-    eb_gen_weights_kernel<<<dim3(gx_for(g, s->maxw, T), gy), 256, 0, st>>>((unsigned short *)g->dW, c->dgen, T);
+    if (c->typed) {
+        eb_gen_weights_typed_kernel<<<dim3(gx_for(g, s->maxw, T), gy), 256, 0, st>>>((unsigned short *)g->dW, c->dgen, T);
+        /* the optimizer's state from zero, as on the CPU */
+        if (c->sst[T] && CK(cudaMemsetAsync(g->dS, 0, 4 * (size_t)c->sst[T], st), "cudaMemset(optimizer state)"))
+            return -1;
+    } else {
+        eb_gen_weights_kernel<<<dim3(gx_for(g, s->maxw, T), gy), 256, 0, st>>>((unsigned short *)g->dW, c->dgen, T);
+    }
     if (CK(cudaGetLastError(), "launch weights")) return -1;
     eb_fill_u16<<<4, 256, 0, st>>>((unsigned short *)g->dW_base, AS_GUARD, (unsigned short)AS_GUARD_F16);
     eb_fill_u16<<<4, 256, 0, st>>>((unsigned short *)(g->dW + g->wtotal), AS_GUARD, (unsigned short)AS_GUARD_F16);
@@ -2264,7 +2749,7 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;
     if (shard_scratch(c, T, err, errlen) || shard_tables(c, pos, T, err, errlen)) return -1;
     ShardSet s;
-    if (shard_dims(c, T, &s.d, err, errlen)) return -1;
+    if (shard_dims(c, pos, T, &s.d, err, errlen)) return -1;
     const as_eb_shard hs = {T, s.d.B, c->rows, c->dims, c->w_off, c->d_off, NULL, NULL};
     s.hs = hs;
     if (shard_items(c, pos, &s, err, errlen)) return -1;
@@ -2277,7 +2762,39 @@ extern "C" int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *c, const int64_t *pos, int32_t
     const int *pind;
     if (shard_upload(c, &s, &poff, &pind, err, errlen) || shard_generate(c, &s, poff, pind, err, errlen)) return -1;
     g->set_pending = 1;
+    /* the typed op: the shard's optimizer from step 1 (as a CPU part starts) */
+    g->typed = c->typed;
+    g->opt = c->opt;
+    g->opt.step = 1;
+    g->nstate = c->typed ? c->sst[T] : 0;
     c->shards++;
     *gp = g;
+    return 0;
+}
+
+extern "C" int as_eb_gpu_ctx_set_kind(as_eb_gpu_ctx *c, const uint8_t *dtype, const as_eb_opt *o, char *err,
+                                      size_t errlen)
+{
+    if (!c || !o) { as_errbuf(err, errlen, "as_eb_gpu_ctx_set_kind: bad arguments"); return -1; }
+    as_eb_opt chk = *o;
+    chk.step = 1;
+    if (as_eb_opt_prepare(&chk, err, errlen)) return -1;
+    int typed = o->kind != AS_EB_SGD;
+    for (long long i = 0; dtype && i < c->ntab; i++) {
+        if (dtype[i] >= AS_EB_NDTYPE) {
+            as_errbuf(err, errlen, "table %lld: unknown weight type %d", (long long)c->tabs[i].id, dtype[i]);
+            return -1;
+        }
+        typed |= dtype[i] != AS_EB_F16;
+    }
+    free(c->dt);
+    c->dt = NULL;
+    if (dtype && c->ntab > 0) {
+        c->dt = (unsigned char *)malloc((size_t)c->ntab);
+        if (!c->dt) { as_errbuf(err, errlen, "out of host memory"); return -1; }
+        memcpy(c->dt, dtype, (size_t)c->ntab);
+    }
+    c->opt = chk;
+    c->typed = typed;
     return 0;
 }

@@ -146,6 +146,19 @@ int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *
  * weights and gradients, guards; 0 on a handle not from a context). Either may be NULL. */
 void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms);
 
+/* the op with weight types and an optimizer (ebopt.h) on a handle from as_eb_gpu_create,
+ * whose W was laid out in 2-byte units (s: the same shard, as_eb_validate_typed): dtype [T]
+ * (NULL: all fp16), the optimizer o (its kind, rate and constants; o->step the step of the
+ * next backward, >= 1), st_off [T+1] (NULL for SGD) and the initial state S [st_off[T]]
+ * (NULL: zeros). From then on the handle's forward, backward and measurement run the typed
+ * kernels, bit for bit as_eb_forward_typed_ref / as_eb_backward_typed_ref: each backward
+ * takes the optimizer's step and counts it up; the lr argument of as_eb_gpu_backward_sgd
+ * and as_eb_gpu_measure is not used (o->lr is). 0, or -1 with err (the handle unchanged) */
+int as_eb_gpu_set_typed(as_eb_gpu *g, const as_eb_shard *s, const uint8_t *dtype, const as_eb_opt *o,
+                        const int64_t *st_off, const float *S, char *err, size_t errlen);
+/* copy the optimizer state [st_off[T]] of a typed handle back (tests); 0 ok */
+int as_eb_gpu_download_state(as_eb_gpu *g, float *S, char *err, size_t errlen);
+
 /* ---- CUDA: the benchmark context, one per process --------------------------------------
  * It holds what outlives a shard: the pool's offsets and indices, uploaded once and kept on
  * the device when they fit (else each shard's tables are uploaded through pinned staging
@@ -175,6 +188,13 @@ int as_eb_gpu_ctx_resident(const as_eb_gpu_ctx *ctx);
  * table fails its check, mixed batch sizes, "shard needs X GiB of device memory, Y GiB free") */
 int as_eb_gpu_ctx_shard(as_eb_gpu_ctx *ctx, const int64_t *pos, int32_t T, uint64_t seed, as_eb_gpu **g,
                         char *err, size_t errlen);
+/* what the context's shards train (ebopt.h): dtype [ntab] each pool table's weight type
+ * (NULL: all fp16) and the optimizer o (its constants; the step is counted per shard from
+ * 1, as a CPU part counts it). Unless every table is fp16 and o is SGD, the shards set up
+ * from then on are laid out in 2-byte units (each table's region rounded to AS_EBG_W_ALIGN
+ * units), their weights the generated fp16 values stored in their types, their state
+ * zeroed, and their handles run the typed kernels (as_eb_gpu_set_typed). 0, or -1 with err */
+int as_eb_gpu_ctx_set_kind(as_eb_gpu_ctx *ctx, const uint8_t *dtype, const as_eb_opt *o, char *err, size_t errlen);
 /* device bytes the context holds (pool, workspace, flush buffer), how many times the
  * workspace was (re)allocated, and shards set up so far; any pointer may be NULL */
 void as_eb_gpu_ctx_stats(const as_eb_gpu_ctx *ctx, size_t *bytes, int64_t *grows, int64_t *shards);

@@ -10,7 +10,8 @@ Prints one line, "WEIGHTS OPTIMIZER", as-bench's values. --weights takes fp16, f
 config (each table's data_type in the config: as-bench --weights-type tables) or auto (the
 default); --optimizer sgd, exact_rowwise_adagrad, adam, config (the config's
 topology.optimizer) or auto. auto: on the CPU (--device cpu, or auto without a GPU) what the
-config trains (config); on a GPU fp16 and sgd, all the CUDA kernels measure so far. The
+config trains (config); on a GPU fp16 and sgd, until the typed CUDA kernels (fp32 / bf16
+weights, Adagrad, Adam) have run on a GPU (docs/GPU.md): config asks for them. The
 config's optimizer maps onto the kernels': sgd and exact_sgd to sgd, rowwise_adagrad and
 exact_rowwise_adagrad to exact_rowwise_adagrad, adam to adam; another (adagrad,
 exact_adagrad, partial_rowwise_adam) is exit 3 naming what to give instead, as is a table of
@@ -60,8 +61,9 @@ def report(argv):
     trains = KERNEL_OPT.get(opt, opt)
     if (w != "tables" and set(types) != {w}) or trains != o:
         print("The model trains %s weights with %s: these costs are not of its own kernel (WEIGHTS or OPTIMIZER "
-              "given, or a GPU, whose CUDA kernels measure fp16 weights with SGD only so far; on the CPU `make plan` "
-              "measures the model's by default)." % ("/".join(kinds), opt))
+              "given, or a GPU, where `make plan` measures fp16 with SGD until the typed CUDA kernels have run on a "
+              "GPU: WEIGHTS=config OPTIMIZER=config measures the model's with them; on the CPU `make plan` measures "
+              "the model's by default)." % ("/".join(kinds), opt))
     print()
 
 

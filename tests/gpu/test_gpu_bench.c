@@ -16,6 +16,7 @@
 #include "benchnoise.h"
 #include "common.h"
 #include "ebgen.h"
+#include "ebopt.h"
 #include "embbag.h"
 #include "unit.h"
 
@@ -669,6 +670,78 @@ static void session_pair(int per_shard_upload)
     free(bp.t);
     free(bp.index);
     free_pool(p);
+}
+
+/* a typed CUDA session (weights of type wtype, optimizer optim: the typed kernels) against
+   a CPU session of the same kind: each single shard's last forward and its tables' weights
+   after the protocol bit for bit (each side's layout: the CPU's part, the device's packed
+   units), the records' kind the same */
+static void session_typed(int wtype, as_eb_optim optim)
+{
+    pool_t *p = odd_pool();
+    as_bpool bp;
+    bench_pool(&bp, p);
+    as_bench_cfg c;
+    memset(&c, 0, sizeof c);
+    c.warmup = 2;
+    c.runs = 3;
+    c.trim = 1;
+    c.lr = 0.03f;
+    c.seed = 5;
+    c.threads = 2;
+    c.flush_bytes = 1 << 20;
+    c.wtype = wtype;
+    c.optim = optim;
+    as_bench_cfg cg = c;
+    cg.cuda = 1;
+    char err[256] = "";
+    as_bench_session *sc = as_bench_session_new(&c, &bp, err, sizeof err);
+    as_bench_session *sg = as_bench_session_new(&cg, &bp, err, sizeof err);
+    if (!sg) fprintf(stderr, "  typed session: %s\n", err);
+    CHECK(sc != NULL && sg != NULL);
+    const int units = as_eb_dtype_units((as_eb_dtype)wtype);
+    const int64_t s1[4] = {206, 203, 200, 204}, s2[2] = {205, 201};
+    const int64_t *shards[2] = {s1, s2};
+    const int Ts[2] = {4, 2};
+    for (int k = 0; k < 2 && sc && sg; k++) {
+        as_bench_result rc_, rg;
+        as_bench_session_run(sc, shards[k], Ts[k], &rc_);
+        as_bench_session_run(sg, shards[k], Ts[k], &rg);
+        if (!rg.ok) fprintf(stderr, "  cuda: %s\n", rg.error);
+        CHECK(rc_.ok && rg.ok);
+        if (!rc_.ok || !rg.ok) continue;
+        CHECK(strcmp(rg.wtype, rc_.wtype) == 0);
+        fprintf(stderr, "  %s + %s, shard %d: cuda %.3f ms, cpu %.3f ms\n", rg.wtype,
+                as_eb_optim_name(optim), k, rg.cost_ms, rc_.cost_ms);
+        as_eb_shard a, b;
+        const uint16_t *Wa, *Wb;
+        const float *ga, *gb, *oa, *ob;
+        CHECK(as_bench_session_last(sc, &a, &Wa, &ga, &oa, err, sizeof err) == 0);
+        int r2 = as_bench_session_last(sg, &b, &Wb, &gb, &ob, err, sizeof err);
+        if (r2) fprintf(stderr, "  last: %s\n", err);
+        CHECK(r2 == 0);
+        if (r2) continue;
+        const int64_t T = a.T, outn = a.B * a.d_off[T];
+        CHECK_EQ_I64(b.T, T);
+        same_bits(gb, ga, (size_t)outn, 4, "typed session gradients");
+        same_bits(ob, oa, (size_t)outn, 4, "typed session last forward");
+        for (int64_t t = 0; t < T; t++)
+            same_bits(Wb + b.w_off[t], Wa + a.w_off[t], (size_t)(a.rows[t] * a.dims[t] * units), 2,
+                      "typed session table weights after the protocol");
+    }
+    as_bench_session_free(sc);
+    as_bench_session_free(sg);
+    free(bp.t);
+    free(bp.index);
+    free_pool(p);
+}
+
+TEST(gpu_bench_session_typed_small)
+{
+    session_typed(AS_EB_F32, AS_EB_SGD);
+    session_typed(AS_EB_F32, AS_EB_ROWWISE_ADAGRAD);
+    session_typed(AS_EB_BF16, AS_EB_ADAM);
+    session_typed(AS_EB_F16, AS_EB_ROWWISE_ADAGRAD);
 }
 
 TEST(gpu_bench_session_small) { session_pair(0); }

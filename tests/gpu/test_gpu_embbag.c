@@ -13,6 +13,7 @@
  * words around the device buffers must stay untouched. The gpu_eb_chunked_* tests give
  * rows runs of chosen lengths around AS_EB_CHUNK, with gradients that make the backward's
  * summation order show in the weights (mk_runs_shard). */
+#include "ebopt.h"
 #include "embbag.h"
 #include "half.h"
 #include "shardgen.h"
@@ -524,5 +525,231 @@ TEST(gpu_eb_large_hot)
     int64_t e[2] = {1000000, 1000};
     shard_t *h = mk_shard(2, 8192, d, e, 10, 30, DIST_HOT, 0.7, 0, 15);
     run_case_fast(h, 0.001f, 1, "large hot");
+    free_shard(h);
+}
+
+/* ---- the typed op (ebopt.h): weight types and optimizers ------------------------------------
+ * Each case re-lays a shard out in 2-byte units with the given types (tables from an odd
+ * unit, a fp32 table moved to an even one, one unit of NaN-pattern padding after each), its
+ * weights the fp16 values converted, and optimizer state from a pattern (non-zero, so that
+ * reading it counts); then two (or more) iterations on the GPU and on the CPU, and the
+ * output, every unit of W and every state float compared bit for bit. Adam's step counts
+ * 1, 2, ... on both sides. */
+
+#define AS_GUARD_PAD 0x7dadu   /* a fp16 NaN pattern in the padding, which must come back */
+
+typedef struct {
+    as_eb_shard s;
+    int64_t *woff, *st_off;
+    uint16_t *W;
+    float *S;
+    int64_t nw, ns;
+} typed_t;
+
+static void typed_make(typed_t *x, const shard_t *h, const uint8_t *dt, as_eb_optim o)
+{
+    const int T = h->s.T;
+    memset(x, 0, sizeof *x);
+    x->woff = malloc(sizeof(int64_t) * (T + 1));
+    x->st_off = malloc(sizeof(int64_t) * (T + 1));
+    int64_t u = 1, st = 0;
+    for (int t = 0; t < T; t++) {
+        if (dt[t] == AS_EB_F32 && (u & 1)) u++;
+        x->woff[t] = u;
+        u += h->s.rows[t] * h->s.dims[t] * as_eb_dtype_units((as_eb_dtype)dt[t]) + 1;
+        x->st_off[t] = st;
+        st += as_eb_opt_state(o, h->s.rows[t], h->s.dims[t]);
+    }
+    x->woff[T] = u;
+    x->st_off[T] = st;
+    x->nw = u;
+    x->ns = st;
+    x->s = h->s;
+    x->s.w_off = x->woff;
+    x->W = malloc(sizeof(uint16_t) * (size_t)(u + 1));
+    for (int64_t i = 0; i < u; i++) x->W[i] = AS_GUARD_PAD;
+    for (int t = 0; t < T; t++)
+        for (int64_t e = 0; e < h->s.rows[t] * h->s.dims[t]; e++)
+            as_eb_weight_set(x->W, &x->s, dt, t, e, as_half_to_float(h->W[h->s.w_off[t] + e]));
+    x->S = malloc(sizeof(float) * (size_t)(st + 1));
+    for (int64_t i = 0; i < st; i++) x->S[i] = (float)(i % 7) * 0.01f;
+}
+
+static void typed_free(typed_t *x)
+{
+    free(x->woff); free(x->st_off); free(x->W); free(x->S);
+    memset(x, 0, sizeof *x);
+}
+
+static int cmp_units(const uint16_t *gpu, const uint16_t *cpu, size_t n, const char *what)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (gpu[i] == cpu[i]) continue;
+        if (bad < 3) fprintf(stderr, "  %s: unit [%zu] gpu 0x%04x cpu 0x%04x\n", what, i, gpu[i], cpu[i]);
+        bad++;
+    }
+    if (bad) fprintf(stderr, "  %s: %zu of %zu units not bit-exact\n", what, bad, n);
+    CHECK_EQ_I64(bad, 0);
+    return bad == 0;
+}
+
+/* iters iterations of the typed op on the GPU against the reference (fast = 0) or the
+ * multithreaded CPU path (fast = 1, itself tested equal to the reference: tests/unit) */
+static void run_typed(const shard_t *h, const uint8_t *dt, as_eb_optim kind, int iters, const char *name, int fast)
+{
+    char err[512] = "";
+    typed_t x;
+    typed_make(&x, h, dt, kind);
+    as_eb_opt op = {kind, kind == AS_EB_SGD ? 0.05f : 0.03f, 1e-6f, 0.9f, 0.999f, 1, 0, 0};
+    as_eb_gpu *g = NULL;
+    int rc = as_eb_gpu_create(&g, &x.s, x.W, h->grad, 0, err, sizeof err);
+    if (!rc) rc = as_eb_gpu_set_typed(g, &x.s, dt, &op, x.st_off, x.S, err, sizeof err);
+    if (rc) fprintf(stderr, "  %s (%s): %s\n", name, as_eb_optim_name(kind), err);
+    CHECK(rc == 0);
+    if (rc) { as_eb_gpu_destroy(g); typed_free(&x); return; }
+    const size_t outn = (size_t)h->s.B * h->s.d_off[h->s.T];
+    float *og = malloc(sizeof(float) * (outn + 1)), *oc = malloc(sizeof(float) * (outn + 1));
+    uint16_t *wg = malloc(sizeof(uint16_t) * (size_t)(x.nw + 1));
+    float *sg = malloc(sizeof(float) * (size_t)(x.ns + 1));
+    as_eb_cpu_ws *ws = fast ? as_eb_cpu_ws_new(&x.s) : NULL;
+    fprintf(stderr, "  %s, %s:\n", name, as_eb_optim_name(kind));
+    for (int it = 0; it < iters; it++) {
+        float ms = -1;
+        rc = as_eb_gpu_forward(g, &ms, err, sizeof err) || as_eb_gpu_download(g, og, NULL, err, sizeof err);
+        if (rc) fprintf(stderr, "  forward: %s\n", err);
+        CHECK(rc == 0);
+        if (fast) as_eb_forward_typed_cpu(oc, x.W, &x.s, dt, 0);
+        else as_eb_forward_typed_ref(oc, x.W, &x.s, dt);
+        cmp_out(og, oc, outn, "forward");
+        rc = as_eb_gpu_backward_sgd(g, 0.0f, &ms, err, sizeof err) || as_eb_gpu_download(g, NULL, wg, err, sizeof err) ||
+             as_eb_gpu_download_state(g, sg, err, sizeof err);
+        if (rc) fprintf(stderr, "  backward: %s\n", err);
+        CHECK(rc == 0);
+        op.step = 1 + it;
+        CHECK_EQ_I64(as_eb_opt_prepare(&op, err, sizeof err), 0);
+        if (fast) CHECK_EQ_I64(as_eb_backward_typed_cpu(x.W, x.S, h->grad, &x.s, dt, x.st_off, &op, ws, 0), 0);
+        else as_eb_backward_typed_ref(x.W, x.S, h->grad, &x.s, dt, x.st_off, &op);
+        cmp_units(wg, x.W, (size_t)x.nw, "weights");
+        if (x.ns) cmp_out(sg, x.S, (size_t)x.ns, "state");
+        guards_ok(g);
+        memcpy(x.W, wg, sizeof(uint16_t) * (size_t)x.nw);   /* go on from the GPU's, so later
+                                                              iterations test the kernels */
+        if (x.ns) memcpy(x.S, sg, sizeof(float) * (size_t)x.ns);
+    }
+    as_eb_cpu_ws_free(ws);
+    free(og); free(oc); free(wg); free(sg);
+    as_eb_gpu_destroy(g);
+    typed_free(&x);
+}
+
+/* every optimizer with all-fp32, all-bf16, all-fp16 and mixed tables (types cycled) */
+static void run_typed_all(const shard_t *h, int iters, const char *name, int fast)
+{
+    const int T = h->s.T;
+    uint8_t *dt = malloc((size_t)T);
+    for (int combo = 0; combo < 4; combo++) {
+        for (int t = 0; t < T; t++)
+            dt[t] = combo == 0 ? AS_EB_F32 : combo == 1 ? AS_EB_BF16 : combo == 2 ? AS_EB_F16 : (uint8_t)((t + 1) % 3);
+        for (int o = 0; o < AS_EB_NOPTIM; o++) {
+            char nm[128];
+            snprintf(nm, sizeof nm, "%s, types %s", name,
+                     combo == 0 ? "fp32" : combo == 1 ? "bf16" : combo == 2 ? "fp16" : "mixed");
+            run_typed(h, dt, (as_eb_optim)o, iters, nm, fast);
+        }
+    }
+    free(dt);
+}
+
+TEST(gpu_ebt_odd_dims_hot_small)
+{
+    /* odd dims (1 .. 100: lanes without columns, several column passes), hot rows, misaligned
+       table starts */
+    int32_t d[5] = {1, 3, 17, 33, 100};
+    int64_t e[5] = {7, 300, 64, 129, 250};
+    shard_t *h = mk_shard(5, 96, d, e, 5, 30, DIST_HOT, 0.6, 3, 7);
+    run_typed_all(h, 2, "odd dims hot", 0);
+    free_shard(h);
+}
+
+TEST(gpu_ebt_wide_empty_small)
+{
+    /* D > 32 * 8 (many column passes), empty bags, a one-row table */
+    int32_t d[3] = {264, 1000, 8};
+    int64_t e[3] = {50, 40, 1};
+    shard_t *h = mk_shard(3, 64, d, e, 0, 40, DIST_HOT, 0.5, 0, 9);
+    run_typed_all(h, 2, "wide", 0);
+    free_shard(h);
+}
+
+TEST(gpu_ebt_chunked_runs_small)
+{
+    /* runs at the short/long boundary (64, 65) and the chunk boundaries: one-chunk long runs
+       and runs of 2-4 chunks, whose G depends on the chunk order (mk_runs_shard) */
+    const int64_t C = AS_EB_CHUNK;
+    int64_t len[9] = {1, 64, 65, C - 1, C, C + 1, 2 * C, 2 * C + 1, 3 * C + 7};
+    int32_t d[4] = {128, 5, 35, 96};
+    shard_t *h = mk_runs_shard(4, d, len, 9, 3, 17);
+    run_typed_all(h, 2, "chunked runs", 0);
+    free_shard(h);
+}
+
+TEST(gpu_ebt_key64_small)
+{
+    int32_t d[3] = {16, 20, 64};
+    int64_t e[3] = {300, 1, 700};
+    shard_t *h = mk_shard(3, 80, d, e, 0, 90, DIST_HOT, 0.3, 0, 10);
+    setenv("AS_EB_FORCE_KEY64", "1", 1);
+    run_typed_all(h, 2, "key64", 0);
+    unsetenv("AS_EB_FORCE_KEY64");
+    free_shard(h);
+}
+
+TEST(gpu_ebt_no_lookups_small)
+{
+    int32_t d[2] = {8, 4};
+    int64_t e[2] = {10, 10};
+    shard_t *h = mk_shard(2, 16, d, e, 0, 0, DIST_UNIFORM, 0, 0, 4);
+    run_typed_all(h, 1, "no lookups", 0);
+    free_shard(h);
+}
+
+TEST(gpu_ebt_refused_small)
+{
+    /* set_typed checks the layout against the types: a fp32 table on the fp16 layout overlaps */
+    int32_t d[2] = {8, 4};
+    int64_t e[2] = {10, 10};
+    shard_t *h = mk_shard(2, 16, d, e, 1, 3, DIST_UNIFORM, 0, 0, 4);
+    char err[512] = "";
+    as_eb_gpu *g = NULL;
+    int rc = as_eb_gpu_create(&g, &h->s, h->W, h->grad, 0, err, sizeof err);
+    CHECK(rc == 0);
+    if (!rc) {
+        const uint8_t dt[2] = {AS_EB_F32, AS_EB_F16};
+        as_eb_opt op = {AS_EB_SGD, 0.1f, 0, 0, 0, 1, 0, 0};
+        CHECK(as_eb_gpu_set_typed(g, &h->s, dt, &op, NULL, NULL, err, sizeof err) != 0);
+        fprintf(stderr, "  refused: %s\n", err);
+        CHECK(strstr(err, "overlap") != NULL);
+        as_eb_gpu_destroy(g);
+    }
+    free_shard(h);
+}
+
+TEST(gpu_ebt_large_zipf)
+{
+    int32_t d[8] = {128, 64, 32, 16, 128, 64, 32, 16};
+    int64_t e[8] = {100000, 100000, 100000, 100000, 10000, 10000, 10000, 10000};
+    shard_t *h = mk_shard(8, 8192, d, e, 10, 40, DIST_ZIPF, 0, 0, 14);
+    run_typed_all(h, 2, "large zipf", 1);
+    free_shard(h);
+}
+
+TEST(gpu_ebt_large_hot)
+{
+    /* a run of ~120k lookups (~230 chunks) */
+    int32_t d[2] = {64, 128};
+    int64_t e[2] = {1000000, 1000};
+    shard_t *h = mk_shard(2, 8192, d, e, 10, 30, DIST_HOT, 0.7, 0, 15);
+    run_typed_all(h, 1, "large hot", 1);
     free_shard(h);
 }
