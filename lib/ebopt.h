@@ -50,21 +50,8 @@
 extern "C" {
 #endif
 
-/* as_eb_dtype, as_eb_optim, as_eb_opt: ebshard.h */
-
-/* the names as model configs and records write them: "fp16", "fp32", "bf16"; "sgd",
- * "exact_rowwise_adagrad" (also "rowwise_adagrad"), "adam". 0, or -1 when unknown */
-int as_eb_dtype_parse(const char *s, as_eb_dtype *d);
-int as_eb_optim_parse(const char *s, as_eb_optim *o);
-const char *as_eb_dtype_name(as_eb_dtype d);
-const char *as_eb_optim_name(as_eb_optim o);
-/* 2-byte units of W one element takes (fp32 2, else 1); bytes of one element */
-int as_eb_dtype_units(as_eb_dtype d);
-/* fp32 state elements a table of E x D needs under optimizer o */
-int64_t as_eb_opt_state(as_eb_optim o, int64_t E, int64_t D);
-/* Adam's bias corrections for o->step into o->c1, o->c2; 0, or -1 with err when the
- * optimizer's constants are out of range (lr, eps finite and >= 0; betas in [0, 1); step >= 1) */
-int as_eb_opt_prepare(as_eb_opt *o, char *err, size_t errlen);
+/* as_eb_dtype, as_eb_optim, as_eb_opt and their names, units, state sizes and Adam's
+ * constants (as_eb_opt_prepare): ebshard.h */
 
 /* as_eb_validate (embbag.h) with the types and state above: w_off in units (a fp32 table's
  * region twice as long and at an even unit), st_off [T+1] non-decreasing with table t's

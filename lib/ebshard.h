@@ -1,11 +1,14 @@
 /* ebshard.h - the data of the fused embedding-bag op (embbag.h): a shard of T tables laid
  * out in one weight buffer with their batch of bags (the layout rule is embbag.h's top
- * comment), and one table of a pool, the unit a shard is assembled from. Types only: the
- * kernels (embbag) and their deterministic data (ebgen) both build on them.
+ * comment), and one table of a pool, the unit a shard is assembled from; what a shard
+ * trains (weight types, optimizers: their names, sizes and Adam's constants; ebopt.h has
+ * the arithmetic). The kernels (embbag), their references (ebopt) and their deterministic
+ * data (ebgen) all build on them.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #ifndef AS_EBSHARD_H
 #define AS_EBSHARD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -43,8 +46,22 @@ typedef struct {
     float eps;                /* Adagrad, Adam */
     float beta1, beta2;       /* Adam */
     int64_t step;             /* Adam: t >= 1 */
-    float c1, c2;             /* Adam: set by as_eb_opt_prepare (ebopt.h) */
+    float c1, c2;             /* Adam: set by as_eb_opt_prepare (below) */
 } as_eb_opt;
+
+/* the names as model configs and records write them: "fp16", "fp32", "bf16"; "sgd",
+ * "exact_rowwise_adagrad" (also "rowwise_adagrad"), "adam". 0, or -1 when unknown */
+int as_eb_dtype_parse(const char *s, as_eb_dtype *d);
+int as_eb_optim_parse(const char *s, as_eb_optim *o);
+const char *as_eb_dtype_name(as_eb_dtype d);
+const char *as_eb_optim_name(as_eb_optim o);
+/* 2-byte units of W one element takes (fp32 2, else 1); bytes of one element */
+int as_eb_dtype_units(as_eb_dtype d);
+/* fp32 state elements a table of E x D needs under optimizer o */
+int64_t as_eb_opt_state(as_eb_optim o, int64_t E, int64_t D);
+/* Adam's bias corrections for o->step into o->c1, o->c2; 0, or -1 with err when the
+ * optimizer's constants are out of range (lr, eps finite and >= 0; betas in [0, 1); step >= 1) */
+int as_eb_opt_prepare(as_eb_opt *o, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,6 @@
  *
  * Guard words surround the device output and weights (as_eb_gpu_check_guards, tests). */
 #include "embbag.h"
-#include "ebopt.h"
 #include "ebgen.h"
 #include "errbuf.h"
 
@@ -1693,6 +1692,35 @@ static void typed_free(as_eb_gpu *g)
     g->nstate = 0;
 }
 
+/* what keeps the typed kernels inside their buffers (the caller has validated the shard's
+ * typed layout, ebopt.h's as_eb_validate_typed): known types, every table's weights in
+ * their type inside W (a fp32 table at an even unit), its state inside the state buffer */
+static int typed_check(const as_eb_shard *s, const uint8_t *dtype, as_eb_optim kind, const int64_t *st_off, char *err,
+                       size_t errlen)
+{
+    if (kind < 0 || kind >= AS_EB_NOPTIM) { as_errbuf(err, errlen, "unknown optimizer %d", (int)kind); return -1; }
+    for (int t = 0; t < s->T; t++) {
+        const int d = dtype ? dtype[t] : AS_EB_F16;
+        if (d >= AS_EB_NDTYPE) { as_errbuf(err, errlen, "table %d: unknown weight type %d", t, d); return -1; }
+        const long long units = (long long)s->rows[t] * s->dims[t] * as_eb_dtype_units((as_eb_dtype)d);
+        if (d == AS_EB_F32 && (s->w_off[t] & 1)) {
+            as_errbuf(err, errlen, "table %d: fp32 weights at unit %lld, not 4-byte aligned", t, (long long)s->w_off[t]);
+            return -1;
+        }
+        if (s->w_off[t] < 0 || s->w_off[t] + units > s->w_off[s->T]) {
+            as_errbuf(err, errlen, "table %d: its %s weights (%lld units from %lld) pass the end of W (%lld units)", t,
+                      as_eb_dtype_name((as_eb_dtype)d), units, (long long)s->w_off[t], (long long)s->w_off[s->T]);
+            return -1;
+        }
+        const long long need = as_eb_opt_state(kind, s->rows[t], s->dims[t]);
+        if (need && (!st_off || st_off[t] < 0 || st_off[t] + need > st_off[s->T])) {
+            as_errbuf(err, errlen, "table %d: its %s state lies outside the state buffer", t, as_eb_optim_name(kind));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 extern "C" int as_eb_gpu_set_typed(as_eb_gpu *g, const as_eb_shard *s, const uint8_t *dtype, const as_eb_opt *o,
                                    const int64_t *st_off, const float *S, char *err, size_t errlen)
 {
@@ -1701,7 +1729,7 @@ extern "C" int as_eb_gpu_set_typed(as_eb_gpu *g, const as_eb_shard *s, const uin
         as_errbuf(err, errlen, "as_eb_gpu_set_typed: not the shard the handle was created with");
         return -1;
     }
-    if (as_eb_validate_typed(s, dtype, o->kind, st_off, err, errlen)) return -1;
+    if (typed_check(s, dtype, o->kind, st_off, err, errlen)) return -1;
     as_eb_opt chk = *o;
     if (as_eb_opt_prepare(&chk, err, errlen)) return -1;
     if (CK(cudaSetDevice(g->dev), "cudaSetDevice")) return -1;

@@ -147,7 +147,8 @@ int as_eb_gpu_measure_end(as_eb_gpu *g, double *fwd_ms, double *bwd_ms, double *
 void as_eb_gpu_overhead(const as_eb_gpu *g, double *setup_ms, double *flush_ms);
 
 /* the op with weight types and an optimizer (ebopt.h) on a handle from as_eb_gpu_create,
- * whose W was laid out in 2-byte units (s: the same shard, as_eb_validate_typed): dtype [T]
+ * whose W was laid out in 2-byte units (s: the same shard, validated by the caller with
+ * ebopt.h's as_eb_validate_typed; here only what keeps the kernels in bounds): dtype [T]
  * (NULL: all fp16), the optimizer o (its kind, rate and constants; o->step the step of the
  * next backward, >= 1), st_off [T+1] (NULL for SGD) and the initial state S [st_off[T]]
  * (NULL: zeros). From then on the handle's forward, backward and measurement run the typed

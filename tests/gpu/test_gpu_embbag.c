@@ -603,7 +603,8 @@ static void run_typed(const shard_t *h, const uint8_t *dt, as_eb_optim kind, int
     typed_make(&x, h, dt, kind);
     as_eb_opt op = {kind, kind == AS_EB_SGD ? 0.05f : 0.03f, 1e-6f, 0.9f, 0.999f, 1, 0, 0};
     as_eb_gpu *g = NULL;
-    int rc = as_eb_gpu_create(&g, &x.s, x.W, h->grad, 0, err, sizeof err);
+    int rc = as_eb_validate_typed(&x.s, dt, kind, x.st_off, err, sizeof err);
+    if (!rc) rc = as_eb_gpu_create(&g, &x.s, x.W, h->grad, 0, err, sizeof err);
     if (!rc) rc = as_eb_gpu_set_typed(g, &x.s, dt, &op, x.st_off, x.S, err, sizeof err);
     if (rc) fprintf(stderr, "  %s (%s): %s\n", name, as_eb_optim_name(kind), err);
     CHECK(rc == 0);
@@ -716,20 +717,25 @@ TEST(gpu_ebt_no_lookups_small)
 
 TEST(gpu_ebt_refused_small)
 {
-    /* set_typed checks the layout against the types: a fp32 table on the fp16 layout overlaps */
-    int32_t d[2] = {8, 4};
-    int64_t e[2] = {10, 10};
-    shard_t *h = mk_shard(2, 16, d, e, 1, 3, DIST_UNIFORM, 0, 0, 4);
+    /* set_typed keeps the kernels in bounds: a fp32 table on a fp16 layout would pass the end
+       of W; Adagrad without state offsets */
+    int32_t d[1] = {8};
+    int64_t e[1] = {10};
+    shard_t *h = mk_shard(1, 16, d, e, 1, 3, DIST_UNIFORM, 0, 0, 4);
     char err[512] = "";
     as_eb_gpu *g = NULL;
     int rc = as_eb_gpu_create(&g, &h->s, h->W, h->grad, 0, err, sizeof err);
     CHECK(rc == 0);
     if (!rc) {
-        const uint8_t dt[2] = {AS_EB_F32, AS_EB_F16};
+        const uint8_t f32[1] = {AS_EB_F32}, f16[1] = {AS_EB_F16};
         as_eb_opt op = {AS_EB_SGD, 0.1f, 0, 0, 0, 1, 0, 0};
-        CHECK(as_eb_gpu_set_typed(g, &h->s, dt, &op, NULL, NULL, err, sizeof err) != 0);
+        CHECK(as_eb_gpu_set_typed(g, &h->s, f32, &op, NULL, NULL, err, sizeof err) != 0);
         fprintf(stderr, "  refused: %s\n", err);
-        CHECK(strstr(err, "overlap") != NULL);
+        CHECK(strstr(err, "pass the end of W") != NULL);
+        op.kind = AS_EB_ROWWISE_ADAGRAD;
+        CHECK(as_eb_gpu_set_typed(g, &h->s, f16, &op, NULL, NULL, err, sizeof err) != 0);
+        fprintf(stderr, "  refused: %s\n", err);
+        CHECK(strstr(err, "state") != NULL);
         as_eb_gpu_destroy(g);
     }
     free_shard(h);
