@@ -608,23 +608,41 @@ static void pack_costs(msgpack_packer *pk, const char *key, int64_t K, const as_
     }
 }
 
-void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
-                       const as_bench_result *const *dp, double threshold, int64_t row_cap)
+/* the weight type of the plan's measured shards: theirs when they agree ("fp16" when none
+   says), else "mixed" */
+static void plan_wtype(char *w, size_t n, int64_t K, const as_bench_result *const *r)
 {
-    /* cost_dp_ms last: written only with dp, but an old one always dropped */
+    snprintf(w, n, "fp16");
+    int seen = 0;
+    for (int64_t k = 0; k < K; k++) {
+        if (!r[k] || !r[k]->ok) continue;
+        const char *x = r[k]->wtype[0] ? r[k]->wtype : "fp16";
+        if (!seen++) snprintf(w, n, "%s", x);
+        else if (strcmp(w, x)) snprintf(w, n, "mixed");
+    }
+}
+
+void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
+                       const as_bench_result *const *dp, double threshold, int64_t row_cap, as_eb_optim optim)
+{
+    /* the last three written only when they apply (dp; a kind other than fp16 + SGD), but
+       old ones always dropped */
     static const char *const mine[] = { "cost_ms", "cost_device", "cost_kind", "cost_spread", "cost_noisy", "noise_threshold",
-                                        "cost_pass_ms", "cost_pass_spread", "cost_row_cap", "cost_dp_ms" };
+                                        "cost_pass_ms", "cost_pass_spread", "cost_row_cap", "cost_dp_ms",
+                                        "cost_weights_type", "cost_optimizer" };
     const int nmine = (int)(sizeof mine / sizeof *mine);
-    char dev[128] = "";
+    char dev[128] = "", wtype[8];
     for (int64_t k = 0; k < K; k++)
         if (r[k]) snprintf(dev, sizeof dev, "%s", r[k]->device);
+    plan_wtype(wtype, sizeof wtype, K, r);
+    const int kind = strcmp(wtype, "fp16") || optim != AS_EB_SGD;
     uint32_t keep = 0;
     for (uint32_t f = 0; f < rec->via.map.size; f++) {
         int drop = 0;
         for (int m = 0; m < nmine && !drop; m++) drop = as_obj_streq(&rec->via.map.ptr[f].key, mine[m]);
         keep += !drop;
     }
-    msgpack_pack_map(pk, keep + (uint32_t)nmine - !dp);
+    msgpack_pack_map(pk, keep + (uint32_t)nmine - 3 + !!dp + (kind ? 2 : 0));
     for (uint32_t f = 0; f < rec->via.map.size; f++) {
         const msgpack_object_kv *kv = &rec->via.map.ptr[f];
         int drop = 0;
@@ -653,6 +671,10 @@ void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K,
     pack_plan_passes(pk, K, r);
     as_pack_str(pk, "cost_row_cap");
     if (row_cap > 0) msgpack_pack_int64(pk, row_cap); else msgpack_pack_nil(pk);
+    if (kind) {
+        as_pack_kv_str(pk, "cost_weights_type", wtype);
+        as_pack_kv_str(pk, "cost_optimizer", as_eb_optim_name(optim));
+    }
 }
 
 /* out[i] = the pool's id of piece pc[i] of table ids[i] (pc NULL: the ids); out may be ids.
@@ -841,7 +863,8 @@ static void write_plan(runner *R, const unit *un, const as_noise_job *jobs)
         if (o && d) combine_dp(&sum[k], o, d);
         rk[k] = o && d ? &sum[k] : o ? o : d;
     }
-    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, dk, R->c->noise.threshold, R->c->bench->row_cap);
+    as_brun_pack_plan(as_writer_pk(R->w), &un->up.data, K, rk, dk, R->c->noise.threshold, R->c->bench->row_cap,
+                      R->c->bench->optim);
     as_writer_end_record(R->w);
     free(rk);
     free(dk);

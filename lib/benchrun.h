@@ -176,9 +176,11 @@ int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, int6
  * when none), cost_kind "measured", cost_spread (K: the spread, nil when empty, not measured
  * or without one), cost_noisy (K booleans), noise_threshold, cost_pass_ms and
  * cost_pass_spread, cost_row_cap (row_cap > 0: the rows its tables above it were measured
- * over, as-bench --row-cap; else nil); these replace any of them the record had (cost_dp_ms
- * too, without dp). */
+ * over, as-bench --row-cap; else nil), and what the shards trained when it is not fp16 with
+ * SGD: cost_weights_type (the measured shards' weight type, "mixed" when they differ) and
+ * cost_optimizer (optim's name); these replace any of them the record had (cost_dp_ms and
+ * the kind too, when not written). */
 void as_brun_pack_plan(msgpack_packer *pk, const msgpack_object *rec, int64_t K, const as_bench_result *const *r,
-                       const as_bench_result *const *dp, double threshold, int64_t row_cap);
+                       const as_bench_result *const *dp, double threshold, int64_t row_cap, as_eb_optim optim);
 
 #endif

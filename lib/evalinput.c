@@ -126,6 +126,12 @@ static int read_plan(read_ctx *c, const as_reader *r, const as_record *rec, char
             if (!in->device[0]) snprintf(in->device, sizeof in->device, "%s", q->device);
             else if (strcmp(in->device, q->device)) in->devices_differ = 1;
         }
+        if (q->cost_kind == 1) {
+            char t[48];
+            snprintf(t, sizeof t, "%s %s", q->wtype[0] ? q->wtype : "fp16", q->optim[0] ? q->optim : "sgd");
+            if (!in->trained[0]) snprintf(in->trained, sizeof in->trained, "%s", t);
+            else if (strcmp(in->trained, t)) in->trained_differ = 1;
+        }
     }
     int64_t ri;
     for (ri = 0; ri < in->nruns; ri++) if (c->runs[ri][0] == c->file && c->runs[ri][1] == q->seed) break;

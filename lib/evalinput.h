@@ -46,6 +46,9 @@ typedef struct {
                                    episode back_at after back_from; back_at -1 none */
     char device[128];           /* the first plan's cost_device (without a model; "" none) */
     int devices_differ;         /* plans measured on different devices */
+    char trained[48];           /* the first plan's kind, "WEIGHTS OPTIMIZER" ("fp16 sgd" when
+                                   it carries none); "" before a measured plan */
+    int trained_differ;         /* plans measured training different kinds */
     as_featidx ft;              /* the `features` records, built */
     as_eval_singles singles;    /* single-table `cost` records (not estimate), not yet built */
     as_eval_quality_src quality;/* of the input */

@@ -429,6 +429,8 @@ static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, siz
         }
     }
     as_obj_str(rec, "cost_device", p->device, sizeof p->device);
+    as_obj_str(rec, "cost_weights_type", p->wtype, sizeof p->wtype);
+    as_obj_str(rec, "cost_optimizer", p->optim, sizeof p->optim);
     return 0;
 }
 

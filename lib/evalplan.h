@@ -32,6 +32,8 @@ typedef struct {
     int feasible;
     int cost_kind;              /* 0 none, 1 measured, 2 estimated */
     char device[128];           /* cost_device (measured) */
+    char wtype[8], optim[32];   /* cost_weights_type, cost_optimizer: what the measured shards
+                                   trained; "" when the plan carries none (fp16 with SGD) */
     double *spread;             /* [K] cost_spread: relative spread of each shard's timed runs,
                                    NaN where unknown; NULL when the plan carries none */
     unsigned char *noisy;       /* [K] cost_noisy; NULL when the plan carries none */

@@ -942,3 +942,33 @@ for t in sorted(tables):
     assert_failure 1
     assert_output --partial "comm_rw_bytes[2] + comm_cw_bytes[2] is more than the shard's comm_in_bytes + comm_out_bytes"
 }
+
+@test "as-bench measures plans with the kind they train (cost_weights_type, cost_optimizer); as-eval says so and warns on a mix" {
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    as-features "$T/pool.ast" --tasks 1 --task-tables 8 --shards 2 -o "$T/ft.ast"
+    as-plan --alg size-greedy,dim-greedy "$T/ft.ast" -o "$T/plans.ast"
+    B="--tables $T/pool.ast --device cpu --warmup 1 --runs 3 --trim 1 --threads 1 -q"
+    as-bench $B "$T/plans.ast" -o "$T/h.ast"
+    as-bench $B --weights-type fp32 --optimizer exact_rowwise_adagrad "$T/plans.ast" -o "$T/f.ast"
+    # fp16 + SGD (the default) writes no kind; another writes both
+    run sh -c "as-show --kind plan '$T/h.ast' | jq -c '[.cost_weights_type, .cost_optimizer]' | sort -u"
+    assert_output '[null,null]'
+    run sh -c "as-show --kind plan '$T/f.ast' | jq -c '[.cost_weights_type, .cost_optimizer]' | sort -u"
+    assert_output '["fp32","exact_rowwise_adagrad"]'
+    # measured again as fp16 + SGD: the old kind goes
+    as-bench $B "$T/f.ast" -o "$T/h2.ast"
+    run sh -c "as-show --kind plan '$T/h2.ast' | jq -c '[.cost_weights_type, .cost_optimizer]' | sort -u"
+    assert_output '[null,null]'
+    run as-eval "$T/h.ast"
+    assert_success
+    refute_output --partial "training"
+    run as-eval "$T/f.ast"
+    assert_success
+    assert_line --regexp '^# costs measured on .* \(training fp32 weights with exact_rowwise_adagrad\); 2 plans, 1 run$'
+    refute_output --partial "warning"
+    cat "$T/h.ast" "$T/f.ast" > "$T/mix.ast"
+    run as-eval "$T/mix.ast"
+    assert_success
+    assert_output --partial "warning: the plans' costs were measured training different weight types or optimizers"
+    assert_output --partial "(training different weight types or optimizers)"
+}

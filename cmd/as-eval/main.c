@@ -374,6 +374,9 @@ static void compute_plans(eval_run *x)
     const int64_t np = x->in.nplans;
     char err[4096];
     if (x->in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
+    if (x->in.trained_differ)
+        as_info("warning: the plans' costs were measured training different weight types or optimizers "
+                "(cost_weights_type, cost_optimizer): they do not compare");
     if (o->model_path && as_eval_estimate(pl, np, x->cm, &x->in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     for (int64_t j = 0; j < np; j++) {
         x->clamped += pl[j].clamped;
@@ -406,9 +409,21 @@ static void print_header(FILE *f, const eval_run *x)
     const char *device = x->in.device;
     if (o->model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
                                fmt == AS_EVAL_MARKDOWN ? "" : "# ", o->model_path, as_costmodel_device(x->cm));
-    else fprintf(f, "%scosts %s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ", x->label,
-                 device[0] ? " on " : "", device[0] ? (x->in.devices_differ ? "several devices" : device) : "", x->in.nplans,
-                 x->in.nruns, x->in.nruns == 1 ? "" : "s");
+    else {
+        /* what the shards trained, when not the paper's protocol (fp16 weights, SGD) */
+        char train[96] = "";
+        if (x->in.trained_differ) snprintf(train, sizeof train, " (training different weight types or optimizers)");
+        else if (x->in.trained[0] && strcmp(x->in.trained, "fp16 sgd")) {
+            char w[48];
+            snprintf(w, sizeof w, "%s", x->in.trained);
+            char *sp = strchr(w, ' ');
+            if (sp) *sp = 0;
+            snprintf(train, sizeof train, " (training %s weights with %s)", w, sp ? sp + 1 : "sgd");
+        }
+        fprintf(f, "%scosts %s%s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ",
+                x->label, device[0] ? " on " : "", device[0] ? (x->in.devices_differ ? "several devices" : device) : "",
+                train, x->in.nplans, x->in.nruns, x->in.nruns == 1 ? "" : "s");
+    }
     const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
     char how[256];
     if (o->comm.ab) snprintf(how, sizeof how, "by the alpha-beta model %s (per collective: alpha per call plus bytes over "

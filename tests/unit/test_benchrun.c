@@ -250,7 +250,7 @@ TEST(benchrun_pack_plan)
     msgpack_sbuffer_init(&ob);
     msgpack_packer opk;
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1, 0);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1, 0, AS_EB_SGD);
     msgpack_unpacked out;
     msgpack_unpacked_init(&out);
     off = 0;
@@ -302,7 +302,7 @@ TEST(benchrun_pack_plan)
     r3.pass_ms[0] = 0.25; r3.pass_ms[1] = 0.5 * 1.21;
     msgpack_sbuffer_init(&ob);
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1, 0);
+    as_brun_pack_plan(&opk, &in.data, 4, rk, NULL, 0.1, 0, AS_EB_SGD);
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
@@ -329,7 +329,7 @@ TEST(benchrun_pack_plan)
     const as_bench_result *empty[2] = { NULL, NULL };
     msgpack_sbuffer_init(&ob);
     msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-    as_brun_pack_plan(&opk, &in.data, 2, empty, NULL, 0.25, 0);
+    as_brun_pack_plan(&opk, &in.data, 2, empty, NULL, 0.25, 0, AS_EB_SGD);
     msgpack_unpacked_init(&out);
     off = 0;
     CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
@@ -343,16 +343,18 @@ TEST(benchrun_pack_plan)
 }
 
 /* cost_dp_ms: written after cost_ms with a data-parallel part (0 none, nil failed), an old
- * one dropped without */
+ * one dropped without; the kind (cost_weights_type, cost_optimizer) written when it is not
+ * fp16 + SGD (the shards' type, mixed when they differ), an old one dropped when it is */
 TEST(benchrun_pack_plan_dp)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 2);
+    msgpack_pack_map(&pk, 3);
     as_pack_kv_str(&pk, "kind", "plan");
     pack_ints(&pk, "cost_dp_ms", (const int64_t[]){ 9 }, 1);
+    as_pack_kv_str(&pk, "cost_optimizer", "adam");
     msgpack_unpacked in;
     msgpack_unpacked_init(&in);
     size_t off = 0;
@@ -360,18 +362,28 @@ TEST(benchrun_pack_plan_dp)
     as_bench_result r0 = { .ok = 1, .cost_ms = 3, .spread = NAN }, d0 = { .ok = 1, .cost_ms = 1, .spread = NAN },
                     d2 = { .ok = 0 };
     const as_bench_result *rk[3] = { &r0, NULL, &d2 }, *dk[3] = { &d0, NULL, &d2 };
-    for (int with = 0; with < 2; with++) {
+    for (int with = 0; with < 4; with++) {
         msgpack_sbuffer ob;
         msgpack_sbuffer_init(&ob);
         msgpack_packer opk;
         msgpack_packer_init(&opk, &ob, msgpack_sbuffer_write);
-        as_brun_pack_plan(&opk, &in.data, 3, rk, with ? dk : NULL, 0.1, with ? 4096 : 0);
+        /* with 2: fp32 shards with row-wise Adagrad; with 3: fp32 and bf16 shards with SGD */
+        snprintf(r0.wtype, sizeof r0.wtype, "%s", with >= 2 ? "fp32" : "");
+        snprintf(d0.wtype, sizeof d0.wtype, "%s", with == 3 ? "bf16" : with == 2 ? "fp32" : "");
+        const as_bench_result *rx[3] = { &r0, with == 3 ? &d0 : NULL, &d2 };
+        as_brun_pack_plan(&opk, &in.data, 3, with == 3 ? rx : rk, with ? dk : NULL, 0.1, with ? 4096 : 0,
+                          with == 2 ? AS_EB_ROWWISE_ADAGRAD : AS_EB_SGD);
         msgpack_unpacked out;
         msgpack_unpacked_init(&out);
         off = 0;
         CHECK(msgpack_unpack_next(&out, ob.data, ob.size, &off) == MSGPACK_UNPACK_SUCCESS);
         const msgpack_object *o = &out.data, *d = as_obj_get(o, "cost_dp_ms");
-        CHECK_EQ_I64(o->via.map.size, with ? 11 : 10);
+        CHECK_EQ_I64(o->via.map.size, with >= 2 ? 13 : with ? 11 : 10);
+        char wt[16] = "", op[32] = "";
+        as_obj_str(o, "cost_weights_type", wt, sizeof wt);
+        as_obj_str(o, "cost_optimizer", op, sizeof op);
+        CHECK_STR(wt, with == 2 ? "fp32" : with == 3 ? "mixed" : "");
+        CHECK_STR(op, with == 2 ? "exact_rowwise_adagrad" : with == 3 ? "sgd" : "");
         /* the row cap measured under: given, or nil */
         int64_t rcap = 0;
         const msgpack_object *rc = as_obj_get(o, "cost_row_cap");
