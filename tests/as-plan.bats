@@ -832,15 +832,19 @@ t_cat_25 table_wise 4"
     run as-plan --alg cost-greedy --model "$D/m.ast" --split-tables --comm-model nvlink8 --shards 9 "$D/ft.ast"
     assert_failure 1
     assert_output --partial "holds for one host of at most 8 GPUs, not 9 ranks"
-    # every plan names its model (comm_gbps 0); task 0's plan splits a table by columns, its
-    # pieces' bytes apart in comm_cw_bytes; the other plans hold whole tables and lack it
+    # every plan names its model (comm_gbps 0); a plan that splits a table by columns has its
+    # pieces' bytes apart in comm_cw_bytes, the plans that hold whole tables lack it (which
+    # tasks split depends on the cost model, fitted on this machine's timings: 1 or 2 of 8)
     as-plan -q --alg cost-greedy --model "$D/m.ast" --split-tables --comm-model nvlink8 --plans-only "$D/ft.ast" -o "$T/ab.ast"
-    run sh -c "as-show --no-header -k plan --full '$T/ab.ast' | jq -c '[.comm_model, .comm_gbps, ((.pieces // []) | map(select(. != null)) | length) > 0, ((.comm_cw_bytes // [0]) | add) > 0]' | sort | uniq -c"
-    assert_output --partial '1 ["nvlink8",0,true,true]'
-    assert_output --partial '7 ["nvlink8",0,false,false]'
+    run sh -c "as-show --no-header -k plan --full '$T/ab.ast' | jq -c '[.comm_model, .comm_gbps, ((.pieces // []) | map(select(. != null)) | length) > 0, ((.comm_cw_bytes // [0]) | add) > 0]' | sort -u"
+    assert_line '["nvlink8",0,true,true]'
+    refute_line '["nvlink8",0,true,false]'
+    refute_line '["nvlink8",0,false,true]'
+    run sh -c "as-show --no-header -k plan '$T/ab.ast' | wc -l"
+    assert_output 8
     # the column pieces' share is the bytes of the pieces on each shard (ids in: every
     # lookup of the table; outputs: 2 x batch x width x 4)
-    run sh -c "as-show --no-header -k plan --full '$T/ab.ast' | jq -c 'select(.pieces != null) | [.comm_cw_bytes, ([range(.shards)] | map(0))] | .[0] != .[1]'"
+    run sh -c "as-show --no-header -k plan --full '$T/ab.ast' | jq -c 'select(.pieces != null) | [.comm_cw_bytes, ([range(.shards)] | map(0))] | .[0] != .[1]' | sort -u"
     assert_output true
     # alphas of 1 s a call on the all-to-all and the ring: a split brings a type the plan had
     # not, 3 s on every shard, more than any kernel of the tiny pool saves: nothing is split
