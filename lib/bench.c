@@ -1189,6 +1189,7 @@ void as_bench_tally_add(as_bench_tally *t, const as_bench_result *r)
 
 void as_bench_tally_free(as_bench_tally *t)
 {
+    if (!t) return;
     free(t->spreads);
     t->spreads = NULL;
     t->nspread = t->capspread = 0;

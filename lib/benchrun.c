@@ -123,6 +123,7 @@ void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const i
 
 void as_bsample_free(as_bsample *s)
 {
+    if (!s) return;
     for (int64_t i = 0; s->pc && i < s->n; i++) free(s->pc[i]);
     free(s->pc);
     for (int64_t i = 0; i < s->n; i++) free(s->ids[i]);

@@ -333,6 +333,7 @@ void as_costdata_split_tables(const as_costdata *d, as_costsplit *s)
 
 void as_costsplit_free(as_costsplit *s)
 {
+    if (!s) return;
     free(s->train);
     free(s->test);
     memset(s, 0, sizeof *s);
@@ -504,6 +505,7 @@ void as_costeval_run(as_costeval *e, const as_costmodel *m, const as_costdata *d
 
 void as_costeval_free(as_costeval *e)
 {
+    if (!e) return;
     free(e->ytr); free(e->ptr); free(e->yte); free(e->pte);
     free(e->sum_single); free(e->covered);
     free(e->lin_train); free(e->lin_test);

@@ -239,6 +239,7 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
 
 void as_costpred_free(as_costpred *p)
 {
+    if (!p) return;
     as_featidx_free(&p->ft);
     free(p->buf);
     free(p->off);

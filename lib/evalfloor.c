@@ -188,6 +188,7 @@ double as_eval_singles_get(const as_eval_singles *s, int64_t id, int64_t *count)
 
 void as_eval_singles_free(as_eval_singles *s)
 {
+    if (!s) return;
     if (s->pieces) {
         as_eval_singles_free(s->pieces);
         free(s->pieces);

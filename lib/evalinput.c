@@ -244,6 +244,7 @@ int as_eval_input_read(as_eval_input *in, char *const *files, int nfiles, const 
 
 void as_eval_input_free(as_eval_input *in)
 {
+    if (!in) return;
     for (int64_t j = 0; j < in->nplans; j++) as_eval_plan_free(&in->plans[j]);
     free(in->plans);
     free(in->train);

@@ -11,6 +11,7 @@
 
 void as_eval_plan_free(as_eval_plan *p)
 {
+    if (!p) return;
     free(p->tables);
     free(p->pieces);
     free(p->assign);

@@ -9,6 +9,7 @@
 
 void as_feat_scratch_free(as_feat_scratch *s)
 {
+    if (!s) return;
     free(s->count);
     s->count = NULL;
     s->cap = 0;

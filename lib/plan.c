@@ -13,45 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ALG_NAMES[AS_ALG_COUNT] = {
-    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy", "autoshard", "torchrec"
-};
-
-const char *as_alg_name(as_alg a)
-{
-    return (unsigned)a < AS_ALG_COUNT ? ALG_NAMES[a] : "?";
-}
-
-int as_alg_parse(const char *s, as_alg *out)
-{
-    for (int a = 0; a < AS_ALG_COUNT; a++)
-        if (!strcmp(s, ALG_NAMES[a])) { *out = (as_alg)a; return 0; }
-    return -1;
-}
-
-int as_alg_parse_label(const char *s, as_alg *out, int *refined)
-{
-    size_t n = strlen(s), m = strlen(AS_REFINE_SUFFIX);
-    *refined = 0;
-    if (!as_alg_parse(s, out)) return 0;
-    if (n <= m || strcmp(s + n - m, AS_REFINE_SUFFIX)) return -1;
-    char base[64];
-    if (n - m >= sizeof base) return -1;
-    memcpy(base, s, n - m);
-    base[n - m] = 0;
-    if (as_alg_parse(base, out)) return -1;
-    *refined = 1;
-    return 0;
-}
-
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
 {
-    char m[32] = "";
-    if (p && p->measured == 1) snprintf(m, sizeof m, "+measured");
-    else if (p && p->measured > 1) snprintf(m, sizeof m, "+measured%d", p->measured);
-    snprintf(buf, len, "%s%s%s%s%s", as_alg_name(a), p && p->split ? "+split" : "", p && p->replicated ? "+dp" : "",
-             p && p->refine.done ? AS_REFINE_SUFFIX : "", m);
-    return buf;
+    return as_plan_label_format(a, p && p->split, p && p->replicated, p && p->refine.done, p ? p->measured : 0, buf, len);
 }
 
 /* the label a plan record or rendering carries: the meta's own, else the algorithm's */
@@ -372,6 +336,7 @@ int64_t as_plan_ranks(int64_t world, int64_t shards, int64_t k, int64_t *out)
 
 void as_ptask_free(as_ptask *t)
 {
+    if (!t) return;
     free(t->tables);
     memset(t, 0, sizeof *t);
 }
@@ -423,6 +388,7 @@ int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errl
 
 void as_planrec_free(as_planrec *p)
 {
+    if (!p) return;
     free(p->tables);
     free(p->pieces);
     free(p->assign);

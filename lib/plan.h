@@ -29,22 +29,11 @@
 #include "comm.h"
 #include "featurize.h"
 #include "modelgate.h"
+#include "planlabel.h"
 #include "stream.h"
 
-typedef enum {
-    AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST, AS_ALG_AUTOSHARD,
-    AS_ALG_TORCHREC,
-    AS_ALG_COUNT
-} as_alg;
-
-const char *as_alg_name(as_alg a);             /* "random", "size-greedy", ... */
-int as_alg_parse(const char *s, as_alg *out);  /* 0 ok, -1 unknown */
-
-/* The `alg` of a plan record: an algorithm's name, with AS_REFINE_SUFFIX ("+refine") for a
- * plan that as_plan_refine (lib/refine.h) improved, e.g. "cost-greedy+refine". */
-#define AS_REFINE_SUFFIX "+refine"
-/* parse such a label: 0 ok (*refined = 1 with the suffix), -1 unknown */
-int as_alg_parse_label(const char *s, as_alg *out, int *refined);
+/* as_alg, the planners' names and the plan labels (ALG+split+dp+refine+measuredN):
+ * planlabel.h */
 
 /* The cost model as the planner sees it: a per-table representation of width rep that is
  * summed over a shard, and a head mapping a summed representation to the shard's cost

@@ -7,6 +7,7 @@
 #include "policy.h"
 #include "refine.h"
 #include "replicate.h"
+#include "stats.h"
 #include "comm.h"
 #include "torchrec.h"
 
@@ -121,6 +122,7 @@ int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const 
 
 void as_plan_input_free(as_plan_input *in)
 {
+    if (!in) return;
     for (int64_t i = 0; i < in->ntasks; i++) as_ptask_free(&in->tasks[i]);
     free(in->tasks);
     as_featidx_free(&in->ft);
@@ -383,19 +385,6 @@ static const as_ptask *task_of(const as_plan_input *in, int64_t id)
     return NULL;
 }
 
-/* the measured rounds a plan label carries: 0 without "+measured", 1 for "+measured",
- * N for "+measuredN" */
-static int label_rounds(const char *label)
-{
-    const char *m = strstr(label, "+measured");
-    if (!m) return 0;
-    m += strlen("+measured");
-    if (!*m) return 1;
-    int n = 0;
-    for (; *m >= '0' && *m <= '9' && n < 1000000; m++) n = n * 10 + (*m - '0');
-    return n > 1 ? n : 1;
-}
-
 /* the features of a plan record's items (whole tables and pieces) from in, malloc'd [n] in
  * *items; 0, or -1 with err naming the first item without features */
 static int record_items(const as_plan_input *in, const as_planrec *pr, const char *label, as_features **items, char *err,
@@ -441,11 +430,10 @@ static int record_cap(const as_planrec *pr, const as_features *items, uint64_t c
 /* a plan label's algorithm (its part before the first '+'): 0, or -1 with err */
 static int label_alg(const char *label, int64_t task, as_alg *alg, char *err, size_t errlen)
 {
-    char base[64];
-    snprintf(base, sizeof base, "%s", label);
-    char *plus = strchr(base, '+');
-    if (plus) *plus = 0;
-    if (as_alg_parse(base, alg)) {
+    as_plan_label l;
+    as_plan_label_parse(label, &l);
+    *alg = l.alg;
+    if (!l.known) {
         snprintf(err, errlen, "plan of task %" PRId64 ": unknown algorithm '%s'", task, label);
         return -1;
     }
@@ -500,7 +488,9 @@ static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *
         R->rs->skipped++;
         return 1;
     }
-    m->rounds = label_rounds(m->label);
+    as_plan_label l;
+    as_plan_label_parse(m->label, &l);
+    m->rounds = l.measured;
     if ((c->repair_filter && !c->want[m->alg]) || (c->repair_labels && !label_wanted(c->repair_labels, m->label, m->alg, 0)) ||
         (c->repair_round > 0 && m->rounds != c->repair_round - 1)) {
         R->rs->skipped++;
@@ -567,12 +557,7 @@ static void measured_scale(double *scale, const double *meas, const as_plan *pl,
         scale[k] = pl->count[k] && isfinite(meas[k]) && meas[k] > 0 && pl->pred[k] > 0 ? meas[k] / pl->pred[k] : NAN;
         if (isfinite(scale[k])) known[nk++] = scale[k];
     }
-    double med = 1;
-    if (nk) {
-        for (int64_t a = 1; a < nk; a++)
-            for (int64_t b = a; b > 0 && known[b - 1] > known[b]; b--) { double x = known[b]; known[b] = known[b - 1]; known[b - 1] = x; }
-        med = nk % 2 ? known[nk / 2] : 0.5 * (known[nk / 2 - 1] + known[nk / 2]);
-    }
+    const double med = nk ? as_stats_median(known, nk) : 1;
     for (int64_t k = 0; k < K; k++) if (!isfinite(scale[k])) scale[k] = med;
     free(known);
 }
@@ -585,8 +570,10 @@ static int rebuild(as_plan *pl, as_plan_cfg *pc, mplan *m, char *e2, size_t e2le
     if (as_plan_make(pl, pc, m->fi, n, e2, e2len)) return -1;
     measured_scale(m->scale, m->meas, pl, K);
     pc->shard_scale = m->scale;
-    pl->split = strstr(m->label, "+split") != NULL;
-    pl->replicated = strstr(m->label, "+dp") != NULL;
+    as_plan_label l;
+    as_plan_label_parse(m->label, &l);
+    pl->split = l.split;
+    pl->replicated = l.replicated;
     pl->comm_gbps = m->comm;
     pl->comm_model = m->has_cmodel ? m->cmodel.name : NULL;
     if (m->pr.pieces) {
@@ -666,7 +653,9 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     if (!rc && c->keep_unrefined) {
         /* the plan as it was measured, its label and its model's quality as they came, to
            measure beside the new one */
-        pl.refine.done = strstr(m.label, AS_REFINE_SUFFIX) != NULL;
+        as_plan_label l;
+        as_plan_label_parse(m.label, &l);
+        pl.refine.done = l.refined;
         pl.measured = m.rounds;
         as_plan_meta was = meta;
         was.model_quality = m.has_mq ? &m.mq : NULL;
@@ -791,10 +780,12 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
             snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr->task, o->label, e2);
     }
     if (!rc) {
-        pl.split = strstr(o->label, "+split") != NULL;
-        pl.replicated = strstr(o->label, "+dp") != NULL;
-        pl.refine.done = strstr(o->label, AS_REFINE_SUFFIX) != NULL;
-        pl.measured = label_rounds(o->label);
+        as_plan_label l;
+        as_plan_label_parse(o->label, &l);
+        pl.split = l.split;
+        pl.replicated = l.replicated;
+        pl.refine.done = l.refined;
+        pl.measured = l.measured;
         pl.comm_gbps = o->comm_gbps;
         pl.comm_model = o->comm_model ? o->comm_model->name : NULL;
         pl.plan_ms = o->plan_ms;   /* the planning time the plan came with, not the rebuild's */

@@ -67,7 +67,6 @@ int64_t as_limit(as_limit_id l)
 }
 
 int64_t as_limit_default(as_limit_id l) { return (unsigned)l < AS_LIM_COUNT ? LIM[l].def : 0; }
-int64_t as_limit_hard(as_limit_id l) { return (unsigned)l < AS_LIM_COUNT ? LIM[l].hard : 0; }
 const char *as_limit_env(as_limit_id l) { return (unsigned)l < AS_LIM_COUNT ? LIM[l].env : "?"; }
 const char *as_limit_what(as_limit_id l) { return (unsigned)l < AS_LIM_COUNT ? LIM[l].what : "?"; }
 

@@ -42,7 +42,6 @@ int64_t as_limit(as_limit_id l);
  * else -1 with err ("AS_MAX_SHARDS: '0' is not a count in 1..1048576 (the limit on ...)") */
 int as_limits_check(char *err, size_t errlen);
 int64_t as_limit_default(as_limit_id l);
-int64_t as_limit_hard(as_limit_id l);
 const char *as_limit_env(as_limit_id l);     /* "AS_MAX_SHARDS", ... */
 const char *as_limit_what(as_limit_id l);    /* "shards per task or plan", ... */
 /* tests: forget the cached values so a changed environment is read again */

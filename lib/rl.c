@@ -105,7 +105,6 @@ void as_rl_state_free(as_rl_state *st)
 
 int64_t as_rl_state_total_episodes(const as_rl_state *st) { return st->total_episodes; }
 double as_rl_state_minutes(const as_rl_state *st) { return st->minutes; }
-double as_rl_state_wall(const as_rl_state *st) { return st->wall; }
 int64_t as_rl_state_best_episode(const as_rl_state *st) { return st->best_episode; }
 const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st) { return &st->hp; }
 int64_t as_rl_state_run_id(const as_rl_state *st) { return st->run_id; }

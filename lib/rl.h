@@ -146,7 +146,6 @@ void as_rl_state_free(as_rl_state *st);
 int64_t as_rl_state_best_episode(const as_rl_state *st);   /* -1: no selection yet */
 int64_t as_rl_state_total_episodes(const as_rl_state *st);
 double as_rl_state_minutes(const as_rl_state *st);
-double as_rl_state_wall(const as_rl_state *st);
 const as_rl_hparams *as_rl_state_hparams(const as_rl_state *st);
 int64_t as_rl_state_run_id(const as_rl_state *st);
 

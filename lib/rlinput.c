@@ -88,6 +88,7 @@ int as_rl_input_read(as_rl_input *in, char *const *files, int nfiles, char *err,
 
 void as_rl_input_free(as_rl_input *in)
 {
+    if (!in) return;
     for (int64_t ti = 0; ti < in->ntasks; ti++) {
         if (in->tasks) free(in->tasks[ti].t);
         as_ptask_free(&in->ptask[ti]);

@@ -370,11 +370,9 @@ static int doc_label(ictx *x, const msgpack_object *root, char *label, size_t le
         label[o->via.str.size] = 0;
     }
     /* its algorithm: the label's first part when it names one of ours, else TorchRec's */
-    char base[64];
-    snprintf(base, sizeof base, "%s", label);
-    char *plus = strchr(base, '+');
-    if (plus) *plus = 0;
-    if (as_alg_parse(base, alg)) *alg = AS_ALG_TORCHREC;
+    as_plan_label l;
+    as_plan_label_parse(label, &l);
+    *alg = l.known ? l.alg : AS_ALG_TORCHREC;
     return 0;
 }
 
@@ -385,7 +383,7 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
     if (root->type != MSGPACK_OBJECT_MAP) return fail(x, "not a JSON object (a TorchRec plan of as-plan --format torchrec)");
     int64_t tid, ws, ls;
     char label[64];
-    as_alg alg;
+    as_alg alg = AS_ALG_TORCHREC;
     if (get_int(x, root, "task", "task", 0, INT64_MAX, &tid, 1) || doc_label(x, root, label, sizeof label, &alg))
         return -1;
     const as_ptask *t = NULL;
@@ -434,7 +432,9 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
         as_planrec pr = { tid, 1, K, n, ids, assign, 0, as_pieces_any(pcs, n) ? pcs : NULL, 0 };
         for (int64_t i = 0; i < n; i++) pr.ndp += assign[i] == AS_DP;
         const uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
-        const double comm = strstr(label, "+split") && c->split_cfg ? c->split_cfg->comm_gbps : 0;
+        as_plan_label l;
+        as_plan_label_parse(label, &l);
+        const double comm = l.split && c->split_cfg ? c->split_cfg->comm_gbps : 0;
         as_plan_placed pp = { label, alg, mcap, c->cap_given ? " of --mem-cap" : " of its task", comm, 0, c->seed, t->split,
                               world, 1, NULL };
         if (x->odd_kernels)

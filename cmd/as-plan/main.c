@@ -549,12 +549,9 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
                 if (!tok[1]) as_cli_usage(cli, "--alg: '=' needs a plan label after it (e.g. =lookup-greedy)");
                 continue;
             }
-            char base[64];
-            snprintf(base, sizeof base, "%s", tok);
-            char *plus = strchr(base, '+');
-            if (plus) *plus = 0;
-            as_alg x;
-            if (as_alg_parse(base, &x)) as_cli_usage(cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
+            as_plan_label l;
+            as_plan_label_parse(tok, &l);
+            if (!l.known) as_cli_usage(cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
         }
         free(s);
         if (a->export_file) cfg->export_algs = a->alg;

@@ -1,0 +1,43 @@
+/* planlabel.h - a plan's label, the `alg` of a plan record: the name of the planner that made
+ * it, then, in this order, a suffix for each thing done to the plan since: "+split" (the
+ * split search, as-plan --split-tables), "+dp" (tables replicated data-parallel,
+ * --replicate), "+refine" (the local search, lib/refine.h), "+measured" or "+measuredN"
+ * (repaired after N measured rounds, as-plan --repair), e.g. "cost-greedy+split+refine".
+ * A plan imported from TorchRec's own planner carries a label that names no planner of ours
+ * ("torchrec-own"). This module is the one place that writes and reads them. */
+#ifndef AS_PLANLABEL_H
+#define AS_PLANLABEL_H
+
+#include <stddef.h>
+
+/* the planners */
+typedef enum {
+    AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST, AS_ALG_AUTOSHARD,
+    AS_ALG_TORCHREC,
+    AS_ALG_COUNT
+} as_alg;
+
+const char *as_alg_name(as_alg a);             /* "random", "size-greedy", ... */
+int as_alg_parse(const char *s, as_alg *out);  /* 0 ok, -1 unknown */
+
+#define AS_REFINE_SUFFIX "+refine"
+
+/* a label taken apart */
+typedef struct {
+    char base[64];          /* the label up to its first '+' (at most 63 bytes of it) */
+    int known;              /* base names a planner of ours: alg */
+    as_alg alg;
+    int split, replicated, refined;   /* the label holds "+split", "+dp", "+refine" */
+    int measured;           /* 0 without "+measured", 1 with "+measured" (or a count below 2
+                               after it), N with "+measuredN" */
+} as_plan_label;
+
+/* the parts of any string as a label (never fails: an unknown base gives known 0) */
+void as_plan_label_parse(const char *label, as_plan_label *l);
+/* the label of planner a's plan with these suffixes, into buf[len]; returns buf */
+const char *as_plan_label_format(as_alg a, int split, int replicated, int refined, int measured, char *buf, size_t len);
+/* a label that is a planner's name alone or with "+refine" only: 0 (*refined says which),
+ * else -1 (another suffix, or a base not of ours) */
+int as_alg_parse_label(const char *s, as_alg *out, int *refined);
+
+#endif
