@@ -1558,3 +1558,52 @@ void as_eval_print_curve(FILE *f, as_eval_format fmt, const as_eval_train *t, in
     if (fmt != AS_EVAL_CSV) fputc('\n', f);
     free(rows);
 }
+
+void as_eval_print_header(FILE *f, as_eval_format fmt, const as_eval_header *h)
+{
+    const char *device = h->device ? h->device : "";
+    if (h->model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
+                               fmt == AS_EVAL_MARKDOWN ? "" : "# ", h->model_path, h->model_device ? h->model_device : "");
+    else {
+        /* what the shards trained, when not the paper's protocol (fp16 weights, SGD) */
+        char train[96] = "";
+        if (h->trained_differ) snprintf(train, sizeof train, " (training different weight types or optimizers)");
+        else if (h->trained && h->trained[0] && strcmp(h->trained, "fp16 sgd")) {
+            char w[48];
+            snprintf(w, sizeof w, "%s", h->trained);
+            char *sp = strchr(w, ' ');
+            if (sp) *sp = 0;
+            snprintf(train, sizeof train, " (training %s weights with %s)", w, sp ? sp + 1 : "sgd");
+        }
+        fprintf(f, "%scosts %s%s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ",
+                h->label, device[0] ? " on " : "", device[0] ? (h->devices_differ ? "several devices" : device) : "",
+                train, h->nplans, h->nruns, h->nruns == 1 ? "" : "s");
+    }
+    const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
+    char how[256];
+    if (h->comm_model) snprintf(how, sizeof how, "by the alpha-beta model %s (per collective: alpha per call plus bytes over "
+                                                 "its bus bandwidth)", h->comm_model);
+    else snprintf(how, sizeof how, "at %g GiB/s", h->comm_gbps);
+    if (h->charged)
+        fprintf(f, "%s%s kernel costs plus communication modelled %s (ids in, pooled outputs and "
+                   "gradients out, each shard's own and its 1/K share of the all-to-all%s; %.1f MB per shard on "
+                   "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, h->label, how,
+                h->dp_plans ? ", and the all-reduce of the data-parallel tables' gradients" : "",
+                h->comm_n ? h->comm_bytes / (double)h->comm_n / 1e6 : 0.0, h->comm_max / 1e6);
+    else if (h->comm_have && !h->comm_missing)
+        fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "
+                   "pooled outputs and gradients out)\n\n", nt, h->comm_n ? h->comm_bytes / (double)h->comm_n / 1e6 : 0.0,
+                h->comm_max / 1e6);
+    else if (h->comm_have)
+        fprintf(f, "%snot charged: %" PRId64 " plans carry no communication bytes; kernel costs alone\n\n", nt,
+                h->comm_missing);
+    if (h->clamped)
+        fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
+                   "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
+                h->clamped, h->estimated);
+    if (h->quality && h->show_quality) {
+        if (h->quality->have) as_eval_print_quality(f, fmt, h->quality);
+        else fprintf(f, "%sits held-out quality is not in the model file (no `model` record with `heldout`, no "
+                        "`costfit-report`)\n\n", fmt == AS_EVAL_MARKDOWN ? "**Cost model:** " : "# cost model: ");
+    }
+}

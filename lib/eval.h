@@ -200,6 +200,33 @@ int as_eval_quality_worse(const as_eval_quality *q);
  * words when the model is worse than the line */
 void as_eval_print_quality(FILE *f, as_eval_format fmt, const as_eval_quality *q);
 
+/* what the lines above as-eval's tables say (as_eval_print_header) */
+typedef struct {
+    const char *model_path;         /* costs estimated by this model file (NULL: from the plans) */
+    const char *model_device;       /* the device its training costs were measured on */
+    const char *label;              /* "measured" or "estimated" */
+    const char *device;             /* the plans' cost_device ("" none) */
+    int devices_differ;
+    const char *trained;            /* what the measured shards trained, "WEIGHTS OPTIMIZER" ("" none) */
+    int trained_differ;
+    int64_t nplans, nruns;
+    const char *comm_model;         /* the alpha-beta model's name, or NULL: comm_gbps */
+    double comm_gbps;
+    int charged;                    /* communication added to the costs */
+    int64_t dp_plans;               /* plans with data-parallel tables */
+    int comm_have;                  /* some plan carries communication bytes */
+    int64_t comm_missing, comm_n;   /* plans without them; shards with them */
+    double comm_bytes, comm_max;    /* their sum and largest */
+    int64_t clamped, estimated;     /* estimated shard costs set to 0; estimated shard costs */
+    const as_eval_quality *quality; /* the cost model's quality (NULL: no model) */
+    int show_quality;               /* a table that rests on it is shown */
+} as_eval_header;
+
+/* the lines above the tables: what the costs are (measured on what, training what; or the
+ * model that estimated them), the communication charged or not, estimates counted as 0,
+ * the cost model's held-out quality */
+void as_eval_print_header(FILE *f, as_eval_format fmt, const as_eval_header *h);
+
 /* label: "measured" or "estimated" (every figure is printed with it) */
 void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label);
 void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label);

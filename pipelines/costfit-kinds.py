@@ -4,9 +4,11 @@ model per kind (what as-costfit enforces: it refuses a mix), or one model over a
 the kind as two more per-table features (weight bytes 2 or 4; the optimizer's state floats
 per weight: SGD 0, row-wise Adagrad 1/dim, Adam 2), or one over all kinds without them.
 An experiment (issue 40), not a stage: the same network as lib/costmodel.h (per table the
-features -> 128 -> 32, ReLU, summed over the shard's tables -> 64 -> 1), its "log" output
-form and loss, z-scored dim/rows/pooling, Adam at 1e-3, batches of 512 shards, written here
-in PyTorch (Debian's python3-torch) so that every arm is the same code.
+features -> 128 -> 32, ReLU, summed over the shard's tables -> 64 -> 1), as-costfit's
+default output form and loss ("softplus": cost = y_scale softplus(20 z) / 20, y_scale the
+mean training cost, MSE of cost / y_scale), z-scored dim/rows/pooling, Adam at 1e-3, batches
+of 512 shards, written here in PyTorch (Debian's python3-torch) so that every arm is the
+same code.
 
 usage: pipelines/costfit-kinds.py --features FT.ast KIND=COSTS.ast... [--epochs N] [--seeds S]
                                   [--test-frac F] [--bin DIR]
@@ -110,7 +112,7 @@ def train(shards, feats, with_kind, stats, epochs, seed):
     torch.manual_seed(seed)
     F = 21 + (2 if with_kind else 0)
     net = Net(F).double()
-    y_scale = math.exp(sum(math.log(s[3]) for s in shards) / len(shards))
+    y_scale = sum(s[3] for s in shards) / len(shards)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
@@ -119,7 +121,7 @@ def train(shards, feats, with_kind, stats, epochs, seed):
             part = [shards[i] for i in perm[b0:b0 + 512]]
             x, seg, y = batch(part, feats, with_kind, stats)
             z = net(x, seg, len(part))
-            loss = ((z - torch.log(y / y_scale)) ** 2).mean()
+            loss = ((torch.nn.functional.softplus(20.0 * z) / 20.0 - y / y_scale) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -129,7 +131,7 @@ def train(shards, feats, with_kind, stats, epochs, seed):
 def judge(net, y_scale, shards, feats, with_kind, stats):
     with torch.no_grad():
         x, seg, y = batch(shards, feats, with_kind, stats)
-        p = y_scale * torch.exp(torch.clamp(net(x, seg, len(shards)), max=80.0))
+        p = y_scale * torch.nn.functional.softplus(20.0 * net(x, seg, len(shards))) / 20.0
     mse = float(((p - y) ** 2).mean())
     var = float(((y - y.mean()) ** 2).mean())
     return 1 - mse / var, 100.0 * float((torch.abs(p - y) / y).mean())

@@ -402,55 +402,21 @@ static void compute_plans(eval_run *x)
 
 /* the report's header lines (not in CSV): where the costs come from, communication, clamped
  * estimates, the cost model's quality */
+/* the lines above the tables (as_eval_print_header): what the costs are, the communication
+ * charged, the clamped estimates, the cost model's quality */
 static void print_header(FILE *f, const eval_run *x)
 {
     const eval_opts *o = &x->o;
-    const as_eval_format fmt = o->fmt;
-    const char *device = x->in.device;
-    if (o->model_path) fprintf(f, "%scosts estimated by the cost model %s (trained on costs measured on %s)\n\n",
-                               fmt == AS_EVAL_MARKDOWN ? "" : "# ", o->model_path, as_costmodel_device(x->cm));
-    else {
-        /* what the shards trained, when not the paper's protocol (fp16 weights, SGD) */
-        char train[96] = "";
-        if (x->in.trained_differ) snprintf(train, sizeof train, " (training different weight types or optimizers)");
-        else if (x->in.trained[0] && strcmp(x->in.trained, "fp16 sgd")) {
-            char w[48];
-            snprintf(w, sizeof w, "%s", x->in.trained);
-            char *sp = strchr(w, ' ');
-            if (sp) *sp = 0;
-            snprintf(train, sizeof train, " (training %s weights with %s)", w, sp ? sp + 1 : "sgd");
-        }
-        fprintf(f, "%scosts %s%s%s%s; %" PRId64 " plans, %" PRId64 " run%s\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ",
-                x->label, device[0] ? " on " : "", device[0] ? (x->in.devices_differ ? "several devices" : device) : "",
-                train, x->in.nplans, x->in.nruns, x->in.nruns == 1 ? "" : "s");
-    }
-    const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
-    char how[256];
-    if (o->comm.ab) snprintf(how, sizeof how, "by the alpha-beta model %s (per collective: alpha per call plus bytes over "
-                                             "its bus bandwidth)", o->comm.name);
-    else snprintf(how, sizeof how, "at %g GiB/s", o->comm_gbps);
-    if (x->charged)
-        fprintf(f, "%s%s kernel costs plus communication modelled %s (ids in, pooled outputs and "
-                   "gradients out, each shard's own and its 1/K share of the all-to-all%s; %.1f MB per shard on "
-                   "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, x->label, how,
-                x->dp_plans ? ", and the all-reduce of the data-parallel tables' gradients" : "",
-                x->comm_n ? x->comm_bytes / (double)x->comm_n / 1e6 : 0.0, x->comm_max / 1e6);
-    else if (x->comm_have && !x->comm_missing)
-        fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "
-                   "pooled outputs and gradients out)\n\n", nt, x->comm_n ? x->comm_bytes / (double)x->comm_n / 1e6 : 0.0,
-                x->comm_max / 1e6);
-    else if (x->comm_have)
-        fprintf(f, "%snot charged: %" PRId64 " plans carry no communication bytes; kernel costs alone\n\n", nt,
-                x->comm_missing);
-    if (x->clamped)
-        fprintf(f, "%s%" PRId64 " of %" PRId64 " estimated shard costs were negative (the cost model's output is "
-                   "unconstrained) and are counted as 0 ms\n\n", fmt == AS_EVAL_MARKDOWN ? "**Note:** " : "# note: ",
-                x->clamped, x->estimated);
-    if (x->quality && (o->show_plans || o->show_summary || o->show_verdict)) {
-        if (x->quality->have) as_eval_print_quality(f, fmt, x->quality);
-        else fprintf(f, "%sits held-out quality is not in the model file (no `model` record with `heldout`, no "
-                        "`costfit-report`)\n\n", fmt == AS_EVAL_MARKDOWN ? "**Cost model:** " : "# cost model: ");
-    }
+    const as_eval_header h = {
+        .model_path = o->model_path, .model_device = o->model_path ? as_costmodel_device(x->cm) : NULL,
+        .label = x->label, .device = x->in.device, .devices_differ = x->in.devices_differ,
+        .trained = x->in.trained, .trained_differ = x->in.trained_differ, .nplans = x->in.nplans, .nruns = x->in.nruns,
+        .comm_model = o->comm.ab ? o->comm.name : NULL, .comm_gbps = o->comm_gbps, .charged = x->charged,
+        .dp_plans = x->dp_plans, .comm_have = x->comm_have, .comm_missing = x->comm_missing, .comm_n = x->comm_n,
+        .comm_bytes = x->comm_bytes, .comm_max = x->comm_max, .clamped = x->clamped, .estimated = x->estimated,
+        .quality = x->quality, .show_quality = o->show_plans || o->show_summary || o->show_verdict,
+    };
+    as_eval_print_header(f, o->fmt, &h);
 }
 
 /* the tables asked for, in order, then the verdict; in CSV separated by an empty line */
