@@ -64,8 +64,8 @@ typedef struct {
     as_alg alg;
     int64_t shards;                 /* K >= 1 */
     uint64_t mem_cap;               /* bytes per shard, 0 = no cap */
-    uint64_t seed;                  /* random: the plan of task t uses stream t of this seed */
-    int64_t stream;                 /* usually the task id */
+    uint64_t seed;                  /* random: the plan of task t draws from stream t of this seed */
+    int64_t rng_stream;             /* that random stream: usually the task id */
     const as_plan_model *model;     /* needed by cost-greedy; with any algorithm it also
                                        gives the predicted cost of every shard */
     const as_plan_policy *policy;   /* needed by autoshard */
@@ -181,6 +181,8 @@ void as_plan_free(as_plan *p);   /* NULL: nothing */
  * shard k of the plan lives on ranks k*G + i for i = 0..G-1. Fills out[G]; returns G, or -1
  * when W is not a positive multiple of K. */
 int64_t as_plan_ranks(int64_t world, int64_t shards, int64_t k, int64_t *out);
+/* the 2D rank map: the global rank of replica i of shard k, with G replicas a shard */
+static inline int64_t as_plan_rank(int64_t G, int64_t k, int64_t i) { return k * G + i; }
 
 /* ---- records ---------------------------------------------------------------------------- */
 
@@ -263,34 +265,18 @@ typedef struct {
                                        (an imported plan's own, as-plan --import); NULL: that */
 } as_plan_meta;
 
-/* write a `plan` record (docs/FORMAT.md) */
+/* the `alg` label a plan's outputs carry: m->label when set, else as_plan_alg_label's */
+const char *as_plan_meta_label(const as_plan *p, const as_plan_meta *m, char *buf, size_t len);
+
+/* write a `plan` record (docs/FORMAT.md; planrec.c, with the record readers above) */
 void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m);
 
-/* ---- text outputs ----------------------------------------------------------------------- */
+/* ---- text outputs (planreport.c; TorchRec's ShardingPlan: trexport.h) -------------------- */
 
 /* A readable per-shard summary (like TorchRec's planner statistics): for every shard its
  * tables, weight memory (and share of the cap), key sum and predicted cost; then the
  * predicted max / min / mean and balance when a model was given. t: the task's features, in
  * task order. */
 void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t);
-
-typedef struct {
-    const char *module;             /* the collection's path in the model ("": the model) */
-    int64_t local_size;             /* GPUs per host: placement cuda:{r % local_size} */
-} as_torchrec_opts;
-
-/* One line of JSON holding the plan in the shape TorchRec's ShardingPlan serialises to:
- * {"task","alg","world_size","local_size","module","plan":{module:{"t<id>":{"sharding_type":
- * "table_wise","compute_kernel":"fused","ranks":[r],"shards":[{"shard_offsets":[0,0],
- * "shard_sizes":[rows,dim],"placement":"rank:r/cuda:r%L"}]}}}}, rank r = shard k of the
- * sharding group (world_size K); with m->world, "dmp_collection" adds the global world size
- * and every shard's ranks across the W/K replicas. A split table (items t[] that are pieces
- * of it, as --split-tables makes) is one key with a shard per piece, ordered by (r0, c0):
- * "ranks" the pieces' ranks, "shard_offsets" [r0, c0], "shard_sizes" [r1 - r0, c1 - c0],
- * and "sharding_type" "column_wise" (every piece all rows), "row_wise" (every piece all
- * columns) or "grid_shard". A plan with unplaced tables cannot be
- * written: returns -1 (nothing printed), else 0. */
-int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t,
-                           const as_torchrec_opts *o);
 
 #endif

@@ -288,9 +288,11 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
     for (int a = 0; a < AS_ALG_COUNT; a++) {
         if (!c->want[a]) continue;
         /* split plans: the split search's communication charge in the refinement too */
-        as_plan_cfg pc = { (as_alg)a, K, mcap, c->seed, t->id, c->model, c->policy,
-                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0, NULL, c->no_dp,
-                           c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_model : NULL };
+        as_plan_cfg pc = { .alg = (as_alg)a, .shards = K, .mem_cap = mcap, .seed = c->seed, .rng_stream = t->id,
+                           .model = c->model, .policy = c->policy,
+                           .comm_gbps = c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0,
+                           .no_dp = c->no_dp,
+                           .comm_model = c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_model : NULL };
         /* --replicate charges the split search's model, split plans or not */
         as_plan_cfg rc = pc;
         rc.comm_model = c->split_cfg ? c->split_cfg->comm_model : NULL;
@@ -325,10 +327,12 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
             tki.tables = ap.ids;
             tki.ntables = ap.ni;
         }
-        as_plan_meta meta = { &tki, (as_alg)a, c->seed, mcap, c->world, c->model_path, c->model_device,
-                              a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
-                              a == AS_ALG_AUTOSHARD ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
-                              ap.fi, NULL, NULL, NULL };
+        as_plan_meta meta = { .task = &tki, .alg = (as_alg)a, .seed = c->seed, .mem_cap = mcap, .world = c->world,
+                              .model = c->model_path, .model_device = c->model_device,
+                              .policy = a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
+                              .samples = a == AS_ALG_AUTOSHARD
+                                             ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
+                              .items = ap.fi };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
             /* the plans the cost model placed carry its quality */
@@ -641,15 +645,19 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     }
     as_plan_policy fixed = { m.pr.assign, fixed_place };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
-    as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, mcap, c->seed, m.t->id, c->model, &fixed, m.comm, NULL, 0, m.has_cmodel ? &m.cmodel : NULL };
+    as_plan_cfg pc = { .alg = AS_ALG_AUTOSHARD, .shards = K, .mem_cap = mcap, .seed = c->seed, .rng_stream = m.t->id,
+                       .model = c->model, .policy = &fixed, .comm_gbps = m.comm,
+                       .comm_model = m.has_cmodel ? &m.cmodel : NULL };
     as_plan pl;
     int rc = rebuild(&pl, &pc, &m, e2, sizeof e2);
     as_ptask tki = *m.t;
     tki.shards = K;
     tki.tables = m.ids;
     tki.ntables = n;
-    as_plan_meta meta = { &tki, m.alg, c->seed, mcap, c->world, c->model_path, c->model_device,
-                          m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, 0, m.fi, NULL, c->model_quality, NULL };
+    as_plan_meta meta = { .task = &tki, .alg = m.alg, .seed = c->seed, .mem_cap = mcap, .world = c->world,
+                          .model = c->model_path, .model_device = c->model_device,
+                          .policy = m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, .items = m.fi,
+                          .model_quality = c->model_quality };
     if (!rc && c->keep_unrefined) {
         /* the plan as it was measured, its label and its model's quality as they came, to
            measure beside the new one */
@@ -774,8 +782,9 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
     if (!rc) {
         /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
         as_plan_policy fixed = { pr->assign, fixed_place };
-        as_plan_cfg pc = { AS_ALG_AUTOSHARD, K, o->mem_cap, c->seed, pr->task, c->model, &fixed, o->comm_gbps, NULL, 0,
-                           o->comm_model };
+        as_plan_cfg pc = { .alg = AS_ALG_AUTOSHARD, .shards = K, .mem_cap = o->mem_cap, .seed = c->seed,
+                           .rng_stream = pr->task, .model = c->model, .policy = &fixed, .comm_gbps = o->comm_gbps,
+                           .comm_model = o->comm_model };
         if ((rc = as_plan_make(&pl, &pc, fi, n, e2, sizeof e2)))
             snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr->task, o->label, e2);
     }
@@ -795,8 +804,10 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
         }
         as_ptask tki = { pr->task, ids, n, K, o->mem_cap, "" };
         snprintf(tki.split, sizeof tki.split, "%s", o->split ? o->split : "");
-        as_plan_meta meta = { &tki, o->alg, o->seed, o->mem_cap, o->world, c->model_path, c->model_device, NULL, 0, fi, NULL,
-                              NULL, o->verbatim ? o->label : NULL };   /* placed elsewhere: no model_quality */
+        /* placed elsewhere: no policy, no model_quality */
+        as_plan_meta meta = { .task = &tki, .alg = o->alg, .seed = o->seed, .mem_cap = o->mem_cap, .world = o->world,
+                              .model = c->model_path, .model_device = c->model_device, .items = fi,
+                              .label = o->verbatim ? o->label : NULL };
         emit(st, c, &meta, &pl, fi, NULL);
         as_plan_free(&pl);
     }

@@ -2,6 +2,7 @@
  * cost-model buffer of measured shards, evaluation, `train` log records and checkpoints.
  * Dimension letters: T tables, K shards, B1 trajectories per update. */
 #include "rl.h"
+#include "planmodel.h"
 #include "stats.h"
 
 #include "benchnoise.h"
@@ -21,24 +22,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- the cost model as the planner sees it ------------------------------------------------ */
-
-static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
-static double cm_head(void *ctx, const float *sum) { return as_costmodel_head(ctx, sum); }
-static void cm_pre(void *ctx, const float *sum, float *out) { as_costmodel_head_pre(ctx, sum, out); }
-static double cm_post(void *ctx, const float *z) { return as_costmodel_head_post(ctx, z); }
-
-void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm)
-{
-    pm->ctx = (void *)cm;
-    pm->rep = as_costmodel_rep(cm);
-    pm->embed = cm_embed;
-    pm->head = cm_head;
-    pm->hid = as_costmodel_cmeta(cm)->h3;
-    pm->pre = pm->hid ? cm_pre : NULL;
-    pm->post = pm->hid ? cm_post : NULL;
-}
 
 static as_costmodel *cm_clone(const as_costmodel *cm)
 {
@@ -267,7 +250,7 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
     const as_rl_task *t = &x->tasks[ti];
     out->task = ti;
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
     as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .rng = &rng, .tr = &out->tr,
                       .assign = assign, .teacher = e < c->imitate };
@@ -397,7 +380,7 @@ int as_rl_greedy_plans(const as_policy *p, const as_costmodel *cm, const as_rl_t
     g->balance = NAN;
     if (n > ntasks) n = ntasks;
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     double sp = 0;
     for (int64_t i = 0; i < n; i++) {
         const as_rl_task *t = &tasks[i];
@@ -427,7 +410,7 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64
     const as_rl_cfg *c = x->c;
     int64_t n = ntasks < x->ntasks ? ntasks : x->ntasks;
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     double sp = 0, sm = 0;
     int64_t nm = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -1130,7 +1113,7 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
     double t0 = as_now();
     int64_t n = c->refine_tasks < x->ntasks ? c->refine_tasks : x->ntasks;
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     int rc = 0;
     int64_t maxs = 0, maxp = 0;
     /* the round's tasks: (round - 1) n + j modulo the tasks, without overflow */

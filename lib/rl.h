@@ -163,8 +163,6 @@ int as_rl_log_check(const char *path, int64_t run_id, char *err, size_t errlen);
 /* write a policy file: header, `policy` record, the cost model's `model` record */
 void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm);
 
-/* as_plan_model over an as_costmodel (ctx = the model) */
-void as_rl_plan_model(as_plan_model *pm, const as_costmodel *cm);
 
 /* The greedy plans (argmax at every step) of the first n of tasks[0..ntasks), as model
  * selection (rl_cfg.select_every) scores them: balance is their mean predicted balance, the

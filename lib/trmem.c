@@ -64,3 +64,8 @@ uint64_t as_trmem_cap(uint64_t hbm, double ids_per_rank, uint64_t dense)
     const double kjt = ceil(ids_per_rank * 8.0) * AS_TRMEM_KJT_COPIES;
     return usable > kjt + (double)dense ? (uint64_t)(usable - kjt - (double)dense) : 0;
 }
+
+double as_trmem_io(const as_trmem *m)
+{
+    return (double)as_trmem_total(m) - m->weights - m->optimizer;
+}

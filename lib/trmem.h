@@ -51,6 +51,8 @@ int as_trmem_shard(as_trmem *m, int64_t rows, int64_t cols, int64_t dim, double 
                    const char *pipeline, double pooling, int64_t batch, int64_t world, int row_wise);
 /* the shard's HBM in bytes: weights + optimizer + in x input + out x output */
 uint64_t as_trmem_total(const as_trmem *m);
+/* the pipeline's buffers of the model: the total less the weights and the optimizer state */
+double as_trmem_io(const as_trmem *m);
 /* the terms of columns [c0, c1) of a shard of dim cols: weights, optimizer and output in
  * proportion, the input (every id) whole, as _calculate_cw_shard_io_sizes */
 void as_trmem_cols(as_trmem *out, const as_trmem *m, int64_t c0, int64_t c1, int64_t cols);

@@ -7,10 +7,10 @@
 #include "modelgate.h"
 #include "reclimits.h"
 #include "plan.h"
+#include "planmodel.h"
 #include "planrun.h"
 #include "policy.h"
 #include "refine.h"
-#include "rl.h"
 #include "trimport.h"
 #include "stream.h"
 
@@ -585,7 +585,7 @@ static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
     *m = (plan_models){ .pp = { &m->pplan, as_policy_place } };
     if (a->model) {
         if (as_costmodel_load(&m->cm, a->model, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
-        as_rl_plan_model(&m->pm, m->cm);   /* embed, head and the split head */
+        as_plan_model_of(&m->pm, m->cm);   /* embed, head and the split head */
         cfg->model = &m->pm;
         cfg->model_path = a->model;
         cfg->model_device = as_costmodel_device(m->cm);
@@ -599,7 +599,7 @@ static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
     }
     if (a->policy) {
         if (as_policy_load(a->policy, &m->pol, &m->pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        as_rl_plan_model(&m->ppm, m->pcm);
+        as_plan_model_of(&m->ppm, m->pcm);
         as_nn_set_threads(1);   /* the policy's small products: one core */
         m->pplan.pol = m->pol;
         m->pplan.cm = &m->ppm;

@@ -4,6 +4,7 @@
  * task (fuzz_rl.h), greedy and the best of two candidates, through buffers sized from the
  * policy's dims and the cost model's widths. Input: a mode byte, then a policy or model file
  * or its raw msgpack records (fuzz.h). */
+#include "planmodel.h"
 #include "fuzz.h"
 #include "fuzz_rl.h"
 #include "policy.h"
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         as_rl_task tasks[FZ_NTASK];
         fz_rl_data(f, ft, tasks);
         as_plan_model pm;
-        as_rl_plan_model(&pm, cm);
+        as_plan_model_of(&pm, cm);
         int64_t assign[FZ_TASK_T];
         as_rollout ro = { .cm = &pm, .t = tasks[0].t, .n = FZ_TASK_T, .K = FZ_K, .assign = assign };
         err[0] = 0;

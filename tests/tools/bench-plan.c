@@ -8,6 +8,7 @@
  * and the predicted max before and after.
  * Dimension letters: T tables, K shards.
  * usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE] */
+#include "planmodel.h"
 #include "common.h"
 #include "costmodel.h"
 #include "plan.h"
@@ -91,16 +92,16 @@ static int load_models(models_t *m, const opts_t *o, char *err, size_t errsize)
     } else {
         m->cm = as_costmodel_new(128, 32, 64, o->seed);
     }
-    as_rl_plan_model(&m->pm, m->cm);
+    as_plan_model_of(&m->pm, m->cm);
     m->pol = NULL;
     m->pcm = NULL;
     m->ppm = m->pm;
     if (o->policy) {
         if (as_policy_load(o->policy, &m->pol, &m->pcm, err, errsize)) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
-        as_rl_plan_model(&m->ppm, m->pcm);
+        as_plan_model_of(&m->ppm, m->pcm);
     } else {
         if (!(m->pol = as_policy_new(m->cm, o->seed, err, errsize))) { fprintf(stderr, "bench-plan: %s\n", err); return 1; }
-        as_rl_plan_model(&m->ppm, m->cm);
+        as_plan_model_of(&m->ppm, m->cm);
     }
     return 0;
 }

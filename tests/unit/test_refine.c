@@ -3,6 +3,7 @@
  * makes room for an unplaced table; then on random tasks with the real cost model: never a
  * higher predicted max, consistent bookkeeping, determinism, the split head agreeing with
  * the plain one, the budgets. */
+#include "planmodel.h"
 #include "unit.h"
 
 #include "common.h"
@@ -311,7 +312,7 @@ TEST(refine_never_worse_random_tasks)
 {
     as_costmodel *cm = real_model(5);
     as_plan_model split, plain;
-    as_rl_plan_model(&split, cm);
+    as_plan_model_of(&split, cm);
     CHECK(split.hid > 0 && split.pre && split.post);
     plain = split;
     plain.hid = 0;
@@ -354,7 +355,7 @@ TEST(refine_deterministic_and_split_agrees)
 {
     as_costmodel *cm = real_model(8);
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     as_rng r;
     as_rng_seed(&r, 3, 0);
     enum { N = 60 };
@@ -407,7 +408,7 @@ TEST(refine_budgets)
 {
     as_costmodel *cm = real_model(2);
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     as_rng r;
     as_rng_seed(&r, 4, 0);
     enum { N = 50 };

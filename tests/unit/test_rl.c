@@ -1,5 +1,6 @@
 /* test_rl.c - training the policy (lib/rl.h) on a task with a known optimum, determinism
  * and resumption. */
+#include "planmodel.h"
 #include "unit.h"
 
 #include "common.h"
@@ -100,7 +101,7 @@ TEST(rl_learns_known_optimum)
     CHECK(opt > 0.9);
     as_costmodel *cm = additive_model();
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     /* the hand-made model predicts the additive cost */
     CHECK_NEAR(as_costmodel_predict(cm, fp, N), 56.8, 1e-4);
     /* random plans, for reference */
@@ -182,7 +183,7 @@ TEST(rl_deterministic_and_resume_exact)
 static double greedy_score(const as_policy *p, const as_costmodel *cm, const as_features **fp)
 {
     as_plan_model pm;
-    as_rl_plan_model(&pm, cm);
+    as_plan_model_of(&pm, cm);
     int64_t a[N];
     char err[256];
     as_rollout ro = { .cm = &pm, .t = fp, .n = N, .K = K, .assign = a };
@@ -541,7 +542,7 @@ TEST(rl_policy_takes_wide_cost_models)
         CHECK_EQ_I64(as_policy_cdims(p)->e2, hs[v][1]);
         CHECK_EQ_I64(as_policy_cdims(p)->h, hs[v][1] >= 64 ? hs[v][1] + 32 : 64);
         as_plan_model pm, slow;
-        as_rl_plan_model(&pm, cm);
+        as_plan_model_of(&pm, cm);
         slow = pm;
         slow.hid = 0;
         slow.pre = NULL;
