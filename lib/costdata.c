@@ -35,21 +35,30 @@ static void train_kind(as_costdata *d, const msgpack_object *o)
 }
 
 /* one `cost` record: 1 kept, 0 skipped, -1 bad (err) */
+int as_cost_measured(const msgpack_object *rec, double *ms, char *err, size_t errlen)
+{
+    const msgpack_object *e = as_obj_get(rec, "error"), *cm = as_obj_get(rec, "cost_ms");
+    if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) return 0;
+    if (as_field_f64(rec, "cost_ms", -INFINITY, INFINITY, ms, err, errlen)) return -1;
+    if (!(*ms > 0)) {
+        snprintf(err, errlen, "'cost_ms' = %g is not a positive cost", *ms);
+        return -1;
+    }
+    return 1;
+}
+
 static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, char *err, size_t errlen)
 {
-    const msgpack_object *e = as_obj_get(o, "error"), *cm = as_obj_get(o, "cost_ms");
-    if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) {
-        d->nskipped++;   /* not measured */
-        return 0;
-    }
     /* a measured cost is training data: finite and positive, or the input is bad */
-    memset(c, 0, sizeof *c);
-    int bad = as_field_f64(o, "cost_ms", -INFINITY, INFINITY, &c->cost, err, errlen);
-    if (!bad && !(c->cost > 0)) {
-        snprintf(err, errlen, "'cost_ms' = %g is not a positive cost", c->cost);
-        bad = 1;
+    double ms = 0;
+    const int k = as_cost_measured(o, &ms, err, errlen);
+    if (k <= 0) {
+        if (!k) d->nskipped++;   /* not measured */
+        return k;
     }
-    if (bad || as_field_table_ids(o, "tables", &c->ids, &c->n, err, errlen)) return -1;
+    memset(c, 0, sizeof *c);
+    c->cost = ms;
+    if (as_field_table_ids(o, "tables", &c->ids, &c->n, err, errlen)) return -1;
     if (as_field_pieces(o, "pieces", c->n, &c->pieces, err, errlen)) {
         free(c->ids);
         return -1;

@@ -71,6 +71,12 @@ int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char 
  * `cost` records are read, others ignored. 0 or -1 with err as above. d zeroed before the
  * first. */
 int as_costdata_read_record(as_costdata *d, const as_reader *r, const as_record *rec, char *err, size_t errlen);
+
+/* the measured cost of a `cost` record rec (the rule every reader of them follows: as-costfit,
+ * as-rl, as-eval's floors): 0 when it carries none (an `error`, or `cost_ms` absent or nil:
+ * not measured); 1 with *ms, a finite cost > 0; -1 with err when `cost_ms` is something else
+ * (a measured cost is data: a bad one is bad input) */
+int as_cost_measured(const msgpack_object *rec, double *ms, char *err, size_t errlen);
 /* build the features index (lib/featindex.h: its duplicate rule); 0 or -1 with err */
 int as_costdata_index(as_costdata *d, char *err, size_t errlen);
 /* usable data: at least one measured shard, all from one device; 0 or -1 with err */

@@ -3,6 +3,7 @@
 #include "evalfloor.h"
 
 #include "common.h"
+#include "costdata.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -71,16 +72,11 @@ int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *er
 /* a single record's cost and device under key id */
 static int singles_put(as_eval_singles *s, int64_t id, const msgpack_object *rec, char *err, size_t errlen)
 {
-    const msgpack_object *e = as_obj_get(rec, "error"), *cm = as_obj_get(rec, "cost_ms");
-    if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) {
-        s->skipped++;   /* not measured */
-        return 0;
-    }
-    double c;
-    if (as_field_f64(rec, "cost_ms", -INFINITY, INFINITY, &c, err, errlen)) return -1;
-    if (!(c > 0)) {
-        snprintf(err, errlen, "'cost_ms' = %g is not a positive cost", c);
-        return -1;
+    double c = 0;
+    const int k = as_cost_measured(rec, &c, err, errlen);
+    if (k <= 0) {
+        if (!k) s->skipped++;   /* not measured */
+        return k;
     }
     char dev[256] = "";
     as_obj_str(rec, "device", dev, sizeof dev);
