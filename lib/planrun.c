@@ -200,9 +200,9 @@ typedef struct {
     const as_features **fi;         /* the items' features: f itself for the task's tables */
     int64_t ni;                     /* how many */
     int64_t *ids;                   /* their table ids; NULL: the task's */
-} aplan;
+} task_plan;
 
-static void aplan_free(aplan *ap, const as_features **f)
+static void task_plan_free(task_plan *ap, const as_features **f)
 {
     if (ap->fi != f) free(ap->fi);
     free(ap->items);
@@ -211,7 +211,7 @@ static void aplan_free(aplan *ap, const as_features **f)
 
 /* TorchRec's planner splits tables itself (row_wise, column_wise) and places them; its
  * items reach as_plan_make as a fixed placement (pc's policy for the call); 0, or -1 with err */
-static int torchrec_plan(aplan *ap, as_plan_run_stats *st, as_plan_cfg *pc, const as_plan_run_cfg *c,
+static int torchrec_plan(task_plan *ap, as_plan_run_stats *st, as_plan_cfg *pc, const as_plan_run_cfg *c,
                          const as_plan_input *in, const as_ptask *t, const as_features **f, char *err, size_t errlen)
 {
     char e2[768];
@@ -230,7 +230,7 @@ static int torchrec_plan(aplan *ap, as_plan_run_stats *st, as_plan_cfg *pc, cons
     pc->policy = c->policy;
     if (rc) {
         snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
-        aplan_free(ap, f);
+        task_plan_free(ap, f);
         free(pcs);
         return -1;
     }
@@ -244,7 +244,7 @@ static int torchrec_plan(aplan *ap, as_plan_run_stats *st, as_plan_cfg *pc, cons
 }
 
 /* --split-tables: the split search's plan of its items (tables and pieces); 0, or -1 with err */
-static int split_plan(aplan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, const as_plan_run_cfg *c,
+static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, const as_plan_run_cfg *c,
                       const as_plan_input *in, const as_ptask *t, const as_features **f, char *err, size_t errlen)
 {
     char e2[768];
@@ -299,7 +299,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         char e2[768];
         /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
            pieces, the task copy lists their table ids */
-        aplan ap = { .fi = f, .ni = t->ntables };
+        task_plan ap = { .fi = f, .ni = t->ntables };
         if (a == AS_ALG_TORCHREC) {
             if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
         } else if (c->split) {
@@ -318,7 +318,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
                                sizeof e2))) {
             snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
             as_plan_free(&ap.pl);
-            aplan_free(&ap, f);
+            task_plan_free(&ap, f);
             return -1;
         }
         st->replicated += made;
@@ -340,13 +340,13 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
             if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
                 as_plan_free(&ap.pl);
-                aplan_free(&ap, f);
+                task_plan_free(&ap, f);
                 return -1;
             }
             emit(st, c, &meta, &ap.pl, ap.fi, p);
         }
         as_plan_free(&ap.pl);
-        aplan_free(&ap, f);
+        task_plan_free(&ap, f);
     }
     return 0;
 }
@@ -460,9 +460,9 @@ typedef struct {
     as_features *items;             /* [n] its items' features: whole tables, or their pieces */
     const as_features **fi;         /* [n] views of items */
     int64_t *ids;                   /* [n] their table ids */
-} mplan;
+} measured_plan;
 
-static void mplan_free(mplan *m)
+static void measured_plan_free(measured_plan *m)
 {
     free(m->fi);
     free(m->ids);
@@ -476,7 +476,7 @@ static int label_wanted(const char *want, const char *label, as_alg alg, int for
 
 /* whether to repair the record read into m: its task, its label's algorithm and rounds, its
  * shards; 0 repair, 1 skip it (counted), -1 with err */
-static int mplan_select(repair_ctx *R, const msgpack_object *o, mplan *m, char *err, size_t errlen)
+static int measured_plan_select(repair_ctx *R, const msgpack_object *o, measured_plan *m, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = R->c;
     const as_planrec *pr = &m->pr;
@@ -526,7 +526,7 @@ static int read_comm_model(const msgpack_object *o, as_comm_model *m, int *has, 
 /* the measured costs as the strict reader (ep, as_eval_plan_read) read them: one per shard,
  * a number >= 0 or nil (a shard that failed: NaN), and the record's communication
  * bandwidth and model_quality; 0, or -1 with err */
-static int mplan_costs(mplan *m, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
+static int measured_plan_costs(measured_plan *m, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
 {
     const int64_t K = m->pr.shards;
     if (ep->cost_kind != 1 || ep->K != K) {
@@ -568,7 +568,7 @@ static void measured_scale(double *scale, const double *meas, const as_plan *pl,
 
 /* the record rebuilt as a fixed placement (keys 0, as autoshard's) into pl, with its
  * measured scales set in pc for the refinement; 0, or -1 with e2 */
-static int rebuild(as_plan *pl, as_plan_cfg *pc, mplan *m, char *e2, size_t e2len)
+static int rebuild(as_plan *pl, as_plan_cfg *pc, measured_plan *m, char *e2, size_t e2len)
 {
     const int64_t K = m->pr.shards, n = m->pr.n;
     if (as_plan_make(pl, pc, m->fi, n, e2, e2len)) return -1;
@@ -588,7 +588,7 @@ static int rebuild(as_plan *pl, as_plan_cfg *pc, mplan *m, char *e2, size_t e2le
 }
 
 /* a repaired plan counted, and its measured and expected slowest shard in the debug log */
-static void repair_count(repair_ctx *R, const mplan *m, const as_plan *pl)
+static void repair_count(repair_ctx *R, const measured_plan *m, const as_plan *pl)
 {
     double mmax = 0, after = 0;
     for (int64_t k = 0; k < m->pr.shards; k++) {
@@ -621,14 +621,14 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
 {
     const as_plan_run_cfg *c = R->c;
     char e2[768];
-    mplan m = { .label = "" };
+    measured_plan m = { .label = "" };
     if (as_planrec_read(o, &m.pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
-    int sel = mplan_select(R, o, &m, err, errlen);
+    int sel = measured_plan_select(R, o, &m, err, errlen);
     /* the measured costs, the cover against the tables' sizes, and the items' features:
        whole tables, or their pieces */
-    if (sel || mplan_costs(&m, o, ep, err, errlen) || record_cover(R->in, &m.pr, m.label, err, errlen) ||
+    if (sel || measured_plan_costs(&m, o, ep, err, errlen) || record_cover(R->in, &m.pr, m.label, err, errlen) ||
         record_items(R->in, &m.pr, m.label, &m.items, err, errlen)) {
-        mplan_free(&m);
+        measured_plan_free(&m);
         return sel > 0 ? 0 : -1;
     }
     const int64_t K = m.pr.shards, n = m.pr.n;
@@ -640,7 +640,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     /* the measured plan under that cap */
     if (record_cap(&m.pr, m.items, mcap, m.label, c->cap_given ? " of --mem-cap" : own ? " of the plan" : " of its task",
                    err, errlen)) {
-        mplan_free(&m);
+        measured_plan_free(&m);
         return -1;
     }
     as_plan_policy fixed = { m.pr.assign, fixed_place };
@@ -675,7 +675,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     }
     if (rc) {
         snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", m.pr.task, m.label, e2);
-        mplan_free(&m);
+        measured_plan_free(&m);
         return -1;
     }
     pl.measured = m.rounds + 1;
@@ -688,7 +688,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
             snprintf(err, errlen, "plan of task %" PRId64 " (%s): its repair would be labelled %s, as the repair of %s of "
                      "the same task: pick one with --alg (e.g. --alg =%s)", m.pr.task, m.label, lab, R->done[i].from, m.label);
             as_plan_free(&pl);
-            mplan_free(&m);
+            measured_plan_free(&m);
             return -1;
         }
     if (R->ndone == R->capdone) {
@@ -702,7 +702,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     repair_count(R, &m, &pl);
     emit(R->st, c, &meta, &pl, m.fi, NULL);
     as_plan_free(&pl);
-    mplan_free(&m);
+    measured_plan_free(&m);
     return 0;
 }
 
