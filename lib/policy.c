@@ -265,11 +265,11 @@ typedef struct {
     float *ws;                      /* the LSTM's and the step's vectors, one block */
     float *q1, *q2, *q3, *logit, *lp;
     uint8_t *mask;
-} roll;
+} rollout_bufs;
 
 /* the buffers of a rollout of ro's task, the tables' representations, single costs, step
    order and encoding computed; *ref the mean single cost per shard and *left their sum */
-static void roll_init(roll *w, const as_policy *q, const as_rollout *ro, double *ref, double *left)
+static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *ro, double *ref, double *left)
 {
     const as_policy_dims *d = &q->d;
     const as_plan_model *cm = ro->cm;
@@ -344,7 +344,7 @@ static void roll_init(roll *w, const as_policy *q, const as_rollout *ro, double 
 }
 
 /* keep_x: the encoder's input was handed to a trajectory */
-static void roll_free(roll *w, int keep_x)
+static void rollout_free(rollout_bufs *w, int keep_x)
 {
     if (!keep_x) free(w->x);
     free(w->rep); free(w->single); free(w->bytes); free(w->order); free(w->a1); free(w->e);
@@ -355,7 +355,7 @@ static void roll_free(roll *w, int keep_x)
 }
 
 /* step s's state: the step feature and both LSTM layers over [e_s | u] */
-static void roll_state(roll *w, const as_policy *q, int64_t s, int first)
+static void rollout_state(rollout_bufs *w, const as_policy *q, int64_t s, int first)
 {
     const as_policy_dims *d = &q->d;
     const int E2 = w->E2, H = w->H;
@@ -375,7 +375,7 @@ static void roll_state(roll *w, const as_policy *q, int64_t s, int first)
 
 /* table j's candidate shards: where it fits (mask), each shard's predicted cost with it
    (pafter), the cost features (cf) against the episode's scale; returns how many fit */
-static int roll_costs(roll *w, const as_plan_model *cm, uint64_t cap, int64_t j, double ref, double left)
+static int rollout_costs(rollout_bufs *w, const as_plan_model *cm, uint64_t cap, int64_t j, double ref, double left)
 {
     const int64_t K = w->K;
     const int R = w->R, HD = w->HD;
@@ -412,7 +412,7 @@ static int roll_costs(roll *w, const as_plan_model *cm, uint64_t cap, int64_t j,
 }
 
 /* the head over every shard: the log-probabilities lp of placing the step's table there */
-static void roll_logits(roll *w, const as_policy *q)
+static void rollout_logits(rollout_bufs *w, const as_policy *q)
 {
     const as_policy_dims *d = &q->d;
     const int64_t K = w->K;
@@ -445,7 +445,7 @@ static void roll_logits(roll *w, const as_policy *q)
 }
 
 /* the action: cost-greedy (teacher), drawn (rng) or the most likely shard */
-static int64_t roll_choose(const roll *w, const as_rollout *ro)
+static int64_t rollout_choose(const rollout_bufs *w, const as_rollout *ro)
 {
     const int64_t K = w->K;
     int64_t a = -1;
@@ -469,7 +469,7 @@ static int64_t roll_choose(const roll *w, const as_rollout *ro)
 }
 
 /* table j (step s) onto shard a: the episode state updated */
-static void roll_apply(roll *w, const as_policy *q, int64_t s, int64_t j, int64_t a)
+static void rollout_apply(rollout_bufs *w, const as_policy *q, int64_t s, int64_t j, int64_t a)
 {
     const as_policy_dims *d = &q->d;
     const int R = w->R, E2 = w->E2, HD = w->HD, H = w->H;
@@ -503,9 +503,9 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     if (cm->rep < 1) { snprintf(err, errlen, "cost model: representation width %d", cm->rep); return -1; }
     if (ro->tr && !ro->rng) { snprintf(err, errlen, "recording needs sampling"); return -1; }
     size_t nn = (size_t)(n ? n : 1);
-    roll w;
+    rollout_bufs w;
     double ref, left;
-    roll_init(&w, q, ro, &ref, &left);
+    rollout_init(&w, q, ro, &ref, &left);
     as_traj *tr = ro->tr;
     if (tr) {
         memset(tr, 0, sizeof *tr);
@@ -521,16 +521,16 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     int feasible = 1;
     for (int64_t s = 0; s < n; s++) {
         int64_t j = w.order[s];
-        roll_state(&w, q, s, s == 0);
-        const int nok = roll_costs(&w, cm, ro->cap, j, ref, left);
+        rollout_state(&w, q, s, s == 0);
+        const int nok = rollout_costs(&w, cm, ro->cap, j, ref, left);
         left -= w.single[j];
         if (!nok) {
             feasible = 0;
             if (tr) break;   /* training: the episode ends here */
             continue;        /* planning: leave it unplaced, go on */
         }
-        roll_logits(&w, q);
-        const int64_t a = roll_choose(&w, ro);
+        rollout_logits(&w, q);
+        const int64_t a = rollout_choose(&w, ro);
         if (tr) {
             int L = tr->L;
             memcpy(tr->cf + (size_t)L * K * NCF, w.cf, (size_t)K * NCF * sizeof *w.cf);
@@ -540,7 +540,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
             tr->L++;
         }
         ro->assign[j] = a;
-        roll_apply(&w, q, s, j, a);
+        rollout_apply(&w, q, s, j, a);
     }
     ro->feasible = feasible;
     double pmin = INFINITY, pmax = 0;
@@ -556,7 +556,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         tr->pred_balance = ro->pred_balance;
         tr->reward = feasible ? (float)ro->pred_balance : -1.0f;
     }
-    roll_free(&w, tr != NULL);
+    rollout_free(&w, tr != NULL);
     return 0;
 }
 
@@ -650,10 +650,10 @@ typedef struct {
     float *q1, *q2, *q3, *logit;    /* [Rr,P1..P3], [Rr] the head */
     float *w1, *V;                  /* [L,VH], [L] the value head */
     float *lp, *logrho, *rw, *done, *vs, *adv;   /* [Rr], [L] ... the loss and its V-trace targets */
-} ract;
+} replay_acts;
 
-/* the forward pass over trajectory tr into a (allocated here: ract_free) */
-static void ract_fwd(ract *a, const as_policy *q, const as_traj *tr)
+/* the forward pass over trajectory tr into a (allocated here: replay_free) */
+static void replay_fwd(replay_acts *a, const as_policy *q, const as_traj *tr)
 {
     const as_policy_dims *d = &q->d;
     const int L = tr->L, K = tr->K, E1 = d->e1, E2 = d->e2, H = d->h, CD = d->cd, SD = d->sd;
@@ -714,7 +714,7 @@ static void ract_fwd(ract *a, const as_policy *q, const as_traj *tr)
     a->vs = as_malloc((size_t)L * f); a->adv = as_malloc((size_t)L * f);
 }
 
-static void ract_free(ract *a)
+static void replay_free(replay_acts *a)
 {
     free(a->a1); free(a->e); free(a->fr); free(a->u); free(a->xin); free(a->h1); free(a->c1); free(a->g1); free(a->h2);
     free(a->c2); free(a->g2); free(a->Es); free(a->cu); free(a->Z); free(a->q1); free(a->q2); free(a->q3);
@@ -724,7 +724,7 @@ static void ract_free(ract *a)
 
 /* the loss of a forward pass: the log-probabilities, the V-trace targets (or the test's fixed
    ones), policy-gradient, value and entropy terms; counted into st (may be NULL) */
-static double ract_loss(ract *a, const as_traj *tr, const as_vtrace_cfg *vc, as_policy_stats *st)
+static double replay_loss(replay_acts *a, const as_traj *tr, const as_vtrace_cfg *vc, as_policy_stats *st)
 {
     const int L = a->L, K = a->K;
     double ent = 0, rho_sum = 0;
@@ -761,8 +761,8 @@ static double ract_loss(ract *a, const as_traj *tr, const as_vtrace_cfg *vc, as_
 /* backward through the head and the value head: the gradients of their parameters into G,
    d loss / d (the LSTM's top state) into ds[L,H] and d loss / d (the encoder sums) into
    dE[Rr,E2] (both zeroed by the caller); the cost-feature layer's gradients too */
-static void ract_bwd_heads(const ract *a, const as_policy *q, const as_traj *tr, const as_vtrace_cfg *vc, float *G,
-                           float *ds, float *dE)
+static void replay_bwd_heads(const replay_acts *a, const as_policy *q, const as_traj *tr, const as_vtrace_cfg *vc,
+                             float *G, float *ds, float *dE)
 {
     const as_policy_dims *d = &q->d;
     const int L = a->L, K = a->K, E2 = d->e2, H = d->h, CD = d->cd;
@@ -820,7 +820,7 @@ static void ract_bwd_heads(const ract *a, const as_policy *q, const as_traj *tr,
 
 /* backward through both LSTM layers over time, from ds[L,H] (the top state's gradient) to
    dxin[L,IN] (zeroed by the caller), the layers' gradients into G */
-static void ract_bwd_lstm(const ract *a, const as_policy *q, float *G, const float *ds, float *dxin)
+static void replay_bwd_lstm(const replay_acts *a, const as_policy *q, float *G, const float *ds, float *dxin)
 {
     const int L = a->L, H = q->d.h, IN = a->IN;
     const size_t f = sizeof(float);
@@ -857,7 +857,7 @@ static void ract_bwd_lstm(const ract *a, const as_policy *q, float *G, const flo
 /* backward through the encoder and the step feature: the encoder sums' gradient dE[Rr,E2]
    (a step's table is in the sums of every later step on its shard) and the LSTM input's
    dxin[L,IN] = [e | u], the layers' gradients into G */
-static void ract_bwd_encoder(const ract *a, const as_policy *q, const as_traj *tr, float *G, const float *dE,
+static void replay_bwd_encoder(const replay_acts *a, const as_policy *q, const as_traj *tr, float *G, const float *dE,
                              const float *dxin)
 {
     const as_policy_dims *d = &q->d;
@@ -892,19 +892,19 @@ static void ract_bwd_encoder(const ract *a, const as_policy *q, const as_traj *t
 static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, float *G, as_policy_stats *st)
 {
     if (tr->L <= 0) return 0;
-    ract a;
-    ract_fwd(&a, q, tr);
-    double loss = ract_loss(&a, tr, vc, st);
+    replay_acts a;
+    replay_fwd(&a, q, tr);
+    double loss = replay_loss(&a, tr, vc, st);
     if (G) {
         const size_t f = sizeof(float);
         float *ds = as_calloc((size_t)a.L * q->d.h, f), *dE = as_calloc((size_t)a.Rr * q->d.e2, f);
         float *dxin = as_calloc((size_t)a.L * a.IN, f);
-        ract_bwd_heads(&a, q, tr, vc, G, ds, dE);
-        ract_bwd_lstm(&a, q, G, ds, dxin);
-        ract_bwd_encoder(&a, q, tr, G, dE, dxin);
+        replay_bwd_heads(&a, q, tr, vc, G, ds, dE);
+        replay_bwd_lstm(&a, q, G, ds, dxin);
+        replay_bwd_encoder(&a, q, tr, G, dE, dxin);
         free(ds); free(dE); free(dxin);
     }
-    ract_free(&a);
+    replay_free(&a);
     return loss;
 }
 
