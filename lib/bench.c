@@ -675,18 +675,13 @@ static int shard_layout(as_bench_session *S, bslot *b, const int64_t *ids, int64
     slot_grow(b, n);
     if (slot_tables(S, b, ids, T, res)) return -1;
     const int64_t B = b->tb[0]->batch;
-    int64_t wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
+    /* CUDA with types: the device's typed layout (as_eb_gpu_ctx_set_kind), which the host
+       copies follow */
+    int64_t wtotal;
     if (S->typed && S->c.cuda) {
-        /* the device's typed layout (as_eb_gpu_ctx_set_kind): each table rows x dim x its
-           type's units, rounded up to AS_EBG_W_ALIGN units; the host copies follow it */
-        wtotal = 0;
-        for (int32_t t = 0; t < T; t++) {
-            b->w_off[t] = wtotal;
-            wtotal += b->rows[t] * b->dims[t] * as_eb_dtype_units((as_eb_dtype)S->dt[b->pos[t]]);
-            wtotal = (wtotal + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
-        }
-        b->w_off[T] = wtotal;
-    }
+        for (int32_t t = 0; t < T; t++) b->dt[t] = S->dt[b->pos[t]];
+        wtotal = as_ebg_layout_typed(b->tb, T, b->dt, b->rows, b->dims, b->w_off, b->d_off);
+    } else wtotal = as_ebg_layout(b->tb, T, b->rows, b->dims, b->w_off, b->d_off);
     int64_t nidx = 0, maxn = 0, maxD = 0;
     double fwd_bytes = 0;   /* a figure only: B x dim may pass 2^63 in a shard that will not fit */
     for (int32_t t = 0; t < T; t++) {

@@ -32,6 +32,25 @@ int64_t as_ebg_layout(const as_eb_table *const *tabs, int32_t T, int64_t *rows, 
     return wo;
 }
 
+int64_t as_ebg_layout_typed(const as_eb_table *const *tabs, int32_t T, const uint8_t *dt, int64_t *rows, int32_t *dims,
+                            int64_t *w_off, int32_t *d_off)
+{
+    int64_t wo = 0;
+    int32_t dof = 0;
+    for (int32_t t = 0; t < T; t++) {
+        rows[t] = tabs[t]->rows;
+        dims[t] = (int32_t)tabs[t]->dim;
+        w_off[t] = wo;
+        d_off[t] = dof;
+        wo += tabs[t]->rows * tabs[t]->dim * as_eb_dtype_units((as_eb_dtype)dt[t]);
+        wo = (wo + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
+        dof += dims[t];
+    }
+    w_off[T] = wo;
+    d_off[T] = dof;
+    return wo;
+}
+
 void as_ebg_gather(int64_t *offsets, int32_t *indices, const as_eb_table *const *tabs, int32_t T, int64_t B,
                    int nthreads)
 {

@@ -2503,25 +2503,14 @@ static int shard_tables(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T, char *e
  * out; returns the units of W */
 static long long typed_layout(as_eb_gpu_ctx *c, const int64_t *pos, int32_t T)
 {
-    long long wo = 0, st = 0;
-    int dof = 0;
+    long long st = 0;
     for (int t = 0; t < T; t++) {
-        const as_eb_table *tb = c->stab[t];
         c->sdt[t] = c->dt ? c->dt[pos[t]] : (uint8_t)AS_EB_F16;
-        c->rows[t] = tb->rows;
-        c->dims[t] = (int32_t)tb->dim;
-        c->w_off[t] = wo;
-        c->d_off[t] = dof;
-        wo += tb->rows * tb->dim * as_eb_dtype_units((as_eb_dtype)c->sdt[t]);
-        wo = (wo + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
-        dof += c->dims[t];
         c->sst[t] = st;
-        st += (as_eb_opt_state(c->opt.kind, tb->rows, tb->dim) + 15) / 16 * 16;
+        st += (as_eb_opt_state(c->opt.kind, c->stab[t]->rows, c->stab[t]->dim) + 15) / 16 * 16;
     }
-    c->w_off[T] = wo;
-    c->d_off[T] = dof;
     c->sst[T] = st;
-    return wo;
+    return as_ebg_layout_typed(c->stab, T, c->sdt, c->rows, c->dims, c->w_off, c->d_off);
 }
 
 /* the shard's layout (c->rows, dims, w_off, d_off) and dimensions, within the GPU path's

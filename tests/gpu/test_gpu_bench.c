@@ -635,11 +635,9 @@ static void session_group(as_bench_session *sc, as_bench_session *sg, const int6
     }
 }
 
-static void session_pair(int per_shard_upload)
+/* the CPU session's config the session tests compare the CUDA one against */
+static as_bench_cfg session_cfg(void)
 {
-    pool_t *p = odd_pool();
-    as_bpool bp;
-    bench_pool(&bp, p);
     as_bench_cfg c;
     memset(&c, 0, sizeof c);
     c.warmup = 2;
@@ -649,6 +647,15 @@ static void session_pair(int per_shard_upload)
     c.seed = 5;
     c.threads = 2;
     c.flush_bytes = 1 << 20;
+    return c;
+}
+
+static void session_pair(int per_shard_upload)
+{
+    pool_t *p = odd_pool();
+    as_bpool bp;
+    bench_pool(&bp, p);
+    as_bench_cfg c = session_cfg();
     c.per_shard_upload = per_shard_upload;
     as_bench_cfg cg = c;
     cg.cuda = 1;
@@ -681,15 +688,7 @@ static void session_typed(int wtype, as_eb_optim optim)
     pool_t *p = odd_pool();
     as_bpool bp;
     bench_pool(&bp, p);
-    as_bench_cfg c;
-    memset(&c, 0, sizeof c);
-    c.warmup = 2;
-    c.runs = 3;
-    c.trim = 1;
-    c.lr = 0.03f;
-    c.seed = 5;
-    c.threads = 2;
-    c.flush_bytes = 1 << 20;
+    as_bench_cfg c = session_cfg();
     c.wtype = wtype;
     c.optim = optim;
     as_bench_cfg cg = c;

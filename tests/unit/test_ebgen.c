@@ -3,6 +3,7 @@
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "common.h"
 #include "ebgen.h"
+#include "ebopt.h"
 #include "embbag.h"
 #include "half.h"
 #include "unit.h"
@@ -127,6 +128,38 @@ TEST(ebgen_layout_aligned_packed_valid)
     as_eb_shard s = {5, 20, r, d, wo, doff, off, ind};
     char err[256] = "";
     CHECK(as_eb_validate(&s, err, sizeof err) == 0);
+    free_pool(&p);
+}
+
+/* the typed layout: each table's region its elements times its type's units, starts
+   aligned (so fp32 at an even unit), valid by ebopt.h's rules; all fp16 is as_ebg_layout */
+TEST(ebgen_layout_typed)
+{
+    pool_t p;
+    int64_t dims[4] = {3, 16, 33, 8}, rows[4] = {5, 10, 3, 1};
+    mk_pool(&p, 4, 20, dims, rows, 4, 2);
+    const as_eb_table *tb[4] = {&p.t[0], &p.t[1], &p.t[2], &p.t[3]};
+    const uint8_t dt[4] = {AS_EB_BF16, AS_EB_F32, AS_EB_F32, AS_EB_F16}, f16[4] = {0, 0, 0, 0};
+    int64_t r[4], wo[5], wo16[5];
+    int32_t d[4], doff[5];
+    const int64_t total = as_ebg_layout_typed(tb, 4, dt, r, d, wo, doff);
+    CHECK_EQ_I64(total, wo[4]);
+    for (int t = 0; t < 4; t++) {
+        const int64_t need = rows[t] * dims[t] * (dt[t] == AS_EB_F32 ? 2 : 1);
+        CHECK_EQ_I64(wo[t] % AS_EBG_W_ALIGN, 0);
+        CHECK(wo[t] + need <= wo[t + 1] && wo[t + 1] - (wo[t] + need) < AS_EBG_W_ALIGN);
+        CHECK_EQ_I64(r[t], rows[t]);
+        CHECK_EQ_I64(doff[t + 1] - doff[t], dims[t]);
+    }
+    int64_t off[4 * 20 + 1];
+    int32_t ind[4 * 20 * 4 + 1];
+    as_ebg_gather(off, ind, tb, 4, 20, 1);
+    as_eb_shard s = {4, 20, r, d, wo, doff, off, ind};
+    char err[256] = "";
+    CHECK(as_eb_validate_typed(&s, dt, AS_EB_SGD, NULL, err, sizeof err) == 0);
+    as_ebg_layout_typed(tb, 4, f16, r, d, wo, doff);
+    as_ebg_layout(tb, 4, r, d, wo16, doff);
+    CHECK(!memcmp(wo, wo16, sizeof wo));
     free_pool(&p);
 }
 
