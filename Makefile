@@ -68,11 +68,11 @@ SAN_ENV  := ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=
 
 all: $(TOOL_BIN) $(TT_BIN)
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) | check-deps
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h lib/*.def) | check-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/cuda/%.o: lib/%.cu $(wildcard lib/*.h)
+$(BUILD)/cuda/%.o: lib/%.cu $(wildcard lib/*.h lib/*.def)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
@@ -84,7 +84,7 @@ $(BIN)/%: cmd/%/main.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/support/%.o: tests/support/%.c $(wildcard tests/support/*.h) $(wildcard lib/*.h) | check-deps
+$(BUILD)/support/%.o: tests/support/%.c $(wildcard tests/support/*.h) $(wildcard lib/*.h lib/*.def) | check-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/support -c -o $@ $<
 
@@ -92,7 +92,7 @@ $(SUPA): $(SUP_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h)
+$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h lib/*.def)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit -Itests/support -c -o $@ $<
 
@@ -116,7 +116,7 @@ $(BUILD)/fuzz/mkcorpus: tests/fuzz/mkcorpus.c tests/fuzz/fuzz_rl.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h)
+$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h lib/*.def)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit -Itests/support -c -o $@ $<
 

@@ -21,15 +21,45 @@ const char *as_plan_meta_label(const as_plan *p, const as_plan_meta *m, char *bu
     return m->label ? m->label : as_plan_alg_label(p, m->alg, buf, len);
 }
 
+/* the registry (planners.def): each planner is defined in its own module */
+#define AS_PLANNER(E, name, ident) extern const as_planner as_planner_##ident;
+#include "planners.def"
+#undef AS_PLANNER
+
+static const as_planner *const PLANNERS[AS_ALG_COUNT] = {
+#define AS_PLANNER(E, name, ident) &as_planner_##ident,
+#include "planners.def"
+#undef AS_PLANNER
+};
+
+const as_planner *as_planner_of(as_alg a)
+{
+    return (unsigned)a < AS_ALG_COUNT ? PLANNERS[a] : NULL;
+}
+
 double as_plan_key(as_alg a, const as_features *f)
 {
-    switch (a) {
-    case AS_ALG_SIZE: return (double)f->rows * (double)f->dim;
-    case AS_ALG_DIM: return (double)f->dim;
-    case AS_ALG_LOOKUP: return (double)f->dim * f->pooling;
-    case AS_ALG_SIZE_LOOKUP: return (double)f->dim * f->pooling * log10((double)f->rows);
-    default: return 0;
-    }
+    const as_planner *pl = as_planner_of(a);
+    return pl && pl->key ? pl->key(f) : 0;
+}
+
+double as_plan_item_key(const as_plan_cfg *c, const as_features *f, const float *rep)
+{
+    const as_planner *pl = as_planner_of(c->alg);
+    if (pl && pl->key_cost) return c->model->head(c->model->ctx, rep);
+    return as_plan_key(c->alg, f);
+}
+
+void as_plan_put(as_plan_ctx *x, int64_t i, int64_t k)
+{
+    x->p->assign[i] = k;
+    x->p->mem[k] += x->bytes[i];
+    x->p->count[k]++;
+}
+
+void as_plan_unplaced(as_plan_ctx *x, int64_t i)
+{
+    x->p->infeasible[x->p->ninfeasible++] = x->t[i]->id;
 }
 
 uint64_t as_plan_table_bytes(const as_features *f)
@@ -94,16 +124,17 @@ void as_plan_free(as_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-/* the configuration makes a plan: shards, a known algorithm, the model or policy it needs,
+/* the configuration makes a plan: shards, a known planner, the model or policy it needs,
  * a model with a representation; 0 ok, -1 with err */
 static int check_cfg(const as_plan_cfg *c, char *err, size_t errlen)
 {
     if (c->shards < 1) { snprintf(err, errlen, "a plan needs at least one shard"); return -1; }
-    if ((unsigned)c->alg >= AS_ALG_COUNT) { snprintf(err, errlen, "unknown algorithm"); return -1; }
+    const as_planner *pl = as_planner_of(c->alg);
+    if (!pl) { snprintf(err, errlen, "unknown algorithm"); return -1; }
     const as_plan_model *m = c->model;
-    if (c->alg == AS_ALG_COST && !m) { snprintf(err, errlen, "cost-greedy needs a cost model"); return -1; }
-    if ((c->alg == AS_ALG_AUTOSHARD || c->alg == AS_ALG_TORCHREC) && (!c->policy || !c->policy->place)) {
-        snprintf(err, errlen, "%s", c->alg == AS_ALG_AUTOSHARD ? "autoshard needs a policy" : "torchrec needs its placement");
+    if ((pl->needs & AS_PLANNER_MODEL) && !m) { snprintf(err, errlen, "%s needs a cost model", as_alg_name(c->alg)); return -1; }
+    if ((pl->needs & (AS_PLANNER_POLICY | AS_PLANNER_PLACEMENT)) && (!c->policy || !c->policy->place)) {
+        snprintf(err, errlen, "%s needs %s", as_alg_name(c->alg), pl->needs & AS_PLANNER_POLICY ? "a policy" : "its placement");
         return -1;
     }
     if (m && (m->rep < 1 || !m->embed || !m->head)) {
@@ -113,56 +144,42 @@ static int check_cfg(const as_plan_cfg *c, char *err, size_t errlen)
     return 0;
 }
 
-/* random: each table, in input order, on a uniformly drawn shard among those it fits */
-static void make_random(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, const uint64_t *bytes)
+/* a data-parallel entry of a placement: the whole table on every shard; 0 ok, -1 with err */
+static int put_dp(as_plan_ctx *x, int64_t i, char *err, size_t errlen)
 {
-    const int64_t K = c->shards;
-    as_rng rng;
-    as_rng_seed(&rng, c->seed, (uint64_t)c->rng_stream);
-    int64_t *ok = as_malloc((size_t)K * sizeof *ok);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t nok = 0, k;
-        for (k = 0; k < K; k++) if (as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) ok[nok++] = k;
-        if (!nok) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
-        k = ok[as_rng_below(&rng, (uint64_t)nok)];
-        p->assign[i] = k;
-        p->mem[k] += bytes[i];
-        p->count[k]++;
+    const as_features *f = x->t[i];
+    const int64_t K = x->c->shards;
+    if (!as_piece_whole(&f->piece)) {
+        snprintf(err, errlen, "policy made a piece of table %" PRId64 " data parallel", f->id);
+        return -1;
     }
-    free(ok);
+    x->p->assign[i] = AS_DP;
+    x->p->ndp++;
+    const uint64_t b = as_plan_dp_bytes(f, K);
+    for (int64_t k = 0; k < K; k++) {
+        x->p->mem[k] += b;
+        if (x->c->mem_cap && x->p->mem[k] > x->c->mem_cap) {
+            snprintf(err, errlen, "policy put data-parallel table %" PRId64 " over shard %" PRId64 "'s cap", f->id, k);
+            return -1;
+        }
+    }
+    return 0;
 }
 
-/* autoshard, torchrec: the policy's placement, checked (shards in range, caps kept);
- * 0 ok, -1 with err */
-static int make_placed(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, const uint64_t *bytes,
-                       char *err, size_t errlen)
+int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen)
 {
-    const int64_t K = c->shards;
+    const as_plan_cfg *c = x->c;
+    const int64_t K = c->shards, n = x->n;
     int64_t *a = as_malloc((size_t)(n ? n : 1) * sizeof *a);
-    int rc = c->policy->place(c->policy->ctx, t, n, K, c->mem_cap, a, err, errlen);
+    int rc = c->policy->place(c->policy->ctx, x->t, n, K, c->mem_cap, a, err, errlen);
     for (int64_t i = 0; rc == 0 && i < n; i++) {
-        if (a[i] < AS_DP || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, t[i]->id, a[i]); rc = -1; break; }
-        if (a[i] == -1) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
-        if (a[i] == AS_DP) {
-            /* data parallel: the table on every shard */
-            if (!as_piece_whole(&t[i]->piece)) { snprintf(err, errlen, "policy made a piece of table %" PRId64 " data parallel", t[i]->id); rc = -1; break; }
-            p->assign[i] = AS_DP;
-            p->ndp++;
-            const uint64_t b = as_plan_dp_bytes(t[i], K);
-            for (int64_t k = 0; k < K && rc == 0; k++) {
-                p->mem[k] += b;
-                if (c->mem_cap && p->mem[k] > c->mem_cap) {
-                    snprintf(err, errlen, "policy put data-parallel table %" PRId64 " over shard %" PRId64 "'s cap", t[i]->id, k);
-                    rc = -1;
-                }
-            }
-            continue;
-        }
-        p->assign[i] = a[i];
-        p->mem[a[i]] += bytes[i];
-        p->count[a[i]]++;
-        if (c->mem_cap && p->mem[a[i]] > c->mem_cap) {
-            snprintf(err, errlen, "policy put table %" PRId64 " over shard %" PRId64 "'s cap", t[i]->id, a[i]);
+        const int64_t id = x->t[i]->id;
+        if (a[i] < AS_DP || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, id, a[i]); rc = -1; break; }
+        if (a[i] == -1) { as_plan_unplaced(x, i); continue; }
+        if (a[i] == AS_DP) { rc = put_dp(x, i, err, errlen); continue; }
+        as_plan_put(x, i, a[i]);
+        if (c->mem_cap && x->p->mem[a[i]] > c->mem_cap) {
+            snprintf(err, errlen, "policy put table %" PRId64 " over shard %" PRId64 "'s cap", id, a[i]);
             rc = -1;
         }
     }
@@ -170,85 +187,24 @@ static int make_placed(as_plan *p, const as_plan_cfg *c, const as_features *cons
     return rc;
 }
 
-/* the greedy algorithms: tables by descending key (as_plan_order), each onto the shard it
- * fits with the lowest value (the shard's key; cost-greedy: the model's cost of the shard
- * with the table, summed representations, or sums of pre with a split head); rep, sum: the
- * model's representations of the tables and the shards' sums (cost-greedy) */
-static void make_greedy(as_plan *p, const as_plan_cfg *c, const as_features *const *t, int64_t n, const uint64_t *bytes,
-                        const float *rep, float *sum)
-{
-    const int64_t K = c->shards;
-    const as_plan_model *m = c->model;
-    const int R = m ? m->rep : 0;
-    double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
-    /* cost-greedy with a split head: pre of every table (rows 0..n) and shard (n..n+K) */
-    int HD = c->alg == AS_ALG_COST && m->pre && m->post && m->hid > 0 ? m->hid : 0;
-    /* one summed representation (R), or one sum of pre (HD) */
-    float *tmp = c->alg == AS_ALG_COST ? as_malloc((size_t)(R > HD ? R : HD) * sizeof *tmp) : NULL;
-    float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
-    for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, rep + (size_t)i * R, pre + (size_t)i * HD);
-    for (int64_t i = 0; i < n; i++)
-        key[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
-    int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
-    as_plan_order(order, key, bytes, t, n);
-    for (int64_t q = 0; q < n; q++) {
-        int64_t i = order[q], best = -1;
-        double bestv = 0;
-        for (int64_t k = 0; k < K; k++) {
-            if (!as_plan_fits(c->mem_cap, p->mem[k], bytes[i])) continue;
-            double v;
-            if (c->alg == AS_ALG_COST && pre) {
-                const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;
-                for (int d = 0; d < HD; d++) tmp[d] = s[d] + r[d];
-                v = m->post(m->ctx, tmp);
-            } else if (c->alg == AS_ALG_COST) {
-                const float *s = sum + (size_t)k * R, *r = rep + (size_t)i * R;
-                for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
-                v = m->head(m->ctx, tmp);
-            } else {
-                v = p->key[k];
-            }
-            if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
-        }
-        if (best < 0) { p->infeasible[p->ninfeasible++] = t[i]->id; continue; }
-        p->assign[i] = best;
-        p->mem[best] += bytes[i];
-        p->count[best]++;
-        p->key[best] += key[i];
-        if (c->alg == AS_ALG_COST) {
-            float *s = sum + (size_t)best * R;
-            const float *r = rep + (size_t)i * R;
-            for (int d = 0; d < R; d++) s[d] += r[d];
-            if (pre) {
-                float *ps = pre + (size_t)(n + best) * HD;
-                const float *pr = pre + (size_t)i * HD;
-                for (int d = 0; d < HD; d++) ps[d] += pr[d];
-            }
-        }
-    }
-    free(order);
-    free(key);
-    free(pre);
-    free(tmp);
-}
-
 /* the model's prediction of each shard (pred) from the shards' summed representations
- * (summed here unless cost-greedy summed them while placing); empty shards: 0 */
-static void model_pred(as_plan *p, const as_plan_cfg *c, int64_t n, const float *rep, float *sum)
+ * (summed here unless the planner summed them while placing); empty shards: 0 */
+static void model_pred(as_plan_ctx *x)
 {
-    const as_plan_model *m = c->model;
+    as_plan *p = x->p;
+    const as_plan_model *m = x->c->model;
     const int R = m->rep;
-    const int64_t K = c->shards;
-    if (c->alg != AS_ALG_COST)
-        for (int64_t i = 0; i < n; i++) {
+    const int64_t K = x->c->shards;
+    if (!x->summed)
+        for (int64_t i = 0; i < x->n; i++) {
             if (p->assign[i] < 0) continue;
-            float *s = sum + (size_t)p->assign[i] * R;
-            const float *r = rep + (size_t)i * R;
+            float *s = x->sum + (size_t)p->assign[i] * R;
+            const float *r = x->rep + (size_t)i * R;
             for (int d = 0; d < R; d++) s[d] += r[d];
         }
     p->pred = as_malloc((size_t)K * sizeof *p->pred);
-    for (int64_t k = 0; k < K; k++) p->pred[k] = p->count[k] ? m->head(m->ctx, sum + (size_t)k * R) : 0;   /* empty: 0 */
-    const double dp = as_plan_dp_pred(m, p->assign, rep, n, K);
+    for (int64_t k = 0; k < K; k++) p->pred[k] = p->count[k] ? m->head(m->ctx, x->sum + (size_t)k * R) : 0;   /* empty: 0 */
+    const double dp = as_plan_dp_pred(m, p->assign, x->rep, x->n, K);
     for (int64_t k = 0; k < K; k++) p->pred[k] += dp;
 }
 
@@ -284,32 +240,26 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     p->infeasible = as_malloc((size_t)(n ? n : 1) * sizeof *p->infeasible);
     uint64_t *bytes = as_malloc((size_t)(n ? n : 1) * sizeof *bytes);
     for (int64_t i = 0; i < n; i++) { bytes[i] = as_plan_table_bytes(t[i]); p->assign[i] = -1; }
+    as_plan_ctx x = { .p = p, .c = c, .t = t, .n = n, .bytes = bytes };
 
-    /* the model's table representations, when there is a model */
-    int R = m ? m->rep : 0;
-    float *rep = NULL, *sum = NULL;
+    /* the model's item representations, when there is a model */
     if (m) {
-        rep = as_malloc((size_t)(n ? n : 1) * (size_t)R * sizeof *rep);
-        sum = as_calloc((size_t)K * (size_t)R, sizeof *sum);
+        const int R = m->rep;
+        float *rep = as_malloc((size_t)(n ? n : 1) * (size_t)R * sizeof *rep);
+        x.sum = as_calloc((size_t)K * (size_t)R, sizeof *x.sum);
         for (int64_t i = 0; i < n; i++) m->embed(m->ctx, t[i], rep + (size_t)i * R);
+        x.rep = rep;
     }
-
-    if (c->alg == AS_ALG_RANDOM) {
-        make_random(p, c, t, n, bytes);
-    } else if (c->alg == AS_ALG_AUTOSHARD || c->alg == AS_ALG_TORCHREC) {
-        if (make_placed(p, c, t, n, bytes, err, errlen)) {
-            free(rep); free(sum); free(bytes);
-            as_plan_free(p);
-            return -1;
-        }
-    } else {
-        make_greedy(p, c, t, n, bytes, rep, sum);
-    }
-    if (m) model_pred(p, c, n, rep, sum);
+    int rc = as_planner_of(c->alg)->make(&x, err, errlen);
+    if (!rc && m) model_pred(&x);
     p->feasible = p->ninfeasible == 0;
-    free(rep);
-    free(sum);
+    free((float *)x.rep);
+    free(x.sum);
     free(bytes);
+    if (rc) {
+        as_plan_free(p);
+        return -1;
+    }
     p->plan_ms = (as_now() - t0) * 1e3;
     return 0;
 }

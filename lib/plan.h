@@ -1,6 +1,8 @@
-/* plan.h - sharding plans: the heuristic baselines of the paper (prototype semantics, with
- * memory caps honoured), the cost-model greedy, the 2D-parallel rank map, and the `plan`
- * record. Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas.
+/* plan.h - sharding plans: the planners (their registry, lib/planners.def, and what a
+ * planner is: as_planner below), the heuristic baselines of the paper (prototype
+ * semantics, with memory caps honoured; plangreedy.c, planrandom.c), the cost-model greedy
+ * (plangreedy.c), the 2D-parallel rank map, and the `plan` record. Dimension letters: T
+ * tables of a task, K shards, W world size, G = W/K replicas.
  *
  * Greedy heuristics: sort the task's tables by a cost key, descending (ties: larger weight
  * bytes, then larger table id); put each on the shard with the smallest running sum of keys
@@ -129,6 +131,67 @@ typedef struct {
                                        label, after "+split" */
 } as_plan;
 
+/* ---- the planners ------------------------------------------------------------------------
+ * Every planner is one line of the registry (planners.def: its as_alg, its name) and one
+ * `const as_planner as_planner_IDENT` in a module of its own: plangreedy.c (the heuristics
+ * and cost-greedy), planrandom.c, policy.c (autoshard), torchrec.c. as_plan_make checks
+ * what it needs, sets up the plan and calls its make; as-plan runs it per task, lists it
+ * in --help and `--alg all`; as-eval orders its plans by the registry. */
+
+/* what a planner needs (as_planner.needs) */
+enum {
+    AS_PLANNER_MODEL = 1,           /* a cost model (as-plan --model): refused without one,
+                                       left out of `all`; its plans carry the model's quality */
+    AS_PLANNER_POLICY = 2,          /* a learned policy (--policy): as_plan_cfg.policy places
+                                       the tables; refused without one, left out of `all`; its
+                                       plans name the policy and its --samples */
+    AS_PLANNER_PLACEMENT = 4,       /* its own items and placement, made before as_plan_make
+                                       (TorchRec's planner, lib/torchrec.h; given through
+                                       as_plan_cfg.policy): only by name, not in `all`; as-plan
+                                       neither splits nor replicates its plans */
+};
+
+/* what a planner's make function works on: the plan p is set up for c->shards shards with
+ * every item unplaced (assign -1), mem, count and key zero, room for n infeasible ids */
+typedef struct {
+    as_plan *p;
+    const as_plan_cfg *c;
+    const as_features *const *t;    /* the items (tables or pieces), n of them */
+    int64_t n;
+    const uint64_t *bytes;          /* [n] each item's memory (as_plan_table_bytes) */
+    const float *rep;               /* [n x c->model->rep] the cost model's representation of
+                                       each item; NULL without a model */
+    float *sum;                     /* [K x c->model->rep] zeros: a planner that sums its
+                                       shards' representations while placing leaves them here
+                                       and sets summed (else as_plan_make sums them, for the
+                                       shards' predicted costs); NULL without a model */
+    int summed;
+} as_plan_ctx;
+
+typedef struct {
+    unsigned needs;                 /* AS_PLANNER_* */
+    const char *help;               /* its lines in as-plan --help after the name column
+                                       (continuation lines indented to column 23) */
+    double (*key)(const as_features *f);  /* its sort key of an item (the greedy
+                                       heuristics; the refinement and the replication keep
+                                       the shards' key sums with it); NULL: 0 */
+    int key_cost;                   /* the sort key is the model's cost of the item alone */
+    int (*make)(as_plan_ctx *x, char *err, size_t errlen);  /* place the items: 0 ok, -1 err */
+} as_planner;
+
+/* the planner of a (NULL when a is out of range) */
+const as_planner *as_planner_of(as_alg a);
+/* item i's place in a planner's work: on shard k (its bytes added to k's memory, one more
+ * item on k) or unplaced (its id among the plan's infeasible) */
+void as_plan_put(as_plan_ctx *x, int64_t i, int64_t k);
+void as_plan_unplaced(as_plan_ctx *x, int64_t i);
+/* the sort key of item f under c's planner: rep is its model representation (used when the
+ * planner's key is the model's cost) */
+double as_plan_item_key(const as_plan_cfg *c, const as_features *f, const float *rep);
+/* the make of the planners whose placement comes through c->policy (autoshard, torchrec):
+ * the placement checked (shards in range, caps kept, data-parallel entries whole tables) */
+int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen);
+
 /* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus "+dp"
  * when p->replicated, plus "+refine" when p->refine.done, plus "+measured" when p->measured is 1, "+measuredN" when
  * it is N > 1 */
@@ -160,7 +223,7 @@ int as_plan_fits(uint64_t cap, uint64_t used, uint64_t b);
  * table id descending (the greedy planners' order) */
 void as_plan_order(int64_t *order, const double *key, const uint64_t *bytes, const as_features *const *t, int64_t n);
 
-/* The cost key of a table for a greedy heuristic (the algorithms without a key: 0). */
+/* The cost key of a table for a greedy heuristic (the planner's key; without one: 0). */
 double as_plan_key(as_alg a, const as_features *f);
 
 /* The predicted cost on each of K shards of the data-parallel entries (assign AS_DP) of a

@@ -5,7 +5,9 @@
 #include <string.h>
 
 static const char *const ALG_NAMES[AS_ALG_COUNT] = {
-    "random", "size-greedy", "dim-greedy", "lookup-greedy", "size-lookup-greedy", "cost-greedy", "autoshard", "torchrec"
+#define AS_PLANNER(E, name, ident) name,
+#include "planners.def"
+#undef AS_PLANNER
 };
 
 const char *as_alg_name(as_alg a)

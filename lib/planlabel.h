@@ -10,10 +10,11 @@
 
 #include <stddef.h>
 
-/* the planners */
+/* the planners, one per line of the registry (planners.def), in its order */
 typedef enum {
-    AS_ALG_RANDOM, AS_ALG_SIZE, AS_ALG_DIM, AS_ALG_LOOKUP, AS_ALG_SIZE_LOOKUP, AS_ALG_COST, AS_ALG_AUTOSHARD,
-    AS_ALG_TORCHREC,
+#define AS_PLANNER(E, name, ident) AS_ALG_##E,
+#include "planners.def"
+#undef AS_PLANNER
     AS_ALG_COUNT
 } as_alg;
 

@@ -48,13 +48,24 @@ int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has
     for (char *tok = strtok_r(s, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
         as_alg a;
         if (!strcmp(tok, "all")) {
-            for (int q = 0; q < AS_ALG_COUNT; q++)
-                if ((q != AS_ALG_COST || has_model) && (q != AS_ALG_AUTOSHARD || has_policy) && q != AS_ALG_TORCHREC)
+            /* every planner whose needs are given, but those that only run by name */
+            for (int q = 0; q < AS_ALG_COUNT; q++) {
+                const unsigned needs = as_planner_of((as_alg)q)->needs;
+                if ((!(needs & AS_PLANNER_MODEL) || has_model) && (!(needs & AS_PLANNER_POLICY) || has_policy) &&
+                    !(needs & AS_PLANNER_PLACEMENT))
                     want[q] = 1;
+            }
         } else if (!as_alg_parse(tok, &a)) {
-            if (a == AS_ALG_COST && !has_model) { snprintf(err, errlen, "--alg cost-greedy needs --model FILE"); rc = -1; }
-            else if (a == AS_ALG_AUTOSHARD && !has_policy) { snprintf(err, errlen, "--alg autoshard needs --policy FILE"); rc = -1; }
-            else want[a] = 1;
+            const unsigned needs = as_planner_of(a)->needs;
+            if ((needs & AS_PLANNER_MODEL) && !has_model) {
+                snprintf(err, errlen, "--alg %s needs --model FILE", tok);
+                rc = -1;
+            } else if ((needs & AS_PLANNER_POLICY) && !has_policy) {
+                snprintf(err, errlen, "--alg %s needs --policy FILE", tok);
+                rc = -1;
+            } else {
+                want[a] = 1;
+            }
         } else {
             snprintf(err, errlen, "--alg: unknown algorithm '%s'", tok);
             rc = -1;
@@ -65,6 +76,27 @@ int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has
     for (int q = 0; q < AS_ALG_COUNT; q++) *n += want[q];
     if (!*n) { snprintf(err, errlen, "--alg: no algorithm given"); return -1; }
     return 0;
+}
+
+char *as_plan_help(const char *head, const char *tail)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) as_die(3, "out of memory");
+    fputs(head, f);
+    for (int a = 0; a < AS_ALG_COUNT; a++) {
+        /* the name in a column of 20, the help's lines after the first indented to it */
+        fprintf(f, "  %-18s  ", as_alg_name((as_alg)a));
+        for (const char *h = as_planner_of((as_alg)a)->help; *h; h++) {
+            fputc(*h, f);
+            if (*h == '\n') fprintf(f, "%22s", "");
+        }
+        fputc('\n', f);
+    }
+    fputs(tail, f);
+    if (fclose(f)) as_die(3, "out of memory");
+    return buf;
 }
 
 typedef struct {
@@ -287,12 +319,15 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
     uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
     for (int a = 0; a < AS_ALG_COUNT; a++) {
         if (!c->want[a]) continue;
+        const unsigned needs = as_planner_of((as_alg)a)->needs;
+        /* a planner with its own items and placement (TorchRec's) is not split or replicated */
+        const int own = (needs & AS_PLANNER_PLACEMENT) != 0;
         /* split plans: the split search's communication charge in the refinement too */
         as_plan_cfg pc = { .alg = (as_alg)a, .shards = K, .mem_cap = mcap, .seed = c->seed, .rng_stream = t->id,
                            .model = c->model, .policy = c->policy,
-                           .comm_gbps = c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_gbps : 0,
+                           .comm_gbps = c->split && !own ? c->split_cfg->comm_gbps : 0,
                            .no_dp = c->no_dp,
-                           .comm_model = c->split && a != AS_ALG_TORCHREC ? c->split_cfg->comm_model : NULL };
+                           .comm_model = c->split && !own ? c->split_cfg->comm_model : NULL };
         /* --replicate charges the split search's model, split plans or not */
         as_plan_cfg rc = pc;
         rc.comm_model = c->split_cfg ? c->split_cfg->comm_model : NULL;
@@ -300,7 +335,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
            pieces, the task copy lists their table ids */
         task_plan ap = { .fi = f, .ni = t->ntables };
-        if (a == AS_ALG_TORCHREC) {
+        if (own) {
             if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
         } else if (c->split) {
             if (split_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
@@ -312,7 +347,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
            starts from the balanced plan (the refinement after it rebalances the rest; its
            record counts that one's steps) */
         int64_t made = 0;
-        if (c->replicate && a != AS_ALG_TORCHREC &&
+        if (c->replicate && !own &&
             ((c->refine && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) ||
              as_plan_replicate(&ap.pl, &rc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made, e2,
                                sizeof e2))) {
@@ -329,14 +364,14 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         }
         as_plan_meta meta = { .task = &tki, .alg = (as_alg)a, .seed = c->seed, .mem_cap = mcap, .world = c->world,
                               .model = c->model_path, .model_device = c->model_device,
-                              .policy = a == AS_ALG_AUTOSHARD ? c->policy_path : NULL,
-                              .samples = a == AS_ALG_AUTOSHARD
+                              .policy = needs & AS_PLANNER_POLICY ? c->policy_path : NULL,
+                              .samples = needs & AS_PLANNER_POLICY
                                              ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
                               .items = ap.fi };
         /* with --refine: the algorithm's plan first when it is kept, then the refined one */
         for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
             /* the plans the cost model placed carry its quality */
-            meta.model_quality = a == AS_ALG_COST || (c->split && a != AS_ALG_TORCHREC) || pass ? c->model_quality : NULL;
+            meta.model_quality = (needs & AS_PLANNER_MODEL) || (c->split && !own) || pass ? c->model_quality : NULL;
             if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
                 snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
                 as_plan_free(&ap.pl);
@@ -656,7 +691,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
     tki.ntables = n;
     as_plan_meta meta = { .task = &tki, .alg = m.alg, .seed = c->seed, .mem_cap = mcap, .world = c->world,
                           .model = c->model_path, .model_device = c->model_device,
-                          .policy = m.alg == AS_ALG_AUTOSHARD ? c->policy_path : NULL, .items = m.fi,
+                          .policy = as_planner_of(m.alg)->needs & AS_PLANNER_POLICY ? c->policy_path : NULL, .items = m.fi,
                           .model_quality = c->model_quality };
     if (!rc && c->keep_unrefined) {
         /* the plan as it was measured, its label and its model's quality as they came, to

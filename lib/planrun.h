@@ -21,6 +21,10 @@
 #include "split.h"
 #include "stream.h"
 
+/* as-plan's --help: head, a line (or more) for every planner of the registry (its name,
+ * its help), tail; malloc'd (out of memory: exit 3) */
+char *as_plan_help(const char *head, const char *tail);
+
 /* Parse an --alg list: comma-separated names (as_alg_parse) or `all` (every algorithm,
  * cost-greedy only when has_model, autoshard only when has_policy) into want[AS_ALG_COUNT]
  * (zeroed here), *n = the algorithms chosen. 0, or -1 with err: "--alg cost-greedy needs

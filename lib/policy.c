@@ -1150,3 +1150,13 @@ int as_policy_load(const char *path, as_policy **p, as_costmodel **cm, char *err
     if (cm) *cm = x.m;
     return 0;
 }
+
+/* the autoshard planner: the learned policy's placement (as-plan gives it as c->policy) */
+const as_planner as_planner_autoshard = {
+    .needs = AS_PLANNER_POLICY,
+    .help = "the learned policy (as-rl; needs --policy): tables in the cost-greedy\n"
+            "order, each on the shard of the highest policy logit where it fits;\n"
+            "with --samples N, N-1 more plans drawn from the policy and the one\n"
+            "of best predicted balance kept",
+    .make = as_plan_make_placed,
+};

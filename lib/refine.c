@@ -342,7 +342,7 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
         m->embed(m->ctx, t[i], it.rep + (size_t)i * R);
         if (split) m->pre(m->ctx, it.rep + (size_t)i * R, it.w + (size_t)i * W);
         it.bytes[i] = as_plan_table_bytes(t[i]);
-        it.kv[i] = c->alg == AS_ALG_COST ? m->head(m->ctx, it.rep + (size_t)i * R) : as_plan_key(c->alg, t[i]);
+        it.kv[i] = as_plan_item_key(c, t[i], it.rep + (size_t)i * R);
     }
     const int ab = c->comm_model && c->comm_model->ab;
     if (c->comm_gbps > 0 || ab) {

@@ -108,7 +108,7 @@ static void apply(rstate *x, as_plan *p, const as_plan_cfg *c, const as_features
     p->assign[i] = AS_DP;
     p->ndp++;
     p->count[s]--;
-    p->key[s] -= c->alg == AS_ALG_COST ? x->m->head(x->m->ctx, ri) : as_plan_key(c->alg, t[i]);
+    p->key[s] -= as_plan_item_key(c, t[i], ri);
     const uint64_t dpb = as_plan_dp_bytes(t[i], x->K);
     p->mem[s] -= as_plan_table_bytes(t[i]);
     for (int64_t k = 0; k < x->K; k++) p->mem[k] += dpb;

@@ -659,3 +659,18 @@ int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *co
     tr_free(tb, &P, n);
     return 0;
 }
+
+/* the torchrec planner: its items and placement are made by as_tr_plan before
+ * as_plan_make (as-plan gives the placement as c->policy) */
+const as_planner as_planner_torchrec = {
+    .needs = AS_PLANNER_PLACEMENT,
+    .help = "TorchRec's default planner for one host (lib/torchrec.h): per table\n"
+            "data_parallel (the table on every GPU, each its own batch; not\n"
+            "with --no-dp), table_wise, column_wise (pieces of the smallest divisor of dim in\n"
+            "[128, dim)) or row_wise (K row blocks, block i on GPU i; needs\n"
+            "the blocks' features: as-features --row-pieces K), chosen and\n"
+            "placed by its analytic perf model (897 GiB/s HBM, 600 GiB/s\n"
+            "intra-host), its grid, greedy and uniform proposers and its\n"
+            "greedy perf partitioner; a baseline, not split by --split-tables",
+    .make = as_plan_make_placed,
+};

@@ -20,32 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char HELP[] =
+/* --help up to the planners (their lines come from the registry, lib/planners.def) */
+static const char HELP_HEAD[] =
     "Read `features` and `task` records (as-features) and write one `plan` record per task and\n"
     "algorithm: the shard of every table, weight memory per shard, the predicted cost per shard\n"
     "when a model is given, the algorithm, its options and the planning time. Input records\n"
     "pass through (features, tasks, others), so stages compose; plans follow at the end.\n"
     "\n"
     "Algorithms (--alg, comma-separated, or `all`):\n"
-    "  random              each table on a shard drawn uniformly (seeded) from those where it fits\n"
-    "  size-greedy         key rows*dim      \\  sort by key, descending (ties: larger bytes, then\n"
-    "  dim-greedy          key dim            | larger table id); each table goes to the shard\n"
-    "  lookup-greedy       key dim*pooling    | with the smallest key sum where it fits (ties:\n"
-    "  size-lookup-greedy  key dim*pooling*log10(rows) / smaller bytes sum, then lower shard)\n"
-    "  cost-greedy         tables by predicted single-table cost, descending; each where the\n"
-    "                      predicted cost of the resulting shard is lowest (needs --model)\n"
-    "  autoshard           the learned policy (as-rl; needs --policy): tables in the cost-greedy\n"
-    "                      order, each on the shard of the highest policy logit where it fits;\n"
-    "                      with --samples N, N-1 more plans drawn from the policy and the one\n"
-    "                      of best predicted balance kept\n"
-    "  torchrec            TorchRec's default planner for one host (lib/torchrec.h): per table\n"
-    "                      data_parallel (the table on every GPU, each its own batch; not\n"
-    "                      with --no-dp), table_wise, column_wise (pieces of the smallest divisor of dim in\n"
-    "                      [128, dim)) or row_wise (K row blocks, block i on GPU i; needs\n"
-    "                      the blocks' features: as-features --row-pieces K), chosen and\n"
-    "                      placed by its analytic perf model (897 GiB/s HBM, 600 GiB/s\n"
-    "                      intra-host), its grid, greedy and uniform proposers and its\n"
-    "                      greedy perf partitioner; a baseline, not split by --split-tables\n"
+    ;
+
+/* the rest of --help, after the planners' lines (as_plan_help) */
+static const char HELP_TAIL[] =
     "  all                 every algorithm above but torchrec (cost-greedy only with --model,\n"
     "                      autoshard only with --policy); `all,torchrec` adds the baseline\n"
     "\n"
@@ -686,7 +672,8 @@ static void report(const as_plan_run_cfg *cfg, const as_plan_run_stats *st)
 int main(int argc, char **argv)
 {
     as_cli cli;
-    as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", HELP);
+    char *help = as_plan_help(HELP_HEAD, HELP_TAIL);
+    as_cli_init(&cli, argc, argv, "as-plan", "as-plan --alg ALG [options] [FILE...]", help);
     args a = { .tro = { "", 8 }, .min_r2 = AS_MGATE_MIN_R2,
                .scfg = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS, .budget_ms = AS_SPLIT_MS,
                          .comm_gbps = AS_SPLIT_COMM_GBPS } };
@@ -730,6 +717,7 @@ int main(int argc, char **argv)
     report(&cfg, &st);
     as_plan_input_free(&in);
     free_models(&models);
+    free(help);
     if (st.ninfeasible) as_die(AS_EXIT_DATA, "%" PRId64 " of %" PRId64 " plans infeasible", st.ninfeasible, st.nplans);
     return 0;
 }

@@ -1,0 +1,111 @@
+/* plangreedy.c - the greedy planners: the paper's four heuristics and cost-greedy.
+ *
+ * Heuristics: the items by descending key (as_plan_order: ties larger bytes, then larger
+ * id), each onto the shard with the smallest running sum of keys among those where it
+ * still fits under the cap (ties: smaller bytes sum, then lower shard id). cost-greedy:
+ * the items by the model's predicted cost alone, each where the model's predicted cost of
+ * the resulting shard is lowest (the shards' summed representations, or the sums of pre
+ * with a split head), ties as above. */
+#include "plan.h"
+#include "common.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* the shard with the lowest value of item i where it fits (-1: none); by_cost: the model's
+ * cost of the shard with it (tmp: one summed representation or pre), else the key sums */
+static int64_t best_shard(const as_plan_ctx *x, int64_t i, int by_cost, const float *pre, int HD, float *tmp)
+{
+    const as_plan *p = x->p;
+    const as_plan_model *m = x->c->model;
+    const int R = m ? m->rep : 0;
+    const int64_t n = x->n, K = x->c->shards;
+    int64_t best = -1;
+    double bestv = 0;
+    for (int64_t k = 0; k < K; k++) {
+        if (!as_plan_fits(x->c->mem_cap, p->mem[k], x->bytes[i])) continue;
+        double v;
+        if (by_cost && pre) {
+            const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;
+            for (int d = 0; d < HD; d++) tmp[d] = s[d] + r[d];
+            v = m->post(m->ctx, tmp);
+        } else if (by_cost) {
+            const float *s = x->sum + (size_t)k * R, *r = x->rep + (size_t)i * R;
+            for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
+            v = m->head(m->ctx, tmp);
+        } else {
+            v = p->key[k];
+        }
+        if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
+    }
+    return best;
+}
+
+static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    const as_plan_cfg *c = x->c;
+    const int by_cost = as_planner_of(c->alg)->key_cost;
+    const int64_t n = x->n, K = c->shards;
+    const as_plan_model *m = c->model;
+    const int R = m ? m->rep : 0;
+    double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
+    /* cost-greedy with a split head: pre of every item (rows 0..n) and shard (n..n+K) */
+    const int HD = by_cost && m->pre && m->post && m->hid > 0 ? m->hid : 0;
+    /* one summed representation (R), or one sum of pre (HD) */
+    float *tmp = by_cost ? as_malloc((size_t)(R > HD ? R : HD) * sizeof *tmp) : NULL;
+    float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
+    for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, x->rep + (size_t)i * R, pre + (size_t)i * HD);
+    for (int64_t i = 0; i < n; i++) key[i] = as_plan_item_key(c, x->t[i], x->rep ? x->rep + (size_t)i * R : NULL);
+    int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
+    as_plan_order(order, key, x->bytes, x->t, n);
+    for (int64_t q = 0; q < n; q++) {
+        const int64_t i = order[q], best = best_shard(x, i, by_cost, pre, HD, tmp);
+        if (best < 0) { as_plan_unplaced(x, i); continue; }
+        as_plan_put(x, i, best);
+        x->p->key[best] += key[i];
+        if (!by_cost) continue;
+        float *s = x->sum + (size_t)best * R;
+        const float *r = x->rep + (size_t)i * R;
+        for (int d = 0; d < R; d++) s[d] += r[d];
+        if (pre) {
+            float *ps = pre + (size_t)(n + best) * HD;
+            const float *pr = pre + (size_t)i * HD;
+            for (int d = 0; d < HD; d++) ps[d] += pr[d];
+        }
+    }
+    x->summed = by_cost;
+    free(order);
+    free(key);
+    free(pre);
+    free(tmp);
+    return 0;
+}
+
+static double key_size(const as_features *f) { return (double)f->rows * (double)f->dim; }
+static double key_dim(const as_features *f) { return (double)f->dim; }
+static double key_lookup(const as_features *f) { return (double)f->dim * f->pooling; }
+static double key_size_lookup(const as_features *f) { return (double)f->dim * f->pooling * log10((double)f->rows); }
+
+const as_planner as_planner_size_greedy = {
+    .help = "key rows*dim      \\  sort by key, descending (ties: larger bytes, then",
+    .key = key_size, .make = make_greedy,
+};
+const as_planner as_planner_dim_greedy = {
+    .help = "key dim            | larger table id); each table goes to the shard",
+    .key = key_dim, .make = make_greedy,
+};
+const as_planner as_planner_lookup_greedy = {
+    .help = "key dim*pooling    | with the smallest key sum where it fits (ties:",
+    .key = key_lookup, .make = make_greedy,
+};
+const as_planner as_planner_size_lookup_greedy = {
+    .help = "key dim*pooling*log10(rows) / smaller bytes sum, then lower shard)",
+    .key = key_size_lookup, .make = make_greedy,
+};
+const as_planner as_planner_cost_greedy = {
+    .needs = AS_PLANNER_MODEL,
+    .help = "tables by predicted single-table cost, descending; each where the\n"
+            "predicted cost of the resulting shard is lowest (needs --model)",
+    .key_cost = 1, .make = make_greedy,
+};
