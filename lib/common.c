@@ -66,8 +66,16 @@ _Noreturn void as_oom(const char *fmt, ...)
     as_die(AS_EXIT_ENV, "out of memory (%s)", what);
 }
 
+static _Atomic uint64_t alloc_calls;
+
+uint64_t as_alloc_count(void)
+{
+    return alloc_calls;
+}
+
 void *as_malloc(size_t n)
 {
+    alloc_calls++;
     void *p = malloc(n ? n : 1);
     if (!p) as_oom("%zu bytes", n);
     return p;
@@ -75,6 +83,7 @@ void *as_malloc(size_t n)
 
 void *as_calloc(size_t n, size_t size)
 {
+    alloc_calls++;
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p) as_oom("%zu x %zu bytes", n, size);
     return p;
@@ -82,6 +91,7 @@ void *as_calloc(size_t n, size_t size)
 
 void *as_realloc(void *q, size_t n)
 {
+    alloc_calls++;
     void *p = realloc(q, n ? n : 1);
     if (!p) as_oom("%zu bytes", n);
     return p;
@@ -93,6 +103,75 @@ char *as_strdup(const char *s)
     char *p = as_malloc(n);
     memcpy(p, s, n);
     return p;
+}
+
+struct as_arena_blk {
+    as_arena_blk *prev;
+    size_t cap, used;
+    _Alignas(64) unsigned char data[];
+};
+
+#define ARENA_ALIGN 64
+#define ARENA_MIN_BLOCK ((size_t)1 << 16)
+
+static as_arena_blk *arena_block(size_t cap, as_arena_blk *prev)
+{
+    if (cap > SIZE_MAX - sizeof(as_arena_blk) - ARENA_ALIGN) as_oom("an arena block of %zu bytes", cap);
+    as_arena_blk *b = aligned_alloc(ARENA_ALIGN, (sizeof *b + cap + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN);
+    alloc_calls++;
+    if (!b) as_oom("an arena block of %zu bytes", cap);
+    b->prev = prev;
+    b->cap = cap;
+    b->used = 0;
+    return b;
+}
+
+void *as_arena_take(as_arena *a, size_t n)
+{
+    if (n > SIZE_MAX - ARENA_ALIGN) as_oom("%zu bytes", n);
+    n = (n ? n + ARENA_ALIGN - 1 : ARENA_ALIGN) / ARENA_ALIGN * ARENA_ALIGN;
+    as_arena_blk *b = a->blk;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = b && b->cap <= SIZE_MAX / 2 ? 2 * b->cap : ARENA_MIN_BLOCK;
+        if (cap < n) cap = n;
+        a->blk = b = arena_block(cap, b);
+        a->total += cap;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+void *as_arena_ztake(as_arena *a, size_t n)
+{
+    void *p = as_arena_take(a, n);
+    memset(p, 0, n);
+    return p;
+}
+
+void as_arena_reset(as_arena *a)
+{
+    as_arena_blk *b = a->blk;
+    if (!b) return;
+    if (b->prev) {
+        const size_t total = a->total;
+        as_arena_free(a);
+        a->blk = arena_block(total, NULL);
+        a->total = total;
+        return;
+    }
+    b->used = 0;
+}
+
+void as_arena_free(as_arena *a)
+{
+    if (!a) return;
+    for (as_arena_blk *b = a->blk, *p; b; b = p) {
+        p = b->prev;
+        free(b);
+    }
+    a->blk = NULL;
+    a->total = 0;
 }
 
 /* strtoll and strtod skip leading white space; a strict parse does not */

@@ -46,6 +46,24 @@ void *as_malloc(size_t n);
 void *as_calloc(size_t n, size_t size);
 void *as_realloc(void *p, size_t n);
 char *as_strdup(const char *s);
+/* the calls of the wrappers above so far, in every thread (as_strdup counts as its
+ * as_malloc): the tests count a function's allocations with it */
+uint64_t as_alloc_count(void);
+
+/* An arena: memory for one pass of a computation that runs again and again (the policy's
+ * rollouts, its learner's trajectories), taken by bumping a pointer and given back all at
+ * once. It grows by blocks while a pass needs more; as_arena_reset gives everything back
+ * and, when the pass took more than one block, makes them one block of their size, so that
+ * the next pass of at most that size allocates nothing. Pieces are 64-byte aligned. */
+typedef struct as_arena_blk as_arena_blk;
+typedef struct {
+    as_arena_blk *blk;              /* the current block, its predecessors after it */
+    size_t total;                   /* bytes of every block together */
+} as_arena;
+void *as_arena_take(as_arena *a, size_t n);        /* uninitialised */
+void *as_arena_ztake(as_arena *a, size_t n);       /* zeroed */
+void as_arena_reset(as_arena *a);
+void as_arena_free(as_arena *a);                   /* back to an empty arena; NULL: nothing */
 
 /* strict parsing: whole string (no leading or trailing white space), range-checked. return 0
  * ok, -1 bad */

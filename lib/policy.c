@@ -181,6 +181,32 @@ void as_traj_free(as_traj *t)
     memset(t, 0, sizeof *t);
 }
 
+/* a trajectory of n tables on K shards to record into: with keep, its arrays kept when they
+ * hold that many (cap_n, cap_k); else made anew (without keep t's old content is garbage);
+ * everything else cleared */
+static void traj_begin(as_traj *t, int64_t n, int64_t K, int keep)
+{
+    if (!keep) memset(t, 0, sizeof *t);
+    if (!t->x || n > t->cap_n || K > t->cap_k) {
+        as_traj_free(t);
+        const size_t nn = (size_t)(n ? n : 1);
+        t->x = as_malloc(nn * F * sizeof *t->x);
+        t->cf = as_malloc(nn * K * NCF * sizeof *t->cf);
+        t->mask = as_malloc(nn * K);
+        t->act = as_malloc(nn * sizeof *t->act);
+        t->logp = as_malloc(nn * sizeof *t->logp);
+        t->cap_n = n;
+        t->cap_k = K;
+    }
+    const as_traj old = *t;
+    memset(t, 0, sizeof *t);
+    t->x = old.x; t->cf = old.cf; t->mask = old.mask; t->act = old.act; t->logp = old.logp;
+    t->cap_n = old.cap_n;
+    t->cap_k = old.cap_k;
+    t->T = (int)n;
+    t->K = (int)K;
+}
+
 /* ---- shared pieces of the forward pass ----------------------------------------------------- */
 
 static void relu_inplace(float *x, int64_t n) { as_nn_relu_fwd(x, x, n); }
@@ -269,7 +295,7 @@ typedef struct {
 
 /* the buffers of a rollout of ro's task, the tables' representations, single costs, step
    order and encoding computed; *ref the mean single cost per shard and *left their sum */
-static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *ro, double *ref, double *left)
+static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *ro, as_arena *A, double *ref, double *left)
 {
     const as_policy_dims *d = &q->d;
     const as_plan_model *cm = ro->cm;
@@ -287,10 +313,10 @@ static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *
     w->fast = cm->pre && cm->post && cm->hid > 0;
     w->HD = w->fast ? cm->hid : 1;
     const int R = w->R, HD = w->HD;
-    w->rep = as_malloc(nn * R * sizeof *w->rep);
-    w->single = as_malloc(nn * sizeof *w->single);
-    w->bytes = as_malloc(nn * sizeof *w->bytes);
-    w->order = as_malloc(nn * sizeof *w->order);
+    w->rep = as_arena_take(A, nn * R * sizeof *w->rep);
+    w->single = as_arena_take(A, nn * sizeof *w->single);
+    w->bytes = as_arena_take(A, nn * sizeof *w->bytes);
+    w->order = as_arena_take(A, nn * sizeof *w->order);
     double r = 0;
     for (int64_t i = 0; i < n; i++) {
         cm->embed(cm->ctx, ro->t[i], w->rep + (size_t)i * R);
@@ -303,55 +329,44 @@ static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *
     *ref = !(r > 0) || !isfinite(r) ? 1 : r;
     as_plan_order(w->order, w->single, w->bytes, ro->t, n);
     /* policy encoder over the tables in step order */
-    w->x = as_malloc(nn * F * sizeof *w->x);
+    w->x = as_arena_take(A, nn * F * sizeof *w->x);
     for (int64_t s = 0; s < n; s++) as_policy_table_vector(q, ro->t[w->order[s]], w->x + (size_t)s * F);
-    w->a1 = as_malloc(nn * d->e1 * sizeof *w->a1);
-    w->e = as_malloc(nn * w->E2 * sizeof *w->e);
+    w->a1 = as_arena_take(A, nn * d->e1 * sizeof *w->a1);
+    w->e = as_arena_take(A, nn * w->E2 * sizeof *w->e);
     encode(q, w->a1, w->e, w->x, (int)n);
     /* episode state */
-    w->csum = as_calloc((size_t)K * R, sizeof *w->csum);
-    w->Es = as_calloc((size_t)K * w->E2, sizeof *w->Es);
-    w->pnow = as_calloc((size_t)K, sizeof *w->pnow);
-    w->pafter = as_malloc((size_t)K * sizeof *w->pafter);
-    w->mem = as_calloc((size_t)K, sizeof *w->mem);
-    w->cnt = as_calloc((size_t)K, sizeof *w->cnt);
-    w->cf = as_malloc((size_t)K * NCF * sizeof *w->cf);
-    w->cu = as_malloc((size_t)K * w->CD * sizeof *w->cu);
-    w->X1 = as_malloc((size_t)K * w->XW * sizeof *w->X1);
-    w->WE = as_calloc((size_t)K * d->p1, sizeof *w->WE);
-    w->base = as_malloc((size_t)d->p1 * sizeof *w->base);
-    w->wtmp = as_malloc((size_t)d->p1 * sizeof *w->wtmp);
+    w->csum = as_arena_ztake(A, ((size_t)K * R) * sizeof *w->csum);
+    w->Es = as_arena_ztake(A, ((size_t)K * w->E2) * sizeof *w->Es);
+    w->pnow = as_arena_ztake(A, ((size_t)K) * sizeof *w->pnow);
+    w->pafter = as_arena_take(A, (size_t)K * sizeof *w->pafter);
+    w->mem = as_arena_ztake(A, ((size_t)K) * sizeof *w->mem);
+    w->cnt = as_arena_ztake(A, ((size_t)K) * sizeof *w->cnt);
+    w->cf = as_arena_take(A, (size_t)K * NCF * sizeof *w->cf);
+    w->cu = as_arena_take(A, (size_t)K * w->CD * sizeof *w->cu);
+    w->X1 = as_arena_take(A, (size_t)K * w->XW * sizeof *w->X1);
+    w->WE = as_arena_ztake(A, ((size_t)K * d->p1) * sizeof *w->WE);
+    w->base = as_arena_take(A, (size_t)d->p1 * sizeof *w->base);
+    w->wtmp = as_arena_take(A, (size_t)d->p1 * sizeof *w->wtmp);
     /* the step's vectors, sized from the policy and the cost model: both LSTM layers' state
      * before and after the step (h, c: H each), the gates (4H), the LSTM input [e | u]
      * (E2 + SD), the step feature u (SD), and one summed representation of the cost model
      * (R, or HD with the split head) */
     const int H = w->H;
     size_t TW = (size_t)(R > HD ? R : HD);
-    w->ws = as_malloc(((size_t)12 * H + (size_t)(w->E2 + d->sd) + (size_t)d->sd + TW) * sizeof *w->ws);
+    w->ws = as_arena_take(A, ((size_t)12 * H + (size_t)(w->E2 + d->sd) + (size_t)d->sd + TW) * sizeof *w->ws);
     w->h1 = w->ws; w->c1 = w->h1 + H; w->h2 = w->c1 + H; w->c2 = w->h2 + H; w->h1n = w->c2 + H; w->c1n = w->h1n + H;
     w->h2n = w->c1n + H; w->c2n = w->h2n + H; w->g = w->c2n + H; w->xin = w->g + 4 * (size_t)H;
     w->u = w->xin + w->E2 + d->sd; w->tmp = w->u + d->sd;
-    w->U = as_malloc(nn * HD * sizeof *w->U);
-    w->Vs = as_calloc((size_t)K * HD, sizeof *w->Vs);
+    w->U = as_arena_take(A, nn * HD * sizeof *w->U);
+    w->Vs = as_arena_ztake(A, ((size_t)K * HD) * sizeof *w->Vs);
     if (w->fast)
         for (int64_t i = 0; i < n; i++) cm->pre(cm->ctx, w->rep + (size_t)i * R, w->U + (size_t)i * HD);
-    w->q1 = as_malloc((size_t)K * d->p1 * sizeof *w->q1);
-    w->q2 = as_malloc((size_t)K * d->p2 * sizeof *w->q2);
-    w->q3 = as_malloc((size_t)K * d->p3 * sizeof *w->q3);
-    w->logit = as_malloc((size_t)K * sizeof *w->logit);
-    w->lp = as_malloc((size_t)K * sizeof *w->lp);
-    w->mask = as_malloc((size_t)K);
-}
-
-/* keep_x: the encoder's input was handed to a trajectory */
-static void rollout_free(rollout_bufs *w, int keep_x)
-{
-    if (!keep_x) free(w->x);
-    free(w->rep); free(w->single); free(w->bytes); free(w->order); free(w->a1); free(w->e);
-    free(w->csum); free(w->Es); free(w->pnow); free(w->pafter); free(w->mem); free(w->cnt);
-    free(w->cf); free(w->cu); free(w->X1); free(w->WE); free(w->base); free(w->wtmp); free(w->U); free(w->Vs);
-    free(w->q1); free(w->q2); free(w->q3); free(w->logit); free(w->lp); free(w->mask);
-    free(w->ws);
+    w->q1 = as_arena_take(A, (size_t)K * d->p1 * sizeof *w->q1);
+    w->q2 = as_arena_take(A, (size_t)K * d->p2 * sizeof *w->q2);
+    w->q3 = as_arena_take(A, (size_t)K * d->p3 * sizeof *w->q3);
+    w->logit = as_arena_take(A, (size_t)K * sizeof *w->logit);
+    w->lp = as_arena_take(A, (size_t)K * sizeof *w->lp);
+    w->mask = as_arena_take(A, (size_t)K);
 }
 
 /* step s's state: the step feature and both LSTM layers over [e_s | u] */
@@ -502,20 +517,14 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     if (!cm) { snprintf(err, errlen, "the policy needs a cost model"); return -1; }
     if (cm->rep < 1) { snprintf(err, errlen, "cost model: representation width %d", cm->rep); return -1; }
     if (ro->tr && !ro->rng) { snprintf(err, errlen, "recording needs sampling"); return -1; }
-    size_t nn = (size_t)(n ? n : 1);
+    as_arena own = { 0 }, *A = ro->ws ? ro->ws : &own;
     rollout_bufs w;
     double ref, left;
-    rollout_init(&w, q, ro, &ref, &left);
+    rollout_init(&w, q, ro, A, &ref, &left);
     as_traj *tr = ro->tr;
     if (tr) {
-        memset(tr, 0, sizeof *tr);
-        tr->T = (int)n;
-        tr->K = (int)K;
-        tr->x = w.x;   /* handed over */
-        tr->cf = as_malloc(nn * K * NCF * sizeof *tr->cf);
-        tr->mask = as_malloc(nn * K);
-        tr->act = as_malloc(nn * sizeof *tr->act);
-        tr->logp = as_malloc(nn * sizeof *tr->logp);
+        traj_begin(tr, n, K, ro->keep_tr);
+        memcpy(tr->x, w.x, (size_t)n * F * sizeof *tr->x);
     }
     for (int64_t i = 0; i < n; i++) ro->assign[i] = -1;
     int feasible = 1;
@@ -556,7 +565,8 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         tr->pred_balance = ro->pred_balance;
         tr->reward = feasible ? (float)ro->pred_balance : -1.0f;
     }
-    rollout_free(&w, tr != NULL);
+    as_arena_reset(A);
+    as_arena_free(&own);
     return 0;
 }
 
@@ -652,8 +662,8 @@ typedef struct {
     float *lp, *logrho, *rw, *done, *vs, *adv;   /* [Rr], [L] ... the loss and its V-trace targets */
 } replay_acts;
 
-/* the forward pass over trajectory tr into a (allocated here: replay_free) */
-static void replay_fwd(replay_acts *a, const as_policy *q, const as_traj *tr)
+/* the forward pass over trajectory tr into a (its buffers taken from A) */
+static void replay_fwd(replay_acts *a, const as_policy *q, const as_traj *tr, as_arena *A)
 {
     const as_policy_dims *d = &q->d;
     const int L = tr->L, K = tr->K, E1 = d->e1, E2 = d->e2, H = d->h, CD = d->cd, SD = d->sd;
@@ -663,20 +673,20 @@ static void replay_fwd(replay_acts *a, const as_policy *q, const as_traj *tr)
     a->IN = E2 + SD;
     const int64_t Rr = a->Rr;
     const int IN = a->IN;
-    a->a1 = as_malloc((size_t)L * E1 * f);
-    a->e = as_malloc((size_t)L * E2 * f);
+    a->a1 = as_arena_take(A, (size_t)L * E1 * f);
+    a->e = as_arena_take(A, (size_t)L * E2 * f);
     encode(q, a->a1, a->e, tr->x, L);
-    a->fr = as_malloc((size_t)L * f);
-    a->u = as_malloc((size_t)L * SD * f);
+    a->fr = as_arena_take(A, (size_t)L * f);
+    a->u = as_arena_take(A, (size_t)L * SD * f);
     for (int t = 0; t < L; t++) a->fr[t] = (float)((double)t / (double)a->T);
     step_mlp(q, a->u, a->fr, L);
-    a->xin = as_malloc((size_t)L * IN * f);
+    a->xin = as_arena_take(A, (size_t)L * IN * f);
     for (int t = 0; t < L; t++) {
         memcpy(a->xin + (size_t)t * IN, a->e + (size_t)t * E2, (size_t)E2 * f);
         memcpy(a->xin + (size_t)t * IN + E2, a->u + (size_t)t * SD, (size_t)SD * f);
     }
-    a->h1 = as_malloc((size_t)L * H * f); a->c1 = as_malloc((size_t)L * H * f); a->g1 = as_malloc((size_t)L * 4 * H * f);
-    a->h2 = as_malloc((size_t)L * H * f); a->c2 = as_malloc((size_t)L * H * f); a->g2 = as_malloc((size_t)L * 4 * H * f);
+    a->h1 = as_arena_take(A, (size_t)L * H * f); a->c1 = as_arena_take(A, (size_t)L * H * f); a->g1 = as_arena_take(A, (size_t)L * 4 * H * f);
+    a->h2 = as_arena_take(A, (size_t)L * H * f); a->c2 = as_arena_take(A, (size_t)L * H * f); a->g2 = as_arena_take(A, (size_t)L * 4 * H * f);
     for (int t = 0; t < L; t++) {
         size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
         as_nn_lstm_fwd(a->h1 + o, a->c1 + o, a->g1 + 4 * o, a->xin + (size_t)t * IN, t ? a->h1 + op : NULL,
@@ -685,41 +695,33 @@ static void replay_fwd(replay_acts *a, const as_policy *q, const as_traj *tr)
                        P(q, B_L2WI), P(q, B_L2WH), P(q, B_L2B), 1, H, H);
     }
     /* encoder sums per (step, shard) before the step's action */
-    a->Es = as_calloc((size_t)Rr * E2, f);
+    a->Es = as_arena_ztake(A, ((size_t)Rr * E2) * f);
     for (int t = 1; t < L; t++) {
         memcpy(a->Es + (size_t)t * K * E2, a->Es + (size_t)(t - 1) * K * E2, (size_t)K * E2 * f);
         float *dst = a->Es + ((size_t)t * K + tr->act[t - 1]) * E2;
         const float *src = a->e + (size_t)(t - 1) * E2;
         for (int j = 0; j < E2; j++) dst[j] += src[j];
     }
-    a->cu = as_malloc((size_t)Rr * CD * f);
+    a->cu = as_arena_take(A, (size_t)Rr * CD * f);
     as_nn_linear_fwd(a->cu, tr->cf, P(q, B_CW), P(q, B_CB), (int)Rr, NCF, CD);
     relu_inplace(a->cu, Rr * CD);
-    a->Z = as_malloc((size_t)Rr * 3 * H * f);
+    a->Z = as_arena_take(A, (size_t)Rr * 3 * H * f);
     for (int t = 0; t < L; t++)
         for (int k = 0; k < K; k++) {
             size_t r = (size_t)t * K + k;
             build_z(a->Z + r * 3 * H, a->h2 + (size_t)t * H, a->Es + r * E2, a->cu + r * CD, E2, CD);
         }
-    a->q1 = as_malloc((size_t)Rr * d->p1 * f); a->q2 = as_malloc((size_t)Rr * d->p2 * f);
-    a->q3 = as_malloc((size_t)Rr * d->p3 * f); a->logit = as_malloc((size_t)Rr * f);
+    a->q1 = as_arena_take(A, (size_t)Rr * d->p1 * f); a->q2 = as_arena_take(A, (size_t)Rr * d->p2 * f);
+    a->q3 = as_arena_take(A, (size_t)Rr * d->p3 * f); a->logit = as_arena_take(A, (size_t)Rr * f);
     head_fwd(q, a->q1, a->q2, a->q3, a->logit, a->Z, (int)Rr);
-    a->w1 = as_malloc((size_t)L * d->vh * f);
-    a->V = as_malloc((size_t)L * f);
+    a->w1 = as_arena_take(A, (size_t)L * d->vh * f);
+    a->V = as_arena_take(A, (size_t)L * f);
     as_nn_linear_fwd(a->w1, a->h2, P(q, B_VW1), P(q, B_VB1), L, H, d->vh);
     relu_inplace(a->w1, (int64_t)L * d->vh);
     as_nn_linear_fwd(a->V, a->w1, P(q, B_VW2), P(q, B_VB2), L, d->vh, 1);
-    a->lp = as_malloc((size_t)Rr * f);
-    a->logrho = as_malloc((size_t)L * f); a->rw = as_calloc((size_t)L, f); a->done = as_calloc((size_t)L, f);
-    a->vs = as_malloc((size_t)L * f); a->adv = as_malloc((size_t)L * f);
-}
-
-static void replay_free(replay_acts *a)
-{
-    free(a->a1); free(a->e); free(a->fr); free(a->u); free(a->xin); free(a->h1); free(a->c1); free(a->g1); free(a->h2);
-    free(a->c2); free(a->g2); free(a->Es); free(a->cu); free(a->Z); free(a->q1); free(a->q2); free(a->q3);
-    free(a->logit); free(a->w1); free(a->V); free(a->lp); free(a->logrho); free(a->rw); free(a->done); free(a->vs);
-    free(a->adv);
+    a->lp = as_arena_take(A, (size_t)Rr * f);
+    a->logrho = as_arena_take(A, (size_t)L * f); a->rw = as_arena_ztake(A, ((size_t)L) * f); a->done = as_arena_ztake(A, ((size_t)L) * f);
+    a->vs = as_arena_take(A, (size_t)L * f); a->adv = as_arena_take(A, (size_t)L * f);
 }
 
 /* the loss of a forward pass: the log-probabilities, the V-trace targets (or the test's fixed
@@ -762,14 +764,14 @@ static double replay_loss(replay_acts *a, const as_traj *tr, const as_vtrace_cfg
    d loss / d (the LSTM's top state) into ds[L,H] and d loss / d (the encoder sums) into
    dE[Rr,E2] (both zeroed by the caller); the cost-feature layer's gradients too */
 static void replay_bwd_heads(const replay_acts *a, const as_policy *q, const as_traj *tr, const as_vtrace_cfg *vc,
-                             float *G, float *ds, float *dE)
+                             float *G, float *ds, float *dE, as_arena *A)
 {
     const as_policy_dims *d = &q->d;
     const int L = a->L, K = a->K, E2 = d->e2, H = d->h, CD = d->cd;
     const int64_t Rr = a->Rr;
     const size_t f = sizeof(float);
     /* d loss / d logit and d loss / d V */
-    float *dlogit = as_calloc((size_t)Rr, f), *dV = as_malloc((size_t)L * f);
+    float *dlogit = as_arena_ztake(A, ((size_t)Rr) * f), *dV = as_arena_take(A, (size_t)L * f);
     for (int t = 0; t < L; t++) {
         const float *l = a->lp + (size_t)t * K;
         const uint8_t *m = tr->mask + (size_t)t * K;
@@ -784,8 +786,8 @@ static void replay_bwd_heads(const replay_acts *a, const as_policy *q, const as_
         dV[t] = vc->baseline * (a->V[t] - a->vs[t]);
     }
     /* head */
-    float *dq3 = as_calloc((size_t)Rr * d->p3, f), *dq2 = as_calloc((size_t)Rr * d->p2, f);
-    float *dq1 = as_calloc((size_t)Rr * d->p1, f), *dZ = as_calloc((size_t)Rr * 3 * H, f);
+    float *dq3 = as_arena_ztake(A, ((size_t)Rr * d->p3) * f), *dq2 = as_arena_ztake(A, ((size_t)Rr * d->p2) * f);
+    float *dq1 = as_arena_ztake(A, ((size_t)Rr * d->p1) * f), *dZ = as_arena_ztake(A, ((size_t)Rr * 3 * H) * f);
     as_nn_linear_bwd(dq3, G + q->at[B_HW4], G + q->at[B_HB4], dlogit, a->q3, P(q, B_HW4), (int)Rr, d->p3, 1);
     for (int64_t i = 0; i < Rr * d->p3; i++) if (!(a->q3[i] > 0)) dq3[i] = 0;
     as_nn_linear_bwd(dq2, G + q->at[B_HW3], G + q->at[B_HB3], dq3, a->q2, P(q, B_HW3), (int)Rr, d->p2, d->p3);
@@ -794,7 +796,7 @@ static void replay_bwd_heads(const replay_acts *a, const as_policy *q, const as_
     for (int64_t i = 0; i < Rr * d->p1; i++) if (!(a->q1[i] > 0)) dq1[i] = 0;
     as_nn_linear_bwd(dZ, G + q->at[B_HW1], G + q->at[B_HB1], dq1, a->Z, P(q, B_HW1), (int)Rr, 3 * H, d->p1);
     /* split dZ into ds and dA */
-    float *dcu = as_calloc((size_t)Rr * CD, f);
+    float *dcu = as_arena_ztake(A, ((size_t)Rr * CD) * f);
     for (int t = 0; t < L; t++) {
         const float *s = a->h2 + (size_t)t * H;
         float *dst = ds + (size_t)t * H;
@@ -811,22 +813,21 @@ static void replay_bwd_heads(const replay_acts *a, const as_policy *q, const as_
     }
     as_nn_linear_bwd(NULL, G + q->at[B_CW], G + q->at[B_CB], dcu, tr->cf, P(q, B_CW), (int)Rr, NCF, CD);
     /* value head */
-    float *dw1 = as_calloc((size_t)L * d->vh, f);
+    float *dw1 = as_arena_ztake(A, ((size_t)L * d->vh) * f);
     as_nn_linear_bwd(dw1, G + q->at[B_VW2], G + q->at[B_VB2], dV, a->w1, P(q, B_VW2), L, d->vh, 1);
     for (int64_t i = 0; i < (int64_t)L * d->vh; i++) if (!(a->w1[i] > 0)) dw1[i] = 0;
     as_nn_linear_bwd(ds, G + q->at[B_VW1], G + q->at[B_VB1], dw1, a->h2, P(q, B_VW1), L, H, d->vh);
-    free(dlogit); free(dV); free(dq3); free(dq2); free(dq1); free(dZ); free(dcu); free(dw1);
 }
 
 /* backward through both LSTM layers over time, from ds[L,H] (the top state's gradient) to
    dxin[L,IN] (zeroed by the caller), the layers' gradients into G */
-static void replay_bwd_lstm(const replay_acts *a, const as_policy *q, float *G, const float *ds, float *dxin)
+static void replay_bwd_lstm(const replay_acts *a, const as_policy *q, float *G, const float *ds, float *dxin, as_arena *A)
 {
     const int L = a->L, H = q->d.h, IN = a->IN;
     const size_t f = sizeof(float);
-    float *dh1 = as_calloc((size_t)L * H, f), *dz = as_malloc((size_t)4 * H * f);
-    float *dhc = as_calloc((size_t)H, f), *dcc = as_calloc((size_t)H, f), *dh = as_malloc((size_t)H * f);
-    float *dhp = as_calloc((size_t)H, f), *dcp = as_calloc((size_t)H, f);
+    float *dh1 = as_arena_ztake(A, ((size_t)L * H) * f), *dz = as_arena_take(A, (size_t)4 * H * f);
+    float *dhc = as_arena_ztake(A, ((size_t)H) * f), *dcc = as_arena_ztake(A, ((size_t)H) * f), *dh = as_arena_take(A, (size_t)H * f);
+    float *dhp = as_arena_ztake(A, ((size_t)H) * f), *dcp = as_arena_ztake(A, ((size_t)H) * f);
     for (int t = L - 1; t >= 0; t--) {   /* layer 2 */
         size_t o = (size_t)t * H, op = (size_t)(t - 1) * H;
         for (int j = 0; j < H; j++) dh[j] = ds[o + j] + dhc[j];
@@ -851,19 +852,18 @@ static void replay_bwd_lstm(const replay_acts *a, const as_policy *q, float *G, 
         memcpy(dhc, dhp, (size_t)H * f);
         memcpy(dcc, dcp, (size_t)H * f);
     }
-    free(dh1); free(dz); free(dhc); free(dcc); free(dh); free(dhp); free(dcp);
 }
 
 /* backward through the encoder and the step feature: the encoder sums' gradient dE[Rr,E2]
    (a step's table is in the sums of every later step on its shard) and the LSTM input's
    dxin[L,IN] = [e | u], the layers' gradients into G */
 static void replay_bwd_encoder(const replay_acts *a, const as_policy *q, const as_traj *tr, float *G, const float *dE,
-                             const float *dxin)
+                             const float *dxin, as_arena *A)
 {
     const as_policy_dims *d = &q->d;
     const int L = a->L, K = a->K, E1 = d->e1, E2 = d->e2, SD = d->sd, IN = a->IN;
     const size_t f = sizeof(float);
-    float *de = as_calloc((size_t)L * E2, f), *acc = as_calloc((size_t)K * E2, f);
+    float *de = as_arena_ztake(A, ((size_t)L * E2) * f), *acc = as_arena_ztake(A, ((size_t)K * E2) * f);
     for (int t = L - 1; t >= 0; t--) {
         const float *ga = acc + (size_t)tr->act[t] * E2;
         for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += ga[j];
@@ -873,7 +873,7 @@ static void replay_bwd_encoder(const replay_acts *a, const as_policy *q, const a
             for (int j = 0; j < E2; j++) dst[j] += src[j];
         }
     }
-    float *du = as_calloc((size_t)L * SD, f);
+    float *du = as_arena_ztake(A, ((size_t)L * SD) * f);
     for (int t = 0; t < L; t++)
         for (int j = 0; j < SD; j++)   /* xin = [e | u] */
             du[(size_t)t * SD + j] = a->u[(size_t)t * SD + j] > 0 ? dxin[(size_t)t * IN + E2 + j] : 0.0f;
@@ -881,38 +881,54 @@ static void replay_bwd_encoder(const replay_acts *a, const as_policy *q, const a
         for (int j = 0; j < E2; j++) de[(size_t)t * E2 + j] += dxin[(size_t)t * IN + j];
     as_nn_linear_bwd(NULL, G + q->at[B_SW], G + q->at[B_SB], du, a->fr, P(q, B_SW), L, 1, SD);
     for (int64_t i = 0; i < (int64_t)L * E2; i++) if (!(a->e[i] > 0)) de[i] = 0;
-    float *da1 = as_calloc((size_t)L * E1, f);
+    float *da1 = as_arena_ztake(A, ((size_t)L * E1) * f);
     as_nn_linear_bwd(da1, G + q->at[B_EW2], G + q->at[B_EB2], de, a->a1, P(q, B_EW2), L, E1, E2);
     for (int64_t i = 0; i < (int64_t)L * E1; i++) if (!(a->a1[i] > 0)) da1[i] = 0;
     as_nn_linear_bwd(NULL, G + q->at[B_EW1], G + q->at[B_EB1], da1, tr->x, P(q, B_EW1), L, d->f, E1);
-    free(de); free(acc); free(du); free(da1);
 }
 
 /* one trajectory: forward, loss, and (G not NULL) backward, its gradient added into G */
-static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, float *G, as_policy_stats *st)
+static double replay(const as_policy *q, as_traj *tr, const as_vtrace_cfg *vc, float *G, as_policy_stats *st,
+                     as_arena *A)
 {
     if (tr->L <= 0) return 0;
     replay_acts a;
-    replay_fwd(&a, q, tr);
+    replay_fwd(&a, q, tr, A);
     double loss = replay_loss(&a, tr, vc, st);
     if (G) {
         const size_t f = sizeof(float);
-        float *ds = as_calloc((size_t)a.L * q->d.h, f), *dE = as_calloc((size_t)a.Rr * q->d.e2, f);
-        float *dxin = as_calloc((size_t)a.L * a.IN, f);
-        replay_bwd_heads(&a, q, tr, vc, G, ds, dE);
-        replay_bwd_lstm(&a, q, G, ds, dxin);
-        replay_bwd_encoder(&a, q, tr, G, dE, dxin);
-        free(ds); free(dE); free(dxin);
+        float *ds = as_arena_ztake(A, ((size_t)a.L * q->d.h) * f), *dE = as_arena_ztake(A, ((size_t)a.Rr * q->d.e2) * f);
+        float *dxin = as_arena_ztake(A, ((size_t)a.L * a.IN) * f);
+        replay_bwd_heads(&a, q, tr, vc, G, ds, dE, A);
+        replay_bwd_lstm(&a, q, G, ds, dxin, A);
+        replay_bwd_encoder(&a, q, tr, G, dE, dxin, A);
     }
-    replay_free(&a);
+    as_arena_reset(A);
     return loss;
 }
 
-double as_policy_loss_grad(const as_policy *p, as_traj *const *tr, int n, const as_vtrace_cfg *c, float *grad,
-                           as_policy_stats *st)
+void as_policy_replay_logp(const as_policy *q, const as_traj *tr, float *logp, as_arena *ws)
 {
+    if (tr->L <= 0) return;
+    as_arena own = { 0 }, *A = ws ? ws : &own;
+    replay_acts a;
+    replay_fwd(&a, q, tr, A);
+    for (int t = 0; t < a.L; t++) {
+        float *l = a.lp + (size_t)t * a.K;
+        log_softmax(l, a.logit + (size_t)t * a.K, tr->mask + (size_t)t * a.K, a.K);
+        logp[t] = l[tr->act[t]];
+    }
+    as_arena_reset(A);
+    as_arena_free(&own);
+}
+
+double as_policy_loss_grad(const as_policy *p, as_traj *const *tr, int n, const as_vtrace_cfg *c, float *grad,
+                           as_policy_stats *st, as_arena *ws)
+{
+    as_arena own = { 0 }, *A = ws ? ws : &own;
     double loss = 0;
-    for (int i = 0; i < n; i++) loss += replay(p, tr[i], c, grad, st);
+    for (int i = 0; i < n; i++) loss += replay(p, tr[i], c, grad, st, A);
+    as_arena_free(&own);
     return loss;
 }
 

@@ -124,6 +124,9 @@ typedef struct {
     double pred_balance;            /* min/max of the predicted shard costs (feasible only) */
     /* set by tests to replace the V-trace targets (NULL: computed) */
     const float *fixed_vs, *fixed_adv;
+    int64_t cap_n, cap_k;           /* the arrays hold cap_n tables on cap_k shards: a rollout
+                                       with keep_tr that records into a trajectory holding its
+                                       task's sizes reuses them */
 } as_traj;
 
 void as_traj_free(as_traj *t);
@@ -139,6 +142,12 @@ typedef struct {
                                        policy; recorded log-probabilities stay the policy's */
     as_traj *tr;                    /* record into it (needs rng); NULL = do not record.
                                        Recording stops at the first table that fits nowhere. */
+    int keep_tr;                    /* tr is zeroed or holds an earlier recording, whose
+                                       arrays it reuses when they are large enough (else tr
+                                       is overwritten: the caller frees it, as_traj_free) */
+    as_arena *ws;                   /* the rollout's buffers, kept for the next rollout (one
+                                       arena per thread): no allocation in a rollout no
+                                       larger than one before; NULL: its own, freed */
     /* outputs */
     int64_t *assign;                /* [n] shard per table (task order), -1 = fits nowhere */
     double *pred;                   /* [K] predicted shard costs at the end (may be NULL) */
@@ -173,9 +182,16 @@ typedef struct {
 /* The IMPALA loss of trajectories tr[0..n) under the current parameters (sums, not means):
  *   -sum log pi(a_t) adv_t + 0.5 baseline sum (vs_t - V_t)^2 + entropy sum_t sum_k pi log pi
  * with V-trace targets (vs, adv) treated as constants. When grad is not NULL its gradient is
- * ACCUMULATED into grad[nparams]. Returns the loss. */
+ * ACCUMULATED into grad[nparams]. Returns the loss. ws: the passes' buffers, kept for the
+ * next call (no allocation for trajectories no larger than one before); NULL: its own. */
 double as_policy_loss_grad(const as_policy *p, as_traj *const *tr, int n, const as_vtrace_cfg *c, float *grad,
-                           as_policy_stats *st);
+                           as_policy_stats *st, as_arena *ws);
+
+/* The learner's log-probabilities of tr's recorded actions, logp[tr->L]: its forward pass
+ * over the whole trajectory (the head over every step and shard at once), which the
+ * rollout computes step by step with the head's first layer in parts; the two agree to
+ * float rounding (tests/unit/test_policy.c). ws as for as_policy_loss_grad. */
+void as_policy_replay_logp(const as_policy *p, const as_traj *tr, float *logp, as_arena *ws);
 
 /* ---- records ---------------------------------------------------------------------------- */
 

@@ -238,7 +238,9 @@ static double balance_of(const double *c, int64_t K)
     return mx > 0 ? mn / mx : 0;
 }
 
-static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm, rl_ep *out, char *err, size_t errlen)
+/* episode e played into out; ws: the rollout's buffers (one arena per thread) */
+static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm, rl_ep *out, as_arena *ws, char *err,
+                size_t errlen)
 {
     const as_rl_cfg *c = x->c;
     memset(out, 0, sizeof *out);
@@ -253,7 +255,7 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
     as_plan_model_of(&pm, cm);
     int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
     as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .rng = &rng, .tr = &out->tr,
-                      .assign = assign, .teacher = e < c->imitate };
+                      .assign = assign, .teacher = e < c->imitate, .ws = ws };
     if (as_policy_rollout(p, &ro, err, errlen)) { free(assign); return -1; }
     out->tr.task = ti;
     out->pred_balance = ro.pred_balance;
@@ -318,6 +320,7 @@ static void *actor_main(void *arg)
     as_costmodel *cm = cm_clone(pl->cm_snap);
     int64_t myver = -1;
     char err[512];
+    as_arena ws = { 0 };
     as_nn_set_threads(1);
     pthread_mutex_lock(&pl->mu);
     for (;;) {
@@ -331,7 +334,7 @@ static void *actor_main(void *arg)
         }
         pthread_mutex_unlock(&pl->mu);
         rl_ep *ep = as_malloc(sizeof *ep);
-        int rc = play(pl->x, e, p, cm, ep, err, sizeof err);
+        int rc = play(pl->x, e, p, cm, ep, &ws, err, sizeof err);
         pthread_mutex_lock(&pl->mu);
         if (rc) {
             if (!pl->failed) { pl->failed = 1; snprintf(pl->err, sizeof pl->err, "%s", err); }
@@ -348,6 +351,7 @@ static void *actor_main(void *arg)
         pthread_cond_signal(&pl->items);
     }
     pthread_mutex_unlock(&pl->mu);
+    as_arena_free(&ws);
     as_policy_free(p);
     as_costmodel_free(cm);
     return NULL;
@@ -1320,13 +1324,13 @@ static void actors_stop(rl_pool *pl, rl_actor *act, int actors)
 
 /* B episodes (numbered from first) into eps: played here, or (pl not NULL) taken from the
    actors' queue. 0, or -1 with err */
-static int gather(rl_ctx *x, rl_pool *pl, as_policy *p, as_costmodel *cm, int64_t first, int B, rl_ep *eps, char *err,
-                  size_t errlen)
+static int gather(rl_ctx *x, rl_pool *pl, as_policy *p, as_costmodel *cm, int64_t first, int B, rl_ep *eps,
+                  as_arena *ws, char *err, size_t errlen)
 {
     int rc = 0;
     if (!pl) {
         for (int b = 0; b < B && !rc; b++)
-            if (play(x, first + b, p, cm, &eps[b], err, errlen)) rc = -1;
+            if (play(x, first + b, p, cm, &eps[b], ws, err, errlen)) rc = -1;
         return rc;
     }
     pthread_mutex_lock(&pl->mu);
@@ -1406,6 +1410,7 @@ typedef struct {
     int64_t np, cnp;
     rl_ep *eps;                     /* [batch] */
     as_traj **trs;                  /* [batch] */
+    as_arena play_ws, learn_ws;     /* the rollouts' buffers (one actor), the learner's */
     as_vtrace_cfg vc;
     msgpack_sbuffer lsb;            /* one train record */
     int64_t limit, last_ck;         /* the episodes to stop at; of the last checkpoint */
@@ -1496,7 +1501,7 @@ static void learn(rl_run *R, int B, rl_update *u)
     const int nt = batch_of(c, st, R->eps, B, R->trs, &u->pb, &u->npb, &u->mb, &u->nmb, &in->evals);
     memset(R->g, 0, (size_t)R->np * sizeof *R->g);
     u->s = (as_policy_stats){ 0 };
-    as_policy_loss_grad(R->p, R->trs, nt, &R->vc, R->g, &u->s);
+    as_policy_loss_grad(R->p, R->trs, nt, &R->vc, R->g, &u->s, &R->learn_ws);
     u->gn = as_nn_clip(R->g, R->np, c->clip);
     double frac = c->episodes > 0 ? (double)in->episodes / (double)c->episodes
                                   : R->budget > 0 ? (R->wall0 + (as_now() - R->t0)) / R->budget : 0;
@@ -1578,7 +1583,7 @@ static void checkpoint_due(rl_run *R)
 static int one_update(rl_run *R, int B, char *err, size_t errlen)
 {
     const as_rl_cfg *c = R->c;
-    if (gather(&R->x, R->threaded ? &R->pl : NULL, R->p, R->cm, R->in->episodes, B, R->eps, err, errlen)) {
+    if (gather(&R->x, R->threaded ? &R->pl : NULL, R->p, R->cm, R->in->episodes, B, R->eps, &R->play_ws, err, errlen)) {
         for (int b = 0; b < B; b++) ep_free(&R->eps[b]);
         return -1;
     }
@@ -1617,6 +1622,8 @@ static int run_end(rl_run *R, int rc, int stopped, as_rl_state *state, char *err
     if (!rc && c->halt_after > 0 && in->episodes >= c->halt_after && (c->episodes <= 0 || in->episodes < c->episodes))
         stopped = 1;
     free(R->g); free(R->cg); free(R->eps); free(R->trs);
+    as_arena_free(&R->play_ws);
+    as_arena_free(&R->learn_ws);
     msgpack_sbuffer_destroy(&R->lsb);
     if (st != state) as_rl_state_free(st);
     pthread_mutex_destroy(&R->x.measure_mu);

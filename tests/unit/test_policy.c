@@ -175,7 +175,7 @@ TEST(policy_loss_grad_fd_every_block)
     }
     as_vtrace_cfg vc = { 1, 1, 1, 0.5f, 0.05f };
     float *g = calloc((size_t)np, sizeof *g);
-    as_policy_loss_grad(p, trp, 2, &vc, g, NULL);
+    as_policy_loss_grad(p, trp, 2, &vc, g, NULL, NULL);
     int bad = 0, checked = 0;
     uint64_t st = 99;
     const char *name;
@@ -187,9 +187,9 @@ TEST(policy_loss_grad_fd_every_block)
             float keep = w[i];
             double eps = 1e-4;   /* small: ReLU kinks of the many head rows are near */
             w[i] = keep + (float)eps;
-            double lp = as_policy_loss_grad(p, trp, 2, &vc, NULL, NULL);
+            double lp = as_policy_loss_grad(p, trp, 2, &vc, NULL, NULL, NULL);
             w[i] = keep - (float)eps;
-            double lm = as_policy_loss_grad(p, trp, 2, &vc, NULL, NULL);
+            double lm = as_policy_loss_grad(p, trp, 2, &vc, NULL, NULL, NULL);
             w[i] = keep;
             double fd = (lp - lm) / (2 * eps);
             checked++;
@@ -405,7 +405,7 @@ TEST(policy_sizes_above_256_plan_and_learn)
         as_policy_params(p, &np);
         float *gr = calloc((size_t)np, sizeof *gr);
         as_vtrace_cfg vc = { 1, 1, 1, 0.5f, 0.01f };
-        double loss = as_policy_loss_grad(p, &trp, 1, &vc, gr, NULL);
+        double loss = as_policy_loss_grad(p, &trp, 1, &vc, gr, NULL, NULL);
         CHECK(isfinite(loss));
         double gs = 0;
         for (int64_t i = 0; i < np; i++) gs += fabs(gr[i]);
@@ -421,4 +421,64 @@ TEST(policy_sizes_above_256_plan_and_learn)
     CHECK(strstr(err, "size 3 of dims is not in 1..4096") != NULL);
     CHECK(policy_of_dims(bad, err, sizeof err) == NULL);
     CHECK(strstr(err, "inconsistent dims") != NULL);
+}
+
+/* the hand-made model with its head split for incremental use: pre the identity (linear, no
+ * bias), post the head, so that rollouts take their fast path */
+static void hm_pre(void *ctx, const float *s, float *out) { (void)ctx; out[0] = s[0]; out[1] = s[1]; }
+static const as_plan_model HMS = { NULL, 2, hm_embed, hm_head, 2, hm_pre, hm_head };
+
+TEST(policy_rollout_and_replay_agree_and_reuse_their_buffers)
+{
+    enum { N = 12, K = 4, EP = 4 };
+    as_features f[N];
+    const as_features *fp[N];
+    mk_tables(f, fp, N, 5);
+    as_policy *p = as_policy_new(NULL, 3, NULL, 0);
+    int64_t np;
+    as_policy_params(p, &np);
+    float *g = calloc((size_t)np, sizeof *g);
+    as_vtrace_cfg vc = { 1, 1, 1, 0.5f, 0.01f };
+    const as_plan_model *models[2] = { &HM, &HMS };
+    char err[256];
+    for (int m = 0; m < 2; m++) {
+        as_arena play = { 0 }, learn = { 0 };
+        as_traj tr = { 0 }, fresh;
+        as_traj *trp = &tr;
+        int64_t a[N], b[N];
+        uint64_t before = 0;
+        for (int e = 0; e < EP; e++) {
+            /* from the second episode on, the rollout and the learner allocate nothing */
+            if (e == 1) before = as_alloc_count();
+            as_rng rng;
+            as_rng_seed(&rng, 9, (uint64_t)e);
+            as_rollout ro = { .cm = models[m], .t = fp, .n = N, .K = K, .rng = &rng, .tr = &tr, .assign = a,
+                              .keep_tr = 1, .ws = &play };
+            CHECK(as_policy_rollout(p, &ro, err, sizeof err) == 0);
+            CHECK_EQ_I64(tr.L, N);
+            float lp[N];
+            as_policy_replay_logp(p, &tr, lp, &learn);
+            as_policy_loss_grad(p, &trp, 1, &vc, g, NULL, &learn);
+            if (e < EP - 1) continue;
+            CHECK_EQ_I64((int64_t)(as_alloc_count() - before), 0);
+            /* the learner's log-probabilities of the actions are the rollout's, to the rounding
+               of two orders of summing the head's first layer in fp32 (1e-5 here) */
+            double worst = 0;
+            for (int t = 0; t < N; t++) worst = fmax(worst, fabs((double)lp[t] - tr.logp[t]));
+            if (!CHECK(worst < 1e-4)) fprintf(stderr, "  model %d: worst %g\n", m, worst);
+            /* the kept buffers change nothing: a rollout with fresh ones records the same bits */
+            as_rng_seed(&rng, 9, (uint64_t)e);
+            as_rollout r2 = { .cm = models[m], .t = fp, .n = N, .K = K, .rng = &rng, .tr = &fresh, .assign = b };
+            CHECK(as_policy_rollout(p, &r2, err, sizeof err) == 0);
+            CHECK(memcmp(a, b, sizeof a) == 0);
+            CHECK(fresh.L == tr.L && memcmp(fresh.logp, tr.logp, (size_t)N * sizeof *tr.logp) == 0);
+            CHECK(memcmp(fresh.cf, tr.cf, (size_t)N * K * AS_POLICY_NCF * sizeof *tr.cf) == 0);
+            as_traj_free(&fresh);
+        }
+        as_traj_free(&tr);
+        as_arena_free(&play);
+        as_arena_free(&learn);
+    }
+    free(g);
+    as_policy_free(p);
 }
