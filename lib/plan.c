@@ -50,6 +50,43 @@ double as_plan_item_key(const as_plan_cfg *c, const as_features *f, const float 
     return as_plan_key(c->alg, f);
 }
 
+void as_plan_items_init(as_plan_items *it, const as_plan_model *m, const as_features *const *t, int64_t n,
+                        const float *rep, as_arena *A)
+{
+    memset(it, 0, sizeof *it);
+    it->m = m;
+    it->n = n;
+    it->R = m->rep;
+    it->split = m->hid > 0 && m->pre && m->post;
+    it->W = it->split ? m->hid : it->R;
+    const size_t n1 = (size_t)(n ? n : 1);
+    if (!rep) {
+        float *r = A ? as_arena_take(A, n1 * (size_t)it->R * sizeof *r) : (it->own_rep = as_malloc(n1 * (size_t)it->R * sizeof *r));
+        for (int64_t i = 0; i < n; i++) m->embed(m->ctx, t[i], r + (size_t)i * it->R);
+        rep = r;
+    }
+    it->rep = rep;
+    it->w = rep;
+    if (it->split) {
+        float *w = A ? as_arena_take(A, n1 * (size_t)it->W * sizeof *w) : (it->own_w = as_malloc(n1 * (size_t)it->W * sizeof *w));
+        for (int64_t i = 0; i < n; i++) m->pre(m->ctx, rep + (size_t)i * it->R, w + (size_t)i * it->W);
+        it->w = w;
+    }
+}
+
+double as_plan_items_cost(const as_plan_items *it, const float *v)
+{
+    return it->split ? it->m->post(it->m->ctx, v) : it->m->head(it->m->ctx, v);
+}
+
+void as_plan_items_free(as_plan_items *it)
+{
+    if (!it) return;
+    free(it->own_rep);
+    free(it->own_w);
+    memset(it, 0, sizeof *it);
+}
+
 void as_plan_put(as_plan_ctx *x, int64_t i, int64_t k)
 {
     x->p->assign[i] = k;

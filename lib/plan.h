@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "comm.h"
+#include "common.h"
 #include "featurize.h"
 #include "modelgate.h"
 #include "planlabel.h"
@@ -188,6 +189,28 @@ void as_plan_unplaced(as_plan_ctx *x, int64_t i);
 /* the sort key of item f under c's planner: rep is its model representation (used when the
  * planner's key is the model's cost) */
 double as_plan_item_key(const as_plan_cfg *c, const as_features *f, const float *rep);
+/* The items of a task as the cost model sees them, for the planners that fill shards item
+ * by item and ask what a shard would cost with one more (cost-greedy, the policy's
+ * rollouts, the refinement): each item's representation rep[n x R] and the vector
+ * w[n x W] that a shard's running sum adds up: pre(rep) when the model's head is split
+ * (split, W = hid), else rep itself (W = R). as_plan_items_cost is the predicted cost of
+ * a shard from such a sum. The arrays come from arena A (NULL: malloc'd, freed by
+ * as_plan_items_free); rep, when given, is the items' representations computed already
+ * (kept, not copied). */
+typedef struct {
+    const as_plan_model *m;
+    int R, W, split;
+    int64_t n;
+    const float *rep;
+    const float *w;
+    float *own_rep, *own_w;         /* what as_plan_items_free frees */
+} as_plan_items;
+void as_plan_items_init(as_plan_items *it, const as_plan_model *m, const as_features *const *t, int64_t n,
+                        const float *rep, as_arena *A);
+/* the predicted cost of a shard whose items' vectors sum to v[W]: post(v) or head(v) */
+double as_plan_items_cost(const as_plan_items *it, const float *v);
+void as_plan_items_free(as_plan_items *it);   /* NULL: nothing */
+
 /* the make of the planners whose placement comes through c->policy (autoshard, torchrec):
  * the placement checked (shards in range, caps kept, data-parallel entries whole tables) */
 int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen);

@@ -12,29 +12,23 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* the shard with the lowest value of item i where it fits (-1: none); by_cost: the model's
- * cost of the shard with it (tmp: one summed representation or pre), else the key sums */
-static int64_t best_shard(const as_plan_ctx *x, int64_t i, int by_cost, const float *pre, int HD, float *tmp)
+/* the shard with the lowest value of item i where it fits (-1: none); it: cost-greedy's
+ * items, its value the model's cost of the shard with the item (sw: the shards' sums of the
+ * items' vectors; tmp one of them), NULL: the heuristics', the shard's key sum */
+static int64_t best_shard(const as_plan_ctx *x, int64_t i, const as_plan_items *it, const float *sw, float *tmp)
 {
     const as_plan *p = x->p;
-    const as_plan_model *m = x->c->model;
-    const int R = m ? m->rep : 0;
-    const int64_t n = x->n, K = x->c->shards;
+    const int64_t K = x->c->shards;
     int64_t best = -1;
     double bestv = 0;
     for (int64_t k = 0; k < K; k++) {
         if (!as_plan_fits(x->c->mem_cap, p->mem[k], x->bytes[i])) continue;
-        double v;
-        if (by_cost && pre) {
-            const float *s = pre + (size_t)(n + k) * HD, *r = pre + (size_t)i * HD;
-            for (int d = 0; d < HD; d++) tmp[d] = s[d] + r[d];
-            v = m->post(m->ctx, tmp);
-        } else if (by_cost) {
-            const float *s = x->sum + (size_t)k * R, *r = x->rep + (size_t)i * R;
-            for (int d = 0; d < R; d++) tmp[d] = s[d] + r[d];
-            v = m->head(m->ctx, tmp);
-        } else {
-            v = p->key[k];
+        double v = p->key[k];
+        if (it) {
+            const int W = it->W;
+            const float *s = sw + (size_t)k * W, *r = it->w + (size_t)i * W;
+            for (int d = 0; d < W; d++) tmp[d] = s[d] + r[d];
+            v = as_plan_items_cost(it, tmp);
         }
         if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
     }
@@ -47,20 +41,23 @@ static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
     const as_plan_cfg *c = x->c;
     const int by_cost = as_planner_of(c->alg)->key_cost;
     const int64_t n = x->n, K = c->shards;
-    const as_plan_model *m = c->model;
-    const int R = m ? m->rep : 0;
+    const int R = c->model ? c->model->rep : 0;
     double *key = as_malloc((size_t)(n ? n : 1) * sizeof *key);
-    /* cost-greedy with a split head: pre of every item (rows 0..n) and shard (n..n+K) */
-    const int HD = by_cost && m->pre && m->post && m->hid > 0 ? m->hid : 0;
-    /* one summed representation (R), or one sum of pre (HD) */
-    float *tmp = by_cost ? as_malloc((size_t)(R > HD ? R : HD) * sizeof *tmp) : NULL;
-    float *pre = HD ? as_calloc((size_t)(n + K) * HD, sizeof *pre) : NULL;
-    for (int64_t i = 0; HD && i < n; i++) m->pre(m->ctx, x->rep + (size_t)i * R, pre + (size_t)i * HD);
+    /* cost-greedy: the items' vectors, the shards' sums of them (the representations' sums
+       themselves, or with a split head sums of pre of their own), one sum at a time */
+    as_plan_items it = { 0 };
+    float *psum = NULL, *tmp = NULL;
+    if (by_cost) {
+        as_plan_items_init(&it, c->model, x->t, n, x->rep, NULL);
+        if (it.split) psum = as_calloc((size_t)K * it.W, sizeof *psum);
+        tmp = as_malloc((size_t)it.W * sizeof *tmp);
+    }
+    const float *sw = psum ? psum : x->sum;
     for (int64_t i = 0; i < n; i++) key[i] = as_plan_item_key(c, x->t[i], x->rep ? x->rep + (size_t)i * R : NULL);
     int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
     as_plan_order(order, key, x->bytes, x->t, n);
     for (int64_t q = 0; q < n; q++) {
-        const int64_t i = order[q], best = best_shard(x, i, by_cost, pre, HD, tmp);
+        const int64_t i = order[q], best = best_shard(x, i, by_cost ? &it : NULL, sw, tmp);
         if (best < 0) { as_plan_unplaced(x, i); continue; }
         as_plan_put(x, i, best);
         x->p->key[best] += key[i];
@@ -68,16 +65,17 @@ static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
         float *s = x->sum + (size_t)best * R;
         const float *r = x->rep + (size_t)i * R;
         for (int d = 0; d < R; d++) s[d] += r[d];
-        if (pre) {
-            float *ps = pre + (size_t)(n + best) * HD;
-            const float *pr = pre + (size_t)i * HD;
-            for (int d = 0; d < HD; d++) ps[d] += pr[d];
+        if (psum) {
+            float *ps = psum + (size_t)best * it.W;
+            const float *pr = it.w + (size_t)i * it.W;
+            for (int d = 0; d < it.W; d++) ps[d] += pr[d];
         }
     }
     x->summed = by_cost;
+    as_plan_items_free(&it);
     free(order);
     free(key);
-    free(pre);
+    free(psum);
     free(tmp);
     return 0;
 }

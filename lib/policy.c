@@ -269,7 +269,7 @@ static int log_softmax(float *lp, const float *logit, const uint8_t *mask, int K
 
 /* a rollout's buffers, allocated once per rollout (nothing is allocated per step) */
 typedef struct {
-    int R, E2, H, CD, XW, HD, fast;
+    int R, E2, H, CD, XW;
     int64_t n, K;
     /* per table (task order, or step order for x, a1, e) */
     float *rep;                     /* [n,R] cost-model representations */
@@ -277,9 +277,10 @@ typedef struct {
     uint64_t *bytes;                /* [n] */
     int64_t *order;                 /* [n] step order (as_plan_order) */
     float *x, *a1, *e;              /* [n,F], [n,E1], [n,E2] the policy's encoder */
-    float *U;                       /* [n,HD] the cost model's pre of each table */
+    as_plan_items it;               /* the tables' vectors (plan.h): rep, or pre of it with a
+                                       split head (it.split, width it.W) */
     /* per shard: the episode state */
-    float *csum, *Es, *Vs, *WE;     /* [K,R] rep sums, [K,E2] encoder sums, [K,HD] pre sums,
+    float *csum, *Es, *Vs, *WE;     /* [K,R] rep sums, [K,E2] encoder sums, [K,W] pre sums,
                                        [K,P1] hw1's E block times E_k */
     double *pnow, *pafter;          /* [K] predicted cost now, after this step's table */
     uint64_t *mem;
@@ -310,9 +311,7 @@ static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *
     w->CD = d->cd;
     w->XW = w->CD + w->H;                                     /* [cu | s*a] columns of hw1 */
     /* the cost model's head split: pre of every table, running pre of every shard */
-    w->fast = cm->pre && cm->post && cm->hid > 0;
-    w->HD = w->fast ? cm->hid : 1;
-    const int R = w->R, HD = w->HD;
+    const int R = w->R;
     w->rep = as_arena_take(A, nn * R * sizeof *w->rep);
     w->single = as_arena_take(A, nn * sizeof *w->single);
     w->bytes = as_arena_take(A, nn * sizeof *w->bytes);
@@ -350,17 +349,15 @@ static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *
     /* the step's vectors, sized from the policy and the cost model: both LSTM layers' state
      * before and after the step (h, c: H each), the gates (4H), the LSTM input [e | u]
      * (E2 + SD), the step feature u (SD), and one summed representation of the cost model
-     * (R, or HD with the split head) */
+     * (R, or its pre's width with the split head) */
     const int H = w->H;
-    size_t TW = (size_t)(R > HD ? R : HD);
+    as_plan_items_init(&w->it, cm, ro->t, n, w->rep, A);
+    size_t TW = (size_t)(R > w->it.W ? R : w->it.W);
     w->ws = as_arena_take(A, ((size_t)12 * H + (size_t)(w->E2 + d->sd) + (size_t)d->sd + TW) * sizeof *w->ws);
     w->h1 = w->ws; w->c1 = w->h1 + H; w->h2 = w->c1 + H; w->c2 = w->h2 + H; w->h1n = w->c2 + H; w->c1n = w->h1n + H;
     w->h2n = w->c1n + H; w->c2n = w->h2n + H; w->g = w->c2n + H; w->xin = w->g + 4 * (size_t)H;
     w->u = w->xin + w->E2 + d->sd; w->tmp = w->u + d->sd;
-    w->U = as_arena_take(A, nn * HD * sizeof *w->U);
-    w->Vs = as_arena_ztake(A, ((size_t)K * HD) * sizeof *w->Vs);
-    if (w->fast)
-        for (int64_t i = 0; i < n; i++) cm->pre(cm->ctx, w->rep + (size_t)i * R, w->U + (size_t)i * HD);
+    w->Vs = w->it.split ? as_arena_ztake(A, (size_t)K * w->it.W * sizeof *w->Vs) : NULL;
     w->q1 = as_arena_take(A, (size_t)K * d->p1 * sizeof *w->q1);
     w->q2 = as_arena_take(A, (size_t)K * d->p2 * sizeof *w->q2);
     w->q3 = as_arena_take(A, (size_t)K * d->p3 * sizeof *w->q3);
@@ -390,26 +387,21 @@ static void rollout_state(rollout_bufs *w, const as_policy *q, int64_t s, int fi
 
 /* table j's candidate shards: where it fits (mask), each shard's predicted cost with it
    (pafter), the cost features (cf) against the episode's scale; returns how many fit */
-static int rollout_costs(rollout_bufs *w, const as_plan_model *cm, uint64_t cap, int64_t j, double ref, double left)
+static int rollout_costs(rollout_bufs *w, uint64_t cap, int64_t j, double ref, double left)
 {
     const int64_t K = w->K;
-    const int R = w->R, HD = w->HD;
+    const int W = w->it.W;
     double mx = 0, mn = INFINITY, amax = 0, amin = INFINITY;
     int nok = 0;
     for (int64_t k = 0; k < K; k++) { if (w->pnow[k] > mx) mx = w->pnow[k]; if (w->pnow[k] < mn) mn = w->pnow[k]; }
-    const float *rj = w->rep + (size_t)j * R;
+    /* the shards' sums of the tables' vectors: of pre with a split head, else of rep */
+    const float *S = w->it.split ? w->Vs : w->csum, *xj = w->it.w + (size_t)j * W;
     for (int64_t k = 0; k < K; k++) {
         w->mask[k] = (uint8_t)as_plan_fits(cap, w->mem[k], w->bytes[j]);
         nok += w->mask[k];
-        if (w->fast) {
-            const float *vk = w->Vs + (size_t)k * HD, *uj = w->U + (size_t)j * HD;
-            for (int r = 0; r < HD; r++) w->tmp[r] = vk[r] + uj[r];
-            w->pafter[k] = cm->post(cm->ctx, w->tmp);
-        } else {
-            const float *cs = w->csum + (size_t)k * R;
-            for (int r = 0; r < R; r++) w->tmp[r] = cs[r] + rj[r];
-            w->pafter[k] = cm->head(cm->ctx, w->tmp);
-        }
+        const float *sk = S + (size_t)k * W;
+        for (int r = 0; r < W; r++) w->tmp[r] = sk[r] + xj[r];
+        w->pafter[k] = as_plan_items_cost(&w->it, w->tmp);
         if (w->mask[k]) { if (w->pafter[k] > amax) amax = w->pafter[k]; if (w->pafter[k] < amin) amin = w->pafter[k]; }
     }
     double sc = amax > 0 && isfinite(amax) ? amax : ref, spread = amax - amin;
@@ -487,7 +479,7 @@ static int64_t rollout_choose(const rollout_bufs *w, const as_rollout *ro)
 static void rollout_apply(rollout_bufs *w, const as_policy *q, int64_t s, int64_t j, int64_t a)
 {
     const as_policy_dims *d = &q->d;
-    const int R = w->R, E2 = w->E2, HD = w->HD, H = w->H;
+    const int R = w->R, E2 = w->E2, W = w->it.W, H = w->H;
     w->mem[a] += w->bytes[j];
     w->cnt[a]++;
     float *cs = w->csum + (size_t)a * R;
@@ -499,10 +491,10 @@ static void rollout_apply(rollout_bufs *w, const as_policy *q, int64_t s, int64_
     as_nn_linear_fwd_ld(w->wtmp, ej, P(q, B_HW1) + H, 3 * H, NULL, 1, E2, d->p1);
     float *wa = w->WE + (size_t)a * d->p1;
     for (int o = 0; o < d->p1; o++) wa[o] += w->wtmp[o];
-    if (w->fast) {
-        float *va = w->Vs + (size_t)a * HD;
-        const float *uj = w->U + (size_t)j * HD;
-        for (int r = 0; r < HD; r++) va[r] += uj[r];
+    if (w->it.split) {
+        float *va = w->Vs + (size_t)a * W;
+        const float *uj = w->it.w + (size_t)j * W;
+        for (int r = 0; r < W; r++) va[r] += uj[r];
     }
     w->pnow[a] = w->pafter[a];
 }
@@ -531,7 +523,7 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     for (int64_t s = 0; s < n; s++) {
         int64_t j = w.order[s];
         rollout_state(&w, q, s, s == 0);
-        const int nok = rollout_costs(&w, cm, ro->cap, j, ref, left);
+        const int nok = rollout_costs(&w, ro->cap, j, ref, left);
         left -= w.single[j];
         if (!nok) {
             feasible = 0;

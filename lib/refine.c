@@ -12,8 +12,9 @@
 #define REL_TOL 1e-6   /* a step must gain more than one part in a million */
 
 typedef struct {
-    const as_plan_model *m;
-    int W, split;                   /* split: post of pre sums, else head of rep sums */
+    const as_plan_items *pi;        /* the items' vectors (plan.h): post of pre sums, or head
+                                       of rep sums */
+    int W;
     int64_t n, K;
     uint64_t cap;
     const float *w;                 /* [T][W] each item's vector */
@@ -41,7 +42,7 @@ static double comm_with(const rf *x, int64_t k, int64_t add, int64_t sub)
 /* the predicted kernel cost of the vector in tmp on shard k */
 static double eval_tmp(const rf *x, int64_t k)
 {
-    const double v = x->split ? x->m->post(x->m->ctx, x->tmp) : x->m->head(x->m->ctx, x->tmp);
+    const double v = as_plan_items_cost(x->pi, x->tmp);
     return x->scale ? x->scale[k] * v : v;
 }
 
@@ -316,9 +317,10 @@ static int check_args(const as_plan *p, const as_plan_cfg *c, int64_t n, double 
 
 /* what the search knows of each item, computed once */
 typedef struct {
-    int R, W, split;                /* split: the model has pre and post (W its hidden width), else W = R */
-    float *rep;                     /* [T][R] each item's embedding */
-    float *w;                       /* [T][W] each item's vector (rep itself when not split) */
+    as_plan_items pi;               /* each item's embedding and vector (plan.h) */
+    int R, W;                       /* their widths */
+    const float *rep;               /* [T][R] each item's embedding */
+    const float *w;                 /* [T][W] each item's vector (rep itself when not split) */
     uint64_t *bytes;                /* [T] */
     double *kv;                     /* [T] each item's key */
     double *cm, *csum;              /* [T] each item's communication, [K] each shard's sum; NULL when not charged */
@@ -331,16 +333,16 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
     const as_plan_model *m = c->model;
     const int64_t K = c->shards;
     const size_t n1 = (size_t)(n ? n : 1);
-    items it = { .R = m->rep, .split = m->hid > 0 && m->pre && m->post };
-    it.W = it.split ? m->hid : it.R;
-    const int R = it.R, split = it.split, W = it.W;
-    it.rep = as_malloc(n1 * (size_t)R * sizeof *it.rep);
-    it.w = split ? as_malloc(n1 * (size_t)W * sizeof *it.w) : it.rep;
+    items it = { 0 };
+    as_plan_items_init(&it.pi, m, t, n, NULL, NULL);
+    it.R = it.pi.R;
+    it.W = it.pi.W;
+    it.rep = it.pi.rep;
+    it.w = it.pi.w;
+    const int R = it.R;
     it.bytes = as_malloc(n1 * sizeof *it.bytes);
     it.kv = as_malloc(n1 * sizeof *it.kv);
     for (int64_t i = 0; i < n; i++) {
-        m->embed(m->ctx, t[i], it.rep + (size_t)i * R);
-        if (split) m->pre(m->ctx, it.rep + (size_t)i * R, it.w + (size_t)i * W);
         it.bytes[i] = as_plan_table_bytes(t[i]);
         it.kv[i] = as_plan_item_key(c, t[i], it.rep + (size_t)i * R);
     }
@@ -367,8 +369,7 @@ static void items_free(items *it)
     free(it->csum);
     free(it->kv);
     free(it->bytes);
-    if (it->split) free(it->w);
-    free(it->rep);
+    as_plan_items_free(&it->pi);
 }
 
 /* the search's state over p: each shard's summed vector and predicted cost */
@@ -376,7 +377,7 @@ static rf rf_of(as_plan *p, const as_plan_cfg *c, const items *it, int64_t n)
 {
     const int64_t K = c->shards;
     const int W = it->W;
-    rf x = { c->model, W, it->split, n, K, c->mem_cap, it->w, it->bytes, it->kv,
+    rf x = { &it->pi, W, n, K, c->mem_cap, it->w, it->bytes, it->kv,
              as_calloc((size_t)K * (size_t)W, sizeof(double)), as_malloc((size_t)K * sizeof(double)),
              as_malloc((size_t)W * sizeof(float)), p->assign, p->count, p->mem, p->key, as_calloc((size_t)K, 1), it->cm,
              it->csum, c->shard_scale };
@@ -447,7 +448,7 @@ static int settle(as_plan *p, const rf *x, const float *rep, float *fs, double m
     memcpy(pred, p->pred, (size_t)K * sizeof *pred);
     double max_after = -INFINITY;
     for (int64_t k = 0; k < K; k++) {
-        if (x->dirty[k]) pred[k] = shard_pred(x->m, p, rep, k, fs);
+        if (x->dirty[k]) pred[k] = shard_pred(x->pi->m, p, rep, k, fs);
         const double v = (sc ? sc[k] : 1) * pred[k] + (csum && p->count[k] ? csum[k] : 0);
         if (v > max_after) max_after = v;
     }
