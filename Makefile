@@ -29,19 +29,24 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= $(OPT) -g
-override CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -fopenmp -Ilib $(PKG_CFLAGS) $(SAN)
+# lib/ has a folder per layer and stage (docs/ARCHITECTURE.md); modules include each other
+# by file name, every folder on the include path
+LIB_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard lib/*/*.c lib/*/*.h lib/*/*.cu))))
+LIB_INC  := $(addprefix -I,$(LIB_DIRS))
+LIB_HDR  := $(wildcard lib/*/*.h lib/*/*.def)
+override CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE -fopenmp $(LIB_INC) $(PKG_CFLAGS) $(SAN)
 override LDFLAGS += -fopenmp $(SAN)
 override LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
-LIB_SRC  := $(wildcard lib/*.c)
-CU_SRC   := $(wildcard lib/*.cu)
+LIB_SRC  := $(wildcard lib/*/*.c)
+CU_SRC   := $(wildcard lib/*/*.cu)
 LIB_OBJ  := $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 ifneq ($(NVCC),)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
   CU_OBJ  := $(CU_SRC:lib/%.cu=$(BUILD)/cuda/%.o)
   override CFLAGS  += -DAS_HAVE_CUDA -I$(CUDA_HOME)/include
   override LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lstdc++
-  NVFLAGS ?= -O3 -std=c++17 -lineinfo -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) -Ilib -DAS_HAVE_CUDA
+  NVFLAGS ?= -O3 -std=c++17 -lineinfo -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) $(LIB_INC) -DAS_HAVE_CUDA
 endif
 LIBA     := $(BUILD)/libautoshard.a
 
@@ -68,11 +73,11 @@ SAN_ENV  := ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=
 
 all: $(TOOL_BIN) $(TT_BIN)
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h lib/*.def) | check-deps
+$(BUILD)/lib/%.o: lib/%.c $(LIB_HDR) | check-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/cuda/%.o: lib/%.cu $(wildcard lib/*.h lib/*.def)
+$(BUILD)/cuda/%.o: lib/%.cu $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
@@ -84,7 +89,7 @@ $(BIN)/%: cmd/%/main.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/support/%.o: tests/support/%.c $(wildcard tests/support/*.h) $(wildcard lib/*.h lib/*.def) | check-deps
+$(BUILD)/support/%.o: tests/support/%.c $(wildcard tests/support/*.h) $(LIB_HDR) | check-deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/support -c -o $@ $<
 
@@ -92,7 +97,7 @@ $(SUPA): $(SUP_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h lib/*.def)
+$(BUILD)/unit/%.o: tests/unit/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit -Itests/support -c -o $@ $<
 
@@ -116,7 +121,7 @@ $(BUILD)/fuzz/mkcorpus: tests/fuzz/mkcorpus.c tests/fuzz/fuzz_rl.h $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
-$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(wildcard lib/*.h lib/*.def)
+$(BUILD)/gpu/%.o: tests/gpu/%.c tests/unit/unit.h $(wildcard tests/support/*.h) $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit -Itests/support -c -o $@ $<
 

@@ -97,7 +97,7 @@ def bench_shard(torch, desc, d, args, flush):
     grad = (torch.rand(B, sumD, device=dev) * 2.0 - 1.0)
     params = [p for b in bags for p in b.parameters()]
     lr = desc.get("lr", args.lr)
-    if args.optim == "adam":   # eps 1e-8, betas (0.9, 0.999): ours (lib/ebopt.h)
+    if args.optim == "adam":   # eps 1e-8, betas (0.9, 0.999): ours (lib/kernels/ebopt.h)
         opt = torch.optim.SparseAdam(params, lr=lr) if args.sparse else torch.optim.Adam(params, lr=lr)
     else:
         opt = torch.optim.SGD(params, lr=lr)

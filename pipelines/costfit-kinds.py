@@ -3,7 +3,7 @@
 model per kind (what as-costfit enforces: it refuses a mix), or one model over all kinds with
 the kind as two more per-table features (weight bytes 2 or 4; the optimizer's state floats
 per weight: SGD 0, row-wise Adagrad 1/dim, Adam 2), or one over all kinds without them.
-An experiment (issue 40), not a stage: the same network as lib/costmodel.h (per table the
+An experiment (issue 40), not a stage: the same network as lib/model/costmodel.h (per table the
 features -> 128 -> 32, ReLU, summed over the shard's tables -> 64 -> 1), as-costfit's
 default output form and loss ("softplus": cost = y_scale softplus(20 z) / 20, y_scale the
 mean training cost, MSE of cost / y_scale), z-scored dim/rows/pooling, Adam at 1e-3, batches

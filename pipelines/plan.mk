@@ -289,7 +289,7 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	  echo "## The candidates, communication charged $(COMM_WORDS)"; echo; \
 	  cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval $(COMM) --format markdown --table summary,verdict --singles $(D)/costs.ast; echo; \
 	  echo "## Communication by sharding type"; echo; \
-	  echo "Modelled, not measured: each candidate's slowest rank, its kernel and each sharding type's collectives (lib/comm.h)."; echo; \
+	  echo "Modelled, not measured: each candidate's slowest rank, its kernel and each sharding type's collectives (lib/records/comm.h)."; echo; \
 	  $(BIN)/as-eval $(COMM) --format markdown --table comm $(D)/measured.ast; \
 	  $(if $(COMM_MODEL),,$(BIN)/as-eval --comm-model nvlink8 --format markdown --table comm $(D)/measured.ast 2>&1 || true;) echo; \
 	  echo "## The chosen plan, rank by rank"; echo; \

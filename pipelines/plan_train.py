@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """plan_train.py - what `make plan` measures the model's tables training with: the weights'
-type and the optimizer (as-bench --weights-type, --optimizer; lib/ebopt.h).
+type and the optimizer (as-bench --weights-type, --optimizer; lib/kernels/ebopt.h).
 
 usage: python3 pipelines/plan_train.py CONFIG --device D [--ngpu N] [--weights W] [--optimizer O]
 
@@ -56,7 +56,7 @@ def report(argv):
     w, o = argv[3], argv[4]
     kinds = sorted(set(types))
     weights = "each table's weights in its config's type (%s)" % ", ".join(kinds) if w == "tables" else "%s weights" % w
-    print("Measured training: %s, updated by %s (as-bench --weights-type %s --optimizer %s; lib/ebopt.h)." %
+    print("Measured training: %s, updated by %s (as-bench --weights-type %s --optimizer %s; lib/kernels/ebopt.h)." %
           (weights, WORDS[o], w, o))
     trains = KERNEL_OPT.get(opt, opt)
     if (w != "tables" and set(types) != {w}) or trains != o:

@@ -59,7 +59,7 @@ from collections import Counter
 
 MAX_WORLD = 65536          # world_size, local_size, dmp_collection's world_size (AS_MAX_SHARDS)
 MAX_SHARDS = 65536         # shards of one table (at least MAX_WORLD)
-HARD_MAX_WORLD = 1 << 20   # AS_MAX_SHARDS's hard maximum (lib/reclimits.c)
+HARD_MAX_WORLD = 1 << 20   # AS_MAX_SHARDS's hard maximum (lib/records/reclimits.c)
 MAX_I64 = 2**63 - 1        # offsets, sizes and their ends; task ids
 MAX_LINE = 64 << 20        # bytes of one line of plans (and of a --config file)
 MAX_DIGITS = 1000          # digits of a JSON integer
@@ -593,7 +593,7 @@ def main():
                          "exactly its num_embeddings x embedding_dim")
     a = ap.parse_args()
     env = os.environ.get("AS_MAX_SHARDS", "")
-    if env:                              # as the C tools read it (lib/reclimits.c)
+    if env:                              # as the C tools read it (lib/records/reclimits.c)
         if not re.fullmatch(r"[0-9]{1,8}", env) or not 1 <= int(env) <= HARD_MAX_WORLD:
             _err(f"AS_MAX_SHARDS: {_show(env)} is not a count in 1..{HARD_MAX_WORLD} (the limit on shards per plan)")
             return 2

@@ -608,7 +608,7 @@ GOOD="{'r2':0.97,'linear_r2':0.87,'min_r2':0.9,'weak':False}"
     cmp "$T/p.png" "$T/p.ast"
 }
 
-# ---- the floor: the costliest table alone (lib/evalfloor.h) ---------------------------------
+# ---- the floor: the costliest table alone (lib/eval/evalfloor.h) ---------------------------------
 # FP TASK ALG TABLES ASSIGN COSTS [KIND]: a plan over the given tables
 FP() {
     echo "{'kind':'plan','task':$1,'alg':'$2','shards':len($5),'tables':$3,'assign':$4,'cost_ms':$5,'cost_kind':'${6:-measured}','cost_device':'cpu: test'}"

@@ -788,7 +788,7 @@ t_cat_25 table_wise 4"
     assert_failure 2
     assert_output --partial "--replicate is for the planners"
     # every plan searched ("+dp" in its label; torchrec's not), its objective (the predicted
-    # slowest shard with the communication at 600 GiB/s, lib/replicate.h) no higher than the
+    # slowest shard with the communication at 600 GiB/s, lib/plan/replicate.h) no higher than the
     # plan of the same algorithm without it
     as-plan --alg cost-greedy,lookup-greedy,torchrec --model "$D/m.ast" --replicate --plans-only -q "$D/ft.ast" -o "$T/dp.ast"
     as-plan --alg cost-greedy,lookup-greedy --model "$D/m.ast" --plans-only -q "$D/ft.ast" -o "$T/no.ast"

@@ -44,7 +44,7 @@ TINY="--cpu --threads 2 --tables 2 --rows 1000 --batch 64 --dims 8,24 --pooling 
         set -- $k
         run bench-kernel $TINY --only d24-l3 --weights "$1" --optimizer "$2"
         assert_success
-        assert_line "# weights: $1  optimizer: $2 (lib/ebopt.h)"
+        assert_line "# weights: $1  optimizer: $2 (lib/kernels/ebopt.h)"
         printf '%s\n' "$output" | awk -F'\t' '/^d24-l3/ { n++; if ($7 <= 0 || $12 <= 0) exit 1 } END { exit n != 2 }'
     done
     run bench-kernel $TINY --weights fp64

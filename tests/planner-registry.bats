@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# The planner registry (lib/planners.def): a new planner is one file and one line. A copy of
-# the sources gets tests/fixtures/toy_planner/plantoy.c in lib/ and its line in the
+# The planner registry (lib/plan/planners.def): a new planner is one file and one line. A copy
+# of the sources gets tests/fixtures/toy_planner/plantoy.c in lib/plan/ and its line in the
 # registry, nothing else; built, the toy is in as-plan's --help, --alg and `all`, in
 # as-bench's measured plans and as-eval's tables, and in the TorchRec export; the other
 # planners' plans stay the same as the repository's tools make them.
@@ -10,8 +10,8 @@ setup_file() {
     D="$BATS_FILE_TMPDIR"
     mkdir -p "$D/src"
     cp -r "$ROOT/lib" "$ROOT/cmd" "$ROOT/Makefile" "$D/src/"
-    cp "$ROOT/tests/fixtures/toy_planner/plantoy.c" "$D/src/lib/"
-    echo 'AS_PLANNER(TOY, "toy", toy)' >> "$D/src/lib/planners.def"
+    cp "$ROOT/tests/fixtures/toy_planner/plantoy.c" "$D/src/lib/plan/"
+    echo 'AS_PLANNER(TOY, "toy", toy)' >> "$D/src/lib/plan/planners.def"
     # without CUDA and optimisation: the build takes seconds
     make -s -C "$D/src" -j2 NVCC= OPT=-O0 bin/as-plan bin/as-eval bin/as-bench bin/as-show > "$D/build.log" 2>&1
     export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
@@ -27,9 +27,10 @@ setup() {
 
 @test "registry: the copy with the toy planner built (one file, one line)" {
     [ -x "$B/as-plan" ] || fail "$(cat "$D/build.log")"
-    run diff <(cd "$ROOT" && ls lib) <(cd "$D/src" && ls lib)
-    assert_output --partial "> plantoy.c"
-    [ "$(diff "$ROOT/lib/planners.def" "$D/src/lib/planners.def" | grep -c '^>')" -eq 1 ]
+    run diff <(cd "$ROOT" && find lib -type f | sort) <(cd "$D/src" && find lib -type f | sort)
+    assert_output --partial "> lib/plan/plantoy.c"
+    [ "$(echo "$output" | grep -c '^[<>]')" -eq 1 ]
+    [ "$(diff "$ROOT/lib/plan/planners.def" "$D/src/lib/plan/planners.def" | grep -c '^>')" -eq 1 ]
 }
 
 @test "registry: the toy planner in as-plan --help, --alg toy and --alg all; the other planners' plans unchanged" {

@@ -43,18 +43,25 @@ load test_helper/common
 @test "layers: every module of lib/ is in docs/ARCHITECTURE.md's layers, none includes up a layer, no circle" {
     run python3 "$ROOT/tests/tools/check-layers.py" "$ROOT"
     assert_success
-    assert_output --regexp '^check-layers: [0-9]+ modules in 4 layers, [0-9]+ includes between them: none up a layer, no circle$'
-    # the check finds what it must: an include up a layer, a circle, a module in no layer
+    assert_output --regexp '^check-layers: [0-9]+ modules in [0-9]+ folders of 4 layers, [0-9]+ includes between them: none up a layer, no circle$'
+    # the check finds what it must: an include up a layer, a circle, a module in no layer, a
+    # file outside the folders, a folder of two layers, a module in two folders
     cp -r "$ROOT/lib" "$ROOT/docs" "$T/"
     mkdir -p "$T/tests/tools"
-    printf '#include "planrun.h"\n' >> "$T/lib/stream.c"
-    printf '#include "stream.h"\n' >> "$T/lib/reclimits.c"
-    printf 'int x;\n' > "$T/lib/zzz.c"
+    printf '#include "planrun.h"\n' >> "$T/lib/records/stream.c"
+    printf '#include "stream.h"\n' >> "$T/lib/records/reclimits.c"
+    printf 'int x;\n' > "$T/lib/plan/zzz.c"
+    printf 'int y;\n' > "$T/lib/loose.c"
+    cp "$T/lib/records/table.h" "$T/lib/plan/table.h"
+    mv "$T/lib/core/errbuf.c" "$T/lib/plan/"
     run python3 "$ROOT/tests/tools/check-layers.py" "$T"
     assert_failure 1
     assert_line "check-layers: lib/zzz: in no layer of docs/ARCHITECTURE.md"
-    assert_line "check-layers: lib/stream.c (layer 2) includes planrun.h (layer 3): up a layer"
+    assert_line "check-layers: lib/records/stream.c (layer 2) includes planrun.h (layer 3): up a layer"
     assert_line --regexp '^check-layers: circle: .*reclimits -> stream.*'
+    assert_line "check-layers: lib/loose.c: not in a folder of lib/ (one per layer and stage: docs/ARCHITECTURE.md)"
+    assert_line "check-layers: lib/table: in folders ['plan', 'records']"
+    assert_line "check-layers: lib/plan/: modules of layers [1, 2, 3] (a folder holds one layer's)"
 }
 
 # a fresh machine has Python's standard library and what `make deps` installs, nothing more:

@@ -130,7 +130,7 @@ jqp() {
     printf '%s\n' "${PLAN/"$t5"/\"shard_offsets\":[0,0],\"shard_sizes\":[9223372036854775807,32]}" > "$T/w.json"
     run python3 "$TP" --check "$T/w.json"
     assert_success
-    # AS_MAX_SHARDS moves the bound as it does for the C tools (lib/reclimits.c: up to 2^20)
+    # AS_MAX_SHARDS moves the bound as it does for the C tools (lib/records/reclimits.c: up to 2^20)
     jqp '.world_size = 100000' > "$T/w.json"
     refused "$(cat "$T/w.json")" '@: line 1: world_size 100000 is not an integer in 1..65536'
     run env AS_MAX_SHARDS=131072 python3 "$TP" --check "$T/w.json"

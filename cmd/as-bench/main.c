@@ -67,7 +67,7 @@ static const char HELP[] =
     "                         exact_rowwise_adagrad (one fp32 state per row), adam (two fp32\n"
     "                         moments per weight); eps 1e-8, Adam's betas 0.9 and 0.999\n"
     "                         (FBGEMM's defaults). The cost records say what they measured\n"
-    "                         (weights_type, optimizer; lib/ebopt.h has the arithmetic). On a\n"
+    "                         (weights_type, optimizer; lib/kernels/ebopt.h has the arithmetic). On a\n"
     "                         GPU other than fp16 with SGD runs the typed CUDA kernels, which\n"
     "                         have not yet run on a GPU (docs/GPU.md)\n"
     "      --max-mem SIZE     CPU: the memory measuring may hold: 32 MiB for the process,\n"

@@ -148,7 +148,7 @@ static const char HELP[] =
     "                         nccl-tests). Per iteration TorchRec's table- and column-wise\n"
     "                         sharding run 3 all-to-alls each, row-wise 1 and 2 ring\n"
     "                         collectives, data-parallel 1 all-reduce; every rank pays the\n"
-    "                         alphas of each type the plan has (lib/comm.h)\n"
+    "                         alphas of each type the plan has (lib/records/comm.h)\n"
     "      --format F         text (default), markdown or csv\n"
     "      --table LIST       which tables, comma-separated: plans, shards, ranks, comm (each\n"
     "                         plan's slowest rank: its communication by sharding type,\n"
@@ -207,7 +207,7 @@ typedef struct {
     double comm_gbps;           /* 0: communication reported, not charged */
     int comm_gbps_given;
     const char *comm_model_arg; /* --comm-model; NULL: the bandwidth model at comm_gbps */
-    as_comm_model comm;         /* what is charged (lib/comm.h) */
+    as_comm_model comm;         /* what is charged (lib/records/comm.h) */
     as_eval_format fmt;
     int show_plans, show_shards, show_ranks, show_comm, show_summary, show_curve, show_verdict, table_given, over_runs;
     int64_t plot_task;

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --help up to the planners (their lines come from the registry, lib/planners.def) */
+/* --help up to the planners (their lines come from the registry, lib/plan/planners.def) */
 static const char HELP_HEAD[] =
     "Read `features` and `task` records (as-features) and write one `plan` record per task and\n"
     "algorithm: the shard of every table, weight memory per shard, the predicted cost per shard\n"
@@ -78,7 +78,7 @@ static const char HELP_TAIL[] =
     "                         data parallel (on every shard, each its 1/K of the batch, the\n"
     "                         gradient all-reduced) one at a time while that lowers the\n"
     "                         predicted slowest shard, communication charged at --comm-gbps\n"
-    "                         (lib/replicate.h); with --refine the plan is refined before\n"
+    "                         (lib/plan/replicate.h); with --refine the plan is refined before\n"
     "                         and after; the plan's alg gains \"+dp\" (e.g.\n"
     "                         cost-greedy+split+dp+refine)\n"
     "      --split-tables     split tables (needs --model): a beam search over splits, each\n"
@@ -91,7 +91,7 @@ static const char HELP_TAIL[] =
     "                         each entry is (docs/FORMAT.md); with --refine the refined split\n"
     "                         plan is ALG+split+refine. The search keeps no split when none\n"
     "                         is predicted faster, communication included (--comm-gbps).\n"
-    "                         lib/split.h has the search's rules\n"
+    "                         lib/plan/split.h has the search's rules\n"
     "      --comm-gbps G      the bandwidth the split search (and --replicate) charges\n"
     "                         communication at, GiB/s,\n"
     "                         0 or in [0.001, 1e6]\n"
@@ -107,7 +107,7 @@ static const char HELP_TAIL[] =
     "                         reduce-scatter, all-reduce). Each sharding type pays its\n"
     "                         collectives' alphas on every shard once the plan has it, so a\n"
     "                         first row piece or data-parallel table must save more than that\n"
-    "                         (lib/comm.h; the plans carry comm_model)\n"
+    "                         (lib/records/comm.h; the plans carry comm_model)\n"
     "      --split-ms MS      wall-clock budget of the search per plan (default 1000, less\n"
     "                         --refine-ms with --refine (at least 100), so that both searches\n"
     "                         take at most a second; 0 = none); a budget that cuts it makes\n"

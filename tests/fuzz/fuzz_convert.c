@@ -1,5 +1,5 @@
-/* fuzz_convert.c - the MetaSyn / prototype converter (lib/convert.c) on whatever
- * lib/torchsave.c accepts: the validation of offsets, lengths and indices, the refusal of
+/* fuzz_convert.c - the MetaSyn / prototype converter (lib/data/convert.c) on whatever
+ * lib/torch/torchsave.c accepts: the validation of offsets, lengths and indices, the refusal of
  * expanded and overlapping data tensors, table records written to /dev/null; then --dump's
  * text. Input: a (possibly gzip'd) torch.save file. */
 #include "fuzz.h"

@@ -1,4 +1,4 @@
-/* fuzz_jsonparse.c - the strict JSON decoder (lib/jsonparse.h). Input: JSON text, as it is.
+/* fuzz_jsonparse.c - the strict JSON decoder (lib/core/jsonparse.h). Input: JSON text, as it is.
  * A rejected input must come with a "line L, column C: ..." message; an accepted one is
  * printed with json.h's printer, and that text must parse again and print the same (the
  * printer's output is JSON the decoder accepts, and decoding loses nothing the printer

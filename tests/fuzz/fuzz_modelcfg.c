@@ -1,4 +1,4 @@
-/* fuzz_modelcfg.c - model configs (lib/modelcfg.h, as-convert --config) on top of the JSON
+/* fuzz_modelcfg.c - model configs (lib/data/modelcfg.h, as-convert --config) on top of the JSON
  * decoder. Input: a config's JSON text. A rejected config must come with a message; an
  * accepted one must hold what the parser promises (1 or more tables with unique, non-empty
  * names, these and the feature names without control characters, rows and dims in range, a

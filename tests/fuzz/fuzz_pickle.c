@@ -1,4 +1,4 @@
-/* fuzz_pickle.c - the restricted pickle interpreter (lib/pickle.c) on its own, with
+/* fuzz_pickle.c - the restricted pickle interpreter (lib/torch/pickle.c) on its own, with
  * permissive hooks (every global allowed, persistent ids and calls returned as objects), so
  * that every opcode path is reachable; the torch hooks are fuzzed by fuzz_torchsave.
  * Input: pickle bytes, possibly several pickles one after another. */

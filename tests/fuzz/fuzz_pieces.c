@@ -1,4 +1,4 @@
-/* fuzz_pieces.c - the readers of records that carry pieces of tables (lib/piece.h): plan
+/* fuzz_pieces.c - the readers of records that carry pieces of tables (lib/records/piece.h): plan
  * records (as_planrec_read: `pieces` parsed and their cover checked; as_eval_plan_read with
  * the communication bytes, then charged and evaluated), `pieces` of shard and
  * cost records (as_field_pieces), features records with a `piece` (as_features_read), then

@@ -4,7 +4,7 @@
  * `train` records (as_eval_train_read), the held-out quality of `model` and
  * `costfit-report` records (as_eval_quality_read, printed), and as-eval's `plan` reader with
  * the planner's fields (names, item_pred_ms, mem_terms, pred_ms): an accepted plan is
- * evaluated and its per-rank statistics printed in every format (lib/evalranks.h) with the
+ * evaluated and its per-rank statistics printed in every format (lib/eval/evalranks.h) with the
  * single costs read so far. Input: a mode byte, then a stream or its raw msgpack records
  * (fuzz.h). */
 #include "fuzz.h"

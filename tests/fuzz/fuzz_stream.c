@@ -1,4 +1,4 @@
-/* fuzz_stream.c - the record stream reader (lib/stream.c: zstd frames, msgpack records,
+/* fuzz_stream.c - the record stream reader (lib/records/stream.c: zstd frames, msgpack records,
  * the header check, the record size cap) and typed arrays inside records (as_obj_array,
  * as_array_get_*). Input: a mode byte, then a stream or raw msgpack records (fuzz.h). */
 #include "fuzz.h"

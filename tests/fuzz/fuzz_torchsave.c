@@ -1,4 +1,4 @@
-/* fuzz_torchsave.c - the torch.save reader (lib/torchsave.c with lib/pickle.c): gzip and
+/* fuzz_torchsave.c - the torch.save reader (lib/torch/torchsave.c with lib/torch/pickle.c): gzip and
  * spooling, the zip walker (ZIP64 included), the legacy format, the torch pickle hooks, the
  * object-graph walk and element reads through any strides. Input: a (possibly gzip'd)
  * torch.save file. Limits are tighter than the defaults so a mutant cannot make gigabytes. */

@@ -502,7 +502,7 @@ static void fill_model(as_writer *w)
     as_costmodel_free(m);
 }
 
-/* a policy record of the smallest dims (the layout of lib/policy.c) */
+/* a policy record of the smallest dims (the layout of lib/rl/policy.c) */
 static void pack_policy(msgpack_packer *pk)
 {
     int d[10] = { AS_NFEATURES, 1, 1, 1, 2, 1, 1, 1, 1, 1 };   /* f e1 e2 sd h cd p1 p2 p3 vh */
@@ -749,7 +749,7 @@ static void modelcfg_seeds(void)
               " \"tables\": [{\"name\": \"a\", \"num_embedding\": -1, \"embedding_dim\": 0, \"data_type\": \"fp64\"}]}\n");
 }
 
-/* JSON text for lib/jsonparse.c: a configuration, every kind of value and escape, the
+/* JSON text for lib/core/jsonparse.c: a configuration, every kind of value and escape, the
  * deepest nesting allowed, an object large enough for the sorted check of repeated keys,
  * and a few rejected ones */
 static void json_seeds(void)

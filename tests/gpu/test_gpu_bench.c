@@ -1,5 +1,5 @@
-/* test_gpu_bench.c - the benchmark context on CUDA (as_eb_gpu_ctx, lib/embbag.cu) and the
- * CUDA bench session (lib/bench.c) against their CPU references, bit for bit:
+/* test_gpu_bench.c - the benchmark context on CUDA (as_eb_gpu_ctx, lib/kernels/embbag.cu) and the
+ * CUDA bench session (lib/bench/bench.c) against their CPU references, bit for bit:
  *   the device gather of a shard's bags      vs as_ebg_gather (concatenation on the host)
  *   device-generated weights and gradients   vs as_ebg_fill_weights / as_ebg_fill_grad
  *   a whole shard measured through the context (as_eb_gpu_measure: warm-ups, flushes, timed
@@ -293,7 +293,7 @@ TEST(gpu_ctx_shard_small)
     free_pool(p);
 }
 
-/* data-parallel bag slices (lib/benchpool.c as_bpool_slice): a table's bags [b0, b1) with
+/* data-parallel bag slices (lib/bench/benchpool.c as_bpool_slice): a table's bags [b0, b1) with
  * its offsets rebased to 0 and its indices borrowed from the parent's array at offsets[b0];
  * a shard of slices of different tables, resident and uploaded per shard, set up and run
  * bit-exact against the CPU, beside the parents in the same pool */
@@ -528,7 +528,7 @@ TEST(gpu_measure_created_small)
     free_pool(p);
 }
 
-/* the bench pool (lib/bench.h) over odd_pool()'s tables, ids 200..; free bp.t and bp.index
+/* the bench pool (lib/bench/bench.h) over odd_pool()'s tables, ids 200..; free bp.t and bp.index
  * (the table data stays p's) */
 static void bench_pool(as_bpool *bp, const pool_t *p)
 {

@@ -1,4 +1,4 @@
-/* test_gpu_embbag.c - the CUDA embedding-bag op (lib/embbag.cu) against the CPU references
+/* test_gpu_embbag.c - the CUDA embedding-bag op (lib/kernels/embbag.cu) against the CPU references
  * as_eb_forward_ref / as_eb_backward_sgd_ref. Dimension letters: B batch, L pooling, D dim,
  * E rows, T tables.
  *

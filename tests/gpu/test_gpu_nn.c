@@ -1,4 +1,4 @@
-/* test_gpu_nn.c - the CUDA nn ops (lib/nn_cuda.cu) against the CPU references (lib/nn.c),
+/* test_gpu_nn.c - the CUDA nn ops (lib/nn/nn_cuda.cu) against the CPU references (lib/nn/nn.c),
  * op by op, and the cost model trained a few steps on each device. Dimension letters: N
  * rows, I inputs, O outputs, S sets, C channels.
  *

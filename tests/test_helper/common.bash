@@ -32,7 +32,7 @@ canon() {
 
 # kill_mid_write SIG DEST CMD...: run CMD, which writes DEST, in the background, send it SIG
 # in the middle of writing DEST, let it run on and set $status to its exit status.
-# "In the middle": stopped by the AS_TEST_OUT_STOP=1 hook of lib/output.c right after the
+# "In the middle": stopped by the AS_TEST_OUT_STOP=1 hook of lib/records/output.c right after the
 # first bytes reached a temporary; a build without the hook (or KILL_HOOK=0: a real race
 # with a large output) is signalled as soon as DEST changes or a temporary DEST.tmp.*
 # appears. SIGINT, SIGTERM and SIGHUP get their default

@@ -1,4 +1,4 @@
-/* bench-costfit - speed of the cost model (lib/costmodel.h): training samples (shards) per
+/* bench-costfit - speed of the cost model (lib/model/costmodel.h): training samples (shards) per
  * second on the CPU and, when one works, the GPU; prediction latency for one shard and for
  * a batch of 1000 shards (CPU, the library call the planner uses). Synthetic tables and
  * shards of T tables (default 10, the paper's). Dimension letters: T tables per shard, K

@@ -1,4 +1,4 @@
-/* bench-embbag.c - CPU micro-benchmark of the fused embedding-bag op (lib/embbag.h) on a
+/* bench-embbag.c - CPU micro-benchmark of the fused embedding-bag op (lib/kernels/embbag.h) on a
  * synthetic shard. Dimension letters: B batch, L pooling, D dim, E rows, T tables.
  *
  * Builds T tables of E fp16 rows of D, B bags of exactly L lookups per table (uniform or

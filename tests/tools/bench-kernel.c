@@ -1,6 +1,6 @@
 /* bench-kernel.c - micro-benchmark of the fused embedding-bag op over a grid of
- * representative shards: the CUDA kernels (lib/embbag.cu), or with --cpu the CPU path
- * (lib/embbag.c, OpenMP). Dimension letters: B batch, L pooling, D dim, E rows, T tables.
+ * representative shards: the CUDA kernels (lib/kernels/embbag.cu), or with --cpu the CPU path
+ * (lib/kernels/embbag.c, OpenMP). Dimension letters: B batch, L pooling, D dim, E rows, T tables.
  *
  * For each shard (every dim x pooling x distribution of the lists given, plus one shard of
  * mixed dims per pooling x distribution unless --no-mixed): T tables of E fp16 rows, B bags
@@ -62,7 +62,7 @@ static void usage(FILE *f)
             "  --lr X            the optimizer's learning rate (0.01)\n"
             "  --weights T       the weights' type, fp16 (default), fp32 or bf16\n"
             "  --optimizer O     sgd (default, exact SGD), exact_rowwise_adagrad or adam\n"
-            "                    (lib/ebopt.h; on CUDA the typed kernels, not yet run on a GPU)\n"
+            "                    (lib/kernels/ebopt.h; on CUDA the typed kernels, not yet run on a GPU)\n"
             "  --seed S          PRNG seed (1)\n"
             "  --device N        CUDA device (0; GPU only)\n"
             "  --dump DIR        write each shard's offsets/indices + JSON for bench-torch.py\n"
@@ -482,7 +482,7 @@ static void print_header(bench_t *bk, as_eb_gpu *g)
         as_eb_gpu_info(g, dev, sizeof dev, &mhz, &bk->copy_gbps);
         printf("# device: %s\n# sm_clock_mhz: %d\n# copy_gbps: %.1f\n", dev, mhz, bk->copy_gbps);
     }
-    printf("# weights: %s  optimizer: %s (lib/ebopt.h)\n", as_eb_dtype_name(o->wtype), as_eb_optim_name(o->optim));
+    printf("# weights: %s  optimizer: %s (lib/kernels/ebopt.h)\n", as_eb_dtype_name(o->wtype), as_eb_optim_name(o->optim));
     printf("# seed: %llu  tables: %lld  rows: %lld  batch: %lld  alpha: %g  lr: %g\n",
            (unsigned long long)bk->seed, (long long)o->T, (long long)o->E, (long long)o->B, o->alpha, o->lr);
     printf("# protocol: %lld warm-up, %lld timed, each phase after a cache flush; ms = mean "

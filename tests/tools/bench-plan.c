@@ -1,10 +1,10 @@
-/* bench-plan.c - planning time of every algorithm (lib/plan.h) on a synthetic task: T tables
+/* bench-plan.c - planning time of every algorithm (lib/plan/plan.h) on a synthetic task: T tables
  * with random dims (16/32/64), rows (1..2M), pooling (0..30) and bins onto K shards, one
  * thread. autoshard uses a policy of the paper's sizes with random weights (the work per
  * step does not depend on training) or --policy FILE. cost-greedy uses a cost model of the paper's sizes (128,32,64) with random
  * weights (its speed does not depend on training) or --model FILE. Prints, per algorithm,
  * the best and median wall time of --reps plans, in ms, tab-separated; then, per algorithm,
- * the time of as_plan_refine (lib/refine.h) run to a local optimum on its plan, the steps
+ * the time of as_plan_refine (lib/plan/refine.h) run to a local optimum on its plan, the steps
  * and the predicted max before and after.
  * Dimension letters: T tables, K shards.
  * usage: bench-plan [--tables T] [--shards K] [--reps N] [--seed S] [--model FILE] [--policy FILE] */
@@ -106,7 +106,7 @@ static int load_models(models_t *m, const opts_t *o, char *err, size_t errsize)
     return 0;
 }
 
-/* torchrec's own search (lib/torchrec.h), reps times; its row; 0, or 1 after a message */
+/* torchrec's own search (lib/plan/torchrec.h), reps times; its row; 0, or 1 after a message */
 static int time_torchrec(const opts_t *o, const as_features **p, double *t, char *err, size_t errsize)
 {
     const int64_t reps = o->reps;
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
         int rc = a == AS_ALG_TORCHREC ? time_torchrec(&o, p, t, err, sizeof err) : time_alg(&o, &m, a, p, t, err, sizeof err);
         if (rc) return rc;
     }
-    /* refine (lib/refine.h) after each algorithm, to a local optimum (no budget): its time
+    /* refine (lib/plan/refine.h) after each algorithm, to a local optimum (no budget): its time
      * (the search alone, not the plan) and what it gained */
     printf("# refine to a local optimum after each algorithm (no budget): the search's time alone\n");
     printf("alg\trefine_best_ms\trefine_median_ms\tmoves\tswaps\tpred_max_before\tpred_max_after\n");

@@ -2,8 +2,10 @@
 """check-layers.py [ROOT] - the include rules of docs/ARCHITECTURE.md, checked on the tree.
 
 Reads the numbered list under "## Layers" in docs/ARCHITECTURE.md: every `name` in
-backquotes that is a module of lib/ (lib/NAME.c, .h or .cu) belongs to that item's layer.
-Then, for every file of lib/ (a module is its .c, .h and .cu together):
+backquotes that is a module of lib/ (lib/FOLDER/NAME.c, .h or .cu) belongs to that item's
+layer. Then, for every file of lib/ (a module is its .c, .h and .cu together):
+  - every source file is in a folder of lib/, a module in one folder, a folder holds the
+    modules of one layer;
   - every module of lib/ is in exactly one layer (a new module must be placed in the doc);
   - a module includes ("x.h") only modules of its own layer or below;
   - the include graph between modules has no circle (a -> b -> ... -> a).
@@ -40,27 +42,50 @@ def layers_from_doc(root, modules):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     lib = os.path.join(root, "lib")
-    files = sorted(f for f in os.listdir(lib) if re.match(r"^[a-z_0-9]+\.(c|h|cu)$", f))
-    modules = sorted({f.rsplit(".", 1)[0] for f in files})
-    layer_of = layers_from_doc(root, modules)
     bad = []
+    # lib/FOLDER/NAME.{c,h,cu}: a folder per layer and stage; a source file directly in lib/
+    # is out of place
+    files = []
+    for entry in sorted(os.listdir(lib)):
+        path = os.path.join(lib, entry)
+        if os.path.isdir(path):
+            files += [(entry, f) for f in sorted(os.listdir(path)) if re.match(r"^[a-z_0-9]+\.(c|h|cu)$", f)]
+        elif re.match(r"^[a-z_0-9]+\.(c|h|cu)$", entry):
+            bad.append(f"lib/{entry}: not in a folder of lib/ (one per layer and stage: docs/ARCHITECTURE.md)")
+    modules = sorted({f.rsplit(".", 1)[0] for _, f in files})
+    folder_of = {}
+    for d, f in files:
+        folder_of.setdefault(f.rsplit(".", 1)[0], set()).add(d)
+    for mod, ds in sorted(folder_of.items()):
+        if len(ds) > 1:
+            bad.append(f"lib/{mod}: in folders {sorted(ds)}")
+    layer_of = layers_from_doc(root, modules)
     for mod in modules:
         if mod not in layer_of:
             bad.append(f"lib/{mod}: in no layer of docs/ARCHITECTURE.md")
         elif len(layer_of[mod]) > 1:
             bad.append(f"lib/{mod}: in layers {sorted(layer_of[mod])} of docs/ARCHITECTURE.md")
     level = {m: min(ls) for m, ls in layer_of.items()}
+    # a folder holds the modules of one layer
+    by_folder = {}
+    for mod, ds in folder_of.items():
+        for d in ds:
+            if mod in level:
+                by_folder.setdefault(d, set()).add(level[mod])
+    for d, ls in sorted(by_folder.items()):
+        if len(ls) > 1:
+            bad.append(f"lib/{d}/: modules of layers {sorted(ls)} (a folder holds one layer's)")
     edges = {m: set() for m in modules}
-    for f in files:
+    for d, f in files:
         mod = f.rsplit(".", 1)[0]
-        for line in open(os.path.join(lib, f), encoding="utf-8", errors="replace"):
+        for line in open(os.path.join(lib, d, f), encoding="utf-8", errors="replace"):
             inc = re.match(r'^\s*#\s*include\s+"([a-z_0-9]+)\.h"', line)
             if not inc or inc.group(1) == mod or inc.group(1) not in edges:
                 continue
             dep = inc.group(1)
             edges[mod].add(dep)
             if mod in level and dep in level and level[dep] > level[mod]:
-                bad.append(f"lib/{f} (layer {level[mod]}) includes {dep}.h (layer {level[dep]}): up a layer")
+                bad.append(f"lib/{d}/{f} (layer {level[mod]}) includes {dep}.h (layer {level[dep]}): up a layer")
     # circles: depth-first search over the module graph
     state, stack = {}, []
 
@@ -82,7 +107,7 @@ def main():
         print(f"check-layers: {b}")
     if bad:
         return 1
-    print(f"check-layers: {len(modules)} modules in {len(set(level.values()))} layers, "
+    print(f"check-layers: {len(modules)} modules in {len(by_folder)} folders of {len(set(level.values()))} layers, "
           f"{sum(len(e) for e in edges.values())} includes between them: none up a layer, no circle")
     return 0
 

@@ -1,8 +1,8 @@
 /* ptwrite.c - a small torch.save WRITER, for tests and benchmarks only.
  * Dimension letters: B batch, T tables.
  *
- * Writes the synthetic pool of lib/synth.h (tables 0..T-1) as a file shaped exactly like
- * PyTorch's own torch.save output, so lib/torchsave.c and torch.load can both read it.
+ * Writes the synthetic pool of lib/data/synth.h (tables 0..T-1) as a file shaped exactly like
+ * PyTorch's own torch.save output, so lib/torch/torchsave.c and torch.load can both read it.
  *
  *   ptwrite metasyn   MetaSyn's layout (dlrm_datasets embedding_bag/ files): a TUPLE
  *                     (indices, offsets, lengths): indices 1-D, every table's indices
@@ -74,7 +74,7 @@ static const char *usage_line =
     "usage: ptwrite metasyn|prototype [options] [-o FILE]\n";
 
 static const char *help_text =
-    "Write the synthetic pool (lib/synth.h) as a torch.save file, for tests.\n"
+    "Write the synthetic pool (lib/data/synth.h) as a torch.save file, for tests.\n"
     "\n"
     "Commands:\n"
     "  metasyn     MetaSyn's layout: tuple (indices, offsets, lengths); indices 1-D\n"

@@ -1,4 +1,4 @@
-/* synth-stats.c - calibration report for the synthetic MetaSyn-like pool (lib/synth.c).
+/* synth-stats.c - calibration report for the synthetic MetaSyn-like pool (lib/data/synth.c).
  * Dimension letters: B batch, L pooling, E rows (hash size), T tables.
  *
  * Generates T tables one at a time and prints, next to MetaSyn's published figures for

@@ -1,4 +1,4 @@
-/* test_bench.c - the micro-benchmark's session on the CPU (lib/bench.c): the data a shard is
+/* test_bench.c - the micro-benchmark's session on the CPU (lib/bench/bench.c): the data a shard is
  * measured on, workspace reuse across shards, errors, the measuring loop's figures.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "bench.h"

@@ -1,6 +1,6 @@
-/* test_benchrun.c - as-bench's run (lib/benchrun.h): the sampling pool and --sample-from,
+/* test_benchrun.c - as-bench's run (lib/bench/benchrun.h): the sampling pool and --sample-from,
  * the draws (determinism, sizes, singles first), reading the input's units, the plan passed
- * on with its costs, data-parallel tables (bag slices, their part of each shard's cost); and the --device parser every tool shares (lib/device.h). */
+ * on with its costs, data-parallel tables (bag slices, their part of each shard's cost); and the --device parser every tool shares (lib/core/device.h). */
 #include "unit.h"
 #include "benchrun.h"
 #include "common.h"

@@ -1,4 +1,4 @@
-/* test_cli.c - the command-line behaviour every tool shares (lib/cli.h): the common options
+/* test_cli.c - the command-line behaviour every tool shares (lib/cli/cli.h): the common options
  * a tool forwards (-o, -q, -v, --force, --progress, --zstd-level, --zstd-workers; 0 for a
  * code that is not common), option values parsed with range checks (integers, record
  * limits, numbers; a bad value is a usage error: exit 2 with "as-x: OPT: 'V' is not ...",

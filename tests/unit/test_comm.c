@@ -1,4 +1,4 @@
-/* test_comm.c - an item's communication (lib/comm.h) by hand: the bytes of a whole table, of
+/* test_comm.c - an item's communication (lib/records/comm.h) by hand: the bytes of a whole table, of
  * a row piece (its own lookups, full-width outputs) and of a column piece (every lookup,
  * its share of the outputs); the milliseconds at a bandwidth, 0 at none. */
 #include "unit.h"
@@ -124,7 +124,7 @@ TEST(comm_large_figures_and_no_bandwidth)
     CHECK(as_comm_ms(&f, 600.0) == 0.0);
 }
 
-/* --comm-model's values: the built-in nvlink8's constants (lib/comm.h: 10.5 us + 370 GB/s,
+/* --comm-model's values: the built-in nvlink8's constants (lib/records/comm.h: 10.5 us + 370 GB/s,
    6.6 + 7 x 0.6 us + 370 GB/s, 6.6 + 14 x 0.6 us + 480 GB/s), a user's own, and values refused
    with a reason */
 TEST(comm_model_parse)

@@ -1,4 +1,4 @@
-/* test_convert.c - unit tests for lib/convert.c on small hand-made torch.save files (a stored
+/* test_convert.c - unit tests for lib/data/convert.c on small hand-made torch.save files (a stored
  * zip: a pickle of tensors and their storages): a MetaSyn tuple and the prototype's dict of
  * the same two tables convert to the same table records; --tables and --first; the first
  * violation of offsets and lengths named; the synthetic pool as synth.h generates it; the

@@ -1,4 +1,4 @@
-/* test_costmodel.c - the cost model (lib/costmodel.h): save/load round trip, refusal of
+/* test_costmodel.c - the cost model (lib/model/costmodel.h): save/load round trip, refusal of
  * truncated, other-version and other-feature-order model files, training on a small
  * synthetic problem (loss falls, deterministic for a seed). Dimension letters: T tables,
  * K shards. */

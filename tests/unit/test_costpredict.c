@@ -1,4 +1,4 @@
-/* test_costpredict.c - unit tests for lib/costpredict.c (as-costfit --predict) on hand-made
+/* test_costpredict.c - unit tests for lib/model/costpredict.c (as-costfit --predict) on hand-made
  * streams: several inputs read in one call (as_costpred_read_files) and one call per input
  * keep the same records, numbered per input; every record passes through
  * in input order with `cost` and `shard` records predicted; a plan's maximum; the messages

@@ -1,4 +1,4 @@
-/* test_ebgen.c - the benchmark's generated data (lib/ebgen.c): the counter-based hash of
+/* test_ebgen.c - the benchmark's generated data (lib/kernels/ebgen.c): the counter-based hash of
  * weights and gradients, the shard layout, the concatenation of bags, the table check.
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "common.h"

@@ -1,4 +1,4 @@
-/* test_ebopt.c - the op with weight types and optimizers (lib/ebopt.h), its CPU reference:
+/* test_ebopt.c - the op with weight types and optimizers (lib/kernels/ebopt.h), its CPU reference:
  * all fp16 with SGD is embbag.h's op bit for bit; a mixed fp32 / fp16 / bf16 shard's forward
  * and stores; the summed gradient against finite differences of the loss; row-wise Adagrad
  * and Adam against a direct computation in double over two steps; the layout and state

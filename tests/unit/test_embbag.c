@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* test hook exported by lib/embbag.c (not in embbag.h) */
+/* test hook exported by lib/kernels/embbag.c (not in embbag.h) */
 int as_eb_cpu_simd(int mode);
 
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -162,7 +162,7 @@ TEST(eb_fast_matches_ref_edge_shapes)
 
 /* ---- the chunked summation order of the backward (embbag.h, AS_EB_CHUNK) ---------------- */
 
-/* the backward written out plainly, independent of lib/embbag.c: per table, per row, the
+/* the backward written out plainly, independent of lib/kernels/embbag.c: per table, per row, the
  * row's lookups in ascending lookup order; per column P = 0.0f + g + g ... over each chunk
  * of `chunk` lookups, G = P_0, G += P_1, ...; W = half(float(W) - lr*G) with lr*G rounded
  * to fp32 first. chunk = INT64_MAX gives the plain sequential sum. */

@@ -1346,7 +1346,7 @@ TEST(eval_estimate_data_parallel)
     as_costmodel_free(cm);
 }
 
-/* ---- the floor (lib/evalfloor.h) ------------------------------------------------------------ */
+/* ---- the floor (lib/eval/evalfloor.h) ------------------------------------------------------------ */
 
 /* a `cost` record of the tables ids[0..n) into a fresh sb: cost < 0 nil (not measured), error
  * non-NULL an error, device "" none */

@@ -1,4 +1,4 @@
-/* test_evalfloor.c - the floor of sharding plans (lib/evalfloor.h) by hand: as_eval_floor
+/* test_evalfloor.c - the floor of sharding plans (lib/eval/evalfloor.h) by hand: as_eval_floor
  * with known and unknown single costs; the single-cost table from `cost` records packed
  * here (which records count, medians of odd and even counts, devices, one-piece records
  * kept apart, bad data); the floors of hand-made plans from it; at_floor marking with a

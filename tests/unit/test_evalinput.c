@@ -1,4 +1,4 @@
-/* test_evalinput.c - as-eval's input (lib/evalinput.h) on hand-made streams: the cost
+/* test_evalinput.c - as-eval's input (lib/eval/evalinput.h) on hand-made streams: the cost
  * model's held-out quality (the first model record's wins over the first costfit-report's;
  * from the input or a model file; a malformed one), and a costfit-report's predicted and
  * measured test costs for the scatter plot. test_eval.c covers runs, splits, devices, the

@@ -1,4 +1,4 @@
-/* test_evalplan.c - a `plan` record as as-eval reads it (lib/evalplan.h) on records packed
+/* test_evalplan.c - a `plan` record as as-eval reads it (lib/eval/evalplan.h) on records packed
  * here (docs/FORMAT.md "plan"): a record with every field as-plan and as-bench write, each
  * read as stated; an older record without the optional fields; feasibility, nil and
  * clamped estimated costs; hostile records (wrong types, negative or inconsistent lengths,

@@ -1,4 +1,4 @@
-/* test_evalranks.c - the per-rank planner statistics (lib/evalranks.h) on a hand-made plan:
+/* test_evalranks.c - the per-rank planner statistics (lib/eval/evalranks.h) on a hand-made plan:
  * which rank is the slowest (by cost, else by prediction when no cost is known, never the two
  * mixed, else none), the memory terms and the slowest rank's items by their cost alone in
  * the text and CSV tables. */

@@ -1,4 +1,4 @@
-/* test_featindex.c - the features index (lib/featindex.h): ids in any order found after the
+/* test_featindex.c - the features index (lib/records/featindex.h): ids in any order found after the
  * build, a repeated record of the same numbers kept once (a different source allowed), a
  * repeated id with different numbers an error, pieces kept apart and column pieces derived
  * from the table's features. */

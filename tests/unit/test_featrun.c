@@ -1,4 +1,4 @@
-/* test_featrun.c - as-features' --model-task after the pass (lib/featrun.h
+/* test_featrun.c - as-features' --model-task after the pass (lib/data/featrun.h
  * as_featrun_model_task): one test task of every table, ascending, onto --shards or the
  * model-config's world size; its cap --mem-cap, else the HBM less TorchRec's reservation
  * when the tables carry its memory model, else the HBM; the errors (no table, no shard

@@ -1,4 +1,4 @@
-/* test_half.c - fp16 and bf16 conversion (lib/half.c): every half round-trips, the
+/* test_half.c - fp16 and bf16 conversion (lib/core/half.c): every half round-trips, the
  * portable code against the F16C instructions (every half, the midpoints between
  * neighbours, random bit patterns), rounding ties, subnormals, overflow, NaN; bf16 by hand. */
 #include "unit.h"

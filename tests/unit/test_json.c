@@ -1,4 +1,4 @@
-/* test_json.c - msgpack printed as JSON (lib/json.h): strings escaped, numbers (NaN and
+/* test_json.c - msgpack printed as JSON (lib/core/json.h): strings escaped, numbers (NaN and
  * infinities as null, float32 values at their own precision), maps and arrays, array maps
  * summarised or in full, other binary data as its length. */
 #include "unit.h"

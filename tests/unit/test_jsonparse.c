@@ -1,4 +1,4 @@
-/* test_jsonparse.c - the strict JSON decoder (lib/jsonparse.h): every type and its msgpack
+/* test_jsonparse.c - the strict JSON decoder (lib/core/jsonparse.h): every type and its msgpack
  * mapping (int64 edges, floats, -0), strings and their escapes (surrogate pairs, \u0000),
  * containers read with stream.h's accessors, each strictness rule as an error with its line
  * and column, repeated keys (small and large objects), the depth limit, every prefix of a

@@ -1,5 +1,5 @@
 /* test_limits.c - hostile record fields (issue 11): the range-checked getters and limits of
- * lib/reclimits.h, and the parsers that use them refusing overflows, huge allocations and
+ * lib/records/reclimits.h, and the parsers that use them refusing overflows, huge allocations and
  * non-finite numbers at parse time. */
 #include "unit.h"
 

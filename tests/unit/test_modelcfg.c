@@ -1,4 +1,4 @@
-/* test_modelcfg.c - model configs (lib/modelcfg.h) parsed from JSON written here: every
+/* test_modelcfg.c - model configs (lib/data/modelcfg.h) parsed from JSON written here: every
  * field of the topology and the tables, the defaults, the data types' bytes, the batch and
  * its cap, the dense reservation (dense_parameters vs dense_tensor_estimate); refused
  * configs each -1 with a message naming the table and the field; as_mcfg_load (a missing

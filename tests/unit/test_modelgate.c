@@ -1,4 +1,4 @@
-/* test_modelgate.c - the quality gate on the cost model (lib/modelgate.h): held-out metrics
+/* test_modelgate.c - the quality gate on the cost model (lib/model/modelgate.h): held-out metrics
  * judged against the threshold and the linear baseline (below either, both, neither, at the
  * threshold, unknown, the gate off), the words as-plan says of each, the `model_quality`
  * field packed and read back, and hostile values refused naming the field. */

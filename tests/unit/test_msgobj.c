@@ -1,7 +1,7 @@
-/* test_msgobj.c - the msgpack getters (lib/msgobj.h) on records packed here: typed fields,
+/* test_msgobj.c - the msgpack getters (lib/core/msgobj.h) on records packed here: typed fields,
  * numbers of every msgpack kind and nil, strings, number lists, array maps (good, short data,
  * bad shape); names that are safe to print (as_name_bad); and the error-buffer helper
- * (lib/errbuf.h). */
+ * (lib/core/errbuf.h). */
 #include "unit.h"
 
 #include "errbuf.h"

@@ -1,4 +1,4 @@
-/* test_nn.c - the CPU layers of lib/nn.h: every gradient against central finite
+/* test_nn.c - the CPU layers of lib/nn/nn.h: every gradient against central finite
  * differences, Adam against a hand-computed step, clipping, and the whole cost model's
  * gradient end to end. Dimension letters: N rows, I inputs, O outputs, S sets, C channels. */
 #include "common.h"

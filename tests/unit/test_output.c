@@ -1,7 +1,7 @@
-/* test_output.c - atomic outputs (lib/output.c): the temporary appears only with the first
+/* test_output.c - atomic outputs (lib/records/output.c): the temporary appears only with the first
  * byte, the old file stays intact until the commit, and nothing is left behind after an
  * abort, an error exit or a fatal signal; path checks; the binary writer on top of it;
- * the progress line's ETA (lib/cli.c). */
+ * the progress line's ETA (lib/cli/cli.c). */
 #include "unit.h"
 #include "common.h"
 #include "cli.h"

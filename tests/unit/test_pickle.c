@@ -1,4 +1,4 @@
-/* test_pickle.c - unit tests for lib/pickle.c on hand-written pickle byte strings: numbers
+/* test_pickle.c - unit tests for lib/torch/pickle.c on hand-written pickle byte strings: numbers
  * (binary and text forms, big integers, floats), strings and bytes, tuples, lists, dicts and
  * sets, the memo (PUT/GET in their binary, long and text forms, MEMOIZE), the load position
  * of several pickles in one buffer and a file's byte range; and input it must refuse

@@ -1,4 +1,4 @@
-/* test_piece.c - pieces of tables (lib/piece.h): parsing, the cover and size checks, a row
+/* test_piece.c - pieces of tables (lib/records/piece.h): parsing, the cover and size checks, a row
  * piece's lookups, TorchRec's row blocks; the features of pieces (as_features_row_piece,
  * as_features_cols) and the index that keeps them apart from whole tables
  * (as_featidx_piece). Tables and lookups are small and worked out by hand. */

@@ -375,7 +375,7 @@ TEST(plan_task_read)
     CHECK(strstr(err, "'shards'") != NULL);
 }
 
-/* ---- with the real cost model (lib/costmodel.h) ----------------------------------------- */
+/* ---- with the real cost model (lib/model/costmodel.h) ----------------------------------------- */
 #include "costmodel.h"
 
 static void cm_embed(void *ctx, const as_features *f, float *out) { as_costmodel_embed(ctx, f, out); }
@@ -491,7 +491,7 @@ TEST(plan_text_shard_ids)
     free(buf);
 }
 
-/* ---- as-plan's stage (lib/planrun.h) ------------------------------------------------------ */
+/* ---- as-plan's stage (lib/plan/planrun.h) ------------------------------------------------------ */
 #include "planrun.h"
 #include "tasks.h"
 

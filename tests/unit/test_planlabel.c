@@ -1,4 +1,4 @@
-/* test_planlabel.c - plan labels (lib/planlabel.h): every planner with every combination of
+/* test_planlabel.c - plan labels (lib/records/planlabel.h): every planner with every combination of
  * suffixes written and read back; the measured rounds; labels that are not ours; the exact
  * "ALG" / "ALG+refine" parse as-eval orders its tables by. */
 #include "unit.h"

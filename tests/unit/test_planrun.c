@@ -1,4 +1,4 @@
-/* test_planrun.c - as-plan's stage (lib/planrun.h) on hand-made inputs: the --alg list, a
+/* test_planrun.c - as-plan's stage (lib/plan/planrun.h) on hand-made inputs: the --alg list, a
  * task's features, --repair (a measured plan rebuilt and refined on a hand-made cost model
  * whose answer is worked out by hand; skips, filters and errors) and --export (labels and
  * tasks wanted, caps). test_plan.c covers the input read and as_plan_run. */

@@ -1,4 +1,4 @@
-/* test_policy.c - the policy network (lib/policy.h): LSTM and whole-loss gradients against
+/* test_policy.c - the policy network (lib/rl/policy.h): LSTM and whole-loss gradients against
  * finite differences, V-trace against a hand-computed example, episodes and masking. */
 #include "unit.h"
 

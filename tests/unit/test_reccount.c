@@ -1,4 +1,4 @@
-/* test_reccount.c - records counted by kind (lib/reccount.h, as-show -c): counts in order
+/* test_reccount.c - records counted by kind (lib/records/reccount.h, as-show -c): counts in order
  * of first appearance; kinds compared by length and bytes (a prefix, an embedded NUL);
  * names copied whole; many kinds (the table grown several times); free leaves it empty. */
 #include "unit.h"

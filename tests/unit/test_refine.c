@@ -1,4 +1,4 @@
-/* test_refine.c - as_plan_refine (lib/refine.h) on hand-made tasks with answers worked out by
+/* test_refine.c - as_plan_refine (lib/plan/refine.h) on hand-made tasks with answers worked out by
  * hand: a move that fixes a greedy plan, a plan only a swap fixes, memory caps, a step that
  * makes room for an unplaced table; then on random tasks with the real cost model: never a
  * higher predicted max, consistent bookkeeping, determinism, the split head agreeing with

@@ -1,4 +1,4 @@
-/* test_replicate.c - as_plan_replicate (lib/replicate.h) on hand-made plans with answers
+/* test_replicate.c - as_plan_replicate (lib/plan/replicate.h) on hand-made plans with answers
  * worked out by hand: a small hot table whose replication cuts the slowest shard, a large
  * one whose all-reduce forbids it, a memory cap that forbids it, the bookkeeping (memory,
  * counts, pred as as_plan_make computes it, the label). */
@@ -114,7 +114,7 @@ TEST(replicate_large_table_not_when_its_allreduce_costs_more)
     as_plan_free(&pl);
 }
 
-/* the alpha-beta model (lib/comm.h): the first data-parallel table pays the all-reduce's
+/* the alpha-beta model (lib/records/comm.h): the first data-parallel table pays the all-reduce's
    alpha on every shard. Bytes made free (10^6 GB/s), the all-to-all's alpha 0: C's
    replication saves 0.1 on the slowest shard (1.2 -> 1.1), so an all-reduce alpha of 50 us
    (0.05 ms) lets it and one of 200 us (1.1 + 0.2 > 1.2) does not */

@@ -1,4 +1,4 @@
-/* test_rl.c - training the policy (lib/rl.h) on a task with a known optimum, determinism
+/* test_rl.c - training the policy (lib/rl/rl.h) on a task with a known optimum, determinism
  * and resumption. */
 #include "planmodel.h"
 #include "unit.h"
@@ -427,7 +427,7 @@ static void rewrite_buffer_pieces(const char *src, const char *dst, const int64_
 }
 
 /* Pieces in the buffer (issue 37): the input's cost records may hold pieces of tables, items
-   of cfg.feat after the tables (lib/rlinput.h). A checkpoint names each entry by table id
+   of cfg.feat after the tables (lib/rl/rlinput.h). A checkpoint names each entry by table id
    and piece (rl_buffer `pieces`), a resumed run finds the piece's item again; resumed with
    items that lack the piece, its shard is left out, never read as the whole table (before,
    the checkpoint held the table id only: resumed, the piece became its table). Hostile

@@ -1,4 +1,4 @@
-/* test_rlinput.c - unit tests for lib/rlinput.c (as-rl's input) on hand-made streams: the
+/* test_rlinput.c - unit tests for lib/rl/rlinput.c (as-rl's input) on hand-made streams: the
  * training tasks joined to their tables' features (test tasks left out), the cost records
  * as measured shards of feature positions (skipped and counted: an error, no cost_ms, no
  * tables, a table without features), several inputs read in turn; cost records of pieces

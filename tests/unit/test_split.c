@@ -1,4 +1,4 @@
-/* test_split.c - as_split_search (lib/split.h) on hand-made tasks and a hand-made model whose
+/* test_split.c - as_split_search (lib/plan/split.h) on hand-made tasks and a hand-made model whose
  * answers can be worked out: a shard costs the sum of lookups x dim of its items (rep 1,
  * head the identity), so a column piece costs its share of the columns and a row piece its
  * share of the lookups. Checked: a dominant table is split and the pieces cover it once;

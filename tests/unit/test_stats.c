@@ -1,4 +1,4 @@
-/* test_stats.c - the shared statistics (lib/stats.h): medians of odd and even counts, the
+/* test_stats.c - the shared statistics (lib/core/stats.h): medians of odd and even counts, the
  * comparator's order; the intervals are tested in test_eval.c, where they are reported. */
 #include "unit.h"
 

@@ -1,4 +1,4 @@
-/* test_synth.c - unit tests for lib/synth.c: determinism, invariants, table parameters,
+/* test_synth.c - unit tests for lib/data/synth.c: determinism, invariants, table parameters,
  * and the shape of the whole-pool reuse histogram on a small pool.
  * Dimension letters: B batch, L pooling, E rows (hash size), T tables. */
 #include "unit.h"

@@ -1,4 +1,4 @@
-/* test_table.c - the `table` record (lib/table.c): written by as_write_table and read back
+/* test_table.c - the `table` record (lib/records/table.c): written by as_write_table and read back
  * by as_table_parse through a real stream (int32 and int64 indices, a table with empty
  * bags, int32 offsets on the wire), and hostile records the reader refuses with the first
  * violation: offsets that decrease, that do not start at 0 or end at lookups, the wrong

@@ -1,4 +1,4 @@
-/* test_tasks.c - sharding tasks (lib/tasks.h): every task holds T distinct tables of the
+/* test_tasks.c - sharding tasks (lib/data/tasks.h): every task holds T distinct tables of the
  * pool, ascending, K = T / 10 shards by default; training and test tasks are disjoint as
  * sets of tables; the same seed and pool in any order give the same tasks, another seed
  * others; too small a pool is an error; the whole-model task (as-features --model-task). */

@@ -1,9 +1,9 @@
-/* test_torchsave.c - unit tests for lib/torchsave.c and lib/pickle.c: the 100 real
+/* test_torchsave.c - unit tests for lib/torch/torchsave.c and lib/torch/pickle.c: the 100 real
  * torch.save fixtures (plain and gzip), hand-built zip / ZIP64 / legacy files (strides,
  * shared storages, views, special floats, nested containers), and hostile input (every
  * truncation, random byte flips, disallowed globals, huge lengths, bad directories); the
  * limits on what one input may make (tensors, gzip expansion, spooled bytes) and
- * as-convert's refusal of expanded and repeated data tensors (lib/convert.c).
+ * as-convert's refusal of expanded and repeated data tensors (lib/data/convert.c).
  */
 #include "unit.h"
 #include "common.h"

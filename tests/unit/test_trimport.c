@@ -1,4 +1,4 @@
-/* test_trimport.c - as-plan --import (lib/trimport.h) on hand-made TorchRec JSON: a
+/* test_trimport.c - as-plan --import (lib/plan/trimport.h) on hand-made TorchRec JSON: a
  * column_wise table and two table_wise ones become the plan's entries in task and piece
  * order, with memory, counts and the cost model's predictions worked out by hand; the
  * document's label written as it is; errors naming the line, table and field.

@@ -1,4 +1,4 @@
-/* test_trmem.c - TorchRec's memory model of a shard (lib/trmem.h) on cases worked out by
+/* test_trmem.c - TorchRec's memory model of a shard (lib/records/trmem.h) on cases worked out by
  * hand: every optimizer and pipeline, table-, column- and row-wise shards, the cap. */
 #include "unit.h"
 

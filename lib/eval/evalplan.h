@@ -1,7 +1,7 @@
 /* evalplan.h - a `plan` record as as-eval reads it (docs/FORMAT.md): the plan, its costs
  * (measured or estimated), as-bench's noise fields, the communication bytes, the planner's
  * own view (predictions, names, memory terms, its cost model's quality), and room for the figures the evaluation
- * computes (lib/eval.h) and the floor (lib/evalfloor.h). The decoding; nothing computed.
+ * computes (lib/eval/eval.h) and the floor (lib/eval/evalfloor.h). The decoding; nothing computed.
  * Dimension letters: K shards, T tables of a plan. */
 #ifndef AS_EVALPLAN_H
 #define AS_EVALPLAN_H
@@ -45,11 +45,11 @@ typedef struct {
     double *pass_cost, *pass_spread;
     double noise_threshold;     /* noise_threshold; NaN when absent */
     int64_t clamped;            /* estimated shard costs below 0 that were set to 0 */
-    /* communication (as-plan: comm_in_bytes, comm_out_bytes; lib/split.h's terms): NULL when
+    /* communication (as-plan: comm_in_bytes, comm_out_bytes; lib/plan/split.h's terms): NULL when
        the plan carries none; comm_ms [K] what as_eval_charge_comm added to cost, NULL when
        nothing was charged */
     double *comm_in, *comm_out, *comm_ms;
-    /* data parallel (assign AS_DP, lib/plan.h): ndp such entries, each held whole by every
+    /* data parallel (assign AS_DP, lib/plan/plan.h): ndp such entries, each held whole by every
        shard (shard k looks up its share of the batch; the gradients are all-reduced).
        cost_dp [K] as-bench's cost_dp_ms: each shard's data-parallel part of cost (ms; 0
        where none, NaN unmeasured), NULL when the plan carries none; comm_ar [K]
@@ -64,14 +64,14 @@ typedef struct {
     /* comm_cw_bytes [K]: the column pieces' share likewise (their own all-to-alls in
        TorchRec's column_wise); NULL when the plan carries none (then counted table-wise) */
     double *comm_cw;
-    /* the planner's view, for the per-rank statistics (lib/evalranks.h); NULL when absent */
+    /* the planner's view, for the per-rank statistics (lib/eval/evalranks.h); NULL when absent */
     double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
     double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */
     char (*names)[128];         /* [T] names: a model's table names */
     uint64_t *mterm;            /* [3K] mem_terms: weights, optimizer, pipeline bytes per shard */
     uint64_t mem_cap;           /* bytes per shard; 0 none */
     /* the quality gate's judgement of the cost model that placed it (as-plan's
-       model_quality, lib/modelgate.h): has_mq 0 when the plan carries none */
+       model_quality, lib/model/modelgate.h): has_mq 0 when the plan carries none */
     int has_mq;
     as_mgate mq;
     /* figures (as_eval_compute); NaN when undefined */
@@ -82,7 +82,7 @@ typedef struct {
     uint64_t mem_max, mem_min;
     int64_t nnoisy;             /* noisy shards; -1 when unknown (no cost_noisy) */
     int shaky;                  /* ok, and its slowest or fastest shard is noisy */
-    /* the floor (lib/evalfloor.h): set before as_eval_compute, NaN unknown */
+    /* the floor (lib/eval/evalfloor.h): set before as_eval_compute, NaN unknown */
     double floor;               /* ms: the costliest of its tables alone */
     int64_t floor_unknown;      /* its tables without a single cost */
     double over_floor;          /* as_eval_compute: max / floor (ok, floor known and > 0); NaN */

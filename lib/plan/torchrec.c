@@ -664,7 +664,7 @@ int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *co
  * as_plan_make (as-plan gives the placement as c->policy) */
 const as_planner as_planner_torchrec = {
     .needs = AS_PLANNER_PLACEMENT,
-    .help = "TorchRec's default planner for one host (lib/torchrec.h): per table\n"
+    .help = "TorchRec's default planner for one host (lib/plan/torchrec.h): per table\n"
             "data_parallel (the table on every GPU, each its own batch; not\n"
             "with --no-dp), table_wise, column_wise (pieces of the smallest divisor of dim in\n"
             "[128, dim)) or row_wise (K row blocks, block i on GPU i; needs\n"

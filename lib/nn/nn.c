@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* no fused multiply-add: these functions are the references of lib/nn_cuda.cu's kernels,
+/* no fused multiply-add: these functions are the references of lib/nn/nn_cuda.cu's kernels,
  * which round every product and every sum separately (GCC contracts a * b + c by default
  * on targets with FMA, e.g. aarch64; on x86-64 without -mfma there is nothing to fuse) */
 #if defined(__clang__)

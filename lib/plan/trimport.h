@@ -2,7 +2,7 @@
  * `as-plan --format torchrec` writes (docs/FORMAT.md, "TorchRec plans"), read back into
  * `plan` records of the input's tasks. Dimension letters: T tables of a task, K shards.
  *
- * One document per line (blank lines skipped), strict JSON (lib/jsonparse.h): {"task": N,
+ * One document per line (blank lines skipped), strict JSON (lib/core/jsonparse.h): {"task": N,
  * "alg": label (optional, default "torchrec-import"), "world_size": K, "local_size": L
  * (optional), "module": path (optional), "dmp_collection": {...} (optional),
  * "plan": {module: {table: {"sharding_type", "compute_kernel", "ranks", "shards":
@@ -12,7 +12,7 @@
  * piece [c0, c0 + cols, r0, r0 + rows]), entries in the task's table order, a table's
  * pieces in piece order (as_piece_cmp); shards of 0 rows or columns hold nothing and are
  * left out. Tables are keyed as the export keys them: by their `features` name (a model
- * config's), else "t<id>". The plan is finalised by as_plan_emit_placed (lib/planrun.h), the
+ * config's), else "t<id>". The plan is finalised by as_plan_emit_placed (lib/plan/planrun.h), the
  * code --export goes through: counts, memory (mem_bytes, mem_terms), communication bytes,
  * names, feasibility, the cap, pred_ms with a model, written in c->out. Its alg label is the
  * document's, written as it is.

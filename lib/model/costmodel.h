@@ -184,7 +184,7 @@ int as_costmodel_read(as_costmodel **m, const msgpack_object *rec, char *err, si
 /* the feature names in the model's order ("dim", "rows", "pooling", "size", "bin0".."bin16") */
 const char *as_costmodel_feature_name(int i);
 
-/* ---- incremental prediction (used by as-plan's cost-greedy, lib/plan.h) ------------------- */
+/* ---- incremental prediction (used by as-plan's cost-greedy, lib/plan/plan.h) ------------------- */
 /* The first MLP acts per table and its outputs are summed, so a shard's prediction is the
  * head applied to the sum of its tables' representations: for n >= 1,
  *   as_costmodel_predict(m, f, n) == as_costmodel_head(m, rep(f[0]) + ... + rep(f[n-1]))

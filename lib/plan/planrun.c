@@ -30,7 +30,7 @@ static void item_views(const as_features *items, int64_t n, const as_features **
     }
 }
 
-/* torchrec's placement, made before as_plan_make (lib/torchrec.h) */
+/* torchrec's placement, made before as_plan_make (lib/plan/torchrec.h) */
 static int fixed_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                        char *err, size_t errlen)
 {
@@ -148,7 +148,7 @@ int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const 
     memset(in, 0, sizeof *in);
     rd_ctx x = { in, split, pass, 0 };
     if (as_read_records(files, nfiles, on_record, &x, err, errlen)) return -1;
-    /* features by id; the same table twice must agree (lib/featindex.h) */
+    /* features by id; the same table twice must agree (lib/records/featindex.h) */
     return as_featidx_build(&in->ft, err, errlen);
 }
 
@@ -543,7 +543,7 @@ static int measured_plan_select(repair_ctx *R, const msgpack_object *o, measured
     return 0;
 }
 
-/* the record's comm_model (an alpha-beta model's name, lib/comm.h), when it has one, into
+/* the record's comm_model (an alpha-beta model's name, lib/records/comm.h), when it has one, into
    *m (*has 1); 0, or -1 with err (not a model we know) */
 static int read_comm_model(const msgpack_object *o, as_comm_model *m, int *has, char *err, size_t errlen)
 {

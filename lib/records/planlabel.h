@@ -1,7 +1,7 @@
 /* planlabel.h - a plan's label, the `alg` of a plan record: the name of the planner that made
  * it, then, in this order, a suffix for each thing done to the plan since: "+split" (the
  * split search, as-plan --split-tables), "+dp" (tables replicated data-parallel,
- * --replicate), "+refine" (the local search, lib/refine.h), "+measured" or "+measuredN"
+ * --replicate), "+refine" (the local search, lib/plan/refine.h), "+measured" or "+measuredN"
  * (repaired after N measured rounds, as-plan --repair), e.g. "cost-greedy+split+refine".
  * A plan imported from TorchRec's own planner carries a label that names no planner of ours
  * ("torchrec-own"). This module is the one place that writes and reads them. */

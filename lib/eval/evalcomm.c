@@ -46,7 +46,7 @@ static void model_words(char *buf, size_t len, const as_comm_model *m)
 {
     if (m->ab)
         snprintf(buf, len, "by the alpha-beta model %s (each collective: alpha per call plus its bytes over its bus "
-                           "bandwidth; lib/comm.h)", m->name);
+                           "bandwidth; lib/records/comm.h)", m->name);
     else snprintf(buf, len, "at %g GiB/s", m->gbps);
 }
 

@@ -1,4 +1,4 @@
-/* rl.h - training the sharding policy (lib/policy.h) with IMPALA: actors play episodes on
+/* rl.h - training the sharding policy (lib/rl/policy.h) with IMPALA: actors play episodes on
  * training tasks with a snapshot of the policy, one learner applies V-trace updates over
  * batches of B1 trajectories (Adam, linear learning-rate decay, global gradient clipping),
  * and, with measured rewards, trains the cost model on a buffer of measured shards
@@ -83,7 +83,7 @@ typedef struct {
     int64_t halt_after;             /* stop (with a checkpoint) after this many episodes, 0: no */
     const as_features *feat;        /* the cost buffer's items: every table of the input and
                                        the pieces of tables its cost records hold, each piece
-                                       with its own features (feat[i].piece; lib/rlinput.h);
+                                       with its own features (feat[i].piece; lib/rl/rlinput.h);
                                        a checkpoint names them by table id and piece */
     int64_t nfeat;
     const as_bench_cfg *bcfg;       /* measurement (NULL: none) */

@@ -65,7 +65,7 @@ int as_rec_is(const as_record *rec, const char *kind);
 typedef struct as_writer as_writer;
 
 /* path NULL or "-" writes stdout; a file is written under a temporary name and renamed
- * into place by as_writer_close (lib/output.h: the temporary appears with the first
+ * into place by as_writer_close (lib/records/output.h: the temporary appears with the first
  * compressed byte and is removed on any error exit and on SIGINT/SIGTERM/SIGHUP). level: zstd level (0 = default 3); workers: zstd threads.
  * On failure prints and exits 3. */
 as_writer *as_writer_open(const char *path, int level, int workers);

@@ -427,7 +427,7 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
         rc = check_tiles(x, in, e, n, ids, pcs, f);
     }
     if (!rc) {
-        /* finalised as every plan placed elsewhere is (lib/planrun.h): a split plan's label
+        /* finalised as every plan placed elsewhere is (lib/plan/planrun.h): a split plan's label
            carries the split search's communication charge, as the planner's would */
         as_planrec pr = { tid, 1, K, n, ids, assign, 0, as_pieces_any(pcs, n) ? pcs : NULL, 0 };
         for (int64_t i = 0; i < n; i++) pr.ndp += assign[i] == AS_DP;

@@ -1,6 +1,6 @@
 /* evalranks.h - the planner statistics of a plan, rank by rank, like TorchRec's planner's
  * stats table: each rank's items (tables and pieces, by name when the plan has names), its
- * memory of the cap by TorchRec's terms (as-plan's mem_terms, lib/trmem.h) or its bytes,
+ * memory of the cap by TorchRec's terms (as-plan's mem_terms, lib/records/trmem.h) or its bytes,
  * the cost model's prediction (pred_ms) and the measured (or estimated) cost, and what
  * makes the slowest rank slow: its items by their cost alone, predicted (as-plan's
  * item_pred_ms) and measured (single-item cost records: as-bench --singles, or

@@ -200,7 +200,7 @@ static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *e
             return -1;
         }
         /* the fields a plan carries through the measurement, read as as-eval reads them
-         * (lib/evalplan.h): refused now rather than after the measuring */
+         * (lib/eval/evalplan.h): refused now rather than after the measuring */
         if (kind == AS_BREC_PLAN && as_eval_plan_check(&rec->obj, AS_EVAL_READ_BARE | AS_EVAL_READ_NO_COSTS, e2, sizeof e2)) {
             as_planrec_free(&pr);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);

@@ -1,4 +1,4 @@
-/* plan.h - sharding plans: the planners (their registry, lib/planners.def, and what a
+/* plan.h - sharding plans: the planners (their registry, lib/plan/planners.def, and what a
  * planner is: as_planner below), the heuristic baselines of the paper (prototype
  * semantics, with memory caps honoured; plangreedy.c, planrandom.c), the cost-model greedy
  * (plangreedy.c), the 2D-parallel rank map, and the `plan` record. Dimension letters: T
@@ -14,8 +14,8 @@
  * each placed where the predicted cost of the resulting shard is lowest among the shards
  * where it fits (ties: smaller bytes sum, then lower shard id).
  *
- * autoshard: the learned policy (lib/policy.h), through an as_plan_policy callback.
- * torchrec: TorchRec's default planner (lib/torchrec.h), which also splits tables; its
+ * autoshard: the learned policy (lib/rl/policy.h), through an as_plan_policy callback.
+ * torchrec: TorchRec's default planner (lib/plan/torchrec.h), which also splits tables; its
  * placement of the items reaches as_plan_make through the same callback.
  *
  * A table that fits on no shard is left unplaced (assign -1) and the plan is infeasible:
@@ -40,7 +40,7 @@
 
 /* The cost model as the planner sees it: a per-table representation of width rep that is
  * summed over a shard, and a head mapping a summed representation to the shard's cost
- * (ms). lib/costmodel.h provides one (as_costmodel_embed / as_costmodel_head); the tests
+ * (ms). lib/model/costmodel.h provides one (as_costmodel_embed / as_costmodel_head); the tests
  * use hand-made ones. */
 typedef struct {
     void *ctx;
@@ -55,7 +55,7 @@ typedef struct {
     double (*post)(void *ctx, const float *z);                       /* z[hid] -> ms */
 } as_plan_model;
 
-/* A learned planner (lib/policy.h provides one): fills assign[0..n) with a shard in 0..K-1,
+/* A learned planner (lib/rl/policy.h provides one): fills assign[0..n) with a shard in 0..K-1,
  * or -1 for a table that fits nowhere under cap; 0 ok, -1 with err. */
 typedef struct {
     void *ctx;
@@ -73,7 +73,7 @@ typedef struct {
                                        gives the predicted cost of every shard */
     const as_plan_policy *policy;   /* needed by autoshard */
     double comm_gbps;               /* > 0: as_plan_refine scores each shard's cost plus its
-                                       items' communication at this bandwidth (lib/split.h's
+                                       items' communication at this bandwidth (lib/plan/split.h's
                                        terms; as-plan sets it for split plans); as_plan_make
                                        ignores it */
     const double *shard_scale;      /* [K] or NULL: as_plan_refine multiplies shard k's
@@ -81,13 +81,13 @@ typedef struct {
                                        --repair: measured / predicted); as_plan_make ignores it */
     int no_dp;                      /* torchrec: leave data_parallel out of its options
                                        (as-plan --no-dp); 0: TorchRec's default, with it */
-    const as_comm_model *comm_model;  /* an alpha-beta model (lib/comm.h) as_plan_refine
+    const as_comm_model *comm_model;  /* an alpha-beta model (lib/records/comm.h) as_plan_refine
                                        charges instead of comm_gbps (each item's bytes over
                                        its sharding type's collective; the alphas are the
                                        same on every shard); NULL: comm_gbps */
 } as_plan_cfg;
 
-/* What as_plan_refine (lib/refine.h) did to a plan; all zero on a plan it did not refine. */
+/* What as_plan_refine (lib/plan/refine.h) did to a plan; all zero on a plan it did not refine. */
 typedef struct {
     int done;                       /* 1: refined (its alg label ends in "+refine") */
     int64_t moves, swaps;           /* improving steps taken of each kind */
@@ -121,8 +121,8 @@ typedef struct {
                                        one, "+measuredN" for N > 1 */
     double comm_gbps;               /* split plans: the bandwidth their search charged
                                        (0: none); the record then carries each shard's
-                                       communication bytes (lib/split.h) */
-    const char *comm_model;         /* the alpha-beta model (lib/comm.h) their search charged
+                                       communication bytes (lib/plan/split.h) */
+    const char *comm_model;         /* the alpha-beta model (lib/records/comm.h) their search charged
                                        instead of comm_gbps: its name, written as comm_model
                                        (not owned); NULL: none */
     int64_t ndp;                    /* entries data parallel (assign AS_DP): on every shard,
@@ -147,7 +147,7 @@ enum {
                                        the tables; refused without one, left out of `all`; its
                                        plans name the policy and its --samples */
     AS_PLANNER_PLACEMENT = 4,       /* its own items and placement, made before as_plan_make
-                                       (TorchRec's planner, lib/torchrec.h; given through
+                                       (TorchRec's planner, lib/plan/torchrec.h; given through
                                        as_plan_cfg.policy): only by name, not in `all`; as-plan
                                        neither splits nor replicates its plans */
 };
@@ -345,7 +345,7 @@ typedef struct {
     const double *item_pred;        /* [T] the cost model's prediction of each item alone, ms
                                      * (the tables that make a shard slow); NULL: no model */
     const as_mgate *model_quality;  /* the quality gate's judgement of the cost model that
-                                       placed the plan (lib/modelgate.h), written as
+                                       placed the plan (lib/model/modelgate.h), written as
                                        `model_quality`; NULL: none (placed without it) */
     const char *label;              /* the `alg` label written instead of as_plan_alg_label's
                                        (an imported plan's own, as-plan --import); NULL: that */

@@ -675,7 +675,7 @@ static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_stat
 }
 
 /* the optional `pieces` of an `rl_buffer` record of nids ids: int64 [nids, 4], each row
- * zeros (the whole table) or a piece as lib/piece.h parses one; *out malloc'd [nids] or
+ * zeros (the whole table) or a piece as lib/records/piece.h parses one; *out malloc'd [nids] or
  * NULL (absent: every entry whole). 0 or -1 with err */
 static int read_ck_pieces(const msgpack_object *o, int64_t nids, as_piece **out, char *err, size_t errlen)
 {

@@ -30,8 +30,8 @@
 #include "piece.h"
 #include "stream.h"
 
-/* Charge communication by model m (lib/comm.h) to the plans' shard costs, as as-plan
- * --split-tables scores it (lib/split.h): a shard's bytes of each sharding type are its own
+/* Charge communication by model m (lib/records/comm.h) to the plans' shard costs, as as-plan
+ * --split-tables scores it (lib/plan/split.h): a shard's bytes of each sharding type are its own
  * items' (ids in + outputs out) plus the sum of every shard's over K, its side of the
  * collective; with data-parallel entries also the bytes it sends in their gradients'
  * all-reduce (comm_ar_bytes), its own (not shared over K). The bandwidth model charges them
@@ -242,7 +242,7 @@ typedef struct {
     const as_eval_quality *quality;
     int64_t clamped, estimated; /* negative estimated shard costs set to 0, of estimated ones */
     const char *plot, *curve;   /* the --plot and --curve files */
-    double floor_margin;        /* the floor-bound margin (lib/evalfloor.h) */
+    double floor_margin;        /* the floor-bound margin (lib/eval/evalfloor.h) */
 } as_eval_verdict_info;
 
 /* The closing summary in words: which algorithm won by mean balance and speedup, by how

@@ -1,9 +1,9 @@
-/* rlinput.h - as-rl's input: the `features` records (one per table, lib/featindex.h), the
+/* rlinput.h - as-rl's input: the `features` records (one per table, lib/records/featindex.h), the
  * training `task` records and the `cost` records (measured shards, e.g. the cost dataset),
- * joined into what as_rl_train takes (lib/rl.h). Dimension letters: T tables of a task.
+ * joined into what as_rl_train takes (lib/rl/rl.h). Dimension letters: T tables of a task.
  *
  * Test tasks are left out. The `features` and `cost` records are read and joined by
- * lib/costdata.h, the reader as-costfit uses (as_costdata_read_record,
+ * lib/model/costdata.h, the reader as-costfit uses (as_costdata_read_record,
  * as_costdata_join_known), so both tools read a cost record by one rule: an entry of a
  * record's `pieces` that is a piece of its table (as-bench --sample-pieces, plans split by
  * as-plan --split-tables) is joined to that piece's features (its `features` record from

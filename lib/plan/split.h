@@ -55,7 +55,7 @@ typedef struct {
                              * blocks of 2, 4, 8 */
     int nrowp;
     double comm_gbps;       /* communication bandwidth, GiB/s (above); 0: not charged */
-    const as_comm_model *comm_model;   /* an alpha-beta model (lib/comm.h) charged instead of
+    const as_comm_model *comm_model;   /* an alpha-beta model (lib/records/comm.h) charged instead of
                              * comm_gbps: each shard's items' bytes by sharding type over their
                              * collective's bandwidth, plus the alphas of every type the plan
                              * has (a first row piece adds the row-wise collectives' alphas to

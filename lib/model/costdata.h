@@ -5,7 +5,7 @@
  *
  * Use: as_costdata_read_files on the inputs (or as_costdata_read_record on each record),
  * as_costdata_index, as_costdata_check, as_costdata_join; then a split (as_costdata_split_shards / _tables), the model's
- * statistics (as_costdata_stats), training (lib/costmodel.h on d->set), as_costeval_run and
+ * statistics (as_costdata_stats), training (lib/model/costmodel.h on d->set), as_costeval_run and
  * as_costfit_report_pack. Functions return -1 with a message for bad data and never exit;
  * allocation failure ends the process (as_malloc).
  */
@@ -51,7 +51,7 @@ typedef struct {
     int64_t nf;
     int64_t *off, *idx;
     double *cost;
-    as_costset set;         /* the same, for lib/costmodel.h */
+    as_costset set;         /* the same, for lib/model/costmodel.h */
     char **names;           /* names[file]: the inputs as messages name them */
     int nnames;
 } as_costdata;
@@ -60,12 +60,12 @@ typedef struct {
  * here: `features` records into the index, `cost` records into the shards; others are ignored. A cost record with a non-nil `error` or a
  * missing or nil `cost_ms` is skipped (nskipped), one of an empty shard too (nempty); a
  * cost_ms that is not a finite number above 0, bad `tables` or bad `pieces` (not one
- * piece or nil per table, lib/piece.h) is an error. 0 at the end of
+ * piece or nil per table, lib/records/piece.h) is an error. 0 at the end of
  * the input; -1 with err ("FILE: record N: cost: 'cost_ms' = 0 is not a positive cost",
  * the reader's own message, or "FILE: strerror" for a file that cannot be opened). */
 int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char *err, size_t errlen);
 /* One record rec of reader r, as as_costdata_read_files reads each, for a reader that takes
- * other records too (lib/rlinput.h: as-rl's `task` records), so that as-costfit and as-rl
+ * other records too (lib/rl/rlinput.h: as-rl's `task` records), so that as-costfit and as-rl
  * read `cost` records and join them to features by one rule: pass every record of the
  * input (the header included: an input is named at its first record); `features` and
  * `cost` records are read, others ignored. 0 or -1 with err as above. d zeroed before the
@@ -77,12 +77,12 @@ int as_costdata_read_record(as_costdata *d, const as_reader *r, const as_record 
  * not measured); 1 with *ms, a finite cost > 0; -1 with err when `cost_ms` is something else
  * (a measured cost is data: a bad one is bad input) */
 int as_cost_measured(const msgpack_object *rec, double *ms, char *err, size_t errlen);
-/* build the features index (lib/featindex.h: its duplicate rule); 0 or -1 with err */
+/* build the features index (lib/records/featindex.h: its duplicate rule); 0 or -1 with err */
 int as_costdata_index(as_costdata *d, char *err, size_t errlen);
 /* usable data: at least one measured shard, all from one device; 0 or -1 with err */
 int as_costdata_check(const as_costdata *d, char *err, size_t errlen);
 /* Every shard's entries to their features: a whole table (or a piece covering it) to the
- * table's record, a piece to its own (lib/featindex.h as_featidx_piece: the `features`
+ * table's record, a piece to its own (lib/records/featindex.h as_featidx_piece: the `features`
  * record of that piece, as as-features --row-pieces writes them, or, for a column piece,
  * derived from the table's or its row piece's record), never a piece to its whole table.
  * 0, or -1 with err when a table has no `features` record ("FILE: record N: cost of a

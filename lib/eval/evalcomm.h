@@ -2,7 +2,7 @@
  * by sharding type, each with the collectives TorchRec runs for it. Dimension letters: K
  * ranks (shards).
  *
- * From the bytes as-plan writes (docs/FORMAT.md) and the communication model (lib/comm.h:
+ * From the bytes as-plan writes (docs/FORMAT.md) and the communication model (lib/records/comm.h:
  * --comm-gbps G, every byte at G; --comm-model, alpha per call plus bytes over the
  * collective's bus bandwidth), at shard k:
  *   table-wise     (whole tables: ids in, pooled outputs out and their gradients back, all

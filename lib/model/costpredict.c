@@ -192,7 +192,7 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         const char *name = p->names[p->file[i]];
         int is_shard = as_obj_streq(kind, "shard"), is_cost = as_obj_streq(kind, "cost"), is_plan = as_obj_streq(kind, "plan");
         if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, raw, len); continue; }
-        /* every field range-checked by the shared readers (lib/reclimits.h, lib/plan.h) */
+        /* every field range-checked by the shared readers (lib/records/reclimits.h, lib/plan/plan.h) */
         int64_t *ids = NULL, n = 0;
         as_piece *pc = NULL;
         as_planrec pr;
@@ -204,7 +204,7 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
             rc = -1;
             break;
         }
-        /* the fields that pass through, read as as-eval reads them (lib/evalplan.h); pred_ms
+        /* the fields that pass through, read as as-eval reads them (lib/eval/evalplan.h); pred_ms
          * is replaced */
         if (is_plan && as_eval_plan_check(o, AS_EVAL_READ_BARE | AS_EVAL_READ_NO_PRED, e2, sizeof e2)) {
             as_planrec_free(&pr);

@@ -14,7 +14,7 @@
  *             over the shards (every shard's side of the all-to-all, as as-eval charges it),
  *             ar the all-reduce bytes each shard sends for the data-parallel items
  *             (as_plan_dp_comm_bytes); 0 when gbps <= 0. With c->comm_model alpha-beta
- *             (lib/comm.h) instead: each sharding type's bytes over its collective's bus
+ *             (lib/records/comm.h) instead: each sharding type's bytes over its collective's bus
  *             bandwidth and the alphas of the types the plan has, so that the first
  *             data-parallel table pays the all-reduce's alpha on every shard and the last
  *             table-wise one takes the all-to-alls' with it.

@@ -7,7 +7,7 @@
  *
  * Objective: the predicted cost of the slowest shard (max over shards of head(sum of its
  * items' embeddings), plus with c->comm_gbps > 0 its items' communication, each item's
- * as_comm_ms, the owner's side of lib/split.h's charge: the all-to-all share is the
+ * as_comm_ms, the owner's side of lib/plan/split.h's charge: the all-to-all share is the
  * same on every shard and left out; an empty shard costs 0), then the sum of squares of the
  * shard costs,
  * so that a step can make progress when several shards tie at the max. With c->shard_scale,

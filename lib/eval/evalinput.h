@@ -1,7 +1,7 @@
-/* evalinput.h - as-eval's input: the `plan` records (lib/eval.h) grouped into runs by
+/* evalinput.h - as-eval's input: the `plan` records (lib/eval/eval.h) grouped into runs by
  * (input file, plan seed), the `train` records of as-rl's log in input order, the
  * `features` records (when a cost model estimates the costs), the single-table `cost`
- * records (the floor, lib/evalfloor.h, when it does not), the cost model's held-out
+ * records (the floor, lib/eval/evalfloor.h, when it does not), the cost model's held-out
  * quality (`model` / `costfit-report` records) and a costfit-report's predicted and
  * measured test costs; and the estimate of every plan's shard costs with a cost model.
  * Dimension letters: K shards, T tables of a plan.

@@ -1,6 +1,6 @@
 /* planrun.h - as-plan's stage: the algorithm list, the input (`features` and `task` records)
  * read into the planner's inputs, and the plans of every task over the algorithm list
- * written as `plan` records, text or TorchRec JSON (lib/plan.h makes and renders one plan).
+ * written as `plan` records, text or TorchRec JSON (lib/plan/plan.h makes and renders one plan).
  * Dimension letters: T tables of a task, K shards.
  *
  * Errors: every function returns -1 with a message in err and never exits; the command
@@ -32,7 +32,7 @@ char *as_plan_help(const char *head, const char *tail);
  * "--alg: no algorithm given". */
 int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has_policy, char *err, size_t errlen);
 
-/* What the planner reads: the tables' features (lib/featindex.h) and the tasks in input
+/* What the planner reads: the tables' features (lib/records/featindex.h) and the tasks in input
  * order. */
 typedef struct {
     as_featidx ft;
@@ -75,7 +75,7 @@ typedef struct {
     int64_t world;                  /* > 0: the 2D rank map; a multiple of every task's K */
     const as_plan_model *model;     /* NULL: no cost model */
     const char *model_path, *model_device;
-    const as_mgate *model_quality;  /* the quality gate's judgement of model (lib/modelgate.h),
+    const as_mgate *model_quality;  /* the quality gate's judgement of model (lib/model/modelgate.h),
                                        written on every plan model places: cost-greedy,
                                        ALG+split, ALG+refine, repaired plans; NULL: none */
     const as_plan_policy *policy;   /* NULL: no policy (autoshard not wanted) */
@@ -97,7 +97,7 @@ typedef struct {
                                      * exactly, an algorithm's name all its labels); NULL: all */
     int no_dp;                      /* --no-dp: --alg torchrec without data_parallel */
     int replicate;                  /* --replicate: our planners' plans (not torchrec's) searched
-                                       for tables to make data parallel (lib/replicate.h),
+                                       for tables to make data parallel (lib/plan/replicate.h),
                                        communication at split_cfg->comm_gbps; "+dp" labels */
     int repair_round;               /* as_plan_repair_run: > 0, only plans of round
                                        repair_round - 1 (0: not repaired yet); 0: all */
@@ -121,7 +121,7 @@ typedef struct {
 /* Plan every task of in with every wanted algorithm, in task then algorithm order, and
  * write each plan (an infeasible one too; torchrec leaves it out with a line on stderr);
  * the plans the cost model placed carry c->model_quality (see as_plan_run_cfg).
- * With c->refine each plan is refined (lib/refine.h) before it is written, its alg label
+ * With c->refine each plan is refined (lib/plan/refine.h) before it is written, its alg label
  * "<alg>+refine"; with c->keep_unrefined too, the algorithm's own plan is written first.
  * st->nplans counts every plan written.
  * p (may be NULL) is updated after every plan. st holds the counts so far, also after an
@@ -134,7 +134,7 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
 /* as-plan --repair FILE: every `plan` record of FILE with measured costs (cost_kind
  * "measured", cost_ms per shard: as-bench's output) whose task is among in's tasks is
  * rebuilt on its items' features (whole tables and pieces, from in), then refined
- * (lib/refine.h) on its measured costs: shard k's predicted kernel cost is scaled by
+ * (lib/plan/refine.h) on its measured costs: shard k's predicted kernel cost is scaled by
  * measured_k / predicted_k (a shard without both takes the median factor), so the search
  * starts from what was measured and judges each move or swap by the model's change, under
  * its cap (c->cap_given's, else the record's own mem_cap, else its task's), with the plan's
@@ -179,7 +179,7 @@ int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as
                        int64_t *exported, int64_t *skipped, char *err, size_t errlen);
 
 /* A placement made elsewhere, rebuilt and written as every plan is: the one finaliser of
- * --export's plans and --import's (lib/trimport.h). pr's entries (tables, pieces, assign;
+ * --export's plans and --import's (lib/plan/trimport.h). pr's entries (tables, pieces, assign;
  * its task and shards) are checked as --export's are - the pieces' cover against the
  * tables' sizes (as_featidx_check_cover), every item's features in in (row pieces need as-features
  * --row-pieces), every shard within o->mem_cap (0: none) - then placed as they are
@@ -201,7 +201,7 @@ typedef struct {
     int verbatim;                   /* 1: label written as it is (an imported plan's own,
                                        which need not name one of our algorithms) */
     const as_comm_model *comm_model;  /* an alpha-beta model charged instead of comm_gbps
-                                       (lib/comm.h); NULL: none */
+                                       (lib/records/comm.h); NULL: none */
 } as_plan_placed;
 int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
                         const as_plan_placed *o, char *err, size_t errlen);
