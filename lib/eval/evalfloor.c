@@ -33,22 +33,21 @@ static int dev_index(as_eval_singles *s, const char *dev)
     return s->ndevices++;
 }
 
-static int singles_put(as_eval_singles *s, int64_t id, const msgpack_object *rec, char *err, size_t errlen);
+static void singles_put(as_eval_singles *s, int64_t id, const as_cost_rec *c, const msgpack_object *rec);
 
 int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *err, size_t errlen)
 {
     if (!as_obj_streq(as_obj_get(rec, "kind"), "cost")) return 0;
-    int64_t *ids = NULL, nid = 0;
-    if (as_field_table_ids(rec, "tables", &ids, &nid, err, errlen)) return -1;
-    int64_t id = nid == 1 ? ids[0] : -1;
-    free(ids);
-    if (nid != 1) return 0;   /* a shard of several tables (or none): not a single cost */
+    as_cost_rec c;
+    if (as_cost_rec_read(rec, &c, err, errlen)) return -1;
+    const int64_t id = c.n == 1 ? c.ids[0] : -1;
     /* a piece of the table alone is not the table's single cost */
-    as_piece *pc = NULL;
-    if (as_field_pieces(rec, "pieces", 1, &pc, err, errlen)) return -1;
-    const int piece = pc && !as_piece_whole(&pc[0]);
-    as_piece pq = piece ? pc[0] : AS_PIECE_WHOLE;
-    free(pc);
+    const int piece = c.n == 1 && c.pieces && !as_piece_whole(&c.pieces[0]);
+    const as_piece pq = piece ? c.pieces[0] : AS_PIECE_WHOLE;
+    if (c.n != 1) {   /* a shard of several tables (or none): not a single cost */
+        as_cost_rec_free(&c);
+        return 0;
+    }
     if (piece) {
         /* a piece alone: into the nested set, keyed by the index of (id, piece) */
         int64_t q = 0;
@@ -64,19 +63,20 @@ int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *er
             s->npk++;
         }
         if (!s->pieces) s->pieces = as_calloc(1, sizeof *s->pieces);
-        return singles_put(s->pieces, q, rec, err, errlen);
+        singles_put(s->pieces, q, &c, rec);
+    } else {
+        singles_put(s, id, &c, rec);
     }
-    return singles_put(s, id, rec, err, errlen);
+    as_cost_rec_free(&c);
+    return 0;
 }
 
 /* a single record's cost and device under key id */
-static int singles_put(as_eval_singles *s, int64_t id, const msgpack_object *rec, char *err, size_t errlen)
+static void singles_put(as_eval_singles *s, int64_t id, const as_cost_rec *c, const msgpack_object *rec)
 {
-    double c = 0;
-    const int k = as_cost_measured(rec, &c, err, errlen);
-    if (k <= 0) {
-        if (!k) s->skipped++;   /* not measured */
-        return k;
+    if (!c->measured) {
+        s->skipped++;   /* not measured */
+        return;
     }
     char dev[256] = "";
     as_obj_str(rec, "device", dev, sizeof dev);
@@ -87,10 +87,9 @@ static int singles_put(as_eval_singles *s, int64_t id, const msgpack_object *rec
         s->dev = as_realloc(s->dev, (size_t)s->cap * sizeof *s->dev);
     }
     s->ids[s->n] = id;
-    s->cost[s->n] = c;
+    s->cost[s->n] = c->cost_ms;
     s->dev[s->n] = dev_index(s, dev);
     s->n++;
-    return 0;
 }
 
 static int singles_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)

@@ -47,28 +47,47 @@ int as_cost_measured(const msgpack_object *rec, double *ms, char *err, size_t er
     return 1;
 }
 
+int as_cost_rec_read(const msgpack_object *rec, as_cost_rec *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    if (as_field_table_ids(rec, "tables", &c->ids, &c->n, err, errlen) ||
+        as_field_pieces(rec, "pieces", c->n, &c->pieces, err, errlen)) {
+        as_cost_rec_free(c);
+        return -1;
+    }
+    const int k = as_cost_measured(rec, &c->cost_ms, err, errlen);
+    if (k < 0) {
+        as_cost_rec_free(c);
+        return -1;
+    }
+    c->measured = k;
+    return 0;
+}
+
+void as_cost_rec_free(as_cost_rec *c)
+{
+    if (!c) return;
+    free(c->ids);
+    free(c->pieces);
+    memset(c, 0, sizeof *c);
+}
+
 static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, char *err, size_t errlen)
 {
     /* a measured cost is training data: finite and positive, or the input is bad */
-    double ms = 0;
-    const int k = as_cost_measured(o, &ms, err, errlen);
-    if (k <= 0) {
-        if (!k) d->nskipped++;   /* not measured */
-        return k;
-    }
-    memset(c, 0, sizeof *c);
-    c->cost = ms;
-    if (as_field_table_ids(o, "tables", &c->ids, &c->n, err, errlen)) return -1;
-    if (as_field_pieces(o, "pieces", c->n, &c->pieces, err, errlen)) {
-        free(c->ids);
-        return -1;
-    }
-    if (c->n == 0) {
-        d->nempty++;
-        free(c->ids);
-        free(c->pieces);
+    as_cost_rec r;
+    if (as_cost_rec_read(o, &r, err, errlen)) return -1;
+    if (!r.measured || r.n == 0) {
+        if (!r.measured) d->nskipped++;   /* not measured */
+        else d->nempty++;
+        as_cost_rec_free(&r);
         return 0;
     }
+    memset(c, 0, sizeof *c);
+    c->cost = r.cost_ms;
+    c->ids = r.ids;
+    c->n = r.n;
+    c->pieces = r.pieces;
     if (as_obj_f64(o, "rel_std", &c->rel_std)) c->rel_std = NAN;
     char dev[256] = "", kind[16] = "";
     as_obj_str(o, "device", dev, sizeof dev);

@@ -2,6 +2,7 @@
  * Dimension letters: K shards, T tables. */
 #include "costpredict.h"
 #include "common.h"
+#include "costdata.h"
 #include "evalplan.h"
 #include "plan.h"
 #include "reclimits.h"
@@ -197,8 +198,17 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         as_piece *pc = NULL;
         as_planrec pr;
         char e2[768];
-        if (is_plan ? as_planrec_read(o, &pr, e2, sizeof e2)
-                    : as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(o, "pieces", n, &pc, e2, sizeof e2)) {
+        as_cost_rec cr = { 0 };
+        int bad;
+        if (is_plan) bad = as_planrec_read(o, &pr, e2, sizeof e2);
+        else if (is_cost) bad = as_cost_rec_read(o, &cr, e2, sizeof e2);
+        else bad = as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(o, "pieces", n, &pc, e2, sizeof e2);
+        if (is_cost) {
+            ids = cr.ids;
+            n = cr.n;
+            pc = cr.pieces;
+        }
+        if (bad) {
             free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], is_plan ? "" : is_shard ? "shard: " : "cost: ", e2);
             rc = -1;

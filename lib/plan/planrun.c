@@ -299,6 +299,77 @@ static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *p
 }
 
 /* the plans of one task; f: its features */
+/* what plan_alg plans: task t on K shards (tk: the task with K) under cap mcap */
+typedef struct {
+    const as_ptask *t;
+    const as_ptask *tk;
+    int64_t K;
+    uint64_t mcap;
+} task_cfg;
+
+/* task x->t by planner a: made (or TorchRec's, or the split search's), replicated with
+ * --replicate, refined with --refine, each plan emitted; 0 or -1 with err */
+static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const task_cfg *x, as_alg a,
+                    const as_features **f, as_progress *p, char *err, size_t errlen)
+{
+    const as_ptask *t = x->t;
+    const unsigned needs = as_planner_of(a)->needs;
+    /* a planner with its own items and placement (TorchRec's) is not split or replicated */
+    const int own = (needs & AS_PLANNER_PLACEMENT) != 0;
+    /* split plans: the split search's communication charge in the refinement too */
+    as_plan_cfg pc = { .alg = a, .shards = x->K, .mem_cap = x->mcap, .seed = c->seed, .rng_stream = t->id,
+                       .model = c->model, .policy = c->policy,
+                       .comm_gbps = c->split && !own ? c->split_cfg->comm_gbps : 0,
+                       .no_dp = c->no_dp,
+                       .comm_model = c->split && !own ? c->split_cfg->comm_model : NULL };
+    /* --replicate charges the split search's model, split plans or not */
+    as_plan_cfg rc = pc;
+    rc.comm_model = c->split_cfg ? c->split_cfg->comm_model : NULL;
+    char e2[768];
+    /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
+       pieces, the task copy lists their table ids */
+    task_plan ap = { .fi = f, .ni = t->ntables };
+    if (own) {
+        if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
+    } else if (c->split) {
+        if (split_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
+    } else if (as_plan_make(&ap.pl, &pc, f, t->ntables, e2, sizeof e2)) {
+        snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);
+        return -1;
+    }
+    /* --replicate: with --refine the plan is refined first too, so that replication starts
+       from the balanced plan (the refinement after it rebalances the rest; its record
+       counts that one's steps) */
+    int64_t made = 0;
+    int rcode = c->replicate && !own &&
+                ((c->refine && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) ||
+                 as_plan_replicate(&ap.pl, &rc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made,
+                                   e2, sizeof e2));
+    st->replicated += made;
+    as_ptask tki = *x->tk;
+    if (ap.ids) {
+        tki.tables = ap.ids;
+        tki.ntables = ap.ni;
+    }
+    as_plan_meta meta = { .task = &tki, .alg = a, .seed = c->seed, .mem_cap = x->mcap, .world = c->world,
+                          .model = c->model_path, .model_device = c->model_device,
+                          .policy = needs & AS_PLANNER_POLICY ? c->policy_path : NULL,
+                          .samples = needs & AS_PLANNER_POLICY
+                                         ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, x->K)) : 0,
+                          .items = ap.fi };
+    /* with --refine: the algorithm's plan first when it is kept, then the refined one */
+    for (int pass = c->refine && !c->keep_unrefined; !rcode && pass < 1 + (c->refine != 0); pass++) {
+        /* the plans the cost model placed carry its quality */
+        meta.model_quality = (needs & AS_PLANNER_MODEL) || (c->split && !own) || pass ? c->model_quality : NULL;
+        if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) rcode = 1;
+        else emit(st, c, &meta, &ap.pl, ap.fi, p);
+    }
+    if (rcode) snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);
+    as_plan_free(&ap.pl);
+    task_plan_free(&ap, f);
+    return rcode ? -1 : 0;
+}
+
 static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_ptask *t,
                      const as_features **f, as_progress *p, char *err, size_t errlen)
 {
@@ -316,73 +387,9 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
     }
     as_ptask tk = *t;
     tk.shards = K;
-    uint64_t mcap = c->cap_given ? c->mem_cap : t->mem_cap;
-    for (int a = 0; a < AS_ALG_COUNT; a++) {
-        if (!c->want[a]) continue;
-        const unsigned needs = as_planner_of((as_alg)a)->needs;
-        /* a planner with its own items and placement (TorchRec's) is not split or replicated */
-        const int own = (needs & AS_PLANNER_PLACEMENT) != 0;
-        /* split plans: the split search's communication charge in the refinement too */
-        as_plan_cfg pc = { .alg = (as_alg)a, .shards = K, .mem_cap = mcap, .seed = c->seed, .rng_stream = t->id,
-                           .model = c->model, .policy = c->policy,
-                           .comm_gbps = c->split && !own ? c->split_cfg->comm_gbps : 0,
-                           .no_dp = c->no_dp,
-                           .comm_model = c->split && !own ? c->split_cfg->comm_model : NULL };
-        /* --replicate charges the split search's model, split plans or not */
-        as_plan_cfg rc = pc;
-        rc.comm_model = c->split_cfg ? c->split_cfg->comm_model : NULL;
-        char e2[768];
-        /* with --split-tables (or TorchRec's planner) the items are the split's: tables and
-           pieces, the task copy lists their table ids */
-        task_plan ap = { .fi = f, .ni = t->ntables };
-        if (own) {
-            if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
-        } else if (c->split) {
-            if (split_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
-        } else if (as_plan_make(&ap.pl, &pc, f, t->ntables, e2, sizeof e2)) {
-            snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
-            return -1;
-        }
-        /* --replicate: with --refine the plan is refined first too, so that replication
-           starts from the balanced plan (the refinement after it rebalances the rest; its
-           record counts that one's steps) */
-        int64_t made = 0;
-        if (c->replicate && !own &&
-            ((c->refine && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) ||
-             as_plan_replicate(&ap.pl, &rc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made, e2,
-                               sizeof e2))) {
-            snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
-            as_plan_free(&ap.pl);
-            task_plan_free(&ap, f);
-            return -1;
-        }
-        st->replicated += made;
-        as_ptask tki = tk;
-        if (ap.ids) {
-            tki.tables = ap.ids;
-            tki.ntables = ap.ni;
-        }
-        as_plan_meta meta = { .task = &tki, .alg = (as_alg)a, .seed = c->seed, .mem_cap = mcap, .world = c->world,
-                              .model = c->model_path, .model_device = c->model_device,
-                              .policy = needs & AS_PLANNER_POLICY ? c->policy_path : NULL,
-                              .samples = needs & AS_PLANNER_POLICY
-                                             ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, K)) : 0,
-                              .items = ap.fi };
-        /* with --refine: the algorithm's plan first when it is kept, then the refined one */
-        for (int pass = c->refine && !c->keep_unrefined; pass < 1 + (c->refine != 0); pass++) {
-            /* the plans the cost model placed carry its quality */
-            meta.model_quality = (needs & AS_PLANNER_MODEL) || (c->split && !own) || pass ? c->model_quality : NULL;
-            if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) {
-                snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name((as_alg)a), e2);
-                as_plan_free(&ap.pl);
-                task_plan_free(&ap, f);
-                return -1;
-            }
-            emit(st, c, &meta, &ap.pl, ap.fi, p);
-        }
-        as_plan_free(&ap.pl);
-        task_plan_free(&ap, f);
-    }
+    const task_cfg x = { .t = t, .tk = &tk, .K = K, .mcap = c->cap_given ? c->mem_cap : t->mem_cap };
+    for (int a = 0; a < AS_ALG_COUNT; a++)
+        if (c->want[a] && plan_alg(st, c, in, &x, (as_alg)a, f, p, err, errlen)) return -1;
     return 0;
 }
 

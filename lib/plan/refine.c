@@ -11,6 +11,7 @@
 
 #define REL_TOL 1e-6   /* a step must gain more than one part in a million */
 
+/* the local search's state over a plan: the items, the shards' sums and costs */
 typedef struct {
     const as_plan_items *pi;        /* the items' vectors (plan.h): post of pre sums, or head
                                        of rep sums */
@@ -30,17 +31,17 @@ typedef struct {
     const double *cm;               /* [T] each item's communication (ms), NULL: none */
     double *csum;                   /* [K] the sum of cm over each shard's items */
     const double *scale;            /* [K] factors on the kernel cost (cfg shard_scale), NULL: 1 */
-} rf;
+} search_state;
 
 /* the communication of shard k with item add added and item sub taken off */
-static double comm_with(const rf *x, int64_t k, int64_t add, int64_t sub)
+static double comm_with(const search_state *x, int64_t k, int64_t add, int64_t sub)
 {
     if (!x->cm) return 0;
     return x->csum[k] + (add >= 0 ? x->cm[add] : 0) - (sub >= 0 ? x->cm[sub] : 0);
 }
 
 /* the predicted kernel cost of the vector in tmp on shard k */
-static double eval_tmp(const rf *x, int64_t k)
+static double eval_tmp(const search_state *x, int64_t k)
 {
     const double v = as_plan_items_cost(x->pi, x->tmp);
     return x->scale ? x->scale[k] * v : v;
@@ -48,7 +49,7 @@ static double eval_tmp(const rf *x, int64_t k)
 
 /* the predicted cost of shard k with item add added and item sub taken off (-1: none);
  * cnt: the items it would then hold (0: cost 0) */
-static double cost_with(const rf *x, int64_t k, int64_t add, int64_t sub, int64_t cnt)
+static double cost_with(const search_state *x, int64_t k, int64_t add, int64_t sub, int64_t cnt)
 {
     if (cnt == 0) return 0;
     const int W = x->W;
@@ -62,7 +63,7 @@ static double cost_with(const rf *x, int64_t k, int64_t add, int64_t sub, int64_
 }
 
 /* item i onto shard k (from -1: an unplaced item) */
-static void put(rf *x, int64_t i, int64_t k)
+static void put(search_state *x, int64_t i, int64_t k)
 {
     const int W = x->W;
     const float *wi = x->w + (size_t)i * W;
@@ -89,7 +90,7 @@ static void put(rf *x, int64_t i, int64_t k)
 
 /* place every unplaced item (u[0..*nu), in order) that fits somewhere now, where the
  * resulting shard's cost is lowest (ties: smaller bytes, then lower shard); returns how many */
-static int64_t place_unplaced(rf *x, int64_t *u, int64_t *nu)
+static int64_t place_unplaced(search_state *x, int64_t *u, int64_t *nu)
 {
     int64_t placed = 0, keep = 0;
     for (int64_t q = 0; q < *nu; q++) {
@@ -123,7 +124,7 @@ typedef struct {
 } stepctx;
 
 /* the costliest shard other than a and b (-INFINITY when there is none) */
-static double rest_max(const rf *x, const stepctx *s, int64_t b)
+static double rest_max(const search_state *x, const stepctx *s, int64_t b)
 {
     for (int q = 0; q < 3; q++) {
         int64_t k = s->top[q];
@@ -133,7 +134,7 @@ static double rest_max(const rf *x, const stepctx *s, int64_t b)
     return -INFINITY;
 }
 
-static void consider(const rf *x, const stepctx *s, cand *c, int kind, int64_t i, int64_t b, int64_t j, double ca,
+static void consider(const search_state *x, const stepctx *s, cand *c, int kind, int64_t i, int64_t b, int64_t j, double ca,
                      double cb)
 {
     double mx = ca > cb ? ca : cb, r = rest_max(x, s, b);
@@ -166,7 +167,7 @@ static double shard_pred(const as_plan_model *m, const as_plan *p, const float *
 }
 
 /* a step's context: the slowest shard a, the three slowest, the sum of squares, tolerances */
-static stepctx step_of(const rf *x)
+static stepctx step_of(const search_state *x)
 {
     stepctx s = { 0, 0, 0, 0, 0, { -1, -1, -1 } };
     for (int64_t k = 0; k < x->K; k++) {
@@ -188,7 +189,7 @@ static stepctx step_of(const rf *x)
 
 /* the best move of an item of the slowest shard to another shard into *best (items grouped
    by shard: start, order); 1 when the time budget ran out, else 0 */
-static int best_move(const rf *x, const stepctx *s, cand *best, const int64_t *start, const int64_t *order, double t0,
+static int best_move(const search_state *x, const stepctx *s, cand *best, const int64_t *start, const int64_t *order, double t0,
                      double budget_ms)
 {
     const int64_t a = s->a;
@@ -210,7 +211,7 @@ static int best_move(const rf *x, const stepctx *s, cand *best, const int64_t *s
  * no move improves). The inner loop is the search's hot spot: a without i (da) and b with i
  * (eb) are formed once, so a candidate costs one float vector sum and one head evaluation
  * per shard. 1 when the time budget ran out, else 0 */
-static int best_swap(rf *x, const stepctx *s, cand *best, const int64_t *start, const int64_t *order, float *da,
+static int best_swap(search_state *x, const stepctx *s, cand *best, const int64_t *start, const int64_t *order, float *da,
                      float *eb, double t0, double budget_ms)
 {
     const int64_t a = s->a;
@@ -373,11 +374,11 @@ static void items_free(items *it)
 }
 
 /* the search's state over p: each shard's summed vector and predicted cost */
-static rf rf_of(as_plan *p, const as_plan_cfg *c, const items *it, int64_t n)
+static search_state search_state_of(as_plan *p, const as_plan_cfg *c, const items *it, int64_t n)
 {
     const int64_t K = c->shards;
     const int W = it->W;
-    rf x = { &it->pi, W, n, K, c->mem_cap, it->w, it->bytes, it->kv,
+    search_state x = { &it->pi, W, n, K, c->mem_cap, it->w, it->bytes, it->kv,
              as_calloc((size_t)K * (size_t)W, sizeof(double)), as_malloc((size_t)K * sizeof(double)),
              as_malloc((size_t)W * sizeof(float)), p->assign, p->count, p->mem, p->key, as_calloc((size_t)K, 1), it->cm,
              it->csum, c->shard_scale };
@@ -391,7 +392,7 @@ static rf rf_of(as_plan *p, const as_plan_cfg *c, const items *it, int64_t n)
     return x;
 }
 
-static void rf_free(rf *x)
+static void search_state_free(search_state *x)
 {
     free(x->S);
     free(x->cost);
@@ -402,7 +403,7 @@ static void rf_free(rf *x)
 /* the steps: the unplaced items u[0..*nu) placed where they fit, then the slowest shard's
  * best move, else its best swap, until none gains, the budget is spent or there are fewer
  * than 2 shards; the steps taken into *moves, *swaps, *placed; returns why it stopped */
-static const char *search(rf *x, as_plan *p, int64_t *u, int64_t *nu, double t0, double budget_ms,
+static const char *search(search_state *x, as_plan *p, int64_t *u, int64_t *nu, double t0, double budget_ms,
                           int64_t budget_steps, int64_t *moves, int64_t *swaps, int64_t *placed)
 {
     const int64_t K = x->K, n = x->n;
@@ -439,7 +440,7 @@ static const char *search(rf *x, as_plan *p, int64_t *u, int64_t *nu, double t0,
 /* the refined plan's pred (the changed shards' recomputed, as as_plan_make computes it),
  * or the input plan back (sv) when nothing was placed and rounding made the steps' gains a
  * loss over max_before; returns 1 when it went back */
-static int settle(as_plan *p, const rf *x, const float *rep, float *fs, double max_before, int64_t placed,
+static int settle(as_plan *p, const search_state *x, const float *rep, float *fs, double max_before, int64_t placed,
                   const saved *sv)
 {
     const int64_t K = x->K;
@@ -491,7 +492,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
 
     /* the input plan, to go back to */
     saved sv = plan_save(p);
-    rf x = rf_of(p, c, &it, n);
+    search_state x = search_state_of(p, c, &it, n);
 
     /* the unplaced items in the order of p->infeasible (ids may repeat: each entry takes the
      * first unplaced item of its id not taken yet) */
@@ -506,7 +507,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
         p->feasible = nu == 0;
     }
     free(u);
-    rf_free(&x);
+    search_state_free(&x);
     saved_free(&sv);
     free(fs);
     items_free(&it);
