@@ -64,6 +64,17 @@ load test_helper/common
     assert_line "check-layers: lib/plan/: modules of layers [1, 2, 3] (a folder holds one layer's)"
 }
 
+@test "functions: none of lib/ or cmd/ over 80 lines of code; the check finds one that is" {
+    run python3 "$ROOT/tests/tools/check-functions.py" "$ROOT"
+    assert_success
+    assert_output --regexp '^check-functions: [0-9]+ functions in [0-9]+ files, none over 80 lines$'
+    mkdir -p "$T/lib/x" "$T/cmd"
+    { printf 'static int long_one(void)\n{\n'; for i in $(seq 81); do printf '    x++;\n'; done; printf '}\n'; } > "$T/lib/x/a.c"
+    run python3 "$ROOT/tests/tools/check-functions.py" "$T"
+    assert_failure 1
+    assert_output "check-functions: lib/x/a.c:1: static int long_one(void): 81 lines"
+}
+
 # a fresh machine has Python's standard library and what `make deps` installs, nothing more:
 # tests/tools/py_imports.py finds every import of the tests' and pipelines' Python (.py files,
 # python3 -c strings and heredocs in shell files) and its allow-list agrees with the Makefile's

@@ -244,6 +244,71 @@ static int unit_score(const as_bench_result *const *r, int64_t m, int *rank, dou
     return any;
 }
 
+/* round's re-measurements rs[0..left) of the jobs sel[0..left) (whole retry units, in
+ * order): each unit keeps its better attempt; every job counts the attempt and its time */
+static void keep_best(as_noise_job *jobs, int64_t n, const int64_t *sel, int64_t left, const as_bench_result *rs,
+                      const as_bench_result **ra, const as_bench_result **rb, int round, const as_noise_cfg *nc)
+{
+    /* a retry unit keeps the attempt whose reference corrects it best (a quiet one, then
+       a noisy one, then none; all alike without a reference), then the one with the
+       lowest largest spread; all its shards keep the same attempt */
+    for (int64_t a = 0; a < left;) {
+        const int64_t ue = retry_unit_end(jobs, n, sel[a], nc);
+        int64_t b = a + 1;
+        while (b < left && sel[b] < ue) b++;
+        for (int64_t q = a; q < b; q++) {
+            ra[q - a] = &rs[q];
+            rb[q - a] = &jobs[sel[q]].r;
+        }
+        int rka, rkb;
+        double spa, spb;
+        const int take = unit_score(ra, b - a, &rka, &spa) &&
+                         (!unit_score(rb, b - a, &rkb, &spb) || rka > rkb || (rka == rkb && spa < spb));
+        for (int64_t q = a; q < b; q++) {
+            as_noise_job *j = &jobs[sel[q]];
+            const double busy = j->r.busy_ms + rs[q].busy_ms, wall = j->r.wall_ms + rs[q].wall_ms;
+            const double su = j->r.setup_ms + rs[q].setup_ms, fl = j->r.flush_ms + rs[q].flush_ms,
+                         rd = j->r.refdev_ms + rs[q].refdev_ms;
+            if (take) j->r = rs[q];
+            j->r.attempts = round + 1;
+            j->r.busy_ms = busy;
+            j->r.wall_ms = wall;
+            j->r.setup_ms = su;
+            j->r.flush_ms = fl;
+            j->r.refdev_ms = rd;
+        }
+        a = b;
+    }
+}
+
+/* drift: each kept attempt divided by its group's reference over the run's level, but for a
+ * factor outside the bound: refused (a failed measurement), counted by group (refs: the
+ * quiet references measured, lvl: the level they are judged against) */
+static void drift_correct(as_noise_job *jobs, int64_t n, const as_noise_cfg *nc, ref_list *refs, double lvl)
+{
+    if (!(*nc->ref_base > 0) && refs->n) {
+        /* the level: the median of the quiet references within the bound of the first
+           round's level (all of them when none is) */
+        int64_t m = 0;
+        for (int64_t q = 0; q < refs->n; q++)
+            if (!(lvl > 0) || !as_noise_drift_out(refs->v[q] / lvl, nc->drift_bound)) refs->v[m++] = refs->v[q];
+        *nc->ref_base = as_stats_median(refs->v, m ? m : refs->n);
+    }
+    const double base = *nc->ref_base;
+    double last_bad = NAN;
+    for (int64_t i = 0; i < n && base > 0; i++) {
+        as_bench_result *r = &jobs[i].r;
+        if (!r->ok || !isfinite(r->ref_ms)) continue;
+        mark_ref(r, lvl, nc);
+        if (!r->ref_bad) as_bench_result_scale(r, r->ref_ms / base);
+        else {
+            /* a group's shards share its reference cost: a new value, a new group */
+            if (nc->refused && r->ref_ms != last_bad) ++*nc->refused;
+            last_bad = r->ref_ms;
+        }
+    }
+}
+
 int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, const as_noise_cfg *nc,
                          void (*first_done)(void *ctx, int64_t i), void *ctx, double *retry_s)
 {
@@ -288,64 +353,11 @@ int64_t as_noise_measure(as_bench_session *s, as_noise_job *jobs, int64_t n, con
         measure_groups(s, jobs, sel, left, round, nc, rs, &refs, retry_cb, &M);
         for (int64_t q = 0; q < left && ref; q++) mark_ref(&rs[q], lvl, nc);
         again += left;
-        /* a retry unit keeps the attempt whose reference corrects it best (a quiet one, then
-           a noisy one, then none; all alike without a reference), then the one with the
-           lowest largest spread; all its shards keep the same attempt */
-        for (int64_t a = 0; a < left;) {
-            const int64_t ue = retry_unit_end(jobs, n, sel[a], nc);
-            int64_t b = a + 1;
-            while (b < left && sel[b] < ue) b++;
-            for (int64_t q = a; q < b; q++) {
-                ra[q - a] = &rs[q];
-                rb[q - a] = &jobs[sel[q]].r;
-            }
-            int rka, rkb;
-            double spa, spb;
-            const int take = unit_score(ra, b - a, &rka, &spa) &&
-                             (!unit_score(rb, b - a, &rkb, &spb) || rka > rkb || (rka == rkb && spa < spb));
-            for (int64_t q = a; q < b; q++) {
-                as_noise_job *j = &jobs[sel[q]];
-                const double busy = j->r.busy_ms + rs[q].busy_ms, wall = j->r.wall_ms + rs[q].wall_ms;
-                const double su = j->r.setup_ms + rs[q].setup_ms, fl = j->r.flush_ms + rs[q].flush_ms,
-                             rd = j->r.refdev_ms + rs[q].refdev_ms;
-                if (take) j->r = rs[q];
-                j->r.attempts = round + 1;
-                j->r.busy_ms = busy;
-                j->r.wall_ms = wall;
-                j->r.setup_ms = su;
-                j->r.flush_ms = fl;
-                j->r.refdev_ms = rd;
-            }
-            a = b;
-        }
+        keep_best(jobs, n, sel, left, rs, ra, rb, round, nc);
     }
     for (int64_t i = 0; i < n; i++) jobs[i].r.noisy = as_noise_is_noisy(&jobs[i].r, nc);
     if (retry_s) *retry_s += as_now() - t0;
-    /* drift: each kept attempt divided by its group's reference over the run's level, but
-       for a factor outside the bound: refused (a failed measurement), counted by group */
-    if (ref) {
-        if (!(*nc->ref_base > 0) && refs.n) {
-            /* the level: the median of the quiet references within the bound of the first
-               round's level (all of them when none is) */
-            int64_t m = 0;
-            for (int64_t q = 0; q < refs.n; q++)
-                if (!(lvl > 0) || !as_noise_drift_out(refs.v[q] / lvl, nc->drift_bound)) refs.v[m++] = refs.v[q];
-            *nc->ref_base = as_stats_median(refs.v, m ? m : refs.n);
-        }
-        const double base = *nc->ref_base;
-        double last_bad = NAN;
-        for (int64_t i = 0; i < n && base > 0; i++) {
-            as_bench_result *r = &jobs[i].r;
-            if (!r->ok || !isfinite(r->ref_ms)) continue;
-            mark_ref(r, lvl, nc);
-            if (!r->ref_bad) as_bench_result_scale(r, r->ref_ms / base);
-            else {
-                /* a group's shards share its reference cost: a new value, a new group */
-                if (nc->refused && r->ref_ms != last_bad) ++*nc->refused;
-                last_bad = r->ref_ms;
-            }
-        }
-    }
+    if (ref) drift_correct(jobs, n, nc, &refs, lvl);
     free(refs.v);
     free(rs);
     free(sel);

@@ -786,41 +786,93 @@ static void floor_legend(FILE *f, const as_eval_plan *p, int64_t n, const char *
 static const char SHAKY_LEGEND[] = "its slowest or fastest shard stayed noisy after as-bench's re-measuring: its balance "
                                    "and speedup are not trustworthy";
 
-void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
+/* the plans table as CSV: a row per plan, every figure at full precision */
+static void print_plans_csv(FILE *f, const as_eval_plan *p, int64_t n, const char *label)
+{
+    const as_eval_format fmt = AS_EVAL_CSV;
+    const int passes = any_passes(p, n);
+    fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible,"
+               "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor%s\n",
+            passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip,max_ms_passes" : "");
+    for (int64_t j = 0; j < n; j++) {
+        const as_eval_plan *q = &p[j];
+        fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
+        num(f, fmt, 0, "%.9g", q->max);
+        num(f, fmt, 0, "%.9g", q->min);
+        num(f, fmt, 0, "%.9g", q->mean);
+        num(f, fmt, 0, "%.9g", q->balance);
+        num(f, fmt, 0, "%.9g", q->speedup);
+        if (q->mem) fprintf(f, ",%" PRIu64 ",%" PRIu64, q->mem_max, q->mem_min);
+        else fprintf(f, ",,");
+        fprintf(f, ",%s", q->feasible ? "true" : "false");
+        if (q->nnoisy >= 0) fprintf(f, ",%" PRId64 ",%s", q->nnoisy, q->shaky ? "true" : "false");
+        else fprintf(f, ",,");
+        num(f, fmt, 0, "%.9g", q->floor);
+        num(f, fmt, 0, "%.9g", q->over_floor);
+        fprintf(f, ",%s", q->at_floor < 0 ? "" : q->at_floor ? "true" : "false");
+        if (passes) {
+            fprintf(f, ",%d", q->npass);
+            num(f, fmt, 0, "%.9g", q->pass_bal_lo);
+            num(f, fmt, 0, "%.9g", q->pass_bal_hi);
+            fprintf(f, ",%s", isfinite(q->pass_bal_lo) ? (q->pass_flip ? "true" : "false") : "");
+            fputc(',', f);   /* each pass's slowest shard, ';'-separated (empty: no passes) */
+            for (int k = 0; isfinite(q->pass_bal_lo) && k < q->npass; k++)
+                fprintf(f, "%s%.9g", k ? ";" : "", q->pass_max[k]);
+        }
+        fputc('\n', f);
+    }
+}
+
+/* what the text and markdown plans tables show: which columns, the alg column's width */
+typedef struct {
+    int noise, fl, aw, passes;
+} plans_cols;
+
+/* plan q's row of the text or markdown plans table */
+static void print_plan_row(FILE *f, as_eval_format fmt, const as_eval_plan *q, const plans_cols *pc)
 {
     const double MiB = 1024.0 * 1024.0;
+    const int noise = pc->noise, fl = pc->fl, aw = pc->aw, passes = pc->passes;
+    if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64, q->run, q->task, aw, q->alg, q->K);
+    else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " |", q->run, q->task, q->alg, q->K);
+    num(f, fmt, 10, "%.4f", q->max);
+    num(f, fmt, 10, "%.4f", q->min);
+    num(f, fmt, 10, "%.4f", q->mean);
+    char b[40];
+    if (isfinite(q->balance)) snprintf(b, sizeof b, "%.1f%%%s", q->balance * 100, q->shaky ? "*" : "");
+    else snprintf(b, sizeof b, "n/a");
+    cell(f, fmt, 7, b, 0);
+    if (passes) {
+        char pb[48];
+        const int extra = pass_cell(pb, sizeof pb, q);
+        cell(f, fmt, 19, pb, extra);
+    }
+    num(f, fmt, 8, "%.3f", q->speedup);
+    if (fl) {
+        num(f, fmt, 10, "%.4f", q->floor);
+        num(f, fmt, 9, "%.3f", q->over_floor);
+    }
+    num(f, fmt, 12, "%.3f", q->mem ? q->mem_max / MiB : NAN);
+    num(f, fmt, 12, "%.3f", q->mem ? q->mem_min / MiB : NAN);
+    char nz[32] = "";
+    if (noise) {
+        if (q->nnoisy >= 0) snprintf(nz, sizeof nz, "%" PRId64, q->nnoisy);
+        else snprintf(nz, sizeof nz, "n/a");
+    }
+    if (fmt == AS_EVAL_TEXT) {
+        if (noise) fprintf(f, "  %-8s %5s\n", q->feasible ? "yes" : "NO", nz);
+        else fprintf(f, "  %s\n", q->feasible ? "yes" : "NO");
+    } else {
+        fprintf(f, " %s |", q->feasible ? "yes" : "no");
+        if (noise) fprintf(f, " %s |", nz);
+        fputc('\n', f);
+    }
+}
+
+void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
+{
     if (fmt == AS_EVAL_CSV) {
-        const int passes = any_passes(p, n);
-        fprintf(f, "run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balance,speedup,mem_max_bytes,mem_min_bytes,feasible,"
-                   "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor%s\n",
-                passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip,max_ms_passes" : "");
-        for (int64_t j = 0; j < n; j++) {
-            const as_eval_plan *q = &p[j];
-            fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
-            num(f, fmt, 0, "%.9g", q->max);
-            num(f, fmt, 0, "%.9g", q->min);
-            num(f, fmt, 0, "%.9g", q->mean);
-            num(f, fmt, 0, "%.9g", q->balance);
-            num(f, fmt, 0, "%.9g", q->speedup);
-            if (q->mem) fprintf(f, ",%" PRIu64 ",%" PRIu64, q->mem_max, q->mem_min);
-            else fprintf(f, ",,");
-            fprintf(f, ",%s", q->feasible ? "true" : "false");
-            if (q->nnoisy >= 0) fprintf(f, ",%" PRId64 ",%s", q->nnoisy, q->shaky ? "true" : "false");
-            else fprintf(f, ",,");
-            num(f, fmt, 0, "%.9g", q->floor);
-            num(f, fmt, 0, "%.9g", q->over_floor);
-            fprintf(f, ",%s", q->at_floor < 0 ? "" : q->at_floor ? "true" : "false");
-            if (passes) {
-                fprintf(f, ",%d", q->npass);
-                num(f, fmt, 0, "%.9g", q->pass_bal_lo);
-                num(f, fmt, 0, "%.9g", q->pass_bal_hi);
-                fprintf(f, ",%s", isfinite(q->pass_bal_lo) ? (q->pass_flip ? "true" : "false") : "");
-                fputc(',', f);   /* each pass's slowest shard, ';'-separated (empty: no passes) */
-                for (int k = 0; isfinite(q->pass_bal_lo) && k < q->npass; k++)
-                    fprintf(f, "%s%.9g", k ? ";" : "", q->pass_max[k]);
-            }
-            fputc('\n', f);
-        }
+        print_plans_csv(f, p, n, label);
         return;
     }
     int noise = any_noise(p, n), shaky = 0, fl = any_floor(p, n), aw = alg_width(p, n), passes = any_passes(p, n), flips = 0;
@@ -837,44 +889,11 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
         fprintf(f, "|---:|---:|---|---:|---:|---:|---:|---:|%s---:|%s---:|---:|---|%s\n", passes ? "---:|" : "",
                 fl ? "---:|---:|" : "", noise ? "---:|" : "");
     }
+    const plans_cols pc = { noise, fl, aw, passes };
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *q = &p[j];
-        if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64, q->run, q->task, aw, q->alg, q->K);
-        else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " |", q->run, q->task, q->alg, q->K);
-        num(f, fmt, 10, "%.4f", q->max);
-        num(f, fmt, 10, "%.4f", q->min);
-        num(f, fmt, 10, "%.4f", q->mean);
-        char b[40];
-        if (isfinite(q->balance)) snprintf(b, sizeof b, "%.1f%%%s", q->balance * 100, q->shaky ? "*" : "");
-        else snprintf(b, sizeof b, "n/a");
-        shaky |= q->shaky;
-        cell(f, fmt, 7, b, 0);
-        if (passes) {
-            char pb[48];
-            const int extra = pass_cell(pb, sizeof pb, q);
-            flips |= q->pass_flip;
-            cell(f, fmt, 19, pb, extra);
-        }
-        num(f, fmt, 8, "%.3f", q->speedup);
-        if (fl) {
-            num(f, fmt, 10, "%.4f", q->floor);
-            num(f, fmt, 9, "%.3f", q->over_floor);
-        }
-        num(f, fmt, 12, "%.3f", q->mem ? q->mem_max / MiB : NAN);
-        num(f, fmt, 12, "%.3f", q->mem ? q->mem_min / MiB : NAN);
-        char nz[32] = "";
-        if (noise) {
-            if (q->nnoisy >= 0) snprintf(nz, sizeof nz, "%" PRId64, q->nnoisy);
-            else snprintf(nz, sizeof nz, "n/a");
-        }
-        if (fmt == AS_EVAL_TEXT) {
-            if (noise) fprintf(f, "  %-8s %5s\n", q->feasible ? "yes" : "NO", nz);
-            else fprintf(f, "  %s\n", q->feasible ? "yes" : "NO");
-        } else {
-            fprintf(f, " %s |", q->feasible ? "yes" : "no");
-            if (noise) fprintf(f, " %s |", nz);
-            fputc('\n', f);
-        }
+        print_plan_row(f, fmt, &p[j], &pc);
+        shaky |= p[j].shaky;
+        flips |= passes && p[j].pass_flip;
     }
     if (shaky) fprintf(f, "%s* %s\n", fmt == AS_EVAL_MARKDOWN ? "\n\\" : "", SHAKY_LEGEND);
     if (passes)
@@ -1263,6 +1282,72 @@ static void verdict_model_marks(FILE *f, const as_eval_plan *p, int64_t n, const
 
 /* the verdict's lines on the winner: its balance and speedup, its lead over the runner-up
    (resolved, too noisy, too few, a tie) and over cost-greedy and random */
+/* what the ranking of winner w and runner-up u says, after the lead (r->kind) */
+static void rank_words(FILE *f, const as_eval_rank *r, const as_eval_alg *w, const as_eval_alg *u,
+                       const as_eval_verdict_info *v, int estimated, const char *B)
+{
+    switch (r->kind) {
+    case AS_RANK_RESOLVED:
+        fprintf(f, "The ranking is resolved: the interval lies above 0");
+        if (r->cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r->cmp.noisy, r->cmp.shards);
+        else if (!estimated) fprintf(f, " (the noise of single shards is unknown: the plans carry no cost_noisy)");
+        fprintf(f, ".");
+        if (r->cmp.npass >= 2) {
+            /* decided on the between-pass variation too */
+            char lo[32], hi[32];
+            snprintf(lo, sizeof lo, "%+.1f", 100 * r->cmp.pass_lo);
+            snprintf(hi, sizeof hi, "%+.1f", 100 * r->cmp.pass_hi);
+            fprintf(f, " It holds between measurements too: the plans were measured in %d passes made apart (in "
+                       "time and in fresh memory), and the lead is above 0 in every one of them (%s to %s points)",
+                    r->cmp.npass, lo, hi);
+            if (r->cmp.flips)
+                fprintf(f, ", although on %" PRId64 " of the %" PRId64 " tasks the two plans' order flips between passes",
+                        r->cmp.flips, r->cmp.pass_pairs);
+            fprintf(f, ".");
+        } else if (!estimated && !v->over_runs)
+            /* one measurement: the tasks share the machine's state while it lasted */
+            fprintf(f, " The interval covers the variation over the tasks of this measurement, not that between "
+                       "measurements: on a shared machine the same plans measured again can move by a few points "
+                       "(measure them in passes, as-bench --passes, or again, or compare several runs with --over "
+                       "runs, to confirm a small lead).");
+        fprintf(f, "\n");
+        break;
+    case AS_RANK_NOISY:
+        if (r->too_noisy) {
+            fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
+            fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r->cmp.noisy,
+                    r->cmp.shards, 100.0 * (double)r->cmp.noisy / (double)r->cmp.shards, 100 * AS_EVAL_NOISY_MAX);
+        } else if (r->pass_flip) {
+            char lo[32], hi[32];
+            snprintf(lo, sizeof lo, "%+.1f", 100 * r->cmp.pass_lo);
+            snprintf(hi, sizeof hi, "%+.1f", 100 * r->cmp.pass_hi);
+            fprintf(f, "%sThese measurements cannot rank %s and %s%s: over the tasks the interval lies above 0, but "
+                       "the plans were measured in %d passes made apart (in time and in fresh memory) and the lead "
+                       "does not hold in every one (%s to %s points): the variation between measurements reverses "
+                       "it", B, w->alg, u->alg, B, r->cmp.npass, lo, hi);
+            if (r->cmp.flips)
+                fprintf(f, "; on %" PRId64 " of the %" PRId64 " tasks the two plans' order flips between passes", r->cmp.flips,
+                        r->cmp.pass_pairs);
+            fprintf(f, ".\n");
+        } else {
+            /* few noisy shards, but the difference is within what varies from task to task
+             * (and run to run): not a ranking either */
+            fprintf(f, "%sThese measurements cannot rank %s and %s%s: the interval of their balance difference "
+                       "includes 0, so the difference is within the variation over %s and the measurement noise.\n",
+                    B, w->alg, u->alg, B, v->over_runs ? "runs" : "tasks");
+        }
+        break;
+    case AS_RANK_FEW:
+        fprintf(f, "%sToo few %s to rank %s and %s%s: one paired value gives no interval.\n", B, v->over_runs ? "runs" : "tasks",
+                w->alg, u->alg, B);
+        break;
+    case AS_RANK_TIE:
+        fprintf(f, "%s%s and %s tie%s: their plans cost the same on every task.\n", B, w->alg, u->alg, B);
+        break;
+    default: fputc('\n', f);
+    }
+}
+
 static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v, const as_eval_rank *r, int estimated, const char *B,
                            const char *li)
@@ -1285,66 +1370,7 @@ static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
             fprintf(f, "%sAhead of the runner-up, ", li);
             lead_words(f, fmt, u->alg, u->bal_mean, &r->cmp, v->over_runs);
             fprintf(f, ". ");
-            switch (r->kind) {
-            case AS_RANK_RESOLVED:
-                fprintf(f, "The ranking is resolved: the interval lies above 0");
-                if (r->cmp.shards) fprintf(f, " and %" PRId64 " of their %" PRId64 " shards are noisy", r->cmp.noisy, r->cmp.shards);
-                else if (!estimated) fprintf(f, " (the noise of single shards is unknown: the plans carry no cost_noisy)");
-                fprintf(f, ".");
-                if (r->cmp.npass >= 2) {
-                    /* decided on the between-pass variation too */
-                    char lo[32], hi[32];
-                    snprintf(lo, sizeof lo, "%+.1f", 100 * r->cmp.pass_lo);
-                    snprintf(hi, sizeof hi, "%+.1f", 100 * r->cmp.pass_hi);
-                    fprintf(f, " It holds between measurements too: the plans were measured in %d passes made apart (in "
-                               "time and in fresh memory), and the lead is above 0 in every one of them (%s to %s points)",
-                            r->cmp.npass, lo, hi);
-                    if (r->cmp.flips)
-                        fprintf(f, ", although on %" PRId64 " of the %" PRId64 " tasks the two plans' order flips between passes",
-                                r->cmp.flips, r->cmp.pass_pairs);
-                    fprintf(f, ".");
-                } else if (!estimated && !v->over_runs)
-                    /* one measurement: the tasks share the machine's state while it lasted */
-                    fprintf(f, " The interval covers the variation over the tasks of this measurement, not that between "
-                               "measurements: on a shared machine the same plans measured again can move by a few points "
-                               "(measure them in passes, as-bench --passes, or again, or compare several runs with --over "
-                               "runs, to confirm a small lead).");
-                fprintf(f, "\n");
-                break;
-            case AS_RANK_NOISY:
-                if (r->too_noisy) {
-                    fprintf(f, "%sThe measurements were too noisy to rank %s and %s%s: ", B, w->alg, u->alg, B);
-                    fprintf(f, "%" PRId64 " of their %" PRId64 " shards (%.1f %%) stayed noisy, more than %.0f %%.\n", r->cmp.noisy,
-                            r->cmp.shards, 100.0 * (double)r->cmp.noisy / (double)r->cmp.shards, 100 * AS_EVAL_NOISY_MAX);
-                } else if (r->pass_flip) {
-                    char lo[32], hi[32];
-                    snprintf(lo, sizeof lo, "%+.1f", 100 * r->cmp.pass_lo);
-                    snprintf(hi, sizeof hi, "%+.1f", 100 * r->cmp.pass_hi);
-                    fprintf(f, "%sThese measurements cannot rank %s and %s%s: over the tasks the interval lies above 0, but "
-                               "the plans were measured in %d passes made apart (in time and in fresh memory) and the lead "
-                               "does not hold in every one (%s to %s points): the variation between measurements reverses "
-                               "it", B, w->alg, u->alg, B, r->cmp.npass, lo, hi);
-                    if (r->cmp.flips)
-                        fprintf(f, "; on %" PRId64 " of the %" PRId64 " tasks the two plans' order flips between passes", r->cmp.flips,
-                                r->cmp.pass_pairs);
-                    fprintf(f, ".\n");
-                } else {
-                    /* few noisy shards, but the difference is within what varies from task to task
-                     * (and run to run): not a ranking either */
-                    fprintf(f, "%sThese measurements cannot rank %s and %s%s: the interval of their balance difference "
-                               "includes 0, so the difference is within the variation over %s and the measurement noise.\n",
-                            B, w->alg, u->alg, B, v->over_runs ? "runs" : "tasks");
-                }
-                break;
-            case AS_RANK_FEW:
-                fprintf(f, "%sToo few %s to rank %s and %s%s: one paired value gives no interval.\n", B, v->over_runs ? "runs" : "tasks",
-                        w->alg, u->alg, B);
-                break;
-            case AS_RANK_TIE:
-                fprintf(f, "%s%s and %s tie%s: their plans cost the same on every task.\n", B, w->alg, u->alg, B);
-                break;
-            default: fputc('\n', f);
-            }
+            rank_words(f, r, w, u, v, estimated, B);
             /* over the baselines */
             static const char *const base[2] = { "cost-greedy", "random" };
             for (int b = 0; b < 2; b++) {

@@ -101,31 +101,9 @@ static int read_nums(const msgpack_object *o, const char *key, int64_t n, const 
 
 /* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap, model_quality (all
  * optional) */
-static int read_planner(const msgpack_object *rec, as_eval_plan *p, int flags, char *err, size_t errlen)
+/* the plan's `names` (one per entry, printable): 0, or -1 with err */
+static int read_names(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
 {
-    if (read_nums(flags & AS_EVAL_READ_NO_PRED ? NULL : as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred,
-                  err, errlen) ||
-        read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
-        return -1;
-    /* predictions are costs: the cost model's softplus never goes below 0 */
-    for (int j = 0; j < 2; j++) {
-        const double *v = j ? p->item_pred : p->pred;
-        for (int64_t i = 0; v && i < (j ? p->T : p->K); i++)
-            if (v[i] < 0) {
-                snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is negative (%g ms): a predicted cost is >= 0",
-                         p->task, j ? "item_pred_ms" : "pred_ms", i, v[i]);
-                return -1;
-            }
-    }
-    int64_t cap;
-    const msgpack_object *c = as_obj_get(rec, "mem_cap");
-    if (c && c->type != MSGPACK_OBJECT_NIL) {
-        if (as_obj_i64(rec, "mem_cap", &cap) || cap < 0) {
-            snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_cap' is not a byte count (an integer >= 0)", p->task);
-            return -1;
-        }
-        if (cap > 0) p->mem_cap = (uint64_t)cap;
-    }
     const msgpack_object *o = as_obj_get(rec, "names");
     if (o && o->type != MSGPACK_OBJECT_NIL) {
         if (o->type != MSGPACK_OBJECT_ARRAY || (int64_t)o->via.array.size != p->T) {
@@ -148,7 +126,13 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, int flags, c
             memcpy(p->names[i], x->via.str.ptr, x->via.str.size);
         }
     }
-    o = as_obj_get(rec, "mem_terms");
+    return 0;
+}
+
+/* the plan's `mem_terms` (weights, optimizer, pipeline bytes per shard): 0, or -1 with err */
+static int read_mem_terms(const msgpack_object *rec, as_eval_plan *p, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(rec, "mem_terms");
     if (o && o->type != MSGPACK_OBJECT_NIL) {
         static const char *const term[3] = { "weights", "optimizer", "pipeline" };
         if (o->type != MSGPACK_OBJECT_MAP) {
@@ -181,7 +165,36 @@ static int read_planner(const msgpack_object *rec, as_eval_plan *p, int flags, c
             free(v);
         }
     }
-    o = as_obj_get(rec, "model_quality");
+    return 0;
+}
+
+static int read_planner(const msgpack_object *rec, as_eval_plan *p, int flags, char *err, size_t errlen)
+{
+    if (read_nums(flags & AS_EVAL_READ_NO_PRED ? NULL : as_obj_get(rec, "pred_ms"), "pred_ms", p->K, "shard", p, &p->pred,
+                  err, errlen) ||
+        read_nums(as_obj_get(rec, "item_pred_ms"), "item_pred_ms", p->T, "entry of 'tables'", p, &p->item_pred, err, errlen))
+        return -1;
+    /* predictions are costs: the cost model's softplus never goes below 0 */
+    for (int j = 0; j < 2; j++) {
+        const double *v = j ? p->item_pred : p->pred;
+        for (int64_t i = 0; v && i < (j ? p->T : p->K); i++)
+            if (v[i] < 0) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is negative (%g ms): a predicted cost is >= 0",
+                         p->task, j ? "item_pred_ms" : "pred_ms", i, v[i]);
+                return -1;
+            }
+    }
+    int64_t cap;
+    const msgpack_object *c = as_obj_get(rec, "mem_cap");
+    if (c && c->type != MSGPACK_OBJECT_NIL) {
+        if (as_obj_i64(rec, "mem_cap", &cap) || cap < 0) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_cap' is not a byte count (an integer >= 0)", p->task);
+            return -1;
+        }
+        if (cap > 0) p->mem_cap = (uint64_t)cap;
+    }
+    if (read_names(rec, p, err, errlen) || read_mem_terms(rec, p, err, errlen)) return -1;
+    const msgpack_object *o = as_obj_get(rec, "model_quality");
     if (o && o->type != MSGPACK_OBJECT_NIL) {
         char e2[256];
         if (as_mgate_read(o, &p->mq, e2, sizeof e2)) {

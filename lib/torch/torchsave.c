@@ -1027,6 +1027,38 @@ pt_file *pt_open_limits(const char *path, const pt_limits *lim, char *err, size_
     return pt_open_code(path, lim, NULL, err, errlen);
 }
 
+/* the input of pt_open_code: standard input (path NULL or "-") or the named regular file
+ * (*own: opened here), its stat in *sb; the fd, or -1 with err (and *code for a usage
+ * error), nothing left open */
+static int open_input(const char *path, struct stat *sb, int *own, int *code, char *err, size_t errlen)
+{
+    int in;
+    *own = 0;
+    if (!path || !strcmp(path, "-")) in = STDIN_FILENO;
+    else {
+        /* O_NONBLOCK: a FIFO without a writer opens at once (and is refused below) instead
+         * of blocking the open forever */
+        in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (in < 0) { fail(err, errlen, "cannot open: %s", strerror(errno)); return -1; }
+        *own = 1;
+    }
+    if (fstat(in, sb)) fail(err, errlen, "cannot stat: %s", strerror(errno));
+    else if (S_ISDIR(sb->st_mode)) fail(err, errlen, "is a directory");
+    else if (*own && !S_ISREG(sb->st_mode)) {
+        /* a named input is read by position; a device or a FIFO would be spooled whole (up
+         * to AS_MAX_SPOOL of /dev/zero) or block forever */
+        fail(err, errlen, "is %s, not a regular file (a named input is read by position, not streamed)", file_kind(sb->st_mode));
+        *code = AS_EXIT_USAGE;
+    } else {
+        const int fl = *own ? fcntl(in, F_GETFL) : 0;
+        if (!*own || (fl >= 0 && fcntl(in, F_SETFL, fl & ~O_NONBLOCK) >= 0)) return in;
+        fail(err, errlen, "cannot read: %s", strerror(errno));
+    }
+    if (*own) close(in);
+    *own = 0;
+    return -1;
+}
+
 pt_file *pt_open_code(const char *path, const pt_limits *lim, int *code, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
@@ -1042,29 +1074,10 @@ pt_file *pt_open_code(const char *path, const pt_limits *lim, int *code, char *e
     f->err = err;
     f->errlen = errlen;
     as_pickle *p = NULL;
-    int in = -1, own = 0;
-    if (!path || !strcmp(path, "-")) in = STDIN_FILENO;
-    else {
-        /* O_NONBLOCK: a FIFO without a writer opens at once (and is refused below) instead
-         * of blocking the open forever */
-        in = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (in < 0) { fail(err, errlen, "cannot open: %s", strerror(errno)); goto bad; }
-        own = 1;
-    }
+    int own = 0;
     struct stat sb;
-    if (fstat(in, &sb)) { fail(err, errlen, "cannot stat: %s", strerror(errno)); goto bad; }
-    if (S_ISDIR(sb.st_mode)) { fail(err, errlen, "is a directory"); goto bad; }
-    if (own && !S_ISREG(sb.st_mode)) {
-        /* a named input is read by position; a device or a FIFO would be spooled whole (up
-         * to AS_MAX_SPOOL of /dev/zero) or block forever */
-        fail(err, errlen, "is %s, not a regular file (a named input is read by position, not streamed)", file_kind(sb.st_mode));
-        *code = AS_EXIT_USAGE;
-        goto bad;
-    }
-    if (own) {
-        const int fl = fcntl(in, F_GETFL);
-        if (fl < 0 || fcntl(in, F_SETFL, fl & ~O_NONBLOCK) < 0) { fail(err, errlen, "cannot read: %s", strerror(errno)); goto bad; }
-    }
+    int in = open_input(path, &sb, &own, code, err, errlen);
+    if (in < 0) goto bad;
     uint8_t m[4] = {0};
     int seekable = S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode);
     if (seekable) {
