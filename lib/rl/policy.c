@@ -557,8 +557,8 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
         tr->pred_balance = ro->pred_balance;
         tr->reward = feasible ? (float)ro->pred_balance : -1.0f;
     }
-    as_arena_reset(A);
-    as_arena_free(&own);
+    if (A == &own) as_arena_free(&own);
+    else as_arena_reset(A);
     return 0;
 }
 
@@ -583,10 +583,12 @@ int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K
     const as_policy_planner *pp = ctx;
     if (K < 1 || K > INT32_MAX / 2) { snprintf(err, errlen, "bad task size"); return -1; }
     double *pred = as_malloc((size_t)K * sizeof *pred);
-    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign, .pred = pred };
+    as_arena ws = { 0 };   /* the samples' rollouts share their buffers */
+    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign, .pred = pred, .ws = &ws };
     int rc = as_policy_rollout(pp->pol, &ro, err, errlen);
     int S = pp->samples > 0 ? pp->samples : as_policy_auto_samples(n, K);
     if (rc || S <= 1) {
+        as_arena_free(&ws);
         free(pred);
         return rc;
     }
@@ -600,7 +602,8 @@ int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K
     as_rng_seed(&rng, pp->seed, hsh);
     int64_t *cand = as_malloc((size_t)(n ? n : 1) * sizeof *cand);
     for (int s = 1; s < S && rc == 0; s++) {
-        as_rollout rs = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = cand, .pred = pred, .rng = &rng };
+        as_rollout rs = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = cand, .pred = pred, .rng = &rng,
+                          .ws = &ws };
         rc = as_policy_rollout(pp->pol, &rs, err, errlen);
         if (rc) break;
         double m = max_of(pred, K);
@@ -614,6 +617,7 @@ int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K
     }
     free(cand);
     free(pred);
+    as_arena_free(&ws);
     return rc;
 }
 
