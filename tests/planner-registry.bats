@@ -12,8 +12,10 @@ setup_file() {
     cp -r "$ROOT/lib" "$ROOT/cmd" "$ROOT/Makefile" "$D/src/"
     cp "$ROOT/tests/fixtures/toy_planner/plantoy.c" "$D/src/lib/plan/"
     echo 'AS_PLANNER(TOY, "toy", toy)' >> "$D/src/lib/plan/planners.def"
-    # without CUDA and optimisation: the build takes seconds
-    make -s -C "$D/src" -j2 NVCC= OPT=-O0 bin/as-plan bin/as-eval bin/as-bench bin/as-show > "$D/build.log" 2>&1
+    # without CUDA and optimisation: the build takes seconds (a make of its own: not the
+    # variables of a make that runs the tests, e.g. make asan's BUILD and BIN)
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+        make -s -C "$D/src" -j2 NVCC= OPT=-O0 bin/as-plan bin/as-eval bin/as-bench bin/as-show > "$D/build.log" 2>&1
     export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
     as-convert --synth --preset tiny --seed 0 -o "$D/pool.ast"
     as-features "$D/pool.ast" --tasks 2 --task-tables 7 --shards 3 --seed 0 -o "$D/ft.ast"
