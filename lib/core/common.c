@@ -105,6 +105,17 @@ char *as_strdup(const char *s)
     return p;
 }
 
+/* under AddressSanitizer every piece is followed by a poisoned red zone and a block's unused
+ * rest is poisoned, so that an overflow of one piece is caught as with malloc */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define ARENA_RED 64
+#else
+#define ARENA_RED 0
+#define ASAN_POISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#endif
+
 struct as_arena_blk {
     as_arena_blk *prev;
     size_t cap, used;
@@ -123,13 +134,16 @@ static as_arena_blk *arena_block(size_t cap, as_arena_blk *prev)
     b->prev = prev;
     b->cap = cap;
     b->used = 0;
+    ASAN_POISON_MEMORY_REGION(b->data, cap);
     return b;
 }
 
 void *as_arena_take(as_arena *a, size_t n)
 {
-    if (n > SIZE_MAX - ARENA_ALIGN) as_oom("%zu bytes", n);
-    n = (n ? n + ARENA_ALIGN - 1 : ARENA_ALIGN) / ARENA_ALIGN * ARENA_ALIGN;
+    if (n > SIZE_MAX - ARENA_ALIGN - ARENA_RED) as_oom("%zu bytes", n);
+    const size_t want = n;
+    n = (n + ARENA_RED + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    if (!n) n = ARENA_ALIGN;
     as_arena_blk *b = a->blk;
     if (!b || b->cap - b->used < n) {
         size_t cap = b && b->cap <= SIZE_MAX / 2 ? 2 * b->cap : ARENA_MIN_BLOCK;
@@ -139,6 +153,7 @@ void *as_arena_take(as_arena *a, size_t n)
     }
     void *p = b->data + b->used;
     b->used += n;
+    ASAN_UNPOISON_MEMORY_REGION(p, want);
     return p;
 }
 
@@ -161,6 +176,7 @@ void as_arena_reset(as_arena *a)
         return;
     }
     b->used = 0;
+    ASAN_POISON_MEMORY_REGION(b->data, b->cap);
 }
 
 void as_arena_free(as_arena *a)
@@ -168,6 +184,7 @@ void as_arena_free(as_arena *a)
     if (!a) return;
     for (as_arena_blk *b = a->blk, *p; b; b = p) {
         p = b->prev;
+        ASAN_UNPOISON_MEMORY_REGION(b->data, b->cap);
         free(b);
     }
     a->blk = NULL;
