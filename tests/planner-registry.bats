@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The planner registry (lib/plan/planners.def): a new planner is one file and one line. A copy
+# The planner registry (lib/records/planners.def): a new planner is one file and one line. A copy
 # of the sources gets tests/fixtures/toy_planner/plantoy.c in lib/plan/ and its line in the
 # registry, nothing else; built, the toy is in as-plan's --help, --alg and `all`, in
 # as-bench's measured plans and as-eval's tables, and in the TorchRec export; the other
@@ -11,7 +11,7 @@ setup_file() {
     mkdir -p "$D/src"
     cp -r "$ROOT/lib" "$ROOT/cmd" "$ROOT/Makefile" "$D/src/"
     cp "$ROOT/tests/fixtures/toy_planner/plantoy.c" "$D/src/lib/plan/"
-    echo 'AS_PLANNER(TOY, "toy", toy)' >> "$D/src/lib/plan/planners.def"
+    echo 'AS_PLANNER(TOY, "toy", toy)' >> "$D/src/lib/records/planners.def"
     # without CUDA and optimisation: the build takes seconds (a make of its own: not the
     # variables of a make that runs the tests, e.g. make asan's BUILD and BIN)
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
@@ -32,7 +32,7 @@ setup() {
     run diff <(cd "$ROOT" && find lib -type f | sort) <(cd "$D/src" && find lib -type f | sort)
     assert_output --partial "> lib/plan/plantoy.c"
     [ "$(echo "$output" | grep -c '^[<>]')" -eq 1 ]
-    [ "$(diff "$ROOT/lib/plan/planners.def" "$D/src/lib/plan/planners.def" | grep -c '^>')" -eq 1 ]
+    [ "$(diff "$ROOT/lib/records/planners.def" "$D/src/lib/records/planners.def" | grep -c '^>')" -eq 1 ]
 }
 
 @test "registry: the toy planner in as-plan --help, --alg toy and --alg all; the other planners' plans unchanged" {

@@ -54,6 +54,7 @@ load test_helper/common
     printf 'int y;\n' > "$T/lib/loose.c"
     cp "$T/lib/records/table.h" "$T/lib/plan/table.h"
     mv "$T/lib/core/errbuf.c" "$T/lib/plan/"
+    mv "$T/lib/records/planners.def" "$T/lib/eval/"
     run python3 "$ROOT/tests/tools/check-layers.py" "$T"
     assert_failure 1
     assert_line "check-layers: lib/zzz: in no layer of docs/ARCHITECTURE.md"
@@ -62,6 +63,7 @@ load test_helper/common
     assert_line "check-layers: lib/loose.c: not in a folder of lib/ (one per layer and stage: docs/ARCHITECTURE.md)"
     assert_line "check-layers: lib/table: in folders ['plan', 'records']"
     assert_line "check-layers: lib/plan/: modules of layers [1, 2, 3] (a folder holds one layer's)"
+    assert_line "check-layers: lib/records/planlabel.h (layer 2) includes lib/eval/planners.def (layer 3): up a layer"
 }
 
 @test "functions: none of lib/ or cmd/ over 80 lines of code; the check finds one that is" {

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --help up to the planners (their lines come from the registry, lib/plan/planners.def) */
+/* --help up to the planners (their lines come from the registry, lib/records/planners.def) */
 static const char HELP_HEAD[] =
     "Read `features` and `task` records (as-features) and write one `plan` record per task and\n"
     "algorithm: the shard of every table, weight memory per shard, the predicted cost per shard\n"

@@ -1,4 +1,4 @@
-/* plan.h - sharding plans: the planners (their registry, lib/plan/planners.def, and what a
+/* plan.h - sharding plans: the planners (their registry, lib/records/planners.def, and what a
  * planner is: as_planner below), the heuristic baselines of the paper (prototype
  * semantics, with memory caps honoured; plangreedy.c, planrandom.c), the cost-model greedy
  * (plangreedy.c), the 2D-parallel rank map, and the `plan` record. Dimension letters: T

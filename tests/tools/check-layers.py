@@ -5,7 +5,7 @@ Reads the numbered list under "## Layers" in docs/ARCHITECTURE.md: every `name` 
 backquotes that is a module of lib/ (lib/FOLDER/NAME.c, .h or .cu) belongs to that item's
 layer. Then, for every file of lib/ (a module is its .c, .h and .cu together):
   - every source file is in a folder of lib/, a module in one folder, a folder holds the
-    modules of one layer;
+    modules of one layer (a .def file in it, an included list, is of that layer too);
   - every module of lib/ is in exactly one layer (a new module must be placed in the doc);
   - a module includes ("x.h") only modules of its own layer or below;
   - the include graph between modules has no circle (a -> b -> ... -> a).
@@ -75,10 +75,22 @@ def main():
     for d, ls in sorted(by_folder.items()):
         if len(ls) > 1:
             bad.append(f"lib/{d}/: modules of layers {sorted(ls)} (a folder holds one layer's)")
+    # a .def file (an include of lists, e.g. the planner registry) is of its folder's layer
+    def_layer = {}
+    for entry in sorted(os.listdir(lib)):
+        path = os.path.join(lib, entry)
+        if os.path.isdir(path):
+            for f in os.listdir(path):
+                if f.endswith(".def") and entry in by_folder and len(by_folder[entry]) == 1:
+                    def_layer[f] = (entry, min(by_folder[entry]))
     edges = {m: set() for m in modules}
     for d, f in files:
         mod = f.rsplit(".", 1)[0]
         for line in open(os.path.join(lib, d, f), encoding="utf-8", errors="replace"):
+            dinc = re.match(r'^\s*#\s*include\s+"([a-z_0-9]+\.def)"', line)
+            if dinc and dinc.group(1) in def_layer and mod in level and def_layer[dinc.group(1)][1] > level[mod]:
+                dd, dl = def_layer[dinc.group(1)]
+                bad.append(f"lib/{d}/{f} (layer {level[mod]}) includes lib/{dd}/{dinc.group(1)} (layer {dl}): up a layer")
             inc = re.match(r'^\s*#\s*include\s+"([a-z_0-9]+)\.h"', line)
             if not inc or inc.group(1) == mod or inc.group(1) not in edges:
                 continue
