@@ -1236,18 +1236,24 @@ static int sizes_for(const ShardDims *d, int dev, int have_dev, Sizes *z)
     return 0;
 }
 
+/* what the workspace size of shard s depends on, from its layout */
+static void dims_of(const as_eb_shard *s, ShardDims *d)
+{
+    d->T = s->T;
+    d->B = s->B;
+    d->n = s->offsets[(long long)s->T * s->B];
+    d->sumE = sum_rows(s);
+    d->wtotal = s->w_off[s->T];
+    d->sumD = s->d_off[s->T];
+    d->maxD = 1;
+    for (int t = 0; t < s->T; t++) if (s->dims[t] > d->maxD) d->maxD = s->dims[t];
+    d->nitems = build_items(s, NULL);
+}
+
 static int compute_sizes(const as_eb_shard *s, int dev, int have_dev, Sizes *z)
 {
     ShardDims d;
-    d.T = s->T;
-    d.B = s->B;
-    d.n = s->offsets[(long long)s->T * s->B];
-    d.sumE = sum_rows(s);
-    d.wtotal = s->w_off[s->T];
-    d.sumD = s->d_off[s->T];
-    d.maxD = 1;
-    for (int t = 0; t < s->T; t++) if (s->dims[t] > d.maxD) d.maxD = s->dims[t];
-    d.nitems = build_items(s, NULL);
+    dims_of(s, &d);
     return sizes_for(&d, dev, have_dev, z);
 }
 
@@ -1580,15 +1586,7 @@ extern "C" int as_eb_gpu_create(as_eb_gpu **gp, const as_eb_shard *s, const uint
     as_eb_gpu *g = (as_eb_gpu *)calloc(1, sizeof *g);
     if (!g) { as_errbuf(err, errlen, "out of host memory"); return -1; }
     ShardDims d;
-    d.T = s->T;
-    d.B = s->B;
-    d.n = s->offsets[(long long)s->T * s->B];
-    d.sumE = sum_rows(s);
-    d.wtotal = s->w_off[s->T];
-    d.sumD = s->d_off[s->T];
-    d.maxD = 1;
-    for (int t = 0; t < s->T; t++) if (s->dims[t] > d.maxD) d.maxD = s->dims[t];
-    d.nitems = build_items(s, NULL);
+    dims_of(s, &d);
 
     TblDev *htbl = NULL;
     long long *hrb = NULL;

@@ -318,10 +318,8 @@ static int check_args(const as_plan *p, const as_plan_cfg *c, int64_t n, double 
 
 /* what the search knows of each item, computed once */
 typedef struct {
-    as_plan_items pi;               /* each item's embedding and vector (plan.h) */
-    int R, W;                       /* their widths */
-    const float *rep;               /* [T][R] each item's embedding */
-    const float *w;                 /* [T][W] each item's vector (rep itself when not split) */
+    as_plan_items pi;               /* each item's embedding rep[T][R] and vector w[T][W]
+                                       (rep itself when not split; plan.h) */
     uint64_t *bytes;                /* [T] */
     double *kv;                     /* [T] each item's key */
     double *cm, *csum;              /* [T] each item's communication, [K] each shard's sum; NULL when not charged */
@@ -336,16 +334,12 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
     const size_t n1 = (size_t)(n ? n : 1);
     items it = { 0 };
     as_plan_items_init(&it.pi, m, t, n, NULL, NULL);
-    it.R = it.pi.R;
-    it.W = it.pi.W;
-    it.rep = it.pi.rep;
-    it.w = it.pi.w;
-    const int R = it.R;
+    const int R = it.pi.R;
     it.bytes = as_malloc(n1 * sizeof *it.bytes);
     it.kv = as_malloc(n1 * sizeof *it.kv);
     for (int64_t i = 0; i < n; i++) {
         it.bytes[i] = as_plan_table_bytes(t[i]);
-        it.kv[i] = as_plan_item_key(c, t[i], it.rep + (size_t)i * R);
+        it.kv[i] = as_plan_item_key(c, t[i], it.pi.rep + (size_t)i * R);
     }
     const int ab = c->comm_model && c->comm_model->ab;
     if (c->comm_gbps > 0 || ab) {
@@ -377,15 +371,15 @@ static void items_free(items *it)
 static search_state search_state_of(as_plan *p, const as_plan_cfg *c, const items *it, int64_t n)
 {
     const int64_t K = c->shards;
-    const int W = it->W;
-    search_state x = { &it->pi, W, n, K, c->mem_cap, it->w, it->bytes, it->kv,
+    const int W = it->pi.W;
+    search_state x = { &it->pi, W, n, K, c->mem_cap, it->pi.w, it->bytes, it->kv,
              as_calloc((size_t)K * (size_t)W, sizeof(double)), as_malloc((size_t)K * sizeof(double)),
              as_malloc((size_t)W * sizeof(float)), p->assign, p->count, p->mem, p->key, as_calloc((size_t)K, 1), it->cm,
              it->csum, c->shard_scale };
     for (int64_t i = 0; i < n; i++) {
         if (p->assign[i] < 0) continue;
         double *s = x.S + (size_t)p->assign[i] * W;
-        const float *wi = it->w + (size_t)i * W;
+        const float *wi = it->pi.w + (size_t)i * W;
         for (int d = 0; d < W; d++) s[d] += wi[d];
     }
     for (int64_t k = 0; k < K; k++) x.cost[k] = cost_with(&x, k, -1, -1, p->count[k]);
@@ -477,10 +471,10 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     items it = items_of(p, c, t, n);
 
     /* pred of the input (as as_plan_make computes it) when the plan was made without a model */
-    float *fs = as_malloc((size_t)it.R * sizeof *fs);
+    float *fs = as_malloc((size_t)it.pi.R * sizeof *fs);
     if (!p->pred) {
         p->pred = as_malloc((size_t)K * sizeof *p->pred);
-        for (int64_t k = 0; k < K; k++) p->pred[k] = shard_pred(m, p, it.rep, k, fs);
+        for (int64_t k = 0; k < K; k++) p->pred[k] = shard_pred(m, p, it.pi.rep, k, fs);
     }
     const double *sc = c->shard_scale;
     double max_before = -INFINITY;
@@ -500,7 +494,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     int64_t moves = 0, swaps = 0, placed = 0;
     const char *stop = search(&x, p, u, &nu, t0, budget_ms, budget_steps, &moves, &swaps, &placed);
 
-    if (settle(p, &x, it.rep, fs, max_before, placed, &sv)) moves = swaps = 0;
+    if (settle(p, &x, it.pi.rep, fs, max_before, placed, &sv)) moves = swaps = 0;
     if (placed) {
         for (int64_t q = 0; q < nu; q++) p->infeasible[q] = t[u[q]]->id;
         p->ninfeasible = nu;
