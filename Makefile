@@ -1,6 +1,7 @@
 # autoshard - top-level build.
 #   make            build every tool into bin/ (CUDA objects too when nvcc is found)
 #   make test       install missing dependencies (as root), build, run unit + bats tests
+#                   (the unit tests under each OpenBLAS kernel family the CPU runs too)
 #   make demo       the main job on an embedded default (synthetic pool)
 #   make deps       install missing Debian packages (root) or print the apt-get line
 #   make asan       build with AddressSanitizer/UBSan into build-asan/ and run the tests
@@ -68,7 +69,7 @@ CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/n
 FUZZ_TIME ?= 10
 SAN_ENV  := ASAN_OPTIONS=detect_leaks=0:exitcode=86 UBSAN_OPTIONS=halt_on_error=1:exitcode=86
 
-.PHONY: all test unit bats deps demo plan asan install uninstall clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
+.PHONY: all test unit unit-blas bats deps demo plan asan install uninstall clean check-deps gpu-test fuzz fuzz-replay fuzz-corpus
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BIN) $(TT_BIN)
@@ -167,10 +168,22 @@ check-deps:
 # ---- tests ---------------------------------------------------------------------------
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit-tests
-	@$(MAKE) --no-print-directory unit bats
+	@$(MAKE) --no-print-directory unit unit-blas bats
 
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
+
+# the unit tests again under each OpenBLAS kernel family this CPU runs (OPENBLAS_CORETYPE:
+# SkylakeX, Haswell, Sandybridge; tests/tools/openblas-coretypes): OpenBLAS picks one by the
+# CPU, each rounds its own way, and a test must hold under every one a user's machine picks
+unit-blas: $(BUILD)/unit-tests
+	@types=$$(tests/tools/openblas-coretypes); \
+	[ -n "$$types" ] || echo "unit-blas: no x86-64 OpenBLAS kernel family to choose on this CPU"; \
+	for t in $$types; do \
+	  OPENBLAS_CORETYPE=$$t $(BUILD)/unit-tests > $(BUILD)/unit-$$t.log 2>&1; rc=$$?; \
+	  echo "unit tests under OPENBLAS_CORETYPE=$$t: $$(tail -1 $(BUILD)/unit-$$t.log)"; \
+	  [ $$rc = 0 ] || { grep -B3 '^FAIL' $(BUILD)/unit-$$t.log; echo "unit-blas: failed under $$t (all of it: $(BUILD)/unit-$$t.log)" >&2; exit 1; }; \
+	done
 
 bats: all
 	bats tests/

@@ -191,77 +191,131 @@ static double greedy_score(const as_policy *p, const as_costmodel *cm, const as_
     return ro.feasible ? ro.pred_balance : 0;
 }
 
+/* One run without selection (seed, learning rate lr, E episodes), scored at every selection
+ * point s = S, 2S, ..., E: halted at s with a checkpoint, scored there with the weights and
+ * cost model it holds, resumed from it. score[i]: the point (i+1)*S. Returns the episode
+ * selection must keep (the highest score; on a tie the later point, as selection keeps a
+ * later point scoring at least as well) with its weights in *at_best; -1 on an error. */
+static int64_t score_points(as_features *f, const as_features **fp, uint64_t seed, double lr, int64_t E, int64_t S,
+                            double *score, as_policy **at_best)
+{
+    char err[256], ck[512];
+    snprintf(ck, sizeof ck, "%s/rl-points.ckpt", ut_tmpdir());
+    as_rl_task task = { 0, fp, N, K, 0 };
+    as_costmodel *cm = additive_model();
+    as_policy *p = as_policy_new(cm, seed, NULL, 0);
+    as_rl_state *st = NULL;
+    int64_t best = -1;
+    double best_score = -1;
+    *at_best = NULL;
+    for (int64_t s = S; s <= E; s += S) {
+        as_rl_cfg h = base_cfg(f, E, seed);
+        h.lr = lr;
+        h.ckpt = ck;
+        h.halt_after = s < E ? s : 0;
+        int rc = as_rl_train(p, cm, &task, 1, &h, st, err, sizeof err);
+        as_rl_state_free(st);
+        st = NULL;
+        if (rc != (s < E ? 1 : 0) || as_policy_cmeta(p)->episodes != s) { best = -1; break; }
+        const double sc = greedy_score(p, cm, fp);
+        score[s / S - 1] = sc;
+        if (sc >= best_score) {
+            best_score = sc;
+            best = s;
+            as_policy_free(*at_best);
+            *at_best = p;
+        } else
+            as_policy_free(p);
+        as_costmodel_free(cm);
+        p = NULL;
+        cm = NULL;
+        if (s < E && as_rl_load_checkpoint(ck, &p, &cm, &st, err, sizeof err)) { best = -1; break; }
+    }
+    as_policy_free(p);
+    as_costmodel_free(cm);
+    as_rl_state_free(st);
+    return best;
+}
+
+/* Model selection promises: the weights handed back are those of the selection point that
+ * scored best (a later one on a tie), exactly as the run held them there, with that score;
+ * a run halted and resumed selects the same. Checked against every selection point of runs
+ * whose scores are taken one by one (score_points), on whatever trajectory the machine's
+ * BLAS gives. A run must lose ground after its best point for the test to say anything, so
+ * it takes the first of a few seeds, at ten times the usual learning rate, whose last
+ * weights score below its best (several such seeds under each of OpenBLAS's Haswell,
+ * SkylakeX and Sandybridge kernels). */
 TEST(rl_model_selection_keeps_the_best_scored_weights)
 {
     as_features f[N];
     const as_features *fp[N];
     mk_tables(f, fp, W);
-    as_costmodel *cm = additive_model();
     as_rl_task task = { 0, fp, N, K, 0 };
     char err[256], ck[512];
     snprintf(ck, sizeof ck, "%s/rl-select.ckpt", ut_tmpdir());
-    const int64_t E = 240, S = 16;
-    /* without selection: the last weights */
+    enum { E = 240, S = 16, SEEDS = 8 };
+    const double lr = 1e-1;
+    int exercised = 0;
+    for (uint64_t seed = 1; seed <= SEEDS && !exercised; seed++) {
+        double score[E / S];
+        as_policy *at = NULL;
+        const int64_t want = score_points(f, fp, seed, lr, E, S, score, &at);
+        CHECK(want >= S && want % S == 0 && want <= E && at != NULL);
+        if (want < 0 || !at) break;
+        /* with selection every S episodes */
+        as_costmodel *cm = additive_model();
+        as_policy *sel = as_policy_new(cm, seed, NULL, 0);
+        as_rl_cfg c = base_cfg(f, E, seed);
+        c.lr = lr;
+        c.select_every = S;
+        c.select_tasks = 8;
+        CHECK_EQ_I64(as_rl_train(sel, cm, &task, 1, &c, NULL, err, sizeof err), 0);
+        const as_policy_info *in = as_policy_cmeta(sel);
+        CHECK_EQ_I64(in->episodes, E);
+        CHECK_EQ_I64(in->select_tasks, 1);   /* capped at the tasks there are */
+        CHECK_EQ_I64(in->selected_episode, want);
+        CHECK(in->selected_balance == score[want / S - 1]);
+        CHECK(same_params(sel, at));
+        /* the plans selection scored: the same score */
+        as_rl_greedy g;
+        CHECK(as_rl_greedy_plans(sel, cm, &task, 1, 8, &g, err, sizeof err) == 0);
+        CHECK(g.balance == in->selected_balance);
+        for (int64_t i = 0; i < E / S; i++) CHECK(score[i] <= in->selected_balance);
+        exercised = want < E && score[E / S - 1] < in->selected_balance;
+        fprintf(stderr, "  seed %" PRIu64 ": selected episode %" PRId64 " (score %.4f); last weights score %.4f\n", seed,
+                in->selected_episode, in->selected_balance, score[E / S - 1]);
+        if (exercised) {
+            /* halted with selection and a checkpoint after the best point, then resumed: the
+               same selection as straight */
+            as_costmodel *cm1 = additive_model();
+            as_policy *p1 = as_policy_new(cm1, seed, NULL, 0);
+            as_rl_cfg hc = c;
+            hc.ckpt = ck;
+            hc.halt_after = want + S / 2;
+            CHECK_EQ_I64(as_rl_train(p1, cm1, &task, 1, &hc, NULL, err, sizeof err), 1);
+            as_policy *p2;
+            as_costmodel *cm2;
+            as_rl_state *st;
+            CHECK(as_rl_load_checkpoint(ck, &p2, &cm2, &st, err, sizeof err) == 0);
+            CHECK_EQ_I64(as_rl_state_best_episode(st), want);
+            CHECK_EQ_I64(as_rl_train(p2, cm2, &task, 1, &c, st, err, sizeof err), 0);
+            CHECK_EQ_I64(as_policy_cmeta(p2)->selected_episode, want);
+            CHECK(same_params(sel, p2));
+            as_rl_state_free(st);
+            as_policy_free(p1); as_policy_free(p2);
+            as_costmodel_free(cm1); as_costmodel_free(cm2);
+        }
+        as_policy_free(sel); as_policy_free(at);
+        as_costmodel_free(cm);
+    }
+    CHECK(exercised);
+    /* without selection: no selected episode (the last weights) */
+    as_costmodel *cm = additive_model();
     as_policy *last = as_policy_new(cm, 1, NULL, 0);
-    as_rl_cfg c0 = base_cfg(f, E, 1);
-    c0.lr = 3e-2;   /* ten times the usual rate: this run collapses (all tables on one shard,
-                       predicted balance 0) after episode 32 and never recovers */
+    as_rl_cfg c0 = base_cfg(f, S, 1);
     CHECK_EQ_I64(as_rl_train(last, cm, &task, 1, &c0, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(as_policy_cmeta(last)->selected_episode, -1);
-    /* what its 0 means: the greedy plan puts all tables on one shard, the others are empty */
-    as_rl_greedy g;
-    CHECK(as_rl_greedy_plans(last, cm, &task, 1, 8, &g, err, sizeof err) == 0);
-    CHECK_EQ_I64(g.tasks, 1);
-    CHECK(g.balance == 0 && greedy_score(last, cm, fp) == 0);
-    CHECK_EQ_I64(g.empty, 1);
-    CHECK_EQ_I64(g.infeasible, 0);
-    CHECK_EQ_I64(g.used, 1);
-    CHECK_EQ_I64(g.shards, K);
-    /* with selection every S episodes: the weights of the best-scoring selection point */
-    as_policy *sel = as_policy_new(cm, 1, NULL, 0);
-    as_rl_cfg c = c0;
-    c.select_every = S;
-    c.select_tasks = 8;
-    CHECK_EQ_I64(as_rl_train(sel, cm, &task, 1, &c, NULL, err, sizeof err), 0);
-    const as_policy_info *in = as_policy_cmeta(sel);
-    int64_t best = in->selected_episode;
-    fprintf(stderr, "  selected episode %" PRId64 " (score %.4f); last weights score %.4f\n", best, in->selected_balance,
-            greedy_score(last, cm, fp));
-    CHECK(best >= S && best % S == 0 && best <= E);
-    CHECK_EQ_I64(in->select_tasks, 1);   /* capped at the tasks there are */
-    CHECK_EQ_I64(in->episodes, E);
-    CHECK_NEAR(greedy_score(sel, cm, fp), in->selected_balance, 1e-12);
-    /* as_rl_greedy_plans makes the plans selection scored: the same score */
-    CHECK(as_rl_greedy_plans(sel, cm, &task, 1, 8, &g, err, sizeof err) == 0);
-    CHECK(g.balance == in->selected_balance);
-    CHECK(g.balance > 0 && g.empty == 0 && g.used == K);
-    CHECK(in->selected_balance >= greedy_score(last, cm, fp));
-    /* this run must exercise selection: the best point is not the end */
-    CHECK(best < E);
-    CHECK(in->selected_balance > greedy_score(last, cm, fp));
-    /* the selected weights are exactly those of the same run stopped at that episode */
-    as_policy *at = as_policy_new(cm, 1, NULL, 0);
-    as_rl_cfg h = c0;
-    h.halt_after = best;
-    CHECK_EQ_I64(as_rl_train(at, cm, &task, 1, &h, NULL, err, sizeof err), 1);
-    CHECK(same_params(sel, at));
-    /* halted with selection and a checkpoint, then resumed: the same selection as straight */
-    as_policy *p1 = as_policy_new(cm, 1, NULL, 0);
-    as_rl_cfg hc = c;
-    hc.ckpt = ck;
-    hc.halt_after = E / 2 + 8;
-    CHECK_EQ_I64(as_rl_train(p1, cm, &task, 1, &hc, NULL, err, sizeof err), 1);
-    as_policy *p2;
-    as_costmodel *cm2;
-    as_rl_state *st;
-    CHECK(as_rl_load_checkpoint(ck, &p2, &cm2, &st, err, sizeof err) == 0);
-    CHECK(as_rl_state_best_episode(st) >= S);
-    CHECK_EQ_I64(as_rl_train(p2, cm2, &task, 1, &c, st, err, sizeof err), 0);
-    CHECK_EQ_I64(as_policy_cmeta(p2)->selected_episode, best);
-    CHECK(same_params(sel, p2));
-    as_rl_state_free(st);
-    as_policy_free(last); as_policy_free(sel); as_policy_free(at); as_policy_free(p1); as_policy_free(p2);
-    as_costmodel_free(cm2);
+    as_policy_free(last);
     as_costmodel_free(cm);
 }
 
