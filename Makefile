@@ -63,7 +63,7 @@ SUPA     := $(BUILD)/libtestsupport.a
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_OBJ  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/gpu/%.o)
 TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
-FUZZ_TARGETS := stream pickle torchsave convert policy checkpoint pieces jsonparse modelcfg records
+FUZZ_TARGETS := stream pickle torchsave convert policy checkpoint pieces jsonparse modelcfg records trimport comm
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
 CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_TIME ?= 10
@@ -229,8 +229,11 @@ demo: deps
 	$(MAKE) --no-print-directory -f pipelines/demo.mk BIN=$(BIN)
 
 # your model planned by its measured cost (pipelines/plan.mk: MODEL=config.json, default the
-# Kaggle DLRM; DEVICE, OUT, SHARDS, MEM_CAP, ROW_CAP, BATCH, TORCHREC_SRC, OWN_JSON)
+# Kaggle DLRM; DEVICE, OUT, SHARDS, MEM_CAP, ROW_CAP, BATCH, TORCHREC_SRC, OWN_JSON). OUT and
+# MODEL are checked, and a run already in the run directory refuses this one, before the
+# tools are built (plan-check); the run itself holds the directory's lock throughout
 plan: deps
+	@$(MAKE) --no-print-directory -f pipelines/plan.mk BIN=$(BIN) plan-check
 	@$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory -f pipelines/plan.mk BIN=$(BIN)
 

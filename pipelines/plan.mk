@@ -2,9 +2,19 @@
 # Run through `make plan` (which installs dependencies and builds first), or directly:
 #   make -f pipelines/plan.mk [MODEL=pipelines/models/dlrm-criteo-kaggle.json] [DEVICE=auto]
 #        [OUT=pipelines/out] [SHARDS=K] [MEM_CAP=BYTES] [ROW_CAP=R|none|auto] [BATCH=B|config|auto]
-# File targets under $(OUT)/plan-NAME (NAME: the config's file name): re-running redoes only
-# what changed, and a stage that fails or is interrupted leaves no file behind (each tool
-# writes its output atomically), so the next run resumes there.
+# File targets under $(OUT)/plan-NAME (NAME: the config's file name, characters other than
+# letters, digits and ._+,=@~- as _): re-running redoes only what changed, and a stage that
+# fails or is interrupted leaves no file behind (each tool writes its output atomically), so
+# the next run resumes there. What changed: a stage's inputs, the tools, and the knobs that
+# decide it (each stage's in $(D)/knobs-STAGE.txt, scale.txt and comm.txt, rewritten only when
+# they change) and the content of the input files (the config, its lookups files, OWN_JSON:
+# by their SHA-256, not their times). One run at a time in a run directory: the whole run
+# holds a lock on it ($(D)/.plan.lock, which names its pid and start), and a second run into
+# it is refused at once, naming the first. OUT holds only letters, digits and /._+,=@~-
+# (make and the shell split file names at spaces, quotes, ...); MODEL and OWN_JSON may hold
+# any. The report says what as-bench said of the machine while it measured (each measuring
+# stage's standard error is kept beside its output, STAGE-bench.txt), in bold when it looked
+# loaded; the measuring runs' OpenMP wait policy is BENCH_OMP's (below).
 #
 #   tables     as-convert --config          the config's tables (its lookups files, else
 #                                           synthetic lookups of its pooling factors)
@@ -98,6 +108,16 @@ SPLIT_ROWS ?= none
 # out weak); MODEL_GATE=--require-model-quality stops at the plans instead
 MODEL_GATE ?=
 BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
+# OpenMP's wait policy for the measuring runs (as-bench, row-curve: OMP_WAIT_POLICY), chosen
+# when the cost dataset is measured and kept for every measurement after it (costs-omp.txt),
+# so that the run's costs share one scale: passive, active, default (the OpenMP library's:
+# threads spin at barriers a while), or auto: passive when other processes keep more than
+# 25 % of this run's CPUs busy as the cost dataset begins, else default. Threads spinning
+# against other processes on their cores stretch a kernel many times over (the project's 2-core
+# VM with two `yes` running: a 6-table model's plan shards 98-103 ms spinning, 2.4-5.5 ms
+# passive, 1.3-2.5 ms quiet), while on a quiet machine waking passive threads costs the
+# smallest shards most (0.05-0.11 ms spinning, 0.39-0.67 ms passive; docs/USAGE.md)
+BENCH_OMP ?= auto
 PASSES ?= 2
 COMM_GBPS ?= 600
 # or an alpha-beta model of the communication (as-plan and as-eval --comm-model): nvlink8 (one
@@ -118,33 +138,233 @@ OWN_JSON ?=
 PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
 PROGRESS ?= --progress
 
-NAME := $(basename $(notdir $(MODEL)))
+# $(call sq,TEXT): TEXT as one word for the shell (in single quotes)
+sq = '$(subst ','\'',$(1))'
+QMODEL := $(call sq,$(MODEL))
+# NAME: the config's file name without its extension; a character make or the shell would
+# split a file name at (a space, a quote, ...) becomes _
+NAME := $(shell printf '%s' $(QMODEL) | sed -e 's|.*/||' -e 's|\.[^.]*$$||' | LC_ALL=C tr -c 'A-Za-z0-9._+,=@~\200-\377-' '_')
 D    := $(OUT)/plan-$(NAME)
+# OUT names the run's files in make's rules and its recipes' commands, where a space, a quote
+# or a pattern character splits or changes them: refused before anything is made
+ifneq ($(shell printf '%s' $(call sq,$(OUT)) | LC_ALL=C tr -d 'A-Za-z0-9/._+,=@~\200-\377-'),)
+$(error make plan: OUT must not contain spaces, quotes or characters other than letters, digits and /._+,=@~- (make and the shell split file names there): $(OUT))
+endif
+ifeq ($(strip $(MODEL)),)
+$(error make plan: MODEL is empty: give a model config (e.g. pipelines/models/dlrm-criteo-kaggle.json))
+endif
+
+# ---- one run at a time in $(D) ---------------------------------------------------------
+# The whole run holds a lock on its directory: this makefile runs itself again under flock(1)
+# on $(D)/.plan.lock (AS_PLAN_LOCK_HELD names the lock it holds), which names the holder's pid
+# and start; a second run into the same directory is refused at once, naming the first. The
+# lock goes with the processes (a killed run leaves none behind). `make -f pipelines/plan.mk
+# plan-check` only checks OUT, MODEL and that no run holds the directory (`make plan` asks
+# before it builds the tools).
+LOCK := $(D)/.plan.lock
+# the lock on file descriptor 9, or exit 1 naming its holder (its pid, a moment to write it)
+lock_take = mkdir -p $(D) && exec 9>>$(LOCK) && { flock -n 9 || { \
+	  for i in 1 2 3 4 5 6 7 8 9 10; do who=$$(cat $(LOCK) 2>/dev/null); p=$${who\#pid }; p=$${p%%,*}; \
+	    [ -n "$$p" ] && [ -d "/proc/$$p" ] && break; sleep 0.1; done; \
+	  [ -z "$$p" ] || [ -d "/proc/$$p" ] || who="$$who; it has ended, but a process it started still holds the lock"; \
+	  echo "make plan: $(D) is in use by another make plan ($${who:-its pid unknown}): wait for it to end, or give another OUT" >&2; \
+	  exit 1; }; }
+ifneq ($(AS_PLAN_LOCK_HELD),$(abspath $(LOCK)))
+PLAN_GOALS := $(filter-out plan-check,$(or $(MAKECMDGOALS),plan-run))
+.DEFAULT_GOAL := plan-run
+.PHONY: plan-check plan-lock $(PLAN_GOALS)
+plan-check:
+	@$(lock_take)
+ifneq ($(PLAN_GOALS),)
+$(PLAN_GOALS): plan-lock ; @:
+plan-lock:
+	@$(lock_take) && date -u "+pid $$$$, started %Y-%m-%d %H:%M:%S UTC" > $(LOCK) && \
+	exec $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) AS_PLAN_LOCK_HELD=$(abspath $(LOCK)) $(PLAN_GOALS)
+endif
+else
+.DEFAULT_GOAL := plan-run
+
 TOPO := $(if $(SHARDS),--shards $(SHARDS)) $(if $(MEM_CAP),--mem-cap $(MEM_CAP))
 PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
 REF_LEVEL := --reference-level $(D)/costs.ast
+# the measuring runs' environment: the wait policy the cost dataset chose (costs-omp.txt)
+BENCH_ENV := env $$(head -n 1 $(D)/costs-omp.txt 2>/dev/null)
 include pipelines/stages.mk
+NGPU_N := $(or $(NGPU),0)
+
+ifneq ($(filter-out auto passive active default,$(BENCH_OMP)),)
+$(error make plan: BENCH_OMP=$(BENCH_OMP) is not auto, passive, active or default)
+endif
 
 # the row cap and the batch measured: "CAP BATCH STATUS" (0: none, the config's); a config it
 # cannot read leaves both 0 (as-convert says what is wrong with it); a bad value stops here
-SCALE := $(shell python3 pipelines/plan_scale.py $(MODEL) --device $(DEVICE) --ngpu $(or $(NGPU),0) --row-cap $(ROW_CAP) --batch $(BATCH); echo $$?)
+SCALE := $(shell python3 pipelines/plan_scale.py $(QMODEL) --device $(DEVICE) --ngpu $(NGPU_N) --row-cap $(ROW_CAP) --batch $(BATCH); echo $$?)
 ifeq ($(lastword $(SCALE)),2)
 $(error make plan: bad ROW_CAP=$(ROW_CAP) or BATCH=$(BATCH) (above))
 endif
 CAP_EFF   := $(if $(filter 0,$(lastword $(SCALE))),$(word 1,$(SCALE)),0)
 BATCH_EFF := $(if $(filter 0,$(lastword $(SCALE))),$(word 2,$(SCALE)),0)
 # the weights' type and the optimizer measured: "WTYPE OPTIM STATUS"
-TRAIN := $(shell python3 pipelines/plan_train.py $(MODEL) --device $(DEVICE) --ngpu $(or $(NGPU),0) --weights $(WEIGHTS) --optimizer $(OPTIMIZER); echo $$?)
+TRAIN := $(shell python3 pipelines/plan_train.py $(QMODEL) --device $(DEVICE) --ngpu $(NGPU_N) --weights $(WEIGHTS) --optimizer $(OPTIMIZER); echo $$?)
 ifeq ($(lastword $(TRAIN)),2)
 $(error make plan: bad WEIGHTS=$(WEIGHTS) or OPTIMIZER=$(OPTIMIZER) (above))
 endif
 ifeq ($(lastword $(TRAIN)),3)
-$(error make plan: the model trains what the kernels cannot measure yet (above))
+$(error make plan: the model cannot be measured as it trains (above))
 endif
 WTYPE_EFF := $(if $(filter 0,$(lastword $(TRAIN))),$(word 1,$(TRAIN)),fp16)
 OPTIM_EFF := $(if $(filter 0,$(lastword $(TRAIN))),$(word 2,$(TRAIN)),sgd)
 BENCH_EXTRA := $(if $(filter-out 0,$(CAP_EFF)),--row-cap $(CAP_EFF)) --weights-type $(WTYPE_EFF) --optimizer $(OPTIM_EFF)
 ROWCAP_HINT := or measure it over fewer rows (ROW_CAP=ROWS; as-bench --row-cap)
+
+# BENCH_OMP: the measuring runs' OMP_WAIT_POLICY, two lines: the environment (empty: the
+# library's default) and what was chosen, why (for the report)
+define OMP_POLICY_PY
+import os, sys, time
+want = sys.argv[1]
+def busy(cpus):
+    b = t = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            v = line.split()
+            if v and v[0][:3] == "cpu" and v[0][3:].isdigit() and int(v[0][3:]) in cpus:
+                n = [int(x) for x in v[1:9]]
+                t += sum(n)
+                b += sum(n) - n[3] - (n[4] if len(n) > 4 else 0)
+    return b, t
+if want == "auto":
+    cpus = os.sched_getaffinity(0)
+    try:
+        b0, t0 = busy(cpus)
+        time.sleep(0.5)
+        b1, t1 = busy(cpus)
+        other = (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+    except OSError:
+        other = -1.0
+    seen = "other processes used %.0f %% of the %d CPUs this run may use as the cost dataset began" % (100 * other, len(cpus)) if other >= 0 else "/proc/stat unreadable"
+    if other > 0.25:
+        print("OMP_WAIT_POLICY=passive")
+        print("OpenMP wait policy: passive (BENCH_OMP=auto: %s, above 25 %%; threads spinning against them stretch the kernels)" % seen)
+    else:
+        print("")
+        print("OpenMP wait policy: the library default, spinning (BENCH_OMP=auto: %s)" % seen)
+elif want in ("passive", "active"):
+    print("OMP_WAIT_POLICY=" + want)
+    print("OpenMP wait policy: %s (BENCH_OMP=%s)" % (want, want))
+elif want in ("default", ""):
+    print("")
+    print("OpenMP wait policy: the library default, spinning (BENCH_OMP=%s)" % want)
+else:
+    sys.stderr.write("make plan: BENCH_OMP=%s is not auto, passive, active or default\n" % want)
+    sys.exit(2)
+endef
+export OMP_POLICY_PY
+
+# ---- what decides a redo ----------------------------------------------------------------
+# The input files by their content, never their times: the config, its lookups files (PATH
+# relative to its folder) and OWN_JSON, each by its SHA-256 ("missing" when it cannot be
+# read: the stage that reads it says why). A sum is kept in $(D)/.input-sums.json with the
+# file's device, inode, size, mtime and ctime, and read again only when one of them changed
+# (a file swapped for another, even an older one, has another inode or ctime).
+# Prints "CONFIG LOOKUPS OWN": the config's sum, one sum over its lookups files' ("none":
+# it has none), OWN_JSON's ("none": not given).
+define INPUT_SUMS_PY
+import hashlib, json, os, sys
+cache_path, config, own = sys.argv[1:4]
+try:
+    with open(cache_path) as f:
+        cache = json.load(f)
+except (OSError, ValueError):
+    cache = {}
+def digest(p):
+    try:
+        st = os.stat(p)
+    except OSError:
+        return "missing"
+    key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    full = os.path.abspath(p)
+    c = cache.get(full)
+    if isinstance(c, list) and len(c) == 2 and c[0] == key:
+        return c[1]
+    h = hashlib.sha256()
+    try:
+        with open(p, "rb") as f:
+            for b in iter(lambda: f.read(1 << 20), b""):
+                h.update(b)
+    except OSError:
+        return "missing"
+    cache[full] = [key, h.hexdigest()]
+    return h.hexdigest()
+files = []
+try:
+    with open(config) as f:
+        cfg = json.load(f)
+    for t in cfg.get("tables", []) if isinstance(cfg, dict) else []:
+        lk = t.get("lookups") if isinstance(t, dict) else None
+        if isinstance(lk, dict) and isinstance(lk.get("file"), str) and lk["file"] not in files:
+            files.append(lk["file"])
+except (OSError, ValueError, AttributeError):
+    pass
+lk = hashlib.sha256()
+for p in sorted(files):
+    lk.update(("%s=%s\n" % (p, digest(p if p.startswith("/") else os.path.join(os.path.dirname(config), p)))).encode())
+print(digest(config), lk.hexdigest() if files else "none", digest(own) if own else "none")
+try:
+    os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+    with open(cache_path + ".tmp", "w") as f:
+        json.dump(cache, f)
+    os.replace(cache_path + ".tmp", cache_path)
+except OSError:
+    pass
+endef
+QOWN := $(call sq,$(OWN_JSON))
+INPUT_SUMS := $(shell python3 -c $(call sq,$(INPUT_SUMS_PY)) $(D)/.input-sums.json $(QMODEL) $(QOWN))
+CONFIG_SUM  := $(word 1,$(INPUT_SUMS))
+LOOKUPS_SUM := $(word 2,$(INPUT_SUMS))
+OWN_SUM     := $(word 3,$(INPUT_SUMS))
+TORCHREC_REV := $(if $(TORCHREC_SRC),$(or $(shell git -C $(call sq,$(TORCHREC_SRC)) rev-parse HEAD 2>/dev/null),unknown))
+
+# $(call stamp,FILE,WORDS): $(D)/FILE holds the shell words WORDS, one a line, rewritten only
+# when they change (it then depends on FORCE): what depends on it is redone then, and only
+# then. Each stage depends on the stamps of exactly the knobs that decide it.
+.PHONY: FORCE
+define stamp_rule
+$(1):$(if $(shell printf '%s\n' $(2) | cmp -s - $(call sq,$(1)) 2>/dev/null || echo changed), FORCE)
+	@mkdir -p $$(@D)
+	@printf '%s\n' $(subst $$,$$$$,$(2)) > $$@.tmp && mv $$@.tmp $$@
+endef
+stamp = $(eval $(call stamp_rule,$(D)/$(1),$(2)))
+# $(call knobs,NAMES): each variable NAME as the word 'NAME=value'
+knobs = $(foreach k,$(1),$(call sq,$(k)=$($(k))))
+
+# what is measured over (ROW_CAP, BATCH as resolved) and with (WEIGHTS, OPTIMIZER): a change
+# redoes everything from the tables on
+$(call stamp,scale.txt,$(call sq,row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $(WTYPE_EFF) optimizer $(OPTIM_EFF)))
+# the communication charge (COMM_GBPS or COMM_MODEL): the plans and what follows them
+$(call stamp,comm.txt,$(call sq,$(COMM)))
+$(call stamp,knobs-tables.txt,$(call knobs,CONFIG_SUM LOOKUPS_SUM SEED))
+$(call stamp,knobs-features.txt,$(call knobs,ROW_PIECES SHARDS MEM_CAP))
+$(call stamp,knobs-costs.txt,$(call knobs,NCOST MAXT SEED SAMPLE_PIECES ROW_PIECES BENCH_OPTS BENCH_OMP DEVICE NGPU_N))
+$(call stamp,knobs-rows.txt,$(call knobs,BENCH_OPTS DEVICE))
+$(call stamp,knobs-model.txt,$(call knobs,SEED))
+$(call stamp,knobs-own.txt,$(call knobs,OWN_JSON OWN_SUM TORCHREC_SRC $(if $(TORCHREC_SRC),TORCHREC_REV PYTHON)))
+$(call stamp,knobs-plans.txt,$(call knobs,ALGS SPLIT_ALGS SPLIT_ROWS REPLICATE_ALGS MODEL_GATE SEED))
+$(call stamp,knobs-first.txt,$(call knobs,BENCH_OPTS DEVICE NGPU_N))
+$(call stamp,knobs-repaired.txt,$(call knobs,REPAIR_ALGS MODEL_GATE SEED))
+$(call stamp,knobs-measured.txt,$(call knobs,PASSES BENCH_OPTS DEVICE NGPU_N))
+$(call stamp,knobs-choice.txt,$(call knobs,TIE CONFIG_SUM))
+$(call stamp,knobs-report.txt,$(call knobs,MODEL CONFIG_SUM))
+
+# our planners' names (the registry, lib/records/planners.def): an imported plan labelled as
+# one of theirs (ALG, or ALG+...) would share a label with one of our candidates
+PLANNERS := $(shell sed -n 's/^AS_PLANNER.[A-Z_]*, *"\([^"]*\)".*/\1/p' lib/records/planners.def)
+# $(call own_labels,PLANS,WHERE): PLANS (imported) refused, and removed, when a plan's label
+# is one of our planners' (WHERE names the file)
+own_labels = $(BIN)/as-show -k plan $(1) | python3 -c 'import json, sys; \
+	  ours = sys.argv[2].split(); \
+	  bad = [r["alg"] for r in map(json.loads, sys.stdin) if str(r.get("alg")).split("+")[0] in ours]; \
+	  bad and sys.stderr.write("make plan: %s: its plan is labelled %s, as our planner %s labels its own plans: one of the candidates would share its label; label it as TorchRec'"'"'s own planner'"'"'s (\"alg\": \"torchrec-own\", as pipelines/torchrec_planner.py writes) or anything not starting with an algorithm'"'"'s name\n" % (sys.argv[1], bad[0], bad[0].split("+")[0])); \
+	  sys.exit(1 if bad else 0)' $(call sq,$(2)) '$(PLANNERS)' || { rm -f $(1); exit 1; }
 
 .PHONY: plan-run
 plan-run: $(D)/report.md $(D)/plan.json
@@ -152,66 +372,57 @@ plan-run: $(D)/report.md $(D)/plan.json
 	@echo
 	@echo "the chosen plan for TorchRec: $(D)/plan.json (pipelines/torchrec_plan.py loads it); all files under $(D)"
 
-# what is measured over (ROW_CAP, BATCH as resolved) and with (WEIGHTS, OPTIMIZER): rewritten
-# only when it changes, so that a change redoes everything from the tables on, and nothing
-# else does
-.PHONY: FORCE
-$(D)/scale.txt: FORCE
+$(D)/pool.ast: $(BIN)/as-convert $(D)/scale.txt $(D)/knobs-tables.txt
 	@mkdir -p $(D)
-	@echo "row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $(WTYPE_EFF) optimizer $(OPTIM_EFF)" | cmp -s - $@ || \
-	  echo "row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $(WTYPE_EFF) optimizer $(OPTIM_EFF)" > $@
+	@printf '%s%s\n' "== tables of " $(call sq,$(MODEL)$(if $(filter-out 0,$(BATCH_EFF)), (measured at a batch of $(BATCH_EFF))))
+	$(BIN)/as-convert --config $(QMODEL) $(if $(filter-out 0,$(BATCH_EFF)),--batch $(BATCH_EFF)) --seed $(SEED) -o $@
 
-# the communication charge (COMM_GBPS or COMM_MODEL): rewritten only when it changes, so that
-# a change redoes the plans and what follows them
-$(D)/comm.txt: FORCE
-	@mkdir -p $(D)
-	@echo "$(COMM)" | cmp -s - $@ || echo "$(COMM)" > $@
-
-$(D)/pool.ast: $(MODEL) $(BIN)/as-convert $(D)/scale.txt
-	@mkdir -p $(D)
-	@echo "== tables of $(MODEL)$(if $(filter-out 0,$(BATCH_EFF)), (measured at a batch of $(BATCH_EFF)))"
-	$(BIN)/as-convert --config $(MODEL) $(if $(filter-out 0,$(BATCH_EFF)),--batch $(BATCH_EFF)) --seed $(SEED) -o $@
-
-$(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
+$(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features $(D)/knobs-features.txt
 	@echo "== features and the model's task"
 	$(BIN)/as-features $< --model-task --row-pieces $(ROW_PIECES) $(TOPO) -o $@
 
 # every table must be measurable alone on the device: one that is not (too large for it)
-# stops here, named with why, rather than leaving its plans unmeasured
-$(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
+# stops here, named with why, rather than leaving its plans unmeasured; so does a dataset
+# without a reference level (stages.mk), which the measurements after it are corrected to
+$(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench $(D)/knobs-costs.txt
 	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items$(if $(FANOUT), on $(NGPU) GPUs)"
+	@python3 -c "$$OMP_POLICY_PY" $(call sq,$(BENCH_OMP)) > $(D)/costs-omp.txt || { rm -f $(D)/costs-omp.txt; exit 1; }
+	@sed -n 2p $(D)/costs-omp.txt
 	$(call cost_dataset,$<,$(D)/ft.ast,$@,make plan,$(ROWCAP_HINT))
 
 # how a capped table's cost changes with its rows, measured (with a row cap; else empty)
-$(D)/rows.md: $(D)/pool.ast $(D)/costs.ast
+$(D)/rows.md: $(D)/pool.ast $(D)/costs.ast $(D)/knobs-rows.txt
 	@echo "== $(if $(filter-out 0,$(CAP_EFF)),how the largest capped table's cost changes with its rows,rows: nothing capped)"
 ifneq ($(CAP_EFF),0)
-	pipelines/row-curve --tables $< --cap $(CAP_EFF) --bin $(BIN) --device $(DEVICE) \
+	$(BENCH_ENV) pipelines/row-curve --tables $< --cap $(CAP_EFF) --bin $(BIN) --device $(DEVICE) \
 	  --bench-opts "$(BENCH_OPTS) --weights-type $(WTYPE_EFF) --optimizer $(OPTIM_EFF)" -o $@
 else
 	: > $@
 endif
 
-$(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
+$(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit $(D)/knobs-model.txt
 	@echo "== cost model"
 	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
 
-# TorchRec's own planner's plan, where its source is at hand; else an empty file
-$(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan $(OWN_JSON)
-	@echo "== TorchRec's own planner$(if $(OWN_JSON), (its plan from $(OWN_JSON)),$(if $(TORCHREC_SRC),, (TORCHREC_SRC not set: left out)))"
+# TorchRec's own planner's plan, where its source is at hand; else an empty file. Its label
+# must not be one of our planners' (own_labels)
+$(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan $(D)/knobs-own.txt
+	@printf '%s%s\n' "== TorchRec's own planner" $(call sq,$(if $(OWN_JSON), (its plan from $(OWN_JSON)),$(if $(TORCHREC_SRC),, (TORCHREC_SRC not set: left out))))
 	rm -f $@.json $@.tmp
 ifneq ($(OWN_JSON),)
-	$(BIN)/as-plan --model $(D)/model.ast --import $(OWN_JSON) --plans-only $(D)/ft.ast -o $@.tmp
+	$(BIN)/as-plan --model $(D)/model.ast --import $(QOWN) --plans-only $(D)/ft.ast -o $@.tmp
+	$(call own_labels,$@.tmp,OWN_JSON $(OWN_JSON))
 	mv $@.tmp $@
 else ifneq ($(TORCHREC_SRC),)
-	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(TORCHREC_SRC) -o $@.json
+	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(call sq,$(TORCHREC_SRC)) -o $@.json
 	$(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp
+	$(call own_labels,$@.tmp,TorchRec's own planner's plan ($@.json))
 	mv $@.tmp $@
 else
 	: > $@
 endif
 
-$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(D)/comm.txt $(BIN)/as-plan
+$(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(D)/comm.txt $(BIN)/as-plan $(D)/knobs-plans.txt
 	@echo "== plans: $(ALGS) table-wise$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) with --split-tables, then with --refine)"
 	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
@@ -231,12 +442,12 @@ endif
 
 # the measured repair round: every candidate measured once, then REPAIR_ALGS's plans refined on
 # their measured costs (as-plan --repair: ALG+refine+measured), which join the candidates
-$(D)/first.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
+$(D)/first.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench $(D)/knobs-first.txt
 	@echo "== every candidate measured once, for the repair$(if $(FANOUT), on $(NGPU) GPUs)"
-	$(call as_bench_run,$(D)/pool.ast,--window 0 $(REF_LEVEL),$<,$@.tmp)
-	mv $@.tmp $@
+	$(call bench_logged,$(call as_bench_run,$(D)/pool.ast,--window 0 $(REF_LEVEL),$<,$@.tmp),$(D)/first-bench.txt)
+	mv $(D)/first-bench.txt.tmp $(D)/first-bench.txt && mv $@.tmp $@
 
-$(D)/repaired.ast: $(D)/first.ast $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan
+$(D)/repaired.ast: $(D)/first.ast $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan $(D)/knobs-repaired.txt
 	@echo "== measured repair: $(if $(REPAIR_ALGS),$(REPAIR_ALGS)'s plans refined on their measured costs,none (REPAIR_ALGS empty))"
 ifneq ($(REPAIR_ALGS),)
 	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(D)/model.ast $(MODEL_GATE) --repair $< --seed $(SEED) --plans-only $(D)/ft.ast -o $@.tmp
@@ -248,19 +459,20 @@ endif
 $(D)/candidates.ast: $(D)/plans.ast $(D)/repaired.ast
 	cat $^ > $@.tmp && mv $@.tmp $@
 
-$(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
+$(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench $(D)/knobs-measured.txt
 	@echo "== every candidate measured, the repaired ones with them, $(PASSES) passes$(if $(FANOUT), on $(NGPU) GPUs)"
 	$(call measure_plans,$(D)/pool.ast,$<,$@)
 
 # the candidates TorchRec can load (each exported and checked by torchrec_plan.py --check),
 # then the choice among them
-$(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipelines/plan_choose.py pipelines/torchrec_plan.py
+$(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipelines/plan_choose.py pipelines/torchrec_plan.py \
+  $(D)/comm.txt $(D)/knobs-choice.txt
 	@echo "== the choice"
 	$(BIN)/as-eval $(COMM) --format csv --table plans $< -o $@.comm.csv
 	$(BIN)/as-eval --comm-gbps 0 --format csv --table plans $< -o $@.kernel.csv
-	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv | while read -r a; do \
+	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv | while IFS= read -r a; do \
 	  $(BIN)/as-plan -q --export $< --task 0 --alg "=$$a" --format torchrec $(D)/ft.ast | \
-	    python3 pipelines/torchrec_plan.py --check --config $(MODEL) > /dev/null 2>&1 && echo "$$a"; \
+	    python3 pipelines/torchrec_plan.py --check --config $(QMODEL) > /dev/null 2>&1 && echo "$$a"; \
 	done > $@.loadable
 	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $@.loadable --out-alg $(D)/chosen.txt > $@.tmp
 	mv $@.tmp $@ && rm -f $@.comm.csv $@.kernel.csv $@.loadable
@@ -268,19 +480,69 @@ $(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipe
 $(D)/plan.json: $(D)/choice.md $(D)/measured.ast $(D)/ft.ast $(BIN)/as-plan
 	@echo "== the chosen plan in TorchRec's form"
 	$(BIN)/as-plan --export $(D)/measured.ast --task 0 --alg "=$$(cat $(D)/chosen.txt)" --format torchrec $(D)/ft.ast -o $@.tmp
-	python3 pipelines/torchrec_plan.py --check --config $(MODEL) $@.tmp > /dev/null
+	python3 pipelines/torchrec_plan.py --check --config $(QMODEL) $@.tmp > /dev/null
 	mv $@.tmp $@
 
-$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(D)/rows.md $(BIN)/as-eval
+# what as-bench said of the machine while it measured (its quiet-machine check, its noise
+# summary, the drift it corrected): loaded, the absolute times are not a quiet machine's
+define BENCH_NOTE_PY
+import re, sys
+try:
+    with open(sys.argv[1]) as f:
+        omp = f.read().split("\n")[1].strip()
+except (OSError, IndexError):
+    omp = ""
+stages = list(zip(sys.argv[2::2], sys.argv[3::2]))
+keep = re.compile(r"as-bench(\[[^]]*\])?: (warning: |noise: |drift: )")
+seen, loaded, found = [], False, 0
+for what, path in stages:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        continue
+    found += 1
+    for line in re.split(r"[\r\n]+", text):
+        m = keep.search(line)
+        if not m:
+            continue
+        line = line[m.start():].strip()
+        if "warning: " in line or "refused" in line:
+            loaded = True
+        seen.append((what, line))
+print("## How the machine was while measuring")
+print()
+if not found:
+    print("Not recorded: these measurements were made before make plan kept what as-bench said of the machine.")
+elif loaded:
+    print("**The machine looked loaded while measuring**: as-bench warned (below). The times in this report are absolute times on a busy machine, slower and noisier than a quiet one gives (other work on its cores stretched the kernels), and may not be what the plans cost on a quiet one; plans measured together share the load better than their absolute times do. Measure again on a quiet machine for absolute times (delete costs.ast in the run directory: everything from it is measured again).")
+else:
+    print("as-bench did not warn: its quiet-machine check found the machine quiet, and at most 10 % of the shards stayed noisy.")
+print()
+if omp:
+    print(omp + ".")
+    print()
+for what, line in seen:
+    print("- %s: `%s`" % (what, line.replace(chr(96), chr(39))))
+if found and not seen:
+    print("- (as-bench said nothing of the machine: measured with -q or --no-calibrate)")
+print()
+endef
+export BENCH_NOTE_PY
+
+$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(D)/rows.md $(BIN)/as-eval \
+  $(D)/comm.txt $(D)/scale.txt $(D)/knobs-report.txt
 	@echo "== report"
 	{ echo "# $(NAME): planned by its measured cost"; echo; \
-	  echo "Model config: $(MODEL); device: $$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
+	  printf 'Model config: %s; device: %s\n' $(QMODEL) "$$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
 	  echo; cat $(D)/choice.md; echo; \
 	  echo "## What this run measured"; echo; \
-	  python3 pipelines/plan_train.py --report $(MODEL) $(WTYPE_EFF) $(OPTIM_EFF); \
+	  python3 pipelines/plan_train.py --report $(QMODEL) $(WTYPE_EFF) $(OPTIM_EFF) || exit 1; \
 	  echo "## What this run approximated"; echo; \
-	  $(BIN)/as-show --kind features $(D)/ft.ast | python3 pipelines/plan_scale.py --report $(MODEL) $(CAP_EFF) $(BATCH_EFF); \
+	  $(BIN)/as-show --kind features $(D)/ft.ast | python3 pipelines/plan_scale.py --report $(QMODEL) $(CAP_EFF) $(BATCH_EFF) || exit 1; \
 	  cat $(D)/rows.md; echo; \
+	  python3 -c "$$BENCH_NOTE_PY" $(D)/costs-omp.txt "the cost dataset" $(D)/costs-bench.txt "the candidates measured once" $(D)/first-bench.txt \
+	    "the candidates measured in $(PASSES) passes" $(D)/measured-bench.txt; \
 	  $(BIN)/as-eval --comm-gbps 0 --format csv --table summary $(D)/measured.ast | python3 -c 'import csv, sys; \
 	    w = [r["alg"] for r in csv.DictReader(sys.stdin) if int(r.get("model_weak") or 0)]; \
 	    w and print("**The cost model is weak** (the verdict below says by how much): the plans of %s were placed with it; they are candidates like the others, and the choice above rests on their measurement, not on the model.\n" % ", ".join(w))'; \
@@ -296,3 +558,5 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	  $(BIN)/as-plan --export $(D)/measured.ast --task 0 --alg "=$$(cat $(D)/chosen.txt)" --format text $(D)/ft.ast; \
 	} > $@.tmp
 	mv $@.tmp $@
+
+endif

@@ -20,46 +20,193 @@ are the others, and the verdict names a faster plan TorchRec cannot load when th
 Prints the verdict as markdown (the chosen plan against TorchRec's planner (`torchrec`), TorchRec's
 own plan (`torchrec-own`, when measured) and the best table-wise plan, by how much, with and
 without the communication, and whether the measurement's passes agree) on standard output;
---out-alg FILE gets the chosen label alone. Exit 1 with a message on input it cannot use.
-Only the standard library.
+--out-alg FILE gets the chosen label alone.
+
+The tables are read as CSV (RFC 4180: a label holding a comma or a quote is a quoted field)
+and checked before anything is chosen: UTF-8 text, as-eval's columns (the per-pass ones,
+passes, balance_pass_lo, balance_pass_hi and max_ms_passes, only when the plans were measured
+in 2 passes or more: as-eval leaves them out for one pass), each row as many fields as the
+header, every figure a finite number or empty (not measured), as many per-pass figures as
+passes, labels without control characters. Exit 0 with the choice; 1 on input it cannot use
+(a missing or unreadable file, not as-eval's table), with one line `plan_choose: ...`; 2 on
+bad arguments; 3 when standard output or --out-alg FILE cannot be written. Only the standard
+library.
 """
 import csv
+import io
+import math
+import os
+import re
 import sys
 
+PROG = "plan_choose"
+MAX_BYTES = 64 << 20      # bytes of one CSV table or --loadable file
+NEED = ("task", "alg", "max_ms", "feasible", "balance")
+PASS_COLS = ("passes", "balance_pass_lo", "balance_pass_hi")
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
-def fail(msg):
-    sys.stderr.write("plan_choose: %s\n" % msg)
-    sys.exit(1)
+
+def _safe(s):
+    """s with its control characters escaped (\\n, \\x1b, \\u2028), for a message"""
+    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
+
+
+def say(msg):
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write("%s: %s\n" % (PROG, _safe(msg)))
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def fail(msg, code=1):
+    say(msg)
+    sys.exit(code)
+
+
+def usage(msg):
+    say(msg)
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write("usage: python3 pipelines/plan_choose.py MEASURED.csv KERNEL.csv [--tie F] "
+                             "[--loadable FILE] [--out-alg FILE] (--help for more)\n")
+        except (OSError, ValueError):
+            pass
+    sys.exit(2)
+
+
+def stdout_failed(e):
+    """standard output cannot be written: exit 3 (and no second error when Python flushes at exit)"""
+    say("standard output: %s" % (getattr(e, "strerror", None) or e))
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
+    sys.exit(3)
+
+
+def emit(text):
+    """text to standard output, flushed: exit 3 when it cannot be written (closed, full)"""
+    if sys.stdout is None:
+        stdout_failed("closed")
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:
+        stdout_failed(e)
+
+
+def read_text(path, what="a file"):
+    """the UTF-8 text of a file, or exit 1 saying why not"""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror or e))
+    if len(raw) > MAX_BYTES:
+        fail("%s: larger than %d bytes: not %s" % (path, MAX_BYTES, what))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail("%s: not UTF-8 text (byte %d): not %s" % (path, e.start + 1, what))
+
+
+def number(path, line, col, v, alg):
+    """a figure of as-eval's table: a finite number, or NaN for an empty field (not measured)"""
+    if v == "":
+        return float("nan")
+    try:
+        x = float(v)
+    except ValueError:
+        x = float("nan")
+    if not math.isfinite(x):
+        fail("%s: line %d (%s): %s '%s' is not a number" % (path, line, alg, col, v))
+    return x
+
+
+def label_bad(a):
+    """an empty label, or one with a control character (as-eval's labels never are: as_name_bad)"""
+    return not a or _CTRL.search(a) is not None
+
+
+TABLE = "as-eval's CSV plans table (as-eval --format csv --table plans)"
 
 
 def read(path):
+    """{alg: row} of as-eval's CSV plans table, each figure checked, or exit 1 naming what is wrong"""
+    text = read_text(path, TABLE)
+    rd = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail("%s: %s" % (path, e.strerror))
-    need = {"task", "alg", "max_ms", "feasible", "passes", "balance_pass_lo", "balance_pass_hi", "balance"}
-    if not rows or not need.issubset(rows[0].keys()):
-        fail("%s: not as-eval's CSV plans table (as-eval --format csv --table plans)" % path)
-    if len({r["task"] for r in rows}) != 1:
-        fail("%s: plans of several tasks: a model config's plans are of one task" % path)
+        rows = []
+        for rec in rd:
+            if rec:                     # (a blank line: none)
+                rows.append((rd.line_num, rec))
+    except csv.Error as e:
+        fail("%s: line %d: not CSV (%s): not %s" % (path, rd.line_num, e, TABLE))
+    if not rows:
+        fail("%s: empty: not %s" % (path, TABLE))
+    head = rows[0][1]
+    if len(set(head)) != len(head):
+        fail("%s: a column named twice in the header: not %s" % (path, TABLE))
+    miss = [c for c in NEED if c not in head]
+    if miss:
+        fail("%s: no column %s: not %s" % (path, ", ".join(miss), TABLE))
+    have_pass = [c for c in PASS_COLS if c in head]
+    if have_pass and len(have_pass) != len(PASS_COLS):
+        fail("%s: per-pass columns %s without %s: not %s" % (
+            path, ", ".join(have_pass), ", ".join(c for c in PASS_COLS if c not in head), TABLE))
+    if not have_pass and "max_ms_passes" in head:
+        fail("%s: a max_ms_passes column without passes: not %s" % (path, TABLE))
+    if len(rows) == 1:
+        fail("%s: no plan in the table (its header alone)" % path)
     out = {}
-    for r in rows:
-        if r["alg"] in out:
-            fail("%s: two plans labelled %s" % (path, r["alg"]))
-        try:
-            mx = float(r["max_ms"]) if r["max_ms"] else float("nan")
-        except ValueError:
-            fail("%s: %s: max_ms '%s' is not a number" % (path, r["alg"], r["max_ms"]))
-        passes = []
-        for v in (r.get("max_ms_passes") or "").split(";"):
-            try:
-                passes.append(float(v))
-            except ValueError:
-                passes = []
-                break
-        out[r["alg"]] = dict(r, max=mx, pmax=passes)
-    return out
+    task = None
+    for line, rec in rows[1:]:
+        if len(rec) != len(head):
+            fail("%s: line %d: %d fields, the header has %d (a label holding a comma must be quoted): not %s" % (
+                path, line, len(rec), len(head), TABLE))
+        r = dict(zip(head, rec))
+        alg = r["alg"]
+        if label_bad(alg):
+            fail("%s: line %d: plan label '%s': empty or a control character in it" % (path, line, alg))
+        if task is None:
+            task = r["task"]
+        elif r["task"] != task:
+            fail("%s: plans of several tasks (%s, %s): a model config's plans are of one task" % (path, task, r["task"]))
+        if alg in out:
+            fail("%s: line %d: two plans labelled %s" % (path, line, alg))
+        if r["feasible"] not in ("true", "false"):
+            fail("%s: line %d (%s): feasible '%s' is neither true nor false" % (path, line, alg, r["feasible"]))
+        row = dict(r, line=line, max=number(path, line, "max_ms", r["max_ms"], alg),
+                   bal=number(path, line, "balance", r["balance"], alg), npass=1, pmax=[],
+                   plo=float("nan"), phi=float("nan"))
+        if have_pass:
+            v = r["passes"]
+            if v == "":
+                n = 1
+            elif not re.fullmatch(r"[0-9]{1,6}", v):
+                fail("%s: line %d (%s): passes '%s' is not a count of passes" % (path, line, alg, v))
+            else:
+                n = int(v)
+            row["npass"] = max(n, 1)
+            row["plo"] = number(path, line, "balance_pass_lo", r["balance_pass_lo"], alg)
+            row["phi"] = number(path, line, "balance_pass_hi", r["balance_pass_hi"], alg)
+            mp = r.get("max_ms_passes", "")
+            if mp != "":
+                pm = [number(path, line, "max_ms_passes", x, alg) for x in mp.split(";")]
+                if any(x != x for x in pm) or len(pm) != n:
+                    fail("%s: line %d (%s): max_ms_passes '%s' is not %d numbers (passes %s) separated by ';'"
+                         % (path, line, alg, mp, n, v))
+                row["pmax"] = pm
+        out[alg] = row
+    return task, out
+
+
+def read_loadable(path):
+    """the labels of a --loadable file, one a line"""
+    text = read_text(path, "a file of plan labels, one a line")
+    return {l for l in text.split("\n") for l in [l.rstrip("\r")] if l}
 
 
 def simplicity(alg):
@@ -69,7 +216,12 @@ def simplicity(alg):
 
 
 def usable(r):
-    return r["feasible"] == "true" and r["max"] == r["max"] and r["max"] > 0
+    return r["feasible"] == "true" and math.isfinite(r["max"]) and r["max"] > 0
+
+
+def code(s):
+    """a label as markdown code: `s`, or `` s `` when it holds a backtick"""
+    return "`` %s ``" % s if "`" in s else "`%s`" % s
 
 
 def main(argv):
@@ -80,51 +232,56 @@ def main(argv):
     while i < len(args):
         a = args[i]
         if a in ("-h", "--help"):
-            sys.stdout.write(__doc__)
+            emit(__doc__)
             return 0
         if a in ("--tie", "--out-alg", "--loadable"):
             if i + 1 >= len(args):
-                sys.stderr.write("plan_choose: %s needs a value\n" % a)
-                return 2
+                usage("%s needs a value" % a)
+            v = args[i + 1]
             if a == "--tie":
                 try:
-                    tie = float(args[i + 1])
+                    tie = float(v)
                 except ValueError:
                     tie = -1
                 if not 0 <= tie <= 1:
-                    sys.stderr.write("plan_choose: --tie must be a fraction in [0, 1]\n")
-                    return 2
+                    usage("--tie must be a fraction in [0, 1]")
             elif a == "--loadable":
-                try:
-                    with open(args[i + 1]) as f:
-                        loadable = {l.strip() for l in f if l.strip()}
-                except OSError as e:
-                    fail("%s: %s" % (args[i + 1], e.strerror))
+                loadable = v
             else:
-                out_alg = args[i + 1]
+                if not v:
+                    usage("--out-alg needs a file name")
+                out_alg = v
             i += 2
             continue
+        if a.startswith("-") and a != "-":
+            usage("unknown option %s" % a)
         pos.append(a)
         i += 1
     if len(pos) != 2:
-        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
-        return 2
-    comm, kern = read(pos[0]), read(pos[1])
+        usage("two tables, MEASURED.csv and KERNEL.csv, not %d" % len(pos))
+    if sys.stdout is None:
+        stdout_failed("closed")
+    if loadable is not None:
+        loadable = read_loadable(loadable)
+    (t0, comm), (t1, kern) = read(pos[0]), read(pos[1])
     if set(comm) != set(kern):
-        fail("the two tables hold different plans")
+        fail("the two tables hold different plans (%s has %d, %s %d)" % (pos[0], len(comm), pos[1], len(kern)))
+    if t0 != t1:
+        fail("the two tables are of different tasks (%s, %s)" % (t0, t1))
     measured = [a for a in comm if usable(comm[a])]
     cand = [a for a in measured if loadable is None or a in loadable]
     if not cand:
         fail("no plan is feasible, measured on every rank%s" % ("" if loadable is None else " and loadable by TorchRec"))
     first = min(cand, key=lambda a: (comm[a]["max"], simplicity(a), a))
     best = comm[first]["max"]
+
     def held(a):
         """the fastest plan is faster than a in every pass"""
         f, o = comm[first]["pmax"], comm[a]["pmax"]
         return len(f) >= 2 and len(f) == len(o) and all(x < y for x, y in zip(f, o))
 
     within = [a for a in cand if comm[a]["max"] <= best * (1 + tie) or
-              (comm[first]["pmax"] and not held(a) and a != first)]
+              (len(comm[first]["pmax"]) >= 2 and not held(a) and a != first)]
     chosen = min(within, key=lambda a: (simplicity(a), comm[a]["max"], a))
     c = comm[chosen]
 
@@ -136,17 +293,20 @@ def main(argv):
             return None
         o = comm[other]
         k0, k1 = kern[chosen]["max"], kern[other]["max"]
-        return "- against %s (`%s`): %s with the communication (slowest rank %.4f against %.4f ms), " \
-               "%s on the kernel alone (%.4f against %.4f ms)." % (
-                   what, other, faster(o["max"] / c["max"]), c["max"], o["max"], faster(k1 / k0), k0, k1)
+        kernel = "%s on the kernel alone (%.4f against %.4f ms)" % (faster(k1 / k0), k0, k1) \
+            if k0 > 0 and k1 > 0 else "the kernel alone not measured for both"
+        return "- against %s (%s): %s with the communication (slowest rank %.4f against %.4f ms), %s." % (
+            what, code(other), faster(o["max"] / c["max"]), c["max"], o["max"], kernel)
 
-    lines = ["## The chosen plan: `%s`" % chosen, ""]
+    lines = ["## The chosen plan: %s" % code(chosen), ""]
+    k = kern[chosen]["max"]
     lines.append("Chosen on its measurement: the lowest slowest rank with the communication charged "
-                 "(%.4f ms; the kernel alone %.4f ms, balance %.1f %%)%s." % (
-                     c["max"], kern[chosen]["max"], 100 * float(c["balance"] or "nan"),
+                 "(%.4f ms; the kernel alone %s, balance %s)%s." % (
+                     c["max"], "%.4f ms" % k if math.isfinite(k) else "not measured",
+                     "%.1f %%" % (100 * c["bal"]) if math.isfinite(c["bal"]) else "n/a",
                      "" if comm[chosen]["max"] <= best else
-                     ", the simplest plan within %.0f %% of the fastest (`%s`, %.4f ms) or not beaten by it in "
-                     "every pass" % (100 * tie, first, best)))
+                     ", the simplest plan within %.0f %% of the fastest (%s, %.4f ms) or not beaten by it in "
+                     "every pass" % (100 * tie, code(first), best)))
     lines.append("")
     tw = [a for a in cand if simplicity(a) == 0 and not a.startswith("torchrec")]
     for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner")):
@@ -159,24 +319,28 @@ def main(argv):
             lines.append(vs(btw, "the best table-wise plan"))
     fastest = min(measured, key=lambda a: comm[a]["max"])
     if fastest not in cand and comm[fastest]["max"] < c["max"]:
-        lines.append("- `%s` measured %s (slowest rank %.4f ms) but TorchRec cannot load it (its row blocks are "
+        lines.append("- %s measured %s (slowest rank %.4f ms) but TorchRec cannot load it (its row blocks are "
                      "placed where TorchRec's row_wise cannot put them): not chosen."
-                     % (fastest, faster(c["max"] / comm[fastest]["max"]), comm[fastest]["max"]))
+                     % (code(fastest), faster(c["max"] / comm[fastest]["max"]), comm[fastest]["max"]))
     lines.append("")
-    try:
-        n = int(c["passes"] or 1)
-    except ValueError:
-        n = 1
-    if n >= 2:
+    if c["npass"] >= 2 and math.isfinite(c["plo"]) and math.isfinite(c["phi"]):
         lines.append("The plans were measured in %d passes made apart; the chosen plan's balance was %.1f-%.1f %% over them."
-                     % (n, 100 * float(c["balance_pass_lo"]), 100 * float(c["balance_pass_hi"])))
+                     % (c["npass"], 100 * c["plo"], 100 * c["phi"]))
     lines.append("Figures: measured kernel times; the communication is modelled (as-eval --comm-gbps), not measured.")
-    sys.stdout.write("\n".join(lines) + "\n")
+    emit("\n".join(lines) + "\n")
     if out_alg:
-        with open(out_alg, "w") as f:
-            f.write(chosen + "\n")
+        try:
+            with open(out_alg, "w", encoding="utf-8") as f:
+                f.write(chosen + "\n")
+        except OSError as e:
+            fail("--out-alg %s: %s" % (out_alg, e.strerror or e), 3)
     return 0
 
 
 if __name__ == "__main__":
+    for _f in (sys.stdout, sys.stderr):       # a label never stops a message or the verdict
+        try:
+            _f.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
     sys.exit(main(sys.argv))

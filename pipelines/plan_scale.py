@@ -16,24 +16,70 @@ approximated; on the CPU (--device cpu, or auto without a GPU):
     lookups per iteration (batch x the tables' pooling factors) are at most 2,097,152, a
     multiple of the world size; the memory model keeps the config's batch.
 A CPU with 2 cores measures ~20 M lookups a second (fwd + bwd + SGD at dim 128): the
-DLRM-DCNv2 config's 14 M lookups a batch would take hours for a cost dataset. Exit 1 with a
-message on a config it cannot read, 2 on bad arguments. Only the standard library.
+DLRM-DCNv2 config's 14 M lookups a batch would take hours for a cost dataset. The config's
+sizes are read as as-convert reads them: world_size, batch_size_per_rank, num_embeddings and
+embedding_dim JSON integers of at least 1, pooling_factor a finite number >= 0 (1 when not
+given); anything else (1e400, NaN, 64.5, a string) is a config it cannot read. Exit 1 with one
+line on a config it cannot read, 2 on bad arguments, 3 when standard output cannot be written.
+Only the standard library.
 
 --report: the paragraph make plan's report opens its "What this run approximated" section
 with, from the resolved CAP and BATCH (0: none, the config's) and the features' records
-(as-show --kind features: the tables' names and rows).
+(as-show --kind features: the tables' names and rows), one JSON object a line on standard
+input; exit 1 naming the line on input it cannot use.
 """
 import json
+import math
+import os
+import re
 import sys
 
+PROG = "plan_scale"
 CAP_ROWS = 1048576
 CAP_ABOVE_BYTES = 1 << 30
 MAX_LOOKUPS = 2097152
+MAX_BYTES = 64 << 20      # a config's bytes at most (as-convert's MCFG_MAX_FILE); a line of features
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _safe(s):
+    """s with its control characters escaped, for a message or the report"""
+    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
+
+
+def say(msg):
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write("%s: %s\n" % (PROG, _safe(msg)))
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def usage(msg):
-    sys.stderr.write("plan_scale: %s\n" % msg)
+    say(msg)
     sys.exit(2)
+
+
+def fail(msg, code=1):
+    say(msg)
+    sys.exit(code)
+
+
+def emit(text):
+    """text to standard output, flushed: exit 3 when it cannot be written (closed, full)"""
+    try:
+        if sys.stdout is None:
+            raise OSError("closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:
+        say("standard output: %s" % (getattr(e, "strerror", None) or e))
+        try:                             # no second error when Python flushes at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        except OSError:
+            pass
+        sys.exit(3)
 
 
 def value(arg, name, none_word):
@@ -41,56 +87,171 @@ def value(arg, name, none_word):
         return None
     if arg == none_word or arg == "none":
         return 0
-    try:
-        v = int(arg)
-    except ValueError:
+    if not re.fullmatch(r"[0-9]{1,18}", arg):
         usage("%s: '%s' is not a number, auto or %s" % (name, arg, none_word))
+    v = int(arg)
     if v < 1:
         usage("%s: '%s' is not a number above 0" % (name, arg))
     return v
 
 
+class Bad(ValueError):
+    """a config or a record that cannot be used"""
+
+
+def _no_constant(c):
+    raise ValueError("%s is not JSON" % c)
+
+
+def _finite(s):
+    v = float(s)
+    if not math.isfinite(v):
+        raise ValueError("number %s out of range (beyond a double)" % s[:40])
+    return v
+
+
+def parse(text):
+    """one JSON document, strictly: no NaN / Infinity, no number beyond a double"""
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise Bad("not JSON: nested too deeply") from None
+    except ValueError as e:
+        raise Bad("not JSON: %s" % e) from None
+
+
+def _show(v):
+    if isinstance(v, dict):
+        return "an object"
+    if isinstance(v, list):
+        return "an array"
+    return json.dumps(v)[:60]
+
+
+def integer(d, key, where, lo=1, default=None):
+    """d[key]: a JSON integer >= lo (as-convert's get_int: 64.0 and 1e3 are not integers)"""
+    if key not in d and default is not None:
+        return default
+    if key not in d:
+        raise Bad("%s%s: missing (required)" % (where, key))
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise Bad("%s%s: must be an integer of at least %d, not %s" % (where, key, lo, _show(v)))
+    return v
+
+
+def config(path):
+    """(batch, world, the largest table's fp16 bytes, the pooling factors' sum) of a model
+    config, or Bad saying what is wrong"""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise Bad(e.strerror or str(e)) from None
+    if len(raw) > MAX_BYTES:
+        raise Bad("larger than %d bytes" % MAX_BYTES)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Bad("not UTF-8 text (byte %d)" % (e.start + 1)) from None
+    c = parse(text)
+    if not isinstance(c, dict):
+        raise Bad("the config must be a JSON object, not %s" % _show(c))
+    topo, tables = c.get("topology"), c.get("tables")
+    if not isinstance(topo, dict):
+        raise Bad("topology: %s" % ("missing (required)" if topo is None else "must be an object, not " + _show(topo)))
+    world = integer(topo, "world_size", "topology: ")
+    batch = integer(topo, "batch_size_per_rank", "topology: ") * world
+    if not isinstance(tables, list) or not tables:
+        raise Bad("tables: %s" % ("missing (required)" if tables is None else "must be an array of 1 or more tables, "
+                                  "not " + ("an empty one" if tables == [] else _show(tables))))
+    big, pooling = 0, 0.0
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict):
+            raise Bad("table %d: must be an object, not %s" % (i, _show(t)))
+        where = "table %d%s: " % (i, " (%s)" % json.dumps(t["name"]) if isinstance(t.get("name"), str) else "")
+        big = max(big, integer(t, "num_embeddings", where) * integer(t, "embedding_dim", where) * 2)
+        p = t.get("pooling_factor", 1)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1e300:
+            raise Bad("%spooling_factor: must be a number of at least 0, not %s" % (where, _show(p)))
+        pooling += p
+    return batch, world, big, pooling
+
+
 def report(argv):
     if len(argv) != 5:
         usage("--report CONFIG CAP BATCH")
+    for a, name in ((argv[3], "CAP"), (argv[4], "BATCH")):
+        if not re.fullmatch(r"[0-9]{1,18}", a):
+            usage("--report: %s '%s' is not a number (0: none)" % (name, a))
     cfg, cap, b = argv[2], int(argv[3]), int(argv[4])
+    if sys.stdin is None:
+        fail("standard input: closed (the features' records: as-show --kind features)")
     tabs = []
-    for line in sys.stdin:
-        r = json.loads(line)
-        if r.get("kind") == "features" and r.get("piece") is None:
-            tabs.append((r.get("name") or "t%d" % r["id"], int(r["rows"]), int(r.get("dim") or 0)))
+    n = 0
     try:
-        with open(cfg) as f:
-            topo = json.load(f)["topology"]
-        batch = int(topo["batch_size_per_rank"]) * int(topo["world_size"])
-    except (OSError, ValueError, KeyError, TypeError):
-        batch = 0
-    said = False
+        while True:
+            raw = sys.stdin.buffer.readline(MAX_BYTES + 1)
+            if not raw:
+                break
+            n += 1
+            where = "standard input: line %d: " % n
+            if len(raw) > MAX_BYTES:
+                raise Bad("%slonger than %d bytes" % (where, MAX_BYTES))
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise Bad("%snot UTF-8 text (byte %d)" % (where, e.start + 1)) from None
+            if not line.strip():
+                continue
+            try:
+                r = parse(line)
+            except Bad as e:
+                raise Bad(where + str(e)) from None
+            if not isinstance(r, dict):
+                raise Bad("%snot a record (a JSON object) but %s" % (where, _show(r)))
+            if r.get("kind") != "features" or r.get("piece") is not None:
+                continue
+            name = r.get("name")
+            if name is None:
+                name = "t%d" % integer(r, "id", where, lo=0)
+            elif not isinstance(name, str) or not name:
+                raise Bad("%sname: must be a non-empty string, not %s" % (where, _show(name)))
+            rows = integer(r, "rows", where)
+            tabs.append((name, rows))
+    except OSError as e:
+        fail("standard input: cannot read: %s" % (e.strerror or e))
+    except Bad as e:
+        fail(str(e))
+    try:
+        batch = config(cfg)[0]
+    except Bad as e:
+        fail("%s: cannot read the config (%s)" % (cfg, e))
+    lines = []
     if cap:
         big = [t for t in tabs if t[1] > cap]
-        print("- **Rows capped at %d** (as-bench --row-cap; ROW_CAP): %d table%s above it, %s, and their pieces above "
-              "it were measured over %d rows, their lookups' distinct rows spread over them in order (which lookups "
-              "share a row kept); the features, the memory model and the plans keep every row. How such a table's cost "
-              "changes with its rows, measured below, says how far the capped costs are from the whole tables'." %
-              (cap, len(big), "" if len(big) == 1 else "s",
-               ", ".join("%s (%d rows)" % (n, r) for n, r, d in big) or "none", cap))
-        said = True
+        lines.append("- **Rows capped at %d** (as-bench --row-cap; ROW_CAP): %d table%s above it, %s, and their pieces "
+                     "above it were measured over %d rows, their lookups' distinct rows spread over them in order (which "
+                     "lookups share a row kept); the features, the memory model and the plans keep every row. How such a "
+                     "table's cost changes with its rows, measured below, says how far the capped costs are from the "
+                     "whole tables'." %
+                     (cap, len(big), "" if len(big) == 1 else "s",
+                      ", ".join("%s (%d rows)" % (_safe(n), r) for n, r in big) or "none", cap))
     if b:
-        print("- **Measured at a batch of %d** (BATCH), not the config's %d: every table's lookups are those of %d "
-              "samples, so the costs are about %.3gx the config's batch's. The memory model keeps the config's batch; "
-              "the communication is modelled at the measured batch (the ids and pooled outputs scale with it, the "
-              "all-reduce of data-parallel tables does not, so it weighs %.3gx more against the kernels than at the "
-              "config's batch)." % (b, batch, b, b / batch if batch else float("nan"), batch / b if batch else float("nan")))
-        said = True
-    if not said:
-        print("Nothing: every table was measured whole, at the config's batch.")
-    print()
+        lines.append("- **Measured at a batch of %d** (BATCH), not the config's %d: every table's lookups are those of %d "
+                     "samples, so the costs are about %.3gx the config's batch's. The memory model keeps the config's "
+                     "batch; the communication is modelled at the measured batch (the ids and pooled outputs scale with "
+                     "it, the all-reduce of data-parallel tables does not, so it weighs %.3gx more against the kernels "
+                     "than at the config's batch)." % (b, batch, b, b / batch, batch / b))
+    if not lines:
+        lines.append("Nothing: every table was measured whole, at the config's batch.")
+    emit("\n".join(lines) + "\n\n")
     return 0
 
 
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
-        sys.stdout.write(__doc__)
+        emit(__doc__)
         return 0
     if argv[1] == "--report":
         return report(argv)
@@ -100,26 +261,20 @@ def main(argv):
             usage("unknown option or missing value: %s" % argv[i])
         opts[argv[i]] = argv[i + 1]
         i += 2
-    try:
-        with open(cfg) as f:
-            c = json.load(f)
-        topo = c["topology"]
-        tables = c["tables"]
-        batch = int(topo["batch_size_per_rank"]) * int(topo["world_size"])
-        world = int(topo["world_size"])
-        big = max(int(t["num_embeddings"]) * int(t["embedding_dim"]) * 2 for t in tables)
-        pooling = sum(float(t.get("pooling_factor", 1)) for t in tables)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.stderr.write("plan_scale: %s: cannot read the config (%s)\n" % (cfg, e))
-        return 1
-    try:
-        ngpu = int(opts["--ngpu"] or 0)
-    except ValueError:
-        ngpu = 0
-    dev = opts["--device"]
-    cpu = dev == "cpu" or (dev == "auto" and ngpu == 0)
+    ng = opts["--ngpu"]
+    if ng and not re.fullmatch(r"[0-9]{1,6}", ng):
+        usage("--ngpu: '%s' is not a count of GPUs" % ng)
     cap = value(opts["--row-cap"], "ROW_CAP", "none")
     b = value(opts["--batch"], "BATCH", "config")
+    if sys.stdout is None:
+        emit("")                         # exit 3: nowhere to say the values
+    try:
+        batch, world, big, pooling = config(cfg)
+    except Bad as e:
+        fail("%s: cannot read the config (%s)" % (cfg, e))
+    ngpu = int(ng or 0)
+    dev = opts["--device"]
+    cpu = dev == "cpu" or (dev == "auto" and ngpu == 0)
     if cap is None:
         cap = CAP_ROWS if cpu and big > CAP_ABOVE_BYTES else 0
     if b is None:
@@ -129,7 +284,7 @@ def main(argv):
             while m * pooling > MAX_LOOKUPS and m // 2 >= world and (m // 2) % world == 0:
                 m //= 2
             b = m if m != batch else 0
-    print(cap, b)
+    emit("%d %d\n" % (cap, b))
     return 0
 
 

@@ -15,59 +15,190 @@ weights, Adagrad, Adam) have run on a GPU (docs/GPU.md): config asks for them. T
 config's optimizer maps onto the kernels': sgd and exact_sgd to sgd, rowwise_adagrad and
 exact_rowwise_adagrad to exact_rowwise_adagrad, adam to adam; another (adagrad,
 exact_adagrad, partial_rowwise_adam) is exit 3 naming what to give instead, as is a table of
-int8, int4 or int2 weights; a config it cannot read exit 1 (as-convert says what is wrong with
-it); exit 2 on bad arguments. Only the standard library.
+int8, int4 or int2 weights, and (--weights config) tables of more than one type: a cost model
+is fitted on the costs of one kind of kernel (as-costfit refuses a cost dataset of several), so
+such a model is refused before anything is measured, saying to give one type (WEIGHTS=fp32,
+fp16 or bf16). The config's data_type and optimizer are read as as-convert reads them (lib/data/
+modelcfg.c): strings, in any case ("FP32", "SGD"); data_type fp32 when not given, optimizer sgd.
+A config it cannot read, or one as-convert would refuse for these fields (not JSON, no
+topology or tables, a data_type or optimizer that is not a string or not a known name), is
+exit 1 with one line saying what is wrong; exit 2 on bad arguments; 3 also when standard
+output cannot be written. Only the standard library.
 
---report: the paragraph make plan's report gives what was measured, from the resolved values.
+--report: the paragraph make plan's report gives what was measured, from the resolved values
+(WEIGHTS: fp16, fp32, bf16 or tables; OPTIMIZER: sgd, exact_rowwise_adagrad or adam).
 """
 import json
+import math
+import os
+import re
 import sys
 
+PROG = "plan_train"
 KERNEL_OPT = {"sgd": "sgd", "exact_sgd": "sgd", "rowwise_adagrad": "exact_rowwise_adagrad",
               "exact_rowwise_adagrad": "exact_rowwise_adagrad", "adam": "adam"}
 TYPES = ("fp16", "fp32", "bf16")
 WORDS = {"sgd": "exact SGD", "exact_rowwise_adagrad": "exact row-wise Adagrad (one fp32 state per row)",
          "adam": "Adam (two fp32 moments per weight)"}
+# what as-convert accepts (lib/data/modelcfg.c: dtypes[], optimizers[]; case-insensitive, ASCII)
+DTYPES = ("fp32", "fp16", "bf16", "int8", "int4", "int2")
+OPTIMIZERS = ("sgd", "exact_sgd", "adam", "partial_rowwise_adam", "adagrad", "exact_adagrad", "rowwise_adagrad",
+              "exact_rowwise_adagrad")
+MAX_BYTES = 64 << 20      # a config's bytes at most (as-convert's MCFG_MAX_FILE)
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _safe(s):
+    """s with its control characters escaped, for a message"""
+    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
+
+
+def say(msg):
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write("%s: %s\n" % (PROG, _safe(msg)))
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def usage(msg):
-    sys.stderr.write("plan_train: %s\n" % msg)
+    say(msg)
     sys.exit(2)
 
 
 def fail(msg, code=1):
-    sys.stderr.write("plan_train: %s\n" % msg)
+    say(msg)
     sys.exit(code)
 
 
-def load(path):
+def emit(text):
+    """text to standard output, flushed: exit 3 when it cannot be written (closed, full)"""
     try:
-        with open(path) as f:
-            cfg = json.load(f)
-        return cfg.get("topology", {}).get("optimizer", "sgd"), [t.get("data_type", "fp32") for t in cfg["tables"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        fail("%s: %s" % (path, e))
+        if sys.stdout is None:
+            raise OSError("closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:
+        say("standard output: %s" % (getattr(e, "strerror", None) or e))
+        try:                             # no second error when Python flushes at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        except OSError:
+            pass
+        sys.exit(3)
+
+
+def _lower(s):
+    """ASCII lower case, as strcasecmp compares"""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in s)
+
+
+def _show(v):
+    """a JSON value as a message shows it: short, on one line"""
+    if isinstance(v, dict):
+        return "an object"
+    if isinstance(v, list):
+        return "an array"
+    return json.dumps(v)[:60]
+
+
+def _enum(where, d, key, names, default, maxlen):
+    """d[key] as as-convert's get_enum reads it: absent the default; a string of at most
+    maxlen bytes without NUL, one of names in any (ASCII) case; stored lower case"""
+    if key not in d:
+        return default
+    v = d[key]
+    if not isinstance(v, str):
+        fail("%s%s: must be a string, not %s" % (where, key, _show(v)))
+    if "\0" in v or len(v.encode("utf-8", "surrogatepass")) > maxlen:
+        fail("%s%s: unknown value %s (one of %s)" % (where, key, _show(v), ", ".join(names)))
+    lv = _lower(v)
+    if lv not in names:
+        fail("%s%s: unknown value %s (one of %s)" % (where, key, _show(v), ", ".join(names)))
+    return lv
+
+
+def _no_constant(c):
+    raise ValueError("%s is not JSON" % c)
+
+
+def _finite(s):
+    v = float(s)
+    if not math.isfinite(v):
+        raise ValueError("number %s out of range (beyond a double)" % s[:40])
+    return v
+
+
+def load(path):
+    """(the config's optimizer, [each table's data_type]), both lower case, or exit 1 saying
+    what is wrong with the config"""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror or e))
+    if len(raw) > MAX_BYTES:
+        fail("%s: larger than %d bytes" % (path, MAX_BYTES))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail("%s: not UTF-8 text (byte %d)" % (path, e.start + 1))
+    try:
+        cfg = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        fail("%s: not JSON: nested too deeply" % path)
+    except ValueError as e:
+        fail("%s: not JSON: %s" % (path, e))
+    if not isinstance(cfg, dict):
+        fail("%s: the config must be a JSON object, not %s" % (path, _show(cfg)))
+    topo = cfg.get("topology")
+    if topo is None:
+        fail("%s: topology: missing (required)" % path)
+    if not isinstance(topo, dict):
+        fail("%s: topology: must be an object, not %s" % (path, _show(topo)))
+    opt = _enum("%s: topology: " % path, topo, "optimizer", OPTIMIZERS, "sgd", 63)
+    tables = cfg.get("tables")
+    if tables is None:
+        fail("%s: tables: missing (required)" % path)
+    if not isinstance(tables, list) or not tables:
+        fail("%s: tables: must be an array of tables, not %s" % (path, "an empty one" if tables == [] else _show(tables)))
+    types = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict):
+            fail("%s: table %d: must be an object, not %s" % (path, i, _show(t)))
+        name = t.get("name")
+        where = "%s: table %d%s: " % (path, i, " (%s)" % json.dumps(name) if isinstance(name, str) else "")
+        types.append(_enum(where, t, "data_type", DTYPES, "fp32", 15))
+    return opt, types
 
 
 def report(argv):
     if len(argv) != 5:
         usage("--report CONFIG WEIGHTS OPTIMIZER")
-    opt, types = load(argv[2])
     w, o = argv[3], argv[4]
+    if w != "tables" and w not in TYPES:
+        usage("--report: WEIGHTS '%s' is not fp16, fp32, bf16 or tables" % w)
+    if o not in WORDS:
+        usage("--report: OPTIMIZER '%s' is not sgd, exact_rowwise_adagrad or adam" % o)
+    opt, types = load(argv[2])
     kinds = sorted(set(types))
     weights = "each table's weights in its config's type (%s)" % ", ".join(kinds) if w == "tables" else "%s weights" % w
-    print("Measured training: %s, updated by %s (as-bench --weights-type %s --optimizer %s; lib/kernels/ebopt.h)." %
-          (weights, WORDS[o], w, o))
+    lines = ["Measured training: %s, updated by %s (as-bench --weights-type %s --optimizer %s; lib/kernels/ebopt.h)." %
+             (weights, WORDS[o], w, o)]
     trains = KERNEL_OPT.get(opt, opt)
     if (w != "tables" and set(types) != {w}) or trains != o:
-        print("The model trains %s weights with %s: these costs are not of its own kernel (WEIGHTS or OPTIMIZER "
-              "given, or a GPU, where `make plan` measures fp16 with SGD until the typed CUDA kernels have run on a "
-              "GPU: WEIGHTS=config OPTIMIZER=config measures the model's with them; on the CPU `make plan` measures "
-              "the model's by default)." % ("/".join(kinds), opt))
-    print()
+        lines.append("The model trains %s weights with %s: these costs are not of its own kernel (WEIGHTS or OPTIMIZER "
+                     "given, or a GPU, where `make plan` measures fp16 with SGD until the typed CUDA kernels have run on "
+                     "a GPU: WEIGHTS=config OPTIMIZER=config measures the model's with them; on the CPU `make plan` "
+                     "measures the model's by default)." % ("/".join(kinds), opt))
+    emit("\n".join(lines) + "\n\n")
+    return 0
 
 
 def main(argv):
+    if len(argv) > 1 and argv[1] in ("-h", "--help"):
+        emit(__doc__)
+        return 0
     if len(argv) > 1 and argv[1] == "--report":
         return report(argv)
     if len(argv) < 2 or argv[1].startswith("--"):
@@ -79,14 +210,20 @@ def main(argv):
             usage("unknown option or missing value: %s" % argv[i])
         opts[argv[i]] = argv[i + 1]
         i += 2
-    try:
-        ngpu = int(opts["--ngpu"] or 0)
-    except ValueError:
-        ngpu = 0
+    ng = opts["--ngpu"]
+    if ng and not re.fullmatch(r"[0-9]{1,6}", ng):
+        usage("--ngpu: '%s' is not a count of GPUs" % ng)
+    ngpu = int(ng or 0)
     dev = opts["--device"]
     gpu = dev.startswith("cuda") or (dev == "auto" and ngpu > 0)
-    opt, types = load(argv[1])
     w, o = opts["--weights"], opts["--optimizer"]
+    if w not in TYPES + ("config", "auto"):
+        usage("--weights: '%s' is not fp16, fp32, bf16, config or auto" % w)
+    if o not in tuple(WORDS) + ("config", "auto"):
+        usage("--optimizer: '%s' is not sgd, exact_rowwise_adagrad, adam, config or auto" % o)
+    if sys.stdout is None:
+        emit("")                         # exit 3: nowhere to say the values
+    opt, types = load(argv[1])
     if w == "auto":
         w = "fp16" if gpu else "config"
     if o == "auto":
@@ -96,18 +233,20 @@ def main(argv):
         if bad:
             fail("%s: tables of %s weights: the kernels measure fp32, fp16 and bf16 (give WEIGHTS=fp16|fp32|bf16)" %
                  (argv[1], ", ".join(bad)), 3)
+        kinds = sorted(set(types))
+        if len(kinds) > 1:
+            fail("%s: tables of %d weight types (%s): a cost model fits the costs of one (as-costfit), so the "
+                 "model cannot be measured in its own types: give WEIGHTS=fp32, fp16 or bf16 to measure every table "
+                 "in that one" % (argv[1], len(kinds), ", ".join(kinds)), 3)
         w = "tables"
-    elif w not in TYPES:
-        usage("--weights: '%s' is not fp16, fp32, bf16, config or auto" % w)
     if o == "config":
         if opt not in KERNEL_OPT:
             fail("%s: its optimizer %s is not among the kernels' (sgd, exact_rowwise_adagrad, adam): give "
                  "OPTIMIZER= one of them" % (argv[1], opt), 3)
         o = KERNEL_OPT[opt]
-    elif o not in WORDS:
-        usage("--optimizer: '%s' is not sgd, exact_rowwise_adagrad, adam, config or auto" % o)
-    print(w, o)
+    emit("%s %s\n" % (w, o))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    sys.exit(main(sys.argv))

@@ -1,7 +1,12 @@
 # stages.mk - the recipes the demo (demo.mk) and `make plan` (plan.mk) share: one cost-dataset
 # recipe and one measurement recipe, each on the GPUs in parallel (pipelines/bench-fanout,
 # GNU parallel) where there are several, else as-bench on DEVICE. Included by both; they set
-# BIN, DEVICE, BENCH_OPTS, PROGRESS, PASSES, SEED, NCOST, MAXT, PIECE_OPTS and REF_LEVEL.
+# BIN, DEVICE, BENCH_OPTS, PROGRESS, PASSES, SEED, NCOST, MAXT, PIECE_OPTS and REF_LEVEL, and
+# may set BENCH_ENV (a prefix of the measuring runs' commands, e.g. plan.mk's env setting the
+# OpenMP wait policy).
+# Each measuring run's standard error is shown as it comes and kept beside its output, OUT's
+# name with -bench.txt for .ast (what as-bench said of the machine: its quiet-machine check,
+# noise and drift), written with it.
 
 # GPUs on this host; more than one: the shards are fanned out over them
 NGPU   ?= $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
@@ -10,27 +15,39 @@ FANOUT := $(shell test "$(NGPU)" -gt 1 2>/dev/null && echo yes)
 # $(call as_bench_run,TABLES,OPTIONS,INPUT,OUT): as-bench over INPUT (empty: a sample) into OUT,
 # fanned out over the GPUs with FANOUT
 # (BENCH_EXTRA: options the including file adds, e.g. plan.mk's --row-cap)
-as_bench_run = $(if $(FANOUT),pipelines/bench-fanout --tables $(1) --devices gpu -o $(4) $(3) -- $(2) $(BENCH_OPTS) $(BENCH_EXTRA),$(BIN)/as-bench --tables $(1) --device $(DEVICE) $(2) $(BENCH_OPTS) $(BENCH_EXTRA) $(PROGRESS) $(3) -o $(4))
+BENCH_ENV ?=
+as_bench_run = $(BENCH_ENV) $(if $(FANOUT),pipelines/bench-fanout --tables $(1) --devices gpu -o $(4) $(3) -- $(2) $(BENCH_OPTS) $(BENCH_EXTRA),$(BIN)/as-bench --tables $(1) --device $(DEVICE) $(2) $(BENCH_OPTS) $(BENCH_EXTRA) $(PROGRESS) $(3) -o $(4))
+
+# $(call bench_logged,COMMAND,LOG): COMMAND with its standard error (and output) shown as it
+# comes and kept in LOG.tmp; its exit status kept (LOG.rc meanwhile), and on failure no
+# LOG.tmp left
+bench_logged = { { $(1); echo $$? > $(2).rc; } 2>&1 | tee $(2).tmp >&2; }; \
+	r=$$(cat $(2).rc 2>/dev/null || echo 1); rm -f $(2).rc; [ "$$r" = 0 ] || { rm -f $(2).tmp; exit $$r; }
 
 # $(call cost_dataset,TABLES,FEATURES,OUT,WHO[,HINT]): every table alone, then NCOST drawn shards
 # of 1..MAXT items (pieces too: PIECE_OPTS); a table the device could not measure alone stops
 # it, named (by its name in FEATURES) with what to do (and HINT) in lines that start "WHO: ",
-# nothing written
+# nothing written. With REF_LEVEL (the measurements after it corrected to its reference
+# level), so does a dataset without one (its reference shard never measured quiet, on a busy
+# machine): kept, every later measurement would fail on it; not kept, the next run measures
+# it again
 define cost_dataset
-	$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS),,$(3).tmp)
+	$(call bench_logged,$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS),,$(3).tmp),$(basename $(3))-bench.txt)
 	{ $(BIN)/as-show --kind features $(2); $(BIN)/as-show --kind cost $(3).tmp; } | python3 -c 'import json, sys; \
 	  rs = [json.loads(l) for l in sys.stdin]; \
 	  names = {r["id"]: r.get("name") or "t%d" % r["id"] for r in rs if r["kind"] == "features" and r.get("piece") is None}; \
 	  bad = [r for r in rs if r["kind"] == "cost" and r.get("origin") == "single" and r.get("error")]; \
 	  [sys.stderr.write("$(4): table %s could not be measured alone on this device: %s\n" % (names.get(r["tables"][0], r["tables"][0]), r["error"])) for r in bad]; \
 	  bad and sys.stderr.write("$(4): its plans could not be measured; measure on a device with the memory (DEVICE=cuda on a GPU that holds the table) or give as-bench more (--max-mem in BENCH_OPTS)$(if $(5),$(comma) $(5))\n"); \
-	  sys.exit(1 if bad else 0)' || { rm -f $(3).tmp; exit 1; }
-	mv $(3).tmp $(3)
+	  noref = $(if $(REF_LEVEL),not bad and not any(isinstance(r.get("reference"), dict) and r["reference"].get("level_ms") for r in rs if r["kind"] == "cost"),False); \
+	  noref and sys.stderr.write("$(4): the cost dataset has no reference level (its reference shard never measured quiet: the machine looks busy), which the measurements after it are corrected to; not kept: run again to measure it again, on a quieter machine\n"); \
+	  sys.exit(1 if bad or noref else 0)' || { rm -f $(3).tmp $(basename $(3))-bench.txt.tmp; exit 1; }
+	mv $(basename $(3))-bench.txt.tmp $(basename $(3))-bench.txt && mv $(3).tmp $(3)
 endef
 
 # $(call measure_plans,TABLES,PLANS,OUT): every shard of every plan, and every piece of the
 # split plans alone (their floor), in PASSES passes made apart, on the cost dataset's scale
 define measure_plans
-	$(call as_bench_run,$(1),--piece-singles --passes $(PASSES) --window 0 $(REF_LEVEL),$(2),$(3).tmp)
-	mv $(3).tmp $(3)
+	$(call bench_logged,$(call as_bench_run,$(1),--piece-singles --passes $(PASSES) --window 0 $(REF_LEVEL),$(2),$(3).tmp),$(basename $(3))-bench.txt)
+	mv $(basename $(3))-bench.txt.tmp $(basename $(3))-bench.txt && mv $(3).tmp $(3)
 endef

@@ -108,10 +108,32 @@ _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _BADNAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")   # refused in names
 
 
+def bad_name(s):
+    """why s is not a name (a table's name, a plan's alg label, ...), None when it is one: THE
+    rule of every name and label of autoshard's records, as the C tools check it (as_name_bad,
+    lib/core/msgobj.h): a non-empty string, no C0 or C1 control character, DEL, U+2028 or
+    U+2029, no unpaired surrogate (C: valid UTF-8)"""
+    if not isinstance(s, str):
+        return f"is {_show(s)}, not a string"
+    if not s:
+        return "is empty"
+    m = _BADNAME.search(s)
+    if m:
+        c = m.group()
+        what = "an unpaired surrogate" if "\ud800" <= c <= "\udfff" else \
+            "a line separator" if c in "\u2028\u2029" else "a control character"
+        return f"holds {what} (U+{ord(m.group()):04X} at offset {m.start()})"
+    return None
+
+
 def _err(msg):
     """one line on stderr: torchrec_plan: msg (control characters escaped)"""
     msg = _CTRL.sub(lambda m: json.dumps(m.group())[1:-1], str(msg))
-    print(f"torchrec_plan: {msg}", file=sys.stderr)
+    if sys.stderr is not None:           # (closed: print would write to standard output)
+        try:
+            print(f"torchrec_plan: {msg}", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
 
 
 # ---- strict JSON -------------------------------------------------------------------------
@@ -149,6 +171,8 @@ def parse_json(text, where):
 
 
 def _open(path):
+    if path == "-" and sys.stdin is None:        # started with standard input closed (<&-)
+        raise ValueError("standard input: closed")
     try:
         return open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb")
     except OSError as e:
@@ -223,7 +247,7 @@ def check_doc(doc, where="plan"):
         for name, ps in tables.items():
             if not name:
                 raise ValueError(f"{where}: plan {_show(module)} has a table named \"\"")
-            if _BADNAME.search(name):
+            if bad_name(name):
                 raise ValueError(f"{where}: plan {_show(module)}: table {_show(name)}: a control character or an "
                                  "unpaired surrogate in the name")
             if not isinstance(ps, dict):
@@ -233,7 +257,7 @@ def check_doc(doc, where="plan"):
     _int_field(doc, "task", 0, MAX_I64, where, required=False)
     if "alg" in doc:
         alg = doc["alg"]
-        if not isinstance(alg, str) or not alg or not alg.isprintable() or len(alg.encode("utf-8", "replace")) > MAX_ALG:
+        if bad_name(alg) or len(alg.encode("utf-8", "replace")) > MAX_ALG:
             raise ValueError(f"{where}: alg {_show(alg)} is not an algorithm label (printable, 1..{MAX_ALG} bytes)")
     if "module" in doc:
         m = doc["module"]
@@ -439,7 +463,7 @@ def load_config_sizes(path):
         name = t.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError(f"{w}: name is {_show(name)}, not a non-empty string")
-        if _BADNAME.search(name):
+        if bad_name(name):
             raise ValueError(f"{w}: name {_show(name)}: a control character or an unpaired surrogate")
         if name in sizes:
             raise ValueError(f"{w}: name {_show(name)} repeated")
@@ -578,9 +602,20 @@ def _label(d):
     return f"task {d.get('task')} {_name(alg) if isinstance(alg, str) else alg}"
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse's, but --help that cannot be written to standard output is an error (exit 3:
+    _run), not silently lost (argparse ignores the write's error)"""
+
+    def _print_message(self, message, file=None):
+        if message and file is not None and file is sys.stdout:
+            file.write(message)
+        else:
+            super()._print_message(message, file)
+
+
 def main():
     global MAX_WORLD, MAX_SHARDS
-    ap = argparse.ArgumentParser(prog="torchrec_plan", description="check as-plan --format torchrec output "
+    ap = _ArgumentParser(prog="torchrec_plan", description="check as-plan --format torchrec output "
                                  "(exit 0: every plan converts, 1: bad input or a plan that does not, 2: usage, "
                                  "3: out of memory or a write error)")
     ap.add_argument("file", nargs="?", default="-", help="as-plan --format torchrec output (default: standard input)")
@@ -637,8 +672,14 @@ def _run():
             f.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError):
             pass
+    if sys.stdout is None:               # started with standard output closed (>&-)
+        _err("standard output: closed")
+        return 3
     try:
-        rc = main()
+        try:
+            rc = main()
+        except SystemExit as e:          # argparse: --help (0), a usage error (2): flushed below too
+            rc = e.code if isinstance(e.code, int) else 0 if e.code is None else 2
         sys.stdout.flush()
     except MemoryError:
         _err("out of memory")

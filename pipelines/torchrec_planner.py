@@ -80,6 +80,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,14 +91,31 @@ from collections import Counter
 PROG = "torchrec_planner"
 
 
+# what must not reach a terminal from a name or a message: C0 and C1 control characters, DEL,
+# the line and paragraph separators, and unpaired surrogates (a name that is not UTF-8)
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _esc(s):
+    """s with every control character escaped as Python writes it in a string (\\x1b, \\n,
+    \\u2028, \\udcff), the rest as it is"""
+    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
+
+
 def die(msg, code=1):
-    sys.stderr.write("%s: %s\n" % (PROG, msg))
+    note(msg)
     sys.exit(code)
 
 
 def note(msg):
-    sys.stderr.write("%s: %s\n" % (PROG, msg))
-    sys.stderr.flush()
+    """one line on stderr, control characters escaped (stderr closed or failing: nothing)"""
+    if sys.stderr is None:
+        return
+    try:
+        sys.stderr.write("%s: %s\n" % (PROG, _esc(msg)))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 # ---- stand-ins for the modules TorchRec imports that are missing here -------------------
@@ -349,7 +367,9 @@ def read_records(path):
         die("%s: as-show --full failed (exit %d)%s" % (path, p.returncode,
             (": " + err[-1]) if err else ""))
     recs = []
-    for i, line in enumerate(p.stdout.decode("utf-8", "replace").splitlines(), 1):
+    # one record a line, split at "\n" alone: str.splitlines() would also split inside a name
+    # holding U+2028, U+0085 or \x1c..\x1e, which JSON strings may carry unescaped
+    for i, line in enumerate(p.stdout.decode("utf-8", "replace").split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -586,11 +606,30 @@ def summary(doc, info, K):
         lines.append("  rank %d%s: %s" % (r, mem, " ".join(per[r]) or "-"))
     if dp:
         lines.append("  every rank (data_parallel): " + " ".join(dp))
-    sys.stderr.write("\n".join(lines) + "\n")
+    if sys.stderr is None:
+        return
+    try:                                 # the names' control characters escaped: none reach the terminal
+        sys.stderr.write("\n".join(_esc(l) for l in lines) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse's, but --help that cannot be written to standard output (closed, full) is an
+    error (exit 3: _run), neither lost nor sent to stderr"""
+
+    def print_help(self, file=None):
+        if file is None:
+            if sys.stdout is None:
+                raise OSError("closed")
+            file = sys.stdout
+        file.write(self.format_help())
+        file.flush()
 
 
 def main():
-    ap = argparse.ArgumentParser(
+    ap = _ArgumentParser(
         prog="torchrec_planner.py",
         description="Run TorchRec's own EmbeddingShardingPlanner on autoshard tasks; write "
                     "its plans as `as-plan --format torchrec` JSON lines.",
@@ -631,8 +670,12 @@ def main():
         if not kernels or bad:
             die("--kernels: unknown kernel %r (TorchRec's: %s)"
                 % (bad[0] if bad else a.kernels, ", ".join(sorted(known))), 2)
-    if not (1 <= len(a.alg.encode()) <= 63) or any(ord(ch) < 32 for ch in a.alg):
-        die("--alg: 1-63 bytes without control characters", 2)
+    if _CTRL.search(a.alg) or not (1 <= len(a.alg.encode()) <= 63):
+        die("--alg: %r is not a plan label: 1-63 bytes of UTF-8 text without control characters" % a.alg, 2)
+    if a.output == "-" and sys.stdout is None:
+        die("standard output: closed (give -o FILE)", 3)
+    if a.input == "-" and sys.stdin is None:
+        die("standard input: closed")
     if a.output != "-" and a.input != "-" and os.path.exists(a.input) and \
             os.path.abspath(a.output) == os.path.abspath(a.input):
         die("-o names the input", 2)
@@ -693,5 +736,21 @@ def main():
         sys.exit(1)
 
 
+def _run():
+    """main(), and standard output checked at the end: exit 3 when it cannot be written"""
+    try:
+        main()
+        if sys.stdout is not None and not sys.stdout.closed:
+            sys.stdout.flush()
+    except OSError as e:                 # --help to a closed or full standard output
+        note("standard output: %s" % (e.strerror or e))
+        try:                             # no second error when Python flushes at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        except OSError:
+            pass
+        return 3
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(_run())

@@ -29,11 +29,24 @@ setup() {
 }
 
 # a plan stream's records without the planning time (the import's is 0) and the quality of
-# the model that placed it (an imported plan was placed elsewhere); the predicted costs to
-# 1e-6 ms (a shard's summed representation may add its items in another order)
+# the model that placed it (an imported plan was placed elsewhere); the predicted costs apart
+# (same_preds)
 fields() {
-    as-show --no-header -k plan --full "$1" |
-        jq -c 'del(.plan_ms, .options.plan_ms, .model_quality) | if .pred_ms then .pred_ms |= map(. * 1e6 | round) else . end'
+    as-show --no-header -k plan --full "$1" | jq -c 'del(.plan_ms, .options.plan_ms, .model_quality, .pred_ms, .item_pred_ms)'
+}
+# two streams' plans predict the same shard and item costs, to float rounding: a cost is
+# predicted by the model over a batch of shards, and how BLAS rounds depends on the batch and
+# on its kernel family (OPENBLAS_CORETYPE), so a re-prediction may differ in the last bits
+same_preds() {
+    python3 -c '
+import json, sys
+a, b = ([r.get(k) for r in map(json.loads, open(f)) for k in ("pred_ms", "item_pred_ms")] for f in sys.argv[1:3])
+assert len(a) == len(b), (len(a), len(b))
+for i, (x, y) in enumerate(zip(a, b)):
+    assert (x is None) == (y is None) and (x is None or len(x) == len(y)), (i, x, y)
+    for u, v in zip(x or [], y or []):
+        assert abs(u - v) <= 1e-6 * max(abs(u), abs(v)), (i, x, y)
+' <(as-show --no-header -k plan --full "$1") <(as-show --no-header -k plan --full "$2")
 }
 # a plan's placement: its (table, piece, shard) entries, sorted
 entries() {
@@ -75,6 +88,7 @@ entries() {
     # every field as the planner wrote it: assign, pieces, counts, memory, communication,
     # pred_ms, item_pred_ms, names, cap, options, split
     diff <(fields "$D/tr.ast") <(fields "$T/imp.ast")
+    same_preds "$D/tr.ast" "$T/imp.ast"
     run sh -c "as-show --no-header -k plan '$T/imp.ast' | jq -c '.pieces | map(select(. != null)) | length'"
     refute_line 0
     # and imported plans export to the same JSON again
@@ -87,6 +101,7 @@ entries() {
     [ "$(entries "$T/imp.ast" | wc -l)" -eq 18 ]
     # the same derived fields (a split label keeps the split search's communication charge)
     diff <(fields "$D/sp.ast") <(fields "$T/imp.ast")
+    same_preds "$D/sp.ast" "$T/imp.ast"
     as-plan --import "$D/sp.json" --format torchrec -q "$D/ft.ast" | cmp - "$D/sp.json"
 }
 
@@ -102,6 +117,7 @@ entries() {
     # tables by name, the module path, TorchRec's memory terms
     jq -e '.plan | keys == ["model.sparse_arch.embedding_bag_collection"]' "$T/p.json" | head -1 | grep -qx true
     diff <(fields "$T/p.ast") <(fields "$T/p.imp.ast")
+    same_preds "$T/p.ast" "$T/p.imp.ast"
     run sh -c "as-show --no-header -k plan '$T/p.imp.ast' | jq -r '(.names[0]), (.mem_terms | keys | join(\",\"))' | sort -u"
     assert_line "t_cat_0"
     assert_line "optimizer,pipeline,weights"
@@ -287,4 +303,88 @@ bad() {
     printf '%s\n' "$output" | python3 "$BATS_TEST_DIRNAME/../pipelines/torchrec_plan.py" --check - > "$T/check.txt"
     run cat "$T/check.txt"
     assert_output --partial "1 data_parallel"
+}
+
+@test "as-plan --import: /dev/zero (no newline, ever) is an error after the 64 MiB line cap, in bounded memory" {
+    # 2 GiB of address space: the old unbounded read of a line died of it
+    run sh -c "ulimit -v 2097152; as-plan --import /dev/zero --plans-only -q '$D/ft.ast' -o '$T/out.ast'"
+    assert_failure 1
+    assert_output "as-plan: /dev/zero: line 1: longer than 64 MiB (one TorchRec plan a line, as as-plan --format torchrec writes them)"
+    [ ! -e "$T/out.ast" ]
+    # a document of exactly one line over the cap, after a good one: its line named
+    { cat "$D/one.json"; head -c $((64 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' '; } > "$T/big.json"
+    run sh -c "ulimit -v 2097152; as-plan --import '$T/big.json' --plans-only -q '$D/ft.ast' -o '$T/out.ast'"
+    assert_failure 1
+    assert_output --partial "big.json: line 2: longer than 64 MiB"
+}
+
+# as-plan --import and pipelines/torchrec_plan.py --check on the document $1 (a file): both
+# accept it (ok) or both refuse it (bad, and as-plan's message holds $3)
+both() {
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check "$1"
+    if [ "$2" = ok ]; then assert_success; else assert_failure 1; fi
+    run as-plan --import "$1" --plans-only -q "$D/ft.ast" -o "$T/out.ast"
+    if [ "$2" = ok ]; then assert_success; rm "$T/out.ast"; else assert_failure 1; assert_output --partial "$3"; fi
+}
+
+@test "as-plan --import: placements and local_size refused exactly as torchrec_plan.py --check refuses them" {
+    both "$D/one.json" ok
+    # t1 is table_wise on rank 2: TorchRec places it on cuda:2 % local_size
+    jq -c '.plan[""].t1.shards[0].placement = "rank:2/cuda:0"' "$D/one.json" > "$T/p.json"
+    both "$T/p.json" bad "line 1: task 0 (torchrec): table 't1': shards[0]: placement 'rank:2/cuda:0' is not rank:2/cuda:2: TorchRec places rank 2 on its host's GPU 2 (rank % local_size 8)"
+    # with local_size 2, rank 2 is cuda:0 and cuda:2 is wrong
+    jq -c '.local_size = 2' "$T/p.json" > "$T/p2.json"
+    both "$T/p2.json" bad "table 't2': shards[0]: placement 'rank:3/cuda:3' is not rank:3/cuda:1"
+    jq -c '.local_size = 2 | (.plan[""][].shards[]?.placement) |= (capture("rank:(?<r>[0-9]+)") | "rank:\(.r)/cuda:\(.r | tonumber % 2)")' \
+        "$D/one.json" > "$T/l2.json"
+    both "$T/l2.json" ok
+    # without local_size, any device of the shard's rank
+    jq -c 'del(.local_size) | .plan[""].t1.shards[0].placement = "rank:2/cuda:7"' "$D/one.json" > "$T/nl.json"
+    both "$T/nl.json" ok
+    # local_size in 1..65536 (AS_MAX_SHARDS): 2^62, 0, -1, 65537, a string refused
+    for v in 4611686018427387904 0 -1 65537 '"8"'; do
+        sed "s/\"local_size\":8,/\"local_size\":$v,/" "$D/one.json" > "$T/ls.json"
+        both "$T/ls.json" bad "line 1: task 0 (torchrec): 'local_size' = "
+    done
+    assert_output --partial "'local_size' = '8' is not an integer in 1..65536"
+    sed 's/"local_size":8,/"local_size":65536,/' "$D/one.json" > "$T/ls.json"
+    both "$T/ls.json" ok
+}
+
+@test "as-plan --help and trimport.h: data_parallel tables are imported (on every shard), not refused" {
+    run as-plan --help
+    assert_success
+    refute_output --partial "cannot be"
+    assert_output --partial "A data_parallel table"
+    assert_output --partial "is imported on every shard (assign -2)"
+    run grep -c "are an error" "$ROOT/lib/plan/trimport.h"
+    assert_output 0
+}
+
+@test "as-plan --repair without --alg on measured plans with an imported one: says to pass --alg, and which" {
+    sed 's/"alg":"torchrec"/"alg":"torchrec-own"/' "$D/one.json" > "$T/own.json"
+    as-plan --import "$T/own.json" --plans-only -q "$D/ft.ast" -o "$T/own.ast"
+    as-plan --alg lookup-greedy --plans-only -q "$D/ft.ast" -o "$T/lg.ast"
+    cat "$T/lg.ast" "$T/own.ast" > "$T/both.ast"
+    as-bench --tables "$D/pool.ast" --device cpu --warmup 1 --runs 2 --trim 0 --flush 8M --threads 1 -q "$T/both.ast" \
+        -o "$T/meas.ast"
+    run as-plan --model "$D/m.ast" --repair "$T/meas.ast" --plans-only -q "$D/ft.ast" -o "$T/r.ast"
+    assert_failure 1
+    assert_output --partial "plan of task 0: unknown algorithm 'torchrec-own' (an imported plan's?): --repair rebuilds only the plans of our algorithms (random, size-greedy,"
+    assert_output --partial "pass --alg with those to repair, e.g. --alg all,torchrec"
+    # as it says: the imported plan skipped, ours repaired
+    run as-plan --model "$D/m.ast" --repair "$T/meas.ast" --alg all,torchrec --plans-only -q "$D/ft.ast" -o "$T/r.ast"
+    assert_success
+    [ "$(as-show --no-header -k plan "$T/r.ast" | jq -r .alg | sort -u)" = "lookup-greedy+refine+measured" ]
+}
+
+@test "as-plan --import: a table whose every shard is empty is refused, not left out of the plan" {
+    # found by tests/fuzz/fuzz_trimport.c: t1's one shard of 0 columns was skipped, t1 lost
+    bad "$(jq -c '.plan[""].t1.shards[0].shard_sizes[1] = 0' "$D/one.json")"
+    assert_output --partial "table 't1': every shard is empty (0 rows or columns): none holds its 1 rows x 16 columns"
+    # an empty shard beside one that holds the table is still skipped (TorchRec's last row blocks)
+    jq -c '.plan[""].t1.shards += [{"shard_offsets": [1, 0], "shard_sizes": [0, 16], "placement": "rank:3/cuda:3"}] | .plan[""].t1.ranks += [3]' \
+        "$D/one.json" > "$T/e.json"
+    run as-plan --import "$T/e.json" --plans-only -q "$D/ft.ast" -o "$T/e.ast"
+    assert_success
 }

@@ -384,7 +384,8 @@ plan_of() {
     mp_edit "$T/meas.ast" "kind('plan')[0]['cost_ms'] = 'x'" > "$T/h2.ast"
     mp_edit "$T/meas.ast" "kind('plan')[0]['alg'] = 'nonsense+split'" > "$T/h3.ast"
     mp_edit "$T/meas.ast" "kind('plan')[0]['assign'][0] = 99" > "$T/h4.ast"
-    mp_edit "$T/meas.ast" "p = kind('plan')[0]; p['cost_ms'] = [None] * len(p['cost_ms']); p['comm_gbps'] = -5.0" > "$T/h5.ast"
+    mp_edit "$T/meas.ast" "p = kind('plan')[0]; p['cost_ms'] = [None] * len(p['cost_ms'])" > "$T/h5.ast"
+    mp_edit "$T/meas.ast" "kind('plan')[0]['comm_gbps'] = -5.0" > "$T/h6.ast"
     for h in h1 h2 h3 h4; do
         run as-plan --model "$D/m.ast" --repair "$T/$h.ast" --plans-only "$D/ftr.ast" -o "$T/$h.out"
         [ "$status" -eq 1 ]
@@ -394,9 +395,14 @@ plan_of() {
     head -c 300 "$T/meas.ast" > "$T/trunc.ast"
     run as-plan --model "$D/m.ast" --repair "$T/trunc.ast" --plans-only "$D/ftr.ast" -o "$T/tr.out"
     [ "$status" -eq 1 ]
-    # costs all missing and a bad bandwidth: the model's own costs (scale 1), no charge
+    # costs all missing: the model's own costs (scale 1)
     run as-plan --model "$D/m.ast" --repair "$T/h5.ast" --plans-only "$D/ftr.ast" -o "$T/h5.out"
     assert_success
+    # a bad bandwidth is bad data, never read as no charge
+    run as-plan --model "$D/m.ast" --repair "$T/h6.ast" --plans-only "$D/ftr.ast" -o "$T/h6.out"
+    [ "$status" -eq 1 ]
+    assert_output --partial "'comm_gbps' = -5, not a bandwidth"
+    [ ! -e "$T/h6.out" ]
     # plans not measured are skipped; pieces without features are an error naming them
     run as-plan --model "$D/m.ast" --repair "$T/ps.ast" --plans-only "$D/ftr.ast" -o "$T/none.ast"
     assert_success

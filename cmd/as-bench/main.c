@@ -62,7 +62,8 @@ static const char HELP[] =
     "      --lr X             the optimizer's learning rate (default 0.01)\n"
     "      --weights-type T   the tables' weights: fp16 (default, the paper's protocol), fp32,\n"
     "                         bf16, or tables: each table's own data_type (its table record's,\n"
-    "                         as a model config gives it; fp16 without one)\n"
+    "                         as a model config gives it, any case; fp16 without one; int8,\n"
+    "                         int4 or int2 are not measured: exit 1 naming the table)\n"
     "      --optimizer O      what the backward updates them with: sgd (default, exact SGD),\n"
     "                         exact_rowwise_adagrad (one fp32 state per row), adam (two fp32\n"
     "                         moments per weight); eps 1e-8, Adam's betas 0.9 and 0.999\n"
@@ -201,7 +202,8 @@ static const char HELP[] =
     "\n"
     "A shard that cannot run (does not fit in memory, tables of different batch sizes) is\n"
     "reported on stderr and in its record (`error`), not crashed on. A table whose indices do\n"
-    "not all lie in [0, rows) is bad input, as in as-features: exit 1 naming the table.\n"
+    "not all lie in [0, rows) is bad input, as in as-features: exit 1 naming the table; so\n"
+    "is a data_type that names no data type (nil, \"\", a number; docs/FORMAT.md).\n"
     "\n"
     "Environment:\n"
     "  AS_BENCH_FAKE_NOISE=SPEC  test hook, the fake timer: the kernels run but their timed\n"
@@ -591,6 +593,8 @@ int main(int argc, char **argv)
     double ref_level;
     load_work(&a, &cfg, &rc, argc, argv, &smp, &in, &pool, &ref_level);
     char err[1024];
+    /* a table of a type the kernels do not measure (int8, ...) is bad data, before any work */
+    if (as_bench_check_types(&cfg, &pool, err, sizeof err)) as_die(AS_EXIT_DATA, "%s: %s", a.tables, err);
     if (cfg.row_cap > 0) {
         /* after every piece and slice is made, before the session holds the pool */
         const int64_t k = as_bpool_cap_rows(&pool, cfg.row_cap);

@@ -107,7 +107,8 @@ static const char HELP_TAIL[] =
     "                         reduce-scatter, all-reduce). Each sharding type pays its\n"
     "                         collectives' alphas on every shard once the plan has it, so a\n"
     "                         first row piece or data-parallel table must save more than that\n"
-    "                         (lib/records/comm.h; the plans carry comm_model)\n"
+    "                         (lib/records/comm.h; the plans carry comm_model in its canonical\n"
+    "                         form: each number as it reads back, no spaces, at most 127 bytes)\n"
     "      --split-ms MS      wall-clock budget of the search per plan (default 1000, less\n"
     "                         --refine-ms with --refine (at least 100), so that both searches\n"
     "                         take at most a second; 0 = none); a budget that cuts it makes\n"
@@ -155,8 +156,9 @@ static const char HELP_TAIL[] =
     "                         with as-bench to see what the round gained. With --alg, only the\n"
     "                         plans of those algorithms (all their variants) or labels (as\n"
     "                         --export's: a token with '+' or =LABEL that label exactly), an\n"
-    "                         imported plan's (e.g. torchrec-own) skipped; two plans of a\n"
-    "                         task whose repairs would share a label (ALG+split and\n"
+    "                         imported plan's (e.g. torchrec-own) skipped (without --alg it is\n"
+    "                         an error: --alg all,torchrec repairs every planner's); two plans\n"
+    "                         of a task whose repairs would share a label (ALG+split and\n"
     "                         ALG+split+refine) are an error: pick one with --alg; with\n"
     "                         --keep-unrefined, each plan also as it was measured, first (to\n"
     "                         measure both in one as-bench run). Plans without measured\n"
@@ -171,7 +173,8 @@ static const char HELP_TAIL[] =
     "                         rebuilt on the input's features (pieces too) with its placement,\n"
     "                         pieces and label as they are: the plan you chose after measuring,\n"
     "                         for TorchRec. --alg selects labels (=LABEL that label exactly,\n"
-    "                         ours or an imported plan's, e.g. =torchrec-own; a name with '+'\n"
+    "                         ours or an imported plan's, e.g. =torchrec-own; it runs to the\n"
+    "                         end of the list, commas and all, so it comes last; a name with '+'\n"
     "                         exactly, e.g. cost-greedy+split+refine; a bare algorithm every\n"
     "                         label of it),\n"
     "                         --task N one task's; the cap is --mem-cap or the plan's own\n"
@@ -190,12 +193,14 @@ static const char HELP_TAIL[] =
     "                         names or t<id>; derived fields (memory, counts, communication,\n"
     "                         pred_ms with --model) as for every plan, --format as for others.\n"
     "                         The label is the document's alg (default torchrec-import). No\n"
-    "                         planner runs: --alg is not used with it. Exit 1 naming the line,\n"
-    "                         table and field: bad JSON, a task not in the input, world_size\n"
-    "                         not its shards, a table unknown, not the task's or missing, a\n"
-    "                         rank outside 0..K-1, shards that do not tile a table exactly, a\n"
-    "                         shard over the cap, data_parallel (replicated) tables (cannot be\n"
-    "                         imported yet)\n"
+    "                         planner runs: --alg is not used with it. A data_parallel table\n"
+    "                         (no shards, every rank) is imported on every shard (assign -2).\n"
+    "                         Exit 1 naming the line, table and field: bad JSON, a line over\n"
+    "                         64 MiB, a task not in the input, world_size not its shards,\n"
+    "                         local_size not in 1..65536 (AS_MAX_SHARDS), a table unknown, not\n"
+    "                         the task's or missing, a rank outside 0..K-1, a placement not\n"
+    "                         rank:R/cuda:D (D = R % local_size when it is given), shards that\n"
+    "                         do not tile a table exactly, a shard over the cap\n"
     "      --plans-only       write only the plans, not the input records\n"
     "\n"
     "Memory is fp16 weight bytes, or TorchRec's memory model for a model config's tables\n"
@@ -529,9 +534,12 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
         as_cli_usage(cli, "%s", err);
     /* --export (and --repair) with --alg: labels (with '+', or =LABEL) or algorithms, checked by name */
     if ((a->export_file || (a->repair && a->alg && strpbrk(a->alg, "=+"))) && a->alg) {
-        char *s = as_strdup(a->alg), *save = NULL;
-        for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            if (tok[0] == '=') {   /* =LABEL: that label exactly, ours or an imported plan's */
+        const char *p = a->alg;
+        char tok[128];
+        int rc;
+        while ((rc = as_plan_label_next(&p, tok, sizeof tok))) {
+            if (rc < 0) as_cli_usage(cli, "--alg: a label of %zu bytes or more (labels are at most 63)", sizeof tok);
+            if (tok[0] == '=') {   /* =LABEL: that label exactly (to the end), ours or an imported plan's */
                 if (!tok[1]) as_cli_usage(cli, "--alg: '=' needs a plan label after it (e.g. =lookup-greedy)");
                 continue;
             }
@@ -539,7 +547,6 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
             as_plan_label_parse(tok, &l);
             if (!l.known) as_cli_usage(cli, "--alg: '%s' is not an algorithm or a plan label (e.g. cost-greedy+split)", tok);
         }
-        free(s);
         if (a->export_file) cfg->export_algs = a->alg;
         else cfg->repair_labels = a->alg;
     }

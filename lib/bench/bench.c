@@ -446,6 +446,14 @@ static int session_dtype(const as_bench_cfg *c, const as_btable *t, uint8_t *dt,
     return 0;
 }
 
+int as_bench_check_types(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen)
+{
+    uint8_t d;
+    for (int64_t i = 0; i < p->n; i++)
+        if (session_dtype(c, &p->t[i], &d, err, errlen)) return -1;
+    return 0;
+}
+
 as_bench_session *as_bench_session_new(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen)
 {
     as_bench_session *S = as_calloc(1, sizeof *S);

@@ -113,6 +113,12 @@ typedef struct {
 
 typedef struct as_bench_session as_bench_session;
 
+/* whether the kernels measure every table of pool p under c->wtype (AS_BENCH_WTYPE_TABLES:
+ * each table's data_type, fp16 without one; the kernels measure fp32, fp16 and bf16): 0, or
+ * -1 with err naming the first table they do not ("table 7: its weights are int8; ...").
+ * Bad data (as-bench exits 1), checked before a session: as_bench_session_new fails on it too. */
+int as_bench_check_types(const as_bench_cfg *c, const as_bpool *p, char *err, size_t errlen);
+
 /* a session measuring shards of pool p (which must outlive it, unchanged) with config c
  * (copied). On CUDA this sets up the device context (and uploads the pool when it stays on
  * the device). NULL with err when the device cannot be set up. */

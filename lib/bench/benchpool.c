@@ -92,7 +92,10 @@ static int pool_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
         return -1;
     }
     if (x->want && (t.id >= x->want_n || !x->want[t.id])) return 0;
-    if (as_obj_str(&rec->obj, "data_type", t.data_type, sizeof t.data_type)) t.data_type[0] = 0;
+    if (as_table_data_type(&rec->obj, t.data_type, sizeof t.data_type, e2, sizeof e2)) {   /* one rule: table.h */
+        snprintf(err, errlen, "%s: record %" PRIu64 ": table %" PRId64 ": %s", x->file, rec->index, t.id, e2);
+        return -1;
+    }
     t.lookups = idx.n;
     if (!x->ids_only && table_data(&t, &off, &idx, x->file, rec->index, err, errlen)) return -1;
     pool_add(x->p, &t);

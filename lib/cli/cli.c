@@ -74,10 +74,11 @@ int as_cli_common(as_cli *c, int opt, const char *arg)
 _Noreturn void as_cli_usage(const as_cli *c, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", c->tool);
+    char msg[4096], safe[4096];
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "%s: %s", c->tool, as_text_escape(safe, sizeof safe, msg));   /* an argument's control characters escaped */
     fprintf(stderr, "\nusage: %s\nTry '%s --help' for more information.\n", c->usage, c->tool);
     exit(AS_EXIT_USAGE);
 }

@@ -22,15 +22,59 @@ void as_set_prog(const char *argv0)
     as_prog = s ? s + 1 : argv0;
 }
 
+/* the length of the valid UTF-8 sequence at u[0..n) (n >= 1, u[0] >= 0x80; no overlong form,
+   surrogate or code point above U+10FFFF), 0 when it is not one */
+static size_t utf8_len(const unsigned char *u, size_t n)
+{
+    const unsigned c = u[0];
+    size_t m = 0;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) m = 2;
+    else if (c >= 0xe0 && c <= 0xef) { m = 3; if (c == 0xe0) lo = 0xa0; if (c == 0xed) hi = 0x9f; }
+    else if (c >= 0xf0 && c <= 0xf4) { m = 4; if (c == 0xf0) lo = 0x90; if (c == 0xf4) hi = 0x8f; }
+    if (!m || m > n || u[1] < lo || u[1] > hi) return 0;
+    for (size_t k = 2; k < m; k++) if (u[k] < 0x80 || u[k] > 0xbf) return 0;
+    return m;
+}
+
+char *as_text_escape(char *out, size_t outlen, const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    const size_t n = strlen(s);
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        char e[16];
+        size_t m = 1;
+        const unsigned c = u[i];
+        if (c == '\n' || c == '\t' || c == '\r') snprintf(e, sizeof e, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        else if (c < 0x20 || c == 0x7f) snprintf(e, sizeof e, "\\x%02x", c);
+        else if (c < 0x80) e[0] = (char)c, e[1] = 0;
+        else if (!(m = utf8_len(u + i, n - i))) snprintf(e, sizeof e, "\\x%02x", c), m = 1;
+        else if (c == 0xc2 && u[i + 1] <= 0x9f) snprintf(e, sizeof e, "\\u%04x", u[i + 1]);
+        else if (c == 0xe2 && u[i + 1] == 0x80 && (u[i + 2] == 0xa8 || u[i + 2] == 0xa9))
+            snprintf(e, sizeof e, "\\u%04x", 0x2000u + (u[i + 2] - 0x80u));
+        else memcpy(e, s + i, m), e[m] = 0;
+        const size_t el = strlen(e);
+        if (o + el >= outlen) break;
+        memcpy(out + o, e, el);
+        o += el;
+        i += m;
+    }
+    if (outlen) out[o < outlen ? o : outlen - 1] = 0;
+    return out;
+}
+
 static void vmsg(const char *fmt, va_list ap)
 {
-    char buf[4096];
+    char buf[4096], safe[4096 + 2];
     int n = snprintf(buf, sizeof buf, "%s: ", as_prog);
     if (n < 0) n = 0;
     if ((size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-    size_t len = strlen(buf);
-    if (len + 1 < sizeof buf) { buf[len++] = '\n'; buf[len] = 0; }
-    fputs(buf, stderr);
+    as_text_escape(safe, sizeof safe - 1, buf);
+    const size_t len = strlen(safe);
+    safe[len] = '\n';
+    safe[len + 1] = 0;
+    fputs(safe, stderr);
 }
 
 void as_err(const char *fmt, ...)

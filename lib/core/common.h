@@ -23,8 +23,15 @@ extern int as_verbosity;      /* 0 = -q, 1 = default, 2 = -v */
 
 void as_set_prog(const char *argv0);
 
-/* "as-x: msg\n" on stderr */
+/* "as-x: msg\n" on stderr, msg through as_text_escape: a name or a file name in it never
+ * reaches the terminal as commands or forged lines */
 void as_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* s as text safe for a terminal, a log line or a table cell into out (NUL-terminated, cut at
+ * outlen - 1 bytes, never inside an escape): valid UTF-8 is copied, except the control
+ * characters of the names' rule (as_name_bad, msgobj.h: C0, DEL, C1, U+2028, U+2029), which
+ * become \n, \t, \r, \xHH (C0, DEL) or \uHHHH; a byte that is not valid UTF-8 becomes \xHH.
+ * Returns out. */
+char *as_text_escape(char *out, size_t outlen, const char *s);
 /* print then exit(code): for the command-line layer (cmd/, cli.c, output.c and the stream
  * writer); the rest of lib/ returns -1 with a message instead (docs/ARCHITECTURE.md) */
 _Noreturn void as_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

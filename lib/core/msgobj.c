@@ -52,6 +52,10 @@ const char *as_name_bad(const char *s, size_t n, char *why, size_t len)
             snprintf(why, len, "holds a control character (U+%04X at offset %zu)", u[i + 1], i);
             return why;
         }
+        if (c == 0xe2 && u[i + 1] == 0x80 && (u[i + 2] == 0xa8 || u[i + 2] == 0xa9)) {   /* line, paragraph separator */
+            snprintf(why, len, "holds a line separator (U+%04X at offset %zu)", 0x2000u + (u[i + 2] - 0x80u), i);
+            return why;
+        }
         i += m;
     }
     return NULL;

@@ -23,10 +23,14 @@ int as_obj_streq(const msgpack_object *o, const char *s);   /* o is a str equal 
 /* a msgpack number (int or float) into *v: 0 ok, 1 nil (*v NaN), -1 not a number */
 int as_obj_num(const msgpack_object *o, double *v);
 
-/* Why s[0..n) is not a printable name (a table's name, a feature name: printed raw in text
- * tables, so a terminal must not read it as commands): NULL when it is one (n >= 1, valid
- * UTF-8, no control character: C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F), else a
- * phrase in why ("holds a control character (byte 0x1b at offset 1)"), which is returned */
+/* Why s[0..n) is not a printable name: THE rule for every name and label of the records (a
+ * table's name, a feature name, a plan's alg and split, cost_device, cost_weights_type,
+ * cost_optimizer, comm_model, a table's data_type: printed raw in text tables, so a terminal
+ * must not read it as commands, and one line of a log or a JSON document). NULL when it is one
+ * (n >= 1, valid UTF-8 (so no surrogate), no control character: C0 U+0000-U+001F, DEL
+ * U+007F, C1 U+0080-U+009F, nor the line and paragraph separators U+2028, U+2029), else a
+ * phrase in why ("holds a control character (byte 0x1b at offset 1)"), which is returned.
+ * pipelines/torchrec_plan.py's bad_name() is the same rule in Python. */
 const char *as_name_bad(const char *s, size_t n, char *why, size_t len);
 /* the name under key (absent or nil: 1, buf ""): a string of 1..len-1 bytes that
  * as_name_bad passes into buf (0), else -1 with err ("name: holds a control character ...") */

@@ -59,7 +59,10 @@ static int table_rec(as_featrun *st, const as_featrun_cfg *c, as_writer *w, cons
         snprintf(err, errlen, "table %" PRId64 ": %s", id, e2);
         return -1;
     }
-    if (as_obj_str(&rec->obj, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
+    if (as_table_data_type(&rec->obj, f->data_type, sizeof f->data_type, e2, sizeof e2)) {
+        snprintf(err, errlen, "table %" PRId64 ": %s", id, e2);
+        return -1;
+    }
     const double elem = f->data_type[0] ? as_mcfg_dtype_bytes(f->data_type) : 0;
     if (st->batch && elem > 0) {
         /* a model's table: TorchRec's memory of it as one table-wise shard */

@@ -6,6 +6,7 @@
 #include "jsonparse.h"
 #include "reclimits.h"
 #include "stream.h"
+#include "table.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,9 +19,6 @@
 
 #define MCFG_MAX_FILE ((size_t)64 << 20)
 
-static const struct { const char *name; double bytes; } dtypes[] = {
-    { "fp32", 4 }, { "fp16", 2 }, { "bf16", 2 }, { "int8", 1 }, { "int4", 0.5 }, { "int2", 0.25 },
-};
 /* TorchRec's EmbOptimType names (lower case) that the memory model knows */
 static const char *const optimizers[] = {
     "sgd", "exact_sgd", "adam", "partial_rowwise_adam", "adagrad", "exact_adagrad", "rowwise_adagrad",
@@ -31,9 +29,7 @@ static const char *const pipelines[] = { "none", "train_base", "train_sparse_dis
 
 double as_mcfg_dtype_bytes(const char *name)
 {
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (!strcasecmp(name, dtypes[i].name)) return dtypes[i].bytes;
-    return 0;
+    return as_table_dtype_bytes(name);   /* the one list of data types (table.h) */
 }
 
 /* where an error is: "" at the top, "topology: ", "table 3 (\"cat_3\"): " */
@@ -259,6 +255,14 @@ static int dup_name(ctx *x, const as_mcfg *c)
     return fail(x, "name", "repeats the name of table %" PRId64 " (names are unique: TorchRec keys its plan by them)", a);
 }
 
+/* an optional name of the config (its own name, source, module_path: "" none) by the names'
+   rule (as_name_bad, msgobj.h: the records and TorchRec's JSON carry them); 0 or -1 */
+static int opt_name(ctx *x, const char *key, const char *s)
+{
+    char why[96];
+    return s[0] && as_name_bad(s, strlen(s), why, sizeof why) ? fail(x, key, "%s", why) : 0;
+}
+
 int as_mcfg_parse(as_mcfg *c, const char *text, size_t n, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
@@ -272,7 +276,8 @@ int as_mcfg_parse(as_mcfg *c, const char *text, size_t n, char *err, size_t errl
     if (root.type != MSGPACK_OBJECT_MAP) { fail(&x, NULL, "the config must be a JSON object"); goto out; }
     if (known_keys(&x, &root, keys, 5) || get_str(&x, &root, "name", c->name, sizeof c->name, 0) < 0 ||
         get_str(&x, &root, "source", c->source, sizeof c->source, 0) < 0 ||
-        get_str(&x, &root, "module_path", c->module_path, sizeof c->module_path, 0) < 0)
+        get_str(&x, &root, "module_path", c->module_path, sizeof c->module_path, 0) < 0 ||
+        opt_name(&x, "name", c->name) || opt_name(&x, "source", c->source) || opt_name(&x, "module_path", c->module_path))
         goto out;
     const msgpack_object *topo = as_obj_get(&root, "topology"), *tabs = as_obj_get(&root, "tables");
     if (!topo) { fail(&x, "topology", "missing (required)"); goto out; }

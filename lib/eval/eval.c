@@ -591,6 +591,13 @@ int as_eval_quality_read(const msgpack_object *rec, as_eval_quality *q, char *er
         }
         if (ss && as_obj_get(ss, "coverage")) as_obj_num(as_obj_get(ss, "coverage"), &z.coverage);
     }
+    char why[96];   /* printed in the tables' heading: the names' rule (msgobj.h) */
+    const char *bad = z.split[0] && as_name_bad(z.split, strlen(z.split), why, sizeof why) ? "split"
+                    : z.output[0] && as_name_bad(z.output, strlen(z.output), why, sizeof why) ? "output" : NULL;
+    if (bad) {
+        snprintf(err, errlen, "%s: '%s' %s", z.source, bad, why);
+        return -1;
+    }
     if (z.test_shards < 0 && z.model.n >= 0) z.test_shards = z.model.n;
     z.have = z.test_shards == 0 ? 2 : 1;
     *q = z;
@@ -796,7 +803,11 @@ static void print_plans_csv(FILE *f, const as_eval_plan *p, int64_t n, const cha
             passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip,max_ms_passes" : "");
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];
-        fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->split, q->alg, q->K, q->T, label);
+        fprintf(f, "%" PRId64 ",%" PRId64 ",", q->run, q->task);
+        as_eval_csv_field(f, q->split);
+        fputc(',', f);
+        as_eval_csv_field(f, q->alg);
+        fprintf(f, ",%" PRId64 ",%" PRId64 ",%s", q->K, q->T, label);
         num(f, fmt, 0, "%.9g", q->max);
         num(f, fmt, 0, "%.9g", q->min);
         num(f, fmt, 0, "%.9g", q->mean);
@@ -834,7 +845,11 @@ static void print_plan_row(FILE *f, as_eval_format fmt, const as_eval_plan *q, c
     const double MiB = 1024.0 * 1024.0;
     const int noise = pc->noise, fl = pc->fl, aw = pc->aw, passes = pc->passes;
     if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64, q->run, q->task, aw, q->alg, q->K);
-    else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " |", q->run, q->task, q->alg, q->K);
+    else {
+        fprintf(f, "| %" PRId64 " | %" PRId64 " | ", q->run, q->task);
+        as_eval_md_cell(f, q->alg);
+        fprintf(f, " | %" PRId64 " |", q->K);
+    }
     num(f, fmt, 10, "%.4f", q->max);
     num(f, fmt, 10, "%.4f", q->min);
     num(f, fmt, 10, "%.4f", q->mean);
@@ -930,7 +945,9 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
             double sp = q->spread ? q->spread[k] : NAN;
             const char *nz = q->noisy ? (q->noisy[k] ? "yes" : "") : "n/a";
             if (fmt == AS_EVAL_CSV) {
-                fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%s", q->run, q->task, q->alg, k, c, label);
+                fprintf(f, "%" PRId64 ",%" PRId64 ",", q->run, q->task);
+                as_eval_csv_field(f, q->alg);
+                fprintf(f, ",%" PRId64 ",%" PRId64 ",%s", k, c, label);
                 num(f, fmt, 0, "%.9g", q->cost[k]);
                 if (q->mem) fprintf(f, ",%" PRIu64, q->mem[k]);
                 else fprintf(f, ",");
@@ -944,7 +961,11 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
                 continue;
             }
             if (fmt == AS_EVAL_TEXT) fprintf(f, "%4" PRId64 " %5" PRId64 " %-*s %5" PRId64 " %6" PRId64, q->run, q->task, aw, q->alg, k, c);
-            else fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %" PRId64 " |", q->run, q->task, q->alg, k, c);
+            else {
+                fprintf(f, "| %" PRId64 " | %" PRId64 " | ", q->run, q->task);
+                as_eval_md_cell(f, q->alg);
+                fprintf(f, " | %" PRId64 " | %" PRId64 " |", k, c);
+            }
             num(f, fmt, 12, "%.4f", q->cost[k]);
             num(f, fmt, 12, "%.3f", q->mem ? q->mem[k] / MiB : NAN);
             if (noise) {
@@ -979,8 +1000,9 @@ static void summary_csv(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64
                "balance_lo,balance_hi,speedup_geomean,speedup_lo,speedup_hi,shards,noisy_shards,noisy_plans,n_floor,max_over_floor_mean,"
                "at_floor,model_plans,model_weak,model_unjudged%s\n", passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flips" : "");
     for (int64_t i = 0; i < n; i++) {
-        fprintf(f, "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, a[i].alg, label, a[i].plans, a[i].infeasible,
-                a[i].unmeasured, over, a[i].nbal);
+        as_eval_csv_field(f, a[i].alg);
+        fprintf(f, ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64, label, a[i].plans, a[i].infeasible, a[i].unmeasured,
+                over, a[i].nbal);
         num(f, fmt, 0, "%.9g", a[i].bal_mean);
         num(f, fmt, 0, "%.9g", a[i].bal_std);
         fprintf(f, ",%" PRId64, a[i].nspd);
@@ -1024,7 +1046,11 @@ static void model_cell(char *b, size_t len, const as_eval_alg *a)
 static void summary_row(FILE *f, as_eval_format fmt, const as_eval_alg *a, int aw, int fl, int noise, int mq, int passes)
 {
     if (fmt == AS_EVAL_TEXT) fprintf(f, "%-*s %6" PRId64 " %10" PRId64, aw, a->alg, a->plans, a->infeasible);
-    else fprintf(f, "| %s | %" PRId64 " | %" PRId64 " |", a->alg, a->plans, a->infeasible);
+    else {
+        fputs("| ", f);
+        as_eval_md_cell(f, a->alg);
+        fprintf(f, " | %" PRId64 " | %" PRId64 " |", a->plans, a->infeasible);
+    }
     pm(f, fmt, 16, "%.1f", a->bal_mean, a->bal_std, 100);
     interval(f, fmt, 14, "%.1f", a->bal_lo, a->bal_hi, 100);
     if (passes) interval(f, fmt, 14, "%.1f", a->bal_pass_lo, a->bal_pass_hi, 100);
@@ -1175,7 +1201,10 @@ static void verdict_csv(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
     fprintf(f, "winner,runner_up,ranking,n,balance_diff,balance_diff_lo,balance_diff_hi,speedup_ratio,speedup_ratio_lo,speedup_ratio_hi,"
                "shards,noisy_shards,median_spread,noise_threshold,model_r2,linear_r2,model_worse,order,floor_tasks,floor_known,floor_bound,"
                "floor_margin,weak_model_algs\n");
-    fprintf(f, "%s,%s,%s,%" PRId64, r->winner >= 0 ? a[r->winner].alg : "", r->runner >= 0 ? a[r->runner].alg : "", rank_word(r->kind), r->cmp.n);
+    as_eval_csv_field(f, r->winner >= 0 ? a[r->winner].alg : "");
+    fputc(',', f);
+    as_eval_csv_field(f, r->runner >= 0 ? a[r->runner].alg : "");
+    fprintf(f, ",%s,%" PRId64, rank_word(r->kind), r->cmp.n);
     num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_diff : NAN);
     num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_lo : NAN);
     num(f, fmt, 0, "%.9g", r->runner >= 0 ? r->cmp.bal_hi : NAN);
@@ -1191,11 +1220,23 @@ static void verdict_csv(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
     num(f, fmt, 0, "%.9g", q ? q->linear.r2 : NAN);
     int w = as_eval_quality_worse(v->quality);
     fprintf(f, ",%s,", w < 0 ? "" : w ? "true" : "false");
-    order_words(f, 1, p, n, a, na, v->over_runs);
+    /* the order and the weak algorithms are fields of several labels: each quoted whole */
+    char *fld = NULL;
+    size_t fl = 0;
+    FILE *m = open_memstream(&fld, &fl);
+    if (!m) as_oom("a CSV field");
+    order_words(m, 1, p, n, a, na, v->over_runs);
+    fclose(m);
+    as_eval_csv_field(f, fld);
+    free(fld);
     fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.9g,", fb->tasks, fb->known, fb->bound, fb->margin);
     /* the algorithms whose plans a cost model marked weak placed, ';'-separated */
+    if (!(m = open_memstream(&fld, &fl))) as_oom("a CSV field");
     for (int64_t i = 0, k = 0; i < na; i++)
-        if (a[i].mq_weak) fprintf(f, "%s%s", k++ ? ";" : "", a[i].alg);
+        if (a[i].mq_weak) fprintf(m, "%s%s", k++ ? ";" : "", a[i].alg);
+    fclose(m);
+    as_eval_csv_field(f, fld);
+    free(fld);
     fputc('\n', f);
 }
 

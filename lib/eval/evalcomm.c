@@ -30,12 +30,15 @@ static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, d
     double c = 0;
     for (int t = 0; t < AS_NSH; t++) c += ms[t];
     const double pct = kern + c > 0 ? 100.0 * c / (kern + c) : NAN;
-    if (fmt == AS_EVAL_CSV)
-        fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%.6g,%.6g,%.6g,%.6g,%.6g,%.4g\n", q->run, q->task, q->alg, s, kern,
-                ms[0], ms[1], ms[2], ms[3], pct);
-    else if (fmt == AS_EVAL_MARKDOWN)
-        fprintf(f, "| %" PRId64 " | %" PRId64 " | %s | %" PRId64 " | %.4f | %.4f | %.4f | %.4f | %.4f | %.1f |\n", q->run,
-                q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], pct);
+    if (fmt == AS_EVAL_CSV) {
+        fprintf(f, "%" PRId64 ",%" PRId64 ",", q->run, q->task);
+        as_eval_csv_field(f, q->alg);
+        fprintf(f, ",%" PRId64 ",%.6g,%.6g,%.6g,%.6g,%.6g,%.4g\n", s, kern, ms[0], ms[1], ms[2], ms[3], pct);
+    } else if (fmt == AS_EVAL_MARKDOWN) {
+        fprintf(f, "| %" PRId64 " | %" PRId64 " | ", q->run, q->task);
+        as_eval_md_cell(f, q->alg);
+        fprintf(f, " | %" PRId64 " | %.4f | %.4f | %.4f | %.4f | %.4f | %.1f |\n", s, kern, ms[0], ms[1], ms[2], ms[3], pct);
+    }
     else
         fprintf(f, "%4" PRId64 " %5" PRId64 "  %-32s %5" PRId64 " %10.4f %11.4f %11.4f %10.4f %13.4f %7.1f\n", q->run,
                 q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], pct);

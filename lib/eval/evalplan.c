@@ -99,6 +99,53 @@ static int read_nums(const msgpack_object *o, const char *key, int64_t n, const 
     return 0;
 }
 
+/* the label or name under key (absent or nil: "") into buf: a string of 1..len-1 bytes that
+ * the names' rule (as_name_bad, msgobj.h) passes (as-bench's cost_* fields may also be "": no
+ * shard measured); 0, or -1 with err ("plan of task 3: 'cost_device' holds a control
+ * character (byte 0x0a at offset 3)") */
+static int read_name(const msgpack_object *rec, const char *key, char *buf, size_t len, const as_eval_plan *p, char *err,
+                     size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(rec, key);
+    char why[96];
+    buf[0] = 0;
+    if (!o || o->type == MSGPACK_OBJECT_NIL) return 0;
+    if (o->type == MSGPACK_OBJECT_STR && !o->via.str.size && !strncmp(key, "cost_", 5)) return 0;
+    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= len || memchr(o->via.str.ptr, 0, o->via.str.size)) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": '%s' is not a label (a string of at most %zu bytes)", p->task, key,
+                 len - 1);
+        return -1;
+    }
+    if (as_name_bad(o->via.str.ptr, o->via.str.size, why, sizeof why)) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": '%s' %s", p->task, key, why);
+        return -1;
+    }
+    memcpy(buf, o->via.str.ptr, o->via.str.size);
+    buf[o->via.str.size] = 0;
+    return 0;
+}
+
+/* task, alg, split and comm_model (its text: the model itself is as-plan's to parse) by the
+ * names' rule; a bare plan (AS_EVAL_READ_BARE) may leave task and alg out, one that is there
+ * is read as always. 0, or -1 with err */
+static int read_labels(const msgpack_object *rec, as_eval_plan *p, int has_task, int flags, char *err, size_t errlen)
+{
+    const msgpack_object *alg = as_obj_get(rec, "alg");
+    const int bare = flags & AS_EVAL_READ_BARE;
+    if (((!bare || has_task) && p->task < 0) || ((!bare || alg) && (!alg || alg->type != MSGPACK_OBJECT_STR))) {
+        snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
+        return -1;
+    }
+    if (alg && !alg->via.str.size) {
+        snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is empty (the label of the algorithm that made it)", p->task);
+        return -1;
+    }
+    char comm[128];
+    return read_name(rec, "alg", p->alg, sizeof p->alg, p, err, errlen) ||
+           read_name(rec, "split", p->split, sizeof p->split, p, err, errlen) ||
+           read_name(rec, "comm_model", comm, sizeof comm, p, err, errlen) ? -1 : 0;
+}
+
 /* the planner's view: pred_ms, item_pred_ms, names, mem_terms, mem_cap, model_quality (all
  * optional) */
 /* the plan's `names` (one per entry, printable): 0, or -1 with err */
@@ -339,8 +386,15 @@ static int read_mem(const msgpack_object *rec, as_eval_plan *p, char *err, size_
         return -1;
     }
     if (nm != p->K) { free(mem); snprintf(err, errlen, "plan of task %" PRId64 ": 'mem_bytes' must have one entry per shard", p->task); return -1; }
+    for (int64_t k = 0; k < p->K; k++)
+        if (mem[k] < 0) {
+            snprintf(err, errlen, "plan of task %" PRId64 ": mem_bytes[%" PRId64 "] is %" PRId64 ", not a byte count >= 0",
+                     p->task, k, mem[k]);
+            free(mem);
+            return -1;
+        }
     p->mem = as_malloc((size_t)p->K * sizeof *p->mem);
-    for (int64_t k = 0; k < p->K; k++) p->mem[k] = mem[k] < 0 ? 0 : (uint64_t)mem[k];
+    for (int64_t k = 0; k < p->K; k++) p->mem[k] = (uint64_t)mem[k];
     free(mem);
     return 0;
 }
@@ -442,9 +496,10 @@ static int read_costs(const msgpack_object *rec, as_eval_plan *p, char *err, siz
             }
         }
     }
-    as_obj_str(rec, "cost_device", p->device, sizeof p->device);
-    as_obj_str(rec, "cost_weights_type", p->wtype, sizeof p->wtype);
-    as_obj_str(rec, "cost_optimizer", p->optim, sizeof p->optim);
+    if (read_name(rec, "cost_device", p->device, sizeof p->device, p, err, errlen) ||
+        read_name(rec, "cost_weights_type", p->wtype, sizeof p->wtype, p, err, errlen) ||
+        read_name(rec, "cost_optimizer", p->optim, sizeof p->optim, p, err, errlen))
+        return -1;
     return 0;
 }
 
@@ -479,24 +534,7 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
     p->floor_unknown = p->T;
     p->ndp = pr.ndp;
     int unplaced = pr.unplaced > 0;
-    const msgpack_object *alg = as_obj_get(rec, "alg");
-    /* a bare plan (AS_EVAL_READ_BARE) may leave task and alg out; one that is there is read
-     * as always */
-    const int bare = flags & AS_EVAL_READ_BARE;
-    if (((!bare || pr.has_task) && pr.task < 0) || ((!bare || alg) && as_obj_str(rec, "alg", p->alg, sizeof p->alg))) {
-        snprintf(err, errlen, "plan needs 'task' (an id >= 0) and 'alg'");
-        goto bad;
-    }
-    if (alg && !p->alg[0]) {
-        snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is empty (the label of the algorithm that made it)", p->task);
-        goto bad;
-    }
-    if (alg && strlen(p->alg) != alg->via.str.size) {
-        snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is not a label (a string of at most %zu bytes)", p->task,
-                 sizeof p->alg - 1);
-        goto bad;
-    }
-    as_obj_str(rec, "split", p->split, sizeof p->split);
+    if (read_labels(rec, p, pr.has_task, flags, err, errlen)) goto bad;
     as_obj_i64(rec, "seed", &p->seed);
     const msgpack_object *fe = as_obj_get(rec, "feasible");
     if (fe && fe->type == MSGPACK_OBJECT_BOOLEAN) p->feasible = fe->via.boolean && !unplaced;
@@ -531,4 +569,26 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
 bad:
     as_eval_plan_free(p);
     return -1;
+}
+
+void as_eval_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void as_eval_md_cell(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|' || *s == '\\') fputc('\\', f);
+        fputc(*s, f);
+    }
 }

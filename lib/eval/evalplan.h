@@ -7,6 +7,7 @@
 #define AS_EVALPLAN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "modelgate.h"
 #include "msgobj.h"
@@ -121,5 +122,12 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
 /* as_eval_plan_read_ex, only the verdict: 0 ok, -1 with err */
 int as_eval_plan_check(const msgpack_object *rec, int flags, char *err, size_t errlen);
 void as_eval_plan_free(as_eval_plan *p);
+
+/* A label or name (a plan's alg, its split) as one field of as-eval's tables: as_eval_csv_field
+ * writes s as an RFC 4180 CSV field (as it is, or in double quotes with its quotes doubled when
+ * it holds a comma, a quote, CR or LF); as_eval_md_cell as markdown table text ('|' and '\'
+ * escaped with '\'). The names' rule (as_name_bad) keeps control characters out of them. */
+void as_eval_csv_field(FILE *f, const char *s);
+void as_eval_md_cell(FILE *f, const char *s);
 
 #endif

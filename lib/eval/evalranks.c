@@ -154,8 +154,9 @@ static void print_csv(FILE *f, const as_eval_plan *q, const char *label, const a
         const int64_t n = rank_items(q, k, it);
         double t[3], tot;
         rank_mem(q, k, t, &tot);
-        fprintf(f, "%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64, q->run, q->task, q->alg, k, n,
-                count_pieces(q, it, n));
+        fprintf(f, "%" PRId64 ",%" PRId64 ",", q->run, q->task);
+        as_eval_csv_field(f, q->alg);
+        fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64, k, n, count_pieces(q, it, n));
         for (int j = 0; j < 3; j++) csv_num(f, t[j]);
         csv_num(f, tot);
         if (q->mem_cap) fprintf(f, ",%" PRIu64, q->mem_cap);
@@ -313,7 +314,9 @@ static void print_plan(FILE *f, as_eval_format fmt, const as_eval_plan *q, const
         fputs(md ? " " : "  ", f);
         for (int64_t j = 0; j < n && j < ITEMS_SHOWN; j++) {
             char lb[256];
-            fprintf(f, "%s%s", j ? ", " : "", item_label(lb, sizeof lb, q, it[j]));
+            fputs(j ? ", " : "", f);
+            if (md) as_eval_md_cell(f, item_label(lb, sizeof lb, q, it[j]));   /* a name may hold '|' */
+            else fputs(item_label(lb, sizeof lb, q, it[j]), f);
         }
         if (n > ITEMS_SHOWN) fprintf(f, ", ... (%" PRId64 " in all)", n);
         if (!n) fputc('-', f);

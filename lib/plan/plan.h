@@ -327,6 +327,10 @@ int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t 
 void as_planrec_free(as_planrec *p);
 /* as_plan_group on a plan record */
 void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order);
+/* The refinement a plan record carries (refine: moves, swaps, placed, ms, pred_max_before,
+ * stop; options: refine_ms, refine_steps) into *rf, done 1; all zero when it carries none. 0,
+ * or -1 with err ("refine: 'swaps' = -1 is outside 0..") */
+int as_planrec_refine_read(const msgpack_object *rec, as_plan_refined *rf, char *err, size_t errlen);
 
 /* what a plan record carries besides the plan itself */
 typedef struct {

@@ -47,7 +47,11 @@ int as_ptask_read(const msgpack_object *rec, as_ptask *t, char *err, size_t errl
         as_ptask_free(t);
         return -1;
     }
-    as_obj_str(rec, "split", t->split, sizeof t->split);
+    if (as_obj_name(rec, "split", t->split, sizeof t->split, e2, sizeof e2) < 0) {   /* the names' rule (msgobj.h) */
+        snprintf(err, errlen, "task %" PRId64 ": %s", t->id, e2);
+        as_ptask_free(t);
+        return -1;
+    }
     int64_t n = t->ntables;
     int64_t *s = as_malloc((size_t)n * sizeof *s);
     memcpy(s, t->tables, (size_t)n * sizeof *s);
@@ -109,6 +113,34 @@ int as_planrec_read(const msgpack_object *rec, as_planrec *p, char *err, size_t 
 void as_planrec_group(const as_planrec *p, int64_t *start, int64_t *order)
 {
     as_plan_group(start, order, p->assign, p->n, p->shards);
+}
+
+int as_planrec_refine_read(const msgpack_object *rec, as_plan_refined *rf, char *err, size_t errlen)
+{
+    static const char *const stops[] = { "optimum", "time", "steps", NULL };
+    memset(rf, 0, sizeof *rf);
+    const msgpack_object *o = as_obj_get(rec, "options");
+    const msgpack_object *r = as_obj_get(rec, "refine");
+    if (!r || r->type == MSGPACK_OBJECT_NIL) return 0;
+    char e2[256], stop[16] = "optimum";
+    if (r->type != MSGPACK_OBJECT_MAP) {
+        snprintf(err, errlen, "'refine' is not a map");
+        return -1;
+    }
+    if (as_field_i64(r, "moves", 0, INT64_MAX, &rf->moves, e2, sizeof e2) ||
+        as_field_i64(r, "swaps", 0, INT64_MAX, &rf->swaps, e2, sizeof e2) ||
+        as_field_i64_opt(r, "placed", 0, INT64_MAX, &rf->placed, e2, sizeof e2) ||
+        as_field_f64_opt(r, "ms", 0, 1e15, &rf->ms, e2, sizeof e2) ||
+        as_field_f64(r, "pred_max_before", 0, 1e300, &rf->max_before, e2, sizeof e2) ||
+        as_field_str_opt(r, "stop", stops, stop, sizeof stop, e2, sizeof e2) ||
+        as_field_f64_opt(o, "refine_ms", 0, 1e15, &rf->budget_ms, e2, sizeof e2) ||
+        as_field_i64_opt(o, "refine_steps", 0, INT64_MAX, &rf->budget_steps, e2, sizeof e2)) {
+        snprintf(err, errlen, "refine: %s", e2);
+        return -1;
+    }
+    for (int i = 0; stops[i]; i++) if (!strcmp(stop, stops[i])) rf->stop = stops[i];
+    rf->done = 1;
+    return 0;
 }
 
 /* each shard's ids in and pooled outputs out (forward) and their gradients (backward):

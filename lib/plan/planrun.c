@@ -516,6 +516,21 @@ static void measured_plan_free(measured_plan *m)
 
 static int label_wanted(const char *want, const char *label, as_alg alg, int foreign);
 
+/* label_alg's error in err, for --repair without --alg, told what to pass: -1 */
+static int repair_alg_hint(char *err, size_t errlen)
+{
+    char names[256] = "";
+    for (int a = 0; a < AS_ALG_COUNT; a++) {
+        const size_t l = strlen(names);
+        snprintf(names + l, sizeof names - l, "%s%s", a ? ", " : "", as_alg_name((as_alg)a));
+    }
+    const size_t l = strlen(err);
+    snprintf(err + l, errlen - l, " (an imported plan's?): --repair rebuilds only the plans of our algorithms (%s); "
+             "pass --alg with those to repair, e.g. --alg all,torchrec, or with labels, e.g. --alg "
+             "cost-greedy+split: plans of other labels are then skipped", names);
+    return -1;
+}
+
 /* whether to repair the record read into m: its task, its label's algorithm and rounds, its
  * shards; 0 repair, 1 skip it (counted), -1 with err */
 static int measured_plan_select(repair_ctx *R, const msgpack_object *o, measured_plan *m, char *err, size_t errlen)
@@ -530,7 +545,7 @@ static int measured_plan_select(repair_ctx *R, const msgpack_object *o, measured
     as_obj_str(o, "alg", m->label, sizeof m->label);
     if (label_alg(m->label, pr->task, &m->alg, err, errlen)) {
         /* an imported plan (e.g. torchrec-own) is not among the planners a filter names */
-        if (!c->repair_filter && !c->repair_labels) return -1;
+        if (!c->repair_filter && !c->repair_labels) return repair_alg_hint(err, errlen);
         R->rs->skipped++;
         return 1;
     }
@@ -550,21 +565,6 @@ static int measured_plan_select(repair_ctx *R, const msgpack_object *o, measured
     return 0;
 }
 
-/* the record's comm_model (an alpha-beta model's name, lib/records/comm.h), when it has one, into
-   *m (*has 1); 0, or -1 with err (not a model we know) */
-static int read_comm_model(const msgpack_object *o, as_comm_model *m, int *has, char *err, size_t errlen)
-{
-    char name[128] = "", e2[512];
-    *has = 0;
-    if (!as_obj_get(o, "comm_model")) return 0;
-    if (as_obj_str(o, "comm_model", name, sizeof name) || as_comm_model_parse(name, m, e2, sizeof e2)) {
-        snprintf(err, errlen, "'comm_model' is not a communication model (%s)", name[0] ? e2 : "not a string");
-        return -1;
-    }
-    *has = 1;
-    return 0;
-}
-
 /* the measured costs as the strict reader (ep, as_eval_plan_read) read them: one per shard,
  * a number >= 0 or nil (a shard that failed: NaN), and the record's communication
  * bandwidth and model_quality; 0, or -1 with err */
@@ -579,11 +579,9 @@ static int measured_plan_costs(measured_plan *m, const msgpack_object *o, const 
     m->meas = as_malloc((size_t)K * sizeof *m->meas);
     m->scale = as_malloc((size_t)K * sizeof *m->scale);
     memcpy(m->meas, ep->cost, (size_t)K * sizeof *m->meas);
-    m->comm = 0;
-    as_obj_f64(o, "comm_gbps", &m->comm);
-    if (!(m->comm >= 0) || !isfinite(m->comm)) m->comm = 0;
     char e2[512];
-    if (read_comm_model(o, &m->cmodel, &m->has_cmodel, e2, sizeof e2)) {
+    /* its communication charge: comm_gbps and comm_model (lib/records/comm.h), bad data refused */
+    if (as_comm_record_read(o, &m->comm, &m->cmodel, &m->has_cmodel, e2, sizeof e2)) {
         snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", m->pr.task, m->label, e2);
         return -1;
     }
@@ -791,26 +789,33 @@ typedef struct {
 } export_ctx;
 
 /* label (of algorithm base; foreign: a label not of ours, an imported plan's) is one of the
-   comma-separated tokens of want: a token with a '+', one that names no algorithm of ours
-   (e.g. torchrec-own) or one written =LABEL matches that label exactly; an algorithm's name
+   tokens of want (as_plan_label_next): a token with a '+', one that names no algorithm of ours
+   (e.g. torchrec-own) or one written =LABEL (the last) matches that label exactly; an algorithm's name
    every label of that algorithm; want NULL: every label */
 static int label_wanted(const char *want, const char *label, as_alg alg, int foreign)
 {
     if (!want) return 1;
-    char *s = as_strdup(want), *save = NULL;
-    int hit = 0;
-    for (char *tok = strtok_r(s, ",", &save); tok && !hit; tok = strtok_r(NULL, ",", &save)) {
+    const char *p = want;
+    char tok[128];
+    int hit = 0, rc;
+    while (!hit && (rc = as_plan_label_next(&p, tok, sizeof tok))) {
         as_alg a;
-        if (tok[0] == '=') hit = !strcmp(tok + 1, label);
+        if (rc < 0) continue;   /* longer than any label */
+        if (tok[0] == '=') hit = !strcmp(tok + 1, label);   /* to the end of want, commas and all */
         else if (strchr(tok, '+') || as_alg_parse(tok, &a)) hit = !strcmp(tok, label);
         else hit = !foreign && a == alg;
     }
-    free(s);
     return hit;
 }
 
 int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
                         const as_plan_placed *o, char *err, size_t errlen)
+{
+    return as_plan_emit_refined(st, c, in, pr, o, NULL, err, errlen);
+}
+
+int as_plan_emit_refined(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
+                         const as_plan_placed *o, const as_plan_refined *rf, char *err, size_t errlen)
 {
     char e2[768];
     const int64_t K = pr->shards, n = pr->n;
@@ -836,6 +841,7 @@ int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const a
         pl.split = l.split;
         pl.replicated = l.replicated;
         pl.refine.done = l.refined;
+        if (l.refined && rf && rf->done) pl.refine = *rf;   /* its record's figures */
         pl.measured = l.measured;
         pl.comm_gbps = o->comm_gbps;
         pl.comm_model = o->comm_model ? o->comm_model->name : NULL;
@@ -876,24 +882,26 @@ static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan
     }
     as_plan_placed pp = { label, alg, c->cap_given ? c->mem_cap : ep->mem_cap, c->cap_given ? " of --mem-cap" : " of the plan",
                           0, 0, c->seed, "", c->world, foreign, NULL };
-    as_obj_f64(o, "comm_gbps", &pp.comm_gbps);
-    if (!(pp.comm_gbps >= 0) || !isfinite(pp.comm_gbps)) pp.comm_gbps = 0;
     as_comm_model cm;
     int has_cm;
-    if (read_comm_model(o, &cm, &has_cm, e2, sizeof e2)) {
+    if (as_comm_record_read(o, &pp.comm_gbps, &cm, &has_cm, e2, sizeof e2)) {
         snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
         as_planrec_free(&pr);
         return -1;
     }
     pp.comm_model = has_cm ? &cm : NULL;
     as_obj_f64(o, "plan_ms", &pp.plan_ms);
-    char split[16] = "";
-    as_obj_str(o, "split", split, sizeof split);
-    pp.split = split;
+    as_plan_refined rf;
+    if (as_planrec_refine_read(o, &rf, e2, sizeof e2)) {
+        snprintf(err, errlen, "plan of task %" PRId64 " (%s): %s", pr.task, label, e2);
+        as_planrec_free(&pr);
+        return -1;
+    }
+    pp.split = ep->split;   /* read by the names' rule (evalplan.c) */
     int64_t seed = (int64_t)c->seed;
     as_obj_i64(o, "seed", &seed);
     pp.seed = (uint64_t)seed;
-    int rc = as_plan_emit_placed(X->st, c, X->in, &pr, &pp, err, errlen);
+    int rc = as_plan_emit_refined(X->st, c, X->in, &pr, &pp, &rf, err, errlen);
     if (!rc) X->exported++;
     as_planrec_free(&pr);
     return rc;

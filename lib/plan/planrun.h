@@ -205,5 +205,10 @@ typedef struct {
 } as_plan_placed;
 int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
                         const as_plan_placed *o, char *err, size_t errlen);
+/* as_plan_emit_placed with a refined plan's refinement as its record carries it (--export:
+ * moves, swaps, predicted max before; as_planrec_refine_read), kept when its label says
+ * "+refine"; rf NULL: none (a "+refine" label's figures are then 0) */
+int as_plan_emit_refined(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,
+                         const as_plan_placed *o, const as_plan_refined *rf, char *err, size_t errlen);
 
 #endif

@@ -187,6 +187,10 @@ int as_plan_replicate(as_plan *p, const as_plan_cfg *c, const as_features *const
         free(sum);
     }
     p->replicated = 1;
+    if (x.ab) {   /* the record says what charged it (comm_model, docs/FORMAT.md), split plan or not */
+        p->comm_model = x.ab->name;
+        p->comm_gbps = 0;
+    }
     p->plan_ms += (as_now() - t0) * 1e3;
     free(rep); free(x.S); free(x.D); free(x.tmp); free(x.own); free(x.kern); free(x.fix);
     return 0;

@@ -27,7 +27,9 @@
  * Afterwards p->assign (AS_DP for the replicated), ndp, count, mem, key (the shard loses the
  * item's key: its predicted single cost for cost-greedy, as_plan_key otherwise) and pred (as
  * as_plan_make computes it: the own items' head plus the data-parallel part) describe the
- * plan; p->replicated = 1 (its label gains "+dp"), plan_ms includes the search. Deterministic.
+ * plan; p->replicated = 1 (its label gains "+dp"), plan_ms includes the search; with an
+ * alpha-beta c->comm_model, p->comm_model names it (its record's comm_model) and p->comm_gbps
+ * is 0. Deterministic.
  */
 #ifndef AS_REPLICATE_H
 #define AS_REPLICATE_H

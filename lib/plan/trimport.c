@@ -26,6 +26,7 @@ typedef struct {
     char where[384];                /* "FILE: line 3", then ": task 7 (torchrec)" */
     char *err;
     size_t errlen;
+    int64_t local;                  /* the document's local_size (0: not given) */
     int64_t odd_kernels;            /* tables of a compute_kernel other than fused or dense */
     char odd[160];                  /* the first of them: "'t3' (fused_uvm_caching)" */
 } ictx;
@@ -94,8 +95,8 @@ static int get_int(ictx *x, const msgpack_object *map, const char *key, const ch
     return 0;
 }
 
-/* "rank:R/cuda:D" (decimal, no sign, no leading zeros) into *rank: 0, or -1 */
-static int parse_placement(const msgpack_object *o, int64_t *rank)
+/* "rank:R/cuda:D" (decimal, no sign, no leading zeros) into *rank and *dev: 0, or -1 */
+static int parse_placement(const msgpack_object *o, int64_t *rank, int64_t *dev)
 {
     if (o->type != MSGPACK_OBJECT_STR) return -1;
     const char *s = o->via.str.ptr, *e = s + o->via.str.size;
@@ -114,6 +115,7 @@ static int parse_placement(const msgpack_object *o, int64_t *rank)
     }
     if (s != e) return -1;
     *rank = v[0];
+    *dev = v[1];
     return 0;
 }
 
@@ -182,6 +184,31 @@ static int read_dp(ictx *x, const msgpack_object *s, int64_t ti, const char *nam
     return 0;
 }
 
+/* shards[j]'s rank (of table name, world_size K) from its placement pl: "rank:R/cuda:D" with R
+ * in 0..K-1, R its ranks[j] (rj, when the table has "ranks"), and, when the document gives
+ * local_size L, D = R % L, the device TorchRec places rank R on (as pipelines/torchrec_plan.py
+ * --check requires); 0, or -1 with the error */
+static int shard_rank(ictx *x, const msgpack_object *pl, const msgpack_object *rj, const char *name, uint32_t j, int64_t K,
+                      int64_t *rank)
+{
+    char b[96];
+    int64_t dev, rr;
+    if (!pl || parse_placement(pl, rank, &dev))
+        return fail(x, "table '%s': shards[%u]: 'placement' %s is not \"rank:R/cuda:D\"", name, j,
+                    pl ? show(pl, b, sizeof b) : "(missing)");
+    if (*rank >= K)
+        return fail(x, "table '%s': shards[%u]: placement %s: rank %" PRId64 " is outside 0..%" PRId64 " (world_size %" PRId64 ")",
+                    name, j, show(pl, b, sizeof b), *rank, K - 1, K);
+    if (rj && (int_val(rj, 0, INT64_MAX, &rr) || rr != *rank))
+        return fail(x, "table '%s': ranks[%u] = %s but shards[%u] is placed on rank %" PRId64, name, j, show(rj, b, sizeof b), j,
+                    *rank);
+    if (x->local > 0 && dev != *rank % x->local)
+        return fail(x, "table '%s': shards[%u]: placement %s is not rank:%" PRId64 "/cuda:%" PRId64 ": TorchRec places rank %"
+                    PRId64 " on its host's GPU %" PRId64 " (rank %% local_size %" PRId64 ")", name, j, show(pl, b, sizeof b),
+                    *rank, *rank % x->local, *rank, *rank % x->local, x->local);
+    return 0;
+}
+
 /* the shards of task table ti (features f, key name) from its sharding s, appended to *e */
 static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_features *f, const char *name, int64_t K,
                       ientry **e, int64_t *n, int64_t *cap)
@@ -207,6 +234,7 @@ static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_fea
     if (rk && (rk->type != MSGPACK_OBJECT_ARRAY || rk->via.array.size != ns))
         return fail(x, "table '%s': 'ranks' is not an array of %u ranks, one per shard", name, ns);
     int64_t used = 0;
+    const int64_t n0 = *n;
     for (uint32_t j = 0; j < ns; j++) {
         const msgpack_object *o = &sh->via.array.ptr[j];
         if (o->type != MSGPACK_OBJECT_MAP) return fail(x, "table '%s': shards[%u] is not a JSON object", name, j);
@@ -221,17 +249,8 @@ static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_fea
                 return fail(x, "table '%s': shards[%u]: '%s' is not [rows, columns] of integers >= 0", name, j, fld);
         }
         const int64_t r0 = v[0], c0 = v[1], rows = v[2], cols = v[3];
-        int64_t rank;
-        if (!pl || parse_placement(pl, &rank))
-            return fail(x, "table '%s': shards[%u]: 'placement' %s is not \"rank:R/cuda:D\"", name, j,
-                        pl ? show(pl, b, sizeof b) : "(missing)");
-        if (rank >= K)
-            return fail(x, "table '%s': shards[%u]: placement %s: rank %" PRId64 " is outside 0..%" PRId64 " (world_size %" PRId64 ")",
-                        name, j, show(pl, b, sizeof b), rank, K - 1, K);
-        int64_t rr;
-        if (rk && (int_val(&rk->via.array.ptr[j], 0, INT64_MAX, &rr) || rr != rank))
-            return fail(x, "table '%s': ranks[%u] = %s but shards[%u] is placed on rank %" PRId64, name, j,
-                        show(&rk->via.array.ptr[j], b, sizeof b), j, rank);
+        int64_t rank = 0;
+        if (shard_rank(x, pl, rk ? &rk->via.array.ptr[j] : NULL, name, j, K, &rank)) return -1;
         if (r0 > f->rows || rows > f->rows - r0 || c0 > f->dim || cols > f->dim - c0)
             return fail(x, "table '%s': shards[%u]: rows %" PRId64 "..%" PRId64 " x columns %" PRId64 "..%" PRId64
                         " reach outside the table's %" PRId64 " rows x %" PRId64 " columns", name, j, r0,
@@ -249,6 +268,9 @@ static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_fea
         if (as_piece_covers(&pc, f->rows, f->dim)) pc = AS_PIECE_WHOLE;
         push(e, n, cap, (ientry){ ti, pc, rank });
     }
+    if (*n == n0)   /* shards of 0 rows or columns only: the table would be lost */
+        return fail(x, "table '%s': every shard is empty (0 rows or columns): none holds its %" PRId64 " rows x %" PRId64
+                    " columns", name, f->rows, f->dim);
     return 0;
 }
 
@@ -393,9 +415,10 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
     const size_t wl = strlen(x->where);
     snprintf(x->where + wl, sizeof x->where - wl, ": task %" PRId64 " (%s)", tid, label);
     const int64_t K = c->shards ? c->shards : t->shards;
-    if (get_int(x, root, "world_size", "world_size", 1, INT64_MAX, &ws, 1) ||
-        get_int(x, root, "local_size", "local_size", 1, INT64_MAX, &ls, 0) < 0)
-        return -1;
+    /* local_size as pipelines/torchrec_plan.py --check bounds it: 1..AS_MAX_SHARDS */
+    const int lrc = get_int(x, root, "local_size", "local_size", 1, as_limit(AS_LIM_SHARDS), &ls, 0);
+    if (get_int(x, root, "world_size", "world_size", 1, INT64_MAX, &ws, 1) || lrc < 0) return -1;
+    x->local = lrc == 0 ? ls : 0;
     if (ws != K)
         return fail(x, "'world_size' = %" PRId64 " but the task has %" PRId64 " shards%s", ws, K, c->shards ? " (--shards)" : "");
     int64_t world;
@@ -435,8 +458,9 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
         as_plan_label l;
         as_plan_label_parse(label, &l);
         const double comm = l.split && c->split_cfg ? c->split_cfg->comm_gbps : 0;
-        as_plan_placed pp = { label, alg, mcap, c->cap_given ? " of --mem-cap" : " of its task", comm, 0, c->seed, t->split,
-                              world, 1, NULL };
+        as_plan_placed pp = { .label = label, .alg = alg, .mem_cap = mcap,
+                              .cap_why = c->cap_given ? " of --mem-cap" : " of its task", .comm_gbps = comm,
+                              .seed = c->seed, .split = t->split, .world = world, .verbatim = 1 };
         if (x->odd_kernels)
             as_err("warning: %s: %" PRId64 " table%s of a compute_kernel other than fused or dense, e.g. %s: imported as "
                    "tables in GPU memory (a cache or UVM is not modelled)", x->where, x->odd_kernels,
@@ -448,6 +472,28 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
     }
     free(ids); free(assign); free(pcs); free(e); free(f);
     return rc;
+}
+
+/* the next line of fp into *line (its newline cut, NUL-terminated; *cap grown as needed, to
+ * at most max + 1 bytes), its length in *len: 1 a line, 0 the end of the file, 2 a line
+ * longer than max bytes (read no further: /dev/zero has no newline) */
+static int read_line(FILE *fp, char **line, size_t *cap, size_t *len, size_t max)
+{
+    size_t n = 0;
+    int ch = EOF;
+    while ((ch = getc_unlocked(fp)) != EOF && ch != '\n') {
+        if (n == max) return 2;
+        if (n + 1 >= *cap) {
+            *cap = *cap ? (2 * *cap < max + 1 ? 2 * *cap : max + 1) : 4096;
+            *line = as_realloc(*line, *cap);
+        }
+        (*line)[n++] = (char)ch;
+    }
+    if (ch == EOF && n == 0) return 0;
+    if (!*line) *line = as_calloc(*cap = 1, 1);
+    (*line)[n] = 0;
+    *len = n;
+    return 1;
 }
 
 int as_plan_import_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,
@@ -462,15 +508,17 @@ int as_plan_import_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as
         return -1;
     }
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int rc = 0;
-    for (int64_t ln = 1; !rc && (len = getline(&line, &cap, fp)) >= 0; ln++) {
-        ictx x = { "", err, errlen, 0, "" };
+    size_t cap = 0, n = 0;
+    int rc = 0, got;
+    for (int64_t ln = 1; !rc && (got = read_line(fp, &line, &cap, &n, AS_TRIMPORT_MAX_LINE)); ln++) {
+        ictx x = { "", err, errlen, 0, 0, "" };
         snprintf(x.where, sizeof x.where, "%s: line %" PRId64, file, ln);
-        if ((size_t)len > AS_TRIMPORT_MAX_LINE) { rc = fail(&x, "longer than %zu MiB", AS_TRIMPORT_MAX_LINE >> 20); break; }
-        size_t n = (size_t)len;
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+        if (got == 2) {
+            rc = fail(&x, "longer than %zu MiB (one TorchRec plan a line, as as-plan --format torchrec writes them)",
+                      AS_TRIMPORT_MAX_LINE >> 20);
+            break;
+        }
+        while (n && line[n - 1] == '\r') n--;
         size_t sp = 0;
         while (sp < n && (line[sp] == ' ' || line[sp] == '\t')) sp++;
         if (sp == n) continue;   /* a blank line */

@@ -19,7 +19,15 @@
  *
  * sharding_type: table_wise (one shard), column_wise and table_column_wise (shards of all
  * rows), row_wise and table_row_wise (shards of all columns), grid_shard (any); data_parallel
- * (replicated) tables cannot be represented by a plan record and are an error.
+ * (the table whole on every rank: "ranks" absent or every rank 0..K-1 once, "shards" absent,
+ * null or empty) becomes one entry on every shard (assign AS_DP, -2).
+ *
+ * Placements and local_size are checked as pipelines/torchrec_plan.py --check checks them:
+ * local_size (optional) in 1..AS_MAX_SHARDS (as_limit(AS_LIM_SHARDS), 65536 by default);
+ * each shard's placement "rank:R/cuda:D" with R its rank ("ranks"[j] when given) and, when
+ * local_size L is given, D = R % L (the GPU of its host TorchRec places rank R on). A line
+ * is at most AS_TRIMPORT_MAX_LINE bytes, read no further (a file without newlines, such as
+ * /dev/zero, is an error after that many bytes, not an unbounded read).
  */
 #ifndef AS_TRIMPORT_H
 #define AS_TRIMPORT_H
@@ -39,10 +47,12 @@
  * the table and field at fault: "FILE: line 3: task 7 (torchrec): table 't5': shards[1]:
  * placement 'rank:9/cuda:1': rank 9 is outside 0..3". Errors: a file that cannot be read,
  * bad JSON, a field missing or of the wrong type, a task not in the input, world_size not
- * the task's shard count, a table unknown or not the task's, a table of the task missing
- * from the plan, a rank outside 0..K-1, shards outside their table or that do not tile it
- * exactly (overlap, gap), a data_parallel table, a shard over the cap, a piece without
- * features in the input (row pieces need as-features --row-pieces). */
+ * the task's shard count, local_size outside 1..AS_MAX_SHARDS, a table unknown or not the
+ * task's, a table of the task missing from the plan, a rank outside 0..K-1, a placement that
+ * is not "rank:R/cuda:R % local_size", shards outside their table or that do not tile it
+ * exactly (overlap, gap), a data_parallel table with shards or not on every rank once, a
+ * shard over the cap, a piece without features in the input (row pieces need as-features
+ * --row-pieces), a line longer than AS_TRIMPORT_MAX_LINE. */
 int as_plan_import_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const char *file,
                        int64_t *imported, char *err, size_t errlen);
 

@@ -2,6 +2,7 @@
 #include "comm.h"
 
 #include "common.h"
+#include "msgobj.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -45,41 +46,134 @@ static void nvlink8(as_comm_model *m)
     snprintf(m->name, sizeof m->name, "nvlink8");
 }
 
+/* v as the shortest "%.Ng" (N 1..17; of two as short, the smaller N) that reads back as v: the
+ * canonical form of a number (10 is "10", not "1e+01") */
+static void shortest(char *buf, size_t len, double v)
+{
+    char t[32];
+    buf[0] = 0;
+    for (int prec = 17; prec >= 1; prec--) {
+        snprintf(t, sizeof t, "%.*g", prec, v);
+        if (strtod(t, NULL) == v && (!buf[0] || strlen(t) <= strlen(buf))) snprintf(buf, len, "%s", t);
+    }
+}
+
+/* s[0..n) without the spaces and tabs around it */
+static void trim(const char **s, size_t *n)
+{
+    while (*n && ((*s)[0] == ' ' || (*s)[0] == '\t')) (*s)++, (*n)--;
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
+/* "A/B,A/B,A/B" (spaces and tabs allowed around each number) into x; 0, or -1 with err */
+static int parse_ab(const char *s, as_comm_model *x, char *err, size_t errlen)
+{
+    static const char *const what[AS_NCOLL] = { "all-to-all", "ring", "all-reduce" };
+    const char *p = s;
+    for (int c = 0; c < AS_NCOLL; c++) {
+        double v[2];
+        for (int q = 0; q < 2; q++) {
+            const char want = q == 0 ? '/' : c + 1 < AS_NCOLL ? ',' : '\0';
+            const char *end = strchr(p, want);   /* want '\0': the end of s */
+            size_t n = end ? (size_t)(end - p) : 0;
+            const char *tok = p;
+            trim(&tok, &n);
+            char *num = NULL, *e = NULL;
+            if (end && n > 0) {
+                num = as_malloc(n + 1);
+                memcpy(num, tok, n);
+                num[n] = 0;
+                v[q] = strtod(num, &e);
+            }
+            const int whole = e && !*e;
+            free(num);
+            const int ok = whole && isfinite(v[q]) && (q == 0 ? v[q] >= 0 && v[q] <= 1e6 : v[q] > 0 && v[q] <= 1e6);
+            if (!ok) {
+                if (q == 0)
+                    snprintf(err, errlen, "'%s': the %s's alpha is not a number of us in [0, 1e6] followed by '/' (nvlink8, "
+                             "or A/B,A/B,A/B)", s, what[c]);
+                else
+                    snprintf(err, errlen, "'%s': the %s's beta is not a rate in (0, 1e6] GB/s%s (nvlink8, or A/B,A/B,A/B)", s,
+                             what[c], c + 1 < AS_NCOLL ? " followed by ','" : " ending the value");
+                return -1;
+            }
+            p = end + (want != '\0');
+        }
+        x->alpha_us[c] = v[0] + 0.0, x->beta_gbs[c] = v[1];   /* + 0.0: -0 is 0 */
+    }
+    return 0;
+}
+
 int as_comm_model_parse(const char *s, as_comm_model *m, char *err, size_t errlen)
 {
-    if (!s || !*s) {
+    size_t n = s ? strlen(s) : 0;
+    const char *t = s;
+    trim(&t, &n);
+    if (!n) {
         snprintf(err, errlen, "empty: give nvlink8 or A/B,A/B,A/B (alpha us / beta GB/s for the all-to-all, ring, all-reduce)");
         return -1;
     }
-    if (!strcmp(s, "nvlink8")) {
+    if (n == 7 && !memcmp(t, "nvlink8", 7)) {
         nvlink8(m);
         return 0;
     }
     as_comm_model x;
     memset(&x, 0, sizeof x);
     x.ab = 1;
-    static const char *const what[AS_NCOLL] = { "all-to-all", "ring", "all-reduce" };
-    const char *p = s;
+    if (parse_ab(s, &x, err, errlen)) return -1;
+    /* the canonical form: the numbers as they read back, nothing else, so that a record's
+       comm_model is the very model charged, however the spec was written */
+    char num[2 * AS_NCOLL][32];
     for (int c = 0; c < AS_NCOLL; c++) {
-        char *e;
-        const double a = strtod(p, &e);
-        if (e == p || *e != '/' || !isfinite(a) || a < 0 || a > 1e6) {
-            snprintf(err, errlen, "'%s': the %s's alpha is not a number of us in [0, 1e6] followed by '/' (nvlink8, or A/B,A/B,A/B)",
-                     s, what[c]);
-            return -1;
-        }
-        p = e + 1;
-        const double b = strtod(p, &e);
-        if (e == p || !isfinite(b) || !(b > 0) || b > 1e6 || *e != (c + 1 < AS_NCOLL ? ',' : '\0')) {
-            snprintf(err, errlen, "'%s': the %s's beta is not a rate in (0, 1e6] GB/s%s (nvlink8, or A/B,A/B,A/B)", s, what[c],
-                     c + 1 < AS_NCOLL ? " followed by ','" : " ending the value");
-            return -1;
-        }
-        x.alpha_us[c] = a, x.beta_gbs[c] = b;
-        p = e + 1;
+        shortest(num[2 * c], sizeof num[0], x.alpha_us[c]);
+        shortest(num[2 * c + 1], sizeof num[0], x.beta_gbs[c]);
     }
-    snprintf(x.name, sizeof x.name, "%.80s", s);
+    const int len = snprintf(x.name, sizeof x.name, "%s/%s,%s/%s,%s/%s", num[0], num[1], num[2], num[3], num[4], num[5]);
+    if (len < 0 || (size_t)len >= sizeof x.name) {
+        snprintf(err, errlen, "'%s': its canonical form %s/%s,%s/%s,%s/%s is longer than %d bytes (give the numbers with "
+                 "fewer digits)", s, num[0], num[1], num[2], num[3], num[4], num[5], AS_COMM_NAME_MAX - 1);
+        return -1;
+    }
     *m = x;
+    return 0;
+}
+
+int as_comm_record_read(const msgpack_object *rec, double *gbps, as_comm_model *m, int *has_model, char *err,
+                        size_t errlen)
+{
+    *gbps = 0;
+    *has_model = 0;
+    const msgpack_object *g = as_obj_get(rec, "comm_gbps"), *o = as_obj_get(rec, "comm_model");
+    if (g) {
+        double v = NAN;
+        const int num = g->type == MSGPACK_OBJECT_POSITIVE_INTEGER || g->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ||
+                        g->type == MSGPACK_OBJECT_FLOAT32 || g->type == MSGPACK_OBJECT_FLOAT64;
+        if (num) as_obj_num(g, &v);
+        if (!num || !isfinite(v) || !(v == 0 || (v >= AS_COMM_GBPS_MIN && v <= AS_COMM_GBPS_MAX))) {
+            char shown[48];
+            if (num) snprintf(shown, sizeof shown, "= %g", v);
+            else snprintf(shown, sizeof shown, "is %s", g->type == MSGPACK_OBJECT_STR ? "a string" : g->type == MSGPACK_OBJECT_NIL
+                          ? "nil" : g->type == MSGPACK_OBJECT_BOOLEAN ? "a boolean" : "not a number");
+            snprintf(err, errlen, "'comm_gbps' %s, not a bandwidth (0: not charged, or GiB/s in [%g, %g])", shown,
+                     AS_COMM_GBPS_MIN, AS_COMM_GBPS_MAX);
+            return -1;
+        }
+        *gbps = v;
+    }
+    if (!o) return 0;
+    char spec[AS_COMM_NAME_MAX], e2[512];
+    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= sizeof spec || memchr(o->via.str.ptr, 0, o->via.str.size)) {
+        snprintf(err, errlen, "'comm_model' is not a communication model (%s)", o->type != MSGPACK_OBJECT_STR ? "not a string"
+                 : o->via.str.size >= sizeof spec ? "longer than any model's name" : "a NUL byte in it");
+        return -1;
+    }
+    memcpy(spec, o->via.str.ptr, o->via.str.size);
+    spec[o->via.str.size] = 0;
+    if (as_comm_model_parse(spec, m, e2, sizeof e2)) {
+        snprintf(err, errlen, "'comm_model' is not a communication model (%s)", e2);
+        return -1;
+    }
+    *has_model = 1;
     return 0;
 }
 

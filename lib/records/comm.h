@@ -45,9 +45,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <msgpack.h>
+
 #include "featurize.h"
 
 #define AS_COMM_GBPS 600.0   /* one host of NVLink GPUs, TorchRec's planner's intra-node figure */
+#define AS_COMM_GBPS_MIN 1e-3   /* a bandwidth model's rate: 0 (none) or in [MIN, MAX] GiB/s */
+#define AS_COMM_GBPS_MAX 1e6
+#define AS_COMM_NAME_MAX 128    /* bytes of a model's name with its NUL (a record's comm_model) */
 
 /* the sharding types, as TorchRec runs them: each has its own distributions */
 typedef enum { AS_SH_TW, AS_SH_CW, AS_SH_RW, AS_SH_DP, AS_NSH } as_shtype;
@@ -60,16 +65,29 @@ typedef struct {
     double alpha_us[AS_NCOLL];  /* alpha-beta: each call's latency, us */
     double beta_gbs[AS_NCOLL];  /* alpha-beta: bus bandwidth, GB/s (10^9 bytes) */
     int64_t max_ranks;          /* alpha-beta: the most ranks it holds for (0: any) */
-    char name[96];              /* "600 GiB/s", "nvlink8", or the spec given */
+    char name[AS_COMM_NAME_MAX]; /* "600 GiB/s", "nvlink8", or the canonical A/B,A/B,A/B */
 } as_comm_model;
 
 /* the bandwidth model at gbps GiB/s (<= 0: none) */
 as_comm_model as_comm_bandwidth(double gbps);
 /* 1 when m charges anything */
 int as_comm_on(const as_comm_model *m);
-/* Parse --comm-model's value: "nvlink8" (the built-in, above) or "A/B,A/B,A/B" (alpha us >= 0,
- * beta GB/s > 0, for the all-to-all, ring and all-reduce). 0, or -1 with err */
+/* Parse --comm-model's value: "nvlink8" (the built-in, above) or "A/B,A/B,A/B" (alpha us in
+ * [0, 1e6], beta GB/s in (0, 1e6], for the all-to-all, ring and all-reduce; strtod's numbers,
+ * spaces and tabs allowed around each and around the value). m->name is the canonical form,
+ * what a plan record's comm_model holds: "nvlink8", or the six numbers each in its shortest
+ * %g form that reads back exactly, joined by '/' and ',' with no space (" 1e1/370, 3/4,5/6"
+ * is "10/370,3/4,5/6"); parsing it again gives the same model and the same name. A model
+ * whose canonical form is longer than AS_COMM_NAME_MAX - 1 bytes (only numbers of very many
+ * significant digits) is refused, never cut. 0, or -1 with err */
 int as_comm_model_parse(const char *s, as_comm_model *m, char *err, size_t errlen);
+/* The one reader of a plan record's communication charge (as-plan --repair and --export):
+ * comm_gbps (absent: 0) a number, 0 or in [AS_COMM_GBPS_MIN, AS_COMM_GBPS_MAX], into *gbps;
+ * comm_model (absent: *has_model 0) a string that as_comm_model_parse takes, into *m
+ * (*has_model 1). 0, or -1 with err naming the field ("'comm_gbps' = -5 is not 0 (not
+ * charged) or a bandwidth in [0.001, 1e+06] GiB/s"); never a silent 0. */
+int as_comm_record_read(const msgpack_object *rec, double *gbps, as_comm_model *m, int *has_model, char *err,
+                        size_t errlen);
 /* -1 with err when m does not hold for K ranks (nvlink8: K > 8); else 0 */
 int as_comm_model_check(const as_comm_model *m, int64_t K, char *err, size_t errlen);
 

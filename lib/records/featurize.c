@@ -2,6 +2,7 @@
 #include "featurize.h"
 #include "common.h"
 #include "reclimits.h"
+#include "table.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -231,7 +232,10 @@ int as_features_read(const msgpack_object *rec, as_features *f, char *err, size_
         snprintf(err, errlen, "features of table %" PRId64 ": %s", f->id, e2);
         return -1;
     }
-    if (as_obj_str(rec, "data_type", f->data_type, sizeof f->data_type)) f->data_type[0] = 0;
+    if (as_table_data_type(rec, f->data_type, sizeof f->data_type, e2, sizeof e2)) {
+        snprintf(err, errlen, "features of table %" PRId64 ": %s", f->id, e2);
+        return -1;
+    }
     const msgpack_object *mo = as_obj_get(rec, "torchrec_memory");
     if (mo && mo->type != MSGPACK_OBJECT_NIL) {
         if (mo->type != MSGPACK_OBJECT_MAP || as_field_f64(mo, "weights", 0, 1e18, &f->mem.weights, e2, sizeof e2) ||

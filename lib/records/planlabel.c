@@ -62,3 +62,13 @@ int as_alg_parse_label(const char *s, as_alg *out, int *refined)
     *refined = l.refined;
     return 0;
 }
+
+int as_plan_label_next(const char **p, char *tok, size_t len)
+{
+    const char *s = *p;
+    if (!s || !*s) return 0;
+    size_t n = s[0] == '=' ? strlen(s) : strcspn(s, ",");
+    *p = s + n + (s[n] == ',');
+    if (len) snprintf(tok, len, "%.*s", (int)n, s);
+    return n < len ? 1 : -1;
+}

@@ -41,4 +41,11 @@ const char *as_plan_label_format(as_alg a, int split, int replicated, int refine
  * else -1 (another suffix, or a base not of ours) */
 int as_alg_parse_label(const char *s, as_alg *out, int *refined);
 
+/* The next token of a list of algorithms and labels (as-plan --alg) at *p into tok[len]
+ * (NUL-terminated), *p moved past it: tokens are comma-separated, except that one starting
+ * with '=' (=LABEL, that label exactly) runs to the end of the list, commas and all, since a
+ * label may hold commas (an imported plan's, "a,b"). 1: a token; 0: the end; -1: a token of
+ * len bytes or more (tok holds its start) */
+int as_plan_label_next(const char **p, char *tok, size_t len);
+
 #endif

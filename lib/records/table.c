@@ -5,7 +5,54 @@
 #include "reclimits.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
+
+static const struct { const char *name; double bytes; } dtypes[] = {
+    { "fp32", 4 }, { "fp16", 2 }, { "bf16", 2 }, { "int8", 1 }, { "int4", 0.5 }, { "int2", 0.25 },
+};
+#define DTYPE_LIST "fp32, fp16, bf16, int8, int4, int2"
+
+double as_table_dtype_bytes(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (!strcasecmp(name, dtypes[i].name)) return dtypes[i].bytes;
+    return 0;
+}
+
+int as_table_data_type(const msgpack_object *rec, char *buf, size_t len, char *err, size_t errlen)
+{
+    const msgpack_object *o = as_obj_get(rec, "data_type");
+    buf[0] = 0;
+    if (!o) return 0;
+    char v[8] = "", why[96];
+    if (o->type == MSGPACK_OBJECT_STR && o->via.str.size < sizeof v && o->via.str.size < len &&
+        !as_name_bad(o->via.str.ptr, o->via.str.size, why, sizeof why)) {
+        memcpy(v, o->via.str.ptr, o->via.str.size);
+        v[o->via.str.size] = 0;
+        for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+            if (!strcasecmp(v, dtypes[i].name)) {
+                snprintf(buf, len, "%s", dtypes[i].name);
+                return 0;
+            }
+    }
+    const uint32_t n = o->type == MSGPACK_OBJECT_STR ? o->via.str.size : 0;
+    if (o->type == MSGPACK_OBJECT_STR && !n) snprintf(err, errlen, "data_type is \"\", not a data type (%s)", DTYPE_LIST);
+    else if (o->type == MSGPACK_OBJECT_STR && as_name_bad(o->via.str.ptr, n, why, sizeof why))
+        snprintf(err, errlen, "data_type %s, not a data type (%s)", why, DTYPE_LIST);
+    else if (o->type == MSGPACK_OBJECT_STR && n <= 32)
+        snprintf(err, errlen, "data_type \"%.*s\" is not a data type (%s)", (int)n, o->via.str.ptr, DTYPE_LIST);
+    else if (o->type == MSGPACK_OBJECT_STR)
+        snprintf(err, errlen, "data_type is a string of %" PRIu32 " bytes, not a data type (%s)", n, DTYPE_LIST);
+    else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        snprintf(err, errlen, "data_type is %" PRIu64 ", not a data type (%s)", o->via.u64, DTYPE_LIST);
+    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        snprintf(err, errlen, "data_type is %" PRId64 ", not a data type (%s)", o->via.i64, DTYPE_LIST);
+    else if (o->type == MSGPACK_OBJECT_NIL) snprintf(err, errlen, "data_type is nil, not a data type (%s)", DTYPE_LIST);
+    else snprintf(err, errlen, "data_type is not a string naming a data type (%s)", DTYPE_LIST);
+    return -1;
+}
 
 void as_write_table(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim,
                     const int64_t *offsets, const void *indices, as_dtype idx_dt, const char *source)

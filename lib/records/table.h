@@ -29,6 +29,15 @@ typedef struct {
     int nfeatures;
 } as_table_meta;
 
+/* Bytes per element of a table's weights of data type `name` (any case): fp32 4, fp16 2, bf16
+ * 2, int8 1, int4 0.5, int2 0.25; 0 for any other name. The one list of the types a model
+ * config may give a table (as-convert --config) and a table or features record may carry. */
+double as_table_dtype_bytes(const char *name);
+/* The data_type of a table or features record into buf (len >= 8), lower case: absent, buf ""
+ * and 0; a string naming one of those types (any case), 0; anything else (nil, "", a number,
+ * an unknown or unsafe name) -1 with err ("data_type 7 is not a data type (fp32, ...)"). */
+int as_table_data_type(const msgpack_object *rec, char *buf, size_t len, char *err, size_t errlen);
+
 /* as_write_table, with `name`, `data_type` and `feature_names` from meta (NULL: none) */
 void as_write_table_meta(as_writer *w, int64_t id, int64_t rows, int64_t batch, int64_t dim, const int64_t *offsets,
                          const void *indices, as_dtype idx_dt, const char *source, const as_table_meta *meta);

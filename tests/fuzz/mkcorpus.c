@@ -794,6 +794,97 @@ static void json_seeds(void)
     save_text("jsonparse", "bad-number.json", "[01, +1, .5, 1., NaN]");
 }
 
+/* as-plan --import (fuzz_trimport.c's tasks: task 5 of t1 (100 x 4, row blocks of 50 and 25
+ * rows), emb_b (100 x 8) and t3 (10 x 2) on 2 shards; task 6 of t1 and t3 on 4): every
+ * sharding type, data_parallel, a label, 2D ranks, several documents a file, and rejected
+ * ones (a device that is not the rank's, local_size 2^62, a gap, a table of empty shards only,
+ * a truncated line) */
+#define TR_SHARD(r0, c0, rows, cols, rank, dev) \
+    "{\"shard_offsets\":[" #r0 "," #c0 "],\"shard_sizes\":[" #rows "," #cols "],\"placement\":\"rank:" #rank "/cuda:" #dev "\"}"
+#define TR_TW(name, rows, cols, rank, dev) \
+    "\"" name "\":{\"sharding_type\":\"table_wise\",\"compute_kernel\":\"fused\",\"ranks\":[" #rank "],\"shards\":[" \
+    TR_SHARD(0, 0, rows, cols, rank, dev) "]}"
+#define TR_DOC5(rest) "{\"task\":5,\"alg\":\"torchrec-own\",\"feasible\":true,\"world_size\":2,\"local_size\":8," \
+    "\"module\":\"\",\"plan\":{\"\":{" rest "}}}\n"
+static void trimport_seeds(void)
+{
+    const char *tw5 = TR_DOC5(TR_TW("t1", 100, 4, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1));
+    save_text("trimport", "table-wise.json", tw5);
+    save_text("trimport", "column-dp.json",
+              TR_DOC5("\"t1\":{\"sharding_type\":\"column_wise\",\"compute_kernel\":\"fused\",\"ranks\":[1,0],\"shards\":["
+                      TR_SHARD(0, 0, 100, 2, 1, 1) "," TR_SHARD(0, 2, 100, 2, 0, 0) "]},"
+                      "\"emb_b\":{\"sharding_type\":\"data_parallel\",\"compute_kernel\":\"dense\",\"ranks\":[0,1],\"shards\":[]},"
+                      TR_TW("t3", 10, 2, 1, 1)));
+    const char *rw6 = "{\"task\":6,\"world_size\":4,\"local_size\":2,\"dmp_collection\":{\"world_size\":8,"
+                      "\"sharding_group_size\":4,\"replicas\":2,\"shard_ranks\":[[0,1],[2,3],[4,5],[6,7]]},"
+                      "\"plan\":{\"\":{\"t1\":{\"sharding_type\":\"row_wise\",\"compute_kernel\":\"fused\",\"ranks\":[0,1,2,3],"
+                      "\"shards\":[" TR_SHARD(0, 0, 25, 4, 0, 0) "," TR_SHARD(25, 0, 25, 4, 1, 1) "," TR_SHARD(50, 0, 25, 4, 2, 0) ","
+                      TR_SHARD(75, 0, 25, 4, 3, 1) "]}," TR_TW("t3", 10, 2, 3, 1) "}}}\n";
+    save_text("trimport", "row-wise-2d.json", rw6);
+    save_text("trimport", "grid.json",
+              "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{\"t1\":{\"sharding_type\":\"grid_shard\",\"ranks\":[0,1,1,0,1],"
+              "\"shards\":[" TR_SHARD(0, 0, 50, 2, 0, 0) "," TR_SHARD(0, 2, 50, 2, 1, 1) "," TR_SHARD(50, 0, 50, 2, 1, 1) ","
+              TR_SHARD(50, 2, 50, 2, 0, 0) "," TR_SHARD(100, 0, 0, 4, 1, 1) "]}," TR_TW("emb_b", 100, 8, 0, 0) ","
+              TR_TW("t3", 10, 2, 0, 0) "}}}\n");
+    char both[4096];
+    snprintf(both, sizeof both, "%s\n%s", tw5, rw6);
+    save_text("trimport", "two-docs.json", both);
+    save_text("trimport", "bad-device.json",
+              TR_DOC5(TR_TW("t1", 100, 4, 1, 0) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1)));
+    save_text("trimport", "bad-local-size.json",
+              "{\"task\":5,\"world_size\":2,\"local_size\":4611686018427387904,\"plan\":{\"\":{" TR_TW("t1", 100, 4, 1, 1)
+              "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1) "}}}\n");
+    save_text("trimport", "bad-gap.json",
+              TR_DOC5(TR_TW("t1", 90, 4, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1)));
+    /* found by fuzz_trimport: t1's only shard is empty; it was imported without t1 */
+    save_text("trimport", "bad-empty-table.json",
+              TR_DOC5(TR_TW("t1", 100, 0, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1)));
+    save_text("trimport", "bad-truncated.json", "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{\"t1\":{\"sharding_t");
+}
+
+/* a plan record's communication charge, good and bad, as records of a stream */
+static void fill_comm(as_writer *w)
+{
+    static const char *const models[] = { NULL, "nvlink8", "1/2,3/4,5/6", " 1e1/0x10, 3/4,5/6", "1/2,3/4", NULL };
+    static const double gbps[] = { 600, 0, 0, 0, 0, -5 };
+    for (int i = 0; i < 6; i++) {
+        msgpack_packer *pk = as_writer_pk(w);
+        msgpack_pack_map(pk, models[i] ? 3 : 2);
+        as_pack_kv_str(pk, "kind", "plan");
+        as_pack_kv_f64(pk, "comm_gbps", gbps[i]);
+        if (models[i]) as_pack_kv_str(pk, "comm_model", models[i]);
+        as_writer_end_record(w);
+    }
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 2);
+    as_pack_kv_str(pk, "kind", "plan");
+    as_pack_kv_str(pk, "comm_gbps", "600");
+    as_writer_end_record(w);
+}
+
+/* --comm-model specs (mode byte 2: the text follows) and plan records' charges (a stream) */
+static void comm_seeds(void)
+{
+    static const struct { const char *name, *spec; } specs[] = {
+        { "nvlink8", "nvlink8" }, { "spaced-nvlink8", " nvlink8 " }, { "ab", "10.5/370,10.8/370,15/480" },
+        { "ab-spaced", "1/2, 3/4 ,5/6e0" }, { "ab-hex", "0x10/1e1,0/0.001,1e6/1e+06" },
+        { "ab-long", "0000000000000000000000000000000000000000000000000000000000000000000000000000000000001/2,3/4,5/6" },
+        { "too-long", "1.2345678901234567e-5/2.2345678901234567e-5,3.2345678901234567e-5/4.2345678901234567e-5,"
+                      "5.2345678901234567e-5/6.2345678901234567e-5" },
+        { "bad-sep", "1/100;2/200;3/300" }, { "bad-nan", "nan/1,2/2,3/3" },
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        buf b = {0};
+        u8(&b, 2);
+        put(&b, specs[i].spec, strlen(specs[i].spec));
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s.spec", specs[i].name);
+        save_buf("comm", nm, &b, 0);
+    }
+    buf s = stream_file("comm", "records", fill_comm);
+    bfree(&s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -807,5 +898,7 @@ int main(int argc, char **argv)
     checkpoint_seeds();
     json_seeds();
     modelcfg_seeds();
+    trimport_seeds();
+    comm_seeds();
     return 0;
 }

@@ -5,8 +5,11 @@
 
 #include "comm.h"
 #include "fixtures.h"
+#include "jsonparse.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static as_array arr32(const int32_t *v, int64_t n) { return tsup_array(v, n, AS_DT_I32); }
@@ -149,7 +152,7 @@ TEST(comm_model_parse)
     CHECK_NEAR(m.alpha_us[2], 0, 0);
     CHECK_NEAR(m.beta_gbs[2], 400, 0);
     CHECK_EQ_I64(m.max_ranks, 0);
-    CHECK_STR(m.name, "1/100,2.5/200,0/4e2");
+    CHECK_STR(m.name, "1/100,2.5/200,0/400");   /* canonical: 4e2 is 400 */
     /* the name parses back to the same model (plan records carry it) */
     as_comm_model again;
     CHECK_EQ_I64(as_comm_model_parse(m.name, &again, err, sizeof err), 0);
@@ -180,6 +183,116 @@ TEST(comm_model_parse)
     bw = as_comm_bandwidth(0);
     CHECK(!as_comm_on(&bw));
     CHECK(!as_comm_on(NULL));
+}
+
+/* a model's name is its canonical form: spaces around the value and its numbers, other
+   spellings of a number, any length of the spec given; parsed again, the same model and the
+   same name. A canonical form over AS_COMM_NAME_MAX - 1 bytes is refused, never cut. */
+TEST(comm_model_canonical)
+{
+    as_comm_model m, again;
+    char err[1024];
+    static const struct { const char *spec, *name; } ok[] = {
+        { " nvlink8 ", "nvlink8" },
+        { "\tnvlink8", "nvlink8" },
+        { "1/2, 3/4,5/6", "1/2,3/4,5/6" },
+        { " 1 / 2 ,3/4 , 5/6 ", "1/2,3/4,5/6" },
+        { "1e1/0x10,3.50/4,5/6e0", "10/16,3.5/4,5/6" },
+        { "-0/1,0.1/1e6,0.000001/0.001", "0/1,0.1/1e+06,1e-06/0.001" },
+        { "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000001/2,3/4,5/6",
+          "1/2,3/4,5/6" },
+        { "0.1234567890123456789/1,2/3,4/5", "0.12345678901234568/1,2/3,4/5" },
+    };
+    for (size_t j = 0; j < sizeof ok / sizeof *ok; j++) {
+        CHECK_EQ_I64(as_comm_model_parse(ok[j].spec, &m, err, sizeof err), 0);
+        CHECK_STR(m.name, ok[j].name);
+        CHECK_EQ_I64(as_comm_model_parse(m.name, &again, err, sizeof err), 0);
+        CHECK_STR(again.name, m.name);
+        CHECK(!memcmp(again.alpha_us, m.alpha_us, sizeof m.alpha_us) && !memcmp(again.beta_gbs, m.beta_gbs, sizeof m.beta_gbs));
+    }
+    CHECK_EQ_I64(as_comm_model_parse("0.1/0.2,0.3/0.4,0.5/0.6", &m, err, sizeof err), 0);
+    CHECK(m.alpha_us[0] == 0.1 && m.beta_gbs[0] == 0.2 && m.alpha_us[2] == 0.5 && m.beta_gbs[2] == 0.6);
+    /* six numbers of 17 significant digits: longer than a record's name may be */
+    const char *longspec = "1.2345678901234567e-5/2.2345678901234567e-5,3.2345678901234567e-5/4.2345678901234567e-5,"
+                           "5.2345678901234567e-5/6.2345678901234567e-5";
+    m.ab = 7;
+    CHECK_EQ_I64(as_comm_model_parse(longspec, &m, err, sizeof err), -1);
+    CHECK(strstr(err, "longer than 127 bytes") != NULL);
+    CHECK_EQ_I64(m.ab, 7);
+    /* spaces inside a number, or a spec of spaces only */
+    CHECK_EQ_I64(as_comm_model_parse("1 0/2,3/4,5/6", &m, err, sizeof err), -1);
+    CHECK_EQ_I64(as_comm_model_parse("  ", &m, err, sizeof err), -1);
+    CHECK(strstr(err, "empty") == err);
+    CHECK_EQ_I64(as_comm_model_parse("nvlink 8", &m, err, sizeof err), -1);
+}
+
+/* as_comm_record_read on the JSON text of a record: 0 or -1, with err */
+static int record_read(const char *json, double *gbps, as_comm_model *m, int *has, char *err, size_t errlen)
+{
+    msgpack_zone z;
+    msgpack_zone_init(&z, 1024);
+    msgpack_object o;
+    int rc = as_jsonp_parse(json, strlen(json), &z, &o, err, errlen);
+    CHECK_EQ_I64(rc, 0);
+    if (!rc) rc = as_comm_record_read(&o, gbps, m, has, err, errlen);
+    msgpack_zone_destroy(&z);
+    return rc;
+}
+
+/* a plan record's comm_gbps and comm_model: absent, good, and every bad value refused with the
+   field named (never read as 0) */
+TEST(comm_record_read)
+{
+    double g = -1;
+    as_comm_model m;
+    int has = -1;
+    char err[1024];
+    CHECK_EQ_I64(record_read("{\"kind\":\"plan\"}", &g, &m, &has, err, sizeof err), 0);
+    CHECK(g == 0 && has == 0);
+    CHECK_EQ_I64(record_read("{\"comm_gbps\":600}", &g, &m, &has, err, sizeof err), 0);
+    CHECK(g == 600 && has == 0);
+    CHECK_EQ_I64(record_read("{\"comm_gbps\":0.5,\"comm_model\":\"nvlink8\"}", &g, &m, &has, err, sizeof err), 0);
+    CHECK(g == 0.5 && has == 1 && m.ab == 1 && m.max_ranks == 8);
+    CHECK_EQ_I64(record_read("{\"comm_gbps\":0,\"comm_model\":\" 1/2, 3/4,5/6\"}", &g, &m, &has, err, sizeof err), 0);
+    CHECK(g == 0 && has == 1);
+    CHECK_STR(m.name, "1/2,3/4,5/6");
+    static const struct { const char *json, *want; } bad[] = {
+        { "{\"comm_gbps\":-5}", "'comm_gbps' = -5, not a bandwidth (0: not charged, or GiB/s in [0.001, 1e+06])" },
+        { "{\"comm_gbps\":\"600\"}", "'comm_gbps' is a string, not a bandwidth" },
+        { "{\"comm_gbps\":null}", "'comm_gbps' is nil, not a bandwidth" },
+        { "{\"comm_gbps\":true}", "'comm_gbps' is a boolean, not a bandwidth" },
+        { "{\"comm_gbps\":1e7}", "'comm_gbps' = 1e+07, not a bandwidth" },
+        { "{\"comm_gbps\":0.0001}", "'comm_gbps' = 0.0001, not a bandwidth" },
+        { "{\"comm_model\":7}", "'comm_model' is not a communication model (not a string)" },
+        { "{\"comm_model\":\"nvlink9\"}", "'comm_model' is not a communication model ('nvlink9': the all-to-all's alpha" },
+        { "{\"comm_model\":\"1/2,3/4,5/6\\u0000\"}", "'comm_model' is not a communication model (a NUL byte in it)" },
+    };
+    for (size_t j = 0; j < sizeof bad / sizeof *bad; j++) {
+        err[0] = 0;
+        CHECK_EQ_I64(record_read(bad[j].json, &g, &m, &has, err, sizeof err), -1);
+        CHECK(strstr(err, bad[j].want) == err);
+        if (strstr(err, bad[j].want) != err) fprintf(stderr, "  %s: %s\n", bad[j].json, err);
+    }
+    /* a name longer than any model's: the 80-byte cut of old was a different model */
+    char json[512];
+    snprintf(json, sizeof json, "{\"comm_model\":\"%0200d/2,3/4,5/6\"}", 1);
+    CHECK_EQ_I64(record_read(json, &g, &m, &has, err, sizeof err), -1);
+    CHECK(strstr(err, "'comm_model' is not a communication model (longer than any model's name)") == err);
+    /* NaN, which JSON cannot write */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "comm_gbps", 9);
+    msgpack_pack_double(&pk, NAN);
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    CHECK(msgpack_unpack_next(&up, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS);
+    CHECK_EQ_I64(as_comm_record_read(&up.data, &g, &m, &has, err, sizeof err), -1);
+    CHECK(strstr(err, "'comm_gbps' = nan, not a bandwidth") == err);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
 }
 
 /* a shard's time by hand: alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s, i.e. 1e8, 2e8,

@@ -186,3 +186,73 @@ TEST(trimport_errors)
     fclose(c.text);
     as_plan_input_free(&in);
 }
+
+/* placements and local_size as pipelines/torchrec_plan.py --check takes them: with local_size
+ * L, shard placement rank:R/cuda:(R % L); without it, any device; local_size in
+ * 1..AS_MAX_SHARDS; a line with no end (/dev/zero) is an error after the cap, not a read
+ * without bound */
+TEST(trimport_placements)
+{
+    as_plan_input in;
+    toy_input(&in);
+    as_plan_run_cfg c;
+    memset(&c, 0, sizeof c);
+    c.out = AS_PLAN_OUT_TEXT;
+    c.text = tmpfile();
+    char err[1024], jpath[512];
+    /* t3 on rank 0, placed on cuda:1 */
+#define T3_DEV1 "\"t3\":{\"sharding_type\":\"table_wise\",\"ranks\":[0],\"shards\":[" \
+    "{\"shard_offsets\":[0,0],\"shard_sizes\":[100,2],\"placement\":\"rank:0/cuda:1\"}]}"
+    import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3_DEV1 "}}}\n", err, sizeof err);
+    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': shards[0]: placement 'rank:0/cuda:1' "
+                   "is not rank:0/cuda:0: TorchRec places rank 0 on its host's GPU 0 (rank % local_size 8)");
+    /* local_size 1: rank 1 is cuda:0 on its host, so t1's shard on rank:1/cuda:1 is wrong */
+    import_err(&in, &c, "{\"task\":5,\"world_size\":2,\"local_size\":1,\"plan\":{\"\":{" T1 "," T2 "," T3 "}}}\n", err,
+               sizeof err);
+    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't1': shards[0]: placement 'rank:1/cuda:1' "
+                   "is not rank:1/cuda:0: TorchRec places rank 1 on its host's GPU 0 (rank % local_size 1)");
+    /* without local_size, any device of the shard's rank */
+    write_text(ut_tmppath(jpath, sizeof jpath, "trimport-nolocal.json"),
+               "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{" T1 "," T2 "," T3_DEV1 "}}}\n");
+    as_plan_run_stats st;
+    int64_t imported = -1;
+    CHECK_EQ_I64(as_plan_import_run(&st, &c, &in, jpath, &imported, err, sizeof err), 0);
+    CHECK_EQ_I64(imported, 1);
+    /* local_size out of range: 2^62, 0, 65537 */
+    static const char *const ls[] = { "4611686018427387904", "0", "65537" };
+    for (size_t j = 0; j < sizeof ls / sizeof *ls; j++) {
+        char doc[2048], want[256];
+        snprintf(doc, sizeof doc, "{\"task\":5,\"world_size\":2,\"local_size\":%s,\"plan\":{\"\":{" T1 "," T2 "," T3 "}}}\n",
+                 ls[j]);
+        import_err(&in, &c, doc, err, sizeof err);
+        snprintf(want, sizeof want, "trimport-bad.json: line 1: task 5 (torchrec-import): 'local_size' = %s is not an "
+                 "integer in 1..65536", ls[j]);
+        CHECK_STR(err, want);
+    }
+    /* /dev/zero: 64 MiB read, then the error */
+    CHECK_EQ_I64(as_plan_import_run(&st, &c, &in, "/dev/zero", &imported, err, sizeof err), -1);
+    CHECK_STR(err, "/dev/zero: line 1: longer than 64 MiB (one TorchRec plan a line, as as-plan --format torchrec writes "
+                   "them)");
+    fclose(c.text);
+    as_plan_input_free(&in);
+}
+
+/* a table whose every shard is empty (0 rows or columns) is refused: skipping its empty
+ * shards left it out of the plan (found by tests/fuzz/fuzz_trimport.c) */
+TEST(trimport_empty_table)
+{
+    as_plan_input in;
+    toy_input(&in);
+    as_plan_run_cfg c;
+    memset(&c, 0, sizeof c);
+    c.out = AS_PLAN_OUT_TEXT;
+    c.text = tmpfile();
+    char err[1024];
+#define T3_EMPTY "\"t3\":{\"sharding_type\":\"table_wise\",\"ranks\":[0],\"shards\":[" \
+    "{\"shard_offsets\":[0,0],\"shard_sizes\":[100,0],\"placement\":\"rank:0/cuda:0\"}]}"
+    import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3_EMPTY "}}}\n", err, sizeof err);
+    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': every shard is empty (0 rows or "
+                   "columns): none holds its 100 rows x 2 columns");
+    fclose(c.text);
+    as_plan_input_free(&in);
+}
