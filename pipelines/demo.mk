@@ -111,8 +111,9 @@ BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 # every later measurement (the refit's, the plans', the repair's) corrected to the cost
 # dataset's reference level (as-bench --reference-level), so that all costs share one scale
 # although the machine's speed moves between stages (by a third within minutes on the
-# project's VM); REF_LEVEL= gives each run its own level
-REF_LEVEL ?= --reference-level $(D)/costs.ast
+# project's VM), where the dataset has one (stages.mk's ref_level: a busy machine may leave it
+# none, said); REF_LEVEL= gives each run its own level
+REF_LEVEL ?= $$(cat $(D)/costs-ref.txt)
 # the plans' main measurement in PASSES passes made apart (as-bench --passes: the whole input
 # measured again, in fresh memory, each pass with its own re-measuring rounds): the same plans
 # measured twice on the project's VM disagreed per shard by 5 % std (up to 24 %) and one
@@ -148,6 +149,9 @@ $(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
 	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone$(if $(FANOUT), on $(NGPU) GPUs)"
 	$(call cost_dataset,$<,$(D)/ft.ast,$@,make demo)
 
+$(D)/costs-ref.txt: $(D)/costs.ast
+	$(call ref_level,$<,$@,make demo)
+
 $(D)/model.ast: $(D)/ft.ast $(D)/costs.ast $(BIN)/as-costfit
 	@echo "== cost model"
 	cat $(D)/ft.ast $(D)/costs.ast | $(BIN)/as-costfit --seed $(SEED) $(PROGRESS) -o $@
@@ -161,7 +165,7 @@ $(D)/policy.ast: $(D)/ft.ast $(D)/costs.ast $(D)/model.ast $(D)/pool.ast $(BIN)/
 
 # the cost model refit: the split plans of the training tasks, measured, then fitted again with
 # the cost dataset (nothing of the test tasks is measured before their plans are made)
-$(D)/refit-measured.ast: $(D)/ft.ast $(D)/model.ast $(D)/costs.ast $(D)/pool.ast $(REFIT_POLICY) $(BIN)/as-plan $(BIN)/as-bench
+$(D)/refit-measured.ast: $(D)/ft.ast $(D)/model.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(REFIT_POLICY) $(BIN)/as-plan $(BIN)/as-bench
 	@echo "== cost model refit: $(REFIT_ALGS)'s plans of the training tasks with $(SPLIT_OPTS), measured"
 	$(BIN)/as-plan --alg $(REFIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) $(if $(REFIT_POLICY),--policy $(REFIT_POLICY)) --split train \
 	  --seed $(SEED) --plans-only $(SPLIT_OPTS) $(D)/ft.ast -o $@.plans
@@ -185,7 +189,7 @@ ifneq ($(TORCHREC_SRC),)
 endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split) $(if $(TORCHREC_SRC),$@.own) > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split $@.own $@.json
 
-$(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench
+$(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-bench
 	@echo "== measure every shard of every plan$(if $(FANOUT), on $(NGPU) GPUs)"
 	$(call measure_plans,$(D)/pool.ast,$<,$@)
 
@@ -196,7 +200,7 @@ $(D)/report.md: $(D)/measured.ast $(PLAN_MODEL) $(D)/policy.ast $(D)/costs.ast $
 	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png -o $@
 
 # one round of measured repair: the plans before and after, measured in one as-bench run
-$(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
+$(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
 	@echo "== measured repair: $(REPAIR_ALGS)'s plans refined on their measured costs, measured again beside the originals"
 	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --repair $(D)/measured.ast --keep-unrefined --split test \
 	  --seed $(SEED) --plans-only $(D)/ft.ast -o $@.plans
@@ -204,7 +208,7 @@ $(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(
 	mv $@.tmp $@ && rm -f $@.plans
 
 # round 2: round 1's repaired plans repaired again on round 1's run, measured beside them
-$(D)/repaired2.ast: $(D)/repaired.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
+$(D)/repaired2.ast: $(D)/repaired.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
 	@echo "== measured repair, round 2: round 1's plans refined on their own measurement, measured again beside them"
 	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(PLAN_MODEL) $(MODEL_GATE) --repair $(D)/repaired.ast --repair-round 2 --keep-unrefined \
 	  --split test --seed $(SEED) --plans-only $(D)/ft.ast -o $@.plans

@@ -186,7 +186,8 @@ else
 
 TOPO := $(if $(SHARDS),--shards $(SHARDS)) $(if $(MEM_CAP),--mem-cap $(MEM_CAP))
 PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
-REF_LEVEL := --reference-level $(D)/costs.ast
+# the cost dataset's reference level, where it has one (stages.mk's ref_level)
+REF_LEVEL := $$(cat $(D)/costs-ref.txt)
 # the measuring runs' environment: the wait policy the cost dataset chose (costs-omp.txt)
 BENCH_ENV := env $$(head -n 1 $(D)/costs-omp.txt 2>/dev/null)
 include pipelines/stages.mk
@@ -442,7 +443,10 @@ endif
 
 # the measured repair round: every candidate measured once, then REPAIR_ALGS's plans refined on
 # their measured costs (as-plan --repair: ALG+refine+measured), which join the candidates
-$(D)/first.ast: $(D)/plans.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench $(D)/knobs-first.txt
+$(D)/costs-ref.txt: $(D)/costs.ast
+	$(call ref_level,$<,$@,make plan)
+
+$(D)/first.ast: $(D)/plans.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-bench $(D)/knobs-first.txt
 	@echo "== every candidate measured once, for the repair$(if $(FANOUT), on $(NGPU) GPUs)"
 	$(call bench_logged,$(call as_bench_run,$(D)/pool.ast,--window 0 $(REF_LEVEL),$<,$@.tmp),$(D)/first-bench.txt)
 	mv $(D)/first-bench.txt.tmp $(D)/first-bench.txt && mv $@.tmp $@
@@ -459,7 +463,7 @@ endif
 $(D)/candidates.ast: $(D)/plans.ast $(D)/repaired.ast
 	cat $^ > $@.tmp && mv $@.tmp $@
 
-$(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/pool.ast $(BIN)/as-bench $(D)/knobs-measured.txt
+$(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-bench $(D)/knobs-measured.txt
 	@echo "== every candidate measured, the repaired ones with them, $(PASSES) passes$(if $(FANOUT), on $(NGPU) GPUs)"
 	$(call measure_plans,$(D)/pool.ast,$<,$@)
 
@@ -530,7 +534,7 @@ print()
 endef
 export BENCH_NOTE_PY
 
-$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(D)/rows.md $(BIN)/as-eval \
+$(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/rows.md $(BIN)/as-eval \
   $(D)/comm.txt $(D)/scale.txt $(D)/knobs-report.txt
 	@echo "== report"
 	{ echo "# $(NAME): planned by its measured cost"; echo; \
@@ -543,6 +547,7 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	  cat $(D)/rows.md; echo; \
 	  python3 -c "$$BENCH_NOTE_PY" $(D)/costs-omp.txt "the cost dataset" $(D)/costs-bench.txt "the candidates measured once" $(D)/first-bench.txt \
 	    "the candidates measured in $(PASSES) passes" $(D)/measured-bench.txt; \
+	  [ -s $(D)/costs-ref.txt ] || { echo "**The cost dataset has no reference level** (its reference shard never measured quiet: the machine looked busy), so the candidates' measurements keep their own levels, not corrected to the cost dataset's scale: compare the candidates with each other (they were measured together), not with the cost dataset's single-table costs."; echo; }; \
 	  $(BIN)/as-eval --comm-gbps 0 --format csv --table summary $(D)/measured.ast | python3 -c 'import csv, sys; \
 	    w = [r["alg"] for r in csv.DictReader(sys.stdin) if int(r.get("model_weak") or 0)]; \
 	    w and print("**The cost model is weak** (the verdict below says by how much): the plans of %s were placed with it; they are candidates like the others, and the choice above rests on their measurement, not on the model.\n" % ", ".join(w))'; \

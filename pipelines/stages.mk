@@ -27,10 +27,7 @@ bench_logged = { { $(1); echo $$? > $(2).rc; } 2>&1 | tee $(2).tmp >&2; }; \
 # $(call cost_dataset,TABLES,FEATURES,OUT,WHO[,HINT]): every table alone, then NCOST drawn shards
 # of 1..MAXT items (pieces too: PIECE_OPTS); a table the device could not measure alone stops
 # it, named (by its name in FEATURES) with what to do (and HINT) in lines that start "WHO: ",
-# nothing written. With REF_LEVEL (the measurements after it corrected to its reference
-# level), so does a dataset without one (its reference shard never measured quiet, on a busy
-# machine): kept, every later measurement would fail on it; not kept, the next run measures
-# it again
+# nothing written
 define cost_dataset
 	$(call bench_logged,$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS),,$(3).tmp),$(basename $(3))-bench.txt)
 	{ $(BIN)/as-show --kind features $(2); $(BIN)/as-show --kind cost $(3).tmp; } | python3 -c 'import json, sys; \
@@ -39,9 +36,7 @@ define cost_dataset
 	  bad = [r for r in rs if r["kind"] == "cost" and r.get("origin") == "single" and r.get("error")]; \
 	  [sys.stderr.write("$(4): table %s could not be measured alone on this device: %s\n" % (names.get(r["tables"][0], r["tables"][0]), r["error"])) for r in bad]; \
 	  bad and sys.stderr.write("$(4): its plans could not be measured; measure on a device with the memory (DEVICE=cuda on a GPU that holds the table) or give as-bench more (--max-mem in BENCH_OPTS)$(if $(5),$(comma) $(5))\n"); \
-	  noref = $(if $(REF_LEVEL),not bad and not any(isinstance(r.get("reference"), dict) and r["reference"].get("level_ms") for r in rs if r["kind"] == "cost"),False); \
-	  noref and sys.stderr.write("$(4): the cost dataset has no reference level (its reference shard never measured quiet: the machine looks busy), which the measurements after it are corrected to; not kept: run again to measure it again, on a quieter machine\n"); \
-	  sys.exit(1 if bad or noref else 0)' || { rm -f $(3).tmp $(basename $(3))-bench.txt.tmp; exit 1; }
+	  sys.exit(1 if bad else 0)' || { rm -f $(3).tmp $(basename $(3))-bench.txt.tmp; exit 1; }
 	mv $(basename $(3))-bench.txt.tmp $(basename $(3))-bench.txt && mv $(3).tmp $(3)
 endef
 
@@ -50,4 +45,16 @@ endef
 define measure_plans
 	$(call bench_logged,$(call as_bench_run,$(1),--piece-singles --passes $(PASSES) --window 0 $(REF_LEVEL),$(2),$(3).tmp),$(basename $(3))-bench.txt)
 	mv $(basename $(3))-bench.txt.tmp $(basename $(3))-bench.txt && mv $(3).tmp $(3)
+endef
+
+# $(call ref_level,COSTS,OUT,WHO): OUT holds as-bench's option to correct later measurements to
+# the cost dataset COSTS's reference level (--reference-level COSTS), or nothing when COSTS has
+# none (its reference shard never measured quiet: a busy machine), said in a line "WHO: ...":
+# the later measurements then keep their own levels rather than failing on it (the including
+# file's REF_LEVEL is $$(cat OUT))
+define ref_level
+	$(BIN)/as-show --kind cost $(1) | python3 -c 'import json, sys; \
+	  ok = any(isinstance(r.get("reference"), dict) and (r["reference"].get("level_ms") or 0) > 0 for r in map(json.loads, sys.stdin)); \
+	  ok or sys.stderr.write("$(3): the cost dataset has no reference level (its reference shard never measured quiet: the machine looks busy): the measurements after it keep their own levels, not corrected to its scale (delete $(1) to measure it again on a quieter machine)\n"); \
+	  sys.stdout.write("--reference-level $(1)\n" if ok else "")' > $(2).tmp && mv $(2).tmp $(2)
 endef

@@ -448,7 +448,7 @@ measured_by_hand() {
     run as-plan --alg =cost-greedy+split+refine --model "$D/m.ast" --repair "$T/both.ast" --plans-only "$D/ftr.ast" -o "$T/r5.ast"
     assert_success
     # a bad label is a usage error
-    run as-plan --alg =,x --model "$D/m.ast" --repair "$T/meas.ast" "$D/ftr.ast"
+    run as-plan --alg size-greedy,= --model "$D/m.ast" --repair "$T/meas.ast" "$D/ftr.ast"
     assert_failure 2
     run as-plan --alg nosuch+split --model "$D/m.ast" --repair "$T/meas.ast" "$D/ftr.ast"
     assert_failure 2
