@@ -260,3 +260,21 @@ for r in kind('plan'):
     run as-plan -q --export "$T/q.ast" --alg "=own" --format torchrec "$D/ft.ast"
     assert_failure 1
 }
+
+@test "names: as-eval --plot: a label with a double quote stays one column of gnuplot's data, its row plotted" {
+    D="$BATS_FILE_TMPDIR"
+    # a gnuplot that keeps the files of the plot it draws, then draws it
+    real=$(command -v gnuplot)
+    mkdir -p "$T/fake" "$T/keep"
+    printf '#!/bin/sh\ncp "$(dirname "$1")"/* %s/\nexec %s "$@"\n' "$T/keep" "$real" > "$T/fake/gnuplot"
+    chmod +x "$T/fake/gnuplot"
+    plan "'a\"b c'" > "$T/a.ast"
+    plan "'size-greedy'" > "$T/b.ast"
+    cat "$T/a.ast" "$T/b.ast" > "$T/ab.ast"
+    PATH="$T/fake:$PATH" as-eval -q --plot "$T/p.png" "$T/ab.ast" > /dev/null
+    [ -s "$T/p.png" ]
+    # gnuplot reads both rows' balance (column 3): before, the quote cut the label short and
+    # shifted that row's numbers
+    run "$real" -e "stats '$T/keep/summary.dat' using 3 nooutput; print STATS_records, STATS_invalid"
+    assert_output "2 0"
+}

@@ -27,6 +27,15 @@ static void gp_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* a label in a data file's double quotes: gnuplot's data files have no escape for a double
+   quote inside one, so it is written as a single quote (the plot's text only) */
+static void gp_data_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) fputc(*s == '"' ? '\'' : *s, f);
+    fputc('"', f);
+}
+
 int as_eval_plot_format(const char *path)
 {
     const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
@@ -99,8 +108,9 @@ static int write_summary(plot_ctx *c, const as_eval_alg *a, int64_t na, char *er
         double lo = isfinite(a[i].spd_lo) ? a[i].spd_lo : g, hi = isfinite(a[i].spd_hi) ? a[i].spd_hi : g;
         if (hi > c->spd_top) c->spd_top = hi;
         if (lo > 0 && lo < c->spd_bottom) c->spd_bottom = lo;
-        fprintf(f, "%" PRId64 " \"%s\" %.9g %.9g %.9g %.9g %.9g %.9g\n", i, a[i].alg, bm, bm - bs < 0 ? 0 : bm - bs,
-                bm + bs > 100 ? 100 : bm + bs, g, lo, hi);
+        fprintf(f, "%" PRId64 " ", i);
+        gp_data_str(f, a[i].alg);
+        fprintf(f, " %.9g %.9g %.9g %.9g %.9g %.9g\n", bm, bm - bs < 0 ? 0 : bm - bs, bm + bs > 100 ? 100 : bm + bs, g, lo, hi);
     }
     fclose(f);
     return 0;
