@@ -278,3 +278,23 @@ for r in kind('plan'):
     run "$real" -e "stats '$T/keep/summary.dat' using 3 nooutput; print STATS_records, STATS_invalid"
     assert_output "2 0"
 }
+
+@test "names: a cost record's device and a cost model's devices and split follow the names' rule (as-costfit, as-plan --model)" {
+    D="$BATS_FILE_TMPDIR"
+    mp_edit "$D/c.ast" "kind('cost')[0]['device'] = 'cpu\x1b[2J'" > "$T/c.ast"
+    run sh -c "cat '$D/ft.ast' '$T/c.ast' | as-costfit --seed 0 -q -o '$T/m.ast'"
+    assert_failure 1
+    assert_output --partial "'device' holds a control character"
+    assert_no_ctrl
+    [ ! -e "$T/m.ast" ]
+    for k in cost_device cost_device_kind train_device split; do
+        mp_edit "$D/m.ast" "kind('model')[0]['$k'] = 'x\u2028y'" > "$T/m-$k.ast"
+        run as-plan --alg cost-greedy --model "$T/m-$k.ast" --plans-only "$D/ft.ast" -o "$T/p.ast"
+        assert_failure 1
+        assert_output --partial "'$k' holds a line separator"
+        assert_no_ctrl
+        [ ! -e "$T/p.ast" ]
+    done
+    # the model as it was: read
+    as-plan --alg cost-greedy --model "$D/m.ast" --plans-only -q "$D/ft.ast" -o "$T/p.ast"
+}

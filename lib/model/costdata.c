@@ -83,15 +83,23 @@ static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, c
         as_cost_rec_free(&r);
         return 0;
     }
+    char dev[256] = "", kind[16] = "", why[96];
+    as_obj_str(o, "device", dev, sizeof dev);
+    as_obj_str(o, "device_kind", kind, sizeof kind);
+    /* the device names the model's cost_device (reports, terminals): the names' rule */
+    const char *badk = dev[0] && as_name_bad(dev, strlen(dev), why, sizeof why)     ? "device"
+                       : kind[0] && as_name_bad(kind, strlen(kind), why, sizeof why) ? "device_kind" : NULL;
+    if (badk) {
+        snprintf(err, errlen, "cost record: '%s' %s", badk, why);
+        as_cost_rec_free(&r);
+        return -1;
+    }
     memset(c, 0, sizeof *c);
     c->cost = r.cost_ms;
     c->ids = r.ids;
     c->n = r.n;
     c->pieces = r.pieces;
     if (as_obj_f64(o, "rel_std", &c->rel_std)) c->rel_std = NAN;
-    char dev[256] = "", kind[16] = "";
-    as_obj_str(o, "device", dev, sizeof dev);
-    as_obj_str(o, "device_kind", kind, sizeof kind);
     c->dev = dev_index(d, dev, kind);
     train_kind(d, o);
     return 1;

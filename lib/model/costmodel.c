@@ -824,13 +824,23 @@ static int read_scales(const msgpack_object *rec, as_costmodel *m, char *err, si
     return 0;
 }
 
-/* the metadata, all optional: where the costs were measured and how the model was trained */
-static void read_meta(const msgpack_object *rec, as_costmodel *m)
+/* the metadata, all optional: where the costs were measured and how the model was trained.
+   Its names (devices, the split) reach reports and terminals: one that breaks the names' rule
+   (as_name_bad) is refused; 0 or -1 with err */
+static int read_meta(const msgpack_object *rec, as_costmodel *m, char *err, size_t errlen)
 {
-    as_obj_str(rec, "cost_device", m->info.cost_device, sizeof m->info.cost_device);
-    as_obj_str(rec, "cost_device_kind", m->info.cost_device_kind, sizeof m->info.cost_device_kind);
-    as_obj_str(rec, "train_device", m->info.train_device, sizeof m->info.train_device);
-    as_obj_str(rec, "split", m->info.split, sizeof m->info.split);
+    static const char *const key[] = { "cost_device", "cost_device_kind", "train_device", "split" };
+    char *const buf[] = { m->info.cost_device, m->info.cost_device_kind, m->info.train_device, m->info.split };
+    const size_t len[] = { sizeof m->info.cost_device, sizeof m->info.cost_device_kind, sizeof m->info.train_device,
+                           sizeof m->info.split };
+    for (int k = 0; k < 4; k++) {
+        char why[96];
+        as_obj_str(rec, key[k], buf[k], len[k]);
+        if (buf[k][0] && as_name_bad(buf[k], strlen(buf[k]), why, sizeof why)) {
+            snprintf(err, errlen, "cost model record: '%s' %s", key[k], why);
+            return -1;
+        }
+    }
     int64_t v;
     if (!as_obj_i64(rec, "seed", &v)) m->info.seed = (uint64_t)v;
     as_obj_i64(rec, "steps", &m->info.steps);
@@ -849,6 +859,7 @@ static void read_meta(const msgpack_object *rec, as_costmodel *m)
         as_array_get_f64(&a, 0, a.n, m->info.losses);
         m->info.nlosses = a.n;
     }
+    return 0;
 }
 
 int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, size_t errlen)
@@ -883,7 +894,7 @@ int as_costmodel_read(as_costmodel **out, const msgpack_object *rec, char *err, 
     }
     for (int64_t i = 0; i < m->nparams; i++)
         if (!isfinite(m->params[i])) { snprintf(err, errlen, "cost model record: parameter %" PRId64 " is not finite", i); goto fail; }
-    read_meta(rec, m);
+    if (read_meta(rec, m, err, errlen)) goto fail;
     *out = m;
     return 0;
 fail:
