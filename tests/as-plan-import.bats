@@ -349,6 +349,9 @@ both() {
     assert_output --partial "'local_size' = '8' is not an integer in 1..65536"
     sed 's/"local_size":8,/"local_size":65536,/' "$D/one.json" > "$T/ls.json"
     both "$T/ls.json" ok
+    # a sharded table without its ranks (one per shard): refused by both
+    jq -c 'del(.plan[""].t1.ranks)' "$D/one.json" > "$T/nr.json"
+    both "$T/nr.json" bad "table 't1': 'ranks' is missing, not an array of 1 ranks, one per shard"
 }
 
 @test "as-plan --help and trimport.h: data_parallel tables are imported (on every shard), not refused" {

@@ -185,7 +185,7 @@ static int read_dp(ictx *x, const msgpack_object *s, int64_t ti, const char *nam
 }
 
 /* shards[j]'s rank (of table name, world_size K) from its placement pl: "rank:R/cuda:D" with R
- * in 0..K-1, R its ranks[j] (rj, when the table has "ranks"), and, when the document gives
+ * in 0..K-1, R its ranks[j] (rj; NULL: not checked), and, when the document gives
  * local_size L, D = R % L, the device TorchRec places rank R on (as pipelines/torchrec_plan.py
  * --check requires); 0, or -1 with the error */
 static int shard_rank(ictx *x, const msgpack_object *pl, const msgpack_object *rj, const char *name, uint32_t j, int64_t K,
@@ -231,8 +231,8 @@ static int read_table(ictx *x, const msgpack_object *s, int64_t ti, const as_fea
         return fail(x, "table '%s': 'shards' is not an array of 1..%d shards", name, AS_PIECES_PER_TABLE);
     const uint32_t ns = sh->via.array.size;
     const msgpack_object *rk = as_obj_get(s, "ranks");
-    if (rk && (rk->type != MSGPACK_OBJECT_ARRAY || rk->via.array.size != ns))
-        return fail(x, "table '%s': 'ranks' is not an array of %u ranks, one per shard", name, ns);
+    if (!rk || rk->type != MSGPACK_OBJECT_ARRAY || rk->via.array.size != ns)   /* as torchrec_plan.py --check */
+        return fail(x, "table '%s': 'ranks' is %s an array of %u ranks, one per shard", name, rk ? "not" : "missing, not", ns);
     int64_t used = 0;
     const int64_t n0 = *n;
     for (uint32_t j = 0; j < ns; j++) {
