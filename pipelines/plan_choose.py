@@ -35,34 +35,17 @@ library.
 import csv
 import io
 import math
-import os
 import re
 import sys
+
+import plan_io
 
 PROG = "plan_choose"
 MAX_BYTES = 64 << 20      # bytes of one CSV table or --loadable file
 NEED = ("task", "alg", "max_ms", "feasible", "balance")
 PASS_COLS = ("passes", "balance_pass_lo", "balance_pass_hi")
-_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def _safe(s):
-    """s with its control characters escaped (\\n, \\x1b, \\u2028), for a message"""
-    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
-
-
-def say(msg):
-    if sys.stderr is not None:
-        try:
-            sys.stderr.write("%s: %s\n" % (PROG, _safe(msg)))
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
-
-def fail(msg, code=1):
-    say(msg)
-    sys.exit(code)
+plan_io.PROG = PROG
+safe, say, fail, stdout_failed, emit = plan_io.safe, plan_io.say, plan_io.fail, plan_io.stdout_failed, plan_io.emit
 
 
 def usage(msg):
@@ -74,27 +57,6 @@ def usage(msg):
         except (OSError, ValueError):
             pass
     sys.exit(2)
-
-
-def stdout_failed(e):
-    """standard output cannot be written: exit 3 (and no second error when Python flushes at exit)"""
-    say("standard output: %s" % (getattr(e, "strerror", None) or e))
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    except OSError:
-        pass
-    sys.exit(3)
-
-
-def emit(text):
-    """text to standard output, flushed: exit 3 when it cannot be written (closed, full)"""
-    if sys.stdout is None:
-        stdout_failed("closed")
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except (OSError, ValueError) as e:
-        stdout_failed(e)
 
 
 def read_text(path, what="a file"):
@@ -127,7 +89,7 @@ def number(path, line, col, v, alg):
 
 def label_bad(a):
     """an empty label, or one with a control character (as-eval's labels never are: as_name_bad)"""
-    return not a or _CTRL.search(a) is not None
+    return not a or plan_io.CTRL.search(a) is not None
 
 
 TABLE = "as-eval's CSV plans table (as-eval --format csv --table plans)"

@@ -29,57 +29,18 @@ with, from the resolved CAP and BATCH (0: none, the config's) and the features' 
 input; exit 1 naming the line on input it cannot use.
 """
 import json
-import math
-import os
 import re
 import sys
+
+import plan_io
 
 PROG = "plan_scale"
 CAP_ROWS = 1048576
 CAP_ABOVE_BYTES = 1 << 30
 MAX_LOOKUPS = 2097152
 MAX_BYTES = 64 << 20      # a config's bytes at most (as-convert's MCFG_MAX_FILE); a line of features
-_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
-
-def _safe(s):
-    """s with its control characters escaped, for a message or the report"""
-    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
-
-
-def say(msg):
-    if sys.stderr is not None:
-        try:
-            sys.stderr.write("%s: %s\n" % (PROG, _safe(msg)))
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
-
-def usage(msg):
-    say(msg)
-    sys.exit(2)
-
-
-def fail(msg, code=1):
-    say(msg)
-    sys.exit(code)
-
-
-def emit(text):
-    """text to standard output, flushed: exit 3 when it cannot be written (closed, full)"""
-    try:
-        if sys.stdout is None:
-            raise OSError("closed")
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except (OSError, ValueError) as e:
-        say("standard output: %s" % (getattr(e, "strerror", None) or e))
-        try:                             # no second error when Python flushes at exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        except OSError:
-            pass
-        sys.exit(3)
+plan_io.PROG = PROG
+safe, say, usage, fail, emit, _show = plan_io.safe, plan_io.say, plan_io.usage, plan_io.fail, plan_io.emit, plan_io.show
 
 
 def value(arg, name, none_word):
@@ -99,33 +60,12 @@ class Bad(ValueError):
     """a config or a record that cannot be used"""
 
 
-def _no_constant(c):
-    raise ValueError("%s is not JSON" % c)
-
-
-def _finite(s):
-    v = float(s)
-    if not math.isfinite(v):
-        raise ValueError("number %s out of range (beyond a double)" % s[:40])
-    return v
-
-
 def parse(text):
     """one JSON document, strictly: no NaN / Infinity, no number beyond a double"""
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except RecursionError:
-        raise Bad("not JSON: nested too deeply") from None
+        return plan_io.parse_json(text)
     except ValueError as e:
-        raise Bad("not JSON: %s" % e) from None
-
-
-def _show(v):
-    if isinstance(v, dict):
-        return "an object"
-    if isinstance(v, list):
-        return "an array"
-    return json.dumps(v)[:60]
+        raise Bad(str(e)) from None
 
 
 def integer(d, key, where, lo=1, default=None):
@@ -144,17 +84,9 @@ def config(path):
     """(batch, world, the largest table's fp16 bytes, the pooling factors' sum) of a model
     config, or Bad saying what is wrong"""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise Bad(e.strerror or str(e)) from None
-    if len(raw) > MAX_BYTES:
-        raise Bad("larger than %d bytes" % MAX_BYTES)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Bad("not UTF-8 text (byte %d)" % (e.start + 1)) from None
-    c = parse(text)
+        c = plan_io.read_json(path, MAX_BYTES)
+    except ValueError as e:
+        raise Bad(str(e)) from None
     if not isinstance(c, dict):
         raise Bad("the config must be a JSON object, not %s" % _show(c))
     topo, tables = c.get("topology"), c.get("tables")
@@ -236,7 +168,7 @@ def report(argv):
                      "table's cost changes with its rows, measured below, says how far the capped costs are from the "
                      "whole tables'." %
                      (cap, len(big), "" if len(big) == 1 else "s",
-                      ", ".join("%s (%d rows)" % (_safe(n), r) for n, r in big) or "none", cap))
+                      ", ".join("%s (%d rows)" % (safe(n), r) for n, r in big) or "none", cap))
     if b:
         lines.append("- **Measured at a batch of %d** (BATCH), not the config's %d: every table's lookups are those of %d "
                      "samples, so the costs are about %.3gx the config's batch's. The memory model keeps the config's "

@@ -29,10 +29,10 @@ output cannot be written. Only the standard library.
 (WEIGHTS: fp16, fp32, bf16 or tables; OPTIMIZER: sgd, exact_rowwise_adagrad or adam).
 """
 import json
-import math
-import os
 import re
 import sys
+
+import plan_io
 
 PROG = "plan_train"
 KERNEL_OPT = {"sgd": "sgd", "exact_sgd": "sgd", "rowwise_adagrad": "exact_rowwise_adagrad",
@@ -45,61 +45,13 @@ DTYPES = ("fp32", "fp16", "bf16", "int8", "int4", "int2")
 OPTIMIZERS = ("sgd", "exact_sgd", "adam", "partial_rowwise_adam", "adagrad", "exact_adagrad", "rowwise_adagrad",
               "exact_rowwise_adagrad")
 MAX_BYTES = 64 << 20      # a config's bytes at most (as-convert's MCFG_MAX_FILE)
-_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
-
-def _safe(s):
-    """s with its control characters escaped, for a message"""
-    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
-
-
-def say(msg):
-    if sys.stderr is not None:
-        try:
-            sys.stderr.write("%s: %s\n" % (PROG, _safe(msg)))
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
-
-def usage(msg):
-    say(msg)
-    sys.exit(2)
-
-
-def fail(msg, code=1):
-    say(msg)
-    sys.exit(code)
-
-
-def emit(text):
-    """text to standard output, flushed: exit 3 when it cannot be written (closed, full)"""
-    try:
-        if sys.stdout is None:
-            raise OSError("closed")
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except (OSError, ValueError) as e:
-        say("standard output: %s" % (getattr(e, "strerror", None) or e))
-        try:                             # no second error when Python flushes at exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        except OSError:
-            pass
-        sys.exit(3)
+plan_io.PROG = PROG
+safe, say, usage, fail, emit, _show = plan_io.safe, plan_io.say, plan_io.usage, plan_io.fail, plan_io.emit, plan_io.show
 
 
 def _lower(s):
     """ASCII lower case, as strcasecmp compares"""
     return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in s)
-
-
-def _show(v):
-    """a JSON value as a message shows it: short, on one line"""
-    if isinstance(v, dict):
-        return "an object"
-    if isinstance(v, list):
-        return "an array"
-    return json.dumps(v)[:60]
 
 
 def _enum(where, d, key, names, default, maxlen):
@@ -118,37 +70,13 @@ def _enum(where, d, key, names, default, maxlen):
     return lv
 
 
-def _no_constant(c):
-    raise ValueError("%s is not JSON" % c)
-
-
-def _finite(s):
-    v = float(s)
-    if not math.isfinite(v):
-        raise ValueError("number %s out of range (beyond a double)" % s[:40])
-    return v
-
-
 def load(path):
     """(the config's optimizer, [each table's data_type]), both lower case, or exit 1 saying
     what is wrong with the config"""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        fail("%s: %s" % (path, e.strerror or e))
-    if len(raw) > MAX_BYTES:
-        fail("%s: larger than %d bytes" % (path, MAX_BYTES))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        fail("%s: not UTF-8 text (byte %d)" % (path, e.start + 1))
-    try:
-        cfg = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except RecursionError:
-        fail("%s: not JSON: nested too deeply" % path)
+        cfg = plan_io.read_json(path, MAX_BYTES)
     except ValueError as e:
-        fail("%s: not JSON: %s" % (path, e))
+        fail("%s: %s" % (path, e))
     if not isinstance(cfg, dict):
         fail("%s: the config must be a JSON object, not %s" % (path, _show(cfg)))
     topo = cfg.get("topology")
