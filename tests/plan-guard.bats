@@ -5,27 +5,11 @@
 # wedge the run; an imported plan labelled as one of ours is refused at the door; an OUT make cannot
 # name is refused, a MODEL with spaces and quotes works. At the tiny scale of tests/plan.bats.
 load test_helper/common
+load test_helper/tinyplan
 
 setup_file() {
     export D="$BATS_FILE_TMPDIR"
-    cat > "$D/tiny.json" <<'JSON'
-{"name": "tiny", "module_path": "model.ebc",
- "topology": {"world_size": 2, "local_size": 2, "hbm_gib": 1, "batch_size_per_rank": 64, "optimizer": "sgd"},
- "tables": [
-  {"name": "big", "num_embeddings": 20000, "embedding_dim": 32, "pooling_factor": 8},
-  {"name": "mid", "num_embeddings": 5000, "embedding_dim": 32, "pooling_factor": 4},
-  {"name": "a", "num_embeddings": 1000, "embedding_dim": 16, "pooling_factor": 2},
-  {"name": "b", "num_embeddings": 500, "embedding_dim": 16, "pooling_factor": 1},
-  {"name": "c", "num_embeddings": 100, "embedding_dim": 8, "pooling_factor": 1},
-  {"name": "d", "num_embeddings": 10, "embedding_dim": 8, "pooling_factor": 1}
- ]}
-JSON
-}
-
-# make plan at the tiny scale (as tests/plan.bats); the fake timer quiet unless FAKE says
-mkplan() {
-    AS_BENCH_FAKE_NOISE=${FAKE:-quiet} make -s -C "$ROOT" -f pipelines/plan.mk BIN="$BIN" MODEL="$D/tiny.json" OUT="$D/out" \
-        NCOST=30 MAXT=4 BENCH_OPTS="--warmup 1 --runs 3 --trim 1 --flush 8M" DEVICE=cpu PROGRESS= MODEL_GATE= TORCHREC_SRC= "$@"
+    tiny_config
 }
 
 # the whole run once, in $D/out (the first test makes it beside a second run); copied into $1
