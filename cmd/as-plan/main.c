@@ -116,12 +116,21 @@ static const char HELP_TAIL[] =
     "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
     "                         level (default 3); --split-cands C tables tried per node\n"
     "                         (default 6: those whose costliest item is predicted costliest)\n"
-    "      --split-rows LIST  row splits considered: block counts, comma-separated (default\n"
-    "                         2,4,8, each needing the blocks' features from as-features\n"
-    "                         --row-pieces), or none: column splits only. TorchRec's row_wise\n"
-    "                         cannot express row blocks placed anywhere, its column_wise can\n"
-    "                         express equal column pieces on any ranks: --split-rows none\n"
-    "                         gives split plans that pipelines/torchrec_plan.py converts\n"
+    "      --split-rows LIST  row splits considered, comma-separated (default row_wise):\n"
+    "                         row_wise  TorchRec's row_wise: K blocks of ceil(rows / K) rows,\n"
+    "                                   block i on rank i, charged to every rank (the blocks'\n"
+    "                                   features from as-features --row-pieces K)\n"
+    "                         N         N blocks placed anywhere: plans TorchRec CANNOT load\n"
+    "                                   (said on stderr; N = K is row_wise's cut, pinned)\n"
+    "                         none      column splits only\n"
+    "                         Column splits are equal pieces on any ranks (TorchRec's\n"
+    "                         column_wise): without N every split plan is one\n"
+    "                         construct_module_sharding_plan loads\n"
+    "      --split-seed S     where the search starts besides every table whole: torchrec\n"
+    "                         (default: also from TorchRec's planner's splits of the task,\n"
+    "                         its row_wise and column_wise tables, so that the split plan is\n"
+    "                         never predicted slower than that start placed by the\n"
+    "                         algorithm) or none\n"
     "      --seed S           seed of the random plans (default 0); task t uses stream t\n"
     "      --mem-cap SIZE     memory cap per shard for every task (bytes, K/M/G suffixes;\n"
     "                         0 = none), instead of the task's mem_cap\n"
@@ -220,7 +229,7 @@ static const char HELP_TAIL[] =
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS,
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS, OPT_SPLIT_SEED,
        OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE, OPT_COMM_MODEL };
 
 
@@ -287,6 +296,10 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
     /* with --refine and no --split-ms, the two searches share the default second per plan */
     if (cfg->split && cfg->refine && !a->split_ms_given && cfg->refine_ms > 0)
         a->scfg.budget_ms = AS_SPLIT_MS - cfg->refine_ms > 100 ? AS_SPLIT_MS - cfg->refine_ms : 100;
+    if (cfg->split && a->scfg.nrowp)
+        as_info("--split-rows with block counts: row blocks placed on ranks of the search's choosing make plans "
+                "TorchRec cannot load (its row_wise is K blocks, block i on rank i); they are for measuring, not "
+                "for training");
     cfg->split_cfg = &a->scfg;
 }
 
@@ -316,6 +329,7 @@ static const struct option plan_opts[] = {
     { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
     { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
     { "split-rows", required_argument, 0, OPT_SPLIT_ROWS },
+    { "split-seed", required_argument, 0, OPT_SPLIT_SEED },
     { "comm-gbps", required_argument, 0, OPT_COMM },
     { "comm-model", required_argument, 0, OPT_COMM_MODEL },
     { "repair", required_argument, 0, OPT_REPAIR },
@@ -416,15 +430,20 @@ static int opt_refine(as_cli *cli, int opt, const char *arg, args *a, as_plan_ru
     }
 }
 
-/* --split-rows LIST: ascending block counts, or none */
+/* --split-rows LIST: row_wise and ascending block counts, or none */
 static void split_rows_arg(as_cli *cli, const char *arg, args *a)
 {
     a->scfg.nrowp = 0;
     a->scfg.rowp = a->rowp;
+    a->scfg.no_row_wise = 1;
     if (strcmp(arg, "none")) {
         char *s = as_strdup(arg), *rest = s;
         for (char *tok; (tok = strsep(&rest, ","));) {
             if (!*tok) as_cli_usage(cli, "--split-rows: an empty block count in '%s'", arg);
+            if (!strcmp(tok, "row_wise")) {
+                a->scfg.no_row_wise = 0;
+                continue;
+            }
             if (a->scfg.nrowp == (int)(sizeof a->rowp / sizeof *a->rowp))
                 as_cli_usage(cli, "--split-rows: at most %d block counts", (int)(sizeof a->rowp / sizeof *a->rowp));
             const int64_t v = as_cli_i64(cli, "--split-rows", tok, 2, 1 << 20);
@@ -433,7 +452,8 @@ static void split_rows_arg(as_cli *cli, const char *arg, args *a)
             a->rowp[a->scfg.nrowp++] = v;
         }
         free(s);
-        if (!a->scfg.nrowp) as_cli_usage(cli, "--split-rows: '%s' is not a list of block counts or none", arg);
+        if (!a->scfg.nrowp && a->scfg.no_row_wise)
+            as_cli_usage(cli, "--split-rows: '%s' is not row_wise, a list of block counts, or none", arg);
     }
 }
 
@@ -461,6 +481,11 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
     case OPT_SPLIT_ROWS:
         name = "--split-rows";
         split_rows_arg(cli, arg, a);
+        break;
+    case OPT_SPLIT_SEED:
+        name = "--split-seed";
+        if (strcmp(arg, "torchrec") && strcmp(arg, "none")) as_cli_usage(cli, "--split-seed: '%s' is not torchrec or none", arg);
+        a->scfg.no_seed = !strcmp(arg, "none");
         break;
     case OPT_SPLIT_CANDS:
         name = "--split-cands";
@@ -666,7 +691,8 @@ static void report(const as_plan_run_cfg *cfg, const as_plan_run_stats *st)
     as_debug("%" PRId64 " plans in %.3f ms of planning", st->nplans, st->plan_ms);
     if (cfg->split)
         as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
-                 " searches ended by --split-ms", st->split_nodes, st->split_tables, st->split_cut);
+                 " searches ended by --split-ms, %" PRId64 " started from TorchRec's plan too", st->split_nodes, st->split_tables,
+                 st->split_cut, st->split_seeded);
     if (st->tr_row_wise + st->tr_column_wise + st->tr_no_rows)
         as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise, %" PRId64 " data_parallel", st->tr_row_wise,
                  st->tr_column_wise, st->tr_data_parallel);

@@ -1,6 +1,7 @@
 /* plan.c - sharding plans: heuristics, cost-model greedy, 2D rank map, plan records.
  * Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas. */
 #include "plan.h"
+#include "pins.h"
 #include "common.h"
 #include "modelcfg.h"
 #include "reclimits.h"
@@ -212,6 +213,12 @@ int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen)
     for (int64_t i = 0; rc == 0 && i < n; i++) {
         const int64_t id = x->t[i]->id;
         if (a[i] < AS_DP || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, id, a[i]); rc = -1; break; }
+        if (as_plan_pinned(x, i) && a[i] != -1 && a[i] != x->pin[i]) {
+            snprintf(err, errlen, "policy put row block %" PRId64 " of table %" PRId64 " (TorchRec's row_wise) on shard %"
+                     PRId64 ", not its rank %" PRId64, x->pin[i], id, a[i], x->pin[i]);
+            rc = -1;
+            break;
+        }
         if (a[i] == -1) { as_plan_unplaced(x, i); continue; }
         if (a[i] == AS_DP) { rc = put_dp(x, i, err, errlen); continue; }
         as_plan_put(x, i, a[i]);
@@ -287,7 +294,19 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
         for (int64_t i = 0; i < n; i++) m->embed(m->ctx, t[i], rep + (size_t)i * R);
         x.rep = rep;
     }
+    /* TorchRec's row_wise blocks: on their ranks before the planner places the rest */
+    int64_t *pin = as_malloc((size_t)(n ? n : 1) * sizeof *pin);
+    if (as_plan_pins(t, n, K, pin)) {
+        x.pin = pin;
+        if (!(as_planner_of(c->alg)->needs & (AS_PLANNER_POLICY | AS_PLANNER_PLACEMENT)))
+            for (int64_t i = 0; i < n; i++) {
+                if (pin[i] < 0) continue;
+                if (as_plan_fits(c->mem_cap, p->mem[pin[i]], bytes[i])) as_plan_put(&x, i, pin[i]);
+                else as_plan_unplaced(&x, i);
+            }
+    }
     int rc = as_planner_of(c->alg)->make(&x, err, errlen);
+    free(pin);
     if (!rc && m) model_pred(&x);
     p->feasible = p->ninfeasible == 0;
     free((float *)x.rep);

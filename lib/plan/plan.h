@@ -167,7 +167,17 @@ typedef struct {
                                        and sets summed (else as_plan_make sums them, for the
                                        shards' predicted costs); NULL without a model */
     int summed;
+    const int64_t *pin;             /* [n] the rank of each item TorchRec's row_wise fixes
+                                       (lib/plan/pins.h), -1 for the others; NULL: none.
+                                       For a planner without AS_PLANNER_POLICY or _PLACEMENT
+                                       as_plan_make has put the pinned items on their ranks
+                                       already (those that fit; the others unplaced): its make
+                                       places the others around them. A policy or a placement
+                                       must put each on its rank or leave it unplaced. */
 } as_plan_ctx;
+
+/* 1 when item i of x is pinned (placed by as_plan_make, not by the planner) */
+static inline int as_plan_pinned(const as_plan_ctx *x, int64_t i) { return x->pin && x->pin[i] >= 0; }
 
 typedef struct {
     unsigned needs;                 /* AS_PLANNER_* */

@@ -56,10 +56,14 @@ static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
     for (int64_t i = 0; i < n; i++) key[i] = as_plan_item_key(c, x->t[i], x->rep ? x->rep + (size_t)i * R : NULL);
     int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
     as_plan_order(order, key, x->bytes, x->t, n);
-    for (int64_t q = 0; q < n; q++) {
-        const int64_t i = order[q], best = best_shard(x, i, by_cost ? &it : NULL, sw, tmp);
+    for (int64_t q = 0; q < 2 * n; q++) {
+        /* the pinned items (on their ranks already) first, into the shards' sums, then the
+           others placed around them */
+        const int64_t i = order[q % n];
+        if (as_plan_pinned(x, i) != (q < n) || (q < n && x->p->assign[i] < 0)) continue;
+        const int64_t best = q < n ? x->p->assign[i] : best_shard(x, i, by_cost ? &it : NULL, sw, tmp);
         if (best < 0) { as_plan_unplaced(x, i); continue; }
-        as_plan_put(x, i, best);
+        if (q >= n) as_plan_put(x, i, best);
         x->p->key[best] += key[i];
         if (!by_cost) continue;
         float *s = x->sum + (size_t)best * R;

@@ -15,6 +15,7 @@ static int make_random(as_plan_ctx *x, char *err, size_t errlen)
     as_rng_seed(&rng, c->seed, (uint64_t)c->rng_stream);
     int64_t *ok = as_malloc((size_t)K * sizeof *ok);
     for (int64_t i = 0; i < x->n; i++) {
+        if (as_plan_pinned(x, i)) continue;   /* on its rank already */
         int64_t nok = 0, k;
         for (k = 0; k < K; k++) if (as_plan_fits(c->mem_cap, x->p->mem[k], x->bytes[i])) ok[nok++] = k;
         if (!nok) { as_plan_unplaced(x, i); continue; }

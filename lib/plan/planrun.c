@@ -275,13 +275,43 @@ static int torchrec_plan(task_plan *ap, as_plan_run_stats *st, as_plan_cfg *pc, 
     return 0;
 }
 
-/* --split-tables: the split search's plan of its items (tables and pieces); 0, or -1 with err */
+/* The split search's seed of task t (f: its tables): each table's split in TorchRec's plan of
+ * it (as_tr_plan under pc's shards and cap): 0 whole or data parallel, -1 row_wise, c its c
+ * column pieces. malloc'd [T]; NULL with err when TorchRec's planner fails. */
+static int64_t *tr_seed(const as_plan_cfg *pc, const as_plan_run_cfg *c, const as_plan_input *in, const as_ptask *t,
+                        const as_features **f, char *err, size_t errlen)
+{
+    as_plan_cfg tc = *pc;
+    tc.alg = AS_ALG_TORCHREC;
+    tc.no_dp = c->no_dp;
+    as_features *items = NULL;
+    int64_t ni = 0, *tra = NULL;
+    as_tr_info tri;
+    if (as_tr_plan(&tc, &in->ft, f, t->ntables, &items, &ni, &tra, &tri, err, errlen)) return NULL;
+    int64_t *seed = as_calloc((size_t)(t->ntables ? t->ntables : 1), sizeof *seed);
+    /* items in task order, each table's pieces together */
+    for (int64_t i = 0, j = 0; i < t->ntables && j < ni; i++) {
+        int64_t m = 0, rows_split = 0;
+        for (; j < ni && items[j].id == f[i]->id; j++, m++)
+            rows_split |= !as_piece_whole(&items[j].piece) && items[j].dim == f[i]->dim;
+        seed[i] = m < 2 ? 0 : rows_split ? -1 : m;
+    }
+    free(items);
+    free(tra);
+    return seed;
+}
+
+/* --split-tables: the split search's plan of its items (tables and pieces), seeded with seed
+ * (tr_seed; NULL: none); 0, or -1 with err */
 static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, const as_plan_run_cfg *c,
-                      const as_plan_input *in, const as_ptask *t, const as_features **f, char *err, size_t errlen)
+                      const as_plan_input *in, const as_ptask *t, const as_features **f, const int64_t *seed, char *err,
+                      size_t errlen)
 {
     char e2[768];
     as_split_info info;
-    if (as_split_search(pc, c->split_cfg, &in->ft, f, t->ntables, &ap->items, &ap->ni, &ap->pl, &info, e2, sizeof e2)) {
+    as_split_cfg sc = *c->split_cfg;
+    sc.seed = seed;
+    if (as_split_search(pc, &sc, &in->ft, f, t->ntables, &ap->items, &ap->ni, &ap->pl, &info, e2, sizeof e2)) {
         snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(pc->alg), e2);
         return -1;
     }
@@ -295,6 +325,7 @@ static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *p
     st->split_nodes += info.nodes;
     st->split_tables += info.split;
     st->split_cut += info.cut;
+    st->split_seeded += info.seeded;
     return 0;
 }
 
@@ -305,6 +336,7 @@ typedef struct {
     const as_ptask *tk;
     int64_t K;
     uint64_t mcap;
+    const int64_t *seed;            /* the split search's seed (tr_seed), NULL: none */
 } task_cfg;
 
 /* task x->t by planner a: made (or TorchRec's, or the split search's), replicated with
@@ -332,7 +364,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
     if (own) {
         if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
     } else if (c->split) {
-        if (split_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
+        if (split_plan(&ap, st, &pc, c, in, t, f, x->seed, err, errlen)) return -1;
     } else if (as_plan_make(&ap.pl, &pc, f, t->ntables, e2, sizeof e2)) {
         snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);
         return -1;
@@ -387,10 +419,24 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
     }
     as_ptask tk = *t;
     tk.shards = K;
-    const task_cfg x = { .t = t, .tk = &tk, .K = K, .mcap = c->cap_given ? c->mem_cap : t->mem_cap };
-    for (int a = 0; a < AS_ALG_COUNT; a++)
-        if (c->want[a] && plan_alg(st, c, in, &x, (as_alg)a, f, p, err, errlen)) return -1;
-    return 0;
+    task_cfg x = { .t = t, .tk = &tk, .K = K, .mcap = c->cap_given ? c->mem_cap : t->mem_cap };
+    /* the split search starts from TorchRec's plan too (its row_wise and column_wise tables),
+       so that a split plan is never predicted slower than the best of that start */
+    int64_t *seed = NULL;
+    if (c->split && !c->split_cfg->no_seed) {
+        const as_plan_cfg pc = { .shards = K, .mem_cap = x.mcap, .model = c->model };
+        char e2[768];
+        if (!(seed = tr_seed(&pc, c, in, t, f, e2, sizeof e2))) {
+            snprintf(err, errlen, "task %" PRId64 ": the split search's start from TorchRec's plan: %s", t->id, e2);
+            return -1;
+        }
+    }
+    x.seed = seed;
+    int rc = 0;
+    for (int a = 0; a < AS_ALG_COUNT && !rc; a++)
+        if (c->want[a] && plan_alg(st, c, in, &x, (as_alg)a, f, p, err, errlen)) rc = -1;
+    free(seed);
+    return rc;
 }
 
 int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, as_progress *p,

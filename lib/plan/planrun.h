@@ -116,6 +116,8 @@ typedef struct {
     int64_t split_nodes, split_tables, split_cut;   /* --split-tables: plans placed and
                                                        scored, tables split, searches the
                                                        time budget ended */
+    int64_t split_seeded;           /* searches that started from TorchRec's plan too (it
+                                       split a table) */
 } as_plan_run_stats;
 
 /* Plan every task of in with every wanted algorithm, in task then algorithm order, and

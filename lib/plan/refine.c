@@ -2,6 +2,7 @@
  * Dimension letters: T items of a plan, K shards, W the width of a shard's summed vector. */
 #include "refine.h"
 #include "common.h"
+#include "pins.h"
 #include "split.h"
 
 #include <inttypes.h>
@@ -31,6 +32,8 @@ typedef struct {
     const double *cm;               /* [T] each item's communication (ms), NULL: none */
     double *csum;                   /* [K] the sum of cm over each shard's items */
     const double *scale;            /* [K] factors on the kernel cost (cfg shard_scale), NULL: 1 */
+    const int64_t *pin;             /* [T] TorchRec's row_wise blocks' ranks (pins.h): never
+                                       moved; -1 for the others */
 } search_state;
 
 /* the communication of shard k with item add added and item sub taken off */
@@ -97,7 +100,7 @@ static int64_t place_unplaced(search_state *x, int64_t *u, int64_t *nu)
         int64_t i = u[q], best = -1;
         double bv = 0;
         for (int64_t k = 0; k < x->K; k++) {
-            if (!as_plan_fits(x->cap, x->mem[k], x->bytes[i])) continue;
+            if (!as_plan_fits(x->cap, x->mem[k], x->bytes[i]) || (x->pin[i] >= 0 && k != x->pin[i])) continue;
             double v = cost_with(x, k, i, -1, x->count[k] + 1);
             if (best < 0 || v < bv || (v == bv && x->mem[k] < x->mem[best])) { best = k; bv = v; }
         }
@@ -196,6 +199,7 @@ static int best_move(const search_state *x, const stepctx *s, cand *best, const 
     for (int64_t q = start[a]; q < start[a + 1]; q++) {
         int64_t i = order[q];
         if (out_of_time(t0, budget_ms)) return 1;
+        if (x->pin[i] >= 0) continue;
         double ca = cost_with(x, a, -1, i, x->count[a] - 1);
         if (!(ca <= s->M)) continue;
         for (int64_t b = 0; b < x->K; b++) {
@@ -220,6 +224,7 @@ static int best_swap(search_state *x, const stepctx *s, cand *best, const int64_
     for (int64_t q = start[a]; q < start[a + 1] && !best->kind; q++) {
         int64_t i = order[q];
         if (out_of_time(t0, budget_ms)) return 1;
+        if (x->pin[i] >= 0) continue;
         const float *wi = x->w + (size_t)i * W;
         const double *sa = x->S + (size_t)a * W;
         for (int d = 0; d < W; d++) da[d] = (float)(sa[d] - wi[d]);
@@ -229,6 +234,7 @@ static int best_swap(search_state *x, const stepctx *s, cand *best, const int64_
             for (int d = 0; d < W; d++) eb[d] = (float)(sb[d] + wi[d]);
             for (int64_t r = start[b]; r < start[b + 1]; r++) {
                 int64_t j = order[r];
+                if (x->pin[j] >= 0) continue;
                 if (!as_plan_fits(x->cap, x->mem[a] - x->bytes[i], x->bytes[j]) ||
                     !as_plan_fits(x->cap, x->mem[b] - x->bytes[j], x->bytes[i]))
                     continue;
@@ -323,6 +329,7 @@ typedef struct {
     uint64_t *bytes;                /* [T] */
     double *kv;                     /* [T] each item's key */
     double *cm, *csum;              /* [T] each item's communication, [K] each shard's sum; NULL when not charged */
+    int64_t *pin;                   /* [T] pinned items' ranks, -1 (pins.h) */
 } items;
 
 /* each item's embedding, vector, bytes and key; its communication and each shard's sum
@@ -337,6 +344,8 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
     const int R = it.pi.R;
     it.bytes = as_malloc(n1 * sizeof *it.bytes);
     it.kv = as_malloc(n1 * sizeof *it.kv);
+    it.pin = as_malloc(n1 * sizeof *it.pin);
+    as_plan_pins(t, n, K, it.pin);
     for (int64_t i = 0; i < n; i++) {
         it.bytes[i] = as_plan_table_bytes(t[i]);
         it.kv[i] = as_plan_item_key(c, t[i], it.pi.rep + (size_t)i * R);
@@ -363,6 +372,7 @@ static void items_free(items *it)
     free(it->cm);
     free(it->csum);
     free(it->kv);
+    free(it->pin);
     free(it->bytes);
     as_plan_items_free(&it->pi);
 }
@@ -375,7 +385,7 @@ static search_state search_state_of(as_plan *p, const as_plan_cfg *c, const item
     search_state x = { &it->pi, W, n, K, c->mem_cap, it->pi.w, it->bytes, it->kv,
              as_calloc((size_t)K * (size_t)W, sizeof(double)), as_malloc((size_t)K * sizeof(double)),
              as_malloc((size_t)W * sizeof(float)), p->assign, p->count, p->mem, p->key, as_calloc((size_t)K, 1), it->cm,
-             it->csum, c->shard_scale };
+             it->csum, c->shard_scale, it->pin };
     for (int64_t i = 0; i < n; i++) {
         if (p->assign[i] < 0) continue;
         double *s = x.S + (size_t)p->assign[i] * W;

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LV_WHOLE, LV_COLS, LV_ROWS };
+/* a level's kind: the whole table; equal column pieces (on any ranks); row blocks placed
+   freely (--split-rows LIST: not loadable); TorchRec's row_wise (K blocks, block i on rank i:
+   pinned, pins.h) */
+enum { LV_WHOLE, LV_COLS, LV_ROWS, LV_RW };
 
 typedef struct {
     int kind;               /* LV_* */
@@ -44,11 +47,28 @@ static void add_level(tsplit *s, int kind, as_features *f, int64_t npc, const as
     }
 }
 
-/* the levels of table f (at most 2 + log2 dim + nrowp of them) */
-static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, const int64_t *rowp, int nrowp,
-                        const as_plan_model *m, float *rep)
+/* the row level of table f in nb blocks (TorchRec's cut, as_piece_row_blocks) from the
+   blocks' features in ft, of kind `kind`; nothing when a block has no features */
+static void add_rows(tsplit *s, int kind, const as_features *f, const as_featidx *ft, int64_t nb, const as_plan_model *m,
+                     float *rep)
 {
-    s->lv = as_calloc((size_t)(2 + 64 + nrowp), sizeof *s->lv);
+    if (nb < 2 || nb > f->rows) return;
+    as_piece *bl = as_malloc((size_t)nb * sizeof *bl);
+    const int64_t k = as_piece_row_blocks(f->rows, f->dim, nb, bl);
+    as_features *pc = as_malloc((size_t)(k ? k : 1) * sizeof *pc);
+    int ok = k >= 2;
+    for (int64_t j = 0; j < k && ok; j++) ok = as_featidx_piece(ft, f->id, &bl[j], &pc[j]) == 0;
+    free(bl);
+    if (!ok) { free(pc); return; }
+    add_level(s, kind, pc, k, m, rep);
+}
+
+/* the levels of table f (at most 3 + log2 dim + nrowp of them): whole, its column levels,
+   TorchRec's row_wise over K ranks (rw), the free row levels rowp other than K */
+static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, const int64_t *rowp, int nrowp, int rw,
+                        int64_t K, const as_plan_model *m, float *rep)
+{
+    s->lv = as_calloc((size_t)(3 + 64 + nrowp), sizeof *s->lv);
     s->nlv = 0;
     as_features *w = as_malloc(sizeof *w);
     *w = *f;
@@ -62,22 +82,13 @@ static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, c
         if (!ok) { free(pc); break; }
         add_level(s, LV_COLS, pc, c, m, rep);
     }
-    for (int q = 0; q < nrowp; q++) {
-        const int64_t nb = rowp[q];
-        if (nb < 2 || nb > f->rows) continue;
-        as_piece *bl = as_malloc((size_t)nb * sizeof *bl);
-        const int64_t k = as_piece_row_blocks(f->rows, f->dim, nb, bl);
-        as_features *pc = as_malloc((size_t)(k ? k : 1) * sizeof *pc);
-        int ok = k >= 2;
-        for (int64_t j = 0; j < k && ok; j++) ok = as_featidx_piece(ft, f->id, &bl[j], &pc[j]) == 0;
-        free(bl);
-        if (!ok) { free(pc); continue; }
-        add_level(s, LV_ROWS, pc, k, m, rep);
-    }
+    if (rw) add_rows(s, LV_RW, f, ft, K, m, rep);
+    for (int q = 0; q < nrowp; q++)
+        if (rowp[q] != K) add_rows(s, LV_ROWS, f, ft, rowp[q], m, rep);   /* K blocks: row_wise's cut, pinned */
 }
 
-/* the next level of table s after level L for a split of kind `kind` (LV_COLS or LV_ROWS
- * from the whole table), or -1 */
+/* the next level of table s after level L for a split of kind `kind` (LV_COLS, LV_ROWS or
+ * LV_RW from the whole table), or -1 */
 static int next_level(const tsplit *s, int L, int kind)
 {
     const int want = L == 0 ? kind : s->lv[L].kind;
@@ -175,7 +186,8 @@ static int64_t pick_cands(const tsplit *s, const int *lvl, int64_t n, int cands,
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
         const int L = lvl[i];
-        if (next_level(&s[i], L, LV_COLS) < 0 && next_level(&s[i], L, LV_ROWS) < 0) continue;
+        if (next_level(&s[i], L, LV_COLS) < 0 && next_level(&s[i], L, LV_ROWS) < 0 && next_level(&s[i], L, LV_RW) < 0)
+            continue;
         const double w = s[i].lv[L].worst;
         int64_t q = m < cands ? m++ : cands;
         if (q == cands) {
@@ -240,9 +252,8 @@ typedef struct {
 static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft,
                         const as_features *const *t, int64_t n, as_split_info *info)
 {
-    static const int64_t rowp_default[] = { 2, 4, 8 };
-    const int64_t *rowp = sc->rowp ? sc->rowp : rowp_default;
-    const int nrowp = sc->rowp ? sc->nrowp : 3;
+    const int64_t *rowp = sc->rowp;
+    const int nrowp = sc->rowp ? sc->nrowp : 0;
     const size_t n1 = (size_t)(n ? n : 1);
     memset(S, 0, sizeof *S);
     S->c = c, S->sc = sc, S->info = info, S->n = n;
@@ -251,14 +262,14 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
     S->s = as_calloc(n1, sizeof *S->s);
     int64_t maxp = 0;
     for (int64_t i = 0; i < n; i++) {
-        make_levels(&S->s[i], t[i], ft, rowp, nrowp, c->model, S->rep);
+        make_levels(&S->s[i], t[i], ft, rowp, nrowp, !sc->no_row_wise, c->shards, c->model, S->rep);
         int64_t mp = 1;
         for (int L = 0; L < S->s[i].nlv; L++) if (S->s[i].lv[L].npc > mp) mp = S->s[i].lv[L].npc;
         maxp += mp;
     }
     S->it = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *S->it);
     S->beam = sc->beam > 0 ? sc->beam : 1, S->cands = sc->cands > 0 ? sc->cands : 1;
-    S->maxkids = S->beam * S->cands * 2;
+    S->maxkids = S->beam * S->cands * 3;
     S->cur = as_calloc((size_t)S->beam, sizeof *S->cur), S->kids = as_calloc((size_t)S->maxkids, sizeof *S->kids);
     for (int b = 0; b < S->beam; b++) S->cur[b].lvl = as_calloc(n1, sizeof(int));
     for (int b = 0; b < S->maxkids; b++) S->kids[b].lvl = as_malloc(n1 * sizeof(int));
@@ -318,7 +329,7 @@ static int expand(search *S, int b, int *nk, char *err, size_t errlen)
     const int64_t m = pick_cands(s, lvl, n, S->cands, S->cand, S->cworst);
     for (int64_t ci = 0; ci < m && !info->cut; ci++) {
         const int64_t i = S->cand[ci];
-        for (int kind = LV_COLS; kind <= LV_ROWS; kind++) {
+        for (int kind = LV_COLS; kind <= LV_RW; kind++) {
             const int L = lvl[i];
             if (L != 0 && s[i].lv[L].kind != kind) continue;
             const int nx = next_level(&s[i], L, kind);
@@ -368,6 +379,43 @@ static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, c
     return 0;
 }
 
+/* the levels of sc->seed (a table's split elsewhere: 0 whole, -1 TorchRec's row_wise, c >= 2
+ * c equal column pieces) into lvl, each the level of that split where the table has it, else
+ * whole; 1 when they differ from the root's (every table whole) */
+static int seed_levels(const search *S, const int64_t *seed, int *lvl)
+{
+    int differs = 0;
+    for (int64_t i = 0; i < S->n; i++) {
+        const tsplit *t = &S->s[i];
+        lvl[i] = 0;
+        for (int L = 1; L < t->nlv && seed[i]; L++)
+            if ((seed[i] < 0 && t->lv[L].kind == LV_RW) || (seed[i] > 1 && t->lv[L].kind == LV_COLS && t->lv[L].npc == seed[i]))
+                lvl[i] = L;
+        differs |= lvl[i] != 0;
+    }
+    return differs;
+}
+
+/* one beam search from the levels start[T] (NULL: the root, every table whole): cur[0] is
+ * scored, then the levels; its best node in S->best. 0, or -1 with err */
+static int run_search(search *S, const int *start, char *err, size_t errlen)
+{
+    as_split_info *info = S->info;
+    if (start) memcpy(S->cur[0].lvl, start, (size_t)S->n * sizeof(int));
+    if (node_score(S, &S->cur[0], err, errlen)) return -1;
+    S->best_score = S->cur[0].score;
+    memcpy(S->best, S->cur[0].lvl, (size_t)S->n * sizeof(int));
+    if (!start) info->pred_before = S->best_score;
+    int ncur = 1;
+    for (int step = 0; step < S->sc->steps && ncur > 0 && !info->cut; step++) {
+        int nk = 0;
+        for (int b = 0; b < ncur && !info->cut; b++)
+            if (expand(S, b, &nk, err, errlen)) return -1;
+        ncur = keep_beam(S->cur, S->beam, S->kids, nk, S->n);
+    }
+    return 0;
+}
+
 int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft, const as_features *const *t, int64_t n,
                     as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen)
 {
@@ -378,24 +426,33 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
         snprintf(err, errlen, "splitting tables needs a cost model (--model)");
         return -1;
     }
-    search S;
+    const double t0 = as_now();
+    search S, Z;
     search_init(&S, c, sc, ft, t, n, info);
-    /* the root */
-    int rc = node_score(&S, &S.cur[0], err, errlen);
-    if (!rc) {
-        info->pred_before = S.cur[0].score;
-        S.best_score = S.cur[0].score;
-        int ncur = 1;
-        for (int step = 0; step < sc->steps && ncur > 0 && !info->cut; step++) {
-            int nk = 0;
-            for (int b = 0; b < ncur && !info->cut && !rc; b++) rc = expand(&S, b, &nk, err, errlen);
-            if (rc) break;
-            ncur = keep_beam(S.cur, S.beam, S.kids, nk, n);
-        }
+    /* with a seed that splits a table: two searches, from the root and from the seed, each
+       under half the budget; the better best wins (ties: the root's) */
+    int *start = sc->seed ? as_malloc((size_t)(n ? n : 1) * sizeof *start) : NULL;
+    const int seeded = start && seed_levels(&S, sc->seed, start);
+    as_split_cfg half = *sc;
+    if (seeded) half.budget_ms = sc->budget_ms / 2;
+    S.sc = &half;
+    int rc = run_search(&S, NULL, err, errlen);
+    search *W = &S;
+    if (!rc && seeded) {
+        const int cut = info->cut;
+        info->cut = 0;
+        search_init(&Z, c, &half, ft, t, n, info);
+        Z.made = S.made;
+        rc = run_search(&Z, start, err, errlen);
+        info->seeded = 1;
+        info->cut |= cut;
+        if (!rc && Z.best_score < S.best_score) W = &Z;
     }
-    if (!rc) rc = result(&S, items, nitems, p, err, errlen);
-    info->ms = (as_now() - S.t0) * 1e3;
+    free(start);
+    if (!rc) rc = result(W, items, nitems, p, err, errlen);
+    info->ms = (as_now() - t0) * 1e3;
     if (!rc) p->plan_ms = info->ms;
+    if (seeded) search_free(&Z);
     search_free(&S);
     return rc;
 }

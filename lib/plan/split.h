@@ -51,9 +51,19 @@ typedef struct {
     int beam;               /* nodes kept per level (>= 1) */
     int cands;              /* tables tried per node (>= 1) */
     double budget_ms;       /* wall clock; 0: none */
-    const int64_t *rowp;    /* row levels to consider (block counts, ascending); NULL: the
-                             * blocks of 2, 4, 8 */
+    int no_row_wise;        /* 1: leave TorchRec's row_wise (the K blocks, block i on rank i)
+                             * out of the levels; 0: a level of every table whose blocks have
+                             * features */
+    const int64_t *rowp;    /* row blocks placed freely (block counts, ascending; a count of K
+                             * is row_wise's cut, pinned): plans TorchRec cannot load (as-plan
+                             * --split-rows LIST); NULL: none */
     int nrowp;
+    int no_seed;            /* as-plan --split-seed none: the search starts from the root
+                             * alone (else planrun gives it TorchRec's plan as seed) */
+    const int64_t *seed;    /* [T] a start beside the root: each table's split in another
+                             * plan (TorchRec's planner's): 0 whole, -1 row_wise, c >= 2 c equal
+                             * column pieces (a split the table has no level of: whole);
+                             * NULL: none */
     double comm_gbps;       /* communication bandwidth, GiB/s (above); 0: not charged */
     const as_comm_model *comm_model;   /* an alpha-beta model (lib/records/comm.h) charged instead of
                              * comm_gbps: each shard's items' bytes by sharding type over their
@@ -73,6 +83,8 @@ typedef struct {
     double pred_after;
     double ms;              /* the search's wall clock */
     int cut;                /* 1 when the time budget ended it */
+    int seeded;             /* 1 when the seed was a node of the search (it differed from the
+                             * root) */
 } as_split_info;
 
 /* Search the splits of tables t[0..n) (their features; ft: the index holding the row

@@ -3,6 +3,7 @@
  * the `policy` record. Dimension letters: T tables, L steps taken, K shards, F features,
  * H LSTM hidden, R rows of the batched head (L x K). */
 #include "policy.h"
+#include "pins.h"
 
 #include "costmodel.h"
 #include "nn.h"
@@ -523,7 +524,13 @@ int as_policy_rollout(const as_policy *q, as_rollout *ro, char *err, size_t errl
     for (int64_t s = 0; s < n; s++) {
         int64_t j = w.order[s];
         rollout_state(&w, q, s, s == 0);
-        const int nok = rollout_costs(&w, ro->cap, j, ref, left);
+        int nok = rollout_costs(&w, ro->cap, j, ref, left);
+        if (ro->pin && ro->pin[j] >= 0) {
+            /* TorchRec's row_wise block: its rank or nowhere */
+            for (int64_t k = 0; k < K; k++)
+                if (k != ro->pin[j]) w.mask[k] = 0;
+            nok = w.mask[ro->pin[j]];
+        }
         left -= w.single[j];
         if (!nok) {
             feasible = 0;
@@ -584,12 +591,16 @@ int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K
     if (K < 1 || K > INT32_MAX / 2) { snprintf(err, errlen, "bad task size"); return -1; }
     double *pred = as_malloc((size_t)K * sizeof *pred);
     as_arena ws = { 0 };   /* the samples' rollouts share their buffers */
-    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign, .pred = pred, .ws = &ws };
+    int64_t *pin = as_malloc((size_t)(n ? n : 1) * sizeof *pin);
+    const int64_t *pins = as_plan_pins(t, n, K, pin) ? pin : NULL;
+    as_rollout ro = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = assign, .pred = pred, .ws = &ws,
+                      .pin = pins };
     int rc = as_policy_rollout(pp->pol, &ro, err, errlen);
     int S = pp->samples > 0 ? pp->samples : as_policy_auto_samples(n, K);
     if (rc || S <= 1) {
         as_arena_free(&ws);
         free(pred);
+        free(pin);
         return rc;
     }
     int best_f = ro.feasible;
@@ -603,7 +614,7 @@ int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K
     int64_t *cand = as_malloc((size_t)(n ? n : 1) * sizeof *cand);
     for (int s = 1; s < S && rc == 0; s++) {
         as_rollout rs = { .cm = pp->cm, .t = t, .n = n, .K = K, .cap = cap, .assign = cand, .pred = pred, .rng = &rng,
-                          .ws = &ws };
+                          .ws = &ws, .pin = pins };
         rc = as_policy_rollout(pp->pol, &rs, err, errlen);
         if (rc) break;
         double m = max_of(pred, K);
@@ -617,6 +628,7 @@ int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K
     }
     free(cand);
     free(pred);
+    free(pin);
     as_arena_free(&ws);
     return rc;
 }

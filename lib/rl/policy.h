@@ -145,6 +145,10 @@ typedef struct {
     int keep_tr;                    /* tr is zeroed or holds an earlier recording, whose
                                        arrays it reuses when they are large enough (else tr
                                        is overwritten: the caller frees it, as_traj_free) */
+    const int64_t *pin;             /* [n] a rank each table must go to (TorchRec's row_wise
+                                       blocks, lib/plan/pins.h), -1 free; NULL: none. A
+                                       pinned table's only candidate is its rank (unplaced
+                                       when it does not fit there) */
     as_arena *ws;                   /* the rollout's buffers, kept for the next rollout (one
                                        arena per thread): no allocation in a rollout no
                                        larger than one before; NULL: its own, freed */

@@ -103,7 +103,7 @@ static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features
     return m;
 }
 
-static const as_split_cfg SC = { AS_SPLIT_STEPS, AS_SPLIT_BEAM, AS_SPLIT_CANDS, 0, NULL, 0, 0, NULL };
+static const as_split_cfg SC = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS };
 
 /* (a) table 0 costs 64 x 1000 = 64000, the four others 16 x 500 = 8000 each (32000 in
  * all): unsplit the max is table 0's; split in 4 columns, 16000 a piece, 24000 a shard */
