@@ -29,10 +29,14 @@
 #                                           alone over cap/8 ... all its rows, measured
 #   model      as-costfit                   the cost model (its quality gate: MODEL_GATE)
 #   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
-#                                           included), SPLIT_ALGS with --split-tables and with
+#                                           included), SPLIT_ALGS with --split-tables (column
+#                                           pieces and TorchRec's row_wise: SPLIT_ROWS; from
+#                                           TorchRec's splits too) and with
 #                                           --split-tables --refine, REPLICATE_ALGS with
 #                                           --replicate --refine, table-wise and split
-#                                           (data-parallel tables), and TorchRec's own
+#                                           (data-parallel tables), TorchRec's planner's
+#                                           plan refined (torchrec+refine: its row_wise
+#                                           blocks stay on their ranks), and TorchRec's own
 #                                           planner's plan where its source is at hand
 #                                           (TORCHREC_SRC; pipelines/torchrec_planner.py),
 #                                           or its plan made elsewhere (OWN_JSON)
@@ -96,11 +100,12 @@ REPAIR_ALGS ?= $(if $(SPLIT_ALGS),$(subst $(comma),+split+refine$(comma),$(SPLIT
 # planners whose plans are also made with replicated (data-parallel) tables, table-wise and
 # split, refined: ALG+dp+refine, ALG+split+dp+refine (empty: none)
 REPLICATE_ALGS ?= cost-greedy
-# the split search's row splits: none (column splits only) keeps every plan one TorchRec's
-# generators can load (its row_wise takes only K equal blocks, block i on rank i); 2,4,8
-# lets it place row blocks anywhere, which may measure faster but TorchRec cannot run: such
-# plans are measured and reported, never chosen
-SPLIT_ROWS ?= none
+# the split search's row splits (as-plan --split-rows): row_wise, TorchRec's own (K blocks of
+# ceil(rows / K) rows, block i on rank i: every plan stays one TorchRec's generators load),
+# beside equal column pieces on any ranks; none: column splits only; block counts (2,4,8) let
+# it place row blocks anywhere, which may measure faster but TorchRec cannot run: such plans
+# are measured and reported, never chosen
+SPLIT_ROWS ?= row_wise
 # the cost model's quality gate (as-plan --min-model-r2): a weak model (held-out R² below 0.9 or
 # below the straight line's) is said in the report and marks the plans it placed; it does not
 # stop the run, since every candidate is measured and the choice rests on the measurement (on
@@ -438,8 +443,13 @@ ifneq ($(REPLICATE_ALGS),)
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
 	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine $(COMM) $(D)/ft.ast -o $@.splitdp
 endif
-	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) $(D)/own.ast > $@.tmp && \
-	  mv $@.tmp $@ && rm -f $@.table $@.split $@.refine $@.dp $@.splitdp
+ifneq ($(filter torchrec,$(subst $(comma), ,$(ALGS))),)
+	$(BIN)/as-plan --alg torchrec --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	  --refine $(COMM) $(D)/ft.ast -o $@.trrefine
+endif
+	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) \
+	  $(if $(filter torchrec,$(subst $(comma), ,$(ALGS))),$@.trrefine) $(D)/own.ast > $@.tmp && \
+	  mv $@.tmp $@ && rm -f $@.table $@.split $@.refine $@.dp $@.splitdp $@.trrefine
 
 # the measured repair round: every candidate measured once, then REPAIR_ALGS's plans refined on
 # their measured costs (as-plan --repair: ALG+refine+measured), which join the candidates

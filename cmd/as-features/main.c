@@ -35,6 +35,8 @@ static const char HELP[] =
     "                         is a `features` record with `piece` [0, dim, r0, r1]; a table of\n"
     "                         fewer than N rows gets fewer blocks, one of 1 row none. Column\n"
     "                         pieces need no records: their features follow from the table's.\n"
+    "                         With --model-task the task's shard count K is cut too, when\n"
+    "                         not listed (TorchRec's row_wise: as-plan --split-rows row_wise)\n"
     "                         Piece records never count as tables of the pool for --tasks\n"
     "\n"
     "Sharding tasks (written after the features, when --tasks is given):\n"
@@ -184,7 +186,8 @@ int main(int argc, char **argv)
     as_writer *w = as_cli_open_output(&cli);
     /* static: still reachable when a bad record ends the run through as_die (no leak report) */
     static as_featrun st;
-    as_featrun_cfg fc = { a.rowp, a.nrowp, a.drop_tasks };
+    /* --model-task: the task's K blocks too, TorchRec's row_wise (as-plan --split-tables) */
+    as_featrun_cfg fc = { a.rowp, a.nrowp, a.drop_tasks, a.model_task ? (a.tc.shards ? a.tc.shards : -1) : 0 };
     pass_ctx x = { &st, &fc, w, { 0 } };
     as_progress_start(&x.p, &cli, "records", 0);
     double t0 = as_now();

@@ -92,8 +92,9 @@ static const char HELP_TAIL[] =
     "                         plan is ALG+split+refine. The search keeps no split when none\n"
     "                         is predicted faster, communication included (--comm-gbps).\n"
     "                         lib/plan/split.h has the search's rules\n"
-    "      --comm-gbps G      the bandwidth the split search (and --replicate) charges\n"
-    "                         communication at, GiB/s,\n"
+    "      --comm-gbps G      the bandwidth the split search (and --replicate, and given\n"
+    "                         with --refine the refinement of every plan, TorchRec's too)\n"
+    "                         charges communication at, GiB/s,\n"
     "                         0 or in [0.001, 1e6]\n"
     "                         (default 600: one host of NVLink GPUs, TorchRec's planner's\n"
     "                         intra-node figure; 0: not charged): each item's ids in (8 bytes\n"
@@ -289,8 +290,10 @@ static void check_args(as_cli *cli, args *a, as_plan_run_cfg *cfg)
     if (cfg->split && !a->model) as_cli_usage(cli, "--split-tables needs --model FILE (it searches on the cost model)");
     if (cfg->replicate && !a->model) as_cli_usage(cli, "--replicate needs --model FILE (it decides on the cost model)");
     const int comm_opt = a->split_opt && (!strcmp(a->split_opt, "--comm-gbps") || !strcmp(a->split_opt, "--comm-model"));
-    if (!cfg->split && a->split_opt && !(cfg->replicate && comm_opt))
-        as_cli_usage(cli, "%s needs --split-tables%s", a->split_opt, comm_opt ? " or --replicate" : "");
+    if (!cfg->split && a->split_opt && !((cfg->replicate || cfg->refine) && comm_opt))
+        as_cli_usage(cli, "%s needs --split-tables%s", a->split_opt, comm_opt ? ", --replicate or --refine" : "");
+    /* communication given: the refinement charges it on every plan, TorchRec's included */
+    cfg->refine_comm = comm_opt;
     if (a->scfg.comm_model && a->comm_gbps_given)
         as_cli_usage(cli, "--comm-model and --comm-gbps are two models of the communication: give one");
     /* with --refine and no --split-ms, the two searches share the default second per plan */

@@ -17,9 +17,14 @@ static int row_pieces(as_featrun *st, const as_featrun_cfg *c, as_writer *w, con
                       int64_t rows, int64_t dim, const as_array *off, const as_array *idx, const char *src,
                       double elem, char *err, size_t errlen)
 {
-    for (size_t q = 0; q < c->nrowp; q++) {
-        as_piece *bl = as_malloc((size_t)c->rowp[q] * sizeof *bl);
-        const int64_t nb = as_piece_row_blocks(rows, dim, c->rowp[q], bl);
+    /* the listed counts, then the task's K (TorchRec's row_wise) when not listed */
+    int64_t K = c->rw_shards < 0 ? st->world : c->rw_shards;
+    for (size_t q = 0; q < c->nrowp && K >= 2; q++)
+        if (c->rowp[q] == K) K = 0;
+    for (size_t q = 0; q < c->nrowp + (K >= 2 && c->nrowp); q++) {
+        const int64_t cnt = q < c->nrowp ? c->rowp[q] : K;
+        as_piece *bl = as_malloc((size_t)cnt * sizeof *bl);
+        const int64_t nb = as_piece_row_blocks(rows, dim, cnt, bl);
         for (int64_t j = 0; j < nb && nb > 1; j++) {
             as_features pf;
             if (as_features_row_piece(&pf, &st->scratch, id, rows, dim, off, idx, bl[j].r0, bl[j].r1, err, errlen)) {

@@ -20,6 +20,10 @@ typedef struct {
     const int64_t *rowp;            /* --row-pieces: block counts (NULL: none) */
     size_t nrowp;
     int drop_tasks;                 /* --drop-tasks: the input's task records are not passed */
+    int64_t rw_shards;              /* with rowp: also the blocks of this count (as-features
+                                       --model-task: its task's K, TorchRec's row_wise cut);
+                                       -1: the model-config record's world size when there is
+                                       one; 0: none */
 } as_featrun_cfg;
 
 typedef struct {

@@ -349,11 +349,12 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
     /* a planner with its own items and placement (TorchRec's) is not split or replicated */
     const int own = (needs & AS_PLANNER_PLACEMENT) != 0;
     /* split plans: the split search's communication charge in the refinement too */
+    const int charge = (c->split && !own) || c->refine_comm;
     as_plan_cfg pc = { .alg = a, .shards = x->K, .mem_cap = x->mcap, .seed = c->seed, .rng_stream = t->id,
                        .model = c->model, .policy = c->policy,
-                       .comm_gbps = c->split && !own ? c->split_cfg->comm_gbps : 0,
+                       .comm_gbps = charge ? c->split_cfg->comm_gbps : 0,
                        .no_dp = c->no_dp,
-                       .comm_model = c->split && !own ? c->split_cfg->comm_model : NULL };
+                       .comm_model = charge ? c->split_cfg->comm_model : NULL };
     /* --replicate charges the split search's model, split plans or not */
     as_plan_cfg rc = pc;
     rc.comm_model = c->split_cfg ? c->split_cfg->comm_model : NULL;

@@ -86,6 +86,9 @@ typedef struct {
     double refine_ms;               /* refine's budgets: wall clock per plan, 0 = none */
     int64_t refine_steps;           /* improving steps per plan, 0 = none */
     int split;                      /* as_split_search before refine (needs model) */
+    int refine_comm;                /* the refinement charges split_cfg's communication on
+                                       every plan (as-plan --comm-gbps / --comm-model given);
+                                       0: on split plans only */
     const as_split_cfg *split_cfg;
     as_plan_out out;
     as_writer *w;                   /* AS_PLAN_OUT_STREAM */
