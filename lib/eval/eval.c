@@ -44,20 +44,22 @@ static void plan_types(const as_eval_plan *q, int has[AS_NSH])
     has[AS_SH_DP] = q->ndp > 0;
 }
 
-int as_eval_comm_bytes(const as_eval_plan *q, int64_t k, double b[AS_NSH], int has[AS_NSH])
+int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH])
 {
-    for (int s = 0; s < AS_NSH; s++) b[s] = 0, has[s] = 0;
+    double own[AS_NSH] = { 0 }, all[AS_NSH] = { 0 };
+    int has[AS_NSH] = { 0 };
+    if (parts)
+        for (int s = 0; s < AS_NSH; s++) parts[s] = 0;
+    *ms = 0;
     if ((!q->comm_in && !q->comm_ar) || k < 0 || k >= q->K) return -1;
-    double all[AS_NSH] = { 0 };
     for (int64_t j = 0; q->comm_in && j < q->K; j++) {
         const double rw = q->comm_rw ? q->comm_rw[j] : 0, cw = q->comm_cw ? q->comm_cw[j] : 0;
         const double tw = q->comm_in[j] + q->comm_out[j] - rw - cw;
         all[AS_SH_TW] += tw, all[AS_SH_CW] += cw, all[AS_SH_RW] += rw;
-        if (j == k) b[AS_SH_TW] = tw, b[AS_SH_CW] = cw, b[AS_SH_RW] = rw;
+        if (j == k) own[AS_SH_TW] = tw, own[AS_SH_CW] = cw, own[AS_SH_RW] = rw;
     }
-    for (int s = AS_SH_TW; s <= AS_SH_RW; s++) b[s] += all[s] / (double)q->K;
-    b[AS_SH_DP] = q->comm_ar ? q->comm_ar[k] : 0;
     plan_types(q, has);
+    *ms = as_comm_plan_shard_ms(m, q->K, own, all, q->comm_ar ? q->comm_ar[k] : 0, has, parts);
     return 0;
 }
 
@@ -100,10 +102,7 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int6
         for (int64_t k = 0; k < q->K; k++) {
             /* its own side of each collective, its share of everyone's, and what it sends in
                the all-reduce of its data-parallel tables' gradients (its own: no share) */
-            double b[AS_NSH];
-            int has[AS_NSH];
-            as_eval_comm_bytes(q, k, b, has);
-            q->comm_ms[k] = as_comm_shard_ms(m, q->K, b, has, NULL);
+            as_eval_comm_ms(q, k, m, &q->comm_ms[k], NULL);
             if (!isnan(q->cost[k])) q->cost[k] += q->comm_ms[k];
         }
     }

@@ -47,12 +47,13 @@
 int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
                         double *bytes_sum, int64_t *bytes_n, double *bytes_max, char *err, size_t errlen);
 
-/* plan q's shard k: its bytes of each sharding type (own + share; data-parallel: what it
- * sends in the all-reduce) into b[], and which types the plan has into has[], from its
- * entries' pieces (so that a plan from before comm_rw_bytes / comm_cw_bytes, whose pieces'
- * bytes are counted table-wise, still pays each type's alphas). -1 when the plan carries no
- * communication bytes or k is out of range, else 0 */
-int as_eval_comm_bytes(const as_eval_plan *q, int64_t k, double b[AS_NSH], int has[AS_NSH]);
+/* plan q's shard k: its communication under m into *ms (each type's part into parts, NULL: not
+ * wanted), by the one definition (as_comm_plan_shard_ms: its own bytes of each sharding type
+ * and its share of everyone's, what it sends in the all-reduce), the types the plan has from
+ * its entries' pieces (so that a plan from before comm_rw_bytes / comm_cw_bytes, whose pieces'
+ * bytes are counted table-wise, still pays each type's alphas). -1 (*ms 0) when the plan
+ * carries no communication bytes or k is out of range, else 0 */
+int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH]);
 
 /* per-plan figures (over_floor from a floor set before), then per (run, task) the speedup over that run's first random plan of
  * the task (random plans themselves: 1); plans without a usable random plan (or one whose

@@ -6,12 +6,10 @@
 
 int as_eval_comm_parts(const as_eval_plan *q, int64_t k, const as_comm_model *m, double ms[AS_NSH])
 {
-    double b[AS_NSH];
-    int has[AS_NSH];
+    double t;
     for (int s = 0; s < AS_NSH; s++) ms[s] = 0;
-    if (!as_comm_on(m) || as_eval_comm_bytes(q, k, b, has)) return -1;
-    as_comm_shard_ms(m, q->K, b, has, ms);
-    return 0;
+    if (!as_comm_on(m)) return -1;
+    return as_eval_comm_ms(q, k, m, &t, ms);
 }
 
 /* the rank of the highest known cost, or -1 (a cost unknown) */

@@ -8,14 +8,25 @@
  * with a split head), ties as above. */
 #include "plan.h"
 #include "common.h"
+#include "objective.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+/* cost-greedy's communication (c->comm_gbps or an alpha-beta c->comm_model): each item's own
+   part (objective.h as_obj_own_ms) and each shard's sum of it; the part every shard pays alike
+   does not choose between shards */
+typedef struct {
+    double *own;            /* [n] */
+    double *sum;            /* [K] */
+} greedy_comm;
+
 /* the shard with the lowest value of item i where it fits (-1: none); it: cost-greedy's
  * items, its value the model's cost of the shard with the item (sw: the shards' sums of the
- * items' vectors; tmp one of them), NULL: the heuristics', the shard's key sum */
-static int64_t best_shard(const as_plan_ctx *x, int64_t i, const as_plan_items *it, const float *sw, float *tmp)
+ * items' vectors; tmp one of them) plus, with gc->own, the shard's own communication with it;
+ * NULL: the heuristics', the shard's key sum */
+static int64_t best_shard(const as_plan_ctx *x, int64_t i, const as_plan_items *it, const float *sw, float *tmp,
+                          const greedy_comm *gc)
 {
     const as_plan *p = x->p;
     const int64_t K = x->c->shards;
@@ -29,6 +40,7 @@ static int64_t best_shard(const as_plan_ctx *x, int64_t i, const as_plan_items *
             const float *s = sw + (size_t)k * W, *r = it->w + (size_t)i * W;
             for (int d = 0; d < W; d++) tmp[d] = s[d] + r[d];
             v = as_plan_items_cost(it, tmp);
+            if (gc->own) v += gc->sum[k] + gc->own[i];
         }
         if (best < 0 || v < bestv || (v == bestv && p->mem[k] < p->mem[best])) { best = k; bestv = v; }
     }
@@ -53,6 +65,17 @@ static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
         tmp = as_malloc((size_t)it.W * sizeof *tmp);
     }
     const float *sw = psum ? psum : x->sum;
+    greedy_comm gc = { 0 };
+    if (by_cost && (c->comm_gbps > 0 || (c->comm_model && c->comm_model->ab))) {
+        as_plan_cfg cc = *c;
+        cc.model = NULL;
+        as_objective o;
+        as_obj_init(&o, &cc, x->t, n);
+        gc.own = as_malloc((size_t)(n ? n : 1) * sizeof *gc.own);
+        gc.sum = as_calloc((size_t)K, sizeof *gc.sum);
+        for (int64_t i = 0; i < n; i++) gc.own[i] = as_obj_own_ms(&o, i);
+        as_obj_free(&o);
+    }
     for (int64_t i = 0; i < n; i++) key[i] = as_plan_item_key(c, x->t[i], x->rep ? x->rep + (size_t)i * R : NULL);
     int64_t *order = as_malloc((size_t)(n ? n : 1) * sizeof *order);
     as_plan_order(order, key, x->bytes, x->t, n);
@@ -61,10 +84,11 @@ static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
            others placed around them */
         const int64_t i = order[q % n];
         if (as_plan_pinned(x, i) != (q < n) || (q < n && x->p->assign[i] < 0)) continue;
-        const int64_t best = q < n ? x->p->assign[i] : best_shard(x, i, by_cost ? &it : NULL, sw, tmp);
+        const int64_t best = q < n ? x->p->assign[i] : best_shard(x, i, by_cost ? &it : NULL, sw, tmp, &gc);
         if (best < 0) { as_plan_unplaced(x, i); continue; }
         if (q >= n) as_plan_put(x, i, best);
         x->p->key[best] += key[i];
+        if (gc.own) gc.sum[best] += gc.own[i];
         if (!by_cost) continue;
         float *s = x->sum + (size_t)best * R;
         const float *r = x->rep + (size_t)i * R;
@@ -81,6 +105,8 @@ static int make_greedy(as_plan_ctx *x, char *err, size_t errlen)
     free(key);
     free(psum);
     free(tmp);
+    free(gc.own);
+    free(gc.sum);
     return 0;
 }
 

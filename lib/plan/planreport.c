@@ -2,6 +2,7 @@
  * plan.h): per shard its tables, memory, key sum and predicted cost. Dimension letters: K
  * shards, G = W/K replicas. */
 #include "plan.h"
+#include "objective.h"
 #include "common.h"
 #include "reclimits.h"
 
@@ -87,6 +88,25 @@ static void print_slowest(FILE *f, const as_plan *p, const as_plan_meta *m, cons
     free(it);
 }
 
+/* the plan's slowest shard by the one objective (objective.h) with the communication its
+ * search charged (p->comm_gbps or p->comm_model), as as-eval charges it; nothing when none */
+static void print_objective(FILE *f, const as_plan *p, const as_features *const *t)
+{
+    as_comm_model cm = as_comm_bandwidth(p->comm_gbps);
+    char e[256];
+    if (p->comm_model && as_comm_model_parse(p->comm_model, &cm, e, sizeof e)) return;
+    if (!as_comm_on(&cm) || !p->feasible) return;
+    const as_plan_cfg cc = { .shards = p->shards, .comm_gbps = cm.ab ? 0 : cm.gbps, .comm_model = cm.ab ? &cm : NULL };
+    as_objective o;
+    as_obj_init(&o, &cc, t, p->n);
+    as_obj_load(&o, p->assign);
+    int64_t s;
+    const double mx = as_obj_max(&o, p->pred, &s);
+    fprintf(f, "  predicted with communication %s%s: slowest shard %" PRId64 " %.4f ms (kernel %.4f, communication %.4f)\n",
+            cm.ab ? "by the alpha-beta model " : "at ", cm.ab ? cm.name : cm.name, s, mx, p->pred[s], as_obj_comm(&o, s, NULL));
+    as_obj_free(&o);
+}
+
 void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t)
 {
     int64_t K = p->shards;
@@ -146,6 +166,7 @@ void as_plan_print_text(FILE *f, const as_plan *p, const as_plan_meta *m, const 
         fprintf(f, "  predicted (estimated): max %.4f ms, min %.4f ms, mean %.4f ms, balance %.1f%%\n", mx, mn, s / K,
                 mx > 0 ? 100.0 * mn / mx : 100.0);
     }
+    if (p->pred && K > 0) print_objective(f, p, t);
     if (p->pred && m->item_pred && K > 0) print_slowest(f, p, m, t);
     if (p->refine.done) {
         const as_plan_refined *r = &p->refine;

@@ -370,6 +370,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
         snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);
         return -1;
     }
+
     /* --replicate: with --refine the plan is refined first too, so that replication starts
        from the balanced plan (the refinement after it rebalances the rest; its record
        counts that one's steps) */
@@ -395,7 +396,14 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
         /* the plans the cost model placed carry its quality */
         meta.model_quality = (needs & AS_PLANNER_MODEL) || (c->split && !own) || pass ? c->model_quality : NULL;
         if (pass && as_plan_refine(&ap.pl, &pc, ap.fi, ap.ni, c->refine_ms, c->refine_steps, e2, sizeof e2)) rcode = 1;
-        else emit(st, c, &meta, &ap.pl, ap.fi, p);
+        else {
+            if (pass && charge && !ap.pl.split && !ap.pl.replicated) {
+                /* the refinement charged the communication: the record says which, as split plans' */
+                ap.pl.comm_gbps = pc.comm_model && pc.comm_model->ab ? 0 : pc.comm_gbps;
+                ap.pl.comm_model = pc.comm_model && pc.comm_model->ab ? pc.comm_model->name : NULL;
+            }
+            emit(st, c, &meta, &ap.pl, ap.fi, p);
+        }
     }
     if (rcode) snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);
     as_plan_free(&ap.pl);

@@ -2,6 +2,7 @@
  * Dimension letters: T items of a plan, K shards, W the width of a shard's summed vector. */
 #include "refine.h"
 #include "common.h"
+#include "objective.h"
 #include "pins.h"
 #include "split.h"
 
@@ -34,13 +35,15 @@ typedef struct {
     const double *scale;            /* [K] factors on the kernel cost (cfg shard_scale), NULL: 1 */
     const int64_t *pin;             /* [T] TorchRec's row_wise blocks' ranks (pins.h): never
                                        moved; -1 for the others */
+    as_objective *obj;              /* the plan's communication (objective.h), NULL: none */
+    double shared;                  /* the communication every shard pays alike (0: none) */
 } search_state;
 
 /* the communication of shard k with item add added and item sub taken off */
 static double comm_with(const search_state *x, int64_t k, int64_t add, int64_t sub)
 {
     if (!x->cm) return 0;
-    return x->csum[k] + (add >= 0 ? x->cm[add] : 0) - (sub >= 0 ? x->cm[sub] : 0);
+    return x->shared + x->csum[k] + (add >= 0 ? x->cm[add] : 0) - (sub >= 0 ? x->cm[sub] : 0);
 }
 
 /* the predicted kernel cost of the vector in tmp on shard k */
@@ -54,7 +57,7 @@ static double eval_tmp(const search_state *x, int64_t k)
  * cnt: the items it would then hold (0: cost 0) */
 static double cost_with(const search_state *x, int64_t k, int64_t add, int64_t sub, int64_t cnt)
 {
-    if (cnt == 0) return 0;
+    if (cnt == 0) return x->shared;
     const int W = x->W;
     const double *s = x->S + (size_t)k * W;
     const float *a = add >= 0 ? x->w + (size_t)add * W : NULL, *b = sub >= 0 ? x->w + (size_t)sub * W : NULL;
@@ -108,6 +111,13 @@ static int64_t place_unplaced(search_state *x, int64_t *u, int64_t *nu)
         put(x, i, best);
         x->cost[best] = bv;
         placed++;
+        if (x->obj) {
+            /* the plan's totals grew: every shard's shared communication with them */
+            as_obj_put(x->obj, i, best);
+            const double sh = as_obj_shared_ms(x->obj), d = sh - x->shared;
+            for (int64_t k = 0; k < x->K; k++) x->cost[k] += d;
+            x->shared = sh;
+        }
     }
     *nu = keep;
     return placed;
@@ -240,10 +250,10 @@ static int best_swap(search_state *x, const stepctx *s, cand *best, const int64_
                     continue;
                 const float *wj = x->w + (size_t)j * W;
                 for (int d = 0; d < W; d++) x->tmp[d] = eb[d] - wj[d];
-                double cb = eval_tmp(x, b) + (cm ? csum[b] + cm[i] - cm[j] : 0);
+                double cb = eval_tmp(x, b) + (cm ? x->shared + csum[b] + cm[i] - cm[j] : 0);
                 if (!(cb <= s->M)) continue;
                 for (int d = 0; d < W; d++) x->tmp[d] = da[d] + wj[d];
-                double ca = eval_tmp(x, a) + (cm ? csum[a] - cm[i] + cm[j] : 0);
+                double ca = eval_tmp(x, a) + (cm ? x->shared + csum[a] - cm[i] + cm[j] : 0);
                 if (ca <= s->M) consider(x, s, best, 2, i, b, j, ca, cb);
             }
         }
@@ -328,7 +338,9 @@ typedef struct {
                                        (rep itself when not split; plan.h) */
     uint64_t *bytes;                /* [T] */
     double *kv;                     /* [T] each item's key */
-    double *cm, *csum;              /* [T] each item's communication, [K] each shard's sum; NULL when not charged */
+    double *cm, *csum;              /* [T] each item's own communication (as_obj_own_ms), [K] each
+                                       shard's sum; NULL when not charged */
+    as_objective *obj;              /* the plan's communication, NULL when not charged */
     int64_t *pin;                   /* [T] pinned items' ranks, -1 (pins.h) */
 } items;
 
@@ -352,17 +364,17 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
     }
     const int ab = c->comm_model && c->comm_model->ab;
     if (c->comm_gbps > 0 || ab) {
+        /* the one objective's communication (its kernels are the search's own) */
+        const as_plan_cfg cc = { .shards = K, .comm_gbps = c->comm_gbps, .comm_model = c->comm_model };
+        it.obj = as_malloc(sizeof *it.obj);
+        as_obj_init(it.obj, &cc, t, n);
+        as_obj_load(it.obj, p->assign);
         it.cm = as_malloc(n1 * sizeof *it.cm);
         it.csum = as_calloc((size_t)K, sizeof *it.csum);
-        as_shtype *type = ab ? as_malloc(n1 * sizeof *type) : NULL;
-        if (ab) as_comm_types(t, n, type);
         for (int64_t i = 0; i < n; i++) {
-            double bi, bo;
-            as_comm_bytes(t[i], &bi, &bo);
-            it.cm[i] = ab ? as_comm_item_ms(c->comm_model, K, type[i], bi + bo) : as_comm_ms(t[i], c->comm_gbps);
+            it.cm[i] = as_obj_own_ms(it.obj, i);
             if (p->assign[i] >= 0) it.csum[p->assign[i]] += it.cm[i];
         }
-        free(type);
     }
     return it;
 }
@@ -371,6 +383,8 @@ static void items_free(items *it)
 {
     free(it->cm);
     free(it->csum);
+    as_obj_free(it->obj);
+    free(it->obj);
     free(it->kv);
     free(it->pin);
     free(it->bytes);
@@ -385,7 +399,7 @@ static search_state search_state_of(as_plan *p, const as_plan_cfg *c, const item
     search_state x = { &it->pi, W, n, K, c->mem_cap, it->pi.w, it->bytes, it->kv,
              as_calloc((size_t)K * (size_t)W, sizeof(double)), as_malloc((size_t)K * sizeof(double)),
              as_malloc((size_t)W * sizeof(float)), p->assign, p->count, p->mem, p->key, as_calloc((size_t)K, 1), it->cm,
-             it->csum, c->shard_scale, it->pin };
+             it->csum, c->shard_scale, it->pin, it->obj, it->obj ? as_obj_shared_ms(it->obj) : 0 };
     for (int64_t i = 0; i < n; i++) {
         if (p->assign[i] < 0) continue;
         double *s = x.S + (size_t)p->assign[i] * W;
@@ -454,7 +468,7 @@ static int settle(as_plan *p, const search_state *x, const float *rep, float *fs
     double max_after = -INFINITY;
     for (int64_t k = 0; k < K; k++) {
         if (x->dirty[k]) pred[k] = shard_pred(x->pi->m, p, rep, k, fs);
-        const double v = (sc ? sc[k] : 1) * pred[k] + (csum && p->count[k] ? csum[k] : 0);
+        const double v = (sc ? sc[k] : 1) * pred[k] + (csum ? x->shared + (p->count[k] ? csum[k] : 0) : 0);
         if (v > max_after) max_after = v;
     }
     int back = 0;
@@ -489,7 +503,7 @@ int as_plan_refine(as_plan *p, const as_plan_cfg *c, const as_features *const *t
     const double *sc = c->shard_scale;
     double max_before = -INFINITY;
     for (int64_t k = 0; k < K; k++) {
-        const double v = (sc ? sc[k] : 1) * p->pred[k] + (it.csum && p->count[k] ? it.csum[k] : 0);
+        const double v = (sc ? sc[k] : 1) * p->pred[k] + (it.csum ? as_obj_shared_ms(it.obj) + (p->count[k] ? it.csum[k] : 0) : 0);
         if (v > max_before) max_before = v;
     }
     if (!K) max_before = 0;

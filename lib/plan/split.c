@@ -2,6 +2,7 @@
  * items, L levels of a table. */
 #include "split.h"
 #include "common.h"
+#include "objective.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -115,59 +116,18 @@ static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_f
     return m;
 }
 
-/* each shard's communication under the alpha-beta model m into comm[K]: its items' bytes of
-   each sharding type, its share of everyone's, and the alphas of every type the plan has
-   (type: scratch [n]) */
-static void comm_ab(const as_plan *p, const as_features *const *it, const as_comm_model *m, double *comm, as_shtype *type)
-{
-    const int64_t K = p->shards;
-    as_comm_types(it, p->n, type);
-    double all[AS_NSH] = { 0 };
-    int has[AS_NSH] = { 0 };
-    for (int64_t j = 0; j < p->n; j++) {
-        if (p->assign[j] < 0) continue;
-        double bi, bo;
-        as_comm_bytes(it[j], &bi, &bo);
-        all[type[j]] += bi + bo;
-        has[type[j]] = 1;
-    }
-    for (int64_t k = 0; k < K; k++) {
-        double b[AS_NSH];
-        for (int s = 0; s < AS_NSH; s++) b[s] = all[s] / (double)K;
-        for (int64_t j = 0; j < p->n; j++) {
-            if (p->assign[j] != k) continue;
-            double bi, bo;
-            as_comm_bytes(it[j], &bi, &bo);
-            b[type[j]] += bi + bo;
-        }
-        comm[k] = as_comm_shard_ms(m, K, b, has, NULL);
-    }
-}
-
-/* the plan's score: its slowest shard's predicted cost, plus its items' communication when
-   charged (comm: per shard scratch [K], NULL when not; the alpha-beta model: m, type
-   scratch [P]) */
-static double plan_score(const as_plan *p, const as_features *const *it, double gbps, const as_comm_model *m, double *comm,
-                         as_shtype *type)
+/* the plan's score: its slowest shard's predicted cost (its pred: the kernel and the
+   data-parallel part), plus its communication when charged (sc: the bandwidth or the
+   alpha-beta model) by the one objective (objective.h) */
+static double plan_score(const as_plan *p, const as_features *const *it, const as_split_cfg *sc)
 {
     if (!p->feasible || !p->pred) return INFINITY;
-    if (comm && m && m->ab) comm_ab(p, it, m, comm, type);
-    else if (comm) {
-        /* the owner's side per shard, then every rank's share of all items */
-        double all = 0;
-        for (int64_t k = 0; k < p->shards; k++) comm[k] = 0;
-        for (int64_t j = 0; j < p->n; j++) {
-            const double ms = as_comm_ms(it[j], gbps);
-            all += ms;
-            if (p->assign[j] >= 0) comm[p->assign[j]] += ms;
-        }
-        for (int64_t k = 0; k < p->shards; k++) comm[k] += all / (double)p->shards;
-    }
-    double mx = 0;
-    for (int64_t k = 0; k < p->shards; k++) {
-        const double y = p->pred[k] + (comm ? comm[k] : 0);
-        if (y > mx) mx = y;
-    }
+    const as_plan_cfg cc = { .shards = p->shards, .comm_gbps = sc->comm_gbps, .comm_model = sc->comm_model };
+    as_objective o;
+    as_obj_init(&o, &cc, it, p->n);
+    as_obj_load(&o, p->assign);
+    const double mx = as_obj_max(&o, p->pred, NULL);
+    as_obj_free(&o);
     return mx;
 }
 
@@ -244,8 +204,6 @@ typedef struct {
     int64_t made;                   /* nodes made, for their order */
     int64_t *cand;                  /* [T] pick_cands' tables */
     double *cworst;                 /* [T] its scratch */
-    double *comm;                   /* [K] plan_score's scratch; NULL: communication not charged */
-    as_shtype *type;                /* [items] its scratch for the alpha-beta model */
 } search;
 
 /* every table's levels, and the search's buffers; the root (every table whole) is cur[0] */
@@ -274,9 +232,6 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
     for (int b = 0; b < S->beam; b++) S->cur[b].lvl = as_calloc(n1, sizeof(int));
     for (int b = 0; b < S->maxkids; b++) S->kids[b].lvl = as_malloc(n1 * sizeof(int));
     S->best = as_calloc(n1, sizeof *S->best);
-    const int ab = sc->comm_model && sc->comm_model->ab;
-    S->comm = sc->comm_gbps > 0 || ab ? as_malloc((size_t)c->shards * sizeof *S->comm) : NULL;
-    S->type = ab ? as_malloc((size_t)(maxp ? maxp : 1) * sizeof *S->type) : NULL;
     S->cand = as_malloc(n1 * sizeof *S->cand);
     S->cworst = as_malloc(n1 * sizeof *S->cworst);
 }
@@ -290,8 +245,6 @@ static void search_free(search *S)
     free(S->cur);
     free(S->kids);
     free(S->best);
-    free(S->comm);
-    free(S->type);
     free(S->it);
     for (int64_t i = 0; i < S->n; i++) {
         for (int L = 0; L < S->s[i].nlv; L++) free(S->s[i].lv[L].f);
@@ -311,7 +264,7 @@ static int node_score(search *S, node *k, char *err, size_t errlen)
         snprintf(err, errlen, "%s", e2);
         return -1;
     }
-    k->score = plan_score(&pl, S->it, S->sc->comm_gbps, S->sc->comm_model, S->comm, S->type);
+    k->score = plan_score(&pl, S->it, S->sc);
     k->items = P;
     as_plan_free(&pl);
     return 0;
@@ -375,7 +328,7 @@ static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, c
     }
     S->info->items = P;
     for (int64_t i = 0; i < S->n; i++) S->info->split += S->best[i] != 0;
-    S->info->pred_after = plan_score(p, it, S->sc->comm_gbps, S->sc->comm_model, S->comm, S->type);
+    S->info->pred_after = plan_score(p, it, S->sc);
     return 0;
 }
 

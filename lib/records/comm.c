@@ -251,3 +251,12 @@ double as_comm_shard_ms(const as_comm_model *m, int64_t K, const double b[AS_NSH
     }
     return t;
 }
+
+double as_comm_plan_shard_ms(const as_comm_model *m, int64_t K, const double own[AS_NSH], const double all[AS_NSH], double ar,
+                             const int has[AS_NSH], double parts[AS_NSH])
+{
+    double b[AS_NSH];
+    for (int s = AS_SH_TW; s <= AS_SH_RW; s++) b[s] = own[s] + all[s] / (double)(K > 0 ? K : 1);
+    b[AS_SH_DP] = ar;
+    return as_comm_shard_ms(m, K, b, has, parts);
+}

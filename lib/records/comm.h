@@ -108,6 +108,15 @@ void as_comm_types(const as_features *const *it, int64_t n, as_shtype *type);
  * bandwidth model charges the bytes whatever K, as it always has). */
 double as_comm_shard_ms(const as_comm_model *m, int64_t K, const double b[AS_NSH], const int has[AS_NSH], double parts[AS_NSH]);
 
+/* The one definition of a shard's communication in a plan of K ranks (the planners' objective,
+ * lib/plan/objective.h, and as-eval's charge): own[s] the bytes of its items of sharding type s
+ * (table-, column-, row-wise), all[s] their sum over every shard, ar the bytes it sends in the
+ * all-reduce of the data-parallel tables, has[s] whether the plan has type s (has[AS_SH_DP]:
+ * data-parallel tables): as_comm_shard_ms of b[s] = own[s] + all[s] / K (its side of each
+ * collective and its share of everyone's) and b[AS_SH_DP] = ar. */
+double as_comm_plan_shard_ms(const as_comm_model *m, int64_t K, const double own[AS_NSH], const double all[AS_NSH], double ar,
+                             const int has[AS_NSH], double parts[AS_NSH]);
+
 /* one item's bytes of its type as a shard's time without alphas: b x its collective's
  * factor / rate (the bandwidth model: b / G). What a local search moving items can weigh. */
 double as_comm_item_ms(const as_comm_model *m, int64_t K, as_shtype s, double b);

@@ -1779,13 +1779,14 @@ TEST(eval_comm_types_from_pieces)
     p.comm_in = as_calloc(4, sizeof(double));
     p.comm_out = as_calloc(4, sizeof(double));
     for (int k = 0; k < 4; k++) p.comm_in[k] = 1e6;
-    double b[AS_NSH];
-    int has[AS_NSH];
-    CHECK_EQ_I64(as_eval_comm_bytes(&p, 0, b, has), 0);
-    CHECK(has[AS_SH_TW] && has[AS_SH_CW] && has[AS_SH_RW] && !has[AS_SH_DP]);
-    /* every byte table-wise: 1e6 own + 4e6 / 4 */
-    CHECK_NEAR(b[AS_SH_TW], 2e6, 0);
-    CHECK_NEAR(b[AS_SH_CW] + b[AS_SH_RW] + b[AS_SH_DP], 0, 0);
+    /* every byte table-wise: 1e6 own + 4e6 / 4, at 1 GiB/s */
+    const as_comm_model g1 = as_comm_bandwidth(1.0);
+    double t, pt[AS_NSH];
+    CHECK_EQ_I64(as_eval_comm_ms(&p, 0, &g1, &t, pt), 0);
+    CHECK_NEAR(t, 2e6 / 1073741824.0 * 1e3, 1e-12);
+    CHECK_NEAR(pt[AS_SH_TW], t, 0);
+    CHECK_NEAR(pt[AS_SH_CW] + pt[AS_SH_RW] + pt[AS_SH_DP], 0, 0);
+    CHECK_EQ_I64(as_eval_comm_ms(&p, 4, &g1, &t, pt), -1);
     /* nvlink8: 3 all-to-alls of each of table- and column-wise, 1 and 2 ring calls of
        row-wise: 6 x 10.5 + 10.5 + 2 x 10.8 us on every rank, whatever its bytes */
     as_comm_model m;
