@@ -126,4 +126,15 @@ for doc in tp.load_plans(sys.argv[1]):
     run "$py" "$ROOT/tests/fixtures/torchrec_real/real_check.py" "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/d.json"
     assert_success
     [ "$(grep -c "TorchRec's plan matches (26 tables)" <<< "$output")" -eq 2 ]
+    # our planners' split, replicated and refined plans (TorchRec's row_wise among their moves,
+    # column pieces on any ranks; issue 51), with the H100 cost models the repository keeps
+    local m
+    for m in dlrm-criteo-kaggle:kaggle-run2 dlrm-dcnv2-criteo1tb:dcnv2-run1; do
+        as-convert --config "$ROOT/pipelines/models/${m%%:*}.json" --batch 64 | as-features --model-task --row-pieces 2,4 |
+            as-plan --alg all --model "$ROOT/pipelines/data/h100-make-plan/${m##*:}/model.ast" --split-tables --refine \
+                --replicate --comm-gbps 600 --format torchrec > "$T/s.json"
+        run "$py" "$ROOT/tests/fixtures/torchrec_real/real_check.py" "$ROOT/pipelines/models/${m%%:*}.json" "$T/s.json"
+        assert_success
+        [ "$(grep -c "TorchRec's plan matches (26 tables)" <<< "$output")" -eq "$(wc -l < "$T/s.json")" ]
+    done
 }

@@ -449,6 +449,8 @@ static void split_rows_arg(as_cli *cli, const char *arg, args *a)
             }
             if (a->scfg.nrowp == (int)(sizeof a->rowp / sizeof *a->rowp))
                 as_cli_usage(cli, "--split-rows: at most %d block counts", (int)(sizeof a->rowp / sizeof *a->rowp));
+            if (strspn(tok, "0123456789") != strlen(tok))
+                as_cli_usage(cli, "--split-rows: '%s' is not row_wise, none or a block count", tok);
             const int64_t v = as_cli_i64(cli, "--split-rows", tok, 2, 1 << 20);
             if (a->scfg.nrowp && v <= a->rowp[a->scfg.nrowp - 1])
                 as_cli_usage(cli, "--split-rows: block counts must ascend (%s)", arg);

@@ -457,3 +457,72 @@ TEST(split_comm_charged)
     as_plan_free(&p);
     as_featidx_free(&ft);
 }
+
+/* a model where narrow columns cost as 32 (TorchRec's own estimate counts at least 32 columns
+ * a lookup): a shard costs the sum of lookups x max(dim, 32) of its items */
+static void w32_embed(void *ctx, const as_features *f, float *out)
+{
+    (void)ctx;
+    out[0] = (float)(f->lookups * (f->dim > 32 ? f->dim : 32));
+}
+static const as_plan_model W32 = { NULL, 1, w32_embed, lk_head, 0, NULL, NULL };
+
+/* (g) only TorchRec's row_wise beats column splits: table 0 (dim 64, 8000 lookups: 512000)
+ * split in columns costs at best 2 x 8000 x 32 = 256000 a piece (narrower pieces cost as 32
+ * wide); its 4 row_wise blocks 2000 x 64 = 128000 each, block i on rank i, beside the four
+ * small tables (8 x 2000 = 64000 each, as 32 wide): the search finds row_wise, the plan's
+ * slowest shard 192000, and a search without row_wise cannot go below 256000 */
+TEST(split_finds_row_wise_where_columns_cannot)
+{
+    as_features f[5] = { F(0, 64, 4000, 8000), F(1, 8, 100, 2000), F(2, 8, 100, 2000), F(3, 8, 100, 2000),
+                         F(4, 8, 100, 2000) };
+    as_featidx x = { 0 };
+    for (int i = 0; i < 5; i++) as_featidx_add(&x, &f[i]);
+    add_row_pieces(&x, &f[0], 4, -1);
+    add_row_pieces(&x, &f[0], 2, -1);
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&x, err, sizeof err), 0);
+    as_features *items;
+    int64_t P;
+    as_plan p;
+    as_split_info info;
+    CHECK_EQ_I64(search(AS_ALG_COST, 4, 0, &W32, &x, f, 5, &SC, &items, &P, &p, &info, err), 0);
+    CHECK_NEAR(info.pred_before, 512000, 0);
+    CHECK_NEAR(info.pred_after, 192000, 0);
+    CHECK_EQ_I64(P, 8);
+    for (int64_t j = 0; j < P; j++) {
+        if (items[j].id != 0) continue;
+        /* all columns, TorchRec's block j on rank j */
+        CHECK_EQ_I64(items[j].piece.c0, 0);
+        CHECK_EQ_I64(items[j].piece.c1, 64);
+        CHECK_EQ_I64(p.assign[j], items[j].piece.r0 / 1000);
+    }
+    check_items_cover(items, P, f, 5);
+    free(items);
+    as_plan_free(&p);
+    /* without row_wise (and without the free row blocks): columns only, 256000 at best */
+    as_split_cfg sc = SC;
+    sc.no_row_wise = 1;
+    CHECK_EQ_I64(search(AS_ALG_COST, 4, 0, &W32, &x, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK(info.pred_after >= 256000);
+    for (int64_t j = 0; j < P; j++) CHECK(as_piece_whole(&items[j].piece) || items[j].piece.r1 == 4000);
+    free(items);
+    as_plan_free(&p);
+    /* seeded with TorchRec's split (table 0 row_wise): a second search from it, one step
+       only; the result is never above the seed's own plan */
+    const int64_t seed[5] = { -1, 0, 0, 0, 0 }, none[5] = { 0 };
+    sc = SC;
+    sc.steps = 1;
+    sc.seed = seed;
+    CHECK_EQ_I64(search(AS_ALG_COST, 4, 0, &W32, &x, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK_EQ_I64(info.seeded, 1);
+    CHECK(info.pred_after <= 192000);
+    free(items);
+    as_plan_free(&p);
+    sc.seed = none;   /* every table whole: the root, no second search */
+    CHECK_EQ_I64(search(AS_ALG_COST, 4, 0, &W32, &x, f, 5, &sc, &items, &P, &p, &info, err), 0);
+    CHECK_EQ_I64(info.seeded, 0);
+    free(items);
+    as_plan_free(&p);
+    as_featidx_free(&x);
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# Every plan our planners make is one TorchRec loads (issue 51): TorchRec's sharding forms are
+# the search's moves (row_wise: K blocks, block i on rank i, pinned; column pieces on any
+# ranks), on the Kaggle DLRM, DLRM-DCNv2 and the demo's synthetic tasks, with the cost models
+# measured on an H100 and an H200 that the repository keeps (pipelines/data/).
+load test_helper/common
+
+setup_file() {
+    D="$BATS_FILE_TMPDIR"
+    export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
+    local R="$BATS_TEST_DIRNAME/.." m
+    for m in dlrm-criteo-kaggle dlrm-dcnv2-criteo1tb; do
+        # the config's tables at a small batch; row pieces of 2 and 4 blocks, and the task's
+        # 8 (TorchRec's row_wise) cut by --model-task without being listed
+        as-convert --config "$R/pipelines/models/$m.json" --batch 256 -q | as-features --model-task --row-pieces 2,4 -q -o "$D/$m.ast"
+    done
+    as-convert --synth --preset small --seed 0 -q -o "$D/pool.ast"
+    as-features "$D/pool.ast" --row-pieces 2,4,8 --tasks 6 --test-tasks 3 --task-tables 80 --seed 0 -q -o "$D/demo.ast"
+    cat "$D/demo.ast" "$R/pipelines/data/h200-demo/costs-s0.ast" | as-costfit --seed 0 -q -o "$D/demo-model.ast"
+}
+
+# the plans of FEATURES under MODEL with the comm options: every planner split, replicated and
+# refined, TorchRec's plan refined; then each exported and checked by torchrec_plan.py
+plans_of() {
+    local ft=$1 model=$2
+    shift 2
+    as-plan -q --alg all --model "$model" --split-tables --refine --replicate --split test "$@" "$ft" -o "$T/p1.ast"
+    as-plan -q --alg all --model "$model" --split-tables --refine --split test "$@" "$ft" -o "$T/p2.ast"
+    as-plan -q --alg torchrec --model "$model" --refine --split test "$@" "$ft" -o "$T/p3.ast"
+    cat "$T/p1.ast" "$T/p2.ast" "$T/p3.ast" > "$T/plans.ast"
+}
+
+check_loadable() {
+    local ft=$1
+    shift
+    as-plan -q --export "$T/plans.ast" --format torchrec "$ft" > "$T/plans.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check "$@" "$T/plans.json"
+    assert_success
+    refute_output --partial "cannot go through"
+    # as many plans checked as made, and some of them split a table row_wise
+    [ "$(grep -c '^task ' <<< "$output")" -eq "$(as-show --no-header -k plan "$T/plans.ast" | wc -l)" ]
+    grep -q ' row_wise, ' <<< "$output" || grep -q '[1-9][0-9]* row_wise' <<< "$output"
+}
+
+@test "every plan of --split-tables --refine --replicate on the Kaggle DLRM and DLRM-DCNv2 loads in TorchRec (600 GiB/s and nvlink8)" {
+    D="$BATS_FILE_TMPDIR"
+    local m
+    for m in dlrm-criteo-kaggle:kaggle-run2 dlrm-dcnv2-criteo1tb:dcnv2-run1; do
+        local cfg=${m%%:*} run=${m##*:}
+        for comm in "--comm-gbps 600" "--comm-model nvlink8"; do
+            # shellcheck disable=SC2086
+            plans_of "$D/$cfg.ast" "$ROOT/pipelines/data/h100-make-plan/$run/model.ast" $comm
+            check_loadable "$D/$cfg.ast" --config "$ROOT/pipelines/models/$cfg.json"
+        done
+    done
+}
+
+@test "every plan of --split-tables --refine --replicate on the demo's test tasks loads in TorchRec" {
+    D="$BATS_FILE_TMPDIR"
+    plans_of "$D/demo.ast" "$D/demo-model.ast" --comm-gbps 600
+    check_loadable "$D/demo.ast"
+    # the learned policy keeps the row_wise blocks on their ranks too
+    as-rl -q --model "$D/demo-model.ast" --seed 3 --episodes 8 "$D/demo.ast" -o "$D/pol.ast"
+    as-plan -q --alg autoshard --policy "$D/pol.ast" --model "$D/demo-model.ast" --split-tables --refine --split test \
+        "$D/demo.ast" -o "$T/plans.ast"
+    as-plan -q --export "$T/plans.ast" --format torchrec "$D/demo.ast" > "$T/plans.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check "$T/plans.json"
+    assert_success
+}
+
+@test "row blocks placed freely only by --split-rows N, said on stderr; TorchRec refuses such plans" {
+    D="$BATS_FILE_TMPDIR"
+    local ft="$D/dlrm-dcnv2-criteo1tb.ast" model="$ROOT/pipelines/data/h100-make-plan/dcnv2-run1/model.ast"
+    run as-plan --alg cost-greedy --model "$model" --split-tables --split-rows 2,4 --split-seed none "$ft" -o "$T/free.ast"
+    assert_success
+    assert_output --partial "make plans TorchRec cannot load"
+    as-plan -q --export "$T/free.ast" --format torchrec "$ft" > "$T/free.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/free.json"
+    assert_failure
+    assert_output --partial "block i on rank i"
+    # the default (row_wise) and none say nothing of it
+    run as-plan --alg cost-greedy --model "$model" --split-tables --split-rows none "$ft" -o "$T/none.ast"
+    assert_success
+    refute_output --partial "cannot load"
+    run as-plan --alg cost-greedy --model "$model" --split-tables --split-rows bad "$ft"
+    assert_failure 2
+    assert_output --partial "--split-rows: 'bad' is not row_wise, none or a block count"
+    run as-plan --alg cost-greedy --model "$model" --split-tables --split-seed maybe "$ft"
+    assert_failure 2
+    assert_output --partial "--split-seed: 'maybe' is not torchrec or none"
+}
+
+@test "a plan's slowest rank with communication is the same number in as-plan and as-eval" {
+    D="$BATS_FILE_TMPDIR"
+    local ft="$D/dlrm-dcnv2-criteo1tb.ast" model="$ROOT/pipelines/data/h100-make-plan/dcnv2-run1/model.ast" comm
+    for comm in "--comm-gbps 600" "--comm-model nvlink8"; do
+        # shellcheck disable=SC2086
+        as-plan -q --alg lookup-greedy,cost-greedy --model "$model" --split-tables --refine $comm "$ft" -o "$T/p.ast"
+        # shellcheck disable=SC2086
+        as-plan -q --alg lookup-greedy,cost-greedy --model "$model" --split-tables --refine $comm --format text "$ft" |
+            sed -n 's/.*predicted with communication .*: slowest shard [0-9]* \([0-9.]*\) ms.*/\1/p' > "$T/plan.txt"
+        # shellcheck disable=SC2086
+        as-eval --model "$model" $comm --format csv --table plans "$T/p.ast" 2> /dev/null |
+            python3 -c 'import csv, sys; [print("%.4f" % float(r["max_ms"])) for r in csv.DictReader(sys.stdin)]' > "$T/eval.txt"
+        [ "$(wc -l < "$T/plan.txt")" -eq 2 ]
+        diff "$T/plan.txt" "$T/eval.txt"
+    done
+}
