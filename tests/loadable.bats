@@ -87,7 +87,7 @@ check_loadable() {
     assert_output --partial "--split-rows: 'bad' is not row_wise, none or a block count"
     run as-plan --alg cost-greedy --model "$model" --split-tables --split-seed maybe "$ft"
     assert_failure 2
-    assert_output --partial "--split-seed: 'maybe' is not torchrec or none"
+    assert_output --partial "--split-seed: 'maybe' is not auto, torchrec or none"
 }
 
 @test "a plan's slowest rank with communication is the same number in as-plan and as-eval" {

@@ -128,10 +128,13 @@ static const char HELP_TAIL[] =
     "                         column_wise): without N every split plan is one\n"
     "                         construct_module_sharding_plan loads\n"
     "      --split-seed S     where the search starts besides every table whole: torchrec\n"
-    "                         (default: also from TorchRec's planner's splits of the task,\n"
-    "                         its row_wise and column_wise tables, so that the split plan is\n"
-    "                         never predicted slower than that start placed by the\n"
-    "                         algorithm) or none\n"
+    "                         (also from TorchRec's planner's splits of the task, its\n"
+    "                         row_wise and column_wise tables: a second search, each under\n"
+    "                         half the budget, the better plan kept, so that the split plan\n"
+    "                         is never predicted slower than that start placed by the\n"
+    "                         algorithm), none, or auto (default: torchrec for tasks of at\n"
+    "                         most 256 tables, where TorchRec's planner takes well under the\n"
+    "                         search's budget; its time counts in each split plan's plan_ms)\n"
     "      --seed S           seed of the random plans (default 0); task t uses stream t\n"
     "      --mem-cap SIZE     memory cap per shard for every task (bytes, K/M/G suffixes;\n"
     "                         0 = none), instead of the task's mem_cap\n"
@@ -489,8 +492,10 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
         break;
     case OPT_SPLIT_SEED:
         name = "--split-seed";
-        if (strcmp(arg, "torchrec") && strcmp(arg, "none")) as_cli_usage(cli, "--split-seed: '%s' is not torchrec or none", arg);
-        a->scfg.no_seed = !strcmp(arg, "none");
+        if (strcmp(arg, "auto") && strcmp(arg, "torchrec") && strcmp(arg, "none"))
+            as_cli_usage(cli, "--split-seed: '%s' is not auto, torchrec or none", arg);
+        a->scfg.seed_mode = !strcmp(arg, "auto") ? AS_SPLIT_SEED_AUTO : !strcmp(arg, "torchrec") ? AS_SPLIT_SEED_TORCHREC
+                                                                                              : AS_SPLIT_SEED_NONE;
         break;
     case OPT_SPLIT_CANDS:
         name = "--split-cands";

@@ -20,6 +20,11 @@
  *
  * A table that fits on no shard is left unplaced (assign -1) and the plan is infeasible:
  * caps are never exceeded. Memory is fp16 weight bytes (rows*dim*2).
+ *
+ * TorchRec's row_wise (lib/plan/pins.h): the K row blocks of a table, block i on rank i, are
+ * pinned. as_plan_make puts them on their ranks before the planner places the rest (a block
+ * that does not fit on its rank stays unplaced); the learned policy and a placement must put
+ * them there or leave them unplaced. So every plan of such items is one TorchRec loads.
  */
 #ifndef AS_PLAN_H
 #define AS_PLAN_H
@@ -72,17 +77,19 @@ typedef struct {
     const as_plan_model *model;     /* needed by cost-greedy; with any algorithm it also
                                        gives the predicted cost of every shard */
     const as_plan_policy *policy;   /* needed by autoshard */
-    double comm_gbps;               /* > 0: as_plan_refine scores each shard's cost plus its
-                                       items' communication at this bandwidth (lib/plan/split.h's
-                                       terms; as-plan sets it for split plans); as_plan_make
-                                       ignores it */
+    double comm_gbps;               /* > 0: the communication charged at this bandwidth by the
+                                       one objective (lib/plan/objective.h): as_plan_refine
+                                       rates each shard by it, cost-greedy places each item
+                                       where the shard's kernel plus its own communication is
+                                       lowest (the other planners ignore it); as-plan sets it
+                                       for split plans and, given --comm-*, for --refine */
     const double *shard_scale;      /* [K] or NULL: as_plan_refine multiplies shard k's
                                        predicted kernel cost by shard_scale[k] (as-plan
                                        --repair: measured / predicted); as_plan_make ignores it */
     int no_dp;                      /* torchrec: leave data_parallel out of its options
                                        (as-plan --no-dp); 0: TorchRec's default, with it */
-    const as_comm_model *comm_model;  /* an alpha-beta model (lib/records/comm.h) as_plan_refine
-                                       charges instead of comm_gbps (each item's bytes over
+    const as_comm_model *comm_model;  /* an alpha-beta model (lib/records/comm.h) charged
+                                       instead of comm_gbps, as above (each item's bytes over
                                        its sharding type's collective; the alphas are the
                                        same on every shard); NULL: comm_gbps */
 } as_plan_cfg;

@@ -337,6 +337,7 @@ typedef struct {
     int64_t K;
     uint64_t mcap;
     const int64_t *seed;            /* the split search's seed (tr_seed), NULL: none */
+    double seed_ms;                 /* the time it took (in every split plan's plan_ms) */
 } task_cfg;
 
 /* task x->t by planner a: made (or TorchRec's, or the split search's), replicated with
@@ -366,6 +367,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
         if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
     } else if (c->split) {
         if (split_plan(&ap, st, &pc, c, in, t, f, x->seed, err, errlen)) return -1;
+        ap.pl.plan_ms += x->seed_ms;
     } else if (as_plan_make(&ap.pl, &pc, f, t->ntables, e2, sizeof e2)) {
         snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);
         return -1;
@@ -432,13 +434,16 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
     /* the split search starts from TorchRec's plan too (its row_wise and column_wise tables),
        so that a split plan is never predicted slower than the best of that start */
     int64_t *seed = NULL;
-    if (c->split && !c->split_cfg->no_seed) {
+    const int sm = c->split ? c->split_cfg->seed_mode : AS_SPLIT_SEED_NONE;
+    if (sm == AS_SPLIT_SEED_TORCHREC || (sm == AS_SPLIT_SEED_AUTO && t->ntables <= AS_SPLIT_SEED_AUTO_TABLES)) {
         const as_plan_cfg pc = { .shards = K, .mem_cap = x.mcap, .model = c->model };
         char e2[768];
+        const double t0 = as_now();
         if (!(seed = tr_seed(&pc, c, in, t, f, e2, sizeof e2))) {
             snprintf(err, errlen, "task %" PRId64 ": the split search's start from TorchRec's plan: %s", t->id, e2);
             return -1;
         }
+        x.seed_ms = (as_now() - t0) * 1e3;
     }
     x.seed = seed;
     int rc = 0;

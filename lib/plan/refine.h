@@ -5,11 +5,12 @@
  * Items: t[0..T) are what the plan places, each with its own features; nothing here looks at
  * table ids except to keep p->infeasible, so items may be pieces of one table (ids repeat).
  *
- * Objective: the predicted cost of the slowest shard (max over shards of head(sum of its
- * items' embeddings), plus with c->comm_gbps > 0 its items' communication, each item's
- * as_comm_ms, the owner's side of lib/plan/split.h's charge: the all-to-all share is the
- * same on every shard and left out; an empty shard costs 0), then the sum of squares of the
- * shard costs,
+ * Objective: the one objective (lib/plan/objective.h), the predicted cost of the slowest
+ * shard (max over shards of head(sum of its items' embeddings), 0 for an empty shard, plus
+ * with communication charged (c->comm_gbps > 0 or an alpha-beta c->comm_model) its items' own
+ * communication, as_obj_own_ms each, and the part every shard pays alike, as_obj_shared_ms:
+ * the share of everyone's bytes, the alphas, the all-reduce; moves and swaps leave that part
+ * as it is, placing an unplaced item updates it), then the sum of squares of the shard costs,
  * so that a step can make progress when several shards tie at the max. With c->shard_scale,
  * shard k's predicted kernel cost is multiplied by shard_scale[k] throughout (as-plan
  * --repair: each shard's measured over predicted cost, so the search starts from the
@@ -17,6 +18,9 @@
  * it lowers the max by more than one part in a million, or leaves the max no higher and
  * lowers the sum of squares by more than one part in a million (the max never rises, so the
  * search ends).
+ *
+ * Pinned items (TorchRec's row_wise blocks, lib/plan/pins.h) never move: a step moves or
+ * swaps only the others, and an unplaced block may only go to its rank.
  *
  * Steps, all involving the slowest shard a (the lowest id among ties):
  *   move  an item of a to another shard b;

@@ -5,8 +5,8 @@
  * granularity; TorchRec's data_parallel. Dimension letters: T items of a plan, K shards,
  * R the cost model's representation width.
  *
- * Objective (what the step must lower, by more than one part in a million): the predicted
- * slowest shard, max over k of
+ * Objective (what the step must lower, by more than one part in a million): the one objective
+ * (lib/plan/objective.h), the predicted slowest shard, max over k of
  *   kernel_k  head(sum of the embeddings of shard k's own items) (0 for an empty shard)
  *   + dp      head(sum of the embeddings of the data-parallel items) / K (as_plan_dp_pred)
  *   + comm_k  at gbps: (own_k + all / K + ar) / gbps, own_k the bytes of shard k's items

@@ -2,13 +2,19 @@
  * splits scored by the cost model after placing with the chosen algorithm. Dimension
  * letters: T tables of a task, P items (tables and pieces) of a split, K shards.
  *
- * A table's split is one of its *levels*: level 0 the whole table; column levels c = 2, 4,
- * 8, ... (c equal column pieces while D / c stays a multiple of 4); row levels n (the n
- * TorchRec row blocks of ceil(E / n) rows, as_piece_row_blocks) for every n whose blocks all
- * have features (as-features --row-pieces writes them; as_featidx_piece). A table is split
- * one way: by columns or by rows.
+ * A table's split is one of its *levels*, each one of TorchRec's sharding forms that
+ * construct_module_sharding_plan trains: level 0 the whole table (table_wise, any rank);
+ * column levels c = 2, 4, 8, ... (c equal column pieces while D / c stays a multiple of 4:
+ * column_wise, the pieces on any ranks, repeated ranks allowed); the row_wise level (the K
+ * row blocks of ceil(E / K) rows, as_piece_row_blocks, block i pinned to rank i: pins.h; one
+ * move that puts a block on every rank at once, each charged to its rank) when its blocks all
+ * have features (as-features --row-pieces; --model-task cuts the task's K itself). With
+ * sc->rowp, free row levels n too (n blocks placed anywhere: plans TorchRec cannot load;
+ * as-plan --split-rows N). A table is split one way: by columns or by rows.
  *
- * The search: the root is every table whole. A node's children split one more table one
+ * The search: the root is every table whole. With sc->seed (TorchRec's planner's splits of the
+ * task, as-plan --split-seed) a second search starts from the seed's levels; each of the two
+ * gets half the budget and the better best node wins (ties: the root's). A node's children split one more table one
  * level further (a whole table: its first column level or its first row level; a split
  * one: the next level of its kind), for the `cands` tables whose costliest item has the
  * highest predicted cost alone (the floor the node's plans cannot pass). Every child is
@@ -19,17 +25,16 @@
  * best node seen wins, the root included, so the result is never predicted slower than no
  * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
  *
- * Communication (comm_gbps > 0), at comm_gbps x 2^30 bytes/s (TorchRec's planner counts its
- * intra-host bandwidth the same way: planner/constants.py INTRA_NODE_BANDWIDTH, 600). Per
- * item: ids in = lookups x 8 bytes (TorchRec's BIGINT_DTYPE; a column piece gets all of its
- * table's ids), outputs = 2 x batch x dim x 4 bytes (fp32 pooled outputs forward, their
- * gradients backward; a row piece's are full-width partial sums). A shard's score is its
- * predicted kernel cost plus (its items' ids in + outputs) / bandwidth, the owner's side,
- * plus the same sum over all items divided by K, every rank's side of the all-to-all (each
- * sends its share of every item's ids and receives its share of every item's outputs). A
- * column split so adds its ids once more per piece, a row split its outputs: the same
- * charge applies to whole tables, so a split is kept only when the kernel time it saves
- * exceeds the communication it adds. comm_gbps 0: kernel cost alone.
+ * Communication (comm_gbps > 0 or an alpha-beta comm_model): a node's score is the one
+ * objective's slowest shard (lib/plan/objective.h): each shard's predicted kernel (the plan's
+ * pred) plus its communication by the one definition (lib/records/comm.h
+ * as_comm_plan_shard_ms: its items' bytes of each sharding type, its 1/K share of every
+ * shard's, each type's alphas under an alpha-beta model). Per item: ids in = lookups x 8
+ * bytes (TorchRec's BIGINT_DTYPE; a column piece gets all of its table's ids), outputs = 2 x
+ * batch x dim x 4 bytes (fp32 pooled outputs forward, their gradients backward; a row
+ * piece's are full-width partial sums). A column split so adds its ids once more per piece, a
+ * row split its outputs: a split is kept only when the kernel time it saves exceeds the
+ * communication it adds. comm_gbps 0 and no model: kernel cost alone.
  */
 #ifndef AS_SPLIT_H
 #define AS_SPLIT_H
@@ -45,6 +50,11 @@
 #define AS_SPLIT_BEAM 3
 #define AS_SPLIT_CANDS 6
 #define AS_SPLIT_MS 1000.0
+enum { AS_SPLIT_SEED_AUTO, AS_SPLIT_SEED_TORCHREC, AS_SPLIT_SEED_NONE };
+/* --split-seed auto: TorchRec's planner takes 6 ms for 80 tables, 53 ms for 200, 365 ms for
+ * 400 and about 0.8 s for 800 on the 2-vCPU VM (build/tools/bench-plan --alg torchrec), beside
+ * the split search's second: the seed up to 256 tables */
+#define AS_SPLIT_SEED_AUTO_TABLES 256
 
 typedef struct {
     int steps;              /* levels of the search (>= 1) */
@@ -58,8 +68,9 @@ typedef struct {
                              * is row_wise's cut, pinned): plans TorchRec cannot load (as-plan
                              * --split-rows LIST); NULL: none */
     int nrowp;
-    int no_seed;            /* as-plan --split-seed none: the search starts from the root
-                             * alone (else planrun gives it TorchRec's plan as seed) */
+    int seed_mode;          /* where planrun seeds the search (as-plan --split-seed):
+                             * AS_SPLIT_SEED_AUTO TorchRec's plan for tasks of at most
+                             * AS_SPLIT_SEED_AUTO_TABLES tables, _TORCHREC always, _NONE never */
     const int64_t *seed;    /* [T] a start beside the root: each table's split in another
                              * plan (TorchRec's planner's): 0 whole, -1 row_wise, c >= 2 c equal
                              * column pieces (a split the table has no level of: whole);
