@@ -831,7 +831,7 @@ for r in kind('cost'):
     M="$T/fm.ast"
     run as-plan --alg cost-greedy --model "$M" --comm-model nvlink8 "$D/ft.ast"
     assert_failure 2
-    assert_output --partial "--comm-model needs --split-tables or --replicate"
+    assert_output --partial "--comm-model needs --split-tables, --replicate or --refine"
     run as-plan --alg cost-greedy --model "$M" --split-tables --comm-model 1/2 "$D/ft.ast"
     assert_failure 2
     assert_output --partial "--comm-model: '1/2': the all-to-all's beta"
