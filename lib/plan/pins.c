@@ -5,12 +5,11 @@
 
 #include <stdlib.h>
 
-/* order of items: table id, then first row */
-static const as_features *const *g_t;   /* qsort's context (one sort at a time: not reentrant) */
-
-static int by_id_row(const void *a, const void *b)
+/* order of items (ctx: the items): table id, then first row */
+static int by_id_row(const void *a, const void *b, void *ctx)
 {
-    const as_features *x = g_t[*(const int64_t *)a], *y = g_t[*(const int64_t *)b];
+    const as_features *const *t = ctx;
+    const as_features *x = t[*(const int64_t *)a], *y = t[*(const int64_t *)b];
     if (x->id != y->id) return x->id < y->id ? -1 : 1;
     const int64_t rx = x->piece.r0, ry = y->piece.r0;
     return rx < ry ? -1 : rx > ry;
@@ -52,9 +51,7 @@ int64_t as_plan_pins(const as_features *const *t, int64_t n, int64_t K, int64_t 
     int64_t *idx = as_malloc((size_t)any * sizeof *idx), m = 0, made = 0;
     for (int64_t i = 0; i < n; i++)
         if (!as_piece_whole(&t[i]->piece)) idx[m++] = i;
-    g_t = t;
-    qsort(idx, (size_t)m, sizeof *idx, by_id_row);
-    g_t = NULL;
+    qsort_r(idx, (size_t)m, sizeof *idx, by_id_row, (void *)t);
     for (int64_t a = 0; a < m;) {
         int64_t b = a + 1;
         while (b < m && t[idx[b]]->id == t[idx[a]]->id) b++;
