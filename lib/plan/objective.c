@@ -32,6 +32,8 @@ void as_obj_init(as_objective *o, const as_plan_cfg *c, const as_features *const
     }
     o->S = as_calloc(K1 * (size_t)o->W, sizeof *o->S);
     o->cnt = as_calloc(K1, sizeof *o->cnt);
+    o->kcache = as_calloc(K1, sizeof *o->kcache);
+    o->kfresh = as_calloc(K1, sizeof *o->kfresh);
     o->own = as_calloc(K1 * AS_NSH, sizeof *o->own);
     o->D = as_calloc((size_t)o->R, sizeof *o->D);
     o->tmp = as_malloc((size_t)(o->W > o->R ? o->W : o->R ? o->R : 1) * sizeof *o->tmp);
@@ -48,6 +50,8 @@ void as_obj_free(as_objective *o)
     free(o->where);
     free(o->S);
     free(o->cnt);
+    free(o->kcache);
+    free(o->kfresh);
     free(o->own);
     free(o->D);
     free(o->tmp);
@@ -66,6 +70,7 @@ static void move(as_objective *o, int64_t i, int64_t k, double sign)
     }
     double *s = o->S + (size_t)k * o->W;
     o->cnt[k] += (int64_t)sign;
+    o->kfresh[k] = 0;
     if (o->cnt[k]) for (int d = 0; d < o->W; d++) s[d] += sign * o->it.w[(size_t)i * o->W + d];
     else if (o->W) memset(s, 0, (size_t)o->W * sizeof *s);
     const as_shtype t = o->type[i];
@@ -105,13 +110,20 @@ double as_obj_kernel_vec(const as_objective *o, int64_t k, const float *v)
 
 double as_obj_kernel_with(const as_objective *o, int64_t k, int64_t add, int64_t sub)
 {
+    const int whole = add < 0 && sub < 0;   /* the shard as it is: its cached kernel */
+    if (whole && o->kfresh[k]) return o->kcache[k];
     const int64_t c = o->cnt[k] + (add >= 0) - (sub >= 0);
     if (c <= 0) return 0;
     const int W = o->W;
     const double *s = o->S + (size_t)k * W;
     const float *a = add >= 0 ? o->it.w + (size_t)add * W : NULL, *b = sub >= 0 ? o->it.w + (size_t)sub * W : NULL;
     for (int d = 0; d < W; d++) o->tmp[d] = (float)(s[d] + (a ? a[d] : 0.0) - (b ? b[d] : 0.0));
-    return as_obj_kernel_vec(o, k, o->tmp);
+    const double y = as_obj_kernel_vec(o, k, o->tmp);
+    if (whole) {
+        o->kcache[k] = y;
+        o->kfresh[k] = 1;
+    }
+    return y;
 }
 
 double as_obj_own_ms(const as_objective *o, int64_t i)

@@ -19,7 +19,8 @@
  *
  * The state holds each shard's vector sum (double), its bytes by sharding type, and the
  * plan's totals: putting or taking an item costs O(W) (O(R) data parallel); a shard's cost
- * O(W) plus one model evaluation. A shard's communication splits into its own part (its
+ * O(W) plus one model evaluation, the kernel then kept until a put or take changes the shard
+ * (so as_obj_max after an item moved evaluates the model on the shards it touched only). A shard's communication splits into its own part (its
  * items' bytes: as_obj_own_ms of each, linear) and a part every shard pays alike
  * (as_obj_shared_ms: the share of everyone's bytes, the alphas, the all-reduce), which moving
  * an item between shards does not change: a local search can weigh a move by the two shards'
@@ -58,6 +59,8 @@ typedef struct {
     double *D;                      /* [R] the data-parallel items' representations' sum */
     int64_t ndp;
     const double *scale;            /* [K] or NULL */
+    double *kcache;                 /* [K] each shard's kernel (scaled) as last computed ... */
+    unsigned char *kfresh;          /* [K] ... still valid (no put or take on it since) */
     float *tmp;                     /* [max(W, R)] */
 } as_objective;
 
