@@ -903,23 +903,27 @@ for t in sorted(tables):
     # pieces on ranks 1 and 2 (1e6 each), table 2 in two row pieces on ranks 2 and 3 (2e6
     # each), table 3 data parallel (all-reduce 8e5 bytes per rank); kernel 1 ms everywhere
     mp_stream "{'kind':'plan','task':0,'alg':'cost-greedy+split','shards':4,'tables':[0,1,1,2,2,3],'pieces':[None,[0,8,0,100],[8,16,0,100],[0,16,0,50],[0,16,50,100],None],'assign':[0,1,2,2,3,-2],'cost_ms':[1.0,1.0,1.0,1.0],'cost_kind':'measured','comm_in_bytes':[1000000,500000,1500000,1000000],'comm_out_bytes':[3000000,500000,1500000,1000000],'comm_rw_bytes':[0,0,2000000,2000000],'comm_cw_bytes':[0,1000000,1000000,0],'comm_ar_bytes':[800000,800000,800000,800000]}" > "$T/ab.ast"
-    # alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s (1e8, 2e8, 4e8 bytes a ms); each type's
-    # bytes at a rank: its own plus 1/4 of all (table-wise 4e6, column-wise 2e6, row-wise
-    # 4e6), 3/4 of them leaving it. The slowest, rank 0: table-wise 3 x 10 us + (4e6 + 1e6) x
-    # 3/4 / 1e8 = 0.0675 ms; column-wise 3 x 10 us + 0.5e6 x 3/4 / 1e8 = 0.03375; row-wise
-    # 10 + 2 x 20 us + 1e6 x 3/4 / 2e8 = 0.05375; data-parallel 30 us + 8e5 / 4e8 = 0.032:
-    # 0.187 ms, 15.75 % of 1.187. The fastest, rank 1: 0.0375 + 0.04125 + 0.05375 + 0.032
+    # alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s (1e5, 2e5, 4e5 bytes a us), 3/4 of a
+    # message leaving its rank. The plan carries no ids' part of its pieces' bytes: split as
+    # each shard's ids to outputs (rank 1 to 3: half and half). Each type's message at a rank:
+    # the larger of its own and 1/4 of all, the ids in one call, the outputs in two. The
+    # slowest, rank 0: table-wise ids max(1e6, 1e6 / 4), outputs max(3e6, 3e6 / 4) / 2 a call:
+    # 3 x 10 us + (1e6 + 3e6) x 3/4 / 1e5 = 0.06 ms; column-wise (none of its own) ids 2.5e5,
+    # outputs 1.25e5 a call: 30 + 3.75 = 0.03375; row-wise ids 5e5 all-to-all, outputs 2.5e5
+    # reduce-scattered and all-gathered: 10 + 3.75 + 2 x (20 + 0.9375) = 0.055625;
+    # data-parallel, the all-reduce of 8e5 x 4/6 bytes: 30 + 2 = 0.032 us: 0.181375 ms, 15.35 %
+    # of 1.181375. The fastest, rank 1: 0.0375 + 0.0375 + 0.055625 + 0.032
     run as-eval --comm-model 10/100,20/200,30/400 --format csv --table comm "$T/ab.ast"
     assert_success
     assert_line "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct"
-    assert_line "0,0,cost-greedy+split,0,1,0.0675,0.03375,0.05375,0.032,15.75"
+    assert_line "0,0,cost-greedy+split,0,1,0.06,0.03375,0.055625,0.032,15.35"
     run as-eval --comm-model 10/100,20/200,30/400 --format csv --table plans "$T/ab.ast"
     assert_success
-    assert_output --partial ",measured,1.187,1.1645,"
+    assert_output --partial ",measured,1.181375,1.162625,"
     # the text says which model charged it
     run as-eval --comm-model 10/100,20/200,30/400 --table comm "$T/ab.ast"
     assert_success
-    assert_output --partial "communication modelled by the alpha-beta model 10/100,20/200,30/400"
+    assert_output --partial "communication modelled by 10/100,20/200,30/400 (each call its latency plus its message over its bus bandwidth)"
     # nvlink8 holds for one host of 8 GPUs: a plan of 4 is charged, one of 16 refused
     run as-eval --comm-model nvlink8 --format csv --table comm "$T/ab.ast"
     assert_success

@@ -44,22 +44,39 @@ static void plan_types(const as_eval_plan *q, int has[AS_NSH])
     has[AS_SH_DP] = q->ndp > 0;
 }
 
+/* shard j's bytes of each sharding type, ids and outputs apart (a plan without the ids'
+   part of its row and column pieces' bytes: split as the shard's ids to outputs) */
+static void shard_bytes(const as_eval_plan *q, int64_t j, double in[AS_NSH], double out[AS_NSH])
+{
+    const double tot_in = q->comm_in[j], tot = q->comm_in[j] + q->comm_out[j], f = tot > 0 ? tot_in / tot : 0;
+    const double rw = q->comm_rw ? q->comm_rw[j] : 0, cw = q->comm_cw ? q->comm_cw[j] : 0;
+    in[AS_SH_RW] = q->comm_rw_in ? q->comm_rw_in[j] : rw * f;
+    in[AS_SH_CW] = q->comm_cw_in ? q->comm_cw_in[j] : cw * f;
+    out[AS_SH_RW] = rw - in[AS_SH_RW];
+    out[AS_SH_CW] = cw - in[AS_SH_CW];
+    in[AS_SH_TW] = fmax(0, tot_in - in[AS_SH_RW] - in[AS_SH_CW]);
+    out[AS_SH_TW] = fmax(0, q->comm_out[j] - out[AS_SH_RW] - out[AS_SH_CW]);
+}
+
 int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH])
 {
-    double own[AS_NSH] = { 0 }, all[AS_NSH] = { 0 };
-    int has[AS_NSH] = { 0 };
+    as_comm_load l;
+    memset(&l, 0, sizeof l);
     if (parts)
         for (int s = 0; s < AS_NSH; s++) parts[s] = 0;
     *ms = 0;
     if ((!q->comm_in && !q->comm_ar) || k < 0 || k >= q->K) return -1;
     for (int64_t j = 0; q->comm_in && j < q->K; j++) {
-        const double rw = q->comm_rw ? q->comm_rw[j] : 0, cw = q->comm_cw ? q->comm_cw[j] : 0;
-        const double tw = q->comm_in[j] + q->comm_out[j] - rw - cw;
-        all[AS_SH_TW] += tw, all[AS_SH_CW] += cw, all[AS_SH_RW] += rw;
-        if (j == k) own[AS_SH_TW] = tw, own[AS_SH_CW] = cw, own[AS_SH_RW] = rw;
+        double in[AS_NSH], out[AS_NSH];
+        shard_bytes(q, j, in, out);
+        for (int s = AS_SH_TW; s <= AS_SH_RW; s++) {
+            l.all_in[s] += in[s], l.all_out[s] += out[s];
+            if (j == k) l.own_in[s] = in[s], l.own_out[s] = out[s];
+        }
     }
-    plan_types(q, has);
-    *ms = as_comm_plan_shard_ms(m, q->K, own, all, q->comm_ar ? q->comm_ar[k] : 0, has, parts);
+    plan_types(q, l.has);
+    l.ar = q->comm_ar ? q->comm_ar[k] : 0;
+    *ms = as_comm_plan_shard_ms(m, q->K, &l, parts);
     return 0;
 }
 
@@ -1646,10 +1663,8 @@ void as_eval_print_header(FILE *f, as_eval_format fmt, const as_eval_header *h)
                 train, h->nplans, h->nruns, h->nruns == 1 ? "" : "s");
     }
     const char *nt = fmt == AS_EVAL_MARKDOWN ? "**Communication:** " : "# communication: ";
-    char how[256];
-    if (h->comm_model) snprintf(how, sizeof how, "by the alpha-beta model %s (per collective: alpha per call plus bytes over "
-                                                 "its bus bandwidth)", h->comm_model);
-    else snprintf(how, sizeof how, "at %g GiB/s", h->comm_gbps);
+    char how[AS_COMM_NAME_MAX + 160];
+    as_comm_words_of(h->comm_model, h->comm_gbps, how, sizeof how);
     if (h->charged)
         fprintf(f, "%s%s kernel costs plus communication modelled %s (ids in, pooled outputs and "
                    "gradients out, each shard's own and its 1/K share of the all-to-all%s; %.1f MB per shard on "

@@ -45,10 +45,7 @@ static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, d
 /* what the model charges, for the table's title */
 static void model_words(char *buf, size_t len, const as_comm_model *m)
 {
-    if (m->ab)
-        snprintf(buf, len, "by the alpha-beta model %s (each collective: alpha per call plus its bytes over its bus "
-                           "bandwidth; lib/records/comm.h)", m->name);
-    else snprintf(buf, len, "at %g GiB/s", m->gbps);
+    as_comm_words(m, buf, len);
 }
 
 void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m)
@@ -58,7 +55,7 @@ void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
             fprintf(f, "%scommunication by sharding type: not modelled (--comm-gbps 0)\n\n", fmt == AS_EVAL_MARKDOWN ? "" : "# ");
         return;
     }
-    char how[256];
+    char how[AS_COMM_NAME_MAX + 160];
     model_words(how, sizeof how, m);
     if (fmt == AS_EVAL_CSV)
         fprintf(f, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct\n");

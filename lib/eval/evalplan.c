@@ -28,6 +28,8 @@ void as_eval_plan_free(as_eval_plan *p)
     free(p->comm_ar);
     free(p->comm_rw);
     free(p->comm_cw);
+    free(p->comm_rw_in);
+    free(p->comm_cw_in);
     free(p->pred);
     free(p->item_pred);
     free(p->names);
@@ -555,8 +557,20 @@ int as_eval_plan_read_ex(const msgpack_object *rec, as_eval_plan *p, int flags, 
         goto bad;
     }
     if (read_comm(rec, "comm_rw_bytes", p, &p->comm_rw, err, errlen) ||
-        read_comm(rec, "comm_cw_bytes", p, &p->comm_cw, err, errlen))
+        read_comm(rec, "comm_cw_bytes", p, &p->comm_cw, err, errlen) ||
+        read_comm(rec, "comm_rw_in_bytes", p, &p->comm_rw_in, err, errlen) ||
+        read_comm(rec, "comm_cw_in_bytes", p, &p->comm_cw_in, err, errlen))
         goto bad;
+    for (int64_t k = 0; (p->comm_rw_in || p->comm_cw_in) && k < p->K; k++) {
+        const double *of[2] = { p->comm_rw, p->comm_cw }, *in[2] = { p->comm_rw_in, p->comm_cw_in };
+        for (int j = 0; j < 2; j++)
+            if (in[j] && (!of[j] || in[j][k] > of[j][k] || in[j][k] > p->comm_in[k])) {
+                snprintf(err, errlen, "plan of task %" PRId64 ": %s[%" PRId64 "] is more than its %s[%" PRId64 "] or the "
+                         "shard's comm_in_bytes (it is their ids' part)", p->task, j ? "comm_cw_in_bytes" : "comm_rw_in_bytes",
+                         k, j ? "comm_cw_bytes" : "comm_rw_bytes", k);
+                goto bad;
+            }
+    }
     for (int64_t k = 0; (p->comm_rw || p->comm_cw) && k < p->K; k++) {
         const double rw = p->comm_rw ? p->comm_rw[k] : 0, cw = p->comm_cw ? p->comm_cw[k] : 0;
         if (!p->comm_in || rw + cw > p->comm_in[k] + p->comm_out[k]) {

@@ -65,6 +65,10 @@ typedef struct {
     /* comm_cw_bytes [K]: the column pieces' share likewise (their own all-to-alls in
        TorchRec's column_wise); NULL when the plan carries none (then counted table-wise) */
     double *comm_cw;
+    /* comm_rw_in_bytes, comm_cw_in_bytes [K]: the ids' part of comm_rw / comm_cw (as-plan
+       since 2026-11-29); NULL when the plan carries none (then split as the shard's
+       comm_in_bytes to comm_out_bytes) */
+    double *comm_rw_in, *comm_cw_in;
     /* the planner's view, for the per-rank statistics (lib/eval/evalranks.h); NULL when absent */
     double *pred;               /* [K] pred_ms: the cost model's prediction per shard */
     double *item_pred;          /* [T] item_pred_ms: each entry's prediction alone */

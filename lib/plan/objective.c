@@ -17,24 +17,24 @@ void as_obj_init(as_objective *o, const as_plan_cfg *c, const as_features *const
     o->cm = c->comm_model && c->comm_model->ab ? *c->comm_model : as_comm_bandwidth(c->comm_gbps);
     o->scale = c->shard_scale;
     o->type = as_malloc(n1 * sizeof *o->type);
-    o->bytes = as_malloc(n1 * sizeof *o->bytes);
+    o->bin = as_malloc(n1 * sizeof *o->bin);
+    o->bout = as_malloc(n1 * sizeof *o->bout);
     o->arb = as_malloc(n1 * sizeof *o->arb);
     o->own_ms = as_malloc(n1 * sizeof *o->own_ms);
     o->where = as_malloc(n1 * sizeof *o->where);
     as_comm_types(t, n, o->type);
     for (int64_t i = 0; i < n; i++) {
-        double bi, bo;
-        as_comm_bytes(t[i], &bi, &bo);
-        o->bytes[i] = bi + bo;
+        as_comm_bytes(t[i], &o->bin[i], &o->bout[i]);
         o->arb[i] = as_plan_dp_comm_bytes(t[i], K);
-        o->own_ms[i] = as_comm_item_ms(&o->cm, K, o->type[i], o->bytes[i]);
+        o->own_ms[i] = as_comm_item_ms(&o->cm, K, o->type[i], o->bin[i], o->bout[i]);
         o->where[i] = -1;
     }
     o->S = as_calloc(K1 * (size_t)o->W, sizeof *o->S);
     o->cnt = as_calloc(K1, sizeof *o->cnt);
     o->kcache = as_calloc(K1, sizeof *o->kcache);
     o->kfresh = as_calloc(K1, sizeof *o->kfresh);
-    o->own = as_calloc(K1 * AS_NSH, sizeof *o->own);
+    o->own_in = as_calloc(K1 * AS_NSH, sizeof *o->own_in);
+    o->own_out = as_calloc(K1 * AS_NSH, sizeof *o->own_out);
     o->D = as_calloc((size_t)o->R, sizeof *o->D);
     o->tmp = as_malloc((size_t)(o->W > o->R ? o->W : o->R ? o->R : 1) * sizeof *o->tmp);
 }
@@ -44,7 +44,8 @@ void as_obj_free(as_objective *o)
     if (!o) return;
     as_plan_items_free(&o->it);
     free(o->type);
-    free(o->bytes);
+    free(o->bin);
+    free(o->bout);
     free(o->arb);
     free(o->own_ms);
     free(o->where);
@@ -52,7 +53,8 @@ void as_obj_free(as_objective *o)
     free(o->cnt);
     free(o->kcache);
     free(o->kfresh);
-    free(o->own);
+    free(o->own_in);
+    free(o->own_out);
     free(o->D);
     free(o->tmp);
     memset(o, 0, sizeof *o);
@@ -74,10 +76,14 @@ static void move(as_objective *o, int64_t i, int64_t k, double sign)
     if (o->cnt[k]) for (int d = 0; d < o->W; d++) s[d] += sign * o->it.w[(size_t)i * o->W + d];
     else if (o->W) memset(s, 0, (size_t)o->W * sizeof *s);
     const as_shtype t = o->type[i];
-    o->own[(size_t)k * AS_NSH + t] += sign * o->bytes[i];
-    o->all[t] += sign * o->bytes[i];
+    o->own_in[(size_t)k * AS_NSH + t] += sign * o->bin[i];
+    o->own_out[(size_t)k * AS_NSH + t] += sign * o->bout[i];
+    o->all_in[t] += sign * o->bin[i];
+    o->all_out[t] += sign * o->bout[i];
     o->ntype[t] += (int64_t)sign;
-    if (!o->ntype[t]) o->all[t] = 0;
+    if (!o->ntype[t]) o->all_in[t] = o->all_out[t] = 0;
+    if (!o->cnt[k])
+        for (int y = 0; y < AS_NSH; y++) o->own_in[(size_t)k * AS_NSH + y] = o->own_out[(size_t)k * AS_NSH + y] = 0;
 }
 
 void as_obj_put(as_objective *o, int64_t i, int64_t k)
@@ -142,11 +148,17 @@ static double dp_kernel(const as_objective *o)
 /* shard k's communication, each type's part into parts */
 static double comm_of(const as_objective *o, int64_t k, double parts[AS_NSH])
 {
-    int has[AS_NSH];
-    for (int s = 0; s < AS_NSH; s++) has[s] = o->ntype[s] > 0;
-    has[AS_SH_DP] = o->ndp > 0;
-    const double *own = k >= 0 ? o->own + (size_t)k * AS_NSH : (const double[AS_NSH]){ 0 };
-    return as_comm_plan_shard_ms(&o->cm, o->K, own, o->all, o->ar, has, parts);
+    as_comm_load l;
+    memset(&l, 0, sizeof l);
+    for (int s = 0; s < AS_NSH; s++) {
+        l.has[s] = o->ntype[s] > 0;
+        l.all_in[s] = o->all_in[s];
+        l.all_out[s] = o->all_out[s];
+        if (k >= 0) l.own_in[s] = o->own_in[(size_t)k * AS_NSH + s], l.own_out[s] = o->own_out[(size_t)k * AS_NSH + s];
+    }
+    l.has[AS_SH_DP] = o->ndp > 0;
+    l.ar = o->ar;
+    return as_comm_plan_shard_ms(&o->cm, o->K, &l, parts);
 }
 
 double as_obj_shared_ms(const as_objective *o)

@@ -10,11 +10,12 @@
  *           times scale[k] when given (as-plan --repair: measured over predicted)
  *   dp      the data-parallel items' kernel on every shard: the model's cost of their
  *           representations' sum, full batch, over K (as_plan_dp_pred)
- *   comm    as_comm_plan_shard_ms: its items' bytes of each sharding type (table-, column-,
- *           row-wise: as_comm_bytes, as_comm_types) plus its 1/K share of every shard's, and
- *           the bytes it sends in the data-parallel items' all-reduce (as_plan_dp_comm_bytes),
- *           over the model charged (bandwidth or alpha-beta; with alpha-beta each sharding
- *           type the plan has adds its collectives' alphas to every shard); 0 when none
+ *   comm    as_comm_plan_shard_ms of its load (comm.h as_comm_load): its items' ids and
+ *           outputs of each sharding type (table-, column-, row-wise: as_comm_bytes,
+ *           as_comm_types), every shard's, and the bytes it sends in the data-parallel
+ *           items' all-reduce (as_plan_dp_comm_bytes), over the model charged (any of
+ *           comm.h's: each sharding type the plan has costs every shard its collectives'
+ *           calls); 0 when none
  * The plan's cost: the largest shard cost, the slowest shard (ties: the lowest k).
  *
  * The state holds each shard's vector sum (double), its bytes by sharding type, and the
@@ -46,14 +47,14 @@ typedef struct {
     int W, R;
     as_comm_model cm;               /* the model charged (as_comm_on: 0 when none) */
     as_shtype *type;                /* [T] each item's sharding type (as_comm_types) */
-    double *bytes;                  /* [T] its ids in and outputs out (as_comm_bytes) */
+    double *bin, *bout;             /* [T] its ids in and outputs out (as_comm_bytes) */
     double *arb;                    /* [T] what each shard sends in its all-reduce when data parallel */
     double *own_ms;                 /* [T] its bytes' time on its owner (as_comm_item_ms) */
     int64_t *where;                 /* [T] its shard, AS_DP, or -1 (not in the plan) */
     double *S;                      /* [K x W] each shard's sum of its items' vectors */
     int64_t *cnt;                   /* [K] items on each shard */
-    double *own;                    /* [K x AS_NSH] each shard's bytes by sharding type */
-    double all[AS_NSH];             /* their sum over the shards */
+    double *own_in, *own_out;       /* [K x AS_NSH] each shard's ids and outputs by sharding type */
+    double all_in[AS_NSH], all_out[AS_NSH];   /* their sums over the shards */
     int64_t ntype[AS_NSH];          /* items of each type placed (the alphas' presence) */
     double ar;                      /* all-reduce bytes each shard sends */
     double *D;                      /* [R] the data-parallel items' representations' sum */
@@ -96,9 +97,9 @@ double as_obj_own_ms(const as_objective *o, int64_t i);
 /* ... the communication every shard pays alike (its share of everyone's bytes, the alphas,
  * the all-reduce) ... */
 double as_obj_shared_ms(const as_objective *o);
-/* ... and the data-parallel items' kernel on every shard. Shard k's cost is
+/* ... and the data-parallel items' kernel on every shard. Shard k's cost is at most
  * as_obj_kernel_with(k, -1, -1) + the own_ms of its items + as_obj_shared_ms + as_obj_dp_ms
- * (up to rounding). */
+ * (equal, up to rounding, under the bandwidth and TorchRec's models). */
 double as_obj_dp_ms(const as_objective *o);
 
 #endif

@@ -150,6 +150,7 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     const int64_t K = p->shards;
     double *in = as_calloc((size_t)K + 1, sizeof *in), *out = as_calloc((size_t)K + 1, sizeof *out);
     double *rw = as_calloc((size_t)K + 1, sizeof *rw), *cw = as_calloc((size_t)K + 1, sizeof *cw);
+    double *rwi = as_calloc((size_t)K + 1, sizeof *rwi), *cwi = as_calloc((size_t)K + 1, sizeof *cwi);
     int rows = 0, cols = 0;
     for (int64_t i = 0; i < p->n; i++)
         if (p->assign[i] >= 0) {
@@ -159,9 +160,11 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
             out[p->assign[i]] += bo;
             if (type[i] == AS_SH_RW) {
                 rw[p->assign[i]] += bi + bo;
+                rwi[p->assign[i]] += bi;
                 rows = 1;
             } else if (type[i] == AS_SH_CW) {
                 cw[p->assign[i]] += bi + bo;
+                cwi[p->assign[i]] += bi;
                 cols = 1;
             }
         }
@@ -178,12 +181,18 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
         as_pack_str(pk, "comm_rw_bytes");
         msgpack_pack_array(pk, (size_t)K);
         for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)rw[k]);
+        as_pack_str(pk, "comm_rw_in_bytes");   /* their ids' part */
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)rwi[k]);
     }
     if (cols) {
         /* the column pieces' share: TorchRec's column_wise has its own all-to-alls */
         as_pack_str(pk, "comm_cw_bytes");
         msgpack_pack_array(pk, (size_t)K);
         for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)cw[k]);
+        as_pack_str(pk, "comm_cw_in_bytes");
+        msgpack_pack_array(pk, (size_t)K);
+        for (int64_t k = 0; k < K; k++) msgpack_pack_int64(pk, (int64_t)cwi[k]);
     }
     if (p->ndp) {
         /* the all-reduce of the data-parallel tables' gradients: every shard sends as much */
@@ -198,6 +207,8 @@ static void pack_comm(msgpack_packer *pk, const as_plan *p, const as_plan_meta *
     free(out);
     free(rw);
     free(cw);
+    free(rwi);
+    free(cwi);
 }
 
 /* TorchRec's memory model per shard, by term (trmem.h): mem_terms */
@@ -288,7 +299,7 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
     int rows = 0, cols = 0;
     as_shtype *type = comm ? item_types(p, m, &rows, &cols) : NULL;
     uint32_t nf = 14 + (p->pred ? 1 : 0) + (m->task->split[0] ? 1 : 0) + (G > 0 ? 1 : 0) +
-                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + (comm && p->comm_model) + rows + cols + names + terms + ipred +
+                  (m->model_device ? 1 : 0) + (rf->done ? 1 : 0) + pieces + 3 * comm + (comm && p->ndp) + (comm && p->comm_model) + 2 * rows + 2 * cols + names + terms + ipred +
                   (m->model_quality ? 1 : 0);
     char label[64];
     msgpack_pack_map(pk, nf);

@@ -103,7 +103,7 @@ static void print_objective(FILE *f, const as_plan *p, const as_features *const 
     int64_t s;
     const double mx = as_obj_max(&o, p->pred, &s);
     fprintf(f, "  predicted with communication %s%s: slowest shard %" PRId64 " %.4f ms (kernel %.4f, communication %.4f)\n",
-            cm.ab ? "by the alpha-beta model " : "at ", cm.name, s, mx, p->pred[s], as_obj_comm(&o, s, NULL));
+            cm.ab ? "by " : "at ", cm.name, s, mx, p->pred[s], as_obj_comm(&o, s, NULL));
     as_obj_free(&o);
 }
 

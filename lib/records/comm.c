@@ -11,21 +11,39 @@
 
 const char *const as_comm_type_name[AS_NSH] = { "table-wise", "column-wise", "row-wise", "data-parallel" };
 
-/* calls of each collective per iteration, by sharding type (comm.h) */
-static const int calls[AS_NSH][AS_NCOLL] = {
-    [AS_SH_TW] = { 3, 0, 0 },
-    [AS_SH_CW] = { 3, 0, 0 },
-    [AS_SH_RW] = { 1, 2, 0 },
-    [AS_SH_DP] = { 0, 0, 1 },
-};
-/* the collective that carries each type's bytes */
-static const as_coll carrier[AS_NSH] = { AS_COLL_A2A, AS_COLL_A2A, AS_COLL_RING, AS_COLL_AR };
+#define GIB 1073741824.0
+/* TorchRec's estimator's constants (planner/constants.py at 376cac6): GiB/s */
+#define TR_INTRA_GIBS 600.0
+#define TR_CROSS_GIBS 12.5
+#define TR_HBM_GIBS 897.0
+#define TR_COPY_FACTOR 2.455     /* BATCHED_COPY_PERF_FACTOR: row-wise outputs' batched copy */
+#define TR_DP_FACTOR 9.22        /* DP_ELEMENTWISE_KERNELS_PERF_FACTOR: its optimizer's kernels */
+/* h100-ib across hosts (comm.h): each collective's line through nccl-tests' times at 32 MiB and
+ * 16 GiB on 2 hosts of 8 H100 (tests/fixtures/nccl/SOURCES.md), alpha us and beta GB/s:
+ *   all-to-all  99 us, 40 GB/s a GPU across hosts: alltoall_perf on 16 ranks, 516.6 us at 32
+ *               MiB, 214134 us at 16 GiB (75.2 GB/s busbw; xxrjun/nccl-tests-cluster d7e013c1,
+ *               fabric not stated); the 10-host run of the same repository (455de4f8) fits
+ *               46 GB/s, 216 us
+ *   all-reduce  134 us, 470 GB/s busbw: all_reduce_perf on 2 hosts of 8 H100, one 400 Gb/s
+ *               ConnectX-7 InfiniBand NIC a GPU, 267.9 us at 32 MiB, 68652 us at 16 GiB
+ *               (NVIDIA/nccl-tests issue 309)
+ *   ring        the all-reduce's ring at the same busbw, half its latency
+ * The alphas are the lines' (mid-size messages); a message of a few KiB takes 25-35 us across
+ * 2-4 hosts (issue 309), and the alphas grow with the hosts (10 hosts: 590 us for the ring's) */
+#define AS_COMM_IB_A2A_US 99.0
+#define AS_COMM_IB_A2A_GBS 40.0
+#define AS_COMM_IB_AR_US 134.0
+#define AS_COMM_IB_AR_GBS 470.0
+#define AS_COMM_IB_RING_US (AS_COMM_IB_AR_US / 2)
+#define AS_COMM_IB_RING_GBS AS_COMM_IB_AR_GBS
 
 as_comm_model as_comm_bandwidth(double gbps)
 {
     as_comm_model m;
     memset(&m, 0, sizeof m);
+    m.kind = AS_COMM_BANDWIDTH;
     m.gbps = gbps > 0 ? gbps : 0;
+    m.bw = m.a2a_bw = m.lat = 1;
     snprintf(m.name, sizeof m.name, "%g GiB/s", m.gbps);
     return m;
 }
@@ -35,15 +53,20 @@ int as_comm_on(const as_comm_model *m)
     return m && (m->ab || m->gbps > 0);
 }
 
-static void nvlink8(as_comm_model *m)
+static void collectives(as_comm_model *m, as_comm_kind kind)
 {
     memset(m, 0, sizeof *m);
     m->ab = 1;
-    m->alpha_us[AS_COLL_A2A] = 10.5, m->beta_gbs[AS_COLL_A2A] = 370;
-    m->alpha_us[AS_COLL_RING] = 6.6 + 7 * 0.6, m->beta_gbs[AS_COLL_RING] = 370;
-    m->alpha_us[AS_COLL_AR] = 6.6 + 14 * 0.6, m->beta_gbs[AS_COLL_AR] = 480;
-    m->max_ranks = 8;
-    snprintf(m->name, sizeof m->name, "nvlink8");
+    m->kind = kind;
+    m->bw = m->a2a_bw = m->lat = 1;
+}
+
+/* one host of 8 NVLink 4 GPUs (comm.h) */
+static void nvlink8_ab(double alpha[AS_NCOLL], double beta[AS_NCOLL])
+{
+    alpha[AS_COLL_A2A] = 10.5, beta[AS_COLL_A2A] = 370;
+    alpha[AS_COLL_RS] = alpha[AS_COLL_AG] = 6.6 + 7 * 0.6, beta[AS_COLL_RS] = beta[AS_COLL_AG] = 370;
+    alpha[AS_COLL_AR] = 6.6 + 14 * 0.6, beta[AS_COLL_AR] = 480;
 }
 
 /* v as the shortest "%.Ng" (N 1..17; of two as short, the smaller N) that reads back as v: the
@@ -65,42 +88,228 @@ static void trim(const char **s, size_t *n)
     while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
 }
 
-/* "A/B,A/B,A/B" (spaces and tabs allowed around each number) into x; 0, or -1 with err */
-static int parse_ab(const char *s, as_comm_model *x, char *err, size_t errlen)
+/* a whole number token s[0..n) (spaces and tabs around it) into *v; 1 when it is one */
+static int num_of(const char *s, size_t n, double *v)
 {
-    static const char *const what[AS_NCOLL] = { "all-to-all", "ring", "all-reduce" };
-    const char *p = s;
-    for (int c = 0; c < AS_NCOLL; c++) {
+    trim(&s, &n);
+    if (!n || n > 511) return 0;
+    char buf[512], *e;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    *v = strtod(buf, &e);
+    return !*e && isfinite(*v);
+}
+
+/* "A/B,A/B,A/B" (s[0..len)) into x: the all-to-all, the ring collectives, the all-reduce */
+static int parse_ab(const char *s, size_t len, as_comm_model *x, char *err, size_t errlen)
+{
+    static const char *const what[3] = { "all-to-all", "ring", "all-reduce" };
+    const char *p = s, *end = s + len;
+    for (int c = 0; c < 3; c++) {
         double v[2];
         for (int q = 0; q < 2; q++) {
-            const char want = q == 0 ? '/' : c + 1 < AS_NCOLL ? ',' : '\0';
-            const char *end = strchr(p, want);   /* want '\0': the end of s */
-            size_t n = end ? (size_t)(end - p) : 0;
-            const char *tok = p;
-            trim(&tok, &n);
-            char *num = NULL, *e = NULL;
-            if (end && n > 0) {
-                num = as_malloc(n + 1);
-                memcpy(num, tok, n);
-                num[n] = 0;
-                v[q] = strtod(num, &e);
-            }
-            const int whole = e && !*e;
-            free(num);
-            const int ok = whole && isfinite(v[q]) && (q == 0 ? v[q] >= 0 && v[q] <= 1e6 : v[q] > 0 && v[q] <= 1e6);
+            const char want = q == 0 ? '/' : c + 1 < 3 ? ',' : '\0';
+            const char *e = want ? memchr(p, want, (size_t)(end - p)) : end;
+            const int ok = e && num_of(p, (size_t)(e - p), &v[q]) &&
+                           (q == 0 ? v[q] >= 0 && v[q] <= 1e6 : v[q] > 0 && v[q] <= 1e6);
             if (!ok) {
                 if (q == 0)
-                    snprintf(err, errlen, "'%s': the %s's alpha is not a number of us in [0, 1e6] followed by '/' (nvlink8, "
-                             "or A/B,A/B,A/B)", s, what[c]);
+                    snprintf(err, errlen, "'%.*s': the %s's alpha is not a number of us in [0, 1e6] followed by '/' (a "
+                             "model's name, or A/B,A/B,A/B)", (int)len, s, what[c]);
                 else
-                    snprintf(err, errlen, "'%s': the %s's beta is not a rate in (0, 1e6] GB/s%s (nvlink8, or A/B,A/B,A/B)", s,
-                             what[c], c + 1 < AS_NCOLL ? " followed by ','" : " ending the value");
+                    snprintf(err, errlen, "'%.*s': the %s's beta is not a rate in (0, 1e6] GB/s%s (a model's name, or "
+                             "A/B,A/B,A/B)", (int)len, s, what[c], c + 1 < 3 ? " followed by ','" : " ending the value");
                 return -1;
             }
-            p = end + (want != '\0');
+            p = e + (want != '\0');
         }
-        x->alpha_us[c] = v[0] + 0.0, x->beta_gbs[c] = v[1];   /* + 0.0: -0 is 0 */
+        const as_coll to[2] = { c == 0 ? AS_COLL_A2A : c == 1 ? AS_COLL_RS : AS_COLL_AR, c == 1 ? AS_COLL_AG : (as_coll)-1 };
+        for (int i = 0; i < 2; i++)
+            if ((int)to[i] >= 0) x->alpha_us[to[i]] = v[0] + 0.0, x->beta_gbs[to[i]] = v[1];   /* + 0.0: -0 is 0 */
     }
+    char num[6][32];
+    const as_coll col[3] = { AS_COLL_A2A, AS_COLL_RS, AS_COLL_AR };
+    for (int c = 0; c < 3; c++) {
+        shortest(num[2 * c], sizeof num[0], x->alpha_us[col[c]]);
+        shortest(num[2 * c + 1], sizeof num[0], x->beta_gbs[col[c]]);
+    }
+    snprintf(x->name, sizeof x->name, "%s/%s,%s/%s,%s/%s", num[0], num[1], num[2], num[3], num[4], num[5]);
+    return 0;
+}
+
+/* the tables read so far, by file and the collective it was given as: a model holds
+   pointers into them for the process's life (a plan's records name the model again) */
+typedef struct {
+    char *path;
+    int coll;
+    as_nccl_table t;
+} cached;
+static cached cache[64];
+static int ncache;
+
+static const as_nccl_table *table_of(const char *path, int coll, char *err, size_t errlen)
+{
+    for (int i = 0; i < ncache; i++)
+        if (cache[i].coll == coll && !strcmp(cache[i].path, path)) return &cache[i].t;
+    if (ncache == (int)(sizeof cache / sizeof cache[0])) {
+        snprintf(err, errlen, "%s: more than %d nccl-tests files in one run", path, ncache);
+        return NULL;
+    }
+    as_nccl_table t;
+    if (as_nccl_read(path, coll, &t, err, errlen)) return NULL;
+    cache[ncache].path = as_strdup(path);
+    cache[ncache].coll = coll;
+    cache[ncache].t = t;
+    return &cache[ncache++].t;
+}
+
+/* "nccl:[KIND=]FILE,..." after its "nccl:" (s[0..len)) into x */
+static int parse_nccl(const char *s, size_t len, as_comm_model *x, char *err, size_t errlen)
+{
+    size_t used = (size_t)snprintf(x->name, sizeof x->name, "nccl:");
+    for (const char *p = s, *end = s + len; p <= end;) {
+        const char *e = memchr(p, ',', (size_t)(end - p));
+        if (!e) e = end;
+        size_t n = (size_t)(e - p);
+        const char *f = p;
+        trim(&f, &n);
+        int coll = -1;
+        for (int c = 0; c < AS_NCOLL && n; c++) {
+            const size_t k = strlen(as_coll_short[c]);
+            if (n > k + 1 && !strncmp(f, as_coll_short[c], k) && f[k] == '=') { coll = c; f += k + 1; n -= k + 1; }
+        }
+        if (!n || n >= 4096) {
+            snprintf(err, errlen, "nccl:%.*s: %s (nccl:FILE[,FILE...], each nccl-tests' output, a2a=FILE to name its "
+                     "collective)", (int)len, s, n ? "a file name too long" : "an empty file name");
+            return -1;
+        }
+        if (used + 5 + n >= sizeof x->name) {   /* the name "...,KIND=FILE" would not fit: refused unread */
+            snprintf(err, errlen, "nccl:%.60s...: its canonical form is longer than %d bytes (shorter paths, please)", s,
+                     AS_COMM_NAME_MAX - 1);
+            return -1;
+        }
+        char path[4096];
+        memcpy(path, f, n);
+        path[n] = 0;
+        const as_nccl_table *t = table_of(path, coll, err, errlen);
+        if (!t) return -1;
+        if (x->tab[t->coll]) {
+            snprintf(err, errlen, "%s: a second %s_perf output (one file a collective)", path, as_coll_test[t->coll]);
+            return -1;
+        }
+        if (x->ranks && t->ranks != x->ranks) {
+            snprintf(err, errlen, "%s: ran on %lld ranks where the files before it ran on %lld: one cluster's runs, please",
+                     path, (long long)t->ranks, (long long)x->ranks);
+            return -1;
+        }
+        x->tab[t->coll] = t;
+        x->ranks = t->ranks;
+        used += (size_t)snprintf(x->name + used, sizeof x->name - used, "%s%s=%s", p == s ? "" : ",", as_coll_short[t->coll],
+                                 path);
+        p = e + 1;
+    }
+    if (!x->tab[AS_COLL_A2A] || (!x->tab[AS_COLL_RS] && !x->tab[AS_COLL_AG] && !x->tab[AS_COLL_AR])) {
+        snprintf(err, errlen, "nccl:%.*s: give alltoall_perf's output and one of reduce_scatter_perf, all_gather_perf or "
+                 "all_reduce_perf's (%s missing)", (int)len, s, !x->tab[AS_COLL_A2A] ? "the all-to-all" : "all three");
+        return -1;
+    }
+    x->max_ranks = x->ranks;
+    return 0;
+}
+
+/* hosts of 8 H100 over InfiniBand (comm.h h100-ib): across hosts, AS_COMM_IB_* */
+static void h100_ib(as_comm_model *x)
+{
+    collectives(x, AS_COMM_HOSTS);
+    nvlink8_ab(x->alpha_us, x->beta_gbs);
+    const double xa[AS_NCOLL] = { AS_COMM_IB_A2A_US, AS_COMM_IB_RING_US, AS_COMM_IB_RING_US, AS_COMM_IB_AR_US };
+    const double xb[AS_NCOLL] = { AS_COMM_IB_A2A_GBS, AS_COMM_IB_RING_GBS, AS_COMM_IB_RING_GBS, AS_COMM_IB_AR_GBS };
+    memcpy(x->xalpha_us, xa, sizeof xa);
+    memcpy(x->xbeta_gbs, xb, sizeof xb);
+    x->local = 8;
+    snprintf(x->name, sizeof x->name, "h100-ib");
+}
+
+/* the model s[0..n) names, without its factors, into x */
+static int parse_base(const char *s, size_t n, as_comm_model *x, char *err, size_t errlen)
+{
+    if (n == 7 && !memcmp(s, "nvlink8", 7)) {
+        collectives(x, AS_COMM_AB);
+        nvlink8_ab(x->alpha_us, x->beta_gbs);
+        x->max_ranks = 8;
+        snprintf(x->name, sizeof x->name, "nvlink8");
+        return 0;
+    }
+    if (n == 7 && !memcmp(s, "h100-ib", 7)) {
+        h100_ib(x);
+        return 0;
+    }
+    if (n >= 8 && !memcmp(s, "torchrec", 8)) {
+        collectives(x, AS_COMM_TORCHREC);
+        double L = 0;
+        if (n > 8 && (s[8] != ':' || !num_of(s + 9, n - 9, &L) || L < 1 || L > 1048576 || L != floor(L))) {
+            snprintf(err, errlen, "'%.*s': torchrec's GPUs a host is not a whole number in 1..1048576 (torchrec, or "
+                     "torchrec:L)", (int)n, s);
+            return -1;
+        }
+        x->local = (int64_t)L;
+        if (L > 0) snprintf(x->name, sizeof x->name, "torchrec:%lld", (long long)L);
+        else snprintf(x->name, sizeof x->name, "torchrec");
+        return 0;
+    }
+    if (n >= 5 && !memcmp(s, "nccl:", 5)) {
+        collectives(x, AS_COMM_NCCL);
+        return parse_nccl(s + 5, n - 5, x, err, errlen);
+    }
+    collectives(x, AS_COMM_AB);
+    return parse_ab(s, n, x, err, errlen);
+}
+
+/* the factors' suffix "@bw=X,a2a-bw=X,lat=Y" (s[0..n), after the '@') into x */
+static int parse_factors(const char *s, size_t n, as_comm_model *x, char *err, size_t errlen)
+{
+    for (const char *p = s, *end = s + n; p <= end;) {
+        const char *e = memchr(p, ',', (size_t)(end - p));
+        if (!e) e = end;
+        const char *eq = memchr(p, '=', (size_t)(e - p));
+        double v = NAN;
+        const char *k = p;
+        size_t kn = eq ? (size_t)(eq - p) : 0;
+        trim(&k, &kn);
+        double *to = NULL;
+        if (kn == 2 && !memcmp(k, "bw", 2)) to = &x->bw;
+        else if (kn == 6 && !memcmp(k, "a2a-bw", 6)) to = &x->a2a_bw;
+        else if (kn == 3 && !memcmp(k, "lat", 3)) to = &x->lat;
+        const int ok = to && num_of(eq + 1, (size_t)(e - eq - 1), &v) && v <= 1e6 && (to == &x->lat ? v >= 0 : v > 0);
+        if (!ok) {
+            snprintf(err, errlen, "'@%.*s': not bw=X, a2a-bw=X or lat=Y joined by ',' (X in (0, 1e6], Y in [0, 1e6])",
+                     (int)n, s);
+            return -1;
+        }
+        *to = v + 0.0;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* x's name: its base's (base) and its factors other than 1 */
+static int canonical(as_comm_model *x, const char *base, char *err, size_t errlen)
+{
+    char f[3][40], out[AS_COMM_NAME_MAX + 128];
+    const double v[3] = { x->bw, x->a2a_bw, x->lat };
+    static const char *const key[3] = { "bw", "a2a-bw", "lat" };
+    int len = snprintf(out, sizeof out, "%s", base), first = 1;
+    for (int i = 0; i < 3; i++) {
+        if (v[i] == 1) continue;
+        shortest(f[i], sizeof f[i], v[i]);
+        len += snprintf(out + len, sizeof out - (size_t)len, "%s%s=%s", first ? "@" : ",", key[i], f[i]);
+        first = 0;
+    }
+    if ((size_t)len >= sizeof x->name) {
+        snprintf(err, errlen, "the model's canonical form %.80s... is longer than %d bytes", out, AS_COMM_NAME_MAX - 1);
+        return -1;
+    }
+    memcpy(x->name, out, (size_t)len + 1);
     return 0;
 }
 
@@ -110,32 +319,41 @@ int as_comm_model_parse(const char *s, as_comm_model *m, char *err, size_t errle
     const char *t = s;
     trim(&t, &n);
     if (!n) {
-        snprintf(err, errlen, "empty: give nvlink8 or A/B,A/B,A/B (alpha us / beta GB/s for the all-to-all, ring, all-reduce)");
+        snprintf(err, errlen, "empty: give nvlink8, h100-ib, torchrec, nccl:FILE,... or A/B,A/B,A/B (alpha us / beta GB/s "
+                 "for the all-to-all, ring, all-reduce)");
         return -1;
     }
-    if (n == 7 && !memcmp(t, "nvlink8", 7)) {
-        nvlink8(m);
-        return 0;
-    }
+    /* the factors: after the last '@' when what follows names one */
+    const char *at = NULL;
+    for (const char *p = t; p < t + n; p++) if (*p == '@') at = p;
+    const char *key = at ? at + 1 + strspn(at + 1, " \t") : NULL;
+    if (at && !(!strncmp(key, "bw", 2) || !strncmp(key, "a2a-bw", 6) || !strncmp(key, "lat", 3))) at = NULL;
     as_comm_model x;
-    memset(&x, 0, sizeof x);
-    x.ab = 1;
-    if (parse_ab(s, &x, err, errlen)) return -1;
-    /* the canonical form: the numbers as they read back, nothing else, so that a record's
-       comm_model is the very model charged, however the spec was written */
-    char num[2 * AS_NCOLL][32];
-    for (int c = 0; c < AS_NCOLL; c++) {
-        shortest(num[2 * c], sizeof num[0], x.alpha_us[c]);
-        shortest(num[2 * c + 1], sizeof num[0], x.beta_gbs[c]);
-    }
-    const int len = snprintf(x.name, sizeof x.name, "%s/%s,%s/%s,%s/%s", num[0], num[1], num[2], num[3], num[4], num[5]);
-    if (len < 0 || (size_t)len >= sizeof x.name) {
-        snprintf(err, errlen, "'%s': its canonical form %s/%s,%s/%s,%s/%s is longer than %d bytes (give the numbers with "
-                 "fewer digits)", s, num[0], num[1], num[2], num[3], num[4], num[5], AS_COMM_NAME_MAX - 1);
-        return -1;
-    }
+    char base[AS_COMM_NAME_MAX];
+    size_t bn = at ? (size_t)(at - t) : n;
+    const char *b = t;
+    trim(&b, &bn);
+    if (parse_base(b, bn, &x, err, errlen)) return -1;
+    snprintf(base, sizeof base, "%s", x.name);
+    if (at && parse_factors(at + 1, (size_t)(t + n - at - 1), &x, err, errlen)) return -1;
+    if (canonical(&x, base, err, errlen)) return -1;
     *m = x;
     return 0;
+}
+
+as_comm_model as_comm_scaled(const as_comm_model *m, double bw, double a2a_bw, double lat)
+{
+    as_comm_model x = *m;
+    if (!m->ab) {   /* the bandwidth model: its rate times bw x a2a_bw */
+        return as_comm_bandwidth(m->gbps * bw * a2a_bw);
+    }
+    char base[AS_COMM_NAME_MAX], err[256];
+    snprintf(base, sizeof base, "%s", m->name);
+    char *at = strrchr(base, '@');
+    if (at && (m->bw != 1 || m->a2a_bw != 1 || m->lat != 1)) *at = 0;
+    x.bw = bw, x.a2a_bw = a2a_bw, x.lat = lat;
+    if (canonical(&x, base, err, sizeof err)) snprintf(x.name, sizeof x.name, "%s", base);
+    return x;
 }
 
 int as_comm_record_read(const msgpack_object *rec, double *gbps, as_comm_model *m, int *has_model, char *err,
@@ -179,9 +397,20 @@ int as_comm_record_read(const msgpack_object *rec, double *gbps, as_comm_model *
 
 int as_comm_model_check(const as_comm_model *m, int64_t K, char *err, size_t errlen)
 {
-    if (m && m->ab && m->max_ranks > 0 && K > m->max_ranks) {
-        snprintf(err, errlen, "the communication model %s holds for one host of at most %lld GPUs, not %lld ranks "
-                              "(give your cluster's own: --comm-model A/B,A/B,A/B, or --comm-gbps)",
+    if (!m || !m->ab) return 0;
+    if (m->kind == AS_COMM_NCCL && K > 1 && K != m->ranks) {
+        snprintf(err, errlen, "the communication model %.200s was measured on %lld ranks, not the plan's %lld (run "
+                 "nccl-tests on %lld ranks)", m->name, (long long)m->ranks, (long long)K, (long long)K);
+        return -1;
+    }
+    if (m->kind == AS_COMM_HOSTS && K > m->local && K % m->local) {
+        snprintf(err, errlen, "the communication model %.200s is hosts of %lld GPUs: %lld ranks are not whole hosts",
+                 m->name, (long long)m->local, (long long)K);
+        return -1;
+    }
+    if (m->kind == AS_COMM_AB && m->max_ranks > 0 && K > m->max_ranks) {
+        snprintf(err, errlen, "the communication model %.200s holds for one host of at most %lld GPUs, not %lld ranks "
+                              "(h100-ib for hosts of 8 H100, or your cluster's own: --comm-model nccl:FILE,... or A/B,A/B,A/B)",
                  m->name, (long long)m->max_ranks, (long long)K);
         return -1;
     }
@@ -230,33 +459,147 @@ void as_comm_types(const as_features *const *it, int64_t n, as_shtype *type)
     free(ord);
 }
 
-double as_comm_item_ms(const as_comm_model *m, int64_t K, as_shtype s, double b)
+/* a collective's bus factor over K ranks: nccl-tests' busbw over algbw */
+static double bus(as_coll c, int64_t K)
 {
-    if (!as_comm_on(m)) return 0;
-    if (!m->ab) return b / (m->gbps * 1073741824.0) * 1e3;
-    if (K <= 1) return 0;
-    const double f = s == AS_SH_DP ? 1.0 : (double)(K - 1) / (double)K;
-    return b * f / (m->beta_gbs[carrier[s]] * 1e6);
+    return (c == AS_COLL_AR ? 2.0 : 1.0) * (double)(K - 1) / (double)K;
 }
 
-double as_comm_shard_ms(const as_comm_model *m, int64_t K, const double b[AS_NSH], const int has[AS_NSH], double parts[AS_NSH])
+/* a table's time, or the one derived from the others' (comm.h nccl) */
+static double table_us(const as_comm_model *m, as_coll c, double S)
 {
+    const as_nccl_table *const *t = m->tab;
+    if (t[c]) return as_nccl_us(t[c], S);
+    switch (c) {
+    case AS_COLL_RS:
+    case AS_COLL_AG: {
+        const as_coll other = c == AS_COLL_RS ? AS_COLL_AG : AS_COLL_RS;
+        return t[other] ? as_nccl_us(t[other], S) : t[AS_COLL_AR] ? as_nccl_us(t[AS_COLL_AR], S) / 2 : 0;
+    }
+    case AS_COLL_AR:
+        return table_us(m, AS_COLL_RS, S) + table_us(m, AS_COLL_AG, S);
+    default:
+        return t[AS_COLL_A2A] ? as_nccl_us(t[AS_COLL_A2A], S) : 0;
+    }
+}
+
+/* a call's time before the factors */
+static double base_us(const as_comm_model *m, int64_t K, as_coll c, double S)
+{
+    if (m->kind == AS_COMM_NCCL) return table_us(m, c, S);
+    if (m->kind == AS_COMM_HOSTS && K > m->local) {
+        if (c == AS_COLL_A2A) {
+            const double in = S * (double)(m->local - 1) / (double)K / (m->beta_gbs[c] * 1e3);
+            const double out = S * (double)(K - m->local) / (double)K / (m->xbeta_gbs[c] * 1e3);
+            return m->xalpha_us[c] + (in > out ? in : out);
+        }
+        return m->xalpha_us[c] + S * bus(c, K) / (m->xbeta_gbs[c] * 1e3);
+    }
+    return m->alpha_us[c] + S * bus(c, K) / (m->beta_gbs[c] * 1e3);
+}
+
+double as_comm_call_us(const as_comm_model *m, int64_t K, as_coll c, double S)
+{
+    if (!m || !m->ab || K <= 1 || m->kind == AS_COMM_TORCHREC) return 0;
+    const double x = m->bw * (c == AS_COLL_A2A ? m->a2a_bw : 1.0);
+    return base_us(m, K, c, S / x) + (m->lat - 1.0) * base_us(m, K, c, 0);
+}
+
+/* TorchRec's estimate of a shard's communication (comm.h torchrec) */
+static double torchrec_ms(const as_comm_model *m, int64_t K, const as_comm_load *l, double parts[AS_NSH])
+{
+    const int64_t L = m->local > 0 ? m->local : K;
+    const double gib_ms = GIB / 1e3;   /* bytes a ms at 1 GiB/s */
+    const double link = (K <= L ? TR_INTRA_GIBS : TR_CROSS_GIBS) * m->bw * gib_ms, hbm = TR_HBM_GIBS * gib_ms;
     double t = 0;
     for (int s = 0; s < AS_NSH; s++) {
-        double v = as_comm_item_ms(m, K, (as_shtype)s, b[s]);
-        if (m && m->ab && K > 1 && has[s])
-            for (int c = 0; c < AS_NCOLL; c++) v += calls[s][c] * m->alpha_us[c] * 1e-3;
+        double v = 0;
+        if (s == AS_SH_TW || s == AS_SH_CW) v = l->own_out[s] / (link * m->a2a_bw);
+        else if (s == AS_SH_RW) v = l->own_out[s] / link + l->own_out[s] / 2 * TR_COPY_FACTOR / hbm;
+        else if (K > 1 && l->ar > 0) {
+            const double tb = l->ar * (double)K / (2.0 * (double)(K - 1)), n = fmin((double)K / (double)L, 2.0);
+            v = tb * (2 * n - 1) / n / (TR_CROSS_GIBS * m->bw * gib_ms * (double)L) * (K > 2 * L ? 2 : 1) +
+                tb * TR_DP_FACTOR / (hbm / 2);
+        }
         if (parts) parts[s] = v;
         t += v;
     }
     return t;
 }
 
-double as_comm_plan_shard_ms(const as_comm_model *m, int64_t K, const double own[AS_NSH], const double all[AS_NSH], double ar,
-                             const int has[AS_NSH], double parts[AS_NSH])
+double as_comm_plan_shard_ms(const as_comm_model *m, int64_t K, const as_comm_load *l, double parts[AS_NSH])
 {
-    double b[AS_NSH];
-    for (int s = AS_SH_TW; s <= AS_SH_RW; s++) b[s] = own[s] + all[s] / (double)(K > 0 ? K : 1);
-    b[AS_SH_DP] = ar;
-    return as_comm_shard_ms(m, K, b, has, parts);
+    double p[AS_NSH] = { 0 }, t = 0;
+    const double k1 = (double)(K > 0 ? K : 1);
+    if (m && !m->ab && m->gbps > 0) {
+        for (int s = AS_SH_TW; s <= AS_SH_RW; s++)
+            p[s] = (l->own_in[s] + l->own_out[s] + (l->all_in[s] + l->all_out[s]) / k1) / (m->gbps * GIB) * 1e3;
+        p[AS_SH_DP] = l->ar / (m->gbps * GIB) * 1e3;
+    } else if (m && m->kind == AS_COMM_TORCHREC) {
+        torchrec_ms(m, K, l, p);
+    } else if (m && m->ab && K > 1) {
+        for (int s = AS_SH_TW; s <= AS_SH_RW; s++) {
+            if (!l->has[s]) continue;
+            const double in = fmax(l->own_in[s], l->all_in[s] / k1), out = fmax(l->own_out[s], l->all_out[s] / k1) / 2;
+            const double us = as_comm_call_us(m, K, AS_COLL_A2A, in) +
+                              (s == AS_SH_RW ? as_comm_call_us(m, K, AS_COLL_RS, out) + as_comm_call_us(m, K, AS_COLL_AG, out)
+                                             : 2 * as_comm_call_us(m, K, AS_COLL_A2A, out));
+            p[s] = us * 1e-3;
+        }
+        if (l->has[AS_SH_DP]) p[AS_SH_DP] = as_comm_call_us(m, K, AS_COLL_AR, l->ar * k1 / (2.0 * (k1 - 1))) * 1e-3;
+    }
+    for (int s = 0; s < AS_NSH; s++) {
+        if (parts) parts[s] = p[s];
+        t += p[s];
+    }
+    return t;
+}
+
+/* collective c's time per byte (us), its latency left out: between no message and 1 GB */
+static double per_byte_us(const as_comm_model *m, int64_t K, as_coll c)
+{
+    return (as_comm_call_us(m, K, c, 1e9) - as_comm_call_us(m, K, c, 0)) / 1e9;
+}
+
+double as_comm_item_ms(const as_comm_model *m, int64_t K, as_shtype s, double in, double out)
+{
+    if (!as_comm_on(m)) return 0;
+    if (!m->ab) return (in + out) / (m->gbps * GIB) * 1e3;
+    if (m->kind == AS_COMM_TORCHREC) {
+        as_comm_load l;
+        memset(&l, 0, sizeof l);
+        if (s == AS_SH_DP) l.ar = out;
+        else l.own_out[s] = out;
+        l.has[s] = 1;
+        return torchrec_ms(m, K, &l, NULL);
+    }
+    if (K <= 1) return 0;
+    if (s == AS_SH_DP) return out * (double)K / (2.0 * (double)(K - 1)) * per_byte_us(m, K, AS_COLL_AR) * 1e-3;
+    const double o = s == AS_SH_RW ? (per_byte_us(m, K, AS_COLL_RS) + per_byte_us(m, K, AS_COLL_AG)) / 2
+                                   : per_byte_us(m, K, AS_COLL_A2A);
+    return (in * per_byte_us(m, K, AS_COLL_A2A) + out * o) * 1e-3;
+}
+
+void as_comm_words(const as_comm_model *m, char *buf, size_t len)
+{
+    static const char *const how[] = {
+        [AS_COMM_AB] = "each call its latency plus its message over its bus bandwidth",
+        [AS_COMM_HOSTS] = "hosts of 8 H100 SXM: nvlink8 within a host, one 400 Gb/s InfiniBand NIC a GPU across",
+        [AS_COMM_NCCL] = "the cluster's nccl-tests tables: each call its measured time at its message",
+        [AS_COMM_TORCHREC] = "TorchRec's planner's own estimate: each shard its outputs over 600 GiB/s within a host, 12.5 "
+                             "across",
+    };
+    if (!m || !m->ab) snprintf(buf, len, "at %g GiB/s", m ? m->gbps : 0.0);
+    else snprintf(buf, len, "by %s (%s)", m->name, how[m->kind]);
+}
+
+void as_comm_words_of(const char *name, double gbps, char *buf, size_t len)
+{
+    as_comm_model m = as_comm_bandwidth(gbps);
+    char err[512];
+    if (name && as_comm_model_parse(name, &m, err, sizeof err)) {
+        snprintf(buf, len, "by %s", name);
+        return;
+    }
+    as_comm_words(&m, buf, len);
 }

@@ -25,22 +25,23 @@ static void check_model(const as_comm_model *m)
     as_comm_model again;
     if (as_comm_model_parse(m->name, &again, err, sizeof err) || strcmp(again.name, m->name) || again.ab != m->ab ||
         memcmp(again.alpha_us, m->alpha_us, sizeof m->alpha_us) || memcmp(again.beta_gbs, m->beta_gbs, sizeof m->beta_gbs) ||
-        again.max_ranks != m->max_ranks)
+        again.max_ranks != m->max_ranks || again.kind != m->kind || again.bw != m->bw || again.a2a_bw != m->a2a_bw ||
+        again.lat != m->lat)
         abort();
-    for (int c = 0; c < AS_NCOLL && m->ab; c++)
+    for (int c = 0; c < AS_NCOLL && (m->kind == AS_COMM_AB || m->kind == AS_COMM_HOSTS); c++)
         if (!(m->alpha_us[c] >= 0 && m->alpha_us[c] <= 1e6 && m->beta_gbs[c] > 0 && m->beta_gbs[c] <= 1e6)) abort();
     /* a shard of every type's bytes on 1, 8 and 9 ranks (nvlink8 holds for 8 at most) */
-    const double b[AS_NSH] = { 1e9, 2e6, 3e3, 4e12 };
-    const int has[AS_NSH] = { 1, 1, 1, 1 };
+    as_comm_load l = { .own_in = { 1e9, 2e6, 3e3 }, .own_out = { 5e3, 6e9, 7e2 }, .all_in = { 2e9, 2e6, 9e4 },
+                       .all_out = { 1e4, 1e10, 7e2 }, .ar = 4e12, .has = { 1, 1, 1, 1 } };
     static const int64_t ks[] = { 1, 8, 9 };
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
         err[0] = 0;
         if (as_comm_model_check(m, ks[i], err, sizeof err)) {
-            if (!err[0] || !m->ab || ks[i] <= m->max_ranks) abort();
+            if (!err[0] || !m->ab) abort();
             continue;
         }
         double parts[AS_NSH];
-        const double t = as_comm_shard_ms(m, ks[i], b, has, parts);
+        const double t = as_comm_plan_shard_ms(m, ks[i], &l, parts);
         if (!isfinite(t) || t < 0) abort();
     }
 }

@@ -138,8 +138,10 @@ TEST(comm_model_parse)
     CHECK_EQ_I64(m.ab, 1);
     CHECK_NEAR(m.alpha_us[AS_COLL_A2A], 10.5, 0);
     CHECK_NEAR(m.beta_gbs[AS_COLL_A2A], 370, 0);
-    CHECK_NEAR(m.alpha_us[AS_COLL_RING], 10.8, 1e-12);
-    CHECK_NEAR(m.beta_gbs[AS_COLL_RING], 370, 0);
+    CHECK_NEAR(m.alpha_us[AS_COLL_RS], 10.8, 1e-12);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_RS], 370, 0);
+    CHECK_NEAR(m.alpha_us[AS_COLL_AG], 10.8, 1e-12);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_AG], 370, 0);
     CHECK_NEAR(m.alpha_us[AS_COLL_AR], 15.0, 1e-12);
     CHECK_NEAR(m.beta_gbs[AS_COLL_AR], 480, 0);
     CHECK_EQ_I64(m.max_ranks, 8);
@@ -147,10 +149,10 @@ TEST(comm_model_parse)
     CHECK_EQ_I64(as_comm_model_parse("1/100,2.5/200,0/4e2", &m, err, sizeof err), 0);
     CHECK_NEAR(m.alpha_us[0], 1, 0);
     CHECK_NEAR(m.beta_gbs[0], 100, 0);
-    CHECK_NEAR(m.alpha_us[1], 2.5, 0);
-    CHECK_NEAR(m.beta_gbs[1], 200, 0);
-    CHECK_NEAR(m.alpha_us[2], 0, 0);
-    CHECK_NEAR(m.beta_gbs[2], 400, 0);
+    CHECK_NEAR(m.alpha_us[AS_COLL_RS], 2.5, 0);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_AG], 200, 0);
+    CHECK_NEAR(m.alpha_us[AS_COLL_AR], 0, 0);
+    CHECK_NEAR(m.beta_gbs[AS_COLL_AR], 400, 0);
     CHECK_EQ_I64(m.max_ranks, 0);
     CHECK_STR(m.name, "1/100,2.5/200,0/400");   /* canonical: 4e2 is 400 */
     /* the name parses back to the same model (plan records carry it) */
@@ -211,14 +213,38 @@ TEST(comm_model_canonical)
         CHECK(!memcmp(again.alpha_us, m.alpha_us, sizeof m.alpha_us) && !memcmp(again.beta_gbs, m.beta_gbs, sizeof m.beta_gbs));
     }
     CHECK_EQ_I64(as_comm_model_parse("0.1/0.2,0.3/0.4,0.5/0.6", &m, err, sizeof err), 0);
-    CHECK(m.alpha_us[0] == 0.1 && m.beta_gbs[0] == 0.2 && m.alpha_us[2] == 0.5 && m.beta_gbs[2] == 0.6);
-    /* six numbers of 17 significant digits: longer than a record's name may be */
-    const char *longspec = "1.2345678901234567e-5/2.2345678901234567e-5,3.2345678901234567e-5/4.2345678901234567e-5,"
-                           "5.2345678901234567e-5/6.2345678901234567e-5";
+    CHECK(m.alpha_us[AS_COLL_A2A] == 0.1 && m.beta_gbs[AS_COLL_A2A] == 0.2 && m.alpha_us[AS_COLL_AR] == 0.5 &&
+          m.beta_gbs[AS_COLL_AR] == 0.6);
+    /* file names longer than a record's name may be: refused before any is read */
+    char longspec[1200] = "nccl:";
+    memset(longspec + 5, 'a', 1100);
+    longspec[1105] = 0;
     m.ab = 7;
     CHECK_EQ_I64(as_comm_model_parse(longspec, &m, err, sizeof err), -1);
-    CHECK(strstr(err, "longer than 127 bytes") != NULL);
+    CHECK(strstr(err, "longer than 1023 bytes") != NULL);
     CHECK_EQ_I64(m.ab, 7);
+    /* the factors: canonical, in their order, 1 left out; refused out of range or unknown */
+    static const struct { const char *spec, *name; } fac[] = {
+        { "nvlink8@bw=0.50", "nvlink8@bw=0.5" },
+        { "nvlink8@lat=2,a2a-bw=3,bw=1", "nvlink8@a2a-bw=3,lat=2" },
+        { "1/2,3/4,5/6 @ bw=2", "1/2,3/4,5/6@bw=2" },
+        { "torchrec:8@bw=0.25", "torchrec:8@bw=0.25" },
+        { "h100-ib@lat=0", "h100-ib@lat=0" },
+    };
+    for (size_t j = 0; j < sizeof fac / sizeof *fac; j++) {
+        CHECK_EQ_I64(as_comm_model_parse(fac[j].spec, &m, err, sizeof err), 0);
+        CHECK_STR(m.name, fac[j].name);
+        CHECK_EQ_I64(as_comm_model_parse(m.name, &again, err, sizeof err), 0);
+        CHECK_STR(again.name, m.name);
+        CHECK(again.bw == m.bw && again.a2a_bw == m.a2a_bw && again.lat == m.lat);
+    }
+    static const char *const badf[] = { "nvlink8@bw=0", "nvlink8@bw=-1", "nvlink8@lat=-1", "nvlink8@bw=", "nvlink8@bw=2,",
+                                        "nvlink8@bwx=2", "nvlink8@lat=1e7", "torchrec:0", "torchrec:1.5", "torchrec8" };
+    for (size_t j = 0; j < sizeof badf / sizeof *badf; j++) {
+        err[0] = 0;
+        CHECK_EQ_I64(as_comm_model_parse(badf[j], &m, err, sizeof err), -1);
+        CHECK(err[0] != 0);
+    }
     /* spaces inside a number, or a spec of spaces only */
     CHECK_EQ_I64(as_comm_model_parse("1 0/2,3/4,5/6", &m, err, sizeof err), -1);
     CHECK_EQ_I64(as_comm_model_parse("  ", &m, err, sizeof err), -1);
@@ -274,8 +300,8 @@ TEST(comm_record_read)
         if (strstr(err, bad[j].want) != err) fprintf(stderr, "  %s: %s\n", bad[j].json, err);
     }
     /* a name longer than any model's: the 80-byte cut of old was a different model */
-    char json[512];
-    snprintf(json, sizeof json, "{\"comm_model\":\"%0200d/2,3/4,5/6\"}", 1);
+    char json[1400];
+    snprintf(json, sizeof json, "{\"comm_model\":\"%01100d/2,3/4,5/6\"}", 1);
     CHECK_EQ_I64(record_read(json, &g, &m, &has, err, sizeof err), -1);
     CHECK(strstr(err, "'comm_model' is not a communication model (longer than any model's name)") == err);
     /* NaN, which JSON cannot write */
@@ -295,43 +321,124 @@ TEST(comm_record_read)
     msgpack_sbuffer_destroy(&sb);
 }
 
-/* a shard's time by hand: alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s, i.e. 1e8, 2e8,
-   4e8 bytes a ms */
+/* a shard's time by hand: alpha 10 / 20 / 30 us, beta 100 / 200 / 400 GB/s (1e5, 2e5, 4e5
+   bytes a us), K = 4: 3/4 of an all-to-all's or ring's message leaves the rank, 2 x 3/4 of an
+   all-reduce's (nccl-tests' bus factors) */
 TEST(comm_shard_ms_by_hand)
 {
     as_comm_model m;
     char err[256];
     CHECK_EQ_I64(as_comm_model_parse("10/100,20/200,30/400", &m, err, sizeof err), 0);
-    /* K = 4: 3/4 of the all-to-all and ring bytes leave the rank */
-    const double b[AS_NSH] = { 1e6, 0, 2e6, 4e6 };
-    int has[AS_NSH] = { 1, 0, 1, 1 };
+    as_comm_load l;
+    memset(&l, 0, sizeof l);
+    l.own_in[AS_SH_TW] = 1e5, l.own_out[AS_SH_TW] = 8e5, l.all_in[AS_SH_TW] = 2e5, l.all_out[AS_SH_TW] = 16e5;
+    l.own_in[AS_SH_RW] = 0, l.own_out[AS_SH_RW] = 2e6, l.all_in[AS_SH_RW] = 4e5, l.all_out[AS_SH_RW] = 4e6;
+    l.ar = 3e6;   /* 2 x 3/4 x 2e6 bytes of gradients */
+    l.has[AS_SH_TW] = l.has[AS_SH_RW] = l.has[AS_SH_DP] = 1;
     double parts[AS_NSH];
-    /* table-wise: 3 x 10 us + 1e6 x 3/4 / 1e8 = 0.03 + 0.0075 ms; column-wise: none;
-       row-wise: 10 + 2 x 20 us + 2e6 x 3/4 / 2e8 = 0.05 + 0.0075; data-parallel: 30 us +
-       4e6 / 4e8 (already the ring's bytes: no 3/4) = 0.03 + 0.01 */
-    const double t = as_comm_shard_ms(&m, 4, b, has, parts);
-    CHECK_NEAR(parts[AS_SH_TW], 0.0375, 1e-12);
+    /* table-wise: ids max(1e5, 2e5 / 4) = 1e5, outputs max(8e5, 4e5) / 2 = 4e5 a call: 3 x 10 us
+       + (1e5 + 2 x 4e5) x 3/4 / 1e5 = 36.75 us; row-wise: ids max(0, 1e5), outputs max(2e6, 1e6)
+       / 2 = 1e6 reduce-scattered and all-gathered: 10 + 0.75 + 2 x (20 + 1e6 x 3/4 / 2e5) =
+       58.25 us; data-parallel: the all-reduce of 2e6 bytes, 30 + 2e6 x 1.5 / 4e5 = 37.5 us */
+    const double t = as_comm_plan_shard_ms(&m, 4, &l, parts);
+    CHECK_NEAR(parts[AS_SH_TW], 0.03675, 1e-12);
     CHECK_NEAR(parts[AS_SH_CW], 0, 0);
-    CHECK_NEAR(parts[AS_SH_RW], 0.0575, 1e-12);
-    CHECK_NEAR(parts[AS_SH_DP], 0.04, 1e-12);
-    CHECK_NEAR(t, 0.135, 1e-12);
-    /* a type the plan has costs every rank its alphas, bytes or not: column-wise 3 x 10 us */
-    has[AS_SH_CW] = 1;
-    CHECK_NEAR(as_comm_shard_ms(&m, 4, b, has, parts), 0.165, 1e-12);
+    CHECK_NEAR(parts[AS_SH_RW], 0.05825, 1e-12);
+    CHECK_NEAR(parts[AS_SH_DP], 0.0375, 1e-12);
+    CHECK_NEAR(t, 0.1325, 1e-12);
+    /* a shard below its share pays its share (the side it receives): own outputs 2e5 */
+    l.own_out[AS_SH_TW] = 2e5;
+    as_comm_plan_shard_ms(&m, 4, &l, parts);
+    CHECK_NEAR(parts[AS_SH_TW], (30 + (1e5 + 4e5) * 0.75 / 1e5) * 1e-3, 1e-12);
+    l.own_out[AS_SH_TW] = 8e5;
+    /* a type the plan has costs every rank its calls, bytes or not: column-wise 3 x 10 us */
+    l.has[AS_SH_CW] = 1;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 4, &l, parts), 0.1625, 1e-12);
     CHECK_NEAR(parts[AS_SH_CW], 0.03, 1e-12);
     /* one rank: nothing moves */
-    CHECK_NEAR(as_comm_shard_ms(&m, 1, b, has, parts), 0, 0);
-    /* the item time a local search weighs: no alpha */
-    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_RW, 2e6), 0.0075, 1e-12);
-    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_DP, 4e6), 0.01, 1e-12);
-    /* the bandwidth model: every byte at G GiB/s, whatever the type and K, no alpha */
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 1, &l, parts), 0, 0);
+    /* the item time a local search weighs: no alpha; the row piece's ids over the all-to-all,
+       its outputs over the ring */
+    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_RW, 1e5, 2e6), (0.75 + 7.5) * 1e-3, 1e-12);
+    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_DP, 0, 4e6), 0.01, 1e-12);
+    CHECK_NEAR(as_comm_item_ms(&m, 4, AS_SH_TW, 1e5, 8e5), 9e5 * 0.75 / 1e5 * 1e-3, 1e-12);
+    /* a call: alpha + S x f / beta */
+    CHECK_NEAR(as_comm_call_us(&m, 4, AS_COLL_AR, 2e6), 37.5, 1e-9);
+    CHECK_NEAR(as_comm_call_us(&m, 1, AS_COLL_AR, 2e6), 0, 0);
+    /* the factors: bw halves every rate, a2a-bw the all-to-all's alone, lat scales the alphas */
+    as_comm_model h = as_comm_scaled(&m, 0.5, 1, 1);
+    CHECK_STR(h.name, "10/100,20/200,30/400@bw=0.5");
+    CHECK_NEAR(as_comm_call_us(&h, 4, AS_COLL_AR, 2e6), 30 + 15, 1e-9);
+    h = as_comm_scaled(&m, 1, 0.5, 3);
+    CHECK_STR(h.name, "10/100,20/200,30/400@a2a-bw=0.5,lat=3");
+    CHECK_NEAR(as_comm_call_us(&h, 4, AS_COLL_A2A, 1e5), 30 + 1.5, 1e-9);
+    CHECK_NEAR(as_comm_call_us(&h, 4, AS_COLL_RS, 2e5), 60 + 0.75, 1e-9);
+    /* the bandwidth model: every byte at G GiB/s, both sides summed, whatever the type and K */
     const as_comm_model bw = as_comm_bandwidth(1.0);
     const double G = 1073741824.0 / 1e3;
-    CHECK_NEAR(as_comm_shard_ms(&bw, 4, b, has, parts), 7e6 / G, 1e-12);
-    CHECK_NEAR(parts[AS_SH_RW], 2e6 / G, 1e-12);
-    CHECK_NEAR(as_comm_shard_ms(&bw, 1, b, has, NULL), 7e6 / G, 1e-12);
+    CHECK_NEAR(as_comm_plan_shard_ms(&bw, 4, &l, parts), (13.5e5 + 3.1e6 + 3e6) / G, 1e-12);
+    CHECK_NEAR(parts[AS_SH_RW], 3.1e6 / G, 1e-12);
+    CHECK_NEAR(as_comm_plan_shard_ms(&bw, 1, &l, NULL), (27e5 + 6.4e6 + 3e6) / G, 1e-12);   /* all / 1 */
     const as_comm_model none = as_comm_bandwidth(0);
-    CHECK_NEAR(as_comm_shard_ms(&none, 4, b, has, NULL), 0, 0);
+    CHECK_NEAR(as_comm_plan_shard_ms(&none, 4, &l, NULL), 0, 0);
+    CHECK_STR(as_comm_scaled(&bw, 2, 3, 1).name, "6 GiB/s");
+}
+
+/* --comm-model torchrec against the expected values of TorchRec's own tests of its
+   estimator (torchrec/distributed/planner/tests/test_shard_estimators.py at 376cac6: world
+   size 2, one host, batch 512 a rank, pooling 1, dim 10, fp32): a table-wise shard's forward
+   and backward communication 6.357828776041667e-05 ms each, a row-wise shard's backward
+   1.6798276699240525e-04 (with its forward, the table-wise's), a data-parallel 100 x 10 table's
+   2.25593945387348e-04 */
+TEST(comm_torchrec_estimator)
+{
+    as_comm_model m;
+    char err[256];
+    CHECK_EQ_I64(as_comm_model_parse("torchrec", &m, err, sizeof err), 0);
+    as_comm_load l;
+    memset(&l, 0, sizeof l);
+    const double out = 2.0 * 1024 * 10 * 4;   /* as_comm_bytes: 2 x the global batch x dim x 4 */
+    l.own_out[AS_SH_TW] = out, l.own_in[AS_SH_TW] = 1024 * 8, l.all_out[AS_SH_TW] = out, l.all_in[AS_SH_TW] = 1024 * 8;
+    l.has[AS_SH_TW] = 1;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 2, &l, NULL), 2 * 6.357828776041667e-05, 1e-15);
+    memset(&l, 0, sizeof l);
+    l.own_out[AS_SH_RW] = out;
+    l.has[AS_SH_RW] = 1;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 2, &l, NULL), 6.357828776041667e-05 + 1.6798276699240525e-04, 1e-15);
+    memset(&l, 0, sizeof l);
+    l.ar = 2.0 * 1 / 2 * 100 * 10 * 4;   /* as_plan_dp_comm_bytes at K = 2 */
+    l.has[AS_SH_DP] = 1;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 2, &l, NULL), 2.25593945387348e-04, 1e-15);
+    CHECK_NEAR(as_comm_item_ms(&m, 2, AS_SH_DP, 0, l.ar), 2.25593945387348e-04, 1e-15);
+    /* beyond a host (torchrec:1 over 2 ranks): 12.5 GiB/s, 48 x slower than 600 */
+    CHECK_EQ_I64(as_comm_model_parse("torchrec:1", &m, err, sizeof err), 0);
+    memset(&l, 0, sizeof l);
+    l.own_out[AS_SH_TW] = out;
+    l.has[AS_SH_TW] = 1;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 2, &l, NULL), 48 * 2 * 6.357828776041667e-05, 1e-13);
+}
+
+/* h100-ib: nvlink8 within a host; beyond, whole hosts of 8 only, the all-to-all's message
+   split into its part within the host and the part across, the slower setting the time */
+TEST(comm_hosts)
+{
+    as_comm_model m, n8;
+    char err[256];
+    CHECK_EQ_I64(as_comm_model_parse("h100-ib", &m, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_parse("nvlink8", &n8, err, sizeof err), 0);
+    for (int c = 0; c < AS_NCOLL; c++) CHECK_NEAR(as_comm_call_us(&m, 8, c, 1e6), as_comm_call_us(&n8, 8, c, 1e6), 1e-12);
+    CHECK_EQ_I64(as_comm_model_check(&m, 8, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(&m, 5, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(&m, 128, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_check(&m, 12, err, sizeof err), -1);
+    CHECK(strstr(err, "not whole hosts") != NULL);
+    /* 16 ranks: 7/16 of the message over NVLink, 8/16 over the NICs */
+    const double S = 1e8, a2a = as_comm_call_us(&m, 16, AS_COLL_A2A, S);
+    const double in = S * 7 / 16 / (m.beta_gbs[AS_COLL_A2A] * 1e3), out = S * 8 / 16 / (m.xbeta_gbs[AS_COLL_A2A] * 1e3);
+    CHECK_NEAR(a2a, m.xalpha_us[AS_COLL_A2A] + fmax(in, out), 1e-9);
+    /* more hosts, more of it across: slower per byte at 128 ranks than at 16 */
+    CHECK(as_comm_call_us(&m, 128, AS_COLL_A2A, S) > a2a);
+    CHECK(as_comm_call_us(&m, 16, AS_COLL_RS, S) > as_comm_call_us(&n8, 8, AS_COLL_RS, S));
 }
 
 /* the sharding type of a plan's items: whole tables, a table's column pieces (one row range),
