@@ -125,14 +125,29 @@ BENCH_OPTS ?= --warmup 5 --runs 10 --trim 2 --flush 64M
 BENCH_OMP ?= auto
 PASSES ?= 2
 COMM_GBPS ?= 600
-# or an alpha-beta model of the communication (as-plan and as-eval --comm-model): nvlink8 (one
-# host of 8 NVLink 4 GPUs, published NCCL constants, at most 8 ranks) or your cluster's own
-# A/B,A/B,A/B (alpha us / bus GB/s of the all-to-all, reduce-scatter, all-reduce, from
-# nccl-tests); empty: COMM_GBPS, every byte at one rate. The report shows each candidate's
-# communication by sharding type under it, and under nvlink8 beside COMM_GBPS
+# or a model of each collective the plans' sharding types run (as-plan and as-eval --comm-model;
+# lib/records/comm.h): nvlink8 (one host of 8 NVLink 4 GPUs, published NCCL constants, at most
+# 8 ranks), h100-ib (hosts of 8 H100 over 400 Gb/s InfiniBand, 8 or a multiple of 8 ranks),
+# torchrec[:L] (TorchRec's planner's own estimate), your cluster's own nccl-tests output
+# nccl:FILE,FILE,... (alltoall_perf and reduce_scatter_perf / all_gather_perf /
+# all_reduce_perf, run on the plan's ranks; a2a=FILE names a file's collective), or alpha us /
+# bus GB/s of the all-to-all, the ring and the all-reduce A/B,A/B,A/B; any of them with
+# @bw=X,a2a-bw=X,lat=Y (bandwidths and latencies scaled). Empty: COMM_GBPS, every byte at one
+# rate. COMM_MODEL is the old name of COMM. The report shows each candidate's communication
+# by sharding type under it (and under nvlink8 beside COMM_GBPS), and how far the choice holds
+# as the model's bandwidths and latency change (as-eval --table range)
 COMM_MODEL ?=
-COMM := $(if $(COMM_MODEL),--comm-model $(COMM_MODEL),--comm-gbps $(COMM_GBPS))
-COMM_WORDS := $(if $(COMM_MODEL),by the alpha-beta model $(COMM_MODEL),at $(COMM_GBPS) GiB/s)
+COMM ?= $(COMM_MODEL)
+COMM_FLAGS = $(if $(COMM),--comm-model $(call sq,$(COMM)),--comm-gbps $(COMM_GBPS))
+COMM_WORDS = $(if $(COMM),by $(COMM),at $(COMM_GBPS) GiB/s)
+# the files of an nccl: model, by their content (a file rewritten redoes the plans)
+COMM_FILES := $(if $(filter nccl:%,$(COMM)),$(foreach f,$(subst $(comma), ,$(patsubst nccl:%,%,$(firstword $(subst @, ,$(COMM))))),$(lastword $(subst =, ,$(f)))))
+COMM_SUM := $(if $(COMM_FILES),$(firstword $(shell cat $(COMM_FILES) 2>/dev/null | sha256sum)))
+# the other models the choice's worst case runs over besides COMM's plausible range (as-eval
+# --range-model; one that does not hold for the plan's ranks is left out, said): TorchRec's
+# estimate for hosts of 8 GPUs and the published presets, unless COMM is the cluster's own
+# measured collectives (nccl:...), which then stand alone
+RANGE_MODELS ?= $(if $(filter nccl:%,$(COMM)),,torchrec:8 nvlink8 h100-ib)
 TIE    ?= 0.01
 # TorchRec's source (a checkout of meta-pytorch/torchrec) for its own planner's plan; empty:
 # none (the report says so). Its plan is imported as it is, data_parallel tables included
@@ -347,7 +362,7 @@ knobs = $(foreach k,$(1),$(call sq,$(k)=$($(k))))
 # redoes everything from the tables on
 $(call stamp,scale.txt,$(call sq,row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $(WTYPE_EFF) optimizer $(OPTIM_EFF)))
 # the communication charge (COMM_GBPS or COMM_MODEL): the plans and what follows them
-$(call stamp,comm.txt,$(call sq,$(COMM)))
+$(call stamp,comm.txt,$(call sq,$(COMM_FLAGS) $(COMM_SUM)))
 $(call stamp,knobs-tables.txt,$(call knobs,CONFIG_SUM LOOKUPS_SUM SEED))
 $(call stamp,knobs-features.txt,$(call knobs,ROW_PIECES SHARDS MEM_CAP))
 $(call stamp,knobs-costs.txt,$(call knobs,NCOST MAXT SEED SAMPLE_PIECES ROW_PIECES BENCH_OPTS BENCH_OMP DEVICE NGPU_N))
@@ -358,7 +373,7 @@ $(call stamp,knobs-plans.txt,$(call knobs,ALGS SPLIT_ALGS SPLIT_ROWS REPLICATE_A
 $(call stamp,knobs-first.txt,$(call knobs,BENCH_OPTS DEVICE NGPU_N))
 $(call stamp,knobs-repaired.txt,$(call knobs,REPAIR_ALGS MODEL_GATE SEED))
 $(call stamp,knobs-measured.txt,$(call knobs,PASSES BENCH_OPTS DEVICE NGPU_N))
-$(call stamp,knobs-choice.txt,$(call knobs,TIE CONFIG_SUM))
+$(call stamp,knobs-choice.txt,$(call knobs,TIE CONFIG_SUM RANGE_MODELS))
 $(call stamp,knobs-report.txt,$(call knobs,MODEL CONFIG_SUM))
 
 # our planners' names (the registry, lib/records/planners.def): an imported plan labelled as
@@ -433,19 +448,19 @@ $(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(D)/comm.txt $(BIN)/as-
 	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) $(COMM) $(D)/ft.ast -o $@.split
+	  --split-tables --split-rows $(SPLIT_ROWS) $(COMM_FLAGS) $(D)/ft.ast -o $@.split
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --refine $(COMM) $(D)/ft.ast -o $@.refine
+	  --split-tables --split-rows $(SPLIT_ROWS) --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.refine
 endif
 ifneq ($(REPLICATE_ALGS),)
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --replicate --refine $(COMM) $(D)/ft.ast -o $@.dp
+	  --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.dp
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine $(COMM) $(D)/ft.ast -o $@.splitdp
+	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.splitdp
 endif
 ifneq ($(filter torchrec,$(subst $(comma), ,$(ALGS))),)
 	$(BIN)/as-plan --alg torchrec --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
-	  --refine $(COMM) $(D)/ft.ast -o $@.trrefine
+	  --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.trrefine
 endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) \
 	  $(if $(filter torchrec,$(subst $(comma), ,$(ALGS))),$@.trrefine) $(D)/own.ast > $@.tmp && \
@@ -482,14 +497,19 @@ $(D)/measured.ast: $(D)/candidates.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/po
 $(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipelines/plan_choose.py pipelines/torchrec_plan.py \
   $(D)/comm.txt $(D)/knobs-choice.txt
 	@echo "== the choice"
-	$(BIN)/as-eval $(COMM) --format csv --table plans $< -o $@.comm.csv
+	$(BIN)/as-eval $(COMM_FLAGS) --format csv --table plans $< -o $@.comm.csv
 	$(BIN)/as-eval --comm-gbps 0 --format csv --table plans $< -o $@.kernel.csv
 	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv | while IFS= read -r a; do \
 	  $(BIN)/as-plan -q --export $< --task 0 --alg "=$$a" --format torchrec $(D)/ft.ast | \
 	    python3 pipelines/torchrec_plan.py --check --config $(QMODEL) > /dev/null 2>&1 && echo "$$a"; \
-	done > $@.loadable
-	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $@.loadable --out-alg $(D)/chosen.txt > $@.tmp
-	mv $@.tmp $@ && rm -f $@.comm.csv $@.kernel.csv $@.loadable
+	done > $(D)/loadable.txt
+	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $(D)/loadable.txt --out-alg $(D)/chosen.txt > $@.first
+	$(BIN)/as-eval $(COMM_FLAGS) --format csv --table range --candidates $(D)/loadable.txt --chosen "$$(cat $(D)/chosen.txt)" \
+	  --tie $(TIE) $(foreach m,$(RANGE_MODELS),--range-model $(call sq,$(m))) $< -o $@.range.csv
+	python3 pipelines/plan_choose.py --robust $@.range.csv --tie $(TIE) --out-alg $(D)/chosen.txt > $@.robust
+	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $(D)/loadable.txt --chosen "$$(cat $(D)/chosen.txt)" > $@.first
+	cat $@.first $@.robust > $@.tmp
+	mv $@.tmp $@ && rm -f $@.comm.csv $@.kernel.csv $@.range.csv $@.first $@.robust
 
 $(D)/plan.json: $(D)/choice.md $(D)/measured.ast $(D)/ft.ast $(BIN)/as-plan
 	@echo "== the chosen plan in TorchRec's form"
@@ -564,11 +584,15 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	  echo "## The candidates, kernel alone"; echo; \
 	  $(BIN)/as-eval --comm-gbps 0 --format markdown --table summary --singles $(D)/costs.ast $(D)/measured.ast; echo; \
 	  echo "## The candidates, communication charged $(COMM_WORDS)"; echo; \
-	  cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval $(COMM) --format markdown --table summary,verdict --singles $(D)/costs.ast; echo; \
+	  cat $(D)/measured.ast $(D)/model.ast | $(BIN)/as-eval $(COMM_FLAGS) --format markdown --table summary,verdict --singles $(D)/costs.ast; echo; \
 	  echo "## Communication by sharding type"; echo; \
 	  echo "Modelled, not measured: each candidate's slowest rank, its kernel and each sharding type's collectives (lib/records/comm.h)."; echo; \
-	  $(BIN)/as-eval $(COMM) --format markdown --table comm $(D)/measured.ast; \
-	  $(if $(COMM_MODEL),,$(BIN)/as-eval --comm-model nvlink8 --format markdown --table comm $(D)/measured.ast 2>&1 || true;) echo; \
+	  $(BIN)/as-eval $(COMM_FLAGS) --format markdown --table comm $(D)/measured.ast; \
+	  $(if $(COMM),,$(BIN)/as-eval --comm-model nvlink8 --format markdown --table comm $(D)/measured.ast 2>&1 || true;) echo; \
+	  echo "## How far the choice holds"; echo; \
+	  echo "Modelled: each candidate TorchRec can load, its measured kernel plus its communication with the model's bandwidths (every collective's, the all-to-all's alone) and latency scaled from 1/16 to 16 times (as-eval --table range; the plausible range: 0.5x to 2x)."; echo; \
+	  $(BIN)/as-eval $(COMM_FLAGS) --format markdown --table range --candidates $(D)/loadable.txt --chosen "$$(cat $(D)/chosen.txt)" \
+	    --tie $(TIE) $(foreach m,$(RANGE_MODELS),--range-model $(call sq,$(m))) $(D)/measured.ast; \
 	  echo "## The chosen plan, rank by rank"; echo; \
 	  $(BIN)/as-plan --export $(D)/measured.ast --task 0 --alg "=$$(cat $(D)/chosen.txt)" --format text $(D)/ft.ast; \
 	} > $@.tmp

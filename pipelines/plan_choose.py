@@ -3,6 +3,10 @@
 
 usage: python3 pipelines/plan_choose.py MEASURED.csv KERNEL.csv [--tie F] [--loadable FILE]
                                         [--out-alg FILE]
+       python3 pipelines/plan_choose.py --robust RANGE.csv [--tie F] [--out-alg FILE]
+
+--chosen ALG (with the two tables): ALG is the choice, a loadable candidate, whatever the rule
+says (make plan: the robust pick of --robust); the verdict says so.
 
 MEASURED.csv is `as-eval --format csv --table plans` of the measured plans with communication
 charged (as-eval's default, --comm-gbps); KERNEL.csv the same with --comm-gbps 0 (the kernel
@@ -21,6 +25,14 @@ Prints the verdict as markdown (the chosen plan against TorchRec's planner (`tor
 own plan (`torchrec-own`, when measured) and the best table-wise plan, by how much, with and
 without the communication, and whether the measurement's passes agree) on standard output;
 --out-alg FILE gets the chosen label alone.
+
+With --robust, RANGE.csv is `as-eval --format csv --table range` of the candidates with the
+choice made (--chosen): the choice stays when it is the best (within --tie) at every point of
+the plausible range (every collective's bandwidth, the all-to-all's alone and every call's
+latency from 0.5x to 2x the model's) and under the other models given (--range-model);
+otherwise the candidate whose worst case (its slowest rank over the best candidate's, the
+largest over those points and models) is least is chosen instead, and --out-alg FILE is
+rewritten with it. Prints a paragraph saying which, with the worst cases.
 
 The tables are read as CSV (RFC 4180: a label holding a comma or a quote is a quoted field)
 and checked before anything is chosen: UTF-8 text, as-eval's columns (the per-pass ones,
@@ -186,9 +198,79 @@ def code(s):
     return "`` %s ``" % s if "`" in s else "`%s`" % s
 
 
+def read_range(path):
+    """as-eval --table range's CSV: {'chosen': alg, 'robust': (alg, holds), 'worst': {alg: x}}"""
+    text = read_text(path)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    need = ("run", "task", "what", "knob", "x_from", "x_to", "alg", "value")
+    if not rows or any(k not in rows[0] for k in need):
+        fail("%s: not as-eval's CSV range table (columns %s)" % (safe(path), ",".join(need)))
+    out = {"chosen": None, "robust": None, "worst": {}}
+    tasks = set()
+    for i, r in enumerate(rows, 2):
+        tasks.add((r["run"], r["task"]))
+        a = r["alg"] or ""
+        if label_bad(a):
+            fail("%s:%d: a label with control characters" % (safe(path), i))
+        try:
+            v = float(r["value"])
+        except (TypeError, ValueError):
+            fail("%s:%d: value %s is not a number" % (safe(path), i, safe(r["value"])))
+        if not math.isfinite(v):
+            fail("%s:%d: value %s is not a finite number" % (safe(path), i, safe(r["value"])))
+        if r["what"] == "chosen":
+            out["chosen"] = a
+        elif r["what"] == "robust":
+            out["robust"] = (a, v >= 1)
+        elif r["what"] == "worst":
+            out["worst"][a] = v
+    if len(tasks) != 1:
+        fail("%s: %d tasks: the range of one model's task" % (safe(path), len(tasks)))
+    if out["chosen"] is None or out["robust"] is None or out["chosen"] not in out["worst"] \
+            or out["robust"][0] not in out["worst"]:
+        fail("%s: no chosen, robust and worst rows: not as-eval's range of a choice" % safe(path))
+    return out
+
+
+def robust(path, tie, out_alg):
+    """--robust: keep the choice, or pick the candidate of the least worst case"""
+    r = read_range(path)
+    chosen, (pick, holds) = r["chosen"], r["robust"]
+    w = r["worst"]
+    lines = ["", "### How far the choice holds", ""]
+    if holds:
+        lines.append("The choice %s is the best candidate TorchRec can load (within %.0f %%) at every point of the "
+                     "plausible range (every collective's bandwidth, the all-to-all's alone and every call's latency "
+                     "from 0.5x to 2x the model's) and under the other models: it holds." % (code(chosen), 100 * tie))
+    else:
+        others = sorted(((x, a) for a, x in w.items() if a != chosen))
+        near = ", ".join("%s %.3fx" % (code(a), x) for x, a in others[:3])
+        lines.append("In part of the plausible range (every collective's bandwidth, the all-to-all's alone and every "
+                     "call's latency from 0.5x to 2x the model's) or under another model, another candidate is the "
+                     "faster. Each candidate's worst case, its slowest rank over the best one's: %s %.3fx; %s." % (
+                         code(chosen), w[chosen], near))
+        if pick != chosen:
+            lines.append("")
+            lines.append("**The choice is %s instead of %s**: its worst case (%.3fx the best) is less than %s's "
+                         "(%.3fx). The rule: the measured choice stays when it holds over the plausible range and "
+                         "the other models; else the candidate of the least worst case is chosen." % (
+                             code(pick), code(chosen), w[pick], code(chosen), w[chosen]))
+        else:
+            lines.append("")
+            lines.append("The choice keeps the least worst case of the candidates: it stays.")
+    emit("\n".join(lines) + "\n")
+    if out_alg and pick != chosen and not holds:
+        try:
+            with open(out_alg, "w", encoding="utf-8") as f:
+                f.write(pick + "\n")
+        except OSError as e:
+            fail("--out-alg %s: %s" % (out_alg, e.strerror or e), 3)
+    return 0
+
+
 def main(argv):
     args = argv[1:]
-    tie, out_alg, loadable = 0.01, None, None
+    tie, out_alg, loadable, rng, forced = 0.01, None, None, None, None
     pos = []
     i = 0
     while i < len(args):
@@ -196,7 +278,7 @@ def main(argv):
         if a in ("-h", "--help"):
             emit(__doc__)
             return 0
-        if a in ("--tie", "--out-alg", "--loadable"):
+        if a in ("--tie", "--out-alg", "--loadable", "--robust", "--chosen"):
             if i + 1 >= len(args):
                 usage("%s needs a value" % a)
             v = args[i + 1]
@@ -209,6 +291,10 @@ def main(argv):
                     usage("--tie must be a fraction in [0, 1]")
             elif a == "--loadable":
                 loadable = v
+            elif a == "--robust":
+                rng = v
+            elif a == "--chosen":
+                forced = v
             else:
                 if not v:
                     usage("--out-alg needs a file name")
@@ -219,6 +305,12 @@ def main(argv):
             usage("unknown option %s" % a)
         pos.append(a)
         i += 1
+    if rng is not None:
+        if pos or loadable is not None or forced is not None:
+            usage("--robust RANGE.csv takes no other table, no --loadable, no --chosen")
+        if sys.stdout is None:
+            stdout_failed("closed")
+        return robust(rng, tie, out_alg)
     if len(pos) != 2:
         usage("two tables, MEASURED.csv and KERNEL.csv, not %d" % len(pos))
     if sys.stdout is None:
@@ -245,6 +337,11 @@ def main(argv):
     within = [a for a in cand if comm[a]["max"] <= best * (1 + tie) or
               (len(comm[first]["pmax"]) >= 2 and not held(a) and a != first)]
     chosen = min(within, key=lambda a: (simplicity(a), comm[a]["max"], a))
+    by_rule = chosen
+    if forced is not None and forced != chosen:
+        if forced not in cand:
+            fail("--chosen %s is not a candidate (feasible, measured%s)" % (safe(forced), "" if loadable is None else ", loadable"))
+        chosen = forced
     c = comm[chosen]
 
     def faster(r):
@@ -269,6 +366,10 @@ def main(argv):
                      "" if comm[chosen]["max"] <= best else
                      ", the simplest plan within %.0f %% of the fastest (%s, %.4f ms) or not beaten by it in "
                      "every pass" % (100 * tie, code(first), best)))
+    if chosen != by_rule:
+        lines[-1] = ("Chosen for its worst case as the communication's cost changes (below), not on its measurement "
+                     "alone: the rule on the measurement picks %s (%.4f ms); this plan %.4f ms (the kernel alone %s)." % (
+                         code(by_rule), comm[by_rule]["max"], c["max"], "%.4f ms" % k if math.isfinite(k) else "not measured"))
     lines.append("")
     tw = [a for a in cand if simplicity(a) == 0 and not a.startswith("torchrec")]
     for other, what in (("torchrec", "TorchRec's planner as we run it"), ("torchrec-own", "TorchRec's own planner")):
@@ -288,7 +389,7 @@ def main(argv):
     if c["npass"] >= 2 and math.isfinite(c["plo"]) and math.isfinite(c["phi"]):
         lines.append("The plans were measured in %d passes made apart; the chosen plan's balance was %.1f-%.1f %% over them."
                      % (c["npass"], 100 * c["plo"], 100 * c["phi"]))
-    lines.append("Figures: measured kernel times; the communication is modelled (as-eval --comm-gbps), not measured.")
+    lines.append("Figures: measured kernel times; the communication is modelled (as-eval --comm-gbps or --comm-model), not measured.")
     emit("\n".join(lines) + "\n")
     if out_alg:
         try:

@@ -11,6 +11,7 @@
 #include "evalinput.h"
 #include "evalplot.h"
 #include "evalcomm.h"
+#include "evalrange.h"
 #include "evalranks.h"
 #include "stream.h"
 
@@ -198,7 +199,7 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 }
 
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE, OPT_SINGLES,
-       OPT_FLOOR_MARGIN, OPT_COMM_GBPS, OPT_COMM_MODEL };
+       OPT_FLOOR_MARGIN, OPT_COMM_GBPS, OPT_COMM_MODEL, OPT_CHOSEN, OPT_VERSUS, OPT_CANDIDATES, OPT_RANGE_MODEL, OPT_TIE };
 
 /* the options */
 typedef struct {
@@ -210,13 +211,19 @@ typedef struct {
     as_comm_model comm;         /* what is charged (lib/records/comm.h) */
     as_eval_format fmt;
     int show_plans, show_shards, show_ranks, show_comm, show_summary, show_curve, show_verdict, table_given, over_runs;
+    int show_range;
     int64_t plot_task;
+    const char *chosen, *versus, *candidates;   /* --table range's (evalrange.h) */
+    as_comm_model range_model[AS_RANGE_MAX_MODELS];
+    int64_t nrange_model;
+    double tie;
 } eval_opts;
 
 /* --table LIST: the tables shown, instead of the default plans and summary */
 static void table_arg(as_cli *cli, const char *arg, eval_opts *o)
 {
     o->show_plans = o->show_shards = o->show_ranks = o->show_comm = o->show_summary = o->show_curve = o->show_verdict = 0;
+    o->show_range = 0;
     o->table_given = 1;
     char *s = as_strdup(arg), *save = NULL;
     for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -224,14 +231,53 @@ static void table_arg(as_cli *cli, const char *arg, eval_opts *o)
         else if (!strcmp(t, "shards")) o->show_shards = 1;
         else if (!strcmp(t, "ranks")) o->show_ranks = 1;
         else if (!strcmp(t, "comm")) o->show_comm = 1;
+        else if (!strcmp(t, "range")) o->show_range = 1;
         else if (!strcmp(t, "summary")) o->show_summary = 1;
         else if (!strcmp(t, "curve")) o->show_curve = 1;
         else if (!strcmp(t, "verdict")) o->show_verdict = 1;
-        else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, comm, summary, verdict or curve", t);
+        else as_cli_usage(cli, "--table: '%s' is not plans, shards, ranks, comm, range, summary, verdict or curve", t);
     }
     free(s);
-    if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_comm && !o->show_summary && !o->show_curve && !o->show_verdict)
+    if (!o->show_plans && !o->show_shards && !o->show_ranks && !o->show_comm && !o->show_range && !o->show_summary &&
+        !o->show_curve && !o->show_verdict)
         as_cli_usage(cli, "--table: nothing to show");
+}
+
+/* the communication's options and --table range's: 1 when opt is one of them */
+static int comm_opt(as_cli *cli, int opt, const char *optarg, eval_opts *o)
+{
+    switch (opt) {
+    case OPT_COMM_GBPS:
+        /* 0 (not charged) or a rate in [COMM_GBPS_MIN, COMM_GBPS_MAX]: 1e-308 GiB/s would make
+           every cost infinite */
+        if (as_parse_f64(optarg, 0, COMM_GBPS_MAX, &o->comm_gbps) || (o->comm_gbps > 0 && o->comm_gbps < COMM_GBPS_MIN))
+            as_cli_usage(cli, "--comm-gbps: '%s' is neither 0 (communication not charged) nor a rate in [%g, %g] GiB/s",
+                         optarg, COMM_GBPS_MIN, COMM_GBPS_MAX);
+        o->comm_gbps_given = 1;
+        return 1;
+    case OPT_COMM_MODEL: {
+        char e[512];
+        const int rc = as_comm_model_parse(optarg, &o->comm, e, sizeof e);
+        if (rc == -2) as_die(AS_EXIT_DATA, "--comm-model: %s", e);
+        if (rc) as_cli_usage(cli, "--comm-model: %s", e);
+        o->comm_model_arg = optarg;
+        return 1;
+    }
+    case OPT_CHOSEN: o->chosen = optarg; return 1;
+    case OPT_VERSUS: o->versus = optarg; return 1;
+    case OPT_CANDIDATES: o->candidates = optarg; return 1;
+    case OPT_RANGE_MODEL: {
+        char e[512];
+        if (o->nrange_model == AS_RANGE_MAX_MODELS) as_cli_usage(cli, "--range-model: at most %d", AS_RANGE_MAX_MODELS);
+        const int rc = as_comm_model_parse(optarg, &o->range_model[o->nrange_model], e, sizeof e);
+        if (rc == -2) as_die(AS_EXIT_DATA, "--range-model: %s", e);
+        if (rc) as_cli_usage(cli, "--range-model: %s", e);
+        o->nrange_model++;
+        return 1;
+    }
+    case OPT_TIE: o->tie = as_cli_f64(cli, "--tie", optarg, 0, 1); return 1;
+    default: return 0;
+    }
 }
 
 static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
@@ -249,10 +295,15 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
         { "floor-margin", required_argument, 0, OPT_FLOOR_MARGIN },
         { "comm-gbps", required_argument, 0, OPT_COMM_GBPS },
         { "comm-model", required_argument, 0, OPT_COMM_MODEL },
+        { "chosen", required_argument, 0, OPT_CHOSEN },
+        { "versus", required_argument, 0, OPT_VERSUS },
+        { "candidates", required_argument, 0, OPT_CANDIDATES },
+        { "range-model", required_argument, 0, OPT_RANGE_MODEL },
+        { "tie", required_argument, 0, OPT_TIE },
         AS_CLI_COMMON_OPTIONS
     };
     *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1,
-                        .comm_gbps = AS_SPLIT_COMM_GBPS };
+                        .comm_gbps = AS_SPLIT_COMM_GBPS, .tie = 0.01 };
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
@@ -287,21 +338,8 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
             o->singles = optarg;
             break;
         case OPT_FLOOR_MARGIN: o->floor_margin = as_cli_f64(cli, "--floor-margin", optarg, 0, 1); break;
-        case OPT_COMM_GBPS:
-            /* 0 (not charged) or a rate in [COMM_GBPS_MIN, COMM_GBPS_MAX]: 1e-308 GiB/s would make
-               every cost infinite */
-            if (as_parse_f64(optarg, 0, COMM_GBPS_MAX, &o->comm_gbps) || (o->comm_gbps > 0 && o->comm_gbps < COMM_GBPS_MIN))
-                as_cli_usage(cli, "--comm-gbps: '%s' is neither 0 (communication not charged) nor a rate in [%g, %g] GiB/s",
-                             optarg, COMM_GBPS_MIN, COMM_GBPS_MAX);
-            o->comm_gbps_given = 1;
-            break;
-        case OPT_COMM_MODEL: {
-            char e[512];
-            if (as_comm_model_parse(optarg, &o->comm, e, sizeof e)) as_cli_usage(cli, "--comm-model: %s", e);
-            o->comm_model_arg = optarg;
-            break;
-        }
         default:
+            if (comm_opt(cli, opt, optarg, o)) break;
             if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
@@ -311,6 +349,9 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
     if (!o->comm_model_arg) o->comm = as_comm_bandwidth(o->comm_gbps);
     as_cli_input_arg(cli, "--model", o->model_path);
     as_cli_input_arg(cli, "--singles", o->singles);
+    as_cli_input_arg(cli, "--candidates", o->candidates);
+    if ((o->chosen || o->versus || o->candidates || o->nrange_model) && !o->show_range)
+        as_cli_usage(cli, "--chosen, --versus, --candidates and --range-model are --table range's");
     as_cli_output_arg(cli, "--plot", o->plot);
     as_cli_output_arg(cli, "--curve", o->curve);
     if (o->plot_task >= 0 && !o->plot) as_cli_usage(cli, "--plot-task needs --plot FILE");
@@ -345,7 +386,8 @@ static void set_floors(const eval_opts *o, as_eval_input *in, const as_costmodel
 /* a plan table, the verdict or a plot is asked for: the input must hold plans */
 static int want_plans(const eval_opts *o)
 {
-    return o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_summary || o->show_verdict || o->plot;
+    return o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_range || o->show_summary ||
+           o->show_verdict || o->plot;
 }
 
 /* one run's state, shared by its phases: the options, the model, the input and what is
@@ -419,6 +461,34 @@ static void print_header(FILE *f, const eval_run *x)
     as_eval_print_header(f, o->fmt, &h);
 }
 
+/* --table range (evalrange.h): --candidates FILE's labels, one a line (empty lines skipped) */
+static void print_range(FILE *f, const eval_run *x)
+{
+    const eval_opts *o = &x->o;
+    char **only = NULL;
+    int64_t nonly = 0;
+    if (o->candidates) {
+        FILE *cf = fopen(o->candidates, "r");
+        if (!cf) as_die(AS_EXIT_DATA, "--candidates %s: cannot open", o->candidates);
+        char line[256];
+        while (fgets(line, sizeof line, cf)) {
+            line[strcspn(line, "\r\n")] = 0;
+            if (!line[0]) continue;
+            only = as_realloc(only, (size_t)(nonly + 1) * sizeof *only);
+            only[nonly++] = as_strdup(line);
+        }
+        fclose(cf);
+    }
+    const as_eval_range_cfg rc = { .chosen = o->chosen, .versus = o->versus, .only = (const char *const *)only, .nonly = nonly,
+                                   .extra = o->range_model, .nextra = o->nrange_model, .tie = o->tie };
+    if (o->candidates && !nonly) {
+        if (o->fmt != AS_EVAL_CSV) fprintf(f, "how far the choice holds: no candidates (--candidates %s is empty)\n\n", o->candidates);
+        else fprintf(f, "run,task,what,knob,x_from,x_to,alg,value\n");
+    } else as_eval_print_range(f, o->fmt, x->in.plans, x->in.nplans, &o->comm, &rc);
+    for (int64_t i = 0; i < nonly; i++) free(only[i]);
+    free(only);
+}
+
 /* the tables asked for, in order, then the verdict; in CSV separated by an empty line */
 static void print_tables(FILE *f, const eval_run *x)
 {
@@ -439,6 +509,11 @@ static void print_tables(FILE *f, const eval_run *x)
     if (o->show_comm) {
         if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
         as_eval_print_comm(f, fmt, pl, np, &o->comm);
+        sep = 1;
+    }
+    if (o->show_range) {
+        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
+        print_range(f, x);
         sep = 1;
     }
     if (o->show_summary) {
@@ -515,9 +590,9 @@ int main(int argc, char **argv)
     x.quality = as_eval_quality_pick(o->model_path ? &x.qs_model : &x.in.quality);
     if (o->model_path && !x.quality) x.quality = &x.no_quality;   /* estimates from a model: say its quality is unknown */
 
-    if (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_summary || o->show_verdict || o->show_curve) {
+    if (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_range || o->show_summary || o->show_verdict || o->show_curve) {
         FILE *f = as_cli_open_text(&cli);
-        if (o->fmt != AS_EVAL_CSV && (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_summary || o->show_verdict))
+        if (o->fmt != AS_EVAL_CSV && (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_range || o->show_summary || o->show_verdict))
             print_header(f, &x);
         print_tables(f, &x);
         as_cli_close_text(&cli, f);

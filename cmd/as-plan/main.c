@@ -513,7 +513,9 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
     case OPT_COMM_MODEL: {
         char e[512];
         name = "--comm-model";
-        if (as_comm_model_parse(arg, &a->comm_model, e, sizeof e)) as_cli_usage(cli, "--comm-model: %s", e);
+        const int rc = as_comm_model_parse(arg, &a->comm_model, e, sizeof e);
+        if (rc == -2) as_die(AS_EXIT_DATA, "--comm-model: %s", e);
+        if (rc) as_cli_usage(cli, "--comm-model: %s", e);
         a->scfg.comm_model = &a->comm_model;
         break;
     }

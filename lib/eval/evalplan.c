@@ -142,7 +142,7 @@ static int read_labels(const msgpack_object *rec, as_eval_plan *p, int has_task,
         snprintf(err, errlen, "plan of task %" PRId64 ": 'alg' is empty (the label of the algorithm that made it)", p->task);
         return -1;
     }
-    char comm[128];
+    char comm[AS_COMM_NAME_MAX];
     return read_name(rec, "alg", p->alg, sizeof p->alg, p, err, errlen) ||
            read_name(rec, "split", p->split, sizeof p->split, p, err, errlen) ||
            read_name(rec, "comm_model", comm, sizeof comm, p, err, errlen) ? -1 : 0;

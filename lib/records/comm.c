@@ -192,7 +192,7 @@ static int parse_nccl(const char *s, size_t len, as_comm_model *x, char *err, si
         memcpy(path, f, n);
         path[n] = 0;
         const as_nccl_table *t = table_of(path, coll, err, errlen);
-        if (!t) return -1;
+        if (!t) return -2;   /* the file's fault, not the spec's */
         if (x->tab[t->coll]) {
             snprintf(err, errlen, "%s: a second %s_perf output (one file a collective)", path, as_coll_test[t->coll]);
             return -1;
@@ -333,7 +333,8 @@ int as_comm_model_parse(const char *s, as_comm_model *m, char *err, size_t errle
     size_t bn = at ? (size_t)(at - t) : n;
     const char *b = t;
     trim(&b, &bn);
-    if (parse_base(b, bn, &x, err, errlen)) return -1;
+    const int rc = parse_base(b, bn, &x, err, errlen);
+    if (rc) return rc;
     snprintf(base, sizeof base, "%s", x.name);
     if (at && parse_factors(at + 1, (size_t)(t + n - at - 1), &x, err, errlen)) return -1;
     if (canonical(&x, base, err, errlen)) return -1;

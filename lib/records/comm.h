@@ -126,7 +126,9 @@ int as_comm_on(const as_comm_model *m);
  * its shortest %g form that reads back exactly, no spaces, nccl's files each with its
  * collective (nccl:a2a=FILE,rs=FILE), the factors other than 1 in the order bw, a2a-bw,
  * lat; parsing it again gives the same model and the same name. A canonical form longer
- * than AS_COMM_NAME_MAX - 1 bytes is refused, never cut. 0, or -1 with err */
+ * than AS_COMM_NAME_MAX - 1 bytes is refused, never cut. 0; -1 with err (the spec is wrong);
+ * -2 with err "FILE:LINE: ..." (an nccl-tests file cannot be read or is not a whole run: bad
+ * data, a tool's exit 1) */
 int as_comm_model_parse(const char *s, as_comm_model *m, char *err, size_t errlen);
 /* m with its factors set (bw, a2a_bw, lat: > 0, >= 0) and its name made canonical again */
 as_comm_model as_comm_scaled(const as_comm_model *m, double bw, double a2a_bw, double lat);
