@@ -35,7 +35,7 @@
  * items' (ids in + outputs out) plus the sum of every shard's over K, its side of the
  * collective; with data-parallel entries also the bytes it sends in their gradients'
  * all-reduce (comm_ar_bytes), its own (not shared over K). The bandwidth model charges them
- * / G; the alpha-beta model each type's collectives' alphas (every shard, when the plan has
+ * / G; a model of each collective each type's calls (every shard, when the plan has
  * the type) plus the bytes over their bus bandwidth (as_comm_shard_ms).
  * Only when every plan with a known cost carries the communication bytes (never a mix; a
  * plan with data-parallel entries over K > 1 shards needs comm_ar_bytes too, one of them
@@ -211,7 +211,7 @@ typedef struct {
     const char *trained;            /* what the measured shards trained, "WEIGHTS OPTIMIZER" ("" none) */
     int trained_differ;
     int64_t nplans, nruns;
-    const char *comm_model;         /* the alpha-beta model's name, or NULL: comm_gbps */
+    const char *comm_model;         /* the collectives' model's name, or NULL: comm_gbps */
     double comm_gbps;
     int charged;                    /* communication added to the costs */
     int64_t dp_plans;               /* plans with data-parallel tables */

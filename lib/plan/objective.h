@@ -67,7 +67,7 @@ typedef struct {
 
 /* The objective of c's plans over items t[0..n): c->model (NULL: the kernels come from
  * elsewhere, as_obj_max's kern, and the data-parallel kernel counts 0), c->shards, c->shard_scale,
- * the communication c->comm_model when it is alpha-beta, else the bandwidth c->comm_gbps (0:
+ * the communication c->comm_model when it charges collectives, else the bandwidth c->comm_gbps (0:
  * none). Every item starts out of the plan. Free with as_obj_free. */
 void as_obj_init(as_objective *o, const as_plan_cfg *c, const as_features *const *t, int64_t n);
 void as_obj_free(as_objective *o);

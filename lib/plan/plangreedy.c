@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* cost-greedy's communication (c->comm_gbps or an alpha-beta c->comm_model): each item's own
+/* cost-greedy's communication (c->comm_gbps or a model of each collective, c->comm_model): each item's own
    part (objective.h as_obj_own_ms) and each shard's sum of it; the part every shard pays alike
    does not choose between shards */
 typedef struct {

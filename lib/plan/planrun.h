@@ -205,7 +205,7 @@ typedef struct {
     int64_t world;                  /* > 0: the 2D rank map */
     int verbatim;                   /* 1: label written as it is (an imported plan's own,
                                        which need not name one of our algorithms) */
-    const as_comm_model *comm_model;  /* an alpha-beta model charged instead of comm_gbps
+    const as_comm_model *comm_model;  /* a model of each collective charged instead of comm_gbps
                                        (lib/records/comm.h); NULL: none */
 } as_plan_placed;
 int as_plan_emit_placed(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_planrec *pr,

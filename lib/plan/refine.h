@@ -7,7 +7,7 @@
  *
  * Objective: the one objective (lib/plan/objective.h), the predicted cost of the slowest
  * shard (max over shards of head(sum of its items' embeddings), 0 for an empty shard, plus
- * with communication charged (c->comm_gbps > 0 or an alpha-beta c->comm_model) its items' own
+ * with communication charged (c->comm_gbps > 0 or a model of each collective, c->comm_model) its items' own
  * communication, as_obj_own_ms each, and the part every shard pays alike, as_obj_shared_ms:
  * the share of everyone's bytes, the alphas, the all-reduce; moves and swaps leave that part
  * as it is, placing an unplaced item updates it), then the sum of squares of the shard costs,

@@ -71,7 +71,7 @@ int as_plan_replicate(as_plan *p, const as_plan_cfg *c, const as_features *const
     if (n != p->n) { snprintf(err, errlen, "replication: %" PRId64 " items for a plan of %" PRId64, n, p->n); return -1; }
     const int64_t K = p->shards;
     const int R = m->rep;
-    /* the one objective (objective.h): the bandwidth gbps, or c's alpha-beta model */
+    /* the one objective (objective.h): the bandwidth gbps, or c's model of each collective */
     as_plan_cfg cc = *c;
     cc.shards = K;
     cc.comm_gbps = gbps > 0 ? gbps : 0;

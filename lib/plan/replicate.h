@@ -13,7 +13,7 @@
  *             (as_comm_bytes: ids in, pooled outputs and their gradients), all their sum
  *             over the shards (every shard's side of the all-to-all, as as-eval charges it),
  *             ar the all-reduce bytes each shard sends for the data-parallel items
- *             (as_plan_dp_comm_bytes); 0 when gbps <= 0. With c->comm_model alpha-beta
+ *             (as_plan_dp_comm_bytes); 0 when gbps <= 0. With c->comm_model a model of each collective
  *             (lib/records/comm.h) instead: each sharding type's bytes over its collective's bus
  *             bandwidth and the alphas of the types the plan has, so that the first
  *             data-parallel table pays the all-reduce's alpha on every shard and the last
@@ -28,7 +28,7 @@
  * item's key: its predicted single cost for cost-greedy, as_plan_key otherwise) and pred (as
  * as_plan_make computes it: the own items' head plus the data-parallel part) describe the
  * plan; p->replicated = 1 (its label gains "+dp"), plan_ms includes the search; with an
- * alpha-beta c->comm_model, p->comm_model names it (its record's comm_model) and p->comm_gbps
+ * c->comm_model of each collective, p->comm_model names it (its record's comm_model) and p->comm_gbps
  * is 0. Deterministic.
  */
 #ifndef AS_REPLICATE_H

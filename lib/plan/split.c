@@ -118,7 +118,7 @@ static int64_t node_items(const tsplit *s, const int *lvl, int64_t n, const as_f
 
 /* the plan's score: its slowest shard's predicted cost (its pred: the kernel and the
    data-parallel part), plus its communication when charged (sc: the bandwidth or the
-   alpha-beta model) by the one objective (objective.h) */
+   model of each collective) by the one objective (objective.h) */
 static double plan_score(const as_plan *p, const as_features *const *it, const as_split_cfg *sc)
 {
     if (!p->feasible || !p->pred) return INFINITY;

@@ -25,11 +25,11 @@
  * best node seen wins, the root included, so the result is never predicted slower than no
  * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
  *
- * Communication (comm_gbps > 0 or an alpha-beta comm_model): a node's score is the one
+ * Communication (comm_gbps > 0 or a model of each collective, comm_model): a node's score is the one
  * objective's slowest shard (lib/plan/objective.h): each shard's predicted kernel (the plan's
  * pred) plus its communication by the one definition (lib/records/comm.h
  * as_comm_plan_shard_ms: its items' bytes of each sharding type, its 1/K share of every
- * shard's, each type's alphas under an alpha-beta model). Per item: ids in = lookups x 8
+ * shard's, each type's calls under a model of each collective). Per item: ids in = lookups x 8
  * bytes (TorchRec's BIGINT_DTYPE; a column piece gets all of its table's ids), outputs = 2 x
  * batch x dim x 4 bytes (fp32 pooled outputs forward, their gradients backward; a row
  * piece's are full-width partial sums). A column split so adds its ids once more per piece, a
@@ -80,7 +80,7 @@ typedef struct {
                              * comm_gbps: each shard's items' bytes by sharding type over their
                              * collective's bandwidth, plus the alphas of every type the plan
                              * has (a first row piece adds the row-wise collectives' alphas to
-                             * every shard); NULL or not alpha-beta: comm_gbps */
+                             * every shard); NULL or the bandwidth model: comm_gbps */
 } as_split_cfg;
 
 #define AS_SPLIT_COMM_GBPS AS_COMM_GBPS   /* comm.h: one host of NVLink GPUs */
