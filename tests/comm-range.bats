@@ -167,6 +167,11 @@ pieces() {
             assert_line --partial ",chosen,,,,cost-greedy+split+refine,1"
         done
     done
+    # TorchRec's own plan of 64 ranks imports as it is: its table_row_wise blocks of a 3-row
+    # table (t_cat_5) are row_wise's blocks too, on another host's ranks (56-58), kept there
+    as-convert --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" -q | as-features --model-task --shards 64 --row-pieces 2,4,8 -q -o "$T/ft64.ast"
+    as-plan -q --model "$M" --import "$ROOT/pipelines/data/h100-make-plan/dcnv2-torchrec-own-64.json" --plans-only "$T/ft64.ast" -o "$T/own64.ast"
+    [ "$(as-show -k plan "$T/own64.ast" | jq -c '[.tables as $t | .assign | to_entries[] | select($t[.key] == 5) | .value]')" = "[56,57,58]" ]
     # nvlink8 is one host: refused for 16 ranks, named
     run bash -c 'cat "$1" "$2" | as-eval --model "$3" --comm-model nvlink8' _ "$T/ft.ast" "$T/plans.ast" "$M"
     assert_failure 1

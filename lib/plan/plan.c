@@ -213,7 +213,9 @@ int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen)
     for (int64_t i = 0; rc == 0 && i < n; i++) {
         const int64_t id = x->t[i]->id;
         if (a[i] < AS_DP || a[i] >= K) { snprintf(err, errlen, "policy put table %" PRId64 " on shard %" PRId64, id, a[i]); rc = -1; break; }
-        if (as_plan_pinned(x, i) && a[i] != -1 && a[i] != x->pin[i]) {
+        /* a learned policy keeps TorchRec's row_wise blocks on their ranks; a placement given as
+           it is (plan.h as_plan_policy.given) is not checked */
+        if (as_plan_pinned(x, i) && !c->policy->given && a[i] != -1 && a[i] != x->pin[i]) {
             snprintf(err, errlen, "policy put row block %" PRId64 " of table %" PRId64 " (TorchRec's row_wise) on shard %"
                      PRId64 ", not its rank %" PRId64, x->pin[i], id, a[i], x->pin[i]);
             rc = -1;

@@ -66,6 +66,9 @@ typedef struct {
     void *ctx;
     int (*place)(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                  char *err, size_t errlen);
+    int given;      /* 1: a placement taken as it is (an imported or measured plan rebuilt): TorchRec's
+                       row_wise pins are not checked on it (TorchRec's table_row_wise cuts a table of
+                       fewer rows than ranks into row_wise's blocks, on another host's ranks) */
 } as_plan_policy;
 
 typedef struct {
