@@ -871,8 +871,8 @@ for t in sorted(tables):
     # kernel 2 ms, all-reduce 0.9765625 ms (33 %); random's none
     run as-eval --comm-gbps 1 --format csv --table comm "$T/dp.ast"
     assert_success
-    assert_line "0,0,random,1,3,0,0,0,0,0"
-    assert_line "0,0,cost-greedy,1,2,0,0,0,0.976562,32.81"
+    assert_line "0,0,random,1,3,0,0,0,0,0,0"
+    assert_line "0,0,cost-greedy,1,2,0,0,0,0.976562,0,32.81"
     run as-eval --comm-gbps 1 --format csv --table shards,ranks "$T/dp.ast"
     assert_success
     assert_output --partial "0,0,cost-greedy,1,2,measured,2.9765625,"
@@ -915,8 +915,8 @@ for t in sorted(tables):
     # of 1.181375. The fastest, rank 1: 0.0375 + 0.0375 + 0.055625 + 0.032
     run as-eval --comm-model 10/100,20/200,30/400 --format csv --table comm "$T/ab.ast"
     assert_success
-    assert_line "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct"
-    assert_line "0,0,cost-greedy+split,0,1,0.06,0.03375,0.055625,0.032,15.35"
+    assert_line "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,table_row_wise_ms,comm_pct"
+    assert_line "0,0,cost-greedy+split,0,1,0.06,0.03375,0.055625,0.032,0,15.35"
     run as-eval --comm-model 10/100,20/200,30/400 --format csv --table plans "$T/ab.ast"
     assert_success
     assert_output --partial ",measured,1.181375,1.162625,"

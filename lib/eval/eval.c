@@ -27,56 +27,105 @@ static int comm_complete(const as_eval_plan *q)
     return a2a && (q->comm_ar || !q->ndp || q->K < 2);
 }
 
-/* which sharding types plan q has among its placed entries, from its pieces: a whole table
-   table-wise, the pieces of a table whose row ranges differ row-wise, other pieces
-   column-wise (as as_comm_types does with features); has[AS_SH_DP] from ndp */
-static void plan_types(const as_eval_plan *q, int has[AS_NSH])
+/* entries of q by table id (qsort_r's ctx: the plan) */
+static int by_table(const void *a, const void *b, void *ctx)
 {
-    for (int64_t i = 0; i < q->T; i++) {
-        if (q->assign[i] < 0) continue;
-        if (!q->pieces || as_piece_whole(&q->pieces[i])) { has[AS_SH_TW] = 1; continue; }
-        int cut = 0;
-        for (int64_t j = 0; j < q->T && !cut; j++)
-            cut = j != i && q->tables[j] == q->tables[i] && q->pieces && !as_piece_whole(&q->pieces[j]) &&
-                  (q->pieces[j].r0 != q->pieces[i].r0 || q->pieces[j].r1 != q->pieces[i].r1);
-        has[cut ? AS_SH_RW : AS_SH_CW] = 1;
-    }
-    has[AS_SH_DP] = q->ndp > 0;
+    const as_eval_plan *q = ctx;
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    if (q->tables[x] != q->tables[y]) return q->tables[x] < q->tables[y] ? -1 : 1;
+    return (x > y) - (x < y);
 }
 
-/* shard j's bytes of each sharding type, ids and outputs apart (a plan without the ids'
-   part of its row and column pieces' bytes: split as the shard's ids to outputs) */
-static void shard_bytes(const as_eval_plan *q, int64_t j, double in[AS_NSH], double out[AS_NSH])
+/* each entry's sharding type, from the pieces and the placement (as as_comm_types does with
+   features): a whole table table-wise; the pieces of a table whose row ranges differ
+   row-wise, or table-row-wise when they all lie on one host of L ranks (L > 0, K > L); other
+   pieces column-wise */
+static void entry_types(const as_eval_plan *q, int64_t L, as_shtype *type)
+{
+    const int64_t T = q->T;
+    int64_t *ord = as_malloc((size_t)(T ? T : 1) * sizeof *ord);
+    for (int64_t i = 0; i < T; i++) ord[i] = i;
+    qsort_r(ord, (size_t)T, sizeof *ord, by_table, (void *)q);
+    for (int64_t a = 0, b; a < T; a = b) {
+        int cut = 0, host = L > 0 && q->K > L;
+        const as_piece *first = NULL;
+        int64_t h = -1;
+        for (b = a; b < T && q->tables[ord[b]] == q->tables[ord[a]]; b++) {
+            const int64_t i = ord[b];
+            if (!q->pieces || as_piece_whole(&q->pieces[i])) continue;
+            if (!first) first = &q->pieces[i];
+            else cut |= q->pieces[i].r0 != first->r0 || q->pieces[i].r1 != first->r1;
+            if (q->assign[i] < 0 || (h >= 0 && q->assign[i] / L != h)) host = 0;
+            else if (host) h = q->assign[i] / L;
+        }
+        for (int64_t c = a; c < b; c++) {
+            const int64_t i = ord[c];
+            type[i] = !q->pieces || as_piece_whole(&q->pieces[i]) ? AS_SH_TW : !cut ? AS_SH_CW : host ? AS_SH_TWRW : AS_SH_RW;
+        }
+    }
+    free(ord);
+}
+
+/* shard j's bytes of each sharding type, ids and outputs apart (a plan without the ids' part
+   of its row and column pieces' bytes: split as the shard's ids to outputs); its row bytes
+   split between row-wise and table-row-wise as its row pieces are */
+static void shard_bytes(const as_eval_plan *q, int64_t j, const int64_t nrow[2], double in[AS_NSH], double out[AS_NSH])
 {
     const double tot_in = q->comm_in[j], tot = q->comm_in[j] + q->comm_out[j], f = tot > 0 ? tot_in / tot : 0;
     const double rw = q->comm_rw ? q->comm_rw[j] : 0, cw = q->comm_cw ? q->comm_cw[j] : 0;
-    in[AS_SH_RW] = q->comm_rw_in ? q->comm_rw_in[j] : rw * f;
+    const double rin = q->comm_rw_in ? q->comm_rw_in[j] : rw * f;
     in[AS_SH_CW] = q->comm_cw_in ? q->comm_cw_in[j] : cw * f;
-    out[AS_SH_RW] = rw - in[AS_SH_RW];
     out[AS_SH_CW] = cw - in[AS_SH_CW];
-    in[AS_SH_TW] = fmax(0, tot_in - in[AS_SH_RW] - in[AS_SH_CW]);
-    out[AS_SH_TW] = fmax(0, q->comm_out[j] - out[AS_SH_RW] - out[AS_SH_CW]);
+    const double tw = nrow[0] + nrow[1] > 0 ? (double)nrow[1] / (double)(nrow[0] + nrow[1]) : 0;
+    in[AS_SH_TWRW] = rin * tw, out[AS_SH_TWRW] = (rw - rin) * tw;
+    in[AS_SH_RW] = rin - in[AS_SH_TWRW], out[AS_SH_RW] = rw - rin - out[AS_SH_TWRW];
+    in[AS_SH_TW] = fmax(0, tot_in - rin - in[AS_SH_CW]);
+    out[AS_SH_TW] = fmax(0, q->comm_out[j] - (rw - rin) - out[AS_SH_CW]);
+    in[AS_SH_DP] = out[AS_SH_DP] = 0;
+}
+
+int as_eval_comm_loads(const as_eval_plan *q, int64_t local, as_comm_load *l)
+{
+    const int64_t K = q->K, T = q->T;
+    if (!q->comm_in && !q->comm_ar) return -1;
+    as_shtype *type = as_malloc((size_t)(T ? T : 1) * sizeof *type);
+    int64_t *nrow = as_calloc((size_t)(2 * K + 2), sizeof *nrow);   /* [K][2]: row-wise, table-row-wise */
+    int has[AS_NSH] = { 0 };
+    entry_types(q, local, type);
+    for (int64_t i = 0; i < T; i++) {
+        if (q->assign[i] < 0) continue;
+        has[type[i]] = 1;
+        if (type[i] == AS_SH_RW || type[i] == AS_SH_TWRW) nrow[2 * q->assign[i] + (type[i] == AS_SH_TWRW)]++;
+    }
+    has[AS_SH_DP] = q->ndp > 0;
+    double all_in[AS_NSH] = { 0 }, all_out[AS_NSH] = { 0 };
+    for (int64_t j = 0; j < K; j++) {
+        memset(&l[j], 0, sizeof l[j]);
+        if (q->comm_in) shard_bytes(q, j, nrow + 2 * j, l[j].own_in, l[j].own_out);
+        for (int s = 0; s < AS_NSH; s++) all_in[s] += l[j].own_in[s], all_out[s] += l[j].own_out[s];
+    }
+    for (int64_t j = 0; j < K; j++) {
+        memcpy(l[j].all_in, all_in, sizeof all_in);
+        memcpy(l[j].all_out, all_out, sizeof all_out);
+        memcpy(l[j].has, has, sizeof has);
+        l[j].ar = q->comm_ar ? q->comm_ar[j] : 0;
+        l[j].local = local;
+    }
+    free(type);
+    free(nrow);
+    return 0;
 }
 
 int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH])
 {
-    as_comm_load l;
-    memset(&l, 0, sizeof l);
     if (parts)
         for (int s = 0; s < AS_NSH; s++) parts[s] = 0;
     *ms = 0;
     if ((!q->comm_in && !q->comm_ar) || k < 0 || k >= q->K) return -1;
-    for (int64_t j = 0; q->comm_in && j < q->K; j++) {
-        double in[AS_NSH], out[AS_NSH];
-        shard_bytes(q, j, in, out);
-        for (int s = AS_SH_TW; s <= AS_SH_RW; s++) {
-            l.all_in[s] += in[s], l.all_out[s] += out[s];
-            if (j == k) l.own_in[s] = in[s], l.own_out[s] = out[s];
-        }
-    }
-    plan_types(q, l.has);
-    l.ar = q->comm_ar ? q->comm_ar[k] : 0;
-    *ms = as_comm_plan_shard_ms(m, q->K, &l, parts);
+    as_comm_load *l = as_malloc((size_t)q->K * sizeof *l);
+    as_eval_comm_loads(q, as_comm_local(m), l);
+    *ms = as_comm_plan_shard_ms(m, q->K, &l[k], parts);
+    free(l);
     return 0;
 }
 
@@ -116,12 +165,15 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int6
         if ((!q->comm_in && !q->comm_ar) || !q->K) continue;
         free(q->comm_ms);
         q->comm_ms = as_malloc((size_t)q->K * sizeof *q->comm_ms);
+        as_comm_load *l = as_malloc((size_t)q->K * sizeof *l);
+        as_eval_comm_loads(q, as_comm_local(m), l);
         for (int64_t k = 0; k < q->K; k++) {
             /* its own side of each collective, its share of everyone's, and what it sends in
                the all-reduce of its data-parallel tables' gradients (its own: no share) */
-            as_eval_comm_ms(q, k, m, &q->comm_ms[k], NULL);
+            q->comm_ms[k] = as_comm_plan_shard_ms(m, q->K, &l[k], NULL);
             if (!isnan(q->cost[k])) q->cost[k] += q->comm_ms[k];
         }
+        free(l);
     }
     return 1;
 }
@@ -1667,9 +1719,10 @@ void as_eval_print_header(FILE *f, as_eval_format fmt, const as_eval_header *h)
     as_comm_words_of(h->comm_model, h->comm_gbps, how, sizeof how);
     if (h->charged)
         fprintf(f, "%s%s kernel costs plus communication modelled %s (ids in, pooled outputs and "
-                   "gradients out, each shard's own and its 1/K share of the all-to-all%s; %.1f MB per shard on "
+                   "gradients out, each shard's own and its 1/K share of the all-to-all%s%s; %.1f MB per shard on "
                    "average, at most %.1f MB); floors compare the kernel alone\n\n", nt, h->label, how,
                 h->dp_plans ? ", and the all-reduce of the data-parallel tables' gradients" : "",
+                h->comm_model ? ", each call's message the larger of the two" : "",
                 h->comm_n ? h->comm_bytes / (double)h->comm_n / 1e6 : 0.0, h->comm_max / 1e6);
     else if (h->comm_have && !h->comm_missing)
         fprintf(f, "%snot charged (--comm-gbps 0): %.1f MB per shard on average, at most %.1f MB (ids in, "

@@ -53,6 +53,11 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int6
  * its entries' pieces (so that a plan from before comm_rw_bytes / comm_cw_bytes, whose pieces'
  * bytes are counted table-wise, still pays each type's alphas). -1 (*ms 0) when the plan
  * carries no communication bytes or k is out of range, else 0 */
+/* each shard's load of plan q (comm.h as_comm_load: its bytes by sharding type, everyone's,
+ * its all-reduce bytes, the types the plan has; a table's row pieces all on one host of
+ * local ranks table-row-wise, local > 0 and K > local) into l[0..K); -1 when q carries no
+ * communication bytes. What as_eval_comm_ms and the charge evaluate a model on. */
+int as_eval_comm_loads(const as_eval_plan *q, int64_t local, as_comm_load *l);
 int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH]);
 
 /* per-plan figures (over_floor from a floor set before), then per (run, task) the speedup over that run's first random plan of

@@ -31,15 +31,16 @@ static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, d
     if (fmt == AS_EVAL_CSV) {
         fprintf(f, "%" PRId64 ",%" PRId64 ",", q->run, q->task);
         as_eval_csv_field(f, q->alg);
-        fprintf(f, ",%" PRId64 ",%.6g,%.6g,%.6g,%.6g,%.6g,%.4g\n", s, kern, ms[0], ms[1], ms[2], ms[3], pct);
+        fprintf(f, ",%" PRId64 ",%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g\n", s, kern, ms[0], ms[1], ms[2], ms[3], ms[4], pct);
     } else if (fmt == AS_EVAL_MARKDOWN) {
         fprintf(f, "| %" PRId64 " | %" PRId64 " | ", q->run, q->task);
         as_eval_md_cell(f, q->alg);
-        fprintf(f, " | %" PRId64 " | %.4f | %.4f | %.4f | %.4f | %.4f | %.1f |\n", s, kern, ms[0], ms[1], ms[2], ms[3], pct);
+        fprintf(f, " | %" PRId64 " | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.1f |\n", s, kern, ms[0], ms[1], ms[2], ms[3], ms[4],
+                pct);
     }
     else
-        fprintf(f, "%4" PRId64 " %5" PRId64 "  %-32s %5" PRId64 " %10.4f %11.4f %11.4f %10.4f %13.4f %7.1f\n", q->run,
-                q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], pct);
+        fprintf(f, "%4" PRId64 " %5" PRId64 "  %-32s %5" PRId64 " %10.4f %11.4f %11.4f %10.4f %13.4f %14.4f %7.1f\n", q->run,
+                q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], ms[4], pct);
 }
 
 /* what the model charges, for the table's title */
@@ -58,18 +59,20 @@ void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
     char how[AS_COMM_NAME_MAX + 160];
     model_words(how, sizeof how, m);
     if (fmt == AS_EVAL_CSV)
-        fprintf(f, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct\n");
+        fprintf(f, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,table_row_wise_ms,"
+                   "comm_pct\n");
     else if (fmt == AS_EVAL_MARKDOWN)
         fprintf(f, "**Communication of each plan's slowest rank, by sharding type**, modelled %s: table- and "
                    "column-wise all-to-alls, row pieces' ids and reduce-scattered partial sums, data-parallel "
-                   "tables' all-reduce\n\n| run | task | alg | rank | kernel (ms) | table-wise (ms) | column-wise (ms) | "
-                   "row-wise (ms) | data-parallel (ms) | communication (%%) |\n"
-                   "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n",
+                   "tables' all-reduce, table-row-wise pieces' reduce-scatter within their host and all-to-all "
+                   "across\n\n| run | task | alg | rank | kernel (ms) | table-wise (ms) | column-wise (ms) | "
+                   "row-wise (ms) | data-parallel (ms) | table-row-wise (ms) | communication (%%) |\n"
+                   "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                 how);
     else
         fprintf(f, "# communication of each plan's slowest rank, by sharding type, modelled %s\n"
-                   "%4s %5s  %-32s %5s %10s %11s %11s %10s %13s %7s\n", how, "run", "task", "alg", "rank", "kernel ms",
-                "table-wise", "column-wise", "row-wise", "data-parallel", "comm %");
+                   "%4s %5s  %-32s %5s %10s %11s %11s %10s %13s %14s %7s\n", how, "run", "task", "alg", "rank", "kernel ms",
+                "table-wise", "column-wise", "row-wise", "data-parallel", "table-row-wise", "comm %");
     int64_t none = 0;
     for (int64_t j = 0; j < n; j++) {
         const as_eval_plan *q = &p[j];

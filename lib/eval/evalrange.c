@@ -36,11 +36,13 @@ static double cost_of(const task_view *t, int64_t j, const as_comm_model *m)
 {
     const as_eval_plan *q = t->q[j];
     double mx = -INFINITY;
+    as_comm_load *l = as_malloc((size_t)q->K * sizeof *l);
+    as_eval_comm_loads(q, as_comm_local(m), l);
     for (int64_t k = 0; k < q->K; k++) {
-        double c = 0;
-        as_eval_comm_ms(q, k, m, &c, NULL);
+        const double c = as_comm_plan_shard_ms(m, q->K, &l[k], NULL);
         if (t->kern[j][k] + c > mx) mx = t->kern[j][k] + c;
     }
+    free(l);
     return mx;
 }
 

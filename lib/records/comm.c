@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const as_comm_type_name[AS_NSH] = { "table-wise", "column-wise", "row-wise", "data-parallel" };
+const char *const as_comm_type_name[AS_NSH] = { "table-wise", "column-wise", "row-wise", "data-parallel", "table-row-wise" };
+
+int64_t as_comm_local(const as_comm_model *m)
+{
+    return m && (m->kind == AS_COMM_HOSTS || m->kind == AS_COMM_TORCHREC) ? m->local : 0;
+}
 
 #define GIB 1073741824.0
 /* TorchRec's estimator's constants (planner/constants.py at 376cac6): GiB/s */
@@ -517,6 +522,11 @@ static double torchrec_ms(const as_comm_model *m, int64_t K, const as_comm_load 
         double v = 0;
         if (s == AS_SH_TW || s == AS_SH_CW) v = l->own_out[s] / (link * m->a2a_bw);
         else if (s == AS_SH_RW) v = l->own_out[s] / link + l->own_out[s] / 2 * TR_COPY_FACTOR / hbm;
+        else if (s == AS_SH_TWRW) {
+            /* the host's reduce-scatter at the intra-host rate, its 1/L across hosts */
+            const double intra = TR_INTRA_GIBS * m->bw * gib_ms, cross = TR_CROSS_GIBS * m->bw * gib_ms * m->a2a_bw;
+            v = l->own_out[s] / intra + (K > L ? l->own_out[s] / (double)L / cross : 0) + l->own_out[s] / 2 * TR_COPY_FACTOR / hbm;
+        }
         else if (K > 1 && l->ar > 0) {
             const double tb = l->ar * (double)K / (2.0 * (double)(K - 1)), n = fmin((double)K / (double)L, 2.0);
             v = tb * (2 * n - 1) / n / (TR_CROSS_GIBS * m->bw * gib_ms * (double)L) * (K > 2 * L ? 2 : 1) +
@@ -533,18 +543,22 @@ double as_comm_plan_shard_ms(const as_comm_model *m, int64_t K, const as_comm_lo
     double p[AS_NSH] = { 0 }, t = 0;
     const double k1 = (double)(K > 0 ? K : 1);
     if (m && !m->ab && m->gbps > 0) {
-        for (int s = AS_SH_TW; s <= AS_SH_RW; s++)
-            p[s] = (l->own_in[s] + l->own_out[s] + (l->all_in[s] + l->all_out[s]) / k1) / (m->gbps * GIB) * 1e3;
+        for (int s = 0; s < AS_NSH; s++)
+            if (s != AS_SH_DP) p[s] = (l->own_in[s] + l->own_out[s] + (l->all_in[s] + l->all_out[s]) / k1) / (m->gbps * GIB) * 1e3;
         p[AS_SH_DP] = l->ar / (m->gbps * GIB) * 1e3;
     } else if (m && m->kind == AS_COMM_TORCHREC) {
         torchrec_ms(m, K, l, p);
     } else if (m && m->ab && K > 1) {
-        for (int s = AS_SH_TW; s <= AS_SH_RW; s++) {
-            if (!l->has[s]) continue;
+        for (int s = 0; s < AS_NSH; s++) {
+            if (!l->has[s] || s == AS_SH_DP) continue;
             const double in = fmax(l->own_in[s], l->all_in[s] / k1), out = fmax(l->own_out[s], l->all_out[s] / k1) / 2;
-            const double us = as_comm_call_us(m, K, AS_COLL_A2A, in) +
-                              (s == AS_SH_RW ? as_comm_call_us(m, K, AS_COLL_RS, out) + as_comm_call_us(m, K, AS_COLL_AG, out)
-                                             : 2 * as_comm_call_us(m, K, AS_COLL_A2A, out));
+            double us = as_comm_call_us(m, K, AS_COLL_A2A, in);
+            if (s == AS_SH_RW) us += as_comm_call_us(m, K, AS_COLL_RS, out) + as_comm_call_us(m, K, AS_COLL_AG, out);
+            else if (s == AS_SH_TWRW) {
+                const int64_t L = l->local > 0 && l->local < K ? l->local : K;
+                us += as_comm_call_us(m, L, AS_COLL_RS, out) + as_comm_call_us(m, L, AS_COLL_AG, out) +
+                      (L < K ? 2 * as_comm_call_us(m, K, AS_COLL_A2A, out / (double)L) : 0);
+            } else us += 2 * as_comm_call_us(m, K, AS_COLL_A2A, out);
             p[s] = us * 1e-3;
         }
         if (l->has[AS_SH_DP]) p[AS_SH_DP] = as_comm_call_us(m, K, AS_COLL_AR, l->ar * k1 / (2.0 * (k1 - 1))) * 1e-3;
@@ -576,8 +590,8 @@ double as_comm_item_ms(const as_comm_model *m, int64_t K, as_shtype s, double in
     }
     if (K <= 1) return 0;
     if (s == AS_SH_DP) return out * (double)K / (2.0 * (double)(K - 1)) * per_byte_us(m, K, AS_COLL_AR) * 1e-3;
-    const double o = s == AS_SH_RW ? (per_byte_us(m, K, AS_COLL_RS) + per_byte_us(m, K, AS_COLL_AG)) / 2
-                                   : per_byte_us(m, K, AS_COLL_A2A);
+    const double o = s == AS_SH_RW || s == AS_SH_TWRW ? (per_byte_us(m, K, AS_COLL_RS) + per_byte_us(m, K, AS_COLL_AG)) / 2
+                                                     : per_byte_us(m, K, AS_COLL_A2A);
     return (in * per_byte_us(m, K, AS_COLL_A2A) + out * o) * 1e-3;
 }
 

@@ -9,6 +9,13 @@
  *   row-wise                 1 all-to-all (the ids), a reduce-scatter of the partial sums
  *                            forward and an all-gather of their gradients backward
  *   data-parallel            1 all-reduce of the gradients
+ *   table-row-wise           (TorchRec's table_row_wise: a table's row blocks on the L GPUs
+ *                            of one host) 1 all-to-all (the ids), a reduce-scatter of the
+ *                            partial sums within the host, then an all-to-all of the
+ *                            host's 1/L of them across hosts, forward; the all-to-all and an
+ *                            all-gather within the host backward. Told by its placement
+ *                            (as-eval: the plan's row pieces of a table all on one host of
+ *                            the model's L GPUs); our planners do not make it
  * A collective is global: every rank takes part, and pays a call's latency when the plan has
  * that sharding type anywhere, whatever it holds. Shard k's message of each call, in
  * nccl-tests' terms (the bytes each rank's buffer holds): for the ids, max(its own items'
@@ -83,7 +90,7 @@
 #define AS_COMM_NAME_MAX 1024   /* bytes of a model's name with its NUL (a record's comm_model) */
 
 /* the sharding types, as TorchRec runs them: each has its own distributions */
-typedef enum { AS_SH_TW, AS_SH_CW, AS_SH_RW, AS_SH_DP, AS_NSH } as_shtype;
+typedef enum { AS_SH_TW, AS_SH_CW, AS_SH_RW, AS_SH_DP, AS_SH_TWRW, AS_NSH } as_shtype;
 typedef enum { AS_COMM_BANDWIDTH, AS_COMM_AB, AS_COMM_HOSTS, AS_COMM_NCCL, AS_COMM_TORCHREC } as_comm_kind;
 
 typedef struct {
@@ -112,6 +119,7 @@ typedef struct {
     double all_in[AS_NSH], all_out[AS_NSH];
     double ar;
     int has[AS_NSH];
+    int64_t local;      /* the GPUs of a host table-row-wise pieces share (0: none) */
 } as_comm_load;
 
 /* the bandwidth model at gbps GiB/s (<= 0: none) */
@@ -138,6 +146,8 @@ as_comm_model as_comm_scaled(const as_comm_model *m, double bw, double a2a_bw, d
  * (*has_model 1). 0, or -1 with err naming the field; never a silent 0. */
 int as_comm_record_read(const msgpack_object *rec, double *gbps, as_comm_model *m, int *has_model, char *err,
                         size_t errlen);
+/* the GPUs of a host m knows (h100-ib, torchrec:L), else 0 */
+int64_t as_comm_local(const as_comm_model *m);
 /* -1 with err when m does not hold for K ranks (nvlink8: K > 8; h100-ib: K > 8 not a
  * multiple of 8; nccl: K not its ranks); else 0 */
 int as_comm_model_check(const as_comm_model *m, int64_t K, char *err, size_t errlen);
@@ -171,7 +181,8 @@ void as_comm_words(const as_comm_model *m, char *buf, size_t len);
 /* the same from a name as a record's comm_model holds (NULL: the bandwidth gbps) */
 void as_comm_words_of(const char *name, double gbps, char *buf, size_t len);
 
-/* the sharding types' names: "table-wise", "column-wise", "row-wise", "data-parallel" */
+/* the sharding types' names: "table-wise", "column-wise", "row-wise", "data-parallel",
+ * "table-row-wise" */
 extern const char *const as_comm_type_name[AS_NSH];
 
 #endif

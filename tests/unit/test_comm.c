@@ -410,6 +410,16 @@ TEST(comm_torchrec_estimator)
     l.has[AS_SH_DP] = 1;
     CHECK_NEAR(as_comm_plan_shard_ms(&m, 2, &l, NULL), 2.25593945387348e-04, 1e-15);
     CHECK_NEAR(as_comm_item_ms(&m, 2, AS_SH_DP, 0, l.ar), 2.25593945387348e-04, 1e-15);
+    /* table_row_wise on one host is its row_wise (TorchRec's test: the same backward) */
+    memset(&l, 0, sizeof l);
+    l.own_out[AS_SH_TWRW] = out;
+    l.has[AS_SH_TWRW] = 1;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 2, &l, NULL), 6.357828776041667e-05 + 1.6798276699240525e-04, 1e-15);
+    /* over 2 hosts of 8 its 1/8 crosses at 12.5 GiB/s */
+    CHECK_EQ_I64(as_comm_model_parse("torchrec:8", &m, err, sizeof err), 0);
+    const double gib = 1073741824.0 / 1e3;
+    CHECK_NEAR(as_comm_plan_shard_ms(&m, 16, &l, NULL), out / (600 * gib) + out / 8 / (12.5 * gib) + out / 2 * 2.455 / (897 * gib),
+               1e-15);
     /* beyond a host (torchrec:1 over 2 ranks): 12.5 GiB/s, 48 x slower than 600 */
     CHECK_EQ_I64(as_comm_model_parse("torchrec:1", &m, err, sizeof err), 0);
     memset(&l, 0, sizeof l);

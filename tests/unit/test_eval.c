@@ -1743,8 +1743,8 @@ TEST(eval_comm_by_collective)
     FILE *f = open_memstream(&buf, &len);
     as_eval_print_comm(f, AS_EVAL_CSV, &p, 1, &BW1);
     fclose(f);
-    CHECK_STR(buf, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,comm_pct\n"
-                   "0,1,b,0,1,1000,0,375,1000,99.96\n");
+    CHECK_STR(buf, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,table_row_wise_ms,"
+                   "comm_pct\n0,1,b,0,1,1000,0,375,1000,0,99.96\n");
     free(buf);
     /* no bytes, or no bandwidth: nothing to split */
     CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW0, ms), -1);
@@ -1803,5 +1803,57 @@ TEST(eval_comm_types_from_pieces)
     p.tables[4] = 3;
     CHECK_EQ_I64(as_eval_comm_parts(&p, 2, &m, ms), 0);
     CHECK_NEAR(ms[AS_SH_RW], 0, 0);
+    as_eval_plan_free(&p);
+}
+
+/* a table's row pieces all on one host of the model's GPUs: table-row-wise (h100-ib, torchrec:L);
+   spread over hosts, or under a model without hosts: row-wise */
+TEST(eval_comm_table_row_wise)
+{
+    double c[16];
+    for (int k = 0; k < 16; k++) c[k] = 1;
+    as_eval_plan p = P(0, 0, "x", 16, c);
+    free(p.tables);
+    free(p.assign);
+    p.T = 9;
+    p.tables = as_malloc(9 * sizeof *p.tables);
+    p.assign = as_malloc(9 * sizeof *p.assign);
+    p.pieces = as_malloc(9 * sizeof *p.pieces);
+    p.comm_in = as_calloc(16, sizeof(double));
+    p.comm_out = as_calloc(16, sizeof(double));
+    p.comm_rw = as_calloc(16, sizeof(double));
+    p.comm_rw_in = as_calloc(16, sizeof(double));
+    p.tables[0] = 0, p.assign[0] = 0, p.pieces[0] = AS_PIECE_WHOLE;
+    p.comm_in[0] = 1e5, p.comm_out[0] = 1e6;
+    for (int i = 1; i < 9; i++) {   /* table 1 in 8 row blocks on ranks 8..15: the second host */
+        p.tables[i] = 1, p.assign[i] = 7 + i, p.pieces[i] = (as_piece){ 0, 16, 10 * (i - 1), 10 * i };
+        p.comm_in[7 + i] = p.comm_rw_in[7 + i] = 2e5;
+        p.comm_out[7 + i] = 4e6;
+        p.comm_rw[7 + i] = 4.2e6;
+    }
+    as_comm_load l[16];
+    CHECK_EQ_I64(as_eval_comm_loads(&p, 8, l), 0);
+    CHECK(l[9].has[AS_SH_TWRW] && !l[9].has[AS_SH_RW] && l[9].has[AS_SH_TW]);
+    CHECK_NEAR(l[9].own_in[AS_SH_TWRW], 2e5, 0);
+    CHECK_NEAR(l[9].own_out[AS_SH_TWRW], 4e6, 0);
+    CHECK_NEAR(l[9].all_out[AS_SH_TWRW], 32e6, 0);
+    CHECK_NEAR(l[0].own_out[AS_SH_TW], 1e6, 0);
+    /* h100-ib charges it within the host, and only a 1/8 across */
+    as_comm_model ib, n8;
+    char err[256];
+    CHECK_EQ_I64(as_comm_model_parse("h100-ib", &ib, err, sizeof err), 0);
+    CHECK_EQ_I64(as_comm_model_parse("nvlink8", &n8, err, sizeof err), 0);
+    double ms, parts[AS_NSH];
+    CHECK_EQ_I64(as_eval_comm_ms(&p, 9, &ib, &ms, parts), 0);
+    const double want = as_comm_call_us(&ib, 16, AS_COLL_A2A, 2e5) + as_comm_call_us(&n8, 8, AS_COLL_RS, 2e6) +
+                        as_comm_call_us(&n8, 8, AS_COLL_AG, 2e6) + 2 * as_comm_call_us(&ib, 16, AS_COLL_A2A, 2e6 / 8);
+    CHECK_NEAR(parts[AS_SH_TWRW], want * 1e-3, 1e-12);
+    CHECK_NEAR(parts[AS_SH_RW], 0, 0);
+    /* without hosts (local 0), or spread over two hosts: row-wise */
+    CHECK_EQ_I64(as_eval_comm_loads(&p, 0, l), 0);
+    CHECK(l[9].has[AS_SH_RW] && !l[9].has[AS_SH_TWRW]);
+    p.assign[1] = 0;
+    CHECK_EQ_I64(as_eval_comm_loads(&p, 8, l), 0);
+    CHECK(l[9].has[AS_SH_RW] && !l[9].has[AS_SH_TWRW]);
     as_eval_plan_free(&p);
 }
