@@ -47,8 +47,12 @@
 #                                           passes made apart, each piece alone for the floor (stages.mk, as the demo)
 #   choice     as-eval, plan_choose.py      of the plans TorchRec can load, the one with the
 #                                           fastest slowest rank, communication charged
-#                                           (COMM_GBPS, or COMM_MODEL); a simpler plan within TIE of it, or
-#                                           one it does not beat in every pass, wins
+#                                           (COMM_GBPS, or COMM); a simpler plan within TIE of it, or
+#                                           one it does not beat in every pass, wins; unless
+#                                           another wins somewhere in the plausible range of
+#                                           the communication's cost (as-eval --table range:
+#                                           0.5x-2x its bandwidths and latency, RANGE_MODELS),
+#                                           then the candidate of the least worst case
 #   plan.json  as-plan --export             the chosen plan in TorchRec's form, checked by
 #                                           pipelines/torchrec_plan.py --check --config
 #   report.md  as-eval                      the verdict, the candidates, the chosen plan rank

@@ -185,6 +185,44 @@ CSVHEAD='run,task,split,alg,shards,tables,cost_kind,max_ms,min_ms,mean_ms,balanc
     [ "$status" -eq 2 ]
 }
 
+@test "plan_choose.py --robust: the choice stays where it holds, else the candidate of the least worst case; --chosen says why" {
+    RH="run,task,what,knob,x_from,x_to,alg,value"
+    # the chosen holds: nothing rewritten
+    printf '%s\n' "$RH" "0,0,chosen,,,,a,1" "0,0,worst,,,,a,1" "0,0,worst,,,,b,1.2" "0,0,robust,,,,a,1" > "$T/r.csv"
+    echo a > "$T/a"
+    run python3 "$ROOT/pipelines/plan_choose.py" --robust "$T/r.csv" --out-alg "$T/a"
+    assert_success
+    assert_output --partial "The choice \`a\` is the best candidate TorchRec can load (within 1 %)"
+    [ "$(cat "$T/a")" = a ]
+    # another wins in part of the range and has the lesser worst case: it is chosen
+    printf '%s\n' "$RH" "0,0,chosen,,,,a,1" "0,0,segment,bw,0.0625,0.7,b,0" "0,0,worst,,,,a,1.3" "0,0,worst,,,,b,1.05" \
+        "0,0,robust,,,,b,0" > "$T/r.csv"
+    run python3 "$ROOT/pipelines/plan_choose.py" --robust "$T/r.csv" --out-alg "$T/a"
+    assert_success
+    assert_output --partial "**The choice is \`b\` instead of \`a\`**: its worst case (1.050x the best) is less than \`a\`'s (1.300x)"
+    [ "$(cat "$T/a")" = b ]
+    # ... the verdict then says the choice is not the measured one
+    { echo "$CSVHEAD"; csvrow a 1.0 0.9; csvrow b 1.1 0.8; } > "$T/c.csv"
+    cp "$T/c.csv" "$T/k.csv"
+    run python3 "$ROOT/pipelines/plan_choose.py" "$T/c.csv" "$T/k.csv" --chosen b
+    assert_success
+    assert_output --partial "## The chosen plan: \`b\`"
+    assert_output --partial "Chosen for its worst case as the communication's cost changes (below), not on its measurement alone: the rule on the measurement picks \`a\`"
+    run python3 "$ROOT/pipelines/plan_choose.py" "$T/c.csv" "$T/k.csv" --chosen zz
+    assert_failure 1
+    # not as-eval's range: refused
+    printf 'x,y\n1,2\n' > "$T/bad.csv"
+    run python3 "$ROOT/pipelines/plan_choose.py" --robust "$T/bad.csv"
+    assert_failure 1
+    assert_output --partial "not as-eval's CSV range table"
+    printf '%s\n' "$RH" "0,0,worst,,,,a,1" > "$T/bad.csv"
+    run python3 "$ROOT/pipelines/plan_choose.py" --robust "$T/bad.csv"
+    assert_failure 1
+    assert_output --partial "no chosen, robust and worst rows"
+    run python3 "$ROOT/pipelines/plan_choose.py" --robust "$T/r.csv" "$T/c.csv"
+    [ "$status" -eq 2 ]
+}
+
 @test "make plan ROW_CAP= BATCH=: tables above the cap measured over it, at a smaller batch; the report says so, with the measured row curve" {
     mkplan > /dev/null 2>&1
     run mkplan OUT="$D/out-cap" ROW_CAP=8000 BATCH=64
