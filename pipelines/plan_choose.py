@@ -198,6 +198,15 @@ def code(s):
     return "`` %s ``" % s if "`" in s else "`%s`" % s
 
 
+def write_alg(path, alg):
+    """--out-alg FILE: the chosen label alone, or exit 3"""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(alg + "\n")
+    except OSError as e:
+        fail("--out-alg %s: %s" % (path, e.strerror or e), 3)
+
+
 def read_range(path):
     """as-eval --table range's CSV: {'chosen': alg, 'robust': (alg, holds), 'worst': {alg: x}}"""
     text = read_text(path)
@@ -260,11 +269,7 @@ def robust(path, tie, out_alg):
             lines.append("The choice keeps the least worst case of the candidates: it stays.")
     emit("\n".join(lines) + "\n")
     if out_alg and pick != chosen and not holds:
-        try:
-            with open(out_alg, "w", encoding="utf-8") as f:
-                f.write(pick + "\n")
-        except OSError as e:
-            fail("--out-alg %s: %s" % (out_alg, e.strerror or e), 3)
+        write_alg(out_alg, pick)
     return 0
 
 
@@ -392,11 +397,7 @@ def main(argv):
     lines.append("Figures: measured kernel times; the communication is modelled (as-eval --comm-gbps or --comm-model), not measured.")
     emit("\n".join(lines) + "\n")
     if out_alg:
-        try:
-            with open(out_alg, "w", encoding="utf-8") as f:
-                f.write(chosen + "\n")
-        except OSError as e:
-            fail("--out-alg %s: %s" % (out_alg, e.strerror or e), 3)
+        write_alg(out_alg, chosen)
     return 0
 
 
