@@ -165,6 +165,14 @@ PROGRESS ?= --progress
 # $(call sq,TEXT): TEXT as one word for the shell (in single quotes)
 sq = '$(subst ','\'',$(1))'
 QMODEL := $(call sq,$(MODEL))
+# COMM checked before anything is measured: a model as-eval would refuse (a bad spec, an
+# nccl-tests file cut short or of a failed run) stops here, with as-eval's message
+ifneq ($(strip $(COMM)),)
+COMM_ERR := $(shell $(BIN)/as-eval --comm-model $(call sq,$(COMM)) --table comm /dev/null 2>&1 | grep -m1 -e '--comm-model:')
+ifneq ($(COMM_ERR),)
+$(error make plan: COMM: $(COMM_ERR))
+endif
+endif
 # NAME: the config's file name without its extension; a character make or the shell would
 # split a file name at (a space, a quote, ...) becomes _
 NAME := $(shell printf '%s' $(QMODEL) | sed -e 's|.*/||' -e 's|\.[^.]*$$||' | LC_ALL=C tr -c 'A-Za-z0-9._+,=@~\200-\377-' '_')

@@ -202,4 +202,11 @@ pieces() {
     run mkplan SHARDS=8 COMM="$local8"
     assert_success
     assert_output --partial "== plans:"
+    # a file cut short: refused before anything is measured, naming the file and line
+    head -c 1800 "$T/a2a.keep" > "$T/c/h100x8-alltoall.txt"
+    rm -rf "$D/out2"
+    run mkplan SHARDS=8 OUT="$D/out2" COMM="$local8"
+    assert_failure
+    assert_output --partial "make plan: COMM: as-eval: --comm-model: $T/c/h100x8-alltoall.txt:"
+    [ ! -e "$D/out2/plan-tiny/costs.ast" ]
 }
