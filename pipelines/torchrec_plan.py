@@ -362,7 +362,9 @@ def _expressible(module, name, ps, world, size=None, local=None):
     2026-11-26) express: table_wise(rank); column_wise(ranks) with equal column widths on any
     ranks (reused ranks allowed), or column_wise(size_per_rank) with the widths on ranks
     0, 1, ... in order; row_wise() with world_size blocks of ceil(rows / world_size) rows,
-    block i on rank i; data_parallel() (the table whole on every rank). Anything else (row
+    block i on rank i; table_row_wise(host_index) with local_size blocks of ceil(rows /
+    local_size) rows on one host's ranks, block i on rank host x local_size + i (world_size a
+    multiple of local_size above it); data_parallel() (the table whole on every rank). Anything else (row
     pieces on other ranks, uneven column pieces on other ranks, grid shards) cannot go
     through construct_module_sharding_plan. size: the table's
     (num_embeddings, embedding_dim) when known (--config): the shards must cover exactly it."""
@@ -394,6 +396,24 @@ def _expressible(module, name, ps, world, size=None, local=None):
             return "column_wise", {"size_per_rank": widths, "compute_kernel": ck}
         raise ValueError(f"{where}: column pieces of widths {widths} on ranks {ranks}: TorchRec's column_wise "
                          "takes uneven widths (size_per_rank) only on ranks 0, 1, ... in order")
+    if kind == "table_row_wise":
+        # L blocks of ceil(rows / L) rows on the L ranks of one host h, block i on rank h L + i
+        # (sharding_plan.py table_row_wise(host_index)); L the plan's local_size
+        cols = sizes[0][1]
+        rows = sum(nr for (nr, _) in sizes)
+        if not local or world % local or world <= local:
+            raise ValueError(f"{where}: table_row_wise needs hosts: a local_size L with world_size a multiple of L "
+                             f"above it (world_size {world}, local_size {local})")
+        block = -(-rows // local)
+        want = [(i * block, min(block, rows - i * block)) for i in range(local) if i * block < rows]
+        got = [(r0, nr) for (r0, _), (nr, nc) in zip(offs, sizes)]
+        host = ranks[0] // local
+        if any(c0 != 0 or nc != cols for (_, c0), (_, nc) in zip(offs, sizes)) or got != want or \
+                ranks != [host * local + i for i in range(len(ranks))]:
+            raise ValueError(f"{where}: row pieces {[f'{r0}+{nr}' for r0, nr in got]} on ranks {ranks}: TorchRec's "
+                             f"table_row_wise places {local} blocks of {block} rows on one host's ranks, block i on "
+                             "rank host x local_size + i")
+        return "table_row_wise", {"host_index": host}
     if kind == "row_wise":
         cols = sizes[0][1]
         rows = sum(nr for (nr, _) in sizes)

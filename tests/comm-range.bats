@@ -167,11 +167,53 @@ pieces() {
             assert_line --partial ",chosen,,,,cost-greedy+split+refine,1"
         done
     done
+    # the converter: table_row_wise is L blocks on one host's ranks, with hosts
+    run python3 - "$ROOT/pipelines" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import torchrec_plan as tp
+ps = {"sharding_type": "table_row_wise", "ranks": [8, 9, 10, 11, 12, 13, 14, 15],
+      "shards": [{"shard_offsets": [2 * i, 0], "shard_sizes": [2, 4]} for i in range(8)]}
+assert tp._expressible("m", "t", ps, 32, (16, 4), 8) == ("table_row_wise", {"host_index": 1})
+for ranks, world in (([8, 9, 10, 11, 12, 13, 14, 16], 32), ([0, 1, 2, 3, 4, 5, 6, 7], 8)):
+    try:
+        tp._expressible("m", "t", dict(ps, ranks=ranks), world, (16, 4), 8)
+        sys.exit("accepted %s on %d" % (ranks, world))
+    except ValueError as e:
+        print(e)
+PY
+    assert_success
+    assert_output --partial "table_row_wise places 8 blocks of 2 rows on one host's ranks"
+    assert_output --partial "table_row_wise needs hosts"
     # TorchRec's own plan of 64 ranks imports as it is: its table_row_wise blocks of a 3-row
     # table (t_cat_5) are row_wise's blocks too, on another host's ranks (56-58), kept there
     as-convert --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" -q | as-features --model-task --shards 64 --row-pieces 2,4,8 -q -o "$T/ft64.ast"
     as-plan -q --model "$M" --import "$ROOT/pipelines/data/h100-make-plan/dcnv2-torchrec-own-64.json" --plans-only "$T/ft64.ast" -o "$T/own64.ast"
     [ "$(as-show -k plan "$T/own64.ast" | jq -c '[.tables as $t | .assign | to_entries[] | select($t[.key] == 5) | .value]')" = "[56,57,58]" ]
+    # at 64 ranks under h100-ib the split search moves tables table_row_wise (L blocks on one
+    # host), exported as TorchRec's table_row_wise and loaded; no slower than TorchRec's own
+    as-plan -q --alg cost-greedy --model "$M" --split-tables --comm-model h100-ib --plans-only "$T/ft64.ast" -o "$T/tw.ast"
+    as-plan -q --export "$T/tw.ast" --format torchrec "$T/ft64.ast" > "$T/tw.json"
+    grep -q '"sharding_type":"table_row_wise"' "$T/tw.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/tw.json"
+    assert_success
+    assert_output --partial "table_row_wise"
+    as-plan -q --model "$M" --import "$ROOT/pipelines/data/h100-make-plan/dcnv2-torchrec-own-64.json" --plans-only "$T/ft64.ast" -o "$T/own.ast"
+    cat "$T/ft64.ast" "$T/tw.ast" "$T/own.ast" | as-eval --model "$M" --comm-model h100-ib --format csv --table plans > "$T/p.csv"
+    python3 - "$T/p.csv" <<'PY'
+import csv, sys
+r = {x["alg"]: float(x["max_ms"]) for x in csv.DictReader(open(sys.argv[1]))}
+sys.exit(0 if r["cost-greedy+split"] <= r["torchrec-own"] * 1.0001 else 1)
+PY
+    # TorchRec's own plans export as table_row_wise and load; one moved to other ranks does not
+    as-plan -q --export "$T/own.ast" --format torchrec "$T/ft64.ast" > "$T/own.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/own.json"
+    assert_success
+    sed -e 's/"ranks":\[8,9,10,11,12,13,14,15\]/"ranks":[9,8,10,11,12,13,14,15]/' "$T/own.json" > "$T/bad.json"
+    ! cmp -s "$T/own.json" "$T/bad.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/bad.json"
+    assert_failure
+    assert_output --partial "cannot go through construct_module_sharding_plan"
     # nvlink8 is one host: refused for 16 ranks, named
     run bash -c 'cat "$1" "$2" | as-eval --model "$3" --comm-model nvlink8' _ "$T/ft.ast" "$T/plans.ast" "$M"
     assert_failure 1

@@ -1,5 +1,6 @@
 /* objective.c - the planners' one objective; see objective.h */
 #include "objective.h"
+#include "pins.h"
 #include "common.h"
 #include "reclimits.h"
 
@@ -23,6 +24,16 @@ void as_obj_init(as_objective *o, const as_plan_cfg *c, const as_features *const
     o->own_ms = as_malloc(n1 * sizeof *o->own_ms);
     o->where = as_malloc(n1 * sizeof *o->where);
     as_comm_types(t, n, o->type);
+    /* TorchRec's table_row_wise blocks (pins.h): their own sharding type, under a model of hosts */
+    o->local = as_comm_local(&o->cm);
+    if (o->local > 0) {
+        int64_t *pin = as_malloc(n1 * sizeof *pin);
+        unsigned char *tw = as_malloc(n1);
+        as_plan_pins_hosts(t, n, K, o->local, NULL, pin, tw);
+        for (int64_t i = 0; i < n; i++) if (tw[i]) o->type[i] = AS_SH_TWRW;
+        free(pin);
+        free(tw);
+    }
     for (int64_t i = 0; i < n; i++) {
         as_comm_bytes(t[i], &o->bin[i], &o->bout[i]);
         o->arb[i] = as_plan_dp_comm_bytes(t[i], K);
@@ -158,6 +169,7 @@ static double comm_of(const as_objective *o, int64_t k, double parts[AS_NSH])
     }
     l.has[AS_SH_DP] = o->ndp > 0;
     l.ar = o->ar;
+    l.local = o->local;
     return as_comm_plan_shard_ms(&o->cm, o->K, &l, parts);
 }
 

@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     as_plan_items it;               /* the items' vectors (plan.h) */
     int64_t n, K;
+    int64_t local;                  /* the model's GPUs a host (comm.h as_comm_local), 0: none */
     int W, R;
     as_comm_model cm;               /* the model charged (as_comm_on: 0 when none) */
     as_shtype *type;                /* [T] each item's sharding type (as_comm_types) */

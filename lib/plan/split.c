@@ -12,8 +12,9 @@
 
 /* a level's kind: the whole table; equal column pieces (on any ranks); row blocks placed
    freely (--split-rows LIST: not loadable); TorchRec's row_wise (K blocks, block i on rank i:
-   pinned, pins.h) */
-enum { LV_WHOLE, LV_COLS, LV_ROWS, LV_RW };
+   pinned, pins.h); TorchRec's table_row_wise (L blocks on the L ranks of one host, under a
+   model of hosts of L: pinned, pins.h) */
+enum { LV_WHOLE, LV_COLS, LV_ROWS, LV_RW, LV_TWRW };
 
 typedef struct {
     int kind;               /* LV_* */
@@ -53,7 +54,8 @@ static void add_level(tsplit *s, int kind, as_features *f, int64_t npc, const as
 static void add_rows(tsplit *s, int kind, const as_features *f, const as_featidx *ft, int64_t nb, const as_plan_model *m,
                      float *rep)
 {
-    if (nb < 2 || nb > f->rows) return;
+    /* table_row_wise cuts a table of fewer rows than a host's ranks too: a row a block */
+    if (nb < 2 || f->rows < 2 || (nb > f->rows && kind != LV_TWRW)) return;
     as_piece *bl = as_malloc((size_t)nb * sizeof *bl);
     const int64_t k = as_piece_row_blocks(f->rows, f->dim, nb, bl);
     as_features *pc = as_malloc((size_t)(k ? k : 1) * sizeof *pc);
@@ -64,12 +66,13 @@ static void add_rows(tsplit *s, int kind, const as_features *f, const as_featidx
     add_level(s, kind, pc, k, m, rep);
 }
 
-/* the levels of table f (at most 3 + log2 dim + nrowp of them): whole, its column levels,
-   TorchRec's row_wise over K ranks (rw), the free row levels rowp other than K */
+/* the levels of table f (at most 4 + log2 dim + nrowp of them): whole, its column levels,
+   TorchRec's row_wise over K ranks (rw), its table_row_wise over a host of L ranks (L >= 2:
+   K a multiple of L above it, else none), the free row levels rowp other than K and L */
 static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, const int64_t *rowp, int nrowp, int rw,
-                        int64_t K, const as_plan_model *m, float *rep)
+                        int64_t K, int64_t L, const as_plan_model *m, float *rep)
 {
-    s->lv = as_calloc((size_t)(3 + 64 + nrowp), sizeof *s->lv);
+    s->lv = as_calloc((size_t)(4 + 64 + nrowp), sizeof *s->lv);
     s->nlv = 0;
     as_features *w = as_malloc(sizeof *w);
     *w = *f;
@@ -84,8 +87,9 @@ static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, c
         add_level(s, LV_COLS, pc, c, m, rep);
     }
     if (rw) add_rows(s, LV_RW, f, ft, K, m, rep);
-    for (int q = 0; q < nrowp; q++)
-        if (rowp[q] != K) add_rows(s, LV_ROWS, f, ft, rowp[q], m, rep);   /* K blocks: row_wise's cut, pinned */
+    if (L >= 2) add_rows(s, LV_TWRW, f, ft, L, m, rep);
+    for (int q = 0; q < nrowp; q++)   /* K or L blocks: row_wise's or table_row_wise's cut, pinned */
+        if (rowp[q] != K && (L < 2 || rowp[q] != L)) add_rows(s, LV_ROWS, f, ft, rowp[q], m, rep);
 }
 
 /* the next level of table s after level L for a split of kind `kind` (LV_COLS, LV_ROWS or
@@ -146,8 +150,9 @@ static int64_t pick_cands(const tsplit *s, const int *lvl, int64_t n, int cands,
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
         const int L = lvl[i];
-        if (next_level(&s[i], L, LV_COLS) < 0 && next_level(&s[i], L, LV_ROWS) < 0 && next_level(&s[i], L, LV_RW) < 0)
-            continue;
+        int more = 0;
+        for (int kind = LV_COLS; kind <= LV_TWRW; kind++) more |= next_level(&s[i], L, kind) >= 0;
+        if (!more) continue;
         const double w = s[i].lv[L].worst;
         int64_t q = m < cands ? m++ : cands;
         if (q == cands) {
@@ -218,16 +223,20 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
     S->t0 = as_now();
     S->rep = as_malloc((size_t)c->model->rep * sizeof *S->rep);
     S->s = as_calloc(n1, sizeof *S->s);
+    /* table_row_wise under a model of hosts (not for a learned policy, whose rollouts pin
+       row_wise alone) */
+    const int64_t K = c->shards, L = as_comm_local(c->comm_model);
+    const int hosts = !sc->no_row_wise && L >= 2 && K > L && K % L == 0 && !(as_planner_of(c->alg)->needs & AS_PLANNER_POLICY);
     int64_t maxp = 0;
     for (int64_t i = 0; i < n; i++) {
-        make_levels(&S->s[i], t[i], ft, rowp, nrowp, !sc->no_row_wise, c->shards, c->model, S->rep);
+        make_levels(&S->s[i], t[i], ft, rowp, nrowp, !sc->no_row_wise, K, hosts ? L : 0, c->model, S->rep);
         int64_t mp = 1;
         for (int L = 0; L < S->s[i].nlv; L++) if (S->s[i].lv[L].npc > mp) mp = S->s[i].lv[L].npc;
         maxp += mp;
     }
     S->it = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *S->it);
     S->beam = sc->beam > 0 ? sc->beam : 1, S->cands = sc->cands > 0 ? sc->cands : 1;
-    S->maxkids = S->beam * S->cands * 3;
+    S->maxkids = S->beam * S->cands * 4;
     S->cur = as_calloc((size_t)S->beam, sizeof *S->cur), S->kids = as_calloc((size_t)S->maxkids, sizeof *S->kids);
     for (int b = 0; b < S->beam; b++) S->cur[b].lvl = as_calloc(n1, sizeof(int));
     for (int b = 0; b < S->maxkids; b++) S->kids[b].lvl = as_malloc(n1 * sizeof(int));
@@ -282,7 +291,7 @@ static int expand(search *S, int b, int *nk, char *err, size_t errlen)
     const int64_t m = pick_cands(s, lvl, n, S->cands, S->cand, S->cworst);
     for (int64_t ci = 0; ci < m && !info->cut; ci++) {
         const int64_t i = S->cand[ci];
-        for (int kind = LV_COLS; kind <= LV_RW; kind++) {
+        for (int kind = LV_COLS; kind <= LV_TWRW; kind++) {
             const int L = lvl[i];
             if (L != 0 && s[i].lv[L].kind != kind) continue;
             const int nx = next_level(&s[i], L, kind);
@@ -369,6 +378,20 @@ static int run_search(search *S, const int *start, char *err, size_t errlen)
     return 0;
 }
 
+/* the levels where every table that has one is TorchRec's table_row_wise (the other tables
+ * whole) into lvl; 1 when some table has it */
+static int twrw_levels(const search *S, int *lvl)
+{
+    int any = 0;
+    for (int64_t i = 0; i < S->n; i++) {
+        lvl[i] = 0;
+        for (int L = 1; L < S->s[i].nlv; L++)
+            if (S->s[i].lv[L].kind == LV_TWRW) lvl[i] = L;
+        any |= lvl[i] != 0;
+    }
+    return any;
+}
+
 int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft, const as_features *const *t, int64_t n,
                     as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen)
 {
@@ -380,32 +403,45 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
         return -1;
     }
     const double t0 = as_now();
-    search S, Z;
-    search_init(&S, c, sc, ft, t, n, info);
-    /* with a seed that splits a table: two searches, from the root and from the seed, each
-       under half the budget; the better best wins (ties: the root's) */
-    int *start = sc->seed ? as_malloc((size_t)(n ? n : 1) * sizeof *start) : NULL;
-    const int seeded = start && seed_levels(&S, sc->seed, start);
-    as_split_cfg half = *sc;
-    if (seeded) half.budget_ms = sc->budget_ms / 2;
-    S.sc = &half;
-    int rc = run_search(&S, NULL, err, errlen);
-    search *W = &S;
-    if (!rc && seeded) {
-        const int cut = info->cut;
-        info->cut = 0;
-        search_init(&Z, c, &half, ft, t, n, info);
-        Z.made = S.made;
-        rc = run_search(&Z, start, err, errlen);
-        info->seeded = 1;
-        info->cut |= cut;
-        if (!rc && Z.best_score < S.best_score) W = &Z;
+    enum { NSTART = 3 };
+    search S[NSTART];
+    search_init(&S[0], c, sc, ft, t, n, info);
+    /* the searches: from the root (every table whole); from the seed, when it splits a table;
+       under a model of hosts, from every table table_row_wise; each under an equal share of
+       the budget; the best best wins (ties: the earlier) */
+    int *start[NSTART] = { NULL, NULL, NULL };
+    const size_t n1 = (size_t)(n ? n : 1);
+    int ns = 1;
+    if (sc->seed) {
+        start[ns] = as_malloc(n1 * sizeof(int));
+        if (seed_levels(&S[0], sc->seed, start[ns])) ns++;
+        else { free(start[ns]); start[ns] = NULL; }
     }
-    free(start);
-    if (!rc) rc = result(W, items, nitems, p, err, errlen);
+    start[ns] = as_malloc(n1 * sizeof(int));
+    int twrw = twrw_levels(&S[0], start[ns]);
+    if (twrw) ns++;
+    else { free(start[ns]); start[ns] = NULL; }
+    as_split_cfg part = *sc;
+    part.budget_ms = sc->budget_ms / ns;
+    S[0].sc = &part;
+    int rc = run_search(&S[0], NULL, err, errlen), w = 0, cut = info->cut, made = 1;
+    for (int q = 1; q < ns && !rc; q++) {
+        info->cut = 0;
+        search_init(&S[q], c, &part, ft, t, n, info);
+        made++;
+        S[q].made = S[q - 1].made;
+        rc = run_search(&S[q], start[q], err, errlen);
+        cut |= info->cut;
+        if (!rc && S[q].best_score < S[w].best_score) w = q;
+    }
+    info->cut = cut;
+    info->seeded = sc->seed && ns > 1 + twrw;
+    if (!rc) rc = result(&S[w], items, nitems, p, err, errlen);
     info->ms = (as_now() - t0) * 1e3;
     if (!rc) p->plan_ms = info->ms;
-    if (seeded) search_free(&Z);
-    search_free(&S);
+    for (int q = 0; q < ns; q++) {
+        if (q < made) search_free(&S[q]);
+        free(start[q]);
+    }
     return rc;
 }

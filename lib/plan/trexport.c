@@ -11,6 +11,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 when the row pieces ord[0..m) of a table of `rows` rows are TorchRec's table_row_wise: L
+   blocks of ceil(rows / L) rows on the ranks of one host h, block i on rank h L + i (K a
+   multiple of L above it), and not its row_wise (K blocks from rank 0, which a table of at
+   most L rows on host 0 also is) */
+static int table_row_wise(const as_plan *p, const as_features *const *t, const int64_t *ord, int64_t m, int64_t rows,
+                          int64_t K, int64_t L)
+{
+    if (L < 2 || K <= L || K % L || m > L) return 0;
+    const int64_t block = (rows + L - 1) / L, h = p->assign[ord[0]] / L;
+    for (int64_t q = 0; q < m; q++) {
+        const as_piece a = as_piece_full(&t[ord[q]]->piece, t[ord[q]]->rows, t[ord[q]]->dim);
+        const int64_t r1 = (q + 1) * block < rows ? (q + 1) * block : rows;
+        if (a.r0 != q * block || a.r1 != r1 || p->assign[ord[q]] != h * L + q) return 0;
+    }
+    if (m * block < rows) return 0;
+    /* the same blocks are row_wise's when they start on rank 0 and row_wise cuts them so */
+    const int64_t kb = (rows + K - 1) / K;
+    return !(h == 0 && kb == block);
+}
+
 int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, const as_features *const *t,
                            const as_torchrec_opts *o)
 {
@@ -67,6 +87,7 @@ int as_plan_print_torchrec(FILE *f, const as_plan *p, const as_plan_meta *m, con
             if (a.c0 != 0 || a.c1 != dim) full_cols = 0;
         }
         const char *type = m == 1 ? "table_wise" : full_rows ? "column_wise" : full_cols ? "row_wise" : "grid_shard";
+        if (m > 1 && full_cols && table_row_wise(p, t, ord, m, rows, K, L)) type = "table_row_wise";
         /* the table's name in its model (as-convert --config), else t<id> */
         if (!first) fputc(',', f);
         if (t[i]->name[0]) as_json_string(f, t[i]->name, strlen(t[i]->name));

@@ -236,6 +236,62 @@ TEST(pins_are_torchrec_row_wise_blocks)
     CHECK_EQ_I64(as_plan_pins(ts + 1, 2, 8, pin), 0);
 }
 
+/* table n's nb row blocks of a table of `rows` rows into out; how many */
+static int64_t row_blocks(as_features *out, int64_t id, int64_t rows, int64_t nb, int64_t lookups)
+{
+    const as_features whole = tsup_features(id, 32, rows, 20, 100, lookups);
+    as_piece bl[64];
+    const int64_t k = as_piece_row_blocks(rows, 32, nb, bl);
+    for (int64_t j = 0; j < k; j++) {
+        out[j] = whole;
+        out[j].piece = bl[j];
+        out[j].rows = bl[j].r1 - bl[j].r0;
+        out[j].lookups = lookups / k;
+    }
+    return k;
+}
+
+/* TorchRec's table_row_wise: a table's L blocks on one host of L ranks (K a multiple of L
+   above it), the tables spread over the hosts by their work, heaviest first; a table of at
+   most L rows counts as table_row_wise under hosts; without hosts, as as_plan_pins */
+TEST(pins_table_row_wise_on_a_host)
+{
+    as_features f[32];
+    const as_features *t[32];
+    int64_t n = make_items(f);
+    /* table 12 in 4 blocks too, with 10 times the lookups */
+    n += row_blocks(f + n, 12, 1000, 4, 20000);
+    for (int64_t i = 0; i < n; i++) t[i] = &f[i];
+    int64_t pin[32];
+    unsigned char tw[32];
+    /* K = 8 in hosts of 4: both tables table_row_wise, the heavier (12) on host 0 */
+    CHECK_EQ_I64(as_plan_pins_hosts(t, n, 8, 4, NULL, pin, tw), 8);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t host = f[i].id == 12 ? 0 : 1, want = f[i].id >= 10 && f[i].id != 11 ? host * 4 + f[i].piece.r0 / 250 : -1;
+        CHECK_EQ_I64(pin[i], want);
+        CHECK_EQ_I64(tw[i], want >= 0);
+    }
+    /* work given: table 10 now the heavier, on host 0 */
+    double work[32];
+    for (int64_t i = 0; i < n; i++) work[i] = f[i].id == 10 ? 100 : 1;
+    CHECK_EQ_I64(as_plan_pins_hosts(t, n, 8, 4, work, pin, tw), 8);
+    for (int64_t i = 0; i < n; i++)
+        if (f[i].id == 10 || f[i].id == 12) CHECK_EQ_I64(pin[i] / 4, f[i].id == 10 ? 0 : 1);
+    /* no hosts: K not a multiple of L, or K <= L; K = 4 is the blocks' row_wise */
+    CHECK_EQ_I64(as_plan_pins_hosts(t, n, 8, 3, NULL, pin, tw), 0);
+    CHECK_EQ_I64(as_plan_pins_hosts(t, n, 4, 4, NULL, pin, tw), 8);
+    for (int64_t i = 0; i < n; i++) CHECK_EQ_I64(tw[i], 0);
+    /* a table of 3 rows in 16 ranks, hosts of 8: its blocks of a row are table_row_wise */
+    as_features s3[3];
+    const as_features *ts[3];
+    CHECK_EQ_I64(row_blocks(s3, 20, 3, 8, 300), 3);
+    for (int j = 0; j < 3; j++) ts[j] = &s3[j];
+    CHECK_EQ_I64(as_plan_pins_hosts(ts, 3, 16, 8, NULL, pin, tw), 3);
+    for (int j = 0; j < 3; j++) CHECK(pin[j] == j && tw[j] == 1);
+    CHECK_EQ_I64(as_plan_pins_hosts(ts, 3, 16, 0, NULL, pin, tw), 3);
+    for (int j = 0; j < 3; j++) CHECK(pin[j] == j && tw[j] == 0);
+}
+
 /* every planner keeps the pinned blocks on their ranks; the refinement never moves them; a
  * cap that leaves no room on a block's rank leaves it unplaced */
 TEST(pins_kept_by_every_planner_and_the_refinement)
