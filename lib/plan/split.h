@@ -8,13 +8,19 @@
  * column_wise, the pieces on any ranks, repeated ranks allowed); the row_wise level (the K
  * row blocks of ceil(E / K) rows, as_piece_row_blocks, block i pinned to rank i: pins.h; one
  * move that puts a block on every rank at once, each charged to its rank) when its blocks all
- * have features (as-features --row-pieces; --model-task cuts the task's K itself). With
- * sc->rowp, free row levels n too (n blocks placed anywhere: plans TorchRec cannot load;
- * as-plan --split-rows N). A table is split one way: by columns or by rows.
+ * have features (as-features --row-pieces; --model-task cuts the task's K itself); under a
+ * model of hosts of L GPUs (comm_model h100-ib or torchrec:L, K a multiple of L above it; not
+ * for a learned policy), the table_row_wise level (L blocks of ceil(E / L) rows on the L ranks
+ * of one host, pinned there: pins.h, the hosts chosen by the blocks' predicted work; a table
+ * of fewer rows than L has it too, a row a block) when its L blocks have features
+ * (--row-pieces L). With sc->rowp, free row levels n too (n blocks placed anywhere: plans
+ * TorchRec cannot load; as-plan --split-rows N). A table is split one way: by columns or by
+ * rows.
  *
  * The search: the root is every table whole. With sc->seed (TorchRec's planner's splits of the
- * task, as-plan --split-seed) a second search starts from the seed's levels; each of the two
- * gets half the budget and the better best node wins (ties: the root's). A node's children split one more table one
+ * task, as-plan --split-seed) a second search starts from the seed's levels, and under a
+ * model of hosts another from every table table_row_wise; each gets an equal share of the
+ * budget and the best best node wins (ties: the earlier search's). A node's children split one more table one
  * level further (a whole table: its first column level or its first row level; a split
  * one: the next level of its kind), for the `cands` tables whose costliest item has the
  * highest predicted cost alone (the floor the node's plans cannot pass). Every child is
