@@ -193,6 +193,11 @@ PY
     # at 64 ranks under h100-ib the split search moves tables table_row_wise (L blocks on one
     # host), exported as TorchRec's table_row_wise and loaded; no slower than TorchRec's own
     as-plan -q --alg cost-greedy --model "$M" --split-tables --comm-model h100-ib --plans-only "$T/ft64.ast" -o "$T/tw.ast"
+    as-plan -q --alg cost-greedy,lookup-greedy --model "$M" --split-tables --refine --replicate --comm-model h100-ib --plans-only \
+        "$T/ft64.ast" -o "$T/twr.ast"
+    as-plan -q --export "$T/twr.ast" --format torchrec "$T/ft64.ast" > "$T/twr.json"
+    run python3 "$ROOT/pipelines/torchrec_plan.py" --check --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/twr.json"
+    assert_success
     as-plan -q --export "$T/tw.ast" --format torchrec "$T/ft64.ast" > "$T/tw.json"
     grep -q '"sharding_type":"table_row_wise"' "$T/tw.json"
     run python3 "$ROOT/pipelines/torchrec_plan.py" --check --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" "$T/tw.json"

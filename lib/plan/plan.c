@@ -269,19 +269,15 @@ double as_plan_dp_pred(const as_plan_model *m, const int64_t *assign, const floa
     return v;
 }
 
-/* each item's work for the hosts of table_row_wise blocks (pins.h): its predicted cost alone
-   plus its communication as table-row-wise (comm.h as_comm_item_ms); NULL without a model
-   of hosts or a cost model (pins.h then weighs their bytes) */
-static double *pin_work(const as_plan_ctx *x)
+double *as_plan_pin_work(const as_plan_cfg *c, const as_features *const *t, int64_t n, const float *rep)
 {
-    const as_plan_cfg *c = x->c;
     const as_plan_model *m = c->model;
-    if (!m || as_comm_local(c->comm_model) < 2) return NULL;
-    double *w = as_malloc((size_t)(x->n ? x->n : 1) * sizeof *w);
-    for (int64_t i = 0; i < x->n; i++) {
+    if (!m || !rep || as_comm_local(c->comm_model) < 2) return NULL;
+    double *w = as_malloc((size_t)(n ? n : 1) * sizeof *w);
+    for (int64_t i = 0; i < n; i++) {
         double in, out;
-        as_comm_bytes(x->t[i], &in, &out);
-        w[i] = m->head(m->ctx, x->rep + (size_t)i * m->rep) + as_comm_item_ms(c->comm_model, c->shards, AS_SH_TWRW, in, out);
+        as_comm_bytes(t[i], &in, &out);
+        w[i] = m->head(m->ctx, rep + (size_t)i * m->rep) + as_comm_item_ms(c->comm_model, c->shards, AS_SH_TWRW, in, out);
     }
     return w;
 }
@@ -315,7 +311,7 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     }
     /* TorchRec's row_wise blocks: on their ranks before the planner places the rest */
     int64_t *pin = as_malloc((size_t)(n ? n : 1) * sizeof *pin);
-    double *work = pin_work(&x);
+    double *work = as_plan_pin_work(c, t, n, x.rep);
     const int64_t npin = as_plan_pins_hosts(t, n, K, as_comm_local(c->comm_model), work, pin, NULL);
     free(work);
     if (npin) {

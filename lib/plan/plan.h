@@ -186,6 +186,13 @@ typedef struct {
                                        must put each on its rank or leave it unplaced. */
 } as_plan_ctx;
 
+/* each item's work for the hosts of TorchRec's table_row_wise blocks (pins.h
+ * as_plan_pins_hosts): its predicted cost alone (rep[n x R], the model's representations)
+ * plus its communication as table-row-wise (comm.h as_comm_item_ms); NULL without a cost
+ * model, rep or a communication model of hosts (pins.h then weighs the bytes). as_plan_make
+ * and the refinement pin with it, so they choose the same hosts. Free it. */
+double *as_plan_pin_work(const as_plan_cfg *c, const as_features *const *t, int64_t n, const float *rep);
+
 /* 1 when item i of x is pinned (placed by as_plan_make, not by the planner) */
 static inline int as_plan_pinned(const as_plan_ctx *x, int64_t i) { return x->pin && x->pin[i] >= 0; }
 

@@ -357,8 +357,10 @@ static items items_of(const as_plan *p, const as_plan_cfg *c, const as_features 
     it.bytes = as_malloc(n1 * sizeof *it.bytes);
     it.kv = as_malloc(n1 * sizeof *it.kv);
     it.pin = as_malloc(n1 * sizeof *it.pin);
-    /* pinned: TorchRec's row_wise and table_row_wise blocks (never moved, wherever they are) */
-    as_plan_pins_hosts(t, n, K, as_comm_local(c->comm_model), NULL, it.pin, NULL);
+    /* pinned: TorchRec's row_wise and table_row_wise blocks, on the hosts as_plan_make chose */
+    double *work = as_plan_pin_work(c, t, n, it.pi.rep);
+    as_plan_pins_hosts(t, n, K, as_comm_local(c->comm_model), work, it.pin, NULL);
+    free(work);
     for (int64_t i = 0; i < n; i++) {
         it.bytes[i] = as_plan_table_bytes(t[i]);
         it.kv[i] = as_plan_item_key(c, t[i], it.pi.rep + (size_t)i * R);
