@@ -56,9 +56,10 @@ slow8() {
 plan_dcnv2() {
     local M="$ROOT/pipelines/data/h100-make-plan/dcnv2-run1/model.ast"
     as-plan -q --alg all,torchrec --model "$M" --plans-only "$D/ft.ast" -o "$T/t.ast"
+    # no time budget: the same plans on any machine
     as-plan -q --alg cost-greedy,lookup-greedy,size-lookup-greedy --model "$M" --split-tables --refine --comm-model "$1" \
-        --plans-only "$D/ft.ast" -o "$T/s.ast"
-    as-plan -q --alg torchrec --model "$M" --refine --comm-model "$1" --plans-only "$D/ft.ast" -o "$T/tr.ast"
+        --split-ms 0 --refine-ms 0 --plans-only "$D/ft.ast" -o "$T/s.ast"
+    as-plan -q --alg torchrec --model "$M" --refine --comm-model "$1" --refine-ms 0 --plans-only "$D/ft.ast" -o "$T/tr.ast"
     cat "$D/ft.ast" "$T/t.ast" "$T/s.ast" "$T/tr.ast" "$D/own.ast" > "$T/all.ast"
 }
 
