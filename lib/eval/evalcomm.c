@@ -43,12 +43,6 @@ static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, d
                 q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], ms[4], pct);
 }
 
-/* what the model charges, for the table's title */
-static void model_words(char *buf, size_t len, const as_comm_model *m)
-{
-    as_comm_words(m, buf, len);
-}
-
 void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m)
 {
     if (!as_comm_on(m)) {
@@ -57,7 +51,7 @@ void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
         return;
     }
     char how[AS_COMM_NAME_MAX + 160];
-    model_words(how, sizeof how, m);
+    as_comm_words(m, how, sizeof how);
     if (fmt == AS_EVAL_CSV)
         fprintf(f, "run,task,alg,rank,kernel_ms,table_wise_ms,column_wise_ms,row_wise_ms,data_parallel_ms,table_row_wise_ms,"
                    "comm_pct\n");

@@ -17,10 +17,13 @@ static const char *const knob_words[NKNOB] = { "every collective's bandwidth", "
 #define PLAUSIBLE 16           /* grid steps of the plausible range each side: 0.5x to 2x */
 #define MAX_SEG 64
 
-/* one task's candidates: their plans and each rank's kernel */
+/* one task's candidates: their plans, each rank's kernel, and each rank's load (comm.h) for
+   hosts of `local` ranks (the charged model's: its scaled copies share it) */
 typedef struct {
     const as_eval_plan **q;
     double **kern;
+    as_comm_load **load;
+    int64_t local;
     int64_t P;
     int64_t chosen, versus;    /* indices, -1: none */
 } task_view;
@@ -36,13 +39,14 @@ static double cost_of(const task_view *t, int64_t j, const as_comm_model *m)
 {
     const as_eval_plan *q = t->q[j];
     double mx = -INFINITY;
-    as_comm_load *l = as_malloc((size_t)q->K * sizeof *l);
-    as_eval_comm_loads(q, as_comm_local(m), l);
+    const int own = as_comm_local(m) != t->local;   /* another model's hosts: its own loads */
+    as_comm_load *l = own ? as_malloc((size_t)q->K * sizeof *l) : t->load[j];
+    if (own) as_eval_comm_loads(q, as_comm_local(m), l);
     for (int64_t k = 0; k < q->K; k++) {
         const double c = as_comm_plan_shard_ms(m, q->K, &l[k], NULL);
         if (t->kern[j][k] + c > mx) mx = t->kern[j][k] + c;
     }
-    free(l);
+    if (own) free(l);
     return mx;
 }
 
@@ -211,11 +215,13 @@ static void xw(FILE *f, double x, int knob, const double *base)
 
 /* the candidates of the task of plan a (its run and task) among p[0..n) into t, marking them
    in done[]; their count */
-static int64_t view_of(const as_eval_plan *p, int64_t n, int64_t a, const as_eval_range_cfg *c, task_view *t,
+static int64_t view_of(const as_eval_plan *p, int64_t n, int64_t a, const as_eval_range_cfg *c, int64_t local, task_view *t,
                        unsigned char *done)
 {
     t->q = as_malloc((size_t)n * sizeof *t->q);
     t->kern = as_malloc((size_t)n * sizeof *t->kern);
+    t->load = as_malloc((size_t)n * sizeof *t->load);
+    t->local = local;
     t->P = 0;
     t->chosen = t->versus = -1;
     for (int64_t j = a; j < n; j++) {
@@ -229,6 +235,8 @@ static int64_t view_of(const as_eval_plan *p, int64_t n, int64_t a, const as_eva
         if (!ok || !listed) continue;
         double *kern = as_malloc((size_t)q->K * sizeof *kern);
         for (int64_t k = 0; k < q->K; k++) kern[k] = q->cost[k] - (q->comm_ms ? q->comm_ms[k] : 0);
+        t->load[t->P] = as_malloc((size_t)q->K * sizeof **t->load);
+        as_eval_comm_loads(q, local, t->load[t->P]);
         t->q[t->P] = q;
         t->kern[t->P++] = kern;
     }
@@ -243,8 +251,12 @@ static int64_t view_of(const as_eval_plan *p, int64_t n, int64_t a, const as_eva
 
 static void view_free(task_view *t)
 {
-    for (int64_t j = 0; j < t->P; j++) free(t->kern[j]);
+    for (int64_t j = 0; j < t->P; j++) {
+        free(t->kern[j]);
+        free(t->load[j]);
+    }
     free(t->kern);
+    free(t->load);
     free(t->q);
 }
 
@@ -390,7 +402,7 @@ void as_eval_print_range(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
     for (int64_t a = 0; a < n; a++) {
         if (done[a]) continue;
         task_view t;
-        if (!view_of(p, n, a, c, &t, done)) none++;
+        if (!view_of(p, n, a, c, as_comm_local(m), &t, done)) none++;
         else one_task(f, fmt, &t, m, c);
         view_free(&t);
     }
