@@ -123,6 +123,9 @@ static const char HELP_TAIL[] =
     "                         --refine-ms with --refine (at least 100), so that both searches\n"
     "                         take at most a second; 0 = none); a budget that cuts it makes\n"
     "                         the plan machine-dependent\n"
+    "      --threads N        threads placing the split search's candidates of a level at once\n"
+    "                         (default: OMP_NUM_THREADS, else every core); the plans are the\n"
+    "                         same for any number unless --split-ms cuts the search\n"
     "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
     "                         level (default 3); --split-cands C tables tried per node\n"
     "                         (default 6: those whose costliest item is predicted costliest)\n"
@@ -248,7 +251,7 @@ static const char HELP_TAIL[] =
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
        OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS, OPT_SPLIT_SEED,
-       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE, OPT_COMM_MODEL };
+       OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE, OPT_COMM_MODEL, OPT_THREADS };
 
 
 /* the options, checked; *cfg gets everything but the model, the policy and the outputs */
@@ -345,6 +348,7 @@ static const struct option plan_opts[] = {
     { "no-dp", no_argument, 0, OPT_NO_DP },
     { "replicate", no_argument, 0, OPT_REPLICATE },
     { "split-ms", required_argument, 0, OPT_SPLIT_MS },
+    { "threads", required_argument, 0, OPT_THREADS },
     { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
     { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
     { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
@@ -492,6 +496,10 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
         a->scfg.budget_ms = as_cli_f64(cli, name, arg, 0, AS_REFINE_MAX_MS);
         a->split_ms_given = 1;
         break;
+    case OPT_THREADS:
+        name = "--threads";
+        a->scfg.threads = (int)as_cli_i64(cli, name, arg, 1, 4096);
+        break;
     case OPT_SPLIT_STEPS:
         name = "--split-steps";
         a->scfg.steps = (int)as_cli_i64(cli, name, arg, 1, 1000);
@@ -611,6 +619,10 @@ static int check_algs(as_cli *cli, const args *a, as_plan_run_cfg *cfg)
     return nalg;
 }
 
+/* entries of each model's memo of representations: 2^14 (16,384 items, 2.7 MB with the
+   paper's widths) holds a split search's tables and pieces many times over */
+#define PLAN_MEMO_BITS 14
+
 /* the cost model (--model) and the policy with its own cost model (--policy), loaded */
 typedef struct {
     as_costmodel *cm;
@@ -620,7 +632,9 @@ typedef struct {
     as_costmodel *pcm;
     as_plan_model ppm;
     as_policy_planner pplan;
+    as_policy_planner pquick;       /* the split search's candidates: the greedy rollout alone */
     as_plan_policy pp;
+    as_embed_memo *memo, *pmemo;    /* the two models' representations, memoised */
 } plan_models;
 
 static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
@@ -629,7 +643,10 @@ static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
     *m = (plan_models){ .pp = { &m->pplan, as_policy_place } };
     if (a->model) {
         if (as_costmodel_load(&m->cm, a->model, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
-        as_plan_model_of(&m->pm, m->cm);   /* embed, head and the split head */
+        /* embed, head and the split head; each table's and piece's representation computed
+           once (the split search places the same items in thousands of candidates) */
+        m->memo = as_embed_memo_new(m->cm, PLAN_MEMO_BITS);
+        as_plan_model_memo(&m->pm, m->memo);
         cfg->model = &m->pm;
         cfg->model_path = a->model;
         cfg->model_device = as_costmodel_device(m->cm);
@@ -643,12 +660,19 @@ static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
     }
     if (a->policy) {
         if (as_policy_load(a->policy, &m->pol, &m->pcm, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-        as_plan_model_of(&m->ppm, m->pcm);
+        m->pmemo = as_embed_memo_new(m->pcm, PLAN_MEMO_BITS);
+        as_plan_model_memo(&m->ppm, m->pmemo);
         as_nn_set_threads(1);   /* the policy's small products: one core */
         m->pplan.pol = m->pol;
         m->pplan.cm = &m->ppm;
         m->pplan.samples = cfg->samples;
         m->pplan.seed = cfg->seed;
+        /* the split search places its candidates with the greedy rollout alone (a sampled
+           placement of every candidate would leave it a tenth of the candidates in its time
+           budget) and its best node with the samples */
+        m->pquick = m->pplan;
+        m->pquick.samples = 1;
+        if (cfg->samples != 1) m->pp.search_ctx = &m->pquick;
         cfg->policy = &m->pp;
         cfg->policy_path = a->policy;
     }
@@ -656,6 +680,8 @@ static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
 
 static void free_models(plan_models *m)
 {
+    as_embed_memo_free(m->memo);
+    as_embed_memo_free(m->pmemo);
     if (m->cm) as_costmodel_free(m->cm);
     as_policy_free(m->pol);
     as_costmodel_free(m->pcm);

@@ -19,6 +19,7 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,76 @@ void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out)
         out[o] = s > 0 ? s : 0;
     }
     free(a1);
+}
+
+struct as_embed_memo {
+    const as_costmodel *m;
+    pthread_mutex_t lock;           /* the split search's threads share it */
+    int64_t mask;                   /* entries - 1 (a power of two) */
+    int R;
+    uint8_t *used;                  /* [entries] */
+    float *key, *rep;               /* [entries, F], [entries, R] */
+    int64_t hits, misses;
+};
+
+as_embed_memo *as_embed_memo_new(const as_costmodel *m, int bits)
+{
+    if (bits < 1) bits = 1;
+    if (bits > 24) bits = 24;
+    as_embed_memo *c = as_calloc(1, sizeof *c);
+    const size_t E = (size_t)1 << bits;
+    c->m = m;
+    pthread_mutex_init(&c->lock, NULL);
+    c->mask = (int64_t)E - 1;
+    c->R = m->info.h2;
+    c->used = as_calloc(E, 1);
+    c->key = as_malloc(E * F * sizeof *c->key);
+    c->rep = as_malloc(E * (size_t)c->R * sizeof *c->rep);
+    return c;
+}
+
+void as_embed_memo_free(as_embed_memo *c)
+{
+    if (!c) return;
+    pthread_mutex_destroy(&c->lock);
+    free(c->used);
+    free(c->key);
+    free(c->rep);
+    free(c);
+}
+
+const as_costmodel *as_embed_memo_model(const as_embed_memo *c) { return c->m; }
+
+void as_embed_memo_stats(const as_embed_memo *c, int64_t *hits, int64_t *misses)
+{
+    *hits = c->hits;
+    *misses = c->misses;
+}
+
+void as_embed_memo_get(as_embed_memo *c, const as_features *f, float *out)
+{
+    float x[F];
+    featvec(c->m, f, x);
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < sizeof x; i++) h = (h ^ b[i]) * 1099511628211ull;
+    const int64_t e = (int64_t)(h ^ (h >> 29)) & c->mask;
+    float *key = c->key + (size_t)e * F, *rep = c->rep + (size_t)e * c->R;
+    pthread_mutex_lock(&c->lock);
+    const int hit = c->used[e] && !memcmp(key, x, sizeof x);
+    if (hit) {
+        c->hits++;
+        memcpy(out, rep, (size_t)c->R * sizeof *out);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (hit) return;
+    as_costmodel_embed(c->m, f, out);   /* outside the lock: the slow part */
+    pthread_mutex_lock(&c->lock);
+    c->misses++;
+    memcpy(key, x, sizeof x);
+    memcpy(rep, out, (size_t)c->R * sizeof *out);
+    c->used[e] = 1;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void as_costmodel_head_pre(const as_costmodel *m, const float *sum, float *out)

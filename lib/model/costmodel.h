@@ -194,6 +194,18 @@ const char *as_costmodel_feature_name(int i);
 int as_costmodel_rep(const as_costmodel *m);
 /* one table's representation: normalised features through the shared MLP, out[rep] */
 void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out);
+/* A memo of as_costmodel_embed's results, keyed by the normalised feature vector (all the
+ * representation depends on): a table or piece met again (the split search places the same
+ * items in thousands of candidate plans) costs a lookup, and the result is bit-identical to
+ * as_costmodel_embed's. 2^bits entries (1..24), direct-mapped: a new item replaces the one in
+ * its slot. Thread-safe (a lock); valid while m lives and its parameters do not change
+ * (as-plan's models, not as-rl's, which trains them). */
+typedef struct as_embed_memo as_embed_memo;
+as_embed_memo *as_embed_memo_new(const as_costmodel *m, int bits);
+void as_embed_memo_free(as_embed_memo *c);
+void as_embed_memo_get(as_embed_memo *c, const as_features *f, float *out);
+const as_costmodel *as_embed_memo_model(const as_embed_memo *c);
+void as_embed_memo_stats(const as_embed_memo *c, int64_t *hits, int64_t *misses);
 /* the head (rep -> h3 -> 1, then the output form: as_costmodel_out) on a summed
  * representation sum[rep]: ms, >= 0 */
 double as_costmodel_head(const as_costmodel *m, const float *sum);

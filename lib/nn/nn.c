@@ -21,6 +21,15 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+/* y[N,O] = beta y + x[N,I] W^T (W [O, ldw]); one row is a product of W and a vector (sgemv):
+ * OpenBLAS's sgemm packs the whole of W for it, which cost the policy's steps 5-7x the
+ * product itself (a step's LSTM and head rows are single) */
+static void prod_nt(float *y, const float *x, const float *W, int ldw, float beta, int N, int I, int O)
+{
+    if (N == 1) cblas_sgemv(CblasRowMajor, CblasNoTrans, O, I, 1.0f, W, ldw, x, 1, beta, y, 1);
+    else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1.0f, x, I, W, ldw, beta, y, O);
+}
+
 void as_nn_linear_fwd_ld(float *y, const float *x, const float *W, int ldw, const float *b, int N, int I, int O)
 {
     if (N <= 0 || O <= 0) return;
@@ -30,7 +39,7 @@ void as_nn_linear_fwd_ld(float *y, const float *x, const float *W, int ldw, cons
         if (!b) memset(y, 0, (size_t)N * O * sizeof *y);
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1.0f, x, I, W, ldw, b ? 1.0f : 0.0f, y, O);
+    prod_nt(y, x, W, ldw, b ? 1.0f : 0.0f, N, I, O);
 }
 
 void as_nn_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int I, int O)
@@ -151,7 +160,7 @@ void as_nn_lstm_fwd(float *h, float *c, float *gates, const float *x, const floa
     int G = 4 * H;
     as_nn_linear_fwd(gates, x, Wih, b, N, I, G);
     if (h_prev)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, G, H, 1.0f, h_prev, H, Whh, H, 1.0f, gates, G);
+        prod_nt(gates, h_prev, Whh, H, 1.0f, N, H, G);
     for (int n = 0; n < N; n++) {
         float *z = gates + (size_t)n * G, *hn = h + (size_t)n * H, *cn = c + (size_t)n * H;
         const float *cp = c_prev ? c_prev + (size_t)n * H : NULL;

@@ -69,6 +69,10 @@ typedef struct {
     int given;      /* 1: a placement taken as it is (an imported or measured plan rebuilt): TorchRec's
                        row_wise pins are not checked on it (TorchRec's table_row_wise cuts a table of
                        fewer rows than ranks into row_wise's blocks, on another host's ranks) */
+    void *search_ctx;   /* NULL, or the split search's (split.h) context for its candidates: a
+                           quicker placement by the same planner (the policy's greedy rollout
+                           alone, where ctx draws samples as well); the search's best node is
+                           placed once more with ctx, and the plan of the better score kept */
 } as_plan_policy;
 
 typedef struct {

@@ -12,4 +12,8 @@
  * when the model has one (h3 > 0) */
 void as_plan_model_of(as_plan_model *pm, const as_costmodel *cm);
 
+/* pm over memo's model with its representations memoised (costmodel.h as_embed_memo: the same
+ * numbers, each distinct table or piece embedded once; the model fixed) */
+void as_plan_model_memo(as_plan_model *pm, as_embed_memo *memo);
+
 #endif

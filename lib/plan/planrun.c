@@ -255,7 +255,7 @@ static int torchrec_plan(task_plan *ap, as_plan_run_stats *st, as_plan_cfg *pc, 
     }
     as_piece *pcs;
     item_views(ap->items, ap->ni, &ap->fi, &ap->ids, &pcs);
-    as_plan_policy fixed = { tra, fixed_place, 0 };   /* our torchrec planner: row_wise on rank i */
+    as_plan_policy fixed = { tra, fixed_place, 0, NULL };   /* our torchrec planner: row_wise on rank i */
     pc->policy = &fixed;
     int rc = as_plan_make(&ap->pl, pc, ap->fi, ap->ni, e2, sizeof e2);
     free(tra);
@@ -743,7 +743,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
         measured_plan_free(&m);
         return -1;
     }
-    as_plan_policy fixed = { m.pr.assign, fixed_place, 1 };
+    as_plan_policy fixed = { m.pr.assign, fixed_place, 1, NULL };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
     as_plan_cfg pc = { .alg = AS_ALG_AUTOSHARD, .shards = K, .mem_cap = mcap, .seed = c->seed, .rng_stream = m.t->id,
                        .model = c->model, .policy = &fixed, .comm_gbps = m.comm,
@@ -888,7 +888,7 @@ int as_plan_emit_refined(as_plan_run_stats *st, const as_plan_run_cfg *c, const 
     as_plan pl;
     if (!rc) {
         /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
-        as_plan_policy fixed = { pr->assign, fixed_place, 1 };
+        as_plan_policy fixed = { pr->assign, fixed_place, 1, NULL };
         as_plan_cfg pc = { .alg = AS_ALG_AUTOSHARD, .shards = K, .mem_cap = o->mem_cap, .seed = c->seed,
                            .rng_stream = pr->task, .model = c->model, .policy = &fixed, .comm_gbps = o->comm_gbps,
                            .comm_model = o->comm_model };

@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,14 +195,22 @@ static int keep_beam(node *cur, int beam, const node *kids, int nk, int64_t n)
 
 /* the beam search's state */
 typedef struct {
-    const as_plan_cfg *c;
+    const as_plan_cfg *c;           /* the final placement's configuration */
+    as_plan_cfg qc;                 /* the candidates': c, or c with the policy's quicker
+                                       placement (plan.h as_plan_policy.search_ctx) */
+    as_plan_policy qp;
     const as_split_cfg *sc;
     as_split_info *info;
     int64_t n;
     double t0;                      /* when the search began */
     float *rep;                     /* [R] scratch of the levels' costs */
     tsplit *s;                      /* [T] each table's levels */
-    const as_features **it;         /* a node's items (room for the most any node has) */
+    const as_features **it;         /* [threads, maxp] each thread's node's items (room for
+                                       the most any node has) */
+    int64_t maxp;
+    int threads;                    /* the children of a level are placed in parallel */
+    int *krc;                       /* [maxkids] each child's status: 1 scored, 0 not (the
+                                       budget was spent first), -1 failed */
     int beam, cands, maxkids;
     node *cur, *kids;               /* [beam] the beam; [maxkids] its children of a step */
     int *best;                      /* [T] the best node's levels */
@@ -220,6 +229,12 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
     const size_t n1 = (size_t)(n ? n : 1);
     memset(S, 0, sizeof *S);
     S->c = c, S->sc = sc, S->info = info, S->n = n;
+    S->qc = *c;
+    if (c->policy && c->policy->search_ctx) {
+        S->qp = *c->policy;
+        S->qp.ctx = c->policy->search_ctx;
+        S->qc.policy = &S->qp;
+    }
     S->t0 = as_now();
     S->rep = as_malloc((size_t)c->model->rep * sizeof *S->rep);
     S->s = as_calloc(n1, sizeof *S->s);
@@ -234,9 +249,13 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
         for (int L = 0; L < S->s[i].nlv; L++) if (S->s[i].lv[L].npc > mp) mp = S->s[i].lv[L].npc;
         maxp += mp;
     }
-    S->it = as_malloc((size_t)(maxp ? maxp : 1) * sizeof *S->it);
+    S->maxp = maxp ? maxp : 1;
+    S->threads = sc->threads > 0 ? sc->threads : omp_get_max_threads();
+    if (S->threads < 1) S->threads = 1;
+    S->it = as_malloc((size_t)S->threads * (size_t)S->maxp * sizeof *S->it);
     S->beam = sc->beam > 0 ? sc->beam : 1, S->cands = sc->cands > 0 ? sc->cands : 1;
     S->maxkids = S->beam * S->cands * 4;
+    S->krc = as_malloc((size_t)S->maxkids * sizeof *S->krc);
     S->cur = as_calloc((size_t)S->beam, sizeof *S->cur), S->kids = as_calloc((size_t)S->maxkids, sizeof *S->kids);
     for (int b = 0; b < S->beam; b++) S->cur[b].lvl = as_calloc(n1, sizeof(int));
     for (int b = 0; b < S->maxkids; b++) S->kids[b].lvl = as_malloc(n1 * sizeof(int));
@@ -249,6 +268,7 @@ static void search_free(search *S)
 {
     free(S->cand);
     free(S->cworst);
+    free(S->krc);
     for (int b = 0; b < S->beam; b++) free(S->cur[b].lvl);
     for (int b = 0; b < S->maxkids; b++) free(S->kids[b].lvl);
     free(S->cur);
@@ -263,35 +283,29 @@ static void search_free(search *S)
     free(S->rep);
 }
 
-/* node k's items planned, its score and item count set; 0, or -1 with err */
-static int node_score(search *S, node *k, char *err, size_t errlen)
+/* node k's items (into it[maxp]) planned, its score and item count set; 0, or -1 with err */
+static int node_score(search *S, node *k, const as_features **it, char *err, size_t errlen)
 {
-    char e2[512];
     as_plan pl;
-    int64_t P = node_items(S->s, k->lvl, S->n, S->it);
-    if (as_plan_make(&pl, S->c, S->it, P, e2, sizeof e2)) {
-        snprintf(err, errlen, "%s", e2);
-        return -1;
-    }
-    k->score = plan_score(&pl, S->it, S->sc);
+    int64_t P = node_items(S->s, k->lvl, S->n, it);
+    if (as_plan_make(&pl, &S->qc, it, P, err, errlen)) return -1;
+    k->score = plan_score(&pl, it, S->sc);
     k->items = P;
     as_plan_free(&pl);
     return 0;
 }
 
 /* the children of beam node cur[b] into kids[*nk..]: each candidate table one level
- * further, by columns or by rows, duplicates of earlier children left out; the best so far
- * kept; stops when the time budget is spent (info->cut); 0, or -1 with err */
-static int expand(search *S, int b, int *nk, char *err, size_t errlen)
+ * further, by columns or by rows, duplicates of earlier children left out (not scored) */
+static void expand(search *S, int b, int *nk)
 {
     const tsplit *s = S->s;
     const int64_t n = S->n;
-    as_split_info *info = S->info;
     const int *lvl = S->cur[b].lvl;
     const int64_t m = pick_cands(s, lvl, n, S->cands, S->cand, S->cworst);
-    for (int64_t ci = 0; ci < m && !info->cut; ci++) {
+    for (int64_t ci = 0; ci < m; ci++) {
         const int64_t i = S->cand[ci];
-        for (int kind = LV_COLS; kind <= LV_TWRW; kind++) {
+        for (int kind = LV_COLS; kind <= LV_TWRW && *nk < S->maxkids; kind++) {
             const int L = lvl[i];
             if (L != 0 && s[i].lv[L].kind != kind) continue;
             const int nx = next_level(&s[i], L, kind);
@@ -301,20 +315,60 @@ static int expand(search *S, int b, int *nk, char *err, size_t errlen)
             k->lvl[i] = nx;
             int dup = 0;
             for (int d = 0; d < *nk && !dup; d++) dup = !memcmp(S->kids[d].lvl, k->lvl, (size_t)n * sizeof(int));
-            if (dup) continue;
-            if (node_score(S, k, err, errlen)) return -1;
-            k->order = S->made++;
-            info->nodes++;
-            (*nk)++;
-            if (k->score < S->best_score) {
-                S->best_score = k->score;
-                memcpy(S->best, k->lvl, (size_t)n * sizeof(int));
-            }
-            if (S->sc->budget_ms > 0 && (as_now() - S->t0) * 1e3 >= S->sc->budget_ms) info->cut = 1;
-            if (info->cut) break;
+            if (!dup) (*nk)++;
         }
     }
-    return 0;
+}
+
+/* the children kids[0..nk) placed and scored, in parallel (S->threads; each thread its own
+ * items buffer; the placements share nothing they write but the models' memo, which
+ * locks), a child not begun once the time budget is spent left out (info->cut); then, in
+ * the children's order, each counted and the best so far kept (the result does not depend
+ * on the threads unless the budget cuts the level). Returns how many are left in kids, or
+ * -1 with err (the first failing child's) */
+static int score_kids(search *S, int nk, char *err, size_t errlen)
+{
+    as_split_info *info = S->info;
+    const double budget = S->sc->budget_ms;
+    int efirst = nk;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(S->threads)
+    for (int d = 0; d < nk; d++) {
+        char e2[512];
+        S->krc[d] = 0;
+        if (budget > 0 && (as_now() - S->t0) * 1e3 >= budget) continue;
+        const as_features **it = S->it + (size_t)omp_get_thread_num() * (size_t)S->maxp;
+        S->krc[d] = node_score(S, &S->kids[d], it, e2, sizeof e2) ? -1 : 1;
+        if (S->krc[d] < 0) {
+#pragma omp critical(split_err)
+            if (d < efirst) {
+                efirst = d;
+                snprintf(err, errlen, "%s", e2);
+            }
+        }
+    }
+    if (efirst < nk) return -1;
+    int kept = 0;
+    for (int d = 0; d < nk; d++) {
+        if (!S->krc[d]) {
+            info->cut = 1;
+            continue;
+        }
+        node *k = &S->kids[d];
+        k->order = S->made++;
+        info->nodes++;
+        if (k->score < S->best_score) {
+            S->best_score = k->score;
+            memcpy(S->best, k->lvl, (size_t)S->n * sizeof(int));
+        }
+        if (kept != d) {   /* kids[kept] (left out) and kids[d] swap their level arrays */
+            node t = S->kids[kept];
+            S->kids[kept] = *k;
+            *k = t;
+        }
+        kept++;
+    }
+    if (budget > 0 && (as_now() - S->t0) * 1e3 >= budget) info->cut = 1;
+    return kept;
 }
 
 /* the result: the best node's items, in task order, into *items, and its plan into p; 0,
@@ -328,7 +382,16 @@ static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, c
     for (int64_t j = 0; j < P; j++) (*items)[j] = *it[j];
     *nitems = P;
     for (int64_t j = 0; j < P; j++) it[j] = &(*items)[j];
-    if (as_plan_make(p, S->c, it, P, e2, sizeof e2)) {
+    /* the final placement; with a quicker one for the candidates, the plan of the better
+       score (ties: the final placement's) */
+    int rc = as_plan_make(p, S->c, it, P, e2, sizeof e2);
+    double sc = rc ? INFINITY : plan_score(p, it, S->sc);
+    if (!rc && S->qc.policy != S->c->policy && sc > S->best_score) {
+        as_plan_free(p);
+        rc = as_plan_make(p, &S->qc, it, P, e2, sizeof e2);
+        sc = rc ? INFINITY : plan_score(p, it, S->sc);
+    }
+    if (rc) {
         snprintf(err, errlen, "%s", e2);
         free(*items);
         *items = NULL;
@@ -337,7 +400,7 @@ static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, c
     }
     S->info->items = P;
     for (int64_t i = 0; i < S->n; i++) S->info->split += S->best[i] != 0;
-    S->info->pred_after = plan_score(p, it, S->sc);
+    S->info->pred_after = sc;
     return 0;
 }
 
@@ -364,15 +427,15 @@ static int run_search(search *S, const int *start, char *err, size_t errlen)
 {
     as_split_info *info = S->info;
     if (start) memcpy(S->cur[0].lvl, start, (size_t)S->n * sizeof(int));
-    if (node_score(S, &S->cur[0], err, errlen)) return -1;
+    if (node_score(S, &S->cur[0], S->it, err, errlen)) return -1;
     S->best_score = S->cur[0].score;
     memcpy(S->best, S->cur[0].lvl, (size_t)S->n * sizeof(int));
     if (!start) info->pred_before = S->best_score;
     int ncur = 1;
     for (int step = 0; step < S->sc->steps && ncur > 0 && !info->cut; step++) {
         int nk = 0;
-        for (int b = 0; b < ncur && !info->cut; b++)
-            if (expand(S, b, &nk, err, errlen)) return -1;
+        for (int b = 0; b < ncur; b++) expand(S, b, &nk);
+        if ((nk = score_kids(S, nk, err, errlen)) < 0) return -1;
         ncur = keep_beam(S->cur, S->beam, S->kids, nk, S->n);
     }
     return 0;

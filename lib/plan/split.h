@@ -27,7 +27,10 @@
  * placed with the chosen algorithm (as_plan_make) and scored by the plan's predicted
  * slowest shard (an infeasible plan scores as infinitely slow); the `beam` best children of
  * all nodes (ties: the fewer items, then the order made) form the next level, for at most
- * `steps` levels or until budget_ms of wall clock is spent (checked between children). The
+ * `steps` levels or until budget_ms of wall clock is spent (checked before each child; a
+ * level's children are placed in parallel, `threads`). A planner with a quicker placement
+ * for the search (plan.h as_plan_policy.search_ctx: the learned policy's greedy rollout)
+ * places the candidates with it, and the best node once more with its own. The
  * best node seen wins, the root included, so the result is never predicted slower than no
  * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
  *
@@ -67,6 +70,9 @@ typedef struct {
     int beam;               /* nodes kept per level (>= 1) */
     int cands;              /* tables tried per node (>= 1) */
     double budget_ms;       /* wall clock; 0: none */
+    int threads;            /* threads placing a level's children at once (0: OpenMP's
+                             * default, OMP_NUM_THREADS or every core): the result is the
+                             * same for any number unless the budget cuts the search */
     int no_row_wise;        /* 1: leave TorchRec's row_wise (the K blocks, block i on rank i)
                              * out of the levels; 0: a level of every table whose blocks have
                              * features */
