@@ -52,6 +52,12 @@ static const char HELP[] =
     "      --log-features     z-score log1p(dim), log1p(rows), log1p(pooling) instead of the raw\n"
     "                         values (the paper z-scores raw values; heavy-tailed hash sizes\n"
     "                         generalise better to unseen tables in log space)\n"
+    "      --drop-features G  leave features out (each 0 after the normalisation, its training\n"
+    "                         mean), comma-separated: dim, rows (the hash size), pooling, size,\n"
+    "                         distribution (the 17 access-count bins) or a feature's name: the\n"
+    "                         feature ablations of AutoShard's Table 2 (pipelines/q3-ablation);\n"
+    "                         the model records them and applies them wherever it predicts, and\n"
+    "                         a policy trained on it (as-rl) leaves them out of its inputs too\n"
     "      --init MODEL       continue training MODEL (keeps its sizes, statistics, y-scale,\n"
     "                         output form)\n"
     "\n"
@@ -84,7 +90,7 @@ static const char HELP[] =
     "whose tables have no `features` record is an error (exit 1).\n";
 
 enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
-       OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM };
+       OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM, OPT_DROP };
 
 /* training progress on stderr */
 typedef struct { as_progress p; } prog_ctx;
@@ -119,6 +125,7 @@ typedef struct {
     int64_t epochs, steps, batch, threads, hidden[3];
     double lr, clip, yscale, test_frac;
     int log_feats, split_tables, out_form;
+    uint32_t drop;                  /* --drop-features */
     uint64_t seed;
     const char *device, *init, *report, *predict;
 } costfit_args;
@@ -134,6 +141,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         { "clip", required_argument, 0, OPT_CLIP },
         { "y-scale", required_argument, 0, OPT_YSCALE },
         { "log-features", no_argument, 0, OPT_LOGF },
+        { "drop-features", required_argument, 0, OPT_DROP },
         { "seed", required_argument, 0, OPT_SEED },
         { "device", required_argument, 0, OPT_DEVICE },
         { "threads", required_argument, 0, OPT_THREADS },
@@ -167,6 +175,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         case OPT_CLIP: a->clip = as_cli_f64(cli, "--clip", optarg, 0, 1e30); break;
         case OPT_YSCALE: a->yscale = as_cli_f64(cli, "--y-scale", optarg, 1e-30, 1e30); break;
         case OPT_LOGF: a->log_feats = 1; break;
+        case OPT_DROP: {
+            char e[256];
+            if (as_costmodel_drop_parse(optarg, &a->drop, e, sizeof e)) as_cli_usage(cli, "--drop-features: %s", e);
+            break;
+        }
         case OPT_SEED: a->seed = (uint64_t)as_cli_i64(cli, "--seed", optarg, 0, INT64_MAX); break;
         case OPT_DEVICE: a->device = optarg; break;
         case OPT_THREADS: a->threads = as_cli_i64(cli, "--threads", optarg, 1, 1024); break;
@@ -194,6 +207,8 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
     as_cli_output_arg(cli, "--report", a->report);
     if (a->predict && (a->init || a->report)) as_cli_usage(cli, "--predict does not train: no --init or --report");
     if (a->init && hidden_given) as_cli_usage(cli, "--init keeps the model's sizes: no --hidden");
+    if (a->init && a->drop) as_cli_usage(cli, "--init keeps the model's features: no --drop-features");
+    if (a->predict && a->drop) as_cli_usage(cli, "--predict does not train: no --drop-features");
     if (a->init && out_given) as_cli_usage(cli, "--init keeps the model's output form: no --output-form");
     if (a->predict && out_given) as_cli_usage(cli, "--predict uses the model's output form: no --output-form");
 }
@@ -347,6 +362,7 @@ int main(int argc, char **argv)
     if (!x.m) {
         x.m = as_costmodel_new((int)a.hidden[0], (int)a.hidden[1], (int)a.hidden[2], a.seed);
         as_costmodel_meta(x.m)->log_feats = a.log_feats;
+        as_costmodel_meta(x.m)->drop = a.drop;
         as_costmodel_meta(x.m)->output = a.out_form;
     }
     as_costdata_stats(x.m, &x.d, &x.s, a.yscale, a.init != NULL, a.split_tables ? "tables" : a.test_frac > 0 ? "shards" : "none");

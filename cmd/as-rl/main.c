@@ -82,6 +82,14 @@ static const char HELP[] =
     "      --imitate N        the first N episodes imitate cost-greedy (behaviour cloning: the\n"
     "                         policy learns the cost-greedy choice, the value its return), then\n"
     "                         reinforcement learning takes over (default 0; not in the paper)\n"
+    "      --no-cost-state    AutoShard's \"w/o cost modeling\" ablation (its Table 2;\n"
+    "                         pipelines/q3-ablation): the policy's state without the cost\n"
+    "                         model's predictions (its cost features but the shard's memory\n"
+    "                         are 0) and its table encoder trained from a fresh start; the\n"
+    "                         episode order and the rewards stay the cost model's (or measured).\n"
+    "                         The policy records it and as-plan plans with it the same way.\n"
+    "                         A cost model trained with as-costfit --drop-features gives its\n"
+    "                         policy the same features left out (the feature ablations)\n"
     "      --entropy X        entropy cost (0.001)\n"
     "      --baseline X       value-loss cost (0.5)\n"
     "      --clip X           global gradient-norm clip (40)\n"
@@ -126,7 +134,7 @@ enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_
        OPT_DEVICE, OPT_EVAL_EVERY, OPT_EVAL_TASKS, OPT_LOG, OPT_CKPT, OPT_CKPT_EVERY, OPT_RESUME, OPT_HALT,
        OPT_LR, OPT_BATCH, OPT_ENTROPY, OPT_BASELINE, OPT_CLIP, OPT_COST_STEPS, OPT_BUFFER, OPT_WARMUP, OPT_RUNS,
        OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE, OPT_SELECT_EVERY, OPT_SELECT_TASKS, OPT_REFINE_EVERY,
-       OPT_REFINE_TASKS, OPT_REFINE_STEPS };
+       OPT_REFINE_TASKS, OPT_REFINE_STEPS, OPT_NO_COST_STATE };
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -137,6 +145,7 @@ typedef struct {
     as_bench_cfg bc;
     const char *model_path, *tables, *device, *log_path, *resume;
     int episodes_given, minutes_given;
+    int no_cost_state;      /* --no-cost-state */
     uint64_t given;         /* bit o - AS_OPT_TOOL_BASE: option o was given */
 } args;
 
@@ -205,6 +214,7 @@ static const struct option rl_opts[] = {
     { "flush", required_argument, 0, OPT_FLUSH },
     { "threads", required_argument, 0, OPT_THREADS },
     { "imitate", required_argument, 0, OPT_IMITATE },
+    { "no-cost-state", no_argument, 0, OPT_NO_COST_STATE },
     { "refine-every", required_argument, 0, OPT_REFINE_EVERY },
     { "refine-tasks", required_argument, 0, OPT_REFINE_TASKS },
     { "refine-steps", required_argument, 0, OPT_REFINE_STEPS },
@@ -234,6 +244,7 @@ static int opt_run(as_cli *cli, int opt, const char *arg, args *a)
     case OPT_CKPT: a->c.ckpt = arg; return 1;
     case OPT_CKPT_EVERY: a->c.ckpt_every = as_cli_i64(cli, "--checkpoint-every", arg, 1, INT64_MAX / 4); return 1;
     case OPT_RESUME: a->resume = arg; return 1;
+    case OPT_NO_COST_STATE: a->no_cost_state = 1; return 1;
     case OPT_HALT: a->c.halt_after = as_cli_i64(cli, "--halt-after", arg, 1, INT64_MAX / 4); return 1;
     default: return 0;
     }
@@ -300,6 +311,7 @@ static void check_args(as_cli *cli, args *a)
     /* the checkpoint may replace the one a run resumes from, after reading it */
     as_cli_output_arg_over(cli, "--checkpoint", a->c.ckpt, a->resume);
     if (!a->model_path && !a->resume) as_cli_usage(cli, "--model FILE is required (a cost model from as-costfit)");
+    if (a->resume && a->no_cost_state) as_cli_usage(cli, "--resume keeps the checkpoint's policy: no --no-cost-state");
     if (a->episodes_given && a->minutes_given) as_cli_usage(cli, "--episodes and --minutes exclude each other");
     if (a->c.bench && !a->tables) as_cli_usage(cli, "--reward bench needs --tables FILE (the table data to measure)");
     if (a->c.refine_every && !a->tables) as_cli_usage(cli, "--refine-every needs --tables FILE (the table data to measure)");
@@ -371,6 +383,7 @@ static void load_policy(const args *a, as_rl_cfg *c, as_policy **pol, as_costmod
     } else {
         if (as_costmodel_load(cm, a->model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
         if (!(*pol = as_policy_new(*cm, c->seed, err, sizeof err))) as_die(AS_EXIT_DATA, "%s: %s", a->model_path, err);
+        if (a->no_cost_state) as_policy_drop_cost(*pol);
     }
     if (!c->episodes && c->minutes <= 0) c->episodes = 2000;
 }

@@ -158,6 +158,35 @@ void as_costmodel_table_vector(const as_costmodel *m, const as_features *f, doub
 {
     raw_vector(m->info.log_feats, f, v);
     for (int k = 0; k < 3; k++) v[k] = (v[k] - m->info.mean[k]) / m->info.std[k];
+    for (int k = 0; k < F && m->info.drop; k++)
+        if (m->info.drop >> k & 1) v[k] = 0;
+}
+
+int as_costmodel_drop_parse(const char *list, uint32_t *mask, char *err, size_t errlen)
+{
+    static const struct { const char *name; int lo, hi; } groups[] = {
+        { "dim", 0, 0 }, { "rows", 1, 1 }, { "pooling", 2, 2 }, { "size", 3, 3 }, { "distribution", 4, F - 1 },
+    };
+    *mask = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        int hit = 0;
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0] && !hit; g++)
+            if (strlen(groups[g].name) == n && !strncmp(p, groups[g].name, n)) {
+                for (int k = groups[g].lo; k <= groups[g].hi; k++) *mask |= 1u << k;
+                hit = 1;
+            }
+        for (int k = 0; k < F && !hit; k++)
+            if (strlen(feature_names[k]) == n && !strncmp(p, feature_names[k], n)) *mask |= 1u << k, hit = 1;
+        if (!hit) {
+            snprintf(err, errlen, "'%.*s' is not a feature group (dim, rows, pooling, size, distribution) or a "
+                     "feature's name (dim, rows, pooling, size, bin0..bin16)", (int)(n < 64 ? n : 64), p);
+            return -1;
+        }
+        p += n;
+        if (*p == ',') p++;
+    }
+    return 0;
 }
 
 /* the normalised 21-vector of a table */
@@ -768,11 +797,45 @@ static int read_heldout(const msgpack_object *rec, as_costmodel_heldout *h)
     return 0;
 }
 
+void as_pack_drop(msgpack_packer *pk, uint32_t drop)
+{
+    int n = 0;
+    for (int k = 0; k < F; k++) n += drop >> k & 1;
+    as_pack_str(pk, "dropped_features");
+    msgpack_pack_array(pk, (size_t)n);
+    for (int k = 0; k < F; k++)
+        if (drop >> k & 1) as_pack_str(pk, feature_names[k]);
+}
+
+int as_read_drop(const msgpack_object *rec, const char *what, uint32_t *drop, char *err, size_t errlen)
+{
+    *drop = 0;
+    const msgpack_object *o = as_obj_get(rec, "dropped_features");
+    if (!o) return 0;
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > F) {
+        snprintf(err, errlen, "%s: 'dropped_features' is not a list of at most %d feature names", what, F);
+        return -1;
+    }
+    for (uint32_t i = 0; i < o->via.array.size; i++) {
+        const msgpack_object *x = &o->via.array.ptr[i];
+        int k = 0;
+        if (x->type == MSGPACK_OBJECT_STR)
+            for (; k < F; k++)
+                if (strlen(feature_names[k]) == x->via.str.size && !memcmp(feature_names[k], x->via.str.ptr, x->via.str.size)) break;
+        if (x->type != MSGPACK_OBJECT_STR || k == F) {
+            snprintf(err, errlen, "%s: dropped_features[%u] is not a feature's name", what, i);
+            return -1;
+        }
+        *drop |= 1u << k;
+    }
+    return 0;
+}
+
 void as_costmodel_write(const as_costmodel *m, as_writer *w)
 {
     const as_costmodel_info *in = &m->info;
     msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 30);
+    msgpack_pack_map(pk, 30 + (in->drop != 0));
     as_pack_kv_str(pk, "kind", "model");
     as_pack_kv_str(pk, "model", "costmodel");
     as_pack_kv_i64(pk, "format_version", AS_COSTMODEL_VERSION);
@@ -785,6 +848,7 @@ void as_costmodel_write(const as_costmodel *m, as_writer *w)
     as_pack_kv_str(pk, "transform", in->log_feats ? "log1p" : "none");
     as_pack_kv_f64_list(pk, "norm_mean", in->mean, 3);
     as_pack_kv_f64_list(pk, "norm_std", in->std, 3);
+    if (in->drop) as_pack_drop(pk, in->drop);
     as_pack_kv_f64(pk, "y_scale", in->y_scale);
     as_pack_kv_str(pk, "output", as_costmodel_output_name(in->output));
     as_pack_str(pk, "layers");
@@ -883,6 +947,7 @@ static int read_scales(const msgpack_object *rec, as_costmodel *m, char *err, si
     if (!strcmp(tr, "log1p")) m->info.log_feats = 1;
     else if (strcmp(tr, "none")) { snprintf(err, errlen, "cost model record: unknown feature transform '%s'", tr); return -1; }
     if (!(m->info.y_scale > 0) || !isfinite(m->info.y_scale)) { snprintf(err, errlen, "cost model record: bad y_scale"); return -1; }
+    if (as_read_drop(rec, "cost model record", &m->info.drop, err, errlen)) return -1;
     char os[32] = "linear";
     if (as_obj_get(rec, "output") && as_obj_str(rec, "output", os, sizeof os)) {
         snprintf(err, errlen, "cost model record: 'output' is not a string");

@@ -110,6 +110,10 @@ typedef struct {
     double mean[3], std[3];         /* z-score statistics of dim, rows, pooling */
     int log_feats;                  /* 1: z-score log1p(dim, rows, pooling) instead of the raw
                                        values (not the paper's choice; record field "transform") */
+    uint32_t drop;                  /* features left out (bit i: feature i is 0 after the
+                                       normalisation, its training mean): AutoShard's feature
+                                       ablations (as-costfit --drop-features; record field
+                                       "dropped_features", absent when 0) */
     double y_scale;                 /* the network predicts cost / y_scale */
     int output;                     /* AS_CM_OUT_*: how z becomes a cost (record "output") */
     char cost_device[256];          /* device the training costs were measured on */
@@ -126,7 +130,18 @@ typedef struct {
     as_costmodel_heldout heldout;   /* set by as-costfit before it writes the model */
 } as_costmodel_info;
 
-/* the normalised 21-vector the network sees for one table (transform, then z-score) */
+/* the feature groups of --drop-features (AutoShard's Table 2): "dim", "rows" (the hash
+ * size), "pooling", "size", "distribution" (the 17 access-count bins), or one feature's name
+ * (as_costmodel_feature_name), comma-separated, into *mask (bit i: feature i); 0, or -1
+ * with err naming the word */
+int as_costmodel_drop_parse(const char *list, uint32_t *mask, char *err, size_t errlen);
+/* the record field "dropped_features" (a list of the features' names) of mask drop (not 0),
+ * packed; and read from rec (absent: 0), -1 with err (what names the record) for a list
+ * that is not one of feature names. The cost model's and the policy's records share it. */
+void as_pack_drop(msgpack_packer *pk, uint32_t drop);
+int as_read_drop(const msgpack_object *rec, const char *what, uint32_t *drop, char *err, size_t errlen);
+/* the normalised 21-vector the network sees for one table (transform, then z-score; the
+ * dropped features 0) */
 void as_costmodel_table_vector(const as_costmodel *m, const as_features *f, double out[AS_NFEATURES]);
 
 /* a fresh model with PyTorch's default init from seed; statistics identity, y_scale 1,

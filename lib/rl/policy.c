@@ -35,6 +35,8 @@ struct as_policy {
     int64_t at[B_COUNT + 1];        /* offsets of the blocks; at[B_COUNT] = n */
     double mean[3], std[3];         /* z-scores of dim, rows, pooling */
     int log_feats;
+    uint32_t drop;                  /* features left out (its cost model's, costmodel.h) */
+    int nocost;                     /* 1: the state without the cost model (as_policy_drop_cost) */
     as_policy_info info;
 };
 
@@ -124,10 +126,22 @@ as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed, char *err, size_
         const as_costmodel_info *ci = as_costmodel_cmeta(cm);
         for (int c = 0; c < 3; c++) { q->mean[c] = ci->mean[c]; q->std[c] = ci->std[c]; }
         q->log_feats = ci->log_feats;
+        q->drop = ci->drop;
     }
     q->info.seed = seed;
     return q;
 }
+
+void as_policy_drop_cost(as_policy *q)
+{
+    const as_policy_dims *d = &q->d;
+    uint64_t st = q->info.seed ^ 0x6e6f636f73740000ULL;   /* "nocost" */
+    as_nn_init_linear(P(q, B_EW1), P(q, B_EB1), d->f, d->e1, &st);
+    as_nn_init_linear(P(q, B_EW2), P(q, B_EB2), d->e1, d->e2, &st);
+    q->nocost = 1;
+}
+
+int as_policy_cost_state(const as_policy *q) { return !q->nocost; }
 
 as_policy *as_policy_clone(const as_policy *p)
 {
@@ -136,6 +150,8 @@ as_policy *as_policy_clone(const as_policy *p)
     memcpy(q->mean, p->mean, sizeof q->mean);
     memcpy(q->std, p->std, sizeof q->std);
     q->log_feats = p->log_feats;
+    q->drop = p->drop;
+    q->nocost = p->nocost;
     q->info = p->info;
     return q;
 }
@@ -168,7 +184,7 @@ void as_policy_table_vector(const as_policy *p, const as_features *f, float out[
         double x = p->log_feats ? log1p(v[k]) : v[k];
         v[k] = (x - p->mean[k]) / p->std[k];
     }
-    for (int k = 0; k < F; k++) out[k] = (float)v[k];
+    for (int k = 0; k < F; k++) out[k] = p->drop >> k & 1 ? 0.0f : (float)v[k];
 }
 
 void as_traj_free(as_traj *t)
@@ -293,6 +309,7 @@ typedef struct {
     float *ws;                      /* the LSTM's and the step's vectors, one block */
     float *q1, *q2, *q3, *logit, *lp;
     uint8_t *mask;
+    int nocost;                     /* the policy's state without the cost model */
 } rollout_bufs;
 
 /* the buffers of a rollout of ro's task, the tables' representations, single costs, step
@@ -306,6 +323,7 @@ static void rollout_init(rollout_bufs *w, const as_policy *q, const as_rollout *
     memset(w, 0, sizeof *w);
     w->n = n;
     w->K = K;
+    w->nocost = q->nocost;
     w->R = cm->rep;
     w->E2 = d->e2;
     w->H = d->h;
@@ -415,6 +433,7 @@ static int rollout_costs(rollout_bufs *w, uint64_t cap, int64_t j, double ref, d
         c[4] = (float)(mn / sc);
         c[5] = (float)(left / (ref * (double)K));
         c[6] = spread > 0 && w->mask[k] ? (float)((w->pafter[k] - amin) / spread) : 0.0f;
+        if (w->nocost) c[0] = c[1] = c[2] = c[4] = c[5] = c[6] = 0.0f;   /* the shard's memory alone */
     }
     return nok;
 }
@@ -950,7 +969,7 @@ void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)
     const as_policy_dims *d = &q->d;
     msgpack_packer *pk = as_writer_pk(w);
     int sel = in->selected_episode >= 0;
-    msgpack_pack_map(pk, (size_t)(POLICY_FIELDS + 3 * sel + (extra ? nextra : 0)));
+    msgpack_pack_map(pk, (size_t)(POLICY_FIELDS + 3 * sel + (q->drop != 0) + q->nocost + (extra ? nextra : 0)));
     as_pack_kv_str(pk, "kind", "policy");
     as_pack_kv_str(pk, "policy", "autoshard-lstm");
     as_pack_kv_i64(pk, "format_version", AS_POLICY_VERSION);
@@ -960,6 +979,8 @@ void as_policy_write(const as_policy *q, as_writer *w, int nextra, void (*extra)
     as_pack_kv_str(pk, "transform", q->log_feats ? "log1p" : "none");
     as_pack_kv_f64_list(pk, "norm_mean", q->mean, 3);
     as_pack_kv_f64_list(pk, "norm_std", q->std, 3);
+    if (q->drop) as_pack_drop(pk, q->drop);
+    if (q->nocost) as_pack_kv_str(pk, "cost_state", "none");
     as_pack_str(pk, "dims");
     int dv[10] = { d->f, d->e1, d->e2, d->sd, d->h, d->cd, d->p1, d->p2, d->p3, d->vh };
     msgpack_pack_array(pk, 10);
@@ -1119,6 +1140,15 @@ int as_policy_read(as_policy **out, const msgpack_object *rec, char *err, size_t
     q->log_feats = !strcmp(tr, "log1p");
     memcpy(q->mean, mean, sizeof q->mean);
     memcpy(q->std, sd, sizeof q->std);
+    if (as_read_drop(rec, "policy record", &q->drop, err, errlen)) goto bad;
+    if (as_obj_get(rec, "cost_state")) {
+        char cs[16];
+        if (as_obj_str(rec, "cost_state", cs, sizeof cs) || strcmp(cs, "none")) {
+            snprintf(err, errlen, "policy record: cost_state must be \"none\" where present");
+            goto bad;
+        }
+        q->nocost = 1;
+    }
     if (read_info(rec, &q->info, err, errlen)) goto bad;
     *out = q;
     return 0;

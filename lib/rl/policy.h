@@ -97,6 +97,15 @@ typedef struct as_policy as_policy;
  * cost model's widths. */
 as_policy *as_policy_new(const as_costmodel *cm, uint64_t seed, char *err, size_t errlen);
 as_policy *as_policy_clone(const as_policy *p);
+/* AutoShard's "w/o cost modeling" ablation (its Table 2; pipelines/q3-ablation): the state
+ * without the cost model's outputs (cost features 0-2 and 4-6 are 0; 3, the shard's memory,
+ * stays) and the encoder trained from a fresh start (seeded from the policy's seed) instead of
+ * the cost model's table MLP. The policy record says so ("cost_state": "none"). The episode
+ * order and the rewards are still the cost model's (as-rl --reward model) or measured
+ * (--reward bench). A policy's dropped features (as-costfit --drop-features) are its cost
+ * model's, copied by as_policy_new and recorded ("dropped_features"). */
+void as_policy_drop_cost(as_policy *p);
+int as_policy_cost_state(const as_policy *p);   /* 0 after as_policy_drop_cost */
 void as_policy_free(as_policy *p);
 float *as_policy_params(as_policy *p, int64_t *n);
 const as_policy_dims *as_policy_cdims(const as_policy *p);
