@@ -888,3 +888,17 @@ for r in kind('cost'):
     assert_failure 1
     assert_output --partial "'comm_model' is not a communication model"
 }
+
+@test "as-plan --threads: the split search's plans are the same for any number of threads, the learned policy's too" {
+    D="$BATS_FILE_TMPDIR"
+    strip() { as-show --kind plan "$1" | sed -E 's/"(plan_ms|ms)":[-0-9.e+]+,?//g'; }
+    for n in 1 3; do
+        as-plan -q --alg cost-greedy,autoshard --model "$D/m.ast" --policy "$D/pol.ast" --split-tables --split-ms 0 \
+            --refine --refine-ms 0 --threads $n --split test --plans-only "$D/ft.ast" -o "$T/t$n.ast"
+    done
+    [ "$(strip "$T/t1.ast" | wc -l)" -eq 4 ]
+    [ "$(strip "$T/t1.ast")" = "$(strip "$T/t3.ast")" ]
+    run as-plan --alg cost-greedy --model "$D/m.ast" --split-tables --threads 0 "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "--threads"
+}

@@ -633,3 +633,43 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     [ "$(as-show "$T/ck" | head -1 | jq .run_id)" = "$(as-show "$T/log" | head -1 | jq .run_id)" ]
     [ "$(as-show "$T/cks" | head -1 | jq .run_id)" != "$(as-show "$T/ck" | head -1 | jq .run_id)" ]
 }
+
+@test "the Q3 ablations: as-costfit --drop-features and as-rl --no-cost-state are recorded and planned with" {
+    cat "$D/ft.ast" "$D/c.ast" | as-costfit --seed 0 -q --drop-features pooling,distribution -o "$T/md.ast"
+    run sh -c "as-show --kind model '$T/md.ast' | jq -c .dropped_features"
+    assert_success
+    assert_output '["pooling","bin0","bin1","bin2","bin3","bin4","bin5","bin6","bin7","bin8","bin9","bin10","bin11","bin12","bin13","bin14","bin15","bin16"]'
+    # a model without drops has no such field (its bytes as before)
+    run sh -c "as-show --kind model '$D/m.ast' | jq -c .dropped_features"
+    assert_output null
+    run as-costfit -q --drop-features hash --seed 0 -o "$T/x.ast" "$D/ft.ast"
+    assert_failure 2
+    assert_output --partial "'hash' is not a feature group"
+    # the policy takes its model's drops; --no-cost-state is recorded and as-plan plans with it
+    as-rl -q --model "$T/md.ast" --seed 3 --episodes 16 --no-cost-state "$D/ft.ast" -o "$T/pd.ast"
+    run sh -c "as-show --kind policy '$T/pd.ast' | jq -c '[.cost_state, (.dropped_features | length)]'"
+    assert_output '["none",18]'
+    run as-plan -q --alg autoshard --policy "$T/pd.ast" --split test --plans-only "$D/ft.ast" -o "$T/plans.ast"
+    assert_success
+    [ "$(as-show --kind plan "$T/plans.ast" | wc -l)" -eq 2 ]
+    # the same seed with the cost state: another policy
+    as-rl -q --model "$T/md.ast" --seed 3 --episodes 16 "$D/ft.ast" -o "$T/pf.ast"
+    [ "$(params "$T/pd.ast")" != "$(params "$T/pf.ast")" ]
+    run sh -c "as-show --kind policy '$T/pf.ast' | jq -c .cost_state"
+    assert_output null
+    # a resumed run keeps its checkpoint's policy
+    as-rl -q --model "$D/m.ast" --seed 3 --episodes 16 --checkpoint "$T/ck.ast" "$D/ft.ast" -o "$T/p1.ast"
+    run as-rl -q --resume "$T/ck.ast" --no-cost-state --episodes 24 "$D/ft.ast" -o "$T/p2.ast"
+    assert_failure 2
+    assert_output --partial "no --no-cost-state"
+}
+
+@test "as-rl says how its greedy plans score against cost-greedy's, at each evaluation and at the end" {
+    run sh -c "as-rl --model '$D/m.ast' --seed 3 --episodes 16 --eval-every 8 --eval-tasks 2 --log '$T/log.ast' '$D/ft.ast' -o '$T/p.ast' 2>&1 >/dev/null"
+    assert_success
+    assert_output --regexp "episode 8: the policy's greedy plans of 2 training tasks, mean predicted balance [0-9.]+; cost-greedy's by the same model [0-9.]+: the policy (ahead|level|behind)"
+    assert_output --regexp "against cost-greedy on those tasks \(its plans by the same cost model\): [0-9.]+; the learned policy is (ahead|level|behind)"
+    run sh -c "as-show --kind train '$T/log.ast' | jq -c 'select(.eval_pred_balance != null) | .eval_cost_greedy_balance >= 0'"
+    assert_output "true
+true"
+}

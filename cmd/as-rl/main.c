@@ -490,6 +490,10 @@ static void report(const as_policy *pol, const as_costmodel *cm, const as_rl_inp
                 : c->refine_every > 0 ? "; every point since the last refinement round scored 0, so the latest was kept"
                                       : "; every point scored 0, so the latest was kept",
                 why);
+        if (g.tasks > 0)
+            as_info("against cost-greedy on those tasks (its plans by the same cost model): %.4f; the learned policy is %s "
+                    "(%+.1f points)%s", g.cost_greedy, g.balance > g.cost_greedy ? "ahead" : g.balance == g.cost_greedy ? "level" : "behind",
+                    100 * (g.balance - g.cost_greedy), g.balance < g.cost_greedy ? ": plan with cost-greedy, or train longer" : "");
     }
     if (rc == 1) as_info("stopped at episode %" PRId64 "; continue with --resume %s", in->episodes, c->ckpt ? c->ckpt : "(no checkpoint)");
 }

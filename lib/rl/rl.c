@@ -359,13 +359,13 @@ static void *actor_main(void *arg)
 
 /* ---- evaluation ---------------------------------------------------------------------------- */
 
-/* the greedy plan of task t into assign[t->n] (-1: fits nowhere): its predicted balance (0 when
- * infeasible or when a shard is left empty: an empty shard's predicted cost is 0), whether it
- * is feasible, and the shards that hold a table; 0 or -1 with err */
-static int greedy_plan(const as_policy *p, const as_plan_model *pm, const as_rl_task *t, int64_t *assign, double *bal,
-                       int *feasible, int64_t *used, char *err, size_t errlen)
+/* the greedy plan of task t into assign[t->n] (-1: fits nowhere), or with teacher cost-greedy's;
+ * its predicted balance (0 when infeasible or when a shard is left empty: an empty shard's
+ * predicted cost is 0), whether it is feasible, and the shards that hold a table; 0 or -1 with err */
+static int greedy_or_teacher(const as_policy *p, const as_plan_model *pm, const as_rl_task *t, int teacher, int64_t *assign,
+                             double *bal, int *feasible, int64_t *used, char *err, size_t errlen)
 {
-    as_rollout ro = { .cm = pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign };
+    as_rollout ro = { .cm = pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .assign = assign, .teacher = teacher };
     if (as_policy_rollout(p, &ro, err, errlen)) return -1;
     *bal = ro.pred_balance;
     *feasible = ro.feasible;
@@ -377,11 +377,33 @@ static int greedy_plan(const as_policy *p, const as_plan_model *pm, const as_rl_
     return 0;
 }
 
+/* the greedy plan of task t into assign[t->n] (-1: fits nowhere): its predicted balance (0 when
+ * infeasible or when a shard is left empty: an empty shard's predicted cost is 0), whether it
+ * is feasible, and the shards that hold a table; 0 or -1 with err */
+static int greedy_plan(const as_policy *p, const as_plan_model *pm, const as_rl_task *t, int64_t *assign, double *bal,
+                       int *feasible, int64_t *used, char *err, size_t errlen)
+{
+    return greedy_or_teacher(p, pm, t, 0, assign, bal, feasible, used, err, errlen);
+}
+
+/* cost-greedy's plan of task t with the same model (the rollout's teacher: each table where
+   the predicted cost after it is lowest): its predicted balance, as greedy_plan's */
+static double cost_greedy_balance(const as_policy *p, const as_plan_model *pm, const as_rl_task *t, char *err, size_t errlen)
+{
+    int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign), used;
+    double b;
+    int feasible;
+    int rc = greedy_or_teacher(p, pm, t, 1, assign, &b, &feasible, &used, err, errlen);
+    free(assign);
+    return rc ? NAN : b;
+}
+
 int as_rl_greedy_plans(const as_policy *p, const as_costmodel *cm, const as_rl_task *tasks, int64_t ntasks, int64_t n,
                        as_rl_greedy *g, char *err, size_t errlen)
 {
     memset(g, 0, sizeof *g);
-    g->balance = NAN;
+    g->balance = g->cost_greedy = NAN;
+    double scg = 0;
     if (n > ntasks) n = ntasks;
     as_plan_model pm;
     as_plan_model_of(&pm, cm);
@@ -394,14 +416,17 @@ int as_rl_greedy_plans(const as_policy *p, const as_costmodel *cm, const as_rl_t
         int rc = greedy_plan(p, &pm, t, assign, &b, &feasible, &used, err, errlen);
         free(assign);
         if (rc) return -1;
+        const double cg = cost_greedy_balance(p, &pm, t, err, errlen);
+        if (isnan(cg)) return -1;
         sp += b;
+        scg += cg;
         g->tasks++;
         g->shards += t->K;
         g->used += used;
         if (!feasible) g->infeasible++;
         else if (used < t->K) g->empty++;
     }
-    if (n > 0) g->balance = sp / n;
+    if (n > 0) g->balance = sp / n, g->cost_greedy = scg / n;
     return 0;
 }
 
@@ -409,13 +434,13 @@ int as_rl_greedy_plans(const as_policy *p, const as_costmodel *cm, const as_rl_t
  * infeasible plan counts 0) and, when measure is set and a device and the tables are given,
  * the mean measured balance of the feasible ones (NAN when none) */
 static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64_t ntasks, int measure,
-                    double *pred_bal, double *meas_bal, int64_t *nmeas, char *err, size_t errlen)
+                    double *pred_bal, double *meas_bal, int64_t *nmeas, double *cg_bal, char *err, size_t errlen)
 {
     const as_rl_cfg *c = x->c;
     int64_t n = ntasks < x->ntasks ? ntasks : x->ntasks;
     as_plan_model pm;
     as_plan_model_of(&pm, cm);
-    double sp = 0, sm = 0;
+    double sp = 0, sm = 0, scg = 0;
     int64_t nm = 0;
     for (int64_t i = 0; i < n; i++) {
         const as_rl_task *t = &x->tasks[i];
@@ -423,6 +448,11 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64
         double *costs = as_malloc((size_t)t->K * sizeof *costs), b;
         int feasible;
         int rc = greedy_plan(p, &pm, t, assign, &b, &feasible, &used, err, errlen);
+        if (!rc && cg_bal) {
+            const double cg = cost_greedy_balance(p, &pm, t, err, errlen);
+            if (isnan(cg)) rc = -1;
+            scg += cg;
+        }
         if (!rc) {
             sp += b;
             if (measure && c->bcfg && c->pool && feasible) {
@@ -436,6 +466,7 @@ static int evaluate(rl_ctx *x, const as_policy *p, const as_costmodel *cm, int64
     }
     *pred_bal = n ? sp / n : NAN;
     *meas_bal = nm ? sm / nm : NAN;
+    if (cg_bal) *cg_bal = n ? scg / n : NAN;
     return 0;
 }
 
@@ -445,7 +476,7 @@ static int select_step(rl_ctx *x, as_policy *p, as_costmodel *cm, as_rl_state *s
 {
     /* scoring measures nothing and draws no random number: it never changes the run */
     double sc, unused;
-    if (evaluate(x, p, cm, x->c->select_tasks, 0, &sc, &unused, NULL, err, errlen)) return -1;
+    if (evaluate(x, p, cm, x->c->select_tasks, 0, &sc, &unused, NULL, NULL, err, errlen)) return -1;
     *score = sc;
     if (sc >= st->best_score) {
         int64_t np, cnp;
@@ -1148,13 +1179,13 @@ static int refine_round(rl_ctx *x, const as_policy *p, as_costmodel *cm, as_rl_s
 /* the update's `train` record: kept in st (checkpoints carry the log) and written to c->log */
 static void log_record(const as_rl_cfg *c, as_rl_state *st, msgpack_sbuffer *sb, const as_policy *p, double wall,
                        const as_policy_stats *s, double pred_bal, double gnorm, double lr, double ev_pred, double ev_meas,
-                       double meas_bal, double cm_loss, double sel, const refine_out *rf)
+                       double ev_cg, double meas_bal, double cm_loss, double sel, const refine_out *rf)
 {
     const as_policy_info *in = as_policy_cmeta(p);
     msgpack_sbuffer_clear(sb);
     msgpack_packer pk0, *pk = &pk0;
     msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel) +
+    int nf = 15 + !isnan(ev_pred) + !isnan(ev_meas) + !isnan(ev_cg) + !isnan(meas_bal) + !isnan(cm_loss) + !isnan(sel) +
              (rf ? 6 + !isnan(rf->mape) + !isnan(rf->pred_balance) + !isnan(rf->meas_balance) + !isnan(rf->loss) : 0);
     msgpack_pack_map(pk, (size_t)nf);
     as_pack_kv_str(pk, "kind", "train");
@@ -1175,6 +1206,7 @@ static void log_record(const as_rl_cfg *c, as_rl_state *st, msgpack_sbuffer *sb,
     if (!isnan(meas_bal)) as_pack_kv_f64(pk, "meas_balance", meas_bal);
     if (!isnan(ev_pred)) as_pack_kv_f64(pk, "eval_pred_balance", ev_pred);
     if (!isnan(ev_meas)) as_pack_kv_f64(pk, "eval_meas_balance", ev_meas);
+    if (!isnan(ev_cg)) as_pack_kv_f64(pk, "eval_cost_greedy_balance", ev_cg);
     if (!isnan(cm_loss)) as_pack_kv_f64(pk, "cost_loss", cm_loss);
     if (!isnan(sel)) as_pack_kv_f64(pk, "select_balance", sel);
     if (rf) {
@@ -1552,14 +1584,19 @@ static void share_weights(rl_run *R)
    a resumed run evaluates at the episodes of an uninterrupted one; model selection on
    multiples of select_every, so a resumed run scores the same weights as an uninterrupted
    one (*evp, *evm, *sel NaN when not done). 0, or -1 with err */
-static int score_update(rl_run *R, int B, double *evp, double *evm, double *sel, char *err, size_t errlen)
+static int score_update(rl_run *R, int B, double *evp, double *evm, double *evcg, double *sel, char *err, size_t errlen)
 {
     const as_rl_cfg *c = R->c;
     as_policy_info *in = R->in;
-    *evp = *evm = NAN;
+    *evp = *evm = *evcg = NAN;
     if (c->eval_every > 0 && (in->episodes / c->eval_every > (in->episodes - B) / c->eval_every ||
                               (c->episodes > 0 && in->episodes >= c->episodes))) {
-        if (evaluate(&R->x, R->p, R->cm, c->eval_tasks, 1, evp, evm, &in->evals, err, errlen)) return -1;
+        if (evaluate(&R->x, R->p, R->cm, c->eval_tasks, 1, evp, evm, &in->evals, evcg, err, errlen)) return -1;
+        /* whether training has paid off: the policy's greedy plans against cost-greedy's */
+        as_info("episode %" PRId64 ": the policy's greedy plans of %" PRId64 " training tasks, mean predicted balance "
+                "%.4f; cost-greedy's by the same model %.4f: the policy %s", in->episodes,
+                c->eval_tasks < R->x.ntasks ? c->eval_tasks : R->x.ntasks, *evp, *evcg,
+                *evp > *evcg ? "ahead" : *evp == *evcg ? "level" : "behind");
     }
     *sel = NAN;
     if (c->select_every > 0 && in->episodes / c->select_every > (in->episodes - B) / c->select_every &&
@@ -1594,11 +1631,11 @@ static int one_update(rl_run *R, int B, char *err, size_t errlen)
     if (refined >= 0 && R->threaded) share_weights(R);
     for (int b = 0; b < B; b++) ep_free(&R->eps[b]);
     if (refined < 0) return -1;
-    double evp, evm, sel;
-    if (score_update(R, B, &evp, &evm, &sel, err, errlen)) return -1;
+    double evp, evm, evcg, sel;
+    if (score_update(R, B, &evp, &evm, &evcg, &sel, err, errlen)) return -1;
     as_rl_state *st = R->st;
     st->wall = R->wall0 + (as_now() - R->t0);
-    log_record(c, st, &R->lsb, R->p, st->wall, &u.s, u.npb ? u.pb / u.npb : NAN, u.gn, u.lr, evp, evm,
+    log_record(c, st, &R->lsb, R->p, st->wall, &u.s, u.npb ? u.pb / u.npb : NAN, u.gn, u.lr, evp, evm, evcg,
                u.nmb ? u.mb / u.nmb : NAN, u.cml, sel, refined ? &rf : NULL);
     checkpoint_due(R);
     as_progress_update(&R->pr, c->episodes > 0 ? (double)R->in->episodes : st->wall);

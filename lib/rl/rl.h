@@ -174,6 +174,9 @@ void as_rl_write_policy(as_writer *w, const as_policy *p, const as_costmodel *cm
 typedef struct {
     int64_t tasks;          /* plans made */
     double balance;         /* their mean predicted balance (NAN when no task) */
+    double cost_greedy;     /* cost-greedy's plans of the same tasks by the same model: their
+                               mean predicted balance (NAN when no task): what the policy must
+                               beat to have paid off */
     int64_t infeasible;     /* plans with a table that fits on no shard */
     int64_t empty;          /* feasible plans that leave a shard empty */
     int64_t shards, used;   /* the plans' shards, and those that hold a table (sums) */
