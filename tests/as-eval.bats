@@ -351,6 +351,8 @@ ranked_plans() {
     assert_line "- Measurement noise: 0 of 18 measured shards (0.0 %) stayed noisy after re-measuring (spread above 5.0 %); median spread 1.0 % over 18 shards; 0 of 9 plans rest on a noisy shard."
     assert_line "- Ranking by mean balance (> resolved, ≈ not resolved: too noisy, too few tasks or a tie): cost-greedy (85.0 %) > autoshard (55.0 %) > random (25.0 %)."
     refute_output --partial "too noisy to"
+    # the learned policy against the greedy planner by the same model, and which to trust
+    assert_line "- The learned policy against the greedy planner: **autoshard** against **cost-greedy** (mean balance 85.0 %): -30.0 points of balance (paired 95 % CI -54.8 to -5.2 over 3 tasks) and a speedup of 0.800x over it (geometric mean, 95 % CI 0.800x to 0.800x): **the greedy planner beat the learned policy**; trust cost-greedy's plans."
     run as-eval --table verdict --format csv "$T/p.ast"
     assert_line --index 1 "cost-greedy,autoshard,resolved,3,0.3,0.0515862288,0.548413771,1.25,1.25,1.25,18,0,0.01,0.05,,,,cost-greedy > autoshard > random,3,0,0,0.02,"
     # the plots' file names close the verdict

@@ -1495,6 +1495,36 @@ static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
     }
 }
 
+/* the learned policy against the greedy planner by the same cost model: each autoshard
+ * variant beside cost-greedy's of the same variant (autoshard+split+refine and
+ * cost-greedy+split+refine), ranked as the winner is (as_eval_rank_pair), and which to trust */
+static void verdict_policy(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+                           const as_eval_verdict_info *v, const char *B, const char *li)
+{
+    static const char pol[] = "autoshard", gr[] = "cost-greedy";
+    for (int64_t i = 0; i < na; i++) {
+        if (strncmp(a[i].alg, pol, sizeof pol - 1) || !isfinite(a[i].bal_mean)) continue;
+        char other[128];
+        snprintf(other, sizeof other, "%s%s", gr, a[i].alg + sizeof pol - 1);
+        const int64_t g = find_alg(a, na, other);
+        if (g < 0 || !isfinite(a[g].bal_mean)) continue;
+        const int ahead = a[i].bal_mean >= a[g].bal_mean;
+        as_eval_rank r;
+        as_eval_rank_pair(p, n, a, ahead ? i : g, ahead ? g : i, v->over_runs, &r);
+        fprintf(f, "%sThe learned policy against the greedy planner: %s%s%s against ", li, B, a[i].alg, B);
+        as_eval_cmp c;
+        as_eval_compare(p, n, a[i].alg, other, v->over_runs, &c);
+        lead_words(f, fmt, other, a[g].bal_mean, &c, v->over_runs);
+        if (r.kind == AS_RANK_RESOLVED && ahead) fprintf(f, ": %sthe learned policy beat the greedy planner%s.\n", B, B);
+        else if (r.kind == AS_RANK_RESOLVED)
+            fprintf(f, ": %sthe greedy planner beat the learned policy%s; trust %s's plans.\n", B, B, other);
+        else if (r.kind == AS_RANK_TIE) fprintf(f, ": they tie.\n");
+        else
+            fprintf(f, ": not resolved (%s): neither beat the other here; %s is the simpler to trust.\n",
+                    r.kind == AS_RANK_FEW ? "too few tasks" : "within the variation and the noise", other);
+    }
+}
+
 /* the verdict's lines on the measurement noise, the cost model and the plots */
 static void verdict_tail(FILE *f, as_eval_format fmt, const as_eval_verdict_info *v, const as_eval_noise *nz, int estimated,
                          const char *B, const char *li)
@@ -1582,6 +1612,7 @@ void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
     fprintf(f, "%s", li);
     as_eval_floor_words(f, fmt, &fb, v->label);
     fprintf(f, ".\n");
+    verdict_policy(f, fmt, p, n, a, na, v, B, li);
     verdict_model_marks(f, p, n, a, na, B, li);
     verdict_tail(f, fmt, v, &nz, estimated, B, li);
     fputc('\n', f);
