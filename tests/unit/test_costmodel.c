@@ -459,3 +459,88 @@ TEST(costmodel_legacy_negative_clamped)
     CHECK(as_costmodel_loss_grad(m, &s.d, NULL, K, NULL) > 0.9e8);
     as_costmodel_free(m);
 }
+
+/* ---- dropped features (AutoShard's feature ablations) --------------------------------------- */
+
+static void pack_drop_num(msgpack_packer *pk) { msgpack_pack_int(pk, 3); }
+static void pack_drop_bad(msgpack_packer *pk)
+{
+    msgpack_pack_array(pk, 2);
+    as_pack_str(pk, "pooling");
+    as_pack_str(pk, "hash");
+}
+static void pack_drop_int(msgpack_packer *pk)
+{
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_int(pk, 2);
+}
+static void pack_drop_long(msgpack_packer *pk)
+{
+    msgpack_pack_array(pk, AS_NFEATURES + 1);
+    for (int i = 0; i <= AS_NFEATURES; i++) as_pack_str(pk, "dim");
+}
+
+TEST(costmodel_dropped_features)
+{
+    uint32_t mask;
+    char err[512];
+    CHECK_EQ_I64(as_costmodel_drop_parse("pooling,distribution", &mask, err, sizeof err), 0);
+    CHECK_EQ_I64(mask, (1u << 2) | (((1u << 17) - 1) << 4));
+    CHECK_EQ_I64(as_costmodel_drop_parse("dim,bin3", &mask, err, sizeof err), 0);
+    CHECK_EQ_I64(mask, 1u | (1u << 7));
+    CHECK_EQ_I64(as_costmodel_drop_parse("pooling,hash", &mask, err, sizeof err), -1);
+    CHECK(strstr(err, "'hash'") != NULL);
+    CHECK_EQ_I64(as_costmodel_drop_parse("size,", &mask, err, sizeof err), 0);
+    CHECK_EQ_I64(mask, 1u << 3);
+    CHECK_EQ_I64(as_costmodel_drop_parse(",", &mask, err, sizeof err), -1);
+
+    /* a model without pooling: the feature is 0, the prediction does not depend on it */
+    static synth s;
+    mk_synth(&s);
+    as_costmodel *m = as_costmodel_new(32, 16, 16, 5);
+    as_costmodel_meta(m)->drop = 1u << 2;
+    as_costmodel_fit_stats(m, &s.d, NULL, K, 0);
+    double v[AS_NFEATURES];
+    as_features f = s.tab[0];
+    as_costmodel_table_vector(m, &f, v);
+    CHECK(v[2] == 0 && v[0] != 0);
+    float r1[16], r2[16];
+    as_costmodel_embed(m, &f, r1);
+    f.pooling *= 7;
+    as_costmodel_embed(m, &f, r2);
+    CHECK(!memcmp(r1, r2, sizeof r1));
+    f.dim *= 2;
+    as_costmodel_embed(m, &f, r2);
+    CHECK(memcmp(r1, r2, sizeof r1) != 0);
+    /* recorded and read back */
+    const char *good = tmp("drop.ast");
+    save(m, good);
+    as_costmodel *l = NULL;
+    CHECK(as_costmodel_load(&l, good, err, sizeof err) == 0);
+    if (l) CHECK_EQ_I64(as_costmodel_cmeta(l)->drop, 1u << 2);
+    as_costmodel_free(l);
+    /* hostile: not a list, an unknown name, a number, too long */
+    void (*bad[4])(msgpack_packer *) = { pack_drop_num, pack_drop_bad, pack_drop_int, pack_drop_long };
+    for (int i = 0; i < 4; i++) {
+        const char *b = tmp("dropbad.ast");
+        rewrite(good, b, "dropped_features", bad[i]);
+        l = NULL;
+        CHECK(as_costmodel_load(&l, b, err, sizeof err) == -1 && l == NULL);
+        CHECK(strstr(err, "dropped_features") != NULL);
+    }
+    /* the memo gives the model's own numbers */
+    as_embed_memo *mm = as_embed_memo_new(m, 4);
+    float r3[16];
+    for (int rep = 0; rep < 3; rep++)
+        for (int t = 0; t < NT; t++) {
+            as_costmodel_embed(m, &s.tab[t], r1);
+            as_embed_memo_get(mm, &s.tab[t], r3);
+            CHECK(!memcmp(r1, r3, sizeof r1));
+        }
+    int64_t hits, misses;
+    as_embed_memo_stats(mm, &hits, &misses);
+    CHECK_EQ_I64(hits + misses, 3 * NT);
+    CHECK(hits > 0);
+    as_embed_memo_free(mm);
+    as_costmodel_free(m);
+}

@@ -329,7 +329,7 @@ TEST(policy_place_keeps_the_best_of_its_samples)
 
 /* a `policy` record of dims dv (the layout of policy.h) with small random parameters, as
  * as_policy_read parses it; NULL with err when it refuses */
-static as_policy *policy_of_dims(const int dv[10], char *err, size_t errlen)
+static as_policy *policy_of_dims_x(const int dv[10], int nextra, void (*extra)(msgpack_packer *), char *err, size_t errlen)
 {
     int f = dv[0], e1 = dv[1], e2 = dv[2], sd = dv[3], h = dv[4], cd = dv[5], p1 = dv[6], p2 = dv[7], p3 = dv[8],
         vh = dv[9];
@@ -342,7 +342,7 @@ static as_policy *policy_of_dims(const int dv[10], char *err, size_t errlen)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 11);
+    msgpack_pack_map(&pk, (size_t)(11 + nextra));
     as_pack_kv_str(&pk, "kind", "policy");
     as_pack_kv_str(&pk, "policy", "autoshard-lstm");
     as_pack_kv_i64(&pk, "format_version", AS_POLICY_VERSION);
@@ -359,6 +359,7 @@ static as_policy *policy_of_dims(const int dv[10], char *err, size_t errlen)
     as_pack_kv_i64(&pk, "cost_features", AS_POLICY_NCF);
     as_pack_kv_i64(&pk, "nparams", n);
     as_pack_kv_array(&pk, "params", AS_DT_F32, prm, 1, &n);
+    if (extra) extra(&pk);
     free(prm);
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
@@ -368,6 +369,53 @@ static as_policy *policy_of_dims(const int dv[10], char *err, size_t errlen)
     msgpack_unpacked_destroy(&u);
     msgpack_sbuffer_destroy(&sb);
     return p;
+}
+
+static as_policy *policy_of_dims(const int dv[10], char *err, size_t errlen)
+{
+    return policy_of_dims_x(dv, 0, NULL, err, errlen);
+}
+
+/* the ablations' fields (as-rl --no-cost-state, a cost model's dropped features): read,
+ * written back, hostile values refused */
+static void x_ablate(msgpack_packer *pk)
+{
+    as_pack_kv_str(pk, "cost_state", "none");
+    as_pack_str(pk, "dropped_features");
+    msgpack_pack_array(pk, 2);
+    as_pack_str(pk, "pooling");
+    as_pack_str(pk, "bin3");
+}
+static void x_bad_state(msgpack_packer *pk) { as_pack_kv_str(pk, "cost_state", "some"); }
+static void x_bad_drop(msgpack_packer *pk)
+{
+    as_pack_str(pk, "dropped_features");
+    msgpack_pack_array(pk, 1);
+    as_pack_str(pk, "colour");
+}
+static void x_bad_state_type(msgpack_packer *pk) { as_pack_kv_i64(pk, "cost_state", 0); }
+
+TEST(policy_ablation_fields)
+{
+    const int dv[10] = { AS_NFEATURES, 8, 4, 4, 8, 4, 8, 8, 4, 4 };
+    char err[512];
+    as_policy *p = policy_of_dims_x(dv, 2, x_ablate, err, sizeof err);
+    CHECK(p != NULL);
+    if (!p) { fprintf(stderr, "  %s\n", err); return; }
+    CHECK_EQ_I64(as_policy_cost_state(p), 0);
+    /* the dropped features are 0 in its table vector */
+    as_features f = { .id = 1, .dim = 64, .rows = 1000, .pooling = 5, .size_gib = 0.1 };
+    f.bins[3] = 0.5;
+    f.bins[0] = 0.5;
+    float v[AS_NFEATURES];
+    as_policy_table_vector(p, &f, v);
+    CHECK(v[2] == 0 && v[7] == 0 && v[0] != 0 && v[4] != 0);
+    as_policy_free(p);
+    void (*bad[3])(msgpack_packer *) = { x_bad_state, x_bad_drop, x_bad_state_type };
+    for (int i = 0; i < 3; i++) {
+        CHECK(policy_of_dims_x(dv, 1, bad[i], err, sizeof err) == NULL);
+        CHECK(strstr(err, i == 1 ? "dropped_features" : "cost_state") != NULL);
+    }
 }
 
 /* a step feature of 300 and an LSTM of 300 (the reader takes every size up to 4096; the
