@@ -69,7 +69,7 @@ static const char HELP[] =
     "                         be the --resume file; no other input)\n"
     "      --resume FILE      continue a checkpoint exactly, with its seed and the options that\n"
     "                         decide what is learned (--reward --lr --batch --entropy\n"
-    "                         --baseline --clip --imitate --cost-steps --buffer --select-every\n"
+    "                         --baseline --clip --imitate --pieces --cost-steps --buffer --select-every\n"
     "                         --select-tasks --refine-every --refine-tasks --refine-steps): one\n"
     "                         left out takes the checkpoint's value, one given with another\n"
     "                         value is a usage error (exit 2); its budget unless\n"
@@ -81,7 +81,9 @@ static const char HELP[] =
     "      --batch N          trajectories per update, B1 (8)\n"
     "      --imitate N        the first N episodes imitate cost-greedy (behaviour cloning: the\n"
     "                         policy learns the cost-greedy choice, the value its return), then\n"
-    "                         reinforcement learning takes over (default 0; not in the paper)\n"
+    "                         reinforcement learning improves on it (default: a sixth of\n"
+    "                         --episodes, 0 with --minutes; not in the paper: 0 is its RL from\n"
+    "                         scratch, which trailed cost-greedy on unseen tables here)\n"
     "      --no-cost-state    AutoShard's \"w/o cost modeling\" ablation (its Table 2;\n"
     "                         pipelines/q3-ablation): the policy's state without the cost\n"
     "                         model's predictions (its cost features but the shard's memory\n"
@@ -90,6 +92,10 @@ static const char HELP[] =
     "                         The policy records it and as-plan plans with it the same way.\n"
     "                         A cost model trained with as-costfit --drop-features gives its\n"
     "                         policy the same features left out (the feature ablations)\n"
+    "      --pieces P         model rewards: this share of the episodes (0..1) places the task\n"
+    "                         with its costliest tables (1 to T/8, drawn) cut into 2 or 4 column\n"
+    "                         pieces, as as-plan --split-tables hands them to the policy, so that\n"
+    "                         it learns to place pieces too (default 0: whole tables, the paper)\n"
     "      --entropy X        entropy cost (0.001)\n"
     "      --baseline X       value-loss cost (0.5)\n"
     "      --clip X           global gradient-norm clip (40)\n"
@@ -134,7 +140,7 @@ enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_REWARD, OPT_EPISODES, OPT_MINUTES, OPT_
        OPT_DEVICE, OPT_EVAL_EVERY, OPT_EVAL_TASKS, OPT_LOG, OPT_CKPT, OPT_CKPT_EVERY, OPT_RESUME, OPT_HALT,
        OPT_LR, OPT_BATCH, OPT_ENTROPY, OPT_BASELINE, OPT_CLIP, OPT_COST_STEPS, OPT_BUFFER, OPT_WARMUP, OPT_RUNS,
        OPT_TRIM, OPT_FLUSH, OPT_THREADS, OPT_IMITATE, OPT_SELECT_EVERY, OPT_SELECT_TASKS, OPT_REFINE_EVERY,
-       OPT_REFINE_TASKS, OPT_REFINE_STEPS, OPT_NO_COST_STATE };
+       OPT_REFINE_TASKS, OPT_REFINE_STEPS, OPT_NO_COST_STATE, OPT_PIECES };
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { g_stop = sig; }
@@ -173,6 +179,7 @@ static void resume_hparams(const args *a, as_rl_cfg *c, const as_rl_hparams *hp,
     KEEP(OPT_CLIP, "--clip", clip, "%.17g", double);
     KEEP(OPT_BATCH, "--batch", batch, "%d", int);
     KEEP(OPT_IMITATE, "--imitate", imitate, "%" PRId64, int64_t);
+    KEEP(OPT_PIECES, "--pieces", pieces, "%g", double);
     KEEP(OPT_COST_STEPS, "--cost-steps", cost_steps, "%d", int);
     KEEP(OPT_BUFFER, "--buffer", buffer, "%" PRId64, int64_t);
     KEEP(OPT_SELECT_EVERY, "--select-every", select_every, "%" PRId64, int64_t);
@@ -214,6 +221,7 @@ static const struct option rl_opts[] = {
     { "flush", required_argument, 0, OPT_FLUSH },
     { "threads", required_argument, 0, OPT_THREADS },
     { "imitate", required_argument, 0, OPT_IMITATE },
+    { "pieces", required_argument, 0, OPT_PIECES },
     { "no-cost-state", no_argument, 0, OPT_NO_COST_STATE },
     { "refine-every", required_argument, 0, OPT_REFINE_EVERY },
     { "refine-tasks", required_argument, 0, OPT_REFINE_TASKS },
@@ -262,6 +270,7 @@ static int opt_schedule(as_cli *cli, int opt, const char *arg, args *a)
     case OPT_REFINE_TASKS: a->c.refine_tasks = as_cli_i64(cli, "--refine-tasks", arg, 1, INT64_MAX / 4); return 1;
     case OPT_REFINE_STEPS: a->c.refine_steps = (int)as_cli_i64(cli, "--refine-steps", arg, 0, AS_RL_MAX_STEPS); return 1;
     case OPT_IMITATE: a->c.imitate = as_cli_i64(cli, "--imitate", arg, 0, INT64_MAX / 4); return 1;
+    case OPT_PIECES: a->c.pieces = as_cli_f64(cli, "--pieces", arg, 0, 1); return 1;
     default: return 0;
     }
 }
@@ -312,6 +321,7 @@ static void check_args(as_cli *cli, args *a)
     as_cli_output_arg_over(cli, "--checkpoint", a->c.ckpt, a->resume);
     if (!a->model_path && !a->resume) as_cli_usage(cli, "--model FILE is required (a cost model from as-costfit)");
     if (a->resume && a->no_cost_state) as_cli_usage(cli, "--resume keeps the checkpoint's policy: no --no-cost-state");
+    if (a->c.bench && a->c.pieces > 0) as_cli_usage(cli, "--pieces needs --reward model (a measured shard holds whole tables)");
     if (a->episodes_given && a->minutes_given) as_cli_usage(cli, "--episodes and --minutes exclude each other");
     if (a->c.bench && !a->tables) as_cli_usage(cli, "--reward bench needs --tables FILE (the table data to measure)");
     if (a->c.refine_every && !a->tables) as_cli_usage(cli, "--refine-every needs --tables FILE (the table data to measure)");
@@ -386,6 +396,10 @@ static void load_policy(const args *a, as_rl_cfg *c, as_policy **pol, as_costmod
         if (a->no_cost_state) as_policy_drop_cost(*pol);
     }
     if (!c->episodes && c->minutes <= 0) c->episodes = 2000;
+    /* a fresh run starts from the greedy planner's decisions: a sixth of its episodes imitate
+       cost-greedy, then reinforcement learning improves on them (docs/RESULTS.md, issue 53:
+       from scratch the policy trailed cost-greedy on unseen tables by 5 points) */
+    if (!resume && !given(a, OPT_IMITATE)) c->imitate = c->episodes > 0 ? c->episodes / AS_RL_IMITATE_SHARE : 0;
 }
 
 /* features, training tasks and cost records, into c */

@@ -238,6 +238,61 @@ static double balance_of(const double *c, int64_t K)
     return mx > 0 ? mn / mx : 0;
 }
 
+/* the pieces of an episode (rl_cfg.pieces): the task's m costliest tables (by the cost
+ * model alone; 1 <= m <= max(1, T / 8), drawn) each cut into c equal column pieces (c = 2 or
+ * 4, drawn, while the pieces' width stays a multiple of 4: the split search's column
+ * levels), the other tables as they are. *items (malloc'd [*n]) holds them, *tp the
+ * pointers; 0 when no table could be cut (the task as it is) */
+typedef struct {
+    as_features *items;
+    const as_features **tp;
+    int64_t n;
+} ep_pieces;
+
+static int cut_pieces(const as_rl_task *t, const as_plan_model *pm, as_rng *rng, ep_pieces *ep)
+{
+    const int64_t n = t->n;
+    memset(ep, 0, sizeof *ep);
+    if (n < 1) return 0;
+    double *single = as_malloc((size_t)n * sizeof *single);
+    float *rep = as_malloc((size_t)pm->rep * sizeof *rep);
+    for (int64_t i = 0; i < n; i++) {
+        pm->embed(pm->ctx, t->t[i], rep);
+        single[i] = pm->head(pm->ctx, rep);
+    }
+    free(rep);
+    const int64_t mmax = n / 8 > 1 ? n / 8 : 1, m = 1 + (int64_t)as_rng_below(rng, (uint64_t)mmax);
+    uint8_t *cut = as_calloc((size_t)n, 1);
+    int64_t extra = 0;
+    for (int64_t q = 0; q < m; q++) {   /* the m costliest (ties: the earlier) */
+        int64_t b = -1;
+        for (int64_t i = 0; i < n; i++)
+            if (!cut[i] && (b < 0 || single[i] > single[b])) b = i;
+        const int64_t c = 2 << as_rng_below(rng, 2), dim = t->t[b]->dim;
+        int64_t cc = 1;   /* chosen; 1: it stays whole (a piece already, or too narrow) */
+        if (as_piece_whole(&t->t[b]->piece)) cc = dim % (4 * c) == 0 ? c : dim % 8 == 0 ? 2 : 1;
+        cut[b] = (uint8_t)cc;
+        extra += cc - 1;
+    }
+    free(single);
+    if (!extra) { free(cut); return 0; }
+    ep->items = as_malloc((size_t)(n + extra) * sizeof *ep->items);
+    ep->tp = as_malloc((size_t)(n + extra) * sizeof *ep->tp);
+    for (int64_t i = 0; i < n; i++) {
+        const as_features *f = t->t[i];
+        const int64_t c = cut[i] > 1 ? cut[i] : 1, d = f->dim / c;
+        for (int64_t j = 0; j < c; j++) {
+            as_features *g = &ep->items[ep->n];
+            const int whole = c == 1 || as_features_cols(g, f, j * d, (j + 1) * d);
+            if (whole) *g = *f;   /* (as_features_cols refuses nothing cut here; whole if it did) */
+            ep->tp[ep->n++] = g;
+            if (whole) break;
+        }
+    }
+    free(cut);
+    return 1;
+}
+
 /* episode e played into out; ws: the rollout's buffers (one arena per thread) */
 static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm, rl_ep *out, as_arena *ws, char *err,
                 size_t errlen)
@@ -253,10 +308,19 @@ static int play(rl_ctx *x, int64_t e, const as_policy *p, const as_costmodel *cm
     out->task = ti;
     as_plan_model pm;
     as_plan_model_of(&pm, cm);
-    int64_t *assign = as_malloc((size_t)(t->n ? t->n : 1) * sizeof *assign);
-    as_rollout ro = { .cm = &pm, .t = t->t, .n = t->n, .K = t->K, .cap = t->cap, .rng = &rng, .tr = &out->tr,
-                      .assign = assign, .teacher = e < c->imitate, .ws = ws };
-    if (as_policy_rollout(p, &ro, err, errlen)) { free(assign); return -1; }
+    /* model rewards: a share of the episodes place the task with its costliest tables in
+       column pieces, as the split search hands them to the policy (the draw only then, so
+       runs without it keep their streams) */
+    ep_pieces pcs = { 0 };
+    const int cut = !c->bench && c->pieces > 0 && as_rng_uniform(&rng) < c->pieces && cut_pieces(t, &pm, &rng, &pcs);
+    const int64_t n = cut ? pcs.n : t->n;
+    int64_t *assign = as_malloc((size_t)(n ? n : 1) * sizeof *assign);
+    as_rollout ro = { .cm = &pm, .t = cut ? pcs.tp : t->t, .n = n, .K = t->K, .cap = t->cap, .rng = &rng,
+                      .tr = &out->tr, .assign = assign, .teacher = e < c->imitate, .ws = ws };
+    int rc = as_policy_rollout(p, &ro, err, errlen);
+    free(pcs.items);
+    free(pcs.tp);
+    if (rc) { free(assign); return -1; }
     out->tr.task = ti;
     out->pred_balance = ro.pred_balance;
     if (c->bench && ro.feasible) {
@@ -502,7 +566,7 @@ static void pack_f32(msgpack_packer *pk, const char *k, const float *v, int64_t 
     as_pack_kv_array(pk, k, AS_DT_F32, v, 1, shape);
 }
 
-#define CK_EXTRA 18
+#define CK_EXTRA 19
 #define CK_EXTRA_BEST 4
 static void ck_extra(msgpack_packer *pk, void *ctx)
 {
@@ -524,6 +588,7 @@ static void ck_extra(msgpack_packer *pk, void *ctx)
     as_pack_kv_f64(pk, "minutes", s->minutes);
     /* the hyperparameters the policy record does not carry */
     as_pack_kv_i64(pk, "imitate", s->hp.imitate);
+    as_pack_kv_f64(pk, "pieces", s->hp.pieces);
     as_pack_kv_i64(pk, "cost_steps", s->hp.cost_steps);
     as_pack_kv_i64(pk, "buffer", s->hp.buffer);
     as_pack_kv_i64(pk, "select_every", s->hp.select_every);
@@ -680,6 +745,11 @@ static int read_ck_state(const msgpack_object *o, const as_policy *p, as_rl_stat
         as_field_i64(o, "refine_every", 0, AS_POLICY_MAX_EPISODES, &hp->refine_every, e2, sizeof e2) ||
         as_field_i64(o, "refine_tasks", hp->refine_every > 0, AS_POLICY_MAX_EPISODES, &hp->refine_tasks, e2, sizeof e2) ||
         as_field_i64(o, "refine_steps", 0, AS_RL_MAX_STEPS, &rs, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    hp->pieces = 0;   /* absent in a checkpoint of a run without it */
+    if (as_obj_get(o, "pieces") && as_field_f64(o, "pieces", 0, 1, &hp->pieces, e2, sizeof e2)) {
         snprintf(err, errlen, "%s", e2);
         return -1;
     }
@@ -1479,7 +1549,8 @@ static void run_hparams(as_rl_state *st, as_policy_info *in, const as_rl_task *t
     st->total_episodes = c->episodes;
     st->minutes = c->minutes;
     st->hp = (as_rl_hparams){ c->bench, c->seed, c->lr, c->entropy, c->baseline, c->clip, c->batch, c->imitate, c->cost_steps,
-                              c->buffer > 0 ? c->buffer : 1, c->select_every, c->select_tasks, c->refine_every, c->refine_tasks, c->refine_steps };
+                              c->buffer > 0 ? c->buffer : 1, c->select_every, c->select_tasks, c->refine_every, c->refine_tasks, c->refine_steps,
+                              c->pieces };
     snprintf(in->reward, sizeof in->reward, "%s", c->bench ? "bench" : "model");
     in->lr = c->lr; in->entropy = c->entropy; in->baseline = c->baseline; in->clip = c->clip;
     in->batch = c->batch; in->actors = c->actors; in->seed = c->seed;
