@@ -14,7 +14,7 @@ P="$ROOT/pipelines"
     assert_line "| variant | balance, mean ± std over tasks (estimated) | speedup over random (geomean) | per seed: balance | paper (Table 2) |"
     for v in "w/o cost modeling" "greedy with the cost model" "w/o dimension feature" "w/o hash size feature" \
              "w/o pooling factor feature" "w/o size feature" "w/o distribution features" "full version" \
-             "full version started by imitating cost-greedy"; do
+             "full version, trained on pieces too"; do
         assert_output --regexp "\| $v[^|]* \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|"
     done
     assert_output --partial "| 45.9 % ± 1.9, 1.271 |"

@@ -81,9 +81,8 @@ static const char HELP[] =
     "      --batch N          trajectories per update, B1 (8)\n"
     "      --imitate N        the first N episodes imitate cost-greedy (behaviour cloning: the\n"
     "                         policy learns the cost-greedy choice, the value its return), then\n"
-    "                         reinforcement learning improves on it (default: a sixth of\n"
-    "                         --episodes, 0 with --minutes; not in the paper: 0 is its RL from\n"
-    "                         scratch, which trailed cost-greedy on unseen tables here)\n"
+    "                         reinforcement learning takes over (default 0, the paper's RL from\n"
+    "                         scratch: a sixth imitating cost-greedy trailed it further here)\n"
     "      --no-cost-state    AutoShard's \"w/o cost modeling\" ablation (its Table 2;\n"
     "                         pipelines/q3-ablation): the policy's state without the cost\n"
     "                         model's predictions (its cost features but the shard's memory\n"
@@ -95,7 +94,9 @@ static const char HELP[] =
     "      --pieces P         model rewards: this share of the episodes (0..1) places the task\n"
     "                         with its costliest tables (1 to T/8, drawn) cut into 2 or 4 column\n"
     "                         pieces, as as-plan --split-tables hands them to the policy, so that\n"
-    "                         it learns to place pieces too (default 0: whole tables, the paper)\n"
+    "                         it learns to place pieces too (default 0.5; 0 with --reward\n"
+    "                         bench, whose measured shards hold whole tables; 0: whole tables\n"
+    "                         only, the paper)\n"
     "      --entropy X        entropy cost (0.001)\n"
     "      --baseline X       value-loss cost (0.5)\n"
     "      --clip X           global gradient-norm clip (40)\n"
@@ -396,10 +397,10 @@ static void load_policy(const args *a, as_rl_cfg *c, as_policy **pol, as_costmod
         if (a->no_cost_state) as_policy_drop_cost(*pol);
     }
     if (!c->episodes && c->minutes <= 0) c->episodes = 2000;
-    /* a fresh run starts from the greedy planner's decisions: a sixth of its episodes imitate
-       cost-greedy, then reinforcement learning improves on them (docs/RESULTS.md, issue 53:
-       from scratch the policy trailed cost-greedy on unseen tables by 5 points) */
-    if (!resume && !given(a, OPT_IMITATE)) c->imitate = c->episodes > 0 ? c->episodes / AS_RL_IMITATE_SHARE : 0;
+    /* a fresh run with model rewards places pieces in a share of its episodes, as the split
+       search hands them to the policy (docs/RESULTS.md, issue 53: trained on whole tables
+       alone, its split plans trailed cost-greedy's on unseen tables by 5 points) */
+    if (!resume && !given(a, OPT_PIECES)) c->pieces = c->bench ? 0 : AS_RL_PIECES;
 }
 
 /* features, training tasks and cost records, into c */

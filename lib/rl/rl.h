@@ -48,13 +48,12 @@ typedef struct {
     int batch;                      /* trajectories per update (B1) */
     int64_t imitate;                /* the first N episodes follow cost-greedy and train the
                                        policy to imitate it (cross-entropy; values regress on
-                                       the return) before reinforcement learning takes over
-                                       (as-rl's default: episodes / AS_RL_IMITATE_SHARE) */
+                                       the return) before reinforcement learning takes over */
     double pieces;                  /* model rewards: this share of the episodes places the
                                        task with its costliest tables cut into column pieces
                                        (1..T/8 tables, 2 or 4 pieces each, drawn), as the
                                        split search hands them to the policy; 0: whole
-                                       tables only (the paper) */
+                                       tables only (the paper; as-rl's default AS_RL_PIECES) */
     int cost_steps, cost_batch;     /* cost-model updates per policy update (I), batch */
     int64_t buffer;                 /* measured shards kept for the cost model */
     /* measured refinement (either reward): every refine_every episodes (on multiples of it,
@@ -108,8 +107,8 @@ typedef struct {
     volatile sig_atomic_t *stop;    /* set asynchronously to stop after the current update */
 } as_rl_cfg;
 
-/* as-rl's default --imitate: this share of the episodes (one sixth) imitates cost-greedy */
-#define AS_RL_IMITATE_SHARE 6
+/* as-rl's default --pieces with model rewards: half the episodes place pieces */
+#define AS_RL_PIECES 0.5
 
 /* ranges of a checkpoint's fields and of as-rl's options (docs/FORMAT.md) */
 #define AS_RL_MAX_BUFFER 100000000          /* measured shards kept (--buffer, rl_buffer) */
