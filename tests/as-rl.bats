@@ -673,3 +673,23 @@ params() { as-show --full --kind policy "$1" | jq -c .params.data; }
     assert_output "true
 true"
 }
+
+@test "as-rl --pieces: episodes with the costliest tables in column pieces, deterministic for a seed; not with measured rewards" {
+    as-rl -q --model "$D/m.ast" --seed 5 --episodes 16 --pieces 1 "$D/ft.ast" -o "$T/a.ast"
+    as-rl -q --model "$D/m.ast" --seed 5 --episodes 16 --pieces 1 "$D/ft.ast" -o "$T/b.ast"
+    [ "$(params "$T/a.ast")" = "$(params "$T/b.ast")" ]
+    as-rl -q --model "$D/m.ast" --seed 5 --episodes 16 --pieces 0 "$D/ft.ast" -o "$T/c.ast"
+    [ "$(params "$T/a.ast")" != "$(params "$T/c.ast")" ]
+    # the default (0.5) is written in the checkpoint and kept on resume; another value is refused
+    as-rl -q --model "$D/m.ast" --seed 5 --episodes 16 --checkpoint "$T/ck.ast" "$D/ft.ast" -o "$T/d.ast"
+    run sh -c "as-show --kind policy '$T/ck.ast' | jq -c .pieces"
+    assert_output 0.5
+    run as-rl -q --resume "$T/ck.ast" --pieces 0.2 --episodes 24 "$D/ft.ast" -o "$T/e.ast"
+    assert_failure 2
+    assert_output --partial "--pieces 0.2 differs from the checkpoint's 0.5"
+    run as-rl -q --model "$D/m.ast" --reward bench --tables "$D/pool.ast" --pieces 0.5 --episodes 8 "$D/ft.ast" -o "$T/f.ast"
+    assert_failure 2
+    assert_output --partial "--pieces needs --reward model"
+    run as-rl -q --model "$D/m.ast" --pieces 1.5 "$D/ft.ast" -o "$T/f.ast"
+    assert_failure 2
+}
