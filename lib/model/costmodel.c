@@ -201,13 +201,12 @@ static void featvec(const as_costmodel *m, const as_features *f, float *out)
 
 int as_costmodel_rep(const as_costmodel *m) { return m->info.h2; }
 
-void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out)
+/* the representation of the normalised vector x: the shared MLP, out[h2] */
+static void embed_vec(const as_costmodel *m, const float x[F], float *out)
 {
     const int h1 = m->info.h1, h2 = m->info.h2;
     const float *w1 = m->params + m->at.w1, *b1 = m->params + m->at.b1;
     const float *w2 = m->params + m->at.w2, *b2 = m->params + m->at.b2;
-    float x[F];
-    featvec(m, f, x);
     float *a1 = as_malloc((size_t)h1 * sizeof *a1);
     for (int o = 0; o < h1; o++) {
         float s = b1[o];
@@ -222,6 +221,13 @@ void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out)
         out[o] = s > 0 ? s : 0;
     }
     free(a1);
+}
+
+void as_costmodel_embed(const as_costmodel *m, const as_features *f, float *out)
+{
+    float x[F];
+    featvec(m, f, x);
+    embed_vec(m, x, out);
 }
 
 struct as_embed_memo {
@@ -285,7 +291,7 @@ void as_embed_memo_get(as_embed_memo *c, const as_features *f, float *out)
     }
     pthread_mutex_unlock(&c->lock);
     if (hit) return;
-    as_costmodel_embed(c->m, f, out);   /* outside the lock: the slow part */
+    embed_vec(c->m, x, out);   /* outside the lock: the slow part */
     pthread_mutex_lock(&c->lock);
     c->misses++;
     memcpy(key, x, sizeof x);

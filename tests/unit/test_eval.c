@@ -45,6 +45,20 @@ static as_eval_plan P(int64_t run, int64_t task, const char *alg, int K, const d
     return p;
 }
 
+/* plan p's items made T entries (tables and assign unset, every piece whole), for plans of
+   pieces or of other item counts than P's one table per shard */
+static void items(as_eval_plan *p, int T)
+{
+    free(p->tables);
+    free(p->assign);
+    free(p->pieces);
+    p->T = T;
+    p->tables = as_malloc((size_t)T * sizeof *p->tables);
+    p->assign = as_malloc((size_t)T * sizeof *p->assign);
+    p->pieces = as_malloc((size_t)T * sizeof *p->pieces);
+    for (int i = 0; i < T; i++) p->pieces[i] = AS_PIECE_WHOLE;
+}
+
 /* P with cost_noisy flags (and a spread of 0.3 on noisy shards, 0.01 elsewhere) */
 static as_eval_plan PN(int64_t run, int64_t task, const char *alg, int K, const double *cost, const int *noisy)
 {
@@ -1501,12 +1515,7 @@ TEST(eval_floor_piece_singles)
     /* a plan of table 5's two halves and table 6: floor 3 (table 6); without table 6's
        single, 2 would be wrong: unknown */
     as_eval_plan p = P(0, 0, "cost-greedy+split", 2, (double[]){ 4, 3 });
-    free(p.tables);
-    free(p.assign);
-    p.T = 3;
-    p.tables = malloc(3 * sizeof *p.tables);
-    p.assign = malloc(3 * sizeof *p.assign);
-    p.pieces = malloc(3 * sizeof *p.pieces);
+    items(&p, 3);
     const int64_t ids[3] = { 5, 5, 6 }, as[3] = { 0, 1, 1 };
     for (int i = 0; i < 3; i++) { p.tables[i] = ids[i]; p.assign[i] = as[i]; }
     p.pieces[0] = half0;
@@ -1762,16 +1771,10 @@ TEST(eval_comm_types_from_pieces)
 {
     const double c[4] = { 1, 1, 1, 1 };
     as_eval_plan p = P(0, 0, "x", 4, c);
-    free(p.tables);
-    free(p.assign);
-    p.T = 5;
+    items(&p, 5);
     static const int64_t tb[5] = { 0, 1, 1, 2, 2 }, as[5] = { 0, 1, 2, 3, 0 };
-    p.tables = as_malloc(5 * sizeof *p.tables);
-    p.assign = as_malloc(5 * sizeof *p.assign);
     memcpy(p.tables, tb, sizeof tb);
     memcpy(p.assign, as, sizeof as);
-    p.pieces = as_malloc(5 * sizeof *p.pieces);
-    p.pieces[0] = AS_PIECE_WHOLE;
     p.pieces[1] = (as_piece){ 0, 8, 0, 10 };
     p.pieces[2] = (as_piece){ 8, 16, 0, 10 };
     p.pieces[3] = (as_piece){ 0, 16, 0, 5 };
@@ -1813,12 +1816,7 @@ TEST(eval_comm_table_row_wise)
     double c[16];
     for (int k = 0; k < 16; k++) c[k] = 1;
     as_eval_plan p = P(0, 0, "x", 16, c);
-    free(p.tables);
-    free(p.assign);
-    p.T = 9;
-    p.tables = as_malloc(9 * sizeof *p.tables);
-    p.assign = as_malloc(9 * sizeof *p.assign);
-    p.pieces = as_malloc(9 * sizeof *p.pieces);
+    items(&p, 9);
     p.comm_in = as_calloc(16, sizeof(double));
     p.comm_out = as_calloc(16, sizeof(double));
     p.comm_rw = as_calloc(16, sizeof(double));
