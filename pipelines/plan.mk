@@ -408,11 +408,11 @@ plan-run: $(D)/report.md $(D)/plan.json
 $(D)/pool.ast: $(BIN)/as-convert $(D)/scale.txt $(D)/knobs-tables.txt
 	@mkdir -p $(D)
 	@printf '%s%s\n' "== tables of " $(call sq,$(MODEL)$(if $(filter-out 0,$(BATCH_EFF)), (measured at a batch of $(BATCH_EFF))))
-	$(BIN)/as-convert --config $(QMODEL) $(if $(filter-out 0,$(BATCH_EFF)),--batch $(BATCH_EFF)) --seed $(SEED) -o $@
+	$(BIN)/as-convert --config $(QMODEL) $(if $(filter-out 0,$(BATCH_EFF)),--batch $(BATCH_EFF)) --seed $(SEED) $(PROGRESS) -o $@
 
 $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features $(D)/knobs-features.txt
 	@echo "== features and the model's task"
-	$(BIN)/as-features $< --model-task --row-pieces $(ROW_PIECES) $(TOPO) -o $@
+	$(BIN)/as-features $< --model-task --row-pieces $(ROW_PIECES) $(TOPO) $(PROGRESS) -o $@
 
 # every table must be measurable alone on the device: one that is not (too large for it)
 # stops here, named with why, rather than leaving its plans unmeasured; so does a dataset
@@ -457,21 +457,21 @@ endif
 
 $(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(D)/comm.txt $(BIN)/as-plan $(D)/knobs-plans.txt
 	@echo "== plans: $(ALGS) table-wise$(if $(SPLIT_ALGS),; $(SPLIT_ALGS) with --split-tables, then with --refine)"
-	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only $(D)/ft.ast -o $@.table
+	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
-	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
 	  --split-tables --split-rows $(SPLIT_ROWS) $(COMM_FLAGS) $(D)/ft.ast -o $@.split
-	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
 	  --split-tables --split-rows $(SPLIT_ROWS) --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.refine
 endif
 ifneq ($(REPLICATE_ALGS),)
-	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
 	  --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.dp
-	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
 	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.splitdp
 endif
 ifneq ($(filter torchrec,$(subst $(comma), ,$(ALGS))),)
-	$(BIN)/as-plan --alg torchrec --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) --plans-only \
+	$(BIN)/as-plan --alg torchrec --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
 	  --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.trrefine
 endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split $@.refine) $(if $(REPLICATE_ALGS),$@.dp $@.splitdp) \
@@ -491,7 +491,7 @@ $(D)/first.ast: $(D)/plans.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $
 $(D)/repaired.ast: $(D)/first.ast $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan $(D)/knobs-repaired.txt
 	@echo "== measured repair: $(if $(REPAIR_ALGS),$(REPAIR_ALGS)'s plans refined on their measured costs,none (REPAIR_ALGS empty))"
 ifneq ($(REPAIR_ALGS),)
-	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(D)/model.ast $(MODEL_GATE) --repair $< --seed $(SEED) --plans-only $(D)/ft.ast -o $@.tmp
+	$(BIN)/as-plan --alg $(REPAIR_ALGS) --model $(D)/model.ast $(MODEL_GATE) --repair $< --seed $(SEED) $(PROGRESS) --plans-only $(D)/ft.ast -o $@.tmp
 	mv $@.tmp $@
 else
 	: > $@
@@ -511,17 +511,20 @@ $(D)/choice.md: $(D)/measured.ast $(D)/ft.ast $(BIN)/as-eval $(BIN)/as-plan pipe
 	@echo "== the choice"
 	$(BIN)/as-eval $(COMM_FLAGS) --format csv --table plans $< -o $@.comm.csv
 	$(BIN)/as-eval --comm-gbps 0 --format csv --table plans $< -o $@.kernel.csv
-	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv | while IFS= read -r a; do \
+	python3 -c 'import csv, sys; [print(r["alg"]) for r in csv.DictReader(open(sys.argv[1]))]' $@.comm.csv > $@.algs
+	n=$$(wc -l < $@.algs); i=0; t0=$$(date +%s); while IFS= read -r a; do \
+	  i=$$((i + 1)); el=$$(($$(date +%s) - t0)); \
+	  $(if $(PROGRESS),echo "make plan: loadable? $$i/$$n: $$a ($${el}s$$([ $$i -gt 1 ] && echo ", ETA $$((el * (n - i + 1) / (i - 1)))s"))" >&2;) \
 	  $(BIN)/as-plan -q --export $< --task 0 --alg "=$$a" --format torchrec $(D)/ft.ast | \
 	    python3 pipelines/torchrec_plan.py --check --config $(QMODEL) > /dev/null 2>&1 && echo "$$a"; \
-	done > $(D)/loadable.txt
+	done < $@.algs > $(D)/loadable.txt
 	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $(D)/loadable.txt --out-alg $(D)/chosen.txt > $@.first
 	$(BIN)/as-eval $(COMM_FLAGS) --format csv --table range --candidates $(D)/loadable.txt --chosen "$$(cat $(D)/chosen.txt)" \
 	  --tie $(TIE) $(foreach m,$(RANGE_MODELS),--range-model $(call sq,$(m))) $< -o $@.range.csv
 	python3 pipelines/plan_choose.py --robust $@.range.csv --tie $(TIE) --out-alg $(D)/chosen.txt > $@.robust
 	python3 pipelines/plan_choose.py $@.comm.csv $@.kernel.csv --tie $(TIE) --loadable $(D)/loadable.txt --chosen "$$(cat $(D)/chosen.txt)" > $@.first
 	cat $@.first $@.robust > $@.tmp
-	mv $@.tmp $@ && rm -f $@.comm.csv $@.kernel.csv $@.range.csv $@.first $@.robust
+	mv $@.tmp $@ && rm -f $@.comm.csv $@.kernel.csv $@.range.csv $@.first $@.robust $@.algs
 
 $(D)/plan.json: $(D)/choice.md $(D)/measured.ast $(D)/ft.ast $(BIN)/as-plan
 	@echo "== the chosen plan in TorchRec's form"

@@ -11,8 +11,14 @@ setup_file() {
 }
 
 @test "make plan: every stage, the chosen plan among those TorchRec can load, plan.json checked, the report compares it" {
-    run mkplan
+    run mkplan PROGRESS=--progress
     assert_success
+    # progress with an ETA on every stage that takes a while (a log gets a line every 10 s
+    # and one at the end of each tool's run; the check of each candidate a line each)
+    assert_output --partial "as-bench: shards done in"
+    assert_output --partial "as-costfit: "
+    assert_output --partial "as-plan: plans done in"
+    assert_output --regexp "make plan: loadable\? 2/[0-9]+: [^ ]+ \([0-9]+s, ETA [0-9]+s\)"
     P="$D/out/plan-tiny"
     for f in pool.ast ft.ast costs.ast model.ast own.ast plans.ast first.ast repaired.ast candidates.ast measured.ast choice.md chosen.txt plan.json report.md; do
         [ -e "$P/$f" ] || fail "$f missing"
@@ -290,6 +296,8 @@ JSON
         --bench-opts "--warmup 1 --runs 3 --trim 1 --threads 1" -o "$D/curve.md"
     assert_success
     # cap/8, cap/4, cap/2, the cap, 2 cap, 4 cap and all 400,000 rows (the fake timer: the same cost)
+    assert_output --partial "row-curve: point 1/7: 10000 rows ("
+    assert_output --regexp "row-curve: point 7/7: 400000 rows \([0-9]+s, ETA [0-9]+s\)"
     run grep -c '^| [0-9]' "$D/curve.md"
     assert_output 7
     grep -qF "Table big (id 0, 400000 rows x 16)" "$D/curve.md"

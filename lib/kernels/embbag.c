@@ -500,151 +500,307 @@ static void bwd_long_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D
     }
 }
 
+/* ---- weight types (ebopt.h): an element of a table of type d, and its store ------------ */
+
+static inline float tw_get(const uint16_t *Wt, as_eb_dtype d, int64_t e)
+{
+    if (d == AS_EB_F32) return ((const float *)Wt)[e];
+    return d == AS_EB_BF16 ? as_bf16_to_float_soft(Wt[e]) : as_half_to_float_soft(Wt[e]);
+}
+
+static inline void tw_set(uint16_t *Wt, as_eb_dtype d, int64_t e, float v)
+{
+    if (d == AS_EB_F32) ((float *)Wt)[e] = v;
+    else Wt[e] = d == AS_EB_BF16 ? as_float_to_bf16_soft(v) : as_float_to_half_soft(v);
+}
+
 #ifdef AS_EB_X86
-/* the lookups keys[k0..k1) added into acc[0..nv) (columns [c0, c0 + 8*nv)), in order */
-#define BWD_SUM_F16C(k0, k1)                                                                          \
-    for (int64_t k = (k0); k < (k1); k++) {                                                           \
-        if (k + PF_DIST < n) {                                                                        \
-            prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD + c0, gbytes, 0);                    \
-            if (c0 == 0) prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, wbytes, 1);               \
-        }                                                                                             \
-        const float *g = gt + KEY_BAG(keys[k]) * sumD + c0;                                           \
-        for (int v = 0; v < nv; v++) acc[v] = _mm256_add_ps(acc[v], _mm256_loadu_ps(g + 8 * v));      \
+/* 8 bf16 at p as floats (the bits shifted up: exact) */
+AS_F16C_INLINE __m256 bf16x8(const uint16_t *p)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    const __m128i lo = _mm_slli_epi32(_mm_cvtepu16_epi32(h), 16), hi = _mm_slli_epi32(_mm_cvtepu16_epi32(_mm_srli_si128(h, 8)), 16);
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_castsi128_ps(lo)), _mm_castsi128_ps(hi), 1);
+}
+
+/* 4 floats rounded to bf16 as as_float_to_bf16_soft rounds them (to nearest even; a NaN
+ * quieted: (u >> 16) | 0x40 is (u | 0x400000) >> 16), in the low half of each 32-bit lane */
+AS_F16C_INLINE __m128i bf16r4(__m128 x)
+{
+    const __m128i u = _mm_castps_si128(x);
+    const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)), _mm_set1_epi32(0x7f800000));
+    const __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+    const __m128i r = _mm_add_epi32(u, _mm_add_epi32(_mm_set1_epi32(0x7fff), odd));
+    return _mm_srli_epi32(_mm_blendv_epi8(r, _mm_or_si128(u, _mm_set1_epi32(0x400000)), nan), 16);
+}
+
+/* the 8 weights of a table of type d from element e, as floats, and the store of 8 floats
+ * rounded to the type (w: the table's start in 2-byte units); d is a literal at each call */
+AS_F16C_INLINE __m256 wld8(const uint16_t *w, const as_eb_dtype d, int64_t e)
+{
+    if (d == AS_EB_F32) return _mm256_loadu_ps((const float *)w + e);
+    if (d == AS_EB_BF16) return bf16x8(w + e);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + e)));
+}
+
+AS_F16C_INLINE void wst8(uint16_t *w, const as_eb_dtype d, int64_t e, __m256 x)
+{
+    if (d == AS_EB_F32) _mm256_storeu_ps((float *)w + e, x);
+    else if (d == AS_EB_BF16)
+        _mm_storeu_si128((__m128i *)(w + e), _mm_packus_epi32(bf16r4(_mm256_castps256_ps128(x)), bf16r4(_mm256_extractf128_ps(x, 1))));
+    else _mm_storeu_si128((__m128i *)(w + e), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+/* ---- the typed backward, register-blocked (x86): the fp16 + SGD path's blocking for every
+ * weight type and optimizer. A run of at most AS_EB_CHUNK lookups sums its gradient 64
+ * columns at a time in registers; SGD and Adam then update those columns from the
+ * registers (the optimizer fused into the write-back), row-wise Adagrad stores them (its
+ * step needs the whole row's sum of squares first). Longer runs sum chunk by chunk into
+ * memory. The tail columns (D mod 8) are summed and updated in scalar code. Every
+ * operation is the reference's (ebopt.h), one fp32 operation each, so the results are its
+ * bits. */
+typedef struct {
+    uint16_t *Wt;       /* the table's weights (2-byte units) */
+    float *St;          /* its optimizer state */
+    const float *gt;    /* its gradient columns: gt + bag * sumD */
+    const uint64_t *keys;
+    const as_eb_opt *o;
+    float *G;           /* the row's summed gradient, round32(D) floats, zero beyond D */
+    int64_t sumD, D, E, n;
+} tctx;
+
+/* prefetch row r's weights and state for a later update (d, ok literals) */
+AS_F16C_INLINE void tpf_row(const tctx *x, int64_t r, const as_eb_dtype d, const as_eb_optim ok)
+{
+    const int64_t units = d == AS_EB_F32 ? 2 : 1;
+    prefetch_range(x->Wt + r * x->D * units, (size_t)(x->D * 2 * units), 1);
+    if (ok == AS_EB_ROWWISE_ADAGRAD) __builtin_prefetch(x->St + r, 1, 3);
+    else if (ok == AS_EB_ADAM) {
+        prefetch_range(x->St + r * x->D, (size_t)x->D * 4, 1);
+        prefetch_range(x->St + (x->E + r) * x->D, (size_t)x->D * 4, 1);
+    }
+}
+
+/* the lookups keys[k0..k1) added into a[0..nv) (columns [c0, c0 + 8*nv)), in order */
+#define TSUM_AVX(k0, k1)                                                                          \
+    for (int64_t k = (k0); k < (k1); k++) {                                                       \
+        if (k + PF_DIST < x->n) {                                                                 \
+            prefetch_range(x->gt + KEY_BAG(x->keys[k + PF_DIST]) * x->sumD + c0, gbytes, 0);       \
+            if (c0 == 0) tpf_row(x, KEY_ROW(x->keys[k + PF_DIST]), d, ok);                         \
+        }                                                                                         \
+        const float *g = x->gt + KEY_BAG(x->keys[k]) * x->sumD + c0;                              \
+        for (int v = 0; v < nv; v++) a[v] = _mm256_add_ps(a[v], _mm256_loadu_ps(g + 8 * v));      \
     }
 
-/* columns [c0, c0 + 8*nv) of the run keys[i..j): reduce in registers, then update W. A run
- * of at most AS_EB_CHUNK lookups is one chunk (chunked = 0: the plain loop); longer runs
- * (chunked = 1) go chunk by chunk, each chunk's sum in registers from zero, the run's sum
- * G = the first chunk's sum, then + each later one, kept in memory between chunks so that
- * the loop over lookups has the registers to itself. nv and chunked are literals. */
-AS_F16C_INLINE void bwd_blk_f16c(uint16_t *wrow, const float *gt, int64_t sumD, int64_t D,
-                                 const uint64_t *keys, int64_t i, int64_t j, int64_t n,
-                                 int64_t c0, float lr, const int nv, uint16_t *Wt, const int chunked)
+/* columns [c0, c0 + 8*nv) of the run keys[i..j): summed in registers (chunked = 1: chunk by
+ * chunk, each chunk from zero, the chunks' sums added left to right in x->G); then SGD and
+ * Adam update them from the registers (fused = 1), else they are stored in x->G. nv, d,
+ * ok, chunked and fused are literals */
+AS_F16C_INLINE void tblk(const tctx *x, int64_t i, int64_t j, int64_t c0, const int nv, const as_eb_dtype d,
+                         const as_eb_optim ok, const int chunked, const int fused)
 {
-    __m256 acc[BLK_V];
-    for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
-    const size_t gbytes = (size_t)(D - c0) * 4, wbytes = (size_t)D * 2;
+    __m256 a[BLK_V];
+    for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_ps();
+    const size_t gbytes = (size_t)(x->D - c0) * 4;
     if (!chunked) {
-        BWD_SUM_F16C(i, j)
+        TSUM_AVX(i, j)
     } else {
-        float G[8 * BLK_V] __attribute__((aligned(32)));
-        BWD_SUM_F16C(i, i + AS_EB_CHUNK)
-        for (int v = 0; v < nv; v++) _mm256_store_ps(G + 8 * v, acc[v]);
+        float *G = x->G + c0;
+        TSUM_AVX(i, i + AS_EB_CHUNK)
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(G + 8 * v, a[v]);
         for (int64_t k0 = i + AS_EB_CHUNK; k0 < j; k0 += AS_EB_CHUNK) {
             const int64_t k1 = j - k0 > AS_EB_CHUNK ? k0 + AS_EB_CHUNK : j;
-            for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
-            BWD_SUM_F16C(k0, k1)
-            for (int v = 0; v < nv; v++) _mm256_store_ps(G + 8 * v, _mm256_add_ps(_mm256_load_ps(G + 8 * v), acc[v]));
+            for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_ps();
+            TSUM_AVX(k0, k1)
+            for (int v = 0; v < nv; v++) _mm256_storeu_ps(G + 8 * v, _mm256_add_ps(_mm256_loadu_ps(G + 8 * v), a[v]));
         }
-        for (int v = 0; v < nv; v++) acc[v] = _mm256_load_ps(G + 8 * v);
+        return;
     }
-    const __m256 vlr = _mm256_set1_ps(lr);
-    for (int v = 0; v < nv; v++) {
-        uint16_t *wp = wrow + c0 + 8 * v;
-        __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)wp));
-        w = _mm256_sub_ps(w, _mm256_mul_ps(vlr, acc[v]));
-        _mm_storeu_si128((__m128i *)wp, _mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT));
+    if (!fused) {
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(x->G + c0 + 8 * v, a[v]);
+        return;
+    }
+    const int64_t row = KEY_ROW(x->keys[i]), e = row * x->D + c0;
+    const as_eb_opt *o = x->o;
+    if (ok == AS_EB_ADAM) {
+        float *m1 = x->St + e, *m2 = x->St + x->E * x->D + e;
+        const __m256 b1 = _mm256_set1_ps(o->beta1), b2 = _mm256_set1_ps(o->beta2), a1 = _mm256_set1_ps(1.0f - o->beta1),
+                     a2 = _mm256_set1_ps(1.0f - o->beta2), c1 = _mm256_set1_ps(o->c1), c2 = _mm256_set1_ps(o->c2),
+                     eps = _mm256_set1_ps(o->eps), lr = _mm256_set1_ps(o->lr);
+        for (int v = 0; v < nv; v++) {
+            const __m256 p = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m1 + 8 * v)), _mm256_mul_ps(a1, a[v]));
+            const __m256 q = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(m2 + 8 * v)), _mm256_mul_ps(a2, _mm256_mul_ps(a[v], a[v])));
+            _mm256_storeu_ps(m1 + 8 * v, p);
+            _mm256_storeu_ps(m2 + 8 * v, q);
+            const __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(q, c2)), eps);
+            const __m256 u = _mm256_mul_ps(lr, _mm256_div_ps(_mm256_div_ps(p, c1), den));
+            wst8(x->Wt, d, e + 8 * v, _mm256_sub_ps(wld8(x->Wt, d, e + 8 * v), u));
+        }
+    } else {
+        const __m256 lr = _mm256_set1_ps(o->lr);
+        for (int v = 0; v < nv; v++)
+            wst8(x->Wt, d, e + 8 * v, _mm256_sub_ps(wld8(x->Wt, d, e + 8 * v), _mm256_mul_ps(lr, a[v])));
     }
 }
 
-/* the 8-column blocks of columns [0, D & ~7) of the run keys[i..j), BLK_V blocks at a time:
- * each bwd_blk_f16c call gets its block count as a literal (so that its loops unroll), and
- * chunked is a literal at every call of this always-inline function */
-AS_F16C_INLINE void bwd_blocks_f16c(uint16_t *wrow, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
-                                    int64_t i, int64_t j, int64_t n, float lr, uint16_t *Wt, const int chunked)
+/* the 8-column blocks of columns [0, D & ~7) of the run keys[i..j), BLK_V at a time, each
+ * tblk call with its block count as a literal */
+AS_F16C_INLINE void tblocks(const tctx *x, int64_t i, int64_t j, const as_eb_dtype d, const as_eb_optim ok,
+                            const int chunked, const int fused)
 {
-    const int64_t D8 = D & ~(int64_t)7;
+    const int64_t D8 = x->D & ~(int64_t)7;
     for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
-        int64_t nv = (D8 - c0) / 8;
+        const int64_t nv = (D8 - c0) / 8;
         switch (nv < BLK_V ? nv : BLK_V) {
-        case 1: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 1, Wt, chunked); break;
-        case 2: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 2, Wt, chunked); break;
-        case 3: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 3, Wt, chunked); break;
-        case 4: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 4, Wt, chunked); break;
-        case 5: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 5, Wt, chunked); break;
-        case 6: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 6, Wt, chunked); break;
-        case 7: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 7, Wt, chunked); break;
-        default: bwd_blk_f16c(wrow, gt, sumD, D, keys, i, j, n, c0, lr, 8, Wt, chunked); break;
+        case 1: tblk(x, i, j, c0, 1, d, ok, chunked, fused); break;
+        case 2: tblk(x, i, j, c0, 2, d, ok, chunked, fused); break;
+        case 3: tblk(x, i, j, c0, 3, d, ok, chunked, fused); break;
+        case 4: tblk(x, i, j, c0, 4, d, ok, chunked, fused); break;
+        case 5: tblk(x, i, j, c0, 5, d, ok, chunked, fused); break;
+        case 6: tblk(x, i, j, c0, 6, d, ok, chunked, fused); break;
+        case 7: tblk(x, i, j, c0, 7, d, ok, chunked, fused); break;
+        default: tblk(x, i, j, c0, 8, d, ok, chunked, fused); break;
         }
     }
 }
 
-/* one run keys[i..j) of more than AS_EB_CHUNK lookups (a hot row), chunk by chunk: the
- * 8-column blocks as in bwd_blk_f16c, the 1..7 tail columns in scalar code */
-AS_F16C static void bwd_long_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D, const uint64_t *keys,
-                                  int64_t i, int64_t j, int64_t n, float lr)
+/* the tail columns [D & ~7, D) of the run keys[i..j) into x->G, in the canonical order */
+static void ttail_sum(const tctx *x, int64_t i, int64_t j)
 {
-    const int64_t D8 = D & ~(int64_t)7;
-    uint16_t *wrow = Wt + KEY_ROW(keys[i]) * D;
-    bwd_blocks_f16c(wrow, gt, sumD, D, keys, i, j, n, lr, Wt, 1);
-    if (D8 < D) {
-        const int64_t w = D - D8;
-        float acc[8] = { 0 };
-        for (int64_t k0 = i; k0 < j; k0 += AS_EB_CHUNK) {
-            const int64_t k1 = j - k0 > AS_EB_CHUNK ? k0 + AS_EB_CHUNK : j;
-            float part[8] = { 0 };
-            for (int64_t k = k0; k < k1; k++) {
-                if (D8 == 0 && k + PF_DIST < n) {
-                    prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
-                    prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, (size_t)D * 2, 1);
-                }
-                const float *g = gt + KEY_BAG(keys[k]) * sumD + D8;
-                for (int64_t c = 0; c < w; c++) part[c] += g[c];
-            }
-            for (int64_t c = 0; c < w; c++) acc[c] = k0 == i ? part[c] : acc[c] + part[c];
+    const int64_t D = x->D, D8 = D & ~(int64_t)7;
+    float *G = x->G;
+    for (int64_t k0 = i; k0 < j; k0 += AS_EB_CHUNK) {
+        const int64_t k1 = j - k0 > AS_EB_CHUNK ? k0 + AS_EB_CHUNK : j;
+        float part[8] = { 0 };
+        for (int64_t k = k0; k < k1; k++) {
+            const float *g = x->gt + KEY_BAG(x->keys[k]) * x->sumD;
+            for (int64_t c = D8; c < D; c++) part[c - D8] += g[c];
         }
-        for (int64_t c = 0; c < w; c++) {
-            const float u = lr * acc[c];
-            wrow[D8 + c] = (uint16_t)_cvtss_sh(_cvtsh_ss(wrow[D8 + c]) - u, _MM_FROUND_TO_NEAREST_INT);
-        }
+        for (int64_t c = D8; c < D; c++) G[c] = k0 == i ? part[c - D8] : G[c] + part[c - D8];
     }
 }
 
-/* runs of keys[r0..r1) (run starts; a run may extend past r1), each of at most AS_EB_CHUNK
- * lookups (bwd_runs splits the longer ones off) */
-AS_F16C static void bwd_runs_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
-                                  const uint64_t *keys, int64_t r0, int64_t r1, int64_t n, float lr)
+/* columns [c0, D) of row `row` updated from x->G, one column at a time (m: row-wise
+ * Adagrad's multiplier) */
+static void tupd_scalar(const tctx *x, int64_t row, int64_t c0, as_eb_dtype d, float m)
 {
-    const int64_t D8 = D & ~(int64_t)7;
+    const as_eb_opt *o = x->o;
+    const int64_t D = x->D, e0 = row * D;
+    const float *G = x->G;
+    for (int64_t c = c0; c < D; c++) {
+        float u;
+        if (o->kind == AS_EB_ROWWISE_ADAGRAD) u = m * G[c];
+        else if (o->kind == AS_EB_ADAM) {
+            float *m1 = x->St + e0 + c, *m2 = x->St + x->E * D + e0 + c;
+            *m1 = o->beta1 * *m1 + (1.0f - o->beta1) * G[c];
+            *m2 = o->beta2 * *m2 + (1.0f - o->beta2) * (G[c] * G[c]);
+            u = o->lr * ((*m1 / o->c1) / (sqrtf(*m2 / o->c2) + o->eps));
+        } else u = o->lr * G[c];
+        tw_set(x->Wt, d, e0 + c, tw_get(x->Wt, d, e0 + c) - u);
+    }
+}
+
+/* row-wise Adagrad's sum of squares of x->G in a warp's order (as_eb_row_sumsq): vector v
+ * of 8 columns is lanes 8*(v mod 4) .. +7, so P[v mod 4] += G_v * G_v in ascending v is
+ * each lane's partial (columns past D are zero: they add +0); the butterfly's steps 16
+ * and 8 are P0 + P2, P1 + P3 and their sum, steps 4, 2, 1 within the 8 lanes; fp
+ * addition commutes, so lane 0 after the steps is the same value */
+AS_F16C static float tsumsq(const float *G, int64_t D)
+{
+    __m256 P[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    const int64_t nv = (D + 7) / 8;
+    for (int64_t v = 0; v < nv; v++) {
+        const __m256 g = _mm256_loadu_ps(G + 8 * v);
+        P[v & 3] = _mm256_add_ps(P[v & 3], _mm256_mul_ps(g, g));
+    }
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(P[0], P[2]), _mm256_add_ps(P[1], P[3]));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_shuffle_ps(h, h, _MM_SHUFFLE(1, 0, 3, 2)));
+    h = _mm_add_ps(h, _mm_shuffle_ps(h, h, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtss_f32(h);
+}
+
+/* row `row` updated from its whole gradient in x->G (runs longer than a chunk, and every
+ * row-wise Adagrad row): the optimizer's step 8 columns at a time from memory, the tail in
+ * scalar code; d and ok literals */
+AS_F16C_INLINE void tupd_row(const tctx *x, int64_t row, const as_eb_dtype d, const as_eb_optim ok)
+{
+    const int64_t D = x->D, D8 = D & ~(int64_t)7, e0 = row * D;
+    const as_eb_opt *o = x->o;
+    float m = 0.0f;
+    if (ok == AS_EB_ROWWISE_ADAGRAD) {
+        const float q = tsumsq(x->G, D);
+        x->St[row] = x->St[row] + q / (float)D;
+        m = o->lr / (sqrtf(x->St[row]) + o->eps);
+        const __m256 vm = _mm256_set1_ps(m);
+        for (int64_t c = 0; c < D8; c += 8)
+            wst8(x->Wt, d, e0 + c, _mm256_sub_ps(wld8(x->Wt, d, e0 + c), _mm256_mul_ps(vm, _mm256_loadu_ps(x->G + c))));
+    } else if (ok == AS_EB_ADAM) {
+        tupd_scalar(x, row, 0, d, 0.0f);   /* a hot row's step: rare, its sum dominates */
+        return;
+    } else {
+        const __m256 lr = _mm256_set1_ps(o->lr);
+        for (int64_t c = 0; c < D8; c += 8)
+            wst8(x->Wt, d, e0 + c, _mm256_sub_ps(wld8(x->Wt, d, e0 + c), _mm256_mul_ps(lr, _mm256_loadu_ps(x->G + c))));
+    }
+    if (D8 < D) tupd_scalar(x, row, D8, d, m);
+}
+
+/* the runs starting in keys[r0..r1) (a run may extend past r1), d and ok literals */
+AS_F16C_INLINE void truns_avx(const tctx *x, int64_t r0, int64_t r1, const as_eb_dtype d, const as_eb_optim ok)
+{
+    const int64_t D8 = x->D & ~(int64_t)7;
     int64_t i = r0;
     while (i < r1) {
-        const int64_t row = KEY_ROW(keys[i]);
+        const int64_t row = KEY_ROW(x->keys[i]);
         int64_t j = i + 1;
-        while (j < n && KEY_ROW(keys[j]) == row) j++;
-        uint16_t *wrow = Wt + row * D;
-        bwd_blocks_f16c(wrow, gt, sumD, D, keys, i, j, n, lr, Wt, 0);
-        if (D8 < D) {   /* 1..7 tail columns, scalar */
-            const int64_t w = D - D8;
-            float acc[8] = { 0 };
-            for (int64_t k = i; k < j; k++) {
-                if (D8 == 0 && k + PF_DIST < n) {
-                    prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
-                    prefetch_range(Wt + KEY_ROW(keys[k + PF_DIST]) * D, (size_t)D * 2, 1);
-                }
-                const float *g = gt + KEY_BAG(keys[k]) * sumD + D8;
-                for (int64_t c = 0; c < w; c++) acc[c] += g[c];
-            }
-            for (int64_t c = 0; c < w; c++) {
-                const float u = lr * acc[c];
-                wrow[D8 + c] = (uint16_t)_cvtss_sh(_cvtsh_ss(wrow[D8 + c]) - u, _MM_FROUND_TO_NEAREST_INT);
-            }
+        while (j < x->n && KEY_ROW(x->keys[j]) == row) j++;
+        if (D8 < x->D) ttail_sum(x, i, j);
+        if (j - i > AS_EB_CHUNK) {
+            tblocks(x, i, j, d, ok, 1, 0);
+            tupd_row(x, row, d, ok);
+        } else if (ok == AS_EB_ROWWISE_ADAGRAD) {
+            tblocks(x, i, j, d, ok, 0, 0);
+            tupd_row(x, row, d, ok);
+        } else {
+            tblocks(x, i, j, d, ok, 0, 1);
+            if (D8 < x->D) tupd_scalar(x, row, D8, d, 0.0f);
         }
         i = j;
     }
 }
+
+/* one function per weight type and optimizer, each with its literals inlined */
+#define TRUNS(NAME, D, OK) \
+    AS_F16C __attribute__((noinline)) static void NAME(const tctx *x, int64_t r0, int64_t r1) { truns_avx(x, r0, r1, D, OK); }
+TRUNS(truns_f16_sgd, AS_EB_F16, AS_EB_SGD)
+TRUNS(truns_f16_adagrad, AS_EB_F16, AS_EB_ROWWISE_ADAGRAD)
+TRUNS(truns_f16_adam, AS_EB_F16, AS_EB_ADAM)
+TRUNS(truns_f32_sgd, AS_EB_F32, AS_EB_SGD)
+TRUNS(truns_f32_adagrad, AS_EB_F32, AS_EB_ROWWISE_ADAGRAD)
+TRUNS(truns_f32_adam, AS_EB_F32, AS_EB_ADAM)
+TRUNS(truns_bf16_sgd, AS_EB_BF16, AS_EB_SGD)
+TRUNS(truns_bf16_adagrad, AS_EB_BF16, AS_EB_ROWWISE_ADAGRAD)
+TRUNS(truns_bf16_adam, AS_EB_BF16, AS_EB_ADAM)
+#undef TRUNS
+
+typedef void (*truns_fn)(const tctx *, int64_t, int64_t);
+static const truns_fn truns_table[AS_EB_NDTYPE][AS_EB_NOPTIM] = {
+    [AS_EB_F16] = { [AS_EB_SGD] = truns_f16_sgd, [AS_EB_ROWWISE_ADAGRAD] = truns_f16_adagrad, [AS_EB_ADAM] = truns_f16_adam },
+    [AS_EB_F32] = { [AS_EB_SGD] = truns_f32_sgd, [AS_EB_ROWWISE_ADAGRAD] = truns_f32_adagrad, [AS_EB_ADAM] = truns_f32_adam },
+    [AS_EB_BF16] = { [AS_EB_SGD] = truns_bf16_sgd, [AS_EB_ROWWISE_ADAGRAD] = truns_bf16_adagrad, [AS_EB_ADAM] = truns_bf16_adam },
+};
 #endif
 
-/* the runs starting in keys[r0..r1) (r0 a run start; the last run may extend past r1): the
- * stretches of runs of at most AS_EB_CHUNK lookups go to bwd_runs_f16c/_soft unchanged, the
- * longer runs to bwd_long_f16c/_soft. A run of more than AS_EB_CHUNK lookups holds a
- * position p that is a multiple of AS_EB_CHUNK (and p + 1), so probing the run around every
- * such p finds them all; between long runs, and on shards without any, that costs one probe
- * per AS_EB_CHUNK lookups. Portable path (hw = 0): acc holds 2*round16(D) floats, the run's
- * sum and a chunk's sum. Inlined into the two wrappers below, whose calls look as the calls
- * of bwd_runs_f16c/_soft did before chunking (the sort around them compiles the same). */
-static inline __attribute__((always_inline)) void bwd_split(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
-                                                            const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
-                                                            float lr, float *acc, const int hw)
+/* the runs starting in keys[r0..r1) (r0 a run start; the last run may extend past r1),
+ * portable: the stretches of runs of at most AS_EB_CHUNK lookups go to bwd_runs_soft, the
+ * longer runs to bwd_long_soft. A run of more than AS_EB_CHUNK lookups holds a position p
+ * that is a multiple of AS_EB_CHUNK (and p + 1), so probing the run around every such p
+ * finds them all; between long runs, and on shards without any, that costs one probe per
+ * AS_EB_CHUNK lookups. acc holds 2*round16(D) floats, the run's sum and a chunk's sum. */
+__attribute__((noinline)) static void bwd_split_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
+                                                     const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
+                                                     float lr, float *acc)
 {
     int64_t a = r0;   /* the next stretch of short runs starts here */
     for (int64_t p = (r0 + AS_EB_CHUNK - 1) / AS_EB_CHUNK * AS_EB_CHUNK; p < n; p += AS_EB_CHUNK) {
@@ -655,41 +811,11 @@ static inline __attribute__((always_inline)) void bwd_split(uint16_t *Wt, const 
         if (i >= r1) break;   /* this run and all later ones belong to the next thread */
         while (j < n && KEY_ROW(keys[j]) == row) j++;
         if (j - i <= AS_EB_CHUNK) continue;
-#ifdef AS_EB_X86
-        if (hw) {
-            if (a < i) bwd_runs_f16c(Wt, gt, sumD, D, keys, a, i, n, lr);
-            bwd_long_f16c(Wt, gt, sumD, D, keys, i, j, n, lr);
-        } else
-#endif
-        {
-            if (a < i) bwd_runs_soft(Wt, gt, sumD, D, keys, a, i, n, lr, acc);
-            bwd_long_soft(Wt, gt, sumD, D, keys, i, j, n, lr, acc, acc + ((D + 15) & ~(int64_t)15));
-        }
+        if (a < i) bwd_runs_soft(Wt, gt, sumD, D, keys, a, i, n, lr, acc);
+        bwd_long_soft(Wt, gt, sumD, D, keys, i, j, n, lr, acc, acc + ((D + 15) & ~(int64_t)15));
         a = j;
     }
-    if (a < r1) {
-#ifdef AS_EB_X86
-        if (hw) bwd_runs_f16c(Wt, gt, sumD, D, keys, a, r1, n, lr);
-        else
-#endif
-        bwd_runs_soft(Wt, gt, sumD, D, keys, a, r1, n, lr, acc);
-    }
-}
-
-#ifdef AS_EB_X86
-__attribute__((noinline)) static void bwd_split_f16c(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
-                                                     const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
-                                                     float lr)
-{
-    bwd_split(Wt, gt, sumD, D, keys, r0, r1, n, lr, NULL, 1);
-}
-#endif
-
-__attribute__((noinline)) static void bwd_split_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D,
-                                                     const uint64_t *keys, int64_t r0, int64_t r1, int64_t n,
-                                                     float lr, float *acc)
-{
-    bwd_split(Wt, gt, sumD, D, keys, r0, r1, n, lr, acc, 0);
+    if (a < r1) bwd_runs_soft(Wt, gt, sumD, D, keys, a, r1, n, lr, acc);
 }
 
 /* first run start at or after x (x itself when it starts a run) */
@@ -783,6 +909,7 @@ void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s
     if (T == 0 || B == 0) return;
     if (!bwd_ref_unsized(W, grad, s, lr, ws)) return;
     const int hw = use_f16c();
+    const as_eb_opt sgd = { .kind = AS_EB_SGD, .lr = lr };
     int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
     if (nt > ws->cap_thr) nt = ws->cap_thr;
 
@@ -806,8 +933,10 @@ void as_eb_backward_sgd_cpu(uint16_t *W, const float *grad, const as_eb_shard *s
             uint16_t *Wt = W + s->w_off[t];
             const float *gt = grad + s->d_off[t];
 #ifdef AS_EB_X86
-            if (hw) bwd_split_f16c(Wt, gt, sumD, D, src, r0, r1, n, lr);
-            else
+            if (hw) {   /* the typed path's fp16 + SGD: the same arithmetic */
+                const tctx x = { Wt, NULL, gt, src, &sgd, acc, sumD, D, E, n };
+                truns_f16_sgd(&x, r0, r1);
+            } else
 #else
             (void)hw;
 #endif
@@ -826,18 +955,6 @@ static int all_fp16(const as_eb_shard *s, const uint8_t *dtype)
     return 1;
 }
 
-static inline float tw_get(const uint16_t *Wt, as_eb_dtype d, int64_t e)
-{
-    if (d == AS_EB_F32) return ((const float *)Wt)[e];
-    return d == AS_EB_BF16 ? as_bf16_to_float_soft(Wt[e]) : as_half_to_float_soft(Wt[e]);
-}
-
-static inline void tw_set(uint16_t *Wt, as_eb_dtype d, int64_t e, float v)
-{
-    if (d == AS_EB_F32) ((float *)Wt)[e] = v;
-    else Wt[e] = d == AS_EB_BF16 ? as_float_to_bf16_soft(v) : as_float_to_half_soft(v);
-}
-
 /* one bag of a fp32 or bf16 table, portable */
 static void fwd_bag_typed(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D, const int32_t *idx, int64_t n)
 {
@@ -853,51 +970,61 @@ static void fwd_bag_typed(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D
 }
 
 #ifdef AS_EB_X86
-/* 8 bf16 at p as floats (the bits shifted up: exact) */
-AS_F16C_INLINE __m256 bf16x8(const uint16_t *p)
+/* columns [c0, c0 + 8*nv) of one bag of a table of type d in nv ymm accumulators (the fp16
+ * forward's register blocking, fwd_blk_f16c, for any type); nv and d are literals */
+AS_F16C_INLINE void fwd_blk_typed(float *o, const uint16_t *Wt, int64_t D, const int32_t *idx, int64_t n,
+                                  int64_t avail, int64_t c0, const int nv, const as_eb_dtype d)
 {
-    const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    const __m128i lo = _mm_slli_epi32(_mm_cvtepu16_epi32(h), 16), hi = _mm_slli_epi32(_mm_cvtepu16_epi32(_mm_srli_si128(h, 8)), 16);
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_castsi128_ps(lo)), _mm_castsi128_ps(hi), 1);
+    __m256 acc[BLK_V];
+    for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
+    const int64_t units = d == AS_EB_F32 ? 2 : 1;
+    const size_t pfbytes = (size_t)(D - c0) * 2 * units;
+    const int64_t pf = PF_FWD(D * units);
+    for (int64_t i = 0; i < n; i++) {
+        if (i + pf < avail) prefetch_range(Wt + ((int64_t)idx[i + pf] * D + c0) * units, pfbytes, 0);
+        const int64_t e = (int64_t)idx[i] * D + c0;
+        for (int v = 0; v < nv; v++) acc[v] = _mm256_add_ps(acc[v], wld8(Wt, d, e + 8 * v));
+    }
+    for (int v = 0; v < nv; v++) _mm256_storeu_ps(o + c0 + 8 * v, acc[v]);
 }
 
-/* fwd_bag_typed with AVX: 8 columns at a time, each column's sum in lookup order */
-AS_F16C static void fwd_bag_typed_avx(float *o, const uint16_t *Wt, as_eb_dtype d, int64_t D, const int32_t *idx, int64_t n)
+/* one bag of a fp32 or bf16 table (d a literal): 64 columns at a time in registers, each
+ * column's sum in lookup order; the 1..7 tail columns scalar */
+AS_F16C_INLINE void fwd_bag_typed_blocks(float *o, const uint16_t *Wt, const as_eb_dtype d, int64_t D, const int32_t *idx,
+                                         int64_t n, int64_t avail)
 {
     const int64_t D8 = D & ~(int64_t)7;
-    for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t e0 = (int64_t)idx[i] * D;
-        if (d == AS_EB_F32) {
-            const float *row = (const float *)Wt + e0;
-            for (int64_t j = 0; j < D8; j += 8) _mm256_storeu_ps(o + j, _mm256_add_ps(_mm256_loadu_ps(o + j), _mm256_loadu_ps(row + j)));
-            for (int64_t j = D8; j < D; j++) o[j] += row[j];
-        } else {
-            for (int64_t j = 0; j < D8; j += 8) _mm256_storeu_ps(o + j, _mm256_add_ps(_mm256_loadu_ps(o + j), bf16x8(Wt + e0 + j)));
-            for (int64_t j = D8; j < D; j++) o[j] += as_bf16_to_float_soft(Wt[e0 + j]);
+    for (int64_t c0 = 0; c0 < D8; c0 += 8 * BLK_V) {
+        const int64_t nv = (D8 - c0) / 8;
+        switch (nv < BLK_V ? nv : BLK_V) {
+        case 1: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 1, d); break;
+        case 2: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 2, d); break;
+        case 3: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 3, d); break;
+        case 4: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 4, d); break;
+        case 5: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 5, d); break;
+        case 6: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 6, d); break;
+        case 7: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 7, d); break;
+        default: fwd_blk_typed(o, Wt, D, idx, n, avail, c0, 8, d); break;
         }
     }
-}
-
-/* part[0..D) += g[0..D) */
-AS_F16C static void add_avx(float *part, const float *g, int64_t D)
-{
-    const int64_t D8 = D & ~(int64_t)7;
-    for (int64_t j = 0; j < D8; j += 8) _mm256_storeu_ps(part + j, _mm256_add_ps(_mm256_loadu_ps(part + j), _mm256_loadu_ps(g + j)));
-    for (int64_t j = D8; j < D; j++) part[j] += g[j];
-}
-
-/* w[j] = R(w[j] - u[j]) for a fp16 row, 8 at a time: the conversions are F16C's (to
- * nearest even, as as_float_to_half) */
-AS_F16C static void sub_f16_avx(uint16_t *w, const float *u, int64_t D)
-{
-    const int64_t D8 = D & ~(int64_t)7;
-    for (int64_t j = 0; j < D8; j += 8) {
-        const __m256 v = _mm256_sub_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + j))), _mm256_loadu_ps(u + j));
-        _mm_storeu_si128((__m128i *)(w + j), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    if (D8 < D) {
+        float acc[8] = { 0 };
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = D8; j < D; j++) acc[j - D8] += tw_get(Wt, d, (int64_t)idx[i] * D + j);
+        for (int64_t j = D8; j < D; j++) o[j] = acc[j - D8];
     }
-    for (int64_t j = D8; j < D; j++) w[j] = (uint16_t)_cvtss_sh(_cvtsh_ss(w[j]) - u[j], _MM_FROUND_TO_NEAREST_INT);
 }
+
+AS_F16C static void fwd_bag_f32_avx(float *o, const uint16_t *Wt, int64_t D, const int32_t *idx, int64_t n, int64_t avail)
+{
+    fwd_bag_typed_blocks(o, Wt, AS_EB_F32, D, idx, n, avail);
+}
+
+AS_F16C static void fwd_bag_bf16_avx(float *o, const uint16_t *Wt, int64_t D, const int32_t *idx, int64_t n, int64_t avail)
+{
+    fwd_bag_typed_blocks(o, Wt, AS_EB_BF16, D, idx, n, avail);
+}
+
 #endif
 
 void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s, const uint8_t *dtype, int nthreads)
@@ -917,7 +1044,8 @@ void as_eb_forward_typed_cpu(float *out, const uint16_t *W, const as_eb_shard *s
 #ifdef AS_EB_X86
         if (hw) {
             if (d == AS_EB_F16) fwd_bag_f16c(o, Wt, D, idx, n, avail);
-            else fwd_bag_typed_avx(o, Wt, d, D, idx, n);
+            else if (d == AS_EB_F32) fwd_bag_f32_avx(o, Wt, D, idx, n, avail);
+            else fwd_bag_bf16_avx(o, Wt, D, idx, n, avail);
             continue;
         }
 #else
@@ -970,12 +1098,12 @@ static void row_step(float *u, float *St, const float *G, int64_t D, int64_t E, 
     }
 }
 
-/* the runs starting in keys[r0..r1) (a run may extend past r1): each row's G in the
- * canonical order (chunks of AS_EB_CHUNK from 0.0f in part, their sums added left to right
- * in acc), then its step (into part) and the row updated */
+/* the runs starting in keys[r0..r1) (a run may extend past r1), portable: each row's G in
+ * the canonical order (chunks of AS_EB_CHUNK from 0.0f in part, their sums added left to
+ * right in acc), then its step (into part) and the row updated */
 static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sumD, int64_t D, int64_t E, as_eb_dtype d,
                            const as_eb_opt *o, const uint64_t *keys, int64_t r0, int64_t r1, int64_t n, float *acc,
-                           float *part, int hw)
+                           float *part)
 {
     int64_t i = r0;
     while (i < r1) {
@@ -985,10 +1113,6 @@ static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sum
             if (k + PF_DIST < n) prefetch_range(gt + KEY_BAG(keys[k + PF_DIST]) * sumD, (size_t)D * 4, 0);
             if (m == 0) for (int64_t j = 0; j < D; j++) part[j] = 0.0f;
             const float *g = gt + KEY_BAG(keys[k]) * sumD;
-#ifdef AS_EB_X86
-            if (hw) add_avx(part, g, D);
-            else
-#endif
             for (int64_t j = 0; j < D; j++) part[j] += g[j];
             if (++m == AS_EB_CHUNK) {
                 for (int64_t j = 0; j < D; j++) acc[j] = chunks ? acc[j] + part[j] : part[j];
@@ -1001,9 +1125,6 @@ static void bwd_runs_typed(uint16_t *Wt, float *St, const float *gt, int64_t sum
         uint16_t *w = Wt + (d == AS_EB_F32 ? 2 : 1) * row * D;
         if (d == AS_EB_F32)
             for (int64_t j = 0; j < D; j++) ((float *)w)[j] -= part[j];
-#ifdef AS_EB_X86
-        else if (d == AS_EB_F16 && hw) sub_f16_avx(w, part, D);
-#endif
         else for (int64_t j = 0; j < D; j++) tw_set(w, d, j, tw_get(w, d, j) - part[j]);
         i = k;
     }
@@ -1027,6 +1148,7 @@ int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_
     int nt = nthreads > 0 ? nthreads : omp_get_max_threads();
     if (nt > ws->cap_thr) nt = ws->cap_thr;
     const int hw = use_f16c();
+    (void)hw;   /* no SIMD path off x86 */
 #pragma omp parallel num_threads(nt)
     {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -1040,8 +1162,17 @@ int as_eb_backward_typed_cpu(uint16_t *W, float *S, const float *grad, const as_
             bwd_keys(ws->keys[0], off, s->indices + off[0], B, c0, c1);
             uint64_t *src = bwd_sort(ws, hist, E, c0, c1, nth);
             const int64_t r0 = run_start_at(src, c0, n), r1 = run_start_at(src, c1, n);
-            bwd_runs_typed(W + s->w_off[t], S && st_off ? S + st_off[t] : NULL, grad + s->d_off[t], sumD, D, E,
-                           dtype ? (as_eb_dtype)dtype[t] : AS_EB_F16, o, src, r0, r1, n, acc, acc + ((D + 15) & ~(int64_t)15), hw);
+            const as_eb_dtype d = dtype ? (as_eb_dtype)dtype[t] : AS_EB_F16;
+            float *St = S && st_off ? S + st_off[t] : NULL;
+#ifdef AS_EB_X86
+            if (hw) {
+                for (int64_t c = D; c < ((D + 7) & ~(int64_t)7); c++) acc[c] = 0.0f;   /* tsumsq reads them */
+                const tctx x = { W + s->w_off[t], St, grad + s->d_off[t], src, o, acc, sumD, D, E, n };
+                truns_table[d][o->kind](&x, r0, r1);
+            } else
+#endif
+            bwd_runs_typed(W + s->w_off[t], St, grad + s->d_off[t], sumD, D, E, d, o, src, r0, r1, n, acc,
+                           acc + ((D + 15) & ~(int64_t)15));
 #pragma omp barrier
         }
     }

@@ -301,16 +301,30 @@ static int64_t *tr_seed(const as_plan_cfg *pc, const as_plan_run_cfg *c, const a
     return seed;
 }
 
+/* the split search's progress: the plans made so far and its share of the next */
+typedef struct {
+    as_progress *p;
+    double done;
+} split_prog;
+
+static void split_progress(void *ctx, double frac)
+{
+    const split_prog *sp = ctx;
+    as_progress_update(sp->p, sp->done + frac);
+}
+
 /* --split-tables: the split search's plan of its items (tables and pieces), seeded with seed
- * (tr_seed; NULL: none); 0, or -1 with err */
+ * (tr_seed; NULL: none), its progress on p (NULL: none); 0, or -1 with err */
 static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, const as_plan_run_cfg *c,
-                      const as_plan_input *in, const as_ptask *t, const as_features **f, const int64_t *seed, char *err,
-                      size_t errlen)
+                      const as_plan_input *in, const as_ptask *t, const as_features **f, const int64_t *seed,
+                      as_progress *p, char *err, size_t errlen)
 {
     char e2[768];
     as_split_info info;
     as_split_cfg sc = *c->split_cfg;
     sc.seed = seed;
+    split_prog sp = { p, (double)st->nplans };
+    if (p) sc.progress = split_progress, sc.progress_ctx = &sp;
     if (as_split_search(pc, &sc, &in->ft, f, t->ntables, &ap->items, &ap->ni, &ap->pl, &info, e2, sizeof e2)) {
         snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(pc->alg), e2);
         return -1;
@@ -366,7 +380,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
     if (own) {
         if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
     } else if (c->split) {
-        if (split_plan(&ap, st, &pc, c, in, t, f, x->seed, err, errlen)) return -1;
+        if (split_plan(&ap, st, &pc, c, in, t, f, x->seed, p, err, errlen)) return -1;
         ap.pl.plan_ms += x->seed_ms;
     } else if (as_plan_make(&ap.pl, &pc, f, t->ntables, e2, sizeof e2)) {
         snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, as_alg_name(a), e2);

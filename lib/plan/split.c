@@ -216,6 +216,7 @@ typedef struct {
     int *best;                      /* [T] the best node's levels */
     double best_score;
     int64_t made;                   /* nodes made, for their order */
+    double f0, fw;                  /* its share of the whole search (progress): from f0, fw wide */
     int64_t *cand;                  /* [T] pick_cands' tables */
     double *cworst;                 /* [T] its scratch */
 } search;
@@ -437,6 +438,12 @@ static int run_search(search *S, const int *start, char *err, size_t errlen)
         for (int b = 0; b < ncur; b++) expand(S, b, &nk);
         if ((nk = score_kids(S, nk, err, errlen)) < 0) return -1;
         ncur = keep_beam(S->cur, S->beam, S->kids, nk, S->n);
+        if (S->sc->progress) {
+            const double budget = S->sc->budget_ms;
+            double f = (double)(step + 1) / S->sc->steps, ft = budget > 0 ? (as_now() - S->t0) * 1e3 / budget : 0;
+            f = ft > f ? ft : f;
+            S->sc->progress(S->sc->progress_ctx, S->f0 + S->fw * (f < 1 ? f : 1));
+        }
     }
     return 0;
 }
@@ -487,10 +494,12 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
     as_split_cfg part = *sc;
     part.budget_ms = sc->budget_ms / ns;
     S[0].sc = &part;
+    S[0].fw = 1.0 / ns;
     int rc = run_search(&S[0], NULL, err, errlen), w = 0, cut = info->cut, made = 1;
     for (int q = 1; q < ns && !rc; q++) {
         info->cut = 0;
         search_init(&S[q], c, &part, ft, t, n, info);
+        S[q].f0 = (double)q / ns, S[q].fw = 1.0 / ns;
         made++;
         S[q].made = S[q - 1].made;
         rc = run_search(&S[q], start[q], err, errlen);

@@ -87,6 +87,10 @@ typedef struct {
                              * plan (TorchRec's planner's): 0 whole, -1 row_wise, c >= 2 c equal
                              * column pieces (a split the table has no level of: whole);
                              * NULL: none */
+    void (*progress)(void *ctx, double frac);   /* after each level: the share of the search
+                             * done, 0..1, by levels or by the time budget, whichever is
+                             * further (NULL: none); called on the caller's thread */
+    void *progress_ctx;
     double comm_gbps;       /* communication bandwidth, GiB/s (above); 0: not charged */
     const as_comm_model *comm_model;   /* an alpha-beta model (lib/records/comm.h) charged instead of
                              * comm_gbps: each shard's items' bytes by sharding type over their

@@ -351,7 +351,7 @@ TEST(ebopt_gradient_canonical_chunks)
 /* exported by embbag.c for tests: 0 forces the portable path, 1 lets F16C be used, -1 asks */
 int as_eb_cpu_simd(int mode);
 
-/* a shard of T tables of the given types, skewed lookups (a hot row of > 2 chunks in table
+/* a shard of 4 tables of the given types and dims D[4], skewed lookups (a hot row of > 2 chunks in table
    0), the layout in units with padding, weights and state filled from a seed */
 typedef struct {
     as_eb_shard s;
@@ -361,10 +361,9 @@ typedef struct {
     int64_t nw, ns;
 } tshard;
 
-static void tshard_make(tshard *x, const uint8_t *dt, as_eb_optim o, int64_t B)
+static void tshard_make(tshard *x, const uint8_t *dt, as_eb_optim o, int64_t B, const int32_t *D)
 {
     static const int64_t E[4] = { 40, 3, 1000, 7 };
-    static const int32_t D[4] = { 16, 5, 8, 33 };
     memset(x, 0, sizeof *x);
     int64_t u = 3, st = 0, n = 0;
     x->off = malloc((size_t)(4 * B + 1) * sizeof *x->off);
@@ -391,17 +390,34 @@ static void tshard_make(tshard *x, const uint8_t *dt, as_eb_optim o, int64_t B)
     x->s = (as_eb_shard){ 4, B, x->rows, x->dims, x->woff, x->doff, x->off, x->idx };
 }
 
+/* now and then a weight the rounding must treat as the reference does: NaN (with a
+   payload), infinities, a value that rounds up to infinity in fp16 and bf16, a subnormal
+   of fp32 (a zero in the 16-bit types), a tie; 0 for the ordinary ones */
+static float special(int64_t e)
+{
+    static const uint32_t bits[] = { 0x7fc12345u, 0xff812345u, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x477ff000u,
+                                     0x00000123u, 0x3f808000u };
+    if (e % 29 != 7) return 0.0f;
+    float f;
+    const uint32_t u = bits[(e / 29) % (int64_t)(sizeof bits / sizeof *bits)];
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 TEST(ebopt_fast_cpu_path_is_the_reference)
 {
     static const uint8_t types[4][4] = { { AS_EB_F32, AS_EB_F16, AS_EB_BF16, AS_EB_F32 }, { AS_EB_F32, AS_EB_F32, AS_EB_F32, AS_EB_F32 },
                                          { AS_EB_BF16, AS_EB_BF16, AS_EB_BF16, AS_EB_BF16 }, { AS_EB_F16, AS_EB_F16, AS_EB_F16, AS_EB_F16 } };
+    /* dims of one, several and more than 8 vectors of 8, with and without tail columns,
+       and a tail alone; table 0's hot row (more than 2 chunks) in 1 and in 2 blocks */
+    static const int32_t dims[2][4] = { { 16, 5, 8, 33 }, { 72, 3, 64, 130 } };
     const int simd0 = as_eb_cpu_simd(-1);
     char err[256];
     for (int ty = 0; ty < 4; ty++)
         for (int o = 0; o < AS_EB_NOPTIM; o++)
             for (int thr = 1; thr <= 3; thr += 2) {
                 tshard x;
-                tshard_make(&x, types[ty], (as_eb_optim)o, 700);
+                tshard_make(&x, types[ty], (as_eb_optim)o, 700, dims[(ty + o + thr / 3) & 1]);
                 if (!CHECK_EQ_I64(as_eb_validate_typed(&x.s, x.dt, (as_eb_optim)o, x.st_off, err, sizeof err), 0)) {
                     printf("  %s\n", err);
                     continue;
@@ -410,7 +426,8 @@ TEST(ebopt_fast_cpu_path_is_the_reference)
                 float *S1 = calloc((size_t)x.ns + 1, 4), *S2 = calloc((size_t)x.ns + 1, 4);
                 for (int t = 0; t < 4; t++)
                     for (int64_t e = 0; e < x.rows[t] * x.dims[t]; e++)
-                        as_eb_weight_set(W1, &x.s, x.dt, t, e, (float)((e * 2654435761u + t) % 1000) / 500.0f - 1.0f);
+                        as_eb_weight_set(W1, &x.s, x.dt, t, e, special(e) ? special(e)
+                                                               : (float)((e * 2654435761u + t) % 1000) / 500.0f - 1.0f);
                 memcpy(W2, W1, (size_t)x.nw * 2);
                 for (int64_t i = 0; i < x.ns; i++) S1[i] = S2[i] = (float)(i % 7) * 0.01f;
                 const int64_t no = 700 * x.doff[4];

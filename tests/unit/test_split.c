@@ -105,12 +105,19 @@ static double unsplit_max(as_alg alg, int64_t K, uint64_t cap, const as_features
 
 static const as_split_cfg SC = { .steps = AS_SPLIT_STEPS, .beam = AS_SPLIT_BEAM, .cands = AS_SPLIT_CANDS };
 
+/* (a)'s task: a dominant table and four small ones */
+static void dominant5(as_features *f)
+{
+    f[0] = F(10, 64, 1000, 1000);
+    for (int i = 1; i < 5; i++) f[i] = F(10 + i, 16, 1000, 500);
+}
+
 /* (a) table 0 costs 64 x 1000 = 64000, the four others 16 x 500 = 8000 each (32000 in
  * all): unsplit the max is table 0's; split in 4 columns, 16000 a piece, 24000 a shard */
 TEST(split_dominant_table)
 {
-    as_features f[5] = { F(10, 64, 1000, 1000), F(11, 16, 1000, 500), F(12, 16, 1000, 500), F(13, 16, 1000, 500),
-                         F(14, 16, 1000, 500) };
+    as_features f[5];
+    dominant5(f);
     as_featidx ft = { 0 };
     char err[512];
     CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
@@ -525,4 +532,47 @@ TEST(split_finds_row_wise_where_columns_cannot)
     free(items);
     as_plan_free(&p);
     as_featidx_free(&x);
+}
+
+/* the progress hook: called after each level with the share done, never going back, within
+   [0, 1]; the result the same as without it */
+typedef struct {
+    int calls, backwards;
+    double last, lo, hi;
+} prog_rec;
+
+static void prog_note(void *ctx, double frac)
+{
+    prog_rec *r = ctx;
+    r->backwards += frac < r->last;
+    if (frac < r->lo) r->lo = frac;
+    if (frac > r->hi) r->hi = frac;
+    r->last = frac;
+    r->calls++;
+}
+
+TEST(split_reports_progress)
+{
+    as_features f[5];
+    dominant5(f);
+    as_featidx ft = { 0 };
+    char err[512];
+    CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
+    prog_rec r = { 0, 0, 0, 2, -1 };
+    as_split_cfg sc = SC;
+    sc.progress = prog_note, sc.progress_ctx = &r;
+    as_features *i1, *i2;
+    int64_t P1, P2;
+    as_plan p1, p2;
+    as_split_info in1, in2;
+    CHECK_EQ_I64(search(AS_ALG_COST, 4, 0, &LK, &ft, f, 5, &sc, &i1, &P1, &p1, &in1, err), 0);
+    CHECK(r.calls >= 1 && r.calls <= AS_SPLIT_STEPS);
+    CHECK_EQ_I64(r.backwards, 0);
+    CHECK(r.lo > 0 && r.hi <= 1);
+    CHECK_EQ_I64(search(AS_ALG_COST, 4, 0, &LK, &ft, f, 5, &SC, &i2, &P2, &p2, &in2, err), 0);
+    CHECK_EQ_I64(P1, P2);
+    CHECK(P1 == P2 && !memcmp(p1.assign, p2.assign, (size_t)P1 * sizeof *p1.assign));
+    free(i1), free(i2);
+    as_plan_free(&p1), as_plan_free(&p2);
+    as_featidx_free(&ft);
 }
