@@ -17,12 +17,15 @@
  * Backward: per table, keys (row << 32 | bag) are built in lookup order and sorted by an LSD
  * radix sort over only the ceil(log2 E_t) row bits, in passes of at most 11 bits. The sort
  * is stable, so within a row the lookups stay in ascending lookup (= ascending bag) order.
- * Each run of equal rows is reduced into a D-wide fp32 accumulator and the fp16 row is
- * updated once; runs of more than AS_EB_CHUNK lookups (found by probing every
- * AS_EB_CHUNK-th sorted key) are reduced chunk by chunk by their own routines, the others
- * by the plain loops. Threads split every table's lookups into contiguous ranges (per-thread
- * histograms keep the parallel sort stable and deterministic) and then own the runs that
- * start in their range, so no two threads touch the same row. Results do not depend on the
+ * Each run of equal rows is reduced into a D-wide fp32 sum and the row is updated once. On
+ * x86 (every weight type and optimizer, fp16 + SGD included: the typed backward below) a
+ * run's sum is kept 64 columns at a time in registers and SGD and Adam update those columns
+ * straight from them; row-wise Adagrad first needs the row's sum of squares, so its sum
+ * goes through a row buffer in L1; runs of more than AS_EB_CHUNK lookups are summed chunk
+ * by chunk. The portable path reduces into a buffer, its long runs found by probing every
+ * AS_EB_CHUNK-th sorted key. Threads split every table's lookups into contiguous ranges
+ * (per-thread histograms keep the parallel sort stable and deterministic) and then own the
+ * runs that start in their range, so no two threads touch the same row. Results do not depend on the
  * thread count. Library code: no printing, no exit. */
 #include "embbag.h"
 #include "errbuf.h"
