@@ -95,6 +95,19 @@ static void *out_buf(ctx *c, size_t bytes)
     return c->out;
 }
 
+/* the smallest (at most 0) and the largest (at least -1) of v[0..n) */
+static void minmax_i32(const int32_t *v, int64_t n, int32_t *lo_out, int32_t *hi_out)
+{
+    int32_t lo = 0, hi = -1;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+    for (int64_t i = 0; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
 /* Read tensor ti's elements [start, start+n) as indices, check >= 0, into the reusable
  * buffer as int32 (or int64 when some index needs it). */
 static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t table, as_dtype *dt, int64_t *maxv)
@@ -107,12 +120,8 @@ static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t tabl
         for (int64_t s = 0; s < n; s += CHUNK) {
             int64_t m = n - s < CHUNK ? n - s : CHUNK;
             if (pt_read_raw(c->f, ti, start + s, m, o + s, c->err, c->errlen)) return NULL;
-            int32_t lo = 0, hi = -1;
-            for (int64_t i = 0; i < m; i++) {
-                int32_t v = o[s + i];
-                lo = v < lo ? v : lo;
-                hi = v > hi ? v : hi;
-            }
+            int32_t lo, hi;
+            minmax_i32(o + s, m, &lo, &hi);
             if (lo < 0) {
                 for (int64_t i = 0; i < m; i++)
                     if (o[s + i] < 0) {
