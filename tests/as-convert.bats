@@ -189,6 +189,13 @@ load test_helper/common
     [ ! -e "$T/bench" ]
     run "$ROOT/pipelines/bench-convert" --repeats 0
     assert_failure 2
+    run "$ROOT/pipelines/bench-convert" --also "$T/none"
+    assert_failure 2
+    # --also BIN: another build in the same runs, its own ratio
+    run "$ROOT/pipelines/bench-convert" --tables 2 --batch 512 --repeats 1 --also "$(command -v as-convert)" --dir "$T/bench"
+    assert_success
+    assert_line --regexp '^1 +also +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+  \(.*as-convert\)$'
+    assert_line --regexp '^.*as-convert / zstd -T0 -1 throughput: median [0-9.]+ \(min [0-9.]+, max [0-9.]+, 1 runs\)$'
 }
 
 # ---- -o: atomic, never over an input; exit codes (issue 11) ----------------------------------
