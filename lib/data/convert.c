@@ -31,7 +31,6 @@ typedef struct {
     pt_file *f;
     char *err;
     size_t errlen;
-    int64_t *ibuf;        /* CHUNK int64 scratch */
     void *out;            /* the current table's indices, reused across tables */
     size_t outcap;        /* bytes */
 } ctx;
@@ -416,7 +415,7 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
 
 int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_progress *p, char *err, size_t errlen)
 {
-    ctx c = { f, err, errlen, as_malloc((size_t)CHUNK * sizeof(int64_t)), NULL, 0 };
+    ctx c = { f, err, errlen, NULL, 0 };
     int64_t written = 0;
     int rc;
     const char *kind = pt_root_kind(f);
@@ -429,7 +428,6 @@ int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_
                  "('lS_indices', 'lS_offsets'): the root is a %s holding %d tensor(s)", kind, pt_ntensors(f));
         rc = -1;
     }
-    free(c.ibuf);
     free(c.out);
     return rc ? -1 : written;
 }
@@ -611,7 +609,7 @@ int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen)
 int as_convert_dump(pt_file *f, FILE *out, char *err, size_t errlen)
 {
     /* expanded tensors are legitimate here, but the text may not grow without bound */
-    ctx c = { f, err, errlen, NULL, NULL, 0 };
+    ctx c = { f, err, errlen, NULL, 0 };
     int n = pt_ntensors(f);
     int *all = as_malloc((size_t)(n + 1) * sizeof *all);
     for (int i = 0; i < n; i++) all[i] = i;
