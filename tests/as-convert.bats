@@ -183,8 +183,8 @@ load test_helper/common
     run "$ROOT/pipelines/bench-convert" --tables 3 --batch 2048 --repeats 2 --dir "$T/bench"
     assert_success
     assert_line --regexp '^input: .*metasyn-t3-b2048\.pt, [0-9]+ bytes'
-    [ "$(printf '%s\n' "$output" | grep -Ec '^[12] +as-convert +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+$')" = 2 ]
-    [ "$(printf '%s\n' "$output" | grep -Ec '^[12] +zstd -T0 -1 +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+$')" = 2 ]
+    [ "$(printf '%s\n' "$output" | grep -Ec '^[12] +as-convert +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+$')" = 2 ]
+    [ "$(printf '%s\n' "$output" | grep -Ec '^[12] +zstd -T0 -1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+$')" = 2 ]
     assert_line --regexp '^as-convert / zstd -T0 -1 throughput: median [0-9.]+ \(min [0-9.]+, max [0-9.]+, 2 runs\)$'
     [ ! -e "$T/bench" ]
     run "$ROOT/pipelines/bench-convert" --repeats 0
@@ -194,7 +194,7 @@ load test_helper/common
     # --also BIN: another build in the same runs, its own ratio
     run "$ROOT/pipelines/bench-convert" --tables 2 --batch 512 --repeats 1 --also "$(command -v as-convert)" --dir "$T/bench"
     assert_success
-    assert_line --regexp '^1 +also +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+  \(.*as-convert\)$'
+    assert_line --regexp '^1 +also +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+  \(.*as-convert\)$'
     assert_line --regexp '^.*as-convert / zstd -T0 -1 throughput: median [0-9.]+ \(min [0-9.]+, max [0-9.]+, 1 runs\)$'
 }
 
