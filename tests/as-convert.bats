@@ -148,6 +148,56 @@ load test_helper/common
     assert_line "table	5"
 }
 
+@test "as-convert: zstd level 1 on one thread per core by default; the same records at any level, the same bytes at any thread count" {
+    ptwrite metasyn --tables 6 --batch 4096 --row-scale 0.01 --seed 5 -o "$T/m.pt"
+    run as-convert -v "$T/m.pt" -o "$T/a.ast"
+    assert_success
+    n=$(nproc)
+    assert_output --partial "as-convert: zstd level 1, $(( n > 16 ? 16 : n )) compression thread(s)"
+    # the records are those of level 3 in the calling thread (the tools' other default)
+    run env AS_ZSTD_LEVEL=3 AS_ZSTD_WORKERS=0 as-convert -v "$T/m.pt" -o "$T/b.ast"
+    assert_output --partial "as-convert: zstd level 3, 0 compression thread(s)"
+    cmp <(canon "$T/a.ast") <(canon "$T/b.ast")
+    [ "$(as-show --count "$T/a.ast")" = "$(printf 'header\t1\ntable\t6')" ]
+    # any number of threads gives the same bytes (the command line, in the header, kept)
+    as-convert "$T/m.pt" > "$T/w.ast"
+    AS_ZSTD_WORKERS=1 as-convert "$T/m.pt" > "$T/w1.ast"
+    AS_ZSTD_WORKERS=3 as-convert "$T/m.pt" > "$T/w3.ast"
+    cmp "$T/w.ast" "$T/w1.ast"
+    cmp "$T/w.ast" "$T/w3.ast"
+    # the options win over the environment
+    run env AS_ZSTD_LEVEL=3 AS_ZSTD_WORKERS=0 as-convert -v --zstd-level 2 --zstd-workers 2 "$T/m.pt" -o "$T/c.ast"
+    assert_output --partial "as-convert: zstd level 2, 2 compression thread(s)"
+    cmp <(canon "$T/a.ast") <(canon "$T/c.ast")
+    # --help says so; the other tools keep level 3 in the calling thread
+    run as-convert --help
+    assert_output --partial "(default 1;"
+    assert_output --partial "compression threads (default: one per core, at most 16;"
+    run as-show --help
+    assert_output --partial "(default 3;"
+    assert_output --partial "compression threads (default 0 = in the calling thread;"
+}
+
+@test "pipelines/bench-convert: as-convert and zstd -T0 -1 side by side, the ratio of their throughputs" {
+    command -v zstd > /dev/null || skip "no zstd command"
+    run "$ROOT/pipelines/bench-convert" --tables 3 --batch 2048 --repeats 2 --dir "$T/bench"
+    assert_success
+    assert_line --regexp '^input: .*metasyn-t3-b2048\.pt, [0-9]+ bytes'
+    [ "$(printf '%s\n' "$output" | grep -Ec '^[12] +as-convert +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+$')" = 2 ]
+    [ "$(printf '%s\n' "$output" | grep -Ec '^[12] +zstd -T0 -1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+$')" = 2 ]
+    assert_line --regexp '^as-convert / zstd -T0 -1 throughput: median [0-9.]+ \(min [0-9.]+, max [0-9.]+, 2 runs\)$'
+    [ ! -e "$T/bench" ]
+    run "$ROOT/pipelines/bench-convert" --repeats 0
+    assert_failure 2
+    run "$ROOT/pipelines/bench-convert" --also "$T/none"
+    assert_failure 2
+    # --also BIN: another build in the same runs, its own ratio
+    run "$ROOT/pipelines/bench-convert" --tables 2 --batch 512 --repeats 1 --also "$(command -v as-convert)" --dir "$T/bench"
+    assert_success
+    assert_line --regexp '^1 +also +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+  \(.*as-convert\)$'
+    assert_line --regexp '^.*as-convert / zstd -T0 -1 throughput: median [0-9.]+ \(min [0-9.]+, max [0-9.]+, 1 runs\)$'
+}
+
 # ---- -o: atomic, never over an input; exit codes (issue 11) ----------------------------------
 
 @test "as-convert: killed mid-write (SIGTERM, SIGINT), the old -o file is intact and no temporary is left" {

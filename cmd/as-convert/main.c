@@ -72,6 +72,12 @@ static const char HELP[] =
     "Expanded (stride-0) data tensors, and data tensors holding more elements than the file\n"
     "has bytes (overlapping or shared storages), are refused.\n"
     "\n"
+    "Output: zstd level 1, compressed by one thread per core (at most 16) while the reading\n"
+    "and checking of the next table goes on, by default; the bytes are the same whatever\n"
+    "the number of threads (--zstd-workers 1 or more). Memory: the largest table's indices\n"
+    "and offsets, plus zstd's buffers: at level 1 about 10 MB for the first compression\n"
+    "thread and 4 MB for each further one (more at higher levels).\n"
+    "\n"
     "Examples:\n"
     "  as-convert fbgemm_t856_bs65536.pt.gz -o pool.ast\n"
     "  as-convert --synth --preset small | as-show | head\n"
@@ -260,6 +266,7 @@ int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-convert", "as-convert [options] FILE | --synth [options] | --config FILE | --list FILE | --dump FILE", HELP);
+    as_cli_zstd_defaults(&cli, 1, AS_ZSTD_WORKERS_AUTO);
     conv_args a;
     parse_args(&cli, argc, argv, &a);
     if (a.config) run_config(&cli, argc, &a);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char 
     c->argc = argc;
     c->argv = argv;
     c->zlevel = c->zworkers = -1;
+    c->zlevel_def = 3;
     as_prog = tool;
     opterr = 0;   /* we print our own messages */
 }
@@ -36,12 +38,43 @@ const char *as_build_info(void)
     return buf;
 }
 
+void as_cli_zstd_defaults(as_cli *c, int level, int workers)
+{
+    c->zlevel_def = level;
+    c->zworkers_def = workers;
+}
+
+int as_cli_zstd_auto_workers(void)
+{
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > AS_ZSTD_AUTO_MAX ? AS_ZSTD_AUTO_MAX : (int)n;
+}
+
+/* "Common options:" with the tool's zstd defaults */
+static void print_common_help(const as_cli *c)
+{
+    printf("\n%s", AS_CLI_COMMON_HELP_HEAD);
+    printf("      --zstd-level N  compression level of binary output, 1-19 (default %d;\n"
+           "                      environment AS_ZSTD_LEVEL)\n", c->zlevel_def);
+    if (c->zworkers_def == AS_ZSTD_WORKERS_AUTO)
+        printf("      --zstd-workers N  compression threads (default: one per core, at most %d;\n"
+               "                      0 = in the calling thread; environment AS_ZSTD_WORKERS)\n", AS_ZSTD_AUTO_MAX);
+    else if (c->zworkers_def == 0)
+        printf("      --zstd-workers N  compression threads (default 0 = in the calling thread;\n"
+               "                      environment AS_ZSTD_WORKERS)\n");
+    else
+        printf("      --zstd-workers N  compression threads (default %d; 0 = in the calling thread;\n"
+               "                      environment AS_ZSTD_WORKERS)\n", c->zworkers_def);
+    printf("%s", AS_CLI_COMMON_HELP_TAIL);
+}
+
 int as_cli_common(as_cli *c, int opt, const char *arg)
 {
     switch (opt) {
     case 'h':
         printf("usage: %s\n%s", c->usage, c->help);
-        printf("\n%s", AS_CLI_COMMON_HELP);
+        print_common_help(c);
         if (fflush(stdout) || ferror(stdout)) exit(AS_EXIT_ENV);
         exit(0);
     case AS_OPT_VERSION:
@@ -184,7 +217,7 @@ as_writer *as_cli_open_output(as_cli *c)
 {
     if ((!c->output || !strcmp(c->output, "-")) && isatty(1) && !c->force)
         as_cli_usage(c, "refusing to write binary output to a terminal (use -o FILE, a pipe, or --force)");
-    int level = 0, workers = 0;
+    int level = c->zlevel_def, workers = c->zworkers_def;
     const char *e = getenv("AS_ZSTD_LEVEL");
     int64_t v;
     if (e && as_parse_i64(e, 1, 19, &v) == 0) level = (int)v;
@@ -192,6 +225,8 @@ as_writer *as_cli_open_output(as_cli *c)
     if (e && as_parse_i64(e, 0, 64, &v) == 0) workers = (int)v;
     if (c->zlevel > 0) level = c->zlevel;
     if (c->zworkers >= 0) workers = c->zworkers;
+    if (workers == AS_ZSTD_WORKERS_AUTO) workers = as_cli_zstd_auto_workers();
+    as_debug("zstd level %d, %d compression thread(s)", level, workers);
     as_writer *w = as_writer_open(c->output, level, workers);
     as_writer_header(w, c->tool, c->argc, c->argv);
     return w;

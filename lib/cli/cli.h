@@ -33,8 +33,9 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_O
 /* the leading ':' makes getopt report a missing value as ':' ("option -x needs a value") */
 #define AS_CLI_COMMON_SHORT ":ho:qv"
 
-/* the text printed under "Common options:" in every --help */
-#define AS_CLI_COMMON_HELP \
+/* the text printed under "Common options:" in every --help: HEAD, the two zstd options
+ * with the tool's defaults (as_cli_zstd_defaults), TAIL */
+#define AS_CLI_COMMON_HELP_HEAD \
     "Common options:\n" \
     "  -o, --output FILE   write to FILE instead of standard output, atomically: under\n" \
     "                      a temporary name FILE.tmp.PID renamed to FILE at the end, so\n" \
@@ -45,11 +46,8 @@ enum { AS_OPT_FORCE = 1000, AS_OPT_PROGRESS, AS_OPT_VERSION, AS_OPT_ZLEVEL, AS_O
     "  -q, --quiet         no messages but errors\n" \
     "  -v, --verbose       more messages\n" \
     "      --progress      progress on stderr even when it is not a terminal\n" \
-    "      --force         write binary output even to a terminal\n" \
-    "      --zstd-level N  compression level of binary output, 1-19 (default 3;\n" \
-    "                      environment AS_ZSTD_LEVEL)\n" \
-    "      --zstd-workers N  compression threads (default 0 = in the calling thread;\n" \
-    "                      environment AS_ZSTD_WORKERS)\n" \
+    "      --force         write binary output even to a terminal\n"
+#define AS_CLI_COMMON_HELP_TAIL \
     "  -h, --help          this help\n" \
     "      --version       version and build information\n" \
     "\n" \
@@ -65,6 +63,7 @@ typedef struct {
     const char *output;     /* -o FILE or NULL */
     int force;
     int zlevel, zworkers;   /* -1 = not given */
+    int zlevel_def, zworkers_def;   /* the tool's defaults (as_cli_zstd_defaults) */
     int progress;           /* 1 when progress should be shown */
     int argc;
     char **argv;
@@ -77,6 +76,19 @@ typedef struct {
 } as_cli;
 
 void as_cli_init(as_cli *c, int argc, char **argv, const char *tool, const char *usage, const char *help);
+/* workers: one compression thread per core this process may run on, at most this many */
+#define AS_ZSTD_WORKERS_AUTO (-1)
+#define AS_ZSTD_AUTO_MAX 16
+/* The tool's defaults for its binary output, before option parsing (--help prints them):
+ * a zstd level (1-19) and compression threads (0: in the calling thread;
+ * AS_ZSTD_WORKERS_AUTO). Without this call: level 3, 0 threads. AS_ZSTD_LEVEL and
+ * AS_ZSTD_WORKERS override the defaults, --zstd-level and --zstd-workers both. */
+void as_cli_zstd_defaults(as_cli *c, int level, int workers);
+/* the compression threads AS_ZSTD_WORKERS_AUTO stands for here: the cores in this
+ * process's affinity mask (else the online ones), 1 to AS_ZSTD_AUTO_MAX. At least one
+ * worker, so the compressed bytes are the same on every machine (zstd's output does not
+ * depend on the number of workers, once there is one) */
+int as_cli_zstd_auto_workers(void);
 /* handle a common option; returns 1 if handled (may exit for --help/--version), 0 if the
  * code is not a common one (then the tool reports a usage error) */
 int as_cli_common(as_cli *c, int opt, const char *arg);

@@ -31,7 +31,6 @@ typedef struct {
     pt_file *f;
     char *err;
     size_t errlen;
-    int64_t *ibuf;        /* CHUNK int64 scratch */
     void *out;            /* the current table's indices, reused across tables */
     size_t outcap;        /* bytes */
 } ctx;
@@ -95,6 +94,19 @@ static void *out_buf(ctx *c, size_t bytes)
     return c->out;
 }
 
+/* the smallest (at most 0) and the largest (at least -1) of v[0..n) */
+static void minmax_i32(const int32_t *v, int64_t n, int32_t *lo_out, int32_t *hi_out)
+{
+    int32_t lo = 0, hi = -1;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+    for (int64_t i = 0; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
 /* Read tensor ti's elements [start, start+n) as indices, check >= 0, into the reusable
  * buffer as int32 (or int64 when some index needs it). */
 static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t table, as_dtype *dt, int64_t *maxv)
@@ -107,12 +119,8 @@ static void *read_indices(ctx *c, int ti, int64_t start, int64_t n, int64_t tabl
         for (int64_t s = 0; s < n; s += CHUNK) {
             int64_t m = n - s < CHUNK ? n - s : CHUNK;
             if (pt_read_raw(c->f, ti, start + s, m, o + s, c->err, c->errlen)) return NULL;
-            int32_t lo = 0, hi = -1;
-            for (int64_t i = 0; i < m; i++) {
-                int32_t v = o[s + i];
-                lo = v < lo ? v : lo;
-                hi = v > hi ? v : hi;
-            }
+            int32_t lo, hi;
+            minmax_i32(o + s, m, &lo, &hi);
             if (lo < 0) {
                 for (int64_t i = 0; i < m; i++)
                     if (o[s + i] < 0) {
@@ -407,7 +415,7 @@ static int convert_prototype(ctx *c, const as_convert_opts *o, as_writer *w, as_
 
 int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_progress *p, char *err, size_t errlen)
 {
-    ctx c = { f, err, errlen, as_malloc((size_t)CHUNK * sizeof(int64_t)), NULL, 0 };
+    ctx c = { f, err, errlen, NULL, 0 };
     int64_t written = 0;
     int rc;
     const char *kind = pt_root_kind(f);
@@ -420,7 +428,6 @@ int64_t as_convert_torch(pt_file *f, const as_convert_opts *o, as_writer *w, as_
                  "('lS_indices', 'lS_offsets'): the root is a %s holding %d tensor(s)", kind, pt_ntensors(f));
         rc = -1;
     }
-    free(c.ibuf);
     free(c.out);
     return rc ? -1 : written;
 }
@@ -602,7 +609,7 @@ int as_convert_list(pt_file *f, FILE *out, char *err, size_t errlen)
 int as_convert_dump(pt_file *f, FILE *out, char *err, size_t errlen)
 {
     /* expanded tensors are legitimate here, but the text may not grow without bound */
-    ctx c = { f, err, errlen, NULL, NULL, 0 };
+    ctx c = { f, err, errlen, NULL, 0 };
     int n = pt_ntensors(f);
     int *all = as_malloc((size_t)(n + 1) * sizeof *all);
     for (int i = 0; i < n; i++) all[i] = i;

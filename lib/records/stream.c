@@ -392,7 +392,8 @@ as_writer *as_writer_open(const char *path, int level, int workers)
     if (!w->cctx) as_oom("zstd");
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level > 0 ? level : 3);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-    if (workers > 0) ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_nbWorkers, workers);
+    if (workers > 0 && ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_nbWorkers, workers)))
+        as_debug("this libzstd has no threads: compressing in the calling thread");
     w->outsize = ZSTD_CStreamOutSize();
     w->out = as_malloc(w->outsize);
     msgpack_sbuffer_init(&w->sb);

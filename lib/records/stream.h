@@ -66,7 +66,8 @@ typedef struct as_writer as_writer;
 
 /* path NULL or "-" writes stdout; a file is written under a temporary name and renamed
  * into place by as_writer_close (lib/records/output.h: the temporary appears with the first
- * compressed byte and is removed on any error exit and on SIGINT/SIGTERM/SIGHUP). level: zstd level (0 = default 3); workers: zstd threads.
+ * compressed byte and is removed on any error exit and on SIGINT/SIGTERM/SIGHUP). level: zstd level (0 = default 3); workers: zstd threads (a libzstd
+ * without threads compresses in the calling thread).
  * On failure prints and exits 3. */
 as_writer *as_writer_open(const char *path, int level, int workers);
 /* the header record: tool name and the command line (argc/argv may be 0/NULL) */

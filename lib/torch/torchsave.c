@@ -1259,6 +1259,8 @@ static int read_run(pt_file *f, const pt_tensor *t, uint64_t base, int64_t e, in
                     uint8_t *out, char *err, size_t errlen)
 {
     size_t es = dtype_sizes[t->dtype], per = f->bufcap / es;
+    if (mode == M_RAW)   /* the stored bytes as they are: straight into out, no copy */
+        return n > 0 ? pread_all(f, out, (size_t)n * es, base + (uint64_t)e * es, err, errlen) : 0;
     while (n > 0) {
         size_t k = n < (int64_t)per ? (size_t)n : per;
         if (pread_all(f, f->buf, k * es, base + (uint64_t)e * es, err, errlen)) return -1;

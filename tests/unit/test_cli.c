@@ -3,13 +3,14 @@
  * code that is not common), option values parsed with range checks (integers, record
  * limits, numbers; a bad value is a usage error: exit 2 with "as-x: OPT: 'V' is not ...",
  * the usage line and a hint, checked in a child process), the files named by options
- * recorded, progress decided by as_cli_finish, the build line. */
+ * recorded, progress decided by as_cli_finish, a tool's zstd defaults, the build line. */
 #include "unit.h"
 
 #include "cli.h"
 #include "common.h"
 #include "reclimits.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -234,6 +235,26 @@ TEST(cli_finish_decides_progress)
     as_verbosity = verb;
     as_prog = prog;
     optind = saved_optind;
+}
+
+TEST(cli_zstd_defaults)
+{
+    const char *prog = as_prog;
+    as_cli c;
+    cli_new(&c);
+    CHECK_EQ_I64(c.zlevel_def, 3);
+    CHECK_EQ_I64(c.zworkers_def, 0);
+    as_cli_zstd_defaults(&c, 1, AS_ZSTD_WORKERS_AUTO);
+    CHECK_EQ_I64(c.zlevel_def, 1);
+    CHECK_EQ_I64(c.zworkers_def, AS_ZSTD_WORKERS_AUTO);
+    CHECK_EQ_I64(c.zlevel, -1);   /* the options are still not given */
+    CHECK_EQ_I64(c.zworkers, -1);
+    /* the cores this process may run on, at least 1, at most AS_ZSTD_AUTO_MAX */
+    cpu_set_t set;
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    const int n = CPU_COUNT(&set), w = as_cli_zstd_auto_workers();
+    CHECK_EQ_I64(w, n < 1 ? 1 : n > AS_ZSTD_AUTO_MAX ? AS_ZSTD_AUTO_MAX : n);
+    as_prog = prog;
 }
 
 TEST(cli_build_info)
