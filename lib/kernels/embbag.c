@@ -773,9 +773,15 @@ AS_F16C_INLINE void truns_avx(const tctx *x, int64_t r0, int64_t r1, const as_eb
     }
 }
 
-/* one function per weight type and optimizer, each with its literals inlined */
-#define TRUNS(NAME, D, OK) \
-    AS_F16C __attribute__((noinline)) static void NAME(const tctx *x, int64_t r0, int64_t r1) { truns_avx(x, r0, r1, D, OK); }
+/* one function per weight type and optimizer, each with its literals inlined; the context
+ * copied to a local, which no store through the weights or G can alias (the build has
+ * -fno-strict-aliasing), so that its fields stay in registers */
+#define TRUNS(NAME, D, OK)                                                                        \
+    AS_F16C __attribute__((noinline)) static void NAME(const tctx *x0, int64_t r0, int64_t r1) \
+    {                                                                                             \
+        const tctx x = *x0;                                                                       \
+        truns_avx(&x, r0, r1, D, OK);                                                             \
+    }
 TRUNS(truns_f16_sgd, AS_EB_F16, AS_EB_SGD)
 TRUNS(truns_f16_adagrad, AS_EB_F16, AS_EB_ROWWISE_ADAGRAD)
 TRUNS(truns_f16_adam, AS_EB_F16, AS_EB_ADAM)
