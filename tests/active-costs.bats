@@ -4,24 +4,17 @@
 # determinism under a seed, usage errors.
 load test_helper/common
 
-FAST="--warmup 1 --runs 3 --trim 1 --flush 1M --threads 1 --no-calibrate -q"
-
+# the pool (tiny preset: 32 tables) and its features with row pieces, once for the file
 setup_file() {
-    D="$BATS_FILE_TMPDIR"
-    export PATH="${AS_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH"
-    as-convert --synth --preset tiny -o "$D/pool.ast"
-    as-features "$D/pool.ast" --row-pieces 2,4 -o "$D/ft.ast"
-}
-
-setup() {
-    T="$BATS_TEST_TMPDIR"
-    D="$BATS_FILE_TMPDIR"
+    as-convert --synth --preset tiny -o "$BATS_FILE_TMPDIR/pool.ast"
+    as-features "$BATS_FILE_TMPDIR/pool.ast" --row-pieces 2,4 -o "$BATS_FILE_TMPDIR/ft.ast"
 }
 
 # active ARGS...: the loop on the tiny pool into $T/c.ast, summary $T/c.md
 active() {
+    D="$BATS_FILE_TMPDIR"
     AS_BENCH_FAKE_NOISE=quiet "$ROOT/pipelines/active-costs" --bin "$BIN" --tables "$D/pool.ast" --features "$D/ft.ast" \
-        --max-tables 4 --candidates 60 --fit-opts "--epochs 20" --bench-opts "$FAST" \
+        --max-tables 4 --candidates 60 --fit-opts "--epochs 20" --bench-opts "--warmup 1 --runs 3 --trim 1 --flush 1M --threads 1 --no-calibrate -q" \
         --sample-opts "--sample-pieces 0.3 --piece-blocks 2,4" -o "$T/c.ast" --summary "$T/c.md" "$@"
 }
 
@@ -45,7 +38,7 @@ active() {
     grep -qF "13 shards measured (budget 14) and every table alone; stopped: budget" "$T/c.md"
     [ "$(grep -c '^| [0-9] |' "$T/c.md")" -eq 4 ]
     # as-costfit trains on it as on a random dataset
-    cat "$D/ft.ast" "$T/c.ast" | as-costfit -q --epochs 5 -o "$T/m.ast"
+    cat "$BATS_FILE_TMPDIR/ft.ast" "$T/c.ast" | as-costfit -q --epochs 5 -o "$T/m.ast"
 }
 
 @test "active-costs: stops when the validation R² no longer rises, and the same seed chooses the same shards" {
@@ -65,7 +58,7 @@ active() {
     run "$ROOT/pipelines/active-costs" --help
     assert_success
     assert_output --partial "pipelines/active-costs --tables POOL --features FT -o OUT"
-    run "$ROOT/pipelines/active-costs" --tables "$D/pool.ast" --features "$D/ft.ast"
+    run "$ROOT/pipelines/active-costs" --tables "$BATS_FILE_TMPDIR/pool.ast" --features "$BATS_FILE_TMPDIR/ft.ast"
     assert_failure 2
     run active --budget 2
     assert_failure 2

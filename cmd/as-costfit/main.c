@@ -171,6 +171,8 @@ typedef struct {
     int nensemble;
 } costfit_args;
 
+static void check_args(as_cli *cli, const costfit_args *a, int hidden_given, int out_given);
+
 static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
 {
     static const struct option opts[] = {
@@ -250,6 +252,12 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         }
     }
     as_cli_finish(cli);
+    check_args(cli, a, hidden_given, out_given);
+}
+
+/* the options' combinations, after parsing: usage errors (exit 2) */
+static void check_args(as_cli *cli, const costfit_args *a, int hidden_given, int out_given)
+{
     as_cli_input_arg(cli, "--init", a->init);
     as_cli_input_arg(cli, "--predict", a->predict);
     as_cli_output_arg(cli, "--report", a->report);
