@@ -33,8 +33,11 @@ active() {
     # else (its tables and pieces; the random draws may repeat each other, as --sample does)
     as-show --kind cost "$T/c.ast" | jq -c '[(.tables | sort), .pieces]' > "$T/keys"
     for i in $(seq 37 42); do [ "$(grep -cxF "$(sed -n "${i}p" "$T/keys")" "$T/keys")" -eq 1 ]; done
-    # on one scale: every batch corrected to round 0's reference level
+    # on one scale: the validation set and every batch corrected to round 0's reference level
+    # (as-bench --reference-level: the fake timer's levels are alike anyway, so its arguments)
     [ "$(as-show --kind cost "$T/c.ast" | jq -c '.reference.level_ms' | sort -u | wc -l)" -eq 1 ]
+    run sh -c "as-show --kind header '$T/c.ast' | jq -c '[(.args | any(.[]; . == \"--reference-level\")), (.args | any(.[]; . == \"--singles\"))]'"
+    assert_output "$(printf '%s\n' '[false,true]' '[true,false]' '[true,false]' '[true,false]' '[true,false]')"
     grep -qF "13 shards measured (budget 14) and every table alone; stopped: budget" "$T/c.md"
     [ "$(grep -c '^| [0-9] |' "$T/c.md")" -eq 4 ]
     # as-costfit trains on it as on a random dataset
