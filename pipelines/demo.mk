@@ -204,7 +204,8 @@ $(D)/report.md: $(D)/measured.ast $(PLAN_MODEL) $(D)/policy.ast $(D)/costs.ast $
 	@echo "== evaluation"
 	{ cat $(D)/costs-active.md 2>/dev/null && echo; \
 	  cat $(D)/measured.ast $(PLAN_MODEL) $(D)/train.ast | $(BIN)/as-eval --format markdown \
-	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png; } > $@.tmp && mv $@.tmp $@
+	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png; } > $@.tmp || { rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
 
 # one round of measured repair: the plans before and after, measured in one as-bench run
 $(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench
