@@ -5,7 +5,13 @@
 #
 #   convert   as-convert --synth                 pool of tables (batch of lookups each)
 #   features  as-features --tasks                features, 90 training + 10 test tasks
-#   costs     as-bench --sample --singles        the cost dataset (GNU parallel over GPUs)
+#   costs     pipelines/active-costs             the cost dataset: every table alone and the
+#                                                shards an ensemble of cost models disagrees
+#                                                on most, until its validation R² stops
+#                                                rising or ACTIVE_BUDGET (NCOST/2) are
+#                                                measured; COSTS=random: NCOST random shards
+#                                                (as-bench --sample --singles, GNU parallel
+#                                                over GPUs; pipelines/stages.mk)
 #   model     as-costfit                         the neural cost model (+ held-out report)
 #   policy    as-rl                              the learned policy (rewards from the cost
 #                                                model, which measured refinement rounds
@@ -146,7 +152,7 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features
 	$(BIN)/as-features $< --row-pieces $(ROW_PIECES) --tasks $(TASKS) --test-tasks $(TEST_TASKS) --task-tables $(TASK_TABLES) --seed $(SEED) -o $@
 
 $(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench
-	@echo "== cost dataset: $(NCOST) sampled shards of 1..$(MAXT) tables, every table alone$(if $(FANOUT), on $(NGPU) GPUs)"
+	@echo "== cost dataset: every table alone, $(if $(filter random,$(COSTS)),$(NCOST) sampled shards of 1..$(MAXT) tables$(if $(FANOUT), on $(NGPU) GPUs),shards of 1..$(MAXT) tables chosen where the cost model is least sure (at most $(ACTIVE_BUDGET)))"
 	$(call cost_dataset,$<,$(D)/ft.ast,$@,make demo)
 
 $(D)/costs-ref.txt: $(D)/costs.ast
@@ -196,8 +202,10 @@ $(D)/measured.ast: $(D)/plans.ast $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.as
 # --singles: the floor of every task, from the cost dataset's single-table costs
 $(D)/report.md: $(D)/measured.ast $(PLAN_MODEL) $(D)/policy.ast $(D)/costs.ast $(BIN)/as-eval
 	@echo "== evaluation"
-	cat $(D)/measured.ast $(PLAN_MODEL) $(D)/train.ast | $(BIN)/as-eval --format markdown \
-	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png -o $@
+	{ cat $(D)/costs-active.md 2>/dev/null && echo; \
+	  cat $(D)/measured.ast $(PLAN_MODEL) $(D)/train.ast | $(BIN)/as-eval --format markdown \
+	  --table plans,summary,curve,verdict --singles $(D)/costs.ast --plot $(D)/plots.png --curve $(D)/curve.png; } > $@.tmp || { rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
 
 # one round of measured repair: the plans before and after, measured in one as-bench run
 $(D)/repaired.ast: $(D)/measured.ast $(D)/ft.ast $(PLAN_MODEL) $(D)/costs.ast $(D)/costs-ref.txt $(D)/pool.ast $(BIN)/as-plan $(BIN)/as-bench

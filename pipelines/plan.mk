@@ -20,11 +20,16 @@
 #                                           synthetic lookups of its pooling factors)
 #   features   as-features --model-task     features (with row pieces) and the one task:
 #                                           the config's ranks and HBM (SHARDS, MEM_CAP)
-#   costs      as-bench --sample --singles  a cost dataset of the model's own tables: every
-#                                           table alone and NCOST drawn shards of 1..MAXT
-#                                           items, whole tables and pieces (over the GPUs
-#                                           with GNU parallel where there are several; the
-#                                           recipe the demo shares, pipelines/stages.mk)
+#   costs      pipelines/active-costs       a cost dataset of the model's own tables: every
+#              (as-bench, as-costfit        table alone and shards of 1..MAXT items, whole
+#              --select)                    tables and pieces, chosen where an ensemble of
+#                                           cost models disagrees most, until its validation
+#                                           R² stops rising or ACTIVE_BUDGET (NCOST/2) are
+#                                           measured (COSTS=active); COSTS=random: NCOST
+#                                           drawn shards (as-bench --sample --singles, over
+#                                           the GPUs with GNU parallel where there are
+#                                           several); the recipe the demo shares,
+#                                           pipelines/stages.mk
 #   rows.md    pipelines/row-curve          with a row cap (ROW_CAP): the largest capped table
 #                                           alone over cap/8 ... all its rows, measured
 #   model      as-costfit                   the cost model (its quality gate: MODEL_GATE)
@@ -90,7 +95,9 @@ BATCH  ?= auto
 WEIGHTS ?= auto
 OPTIMIZER ?= auto
 ROW_PIECES ?= 2,4,8
-# the cost dataset: drawn shards, their largest item count, the share of items drawn as pieces
+# the cost dataset: drawn shards (COSTS=random; COSTS=active, the default, measures at most
+# ACTIVE_BUDGET = NCOST/2 of them: pipelines/stages.mk), their largest item count, the share of
+# items drawn as pieces
 NCOST  ?= 400
 MAXT   ?= 8
 SAMPLE_PIECES ?= 0.3
@@ -377,7 +384,7 @@ $(call stamp,scale.txt,$(call sq,row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $
 $(call stamp,comm.txt,$(call sq,$(COMM_FLAGS) $(COMM_SUM)))
 $(call stamp,knobs-tables.txt,$(call knobs,CONFIG_SUM LOOKUPS_SUM SEED))
 $(call stamp,knobs-features.txt,$(call knobs,ROW_PIECES SHARDS MEM_CAP))
-$(call stamp,knobs-costs.txt,$(call knobs,NCOST MAXT SEED SAMPLE_PIECES ROW_PIECES BENCH_OPTS BENCH_OMP DEVICE NGPU_N))
+$(call stamp,knobs-costs.txt,$(call knobs,COSTS NCOST ACTIVE_BUDGET ACTIVE_OPTS MAXT SEED SAMPLE_PIECES ROW_PIECES BENCH_OPTS BENCH_OMP DEVICE NGPU_N))
 $(call stamp,knobs-rows.txt,$(call knobs,BENCH_OPTS DEVICE))
 $(call stamp,knobs-model.txt,$(call knobs,SEED))
 $(call stamp,knobs-own.txt,$(call knobs,OWN_JSON OWN_SUM TORCHREC_SRC $(if $(TORCHREC_SRC),TORCHREC_REV PYTHON)))
@@ -418,7 +425,7 @@ $(D)/ft.ast: $(D)/pool.ast $(BIN)/as-features $(D)/knobs-features.txt
 # stops here, named with why, rather than leaving its plans unmeasured; so does a dataset
 # without a reference level (stages.mk), which the measurements after it are corrected to
 $(D)/costs.ast: $(D)/pool.ast $(D)/ft.ast $(BIN)/as-bench $(D)/knobs-costs.txt
-	@echo "== cost dataset of the model's tables: each alone, $(NCOST) drawn shards of 1..$(MAXT) items$(if $(FANOUT), on $(NGPU) GPUs)"
+	@echo "== cost dataset of the model's tables: each alone, $(if $(filter random,$(COSTS)),$(NCOST) drawn shards of 1..$(MAXT) items$(if $(FANOUT), on $(NGPU) GPUs),shards of 1..$(MAXT) items chosen where the cost model is least sure (at most $(ACTIVE_BUDGET)))"
 	@python3 -c "$$OMP_POLICY_PY" $(call sq,$(BENCH_OMP)) > $(D)/costs-omp.txt || { rm -f $(D)/costs-omp.txt; exit 1; }
 	@sed -n 2p $(D)/costs-omp.txt
 	$(call cost_dataset,$<,$(D)/ft.ast,$@,make plan,$(ROWCAP_HINT))
@@ -586,6 +593,7 @@ $(D)/report.md: $(D)/choice.md $(D)/measured.ast $(D)/model.ast $(D)/costs.ast $
 	  printf 'Model config: %s; device: %s\n' $(QMODEL) "$$($(BIN)/as-show -k plan $(D)/measured.ast | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("cost_device", "?"))')"; \
 	  echo; cat $(D)/choice.md; echo; \
 	  echo "## What this run measured"; echo; \
+	  cat $(D)/costs-active.md 2>/dev/null && echo; \
 	  python3 pipelines/plan_train.py --report $(QMODEL) $(WTYPE_EFF) $(OPTIM_EFF) || exit 1; \
 	  echo "## What this run approximated"; echo; \
 	  $(BIN)/as-show --kind features $(D)/ft.ast | python3 pipelines/plan_scale.py --report $(QMODEL) $(CAP_EFF) $(BATCH_EFF) || exit 1; \

@@ -24,12 +24,31 @@ as_bench_run = $(BENCH_ENV) $(if $(FANOUT),pipelines/bench-fanout --tables $(1) 
 bench_logged = { { $(1); echo $$? > $(2).rc; } 2>&1 | tee $(2).tmp >&2; }; \
 	r=$$(cat $(2).rc 2>/dev/null || echo 1); rm -f $(2).rc; [ "$$r" = 0 ] || { rm -f $(2).tmp; exit $$r; }
 
-# $(call cost_dataset,TABLES,FEATURES,OUT,WHO[,HINT]): every table alone, then NCOST drawn shards
-# of 1..MAXT items (pieces too: PIECE_OPTS); a table the device could not measure alone stops
-# it, named (by its name in FEATURES) with what to do (and HINT) in lines that start "WHO: ",
-# nothing written
+# How the cost dataset's shards are chosen: COSTS=active (default) measures every table alone,
+# ACTIVE_BUDGET/2 random shards and ACTIVE_BUDGET/5 more to validate on, then batches of
+# ACTIVE_BUDGET/10 where an ensemble of 3 cost models disagrees most, until the validation R²
+# stops rising (by more than 0.002 for 2 rounds) or ACTIVE_BUDGET shards are measured
+# (at least 3; pipelines/active-costs; ACTIVE_OPTS: its other options, e.g. --patience 3); on the one
+# device DEVICE, not fanned out. COSTS=random: NCOST random shards (the fixed dataset of
+# before). Either way OUT's name with -active.md holds a summary for the report: how many
+# shards were measured, and why the loop stopped (docs/RESULTS.md "Active cost dataset")
+COSTS ?= active
+ACTIVE_BUDGET ?= $(shell n=$$(( $(NCOST) / 2 )); [ $$n -ge 3 ] || n=3; echo $$n)
+ACTIVE_OPTS ?=
+ifneq ($(filter-out active random,$(COSTS)),)
+$(error COSTS=$(COSTS) is not active or random)
+endif
+# $(call active_run,TABLES,FEATURES,OUT,SUMMARY): pipelines/active-costs into OUT
+active_run = $(BENCH_ENV) pipelines/active-costs --bin $(BIN) --tables $(1) --features $(2) --device $(DEVICE) --seed $(SEED) \
+	--budget $(ACTIVE_BUDGET) --max-tables $(MAXT) --sample-opts "$(PIECE_OPTS)" --bench-opts "$(BENCH_OPTS) $(BENCH_EXTRA)" \
+	$(ACTIVE_OPTS) $(PROGRESS) --summary $(4) -o $(3)
+
+# $(call cost_dataset,TABLES,FEATURES,OUT,WHO[,HINT]): every table alone, then the drawn shards
+# of 1..MAXT items (pieces too: PIECE_OPTS), by COSTS; a table the device could not measure
+# alone stops it, named (by its name in FEATURES) with what to do (and HINT) in lines that
+# start "WHO: ", nothing written
 define cost_dataset
-	$(call bench_logged,$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS),,$(3).tmp),$(basename $(3))-bench.txt)
+	$(if $(filter random,$(COSTS)),$(call bench_logged,$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS),,$(3).tmp),$(basename $(3))-bench.txt) && echo "The cost dataset: $(NCOST) random shards measured and every table alone (COSTS=random)." > $(basename $(3))-active.md,$(call bench_logged,$(call active_run,$(1),$(2),$(3).tmp,$(basename $(3))-active.md),$(basename $(3))-bench.txt))
 	{ $(BIN)/as-show --kind features $(2); $(BIN)/as-show --kind cost $(3).tmp; } | python3 -c 'import json, sys; \
 	  rs = [json.loads(l) for l in sys.stdin]; \
 	  names = {r["id"]: r.get("name") or "t%d" % r["id"] for r in rs if r["kind"] == "features" and r.get("piece") is None}; \

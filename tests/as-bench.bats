@@ -52,6 +52,24 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     [ "$(as-show --kind cost "$T/c.ast" | jq -c .tables)" = "$(as-show --kind cost "$T/d.ast" | jq -c .tables)" ]
 }
 
+@test "as-bench --draw-only: the shards --sample would measure, as shard records, none measured" {
+    pool
+    as-bench --tables "$T/pool.ast" --sample 12 --max-tables 3 --seed 4 --singles --sample-pieces 0.5 --piece-blocks 2,4 \
+        --draw-only -o "$T/s.ast"
+    run as-show --count "$T/s.ast"
+    assert_line "shard	44"
+    refute_line --partial "cost"
+    as-bench --tables "$T/pool.ast" --sample 12 --max-tables 3 --seed 4 --singles --sample-pieces 0.5 --piece-blocks 2,4 $FAST -o "$T/c.ast"
+    # the same draws, pieces included, in the same order; measured as input they give the costs
+    [ "$(as-show --kind cost "$T/c.ast" | jq -c '[.tables, .pieces]')" = "$(as-show --kind shard "$T/s.ast" | jq -c '[.tables, .pieces]')" ]
+    [ "$(as-show --kind shard "$T/s.ast" | jq -c 'select(.pieces != null)' | wc -l)" -gt 0 ]
+    as-bench --tables "$T/pool.ast" $FAST "$T/s.ast" -o "$T/d.ast"
+    [ "$(as-show --kind cost "$T/c.ast" | jq -c '[.tables, .pieces]')" = "$(as-show --kind cost "$T/d.ast" | jq -c '[.tables, .pieces]')" ]
+    run as-bench --tables "$T/pool.ast" --draw-only "$T/s.ast"
+    assert_failure 2
+    assert_output --partial "--draw-only needs --sample N"
+}
+
 @test "as-bench: plans pass on with a cost per shard; shards give costs; others pass through" {
     pool
     make_stream "$HDR$PLAN$SHARD$OTHER" > "$T/in.ast"

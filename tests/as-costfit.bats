@@ -127,6 +127,64 @@ setup() {
     as-costfit --predict "$D/m.ast" "$T/out.ast" | as-show --kind shard | jq -e 'keys == ["kind","pred_ms","tables"]'
 }
 
+@test "as-costfit --select: the candidates an ensemble disagrees on most, measured or repeated ones left out" {
+    cat "$D/f.ast" "$D/c.ast" | as-costfit -q --epochs 30 --seed 7 -o "$T/m2.ast"
+    as-convert --synth --preset tiny -o "$T/pool.ast"
+    as-bench --tables "$T/pool.ast" --sample 80 --max-tables 4 --seed 9 --draw-only -q -o "$T/cand.ast"
+    # a candidate of a measured shard's tables (in another order) is never chosen
+    first=$(as-show --kind cost "$D/c.ast" | jq -c 'select((.tables | length) > 1) | .tables | reverse' | head -1)
+    python3 "$ROOT/tests/test_helper/mp.py" "{\"kind\":\"shard\",\"tables\":$first}" | zstd -q -c > "$T/dup.ast"
+    cat "$D/f.ast" "$D/c.ast" "$T/dup.ast" "$T/cand.ast" | as-costfit --select 6 --ensemble "$D/m.ast" --ensemble "$T/m2.ast" -o "$T/sel.ast"
+    run as-show --count "$T/sel.ast"
+    assert_line "shard	6"
+    refute_line --partial "features"
+    ! as-show --kind shard "$T/sel.ast" | jq -c .tables | grep -qxF "$first"
+    # the chosen spread is the two models' half difference, the largest of the candidates'
+    # (ties aside), and the chosen keep their input order
+    for m in "$D/m.ast" "$T/m2.ast"; do as-costfit --predict "$m" "$D/f.ast" "$T/cand.ast" | as-show --kind shard | jq -c .pred_ms; done > "$T/p"
+    as-show --kind shard "$T/sel.ast" | jq -c '[.tables, .pieces, .pred_ms, .pred_sd_ms]' > "$T/chosen"
+    as-show --kind shard "$T/cand.ast" | jq -c '[.tables, .pieces]' > "$T/all"
+    as-show --kind cost "$D/c.ast" | jq -c '.tables | sort' > "$T/measured"
+    run python3 - "$T/p" "$T/chosen" "$T/all" "$T/measured" <<'PY'
+import json, sys
+p = [json.loads(l) for l in open(sys.argv[1])]
+n = len(p) // 2
+a, b = p[:n], p[n:]
+chosen = [json.loads(l) for l in open(sys.argv[2])]
+cands = [json.loads(l) for l in open(sys.argv[3])]
+measured = {tuple(json.loads(l)) for l in open(sys.argv[4])}
+key = lambda c: (tuple(sorted(zip(c[0], [json.dumps(x) for x in (c[1] or [None] * len(c[0]))]))))
+sd = [abs(x - y) / 2 for x, y in zip(a, b)]
+pos, seen, kept = [], set(), []
+for i, c in enumerate(cands):
+    k = key(c)
+    whole = c[1] is None or all(x is None for x in c[1])
+    if k in seen or (whole and tuple(sorted(c[0])) in measured):
+        seen.add(k)
+        continue
+    seen.add(k)
+    kept.append(i)
+for c in chosen:
+    i = next(i for i in kept if [cands[i][0], cands[i][1]] == [c[0], c[1]])
+    pos.append(i)
+    assert abs(c[3] - sd[i]) < 1e-6 * max(1, sd[i]), (c, sd[i])
+    assert abs(c[2] - (a[i] + b[i]) / 2) < 1e-6 * max(1, c[2])
+assert pos == sorted(pos), pos
+least = min(sd[i] for i in pos)
+assert all(sd[i] <= least + 1e-9 for i in kept if i not in pos), "a larger spread left out"
+print("ok")
+PY
+    assert_output "ok"
+    # usage: an ensemble of at least two, and only with --select
+    run as-costfit --select 3 --ensemble "$D/m.ast" "$D/f.ast"
+    assert_failure 2
+    assert_output --partial "--select needs --ensemble MODEL at least twice"
+    run as-costfit --ensemble "$D/m.ast" --ensemble "$T/m2.ast" "$D/f.ast"
+    assert_failure 2
+    run as-costfit --select 3 --ensemble "$D/m.ast" --ensemble "$T/m2.ast" --predict "$D/m.ast" "$D/f.ast"
+    assert_failure 2
+}
+
 @test "as-costfit: costs or shards of tables without features are exit 1" {
     run sh -c "as-costfit --epochs 1 '$D/c.ast' -o '$T/m.ast'"
     assert_failure 1

@@ -16,6 +16,8 @@ load test_helper/common
     for alg in random size-greedy dim-greedy lookup-greedy size-lookup-greedy cost-greedy autoshard torchrec; do
         assert_output --partial "$alg"
     done
+    # the cost dataset chosen where the cost model was least sure (NCOST=25: a budget of 12)
+    grep -qE "^The cost dataset was measured by active learning \(pipelines/active-costs, seed 0\): [0-9]+ shards measured \(budget 12\)" "$d/report.md"
     # every task's floor from the cost dataset's singles (as-bench --singles measured every table)
     grep -q '^| run | task | alg | K | max | min | mean | balance (%) | balance per pass (%) | speedup | floor | max/floor |' "$d/report.md"
     # the plans measured in 2 passes (PASSES=2): each pass's costs, and the verdict ranks on them

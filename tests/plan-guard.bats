@@ -201,7 +201,8 @@ EOF
     grep -qF -- "- the candidates measured in 2 passes: \`as-bench: warning: quiet-machine check:" "$P/report.md"
     grep -qF "the machine looks loaded" "$P/measured-bench.txt"
     grep -qF "OpenMP wait policy: passive (BENCH_OMP=passive)." "$P/report.md"
-    [ "$(sort "$T/omp.log" | uniq -c | awk '{ print $1, $2 }')" = "3 passive" ]
+    # (the cost dataset's active loop runs as-bench once per round, and to draw its candidates)
+    [ "$(sort -u "$T/omp.log")" = passive ] && [ "$(wc -l < "$T/omp.log")" -ge 3 ]
     # auto: passive when other processes keep this run's CPUs busy as the cost dataset begins
     rm "$P/costs.ast" "$T/omp.log"
     hogs=()
@@ -210,12 +211,12 @@ EOF
     kill "${hogs[@]}"
     assert_success
     assert_output --regexp "OpenMP wait policy: passive \(BENCH_OMP=auto: other processes used [0-9]+ % of the [0-9]+ CPUs this run may use as the cost dataset began, above 25 %"
-    [ "$(cat "$T/omp.log")" = passive ]
+    [ "$(sort -u "$T/omp.log")" = passive ]
     # default: the library's own (OMP_WAIT_POLICY unset)
     rm "$P/costs.ast" "$T/omp.log"
     run mkplan OUT="$D/out-noise" BIN="$T/bin" BENCH_OMP=default "$P/costs.ast"
     assert_success
-    [ "$(cat "$T/omp.log")" = unset ]
+    [ "$(sort -u "$T/omp.log")" = unset ]
     run mkplan OUT="$D/out-noise" BENCH_OMP=spin
     assert_failure
     assert_output --partial "make plan: BENCH_OMP=spin is not auto, passive, active or default"

@@ -60,6 +60,11 @@ setup_file() {
     grep -qF "Nothing: every table was measured whole, at the config's batch." "$P/report.md"
     # what the tables trained with: the config's fp32 weights (its default) and SGD, on the CPU
     grep -qF "## What this run measured" "$P/report.md"
+    # the cost dataset chosen where the cost model was least sure (COSTS=active, the default):
+    # how many shards, each round, why it stopped; the knobs tracked
+    grep -qE "^The cost dataset was measured by active learning \(pipelines/active-costs, seed 0\): [0-9]+ shards measured \(budget 15\) and every table alone; stopped: (budget|no longer improving)" "$P/report.md"
+    grep -qF "| 0 | every table alone, 7 random, 3 random to validate on | 10 |" "$P/report.md"
+    grep -qx "COSTS=active" "$P/knobs-costs.txt" && grep -qx "ACTIVE_BUDGET=15" "$P/knobs-costs.txt"
     grep -qF "Measured training: each table's weights in its config's type (fp32), updated by exact SGD" "$P/report.md"
     [ "$(as-show -k cost "$P/costs.ast" | jq -r '[.weights_type, .optimizer] | join(" ")' | sort -u)" = "fp32 sgd" ]
     # a weak cost model (MODEL_GATE empty, the default) is said at the top when, and only when,

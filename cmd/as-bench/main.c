@@ -42,6 +42,11 @@ static const char HELP[] =
     "      --sample-from LIST draw sampled shards only from these table ids (e.g. 0-63)\n"
     "      --singles          with --sample: first measure every table of the pool alone\n"
     "                         (origin \"single\"), then the N samples\n"
+    "      --draw-only        with --sample: measure nothing; write the drawn shards (the\n"
+    "                         singles first with --singles, pieces with --sample-pieces)\n"
+    "                         as `shard` records, the same draws --sample measures with\n"
+    "                         these options: candidates for pipelines/active-costs, which\n"
+    "                         lets as-costfit --select choose the ones to measure\n"
     "      --piece-singles    with plans as input: also measure every distinct piece of\n"
     "                         their split tables alone (one `shard` record each, added after\n"
     "                         the input; its cost record, origin \"shard\", is the piece's\n"
@@ -226,7 +231,7 @@ static const char HELP[] =
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
        OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
        OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND, OPT_ROWCAP,
-       OPT_WTYPE, OPT_OPTIM };
+       OPT_WTYPE, OPT_OPTIM, OPT_DRAWONLY };
 
 static as_cli cli;
 static as_progress prog;    /* units of work whose first attempts are all made */
@@ -341,7 +346,7 @@ typedef struct {
     int64_t sample, maxt;
     int calibrate, maxmem_given;
     const char *maxmem_arg;
-    int singles, psingles;
+    int singles, psingles, draw_only;
     double spieces;
     int64_t *pblocks;               /* --piece-blocks */
     size_t npblocks;
@@ -370,6 +375,7 @@ static const struct option bench_opts[] = {
     { "part", required_argument, 0, OPT_PART },
     { "flush", required_argument, 0, OPT_FLUSH },
     { "singles", no_argument, 0, OPT_SINGLES },
+    { "draw-only", no_argument, 0, OPT_DRAWONLY },
     { "piece-singles", no_argument, 0, OPT_PSINGLES },
     { "sample-pieces", required_argument, 0, OPT_SPIECES },
     { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
@@ -400,6 +406,7 @@ static int opt_work(as_cli *cli, int opt, const char *arg, bargs *a, as_bench_cf
     case OPT_MAXT: a->maxt = as_cli_i64(cli, "--max-tables", arg, 1, 1000000); return 1;
     case OPT_SEED: cfg->seed = (uint64_t)as_cli_i64(cli, "--seed", arg, 0, INT64_MAX); return 1;
     case OPT_SINGLES: a->singles = 1; return 1;
+    case OPT_DRAWONLY: a->draw_only = 1; return 1;
     case OPT_PSINGLES: a->psingles = 1; return 1;
     case OPT_SPIECES: a->spieces = as_cli_f64(cli, "--sample-pieces", arg, 0, 1); return 1;
     case OPT_PBLOCKS:
@@ -513,6 +520,7 @@ static void check_args(as_cli *cli, int argc, const bargs *a, const as_bench_cfg
     if (2 * cfg->trim >= cfg->runs) as_cli_usage(cli, "--trim %d leaves no run of %d", cfg->trim, cfg->runs);
     if (a->sample && optind < argc) as_cli_usage(cli, "--sample reads no input");
     if (a->singles && !a->sample) as_cli_usage(cli, "--singles needs --sample N");
+    if (a->draw_only && !a->sample) as_cli_usage(cli, "--draw-only needs --sample N");
     if (a->psingles && a->sample) as_cli_usage(cli, "--piece-singles measures the pieces of input plans; --sample reads no input");
     if ((a->spieces > 0 || a->pblocks) && !a->sample) as_cli_usage(cli, "--sample-pieces and --piece-blocks need --sample N");
     if (a->from && !a->sample) as_cli_usage(cli, "--sample-from needs --sample N");
@@ -561,6 +569,15 @@ static void load_work(bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc, int argc, ch
             free(ids);
         }
         as_bpool_free(&meta);
+    }
+    if (a->draw_only) {
+        /* the draws as shard records, nothing measured (no device, no table data) */
+        as_writer *w = as_cli_open_output(&cli);
+        as_bsample_write(w, smp);
+        as_writer_close(w);
+        as_info("--draw-only: %" PRId64 " shard(s) drawn, none measured", smp->n);
+        as_bsample_free(smp);
+        exit(0);
     }
     if (!a->sample && as_binput_read(in, argv + optind, argc - optind, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
     if (a->psingles) {

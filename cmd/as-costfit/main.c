@@ -16,6 +16,8 @@
 
 /* the output form of new models (docs/RESULTS.md "Constrained cost-model output") */
 #define AS_COSTFIT_DEFAULT_OUTPUT AS_CM_OUT_SOFTPLUS
+/* --ensemble: models at most */
+#define AS_COSTFIT_MAX_ENSEMBLE 32
 
 static const char HELP[] =
     "Train: read `features` records (as-features) and `cost` records (as-bench) and write a\n"
@@ -85,12 +87,26 @@ static const char HELP[] =
     "                         every prediction is >= 0 (a legacy linear model's negative\n"
     "                         outputs are shown as 0)\n"
     "\n"
+    "Choose what to measure next (active learning: pipelines/active-costs):\n"
+    "      --select N         read `features`, `shard` records (candidates, e.g. as-bench\n"
+    "                         --sample --draw-only) and `cost` records (shards measured\n"
+    "                         already); write only the N candidates the --ensemble models\n"
+    "                         disagree on most (the standard deviation of their\n"
+    "                         predictions, in ms), in input order, each with `pred_ms`\n"
+    "                         (the models' mean) and `pred_sd_ms` (their spread); a\n"
+    "                         candidate of the same tables and pieces as a cost record or\n"
+    "                         an earlier candidate is left out. Fewer when fewer remain\n"
+    "      --ensemble MODEL   a model of the ensemble (at least two: e.g. as-costfit fits\n"
+    "                         of the same costs with different --seed, each holding out\n"
+    "                         another part of them)\n"
+    "\n"
     "Cost records with an error or no cost_ms are skipped (counted on stderr); a cost_ms that\n"
     "is not a finite number above 0 is bad data (exit 1). A cost or shard\n"
     "whose tables have no `features` record is an error (exit 1).\n";
 
 enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
-       OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM, OPT_DROP };
+       OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM, OPT_DROP,
+       OPT_SELECT, OPT_ENSEMBLE };
 
 /* training progress on stderr */
 typedef struct { as_progress p; } prog_ctx;
@@ -120,6 +136,28 @@ static void predict_mode(as_cli *cli, const char *model_path, char **files, int 
     as_costpred_free(&p);
 }
 
+/* --select: the candidates the --ensemble models disagree on most */
+static void select_mode(as_cli *cli, int64_t nsel, char *const *models, int nm, char **files, int nfiles)
+{
+    char err[1024];
+    as_costmodel **ms = as_calloc((size_t)nm, sizeof *ms);
+    for (int k = 0; k < nm; k++)
+        if (as_costmodel_load(&ms[k], models[k], err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    as_costpred p = { 0 };
+    if (as_costpred_read_files(&p, files, nfiles, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    if (as_featidx_build(&p.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
+    as_writer *w = as_cli_open_output(cli);
+    as_costsel_stats st;
+    if (as_costpred_select(&p, ms, nm, nsel, w, &st, err, sizeof err)) { as_writer_abort(w); as_die(AS_EXIT_DATA, "%s", err); }
+    as_writer_close(w);
+    as_info("--select: %" PRId64 " of %" PRId64 " candidate shard(s) chosen (%" PRId64 " dropped: measured already (%" PRId64
+            " cost records) or drawn twice); the %d models' spread %.4g ms on the chosen, %.4g ms on all kept",
+            st.chosen, st.candidates, st.dropped, st.measured, nm, st.sd_chosen, st.sd_all);
+    for (int k = 0; k < nm; k++) as_costmodel_free(ms[k]);
+    free(ms);
+    as_costpred_free(&p);
+}
+
 /* the command line */
 typedef struct {
     int64_t epochs, steps, batch, threads, hidden[3];
@@ -128,7 +166,12 @@ typedef struct {
     uint32_t drop;                  /* --drop-features */
     uint64_t seed;
     const char *device, *init, *report, *predict;
+    int64_t select;                 /* --select N */
+    char *ensemble[AS_COSTFIT_MAX_ENSEMBLE];
+    int nensemble;
 } costfit_args;
+
+static void check_args(as_cli *cli, const costfit_args *a, int hidden_given, int out_given);
 
 static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
 {
@@ -151,6 +194,8 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         { "report", required_argument, 0, OPT_REPORT },
         { "predict", required_argument, 0, OPT_PREDICT },
         { "output-form", required_argument, 0, OPT_OUTFORM },
+        { "select", required_argument, 0, OPT_SELECT },
+        { "ensemble", required_argument, 0, OPT_ENSEMBLE },
         AS_CLI_COMMON_OPTIONS
     };
     *a = (costfit_args){ .epochs = 300, .batch = 512, .threads = 1, .hidden = { 128, 32, 64 }, .lr = 1e-3, .test_frac = 0.2,
@@ -192,6 +237,11 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         case OPT_TESTFRAC: a->test_frac = as_cli_f64(cli, "--test-frac", optarg, 0, 0.99); break;
         case OPT_REPORT: a->report = optarg; break;
         case OPT_PREDICT: a->predict = optarg; break;
+        case OPT_SELECT: a->select = as_cli_i64(cli, "--select", optarg, 1, 100000000); break;
+        case OPT_ENSEMBLE:
+            if (a->nensemble == AS_COSTFIT_MAX_ENSEMBLE) as_cli_usage(cli, "--ensemble: at most %d models", AS_COSTFIT_MAX_ENSEMBLE);
+            a->ensemble[a->nensemble++] = optarg;
+            break;
         case OPT_OUTFORM:
             if ((a->out_form = as_costmodel_output_parse(optarg)) < 0)
                 as_cli_usage(cli, "--output-form: '%s' is not softplus, log or linear", optarg);
@@ -202,9 +252,19 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         }
     }
     as_cli_finish(cli);
+    check_args(cli, a, hidden_given, out_given);
+}
+
+/* the options' combinations, after parsing: usage errors (exit 2) */
+static void check_args(as_cli *cli, const costfit_args *a, int hidden_given, int out_given)
+{
     as_cli_input_arg(cli, "--init", a->init);
     as_cli_input_arg(cli, "--predict", a->predict);
     as_cli_output_arg(cli, "--report", a->report);
+    for (int k = 0; k < a->nensemble; k++) as_cli_input_arg(cli, "--ensemble", a->ensemble[k]);
+    if (a->select && a->nensemble < 2) as_cli_usage(cli, "--select needs --ensemble MODEL at least twice (the models whose disagreement chooses)");
+    if (a->nensemble && !a->select) as_cli_usage(cli, "--ensemble needs --select N");
+    if (a->select && (a->predict || a->init || a->report)) as_cli_usage(cli, "--select does not train or predict: no --predict, --init or --report");
     if (a->predict && (a->init || a->report)) as_cli_usage(cli, "--predict does not train: no --init or --report");
     if (a->init && hidden_given) as_cli_usage(cli, "--init keeps the model's sizes: no --hidden");
     if (a->init && a->drop) as_cli_usage(cli, "--init keeps the model's features: no --drop-features");
@@ -345,6 +405,7 @@ int main(int argc, char **argv)
     char **files = optind < argc ? argv + optind : none;
     int nfiles = optind < argc ? argc - optind : 1;
     if (a.predict) { predict_mode(&cli, a.predict, files, nfiles); return 0; }
+    if (a.select) { select_mode(&cli, a.select, a.ensemble, a.nensemble, files, nfiles); return 0; }
 
     char err[1024];
     static fit_run x;

@@ -121,6 +121,24 @@ void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const i
         }
 }
 
+void as_bsample_write(as_writer *w, const as_bsample *s)
+{
+    for (int64_t i = 0; i < s->n; i++) {
+        const int pieces = s->pc && s->pc[i];
+        msgpack_packer *pk = as_writer_pk(w);
+        msgpack_pack_map(pk, 2 + (size_t)pieces);
+        as_pack_kv_str(pk, "kind", "shard");
+        as_pack_str(pk, "tables");
+        msgpack_pack_array(pk, (size_t)s->len[i]);
+        for (int64_t j = 0; j < s->len[i]; j++) msgpack_pack_int64(pk, s->ids[i][j]);
+        if (pieces) {
+            as_pack_str(pk, "pieces");
+            as_pack_pieces(pk, s->pc[i], s->len[i]);
+        }
+        as_writer_end_record(w);
+    }
+}
+
 void as_bsample_free(as_bsample *s)
 {
     if (!s) return;

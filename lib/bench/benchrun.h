@@ -52,6 +52,10 @@ void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t c
  * as_piece_row_blocks for each count of blocks[0..nblocks) the table has rows for. A table
  * with no level stays whole. Seeded by seed (stream "pieces"); frac 0 draws nothing. */
 void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const int64_t *blocks, int nblocks, uint64_t seed);
+/* as-bench --draw-only: every shard of s (before as_bsample_tables) to w as a `shard` record,
+ * {"kind": "shard", "tables": [ids]} and, where it has pieces, "pieces" (one per table,
+ * whole ones included), in order: what as-bench would measure, to measure later as input */
+void as_bsample_write(as_writer *w, const as_bsample *s);
 void as_bsample_free(as_bsample *s);
 /* Load into p (free with as_bpool_free) the tables of FILE that the shards of part I/N of
  * s need, and extra[0..nextra) (the reference shard's); the pieces of s are made in p

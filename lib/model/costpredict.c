@@ -8,6 +8,7 @@
 #include "reclimits.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,4 +259,168 @@ void as_costpred_free(as_costpred *p)
     for (int i = 0; i < p->nnames; i++) free(p->names[i]);
     free(p->names);
     memset(p, 0, sizeof *p);
+}
+
+/* ---- --select: the shards an ensemble disagrees on most ------------------------------------ */
+
+typedef struct {
+    char *key;          /* the shard's table set with its pieces (shard_key) */
+    int64_t rec;        /* its record's index in p */
+    int cand;           /* 1: a `shard` record (a candidate), 0: a `cost` record (measured) */
+    int keep;           /* a candidate not measured and not drawn before */
+    double mean, sd;    /* the ensemble's predictions' mean and standard deviation (ms) */
+} sel_item;
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* a shard's key: its entries' names (as_piece_name) sorted and joined, so that the same
+ * tables with the same pieces, in any order, give the same key (malloc'd) */
+static char *shard_key(const int64_t *ids, const as_piece *pc, int64_t n)
+{
+    char **v = as_malloc((size_t)(n ? n : 1) * sizeof *v), nb[96];
+    size_t len = 1;
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = as_strdup(as_piece_name(nb, sizeof nb, ids[i], pc && !as_piece_whole(&pc[i]) ? &pc[i] : NULL));
+        len += strlen(v[i]) + 1;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    char *k = as_malloc(len);
+    k[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        strcat(strcat(k, v[i]), ",");
+        free(v[i]);
+    }
+    free(v);
+    return k;
+}
+
+/* record i's shard or cost into *it (other kinds: it->key NULL); a shard predicted by every
+ * model of ms[0..nm). 0, or -1 with err */
+static int sel_scan(as_costpred *p, int64_t i, const msgpack_object *o, as_costmodel *const *ms, int nm, sel_item *it,
+                    double *model_s, char *err, size_t errlen)
+{
+    const msgpack_object *kind = as_obj_get(o, "kind");
+    const int cand = as_obj_streq(kind, "shard");
+    memset(it, 0, sizeof *it);
+    if (!cand && !as_obj_streq(kind, "cost")) return 0;
+    const char *name = p->names[p->file[i]];
+    char e2[768];
+    as_cost_rec cr = { 0 };
+    int bad = cand ? as_field_table_ids(o, "tables", &cr.ids, &cr.n, e2, sizeof e2) || as_field_pieces(o, "pieces", cr.n, &cr.pieces, e2, sizeof e2)
+                   : as_cost_rec_read(o, &cr, e2, sizeof e2);
+    if (bad) {
+        snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], cand ? "shard: " : "cost: ", e2);
+        as_cost_rec_free(&cr);
+        return -1;
+    }
+    *it = (sel_item){ shard_key(cr.ids, cr.pieces, cr.n), i, cand, 0, 0, 0 };
+    const as_features **f = cand ? lookup(&p->ft, cr.ids, cr.pieces, cr.n, name, p->rec[i], err, errlen) : NULL;
+    int rc = cand && !f ? -1 : 0;
+    if (f) {
+        double s = 0, s2 = 0, t1 = as_now();
+        for (int k = 0; k < nm; k++) {
+            const double y = as_costmodel_predict(ms[k], (const as_features *const *)f, (int)cr.n);
+            s += y;
+            s2 += y * y;
+        }
+        *model_s += as_now() - t1;
+        it->mean = s / nm;
+        it->sd = sqrt(fmax(0, s2 / nm - it->mean * it->mean));
+    }
+    free(f);
+    as_cost_rec_free(&cr);
+    return rc;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const sel_item *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (c) return c;
+    if (x->cand != y->cand) return x->cand - y->cand;   /* the measured first */
+    return (x->rec > y->rec) - (x->rec < y->rec);
+}
+
+static int cmp_sd(const void *a, const void *b)
+{
+    const sel_item *x = a, *y = b;
+    if (x->keep != y->keep) return y->keep - x->keep;
+    if (x->sd != y->sd) return x->sd < y->sd ? 1 : -1;
+    return (x->rec > y->rec) - (x->rec < y->rec);
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const sel_item *x = a, *y = b;
+    return (x->rec > y->rec) - (x->rec < y->rec);
+}
+
+/* it[0..n): the candidates kept (neither measured nor drawn before), the nsel of them with the
+ * largest spread first, the others after; the chosen's count */
+static int64_t sel_choose(sel_item *it, int64_t n, int64_t nsel, as_costsel_stats *st)
+{
+    qsort(it, (size_t)n, sizeof *it, cmp_key);
+    for (int64_t i = 0; i < n; i++) {
+        if (!it[i].cand) { st->measured++; continue; }
+        st->candidates++;
+        it[i].keep = i == 0 || strcmp(it[i].key, it[i - 1].key);
+        st->dropped += !it[i].keep;
+    }
+    qsort(it, (size_t)n, sizeof *it, cmp_sd);
+    int64_t k = 0;
+    while (k < n && k < nsel && it[k].keep) k++;
+    double all = 0;
+    for (int64_t i = 0; i < n && it[i].keep; i++) {
+        all += it[i].sd;
+        if (i < k) st->sd_chosen += it[i].sd / (double)k;
+    }
+    st->sd_all = st->candidates > st->dropped ? all / (double)(st->candidates - st->dropped) : 0;
+    st->chosen = k;
+    qsort(it, (size_t)k, sizeof *it, cmp_rec);
+    return k;
+}
+
+/* the record of it: its map with pred_ms (the mean) and pred_sd_ms */
+static void sel_write(as_writer *w, const msgpack_object *o, const sel_item *it)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    static const char *const skip[] = { "pred_ms", "pred_sd_ms" };
+    msgpack_pack_map(pk, (size_t)copy_except(NULL, o, skip, 2) + 2);
+    copy_except(pk, o, skip, 2);
+    as_pack_kv_f64(pk, "pred_ms", it->mean);
+    as_pack_kv_f64(pk, "pred_sd_ms", it->sd);
+    as_writer_end_record(w);
+}
+
+/* record i of p, unpacked into up; 0, or -1 with err */
+static int unpack_rec(const as_costpred *p, int64_t i, msgpack_unpacked *up, char *err, size_t errlen)
+{
+    size_t used = 0;
+    if (msgpack_unpack_next(up, p->buf + p->off[i], p->off[i + 1] - p->off[i], &used) == MSGPACK_UNPACK_SUCCESS) return 0;
+    snprintf(err, errlen, "internal: re-parse failed");
+    return -1;
+}
+
+int as_costpred_select(as_costpred *p, as_costmodel *const *ms, int nm, int64_t nsel, as_writer *w, as_costsel_stats *st,
+                       char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    sel_item *it = as_calloc((size_t)(p->n ? p->n : 1), sizeof *it);
+    int64_t n = 0;
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    int rc = 0;
+    for (int64_t i = 0; i < p->n && !rc; i++) {
+        rc = unpack_rec(p, i, &up, err, errlen) || sel_scan(p, i, &up.data, ms, nm, &it[n], &st->model_s, err, errlen) ? -1 : 0;
+        if (it[n].key) n++;
+    }
+    const int64_t k = rc ? 0 : sel_choose(it, n, nsel, st);
+    for (int64_t q = 0; q < k && !rc; q++) {
+        rc = unpack_rec(p, it[q].rec, &up, err, errlen);
+        if (!rc) sel_write(w, &up.data, &it[q]);
+    }
+    msgpack_unpacked_destroy(&up);
+    for (int64_t i = 0; i < n; i++) free(it[i].key);
+    free(it);
+    return rc;
 }

@@ -44,6 +44,28 @@ int as_costpred_read_files(as_costpred *p, char *const *files, int nfiles, char 
  * caller then drops the output. */
 int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_costpred_stats *st, char *err,
                       size_t errlen);
+
+/* as-costfit --select: which shards to measure next (pipelines/active-costs) */
+typedef struct {
+    int64_t candidates;     /* `shard` records read */
+    int64_t measured;       /* `cost` records read (shards measured already) */
+    int64_t dropped;        /* candidates of a table set (with its pieces) measured already
+                             * or drawn before them */
+    int64_t chosen;
+    double sd_all, sd_chosen;   /* the mean spread of the candidates kept, of the chosen (ms) */
+    double model_s;
+} as_costsel_stats;
+
+/* Of the kept `shard` records (candidates), the nsel on whose cost the models ms[0..nm)
+ * (nm >= 2: an ensemble) disagree most: each candidate predicted by every model, its spread
+ * the standard deviation of the nm predictions (ms, so that the shards that weigh most in
+ * a squared error come first); the largest first, ties by input order. A candidate whose
+ * tables and pieces (in any order) equal a kept `cost` record's (measured) or an earlier
+ * candidate's is dropped. The chosen are written to w in input order, each its record
+ * with `pred_ms` (the models' mean) and `pred_sd_ms` (the spread); nothing else is
+ * written. 0, or -1 with err (a bad shard or cost record, a table with no features). */
+int as_costpred_select(as_costpred *p, as_costmodel *const *ms, int nm, int64_t nsel, as_writer *w, as_costsel_stats *st,
+                       char *err, size_t errlen);
 void as_costpred_free(as_costpred *p);
 
 #endif

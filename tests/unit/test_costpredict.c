@@ -236,3 +236,69 @@ TEST(costpred_messages)
     as_costpred_free(&cp);
     as_costmodel_free(m);
 }
+
+/* --select: the candidates two models disagree on most (their standard deviation), in input
+   order; a candidate of a measured shard's tables (in another order) or an earlier
+   candidate's is left out */
+TEST(costpred_select_by_disagreement)
+{
+    const char *p = tmp("cp-sel.ast"), *o = tmp("cp-sel-out.ast");
+    as_writer *w = as_writer_open(p, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    for (int t = 0; t < 3; t++) {
+        as_features f = feat(t, 4 << t, 1 + t);
+        as_features_write(w, &f);
+    }
+    const int64_t c[] = { 2, 0 }, dup[] = { 0, 2 }, one[] = { 1 }, zero[] = { 0 }, two[] = { 2 }, pair[] = { 0, 1 };
+    put_tables(w, "cost", c, 2, 1.5);
+    put_tables(w, "shard", dup, 2, NAN);      /* measured: left out */
+    put_tables(w, "shard", one, 1, NAN);
+    put_tables(w, "shard", one, 1, NAN);      /* drawn twice: left out */
+    put_tables(w, "shard", zero, 1, NAN);
+    put_tables(w, "shard", two, 1, NAN);
+    put_tables(w, "shard", pair, 2, NAN);
+    as_writer_close(w);
+    char *files[1] = { (char *)p };
+    char err[1024] = "";
+    as_costpred cp = { 0 };
+    CHECK_EQ_I64(as_costpred_read_files(&cp, files, 1, err, sizeof err), 0);
+    CHECK_EQ_I64(as_featidx_build(&cp.ft, err, sizeof err), 0);
+    as_costmodel *ms[2] = { as_costmodel_new(4, 3, 2, 7), as_costmodel_new(4, 3, 2, 8) };
+    /* the kept candidates' spread: half the two predictions' difference */
+    const as_features *f0 = as_featidx_get(&cp.ft, 0), *f1 = as_featidx_get(&cp.ft, 1), *f2 = as_featidx_get(&cp.ft, 2);
+    const as_features *sets[4][2] = { { f1 }, { f0 }, { f2 }, { f0, f1 } };
+    const int nset[4] = { 1, 1, 1, 2 };
+    double sd[4];
+    for (int i = 0; i < 4; i++)
+        sd[i] = fabs(as_costmodel_predict(ms[0], sets[i], nset[i]) - as_costmodel_predict(ms[1], sets[i], nset[i])) / 2;
+    int best = 0, second = -1;
+    for (int i = 1; i < 4; i++) if (sd[i] > sd[best]) best = i;
+    for (int i = 0; i < 4; i++) if (i != best && (second < 0 || sd[i] > sd[second])) second = i;
+    w = as_writer_open(o, 0, 0);
+    as_writer_header(w, "test", 0, NULL);
+    as_costsel_stats st;
+    CHECK_EQ_I64(as_costpred_select(&cp, ms, 2, 2, w, &st, err, sizeof err), 0);
+    as_writer_close(w);
+    CHECK_EQ_I64(st.candidates, 6);
+    CHECK_EQ_I64(st.measured, 1);
+    CHECK_EQ_I64(st.dropped, 2);
+    CHECK_EQ_I64(st.chosen, 2);
+    const int want[2] = { best < second ? best : second, best < second ? second : best };
+    as_reader *r = as_reader_open(o);
+    as_record rec;
+    int n = 0, rc;
+    while ((rc = as_reader_next(r, &rec)) == 1) {
+        if (as_rec_is(&rec, "header")) continue;
+        CHECK(as_rec_is(&rec, "shard") && n < 2);
+        double y;
+        CHECK(!as_obj_f64(&rec.obj, "pred_sd_ms", &y));
+        if (n < 2) CHECK_NEAR(y, sd[want[n]], 1e-9);
+        n++;
+    }
+    CHECK_EQ_I64(rc, 0);
+    CHECK_EQ_I64(n, 2);
+    as_reader_close(r);
+    as_costmodel_free(ms[0]);
+    as_costmodel_free(ms[1]);
+    as_costpred_free(&cp);
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""active-replay.py - the active loop's choice replayed on one measured random dataset.
+
+Takes run-to-run drift out of pipelines/active-vs-random's comparison: the shards come from
+ONE as-bench run, the random dataset DIR/NAME-rand.ast (singles + N random shards), and all
+three models are scored on DIR/NAME-test.ast as there. The loop's pool is that run's shards:
+its first 100 random shards start (init), the next 40 validate (counted, trained on at the
+end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit --select`
+(3 fits, seeds 100*S+1..3, each holding out 20 %) from the rest of the run's shards, to
+200 (the budget; the stopping rule is not replayed). Prints a markdown row:
+  | NAME | S | R² all N | R² first 200 | R² replayed active 200 | shards |
+The models: `as-costfit --seed S --test-frac 0`; the held-out shards of a table set (with its
+pieces) the random dataset holds are left out, as in active-vs-random.
+  python3 pipelines/active-replay.py NAME FT DIR SEED [BIN]
+The records are written again with tests/test_helper/mp.py's encoder (standard library).
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("mp", os.path.join(here, "..", "tests", "test_helper", "mp.py"))
+mp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mp)
+if len(sys.argv) not in (5, 6):
+    sys.exit("usage: active-replay.py NAME FT DIR SEED [BIN]")
+name, ft, top, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+W = sys.argv[5] if len(sys.argv) == 6 else "bin"
+d = tempfile.mkdtemp()
+
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True, check=True).stdout
+
+
+def show(f):
+    return [json.loads(l) for l in sh("%s/as-show --full -k cost %s" % (W, f)).splitlines()]
+
+
+def key(r):
+    pc = r.get("pieces") or [None] * len(r["tables"])
+    return tuple(sorted((t, json.dumps(q if q and q[1] else None)) for t, q in zip(r["tables"], pc)))
+
+
+def write(recs, f):
+    raw = bytearray()
+    for x in [{"kind": "header", "schema": "autoshard", "version": 1, "tool": "active-replay"}] + recs:
+        mp.enc({k: v for k, v in x.items() if not (isinstance(v, dict) and "dtype" in v)}, raw)
+    with open(f, "wb") as o:
+        o.write(subprocess.run(["zstd", "-q", "-c"], input=bytes(raw), capture_output=True, check=True).stdout)
+
+
+def fit(recs, s, f, extra=""):
+    write(recs, d + "/tr.ast")
+    sh("cat %s %s/tr.ast | %s/as-costfit -q --seed %d %s -o %s" % (ft, d, W, s, extra, f))
+
+
+def r2(model, f, seen):
+    rs = [json.loads(l) for l in sh("%s/as-costfit -q --predict %s %s %s | %s/as-show -k cost" % (W, model, ft, f, W)).splitlines()]
+    rs = [r for r in rs if r.get("cost_ms") and key(r) not in seen]
+    y = [r["cost_ms"] for r in rs]
+    p = [r["pred_ms"] for r in rs]
+    mu = sum(y) / len(y)
+    return 1 - sum((a - b) ** 2 for a, b in zip(y, p)) / sum((a - mu) ** 2 for a in y)
+
+
+R = [r for r in show("%s/%s-rand.ast" % (top, name)) if r.get("cost_ms") and not r.get("error")]
+S = [r for r in R if r.get("origin") == "single"]
+P = [r for r in R if r.get("origin") != "single"]
+seen = {key(r) for r in R}
+init, val, pool = P[:100], P[100:140], P[140:]
+chosen = []
+while len(init) + len(val) + len(chosen) + 20 <= 200:
+    ens = ""
+    for k in (1, 2, 3):
+        fit(S + init + chosen, seed * 100 + k, "%s/m%d.ast" % (d, k))
+        ens += " --ensemble %s/m%d.ast" % (d, k)
+    left = [r for r in pool if r not in chosen]
+    write([dict({"kind": "shard", "tables": r["tables"]}, **({"pieces": r["pieces"]} if r.get("pieces") else {})) for r in left], d + "/cand.ast")
+    write(S + init + chosen + val, d + "/meas.ast")
+    ks = {key(json.loads(l)) for l in sh("cat %s %s/meas.ast %s/cand.ast | %s/as-costfit -q --select 20%s | %s/as-show -k shard"
+                                           % (ft, d, d, W, ens, W)).splitlines()}
+    chosen += [r for r in left if key(r) in ks][:20]
+n = len(init) + len(val) + len(chosen)
+test = "%s/%s-test.ast" % (top, name)
+fit(R, seed, d + "/all.ast", "--test-frac 0")
+fit(S + P[:n], seed, d + "/half.ast", "--test-frac 0")
+fit(S + init + val + chosen, seed, d + "/act.ast", "--test-frac 0")
+print("| %s | %d | %.4f | %.4f | %.4f | %d |" % (name, seed, r2(d + "/all.ast", test, seen), r2(d + "/half.ast", test, seen),
+                                                r2(d + "/act.ast", test, seen), n))
+sh("rm -rf " + d)
