@@ -668,7 +668,7 @@ AS_F16C_INLINE void tblocks(const tctx *x, int64_t i, int64_t j, const as_eb_dty
 }
 
 /* the tail columns [D & ~7, D) of the run keys[i..j) into x->G, in the canonical order */
-static void ttail_sum(const tctx *x, int64_t i, int64_t j)
+AS_F16C_INLINE void ttail_sum(const tctx *x, int64_t i, int64_t j)
 {
     const int64_t D = x->D, D8 = D & ~(int64_t)7;
     float *G = x->G;
@@ -685,7 +685,7 @@ static void ttail_sum(const tctx *x, int64_t i, int64_t j)
 
 /* columns [c0, D) of row `row` updated from x->G, one column at a time (m: row-wise
  * Adagrad's multiplier) */
-static void tupd_scalar(const tctx *x, int64_t row, int64_t c0, as_eb_dtype d, float m)
+AS_F16C_INLINE void tupd_scalar(const tctx *x, int64_t row, int64_t c0, as_eb_dtype d, float m)
 {
     const as_eb_opt *o = x->o;
     const int64_t D = x->D, e0 = row * D;
