@@ -505,6 +505,20 @@ static void bwd_long_soft(uint16_t *Wt, const float *gt, int64_t sumD, int64_t D
 
 /* ---- weight types (ebopt.h): an element of a table of type d, and its store ------------ */
 
+/* the step of one weight from its summed gradient g (ebopt.h's rules): SGD lr * g, row-wise
+ * Adagrad m * g (m its row's multiplier), Adam its quotient with the weight's moments m1, m2
+ * updated; what the portable path and the x86 path's tail columns share */
+static inline float opt_step(const as_eb_opt *o, float m, float g, float *m1, float *m2)
+{
+    if (o->kind == AS_EB_ROWWISE_ADAGRAD) return m * g;
+    if (o->kind == AS_EB_ADAM) {
+        *m1 = o->beta1 * *m1 + (1.0f - o->beta1) * g;
+        *m2 = o->beta2 * *m2 + (1.0f - o->beta2) * (g * g);
+        return o->lr * ((*m1 / o->c1) / (sqrtf(*m2 / o->c2) + o->eps));
+    }
+    return o->lr * g;
+}
+
 static inline float tw_get(const uint16_t *Wt, as_eb_dtype d, int64_t e)
 {
     if (d == AS_EB_F32) return ((const float *)Wt)[e];
@@ -690,15 +704,9 @@ AS_F16C_INLINE void tupd_scalar(const tctx *x, int64_t row, int64_t c0, as_eb_dt
     const as_eb_opt *o = x->o;
     const int64_t D = x->D, e0 = row * D;
     const float *G = x->G;
+    float *m1 = o->kind == AS_EB_ADAM ? x->St + e0 : NULL, *m2 = m1 ? x->St + x->E * D + e0 : NULL;
     for (int64_t c = c0; c < D; c++) {
-        float u;
-        if (o->kind == AS_EB_ROWWISE_ADAGRAD) u = m * G[c];
-        else if (o->kind == AS_EB_ADAM) {
-            float *m1 = x->St + e0 + c, *m2 = x->St + x->E * D + e0 + c;
-            *m1 = o->beta1 * *m1 + (1.0f - o->beta1) * G[c];
-            *m2 = o->beta2 * *m2 + (1.0f - o->beta2) * (G[c] * G[c]);
-            u = o->lr * ((*m1 / o->c1) / (sqrtf(*m2 / o->c2) + o->eps));
-        } else u = o->lr * G[c];
+        const float u = opt_step(o, m, G[c], m1 ? m1 + c : NULL, m2 ? m2 + c : NULL);
         tw_set(x->Wt, d, e0 + c, tw_get(x->Wt, d, e0 + c) - u);
     }
 }
@@ -1089,21 +1097,16 @@ static void row_step(float *u, float *St, const float *G, int64_t D, int64_t E, 
         const float q = as_eb_row_sumsq(G, D);
         St[row] = St[row] + q / (float)D;
         const float m = o->lr / (sqrtf(St[row]) + o->eps);
-        for (int64_t j = 0; j < D; j++) u[j] = m * G[j];
+        for (int64_t j = 0; j < D; j++) u[j] = opt_step(o, m, G[j], NULL, NULL);
         break;
     }
     case AS_EB_ADAM: {
         float *m1 = St + e0, *m2 = St + E * D + e0;
-        const float a1 = 1.0f - o->beta1, a2 = 1.0f - o->beta2;
-        for (int64_t j = 0; j < D; j++) {
-            m1[j] = o->beta1 * m1[j] + a1 * G[j];
-            m2[j] = o->beta2 * m2[j] + a2 * (G[j] * G[j]);
-            u[j] = o->lr * ((m1[j] / o->c1) / (sqrtf(m2[j] / o->c2) + o->eps));
-        }
+        for (int64_t j = 0; j < D; j++) u[j] = opt_step(o, 0.0f, G[j], m1 + j, m2 + j);
         break;
     }
     default:
-        for (int64_t j = 0; j < D; j++) u[j] = o->lr * G[j];
+        for (int64_t j = 0; j < D; j++) u[j] = opt_step(o, 0.0f, G[j], NULL, NULL);
     }
 }
 
