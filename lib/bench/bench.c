@@ -7,7 +7,6 @@
 #include "ebgen.h"
 #include "ebopt.h"
 #include "embbag.h"
-#include "half.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -80,7 +79,9 @@ uint64_t as_bench_flush_bytes(const as_bench_cfg *c)
     return c->cuda ? 0 : (uint64_t)flush_doubles(c->flush_bytes) * sizeof(double);
 }
 
-static void cpu_flush(uint64_t want)
+/* the sweep: a cache line of every 64 bytes of the buffer read, by the measuring threads
+ * together (each core's own caches swept too, and the sweep no longer than its share) */
+static void cpu_flush(uint64_t want, int nthreads)
 {
     static double *buf;
     static size_t n;
@@ -90,7 +91,9 @@ static void cpu_flush(uint64_t want)
         for (size_t i = 0; i < n; i++) buf[i] = (double)i;
     }
     double s = 0;
-    for (size_t i = 0; i < n; i += 8) s += buf[i];
+    const int64_t lines = (int64_t)(n / 8);
+#pragma omp parallel for schedule(static) reduction(+ : s) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads())
+    for (int64_t i = 0; i < lines; i++) s += buf[i * 8];
     flush_sink = s;
 }
 
@@ -806,15 +809,17 @@ static uint8_t *part_memory(as_bench_session *S, uint64_t need, int64_t maxn, in
     return a;
 }
 
-/* the weights: every copy of every table, filled as one layout of nreg tables */
+/* the weights: every copy of every table in its type, filled as one layout of nreg tables */
 static void part_weights(as_bench_session *S, uint16_t *W, const part_plan *pl)
 {
     const as_bpool *p = S->p;
     const int64_t nd = pl->nd, nreg = pl->nreg;
-    int64_t *rows = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *rows);
+    const size_t nr = (size_t)(nreg ? nreg : 1);
+    int64_t *rows = as_malloc(nr * sizeof *rows);
     int64_t *woff = as_malloc((size_t)(nreg + 1) * sizeof *woff);
-    int64_t *ids = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *ids);
-    int32_t *dims = as_malloc((size_t)(nreg ? nreg : 1) * sizeof *dims);
+    int64_t *ids = as_malloc(nr * sizeof *ids);
+    int32_t *dims = as_malloc(nr * sizeof *dims);
+    uint8_t *dts = as_malloc(nr);
     int64_t r = 0;
     for (int64_t d = 0; d < nd; d++) {
         const as_btable *t = &p->t[S->dpos[d]];
@@ -822,28 +827,15 @@ static void part_weights(as_bench_session *S, uint16_t *W, const part_plan *pl)
             rows[r] = as_bt_mrows(t);
             dims[r] = (int32_t)t->dim;
             ids[r] = t->id;
+            dts[r] = S->dt[S->dpos[d]];
             woff[r] = S->tbase[S->dpos[d]] + k * weight_stride(S, S->dpos[d]);
         }
     }
     woff[nreg] = pl->welts;
     int32_t doff[1] = { 0 };
     as_eb_shard all = { (int32_t)nreg, 0, rows, dims, woff, doff, NULL, NULL };
-    as_ebg_fill_weights(W, &all, ids, S->c.seed, S->threads);
-    /* a fp32 or bf16 table: the same values in its type (its fp16 values, filled into the
-       start of its region, widened in place from the end, or rounded to bf16) */
-    r = 0;
-    for (int64_t d = 0; d < nd; d++) {
-        const as_eb_dtype dt = (as_eb_dtype)S->dt[S->dpos[d]];
-        for (int32_t k = 0; k < S->tcopies[S->dpos[d]]; k++, r++) {
-            uint16_t *w = W + woff[r];
-            const int64_t n = rows[r] * dims[r];
-            if (dt == AS_EB_F32)
-                for (int64_t e = n - 1; e >= 0; e--) ((float *)w)[e] = as_half_to_float(w[e]);
-            else if (dt == AS_EB_BF16)
-                for (int64_t e = 0; e < n; e++) w[e] = as_float_to_bf16(as_half_to_float(w[e]));
-        }
-    }
-    free(rows); free(woff); free(ids); free(dims);
+    as_ebg_fill_weights_typed(W, &all, dts, ids, S->c.seed, S->threads);
+    free(rows); free(woff); free(ids); free(dims); free(dts);
 }
 
 /* slot b's shard in the part: where its tables' copies lie in W (gw_off), its own data at
@@ -928,7 +920,7 @@ static double shard_iter(as_bench_session *S, bslot *b, int timed, int i)
         /* the constants are ours and the rate checked: Adam's bias corrections cannot fail */
         if (S->opt.kind == AS_EB_ADAM) (void)as_eb_opt_prepare(&S->opt, err, sizeof err);
     }
-    if (timed) cpu_flush(S->c.flush_bytes);
+    if (timed) cpu_flush(S->c.flush_bytes, S->threads);
     double t0 = as_now();
     if (S->typed) as_eb_forward_typed_cpu(b->out, b->W, &b->s, b->dt, S->threads);
     else as_eb_forward_cpu(b->out, b->W, &b->s, S->threads);

@@ -3,6 +3,7 @@
  * Dimension letters: B batch, D dim, E rows, T tables. */
 #include "ebgen.h"
 #include "errbuf.h"
+#include "half.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,45 +80,103 @@ void as_ebg_gather(int64_t *offsets, int32_t *indices, const as_eb_table *const 
     }
 }
 
-/* the elements [e0, e1) of one table's weights, e0 a multiple of 4 */
-static void fill_w_range(uint16_t *Wt, uint64_t key, int64_t e0, int64_t e1)
+/* a generated fp16 weight (as_ebg_half: always a normal number) widened to fp32's bits,
+ * exactly: the exponent rebiased (15 -> 127), the mantissa moved up */
+static inline uint32_t gen_half_f32_bits(uint16_t h)
 {
-    int64_t e = e0;
-    for (; e + 4 <= e1; e += 4) {
-        const uint64_t h = as_ebg_bits(key, (uint64_t)e >> 2);
-        Wt[e] = as_ebg_half((uint32_t)h & 0xffffu);
-        Wt[e + 1] = as_ebg_half((uint32_t)(h >> 16) & 0xffffu);
-        Wt[e + 2] = as_ebg_half((uint32_t)(h >> 32) & 0xffffu);
-        Wt[e + 3] = as_ebg_half((uint32_t)(h >> 48) & 0xffffu);
-    }
-    for (; e < e1; e++) Wt[e] = as_ebg_weight(key, (uint64_t)e);
+    return ((uint32_t)(h & 0x8000u) << 16) | (((uint32_t)(h & 0x7fffu) + (112u << 10)) << 13);
 }
 
-void as_ebg_fill_weights(uint16_t *W, const as_eb_shard *s, const int64_t *ids, uint64_t seed, int nthreads)
+/* weight h (a generated fp16) as bf16: its fp32 rounded to nearest even */
+static inline uint16_t gen_half_bf16(uint16_t h)
+{
+    const uint32_t f = gen_half_f32_bits(h);
+    float x;
+    memcpy(&x, &f, 4);
+    return as_float_to_bf16_soft(x);
+}
+
+/* elements a block of the fill: 64 hashes' 16-bit parts, then turned into weights of the
+ * table's type in loops of a fixed length the compiler vectorizes */
+#define FILL_BLK 256
+
+/* x[0..FILL_BLK) -> weights of type dt at Wt (its region in 2-byte units) + element e */
+static void put_block(uint16_t *Wt, as_eb_dtype dt, int64_t e, const uint16_t *x)
+{
+    if (dt == AS_EB_F16) {
+        uint16_t *o = Wt + e;
+        for (int i = 0; i < FILL_BLK; i++) o[i] = as_ebg_half(x[i]);
+    } else if (dt == AS_EB_F32) {
+        uint32_t *o = (uint32_t *)Wt + e;
+        for (int i = 0; i < FILL_BLK; i++) o[i] = gen_half_f32_bits(as_ebg_half(x[i]));
+    } else {
+        uint16_t *o = Wt + e;
+        for (int i = 0; i < FILL_BLK; i++) o[i] = gen_half_bf16(as_ebg_half(x[i]));
+    }
+}
+
+/* the elements [e0, e1) of one table's weights in type dt (Wt: its region in 2-byte units),
+ * e0 a multiple of 4: element e is 16 bits of hash e / 4 (as_ebg_weight) */
+static void fill_w_range_typed(uint16_t *Wt, as_eb_dtype dt, uint64_t key, int64_t e0, int64_t e1)
+{
+    uint16_t x[FILL_BLK];
+    int64_t e = e0;
+    for (; e < e1; e += FILL_BLK) {
+        const int64_t n = e1 - e < FILL_BLK ? e1 - e : FILL_BLK;
+        for (int64_t i = 0; i < n; i += 4) {
+            const uint64_t h = as_ebg_bits(key, (uint64_t)(e + i) >> 2);
+            x[i] = (uint16_t)h;
+            x[i + 1] = (uint16_t)(h >> 16);
+            x[i + 2] = (uint16_t)(h >> 32);
+            x[i + 3] = (uint16_t)(h >> 48);
+        }
+        if (n == FILL_BLK) {
+            put_block(Wt, dt, e, x);
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {   /* the last, short block */
+            const uint16_t w = as_ebg_half(x[i]);
+            if (dt == AS_EB_F16) Wt[e + i] = w;
+            else if (dt == AS_EB_F32) ((uint32_t *)Wt)[e + i] = gen_half_f32_bits(w);
+            else Wt[e + i] = gen_half_bf16(w);
+        }
+    }
+}
+
+void as_ebg_fill_weights_typed(uint16_t *W, const as_eb_shard *s, const uint8_t *dt, const int64_t *ids, uint64_t seed,
+                               int nthreads)
 {
     const int32_t T = s->T;
     const int64_t total = s->w_off[T];
+#define UNITS(t) (dt ? as_eb_dtype_units((as_eb_dtype)dt[t]) : 1)
     int ordered = T == 0 || s->w_off[0] >= 0;
     for (int32_t t = 0; t < T && ordered; t++)
-        if (s->w_off[t] + s->rows[t] * (int64_t)s->dims[t] > s->w_off[t + 1]) ordered = 0;
+        if (s->w_off[t] + s->rows[t] * (int64_t)s->dims[t] * UNITS(t) > s->w_off[t + 1]) ordered = 0;
     if (!ordered) memset(W, 0, (size_t)total * sizeof *W);
     else {
         /* only the padding: before the first table (all of W when T = 0) and after each */
         memset(W, 0, (size_t)s->w_off[0] * sizeof *W);
         for (int32_t t = 0; t < T; t++) {
-            const int64_t end = s->w_off[t] + s->rows[t] * (int64_t)s->dims[t];
+            const int64_t end = s->w_off[t] + s->rows[t] * (int64_t)s->dims[t] * UNITS(t);
             memset(W + end, 0, (size_t)(s->w_off[t + 1] - end) * sizeof *W);
         }
     }
+#undef UNITS
     const int64_t CH = (int64_t)1 << 16;   /* elements per work item, a multiple of 4 */
 #pragma omp parallel num_threads(nthr(nthreads))
     for (int32_t t = 0; t < T; t++) {
         const int64_t n = s->rows[t] * (int64_t)s->dims[t], nch = (n + CH - 1) / CH;
         const uint64_t key = as_ebg_key(seed, ids[t], AS_EBG_WEIGHTS);
         uint16_t *Wt = W + s->w_off[t];
+        const as_eb_dtype d = dt ? (as_eb_dtype)dt[t] : AS_EB_F16;
 #pragma omp for schedule(static) nowait
-        for (int64_t c = 0; c < nch; c++) fill_w_range(Wt, key, c * CH, (c + 1) * CH < n ? (c + 1) * CH : n);
+        for (int64_t c = 0; c < nch; c++) fill_w_range_typed(Wt, d, key, c * CH, (c + 1) * CH < n ? (c + 1) * CH : n);
     }
+}
+
+void as_ebg_fill_weights(uint16_t *W, const as_eb_shard *s, const int64_t *ids, uint64_t seed, int nthreads)
+{
+    as_ebg_fill_weights_typed(W, s, NULL, ids, seed, nthreads);
 }
 
 void as_ebg_fill_grad(float *grad, const as_eb_shard *s, const int64_t *ids, uint64_t seed, int nthreads)

@@ -116,6 +116,14 @@ void as_ebg_gather(int64_t *offsets, int32_t *indices, const as_eb_table *const 
  * as_ebg_layout makes them); otherwise W is zeroed first. */
 void as_ebg_fill_weights(uint16_t *W, const as_eb_shard *s, const int64_t *ids, uint64_t seed, int nthreads);
 
+/* W of a typed shard (as_ebg_layout_typed's layout, w_off in 2-byte units): table t's region
+ * holds the values as_ebg_fill_weights gives it, in its type dt[t] (ebshard.h; dt NULL: every
+ * table fp16, as_ebg_fill_weights): fp16 as they are, fp32 widened (exactly), bf16 that fp32
+ * rounded to nearest even; every other unit zero.
+ * The regions must be in table order; otherwise W is zeroed first. */
+void as_ebg_fill_weights_typed(uint16_t *W, const as_eb_shard *s, const uint8_t *dt, const int64_t *ids, uint64_t seed,
+                               int nthreads);
+
 /* grad [B, sumD] of shard s: columns d_off[t].. of row b from table ids[t]'s stream, element
  * b*D_t + j (above) */
 void as_ebg_fill_grad(float *grad, const as_eb_shard *s, const int64_t *ids, uint64_t seed, int nthreads);

@@ -315,6 +315,87 @@ TEST(ebgen_fill_unordered_layout_zeroes_the_rest)
     free_pool(&p);
 }
 
+TEST(ebgen_fill_typed_is_the_fp16_fill_in_each_type)
+{
+    /* an fp16, an fp32 and a bf16 table in the typed layout (rows x dim x units, starts
+     * aligned), with sizes that leave a tail of fewer than 4 elements: each region holds the
+     * fp16 fill's values, widened exactly or rounded to bf16; padding zero; nothing past the
+     * end; any thread count the same bits; the unordered layout zeroes the rest */
+    pool_t p;
+    int64_t dims[3] = {5, 7, 3}, rows[3] = {301, 65, 9};
+    mk_pool(&p, 3, 6, dims, rows, 2, 2);
+    const as_eb_table *tb[3] = {&p.t[0], &p.t[1], &p.t[2]};
+    const uint8_t dt[3] = {AS_EB_F16, AS_EB_F32, AS_EB_BF16};
+    int64_t r[3], wo[4], ids[3] = {p.t[0].id, p.t[1].id, p.t[2].id};
+    int32_t d[3], doff[4];
+    const int64_t wn = as_ebg_layout_typed(tb, 3, dt, r, d, wo, doff);
+    CHECK(wo[1] % 2 == 0);
+    as_eb_shard s = {3, 6, r, d, wo, doff, NULL, NULL};
+    uint16_t *W = malloc(2 * (size_t)(wn + 8)), *W2 = malloc(2 * (size_t)(wn + 8));
+    memset(W, 0xab, 2 * (size_t)(wn + 8));
+    as_ebg_fill_weights_typed(W, &s, dt, ids, 7, 1);
+    int64_t bad = 0;
+    for (int t = 0; t < 3; t++) {
+        const uint64_t k = as_ebg_key(7, ids[t], AS_EBG_WEIGHTS);
+        const int64_t n = rows[t] * dims[t], u = as_eb_dtype_units((as_eb_dtype)dt[t]);
+        for (int64_t e = 0; e < n; e++) {
+            const uint16_t h = as_ebg_weight(k, (uint64_t)e);
+            if (dt[t] == AS_EB_F16) bad += W[wo[t] + e] != h;
+            else if (dt[t] == AS_EB_BF16) bad += W[wo[t] + e] != as_float_to_bf16_soft(as_half_to_float_soft(h));
+            else {
+                float v, want = as_half_to_float_soft(h);
+                memcpy(&v, W + wo[t] + 2 * e, 4);
+                bad += memcmp(&v, &want, 4) != 0;
+            }
+        }
+        for (int64_t e = wo[t] + n * u; e < wo[t + 1]; e++) bad += W[e] != 0;
+    }
+    CHECK_EQ_I64(bad, 0);
+    CHECK_EQ_I64(W[wn], 0xabab);
+    for (int th = 2; th <= 3; th++) {
+        memset(W2, 0x55, 2 * (size_t)wn);
+        as_ebg_fill_weights_typed(W2, &s, dt, ids, 7, th);
+        CHECK(memcmp(W, W2, 2 * (size_t)wn) == 0);
+    }
+    /* every table fp16: the untyped fill's bits */
+    const uint8_t h16[3] = {AS_EB_F16, AS_EB_F16, AS_EB_F16};
+    int64_t wo16[4];
+    const int64_t wn16 = as_ebg_layout_typed(tb, 3, h16, r, d, wo16, doff);
+    s.w_off = wo16;
+    as_ebg_fill_weights_typed(W, &s, h16, ids, 7, 2);
+    as_ebg_fill_weights(W2, &s, ids, 7, 2);
+    CHECK(memcmp(W, W2, 2 * (size_t)wn16) == 0);
+    /* out of order (the bf16 table before the fp32 one in W): the rest zeroed, each region's values */
+    int64_t wun[4] = {200, 10, 1120, 1130};
+    const uint8_t dt2[3] = {AS_EB_F32, AS_EB_BF16, AS_EB_F16};
+    int64_t r2[3] = {65, 9, 1}, ids2[3] = {ids[1], ids[2], ids[0]};
+    int32_t d2[3] = {7, 3, 5};
+    as_eb_shard s2 = {3, 6, r2, d2, wun, doff, NULL, NULL};
+    uint16_t *W3 = malloc(2 * 1130);
+    memset(W3, 0xab, 2 * 1130);
+    as_ebg_fill_weights_typed(W3, &s2, dt2, ids2, 7, 2);
+    bad = 0;
+    for (int64_t e = 0; e < 1130; e++) {
+        int t = e >= 200 && e < 1110 ? 0 : e >= 10 && e < 37 ? 1 : e >= 1120 && e < 1125 ? 2 : -1;
+        if (t < 0) { bad += W3[e] != 0; continue; }
+        const uint64_t k = as_ebg_key(7, ids2[t], AS_EBG_WEIGHTS);
+        const int64_t x = t == 0 ? (e - 200) / 2 : e - wun[t];
+        const uint16_t h = as_ebg_weight(k, (uint64_t)x);
+        if (t == 2) bad += W3[e] != h;
+        else if (t == 1) bad += W3[e] != as_float_to_bf16_soft(as_half_to_float_soft(h));
+        else {
+            const float want = as_half_to_float_soft(h);
+            uint16_t half[2];
+            memcpy(half, &want, 4);
+            bad += W3[e] != half[(e - 200) % 2];
+        }
+    }
+    CHECK_EQ_I64(bad, 0);
+    free(W3);
+    free(W); free(W2);
+    free_pool(&p);
+}
+
 TEST(ebgen_check_table)
 {
     pool_t p;
