@@ -117,6 +117,10 @@ REPLICATE_ALGS ?= cost-greedy
 # it place row blocks anywhere, which may measure faster but TorchRec cannot run: such plans
 # are measured and reported, never chosen
 SPLIT_ROWS ?= row_wise
+# the most column pieces a split makes (as-plan --split-cols): the most the cost dataset
+# measured (the largest of ROW_PIECES when SAMPLE_PIECES draws pieces), so that no split rests
+# on the cost model's extrapolation to narrower pieces than it has seen; 0: as the dims allow
+SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),$(shell printf '%s\n' $(subst $(comma), ,$(ROW_PIECES)) | sort -n | tail -n 1),0)
 # the cost model's quality gate (as-plan --min-model-r2): a weak model (held-out R² below 0.9 or
 # below the straight line's) is said in the report and marks the plans it placed; it does not
 # stop the run, since every candidate is measured and the choice rests on the measurement (on
@@ -388,7 +392,7 @@ $(call stamp,knobs-costs.txt,$(call knobs,COSTS NCOST ACTIVE_BUDGET ACTIVE_OPTS 
 $(call stamp,knobs-rows.txt,$(call knobs,BENCH_OPTS DEVICE))
 $(call stamp,knobs-model.txt,$(call knobs,SEED))
 $(call stamp,knobs-own.txt,$(call knobs,OWN_JSON OWN_SUM TORCHREC_SRC $(if $(TORCHREC_SRC),TORCHREC_REV PYTHON)))
-$(call stamp,knobs-plans.txt,$(call knobs,ALGS SPLIT_ALGS SPLIT_ROWS REPLICATE_ALGS MODEL_GATE SEED))
+$(call stamp,knobs-plans.txt,$(call knobs,ALGS SPLIT_ALGS SPLIT_ROWS SPLIT_COLS REPLICATE_ALGS MODEL_GATE SEED))
 $(call stamp,knobs-first.txt,$(call knobs,BENCH_OPTS DEVICE NGPU_N))
 $(call stamp,knobs-repaired.txt,$(call knobs,REPAIR_ALGS MODEL_GATE SEED))
 $(call stamp,knobs-measured.txt,$(call knobs,PASSES BENCH_OPTS DEVICE NGPU_N))
@@ -467,15 +471,15 @@ $(D)/plans.ast: $(D)/ft.ast $(D)/model.ast $(D)/own.ast $(D)/comm.txt $(BIN)/as-
 	$(BIN)/as-plan --alg $(ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only $(D)/ft.ast -o $@.table
 ifneq ($(SPLIT_ALGS),)
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) $(COMM_FLAGS) $(D)/ft.ast -o $@.split
+	  --split-tables --split-rows $(SPLIT_ROWS) --split-cols $(SPLIT_COLS) $(COMM_FLAGS) $(D)/ft.ast -o $@.split
 	$(BIN)/as-plan --alg $(SPLIT_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.refine
+	  --split-tables --split-rows $(SPLIT_ROWS) --split-cols $(SPLIT_COLS) --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.refine
 endif
 ifneq ($(REPLICATE_ALGS),)
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
 	  --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.dp
 	$(BIN)/as-plan --alg $(REPLICATE_ALGS) --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \
-	  --split-tables --split-rows $(SPLIT_ROWS) --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.splitdp
+	  --split-tables --split-rows $(SPLIT_ROWS) --split-cols $(SPLIT_COLS) --replicate --refine $(COMM_FLAGS) $(D)/ft.ast -o $@.splitdp
 endif
 ifneq ($(filter torchrec,$(subst $(comma), ,$(ALGS))),)
 	$(BIN)/as-plan --alg torchrec --model $(D)/model.ast $(MODEL_GATE) --seed $(SEED) $(PROGRESS) --plans-only \

@@ -129,6 +129,10 @@ static const char HELP_TAIL[] =
     "      --split-steps N    levels of the search (default 10); --split-beam W nodes kept per\n"
     "                         level (default 3); --split-cands C tables tried per node\n"
     "                         (default 6: those whose costliest item is predicted costliest)\n"
+    "      --split-cols N     column splits of at most N pieces (0, the default: as many as\n"
+    "                         keep each piece's width a multiple of 4, up to 64); make plan\n"
+    "                         gives the most pieces its cost dataset measured (ROW_PIECES),\n"
+    "                         so that no split rests on the cost model's extrapolation\n"
     "      --split-rows LIST  row splits considered, comma-separated (default row_wise):\n"
     "                         row_wise  TorchRec's row_wise: K blocks of ceil(rows / K) rows,\n"
     "                                   block i on rank i, charged to every rank (the blocks'\n"
@@ -250,7 +254,7 @@ static const char HELP_TAIL[] =
 
 enum { OPT_ALG = AS_OPT_TOOL_BASE, OPT_MODEL, OPT_SEED, OPT_CAP, OPT_SHARDS, OPT_SPLIT, OPT_WORLD, OPT_FORMAT,
        OPT_LOCAL, OPT_MODULE, OPT_PLANS_ONLY, OPT_POLICY, OPT_SAMPLES, OPT_REFINE, OPT_REFINE_MS, OPT_REFINE_STEPS,
-       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS, OPT_SPLIT_SEED,
+       OPT_KEEP_UNREFINED, OPT_SPLIT_TABLES, OPT_SPLIT_MS, OPT_SPLIT_STEPS, OPT_SPLIT_BEAM, OPT_SPLIT_CANDS, OPT_SPLIT_COLS, OPT_COMM, OPT_REPAIR, OPT_REPAIR_ROUND, OPT_SPLIT_ROWS, OPT_SPLIT_SEED,
        OPT_EXPORT, OPT_TASK, OPT_MIN_R2, OPT_REQUIRE_QUALITY, OPT_IMPORT, OPT_NO_DP, OPT_REPLICATE, OPT_COMM_MODEL, OPT_THREADS };
 
 
@@ -352,6 +356,7 @@ static const struct option plan_opts[] = {
     { "split-steps", required_argument, 0, OPT_SPLIT_STEPS },
     { "split-beam", required_argument, 0, OPT_SPLIT_BEAM },
     { "split-cands", required_argument, 0, OPT_SPLIT_CANDS },
+    { "split-cols", required_argument, 0, OPT_SPLIT_COLS },
     { "split-rows", required_argument, 0, OPT_SPLIT_ROWS },
     { "split-seed", required_argument, 0, OPT_SPLIT_SEED },
     { "comm-gbps", required_argument, 0, OPT_COMM },
@@ -522,6 +527,10 @@ static int opt_split(as_cli *cli, int opt, const char *arg, args *a, as_plan_run
     case OPT_SPLIT_CANDS:
         name = "--split-cands";
         a->scfg.cands = (int)as_cli_i64(cli, name, arg, 1, 1024);
+        break;
+    case OPT_SPLIT_COLS:
+        name = "--split-cols";
+        a->scfg.max_cols = (int)as_cli_i64(cli, name, arg, 0, 64);
         break;
     case OPT_COMM:
         name = "--comm-gbps";

@@ -67,19 +67,21 @@ static void add_rows(tsplit *s, int kind, const as_features *f, const as_featidx
     add_level(s, kind, pc, k, m, rep);
 }
 
-/* the levels of table f (at most 4 + log2 dim + nrowp of them): whole, its column levels,
-   TorchRec's row_wise over K ranks (rw), its table_row_wise over a host of L ranks (L >= 2:
+/* the levels of table f (at most 4 + log2 dim + nrowp of them): whole, its column levels (of
+   at most sc->max_cols pieces), TorchRec's row_wise over K ranks (unless sc->no_row_wise), its table_row_wise over a host of L ranks (L >= 2:
    K a multiple of L above it, else none), the free row levels rowp other than K and L */
-static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, const int64_t *rowp, int nrowp, int rw,
-                        int64_t K, int64_t L, const as_plan_model *m, float *rep)
+static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, const as_split_cfg *sc, int64_t K,
+                        int64_t L, const as_plan_model *m, float *rep)
 {
+    const int64_t *rowp = sc->rowp, maxc = sc->max_cols > 0 ? sc->max_cols : 64;
+    const int nrowp = sc->rowp ? sc->nrowp : 0;
     s->lv = as_calloc((size_t)(4 + 64 + nrowp), sizeof *s->lv);
     s->nlv = 0;
     as_features *w = as_malloc(sizeof *w);
     *w = *f;
     add_level(s, LV_WHOLE, w, 1, m, rep);
     if (!as_piece_whole(&f->piece)) return;     /* a task's tables are whole */
-    for (int64_t c = 2; c <= 64 && f->dim % (4 * c) == 0; c *= 2) {
+    for (int64_t c = 2; c <= maxc && f->dim % (4 * c) == 0; c *= 2) {
         as_features *pc = as_malloc((size_t)c * sizeof *pc);
         const int64_t d = f->dim / c;
         int ok = 1;
@@ -87,7 +89,7 @@ static void make_levels(tsplit *s, const as_features *f, const as_featidx *ft, c
         if (!ok) { free(pc); break; }
         add_level(s, LV_COLS, pc, c, m, rep);
     }
-    if (rw) add_rows(s, LV_RW, f, ft, K, m, rep);
+    if (!sc->no_row_wise) add_rows(s, LV_RW, f, ft, K, m, rep);
     if (L >= 2) add_rows(s, LV_TWRW, f, ft, L, m, rep);
     for (int q = 0; q < nrowp; q++)   /* K or L blocks: row_wise's or table_row_wise's cut, pinned */
         if (rowp[q] != K && (L < 2 || rowp[q] != L)) add_rows(s, LV_ROWS, f, ft, rowp[q], m, rep);
@@ -225,8 +227,6 @@ typedef struct {
 static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc, const as_featidx *ft,
                         const as_features *const *t, int64_t n, as_split_info *info)
 {
-    const int64_t *rowp = sc->rowp;
-    const int nrowp = sc->rowp ? sc->nrowp : 0;
     const size_t n1 = (size_t)(n ? n : 1);
     memset(S, 0, sizeof *S);
     S->c = c, S->sc = sc, S->info = info, S->n = n;
@@ -245,7 +245,7 @@ static void search_init(search *S, const as_plan_cfg *c, const as_split_cfg *sc,
     const int hosts = !sc->no_row_wise && L >= 2 && K > L && K % L == 0 && !(as_planner_of(c->alg)->needs & AS_PLANNER_POLICY);
     int64_t maxp = 0;
     for (int64_t i = 0; i < n; i++) {
-        make_levels(&S->s[i], t[i], ft, rowp, nrowp, !sc->no_row_wise, K, hosts ? L : 0, c->model, S->rep);
+        make_levels(&S->s[i], t[i], ft, sc, K, hosts ? L : 0, c->model, S->rep);
         int64_t mp = 1;
         for (int L = 0; L < S->s[i].nlv; L++) if (S->s[i].lv[L].npc > mp) mp = S->s[i].lv[L].npc;
         maxp += mp;

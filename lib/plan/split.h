@@ -4,8 +4,8 @@
  *
  * A table's split is one of its *levels*, each one of TorchRec's sharding forms that
  * construct_module_sharding_plan trains: level 0 the whole table (table_wise, any rank);
- * column levels c = 2, 4, 8, ... (c equal column pieces while D / c stays a multiple of 4:
- * column_wise, the pieces on any ranks, repeated ranks allowed); the row_wise level (the K
+ * column levels c = 2, 4, 8, ... (c equal column pieces while D / c stays a multiple of 4 and c
+ * at most max_cols: column_wise, the pieces on any ranks, repeated ranks allowed); the row_wise level (the K
  * row blocks of ceil(E / K) rows, as_piece_row_blocks, block i pinned to rank i: pins.h; one
  * move that puts a block on every rank at once, each charged to its rank) when its blocks all
  * have features (as-features --row-pieces; --model-task cuts the task's K itself); under a
@@ -80,6 +80,10 @@ typedef struct {
                              * is row_wise's cut, pinned): plans TorchRec cannot load (as-plan
                              * --split-rows LIST); NULL: none */
     int nrowp;
+    int max_cols;           /* column levels of at most this many pieces (as-plan --split-cols:
+                             * the piece counts the cost dataset measured, so that the search
+                             * does not rest on the model's extrapolation); 0: as the dim
+                             * allows (D / c a multiple of 4), up to 64 */
     int seed_mode;          /* where planrun seeds the search (as-plan --split-seed):
                              * AS_SPLIT_SEED_AUTO TorchRec's plan for tasks of at most
                              * AS_SPLIT_SEED_AUTO_TABLES tables, _TORCHREC always, _NONE never */
