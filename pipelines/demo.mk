@@ -81,7 +81,7 @@ SPLIT_ALGS ?= cost-greedy,autoshard
 # the algorithms of the plans: every one of ours, and TorchRec's planner as the baseline
 ALGS ?= all,torchrec
 # the most column pieces a split makes: the most the cost dataset measured (as plan.mk's)
-SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),$(shell printf '%s\n' $(subst $(comma), ,$(ROW_PIECES)) | sort -n | tail -n 1),0)
+SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),4,0)
 SPLIT_OPTS ?= --split-tables --refine --split-cols $(SPLIT_COLS)
 # TorchRec's own planner (pipelines/torchrec_planner.py) beside ours where its source is at
 # hand (meta-pytorch/torchrec: TORCHREC_SRC or AS_TORCHREC_SRC; a Python with torch): its

@@ -118,9 +118,10 @@ REPLICATE_ALGS ?= cost-greedy
 # are measured and reported, never chosen
 SPLIT_ROWS ?= row_wise
 # the most column pieces a split makes (as-plan --split-cols): the most the cost dataset
-# measured (the largest of ROW_PIECES when SAMPLE_PIECES draws pieces), so that no split rests
-# on the cost model's extrapolation to narrower pieces than it has seen; 0: as the dims allow
-SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),$(shell printf '%s\n' $(subst $(comma), ,$(ROW_PIECES)) | sort -n | tail -n 1),0)
+# measured (as-bench --sample-pieces draws column halves and quarters: 4), so that no split
+# rests on the cost model's extrapolation to narrower pieces than it has seen; 0 (or no
+# pieces drawn, SAMPLE_PIECES=0): as the dims allow
+SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),4,0)
 # the cost model's quality gate (as-plan --min-model-r2): a weak model (held-out R² below 0.9 or
 # below the straight line's) is said in the report and marks the plans it placed; it does not
 # stop the run, since every candidate is measured and the choice rests on the measurement (on

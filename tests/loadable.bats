@@ -90,6 +90,50 @@ check_loadable() {
     assert_output --partial "--split-seed: 'maybe' is not auto, torchrec or none"
 }
 
+# the narrowest column piece of the plans in FILE (every DLRM-DCNv2 table is 128 wide)
+narrowest_cols() {
+    as-show --no-header -k plan "$1" | python3 -c 'import json, sys
+w = [p[1] - p[0] for l in sys.stdin for p in (json.loads(l).get("pieces") or []) if p and p[1] - p[0] < 128]
+print(min(w) if w else 128)'
+}
+
+@test "--split-cols N: column splits of at most N pieces; make plan and the demo give the most the cost dataset draws" {
+    D="$BATS_FILE_TMPDIR"
+    local ft="$D/dlrm-dcnv2-criteo1tb.ast" model="$ROOT/pipelines/data/h100-make-plan/dcnv2-run1/model.ast" n
+    # unbounded, this model splits a table in more than 2 pieces (pieces narrower than 64)
+    as-plan -q --alg cost-greedy,lookup-greedy --model "$model" --split-tables --split-rows none --split-ms 0 "$ft" -o "$T/all.ast"
+    [ "$(narrowest_cols "$T/all.ast")" -lt 64 ]
+    for n in 2 4; do
+        as-plan -q --alg cost-greedy,lookup-greedy --model "$model" --split-tables --split-rows none --split-ms 0 \
+            --split-cols "$n" "$ft" -o "$T/c$n.ast"
+        [ "$(narrowest_cols "$T/c$n.ast")" -ge $((128 / n)) ]
+    done
+    # 0 is the default: as the dims allow
+    as-plan -q --alg cost-greedy,lookup-greedy --model "$model" --split-tables --split-rows none --split-ms 0 \
+        --split-cols 0 "$ft" -o "$T/c0.ast"
+    cmp <(as-show --no-header -k plan "$T/all.ast" | sed 's/"plan_ms":[0-9.e+-]*//') \
+        <(as-show --no-header -k plan "$T/c0.ast" | sed 's/"plan_ms":[0-9.e+-]*//')
+    run as-plan --alg cost-greedy --model "$model" --split-tables --split-cols 65 "$ft"
+    assert_failure 2
+    assert_output --partial "--split-cols"
+    # make plan passes the most column pieces its cost dataset draws (halves and quarters:
+    # 4) when it draws pieces, else 0
+    as-convert --config "$ROOT/pipelines/models/dlrm-dcnv2-criteo1tb.json" --batch 16 -q -o "$T/pool.ast"
+    as-bench --tables "$T/pool.ast" --sample 300 --max-tables 4 --sample-pieces 1 --draw-only -q -o "$T/drawn.ast"
+    local widest
+    widest=$(as-show --no-header "$T/drawn.ast" | python3 -c 'import json, sys
+w = [p[1] - p[0] for l in sys.stdin for p in (json.loads(l).get("pieces") or []) if p and p[1] - p[0] < 128]
+print(128 // min(w))')
+    printf 'include pipelines/plan.mk\nshow-cols: ; @echo "cols=$(SPLIT_COLS)"\n' > "$T/show.mk"
+    run make -s -C "$ROOT" -f "$T/show.mk" show-cols MODEL=pipelines/models/dlrm-criteo-kaggle.json OUT="$T/o"
+    assert_output --partial "cols=$widest"
+    run make -s -C "$ROOT" -f "$T/show.mk" show-cols MODEL=pipelines/models/dlrm-criteo-kaggle.json OUT="$T/o" SAMPLE_PIECES=0
+    assert_output --partial "cols=0"
+    printf 'include pipelines/demo.mk\nshow-cols: ; @echo "cols=$(SPLIT_COLS)"\n' > "$T/showd.mk"
+    run make -s -C "$ROOT" -f "$T/showd.mk" show-cols
+    assert_output --partial "cols=$widest"
+}
+
 @test "a plan's slowest rank with communication is the same number in as-plan and as-eval" {
     D="$BATS_FILE_TMPDIR"
     local ft="$D/dlrm-dcnv2-criteo1tb.ast" model="$ROOT/pipelines/data/h100-make-plan/dcnv2-run1/model.ast" comm
