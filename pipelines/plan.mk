@@ -101,6 +101,10 @@ ROW_PIECES ?= 2,4,8
 NCOST  ?= 400
 MAXT   ?= 8
 SAMPLE_PIECES ?= 0.3
+# the column halves and quarters of the COL_SINGLES heaviest tables (lookups x dim) measured
+# alone in the cost dataset (as-bench --col-singles; not counted in its budget): on a CPU a
+# half costs far more than half its table, which random shards rarely show the cost model
+COL_SINGLES ?= 8
 ALGS   ?= all,torchrec
 SPLIT_ALGS ?= cost-greedy,lookup-greedy,size-lookup-greedy
 # the plans that get a measured repair round (as-plan --repair --alg: labels, or algorithms
@@ -389,7 +393,7 @@ $(call stamp,scale.txt,$(call sq,row_cap $(CAP_EFF) batch $(BATCH_EFF) weights $
 $(call stamp,comm.txt,$(call sq,$(COMM_FLAGS) $(COMM_SUM)))
 $(call stamp,knobs-tables.txt,$(call knobs,CONFIG_SUM LOOKUPS_SUM SEED))
 $(call stamp,knobs-features.txt,$(call knobs,ROW_PIECES SHARDS MEM_CAP))
-$(call stamp,knobs-costs.txt,$(call knobs,COSTS NCOST ACTIVE_BUDGET ACTIVE_OPTS MAXT SEED SAMPLE_PIECES ROW_PIECES BENCH_OPTS BENCH_OMP DEVICE NGPU_N))
+$(call stamp,knobs-costs.txt,$(call knobs,COSTS NCOST ACTIVE_BUDGET ACTIVE_OPTS MAXT SEED SAMPLE_PIECES COL_SINGLES ROW_PIECES BENCH_OPTS BENCH_OMP DEVICE NGPU_N))
 $(call stamp,knobs-rows.txt,$(call knobs,BENCH_OPTS DEVICE))
 $(call stamp,knobs-model.txt,$(call knobs,SEED))
 $(call stamp,knobs-own.txt,$(call knobs,OWN_JSON OWN_SUM TORCHREC_SRC $(if $(TORCHREC_SRC),TORCHREC_REV PYTHON)))

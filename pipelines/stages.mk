@@ -1,7 +1,8 @@
 # stages.mk - the recipes the demo (demo.mk) and `make plan` (plan.mk) share: one cost-dataset
 # recipe and one measurement recipe, each on the GPUs in parallel (pipelines/bench-fanout,
 # GNU parallel) where there are several, else as-bench on DEVICE. Included by both; they set
-# BIN, DEVICE, BENCH_OPTS, PROGRESS, PASSES, SEED, NCOST, MAXT, PIECE_OPTS and REF_LEVEL, and
+# BIN, DEVICE, BENCH_OPTS, PROGRESS, PASSES, SEED, NCOST, MAXT, PIECE_OPTS, REF_LEVEL and
+# COL_SINGLES (as-bench --col-singles: the heaviest tables' column halves and quarters alone), and
 # may set BENCH_ENV (a prefix of the measuring runs' commands, e.g. plan.mk's env setting the
 # OpenMP wait policy).
 # Each measuring run's standard error is shown as it comes and kept beside its output, OUT's
@@ -40,7 +41,7 @@ $(error COSTS=$(COSTS) is not active or random)
 endif
 # $(call active_run,TABLES,FEATURES,OUT,SUMMARY): pipelines/active-costs into OUT
 active_run = $(BENCH_ENV) pipelines/active-costs --bin $(BIN) --tables $(1) --features $(2) --device $(DEVICE) --seed $(SEED) \
-	--budget $(ACTIVE_BUDGET) --max-tables $(MAXT) --sample-opts "$(PIECE_OPTS)" --bench-opts "$(BENCH_OPTS) $(BENCH_EXTRA)" \
+	--budget $(ACTIVE_BUDGET) --max-tables $(MAXT) --col-singles $(COL_SINGLES) --sample-opts "$(PIECE_OPTS)" --bench-opts "$(BENCH_OPTS) $(BENCH_EXTRA)" \
 	$(ACTIVE_OPTS) $(PROGRESS) --summary $(4) -o $(3)
 
 # $(call cost_dataset,TABLES,FEATURES,OUT,WHO[,HINT]): every table alone, then the drawn shards
@@ -48,7 +49,7 @@ active_run = $(BENCH_ENV) pipelines/active-costs --bin $(BIN) --tables $(1) --fe
 # alone stops it, named (by its name in FEATURES) with what to do (and HINT) in lines that
 # start "WHO: ", nothing written
 define cost_dataset
-	$(if $(filter random,$(COSTS)),$(call bench_logged,$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --seed $(SEED) $(PIECE_OPTS),,$(3).tmp),$(basename $(3))-bench.txt) && echo "The cost dataset: $(NCOST) random shards measured and every table alone (COSTS=random)." > $(basename $(3))-active.md,$(call bench_logged,$(call active_run,$(1),$(2),$(3).tmp,$(basename $(3))-active.md),$(basename $(3))-bench.txt))
+	$(if $(filter random,$(COSTS)),$(call bench_logged,$(call as_bench_run,$(1),--sample $(NCOST) --max-tables $(MAXT) --singles --col-singles $(COL_SINGLES) --seed $(SEED) $(PIECE_OPTS),,$(3).tmp),$(basename $(3))-bench.txt) && echo "The cost dataset: $(NCOST) random shards measured and every table alone (COSTS=random)." > $(basename $(3))-active.md,$(call bench_logged,$(call active_run,$(1),$(2),$(3).tmp,$(basename $(3))-active.md),$(basename $(3))-bench.txt))
 	{ $(BIN)/as-show --kind features $(2); $(BIN)/as-show --kind cost $(3).tmp; } | python3 -c 'import json, sys; \
 	  rs = [json.loads(l) for l in sys.stdin]; \
 	  names = {r["id"]: r.get("name") or "t%d" % r["id"] for r in rs if r["kind"] == "features" and r.get("piece") is None}; \

@@ -56,6 +56,10 @@ static const char HELP[] =
     "                         so that the cost model learns pieces: a column half or quarter\n"
     "                         (width a multiple of 4) or a row block (--piece-blocks), drawn\n"
     "                         uniformly; the cost records carry `pieces` (docs/FORMAT.md)\n"
+    "      --col-singles N    with --sample: after the drawn shards, the first column half and\n"
+    "                         quarter of the N tables of the most lookups x dim, each alone\n"
+    "                         (origin \"sample\"): what the heaviest tables' column splits cost,\n"
+    "                         which random draws rarely show (make plan: COL_SINGLES)\n"
     "      --piece-blocks LIST  the row blocks for --sample-pieces (default 2,4,8: use the\n"
     "                         counts of as-features --row-pieces, whose features they need)\n"
     "      --seed S           sampling and weight seed (default 0)\n"
@@ -229,7 +233,7 @@ static const char HELP[] =
     "  as-bench --tables pool.ast --sample 100 --max-tables 10 > costs.ast\n";
 
 enum { OPT_TABLES = AS_OPT_TOOL_BASE, OPT_SAMPLE, OPT_MAXT, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_WARMUP,
-       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS,
+       OPT_RUNS, OPT_TRIM, OPT_LR, OPT_MAXMEM, OPT_PART, OPT_FLUSH, OPT_SINGLES, OPT_FROM, OPT_NORES, OPT_SPIECES, OPT_PBLOCKS, OPT_COLSINGLES,
        OPT_NOISE, OPT_RETRIES, OPT_WINDOW, OPT_NOCALIB, OPT_INTERLEAVE, OPT_REFERENCE, OPT_PASSES, OPT_PSINGLES, OPT_REFLEVEL, OPT_DRIFTBOUND, OPT_ROWCAP,
        OPT_WTYPE, OPT_OPTIM, OPT_DRAWONLY };
 
@@ -348,6 +352,7 @@ typedef struct {
     const char *maxmem_arg;
     int singles, psingles, draw_only;
     double spieces;
+    int64_t col_singles;            /* --col-singles */
     int64_t *pblocks;               /* --piece-blocks */
     size_t npblocks;
     int ref_auto;                   /* --reference auto (the default) */
@@ -378,6 +383,7 @@ static const struct option bench_opts[] = {
     { "draw-only", no_argument, 0, OPT_DRAWONLY },
     { "piece-singles", no_argument, 0, OPT_PSINGLES },
     { "sample-pieces", required_argument, 0, OPT_SPIECES },
+    { "col-singles", required_argument, 0, OPT_COLSINGLES },
     { "piece-blocks", required_argument, 0, OPT_PBLOCKS },
     { "sample-from", required_argument, 0, OPT_FROM },
     { "no-resident", no_argument, 0, OPT_NORES },
@@ -409,6 +415,7 @@ static int opt_work(as_cli *cli, int opt, const char *arg, bargs *a, as_bench_cf
     case OPT_DRAWONLY: a->draw_only = 1; return 1;
     case OPT_PSINGLES: a->psingles = 1; return 1;
     case OPT_SPIECES: a->spieces = as_cli_f64(cli, "--sample-pieces", arg, 0, 1); return 1;
+    case OPT_COLSINGLES: a->col_singles = as_cli_i64(cli, "--col-singles", arg, 0, 1 << 20); return 1;
     case OPT_PBLOCKS:
         free(a->pblocks);
         a->pblocks = NULL;
@@ -523,6 +530,7 @@ static void check_args(as_cli *cli, int argc, const bargs *a, const as_bench_cfg
     if (a->draw_only && !a->sample) as_cli_usage(cli, "--draw-only needs --sample N");
     if (a->psingles && a->sample) as_cli_usage(cli, "--piece-singles measures the pieces of input plans; --sample reads no input");
     if ((a->spieces > 0 || a->pblocks) && !a->sample) as_cli_usage(cli, "--sample-pieces and --piece-blocks need --sample N");
+    if (a->col_singles > 0 && !a->sample) as_cli_usage(cli, "--col-singles needs --sample N");
     if (a->from && !a->sample) as_cli_usage(cli, "--sample-from needs --sample N");
 }
 
@@ -566,6 +574,7 @@ static void load_work(bargs *a, as_bench_cfg *cfg, as_brun_cfg *rc, int argc, ch
             as_bsample_draw(smp, ids, npool, a->sample, a->maxt, cfg->seed, a->singles);
             static const int64_t blocks_default[] = { 2, 4, 8 };
             as_bsample_pieces(smp, &meta, a->spieces, a->pblocks ? a->pblocks : blocks_default, a->pblocks ? (int)a->npblocks : 3, cfg->seed);
+            if (a->col_singles > 0) as_bsample_col_singles(smp, &meta, ids, npool, a->col_singles);
             free(ids);
         }
         as_bpool_free(&meta);

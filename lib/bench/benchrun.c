@@ -121,6 +121,49 @@ void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const i
         }
 }
 
+/* the weight of pool table t for as_bsample_col_singles: lookups x dim, what its kernel moves */
+static double col_weight(const as_btable *t) { return (double)t->lookups * (double)t->dim; }
+
+int64_t as_bsample_col_singles(as_bsample *s, const as_bpool *meta, const int64_t *ids, int64_t npool, int64_t top)
+{
+    int64_t *pick = as_malloc((size_t)(npool ? npool : 1) * sizeof *pick), np = 0;
+    for (int64_t i = 0; i < npool; i++) {
+        const as_btable *t = as_bpool_get(meta, ids[i]);
+        if (t && t->dim % 8 == 0) pick[np++] = ids[i];
+    }
+    /* the top tables by weight (ties: the lower id), by selection: top is small */
+    int64_t nt = top < np ? top : np;
+    for (int64_t a = 0; a < nt; a++)
+        for (int64_t b = a + 1; b < np; b++) {
+            const double wa = col_weight(as_bpool_get(meta, pick[a])), wb = col_weight(as_bpool_get(meta, pick[b]));
+            if (wb > wa || (wb == wa && pick[b] < pick[a])) { const int64_t x = pick[a]; pick[a] = pick[b]; pick[b] = x; }
+        }
+    int64_t add = 0;
+    for (int64_t a = 0; a < nt; a++) add += as_bpool_get(meta, pick[a])->dim % 16 == 0 ? 2 : 1;
+    if (add) {
+        const int64_t n0 = s->n, n1 = n0 + add;
+        s->ids = realloc(s->ids, (size_t)n1 * sizeof *s->ids);
+        s->len = realloc(s->len, (size_t)n1 * sizeof *s->len);
+        s->pc = s->pc ? realloc(s->pc, (size_t)n1 * sizeof *s->pc) : as_calloc((size_t)n1, sizeof *s->pc);
+        if (!s->ids || !s->len || !s->pc) as_oom("the column singles");
+        int64_t i = n0;
+        for (int64_t a = 0; a < nt; a++) {
+            const as_btable *t = as_bpool_get(meta, pick[a]);
+            for (int64_t c = 2; c <= 4 && t->dim % (4 * c) == 0; c *= 2, i++) {
+                s->ids[i] = as_malloc(sizeof **s->ids);
+                s->ids[i][0] = t->id;
+                s->len[i] = 1;
+                s->pc[i] = as_malloc(sizeof **s->pc);
+                s->pc[i][0] = (as_piece){ 0, t->dim / c, 0, t->rows };
+                if (t->id > s->maxid) s->maxid = t->id;
+            }
+        }
+        s->n = n1;
+    }
+    free(pick);
+    return add;
+}
+
 void as_bsample_write(as_writer *w, const as_bsample *s)
 {
     for (int64_t i = 0; i < s->n; i++) {

@@ -52,6 +52,13 @@ void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t c
  * as_piece_row_blocks for each count of blocks[0..nblocks) the table has rows for. A table
  * with no level stays whole. Seeded by seed (stream "pieces"); frac 0 draws nothing. */
 void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const int64_t *blocks, int nblocks, uint64_t seed);
+/* as-bench --col-singles N: after the draws, the first column half and quarter (while the
+ * width stays a multiple of 4) of the N tables of ids[0..npool) with the most lookups x dim
+ * (ties: the lower id; tables whose dim is not a multiple of 8 have none), each a shard alone,
+ * half then quarter, heaviest table first: the cost model sees what the costliest tables' column
+ * splits cost alone (on a CPU a half costs far more than half its table), which the random
+ * draws rarely show. Returns the shards added. */
+int64_t as_bsample_col_singles(as_bsample *s, const as_bpool *meta, const int64_t *ids, int64_t npool, int64_t top);
 /* as-bench --draw-only: every shard of s (before as_bsample_tables) to w as a `shard` record,
  * {"kind": "shard", "tables": [ids]} and, where it has pieces, "pieces" (one per table,
  * whole ones included), in order: what as-bench would measure, to measure later as input */
