@@ -70,6 +70,35 @@ pool() { as-convert --synth --preset tiny -o "$T/pool.ast"; }
     assert_output --partial "--draw-only needs --sample N"
 }
 
+@test "as-bench --col-singles N: the N heaviest tables' column half and quarter alone, after the same draws" {
+    pool
+    local d="--sample 12 --max-tables 3 --seed 4 --singles --sample-pieces 0.5 --piece-blocks 2,4"
+    # shellcheck disable=SC2086
+    as-bench --tables "$T/pool.ast" $d --draw-only -q -o "$T/a.ast"
+    # shellcheck disable=SC2086
+    as-bench --tables "$T/pool.ast" $d --col-singles 3 --draw-only -q -o "$T/b.ast"
+    local na nb
+    na=$(as-show --no-header "$T/a.ast" | wc -l)
+    nb=$(as-show --no-header "$T/b.ast" | wc -l)
+    # the draws first, unchanged
+    diff <(as-show --no-header "$T/a.ast") <(as-show --no-header "$T/b.ast" | head -n "$na")
+    # then, heaviest table first (lookups x dim, the lower id on ties; a dim that is a multiple
+    # of 8 has a half, of 16 a quarter too), each alone: [id, width, dim]
+    as-show --kind table "$T/pool.ast" | jq -rs '[.[] | select(.dim % 8 == 0)] | sort_by([-(.lookups * .dim), .id]) | .[0:3][] |
+        "\(.id) \(.dim / 2) \(.dim)", (select(.dim % 16 == 0) | "\(.id) \(.dim / 4) \(.dim)")' > "$T/want.txt"
+    as-show --no-header "$T/b.ast" | tail -n $((nb - na)) | jq -r '"\(.tables[0]) \(.pieces[0][1] - .pieces[0][0]) \(.tables | length)"' > "$T/got1.txt"
+    [ "$(awk '{print $3}' "$T/got1.txt" | sort -u)" = 1 ]
+    [ "$(awk '{print $1, $2}' "$T/got1.txt")" = "$(awk '{print $1, $2}' "$T/want.txt")" ]
+    [ -s "$T/want.txt" ]
+    # every column single starts at column 0 and spans all rows
+    [ "$(as-show --no-header "$T/b.ast" | tail -n $((nb - na)) | jq -c 'select(.pieces[0][0] != 0 or .pieces[0][2] != 0)' | wc -l)" -eq 0 ]
+    run as-bench --tables "$T/pool.ast" --col-singles 2 "$T/a.ast"
+    assert_failure 2
+    assert_output --partial "--col-singles needs --sample N"
+    run as-bench --tables "$T/pool.ast" --sample 2 --col-singles x
+    assert_failure 2
+}
+
 @test "as-bench: plans pass on with a cost per shard; shards give costs; others pass through" {
     pool
     make_stream "$HDR$PLAN$SHARD$OTHER" > "$T/in.ast"
