@@ -21,8 +21,10 @@
 #   features   as-features --model-task     features (with row pieces) and the one task:
 #                                           the config's ranks and HBM (SHARDS, MEM_CAP)
 #   costs      pipelines/active-costs       a cost dataset of the model's own tables: every
-#              (as-bench, as-costfit        table alone and shards of 1..MAXT items, whole
-#              --select)                    tables and pieces, chosen where an ensemble of
+#              (as-bench, as-costfit        table alone, the COL_SINGLES heaviest tables'
+#              --select)                    column halves and quarters alone, and shards of
+#                                           1..MAXT items, whole
+#                                           tables and pieces, chosen where an ensemble of
 #                                           cost models disagrees most, until its validation
 #                                           R² stops rising or ACTIVE_BUDGET (NCOST/2) are
 #                                           measured (COSTS=active); COSTS=random: NCOST
@@ -35,7 +37,8 @@
 #   model      as-costfit                   the cost model (its quality gate: MODEL_GATE)
 #   plans      as-plan                      every planner table-wise (ALGS, TorchRec's
 #                                           included), SPLIT_ALGS with --split-tables (column
-#                                           pieces and TorchRec's row_wise: SPLIT_ROWS; from
+#                                           pieces of at most SPLIT_COLS, and TorchRec's
+#                                           row_wise: SPLIT_ROWS; from
 #                                           TorchRec's splits too) and with
 #                                           --split-tables --refine, REPLICATE_ALGS with
 #                                           --replicate --refine, table-wise and split
