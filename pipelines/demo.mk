@@ -197,7 +197,7 @@ ifneq ($(SPLIT_ALGS),)
 endif
 ifneq ($(TORCHREC_SRC),)
 	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --split test --torchrec-src $(TORCHREC_SRC) -o $@.json
-	$(BIN)/as-plan --model $(PLAN_MODEL) --import $@.json --plans-only $(D)/ft.ast -o $@.own
+	$(BIN)/as-plan --model $(PLAN_MODEL) --import $@.json --seed $(SEED) --plans-only $(D)/ft.ast -o $@.own
 endif
 	cat $@.table $(if $(SPLIT_ALGS),$@.split) $(if $(TORCHREC_SRC),$@.own) > $@.tmp && mv $@.tmp $@ && rm -f $@.table $@.split $@.own $@.json
 

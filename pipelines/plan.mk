@@ -462,12 +462,12 @@ $(D)/own.ast: $(D)/ft.ast $(D)/model.ast $(BIN)/as-plan $(D)/knobs-own.txt
 	@printf '%s%s\n' "== TorchRec's own planner" $(call sq,$(if $(OWN_JSON), (its plan from $(OWN_JSON)),$(if $(TORCHREC_SRC),, (TORCHREC_SRC not set: left out))))
 	rm -f $@.json $@.tmp
 ifneq ($(OWN_JSON),)
-	$(BIN)/as-plan --model $(D)/model.ast --import $(QOWN) --plans-only $(D)/ft.ast -o $@.tmp
+	$(BIN)/as-plan --model $(D)/model.ast --import $(QOWN) --seed $(SEED) --plans-only $(D)/ft.ast -o $@.tmp
 	$(call own_labels,$@.tmp,OWN_JSON $(OWN_JSON))
 	mv $@.tmp $@
 else ifneq ($(TORCHREC_SRC),)
 	AS_SHOW=$(BIN)/as-show $(PYTHON) pipelines/torchrec_planner.py $(D)/ft.ast --torchrec-src $(call sq,$(TORCHREC_SRC)) -o $@.json
-	$(BIN)/as-plan --model $(D)/model.ast --import $@.json --plans-only $(D)/ft.ast -o $@.tmp
+	$(BIN)/as-plan --model $(D)/model.ast --import $@.json --seed $(SEED) --plans-only $(D)/ft.ast -o $@.tmp
 	$(call own_labels,$@.tmp,TorchRec's own planner's plan ($@.json))
 	mv $@.tmp $@
 else

@@ -96,6 +96,12 @@ setup_file() {
     assert_output --partial "as-plan"
     [ "$(md5sum < "$P/own.ast")" = "$sum0" ]
     [ -z "$(compgen -G "$P/*.tmp*")" ]
+    # under another SEED the imported plan is of the same run as ours (its seed), so the
+    # choice's range step sees one run: chosen and reported
+    run mkplan OUT="$D/out-own" OWN_JSON="$D/own.json" SEED=1
+    assert_success
+    [ "$(as-show -k plan "$P/own.ast" | jq -r .seed)" = 1 ]
+    grep -qF "against TorchRec's own planner (\`torchrec-own\`)" "$P/report.md"
 }
 
 @test "make plan: a second run does nothing; a removed stage is redone with what follows it, not before it" {
