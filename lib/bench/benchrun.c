@@ -142,10 +142,9 @@ int64_t as_bsample_col_singles(as_bsample *s, const as_bpool *meta, const int64_
     for (int64_t a = 0; a < nt; a++) add += as_bpool_get(meta, pick[a])->dim % 16 == 0 ? 2 : 1;
     if (add) {
         const int64_t n0 = s->n, n1 = n0 + add;
-        s->ids = realloc(s->ids, (size_t)n1 * sizeof *s->ids);
-        s->len = realloc(s->len, (size_t)n1 * sizeof *s->len);
-        s->pc = s->pc ? realloc(s->pc, (size_t)n1 * sizeof *s->pc) : as_calloc((size_t)n1, sizeof *s->pc);
-        if (!s->ids || !s->len || !s->pc) as_oom("the column singles");
+        s->ids = as_realloc(s->ids, (size_t)n1 * sizeof *s->ids);
+        s->len = as_realloc(s->len, (size_t)n1 * sizeof *s->len);
+        s->pc = s->pc ? as_realloc(s->pc, (size_t)n1 * sizeof *s->pc) : as_calloc((size_t)n1, sizeof *s->pc);
         int64_t i = n0;
         for (int64_t a = 0; a < nt; a++) {
             const as_btable *t = as_bpool_get(meta, pick[a]);
