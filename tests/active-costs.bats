@@ -48,13 +48,14 @@ active() {
     run active --budget 14 --init 4 --val 3 --batch 2 --patience 100 --col-singles 2
     assert_success
     assert_output --partial "round 0: every table alone and 4 random shards, the column halves and quarters of the 2 heaviest tables alone"
-    assert_output --partial "stopped after round 3, 13 shards measured (and every table alone, the column halves and quarters of the 2 heaviest tables alone): budget"
+    assert_output --partial "stopped after round 3, 13 shards measured (and every table alone, 4 column halves and quarters of the heaviest tables alone): budget"
     # the tiny pool's dims are multiples of 16: a half and a quarter of each of 2 tables,
     # one table each, from column 0, in round 0's stream (after its random shards)
     run as-show --count "$T/c.ast"
     assert_line "cost	49"
     [ "$(as-show --kind cost "$T/c.ast" | sed -n '37,40p' | jq -c 'select((.tables | length) == 1 and .pieces[0][0] == 0)' | wc -l)" -eq 4 ]
-    grep -qF "13 shards measured (budget 14) and every table alone, the column halves and quarters of the 2 heaviest tables alone; stopped" "$T/c.md"
+    grep -qF "13 shards measured (budget 14) and every table alone, 4 column halves and quarters of the heaviest tables alone; stopped" "$T/c.md"
+    grep -qF "| 0 | every table alone, 4 column halves and quarters of the heaviest tables alone, 4 random, 3 random to validate on |" "$T/c.md"
     run "$ROOT/pipelines/active-costs" --tables x --features y -o z --col-singles two
     assert_failure 2
 }
