@@ -76,16 +76,10 @@ ROW_PIECES ?= 2,4,8
 # pieces in the cost dataset (as-bench --sample-pieces: this share of the drawn shards'
 # tables measured as a piece), so that the cost model learns them
 SAMPLE_PIECES ?= 0.3
-# the column halves and quarters of the COL_SINGLES heaviest tables (lookups x dim) measured
-# alone in the cost dataset (as-bench --col-singles; not counted in its budget): on a CPU a
-# half costs far more than half its table, which random shards rarely show the cost model
-COL_SINGLES ?= 8
 PIECE_OPTS := $(if $(filter-out 0,$(SAMPLE_PIECES)),--sample-pieces $(SAMPLE_PIECES) --piece-blocks $(ROW_PIECES))
 SPLIT_ALGS ?= cost-greedy,autoshard
 # the algorithms of the plans: every one of ours, and TorchRec's planner as the baseline
 ALGS ?= all,torchrec
-# the most column pieces a split makes: the most the cost dataset measured (as plan.mk's)
-SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),4,0)
 SPLIT_OPTS ?= --split-tables --refine --split-cols $(SPLIT_COLS)
 # TorchRec's own planner (pipelines/torchrec_planner.py) beside ours where its source is at
 # hand (meta-pytorch/torchrec: TORCHREC_SRC or AS_TORCHREC_SRC; a Python with torch): its

@@ -104,10 +104,6 @@ ROW_PIECES ?= 2,4,8
 NCOST  ?= 400
 MAXT   ?= 8
 SAMPLE_PIECES ?= 0.3
-# the column halves and quarters of the COL_SINGLES heaviest tables (lookups x dim) measured
-# alone in the cost dataset (as-bench --col-singles; not counted in its budget): on a CPU a
-# half costs far more than half its table, which random shards rarely show the cost model
-COL_SINGLES ?= 8
 ALGS   ?= all,torchrec
 SPLIT_ALGS ?= cost-greedy,lookup-greedy,size-lookup-greedy
 # the plans that get a measured repair round (as-plan --repair --alg: labels, or algorithms
@@ -124,11 +120,6 @@ REPLICATE_ALGS ?= cost-greedy
 # it place row blocks anywhere, which may measure faster but TorchRec cannot run: such plans
 # are measured and reported, never chosen
 SPLIT_ROWS ?= row_wise
-# the most column pieces a split makes (as-plan --split-cols): the most the cost dataset
-# measured (as-bench --sample-pieces draws column halves and quarters: 4), so that no split
-# rests on the cost model's extrapolation to narrower pieces than it has seen; 0 (or no
-# pieces drawn, SAMPLE_PIECES=0): as the dims allow
-SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),4,0)
 # the cost model's quality gate (as-plan --min-model-r2): a weak model (held-out R² below 0.9 or
 # below the straight line's) is said in the report and marks the plans it placed; it does not
 # stop the run, since every candidate is measured and the choice rests on the measurement (on

@@ -1,13 +1,13 @@
 # stages.mk - the recipes the demo (demo.mk) and `make plan` (plan.mk) share: one cost-dataset
 # recipe and one measurement recipe, each on the GPUs in parallel (pipelines/bench-fanout,
 # GNU parallel) where there are several, else as-bench on DEVICE. Included by both; they set
-# BIN, DEVICE, BENCH_OPTS, PROGRESS, PASSES, SEED, NCOST, MAXT, PIECE_OPTS, REF_LEVEL and
-# COL_SINGLES (as-bench --col-singles: the heaviest tables' column halves and quarters alone), and
+# BIN, DEVICE, BENCH_OPTS, PROGRESS, PASSES, SEED, NCOST, MAXT, PIECE_OPTS and REF_LEVEL, and
 # may set BENCH_ENV (a prefix of the measuring runs' commands, e.g. plan.mk's env setting the
 # OpenMP wait policy).
 # Each measuring run's standard error is shown as it comes and kept beside its output, OUT's
 # name with -bench.txt for .ast (what as-bench said of the machine: its quiet-machine check,
-# noise and drift), written with it.
+# noise and drift), written with it. The knobs both share are set here: COL_SINGLES,
+# SPLIT_COLS, COSTS, ACTIVE_BUDGET, ACTIVE_OPTS.
 
 # GPUs on this host; more than one: the shards are fanned out over them
 NGPU   ?= $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
@@ -24,6 +24,16 @@ as_bench_run = $(BENCH_ENV) $(if $(FANOUT),pipelines/bench-fanout --tables $(1) 
 # LOG.tmp left
 bench_logged = { { $(1); echo $$? > $(2).rc; } 2>&1 | tee $(2).tmp >&2; }; \
 	r=$$(cat $(2).rc 2>/dev/null || echo 1); rm -f $(2).rc; [ "$$r" = 0 ] || { rm -f $(2).tmp; exit $$r; }
+
+# the column halves and quarters of the COL_SINGLES heaviest tables (lookups x dim) measured
+# alone in the cost dataset (as-bench --col-singles; not counted in its budget): on a CPU a
+# half costs far more than half its table, which random shards rarely show the cost model
+COL_SINGLES ?= 8
+# the most column pieces a split makes (as-plan --split-cols): the most the cost dataset
+# measured (as-bench --sample-pieces draws column halves and quarters: 4,
+# AS_BSAMPLE_MAX_COLS), so that no split rests on the cost model's extrapolation to narrower
+# pieces than it has seen; 0 (or no pieces drawn, SAMPLE_PIECES=0): as the dims allow
+SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),4,0)
 
 # How the cost dataset's shards are chosen: COSTS=active (default) measures every table alone,
 # ACTIVE_BUDGET/2 random shards and ACTIVE_BUDGET/5 more to validate on, then batches of

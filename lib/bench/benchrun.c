@@ -98,7 +98,7 @@ void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const i
             if (!t) continue;
             /* the levels: column halvings (2, 4), then row blocks */
             int64_t lv[2 + 64], nlv = 0;
-            for (int64_t c = 2; c <= 4; c *= 2)
+            for (int64_t c = 2; c <= AS_BSAMPLE_MAX_COLS; c *= 2)
                 if (t->dim % (4 * c) == 0) lv[nlv++] = -c;
             for (int q = 0; q < nblocks && nlv < 66; q++)
                 if (blocks[q] >= 2 && blocks[q] <= t->rows) lv[nlv++] = blocks[q];
@@ -129,7 +129,7 @@ int64_t as_bsample_col_singles(as_bsample *s, const as_bpool *meta, const int64_
     int64_t *pick = as_malloc((size_t)(npool ? npool : 1) * sizeof *pick), np = 0;
     for (int64_t i = 0; i < npool; i++) {
         const as_btable *t = as_bpool_get(meta, ids[i]);
-        if (t && t->dim % 8 == 0) pick[np++] = ids[i];
+        if (t && t->dim % (4 * 2) == 0) pick[np++] = ids[i];   /* a table with a column half */
     }
     /* the top tables by weight (ties: the lower id), by selection: top is small */
     int64_t nt = top < np ? top : np;
@@ -138,27 +138,28 @@ int64_t as_bsample_col_singles(as_bsample *s, const as_bpool *meta, const int64_
             const double wa = col_weight(as_bpool_get(meta, pick[a])), wb = col_weight(as_bpool_get(meta, pick[b]));
             if (wb > wa || (wb == wa && pick[b] < pick[a])) { const int64_t x = pick[a]; pick[a] = pick[b]; pick[b] = x; }
         }
-    int64_t add = 0;
-    for (int64_t a = 0; a < nt; a++) add += as_bpool_get(meta, pick[a])->dim % 16 == 0 ? 2 : 1;
-    if (add) {
-        const int64_t n0 = s->n, n1 = n0 + add;
-        s->ids = as_realloc(s->ids, (size_t)n1 * sizeof *s->ids);
-        s->len = as_realloc(s->len, (size_t)n1 * sizeof *s->len);
-        s->pc = s->pc ? as_realloc(s->pc, (size_t)n1 * sizeof *s->pc) : as_calloc((size_t)n1, sizeof *s->pc);
-        int64_t i = n0;
-        for (int64_t a = 0; a < nt; a++) {
-            const as_btable *t = as_bpool_get(meta, pick[a]);
-            for (int64_t c = 2; c <= 4 && t->dim % (4 * c) == 0; c *= 2, i++) {
-                s->ids[i] = as_malloc(sizeof **s->ids);
-                s->ids[i][0] = t->id;
-                s->len[i] = 1;
-                s->pc[i] = as_malloc(sizeof **s->pc);
-                s->pc[i][0] = (as_piece){ 0, t->dim / c, 0, t->rows };
-                if (t->id > s->maxid) s->maxid = t->id;
-            }
-        }
-        s->n = n1;
+    /* room for every column level of each (its first piece), then s->n at what was made */
+    int64_t nlev = 0, i = s->n;
+    for (int64_t c = 2; c <= AS_BSAMPLE_MAX_COLS; c *= 2) nlev++;
+    const int64_t n0 = s->n, room = n0 + nt * nlev;
+    if (nt > 0) {
+        s->ids = as_realloc(s->ids, (size_t)room * sizeof *s->ids);
+        s->len = as_realloc(s->len, (size_t)room * sizeof *s->len);
+        s->pc = s->pc ? as_realloc(s->pc, (size_t)room * sizeof *s->pc) : as_calloc((size_t)room, sizeof *s->pc);
     }
+    for (int64_t a = 0; a < nt; a++) {
+        const as_btable *t = as_bpool_get(meta, pick[a]);
+        for (int64_t c = 2; c <= AS_BSAMPLE_MAX_COLS && t->dim % (4 * c) == 0; c *= 2, i++) {
+            s->ids[i] = as_malloc(sizeof **s->ids);
+            s->ids[i][0] = t->id;
+            s->len[i] = 1;
+            s->pc[i] = as_malloc(sizeof **s->pc);
+            s->pc[i][0] = (as_piece){ 0, t->dim / c, 0, t->rows };
+            if (t->id > s->maxid) s->maxid = t->id;
+        }
+    }
+    s->n = i;
+    const int64_t add = i - n0;
     free(pick);
     return add;
 }

@@ -45,10 +45,14 @@ int as_bsample_pool(int64_t **out, int64_t *n, const as_bpool *p, const int64_t 
  * the count draws (s->n = npool + count, s->nsingles = npool). Free with as_bsample_free. */
 void as_bsample_draw(as_bsample *s, const int64_t *ids, int64_t npool, int64_t count, int64_t max_tables,
                      uint64_t seed, int singles);
+/* the most column pieces a drawn piece's table is cut into (halves, then quarters: 2, 4):
+ * as_bsample_pieces' and as_bsample_col_singles' column levels (make plan's SPLIT_COLS) */
+#define AS_BSAMPLE_MAX_COLS 4
+
 /* Pieces into the cost dataset: every entry of the draws (not the singles) becomes, with
  * probability frac, a piece of its table (meta: the tables' rows and dims): one of its
  * levels drawn uniformly, then one piece of it uniformly. Levels: the column halvings into
- * 2 and 4 equal pieces whose width stays a multiple of 4, and the row blocks of
+ * 2 .. AS_BSAMPLE_MAX_COLS equal pieces whose width stays a multiple of 4, and the row blocks of
  * as_piece_row_blocks for each count of blocks[0..nblocks) the table has rows for. A table
  * with no level stays whole. Seeded by seed (stream "pieces"); frac 0 draws nothing. */
 void as_bsample_pieces(as_bsample *s, const as_bpool *meta, double frac, const int64_t *blocks, int nblocks, uint64_t seed);
