@@ -92,9 +92,9 @@ BATCH  ?= auto
 # what the tables are measured training with (pipelines/plan_train.py; as-bench --weights-type,
 # --optimizer): WEIGHTS fp16, fp32, bf16, config (each table's data_type) or auto; OPTIMIZER
 # sgd, exact_rowwise_adagrad, adam, config (the config's topology.optimizer) or auto. auto:
-# on the CPU the config's (the Kaggle DLRM fp32 + SGD, DLRM-DCNv2 fp32 + exact row-wise
-# Adagrad); on a GPU fp16 + SGD until the typed CUDA kernels have run on a GPU (config asks
-# for them; docs/GPU.md). The report says which
+# the config's, on the CPU and on a GPU (the Kaggle DLRM fp32 + SGD, DLRM-DCNv2 fp32 + exact
+# row-wise Adagrad; the typed CUDA kernels passed their bit-exact tests on an H200,
+# docs/GPU.md). The report says which
 WEIGHTS ?= auto
 OPTIMIZER ?= auto
 ROW_PIECES ?= 2,4,8

@@ -9,10 +9,10 @@ usage: python3 pipelines/plan_train.py CONFIG --device D [--ngpu N] [--weights W
 Prints one line, "WEIGHTS OPTIMIZER", as-bench's values. --weights takes fp16, fp32, bf16,
 config (each table's data_type in the config: as-bench --weights-type tables) or auto (the
 default); --optimizer sgd, exact_rowwise_adagrad, adam, config (the config's
-topology.optimizer) or auto. auto: on the CPU (--device cpu, or auto without a GPU) what the
-config trains (config); on a GPU fp16 and sgd, until the typed CUDA kernels (fp32 / bf16
-weights, Adagrad, Adam) have run on a GPU (docs/GPU.md): config asks for them. The
-config's optimizer maps onto the kernels': sgd and exact_sgd to sgd, rowwise_adagrad and
+topology.optimizer) or auto. auto: what the config trains (config), on the CPU and on a GPU
+alike (the typed CUDA kernels, fp32 / bf16 weights with Adagrad or Adam, passed their
+bit-exact tests on an NVIDIA H200 on 2026-11-30; docs/GPU.md), so --device and --ngpu,
+accepted as make plan passes them, no longer change the answer. The config's optimizer maps onto the kernels': sgd and exact_sgd to sgd, rowwise_adagrad and
 exact_rowwise_adagrad to exact_rowwise_adagrad, adam to adam; another (adagrad,
 exact_adagrad, partial_rowwise_adam) is exit 3 naming what to give instead, as is a table of
 int8, int4 or int2 weights, and (--weights config) tables of more than one type: a cost model
@@ -116,9 +116,8 @@ def report(argv):
     trains = KERNEL_OPT.get(opt, opt)
     if (w != "tables" and set(types) != {w}) or trains != o:
         lines.append("The model trains %s weights with %s: these costs are not of its own kernel (WEIGHTS or OPTIMIZER "
-                     "given, or a GPU, where `make plan` measures fp16 with SGD until the typed CUDA kernels have run on "
-                     "a GPU: WEIGHTS=config OPTIMIZER=config measures the model's with them; on the CPU `make plan` "
-                     "measures the model's by default)." % ("/".join(kinds), opt))
+                     "given: `make plan` measures the model's own by default, WEIGHTS=auto OPTIMIZER=auto)." %
+                     ("/".join(kinds), opt))
     emit("\n".join(lines) + "\n\n")
     return 0
 
@@ -141,9 +140,6 @@ def main(argv):
     ng = opts["--ngpu"]
     if ng and not re.fullmatch(r"[0-9]{1,6}", ng):
         usage("--ngpu: '%s' is not a count of GPUs" % ng)
-    ngpu = int(ng or 0)
-    dev = opts["--device"]
-    gpu = dev.startswith("cuda") or (dev == "auto" and ngpu > 0)
     w, o = opts["--weights"], opts["--optimizer"]
     if w not in TYPES + ("config", "auto"):
         usage("--weights: '%s' is not fp16, fp32, bf16, config or auto" % w)
@@ -153,9 +149,9 @@ def main(argv):
         emit("")                         # exit 3: nowhere to say the values
     opt, types = load(argv[1])
     if w == "auto":
-        w = "fp16" if gpu else "config"
+        w = "config"
     if o == "auto":
-        o = "sgd" if gpu else "config"
+        o = "config"
     if w == "config":
         bad = sorted(set(t for t in types if t not in TYPES))
         if bad:

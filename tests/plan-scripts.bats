@@ -235,12 +235,13 @@ cfgt() {
     assert_output --partial "give WEIGHTS=fp32, fp16 or bf16"
     run python3 "$P/plan_train.py" "$T/c.json" --device cpu --weights config
     assert_failure 3
-    # one type given: measured in it; on a GPU auto is fp16
+    # one type given: measured in it; on a GPU auto is the config's too, refused alike
     run python3 "$P/plan_train.py" "$T/c.json" --device cpu --weights fp32
     assert_success
     assert_output "fp32 sgd"
     run python3 "$P/plan_train.py" "$T/c.json" --device cuda
-    assert_output "fp16 sgd"
+    assert_failure 3
+    one_line "plan_train: $T/c.json: tables of 3 weight types (bf16, fp16, fp32)"
     # one type in two spellings is one type
     cfgt '"sgd"' '"fp16"' '"FP16"' '"Fp16"'
     run python3 "$P/plan_train.py" "$T/c.json" --device cpu

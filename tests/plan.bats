@@ -326,14 +326,16 @@ JSON
     assert_failure 2
 }
 
-@test "plan_train.py: auto is the config's on the CPU, fp16 + SGD on a GPU; optimizers mapped onto the kernels'; what they lack refused" {
+@test "plan_train.py: auto is the config's on the CPU and on a GPU; optimizers mapped onto the kernels'; what they lack refused" {
     cfg() { printf '{"topology": {"world_size": 2, "optimizer": "%s"}, "tables": [{"name": "a", "num_embeddings": 10, "embedding_dim": 4%s}]}' "$1" "$2" > "$T/c.json"; }
     cfg exact_rowwise_adagrad ""
     run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cpu
     assert_output "tables exact_rowwise_adagrad"
     run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cuda:0
-    assert_output "fp16 sgd"
+    assert_output "tables exact_rowwise_adagrad"
     run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device auto --ngpu 2
+    assert_output "tables exact_rowwise_adagrad"
+    run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device cuda:0 --weights fp16 --optimizer sgd
     assert_output "fp16 sgd"
     run python3 "$ROOT/pipelines/plan_train.py" "$T/c.json" --device auto --ngpu 0 --weights bf16 --optimizer adam
     assert_output "bf16 adam"

@@ -46,7 +46,7 @@ typedef struct {
     int64_t row_cap;        /* the pool's tables above this many rows are measured capped
                              * (as_bpool_cap_rows, made by the caller); 0: none. Written into
                              * the records (row_cap) */
-    /* what the shards train (ebopt.h; on CUDA the typed kernels, not yet run on a GPU): wtype the weight type of every table
+    /* what the shards train (ebopt.h; on CUDA the typed kernels): wtype the weight type of every table
      * (as_eb_dtype; 0 fp16, the paper's protocol) or AS_BENCH_WTYPE_TABLES, each table's
      * own data_type (its table record's; fp16 without one); optim the optimizer (0: exact
      * SGD) with eps AS_BENCH_EPS and Adam's betas AS_BENCH_BETA1/2 (FBGEMM's defaults).

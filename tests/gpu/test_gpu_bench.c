@@ -780,7 +780,11 @@ static void noise_real_timer(const as_bench_cfg *c, const as_bpool *bp)
        after another, and the costs are divided by its factor. The level is set only by
        a quiet reference (spread at most 0.10): on the H200 the 2-table reference of
        0.01 ms stayed above it in every round, so the reference is the pool's largest
-       shard, and a level left unset must leave every cost uncorrected (drift NaN). */
+       shard, and a level left unset must leave every cost uncorrected (drift NaN). The
+       factor is the reference's time now over its level: positive and finite, its size
+       the machine's. Under compute-sanitizer memcheck on the H200 (2026-11-30) the
+       level was set while the instrumented kernels were still slow and later groups
+       ran 7x faster (drift 0.14), so no range of it is a promise of the code. */
     const int64_t ref[4] = {206, 203, 200, 204};
     double base = 0;
     as_noise_job rj[2] = { { s1, 4, { 0 }, 0 }, { s2, 2, { 0 }, 0 } };
@@ -791,7 +795,7 @@ static void noise_real_timer(const as_bench_cfg *c, const as_bpool *bp)
     for (int i = 0; i < 2; i++) {
         CHECK(rj[i].r.ok && rj[i].r.together == 1);
         /* NaN only where the group's reference stayed noisy or there is no level */
-        if (base > 0) CHECK(isnan(rj[i].r.drift) || (rj[i].r.drift > 0.5 && rj[i].r.drift < 2));
+        if (base > 0) CHECK(isnan(rj[i].r.drift) || (isfinite(rj[i].r.drift) && rj[i].r.drift > 0));
         else CHECK(isnan(rj[i].r.drift));
         fprintf(stderr, "  reference: shard %d cost %.4f ms, spread %.3f, drift %.4f\n", i, rj[i].r.cost_ms,
                 rj[i].r.spread, rj[i].r.drift);
