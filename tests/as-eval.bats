@@ -587,6 +587,24 @@ GOOD="{'r2':0.97,'linear_r2':0.87,'min_r2':0.9,'weak':False}"
     [ "$(head -c 4 "$T/c.pdf")" = "%PDF" ]
 }
 
+@test "as-eval --plot: each algorithm's bars in a colour of its own (12 algorithms: 12 colours, where gnuplot's cycle has 8), past 20 a fill pattern" {
+    recs=()
+    for i in $(seq 1 12); do recs+=("$(NP 0 "alg$i" "[$i.0,1.0]" "$Q" "$F")"); done
+    mp_stream "${recs[@]}" > "$T/a12.ast"
+    as-eval --table summary --plot "$T/a12.svg" "$T/a12.ast" > /dev/null
+    # the first 12 of evalplot.c's colours, as gnuplot's SVG writes them
+    for c in "31, 119, 180" "255, 127,  14" " 44, 160,  44" "214,  39,  40" "148, 103, 189" "140,  86,  75" \
+             "227, 119, 194" "127, 127, 127" "188, 189,  34" " 23, 190, 207" "174, 199, 232" "255, 187, 120"; do
+        grep -qF "rgb($(printf '%3s' "${c%%,*}"),${c#*,})" "$T/a12.svg" || { echo "colour rgb($c) missing"; false; }
+    done
+    recs=()
+    for i in $(seq 1 21); do recs+=("$(NP 0 "alg$i" "[$i.0,1.0]" "$Q" "$F")"); done
+    mp_stream "${recs[@]}" > "$T/a21.ast"
+    as-eval --table summary --plot "$T/a21.svg" "$T/a21.ast" > /dev/null
+    grep -q "<pattern" "$T/a21.svg"
+    ! grep -q "<pattern" "$T/a12.svg"
+}
+
 @test "as-eval: --plot and --curve may not replace an input, -o or each other" {
     make_stream "$HDR$PLANS" > "$T/p.ast"
     cp "$T/p.ast" "$T/p.png"

@@ -194,19 +194,35 @@ static void script_summary(FILE *f, const plot_ctx *c, const char *label)
                "1 with lines lc rgb \"gray\" dt 2\nunset logscale y\nset format y\n", c->path[F_SUMMARY]);
 }
 
-/* the script's panel of the task's per-shard costs, one cluster of bars per shard */
+/* the bars' colours, one per algorithm of the task, distinct (gnuplot's default cycle has 8,
+   and the demo compares 10 or more); past them the colours come round again with a fill
+   pattern, so no two algorithms' bars look alike */
+static const char *const BAR_COLOURS[] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+};
+enum { N_BAR_COLOURS = sizeof BAR_COLOURS / sizeof BAR_COLOURS[0] };
+
+/* the script's panel of the task's per-shard costs, one cluster of bars per shard, each
+   algorithm in its own colour (solid, no border: a shard's bars are thin), the key below
+   the bars, not over them */
 static void script_bars(FILE *f, const plot_ctx *c, int64_t task, const char *label)
 {
     char span[96];
     snprintf(span, sizeof span, ", log scale: the costs span %.0fx", c->logy ? c->cmax / c->cmin : 0);
     fprintf(f, "set title \"Task %" PRId64 ": cost per shard (%s)%s\"\nset ylabel \"ms\"\nset xlabel \"shard\"\nset xtics norotate\n"
-               "set style data histogram\nset style histogram clustered gap 1\nset boxwidth 0.9 relative\nset key inside top right\n"
+               "set style data histogram\nset style histogram clustered gap 1\nset boxwidth 0.9 relative\n"
+               "set key below maxcols 2 samplen 1.5\n"
                "set offsets 0,0,0,0\n", task, label, c->logy ? span : "");
     if (c->logy) fprintf(f, "set logscale y\nset format y \"%%g\"\nset yrange [%.9g:%.9g]\n", c->cmin / 2, c->cmax * 2);
     else fprintf(f, "set yrange [0:*]\n");
     fprintf(f, "plot ");
     for (int64_t i = 0; i < c->nb; i++) {
-        fprintf(f, "%s\"%s\" using %" PRId64 ":xtic(1) title ", i ? ", " : "", c->path[F_BARS], i + 2);
+        fprintf(f, "%s\"%s\" using %" PRId64 ":xtic(1) lc rgb \"%s\"", i ? ", " : "", c->path[F_BARS], i + 2,
+                BAR_COLOURS[i % N_BAR_COLOURS]);
+        if (i >= N_BAR_COLOURS) fprintf(f, " fs pattern %" PRId64 " border -1", 1 + (i / N_BAR_COLOURS - 1) % 7);
+        else fprintf(f, " fs solid 0.85 noborder");
+        fprintf(f, " title ");
         gp_str(f, c->bars[i]->alg);
     }
     fprintf(f, "\nunset style data\nunset logscale y\nset format y\nset key off\nset xlabel \"\"\n");
