@@ -405,6 +405,43 @@ static int result(search *S, as_features **items, int64_t *nitems, as_plan *p, c
     return 0;
 }
 
+/* ALG's own plan of the whole tables t[0..n), as as-plan makes it without --split-tables:
+ * placed with the communication not charged (cost-greedy places by the charge when c sets
+ * one, and a greedy placement by it can score worse by it than the one without), scored as
+ * the nodes are (plan_score, the charge included). When it is feasible and scores at most
+ * the result's (*items, *p: info->pred_after), it is the result: the whole tables, that
+ * plan. Nothing when c charges nothing (the root is then that plan). 0, or -1 with err */
+static int keep_unsplit(const as_plan_cfg *c, const as_split_cfg *sc, const as_features *const *t, int64_t n,
+                        as_features **items, int64_t *nitems, as_plan *p, as_split_info *info, char *err, size_t errlen)
+{
+    if (!(c->comm_gbps > 0) && !c->comm_model) return 0;
+    as_plan_cfg u = *c;
+    u.comm_gbps = 0;
+    u.comm_model = NULL;
+    as_plan q;
+    char e2[512];
+    if (as_plan_make(&q, &u, t, n, e2, sizeof e2)) {
+        snprintf(err, errlen, "%s", e2);
+        return -1;
+    }
+    const double s = plan_score(&q, t, sc);
+    if (!isfinite(s) || !(s <= info->pred_after)) {
+        as_plan_free(&q);
+        return 0;
+    }
+    as_features *w = as_malloc((size_t)(n ? n : 1) * sizeof *w);
+    for (int64_t i = 0; i < n; i++) w[i] = *t[i];
+    free(*items);
+    as_plan_free(p);
+    *items = w;
+    *nitems = n;
+    *p = q;
+    info->items = n;
+    info->split = 0;
+    info->pred_after = s;
+    return 0;
+}
+
 /* the levels of sc->seed (a table's split elsewhere: 0 whole, -1 TorchRec's row_wise, c >= 2
  * c equal column pieces) into lvl, each the level of that split where the table has it, else
  * whole; 1 when they differ from the root's (every table whole) */
@@ -509,6 +546,12 @@ int as_split_search(const as_plan_cfg *c, const as_split_cfg *sc, const as_feati
     info->cut = cut;
     info->seeded = sc->seed && ns > 1 + twrw;
     if (!rc) rc = result(&S[w], items, nitems, p, err, errlen);
+    if (!rc && (rc = keep_unsplit(c, sc, t, n, items, nitems, p, info, err, errlen))) {
+        free(*items);
+        *items = NULL;
+        *nitems = 0;
+        as_plan_free(p);
+    }
     info->ms = (as_now() - t0) * 1e3;
     if (!rc) p->plan_ms = info->ms;
     for (int q = 0; q < ns; q++) {

@@ -32,7 +32,13 @@
  * for the search (plan.h as_plan_policy.search_ctx: the learned policy's greedy rollout)
  * places the candidates with it, and the best node once more with its own. The
  * best node seen wins, the root included, so the result is never predicted slower than no
- * split. Deterministic for a seed, as the planners are, unless the time budget cuts it.
+ * split. When c charges communication, the root is placed under the charge (cost-greedy
+ * weighs it), which can score worse than ALG's own plan of the whole tables (as as-plan
+ * makes it without --split-tables: placed on the kernel alone); that plan is scored too and
+ * kept when it scores at most the best node (split.c keep_unsplit), so the result is never
+ * predicted slower than it either, by the score (the charge included: its pred, the
+ * kernel alone, can be above that plan's when the charge pays for it). Deterministic for a
+ * seed, as the planners are, unless the time budget cuts it.
  *
  * Communication (comm_gbps > 0 or a model of each collective, comm_model): a node's score is the one
  * objective's slowest shard (lib/plan/objective.h): each shard's predicted kernel (the plan's
