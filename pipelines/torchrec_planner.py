@@ -6,7 +6,7 @@ autoshard tasks and write its plans as `as-plan --format torchrec` JSON lines (d
 Usage:
     python3 pipelines/torchrec_planner.py [FEATURES.ast | -] [--task N] [--split test|train|all]
         [-o OUT.json] [--alg NAME] [--torchrec-src DIR] [--reservation task-cap|torchrec]
-        [--kernels LIST]
+        [--kernels LIST] [--sharding-types LIST]
 
 Input: an as-features stream (a file or standard input), read through `as-show --full` (found
 on PATH, else in bin/ of the repository this script is in; AS_SHOW names it explicitly).
