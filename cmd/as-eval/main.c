@@ -4,19 +4,11 @@
  * (`train` records). */
 #include "cli.h"
 #include "common.h"
-#include "costmodel.h"
-#include "eval.h"
-#include "split.h"
-#include "evalfloor.h"
-#include "evalinput.h"
 #include "evalplot.h"
-#include "evalcomm.h"
-#include "evalrange.h"
-#include "evalranks.h"
-#include "stream.h"
+#include "evalrun.h"
+#include "split.h"
 
-#include <inttypes.h>
-#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,26 +210,9 @@ static void check_plot_name(as_cli *cli, const char *opt, const char *path)
 enum { OPT_MODEL = AS_OPT_TOOL_BASE, OPT_FORMAT, OPT_TABLE, OPT_OVER, OPT_SPLIT, OPT_PLOT, OPT_PLOT_TASK, OPT_CURVE, OPT_SINGLES,
        OPT_FLOOR_MARGIN, OPT_COMM_GBPS, OPT_COMM_MODEL, OPT_CHOSEN, OPT_VERSUS, OPT_CANDIDATES, OPT_RANGE_MODEL, OPT_TIE };
 
-/* the options */
-typedef struct {
-    const char *model_path, *split, *plot, *curve, *singles;
-    double floor_margin;        /* < 0: the default of the cost kind */
-    double comm_gbps;           /* 0: communication reported, not charged */
-    int comm_gbps_given;
-    const char *comm_model_arg; /* --comm-model; NULL: the bandwidth model at comm_gbps */
-    as_comm_model comm;         /* what is charged (lib/records/comm.h) */
-    as_eval_format fmt;
-    int show_plans, show_shards, show_ranks, show_comm, show_summary, show_curve, show_verdict, table_given, over_runs;
-    int show_range;
-    int64_t plot_task;
-    const char *chosen, *versus, *candidates;   /* --table range's (evalrange.h) */
-    as_comm_model range_model[AS_RANGE_MAX_MODELS];
-    int64_t nrange_model;
-    double tie;
-} eval_opts;
 
 /* --table LIST: the tables shown, instead of the default plans and summary */
-static void table_arg(as_cli *cli, const char *arg, eval_opts *o)
+static void table_arg(as_cli *cli, const char *arg, as_eval_opts *o)
 {
     o->show_plans = o->show_shards = o->show_ranks = o->show_comm = o->show_summary = o->show_curve = o->show_verdict = 0;
     o->show_range = 0;
@@ -261,7 +236,7 @@ static void table_arg(as_cli *cli, const char *arg, eval_opts *o)
 }
 
 /* the communication's options and --table range's: 1 when opt is one of them */
-static int comm_opt(as_cli *cli, int opt, const char *optarg, eval_opts *o)
+static int comm_opt(as_cli *cli, int opt, const char *optarg, as_eval_opts *o)
 {
     switch (opt) {
     case OPT_COMM_GBPS:
@@ -297,7 +272,7 @@ static int comm_opt(as_cli *cli, int opt, const char *optarg, eval_opts *o)
     }
 }
 
-static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
+static void parse_args(as_cli *cli, int argc, char **argv, as_eval_opts *o)
 {
     static const struct option opts[] = {
         { "model", required_argument, 0, OPT_MODEL },
@@ -319,7 +294,7 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
         { "tie", required_argument, 0, OPT_TIE },
         AS_CLI_COMMON_OPTIONS
     };
-    *o = (eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1,
+    *o = (as_eval_opts){ .fmt = AS_EVAL_TEXT, .show_plans = 1, .show_summary = 1, .plot_task = -1, .floor_margin = -1,
                         .comm_gbps = AS_SPLIT_COMM_GBPS, .tie = 0.01 };
     int opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
@@ -374,249 +349,21 @@ static void parse_args(as_cli *cli, int argc, char **argv, eval_opts *o)
     if (o->plot_task >= 0 && !o->plot) as_cli_usage(cli, "--plot-task needs --plot FILE");
 }
 
-/* every plan's floor: the cost model's prediction of each table alone (--model), or the
- * median of the tables' single-table cost records (measured costs: the input's and
- * --singles FILE's, those of the plans' device); estimated costs without the model: none */
-static void set_floors(const eval_opts *o, as_eval_input *in, const as_costmodel *cm, const char *label)
-{
-    char err[4096];
-    if (cm) {
-        if (o->singles) as_info("--singles %s: not used: with --model the floor is the model's prediction for each table alone",
-                                o->singles);
-        as_eval_floor_estimated(in->plans, in->nplans, cm, &in->ft);
-        return;
-    }
-    if (strcmp(label, "measured")) {
-        if (o->singles) as_info("--singles %s: not used: the plans' costs are estimated; give the model with --model for "
-                                "their floor", o->singles);
-        as_eval_floor_none(in->plans, in->nplans);
-        return;
-    }
-    if (o->singles && as_eval_singles_file(&in->singles, o->singles, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-    as_eval_singles_build(&in->singles, in->device);
-    if (in->singles.other_device)
-        as_info("warning: %" PRId64 " single-table cost records were measured on another device than the plans (%s); the "
-                "floor does not use them", in->singles.other_device, in->device);
-    as_eval_floor_measured(in->plans, in->nplans, &in->singles);
-}
-
-/* a plan table, the verdict or a plot is asked for: the input must hold plans */
-static int want_plans(const eval_opts *o)
-{
-    return o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_range || o->show_summary ||
-           o->show_verdict || o->plot;
-}
-
-/* one run's state, shared by its phases: the options, the model, the input and what is
- * computed from the plans for the tables and the verdict */
-typedef struct {
-    eval_opts o;
-    as_costmodel *cm;
-    as_eval_quality_src qs_model;   /* the quality of --model's cost model */
-    as_eval_input in;
-    const char *label;              /* "measured", "estimated" or "" (no plans) */
-    as_eval_alg *sum;
-    int64_t nsum, clamped, estimated, comm_missing, comm_have, comm_n;
-    int64_t dp_plans;               /* plans with data-parallel tables (their all-reduce charged) */
-    double comm_bytes, comm_max;
-    int charged;
-    double floor_margin;
-    const as_eval_quality *quality;
-    as_eval_quality no_quality;
-} eval_run;
-
-/* the plans' costs (estimated with --model), communication, floors and the summary */
-static void compute_plans(eval_run *x)
-{
-    const eval_opts *o = &x->o;
-    as_eval_plan *pl = x->in.plans;
-    const int64_t np = x->in.nplans;
-    char err[4096];
-    if (x->in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
-    if (x->in.trained_differ)
-        as_info("warning: the plans' costs were measured training different weight types or optimizers "
-                "(cost_weights_type, cost_optimizer): they do not compare");
-    if (o->model_path && as_eval_estimate(pl, np, x->cm, &x->in.ft, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-    for (int64_t j = 0; j < np; j++) {
-        x->clamped += pl[j].clamped;
-        x->dp_plans += pl[j].ndp > 0;
-        if (pl[j].cost_kind == 2) for (int64_t k = 0; k < pl[j].K; k++) x->estimated += isfinite(pl[j].cost[k]);
-    }
-    if (x->clamped)
-        as_info("warning: %" PRId64 " of %" PRId64 " estimated shard costs were negative (an unconstrained cost model); "
-                "counted as 0 ms", x->clamped, x->estimated);
-    x->charged = as_eval_charge_comm(pl, np, &o->comm, &x->comm_missing, &x->comm_have, &x->comm_bytes, &x->comm_n,
-                                     &x->comm_max, err, sizeof err);
-    if (x->charged < 0) as_die(AS_EXIT_DATA, "%s", err);
-    if (x->comm_have && x->comm_missing)
-        as_info("warning: communication not charged: %" PRId64 " plans carry no communication bytes, %" PRId64
-                " do (plans from before as-plan wrote them?); every cost is the kernel's alone", x->comm_missing, x->comm_have);
-    set_floors(o, &x->in, x->cm, x->label);
-    as_eval_compute(pl, np);
-    x->floor_margin = o->floor_margin >= 0 ? o->floor_margin
-                    : !strcmp(x->label, "estimated") ? AS_EVAL_FLOOR_MARGIN_ESTIMATED : AS_EVAL_FLOOR_MARGIN_MEASURED;
-    as_eval_floor_mark(pl, np, x->floor_margin);
-    as_eval_summary(pl, np, o->over_runs, &x->sum, &x->nsum);
-}
-
-/* the report's header lines (not in CSV): where the costs come from, communication, clamped
- * estimates, the cost model's quality */
-/* the lines above the tables (as_eval_print_header): what the costs are, the communication
- * charged, the clamped estimates, the cost model's quality */
-static void print_header(FILE *f, const eval_run *x)
-{
-    const eval_opts *o = &x->o;
-    const as_eval_header h = {
-        .model_path = o->model_path, .model_device = o->model_path ? as_costmodel_device(x->cm) : NULL,
-        .label = x->label, .device = x->in.device, .devices_differ = x->in.devices_differ,
-        .trained = x->in.trained, .trained_differ = x->in.trained_differ, .nplans = x->in.nplans, .nruns = x->in.nruns,
-        .comm_model = o->comm.ab ? o->comm.name : NULL, .comm_gbps = o->comm_gbps, .charged = x->charged,
-        .dp_plans = x->dp_plans, .comm_have = x->comm_have, .comm_missing = x->comm_missing, .comm_n = x->comm_n,
-        .comm_bytes = x->comm_bytes, .comm_max = x->comm_max, .clamped = x->clamped, .estimated = x->estimated,
-        .quality = x->quality, .show_quality = o->show_plans || o->show_summary || o->show_verdict,
-    };
-    as_eval_print_header(f, o->fmt, &h);
-}
-
-/* --table range (evalrange.h): --candidates FILE's labels, one a line (empty lines skipped) */
-static void print_range(FILE *f, const eval_run *x)
-{
-    const eval_opts *o = &x->o;
-    char **only = NULL;
-    int64_t nonly = 0;
-    if (o->candidates) {
-        FILE *cf = fopen(o->candidates, "r");
-        if (!cf) as_die(AS_EXIT_DATA, "--candidates %s: cannot open", o->candidates);
-        char line[256];
-        while (fgets(line, sizeof line, cf)) {
-            line[strcspn(line, "\r\n")] = 0;
-            if (!line[0]) continue;
-            only = as_realloc(only, (size_t)(nonly + 1) * sizeof *only);
-            only[nonly++] = as_strdup(line);
-        }
-        fclose(cf);
-    }
-    const as_eval_range_cfg rc = { .chosen = o->chosen, .versus = o->versus, .only = (const char *const *)only, .nonly = nonly,
-                                   .extra = o->range_model, .nextra = o->nrange_model, .tie = o->tie };
-    if (o->candidates && !nonly) {
-        if (o->fmt != AS_EVAL_CSV) fprintf(f, "how far the choice holds: no candidates (--candidates %s is empty)\n\n", o->candidates);
-        else fprintf(f, "run,task,what,knob,x_from,x_to,alg,value\n");
-    } else as_eval_print_range(f, o->fmt, x->in.plans, x->in.nplans, &o->comm, &rc);
-    for (int64_t i = 0; i < nonly; i++) free(only[i]);
-    free(only);
-}
-
-/* the tables asked for, in order, then the verdict; in CSV separated by an empty line */
-static void print_tables(FILE *f, const eval_run *x)
-{
-    const eval_opts *o = &x->o;
-    const as_eval_format fmt = o->fmt;
-    as_eval_plan *pl = x->in.plans;
-    const int64_t np = x->in.nplans;
-    const char *label = x->label;
-    int sep = 0;
-    if (o->show_plans) { as_eval_print_plans(f, fmt, pl, np, label); sep = 1; }
-    /* CSV: tables separated by an empty line */
-    if (o->show_shards) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_shards(f, fmt, pl, np, label); sep = 1; }
-    if (o->show_ranks) {
-        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-        as_eval_print_ranks(f, fmt, pl, np, label, !strcmp(label, "measured") ? &x->in.singles : NULL);
-        sep = 1;
-    }
-    if (o->show_comm) {
-        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-        as_eval_print_comm(f, fmt, pl, np, &o->comm);
-        sep = 1;
-    }
-    if (o->show_range) {
-        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-        print_range(f, x);
-        sep = 1;
-    }
-    if (o->show_summary) {
-        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-        as_eval_print_summary(f, fmt, x->sum, x->nsum, label, o->over_runs);
-        as_eval_print_floor(f, fmt, pl, np, x->floor_margin, label);
-        sep = 1;
-    }
-    if (o->show_curve) { if (sep && fmt == AS_EVAL_CSV) fputc('\n', f); as_eval_print_curve(f, fmt, x->in.train, x->in.ntrain); sep = 1; }
-    /* the verdict closes the report */
-    if (o->show_verdict) {
-        if (sep && fmt == AS_EVAL_CSV) fputc('\n', f);
-        as_eval_verdict_info vi = {
-            .label = label, .device = o->model_path ? "" : x->in.devices_differ ? "several devices" : x->in.device,
-            .over_runs = o->over_runs, .runs = x->in.nruns, .quality = x->quality, .clamped = x->clamped,
-            .estimated = x->estimated, .plot = o->plot, .curve = o->curve, .floor_margin = x->floor_margin,
-        };
-        as_eval_print_verdict(f, fmt, pl, np, x->sum, x->nsum, &vi);
-    }
-}
-
-/* --plot and --curve: the PNG files */
-static void write_plots(eval_run *x)
-{
-    eval_opts *o = &x->o;
-    as_eval_plan *pl = x->in.plans;
-    const int64_t np = x->in.nplans;
-    char err[4096];
-    if (o->plot) {
-        if (o->plot_task < 0) o->plot_task = pl[0].task;
-        int found = 0;
-        for (int64_t j = 0; j < np; j++) found |= pl[j].task == o->plot_task;
-        if (!found) as_info("--plot-task %" PRId64 ": no plan of that task; no per-shard bars", o->plot_task);
-        if (as_eval_plot(o->plot, pl, np, x->sum, x->nsum, o->plot_task, x->label, x->in.pred, x->in.meas, x->in.nscatter,
-                         err, sizeof err))
-            as_die(AS_EXIT_ENV, "%s: %s", o->plot, err);
-    }
-    if (o->curve && as_eval_plot_curve(o->curve, x->in.train, x->in.ntrain, err, sizeof err))
-        as_die(AS_EXIT_ENV, "%s: %s", o->curve, err);
-}
-
-/* the model and the input read; what they hold checked against what is asked for */
-static void read_input(eval_run *x, int argc, char **argv)
-{
-    eval_opts *o = &x->o;
-    char err[4096];
-    if (o->model_path && as_costmodel_load(&x->cm, o->model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
-    /* the quality of the model that estimates (--model), or of the one in the input */
-    if (o->model_path && as_eval_quality_file(&x->qs_model, o->model_path, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);
-    if (as_eval_input_read(&x->in, argv + optind, argc - optind, o->split, !!o->model_path, err, sizeof err))
-        as_die(AS_EXIT_DATA, "%s", err);
-    const int64_t np = x->in.nplans, ntr = x->in.ntrain;
-    /* plan tables by default, unless only the curve is asked for and there are no plans */
-    if (!o->table_given && o->curve && !np) o->show_plans = o->show_summary = 0;
-    if (want_plans(o) && !np)
-        as_die(AS_EXIT_DATA, "no %splan records in the input%s", o->split ? "matching " : "",
-               ntr && !o->table_given ? " (a training log: --table curve or --curve FILE.png)" : "");
-    if ((o->show_curve || o->curve) && !ntr) as_die(AS_EXIT_DATA, "no train records in the input (as-rl --log FILE writes them)");
-    if (x->in.back_at >= 0 && (o->show_curve || o->curve))
-        as_info("warning: the train records are not one run (episode %" PRId64 " after %" PRId64 "); the curve shows "
-                "them in input order", x->in.back_at, x->in.back_from);
-    x->label = np ? (o->model_path ? "estimated" : x->in.plans[0].cost_kind == 1 ? "measured" : "estimated") : "";
-}
-
 int main(int argc, char **argv)
 {
     as_cli cli;
     as_cli_init(&cli, argc, argv, "as-eval", "as-eval [options] [FILE...]", HELP);
-    static eval_run x;
+    static as_eval_run x;
+    char err[4096];
     parse_args(&cli, argc, argv, &x.o);
-    const eval_opts *o = &x.o;
-    read_input(&x, argc, argv);
-    if (want_plans(o)) compute_plans(&x);
-    x.quality = as_eval_quality_pick(o->model_path ? &x.qs_model : &x.in.quality);
-    if (o->model_path && !x.quality) x.quality = &x.no_quality;   /* estimates from a model: say its quality is unknown */
-
-    if (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_range || o->show_summary || o->show_verdict || o->show_curve) {
+    int rc = as_eval_run_read(&x, argv + optind, argc - optind, err, sizeof err);
+    if (rc) as_die(rc, "%s", err);
+    if (as_eval_run_prints(&x)) {
         FILE *f = as_cli_open_text(&cli);
-        if (o->fmt != AS_EVAL_CSV && (o->show_plans || o->show_shards || o->show_ranks || o->show_comm || o->show_range || o->show_summary || o->show_verdict))
-            print_header(f, &x);
-        print_tables(f, &x);
+        if ((rc = as_eval_run_print(f, &x, err, sizeof err))) as_die(rc, "%s", err);
         as_cli_close_text(&cli, f);
     }
-    write_plots(&x);
-    as_eval_input_free(&x.in);
-    free(x.sum);
-    if (x.cm) as_costmodel_free(x.cm);
+    if ((rc = as_eval_run_plots(&x, err, sizeof err))) as_die(rc, "%s", err);
+    as_eval_run_free(&x);
     return 0;
 }

@@ -652,7 +652,7 @@ typedef struct {
 static void load_models(plan_models *m, const args *a, as_plan_run_cfg *cfg)
 {
     char err[1024];
-    *m = (plan_models){ .pp = { &m->pplan, as_policy_place } };
+    *m = (plan_models){ .pp = { .ctx = &m->pplan, .place = as_policy_place, .samples = as_policy_samples } };
     if (a->model) {
         if (as_costmodel_load(&m->cm, a->model, err, sizeof err)) as_die(AS_EXIT_DATA, "%s", err);   /* err names the file */
         /* embed, head and the split head; each table's and piece's representation computed

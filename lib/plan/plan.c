@@ -233,6 +233,17 @@ int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen)
     return rc;
 }
 
+/* the autoshard planner: the learned policy's placement (as-plan gives it as c->policy; the
+   policy itself is lib/rl/'s, behind that callback, so that planning does not depend on it) */
+const as_planner as_planner_autoshard = {
+    .needs = AS_PLANNER_POLICY,
+    .help = "the learned policy (as-rl; needs --policy): tables in the cost-greedy\n"
+            "order, each on the shard of the highest policy logit where it fits;\n"
+            "with --samples N, N-1 more plans drawn from the policy and the one\n"
+            "of best predicted balance kept",
+    .make = as_plan_make_placed,
+};
+
 /* the model's prediction of each shard (pred) from the shards' summed representations
  * (summed here unless the planner summed them while placing); empty shards: 0 */
 static void model_pred(as_plan_ctx *x)

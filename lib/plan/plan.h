@@ -73,6 +73,9 @@ typedef struct {
                            quicker placement by the same planner (the policy's greedy rollout
                            alone, where ctx draws samples as well); the search's best node is
                            placed once more with ctx, and the plan of the better score kept */
+    int (*samples)(void *ctx, int64_t n, int64_t K);   /* NULL, or the candidate placements
+                           place draws for a task of n items on K shards (a plan record's
+                           `samples`); the planner is the policy's, as-plan stays below it */
 } as_plan_policy;
 
 typedef struct {

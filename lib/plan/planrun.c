@@ -4,7 +4,6 @@
 #include "common.h"
 #include "reclimits.h"
 #include "evalplan.h"
-#include "policy.h"
 #include "refine.h"
 #include "replicate.h"
 #include "stats.h"
@@ -255,7 +254,7 @@ static int torchrec_plan(task_plan *ap, as_plan_run_stats *st, as_plan_cfg *pc, 
     }
     as_piece *pcs;
     item_views(ap->items, ap->ni, &ap->fi, &ap->ids, &pcs);
-    as_plan_policy fixed = { tra, fixed_place, 0, NULL };   /* our torchrec planner: row_wise on rank i */
+    as_plan_policy fixed = { tra, fixed_place, 0, NULL, NULL };   /* our torchrec planner: row_wise on rank i */
     pc->policy = &fixed;
     int rc = as_plan_make(&ap->pl, pc, ap->fi, ap->ni, e2, sizeof e2);
     free(tra);
@@ -404,8 +403,8 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
     as_plan_meta meta = { .task = &tki, .alg = a, .seed = c->seed, .mem_cap = x->mcap, .world = c->world,
                           .model = c->model_path, .model_device = c->model_device,
                           .policy = needs & AS_PLANNER_POLICY ? c->policy_path : NULL,
-                          .samples = needs & AS_PLANNER_POLICY
-                                         ? (c->samples ? c->samples : as_policy_auto_samples(t->ntables, x->K)) : 0,
+                          .samples = (needs & AS_PLANNER_POLICY) && c->policy && c->policy->samples
+                                         ? c->policy->samples(c->policy->ctx, t->ntables, x->K) : 0,
                           .items = ap.fi };
     /* with --refine: the algorithm's plan first when it is kept, then the refined one */
     for (int pass = c->refine && !c->keep_unrefined; !rcode && pass < 1 + (c->refine != 0); pass++) {
@@ -757,7 +756,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
         measured_plan_free(&m);
         return -1;
     }
-    as_plan_policy fixed = { m.pr.assign, fixed_place, 1, NULL };
+    as_plan_policy fixed = { m.pr.assign, fixed_place, 1, NULL, NULL };
     /* rebuilt as a fixed placement (keys 0, as autoshard's), refined the same way */
     as_plan_cfg pc = { .alg = AS_ALG_AUTOSHARD, .shards = K, .mem_cap = mcap, .seed = c->seed, .rng_stream = m.t->id,
                        .model = c->model, .policy = &fixed, .comm_gbps = m.comm,
@@ -902,7 +901,7 @@ int as_plan_emit_refined(as_plan_run_stats *st, const as_plan_run_cfg *c, const 
     as_plan pl;
     if (!rc) {
         /* the placement as it is (an unplaced table stays unplaced: the plan is infeasible) */
-        as_plan_policy fixed = { pr->assign, fixed_place, 1, NULL };
+        as_plan_policy fixed = { pr->assign, fixed_place, 1, NULL, NULL };
         as_plan_cfg pc = { .alg = AS_ALG_AUTOSHARD, .shards = K, .mem_cap = o->mem_cap, .seed = c->seed,
                            .rng_stream = pr->task, .model = c->model, .policy = &fixed, .comm_gbps = o->comm_gbps,
                            .comm_model = o->comm_model };

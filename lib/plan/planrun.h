@@ -80,7 +80,7 @@ typedef struct {
                                        ALG+split, ALG+refine, repaired plans; NULL: none */
     const as_plan_policy *policy;   /* NULL: no policy (autoshard not wanted) */
     const char *policy_path;
-    int samples;                    /* autoshard candidates, 0 = as_policy_auto_samples */
+    int samples;                    /* --samples: autoshard candidates, 0 = auto (the policy decides) */
     int refine;                     /* as_plan_refine every plan (needs model) */
     int keep_unrefined;             /* with refine: write each plan before and after */
     double refine_ms;               /* refine's budgets: wall clock per plan, 0 = none */

@@ -603,6 +603,12 @@ static double max_of(const double *v, int64_t K)
     return m;
 }
 
+int as_policy_samples(void *ctx, int64_t n, int64_t K)
+{
+    const as_policy_planner *pp = ctx;
+    return pp->samples > 0 ? pp->samples : as_policy_auto_samples(n, K);
+}
+
 int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                     char *err, size_t errlen)
 {
@@ -1204,13 +1210,3 @@ int as_policy_load(const char *path, as_policy **p, as_costmodel **cm, char *err
     if (cm) *cm = x.m;
     return 0;
 }
-
-/* the autoshard planner: the learned policy's placement (as-plan gives it as c->policy) */
-const as_planner as_planner_autoshard = {
-    .needs = AS_PLANNER_POLICY,
-    .help = "the learned policy (as-rl; needs --policy): tables in the cost-greedy\n"
-            "order, each on the shard of the highest policy logit where it fits;\n"
-            "with --samples N, N-1 more plans drawn from the policy and the one\n"
-            "of best predicted balance kept",
-    .make = as_plan_make_placed,
-};

@@ -242,5 +242,7 @@ typedef struct {
 int as_policy_auto_samples(int64_t n, int64_t K);
 int as_policy_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                     char *err, size_t errlen);
+/* as_plan_policy's samples: ctx's (as_policy_planner) samples, or as_policy_auto_samples */
+int as_policy_samples(void *ctx, int64_t n, int64_t K);
 
 #endif

@@ -202,7 +202,7 @@ int main(int argc, char **argv)
     as_nn_set_threads(1);
     m.pplan = (as_policy_planner){ m.pol, &m.ppm, 0, 0 };   /* samples: auto, as as-plan */
     m.pquick = (as_policy_planner){ m.pol, &m.ppm, 1, 0 };   /* the split search's candidates, as as-plan */
-    m.pp = (as_plan_policy){ &m.pplan, as_policy_place, 0, &m.pquick };
+    m.pp = (as_plan_policy){ &m.pplan, as_policy_place, 0, &m.pquick, as_policy_samples };
     printf("# %lld tables onto %lld shards, one thread, %lld repetitions; cost model %s; policy %s\n", (long long)T,
            (long long)o.K, (long long)o.reps, o.model ? o.model : "128,32,64 (random weights)",
            o.policy ? o.policy : "the paper's sizes (random weights)");

@@ -52,7 +52,7 @@ static as_plan make(as_alg alg, int64_t K, uint64_t cap, const as_features *f, i
     const as_features *p[64];
     for (int i = 0; i < n; i++) p[i] = &f[i];
     static as_plan_policy pol;
-    pol = (as_plan_policy){ (void *)given, place_given, 0, NULL };
+    pol = (as_plan_policy){ (void *)given, place_given, 0, NULL, NULL };
     *cfg = (as_plan_cfg){ alg, K, cap, 7, 3, m, given ? &pol : NULL, 0, NULL, 0, NULL };
     as_plan pl;
     char err[256];

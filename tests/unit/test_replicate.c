@@ -36,7 +36,7 @@ static void three(as_features f[3], int64_t brows, int64_t crows)
 static as_plan given(const as_features f[3], uint64_t cap, as_plan_cfg *c)
 {
     static const int64_t a[3] = { 0, 1, 0 };
-    static as_plan_policy pol = { (void *)a, place_given, 0, NULL };
+    static as_plan_policy pol = { (void *)a, place_given, 0, NULL, NULL };
     const as_features *p[3] = { &f[0], &f[1], &f[2] };
     *c = (as_plan_cfg){ AS_ALG_AUTOSHARD, 2, cap, 1, 0, &LIN, &pol, 0, NULL, 0, NULL };
     as_plan pl;
@@ -78,7 +78,7 @@ TEST(replicate_small_hot_table_cuts_the_slowest_shard)
     char lb[64];
     CHECK_STR(as_plan_alg_label(&pl, AS_ALG_COST, lb, sizeof lb), "cost-greedy+dp");
     /* pred as as_plan_make computes it from the same placement */
-    as_plan_policy pol = { pl.assign, place_given, 0, NULL };
+    as_plan_policy pol = { pl.assign, place_given, 0, NULL, NULL };
     as_plan_cfg c2 = c;
     c2.policy = &pol;
     const as_features *p[3] = { &f[0], &f[1], &f[2] };
