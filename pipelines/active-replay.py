@@ -11,7 +11,14 @@ end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit
   | NAME | S | R² all N | R² first 200 | R² replayed active 200 | shards |
 The models: `as-costfit --seed S --test-frac 0`; the held-out shards of a table set (with its
 pieces) the random dataset holds are left out, as in active-vs-random.
-  python3 pipelines/active-replay.py NAME FT DIR SEED [BIN]
+  python3 pipelines/active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT]
+
+--one-run RANDOM,HELDOUT: everything from the one run NAME-rand.ast, measured with more random
+shards than the dataset compared (e.g. `as-bench --sample 1150 --singles`): its last HELDOUT
+random shards are the held-out set (NAME-test.ast is not read), its first RANDOM (with the
+singles) the random dataset, and the loop chooses from every random shard after the first 140
+but the held-out ones, so from more than the random dataset holds, as the real loop draws
+4,000. The row's "R² all" is then the random RANDOM's.
 The records are written again with tests/test_helper/mp.py's encoder (standard library).
 """
 import importlib.util
@@ -25,10 +32,31 @@ here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("mp", os.path.join(here, "..", "tests", "test_helper", "mp.py"))
 mp = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mp)
-if len(sys.argv) not in (5, 6):
-    sys.exit("usage: active-replay.py NAME FT DIR SEED [BIN]")
-name, ft, top, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-W = sys.argv[5] if len(sys.argv) == 6 else "bin"
+USAGE = "usage: active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT]"
+
+
+def usage(why=""):
+    sys.stderr.write(USAGE + (" (%s)" % why if why else "") + "\n")
+    sys.exit(2)
+
+
+args = sys.argv[1:]
+if args[:1] in (["-h"], ["--help"]):
+    sys.stdout.write(__doc__)
+    sys.exit(0)
+one = None
+if "--one-run" in args:
+    i = args.index("--one-run")
+    try:
+        one = tuple(int(x) for x in args[i + 1].split(","))
+        assert len(one) == 2 and one[0] >= 200 and one[1] > 0
+    except (IndexError, ValueError, AssertionError):
+        usage("RANDOM >= 200, HELDOUT >= 1")
+    del args[i:i + 2]
+if len(args) not in (4, 5):
+    usage()
+name, ft, top, seed = args[0], args[1], args[2], int(args[3])
+W = args[4] if len(args) == 5 else "bin"
 d = tempfile.mkdtemp()
 
 
@@ -70,7 +98,15 @@ def r2(model, f, seen):
 R = [r for r in show("%s/%s-rand.ast" % (top, name)) if r.get("cost_ms") and not r.get("error")]
 S = [r for r in R if r.get("origin") == "single"]
 P = [r for r in R if r.get("origin") != "single"]
-seen = {key(r) for r in R}
+test = "%s/%s-test.ast" % (top, name)
+if one:
+    if len(P) < one[0] + one[1] or len(P) - one[1] <= 140:
+        sys.exit("active-replay: %s-rand.ast holds %d random shards, fewer than --one-run asks" % (name, len(P)))
+    H, P = P[len(P) - one[1]:], P[:len(P) - one[1]]
+    test = d + "/heldout.ast"
+    write(H, test)
+    R = S + P[:one[0]]
+seen = {key(r) for r in S + P}
 init, val, pool = P[:100], P[100:140], P[140:]
 chosen = []
 while len(init) + len(val) + len(chosen) + 20 <= 200:
@@ -85,7 +121,6 @@ while len(init) + len(val) + len(chosen) + 20 <= 200:
                                            % (ft, d, d, W, ens, W)).splitlines()}
     chosen += [r for r in left if key(r) in ks][:20]
 n = len(init) + len(val) + len(chosen)
-test = "%s/%s-test.ast" % (top, name)
 fit(R, seed, d + "/all.ast", "--test-frac 0")
 fit(S + P[:n], seed, d + "/half.ast", "--test-frac 0")
 fit(S + init + val + chosen, seed, d + "/act.ast", "--test-frac 0")
