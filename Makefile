@@ -53,7 +53,8 @@ LIBA     := $(BUILD)/libautoshard.a
 
 TOOLS    := $(notdir $(wildcard cmd/as-*))
 TOOL_BIN := $(TOOLS:%=$(BIN)/%)
-UNIT_SRC := $(wildcard tests/unit/*.c)
+# the runner, and a test file per module in the folder of lib/ its module is in
+UNIT_SRC := $(wildcard tests/unit/*.c tests/unit/*/*.c)
 UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
 TT_SRC   := $(wildcard tests/tools/*.c)
 # test support (tests/support: shared PRNG and shard builders), linked into test binaries only

@@ -203,7 +203,7 @@ double as_policy_loss_grad(const as_policy *p, as_traj *const *tr, int n, const 
 /* The learner's log-probabilities of tr's recorded actions, logp[tr->L]: its forward pass
  * over the whole trajectory (the head over every step and shard at once), which the
  * rollout computes step by step with the head's first layer in parts; the two agree to
- * float rounding (tests/unit/test_policy.c). ws as for as_policy_loss_grad. */
+ * float rounding (tests/unit/rl/test_policy.c). ws as for as_policy_loss_grad. */
 void as_policy_replay_logp(const as_policy *p, const as_traj *tr, float *logp, as_arena *ws);
 
 /* ---- records ---------------------------------------------------------------------------- */

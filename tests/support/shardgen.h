@@ -1,5 +1,5 @@
 /* shardgen.h - test support: the seeded PRNG and the synthetic-shard scaffolding shared by
- * the embedding-bag tests and benchmarks (tests/unit/test_embbag.c, tests/gpu/
+ * the embedding-bag tests and benchmarks (tests/unit/kernels/test_embbag.c, tests/gpu/
  * test_gpu_embbag.c, tests/tools/bench-kernel.c). Linked from build/libtestsupport.a into
  * the test binaries and test tools, never into the tools of cmd/.
  * Dimension letters: B batch, L pooling, D dim, E rows, T tables.

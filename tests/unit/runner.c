@@ -11,7 +11,7 @@ static struct { const char *name; ut_fn fn; const char *file; } tests[UT_MAX];
 static int ntests;
 static int cur_failed;
 static char tmpdir[256];
-static pid_t tmpdir_pid;   /* forked children (tests/unit/test_output.c) leave it alone */
+static pid_t tmpdir_pid;   /* forked children (tests/unit/records/test_output.c) leave it alone */
 
 void ut_register(const char *name, ut_fn fn, const char *file)
 {
