@@ -17,20 +17,7 @@ static int nthr(int nthreads) { return nthreads > 0 ? nthreads : omp_get_max_thr
 int64_t as_ebg_layout(const as_eb_table *const *tabs, int32_t T, int64_t *rows, int32_t *dims, int64_t *w_off,
                       int32_t *d_off)
 {
-    int64_t wo = 0;
-    int32_t dof = 0;
-    for (int32_t t = 0; t < T; t++) {
-        rows[t] = tabs[t]->rows;
-        dims[t] = (int32_t)tabs[t]->dim;
-        w_off[t] = wo;
-        d_off[t] = dof;
-        wo += tabs[t]->rows * tabs[t]->dim;
-        wo = (wo + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
-        dof += dims[t];
-    }
-    w_off[T] = wo;
-    d_off[T] = dof;
-    return wo;
+    return as_ebg_layout_typed(tabs, T, NULL, rows, dims, w_off, d_off);
 }
 
 int64_t as_ebg_layout_typed(const as_eb_table *const *tabs, int32_t T, const uint8_t *dt, int64_t *rows, int32_t *dims,
@@ -43,7 +30,7 @@ int64_t as_ebg_layout_typed(const as_eb_table *const *tabs, int32_t T, const uin
         dims[t] = (int32_t)tabs[t]->dim;
         w_off[t] = wo;
         d_off[t] = dof;
-        wo += tabs[t]->rows * tabs[t]->dim * as_eb_dtype_units((as_eb_dtype)dt[t]);
+        wo += tabs[t]->rows * tabs[t]->dim * (dt ? as_eb_dtype_units((as_eb_dtype)dt[t]) : 1);
         wo = (wo + AS_EBG_W_ALIGN - 1) / AS_EBG_W_ALIGN * AS_EBG_W_ALIGN;
         dof += dims[t];
     }

@@ -101,7 +101,8 @@ int64_t as_ebg_layout(const as_eb_table *const *tabs, int32_t T, int64_t *rows, 
                       int32_t *d_off);
 /* as_ebg_layout in 2-byte units for the typed op (ebopt.h): table t of type dt[t] takes rows x
  * dim x as_eb_dtype_units(dt[t]) units, its start rounded up to AS_EBG_W_ALIGN units (so a
- * fp32 table starts at an even unit); returns w_off[T]. The device context lays a typed
+ * fp32 table starts at an even unit); returns w_off[T]. dt NULL: every table fp16 (one unit
+ * an element), which is as_ebg_layout. The device context lays a typed
  * shard out this way (as_eb_gpu_ctx_set_kind), and as-bench its host copies of one. */
 int64_t as_ebg_layout_typed(const as_eb_table *const *tabs, int32_t T, const uint8_t *dt, int64_t *rows, int32_t *dims,
                             int64_t *w_off, int32_t *d_off);
