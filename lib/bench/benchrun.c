@@ -4,6 +4,7 @@
 #include "common.h"
 #include "evalplan.h"
 #include "plan.h"
+#include "planrec.h"
 #include "reclimits.h"
 
 #include <inttypes.h>

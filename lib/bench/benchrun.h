@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "benchnoise.h"
 #include "stream.h"
+#include "planrec.h"
 
 /* ---- sampled shards (--sample, --sample-from, --singles) ------------------------------- */
 

@@ -2,6 +2,7 @@
 #include "evalplan.h"
 #include "common.h"
 #include "plan.h"
+#include "planrec.h"
 
 #include <inttypes.h>
 #include <math.h>

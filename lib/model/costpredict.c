@@ -5,6 +5,7 @@
 #include "costdata.h"
 #include "evalplan.h"
 #include "plan.h"
+#include "planrec.h"
 #include "reclimits.h"
 
 #include <inttypes.h>

@@ -1,4 +1,7 @@
-/* plan.c - sharding plans: heuristics, cost-model greedy, 2D rank map, plan records.
+/* plan.c - sharding plans: the registry's dispatch and as_plan_make (configuration checked,
+ * TorchRec's pinned blocks placed, the planner called, data-parallel tables, predictions),
+ * the planners' shared arithmetic (keys, order, fits, bytes), the autoshard planner's entry,
+ * the 2D rank map. The planners are plangreedy.c and planrandom.c, the records planrec.c.
  * Dimension letters: T tables of a task, K shards, W world size, G = W/K replicas. */
 #include "plan.h"
 #include "pins.h"
@@ -15,11 +18,6 @@
 const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
 {
     return as_plan_label_format(a, p && p->split, p && p->replicated, p && p->refine.done, p ? p->measured : 0, buf, len);
-}
-
-const char *as_plan_meta_label(const as_plan *p, const as_plan_meta *m, char *buf, size_t len)
-{
-    return m->label ? m->label : as_plan_alg_label(p, m->alg, buf, len);
 }
 
 /* the registry (planners.def): each planner is defined in its own module */

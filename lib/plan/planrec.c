@@ -1,6 +1,6 @@
-/* planrec.c - the `task` and `plan` records (docs/FORMAT.md): read and written; the
- * declarations are plan.h's. Dimension letters: T tables of a task, K shards. */
-#include "plan.h"
+/* planrec.c - the `task` and `plan` records (docs/FORMAT.md): read and written; see
+ * planrec.h. Dimension letters: T tables of a task, K shards. */
+#include "planrec.h"
 #include "comm.h"
 #include "common.h"
 #include "reclimits.h"
@@ -362,4 +362,9 @@ void as_plan_write(as_writer *w, const as_plan *p, const as_plan_meta *m)
         }
     }
     as_writer_end_record(w);
+}
+
+const char *as_plan_meta_label(const as_plan *p, const as_plan_meta *m, char *buf, size_t len)
+{
+    return m->label ? m->label : as_plan_alg_label(p, m->alg, buf, len);
 }

@@ -1,7 +1,6 @@
-/* planreport.c - a plan as text (as-plan --format text, as_plan_print_text; declared in
- * plan.h): per shard its tables, memory, key sum and predicted cost. Dimension letters: K
- * shards, G = W/K replicas. */
-#include "plan.h"
+/* planreport.c - a plan as text (as-plan --format text); see planreport.h. Dimension
+ * letters: K shards, G = W/K replicas. */
+#include "planreport.h"
 #include "objective.h"
 #include "common.h"
 #include "reclimits.h"

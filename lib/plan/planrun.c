@@ -9,6 +9,8 @@
 #include "stats.h"
 #include "comm.h"
 #include "torchrec.h"
+#include "planrec.h"
+#include "planreport.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -17,6 +17,7 @@
 #include "progress.h"
 #include "featindex.h"
 #include "plan.h"
+#include "planrec.h"
 #include "trexport.h"
 #include "split.h"
 #include "stream.h"

@@ -5,6 +5,7 @@
 #include "common.h"
 #include "json.h"
 #include "reclimits.h"
+#include "planrec.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "plan.h"
+#include "planrec.h"
 
 typedef struct {
     const char *module;             /* the collection's path in the model ("": the model) */

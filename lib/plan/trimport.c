@@ -6,6 +6,7 @@
 #include "msgobj.h"
 #include "piece.h"
 #include "reclimits.h"
+#include "planrec.h"
 
 #include <errno.h>
 #include <inttypes.h>

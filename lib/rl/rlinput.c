@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "reclimits.h"
+#include "planrec.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -23,6 +23,7 @@
 #include "benchnoise.h"
 #include "costdata.h"
 #include "plan.h"
+#include "planrec.h"
 #include "rl.h"
 
 typedef struct {

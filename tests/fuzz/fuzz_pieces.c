@@ -10,6 +10,7 @@
 #include "featurize.h"
 #include "piece.h"
 #include "plan.h"
+#include "planrec.h"
 #include "stream.h"
 
 #include <stdlib.h>

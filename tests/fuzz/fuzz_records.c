@@ -12,6 +12,7 @@
 #include "evalfloor.h"
 #include "evalranks.h"
 #include "plan.h"
+#include "planrec.h"
 #include "stream.h"
 #include "table.h"
 

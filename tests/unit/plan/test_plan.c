@@ -4,6 +4,8 @@
 
 #include "common.h"
 #include "plan.h"
+#include "planreport.h"
+#include "planrec.h"
 #include "fixtures.h"
 
 #include <math.h>

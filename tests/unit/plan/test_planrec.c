@@ -6,6 +6,7 @@
 
 #include "fixtures.h"
 #include "plan.h"
+#include "planrec.h"
 #include "reclimits.h"
 
 #include <math.h>

@@ -6,6 +6,7 @@
 
 #include "fixtures.h"
 #include "plan.h"
+#include "planreport.h"
 #include "reclimits.h"
 
 #include <stdlib.h>

@@ -10,6 +10,7 @@
 #include "stream.h"
 #include "tasks.h"
 #include "fixtures.h"
+#include "planrec.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
 #include "fixtures.h"
 #include "reclimits.h"
 #include "trexport.h"
+#include "planrec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,7 @@
 #include "tasks.h"
 #include "trimport.h"
 #include "fixtures.h"
+#include "planrec.h"
 
 #include <stdlib.h>
 #include <string.h>

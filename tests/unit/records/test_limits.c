@@ -7,6 +7,7 @@
 #include "costmodel.h"
 #include "featurize.h"
 #include "plan.h"
+#include "planrec.h"
 #include "policy.h"
 #include "reclimits.h"
 #include "stream.h"

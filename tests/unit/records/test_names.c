@@ -10,6 +10,7 @@
 #include "evalplan.h"
 #include "msgobj.h"
 #include "plan.h"
+#include "planrec.h"
 #include "table.h"
 
 #include <stdlib.h>
