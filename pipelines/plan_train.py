@@ -12,7 +12,8 @@ default); --optimizer sgd, exact_rowwise_adagrad, adam, config (the config's
 topology.optimizer) or auto. auto: what the config trains (config), on the CPU and on a GPU
 alike (the typed CUDA kernels, fp32 / bf16 weights with Adagrad or Adam, passed their
 bit-exact tests on an NVIDIA H200 on 2026-11-30; docs/GPU.md), so --device and --ngpu,
-accepted as make plan passes them, no longer change the answer. The config's optimizer maps onto the kernels': sgd and exact_sgd to sgd, rowwise_adagrad and
+accepted as make plan passes them, no longer change the answer. The config's optimizer
+maps onto the kernels': sgd and exact_sgd to sgd, rowwise_adagrad and
 exact_rowwise_adagrad to exact_rowwise_adagrad, adam to adam; another (adagrad,
 exact_adagrad, partial_rowwise_adam) is exit 3 naming what to give instead, as is a table of
 int8, int4 or int2 weights, and (--weights config) tables of more than one type: a cost model
