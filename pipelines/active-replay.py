@@ -4,7 +4,7 @@
 Takes run-to-run drift out of pipelines/active-vs-random's comparison: the shards come from
 ONE as-bench run, the random dataset DIR/NAME-rand.ast (singles + N random shards), and all
 three models are scored on DIR/NAME-test.ast as there. The loop's pool is that run's shards:
-its first 100 random shards start (init), the next 40 validate (counted, trained on at the
+its first 100 random shards start (init; --loop changes these counts), the next 40 validate (counted, trained on at the
 end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit --select`
 (3 fits, seeds 100*S+1..3, each holding out 20 %) from the rest of the run's shards, to
 200 (the budget; the stopping rule is not replayed). Prints a markdown row:
@@ -12,6 +12,7 @@ end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit
 The models: `as-costfit --seed S --test-frac 0`; the held-out shards of a table set (with its
 pieces) the random dataset holds are left out, as in active-vs-random.
   python3 pipelines/active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT]
+        [--loop INIT,VAL,BATCH] [--fits N]
 
 --one-run RANDOM,HELDOUT: everything from the one run NAME-rand.ast, measured with more random
 shards than the dataset compared (e.g. `as-bench --sample 1150 --singles`): its last HELDOUT
@@ -19,6 +20,11 @@ random shards are the held-out set (NAME-test.ast is not read), its first RANDOM
 singles) the random dataset, and the loop chooses from every random shard after the first 140
 but the held-out ones, so from more than the random dataset holds, as the real loop draws
 4,000. The row's "R² all" is then the random RANDOM's.
+
+--loop INIT,VAL,BATCH: the loop's random start, validation set and round size (default
+100,40,20, pipelines/active-costs' at a budget of 200). --fits N: each of the three datasets
+fitted N times (seeds S, S+1000, ...) and the mean R² printed, so that the fit's own spread
+(0.005-0.01 on the Kaggle DLRM's 26 tables) does not decide the comparison (default 1).
 The records are written again with tests/test_helper/mp.py's encoder (standard library).
 """
 import importlib.util
@@ -32,7 +38,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("mp", os.path.join(here, "..", "tests", "test_helper", "mp.py"))
 mp = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mp)
-USAGE = "usage: active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT]"
+USAGE = "usage: active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT] [--loop INIT,VAL,BATCH] [--fits N]"
 
 
 def usage(why=""):
@@ -52,6 +58,23 @@ if "--one-run" in args:
         assert len(one) == 2 and one[0] >= 200 and one[1] > 0
     except (IndexError, ValueError, AssertionError):
         usage("RANDOM >= 200, HELDOUT >= 1")
+    del args[i:i + 2]
+loop, nfits = (100, 40, 20), 1
+if "--loop" in args:
+    i = args.index("--loop")
+    try:
+        loop = tuple(int(x) for x in args[i + 1].split(","))
+        assert len(loop) == 3 and loop[0] >= 1 and loop[1] >= 1 and loop[2] >= 1
+    except (IndexError, ValueError, AssertionError):
+        usage("--loop INIT,VAL,BATCH: three counts >= 1")
+    del args[i:i + 2]
+if "--fits" in args:
+    i = args.index("--fits")
+    try:
+        nfits = int(args[i + 1])
+        assert 1 <= nfits <= 100
+    except (IndexError, ValueError, AssertionError):
+        usage("--fits N: 1 to 100")
     del args[i:i + 2]
 if len(args) not in (4, 5):
     usage()
@@ -100,16 +123,17 @@ S = [r for r in R if r.get("origin") == "single"]
 P = [r for r in R if r.get("origin") != "single"]
 test = "%s/%s-test.ast" % (top, name)
 if one:
-    if len(P) < one[0] + one[1] or len(P) - one[1] <= 140:
+    if len(P) < one[0] + one[1] or len(P) - one[1] <= loop[0] + loop[1]:
         sys.exit("active-replay: %s-rand.ast holds %d random shards, fewer than --one-run asks" % (name, len(P)))
     H, P = P[len(P) - one[1]:], P[:len(P) - one[1]]
     test = d + "/heldout.ast"
     write(H, test)
     R = S + P[:one[0]]
 seen = {key(r) for r in S + P}
-init, val, pool = P[:100], P[100:140], P[140:]
+NI, NV, NB = loop
+init, val, pool = P[:NI], P[NI:NI + NV], P[NI + NV:]
 chosen = []
-while len(init) + len(val) + len(chosen) + 20 <= 200:
+while len(init) + len(val) + len(chosen) + NB <= 200:
     ens = ""
     for k in (1, 2, 3):
         fit(S + init + chosen, seed * 100 + k, "%s/m%d.ast" % (d, k))
@@ -117,13 +141,16 @@ while len(init) + len(val) + len(chosen) + 20 <= 200:
     left = [r for r in pool if r not in chosen]
     write([dict({"kind": "shard", "tables": r["tables"]}, **({"pieces": r["pieces"]} if r.get("pieces") else {})) for r in left], d + "/cand.ast")
     write(S + init + chosen + val, d + "/meas.ast")
-    ks = {key(json.loads(l)) for l in sh("cat %s %s/meas.ast %s/cand.ast | %s/as-costfit -q --select 20%s | %s/as-show -k shard"
-                                           % (ft, d, d, W, ens, W)).splitlines()}
-    chosen += [r for r in left if key(r) in ks][:20]
+    ks = {key(json.loads(l)) for l in sh("cat %s %s/meas.ast %s/cand.ast | %s/as-costfit -q --select %d%s | %s/as-show -k shard"
+                                           % (ft, d, d, W, NB, ens, W)).splitlines()}
+    chosen += [r for r in left if key(r) in ks][:NB]
 n = len(init) + len(val) + len(chosen)
-fit(R, seed, d + "/all.ast", "--test-frac 0")
-fit(S + P[:n], seed, d + "/half.ast", "--test-frac 0")
-fit(S + init + val + chosen, seed, d + "/act.ast", "--test-frac 0")
-print("| %s | %d | %.4f | %.4f | %.4f | %d |" % (name, seed, r2(d + "/all.ast", test, seen), r2(d + "/half.ast", test, seen),
-                                                r2(d + "/act.ast", test, seen), n))
+res = []
+for recs in (R, S + P[:n], S + init + val + chosen):
+    v = []
+    for q in range(nfits):
+        fit(recs, seed + 1000 * q, d + "/m.ast", "--test-frac 0")
+        v.append(r2(d + "/m.ast", test, seen))
+    res.append(sum(v) / len(v))
+print("| %s | %d | %.4f | %.4f | %.4f | %d |" % (name, seed, res[0], res[1], res[2], n))
 sh("rm -rf " + d)
