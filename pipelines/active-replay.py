@@ -4,7 +4,7 @@
 Takes run-to-run drift out of pipelines/active-vs-random's comparison: the shards come from
 ONE as-bench run, the random dataset DIR/NAME-rand.ast (singles + N random shards), and all
 three models are scored on DIR/NAME-test.ast as there. The loop's pool is that run's shards:
-its first 100 random shards start (init; --loop changes these counts), the next 40 validate (counted, trained on at the
+its first 100 random shards start (init), the next 40 validate (counted, trained on at the
 end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit --select`
 (3 fits, seeds 100*S+1..3, each holding out 20 %) from the rest of the run's shards, to
 200 (the budget; the stopping rule is not replayed). Prints a markdown row:
