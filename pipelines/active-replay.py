@@ -27,6 +27,7 @@ fitted N times (seeds S, S+1000, ...) and the mean R² printed, so that the fit'
 (0.005-0.01 on the Kaggle DLRM's 26 tables) does not decide the comparison (default 1).
 The records are written again with tests/test_helper/mp.py's encoder (standard library).
 """
+import argparse
 import importlib.util
 import json
 import os
@@ -38,48 +39,36 @@ here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("mp", os.path.join(here, "..", "tests", "test_helper", "mp.py"))
 mp = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mp)
-USAGE = "usage: active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT] [--loop INIT,VAL,BATCH] [--fits N]"
 
 
-def usage(why=""):
-    sys.stderr.write(USAGE + (" (%s)" % why if why else "") + "\n")
-    sys.exit(2)
+def counts(n, low):
+    """an argparse type: n comma-separated integers, each >= low"""
+    def parse(text):
+        try:
+            v = tuple(int(x) for x in text.split(","))
+        except ValueError:
+            v = ()
+        if len(v) != n or min(v) < low:
+            raise argparse.ArgumentTypeError("'%s' is not %d comma-separated counts >= %d" % (text, n, low))
+        return v
+    return parse
 
 
-args = sys.argv[1:]
-if args[:1] in (["-h"], ["--help"]):
-    sys.stdout.write(__doc__)
-    sys.exit(0)
-one = None
-if "--one-run" in args:
-    i = args.index("--one-run")
-    try:
-        one = tuple(int(x) for x in args[i + 1].split(","))
-        assert len(one) == 2 and one[0] >= 200 and one[1] > 0
-    except (IndexError, ValueError, AssertionError):
-        usage("RANDOM >= 200, HELDOUT >= 1")
-    del args[i:i + 2]
-loop, nfits = (100, 40, 20), 1
-if "--loop" in args:
-    i = args.index("--loop")
-    try:
-        loop = tuple(int(x) for x in args[i + 1].split(","))
-        assert len(loop) == 3 and loop[0] >= 1 and loop[1] >= 1 and loop[2] >= 1
-    except (IndexError, ValueError, AssertionError):
-        usage("--loop INIT,VAL,BATCH: three counts >= 1")
-    del args[i:i + 2]
-if "--fits" in args:
-    i = args.index("--fits")
-    try:
-        nfits = int(args[i + 1])
-        assert 1 <= nfits <= 100
-    except (IndexError, ValueError, AssertionError):
-        usage("--fits N: 1 to 100")
-    del args[i:i + 2]
-if len(args) not in (4, 5):
-    usage()
-name, ft, top, seed = args[0], args[1], args[2], int(args[3])
-W = args[4] if len(args) == 5 else "bin"
+ap = argparse.ArgumentParser(prog="active-replay.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("name", metavar="NAME")
+ap.add_argument("ft", metavar="FT")
+ap.add_argument("top", metavar="DIR")
+ap.add_argument("seed", metavar="SEED", type=int)
+ap.add_argument("bin", metavar="BIN", nargs="?", default="bin")
+ap.add_argument("--one-run", metavar="RANDOM,HELDOUT", type=counts(2, 1))
+ap.add_argument("--loop", metavar="INIT,VAL,BATCH", type=counts(3, 1), default=(100, 40, 20))
+ap.add_argument("--fits", metavar="N", type=lambda t: counts(1, 1)(t)[0], default=1)
+a = ap.parse_args()
+if a.fits > 100:
+    ap.error("--fits: at most 100")
+if a.one_run and a.one_run[0] < 200:
+    ap.error("--one-run: RANDOM must be at least 200 (the random dataset compared)")
+name, ft, top, seed, W, one, loop, nfits = a.name, a.ft, a.top, a.seed, a.bin, a.one_run, a.loop, a.fits
 d = tempfile.mkdtemp()
 
 
