@@ -40,16 +40,18 @@ load test_helper/common
     assert_line --regexp '^cost-greedy\+split\+refine +10 +0 '
 }
 
-@test "layers: every module of lib/ is in docs/ARCHITECTURE.md's layers, none includes up a layer, no circle" {
+@test "layers: every module of lib/ is in docs/ARCHITECTURE.md's layers, none includes up a layer or a later stage, no circle" {
     run python3 "$ROOT/tests/tools/check-layers.py" "$ROOT"
     assert_success
-    assert_output --regexp '^check-layers: [0-9]+ modules in [0-9]+ folders of 4 layers, [0-9]+ includes between them: none up a layer, no circle$'
-    # the check finds what it must: an include up a layer, a circle, a module in no layer, a
-    # file outside the folders, a folder of two layers, a module in two folders
+    assert_output --regexp '^check-layers: [0-9]+ modules in [0-9]+ folders of 4 layers, [0-9]+ includes between them: none up a layer, none against the order of 6 stages, no circle$'
+    # the check finds what it must: an include up a layer, one from a stage to a later stage,
+    # a circle, a module in no layer, a file outside the folders, a folder of two layers, a
+    # module in two folders
     cp -r "$ROOT/lib" "$ROOT/docs" "$T/"
     mkdir -p "$T/tests/tools"
     printf '#include "planrun.h"\n' >> "$T/lib/records/stream.c"
     printf '#include "stream.h"\n' >> "$T/lib/records/reclimits.c"
+    printf '#include "evalinput.h"\n' >> "$T/lib/model/costpredict.c"
     printf 'int x;\n' > "$T/lib/plan/zzz.c"
     printf 'int y;\n' > "$T/lib/loose.c"
     cp "$T/lib/records/table.h" "$T/lib/plan/table.h"
@@ -60,6 +62,7 @@ load test_helper/common
     assert_line "check-layers: lib/zzz: in no layer of docs/ARCHITECTURE.md"
     assert_line "check-layers: lib/records/stream.c (layer 2) includes planrun.h (layer 3): up a layer"
     assert_line --regexp '^check-layers: circle: .*reclimits -> stream.*'
+    assert_line "check-layers: lib/model/costpredict.c (stage model) includes lib/eval/evalinput.h (stage eval, a later one): against the stages' order (data -> bench -> model -> plan -> rl -> eval)"
     assert_line "check-layers: lib/loose.c: not in a folder of lib/ (one per layer and stage: docs/ARCHITECTURE.md)"
     assert_line "check-layers: lib/table: in folders ['plan', 'records']"
     assert_line "check-layers: lib/plan/: modules of layers [1, 2, 3] (a folder holds one layer's)"

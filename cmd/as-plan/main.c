@@ -757,13 +757,13 @@ static void report(const as_plan_run_cfg *cfg, const as_plan_run_stats *st)
         as_debug("--split-tables: %" PRId64 " candidate plans scored, %" PRId64 " tables split, %" PRId64
                  " searches ended by --split-ms, %" PRId64 " started from TorchRec's plan too", st->split_nodes, st->split_tables,
                  st->split_cut, st->split_seeded);
-    if (st->tr_row_wise + st->tr_column_wise + st->tr_no_rows)
-        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise, %" PRId64 " data_parallel", st->tr_row_wise,
-                 st->tr_column_wise, st->tr_data_parallel);
+    if (st->own_row_wise + st->own_column_wise + st->own_no_rows)
+        as_debug("torchrec: %" PRId64 " tables row_wise, %" PRId64 " column_wise, %" PRId64 " data_parallel", st->own_row_wise,
+                 st->own_column_wise, st->own_data_parallel);
     if (cfg->replicate) as_info("--replicate: %" PRId64 " tables made data parallel in all", st->replicated);
-    if (st->tr_no_rows)
+    if (st->own_no_rows)
         as_info("torchrec: %" PRId64 " tables without a row_wise option: no features of their row blocks (as-features "
-                "--row-pieces with the shard count)", st->tr_no_rows);
+                "--row-pieces with the shard count)", st->own_no_rows);
 }
 
 int main(int argc, char **argv)

@@ -2,8 +2,7 @@
  * the records it writes (benchrun.h) */
 #include "benchrun.h"
 #include "common.h"
-#include "evalplan.h"
-#include "plan.h"
+#include "planrec.h"
 #include "planrec.h"
 #include "reclimits.h"
 
@@ -253,19 +252,15 @@ static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *e
         as_planrec pr;
         int64_t *ids = NULL, n = 0;
         as_piece *pc = NULL;
-        if (kind == AS_BREC_PLAN ? as_planrec_read(&rec->obj, &pr, e2, sizeof e2)
+        /* a plan: its placement, and the fields it carries through the measurement read as
+         * as-eval reads them (lib/records/planrec.h): refused now rather than after the measuring */
+        if (kind == AS_BREC_PLAN ? as_planrec_read(&rec->obj, &pr, AS_PLANREC_STRICT | AS_PLANREC_BARE | AS_PLANREC_NO_COSTS,
+                                                   e2, sizeof e2)
                                  : as_field_table_ids(&rec->obj, "tables", &ids, &n, e2, sizeof e2) ||
                                        as_field_pieces(&rec->obj, "pieces", n, &pc, e2, sizeof e2)) {
             free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", as_reader_name(r), rec->index,
                      kind == AS_BREC_PLAN ? "" : "shard: ", e2);
-            return -1;
-        }
-        /* the fields a plan carries through the measurement, read as as-eval reads them
-         * (lib/eval/evalplan.h): refused now rather than after the measuring */
-        if (kind == AS_BREC_PLAN && as_eval_plan_check(&rec->obj, AS_EVAL_READ_BARE | AS_EVAL_READ_NO_COSTS, e2, sizeof e2)) {
-            as_planrec_free(&pr);
-            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
             return -1;
         }
         if (kind == AS_BREC_PLAN) { ids = pr.tables; n = pr.n; }
@@ -319,7 +314,7 @@ int64_t as_binput_add_piece_singles(as_binput *in)
         if (msgpack_unpack_next(&u, in->rec[i].raw, in->rec[i].len, &off) == MSGPACK_UNPACK_SUCCESS) {
             as_planrec pr;
             char e2[256];
-            if (as_planrec_read(&u.data, &pr, e2, sizeof e2) == 0) {   /* read once before: it passes */
+            if (as_planrec_read(&u.data, &pr, 0, e2, sizeof e2) == 0) {   /* read once before: it passes */
                 for (int64_t j = 0; j < pr.n && pr.pieces; j++) {
                     if (as_piece_whole(&pr.pieces[j])) continue;
                     if (nv == cap) {
@@ -454,7 +449,7 @@ int as_binput_tables(as_bpool *p, const char *file, const as_binput *in, int64_t
         as_piece *pc = NULL;
         char e2[512];
         const int plan = in->rec[i].kind == AS_BREC_PLAN;
-        if (plan ? as_planrec_read(rec, &pr, e2, sizeof e2)
+        if (plan ? as_planrec_read(rec, &pr, 0, e2, sizeof e2)
                  : as_field_table_ids(rec, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(rec, "pieces", n, &pc, e2, sizeof e2)) {
             snprintf(err, errlen, "internal: %s", e2);
             free(ids);
@@ -831,7 +826,7 @@ static int unit_open(unit *un, const as_brec *h, const as_bpool *pool, char *err
         return 0;
     }
     un->start = un->order = un->flat = un->dpstart = un->dpflat = NULL;
-    if (as_planrec_read(rec, &un->pr, e2, sizeof e2)) {
+    if (as_planrec_read(rec, &un->pr, 0, e2, sizeof e2)) {
         snprintf(err, errlen, "internal: %s", e2);
         msgpack_unpacked_destroy(&un->up);
         return -1;

@@ -1,8 +1,10 @@
 /* tasks.c - sharding tasks; see tasks.h. Dimension letters: T tables per task, K shards. */
 #include "tasks.h"
 #include "common.h"
+#include "planrec.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,20 +212,9 @@ void as_task_whole(as_task *t, const int64_t *ids, const int64_t *bytes, int64_t
 
 void as_task_write(as_writer *w, const as_task_cfg *c, const as_task *t)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 10);
-    as_pack_kv_str(pk, "kind", "task");
-    as_pack_kv_i64(pk, "id", t->id);
-    as_pack_kv_str(pk, "split", t->test ? "test" : "train");
-    as_pack_kv_str(pk, "setting", c->unseen_ratio >= 0 ? "transfer" : "standard");
-    as_pack_kv_i64(pk, "shards", t->shards);
-    as_pack_kv_i64(pk, "mem_cap", (int64_t)c->mem_cap);
-    as_pack_str(pk, "bytes");
-    msgpack_pack_uint64(pk, t->bytes);
-    as_pack_kv_i64(pk, "unseen", t->unseen);
-    as_pack_kv_i64(pk, "seed", (int64_t)c->seed);
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)t->ntables);
-    for (int64_t k = 0; k < t->ntables; k++) msgpack_pack_int64(pk, t->tables[k]);
-    as_writer_end_record(w);
+    as_taskrec r = { .id = t->id, .tables = t->tables, .ntables = t->ntables, .shards = t->shards, .mem_cap = c->mem_cap,
+                     .bytes = t->bytes, .unseen = t->unseen, .seed = c->seed };
+    snprintf(r.split, sizeof r.split, "%s", t->test ? "test" : "train");
+    snprintf(r.setting, sizeof r.setting, "%s", c->unseen_ratio >= 0 ? "transfer" : "standard");
+    as_taskrec_write(w, &r);
 }

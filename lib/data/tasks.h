@@ -37,6 +37,7 @@ typedef struct {
 int as_tasks_make(const as_task_cfg *c, const int64_t *pool_ids, const int64_t *pool_bytes, int64_t npool,
                   as_task **out, char *err, size_t errlen);
 void as_tasks_free(as_task *t, int64_t n);
+/* write task t as a `task` record (lib/records/planrec.h as_taskrec_write) */
 void as_task_write(as_writer *w, const as_task_cfg *c, const as_task *t);
 /* One test task (id 0) of all n tables ids[] (any order; weight bytes bytes[]) onto K
  * shards: a model's one task (as-features --model-task). t->tables is malloc'd, ascending:

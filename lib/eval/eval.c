@@ -4,7 +4,7 @@
 #include "eval.h"
 #include "common.h"
 #include "evalfloor.h"
-#include "plan.h"
+#include "planrec.h"
 #include "reclimits.h"
 
 #include <ctype.h>
@@ -17,7 +17,7 @@
  * and with data-parallel entries over K > 1 shards comm_ar (their all-reduce; a plan from
  * before comm_ar_bytes lacks it); a plan of data-parallel entries alone exchanges nothing
  * all-to-all */
-static int comm_complete(const as_eval_plan *q)
+static int comm_complete(const as_planrec_full *q)
 {
     int a2a = q->comm_in != NULL;
     if (!a2a) {
@@ -30,7 +30,7 @@ static int comm_complete(const as_eval_plan *q)
 /* entries of q by table id (qsort_r's ctx: the plan) */
 static int by_table(const void *a, const void *b, void *ctx)
 {
-    const as_eval_plan *q = ctx;
+    const as_planrec_full *q = ctx;
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     if (q->tables[x] != q->tables[y]) return q->tables[x] < q->tables[y] ? -1 : 1;
     return (x > y) - (x < y);
@@ -40,7 +40,7 @@ static int by_table(const void *a, const void *b, void *ctx)
    features): a whole table table-wise; the pieces of a table whose row ranges differ
    row-wise, or table-row-wise when they all lie on one host of L ranks (L > 0, K > L); other
    pieces column-wise */
-static void entry_types(const as_eval_plan *q, int64_t L, as_shtype *type)
+static void entry_types(const as_planrec_full *q, int64_t L, as_shtype *type)
 {
     const int64_t T = q->T;
     int64_t *ord = as_malloc((size_t)(T ? T : 1) * sizeof *ord);
@@ -69,7 +69,7 @@ static void entry_types(const as_eval_plan *q, int64_t L, as_shtype *type)
 /* shard j's bytes of each sharding type, ids and outputs apart (a plan without the ids' part
    of its row and column pieces' bytes: split as the shard's ids to outputs); its row bytes
    split between row-wise and table-row-wise as its row pieces are */
-static void shard_bytes(const as_eval_plan *q, int64_t j, const int64_t nrow[2], double in[AS_NSH], double out[AS_NSH])
+static void shard_bytes(const as_planrec_full *q, int64_t j, const int64_t nrow[2], double in[AS_NSH], double out[AS_NSH])
 {
     const double tot_in = q->comm_in[j], tot = q->comm_in[j] + q->comm_out[j], f = tot > 0 ? tot_in / tot : 0;
     const double rw = q->comm_rw ? q->comm_rw[j] : 0, cw = q->comm_cw ? q->comm_cw[j] : 0;
@@ -84,7 +84,7 @@ static void shard_bytes(const as_eval_plan *q, int64_t j, const int64_t nrow[2],
     in[AS_SH_DP] = out[AS_SH_DP] = 0;
 }
 
-int as_eval_comm_loads(const as_eval_plan *q, int64_t local, as_comm_load *l)
+int as_eval_comm_loads(const as_planrec_full *q, int64_t local, as_comm_load *l)
 {
     const int64_t K = q->K, T = q->T;
     if (!q->comm_in && !q->comm_ar) return -1;
@@ -116,7 +116,7 @@ int as_eval_comm_loads(const as_eval_plan *q, int64_t local, as_comm_load *l)
     return 0;
 }
 
-int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH])
+int as_eval_comm_ms(const as_planrec_full *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH])
 {
     if (parts)
         for (int s = 0; s < AS_NSH; s++) parts[s] = 0;
@@ -129,7 +129,7 @@ int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, do
     return 0;
 }
 
-int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
+int as_eval_charge_comm(as_planrec_full *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
                         double *bytes_sum, int64_t *bytes_n, double *bytes_max, char *err, size_t errlen)
 {
     int64_t mis = 0, hv = 0, bn = 0;
@@ -161,7 +161,7 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int6
         }
     }
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         if ((!q->comm_in && !q->comm_ar) || !q->K) continue;
         free(q->comm_ms);
         q->comm_ms = as_malloc((size_t)q->K * sizeof *q->comm_ms);
@@ -180,7 +180,7 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int6
 
 /* q's balance in each pass (ok plans with passes): each pass's costs with the same
  * communication charge as cost; a pass with an unmeasured shard leaves them all NaN */
-static void pass_balances(as_eval_plan *q)
+static void pass_balances(as_planrec_full *q)
 {
     q->pass_bal_lo = q->pass_bal_hi = NAN;
     q->pass_flip = 0;
@@ -204,10 +204,10 @@ static void pass_balances(as_eval_plan *q)
     q->pass_bal_hi = hi;
 }
 
-void as_eval_compute(as_eval_plan *p, int64_t n)
+void as_eval_compute(as_planrec_full *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         q->max = q->min = q->mean = q->balance = q->speedup = q->over_floor = q->kmax = NAN;
         q->at_floor = -1;
         q->ok = q->feasible;
@@ -254,7 +254,7 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
        same in every pass */
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = j + 1; i < n; i++) {
-            as_eval_plan *x = &p[j], *y = &p[i];
+            as_planrec_full *x = &p[j], *y = &p[i];
             if (x->run != y->run || x->task != y->task || !isfinite(x->pass_bal_lo) || !isfinite(y->pass_bal_lo) ||
                 x->npass != y->npass)
                 continue;
@@ -266,9 +266,9 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
             if (pos && neg) x->pass_flip = y->pass_flip = 1;
         }
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         if (!q->ok) continue;
-        const as_eval_plan *r = NULL;
+        const as_planrec_full *r = NULL;
         for (int64_t i = 0; i < n && !r; i++)
             if (p[i].run == q->run && p[i].task == q->task && !strcmp(p[i].alg, "random")) r = &p[i];
         if (r && r->ok && r->max > 0 && q->max > 0) q->speedup = r->max / q->max;
@@ -277,7 +277,7 @@ void as_eval_compute(as_eval_plan *p, int64_t n)
 
 enum { FIG_BALANCE, FIG_SPEEDUP, FIG_MAX, FIG_SPEEDUP_GEO, FIG_OVER_FLOOR };
 
-static double figure(const as_eval_plan *q, int which)
+static double figure(const as_planrec_full *q, int which)
 {
     switch (which) {
     case FIG_BALANCE: return q->balance;
@@ -290,7 +290,7 @@ static double figure(const as_eval_plan *q, int which)
 /* the values behind one figure's statistics for algorithm alg: per plan, or with over_runs
  * one per run (the arithmetic mean of its plans' values; FIG_SPEEDUP_GEO: the geometric
  * mean); *out is malloc'd, NaN where undefined; returns how many */
-static int64_t values(const as_eval_plan *p, int64_t n, const char *alg, int which, int over_runs, double **out)
+static int64_t values(const as_planrec_full *p, int64_t n, const char *alg, int which, int over_runs, double **out)
 {
     double *v = as_malloc((size_t)(n ? n : 1) * sizeof *v);
     int64_t m = 0;
@@ -318,16 +318,16 @@ static int64_t values(const as_eval_plan *p, int64_t n, const char *alg, int whi
 
 /* x's balance over the passes: when every usable plan of x carries the same npass >= 2
  * passes, the mean balance of each pass over the plans, its lowest and highest */
-static void alg_passes(const as_eval_plan *p, int64_t n, as_eval_alg *x)
+static void alg_passes(const as_planrec_full *p, int64_t n, as_eval_alg *x)
 {
-    double sum[AS_EVAL_PASS_MAX] = { 0 };
+    double sum[AS_PLANREC_PASS_MAX] = { 0 };
     int P = 0;
     int64_t m = 0;
     x->npass = 0;
     x->bal_pass_lo = x->bal_pass_hi = NAN;
     x->pass_flips = 0;
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *q = &p[j];
+        const as_planrec_full *q = &p[j];
         if (strcmp(q->alg, x->alg) || !q->ok || !isfinite(q->balance)) continue;
         if (!isfinite(q->pass_bal_lo) || (m && q->npass != P)) return;
         P = q->npass;
@@ -344,7 +344,7 @@ static void alg_passes(const as_eval_plan *p, int64_t n, as_eval_alg *x)
     }
 }
 
-void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout)
+void as_eval_summary(const as_planrec_full *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout)
 {
     as_eval_alg *a = as_calloc((size_t)(n ? n : 1), sizeof *a);
     int64_t na = 0;
@@ -418,12 +418,12 @@ void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_al
 /* ---- noise and ranking ------------------------------------------------------------------ */
 
 /* shard k of plan q carries a noise flag that counts: measured and not empty */
-static int flagged(const as_eval_plan *q, int64_t k)
+static int flagged(const as_planrec_full *q, int64_t k)
 {
     return q->noisy && isfinite(q->cost[k]) && q->cost[k] > 0;
 }
 
-void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval_noise *out)
+void as_eval_noise_of(const as_planrec_full *p, int64_t n, const char *alg, as_eval_noise *out)
 {
     memset(out, 0, sizeof *out);
     out->threshold = out->median_spread = NAN;
@@ -431,7 +431,7 @@ void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval
     for (int64_t j = 0; j < n; j++) if (p[j].spread) cap += p[j].K;
     double *sp = as_malloc((size_t)(cap ? cap : 1) * sizeof *sp);
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *q = &p[j];
+        const as_planrec_full *q = &p[j];
         if (alg && strcmp(q->alg, alg)) continue;
         if (isnan(out->threshold) && isfinite(q->noise_threshold)) out->threshold = q->noise_threshold;
         if (q->ok) {
@@ -450,17 +450,17 @@ void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval
     free(sp);
 }
 
-void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c)
+void as_eval_compare(const as_planrec_full *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c)
 {
     memset(c, 0, sizeof *c);
     size_t sz = (size_t)(n ? n : 1);
     double *d = as_malloc(sz * sizeof *d), *r = as_malloc(sz * sizeof *r);
     int64_t *run = as_malloc(sz * sizeof *run), m = 0;
-    double psum[AS_EVAL_PASS_MAX] = { 0 };
+    double psum[AS_PLANREC_PASS_MAX] = { 0 };
     int P = 0;
     c->all_equal = 1;
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *x = &p[j], *y = NULL;
+        const as_planrec_full *x = &p[j], *y = NULL;
         if (strcmp(x->alg, a) || !x->ok || !isfinite(x->balance)) continue;
         for (int64_t i = 0; i < n && !y; i++)
             if (p[i].run == x->run && p[i].task == x->task && !strcmp(p[i].alg, b)) y = &p[i];
@@ -469,7 +469,7 @@ void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char
         r[m] = x->max > 0 && y->max > 0 ? log(y->max / x->max) : NAN;
         if (d[m] != 0 || x->max != y->max) c->all_equal = 0;
         run[m++] = x->run;
-        const as_eval_plan *both[2] = { x, y };
+        const as_planrec_full *both[2] = { x, y };
         for (int t = 0; t < 2; t++)
             for (int64_t k = 0; k < both[t]->K; k++)
                 if (flagged(both[t], k)) {
@@ -557,7 +557,7 @@ int64_t as_eval_order(const as_eval_alg *a, int64_t na, int64_t *order)
     return m;
 }
 
-void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
+void as_eval_rank_pair(const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
                        as_eval_rank *r)
 {
     memset(r, 0, sizeof *r);
@@ -575,7 +575,7 @@ void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, i
     } else r->kind = AS_RANK_RESOLVED;
 }
 
-void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
+void as_eval_rank_algs(const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
                        as_eval_rank *r)
 {
     int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order);
@@ -726,7 +726,7 @@ void as_eval_print_quality(FILE *f, as_eval_format fmt, const as_eval_quality *q
 /* a text cell: right-aligned in width columns (text), "| s |" (markdown), ",s" (CSV);
  * utf8 extra: bytes beyond one per column (± is two bytes, one column) */
 /* the text tables' alg column: 20 characters, wider for a longer name (ALG+refine) */
-static int alg_width(const as_eval_plan *p, int64_t n)
+static int alg_width(const as_planrec_full *p, int64_t n)
 {
     int w = 20;
     for (int64_t j = 0; j < n; j++) if ((int)strlen(p[j].alg) > w) w = (int)strlen(p[j].alg);
@@ -788,13 +788,13 @@ static void interval(FILE *f, as_eval_format fmt, int width, const char *cfmt, d
 }
 
 /* some plan has passes (cost_pass_ms) / a between-pass spread (cost_pass_spread) */
-static int any_passes(const as_eval_plan *p, int64_t n)
+static int any_passes(const as_planrec_full *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) if (p[j].npass >= 2) return 1;
     return 0;
 }
 
-static int any_pass_spread(const as_eval_plan *p, int64_t n)
+static int any_pass_spread(const as_planrec_full *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) if (p[j].pass_spread) return 1;
     return 0;
@@ -802,7 +802,7 @@ static int any_pass_spread(const as_eval_plan *p, int64_t n)
 
 /* whether shard k of q is the slowest in some of its passes but not in all (the shard that
  * sets the plan's balance changes between passes); 0 without passes */
-static int slowest_flips(const as_eval_plan *q, int64_t k)
+static int slowest_flips(const as_planrec_full *q, int64_t k)
 {
     if (q->npass < 2 || !q->pass_cost) return 0;
     int some = 0, all = 1;
@@ -819,28 +819,28 @@ static int slowest_flips(const as_eval_plan *q, int64_t k)
 
 /* a plan's balance over its passes: "80.1-82.3%" and "↕" when its order against another
  * plan of its task flips between passes; "n/a" */
-static int pass_cell(char *b, size_t len, const as_eval_plan *q)
+static int pass_cell(char *b, size_t len, const as_planrec_full *q)
 {
     if (!isfinite(q->pass_bal_lo)) { snprintf(b, len, "n/a"); return 0; }
     snprintf(b, len, "%.1f-%.1f%%%s", 100 * q->pass_bal_lo, 100 * q->pass_bal_hi, q->pass_flip ? " ↕" : "");
     return q->pass_flip ? 2 : 0;
 }
 
-static int any_noise(const as_eval_plan *p, int64_t n)
+static int any_noise(const as_planrec_full *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) if (p[j].noisy || p[j].spread) return 1;
     return 0;
 }
 
 /* some plan has a known floor */
-static int any_floor(const as_eval_plan *p, int64_t n)
+static int any_floor(const as_planrec_full *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) if (isfinite(p[j].floor)) return 1;
     return 0;
 }
 
 /* what the floor columns mean, or that the floor is unknown (one line) */
-static void floor_legend(FILE *f, const as_eval_plan *p, int64_t n, const char *label)
+static void floor_legend(FILE *f, const as_planrec_full *p, int64_t n, const char *label)
 {
     int estimated = !strcmp(label, "estimated");
     if (!any_floor(p, n)) {
@@ -862,7 +862,7 @@ static const char SHAKY_LEGEND[] = "its slowest or fastest shard stayed noisy af
                                    "and speedup are not trustworthy";
 
 /* the plans table as CSV: a row per plan, every figure at full precision */
-static void print_plans_csv(FILE *f, const as_eval_plan *p, int64_t n, const char *label)
+static void print_plans_csv(FILE *f, const as_planrec_full *p, int64_t n, const char *label)
 {
     const as_eval_format fmt = AS_EVAL_CSV;
     const int passes = any_passes(p, n);
@@ -870,7 +870,7 @@ static void print_plans_csv(FILE *f, const as_eval_plan *p, int64_t n, const cha
                "noisy_shards,rests_on_noisy,floor_ms,max_over_floor,at_floor%s\n",
             passes ? ",passes,balance_pass_lo,balance_pass_hi,pass_flip,max_ms_passes" : "");
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *q = &p[j];
+        const as_planrec_full *q = &p[j];
         fprintf(f, "%" PRId64 ",%" PRId64 ",", q->run, q->task);
         as_eval_csv_field(f, q->split);
         fputc(',', f);
@@ -908,7 +908,7 @@ typedef struct {
 } plans_cols;
 
 /* plan q's row of the text or markdown plans table */
-static void print_plan_row(FILE *f, as_eval_format fmt, const as_eval_plan *q, const plans_cols *pc)
+static void print_plan_row(FILE *f, as_eval_format fmt, const as_planrec_full *q, const plans_cols *pc)
 {
     const double MiB = 1024.0 * 1024.0;
     const int noise = pc->noise, fl = pc->fl, aw = pc->aw, passes = pc->passes;
@@ -952,7 +952,7 @@ static void print_plan_row(FILE *f, as_eval_format fmt, const as_eval_plan *q, c
     }
 }
 
-void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
+void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const char *label)
 {
     if (fmt == AS_EVAL_CSV) {
         print_plans_csv(f, p, n, label);
@@ -989,7 +989,7 @@ void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int
     fputc('\n', f);
 }
 
-void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label)
+void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const char *label)
 {
     const double MiB = 1024.0 * 1024.0;
     int noise = any_noise(p, n), aw = alg_width(p, n), ps = any_pass_spread(p, n), flips = 0;
@@ -1005,7 +1005,7 @@ void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, in
         fprintf(f, "|---:|---:|---|---:|---:|---:|---:|%s%s\n", noise ? "---:|---|" : "", ps ? "---:|" : "");
     }
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *q = &p[j];
+        const as_planrec_full *q = &p[j];
         int64_t *start = as_malloc((size_t)(q->K + 1) * sizeof *start);
         as_plan_group(start, NULL, q->assign, q->T, q->K);
         for (int64_t k = 0; k < q->K; k++) {
@@ -1246,7 +1246,7 @@ static void lead_words(FILE *f, as_eval_format fmt, const char *other, double ot
 
 /* the order of the algorithms by mean balance, each neighbour pair compared: "a (85.0 %) >
  * b (55.0 %) ≈ c (54.0 %)" (CSV: without the balances); nothing with fewer than 2 */
-static void order_words(FILE *f, int csv, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs)
+static void order_words(FILE *f, int csv, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs)
 {
     int64_t *order = as_malloc((size_t)(na ? na : 1) * sizeof *order), m = as_eval_order(a, na, order);
     for (int64_t i = 0; i < m && m >= 2; i++) {
@@ -1262,7 +1262,7 @@ static void order_words(FILE *f, int csv, const as_eval_plan *p, int64_t n, cons
 }
 
 /* the verdict's CSV: one row of the ranking, noise, model and floor figures */
-static void verdict_csv(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+static void verdict_csv(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na,
                         const as_eval_verdict_info *v, const as_eval_rank *r, const as_eval_noise *nz,
                         const as_eval_floorbound *fb)
 {
@@ -1332,9 +1332,9 @@ static int64_t alg_list(FILE *f, const as_eval_alg *a, int64_t na, int which)
 
 /* the first plan with a model_quality whose judgement is what want says (1 weak, 0 ok); *same:
    every such plan carries the same figures */
-static const as_eval_plan *first_mq(const as_eval_plan *p, int64_t n, int want, int *same)
+static const as_planrec_full *first_mq(const as_planrec_full *p, int64_t n, int want, int *same)
 {
-    const as_eval_plan *q = NULL;
+    const as_planrec_full *q = NULL;
     *same = 1;
     for (int64_t j = 0; j < n; j++) {
         if (!p[j].has_mq || !p[j].mq.judged || p[j].mq.weak != want) continue;
@@ -1349,7 +1349,7 @@ static const as_eval_plan *first_mq(const as_eval_plan *p, int64_t n, int want, 
 /* the verdict's lines on the cost model the plans were placed with (as-plan's model_quality):
    which algorithms' plans rest on a weak model, on one of unjudged quality, or on one the gate
    passed; nothing when no plan carries it */
-static void verdict_model_marks(FILE *f, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, const char *B,
+static void verdict_model_marks(FILE *f, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na, const char *B,
                                 const char *li)
 {
     int64_t weak = 0, unjudged = 0, marked = 0, mplans = 0;
@@ -1362,7 +1362,7 @@ static void verdict_model_marks(FILE *f, const as_eval_plan *p, int64_t n, const
     if (!marked) return;
     int same;
     if (weak) {
-        const as_eval_plan *q = first_mq(p, n, 1, &same);
+        const as_planrec_full *q = first_mq(p, n, 1, &same);
         fprintf(f, "%s%sWeak cost model:%s the plans of ", li, B, B);
         const int64_t k = alg_list(f, a, na, 0);
         fprintf(f, " (%" PRId64 " plan%s) were placed with a cost model as-plan marked weak (model_quality; %sheld-out R² %.3f",
@@ -1379,7 +1379,7 @@ static void verdict_model_marks(FILE *f, const as_eval_plan *p, int64_t n, const
                    "weak nil: no held-out R² in the model, or as-plan --min-model-r2 off).\n", k, k == 1 ? "" : "s");
     }
     if (mplans > weak + unjudged) {
-        const as_eval_plan *q = first_mq(p, n, 0, &same);
+        const as_planrec_full *q = first_mq(p, n, 0, &same);
         fprintf(f, "%sThe cost model that placed the %splans of ", li, weak + unjudged ? "other " : "");
         alg_list(f, a, na, 2);
         fprintf(f, " passed as-plan's quality gate (model_quality; %sheld-out R² %.3f, threshold %g", same ? "" : "the first: ",
@@ -1457,7 +1457,7 @@ static void rank_words(FILE *f, const as_eval_rank *r, const as_eval_alg *w, con
     }
 }
 
-static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+static void verdict_winner(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v, const as_eval_rank *r, int estimated, const char *B,
                            const char *li)
 {
@@ -1498,7 +1498,7 @@ static void verdict_winner(FILE *f, as_eval_format fmt, const as_eval_plan *p, i
 /* the learned policy against the greedy planner by the same cost model: each autoshard
  * variant beside cost-greedy's of the same variant (autoshard+split+refine and
  * cost-greedy+split+refine), ranked as the winner is (as_eval_rank_pair), and which to trust */
-static void verdict_policy(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+static void verdict_policy(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na,
                            const as_eval_verdict_info *v, const char *B, const char *li)
 {
     static const char pol[] = "autoshard", gr[] = "cost-greedy";
@@ -1570,7 +1570,7 @@ static void verdict_tail(FILE *f, as_eval_format fmt, const as_eval_verdict_info
     }
 }
 
-void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v)
 {
     as_eval_rank r;

@@ -25,7 +25,8 @@
 #include <stdio.h>
 
 #include "comm.h"
-#include "evalplan.h"
+#include "evaltext.h"
+#include "planrec.h"
 #include "stats.h"
 #include "piece.h"
 #include "stream.h"
@@ -44,7 +45,7 @@
  * hold for a plan's K (as_comm_model_check).
  * The byte totals per shard (in + out + all-reduce) are summed into *bytes_sum / *bytes_n / *bytes_max
  * (either may be NULL) whether charged or not, for the report. */
-int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
+int as_eval_charge_comm(as_planrec_full *p, int64_t n, const as_comm_model *m, int64_t *missing, int64_t *have,
                         double *bytes_sum, int64_t *bytes_n, double *bytes_max, char *err, size_t errlen);
 
 /* plan q's shard k: its communication under m into *ms (each type's part into parts, NULL: not
@@ -57,13 +58,13 @@ int as_eval_charge_comm(as_eval_plan *p, int64_t n, const as_comm_model *m, int6
  * its all-reduce bytes, the types the plan has; a table's row pieces all on one host of
  * local ranks table-row-wise, local > 0 and K > local) into l[0..K); -1 when q carries no
  * communication bytes. What as_eval_comm_ms and the charge evaluate a model on. */
-int as_eval_comm_loads(const as_eval_plan *q, int64_t local, as_comm_load *l);
-int as_eval_comm_ms(const as_eval_plan *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH]);
+int as_eval_comm_loads(const as_planrec_full *q, int64_t local, as_comm_load *l);
+int as_eval_comm_ms(const as_planrec_full *q, int64_t k, const as_comm_model *m, double *ms, double parts[AS_NSH]);
 
 /* per-plan figures (over_floor from a floor set before), then per (run, task) the speedup over that run's first random plan of
  * the task (random plans themselves: 1); plans without a usable random plan (or one whose
  * slowest shard costs 0): NaN */
-void as_eval_compute(as_eval_plan *p, int64_t n);
+void as_eval_compute(as_planrec_full *p, int64_t n);
 
 typedef struct {
     char alg[64];
@@ -78,7 +79,7 @@ typedef struct {
     double spd_lo, spd_hi;      /* its 95 % interval (t-interval of the mean log speedup) */
     double max_mean;            /* mean slowest-shard cost, ms */
     int64_t shards, noisy;      /* shards of its plans with a cost_noisy flag; of which noisy */
-    int64_t shaky;              /* plans resting on a noisy shard (as_eval_plan.shaky) */
+    int64_t shaky;              /* plans resting on a noisy shard (as_planrec_full.shaky) */
     int64_t nfloor;             /* usable plans with a known floor (at_floor >= 0) */
     int64_t at_floor;           /* of which at their floor (at_floor 1) */
     double floor_ratio_mean;    /* mean max / floor (over plans, or runs with over_runs); NaN */
@@ -99,7 +100,7 @@ typedef struct {
  * over_runs: each run's figure first (balance: the arithmetic mean over its tasks;
  * speedup: the geometric mean, spd_mean the arithmetic one), then the statistics over runs;
  * otherwise over all plans. *out is malloc'd. */
-void as_eval_summary(const as_eval_plan *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout);
+void as_eval_summary(const as_planrec_full *p, int64_t n, int over_runs, as_eval_alg **out, int64_t *nout);
 
 /* ---- noise and ranking ------------------------------------------------------------------ */
 
@@ -116,7 +117,7 @@ typedef struct {
     double threshold;           /* the first plan's noise_threshold; NaN when none */
     int64_t plans, shaky;       /* usable plans (ok); of which resting on a noisy shard */
 } as_eval_noise;
-void as_eval_noise_of(const as_eval_plan *p, int64_t n, const char *alg, as_eval_noise *out);
+void as_eval_noise_of(const as_planrec_full *p, int64_t n, const char *alg, as_eval_noise *out);
 
 /* Paired comparison of algorithm a with b over the (run, task) pairs where both have a
  * usable plan (ok); with over_runs the pairs' figures are first averaged per run (balance
@@ -138,7 +139,7 @@ typedef struct {
     double pass_lo, pass_hi;
     int64_t flips, pass_pairs;
 } as_eval_cmp;
-void as_eval_compare(const as_eval_plan *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c);
+void as_eval_compare(const as_planrec_full *p, int64_t n, const char *a, const char *b, int over_runs, as_eval_cmp *c);
 
 typedef enum {
     AS_RANK_NONE,               /* no algorithm with a balance */
@@ -164,7 +165,7 @@ typedef struct {
     int pass_flip;              /* NOISY because, with passes, the lead is not above 0 in every
                                  * pass although the interval over the tasks is */
 } as_eval_rank;
-void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
+void as_eval_rank_algs(const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na, int over_runs,
                        as_eval_rank *r);
 
 /* the algorithms with a mean balance, best first by the winner's rule (stable); order[na];
@@ -172,7 +173,7 @@ void as_eval_rank_algs(const as_eval_plan *p, int64_t n, const as_eval_alg *a, i
 int64_t as_eval_order(const as_eval_alg *a, int64_t na, int64_t *order);
 
 /* as_eval_rank_algs for a given pair: x the better of the two, y the other */
-void as_eval_rank_pair(const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
+void as_eval_rank_pair(const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t x, int64_t y, int over_runs,
                        as_eval_rank *r);
 
 /* ---- the cost model's quality ----------------------------------------------------------- */
@@ -234,8 +235,8 @@ typedef struct {
 void as_eval_print_header(FILE *f, as_eval_format fmt, const as_eval_header *h);
 
 /* label: "measured" or "estimated" (every figure is printed with it) */
-void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label);
-void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label);
+void as_eval_print_plans(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const char *label);
+void as_eval_print_shards(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const char *label);
 void as_eval_print_summary(FILE *f, as_eval_format fmt, const as_eval_alg *a, int64_t n, const char *label,
                            int over_runs);
 
@@ -256,7 +257,7 @@ typedef struct {
  * within noise, which algorithms' plans rest on a cost model as-plan marked weak (their
  * model_quality), how noisy the measurement was, how good the cost model is and where the
  * plots are. CSV: one header line and one row of the same figures. */
-void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_eval_alg *a,
+void as_eval_print_verdict(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_eval_alg *a,
                            int64_t na, const as_eval_verdict_info *v);
 
 /* ---- training curves (as-rl --log) ------------------------------------------------------- */

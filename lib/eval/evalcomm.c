@@ -4,7 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-int as_eval_comm_parts(const as_eval_plan *q, int64_t k, const as_comm_model *m, double ms[AS_NSH])
+int as_eval_comm_parts(const as_planrec_full *q, int64_t k, const as_comm_model *m, double ms[AS_NSH])
 {
     double t;
     for (int s = 0; s < AS_NSH; s++) ms[s] = 0;
@@ -13,7 +13,7 @@ int as_eval_comm_parts(const as_eval_plan *q, int64_t k, const as_comm_model *m,
 }
 
 /* the rank of the highest known cost, or -1 (a cost unknown) */
-static int64_t slowest(const as_eval_plan *q)
+static int64_t slowest(const as_planrec_full *q)
 {
     int64_t s = -1;
     for (int64_t k = 0; k < q->K; k++) {
@@ -23,7 +23,7 @@ static int64_t slowest(const as_eval_plan *q)
     return s;
 }
 
-static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, double kern, const double ms[AS_NSH])
+static void row(FILE *f, as_eval_format fmt, const as_planrec_full *q, int64_t s, double kern, const double ms[AS_NSH])
 {
     double c = 0;
     for (int t = 0; t < AS_NSH; t++) c += ms[t];
@@ -43,7 +43,7 @@ static void row(FILE *f, as_eval_format fmt, const as_eval_plan *q, int64_t s, d
                 q->task, q->alg, s, kern, ms[0], ms[1], ms[2], ms[3], ms[4], pct);
 }
 
-void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m)
+void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_comm_model *m)
 {
     if (!as_comm_on(m)) {
         if (fmt != AS_EVAL_CSV)
@@ -69,7 +69,7 @@ void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int6
                 "table-wise", "column-wise", "row-wise", "data-parallel", "table-row-wise", "comm %");
     int64_t none = 0;
     for (int64_t j = 0; j < n; j++) {
-        const as_eval_plan *q = &p[j];
+        const as_planrec_full *q = &p[j];
         const int64_t s = q->feasible ? slowest(q) : -1;
         double ms[AS_NSH];
         if (s < 0 || as_eval_comm_parts(q, s, m, ms)) { none++; continue; }

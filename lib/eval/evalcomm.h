@@ -28,11 +28,11 @@
 
 /* shard k of plan q under model m: the milliseconds of each sharding type into ms[AS_NSH];
  * 0, or -1 when the plan carries no communication bytes */
-int as_eval_comm_parts(const as_eval_plan *q, int64_t k, const as_comm_model *m, double ms[AS_NSH]);
+int as_eval_comm_parts(const as_planrec_full *q, int64_t k, const as_comm_model *m, double ms[AS_NSH]);
 
 /* The table over the plans p[0..n) (after as_eval_charge_comm and as_eval_compute): per plan
  * its slowest rank, that rank's kernel cost, each sharding type's modelled time and the
  * share of the rank's time that is communication. m charging nothing: one line saying so. */
-void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m);
+void as_eval_print_comm(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_comm_model *m);
 
 #endif

@@ -208,15 +208,15 @@ void as_eval_singles_free(as_eval_singles *s)
  * slice alone is taken to cost its single cost over K: an approximation (a kernel's fixed
  * costs do not shrink with the bags, so a slice usually costs a little more), the same
  * as as-plan's item_pred_ms of such an entry (its full-batch prediction over K) */
-static double dp_share(const as_eval_plan *q, int64_t i)
+static double dp_share(const as_planrec_full *q, int64_t i)
 {
     return q->assign && q->assign[i] == AS_DP && q->K > 0 ? 1.0 / (double)q->K : 1.0;
 }
 
-void as_eval_floor_measured(as_eval_plan *p, int64_t n, const as_eval_singles *s)
+void as_eval_floor_measured(as_planrec_full *p, int64_t n, const as_eval_singles *s)
 {
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         double *single = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *single);
         /* a piece: its own single cost (never the table's, which is more), NaN without one;
            a data-parallel table: its single cost over K (dp_share) */
@@ -229,10 +229,10 @@ void as_eval_floor_measured(as_eval_plan *p, int64_t n, const as_eval_singles *s
     }
 }
 
-void as_eval_floor_estimated(as_eval_plan *p, int64_t n, const as_costmodel *cm, const as_featidx *ft)
+void as_eval_floor_estimated(as_planrec_full *p, int64_t n, const as_costmodel *cm, const as_featidx *ft)
 {
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         double *single = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *single);
         for (int64_t i = 0; i < q->T; i++) {
             /* a piece: the model's price of the piece alone */
@@ -246,7 +246,7 @@ void as_eval_floor_estimated(as_eval_plan *p, int64_t n, const as_costmodel *cm,
     }
 }
 
-void as_eval_floor_none(as_eval_plan *p, int64_t n)
+void as_eval_floor_none(as_planrec_full *p, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) {
         p[j].floor = NAN;
@@ -254,16 +254,16 @@ void as_eval_floor_none(as_eval_plan *p, int64_t n)
     }
 }
 
-void as_eval_floor_mark(as_eval_plan *p, int64_t n, double margin)
+void as_eval_floor_mark(as_planrec_full *p, int64_t n, double margin)
 {
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         q->floor_margin = margin;
         q->at_floor = q->ok && isfinite(q->floor) && isfinite(q->kmax) ? q->kmax <= q->floor * (1 + margin) : -1;
     }
 }
 
-void as_eval_floor_bound(const as_eval_plan *p, int64_t n, double margin, as_eval_floorbound *fb)
+void as_eval_floor_bound(const as_planrec_full *p, int64_t n, double margin, as_eval_floorbound *fb)
 {
     memset(fb, 0, sizeof *fb);
     fb->margin = margin;
@@ -332,7 +332,7 @@ void as_eval_floor_words(FILE *f, as_eval_format fmt, const as_eval_floorbound *
                 estimated ? "tables the cost model cannot price alone" : "tables without a single-table cost");
 }
 
-void as_eval_print_floor(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, double margin, const char *label)
+void as_eval_print_floor(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, double margin, const char *label)
 {
     if (fmt == AS_EVAL_CSV) return;
     as_eval_floorbound fb;

@@ -28,7 +28,8 @@
 #include <stdint.h>
 
 #include "costmodel.h"
-#include "evalplan.h"
+#include "evaltext.h"
+#include "planrec.h"
 #include "featindex.h"
 #include "stream.h"
 
@@ -86,17 +87,17 @@ void as_eval_singles_free(as_eval_singles *s);
 /* ---- floors of plans ---------------------------------------------------------------------- */
 
 /* every plan's floor (floor, floor_unknown) from the built singles s over its tables */
-void as_eval_floor_measured(as_eval_plan *p, int64_t n, const as_eval_singles *s);
+void as_eval_floor_measured(as_planrec_full *p, int64_t n, const as_eval_singles *s);
 /* every plan's floor from the cost model's prediction for each table alone, the features
  * from ft (built: after as_eval_estimate); a table without features leaves the floor
  * unknown */
-void as_eval_floor_estimated(as_eval_plan *p, int64_t n, const as_costmodel *cm, const as_featidx *ft);
+void as_eval_floor_estimated(as_planrec_full *p, int64_t n, const as_costmodel *cm, const as_featidx *ft);
 /* no floor for any plan (estimated costs without the model that made them) */
-void as_eval_floor_none(as_eval_plan *p, int64_t n);
+void as_eval_floor_none(as_planrec_full *p, int64_t n);
 
 /* After as_eval_compute: each plan's at_floor (-1 unknown: not usable or no floor; 1 its
  * slowest shard <= floor x (1 + margin); else 0) and floor_margin. */
-void as_eval_floor_mark(as_eval_plan *p, int64_t n, double margin);
+void as_eval_floor_mark(as_planrec_full *p, int64_t n, double margin);
 
 /* the floor-bound count over the (run, task) pairs with a usable plan */
 typedef struct {
@@ -109,7 +110,7 @@ typedef struct {
 
 /* The task's floor is the largest known floor of its plans (whole-table plans of a task
  * all have the same); floor-bound as in the top comment. */
-void as_eval_floor_bound(const as_eval_plan *p, int64_t n, double margin, as_eval_floorbound *fb);
+void as_eval_floor_bound(const as_planrec_full *p, int64_t n, double margin, as_eval_floorbound *fb);
 
 /* the floor-bound sentence (no line end; markdown: bold count): how many tasks are
  * floor-bound and what that means, or that the floor is unknown; label "measured" or
@@ -117,6 +118,6 @@ void as_eval_floor_bound(const as_eval_plan *p, int64_t n, double margin, as_eva
 void as_eval_floor_words(FILE *f, as_eval_format fmt, const as_eval_floorbound *fb, const char *label);
 /* the sentence as a paragraph of its own (text, markdown; CSV: nothing, the verdict's
  * columns carry the counts) */
-void as_eval_print_floor(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, double margin, const char *label);
+void as_eval_print_floor(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, double margin, const char *label);
 
 #endif

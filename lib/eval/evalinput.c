@@ -2,7 +2,7 @@
 #include "evalinput.h"
 
 #include "common.h"
-#include "plan.h"
+#include "planrec.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -102,24 +102,24 @@ static int read_plan(read_ctx *c, const as_reader *r, const as_record *rec, char
         c->pfile = as_realloc(c->pfile, (size_t)c->capp * sizeof *c->pfile);
         c->prec = as_realloc(c->prec, (size_t)c->capp * sizeof *c->prec);
     }
-    as_eval_plan *q = &in->plans[in->nplans];
+    as_planrec_full *q = &in->plans[in->nplans];
     char msg[1024];
-    if (as_eval_plan_read(&rec->obj, q, msg, sizeof msg)) {
+    if (as_planrec_full_read(&rec->obj, q, msg, sizeof msg)) {
         snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, msg);
         return -1;
     }
-    if (c->split && strcmp(q->split, c->split)) { as_eval_plan_free(q); return 0; }
+    if (c->split && strcmp(q->split, c->split)) { as_planrec_full_free(q); return 0; }
     if (!c->estimate) {
         if (!q->cost_kind) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": plan of task %" PRId64 " (%s) has no costs: measure it with "
                      "as-bench or give --model", as_reader_name(r), rec->index, q->task, q->alg);
-            as_eval_plan_free(q);
+            as_planrec_full_free(q);
             return -1;
         }
         if (in->nplans && q->cost_kind != in->plans[0].cost_kind) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": the input mixes measured and estimated costs; "
                      "evaluate them separately", as_reader_name(r), rec->index);
-            as_eval_plan_free(q);
+            as_planrec_full_free(q);
             return -1;
         }
         if (q->device[0]) {
@@ -227,7 +227,7 @@ int as_eval_input_read(as_eval_input *in, char *const *files, int nfiles, const 
     /* the pieces of every plan against the sizes of the tables the input has features of:
        nothing outside a table, no table covered short of its last column or row */
     for (int64_t j = 0; j < in->nplans && !rc; j++) {
-        const as_eval_plan *q = &in->plans[j];
+        const as_planrec_full *q = &in->plans[j];
         char e2[512];
         if (as_featidx_check_cover(&in->ft, q->tables, q->pieces, q->T, e2, sizeof e2)) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": plan of task %" PRId64 " (%s): %s", c.fname[c.pfile[j]], c.prec[j],
@@ -245,7 +245,7 @@ int as_eval_input_read(as_eval_input *in, char *const *files, int nfiles, const 
 void as_eval_input_free(as_eval_input *in)
 {
     if (!in) return;
-    for (int64_t j = 0; j < in->nplans; j++) as_eval_plan_free(&in->plans[j]);
+    for (int64_t j = 0; j < in->nplans; j++) as_planrec_full_free(&in->plans[j]);
     free(in->plans);
     free(in->train);
     as_featidx_free(&in->ft);
@@ -259,7 +259,7 @@ void as_eval_input_free(as_eval_input *in)
 /* the features of entries ent[0..m) of q into sh[] (a piece's made in pf[i]); 0, or -1 with
  * err naming the first entry without a features record (a data-parallel one: its whole
  * table) */
-static int entry_features(const as_eval_plan *q, const int64_t *ent, int64_t m, as_featidx *ft, const as_features **sh,
+static int entry_features(const as_planrec_full *q, const int64_t *ent, int64_t m, as_featidx *ft, const as_features **sh,
                           as_features *pf, char *err, size_t errlen)
 {
     for (int64_t g = 0; g < m; g++) {
@@ -281,7 +281,7 @@ static int entry_features(const as_eval_plan *q, const int64_t *ent, int64_t m, 
  * entries, their kernel over the whole batch by cm over K (each shard looks up 1/K of the
  * batch: an approximation of its slice, as as-plan's item_pred_ms of them), which is also
  * q->cost_dp; 0, or -1 with err */
-static int estimate_plan(as_eval_plan *q, const as_costmodel *cm, as_featidx *ft, int linear, char *err, size_t errlen)
+static int estimate_plan(as_planrec_full *q, const as_costmodel *cm, as_featidx *ft, int linear, char *err, size_t errlen)
 {
     const as_features **sh = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *sh);
     as_features *pf = as_malloc((size_t)(q->T ? q->T : 1) * sizeof *pf);
@@ -319,12 +319,12 @@ static int estimate_plan(as_eval_plan *q, const as_costmodel *cm, as_featidx *ft
     return rc;
 }
 
-int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen)
+int as_eval_estimate(as_planrec_full *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen)
 {
     if (as_featidx_build(ft, err, errlen)) return -1;   /* as_eval_input_read's: a no-op */
     const int linear = as_costmodel_cmeta(cm)->output == AS_CM_OUT_LINEAR;
     for (int64_t j = 0; j < n; j++) {
-        as_eval_plan *q = &p[j];
+        as_planrec_full *q = &p[j];
         if (estimate_plan(q, cm, ft, linear, err, errlen)) return -1;
         q->cost_kind = 2;
         /* estimates carry no measurement noise: the plan's as-bench noise fields do not

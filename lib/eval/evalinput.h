@@ -37,7 +37,7 @@ const as_eval_quality *as_eval_quality_pick(const as_eval_quality_src *qs);
 int as_eval_quality_file(as_eval_quality_src *qs, const char *path, char *err, size_t errlen);
 
 typedef struct {
-    as_eval_plan *plans;        /* [nplans], run set; of split only when one is given */
+    as_planrec_full *plans;        /* [nplans], run set; of split only when one is given */
     int64_t nplans;
     int64_t nruns;              /* (file, seed) pairs in order of appearance: plans[].run */
     as_eval_train *train;       /* [ntrain] in input order */
@@ -77,6 +77,6 @@ void as_eval_input_free(as_eval_input *in);   /* also after a failed read */
  * shard with tables an unconstrained (output linear) model prices at 0 (a negative
  * prediction clamped) counts in clamped. 0, or -1 with err: ft's build fails, a plan's
  * table without a features record. */
-int as_eval_estimate(as_eval_plan *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen);
+int as_eval_estimate(as_planrec_full *p, int64_t n, const as_costmodel *cm, as_featidx *ft, char *err, size_t errlen);
 
 #endif

@@ -89,7 +89,7 @@ enum { F_SUMMARY, F_BARS, F_SCATTER, F_SCRIPT, NF };
 typedef struct {
     char path[NF][600];
     double spd_top, spd_bottom;     /* the speedups' intervals: highest top, lowest positive bottom */
-    const as_eval_plan **bars;      /* each algorithm's plan of the task (first run), nb of them */
+    const as_planrec_full **bars;      /* each algorithm's plan of the task (first run), nb of them */
     int64_t nb, K;                  /* K: the most shards among them */
     double cmax, cmin;              /* their finite non-zero shard costs' range */
     int logy;                       /* the bars on a log y axis */
@@ -118,7 +118,7 @@ static int write_summary(plot_ctx *c, const as_eval_alg *a, int64_t na, char *er
 
 /* per-shard costs of each algorithm's plan of the task (first run that has it), and
  * whether they need a log y axis */
-static void pick_bars(plot_ctx *c, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na, int64_t task)
+static void pick_bars(plot_ctx *c, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na, int64_t task)
 {
     int64_t run = -1;
     c->K = 0, c->nb = 0;
@@ -252,7 +252,7 @@ static int write_script(const plot_ctx *c, const char *out, int64_t task, const 
     return 0;
 }
 
-int as_eval_plot(const char *out, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+int as_eval_plot(const char *out, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na,
                  int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
                  char *err, size_t errlen)
 {

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "eval.h"
-#include "evalplan.h"
+#include "planrec.h"
 
 /* the plot format a file name asks for by its extension (case-insensitive): 0 .png, 1
  * .svg, 2 .pdf; -1 anything else */
@@ -28,7 +28,7 @@ int as_eval_plot_format(const char *path);
  * its 95 % interval) with error bars inside the axes, and, when pred/meas are given,
  * predicted against measured shard cost. 0 ok; -1 with err (gnuplot missing or failing: the
  * caller treats it as an environment error). */
-int as_eval_plot(const char *out, const as_eval_plan *p, int64_t n, const as_eval_alg *a, int64_t na,
+int as_eval_plot(const char *out, const as_planrec_full *p, int64_t n, const as_eval_alg *a, int64_t na,
                  int64_t task, const char *label, const double *pred, const double *meas, int64_t nscatter,
                  char *err, size_t errlen);
 

@@ -20,7 +20,7 @@ static const char *const knob_words[NKNOB] = { "every collective's bandwidth", "
 /* one task's candidates: their plans, each rank's kernel, and each rank's load (comm.h) for
    hosts of `local` ranks (the charged model's: its scaled copies share it) */
 typedef struct {
-    const as_eval_plan **q;
+    const as_planrec_full **q;
     double **kern;
     as_comm_load **load;
     int64_t local;
@@ -37,7 +37,7 @@ static as_comm_model scaled(const as_comm_model *m, int knob, double x)
 /* plan j's slowest rank under m */
 static double cost_of(const task_view *t, int64_t j, const as_comm_model *m)
 {
-    const as_eval_plan *q = t->q[j];
+    const as_planrec_full *q = t->q[j];
     double mx = -INFINITY;
     const int own = as_comm_local(m) != t->local;   /* another model's hosts: its own loads */
     as_comm_load *l = own ? as_malloc((size_t)q->K * sizeof *l) : t->load[j];
@@ -215,7 +215,7 @@ static void xw(FILE *f, double x, int knob, const double *base)
 
 /* the candidates of the task of plan a (its run and task) among p[0..n) into t, marking them
    in done[]; their count */
-static int64_t view_of(const as_eval_plan *p, int64_t n, int64_t a, const as_eval_range_cfg *c, int64_t local, task_view *t,
+static int64_t view_of(const as_planrec_full *p, int64_t n, int64_t a, const as_eval_range_cfg *c, int64_t local, task_view *t,
                        unsigned char *done)
 {
     t->q = as_malloc((size_t)n * sizeof *t->q);
@@ -225,7 +225,7 @@ static int64_t view_of(const as_eval_plan *p, int64_t n, int64_t a, const as_eva
     t->P = 0;
     t->chosen = t->versus = -1;
     for (int64_t j = a; j < n; j++) {
-        const as_eval_plan *q = &p[j];
+        const as_planrec_full *q = &p[j];
         if (done[j] || q->run != p[a].run || q->task != p[a].task) continue;
         done[j] = 1;
         int ok = q->feasible && q->K > 0 && (q->comm_in || q->comm_ar);
@@ -388,7 +388,7 @@ static void one_task(FILE *f, as_eval_format fmt, task_view *t, const as_comm_mo
     free(costs);
 }
 
-void as_eval_print_range(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m,
+void as_eval_print_range(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_comm_model *m,
                          const as_eval_range_cfg *c)
 {
     if (!as_comm_on(m)) {

@@ -53,7 +53,7 @@ typedef struct {
  *   reference cost the same; value: +1 when the chosen is the faster above it, -1 below),
  *   worst (alg's worst case, value: its largest cost over the best's), robust (the robust
  *   pick, value 1 when the chosen holds, 0 when not), chosen (value: 1) */
-void as_eval_print_range(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m,
+void as_eval_print_range(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_comm_model *m,
                          const as_eval_range_cfg *c);
 
 #endif

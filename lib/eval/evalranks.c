@@ -2,7 +2,7 @@
 #include "evalranks.h"
 #include "common.h"
 #include "piece.h"
-#include "plan.h"
+#include "planrec.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -16,7 +16,7 @@
 static const double MiB = 1024.0 * 1024.0;
 
 /* rank q's first rank without a cost where others have one (costs partly known), else -1 */
-static int64_t unmeasured_rank(const as_eval_plan *q)
+static int64_t unmeasured_rank(const as_planrec_full *q)
 {
     int64_t known = 0, first = -1;
     for (int64_t k = 0; k < q->K; k++) {
@@ -26,7 +26,7 @@ static int64_t unmeasured_rank(const as_eval_plan *q)
     return known > 0 && first >= 0 ? first : -1;
 }
 
-int64_t as_eval_slowest_rank(const as_eval_plan *q, const char *label, const char **by)
+int64_t as_eval_slowest_rank(const as_planrec_full *q, const char *label, const char **by)
 {
     int64_t s = -1;
     int known = q->K > 0;
@@ -48,7 +48,7 @@ int64_t as_eval_slowest_rank(const as_eval_plan *q, const char *label, const cha
 
 /* entry i's label: its name (or t<id>) and its piece; a data-parallel entry (on every rank)
  * marked " (dp)" */
-static const char *item_label(char *buf, size_t len, const as_eval_plan *q, int64_t i)
+static const char *item_label(char *buf, size_t len, const as_planrec_full *q, int64_t i)
 {
     as_piece_label(buf, len, q->names ? q->names[i] : NULL, q->tables[i], q->pieces ? &q->pieces[i] : NULL);
     if (q->assign[i] == AS_DP) {
@@ -61,7 +61,7 @@ static const char *item_label(char *buf, size_t len, const as_eval_plan *q, int6
 /* entry i's measured cost alone (single-item cost records); NaN unknown. A data-parallel
  * entry's: its table's alone over K, an approximation of its rank's slice (1/K of the
  * batch), as as-plan's item_pred_ms of it is its full-batch prediction over K */
-static double item_single(const as_eval_plan *q, int64_t i, const as_eval_singles *s)
+static double item_single(const as_planrec_full *q, int64_t i, const as_eval_singles *s)
 {
     if (!s) return NAN;
     if (q->pieces && !as_piece_whole(&q->pieces[i])) return as_eval_singles_get_piece(s, q->tables[i], &q->pieces[i], NULL);
@@ -96,7 +96,7 @@ static void cell_num(FILE *f, as_eval_format fmt, int w, const char *cfmt, doubl
 
 /* the entries of rank k in plan order into it[]: its own and the data-parallel ones (on
  * every rank); their count */
-static int64_t rank_items(const as_eval_plan *q, int64_t k, int64_t *it)
+static int64_t rank_items(const as_planrec_full *q, int64_t k, int64_t *it)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < q->T; i++)
@@ -106,7 +106,7 @@ static int64_t rank_items(const as_eval_plan *q, int64_t k, int64_t *it)
 
 /* a plan with data-parallel entries: a line saying they are on every rank, their
  * all-reduce bytes and their part of each rank's cost, where the plan carries them */
-static void print_dp(FILE *f, as_eval_format fmt, const as_eval_plan *q)
+static void print_dp(FILE *f, as_eval_format fmt, const as_planrec_full *q)
 {
     if (!q->ndp) return;
     const char *ind = fmt == AS_EVAL_MARKDOWN ? "" : "  ";
@@ -128,7 +128,7 @@ static void print_dp(FILE *f, as_eval_format fmt, const as_eval_plan *q)
     fprintf(f, "%s\n", fmt == AS_EVAL_MARKDOWN ? "\n" : "");
 }
 
-static int64_t count_pieces(const as_eval_plan *q, const int64_t *it, int64_t n)
+static int64_t count_pieces(const as_planrec_full *q, const int64_t *it, int64_t n)
 {
     int64_t c = 0;
     for (int64_t j = 0; j < n; j++) c += q->pieces && !as_piece_whole(&q->pieces[it[j]]);
@@ -137,7 +137,7 @@ static int64_t count_pieces(const as_eval_plan *q, const int64_t *it, int64_t n)
 
 /* rank k's memory in bytes by term (weights, optimizer, pipeline; NaN without mem_terms)
    and in all (NaN when the plan carries neither) */
-static void rank_mem(const as_eval_plan *q, int64_t k, double t[3], double *total)
+static void rank_mem(const as_planrec_full *q, int64_t k, double t[3], double *total)
 {
     t[0] = t[1] = t[2] = NAN;
     *total = q->mem ? (double)q->mem[k] : NAN;
@@ -146,7 +146,7 @@ static void rank_mem(const as_eval_plan *q, int64_t k, double t[3], double *tota
     *total = t[0] + t[1] + t[2];
 }
 
-static void print_csv(FILE *f, const as_eval_plan *q, const char *label, const as_eval_singles *s, int64_t *it)
+static void print_csv(FILE *f, const as_planrec_full *q, const char *label, const as_eval_singles *s, int64_t *it)
 {
     const char *by;
     const int64_t slow = as_eval_slowest_rank(q, label, &by);
@@ -185,7 +185,7 @@ static void print_csv(FILE *f, const as_eval_plan *q, const char *label, const a
 }
 
 /* what makes the slowest rank slow: its cost against the others, its items by cost alone */
-static void print_slowest(FILE *f, as_eval_format fmt, const as_eval_plan *q, const char *label,
+static void print_slowest(FILE *f, as_eval_format fmt, const as_planrec_full *q, const char *label,
                           const as_eval_singles *s, int64_t *it)
 {
     const char *by;
@@ -264,7 +264,7 @@ static void print_slowest(FILE *f, as_eval_format fmt, const as_eval_plan *q, co
     free(key);
 }
 
-static void print_plan(FILE *f, as_eval_format fmt, const as_eval_plan *q, const char *label,
+static void print_plan(FILE *f, as_eval_format fmt, const as_planrec_full *q, const char *label,
                        const as_eval_singles *s, int64_t *it)
 {
     const int terms = q->mterm != NULL, mem = terms || q->mem, cap = mem && q->mem_cap, pred = q->pred != NULL;
@@ -328,7 +328,7 @@ static void print_plan(FILE *f, as_eval_format fmt, const as_eval_plan *q, const
     fputc('\n', f);
 }
 
-void as_eval_print_ranks(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label,
+void as_eval_print_ranks(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const char *label,
                          const as_eval_singles *singles)
 {
     int64_t maxT = 1;

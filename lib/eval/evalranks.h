@@ -22,12 +22,12 @@
 
 /* the slowest rank of plan q (see above), or -1; *by: "measured"/"estimated" (the cost's
  * label as given) or "predicted" */
-int64_t as_eval_slowest_rank(const as_eval_plan *q, const char *label, const char **by);
+int64_t as_eval_slowest_rank(const as_planrec_full *q, const char *label, const char **by);
 
 /* The table of every plan p[0..n) (text: a block per plan; markdown: a table per plan;
  * CSV: one row per rank, with the plan's columns). label: "measured" or "estimated", what
  * the plans' costs are; singles: built single-item costs (NULL: none). */
-void as_eval_print_ranks(FILE *f, as_eval_format fmt, const as_eval_plan *p, int64_t n, const char *label,
+void as_eval_print_ranks(FILE *f, as_eval_format fmt, const as_planrec_full *p, int64_t n, const char *label,
                          const as_eval_singles *singles);
 
 #endif

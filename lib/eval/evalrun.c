@@ -50,7 +50,7 @@ static int want_plans(const as_eval_opts *o)
 static int compute_plans(as_eval_run *x, char *err, size_t errlen)
 {
     const as_eval_opts *o = &x->o;
-    as_eval_plan *pl = x->in.plans;
+    as_planrec_full *pl = x->in.plans;
     const int64_t np = x->in.nplans;
     if (x->in.devices_differ) as_info("warning: the plans' costs were measured on different devices");
     if (x->in.trained_differ)
@@ -137,7 +137,7 @@ static int print_tables(FILE *f, const as_eval_run *x, char *err, size_t errlen)
 {
     const as_eval_opts *o = &x->o;
     const as_eval_format fmt = o->fmt;
-    as_eval_plan *pl = x->in.plans;
+    as_planrec_full *pl = x->in.plans;
     const int64_t np = x->in.nplans;
     const char *label = x->label;
     int sep = 0;
@@ -183,7 +183,7 @@ static int print_tables(FILE *f, const as_eval_run *x, char *err, size_t errlen)
 int as_eval_run_plots(as_eval_run *x, char *err, size_t errlen)
 {
     as_eval_opts *o = &x->o;
-    as_eval_plan *pl = x->in.plans;
+    as_planrec_full *pl = x->in.plans;
     const int64_t np = x->in.nplans;
     char e2[4096];
     if (o->plot) {

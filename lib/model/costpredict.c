@@ -3,8 +3,7 @@
 #include "costpredict.h"
 #include "common.h"
 #include "costdata.h"
-#include "evalplan.h"
-#include "plan.h"
+#include "planrec.h"
 #include "planrec.h"
 #include "reclimits.h"
 
@@ -202,7 +201,9 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         char e2[768];
         as_cost_rec cr = { 0 };
         int bad;
-        if (is_plan) bad = as_planrec_read(o, &pr, e2, sizeof e2);
+        /* a plan: its placement, and the fields that pass through read as as-eval reads them
+         * (lib/records/planrec.h); pred_ms is replaced */
+        if (is_plan) bad = as_planrec_read(o, &pr, AS_PLANREC_STRICT | AS_PLANREC_BARE | AS_PLANREC_NO_PRED, e2, sizeof e2);
         else if (is_cost) bad = as_cost_rec_read(o, &cr, e2, sizeof e2);
         else bad = as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(o, "pieces", n, &pc, e2, sizeof e2);
         if (is_cost) {
@@ -213,14 +214,6 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         if (bad) {
             free(ids);
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], is_plan ? "" : is_shard ? "shard: " : "cost: ", e2);
-            rc = -1;
-            break;
-        }
-        /* the fields that pass through, read as as-eval reads them (lib/eval/evalplan.h); pred_ms
-         * is replaced */
-        if (is_plan && as_eval_plan_check(o, AS_EVAL_READ_BARE | AS_EVAL_READ_NO_PRED, e2, sizeof e2)) {
-            as_planrec_free(&pr);
-            snprintf(err, errlen, "%s: record %" PRIu64 ": %s", name, p->rec[i], e2);
             rc = -1;
             break;
         }

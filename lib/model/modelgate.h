@@ -19,18 +19,13 @@
 #include <msgpack.h>
 
 #include "costmodel.h"
+#include "planrec.h"
 
 /* the held-out R² below which a cost model is weak, by default (as-plan --min-model-r2):
  * the demo's models reach 0.97-0.995 (docs/RESULTS.md), one trained on a noisy set 0.77 */
 #define AS_MGATE_MIN_R2 0.9
 
-typedef struct {
-    double r2;                  /* the model's held-out R²; NaN unknown */
-    double linear_r2;           /* the linear baseline's on the same shards; NaN unknown */
-    double min_r2;              /* the threshold judged against (0..1); NaN: the gate is off */
-    int judged;                 /* r2 and min_r2 known: weak says whether it is weak */
-    int weak;                   /* judged, and r2 < min_r2 or r2 < linear_r2 */
-} as_mgate;
+/* as_mgate, the `model_quality` field of a plan record: lib/records/planrec.h */
 
 /* judge a model's held-out evaluation h (NULL, or not present: quality unknown) against
  * min_r2 (NaN: the gate off) into g */
@@ -42,14 +37,5 @@ void as_mgate_judge(as_mgate *g, const as_costmodel_heldout *h, double min_r2);
  * the gate; 0 (buf "") when there is nothing to say: judged and not weak, or the gate off. */
 int as_mgate_words(char *buf, size_t len, const char *file, const as_mgate *g);
 
-/* the `model_quality` field (key and value): {"r2", "linear_r2", "min_r2": number or nil,
- * "weak": bool, nil when not judged} */
-void as_mgate_pack(msgpack_packer *pk, const as_mgate *g);
-
-/* Read a `model_quality` value o into g. r2 and linear_r2 finite numbers <= 1 or nil
- * (absent: nil), min_r2 a number in 0..1 or nil, weak true, false or nil, and weak as its
- * numbers say (nil exactly when r2 or min_r2 is nil). 0, or -1 with err naming the field
- * ("model_quality.r2 is not ..."). */
-int as_mgate_read(const msgpack_object *o, as_mgate *g, char *err, size_t errlen);
 
 #endif

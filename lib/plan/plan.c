@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len)
-{
-    return as_plan_label_format(a, p && p->split, p && p->replicated, p && p->refine.done, p ? p->measured : 0, buf, len);
-}
-
 /* the registry (planners.def): each planner is defined in its own module */
 #define AS_PLANNER(E, name, ident) extern const as_planner as_planner_##ident;
 #include "planners.def"
@@ -347,37 +342,8 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
     return 0;
 }
 
-int64_t as_plan_ranks(int64_t world, int64_t shards, int64_t k, int64_t *out)
-{
-    if (shards < 1 || world < shards || world % shards) return -1;
-    int64_t G = world / shards;
-    if (out)
-        for (int64_t i = 0; i < G; i++) out[i] = as_plan_rank(G, k, i);
-    return G;
-}
-
-void as_plan_dp_bags(int64_t B, int64_t K, int64_t k, int64_t *b0, int64_t *b1)
-{
-    const int64_t blk = K > 0 ? (B + K - 1) / K : B;
-    *b0 = k * blk < B ? k * blk : B;
-    *b1 = *b0 + blk < B ? *b0 + blk : B;
-}
-
 double as_plan_dp_allreduce_bytes(int64_t rows, int64_t dim, double elt, int64_t K)
 {
     return K > 1 ? 2.0 * (double)(K - 1) / (double)K * (double)rows * (double)dim * elt : 0;
 }
 
-void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_t n, int64_t K)
-{
-    for (int64_t k = 0; k <= K; k++) start[k] = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (assign[i] >= 0) start[assign[i] + 1]++;
-    for (int64_t k = 0; k < K; k++) start[k + 1] += start[k];
-    if (!order) return;
-    /* stable: tables of a shard keep their plan order */
-    for (int64_t k = K; k > 0; k--) start[k] = start[k - 1];
-    start[0] = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (assign[i] >= 0) order[start[assign[i] + 1]++] = i;
-}

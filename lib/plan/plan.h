@@ -36,9 +36,11 @@
 
 #include "comm.h"
 #include "common.h"
+#include "featindex.h"
 #include "featurize.h"
 #include "modelgate.h"
 #include "planlabel.h"
+#include "planrec.h"
 #include "stream.h"
 
 /* as_alg, the planners' names and the plan labels (ALG+split+dp+refine+measuredN):
@@ -105,51 +107,6 @@ typedef struct {
                                        same on every shard); NULL: comm_gbps */
 } as_plan_cfg;
 
-/* What as_plan_refine (lib/plan/refine.h) did to a plan; all zero on a plan it did not refine. */
-typedef struct {
-    int done;                       /* 1: refined (its alg label ends in "+refine") */
-    int64_t moves, swaps;           /* improving steps taken of each kind */
-    int64_t placed;                 /* unplaced tables that a step made room for, placed */
-    double ms;                      /* wall-clock time of the search (part of plan_ms) */
-    double max_before;              /* predicted max (ms) of the plan as the algorithm made it */
-    double budget_ms;               /* the budgets it ran under: 0 = none */
-    int64_t budget_steps;
-    const char *stop;               /* "optimum" (no improving step left), "time", "steps" */
-} as_plan_refined;
-
-typedef struct {
-    int64_t n, shards;              /* T, K */
-    int64_t *assign;                /* [T] shard of each table, -1 = fits nowhere */
-    uint64_t *mem;                  /* [K] weight bytes per shard */
-    int64_t *count;                 /* [K] tables per shard */
-    double *key;                    /* [K] running sum of the algorithm's key (random: 0;
-                                       cost-greedy: predicted single-table costs) */
-    double *pred;                   /* [K] predicted cost (ms), NULL without a model */
-    int feasible;
-    int64_t ninfeasible;
-    int64_t *infeasible;            /* table ids that fit nowhere, in placement order */
-    double plan_ms;                 /* planning time (wall clock), refinement included */
-    as_plan_refined refine;
-    as_piece *pieces;               /* [T] with --split-tables: each item's piece (the items
-                                       are then pieces and whole tables); NULL: none. Owned:
-                                       as_plan_free frees it */
-    int split;                      /* made by the split search: "+split" in its label */
-    int measured;                   /* rounds of refinement on measured costs (as-plan
-                                       --repair): "+measured" at the end of its label for
-                                       one, "+measuredN" for N > 1 */
-    double comm_gbps;               /* split plans: the bandwidth their search charged
-                                       (0: none); the record then carries each shard's
-                                       communication bytes (lib/plan/split.h) */
-    const char *comm_model;         /* the alpha-beta model (lib/records/comm.h) their search charged
-                                       instead of comm_gbps: its name, written as comm_model
-                                       (not owned); NULL: none */
-    int64_t ndp;                    /* entries data parallel (assign AS_DP): on every shard,
-                                       in mem[] of each, not in count[] */
-    int replicated;                 /* our planner's plan searched for tables to replicate
-                                       (as_plan_replicate, as-plan --replicate): "+dp" in its
-                                       label, after "+split" */
-} as_plan;
-
 /* ---- the planners ------------------------------------------------------------------------
  * Every planner is one line of the registry (planners.def: its as_alg, its name) and one
  * `const as_planner as_planner_IDENT` in a module of its own: plangreedy.c (the heuristics
@@ -204,6 +161,15 @@ double *as_plan_pin_work(const as_plan_cfg *c, const as_features *const *t, int6
 /* 1 when item i of x is pinned (placed by as_plan_make, not by the planner) */
 static inline int as_plan_pinned(const as_plan_ctx *x, int64_t i) { return x->pin && x->pin[i] >= 0; }
 
+/* what a planner with its own items made of a task's tables (as_planner.items) */
+typedef struct {
+    int64_t row_wise, column_wise;  /* tables sharded so */
+    int64_t data_parallel;          /* tables replicated on every shard */
+    int64_t no_rows;                /* tables not sharded row_wise for want of the row blocks'
+                                       features (as-features --row-pieces) */
+    double ms;                      /* its planning time, wall clock */
+} as_plan_items_info;
+
 typedef struct {
     unsigned needs;                 /* AS_PLANNER_* */
     const char *help;               /* its lines in as-plan --help after the name column
@@ -213,6 +179,13 @@ typedef struct {
                                        the shards' key sums with it); NULL: 0 */
     int key_cost;                   /* the sort key is the model's cost of the item alone */
     int (*make)(as_plan_ctx *x, char *err, size_t errlen);  /* place the items: 0 ok, -1 err */
+    /* AS_PLANNER_PLACEMENT: its own items of the task's whole tables t[0..n) (tables and
+       pieces, in task order, each table's pieces together; ft gives the pieces' features),
+       *items and their placement *assign (shard or -1) malloc'd [*nitems], made under c's
+       shards and cap before as_plan_make takes the placement as given; what it made in
+       *info; 0, or -1 with err */
+    int (*items)(const as_plan_cfg *c, const as_featidx *ft, const as_features *const *t, int64_t n, as_features **items,
+                 int64_t *nitems, int64_t **assign, as_plan_items_info *info, char *err, size_t errlen);
 } as_planner;
 
 /* the planner of a (NULL when a is out of range) */
@@ -250,18 +223,6 @@ void as_plan_items_free(as_plan_items *it);   /* NULL: nothing */
  * the placement checked (shards in range, caps kept, data-parallel entries whole tables) */
 int as_plan_make_placed(as_plan_ctx *x, char *err, size_t errlen);
 
-/* the plan's alg label into buf: as_alg_name(a), plus "+split" when p->split, plus "+dp"
- * when p->replicated, plus "+refine" when p->refine.done, plus "+measured" when p->measured is 1, "+measuredN" when
- * it is N > 1 */
-const char *as_plan_alg_label(const as_plan *p, as_alg a, char *buf, size_t len);
-
-/* A plan's tables grouped by shard, the one way every tool does it: assign[0..T) holds each
- * table's shard in 0..K-1 or -1 (unplaced: left out). Shard k holds the table positions
- * order[start[k] .. start[k+1]), ascending (plan order); start[K] = the placed tables.
- * start[K+1], order[T] (only its first start[K] entries are written). order NULL: only
- * start is filled (shard k then holds start[k+1] - start[k] tables). */
-void as_plan_group(int64_t *start, int64_t *order, const int64_t *assign, int64_t n, int64_t K);
-
 /* the memory a table (or piece) takes on its shard: TorchRec's model (weights, optimizer
  * state, pipeline buffers; trmem.h) when its features carry it (a model config's tables),
  * else its fp16 weight bytes (rows * dim * 2 unless the features carry them) */
@@ -297,21 +258,6 @@ int as_plan_make(as_plan *p, const as_plan_cfg *c, const as_features *const *t, 
                  char *err, size_t errlen);
 void as_plan_free(as_plan *p);   /* NULL: nothing */
 
-/* 2D parallelism (TorchRec DMPCollection): W ranks in G = W/K replicas of a sharding group
- * of K ranks; group i (0 <= i < G) holds global ranks i, G+i, 2G+i, ..., (K-1)G+i, so
- * shard k of the plan lives on ranks k*G + i for i = 0..G-1. Fills out[G]; returns G, or -1
- * when W is not a positive multiple of K. */
-int64_t as_plan_ranks(int64_t world, int64_t shards, int64_t k, int64_t *out);
-/* the 2D rank map: the global rank of replica i of shard k, with G replicas a shard */
-static inline int64_t as_plan_rank(int64_t G, int64_t k, int64_t i) { return k * G + i; }
-
-/* Data parallel (AS_DP, reclimits.h): a whole table on every one of the K shards, shard k
- * looking up bags [b0, b1) of the batch of B, in blocks of ceil(B / K) (TorchRec: each rank
- * its own batch), its gradient all-reduced. A shard runs its data-parallel tables as a
- * kernel of their own, after its other tables (TorchRec looks them up in a module of their
- * own): as-bench measures both and adds them. Shard k's bags into *b0, *b1 (b1 == b0: none,
- * when B < K). */
-void as_plan_dp_bags(int64_t B, int64_t K, int64_t k, int64_t *b0, int64_t *b1);
 /* the bytes each shard sends in the ring all-reduce of a data-parallel table's gradient,
  * rows x dim elements of elt bytes over K shards: 2 (K - 1) / K x rows x dim x elt (0 for
  * K = 1) */

@@ -3,13 +3,12 @@
 
 #include "common.h"
 #include "reclimits.h"
-#include "evalplan.h"
+#include "planrec.h"
 #include "refine.h"
 #include "replicate.h"
 #include "stats.h"
 #include "comm.h"
 #include "torchrec.h"
-#include "planrec.h"
 #include "planreport.h"
 
 #include <inttypes.h>
@@ -124,13 +123,13 @@ static int on_record(void *ctx, const as_reader *r, const as_record *rec, char *
             if (as_obj_str(&rec->obj, "module_path", in->module_path, sizeof in->module_path)) in->module_path[0] = 0;
         }
     } else if (as_rec_is(rec, "task")) {
-        as_ptask t;
+        as_taskrec t;
         char e2[768];
-        if (as_ptask_read(&rec->obj, &t, e2, sizeof e2)) {
+        if (as_taskrec_read(&rec->obj, &t, e2, sizeof e2)) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
             return -1;
         }
-        if (x->split && strcmp(t.split, x->split)) as_ptask_free(&t);
+        if (x->split && strcmp(t.split, x->split)) as_taskrec_free(&t);
         else {
             if (in->ntasks == x->cap) {
                 x->cap = x->cap ? 2 * x->cap : 64;
@@ -156,13 +155,13 @@ int as_plan_input_read(as_plan_input *in, char *const *files, int nfiles, const 
 void as_plan_input_free(as_plan_input *in)
 {
     if (!in) return;
-    for (int64_t i = 0; i < in->ntasks; i++) as_ptask_free(&in->tasks[i]);
+    for (int64_t i = 0; i < in->ntasks; i++) as_taskrec_free(&in->tasks[i]);
     free(in->tasks);
     as_featidx_free(&in->ft);
     memset(in, 0, sizeof *in);
 }
 
-int as_plan_task_features(const as_plan_input *in, const as_ptask *t, const as_features **f, char *err,
+int as_plan_task_features(const as_plan_input *in, const as_taskrec *t, const as_features **f, char *err,
                           size_t errlen)
 {
     for (int64_t i = 0; i < t->ntables; i++) {
@@ -191,7 +190,7 @@ void as_plan_infeasible_msg(char *buf, size_t len, int64_t task, as_alg a, const
 static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_meta *meta, const as_plan *pl,
                  const as_features **f, as_progress *p)
 {
-    const as_ptask *t = meta->task;
+    const as_taskrec *t = meta->task;
     st->plan_ms += pl->plan_ms;
     if (!pl->feasible) {
         st->ninfeasible++;
@@ -214,6 +213,9 @@ static void emit(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_
         free(rep);
         mi.item_pred = ip;
     }
+    /* the all-reduce of the data-parallel entries' gradients: every shard sends as much */
+    for (int64_t i = 0; mi.items && i < pl->n; i++)
+        if (pl->assign[i] == AS_DP) mi.dp_ar_bytes += as_plan_dp_comm_bytes(mi.items[i], pl->shards);
     if (c->out == AS_PLAN_OUT_STREAM) as_plan_write(c->w, pl, &mi);
     else if (c->out == AS_PLAN_OUT_TEXT) as_plan_print_text(c->text, pl, &mi, f);
     else if (as_plan_print_torchrec(c->text, pl, meta, f, c->tro)) {
@@ -242,44 +244,46 @@ static void task_plan_free(task_plan *ap, const as_features **f)
     free(ap->ids);
 }
 
-/* TorchRec's planner splits tables itself (row_wise, column_wise) and places them; its
- * items reach as_plan_make as a fixed placement (pc's policy for the call); 0, or -1 with err */
-static int torchrec_plan(task_plan *ap, as_plan_run_stats *st, as_plan_cfg *pc, const as_plan_run_cfg *c,
-                         const as_plan_input *in, const as_ptask *t, const as_features **f, char *err, size_t errlen)
+/* A planner with its own items (as_planner.items: TorchRec's, which splits tables itself,
+ * row_wise and column_wise, and places them): its items reach as_plan_make as a fixed
+ * placement (pc's policy for the call); 0, or -1 with err */
+static int own_items_plan(task_plan *ap, as_plan_run_stats *st, as_plan_cfg *pc, const as_plan_run_cfg *c,
+                          const as_plan_input *in, const as_taskrec *t, const as_features **f, char *err, size_t errlen)
 {
     char e2[768];
-    as_tr_info tri;
+    as_plan_items_info tri;
     int64_t *tra = NULL;
-    if (as_tr_plan(pc, &in->ft, f, t->ntables, &ap->items, &ap->ni, &tra, &tri, e2, sizeof e2)) {
-        snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
+    const char *name = as_alg_name(pc->alg);
+    if (as_planner_of(pc->alg)->items(pc, &in->ft, f, t->ntables, &ap->items, &ap->ni, &tra, &tri, e2, sizeof e2)) {
+        snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, name, e2);
         return -1;
     }
     as_piece *pcs;
     item_views(ap->items, ap->ni, &ap->fi, &ap->ids, &pcs);
-    as_plan_policy fixed = { tra, fixed_place, 0, NULL, NULL };   /* our torchrec planner: row_wise on rank i */
+    as_plan_policy fixed = { tra, fixed_place, 0, NULL, NULL };   /* e.g. TorchRec's row_wise on rank i */
     pc->policy = &fixed;
     int rc = as_plan_make(&ap->pl, pc, ap->fi, ap->ni, e2, sizeof e2);
     free(tra);
     pc->policy = c->policy;
     if (rc) {
-        snprintf(err, errlen, "task %" PRId64 ": torchrec: %s", t->id, e2);
+        snprintf(err, errlen, "task %" PRId64 ": %s: %s", t->id, name, e2);
         task_plan_free(ap, f);
         free(pcs);
         return -1;
     }
     ap->pl.plan_ms += tri.ms;   /* as_plan_make timed the copy only */
     ap->pl.pieces = pcs;
-    st->tr_row_wise += tri.row_wise;
-    st->tr_data_parallel += tri.data_parallel;
-    st->tr_column_wise += tri.column_wise;
-    st->tr_no_rows += tri.no_rows;
+    st->own_row_wise += tri.row_wise;
+    st->own_data_parallel += tri.data_parallel;
+    st->own_column_wise += tri.column_wise;
+    st->own_no_rows += tri.no_rows;
     return 0;
 }
 
 /* The split search's seed of task t (f: its tables): each table's split in TorchRec's plan of
  * it (as_tr_plan under pc's shards and cap): 0 whole or data parallel, -1 row_wise, c its c
  * column pieces. malloc'd [T]; NULL with err when TorchRec's planner fails. */
-static int64_t *tr_seed(const as_plan_cfg *pc, const as_plan_run_cfg *c, const as_plan_input *in, const as_ptask *t,
+static int64_t *tr_seed(const as_plan_cfg *pc, const as_plan_run_cfg *c, const as_plan_input *in, const as_taskrec *t,
                         const as_features **f, char *err, size_t errlen)
 {
     as_plan_cfg tc = *pc;
@@ -317,7 +321,7 @@ static void split_progress(void *ctx, double frac)
 /* --split-tables: the split search's plan of its items (tables and pieces), seeded with seed
  * (tr_seed; NULL: none), its progress on p (NULL: none); 0, or -1 with err */
 static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *pc, const as_plan_run_cfg *c,
-                      const as_plan_input *in, const as_ptask *t, const as_features **f, const int64_t *seed,
+                      const as_plan_input *in, const as_taskrec *t, const as_features **f, const int64_t *seed,
                       as_progress *p, char *err, size_t errlen)
 {
     char e2[768];
@@ -347,8 +351,8 @@ static int split_plan(task_plan *ap, as_plan_run_stats *st, const as_plan_cfg *p
 /* the plans of one task; f: its features */
 /* what plan_alg plans: task t on K shards (tk: the task with K) under cap mcap */
 typedef struct {
-    const as_ptask *t;
-    const as_ptask *tk;
+    const as_taskrec *t;
+    const as_taskrec *tk;
     int64_t K;
     uint64_t mcap;
     const int64_t *seed;            /* the split search's seed (tr_seed), NULL: none */
@@ -360,7 +364,7 @@ typedef struct {
 static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const task_cfg *x, as_alg a,
                     const as_features **f, as_progress *p, char *err, size_t errlen)
 {
-    const as_ptask *t = x->t;
+    const as_taskrec *t = x->t;
     const unsigned needs = as_planner_of(a)->needs;
     /* a planner with its own items and placement (TorchRec's) is not split or replicated */
     const int own = (needs & AS_PLANNER_PLACEMENT) != 0;
@@ -379,7 +383,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
        pieces, the task copy lists their table ids */
     task_plan ap = { .fi = f, .ni = t->ntables };
     if (own) {
-        if (torchrec_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
+        if (own_items_plan(&ap, st, &pc, c, in, t, f, err, errlen)) return -1;
     } else if (c->split) {
         if (split_plan(&ap, st, &pc, c, in, t, f, x->seed, p, err, errlen)) return -1;
         ap.pl.plan_ms += x->seed_ms;
@@ -397,7 +401,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
                  as_plan_replicate(&ap.pl, &rc, ap.fi, ap.ni, c->split_cfg ? c->split_cfg->comm_gbps : AS_COMM_GBPS, &made,
                                    e2, sizeof e2));
     st->replicated += made;
-    as_ptask tki = *x->tk;
+    as_taskrec tki = *x->tk;
     if (ap.ids) {
         tki.tables = ap.ids;
         tki.ntables = ap.ni;
@@ -428,7 +432,7 @@ static int plan_alg(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_pl
     return rcode ? -1 : 0;
 }
 
-static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_ptask *t,
+static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_input *in, const as_taskrec *t,
                      const as_features **f, as_progress *p, char *err, size_t errlen)
 {
     int64_t K = c->shards ? c->shards : t->shards;
@@ -443,7 +447,7 @@ static int plan_task(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_p
         snprintf(err, errlen, "task %" PRId64 ": %s", t->id, e2);
         return -1;
     }
-    as_ptask tk = *t;
+    as_taskrec tk = *t;
     tk.shards = K;
     task_cfg x = { .t = t, .tk = &tk, .K = K, .mcap = c->cap_given ? c->mem_cap : t->mem_cap };
     /* the split search starts from TorchRec's plan too (its row_wise and column_wise tables),
@@ -473,7 +477,7 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
 {
     memset(st, 0, sizeof *st);
     for (int64_t ti = 0; ti < in->ntasks; ti++) {
-        const as_ptask *t = &in->tasks[ti];
+        const as_taskrec *t = &in->tasks[ti];
         const as_features **f = as_malloc((size_t)(t->ntables ? t->ntables : 1) * sizeof *f);
         int rc = as_plan_task_features(in, t, f, err, errlen) || plan_task(st, c, in, t, f, p, err, errlen);
         free(f);
@@ -499,7 +503,7 @@ typedef struct {
     int64_t ndone, capdone;
 } repair_ctx;
 
-static const as_ptask *task_of(const as_plan_input *in, int64_t id)
+static const as_taskrec *task_of(const as_plan_input *in, int64_t id)
 {
     for (int64_t i = 0; i < in->ntasks; i++)
         if (in->tasks[i].id == id) return &in->tasks[i];
@@ -567,7 +571,7 @@ typedef struct {
     char label[64];                 /* its alg */
     as_alg alg;                     /* the label's algorithm */
     int rounds;                     /* the measured rounds its label carries */
-    const as_ptask *t;              /* its task */
+    const as_taskrec *t;              /* its task */
     double *meas, *scale;           /* [K] each shard's measured cost (NaN: none); measured / predicted */
     double comm;                    /* its comm_gbps (0: none) */
     as_comm_model cmodel;           /* its comm_model, when has_cmodel */
@@ -640,10 +644,10 @@ static int measured_plan_select(repair_ctx *R, const msgpack_object *o, measured
     return 0;
 }
 
-/* the measured costs as the strict reader (ep, as_eval_plan_read) read them: one per shard,
+/* the measured costs as the strict reader (ep, as_planrec_full_read) read them: one per shard,
  * a number >= 0 or nil (a shard that failed: NaN), and the record's communication
  * bandwidth and model_quality; 0, or -1 with err */
-static int measured_plan_costs(measured_plan *m, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
+static int measured_plan_costs(measured_plan *m, const msgpack_object *o, const as_planrec_full *ep, char *err, size_t errlen)
 {
     const int64_t K = m->pr.shards;
     if (ep->cost_kind != 1 || ep->K != K) {
@@ -732,12 +736,12 @@ static int record_cover(const as_plan_input *in, const as_planrec *pr, const cha
 /* one measured plan record (ep: as the strict reader read it): rebuilt on its items'
  * features, refined with each shard's measured / predicted scale, written as
  * ALG...+measured (one round more) */
-static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
+static int repair_one(repair_ctx *R, const msgpack_object *o, const as_planrec_full *ep, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = R->c;
     char e2[768];
     measured_plan m = { .label = "" };
-    if (as_planrec_read(o, &m.pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    as_planrec_full_place(ep, &m.pr);
     int sel = measured_plan_select(R, o, &m, err, errlen);
     /* the measured costs, the cover against the tables' sizes, and the items' features:
        whole tables, or their pieces */
@@ -765,7 +769,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_eval_plan
                        .comm_model = m.has_cmodel ? &m.cmodel : NULL };
     as_plan pl;
     int rc = rebuild(&pl, &pc, &m, e2, sizeof e2);
-    as_ptask tki = *m.t;
+    as_taskrec tki = *m.t;
     tki.shards = K;
     tki.tables = m.ids;
     tki.ntables = n;
@@ -827,8 +831,8 @@ static int repair_rec(void *ctx, const as_reader *r, const as_record *rec, char 
     if (!as_rec_is(rec, "plan")) return 0;
     /* every plan record through the one strict reader as-eval reads plans with */
     char e2[900];
-    as_eval_plan ep;
-    if (as_eval_plan_read(&rec->obj, &ep, e2, sizeof e2)) {
+    as_planrec_full ep;
+    if (as_planrec_full_read(&rec->obj, &ep, e2, sizeof e2)) {
         snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
         return -1;
     }
@@ -837,7 +841,7 @@ static int repair_rec(void *ctx, const as_reader *r, const as_record *rec, char 
     if (as_obj_str(&rec->obj, "cost_kind", kind, sizeof kind) || strcmp(kind, "measured")) R->rs->unmeasured++;
     else if ((rc = repair_one(R, &rec->obj, &ep, e2, sizeof e2)))
         snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
-    as_eval_plan_free(&ep);
+    as_planrec_full_free(&ep);
     return rc;
 }
 
@@ -925,7 +929,7 @@ int as_plan_emit_refined(as_plan_run_stats *st, const as_plan_run_cfg *c, const 
             pl.pieces = as_malloc((size_t)n * sizeof *pl.pieces);
             memcpy(pl.pieces, pr->pieces, (size_t)n * sizeof *pl.pieces);
         }
-        as_ptask tki = { pr->task, ids, n, K, o->mem_cap, "" };
+        as_taskrec tki = { .id = pr->task, .tables = ids, .ntables = n, .shards = K, .mem_cap = o->mem_cap };
         snprintf(tki.split, sizeof tki.split, "%s", o->split ? o->split : "");
         /* placed elsewhere: no policy, no model_quality */
         as_plan_meta meta = { .task = &tki, .alg = o->alg, .seed = o->seed, .mem_cap = o->mem_cap, .world = o->world,
@@ -939,12 +943,12 @@ int as_plan_emit_refined(as_plan_run_stats *st, const as_plan_run_cfg *c, const 
 }
 
 /* one plan record (ep: as the strict reader read it) rebuilt and written */
-static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan *ep, char *err, size_t errlen)
+static int export_one(export_ctx *X, const msgpack_object *o, const as_planrec_full *ep, char *err, size_t errlen)
 {
     const as_plan_run_cfg *c = X->c;
     char e2[768], label[64] = "";
     as_planrec pr;
-    if (as_planrec_read(o, &pr, e2, sizeof e2)) { snprintf(err, errlen, "%s", e2); return -1; }
+    as_planrec_full_place(ep, &pr);
     as_alg alg;
     snprintf(label, sizeof label, "%s", ep->alg);
     /* a label not of ours (an imported plan's, e.g. torchrec-own) is exported as it is */
@@ -972,7 +976,7 @@ static int export_one(export_ctx *X, const msgpack_object *o, const as_eval_plan
         as_planrec_free(&pr);
         return -1;
     }
-    pp.split = ep->split;   /* read by the names' rule (evalplan.c) */
+    pp.split = ep->split;   /* read by the names' rule (planrec.c) */
     int64_t seed = (int64_t)c->seed;
     as_obj_i64(o, "seed", &seed);
     pp.seed = (uint64_t)seed;
@@ -987,11 +991,11 @@ static int export_rec(void *ctx, const as_reader *r, const as_record *rec, char 
     if (!as_rec_is(rec, "plan")) return 0;
     /* every plan record through the one strict reader as-eval reads plans with */
     char e2[900];
-    as_eval_plan ep;
-    int rc = as_eval_plan_read(&rec->obj, &ep, e2, sizeof e2);
+    as_planrec_full ep;
+    int rc = as_planrec_full_read(&rec->obj, &ep, e2, sizeof e2);
     if (!rc) {
         rc = export_one(ctx, &rec->obj, &ep, e2, sizeof e2);
-        as_eval_plan_free(&ep);
+        as_planrec_full_free(&ep);
     }
     if (rc) snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
     return rc;

@@ -37,7 +37,7 @@ int as_plan_alg_list(int *want, int *n, const char *list, int has_model, int has
  * order. */
 typedef struct {
     as_featidx ft;
-    as_ptask *tasks;                /* [ntasks] */
+    as_taskrec *tasks;                /* [ntasks] */
     int64_t ntasks;
     /* the first `model-config` record's (as-convert --config): the EmbeddingBagCollection's
      * path in the model ("" none) and the GPUs per host (0 none) */
@@ -57,7 +57,7 @@ void as_plan_input_free(as_plan_input *in);   /* also after a failed read */
 
 /* The features of task t's tables into f[0..T), in task order; 0, or -1 with err ("task 3:
  * table 7 has no features record in the input"). */
-int as_plan_task_features(const as_plan_input *in, const as_ptask *t, const as_features **f, char *err,
+int as_plan_task_features(const as_plan_input *in, const as_taskrec *t, const as_features **f, char *err,
                           size_t errlen);
 
 /* "task 3: size-greedy: plan infeasible: 2 tables fit on no shard under the 100-byte cap
@@ -113,9 +113,10 @@ typedef struct {
 typedef struct {
     int64_t nplans, ninfeasible;
     double plan_ms;                 /* planning time summed over the plans */
-    int64_t tr_row_wise, tr_column_wise, tr_data_parallel;   /* --alg torchrec: tables it sharded so */
+    int64_t own_row_wise, own_column_wise, own_data_parallel;   /* the planners with their own items
+                                       (as_planner.items: --alg torchrec): tables they sharded so */
     int64_t replicated;             /* --replicate: tables our planners made data parallel */
-    int64_t tr_no_rows;             /* tables it could not shard row_wise (no row-block
+    int64_t own_no_rows;            /* tables they could not shard row_wise (no row-block
                                        features: as-features --row-pieces K) */
     int64_t split_nodes, split_tables, split_cut;   /* --split-tables: plans placed and
                                                        scored, tables split, searches the
@@ -156,7 +157,7 @@ int as_plan_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as_plan_i
  * label's "+measured" rounds: none 0, "+measured" 1, "+measuredN" N). The written plan
  * carries one round more. Records without measured costs, plans of other tasks or algorithms and
  * infeasible plans are counted and skipped. Every plan record is read first by as-eval's
- * strict reader (as_eval_plan_read: a malformed field, a measured cost that is not a number
+ * strict reader (as_planrec_full_read: a malformed field, a measured cost that is not a number
  * >= 0 or nil, is an error naming it), and its pieces are checked against the tables' sizes
  * (as_featidx_check_cover). 0, or -1 with err ("FILE: record N: plan of
  * task 3 (cost-greedy+split): table 7 [0:8, 0:16) has no features in the input").

@@ -660,8 +660,19 @@ int as_tr_plan(const as_plan_cfg *c, const as_featidx *ft, const as_features *co
     return 0;
 }
 
-/* the torchrec planner: its items and placement are made by as_tr_plan before
- * as_plan_make (as-plan gives the placement as c->policy) */
+/* as_planner.items: as_tr_plan, what it made counted */
+static int tr_items(const as_plan_cfg *c, const as_featidx *ft, const as_features *const *t, int64_t n, as_features **items,
+                    int64_t *nitems, int64_t **assign, as_plan_items_info *info, char *err, size_t errlen)
+{
+    as_tr_info tri;
+    if (as_tr_plan(c, ft, t, n, items, nitems, assign, &tri, err, errlen)) return -1;
+    *info = (as_plan_items_info){ .row_wise = tri.row_wise, .column_wise = tri.column_wise,
+                                  .data_parallel = tri.data_parallel, .no_rows = tri.no_rows, .ms = tri.ms };
+    return 0;
+}
+
+/* the torchrec planner: its items and placement are made by tr_items before as_plan_make
+ * (as-plan gives the placement as c->policy) */
 const as_planner as_planner_torchrec = {
     .needs = AS_PLANNER_PLACEMENT,
     .help = "TorchRec's default planner for one host (lib/plan/torchrec.h): per table\n"
@@ -673,4 +684,5 @@ const as_planner as_planner_torchrec = {
             "intra-host), its grid, greedy and uniform proposers and its\n"
             "greedy perf partitioner; a baseline, not split by --split-tables",
     .make = as_plan_make_placed,
+    .items = tr_items,
 };

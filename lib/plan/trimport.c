@@ -295,7 +295,7 @@ static int entry_cmp(const void *a, const void *b)
 
 /* the module's tables of task t (features f) into entries, sorted (task order, piece
  * order); every table of the task present */
-static int read_tables(ictx *x, const as_plan_input *in, const as_ptask *t, const as_features **f,
+static int read_tables(ictx *x, const as_plan_input *in, const as_taskrec *t, const as_features **f,
                        const msgpack_object *tabs, int64_t K, ientry **e, int64_t *n)
 {
     char kb[32], b[96];
@@ -409,7 +409,7 @@ static int import_doc(ictx *x, as_plan_run_stats *st, const as_plan_run_cfg *c, 
     as_alg alg = AS_ALG_TORCHREC;
     if (get_int(x, root, "task", "task", 0, INT64_MAX, &tid, 1) || doc_label(x, root, label, sizeof label, &alg))
         return -1;
-    const as_ptask *t = NULL;
+    const as_taskrec *t = NULL;
     for (int64_t i = 0; i < in->ntasks && !t; i++)
         if (in->tasks[i].id == tid) t = &in->tasks[i];
     if (!t) return fail(x, "task %" PRId64 " (%s): not in the input (no task record of that id)", tid, label);

@@ -22,13 +22,13 @@ static int on_record(void *ctx, const as_reader *r, const as_record *rec, char *
     rd_ctx *x = ctx;
     as_rl_input *in = x->in;
     if (!as_rec_is(rec, "task")) return as_costdata_read_record(&in->cd, r, rec, err, errlen);
-    as_ptask t;
+    as_taskrec t;
     char e2[768];
-    if (as_ptask_read(&rec->obj, &t, e2, sizeof e2)) {
+    if (as_taskrec_read(&rec->obj, &t, e2, sizeof e2)) {
         snprintf(err, errlen, "%s: record %" PRIu64 ": %s", as_reader_name(r), rec->index, e2);
         return -1;
     }
-    if (!strcmp(t.split, "test")) { as_ptask_free(&t); return 0; }
+    if (!strcmp(t.split, "test")) { as_taskrec_free(&t); return 0; }
     if (in->ntasks == x->cap_t) {
         x->cap_t = x->cap_t ? 2 * x->cap_t : 64;
         in->ptask = as_realloc(in->ptask, (size_t)x->cap_t * sizeof *in->ptask);
@@ -67,7 +67,7 @@ int as_rl_input_read(as_rl_input *in, char *const *files, int nfiles, char *err,
     }
     in->tasks = as_calloc((size_t)in->ntasks, sizeof *in->tasks);
     for (int64_t ti = 0; ti < in->ntasks; ti++) {
-        const as_ptask *t = &in->ptask[ti];
+        const as_taskrec *t = &in->ptask[ti];
         as_rl_task *rt = &in->tasks[ti];
         rt->id = t->id;
         rt->n = t->ntables;
@@ -92,7 +92,7 @@ void as_rl_input_free(as_rl_input *in)
     if (!in) return;
     for (int64_t ti = 0; ti < in->ntasks; ti++) {
         if (in->tasks) free(in->tasks[ti].t);
-        as_ptask_free(&in->ptask[ti]);
+        as_taskrec_free(&in->ptask[ti]);
     }
     free(in->tasks);
     free(in->ptask);

@@ -33,7 +33,7 @@ typedef struct {
        (feat[i].piece; an entry that covers its whole table is the table) */
     const as_features *feat;
     int64_t nfeat, ntables, npieces;
-    as_ptask *ptask;                /* [ntasks] the training task records */
+    as_taskrec *ptask;                /* [ntasks] the training task records */
     as_rl_task *tasks;              /* [ntasks] their tables, pointers into feat */
     int64_t ntasks;
     /* the cost records: shard j = seed_pos[seed_off[j] .. seed_off[j+1]), positions in feat,

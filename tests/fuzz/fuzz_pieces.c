@@ -1,5 +1,5 @@
 /* fuzz_pieces.c - the readers of records that carry pieces of tables (lib/records/piece.h): plan
- * records (as_planrec_read: `pieces` parsed and their cover checked; as_eval_plan_read with
+ * records (as_planrec_read: `pieces` parsed and their cover checked; as_planrec_full_read with
  * the communication bytes, then charged and evaluated), `pieces` of shard and
  * cost records (as_field_pieces), features records with a `piece` (as_features_read), then
  * what an accepted plan goes on to: the grouping by shard, the size check against made-up
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (as_reader_next(r, &rec) == 1) {
             as_planrec p;
             err[0] = 0;
-            if (as_planrec_read(&rec.obj, &p, err, sizeof err) == 0) {
+            if (as_planrec_read(&rec.obj, &p, 0, err, sizeof err) == 0) {
                 if (p.n < 0 || p.shards < 1) abort();
                 int64_t *start = malloc((size_t)(p.shards + 2) * sizeof *start), *order = malloc((size_t)(p.n + 1) * sizeof *order);
                 if (start && order) {
@@ -56,9 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else if (!err[0]) abort();
             /* as-eval's reading of the same record: pieces, costs, communication bytes; an
                accepted plan is charged its communication and evaluated */
-            as_eval_plan ep;
+            as_planrec_full ep;
             err[0] = 0;
-            if (as_eval_plan_read(&rec.obj, &ep, err, sizeof err) == 0) {
+            if (as_planrec_full_read(&rec.obj, &ep, err, sizeof err) == 0) {
                 if ((ep.comm_in == NULL) != (ep.comm_out == NULL)) abort();
                 int64_t mis, hv, bn;
                 double bs, bm;
@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 char e2[256];
                 (void)as_eval_charge_comm(&ep, 1, &bw, &mis, &hv, &bs, &bn, &bm, e2, sizeof e2);
                 as_eval_compute(&ep, 1);
-                as_eval_plan_free(&ep);
+                as_planrec_full_free(&ep);
             } else if (!err[0]) abort();
             const msgpack_object *t = as_obj_get(&rec.obj, "tables");
             if (t && t->type == MSGPACK_OBJECT_ARRAY) {

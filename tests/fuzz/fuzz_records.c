@@ -1,5 +1,5 @@
 /* fuzz_records.c - the record parsers the other targets do not reach: `table` records
- * (as_table_parse, every offset and index read back), `task` records (as_ptask_read),
+ * (as_table_parse, every offset and index read back), `task` records (as_taskrec_read),
  * single-table `cost` records (as_eval_singles_take, then the medians built and read),
  * `train` records (as_eval_train_read), the held-out quality of `model` and
  * `costfit-report` records (as_eval_quality_read, printed), and as-eval's `plan` reader with
@@ -43,11 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (int64_t i = 0; i < idx.n; i++) as_array_get_i64(&idx, i, 1, &v);
             } else if (!err[0]) abort();
             /* a task */
-            as_ptask t;
+            as_taskrec t;
             err[0] = 0;
-            if (as_ptask_read(&rec.obj, &t, err, sizeof err) == 0) {
+            if (as_taskrec_read(&rec.obj, &t, err, sizeof err) == 0) {
                 if (t.ntables < 0 || t.shards < 1) abort();
-                as_ptask_free(&t);
+                as_taskrec_free(&t);
             } else if (!err[0]) abort();
             /* a single-table cost */
             err[0] = 0;
@@ -68,16 +68,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (void)as_eval_quality_worse(&q);
             }
             /* as-eval's plan: evaluated, its ranks printed with the singles so far */
-            as_eval_plan ep;
+            as_planrec_full ep;
             err[0] = 0;
-            if (as_eval_plan_read(&rec.obj, &ep, err, sizeof err) == 0) {
+            if (as_planrec_full_read(&rec.obj, &ep, err, sizeof err) == 0) {
                 if ((ep.pred == NULL) == 0 && ep.K < 1) abort();
                 as_eval_compute(&ep, 1);
                 as_eval_singles_build(&singles, "");
                 for (int fmt = AS_EVAL_TEXT; fmt <= AS_EVAL_CSV; fmt++)
                     as_eval_print_ranks(sink, (as_eval_format)fmt, &ep, 1, ep.cost_kind == 1 ? "measured" : "estimated",
                                         &singles);
-                as_eval_plan_free(&ep);
+                as_planrec_full_free(&ep);
             } else if (!err[0]) abort();
         }
     }

@@ -8,6 +8,9 @@ layer. Then, for every file of lib/ (a module is its .c, .h and .cu together):
     modules of one layer (a .def file in it, an included list, is of that layer too);
   - every module of lib/ is in exactly one layer (a new module must be placed in the doc);
   - a module includes ("x.h") only modules of its own layer or below;
+  - the stage folders of layer 3 have an order, the one in which the doc's item 3 first names
+    them (`lib/data/`, `lib/bench/`, ...): a stage's module includes only modules of its own
+    stage or an earlier one (so no two stage folders include each other);
   - the include graph between modules has no circle (a -> b -> ... -> a).
 cmd/*/main.c is the top layer and may include anything. Prints each violation, exit 1 when
 there is one; exit 0 and a one-line summary otherwise.
@@ -22,7 +25,7 @@ def layers_from_doc(root, modules):
     m = re.search(r"^## Layers.*?$(.*?)^## ", text, re.S | re.M)
     if not m:
         sys.exit("check-layers: docs/ARCHITECTURE.md has no '## Layers' section")
-    layer_of, layer = {}, None
+    layer_of, layer, stages = {}, None, []
     for line in m.group(1).splitlines():
         item = re.match(r"^(\d+)\. ", line)
         if item:
@@ -33,10 +36,14 @@ def layers_from_doc(root, modules):
             layer = None      # prose after the list
         if layer is None:
             continue
+        # the stages' order: the folders of layer 3 in the order the doc first names them
+        for folder in re.findall(r"`lib/([a-z_0-9]+)/`", line):
+            if layer == 3 and folder not in stages:
+                stages.append(folder)
         for name in re.findall(r"`([a-z_0-9]+)(?:\.(?:c|h|cu))?`", line):
             if name in modules:
                 layer_of.setdefault(name, set()).add(layer)
-    return layer_of
+    return layer_of, stages
 
 
 def main():
@@ -59,7 +66,8 @@ def main():
     for mod, ds in sorted(folder_of.items()):
         if len(ds) > 1:
             bad.append(f"lib/{mod}: in folders {sorted(ds)}")
-    layer_of = layers_from_doc(root, modules)
+    layer_of, stages = layers_from_doc(root, modules)
+    stage = {d: i for i, d in enumerate(stages)}
     for mod in modules:
         if mod not in layer_of:
             bad.append(f"lib/{mod}: in no layer of docs/ARCHITECTURE.md")
@@ -98,6 +106,11 @@ def main():
             edges[mod].add(dep)
             if mod in level and dep in level and level[dep] > level[mod]:
                 bad.append(f"lib/{d}/{f} (layer {level[mod]}) includes {dep}.h (layer {level[dep]}): up a layer")
+            # a stage includes only its own and earlier stages' modules
+            dd = next(iter(folder_of[dep]))
+            if d in stage and dd in stage and stage[dd] > stage[d]:
+                bad.append(f"lib/{d}/{f} (stage {d}) includes lib/{dd}/{dep}.h (stage {dd}, a later one): against the "
+                           f"stages' order ({' -> '.join(stages)})")
     # circles: depth-first search over the module graph
     state, stack = {}, []
 
@@ -120,7 +133,8 @@ def main():
     if bad:
         return 1
     print(f"check-layers: {len(modules)} modules in {len(by_folder)} folders of {len(set(level.values()))} layers, "
-          f"{sum(len(e) for e in edges.values())} includes between them: none up a layer, no circle")
+          f"{sum(len(e) for e in edges.values())} includes between them: none up a layer, none against the order of "
+          f"{len(stages)} stages, no circle")
     return 0
 
 

@@ -11,15 +11,16 @@
 #include "evalcomm.h"
 #include "evalinput.h"
 #include "evalplot.h"
+#include "modelgate.h"
 #include "reclimits.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static as_eval_plan P(int64_t run, int64_t task, const char *alg, int K, const double *cost)
+static as_planrec_full P(int64_t run, int64_t task, const char *alg, int K, const double *cost)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     memset(&p, 0, sizeof p);
     p.run = run;
     p.task = task;
@@ -47,7 +48,7 @@ static as_eval_plan P(int64_t run, int64_t task, const char *alg, int K, const d
 
 /* plan p's items made T entries (tables and assign unset, every piece whole), for plans of
    pieces or of other item counts than P's one table per shard */
-static void items(as_eval_plan *p, int T)
+static void items(as_planrec_full *p, int T)
 {
     free(p->tables);
     free(p->assign);
@@ -60,9 +61,9 @@ static void items(as_eval_plan *p, int T)
 }
 
 /* P with cost_noisy flags (and a spread of 0.3 on noisy shards, 0.01 elsewhere) */
-static as_eval_plan PN(int64_t run, int64_t task, const char *alg, int K, const double *cost, const int *noisy)
+static as_planrec_full PN(int64_t run, int64_t task, const char *alg, int K, const double *cost, const int *noisy)
 {
-    as_eval_plan p = P(run, task, alg, K, cost);
+    as_planrec_full p = P(run, task, alg, K, cost);
     p.noisy = as_malloc((size_t)K);
     p.spread = as_malloc((size_t)K * sizeof *p.spread);
     for (int k = 0; k < K; k++) {
@@ -85,7 +86,7 @@ static const as_eval_alg *find(const as_eval_alg *a, int64_t n, const char *alg)
  * lookup over plans: balance (1 + 1/3)/2 = 2/3 ± 1/3; speedup (4/3 + 2)/2 = 5/3 ± 1/3 */
 TEST(eval_by_hand)
 {
-    as_eval_plan p[6];
+    as_planrec_full p[6];
     p[0] = P(0, 0, "random", 2, (double[]){ 4, 2 });
     p[1] = P(0, 0, "lookup-greedy", 2, (double[]){ 3, 3 });
     p[2] = P(0, 1, "lookup-greedy", 3, (double[]){ 2, 1, 3 });
@@ -160,7 +161,7 @@ TEST(eval_by_hand)
     CHECK(strstr(buf, "costs measured") != NULL);
     free(buf);
     free(a);
-    for (int i = 0; i < 6; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 6; i++) as_planrec_full_free(&p[i]);
 }
 
 /* runs: run 1 adds task 0 with random [2, 2] and lookup [1, 2] (balance 0.5, speedup 1).
@@ -168,7 +169,7 @@ TEST(eval_by_hand)
  * 1/2 -> 7/12 ± 1/12. Speedup compares within a run only. */
 TEST(eval_runs)
 {
-    as_eval_plan p[6];
+    as_planrec_full p[6];
     p[0] = P(0, 0, "random", 2, (double[]){ 4, 2 });
     p[1] = P(0, 0, "lookup-greedy", 2, (double[]){ 3, 3 });
     p[2] = P(0, 1, "lookup-greedy", 3, (double[]){ 2, 1, 3 });
@@ -195,13 +196,13 @@ TEST(eval_runs)
      * √(8/3), run 1 1 -> (8/3)^(1/4) */
     CHECK_NEAR(l->spd_gmean, pow(8.0 / 3, 0.25), 1e-12);
     free(a);
-    for (int i = 0; i < 6; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 6; i++) as_planrec_full_free(&p[i]);
 }
 
 /* no random plan: no speedup; an unknown algorithm comes after the canonical ones */
 TEST(eval_no_random)
 {
-    as_eval_plan p[2];
+    as_planrec_full p[2];
     p[0] = P(0, 0, "mine", 2, (double[]){ 1, 2 });
     p[1] = P(0, 0, "size-greedy", 2, (double[]){ 2, 2 });
     as_eval_compute(p, 2);
@@ -214,7 +215,7 @@ TEST(eval_no_random)
     CHECK_STR(a[1].alg, "mine");
     CHECK_EQ_I64(a[1].nspd, 0);
     free(a);
-    for (int i = 0; i < 2; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 2; i++) as_planrec_full_free(&p[i]);
     double v[] = { 1, 2, 3, 4, NAN }, m, s;
     CHECK_EQ_I64(as_stats_meanstd(v, 5, &m, &s), 4);
     CHECK_NEAR(m, 2.5, 0);
@@ -250,9 +251,9 @@ TEST(eval_plan_read)
     msgpack_unpacked_init(&up);
     size_t off = 0;
     msgpack_unpack_next(&up, sb.data, sb.size, &off);
-    as_eval_plan p;
+    as_planrec_full p;
     char err[256];
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.task, 3);
     CHECK_EQ_I64(p.K, 2);
     CHECK_EQ_I64(p.T, 3);
@@ -261,7 +262,7 @@ TEST(eval_plan_read)
     CHECK_EQ_I64(p.cost_kind, 1);
     CHECK_EQ_I64(p.mem[1], 20);
     CHECK(!p.feasible);   /* table 9 unplaced */
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
 }
@@ -429,7 +430,7 @@ TEST(eval_intervals)
 /* algorithm A against B on three tasks: balances 0.9/0.5, 0.8/0.6, 0.85/0.55 (differences
  * 0.4, 0.2, 0.3: mean 0.3, s 0.1, interval 0.3 ± t(2) · 0.1/√3 = [0.051586, 0.548414]); A's
  * slowest shard is half B's: speedup ratio 2 */
-static void three_tasks(as_eval_plan *p, const int *noisy_a)
+static void three_tasks(as_planrec_full *p, const int *noisy_a)
 {
     static const double a[3][2] = { { 5, 4.5 }, { 5, 4 }, { 10, 8.5 } }, b[3][2] = { { 10, 5 }, { 10, 6 }, { 20, 11 } };
     static const double r[3][2] = { { 40, 4 }, { 40, 4 }, { 40, 4 } };
@@ -444,7 +445,7 @@ static void three_tasks(as_eval_plan *p, const int *noisy_a)
 
 TEST(eval_rank)
 {
-    as_eval_plan p[9];
+    as_planrec_full p[9];
     three_tasks(p, NULL);
     as_eval_cmp c;
     as_eval_compare(p, 9, "A", "B", 0, &c);
@@ -504,7 +505,7 @@ TEST(eval_rank)
     CHECK(strstr(buf, "between measurements") == NULL);
     free(buf);
     free(a);
-    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 9; i++) as_planrec_full_free(&p[i]);
 
     int noisy[6] = { 1, 0, 0, 0, 1, 0 };
     three_tasks(p, noisy);
@@ -538,7 +539,7 @@ TEST(eval_rank)
     CHECK(strstr(buf, "A,B,noisy,3,0.3,0.0515862288,0.548413771,2,2,2,18,2,0.01,0.05,,,,A ≈ B > random,3,0,0,0,\n") != NULL);
     free(buf);
     free(a);
-    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 9; i++) as_planrec_full_free(&p[i]);
 
     /* A's balance on task 2 down to 0.25: differences 0.4, 0.2, -0.3 (mean 0.1, s 0.36):
      * the interval includes 0 */
@@ -551,10 +552,10 @@ TEST(eval_rank)
     CHECK(!r.too_noisy);
     CHECK(r.cmp.bal_lo < 0 && r.cmp.bal_hi > 0);
     free(a);
-    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 9; i++) as_planrec_full_free(&p[i]);
 
     /* the same plans twice: a tie; one task only: too few */
-    as_eval_plan q[4];
+    as_planrec_full q[4];
     q[0] = P(0, 0, "random", 2, (double[]){ 4, 2 });
     q[1] = P(0, 0, "x", 2, (double[]){ 3, 3 });
     q[2] = P(0, 0, "y", 2, (double[]){ 3, 3 });
@@ -564,20 +565,20 @@ TEST(eval_rank)
     as_eval_rank_algs(q, 3, a, na, 0, &r);
     CHECK_EQ_I64(r.kind, AS_RANK_TIE);
     free(a);
-    as_eval_plan z[2] = { q[0], q[3] };
+    as_planrec_full z[2] = { q[0], q[3] };
     as_eval_summary(z, 2, 0, &a, &na);
     as_eval_rank_algs(z, 2, a, na, 0, &r);
     CHECK_EQ_I64(r.kind, AS_RANK_FEW);
     CHECK_STR(a[r.winner].alg, "z");
     free(a);
-    for (int i = 0; i < 4; i++) as_eval_plan_free(&q[i]);
+    for (int i = 0; i < 4; i++) as_planrec_full_free(&q[i]);
 }
 
 static void unpack_one(msgpack_sbuffer *sb, msgpack_unpacked *up);
 
 /* plan q given passes: pass p's costs are q's times mul[p], but for pass `odd`, whose costs
  * are odd_cost (NULL: none odd) */
-static void give_passes(as_eval_plan *q, int P, const double *mul, int odd, const double *odd_cost)
+static void give_passes(as_planrec_full *q, int P, const double *mul, int odd, const double *odd_cost)
 {
     q->npass = P;
     q->pass_cost = as_malloc((size_t)P * (size_t)q->K * sizeof *q->pass_cost);
@@ -590,7 +591,7 @@ static void give_passes(as_eval_plan *q, int P, const double *mul, int odd, cons
  * pass reverses is not, and the plans whose order flips are marked */
 TEST(eval_rank_passes)
 {
-    as_eval_plan p[9];
+    as_planrec_full p[9];
     three_tasks(p, NULL);
     const double mul[2] = { 1, 1.1 };
     for (int i = 0; i < 9; i++) give_passes(&p[i], 2, mul, -1, NULL);
@@ -618,7 +619,7 @@ TEST(eval_rank_passes)
     /* pass 1 measures A's plans at 40 % balance: over the tasks (the combined costs) A still
        leads, but not in pass 1 (0.40 - 0.55): not resolved, every task's pair flips */
     for (int t = 0; t < 3; t++) {
-        as_eval_plan *x = &p[3 * t + 1];
+        as_planrec_full *x = &p[3 * t + 1];
         free(x->pass_cost);
         const double odd[2] = { 5, 2 };
         give_passes(x, 2, mul, 1, odd);
@@ -661,7 +662,7 @@ TEST(eval_rank_passes)
     CHECK_EQ_I64(r.kind, AS_RANK_RESOLVED);
     CHECK_EQ_I64(a[1].npass, 0);
     free(a);
-    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 9; i++) as_planrec_full_free(&p[i]);
 }
 
 /* cost_pass_ms and cost_pass_spread read, and refused when malformed, naming the field */
@@ -700,10 +701,10 @@ TEST(eval_plan_read_passes)
         msgpack_pack_nil(&pk);
         msgpack_unpacked up;
         unpack_one(&sb, &up);
-        as_eval_plan q;
+        as_planrec_full q;
         memset(&q, 0, sizeof q);
         char err[256] = "";
-        int rc = as_eval_plan_read(&up.data, &q, err, sizeof err);
+        int rc = as_planrec_full_read(&up.data, &q, err, sizeof err);
         static const char *const want[7] = { NULL, "'cost_pass_ms' must be a list of 2 to 16 passes",
                                              "'cost_pass_ms' must be a list of 2 to 16 passes",
                                              "cost_pass_ms[1] must be a list with one entry per shard",
@@ -715,7 +716,7 @@ TEST(eval_plan_read_passes)
             CHECK_EQ_I64(q.npass, 2);
             CHECK(q.pass_cost && q.pass_cost[2] == 2 && isnan(q.pass_cost[3]));
             CHECK(q.pass_spread && q.pass_spread[0] == 0.01 && isnan(q.pass_spread[1]));
-            as_eval_plan_free(&q);
+            as_planrec_full_free(&q);
         } else {
             CHECK_EQ_I64(rc, -1);
             CHECK(strstr(err, want[c]) != NULL);
@@ -769,7 +770,7 @@ static void pack_plan(msgpack_sbuffer *sb, const char *kind, double c0, double c
 /* as-plan's model_quality on the plans: counted per algorithm (summary column, CSV), the
  * algorithms whose plans rest on a weak model named by the verdict (CSV: weak_model_algs),
  * those of unjudged quality, and those the gate passed */
-static void mark(as_eval_plan *p, double r2, double linear_r2, double min_r2)
+static void mark(as_planrec_full *p, double r2, double linear_r2, double min_r2)
 {
     as_costmodel_heldout h;
     memset(&h, 0, sizeof h);
@@ -782,7 +783,7 @@ static void mark(as_eval_plan *p, double r2, double linear_r2, double min_r2)
 
 TEST(eval_model_quality_marks)
 {
-    as_eval_plan p[9];
+    as_planrec_full p[9];
     three_tasks(p, NULL);
     /* A: every plan weak (R² 0.41 below 0.9 and the line's 0.6); B: tasks 0, 1 passed, task 2
        unjudged (no held-out R²); random: placed without a model */
@@ -853,19 +854,19 @@ TEST(eval_model_quality_marks)
     CHECK(strstr(buf, "quality gate") == NULL);
     free(buf);
     free(a);
-    for (int i = 0; i < 9; i++) as_eval_plan_free(&p[i]);
+    for (int i = 0; i < 9; i++) as_planrec_full_free(&p[i]);
 }
 
 TEST(eval_plan_noise_negative)
 {
     msgpack_sbuffer sb;
     msgpack_unpacked up;
-    as_eval_plan p;
+    as_planrec_full p;
     char err[256];
     msgpack_sbuffer_init(&sb);
     pack_plan(&sb, "measured", 2, 1, 1);
     unpack_one(&sb, &up);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p, err, sizeof err), 0);
     CHECK(p.spread && p.noisy);
     CHECK_NEAR(p.spread[0], 0.25, 0);
     CHECK(isnan(p.spread[1]));
@@ -874,14 +875,14 @@ TEST(eval_plan_noise_negative)
     as_eval_compute(&p, 1);
     CHECK_EQ_I64(p.nnoisy, 1);
     CHECK(p.shaky);                         /* the slowest shard is the noisy one */
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
 
     msgpack_sbuffer_init(&sb);
     pack_plan(&sb, "measured", 2, -0.5, 0);
     unpack_one(&sb, &up);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), -1);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p, err, sizeof err), -1);
     CHECK(strstr(err, "measured cost_ms[1] is negative (-0.5 ms)") != NULL);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
@@ -889,14 +890,14 @@ TEST(eval_plan_noise_negative)
     msgpack_sbuffer_init(&sb);
     pack_plan(&sb, "estimated", 2, -0.5, 0);
     unpack_one(&sb, &up);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.clamped, 1);
     CHECK_NEAR(p.cost[1], 0, 0);
     CHECK(!p.spread && !p.noisy && isnan(p.noise_threshold));
     as_eval_compute(&p, 1);
     CHECK_NEAR(p.balance, 0, 0);            /* never below 0 */
     CHECK_EQ_I64(p.nnoisy, -1);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
 }
@@ -1188,13 +1189,13 @@ TEST(eval_estimate)
     as_featidx_add(&ft, &f7);
     msgpack_sbuffer sb;
     msgpack_unpacked up;
-    as_eval_plan p[2];
+    as_planrec_full p[2];
     char err[256];
     msgpack_sbuffer_init(&sb);
     pack_plan(&sb, "measured", 2, 1, 1);   /* tables 7 and 8 on shards 0 and 1, noise fields */
     unpack_one(&sb, &up);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p[0], err, sizeof err), 0);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p[1], err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p[0], err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p[1], err, sizeof err), 0);
     p[1].assign[1] = 0;                      /* both tables on shard 0, shard 1 empty */
     CHECK_EQ_I64(as_eval_estimate(p, 2, cm, &ft, err, sizeof err), 0);
     const as_features *a[] = { &f7 }, *b[] = { &f8 }, *ab[] = { &f7, &f8 };
@@ -1209,17 +1210,17 @@ TEST(eval_estimate)
     for (int i = 0; i < 2; i++) {
         CHECK_EQ_I64(p[i].cost_kind, 2);
         CHECK(!p[i].spread && !p[i].noisy && isnan(p[i].noise_threshold));
-        as_eval_plan_free(&p[i]);
+        as_planrec_full_free(&p[i]);
     }
     as_featidx_free(&ft);
 
     /* table 8 without features */
     as_featidx only7 = { 0 };
     as_featidx_add(&only7, &f7);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p[0], err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p[0], err, sizeof err), 0);
     CHECK_EQ_I64(as_eval_estimate(p, 1, cm, &only7, err, sizeof err), -1);
     CHECK_STR(err, "plan of task 1 (cost-greedy): table 8 has no features record in the input");
-    as_eval_plan_free(&p[0]);
+    as_planrec_full_free(&p[0]);
     as_featidx_free(&only7);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
@@ -1244,7 +1245,7 @@ TEST(eval_charge_comm_data_parallel)
     const as_comm_model BW1 = as_comm_bandwidth(1.0);
     char err[512];
     const double G = 1073741824.0, c[2] = { 1.0, 2.0 };
-    as_eval_plan p[3];
+    as_planrec_full p[3];
     /* a: table-wise, in 2^29 and out 2^28 on shard 0, out 2^29 on shard 1 (all 2^30 + 2^28) */
     p[0] = P(0, 1, "a", 2, c);
     p[0].comm_in = two(G / 2, 0);
@@ -1285,7 +1286,7 @@ TEST(eval_charge_comm_data_parallel)
     CHECK_NEAR(p[2].cost[1], 127.0, 0);
     /* b without its all-reduce bytes (a plan from before comm_ar_bytes): its bytes are not
        all known, nothing is charged (never a mix) */
-    for (int j = 0; j < 3; j++) as_eval_plan_free(&p[j]);
+    for (int j = 0; j < 3; j++) as_planrec_full_free(&p[j]);
     p[0] = P(0, 1, "a", 2, c);
     p[0].comm_in = two(G / 2, 0);
     p[0].comm_out = two(G / 4, G / 2);
@@ -1299,7 +1300,7 @@ TEST(eval_charge_comm_data_parallel)
     CHECK_EQ_I64(hv, 2);
     CHECK(p[0].comm_ms == NULL && p[1].comm_ms == NULL && p[1].cost[0] == 1.0);
     /* on one shard a data-parallel table has no all-reduce: not missing */
-    as_eval_plan_free(&p[1]);
+    as_planrec_full_free(&p[1]);
     const double c1[1] = { 1.0 };
     p[1] = P(0, 2, "b", 1, c1);
     p[1].assign[0] = AS_DP;
@@ -1311,7 +1312,7 @@ TEST(eval_charge_comm_data_parallel)
     CHECK_EQ_I64(as_eval_charge_comm(p + 1, 1, &BW1, &mis, &hv, NULL, NULL, NULL, err, sizeof err), 1);
     CHECK_EQ_I64(mis, 0);
     CHECK_NEAR(p[1].cost[0], 1.0, 0);
-    for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
+    for (int j = 0; j < 2; j++) as_planrec_full_free(&p[j]);
 }
 
 /* the estimate of a plan with a data-parallel table: each shard's own kernel plus the
@@ -1329,12 +1330,12 @@ TEST(eval_estimate_data_parallel)
     as_featidx_add(&ft, &f7);
     msgpack_sbuffer sb;
     msgpack_unpacked up;
-    as_eval_plan p;
+    as_planrec_full p;
     char err[256];
     msgpack_sbuffer_init(&sb);
     pack_plan(&sb, "measured", 2, 1, 1);   /* tables 7 and 8 on shards 0 and 1 */
     unpack_one(&sb, &up);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p, err, sizeof err), 0);
     p.assign[1] = AS_DP;                   /* table 8 on both shards */
     p.ndp = 1;
     CHECK_EQ_I64(as_eval_estimate(&p, 1, cm, &ft, err, sizeof err), 0);
@@ -1343,16 +1344,16 @@ TEST(eval_estimate_data_parallel)
     CHECK_NEAR(p.cost[0], c7 + c8 / 2, 0);
     CHECK_NEAR(p.cost[1], c8 / 2, 0);     /* no table of its own: its slice alone */
     CHECK(p.cost_dp && p.cost_dp[0] == c8 / 2 && p.cost_dp[1] == c8 / 2);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* its table without features: said, as data parallel */
     as_featidx only7 = { 0 };
     as_featidx_add(&only7, &f7);
-    CHECK_EQ_I64(as_eval_plan_read(&up.data, &p, err, sizeof err), 0);
+    CHECK_EQ_I64(as_planrec_full_read(&up.data, &p, err, sizeof err), 0);
     p.assign[1] = AS_DP;
     p.ndp = 1;
     CHECK_EQ_I64(as_eval_estimate(&p, 1, cm, &only7, err, sizeof err), -1);
     CHECK_STR(err, "plan of task 1 (cost-greedy): table 8 (data parallel) has no features record in the input");
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     as_featidx_free(&only7);
     as_featidx_free(&ft);
     msgpack_unpacked_destroy(&up);
@@ -1449,7 +1450,7 @@ TEST(eval_floor_singles_median)
     as_eval_singles_build(&s, "cpu");
 
     /* plans over tables {5, 6}: floor 6; over {5, 7}: unknown, one table without a single cost */
-    as_eval_plan p[2];
+    as_planrec_full p[2];
     p[0] = P(0, 0, "random", 2, (double[]){ 7, 1 });
     p[0].tables[0] = 5;
     p[0].tables[1] = 6;
@@ -1467,7 +1468,7 @@ TEST(eval_floor_singles_median)
     as_eval_floor_none(p, 2);
     CHECK(isnan(p[0].floor));
     CHECK_EQ_I64(p[0].floor_unknown, 2);
-    for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
+    for (int j = 0; j < 2; j++) as_planrec_full_free(&p[j]);
     as_eval_singles_free(&s);
 }
 
@@ -1514,7 +1515,7 @@ TEST(eval_floor_piece_singles)
     CHECK_NEAR(as_eval_singles_get(&s, 6, NULL), 3.0, 0);
     /* a plan of table 5's two halves and table 6: floor 3 (table 6); without table 6's
        single, 2 would be wrong: unknown */
-    as_eval_plan p = P(0, 0, "cost-greedy+split", 2, (double[]){ 4, 3 });
+    as_planrec_full p = P(0, 0, "cost-greedy+split", 2, (double[]){ 4, 3 });
     items(&p, 3);
     const int64_t ids[3] = { 5, 5, 6 }, as[3] = { 0, 1, 1 };
     for (int i = 0; i < 3; i++) { p.tables[i] = ids[i]; p.assign[i] = as[i]; }
@@ -1528,7 +1529,7 @@ TEST(eval_floor_piece_singles)
     as_eval_floor_measured(&p, 1, &s);
     CHECK(isnan(p.floor));
     CHECK_EQ_I64(p.floor_unknown, 1);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     as_eval_singles_free(&s);
 }
 
@@ -1537,7 +1538,7 @@ TEST(eval_floor_piece_singles)
  * max/floor; the sentence */
 TEST(eval_floor_bound)
 {
-    as_eval_plan p[7];
+    as_planrec_full p[7];
     /* task 0, floor 6: random 8, cost-greedy 6.1 (1.7 % above) */
     p[0] = P(0, 0, "random", 2, (double[]){ 8, 2 });
     p[1] = P(0, 0, "cost-greedy", 2, (double[]){ 6.1, 3 });
@@ -1623,7 +1624,7 @@ TEST(eval_floor_bound)
                    "--singles with --singles FILE or in the input)\n");
     free(buf);
     free(a);
-    for (int j = 0; j < 7; j++) as_eval_plan_free(&p[j]);
+    for (int j = 0; j < 7; j++) as_planrec_full_free(&p[j]);
 }
 
 /* as-eval's input keeps the single-table cost records (not with a cost model); a bad one
@@ -1694,7 +1695,7 @@ TEST(eval_floor_estimated)
     as_featidx_add(&ft, &f8);
     char err[256];
     CHECK_EQ_I64(as_featidx_build(&ft, err, sizeof err), 0);
-    as_eval_plan p[2];
+    as_planrec_full p[2];
     p[0] = P(0, 0, "cost-greedy", 2, (double[]){ 1, 1 });
     p[0].tables[0] = 7;
     p[0].tables[1] = 8;
@@ -1708,7 +1709,7 @@ TEST(eval_floor_estimated)
     CHECK_EQ_I64(p[0].floor_unknown, 0);
     CHECK(isnan(p[1].floor));
     CHECK_EQ_I64(p[1].floor_unknown, 1);
-    for (int j = 0; j < 2; j++) as_eval_plan_free(&p[j]);
+    for (int j = 0; j < 2; j++) as_planrec_full_free(&p[j]);
     as_featidx_free(&ft);
     as_costmodel_free(cm);
 }
@@ -1720,7 +1721,7 @@ TEST(eval_comm_by_collective)
     const as_comm_model BW1 = as_comm_bandwidth(1.0), BW0 = as_comm_bandwidth(0);
     char err[512];
     const double G = 1073741824.0, c[2] = { 1.0, 2.0 };
-    as_eval_plan p = P(0, 1, "b", 2, c);
+    as_planrec_full p = P(0, 1, "b", 2, c);
     p.assign[1] = AS_DP;
     p.ndp = 1;
     /* shard 0: in 0.5G, out 0.25G, of which row pieces 0.25G; shard 1: out 0.5G; all-reduce G each */
@@ -1757,10 +1758,10 @@ TEST(eval_comm_by_collective)
     free(buf);
     /* no bytes, or no bandwidth: nothing to split */
     CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW0, ms), -1);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     p = P(0, 1, "a", 2, c);
     CHECK_EQ_I64(as_eval_comm_parts(&p, 0, &BW1, ms), -1);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }
 
 /* the sharding types a plan has come from its pieces, so that a plan from before
@@ -1770,7 +1771,7 @@ TEST(eval_comm_by_collective)
 TEST(eval_comm_types_from_pieces)
 {
     const double c[4] = { 1, 1, 1, 1 };
-    as_eval_plan p = P(0, 0, "x", 4, c);
+    as_planrec_full p = P(0, 0, "x", 4, c);
     items(&p, 5);
     static const int64_t tb[5] = { 0, 1, 1, 2, 2 }, as[5] = { 0, 1, 2, 3, 0 };
     memcpy(p.tables, tb, sizeof tb);
@@ -1806,7 +1807,7 @@ TEST(eval_comm_types_from_pieces)
     p.tables[4] = 3;
     CHECK_EQ_I64(as_eval_comm_parts(&p, 2, &m, ms), 0);
     CHECK_NEAR(ms[AS_SH_RW], 0, 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }
 
 /* a table's row pieces all on one host of the model's GPUs: table-row-wise (h100-ib, torchrec:L);
@@ -1815,7 +1816,7 @@ TEST(eval_comm_table_row_wise)
 {
     double c[16];
     for (int k = 0; k < 16; k++) c[k] = 1;
-    as_eval_plan p = P(0, 0, "x", 16, c);
+    as_planrec_full p = P(0, 0, "x", 16, c);
     items(&p, 9);
     p.comm_in = as_calloc(16, sizeof(double));
     p.comm_out = as_calloc(16, sizeof(double));
@@ -1853,5 +1854,5 @@ TEST(eval_comm_table_row_wise)
     p.assign[1] = 0;
     CHECK_EQ_I64(as_eval_comm_loads(&p, 8, l), 0);
     CHECK(l[9].has[AS_SH_RW] && !l[9].has[AS_SH_TWRW]);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }

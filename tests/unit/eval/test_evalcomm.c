@@ -20,9 +20,9 @@ static int64_t a_tables[3] = { 1, 2, 3 }, a_assign[3] = { 0, 1, 1 };
 static double a_in[2] = { 1 * MIB, 2 * MIB }, a_out[2] = { 3 * MIB, 0 };
 static double a_cms[2] = { 7 * MS_MIB, 5 * MS_MIB }, a_cost[2] = { 10 + 7 * MS_MIB, 12 + 5 * MS_MIB };
 
-static as_eval_plan plan_a(void)
+static as_planrec_full plan_a(void)
 {
-    as_eval_plan q;
+    as_planrec_full q;
     memset(&q, 0, sizeof q);
     q.run = 0, q.task = 5, q.K = 2, q.T = 3, q.feasible = 1;
     snprintf(q.alg, sizeof q.alg, "size-greedy");
@@ -36,9 +36,9 @@ static as_eval_plan plan_a(void)
 static int64_t b_tables[1] = { 9 }, b_assign[1] = { AS_DP };
 static double b_ar[2] = { 0.5 * MIB, 0.5 * MIB }, b_cost[2] = { 5, 4 };
 
-static as_eval_plan plan_b(void)
+static as_planrec_full plan_b(void)
 {
-    as_eval_plan q;
+    as_planrec_full q;
     memset(&q, 0, sizeof q);
     q.run = 1, q.task = 6, q.K = 2, q.T = 1, q.feasible = 1, q.ndp = 1;
     snprintf(q.alg, sizeof q.alg, "a,b|c");
@@ -49,7 +49,7 @@ static as_eval_plan plan_b(void)
 TEST(evalcomm_parts_table_wise)
 {
     as_comm_model m = as_comm_bandwidth(1);
-    as_eval_plan q = plan_a();
+    as_planrec_full q = plan_a();
     double ms[AS_NSH];
     CHECK_EQ_I64(as_eval_comm_parts(&q, 0, &m, ms), 0);
     CHECK_NEAR(ms[AS_SH_TW], 7 * MS_MIB, 1e-12);
@@ -62,7 +62,7 @@ TEST(evalcomm_parts_table_wise)
     CHECK_NEAR(ms[AS_SH_TW], 2.5 * MS_MIB, 1e-12);
     /* data parallel: its all-reduce bytes, its own, not shared over K */
     m = as_comm_bandwidth(1);
-    as_eval_plan b = plan_b();
+    as_planrec_full b = plan_b();
     CHECK_EQ_I64(as_eval_comm_parts(&b, 1, &m, ms), 0);
     CHECK_NEAR(ms[AS_SH_DP], 0.5 * MS_MIB, 1e-12);
     CHECK_NEAR(ms[AS_SH_TW], 0, 0);
@@ -79,7 +79,7 @@ TEST(evalcomm_parts_row_wise)
     as_piece pieces[3] = { { 0, 4, 0, 5 }, { 0, 4, 5, 10 }, AS_PIECE_WHOLE };
     double in[2] = { 2 * MIB, 1 * MIB }, out[2] = { 2 * MIB, 2 * MIB };
     double rw[2] = { 2 * MIB, 3 * MIB }, rwi[2] = { 1 * MIB, 1 * MIB }, cost[2] = { 1, 1 };
-    as_eval_plan q;
+    as_planrec_full q;
     memset(&q, 0, sizeof q);
     q.K = 2, q.T = 3, q.feasible = 1, q.tables = tables, q.assign = assign, q.pieces = pieces, q.cost = cost;
     q.comm_in = in, q.comm_out = out, q.comm_rw = rw, q.comm_rw_in = rwi;
@@ -98,7 +98,7 @@ TEST(evalcomm_parts_row_wise)
 TEST(evalcomm_parts_none)
 {
     as_comm_model m = as_comm_bandwidth(1), off = as_comm_bandwidth(0);
-    as_eval_plan q = plan_a();
+    as_planrec_full q = plan_a();
     double ms[AS_NSH];
     for (int s = 0; s < AS_NSH; s++) ms[s] = 99;
     CHECK_EQ_I64(as_eval_comm_parts(&q, 0, &off, ms), -1);
@@ -111,7 +111,7 @@ TEST(evalcomm_parts_none)
     for (int s = 0; s < AS_NSH; s++) CHECK_NEAR(ms[s], 0, 0);
 }
 
-static char *print(as_eval_format fmt, const as_eval_plan *p, int64_t n, const as_comm_model *m)
+static char *print(as_eval_format fmt, const as_planrec_full *p, int64_t n, const as_comm_model *m)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -128,7 +128,7 @@ static char *print(as_eval_format fmt, const as_eval_plan *p, int64_t n, const a
 TEST(evalcomm_print_csv)
 {
     as_comm_model m = as_comm_bandwidth(1);
-    as_eval_plan p[4] = { plan_a(), plan_b(), plan_a(), plan_a() };
+    as_planrec_full p[4] = { plan_a(), plan_b(), plan_a(), plan_a() };
     p[2].feasible = 0;
     double nan_cost[2] = { NAN, 3 };
     p[3].cost = nan_cost;
@@ -154,7 +154,7 @@ TEST(evalcomm_print_csv)
 TEST(evalcomm_print_text_markdown)
 {
     as_comm_model m = as_comm_bandwidth(1);
-    as_eval_plan p[3] = { plan_a(), plan_b(), plan_a() };
+    as_planrec_full p[3] = { plan_a(), plan_b(), plan_a() };
     p[2].feasible = 0;
     char *s = print(AS_EVAL_MARKDOWN, p, 3, &m);
     CHECK(strstr(s, "| 0 | 5 | size-greedy | 1 | 12.0000 | 4.8828 | 0.0000 | 0.0000 | 0.0000 | 0.0000 | 28.9 |\n") != NULL);

@@ -342,7 +342,7 @@ TEST(evalfloor_measured_floors)
      * never table 1's 2; C: tables 1 and 4 (no cpu cost): unknown; D: no tables */
     int64_t ta[2] = { 1, 2 }, tb[2] = { 1, 1 }, tc[2] = { 1, 4 };
     as_piece pb[2] = { LEFT, RIGHT }, pe[2] = { WHOLE, QUARTER };
-    as_eval_plan p[5];
+    as_planrec_full p[5];
     memset(p, 0, sizeof p);
     p[0].T = 2; p[0].tables = ta;
     p[1].T = 2; p[1].tables = tb; p[1].pieces = pb;
@@ -386,7 +386,7 @@ TEST(evalfloor_data_parallel)
     load(&s);
     as_eval_singles_build(&s, "cpu");
     int64_t t[2] = { 1, 2 }, a[2] = { 0, AS_DP }, b[2] = { AS_DP, 1 };
-    as_eval_plan p[2];
+    as_planrec_full p[2];
     memset(p, 0, sizeof p);
     p[0].T = p[1].T = 2;
     p[0].K = p[1].K = 2;
@@ -403,9 +403,9 @@ TEST(evalfloor_data_parallel)
     as_eval_singles_free(&s);
 }
 
-static as_eval_plan marked(int ok, double kmax, double floor)
+static as_planrec_full marked(int ok, double kmax, double floor)
 {
-    as_eval_plan q;
+    as_planrec_full q;
     memset(&q, 0, sizeof q);
     q.ok = ok;
     q.kmax = kmax;
@@ -416,7 +416,7 @@ static as_eval_plan marked(int ok, double kmax, double floor)
 
 TEST(evalfloor_mark)
 {
-    as_eval_plan p[7] = {
+    as_planrec_full p[7] = {
         marked(1, 5.05, 5.0),   /* 1 % above: within 2 % */
         marked(1, 5.2, 5.0),    /* 4 % above */
         marked(1, 4.0, 5.0),    /* below its floor (noise): at the floor */
@@ -441,9 +441,9 @@ TEST(evalfloor_mark)
     CHECK_NEAR(AS_EVAL_FLOOR_MARGIN_MEASURED, 0.02, 0);
 }
 
-static as_eval_plan bplan(int64_t run, int64_t task, int ok, double kmax, double floor)
+static as_planrec_full bplan(int64_t run, int64_t task, int ok, double kmax, double floor)
 {
-    as_eval_plan q = marked(ok, kmax, floor);
+    as_planrec_full q = marked(ok, kmax, floor);
     q.run = run;
     q.task = task;
     return q;
@@ -457,7 +457,7 @@ static as_eval_plan bplan(int64_t run, int64_t task, int ok, double kmax, double
  *   run 1 task 1: best 2, floor 2.5 (the one known): bound
  *   run 2 task 0: best 3.5, floors 3 and 4: the task's is the largest, 4: bound (over 3 it
  *                 would not be: 3.5 > 3.06) */
-static void bound_plans(as_eval_plan p[11])
+static void bound_plans(as_planrec_full p[11])
 {
     p[0] = bplan(0, 0, 1, 5.05, 5.0);
     p[1] = bplan(0, 1, 1, 10.0, 4.0);
@@ -474,7 +474,7 @@ static void bound_plans(as_eval_plan p[11])
 
 TEST(evalfloor_bound)
 {
-    as_eval_plan p[11];
+    as_planrec_full p[11];
     bound_plans(p);
     as_eval_floorbound fb;
     memset(&fb, 0x5a, sizeof fb);
@@ -490,7 +490,7 @@ TEST(evalfloor_bound)
     CHECK_EQ_I64(fb.bound, 2);                     /* run 0 task 0 is 1 % above */
     CHECK_NEAR(fb.margin, 0, 0);
     /* run 0 alone: its three tasks, one with no floor, one bound */
-    as_eval_plan q[4] = { p[0], p[1], p[4], p[6] };
+    as_planrec_full q[4] = { p[0], p[1], p[4], p[6] };
     as_eval_floor_bound(q, 4, 0.02, &fb);
     CHECK_EQ_I64(fb.tasks, 3);
     CHECK_EQ_I64(fb.known, 2);
@@ -516,7 +516,7 @@ static char *words(const as_eval_floorbound *fb, as_eval_format fmt, const char 
 
 TEST(evalfloor_words)
 {
-    as_eval_plan p[11];
+    as_planrec_full p[11];
     bound_plans(p);
     as_eval_floorbound fb;
     as_eval_floor_bound(p, 11, 0.02, &fb);

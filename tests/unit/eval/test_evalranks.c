@@ -17,9 +17,9 @@ static int64_t TABLES[4] = { 0, 1, 1, 2 }, ASSIGN[4] = { 0, 0, 1, 1 };
 static as_piece PIECES[4] = { { 0, 0, 0, 0 }, { 0, 8, 0, 50 }, { 0, 8, 50, 100 }, { 0, 0, 0, 0 } };
 static char NAMES[4][128] = { "a", "b", "b", "c" };
 
-static as_eval_plan hand(double *cost, double *pred, double *item_pred, uint64_t *mterm)
+static as_planrec_full hand(double *cost, double *pred, double *item_pred, uint64_t *mterm)
 {
-    as_eval_plan q;
+    as_planrec_full q;
     memset(&q, 0, sizeof q);
     q.task = 3;
     snprintf(q.alg, sizeof q.alg, "x");
@@ -38,7 +38,7 @@ static as_eval_plan hand(double *cost, double *pred, double *item_pred, uint64_t
     return q;
 }
 
-static char *print(const as_eval_plan *q, as_eval_format fmt)
+static char *print(const as_planrec_full *q, as_eval_format fmt)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -51,7 +51,7 @@ static char *print(const as_eval_plan *q, as_eval_format fmt)
 TEST(evalranks_slowest_rank)
 {
     double cost[2] = { 1.0, 2.0 }, pred[2] = { 3.0, 1.0 };
-    as_eval_plan q = hand(cost, pred, NULL, NULL);
+    as_planrec_full q = hand(cost, pred, NULL, NULL);
     const char *by = NULL;
     CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), 1);     /* by cost */
     CHECK_STR(by, "measured");
@@ -67,7 +67,7 @@ TEST(evalranks_slowest_rank)
 TEST(evalranks_slowest_rank_never_mixes_predicted_and_measured)
 {
     double cost[2] = { NAN, 5.0 }, pred[2] = { 3.0, 1.0 };
-    as_eval_plan q = hand(cost, pred, NULL, NULL);
+    as_planrec_full q = hand(cost, pred, NULL, NULL);
     const char *by = NULL;
     CHECK_EQ_I64(as_eval_slowest_rank(&q, "measured", &by), -1);
     cost[0] = 9.0;
@@ -91,7 +91,7 @@ TEST(evalranks_text_and_csv)
 {
     double cost[2] = { 4.0, 2.0 }, pred[2] = { 3.0, 2.5 }, item_pred[4] = { 1.0, 3.0, 1.5, 1.0 };
     uint64_t mterm[6] = { 100, 50, 10, 20, 1, 2 };   /* weights of ranks 0, 1; optimizer; pipeline */
-    as_eval_plan q = hand(cost, pred, item_pred, mterm);
+    as_planrec_full q = hand(cost, pred, item_pred, mterm);
     char *t = print(&q, AS_EVAL_TEXT);
     /* rank 0 is the slowest: 4 ms, 1.33x the mean of 3, the next 50 % faster; its items by
        prediction alone, b's block before a, shares of their 4 ms */
@@ -116,7 +116,7 @@ TEST(evalranks_data_parallel)
     static int64_t tables[3] = { 0, 1, 2 }, assign[3] = { 0, AS_DP, 1 };
     static char names[3][128] = { "a", "b", "c" };
     double cost[2] = { 4.0, 2.0 }, cost_dp[2] = { 1.5, NAN }, comm_ar[2] = { 2.5e6, 2.5e6 };
-    as_eval_plan q;
+    as_planrec_full q;
     memset(&q, 0, sizeof q);
     q.task = 3;
     snprintf(q.alg, sizeof q.alg, "x");

@@ -329,7 +329,7 @@ TEST(plan_ranks_2d)
 }
 
 /* task records: the fields, and clear errors */
-static int parse_task(const char *json_like_fields, as_ptask *t, char *err, size_t errlen, int variant)
+static int parse_task(const char *json_like_fields, as_taskrec *t, char *err, size_t errlen, int variant)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -353,7 +353,7 @@ static int parse_task(const char *json_like_fields, as_ptask *t, char *err, size
     msgpack_unpacked_init(&up);
     size_t off = 0;
     msgpack_unpack_next(&up, sb.data, sb.size, &off);
-    int rc = as_ptask_read(&up.data, t, err, errlen);
+    int rc = as_taskrec_read(&up.data, t, err, errlen);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -361,7 +361,7 @@ static int parse_task(const char *json_like_fields, as_ptask *t, char *err, size
 
 TEST(plan_task_read)
 {
-    as_ptask t;
+    as_taskrec t;
     char err[256];
     CHECK_EQ_I64(parse_task(NULL, &t, err, sizeof err, 0), 0);
     CHECK_EQ_I64(t.id, 5);
@@ -370,7 +370,7 @@ TEST(plan_task_read)
     CHECK_EQ_I64(t.shards, 2);
     CHECK_EQ_I64(t.mem_cap, 12345);
     CHECK_STR(t.split, "test");
-    as_ptask_free(&t);
+    as_taskrec_free(&t);
     CHECK_EQ_I64(parse_task(NULL, &t, err, sizeof err, 1), -1);
     CHECK(strstr(err, "table 4 is listed twice") != NULL);
     CHECK_EQ_I64(parse_task(NULL, &t, err, sizeof err, 2), -1);
@@ -479,7 +479,7 @@ TEST(plan_text_shard_ids)
     int64_t inf[1] = { 11 };
     as_plan p = { .n = 5, .shards = 3, .assign = assign, .mem = mem, .count = count, .key = key,
                   .feasible = 0, .ninfeasible = 1, .infeasible = inf };
-    as_ptask task = { .id = 7 };
+    as_taskrec task = { .id = 7 };
     as_plan_meta m = { .task = &task, .alg = AS_ALG_SIZE };
     char *buf = NULL;
     size_t len = 0;
@@ -577,7 +577,7 @@ static int on_plan(void *ctx, const as_reader *r, const as_record *rec, char *er
     (void)r;
     plans_read *x = ctx;
     if (!as_rec_is(rec, "plan") || x->n == 8) return 0;
-    return as_planrec_read(&rec->obj, &x->p[x->n++], err, errlen);
+    return as_planrec_read(&rec->obj, &x->p[x->n++], 0, err, errlen);
 }
 
 TEST(planrun_read_and_plan)

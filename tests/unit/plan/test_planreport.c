@@ -38,7 +38,7 @@ TEST(planreport_full)
                   .feasible = 0, .ninfeasible = 1, .infeasible = inf, .plan_ms = 1.25 };
     p.refine = (as_plan_refined){ .done = 1, .moves = 1, .swaps = 2, .placed = 1, .ms = 0.5, .max_before = 3,
                                   .stop = "time" };
-    as_ptask task = { .id = 7 };
+    as_taskrec task = { .id = 7 };
     snprintf(task.split, sizeof task.split, "test");
     as_plan_meta m = { .task = &task, .alg = AS_ALG_SIZE, .mem_cap = 4 << 20, .world = 4, .item_pred = ipred };
     char *s = report(&p, &m, t);
@@ -84,7 +84,7 @@ TEST(planreport_plain_dp_names)
     double key[2] = { 0, 0 };
     as_plan p = { .n = N, .shards = 2, .assign = assign, .mem = mem, .count = count, .key = key, .feasible = 1,
                   .ndp = 2 };
-    as_ptask task = { .id = 3 };
+    as_taskrec task = { .id = 3 };
     as_plan_meta m = { .task = &task, .alg = AS_ALG_RANDOM };
     char *s = report(&p, &m, t);
     const char *head = "task 3  random  19 tables on 2 shards  no memory cap  feasible  planned in 0.000 ms\n"

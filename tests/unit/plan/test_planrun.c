@@ -93,7 +93,7 @@ static int on_plan(void *ctx, const as_reader *r, const as_record *rec, char *er
     plans_read *x = ctx;
     if (!as_rec_is(rec, "plan") || x->n == 8) return 0;
     as_planrec pr;
-    if (as_planrec_read(&rec->obj, &pr, err, errlen)) return -1;
+    if (as_planrec_read(&rec->obj, &pr, 0, err, errlen)) return -1;
     as_obj_str(&rec->obj, "alg", x->alg[x->n], sizeof x->alg[x->n]);
     for (int64_t i = 0; i < 3 && i < pr.n; i++) x->assign[x->n][i] = pr.assign[i];
     x->n++;
@@ -121,7 +121,7 @@ TEST(planrun_task_features)
     CHECK_EQ_I64(f[1]->dim, 8);
     /* a task of a table without features */
     int64_t tables[] = { 3, 9 };
-    as_ptask t = { 6, tables, 2, 1, 0, "" };
+    as_taskrec t = { .id = 6, .tables = tables, .ntables = 2, .shards = 1 };
     CHECK_EQ_I64(as_plan_task_features(&in, &t, f, err, sizeof err), -1);
     CHECK_STR(err, "task 6: table 9 has no features record in the input");
     as_plan_input_free(&in);

@@ -31,7 +31,7 @@ static char *print(const as_features *f, const int64_t *assign, int64_t n, int64
     p.n = n, p.shards = K, p.assign = (int64_t *)assign, p.feasible = 1;
     for (int64_t i = 0; i < n; i++)
         if (assign[i] == -1) p.feasible = 0;
-    as_ptask task = { .id = 5 };
+    as_taskrec task = { .id = 5 };
     as_plan_meta m = { .task = &task, .alg = AS_ALG_SIZE, .world = world };
     as_torchrec_opts o = { .module = "emb", .local_size = L };
     char *buf = NULL;

@@ -58,7 +58,7 @@ static int on_plan(void *ctx, const as_reader *r, const as_record *rec, char *er
     one_plan *x = ctx;
     if (!as_rec_is(rec, "plan")) return 0;
     if (x->n++) return 0;
-    if (as_planrec_read(&rec->obj, &x->pr, err, errlen)) return -1;
+    if (as_planrec_read(&rec->obj, &x->pr, 0, err, errlen)) return -1;
     as_obj_str(&rec->obj, "alg", x->alg, sizeof x->alg);
     const msgpack_object *m = as_obj_get(&rec->obj, "mem_bytes"), *c = as_obj_get(&rec->obj, "counts");
     for (int k = 0; k < 2 && m && c; k++) {

@@ -310,7 +310,7 @@ static int read_plan(int64_t K, const int64_t *tables, const int64_t *assign, in
     as_pack_kv_i64(pk, "shards", K);
     pack_ints(pk, "tables", tables, n);
     pack_ints(pk, "assign", assign, n);
-    int rc = as_planrec_read(rb_obj(&b), p, err, errlen);
+    int rc = as_planrec_read(rb_obj(&b), p, 0, err, errlen);
     rb_end(&b);
     return rc;
 }

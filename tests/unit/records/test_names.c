@@ -7,7 +7,8 @@
 #include "unit.h"
 
 #include "common.h"
-#include "evalplan.h"
+#include "evaltext.h"
+#include "planrec.h"
 #include "msgobj.h"
 #include "plan.h"
 #include "planrec.h"
@@ -29,9 +30,9 @@ static void pk_ints(msgpack_packer *pk, int n, const int64_t *v)
 }
 
 /* a measured plan of two shards (alg "size-greedy" unless key is "alg") with key = val[0..n)
- * (a string; key NULL: none) and mem_bytes {m0, m1}, read by as_eval_plan_read: its rc, and
+ * (a string; key NULL: none) and mem_bytes {m0, m1}, read by as_planrec_full_read: its rc, and
  * the plan in *p when 0 */
-static int plan_with(const char *key, const char *val, size_t n, int64_t m0, int64_t m1, as_eval_plan *p, char *err,
+static int plan_with(const char *key, const char *val, size_t n, int64_t m0, int64_t m1, as_planrec_full *p, char *err,
                      size_t errlen)
 {
     msgpack_sbuffer sb;
@@ -62,7 +63,7 @@ static int plan_with(const char *key, const char *val, size_t n, int64_t m0, int
     size_t off = 0;
     int rc = -2;
     if (msgpack_unpack_next(&up, sb.data, sb.size, &off) == MSGPACK_UNPACK_SUCCESS)
-        rc = as_eval_plan_read(&up.data, p, err, errlen);
+        rc = as_planrec_full_read(&up.data, p, err, errlen);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -71,12 +72,12 @@ static int plan_with(const char *key, const char *val, size_t n, int64_t m0, int
 /* the plan with key = s is refused with want in the message */
 static void refused(const char *key, const char *s, size_t n, const char *want)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512] = "";
     const int rc = plan_with(key, s, n, 1, 1, &p, err, sizeof err);
     CHECK_EQ_I64(rc, -1);
     if (!CHECK(strstr(err, want) != NULL)) fprintf(stderr, "    %s: err \"%s\", want \"%s\"\n", key, err, want);
-    if (!rc) as_eval_plan_free(&p);
+    if (!rc) as_planrec_full_free(&p);
 }
 
 TEST(names_rule_line_separators)
@@ -106,28 +107,28 @@ TEST(names_plan_labels_refused)
     refused("comm_model", "nvlink8\x1b", 8, "'comm_model' holds a control character (byte 0x1b");
     refused("comm_model", "", 0, "'comm_model' is empty");
     /* good labels are read as they are: a comma, a quote and non-ASCII are printable */
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512];
     CHECK_EQ_I64(plan_with("alg", "own,\"json\" \xc3\xa9", 13, 1, 1, &p, err, sizeof err), 0);
     CHECK_STR(p.alg, "own,\"json\" \xc3\xa9");
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK_EQ_I64(plan_with("cost_device", "", 0, 1, 1, &p, err, sizeof err), 0);   /* as-bench: nothing measured */
     CHECK_STR(p.device, "");
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK_EQ_I64(plan_with("cost_device", "cpu: x", 6, 1, 1, &p, err, sizeof err), 0);
     CHECK_STR(p.device, "cpu: x");
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }
 
 TEST(names_negative_mem_bytes_refused)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512] = "";
     CHECK_EQ_I64(plan_with(NULL, NULL, 0, 100, -5, &p, err, sizeof err), -1);
     CHECK(strstr(err, "plan of task 3: mem_bytes[1] is -5, not a byte count >= 0") != NULL);
     CHECK_EQ_I64(plan_with(NULL, NULL, 0, 100, 0, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.mem[0], 100);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }
 
 /* a map {"data_type": value packed by how} through as_table_data_type: its rc, buf, err */

@@ -48,7 +48,7 @@ static int on_written(void *ctx, const as_reader *r, const as_record *rec, char 
     const msgpack_object *o = &rec->obj;
     as_planrec p;
     char e[256] = "";
-    if (!CHECK_EQ_I64(as_planrec_read(o, &p, e, sizeof e), 0)) { fprintf(stderr, "    %s\n", e); return 0; }
+    if (!CHECK_EQ_I64(as_planrec_read(o, &p, 0, e, sizeof e), 0)) { fprintf(stderr, "    %s\n", e); return 0; }
     CHECK_EQ_I64(p.task, 4);
     CHECK(p.has_task);
     CHECK_EQ_I64(p.shards, 2);
@@ -112,9 +112,10 @@ TEST(planrec_write_read_back)
                   .feasible = 0, .ninfeasible = 1, .infeasible = inf, .ndp = 1 };
     p.refine = (as_plan_refined){ .done = 1, .moves = 2, .swaps = 1, .ms = 0.5, .max_before = 3.0, .budget_ms = 10,
                                   .budget_steps = 100, .stop = "steps" };
-    as_ptask task = { .id = 4, .tables = tables, .ntables = 3, .shards = 2 };
+    as_taskrec task = { .id = 4, .tables = tables, .ntables = 3, .shards = 2 };
     snprintf(task.split, sizeof task.split, "train");
-    as_plan_meta m = { .task = &task, .alg = AS_ALG_SIZE, .world = 4, .items = it, .item_pred = ipred };
+    as_plan_meta m = { .task = &task, .alg = AS_ALG_SIZE, .world = 4, .items = it, .item_pred = ipred,
+                       .dp_ar_bytes = as_plan_dp_comm_bytes(&f[1], 2) };
     char path[512], err[256];
     ut_tmppath(path, sizeof path, "planrec.ast");
     as_writer *w = as_writer_open(path, 0, 0);
@@ -164,7 +165,7 @@ static int read_plan(as_planrec *p, int64_t K, const int64_t *tables, int n, con
     msgpack_unpacked_init(&up);
     size_t off = 0;
     msgpack_unpack_next(&up, sb.data, sb.size, &off);
-    const int rc = as_planrec_read(&up.data, p, err, errlen);
+    const int rc = as_planrec_read(&up.data, p, 0, err, errlen);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -288,7 +289,7 @@ TEST(planrec_refine_read)
 }
 
 /* task records: what test_plan.c's plan_task_read leaves out */
-static int read_task(int64_t shards, int ntables, as_ptask *t, char *err, size_t errlen)
+static int read_task(int64_t shards, int ntables, as_taskrec *t, char *err, size_t errlen)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -305,7 +306,7 @@ static int read_task(int64_t shards, int ntables, as_ptask *t, char *err, size_t
     msgpack_unpacked_init(&up);
     size_t off = 0;
     msgpack_unpack_next(&up, sb.data, sb.size, &off);
-    const int rc = as_ptask_read(&up.data, t, err, errlen);
+    const int rc = as_taskrec_read(&up.data, t, err, errlen);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -313,7 +314,7 @@ static int read_task(int64_t shards, int ntables, as_ptask *t, char *err, size_t
 
 TEST(planrec_task_read)
 {
-    as_ptask t;
+    as_taskrec t;
     char err[256] = "";
     CHECK_EQ_I64(read_task(3, 2, &t, err, sizeof err), 0);
     CHECK_EQ_I64(t.id, 8);
@@ -321,12 +322,12 @@ TEST(planrec_task_read)
     CHECK_EQ_I64(t.mem_cap, 0);      /* absent: no cap */
     CHECK_STR(t.split, "");
     CHECK(t.ntables == 2 && t.tables[0] == 20 && t.tables[1] == 19);   /* in the record's order */
-    as_ptask_free(&t);
+    as_taskrec_free(&t);
     CHECK(t.tables == NULL);
     CHECK_EQ_I64(read_task(3, 0, &t, err, sizeof err), -1);
     CHECK_STR(err, "task 8: 'tables' must be a non-empty list of table ids");
     CHECK_EQ_I64(read_task(0, 2, &t, err, sizeof err), -1);
     CHECK(!strncmp(err, "task 8: ", 8) && strstr(err, "'shards'") != NULL);
-    as_ptask_free(NULL);
+    as_taskrec_free(NULL);
     as_planrec_free(NULL);
 }

@@ -2,10 +2,10 @@
  * here (docs/FORMAT.md "plan"): a record with every field as-plan and as-bench write, each
  * read as stated; an older record without the optional fields; feasibility, nil and
  * clamped estimated costs; hostile records (wrong types, negative or inconsistent lengths,
- * NaN and infinite costs) each -1 with a message naming the field; as_eval_plan_free. */
+ * NaN and infinite costs) each -1 with a message naming the field; as_planrec_full_free. */
 #include "unit.h"
 
-#include "evalplan.h"
+#include "planrec.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -97,8 +97,8 @@ static const field OLD[] = {
 #define NOLD ((int)(sizeof OLD / sizeof OLD[0]))
 
 /* a record of base[0..n) with key's value from val (NULL: key dropped; a key not in base:
- * added), read by as_eval_plan_read into p; its return, err filled */
-static int read_with(const field *base, int n, const char *key, valfn val, as_eval_plan *p, char *err, size_t errlen)
+ * added), read by as_planrec_full_read into p; its return, err filled */
+static int read_with(const field *base, int n, const char *key, valfn val, as_planrec_full *p, char *err, size_t errlen)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -122,7 +122,7 @@ static int read_with(const field *base, int n, const char *key, valfn val, as_ev
     int rc = -2;
     if (msgpack_unpack_next(&up, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS) {
         err[0] = 0;
-        rc = as_eval_plan_read(&up.data, p, err, errlen);
+        rc = as_planrec_full_read(&up.data, p, err, errlen);
     }
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
@@ -146,9 +146,9 @@ V(t0, msgpack_pack_int64(pk, 0))
 
 /* ---- good records ---------------------------------------------------------------------------- */
 
-TEST(evalplan_every_field)
+TEST(planrec_full_every_field)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512];
     CHECK_EQ_I64(read_with(GOOD, NGOOD, NULL, NULL, &p, err, sizeof err), 0);
     CHECK_STR(err, "");
@@ -203,13 +203,13 @@ TEST(evalplan_every_field)
     CHECK(isnan(p.over_floor));
     CHECK_EQ_I64(p.at_floor, -1);
     CHECK(isnan(p.floor_margin));
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK(p.tables == NULL && p.cost == NULL && p.names == NULL && p.mterm == NULL && p.K == 0);
 }
 
-TEST(evalplan_older_record)
+TEST(planrec_full_older_record)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512];
     CHECK_EQ_I64(read_with(OLD, NOLD, NULL, NULL, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.task, 3);
@@ -230,7 +230,7 @@ TEST(evalplan_older_record)
     CHECK_EQ_I64(p.mem_cap, 0);
     CHECK_EQ_I64(p.has_mq, 0);                     /* placed without a cost model */
     CHECK(isnan(p.floor));
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* without pieces: every entry whole (distinct tables then) */
     field older[NOLD];
     memcpy(older, OLD, sizeof older);
@@ -238,7 +238,7 @@ TEST(evalplan_older_record)
     CHECK_EQ_I64(read_with(older, NOLD, "pieces", NULL, &p, err, sizeof err), 0);
     CHECK(p.pieces == NULL);
     CHECK(p.tables && p.tables[2] == 6);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* the optional fields nil: as absent */
     static const char *const opt[] = { "cost_ms", "cost_spread", "cost_noisy", "noise_threshold", "comm_in_bytes",
                                        "pred_ms", "item_pred_ms", "names", "mem_terms", "model_quality" };
@@ -261,13 +261,13 @@ TEST(evalplan_older_record)
         if (!strcmp(opt[i], "names")) CHECK(p.names == NULL);
         if (!strcmp(opt[i], "mem_terms")) CHECK(p.mterm == NULL);
         if (!strcmp(opt[i], "model_quality")) CHECK(!p.has_mq);
-        as_eval_plan_free(&p);
+        as_planrec_full_free(&p);
     }
 }
 
-TEST(evalplan_feasible_and_costs)
+TEST(planrec_full_feasible_and_costs)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512];
     /* an unplaced entry makes the plan infeasible whatever `feasible` says */
     field f[NGOOD];
@@ -278,10 +278,10 @@ TEST(evalplan_feasible_and_costs)
     CHECK(p.pieces == NULL);
     CHECK_EQ_I64(p.feasible, 0);
     CHECK(p.assign && p.assign[1] == -1 && p.assign[2] == -1);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK_EQ_I64(read_with(OLD, NOLD, "feasible", no, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.feasible, 0);                   /* as written */
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* no `feasible` and an unplaced entry: infeasible */
     field g[NOLD];
     memcpy(g, OLD, sizeof g);
@@ -289,13 +289,13 @@ TEST(evalplan_feasible_and_costs)
     g[6].val = single;
     CHECK_EQ_I64(read_with(g, NOLD, "assign", unplaced, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.feasible, 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 
     /* nil costs: not measured, NaN */
     CHECK_EQ_I64(read_with(GOOD, NGOOD, "cost_ms", one_nil, &p, err, sizeof err), 0);
     CHECK(isnan(p.cost[0]) && p.cost[1] == 2.0);   /* an integer cost reads as a number */
     CHECK_EQ_I64(p.clamped, 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* estimated: a negative cost is set to 0 and counted */
     memcpy(f, GOOD, sizeof f);
     for (int k = 0; k < NGOOD; k++) if (!strcmp(f[k].key, "cost_kind")) f[k].val = est;
@@ -303,11 +303,11 @@ TEST(evalplan_feasible_and_costs)
     CHECK_EQ_I64(p.cost_kind, 2);
     CHECK(p.cost[0] == 0 && p.cost[1] == 0);
     CHECK_EQ_I64(p.clamped, 2);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK_EQ_I64(read_with(f, NGOOD, "cost_ms", mixed, &p, err, sizeof err), 0);
     CHECK(p.cost[0] == 0 && p.cost[1] == 3.0);
     CHECK_EQ_I64(p.clamped, 1);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* a zero cost: an empty shard's, measured or not; an estimate of 0 on any shard */
     field e[NOLD + 2];
     memcpy(e, OLD, sizeof OLD);
@@ -317,19 +317,19 @@ TEST(evalplan_feasible_and_costs)
     CHECK_EQ_I64(read_with(e, NOLD + 2, NULL, NULL, &p, err, sizeof err), 0);
     CHECK(p.cost[0] == 1.0 && p.cost[1] == 2.0 && p.cost[2] == 0);
     CHECK_EQ_I64(p.clamped, 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     memcpy(f, GOOD, sizeof f);
     for (int k = 0; k < NGOOD; k++) if (!strcmp(f[k].key, "cost_kind")) f[k].val = est;
     CHECK_EQ_I64(read_with(f, NGOOD, "cost_ms", zero, &p, err, sizeof err), 0);
     CHECK(p.cost[0] == 0 && p.cost[1] == 1.0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* measured 0 on a shard with entries: no time measured is 0 (bad data) */
     CHECK_EQ_I64(read_with(GOOD, NGOOD, "cost_ms", zero, &p, err, sizeof err), -1);
     CHECK(strstr(err, "plan of task 3: measured cost_ms[0] is 0 for a shard of 2 entries") != NULL);
     /* task 0 and -1 entries of a one-shard plan */
     CHECK_EQ_I64(read_with(GOOD, NGOOD, "task", t0, &p, err, sizeof err), 0);
     CHECK_EQ_I64(p.task, 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }
 
 /* ---- hostile records ------------------------------------------------------------------------- */
@@ -337,7 +337,7 @@ TEST(evalplan_feasible_and_costs)
 /* the good record with key's value from val (NULL: dropped) is refused with want in err */
 static void hostile(const char *key, valfn val, const char *want)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     memset(&p, 0x5a, sizeof p);
     char err[512];
     int rc = read_with(GOOD, NGOOD, key, val, &p, err, sizeof err);
@@ -346,7 +346,7 @@ static void hostile(const char *key, valfn val, const char *want)
     /* nothing left behind: the struct freed and zeroed */
     if (rc == -1) CHECK(p.tables == NULL && p.assign == NULL && p.cost == NULL && p.spread == NULL && p.names == NULL &&
                         p.mterm == NULL && p.comm_in == NULL);
-    else if (rc == 0) as_eval_plan_free(&p);
+    else if (rc == 0) as_planrec_full_free(&p);
 }
 
 V(h_str, pk_s(pk, "x"))
@@ -415,7 +415,7 @@ V(h_mq_r2, msgpack_pack_map(pk, 2); pk_s(pk, "r2"); msgpack_pack_double(pk, 2.0)
 V(h_mq_min, msgpack_pack_map(pk, 2); pk_s(pk, "min_r2"); pk_s(pk, "high"); pk_s(pk, "weak"); msgpack_pack_nil(pk))
 V(h_mq_weak, msgpack_pack_map(pk, 1); pk_s(pk, "weak"); pk_s(pk, "yes"))
 
-TEST(evalplan_hostile_costs)
+TEST(planrec_full_hostile_costs)
 {
     hostile("cost_ms", h_nan2, "plan of task 3: cost_ms[1] is not finite (an unmeasured shard is nil)");
     hostile("cost_ms", h_inf2, "plan of task 3: cost_ms[0] is not finite");
@@ -440,7 +440,7 @@ TEST(evalplan_hostile_costs)
     hostile("noise_threshold", h_nan, "'noise_threshold' is not a number >= 0 or nil");
 }
 
-TEST(evalplan_hostile_planner_fields)
+TEST(planrec_full_hostile_planner_fields)
 {
     hostile("comm_in_bytes", h_ints1, "plan of task 3: 'comm_in_bytes' must be a list with one entry per shard");
     hostile("comm_out_bytes", h_str, "'comm_out_bytes' must be a list with one entry per shard");
@@ -488,7 +488,7 @@ TEST(evalplan_hostile_planner_fields)
     hostile("model_quality", h_mq_weak, "plan of task 3: model_quality.weak is not true, false or nil");
 }
 
-TEST(evalplan_hostile_placement)
+TEST(planrec_full_hostile_placement)
 {
     hostile("task", NULL, "plan needs 'task' (an id >= 0) and 'alg'");
     hostile("task", h_m1, "plan needs 'task' (an id >= 0)");
@@ -541,14 +541,14 @@ static void dp_base(void)
 /* the data-parallel record with key's value from val (NULL: dropped) is refused with want */
 static void hostile_dp(const char *key, valfn val, const char *want)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512];
     dp_base();
     int rc = read_with(DP, NGOOD + 2, key, val, &p, err, sizeof err);
     CHECK_EQ_I64(rc, -1);
     if (!CHECK(strstr(err, want) != NULL)) fprintf(stderr, "    %s: err \"%s\", want \"%s\"\n", key, err, want);
     if (rc == -1) CHECK(p.tables == NULL && p.cost_dp == NULL && p.comm_ar == NULL);
-    else if (rc == 0) as_eval_plan_free(&p);
+    else if (rc == 0) as_planrec_full_free(&p);
 }
 
 V(dp_cost_dp_zero, DBLS(0.0, 0.0))
@@ -560,9 +560,9 @@ V(dp_only_nil, msgpack_pack_array(pk, 1); msgpack_pack_nil(pk))
 V(dp_only_cost, DBLS(0.5, 0.25))
 V(dp_only_ar, INTS(70, 70))
 
-TEST(evalplan_data_parallel)
+TEST(planrec_full_data_parallel)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     char err[512];
     dp_base();
     CHECK_EQ_I64(read_with(DP, NGOOD + 2, NULL, NULL, &p, err, sizeof err), 0);
@@ -573,27 +573,27 @@ TEST(evalplan_data_parallel)
     CHECK(p.cost_dp && p.cost_dp[0] == 0.5 && isnan(p.cost_dp[1]));   /* nil: unmeasured */
     CHECK(p.comm_ar && p.comm_ar[0] == 3000 && p.comm_ar[1] == 3000);
     CHECK(p.comm_in && p.comm_in[0] == 64);        /* beside the all-to-all bytes */
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK(p.cost_dp == NULL && p.comm_ar == NULL && p.ndp == 0);
     /* both optional: absent or nil; comm_ar_bytes without comm_in_bytes / comm_out_bytes */
     CHECK_EQ_I64(read_with(DP, NGOOD + 2, "cost_dp_ms", NULL, &p, err, sizeof err), 0);
     CHECK(p.cost_dp == NULL && p.comm_ar != NULL);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK_EQ_I64(read_with(DP, NGOOD + 2, "comm_ar_bytes", nil, &p, err, sizeof err), 0);
     CHECK(p.comm_ar == NULL && p.cost_dp != NULL);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     for (int k = 0; k < NGOOD; k++)
         if (!strcmp(DP[k].key, "comm_in_bytes") || !strcmp(DP[k].key, "comm_out_bytes")) DP[k].val = nil;
     CHECK_EQ_I64(read_with(DP, NGOOD + 2, NULL, NULL, &p, err, sizeof err), 0);
     CHECK(p.comm_in == NULL && p.comm_out == NULL && p.comm_ar && p.comm_ar[1] == 3000);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* a plan without data-parallel entries may carry zeros (none) */
     CHECK_EQ_I64(read_with(GOOD, NGOOD, "cost_dp_ms", dp_cost_dp_zero, &p, err, sizeof err), 0);
     CHECK(p.ndp == 0 && p.cost_dp && p.cost_dp[1] == 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     CHECK_EQ_I64(read_with(GOOD, NGOOD, "comm_ar_bytes", dp_comm_ar_zero, &p, err, sizeof err), 0);
     CHECK(p.ndp == 0 && p.comm_ar && p.comm_ar[0] == 0);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
     /* one table, data parallel on both shards: each shard's cost its slice; no entry of its
        own, and a measured time of its slice alone is still above 0 */
     field one[NOLD + 4];
@@ -610,10 +610,10 @@ TEST(evalplan_data_parallel)
     CHECK_EQ_I64(read_with(one, NOLD + 4, NULL, NULL, &p, err, sizeof err), 0);
     if (!CHECK_STR(err, "")) fprintf(stderr, "    %s\n", err);
     CHECK(p.ndp == 1 && p.T == 1 && p.feasible && p.cost_dp && p.cost_dp[1] == 0.25);
-    as_eval_plan_free(&p);
+    as_planrec_full_free(&p);
 }
 
-TEST(evalplan_hostile_data_parallel)
+TEST(planrec_full_hostile_data_parallel)
 {
     hostile_dp("cost_dp_ms", h_str, "plan of task 3: 'cost_dp_ms' must be a list with one entry per shard");
     hostile_dp("cost_dp_ms", h_len1, "plan of task 3: 'cost_dp_ms' must be a list with one entry per shard");
@@ -636,18 +636,18 @@ TEST(evalplan_hostile_data_parallel)
                                       "entries (assign -2); bad data");
 }
 
-TEST(evalplan_free)
+TEST(planrec_full_free)
 {
-    as_eval_plan p;
+    as_planrec_full p;
     memset(&p, 0, sizeof p);
-    as_eval_plan_free(&p);                          /* a zeroed struct: nothing to free */
+    as_planrec_full_free(&p);                          /* a zeroed struct: nothing to free */
     CHECK(p.tables == NULL && p.K == 0 && p.T == 0);
-    as_eval_plan_free(&p);                          /* and again */
+    as_planrec_full_free(&p);                          /* and again */
     char err[512];
     CHECK_EQ_I64(read_with(GOOD, NGOOD, NULL, NULL, &p, err, sizeof err), 0);
-    as_eval_plan_free(&p);
-    as_eval_plan z;
+    as_planrec_full_free(&p);
+    as_planrec_full z;
     memset(&z, 0, sizeof z);
     CHECK(!memcmp(&p, &z, sizeof p));               /* freed: all zero */
-    as_eval_plan_free(&p);                          /* freeing a freed plan is harmless */
+    as_planrec_full_free(&p);                          /* freeing a freed plan is harmless */
 }
