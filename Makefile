@@ -64,7 +64,7 @@ SUPA     := $(BUILD)/libtestsupport.a
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_OBJ  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/gpu/%.o)
 TT_BIN   := $(TT_SRC:tests/tools/%.c=$(BUILD)/tools/%)
-FUZZ_TARGETS := stream pickle torchsave convert policy checkpoint pieces jsonparse modelcfg records trimport comm nccl
+FUZZ_TARGETS := stream pickle torchsave convert policy checkpoint pieces jsonparse modelcfg records trplanread comm nccl
 FUZZ_REPLAY  := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/replay-%)
 CLANG    ?= $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_TIME ?= 10

@@ -23,7 +23,7 @@ replaced by permissive stand-ins made by this script (a sys.meta_path finder), a
 1.13 lacks are given as dummies. None of TorchRec's code is part of this script. The planner's
 own arithmetic (enumerator, estimators, proposers, partitioner) is TorchRec's, unchanged.
 
-Mapping of a task onto TorchRec's planner inputs (as lib/plan/torchrec.c reads TorchRec):
+Mapping of a task onto TorchRec's planner inputs (as lib/plan/plantorchrec.c reads TorchRec):
   - one EmbeddingBagConfig per table: name = the table's `name` (a model config's) else
     "t<id>", feature_names [name], num_embeddings = rows, embedding_dim = dim, data_type =
     the table's `data_type` (a model config's) else FP16 (the synthetic pools' weights);

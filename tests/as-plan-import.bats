@@ -354,13 +354,13 @@ both() {
     both "$T/nr.json" bad "table 't1': 'ranks' is missing, not an array of 1 ranks, one per shard"
 }
 
-@test "as-plan --help and trimport.h: data_parallel tables are imported (on every shard), not refused" {
+@test "as-plan --help and trplanread.h: data_parallel tables are imported (on every shard), not refused" {
     run as-plan --help
     assert_success
     refute_output --partial "cannot be"
     assert_output --partial "A data_parallel table"
     assert_output --partial "is imported on every shard (assign -2)"
-    run grep -c "are an error" "$ROOT/lib/plan/trimport.h"
+    run grep -c "are an error" "$ROOT/lib/plan/trplanread.h"
     assert_output 0
 }
 
@@ -382,7 +382,7 @@ both() {
 }
 
 @test "as-plan --import: a table whose every shard is empty is refused, not left out of the plan" {
-    # found by tests/fuzz/fuzz_trimport.c: t1's one shard of 0 columns was skipped, t1 lost
+    # found by tests/fuzz/fuzz_trplanread.c: t1's one shard of 0 columns was skipped, t1 lost
     bad "$(jq -c '.plan[""].t1.shards[0].shard_sizes[1] = 0' "$D/one.json")"
     assert_output --partial "table 't1': every shard is empty (0 rows or columns): none holds its 1 rows x 16 columns"
     # an empty shard beside one that holds the table is still skipped (TorchRec's last row blocks)

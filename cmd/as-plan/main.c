@@ -11,7 +11,7 @@
 #include "planrun.h"
 #include "policy.h"
 #include "refine.h"
-#include "trimport.h"
+#include "trplanread.h"
 #include "stream.h"
 
 #include <errno.h>

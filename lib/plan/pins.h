@@ -2,7 +2,7 @@
  * letters: T items of a plan, K shards (ranks).
  *
  * TorchRec trains a row-wise table only as K blocks of ceil(E / K) rows, block i on rank i
- * (sharding_plan.py row_wise(); lib/plan/torchrec.h): a planner may choose to shard a table
+ * (sharding_plan.py row_wise(); lib/plan/plantorchrec.h): a planner may choose to shard a table
  * so, not where its blocks go. A table's items are TorchRec's row_wise when they are all its
  * columns and exactly the row blocks as_piece_row_blocks(E, D, K) makes (E the rows they
  * cover, fewer than K blocks when the last ones would be empty): each is then pinned to the

@@ -16,7 +16,7 @@
  * where it fits (ties: smaller bytes sum, then lower shard id).
  *
  * autoshard: the learned policy (lib/rl/policy.h), through an as_plan_policy callback.
- * torchrec: TorchRec's default planner (lib/plan/torchrec.h), which also splits tables; its
+ * torchrec: TorchRec's default planner (lib/plan/plantorchrec.h), which also splits tables; its
  * placement of the items reaches as_plan_make through the same callback.
  *
  * A table that fits on no shard is left unplaced (assign -1) and the plan is infeasible:
@@ -110,7 +110,7 @@ typedef struct {
 /* ---- the planners ------------------------------------------------------------------------
  * Every planner is one line of the registry (planners.def: its as_alg, its name) and one
  * `const as_planner as_planner_IDENT` in a module of its own: plangreedy.c (the heuristics
- * and cost-greedy), planrandom.c, policy.c (autoshard), torchrec.c. as_plan_make checks
+ * and cost-greedy), planrandom.c, policy.c (autoshard), plantorchrec.c. as_plan_make checks
  * what it needs, sets up the plan and calls its make; as-plan runs it per task, lists it
  * in --help and `--alg all`; as-eval orders its plans by the registry. */
 
@@ -122,7 +122,7 @@ enum {
                                        the tables; refused without one, left out of `all`; its
                                        plans name the policy and its --samples */
     AS_PLANNER_PLACEMENT = 4,       /* its own items and placement, made before as_plan_make
-                                       (TorchRec's planner, lib/plan/torchrec.h; given through
+                                       (TorchRec's planner, lib/plan/plantorchrec.h; given through
                                        as_plan_cfg.policy): only by name, not in `all`; as-plan
                                        neither splits nor replicates its plans */
 };

@@ -1,5 +1,5 @@
 /* planreport.h - a plan as text (as-plan --format text): per shard its tables, memory, key
- * sum and predicted cost. TorchRec's ShardingPlan is trexport.h's. */
+ * sum and predicted cost. TorchRec's ShardingPlan is trplanwrite.h's. */
 #ifndef AS_PLANREPORT_H
 #define AS_PLANREPORT_H
 

@@ -8,7 +8,7 @@
 #include "replicate.h"
 #include "stats.h"
 #include "comm.h"
-#include "torchrec.h"
+#include "plantorchrec.h"
 #include "planreport.h"
 
 #include <inttypes.h>
@@ -30,7 +30,7 @@ static void item_views(const as_features *items, int64_t n, const as_features **
     }
 }
 
-/* torchrec's placement, made before as_plan_make (lib/plan/torchrec.h) */
+/* torchrec's placement, made before as_plan_make (lib/plan/plantorchrec.h) */
 static int fixed_place(void *ctx, const as_features *const *t, int64_t n, int64_t K, uint64_t cap, int64_t *assign,
                        char *err, size_t errlen)
 {

@@ -18,7 +18,7 @@
 #include "featindex.h"
 #include "plan.h"
 #include "planrec.h"
-#include "trexport.h"
+#include "trplanwrite.h"
 #include "split.h"
 #include "stream.h"
 
@@ -186,7 +186,7 @@ int as_plan_export_run(as_plan_run_stats *st, const as_plan_run_cfg *c, const as
                        int64_t *exported, int64_t *skipped, char *err, size_t errlen);
 
 /* A placement made elsewhere, rebuilt and written as every plan is: the one finaliser of
- * --export's plans and --import's (lib/plan/trimport.h). pr's entries (tables, pieces, assign;
+ * --export's plans and --import's (lib/plan/trplanread.h). pr's entries (tables, pieces, assign;
  * its task and shards) are checked as --export's are - the pieces' cover against the
  * tables' sizes (as_featidx_check_cover), every item's features in in (row pieces need as-features
  * --row-pieces), every shard within o->mem_cap (0: none) - then placed as they are

@@ -794,7 +794,7 @@ static void json_seeds(void)
     save_text("jsonparse", "bad-number.json", "[01, +1, .5, 1., NaN]");
 }
 
-/* as-plan --import (fuzz_trimport.c's tasks: task 5 of t1 (100 x 4, row blocks of 50 and 25
+/* as-plan --import (fuzz_trplanread.c's tasks: task 5 of t1 (100 x 4, row blocks of 50 and 25
  * rows), emb_b (100 x 8) and t3 (10 x 2) on 2 shards; task 6 of t1 and t3 on 4): every
  * sharding type, data_parallel, a label, 2D ranks, several documents a file, and rejected
  * ones (a device that is not the rank's, local_size 2^62, a gap, a table of empty shards only,
@@ -809,8 +809,8 @@ static void json_seeds(void)
 static void trimport_seeds(void)
 {
     const char *tw5 = TR_DOC5(TR_TW("t1", 100, 4, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1));
-    save_text("trimport", "table-wise.json", tw5);
-    save_text("trimport", "column-dp.json",
+    save_text("trplanread", "table-wise.json", tw5);
+    save_text("trplanread", "column-dp.json",
               TR_DOC5("\"t1\":{\"sharding_type\":\"column_wise\",\"compute_kernel\":\"fused\",\"ranks\":[1,0],\"shards\":["
                       TR_SHARD(0, 0, 100, 2, 1, 1) "," TR_SHARD(0, 2, 100, 2, 0, 0) "]},"
                       "\"emb_b\":{\"sharding_type\":\"data_parallel\",\"compute_kernel\":\"dense\",\"ranks\":[0,1],\"shards\":[]},"
@@ -820,26 +820,26 @@ static void trimport_seeds(void)
                       "\"plan\":{\"\":{\"t1\":{\"sharding_type\":\"row_wise\",\"compute_kernel\":\"fused\",\"ranks\":[0,1,2,3],"
                       "\"shards\":[" TR_SHARD(0, 0, 25, 4, 0, 0) "," TR_SHARD(25, 0, 25, 4, 1, 1) "," TR_SHARD(50, 0, 25, 4, 2, 0) ","
                       TR_SHARD(75, 0, 25, 4, 3, 1) "]}," TR_TW("t3", 10, 2, 3, 1) "}}}\n";
-    save_text("trimport", "row-wise-2d.json", rw6);
-    save_text("trimport", "grid.json",
+    save_text("trplanread", "row-wise-2d.json", rw6);
+    save_text("trplanread", "grid.json",
               "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{\"t1\":{\"sharding_type\":\"grid_shard\",\"ranks\":[0,1,1,0,1],"
               "\"shards\":[" TR_SHARD(0, 0, 50, 2, 0, 0) "," TR_SHARD(0, 2, 50, 2, 1, 1) "," TR_SHARD(50, 0, 50, 2, 1, 1) ","
               TR_SHARD(50, 2, 50, 2, 0, 0) "," TR_SHARD(100, 0, 0, 4, 1, 1) "]}," TR_TW("emb_b", 100, 8, 0, 0) ","
               TR_TW("t3", 10, 2, 0, 0) "}}}\n");
     char both[4096];
     snprintf(both, sizeof both, "%s\n%s", tw5, rw6);
-    save_text("trimport", "two-docs.json", both);
-    save_text("trimport", "bad-device.json",
+    save_text("trplanread", "two-docs.json", both);
+    save_text("trplanread", "bad-device.json",
               TR_DOC5(TR_TW("t1", 100, 4, 1, 0) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1)));
-    save_text("trimport", "bad-local-size.json",
+    save_text("trplanread", "bad-local-size.json",
               "{\"task\":5,\"world_size\":2,\"local_size\":4611686018427387904,\"plan\":{\"\":{" TR_TW("t1", 100, 4, 1, 1)
               "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1) "}}}\n");
-    save_text("trimport", "bad-gap.json",
+    save_text("trplanread", "bad-gap.json",
               TR_DOC5(TR_TW("t1", 90, 4, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1)));
-    /* found by fuzz_trimport: t1's only shard is empty; it was imported without t1 */
-    save_text("trimport", "bad-empty-table.json",
+    /* found by fuzz_trplanread: t1's only shard is empty; it was imported without t1 */
+    save_text("trplanread", "bad-empty-table.json",
               TR_DOC5(TR_TW("t1", 100, 0, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1)));
-    save_text("trimport", "bad-truncated.json", "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{\"t1\":{\"sharding_t");
+    save_text("trplanread", "bad-truncated.json", "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{\"t1\":{\"sharding_t");
 }
 
 /* a plan record's communication charge, good and bad, as records of a stream */

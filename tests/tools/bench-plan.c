@@ -12,7 +12,7 @@
 #include "common.h"
 #include "costmodel.h"
 #include "plan.h"
-#include "torchrec.h"
+#include "plantorchrec.h"
 #include "featindex.h"
 #include "policy.h"
 #include "refine.h"
@@ -106,7 +106,7 @@ static int load_models(models_t *m, const opts_t *o, char *err, size_t errsize)
     return 0;
 }
 
-/* torchrec's own search (lib/plan/torchrec.h), reps times; its row; 0, or 1 after a message */
+/* torchrec's own search (lib/plan/plantorchrec.h), reps times; its row; 0, or 1 after a message */
 static int time_torchrec(const opts_t *o, const as_features **p, double *t, char *err, size_t errsize)
 {
     const int64_t reps = o->reps;

@@ -1,6 +1,6 @@
-/* trexport.c - a plan written as TorchRec's ShardingPlan (as-plan --format torchrec); see
- * trexport.h. Its reverse, TorchRec plans read back, is trimport.c. */
-#include "trexport.h"
+/* trplanwrite.c - a plan written as TorchRec's ShardingPlan (as-plan --format torchrec); see
+ * trplanwrite.h. Its reverse, TorchRec plans read back, is trplanread.c. */
+#include "trplanwrite.h"
 
 #include "common.h"
 #include "json.h"

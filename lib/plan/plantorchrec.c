@@ -1,6 +1,6 @@
-/* torchrec.c - TorchRec's default planner for one host as a baseline; see torchrec.h.
+/* plantorchrec.c - TorchRec's default planner for one host as a baseline; see plantorchrec.h.
  * Dimension letters: T tables, K shards (GPUs), O options of a table, S shards of an option. */
-#include "torchrec.h"
+#include "plantorchrec.h"
 
 #include "common.h"
 #include "modelcfg.h"
@@ -675,7 +675,7 @@ static int tr_items(const as_plan_cfg *c, const as_featidx *ft, const as_feature
  * (as-plan gives the placement as c->policy) */
 const as_planner as_planner_torchrec = {
     .needs = AS_PLANNER_PLACEMENT,
-    .help = "TorchRec's default planner for one host (lib/plan/torchrec.h): per table\n"
+    .help = "TorchRec's default planner for one host (lib/plan/plantorchrec.h): per table\n"
             "data_parallel (the table on every GPU, each its own batch; not\n"
             "with --no-dp), table_wise, column_wise (pieces of the smallest divisor of dim in\n"
             "[128, dim)) or row_wise (K row blocks, block i on GPU i; needs\n"

@@ -1,4 +1,4 @@
-/* torchrec.h - `as-plan --alg torchrec`: TorchRec's default embedding sharding planner
+/* plantorchrec.h - `as-plan --alg torchrec`: TorchRec's default embedding sharding planner
  * (EmbeddingShardingPlanner) for one host of K GPUs, training, re-implemented from its code
  * at meta-pytorch/torchrec 376cac6 as a baseline (nothing of its code is used). Dimension
  * letters: T tables, K shards (= GPUs, world size), B batch, L pooling, D dim, E rows.
@@ -79,8 +79,8 @@
  * is infeasible; when none is feasible the first proposal's placement is returned with its
  * unplaced items (an infeasible plan).
  */
-#ifndef AS_TORCHREC_H
-#define AS_TORCHREC_H
+#ifndef AS_PLANTORCHREC_H
+#define AS_PLANTORCHREC_H
 
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-/* trimport.h - as-plan --import: TorchRec sharding plans, as JSON lines in the form
+/* trplanread.h - as-plan --import: TorchRec sharding plans, as JSON lines in the form
  * `as-plan --format torchrec` writes (docs/FORMAT.md, "TorchRec plans"), read back into
  * `plan` records of the input's tasks. Dimension letters: T tables of a task, K shards.
  *
@@ -29,8 +29,8 @@
  * is at most AS_TRIMPORT_MAX_LINE bytes, read no further (a file without newlines, such as
  * /dev/zero, is an error after that many bytes, not an unbounded read).
  */
-#ifndef AS_TRIMPORT_H
-#define AS_TRIMPORT_H
+#ifndef AS_TRPLANREAD_H
+#define AS_TRPLANREAD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* trimport.c - as-plan --import (trimport.h). */
-#include "trimport.h"
+/* trplanread.c - as-plan --import (trplanread.h). */
+#include "trplanread.h"
 
 #include "common.h"
 #include "jsonparse.h"

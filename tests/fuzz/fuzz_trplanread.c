@@ -1,4 +1,4 @@
-/* fuzz_trimport.c - as-plan --import (lib/plan/trimport.h): TorchRec plans as JSON lines read
+/* fuzz_trplanread.c - as-plan --import (lib/plan/trplanread.h): TorchRec plans as JSON lines read
  * back into plans of the input's tasks. Input: the JSON lines as they are (a file of
  * documents). The tasks they are imported into are made once: tables 1 (100 rows x 4
  * columns, with the features of its 2 and 4 row blocks), 2 (100 x 8, named "emb_b" as a model
@@ -10,7 +10,7 @@
 #include "fuzz.h"
 #include "planrun.h"
 #include "tasks.h"
-#include "trimport.h"
+#include "trplanread.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@ static int make_input(void)
 {
     char path[256], err[512];
     const char *dir = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/fuzz-trimport-%d.ast", dir && *dir ? dir : "/tmp", (int)getpid());
+    snprintf(path, sizeof path, "%s/fuzz-trplanread-%d.ast", dir && *dir ? dir : "/tmp", (int)getpid());
     as_writer *w = as_writer_open(path, 1, 0);
     as_writer_header(w, "fuzz", 0, NULL);
     as_features f[] = {
@@ -112,11 +112,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const int rc2 = import_text(path, &again, &len2, &n2, err, sizeof err);
             close(fd2);
             if (rc2 == -1) {
-                fprintf(stderr, "fuzz_trimport: the rendering of an accepted file is refused: %s\n", err);
+                fprintf(stderr, "fuzz_trplanread: the rendering of an accepted file is refused: %s\n", err);
                 abort();
             }
             if (rc2 == 0 && (n2 != n || len2 != len || memcmp(again, out, len))) {
-                fprintf(stderr, "fuzz_trimport: the rendering imports to another rendering\n");
+                fprintf(stderr, "fuzz_trplanread: the rendering imports to another rendering\n");
                 abort();
             }
             free(again);

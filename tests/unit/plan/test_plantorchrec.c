@@ -1,4 +1,4 @@
-/* test_torchrec.c - `--alg torchrec` (lib/plan/torchrec.h) on hand-made tables: the perf formulas
+/* test_plantorchrec.c - `--alg torchrec` (lib/plan/plantorchrec.h) on hand-made tables: the perf formulas
  * against numbers worked out by hand from TorchRec's estimator terms, the partitioner's
  * placement, row_wise and column_wise choices where the model says they pay, memory caps
  * (TorchRec's storage estimate), determinism, the cover of every table, and a tie that
@@ -10,7 +10,7 @@
 #include "common.h"
 #include "featindex.h"
 #include "plan.h"
-#include "torchrec.h"
+#include "plantorchrec.h"
 #include "reclimits.h"
 #include "fixtures.h"
 

@@ -1,4 +1,4 @@
-/* test_trimport.c - as-plan --import (lib/plan/trimport.h) on hand-made TorchRec JSON: a
+/* test_trplanread.c - as-plan --import (lib/plan/trplanread.h) on hand-made TorchRec JSON: a
  * column_wise table and two table_wise ones become the plan's entries in task and piece
  * order, with memory, counts and the cost model's predictions worked out by hand; the
  * document's label written as it is; errors naming the line, table and field.
@@ -8,7 +8,7 @@
 #include "common.h"
 #include "msgobj.h"
 #include "tasks.h"
-#include "trimport.h"
+#include "trplanread.h"
 #include "fixtures.h"
 #include "planrec.h"
 
@@ -27,7 +27,7 @@ static void toy_input(as_plan_input *in)
         f[i] = tsup_features(i + 1, dims[i], 100, 1, 8, 8);
         f[i].bins[0] = 1;
     }
-    CHECK_EQ_I64(tsup_plan_input(in, ut_tmppath(path, sizeof path, "trimport-toy.ast"), f, 3, 2, err, sizeof err), 0);
+    CHECK_EQ_I64(tsup_plan_input(in, ut_tmppath(path, sizeof path, "trplanread-toy.ast"), f, 3, 2, err, sizeof err), 0);
 }
 
 static void write_text(const char *path, const char *text)
@@ -74,12 +74,12 @@ TEST(trimport_plan)
     as_plan_input in;
     toy_input(&in);
     char jpath[512], opath[512], err[1024];
-    write_text(ut_tmppath(jpath, sizeof jpath, "trimport.json"), "\n" DOC_HEAD T3 "," T1 "," T2 "}}}\n");
+    write_text(ut_tmppath(jpath, sizeof jpath, "trplanread.json"), "\n" DOC_HEAD T3 "," T1 "," T2 "}}}\n");
     as_plan_run_cfg c;
     memset(&c, 0, sizeof c);
     c.out = AS_PLAN_OUT_STREAM;
     c.model = &tsup_toy_model;
-    c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "trimport.ast"), 0, 0);
+    c.w = as_writer_open(ut_tmppath(opath, sizeof opath, "trplanread.ast"), 0, 0);
     as_writer_header(c.w, "test", 0, NULL);
     as_plan_run_stats st;
     int64_t imported = -1;
@@ -139,11 +139,11 @@ TEST(trimport_plan)
 static void import_err(const as_plan_input *in, const as_plan_run_cfg *c, const char *text, char *err, size_t errlen)
 {
     char jpath[512];
-    write_text(ut_tmppath(jpath, sizeof jpath, "trimport-bad.json"), text);
+    write_text(ut_tmppath(jpath, sizeof jpath, "trplanread-bad.json"), text);
     as_plan_run_stats st;
     int64_t imported = -1;
     CHECK_EQ_I64(as_plan_import_run(&st, c, in, jpath, &imported, err, errlen), -1);
-    const char *p = strstr(err, "trimport-bad.json: ");
+    const char *p = strstr(err, "trplanread-bad.json: ");
     CHECK(p != NULL);
     if (p) memmove(err, p, strlen(p) + 1);   /* the message without the scratch directory */
 }
@@ -158,31 +158,31 @@ TEST(trimport_errors)
     c.text = tmpfile();
     char err[1024];
     import_err(&in, &c, DOC_HEAD T1 "," T2 "}}}\n", err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3' of task 5 is missing from the plan");
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): table 't3' of task 5 is missing from the plan");
     /* truncated: the column after its last byte */
     const char *cut = DOC_HEAD T1 "," T2 "," T3 "}}";
     char want[256];
-    snprintf(want, sizeof want, "trimport-bad.json: line 2: bad JSON: column %zu: unexpected end of input, expected ',' "
+    snprintf(want, sizeof want, "trplanread-bad.json: line 2: bad JSON: column %zu: unexpected end of input, expected ',' "
              "or '}' after a member", strlen(cut) + 1);
     import_err(&in, &c, "\n" DOC_HEAD T1 "," T2 "," T3 "}}\n", err, sizeof err);
     CHECK_STR(err, want);
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3 ",\"t4\":{}}}}\n", err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't4': unknown: no features record of the "
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): table 't4': unknown: no features record of the "
                    "input names it (a model config's table name, else t<id>)");
     import_err(&in, &c, DOC_HEAD T1 "," T2 ",\"t3\":{\"sharding_type\":\"data_parallel\",\"ranks\":[0],\"shards\":[]}}}}\n",
                err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': data_parallel: 'ranks' is not an "
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): table 't3': data_parallel: 'ranks' is not an "
                    "array of all 2 ranks");
     /* --shards 4: the document's world_size 2 is not the plan's */
     c.shards = 4;
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3 "}}}\n", err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): 'world_size' = 2 but the task has 4 shards (--shards)");
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): 'world_size' = 2 but the task has 4 shards (--shards)");
     c.shards = 0;
     /* the cap of the task or --mem-cap */
     c.cap_given = 1;
     c.mem_cap = 1000;
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3 "}}}\n", err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: plan of task 5 (torchrec-import): shard 1 holds 2000 bytes, over the "
+    CHECK_STR(err, "trplanread-bad.json: line 1: plan of task 5 (torchrec-import): shard 1 holds 2000 bytes, over the "
                    "1000-byte cap of --mem-cap");
     fclose(c.text);
     as_plan_input_free(&in);
@@ -205,15 +205,15 @@ TEST(trimport_placements)
 #define T3_DEV1 "\"t3\":{\"sharding_type\":\"table_wise\",\"ranks\":[0],\"shards\":[" \
     "{\"shard_offsets\":[0,0],\"shard_sizes\":[100,2],\"placement\":\"rank:0/cuda:1\"}]}"
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3_DEV1 "}}}\n", err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': shards[0]: placement 'rank:0/cuda:1' "
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): table 't3': shards[0]: placement 'rank:0/cuda:1' "
                    "is not rank:0/cuda:0: TorchRec places rank 0 on its host's GPU 0 (rank % local_size 8)");
     /* local_size 1: rank 1 is cuda:0 on its host, so t1's shard on rank:1/cuda:1 is wrong */
     import_err(&in, &c, "{\"task\":5,\"world_size\":2,\"local_size\":1,\"plan\":{\"\":{" T1 "," T2 "," T3 "}}}\n", err,
                sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't1': shards[0]: placement 'rank:1/cuda:1' "
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): table 't1': shards[0]: placement 'rank:1/cuda:1' "
                    "is not rank:1/cuda:0: TorchRec places rank 1 on its host's GPU 0 (rank % local_size 1)");
     /* without local_size, any device of the shard's rank */
-    write_text(ut_tmppath(jpath, sizeof jpath, "trimport-nolocal.json"),
+    write_text(ut_tmppath(jpath, sizeof jpath, "trplanread-nolocal.json"),
                "{\"task\":5,\"world_size\":2,\"plan\":{\"\":{" T1 "," T2 "," T3_DEV1 "}}}\n");
     as_plan_run_stats st;
     int64_t imported = -1;
@@ -226,7 +226,7 @@ TEST(trimport_placements)
         snprintf(doc, sizeof doc, "{\"task\":5,\"world_size\":2,\"local_size\":%s,\"plan\":{\"\":{" T1 "," T2 "," T3 "}}}\n",
                  ls[j]);
         import_err(&in, &c, doc, err, sizeof err);
-        snprintf(want, sizeof want, "trimport-bad.json: line 1: task 5 (torchrec-import): 'local_size' = %s is not an "
+        snprintf(want, sizeof want, "trplanread-bad.json: line 1: task 5 (torchrec-import): 'local_size' = %s is not an "
                  "integer in 1..65536", ls[j]);
         CHECK_STR(err, want);
     }
@@ -239,7 +239,7 @@ TEST(trimport_placements)
 }
 
 /* a table whose every shard is empty (0 rows or columns) is refused: skipping its empty
- * shards left it out of the plan (found by tests/fuzz/fuzz_trimport.c) */
+ * shards left it out of the plan (found by tests/fuzz/fuzz_trplanread.c) */
 TEST(trimport_empty_table)
 {
     as_plan_input in;
@@ -252,7 +252,7 @@ TEST(trimport_empty_table)
 #define T3_EMPTY "\"t3\":{\"sharding_type\":\"table_wise\",\"ranks\":[0],\"shards\":[" \
     "{\"shard_offsets\":[0,0],\"shard_sizes\":[100,0],\"placement\":\"rank:0/cuda:0\"}]}"
     import_err(&in, &c, DOC_HEAD T1 "," T2 "," T3_EMPTY "}}}\n", err, sizeof err);
-    CHECK_STR(err, "trimport-bad.json: line 1: task 5 (torchrec-import): table 't3': every shard is empty (0 rows or "
+    CHECK_STR(err, "trplanread-bad.json: line 1: task 5 (torchrec-import): table 't3': every shard is empty (0 rows or "
                    "columns): none holds its 100 rows x 2 columns");
     fclose(c.text);
     as_plan_input_free(&in);

@@ -1,8 +1,8 @@
-/* trexport.h - a plan written as TorchRec's ShardingPlan serialises (as-plan --format
+/* trplanwrite.h - a plan written as TorchRec's ShardingPlan serialises (as-plan --format
  * torchrec), for pipelines/torchrec_plan.py to load into TorchRec; its reverse, TorchRec
- * plans imported, is trimport.h. */
-#ifndef AS_TREXPORT_H
-#define AS_TREXPORT_H
+ * plans imported, is trplanread.h. */
+#ifndef AS_TRPLANWRITE_H
+#define AS_TRPLANWRITE_H
 
 #include <stdint.h>
 #include <stdio.h>

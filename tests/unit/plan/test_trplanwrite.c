@@ -1,4 +1,4 @@
-/* test_trexport.c - a plan as TorchRec's ShardingPlan (lib/plan/trexport.h,
+/* test_trplanwrite.c - a plan as TorchRec's ShardingPlan (lib/plan/trplanwrite.h,
  * as_plan_print_torchrec): the whole line for hand-made plans (whole tables, column pieces,
  * data parallel, a name that needs escaping), the split tables' sharding types (row_wise,
  * table_row_wise, grid_shard) with their shards ordered by (r0, c0), the 2D rank map, and a
@@ -7,7 +7,7 @@
 
 #include "fixtures.h"
 #include "reclimits.h"
-#include "trexport.h"
+#include "trplanwrite.h"
 #include "planrec.h"
 
 #include <stdlib.h>
