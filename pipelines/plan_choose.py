@@ -50,22 +50,25 @@ import math
 import re
 import sys
 
-import plan_io
+import aspipe
 
 PROG = "plan_choose"
 MAX_BYTES = 64 << 20      # bytes of one CSV table or --loadable file
 NEED = ("task", "alg", "max_ms", "feasible", "balance")
 PASS_COLS = ("passes", "balance_pass_lo", "balance_pass_hi")
-plan_io.PROG = PROG
-safe, say, fail, stdout_failed, emit = plan_io.safe, plan_io.say, plan_io.fail, plan_io.stdout_failed, plan_io.emit
+aspipe.PROG = PROG
+safe, say, fail, stdout_failed, emit = aspipe.safe, aspipe.say, aspipe.fail, aspipe.stdout_failed, aspipe.emit
+
+
+USAGE_LINE = ("usage: python3 pipelines/plan_choose.py MEASURED.csv KERNEL.csv [--tie F] "
+              "[--loadable FILE] [--out-alg FILE] (--help for more)")
 
 
 def usage(msg):
     say(msg)
     if sys.stderr is not None:
         try:
-            sys.stderr.write("usage: python3 pipelines/plan_choose.py MEASURED.csv KERNEL.csv [--tie F] "
-                             "[--loadable FILE] [--out-alg FILE] (--help for more)\n")
+            sys.stderr.write(USAGE_LINE + "\n")
         except (OSError, ValueError):
             pass
     sys.exit(2)
@@ -101,7 +104,7 @@ def number(path, line, col, v, alg):
 
 def label_bad(a):
     """an empty label, or one with a control character (as-eval's labels never are: as_name_bad)"""
-    return not a or plan_io.CTRL.search(a) is not None
+    return not a or aspipe.CTRL.search(a) is not None
 
 
 TABLE = "as-eval's CSV plans table (as-eval --format csv --table plans)"
@@ -273,43 +276,43 @@ def robust(path, tie, out_alg):
     return 0
 
 
+def _arg_error(message):
+    """argparse's usage errors in this script's words"""
+    opt = aspipe.missing_value(message)
+    return "%s needs a value" % opt if opt else None
+
+
+def parser():
+    ap = aspipe.ArgumentParser(prog="plan_choose.py", description=__doc__, error_hook=_arg_error, hint=USAGE_LINE,
+                               usage="%(prog)s MEASURED.csv KERNEL.csv [--tie F] [--loadable FILE] [--out-alg FILE] "
+                                     "[--chosen ALG]\n       %(prog)s --robust RANGE.csv [--tie F] [--out-alg FILE]")
+    ap.add_argument("tables", nargs="*", metavar="TABLE.csv",
+                    help="MEASURED.csv and KERNEL.csv: as-eval --format csv --table plans, communication charged and not")
+    ap.add_argument("--tie", metavar="F", help="a simpler plan within F of the fastest is chosen (default 0.01)")
+    ap.add_argument("--loadable", metavar="FILE", help="the labels TorchRec can load, one a line: only they are chosen")
+    ap.add_argument("--out-alg", metavar="FILE", help="gets the chosen label alone")
+    ap.add_argument("--chosen", metavar="ALG", help="ALG is the choice (a loadable candidate); the verdict says so")
+    ap.add_argument("--robust", metavar="RANGE.csv",
+                    help="as-eval --table range of the candidates: keep the choice or pick the least worst case")
+    return ap
+
+
 def main(argv):
-    args = argv[1:]
-    tie, out_alg, loadable, rng, forced = 0.01, None, None, None, None
-    pos = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-h", "--help"):
-            emit(__doc__)
-            return 0
-        if a in ("--tie", "--out-alg", "--loadable", "--robust", "--chosen"):
-            if i + 1 >= len(args):
-                usage("%s needs a value" % a)
-            v = args[i + 1]
-            if a == "--tie":
-                try:
-                    tie = float(v)
-                except ValueError:
-                    tie = -1
-                if not 0 <= tie <= 1:
-                    usage("--tie must be a fraction in [0, 1]")
-            elif a == "--loadable":
-                loadable = v
-            elif a == "--robust":
-                rng = v
-            elif a == "--chosen":
-                forced = v
-            else:
-                if not v:
-                    usage("--out-alg needs a file name")
-                out_alg = v
-            i += 2
-            continue
-        if a.startswith("-") and a != "-":
-            usage("unknown option %s" % a)
-        pos.append(a)
-        i += 1
+    a, extra = parser().parse_known_args(argv[1:])
+    for x in extra:
+        if x.startswith("-") and x != "-":
+            usage("unknown option %s" % x)
+    pos = a.tables + [x for x in extra]
+    tie, out_alg, loadable, rng, forced = 0.01, a.out_alg, a.loadable, a.robust, a.chosen
+    if a.tie is not None:
+        try:
+            tie = float(a.tie)
+        except ValueError:
+            tie = -1
+        if not 0 <= tie <= 1:
+            usage("--tie must be a fraction in [0, 1]")
+    if out_alg is not None and not out_alg:
+        usage("--out-alg needs a file name")
     if rng is not None:
         if pos or loadable is not None or forced is not None:
             usage("--robust RANGE.csv takes no other table, no --loadable, no --chosen")

@@ -28,19 +28,18 @@ with, from the resolved CAP and BATCH (0: none, the config's) and the features' 
 (as-show --kind features: the tables' names and rows), one JSON object a line on standard
 input; exit 1 naming the line on input it cannot use.
 """
-import json
 import re
 import sys
 
-import plan_io
+import aspipe
 
 PROG = "plan_scale"
 CAP_ROWS = 1048576
 CAP_ABOVE_BYTES = 1 << 30
 MAX_LOOKUPS = 2097152
-MAX_BYTES = 64 << 20      # a config's bytes at most (as-convert's MCFG_MAX_FILE); a line of features
-plan_io.PROG = PROG
-safe, say, usage, fail, emit, _show = plan_io.safe, plan_io.say, plan_io.usage, plan_io.fail, plan_io.emit, plan_io.show
+MAX_BYTES = aspipe.MAX_CONFIG  # a config's bytes at most (as-convert's MCFG_MAX_FILE); a line of features
+aspipe.set_prog(PROG)
+safe, say, usage, fail, emit, _show = aspipe.safe, aspipe.say, aspipe.usage, aspipe.fail, aspipe.emit, aspipe.show
 
 
 def value(arg, name, none_word):
@@ -63,45 +62,32 @@ class Bad(ValueError):
 def parse(text):
     """one JSON document, strictly: no NaN / Infinity, no number beyond a double"""
     try:
-        return plan_io.parse_json(text)
+        return aspipe.parse_json(text)
     except ValueError as e:
         raise Bad(str(e)) from None
 
 
 def integer(d, key, where, lo=1, default=None):
     """d[key]: a JSON integer >= lo (as-convert's get_int: 64.0 and 1e3 are not integers)"""
-    if key not in d and default is not None:
-        return default
-    if key not in d:
-        raise Bad("%s%s: missing (required)" % (where, key))
-    v = d[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise Bad("%s%s: must be an integer of at least %d, not %s" % (where, key, lo, _show(v)))
-    return v
+    try:
+        return aspipe.integer(d, key, where, lo, default)
+    except ValueError as e:
+        raise Bad(str(e)) from None
 
 
 def config(path):
     """(batch, world, the largest table's fp16 bytes, the pooling factors' sum) of a model
-    config, or Bad saying what is wrong"""
+    config (aspipe.read_config), or Bad saying what is wrong"""
     try:
-        c = plan_io.read_json(path, MAX_BYTES)
+        c = aspipe.read_config(path)
     except ValueError as e:
         raise Bad(str(e)) from None
-    if not isinstance(c, dict):
-        raise Bad("the config must be a JSON object, not %s" % _show(c))
-    topo, tables = c.get("topology"), c.get("tables")
-    if not isinstance(topo, dict):
-        raise Bad("topology: %s" % ("missing (required)" if topo is None else "must be an object, not " + _show(topo)))
+    topo = c["topology"]
     world = integer(topo, "world_size", "topology: ")
     batch = integer(topo, "batch_size_per_rank", "topology: ") * world
-    if not isinstance(tables, list) or not tables:
-        raise Bad("tables: %s" % ("missing (required)" if tables is None else "must be an array of 1 or more tables, "
-                                  "not " + ("an empty one" if tables == [] else _show(tables))))
     big, pooling = 0, 0.0
-    for i, t in enumerate(tables):
-        if not isinstance(t, dict):
-            raise Bad("table %d: must be an object, not %s" % (i, _show(t)))
-        where = "table %d%s: " % (i, " (%s)" % json.dumps(t["name"]) if isinstance(t.get("name"), str) else "")
+    for i, t in enumerate(c["tables"]):
+        where = aspipe.table_where(i, t)
         big = max(big, integer(t, "num_embeddings", where) * integer(t, "embedding_dim", where) * 2)
         p = t.get("pooling_factor", 1)
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1e300:
@@ -110,13 +96,11 @@ def config(path):
     return batch, world, big, pooling
 
 
-def report(argv):
-    if len(argv) != 5:
-        usage("--report CONFIG CAP BATCH")
-    for a, name in ((argv[3], "CAP"), (argv[4], "BATCH")):
+def report(cfg, cap_arg, batch_arg):
+    for a, name in ((cap_arg, "CAP"), (batch_arg, "BATCH")):
         if not re.fullmatch(r"[0-9]{1,18}", a):
             usage("--report: %s '%s' is not a number (0: none)" % (name, a))
-    cfg, cap, b = argv[2], int(argv[3]), int(argv[4])
+    cap, b = int(cap_arg), int(batch_arg)
     if sys.stdin is None:
         fail("standard input: closed (the features' records: as-show --kind features)")
     tabs = []
@@ -181,18 +165,45 @@ def report(argv):
     return 0
 
 
+def _arg_error(message):
+    """argparse's usage errors in this script's words"""
+    if "--report" in message and "expected 3 arguments" in message:
+        return "--report CONFIG CAP BATCH"
+    opt = aspipe.missing_value(message)
+    return "unknown option or missing value: %s" % opt if opt else None
+
+
+def parser():
+    ap = aspipe.ArgumentParser(prog="plan_scale.py", description=__doc__, error_hook=_arg_error,
+                               usage="%(prog)s CONFIG --device D [--ngpu N] [--row-cap R] [--batch B]\n"
+                                     "       %(prog)s --report CONFIG CAP BATCH < features.jsonl")
+    ap.add_argument("config", nargs="?", metavar="CONFIG", help="the model config (docs/FORMAT.md \"Model configs\")")
+    ap.add_argument("--device", default="auto", metavar="D", help="cpu, cuda[:N] or auto (default auto)")
+    ap.add_argument("--ngpu", default="0", metavar="N", help="GPUs found (auto: above 0 is a GPU; default 0)")
+    ap.add_argument("--row-cap", default="auto", metavar="R", help="rows measured at most: a number, none or auto")
+    ap.add_argument("--batch", default="auto", metavar="B", help="the batch measured: a number, config or auto")
+    ap.add_argument("--report", nargs=3, metavar=("CONFIG", "CAP", "BATCH"),
+                    help="the report's paragraph from the resolved CAP and BATCH (0: none), the features' "
+                         "records on standard input")
+    return ap
+
+
 def main(argv):
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
-        emit(__doc__)
+    ap = parser()
+    if len(argv) < 2:
+        ap.print_help()
         return 0
-    if argv[1] == "--report":
-        return report(argv)
-    cfg, opts, i = argv[1], {"--device": "auto", "--ngpu": "0", "--row-cap": "auto", "--batch": "auto"}, 2
-    while i < len(argv):
-        if argv[i] not in opts or i + 1 >= len(argv):
-            usage("unknown option or missing value: %s" % argv[i])
-        opts[argv[i]] = argv[i + 1]
-        i += 2
+    a, extra = ap.parse_known_args(argv[1:])
+    if extra:
+        usage("unknown option or missing value: %s" % extra[0])
+    if a.report is not None:
+        if a.config is not None:
+            usage("--report CONFIG CAP BATCH")
+        return report(*a.report)
+    if a.config is None:
+        usage("CONFIG --device D [--ngpu N] [--row-cap R] [--batch B]")
+    cfg = a.config
+    opts = {"--device": a.device, "--ngpu": a.ngpu, "--row-cap": a.row_cap, "--batch": a.batch}
     ng = opts["--ngpu"]
     if ng and not re.fullmatch(r"[0-9]{1,6}", ng):
         usage("--ngpu: '%s' is not a count of GPUs" % ng)

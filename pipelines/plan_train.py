@@ -29,11 +29,10 @@ output cannot be written. Only the standard library.
 --report: the paragraph make plan's report gives what was measured, from the resolved values
 (WEIGHTS: fp16, fp32, bf16 or tables; OPTIMIZER: sgd, exact_rowwise_adagrad or adam).
 """
-import json
 import re
 import sys
 
-import plan_io
+import aspipe
 
 PROG = "plan_train"
 KERNEL_OPT = {"sgd": "sgd", "exact_sgd": "sgd", "rowwise_adagrad": "exact_rowwise_adagrad",
@@ -45,71 +44,30 @@ WORDS = {"sgd": "exact SGD", "exact_rowwise_adagrad": "exact row-wise Adagrad (o
 DTYPES = ("fp32", "fp16", "bf16", "int8", "int4", "int2")
 OPTIMIZERS = ("sgd", "exact_sgd", "adam", "partial_rowwise_adam", "adagrad", "exact_adagrad", "rowwise_adagrad",
               "exact_rowwise_adagrad")
-MAX_BYTES = 64 << 20      # a config's bytes at most (as-convert's MCFG_MAX_FILE)
-plan_io.PROG = PROG
-safe, say, usage, fail, emit, _show = plan_io.safe, plan_io.say, plan_io.usage, plan_io.fail, plan_io.emit, plan_io.show
-
-
-def _lower(s):
-    """ASCII lower case, as strcasecmp compares"""
-    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in s)
-
-
-def _enum(where, d, key, names, default, maxlen):
-    """d[key] as as-convert's get_enum reads it: absent the default; a string of at most
-    maxlen bytes without NUL, one of names in any (ASCII) case; stored lower case"""
-    if key not in d:
-        return default
-    v = d[key]
-    if not isinstance(v, str):
-        fail("%s%s: must be a string, not %s" % (where, key, _show(v)))
-    if "\0" in v or len(v.encode("utf-8", "surrogatepass")) > maxlen:
-        fail("%s%s: unknown value %s (one of %s)" % (where, key, _show(v), ", ".join(names)))
-    lv = _lower(v)
-    if lv not in names:
-        fail("%s%s: unknown value %s (one of %s)" % (where, key, _show(v), ", ".join(names)))
-    return lv
+aspipe.set_prog(PROG)
+safe, say, usage, fail, emit, _show = aspipe.safe, aspipe.say, aspipe.usage, aspipe.fail, aspipe.emit, aspipe.show
 
 
 def load(path):
     """(the config's optimizer, [each table's data_type]), both lower case, or exit 1 saying
-    what is wrong with the config"""
+    what is wrong with the config (aspipe.read_config; data_type and optimizer as as-convert's
+    get_enum reads them: aspipe.enum)"""
     try:
-        cfg = plan_io.read_json(path, MAX_BYTES)
+        cfg = aspipe.read_config(path)
+        opt = aspipe.enum(cfg["topology"], "optimizer", "topology: ", OPTIMIZERS, "sgd", 63)
+        types = [aspipe.enum(t, "data_type", aspipe.table_where(i, t), DTYPES, "fp32", 15)
+                 for i, t in enumerate(cfg["tables"])]
     except ValueError as e:
         fail("%s: %s" % (path, e))
-    if not isinstance(cfg, dict):
-        fail("%s: the config must be a JSON object, not %s" % (path, _show(cfg)))
-    topo = cfg.get("topology")
-    if topo is None:
-        fail("%s: topology: missing (required)" % path)
-    if not isinstance(topo, dict):
-        fail("%s: topology: must be an object, not %s" % (path, _show(topo)))
-    opt = _enum("%s: topology: " % path, topo, "optimizer", OPTIMIZERS, "sgd", 63)
-    tables = cfg.get("tables")
-    if tables is None:
-        fail("%s: tables: missing (required)" % path)
-    if not isinstance(tables, list) or not tables:
-        fail("%s: tables: must be an array of tables, not %s" % (path, "an empty one" if tables == [] else _show(tables)))
-    types = []
-    for i, t in enumerate(tables):
-        if not isinstance(t, dict):
-            fail("%s: table %d: must be an object, not %s" % (path, i, _show(t)))
-        name = t.get("name")
-        where = "%s: table %d%s: " % (path, i, " (%s)" % json.dumps(name) if isinstance(name, str) else "")
-        types.append(_enum(where, t, "data_type", DTYPES, "fp32", 15))
     return opt, types
 
 
-def report(argv):
-    if len(argv) != 5:
-        usage("--report CONFIG WEIGHTS OPTIMIZER")
-    w, o = argv[3], argv[4]
+def report(path, w, o):
     if w != "tables" and w not in TYPES:
         usage("--report: WEIGHTS '%s' is not fp16, fp32, bf16 or tables" % w)
     if o not in WORDS:
         usage("--report: OPTIMIZER '%s' is not sgd, exact_rowwise_adagrad or adam" % o)
-    opt, types = load(argv[2])
+    opt, types = load(path)
     kinds = sorted(set(types))
     weights = "each table's weights in its config's type (%s)" % ", ".join(kinds) if w == "tables" else "%s weights" % w
     lines = ["Measured training: %s, updated by %s (as-bench --weights-type %s --optimizer %s; lib/kernels/ebopt.h)." %
@@ -123,24 +81,49 @@ def report(argv):
     return 0
 
 
+USAGE = "CONFIG --device D [--ngpu N] [--weights W] [--optimizer O]"
+
+
+def _arg_error(message):
+    """argparse's usage errors in this script's words"""
+    if "--report" in message and "expected 3 arguments" in message:
+        return "--report CONFIG WEIGHTS OPTIMIZER"
+    if "required" in message:
+        return USAGE
+    opt = aspipe.missing_value(message)
+    return "unknown option or missing value: %s" % opt if opt else None
+
+
+def parser():
+    ap = aspipe.ArgumentParser(prog="plan_train.py", description=__doc__, error_hook=_arg_error,
+                               usage="%(prog)s " + USAGE + "\n       %(prog)s --report CONFIG WEIGHTS OPTIMIZER")
+    ap.add_argument("config", nargs="?", metavar="CONFIG", help="the model config (docs/FORMAT.md \"Model configs\")")
+    ap.add_argument("--device", default="auto", metavar="D", help="accepted as make plan passes it (no longer changes the answer)")
+    ap.add_argument("--ngpu", default="0", metavar="N", help="accepted as make plan passes it (a count of GPUs)")
+    ap.add_argument("--weights", default="auto", metavar="W", help="fp16, fp32, bf16, config or auto (default auto: config)")
+    ap.add_argument("--optimizer", default="auto", metavar="O",
+                    help="sgd, exact_rowwise_adagrad, adam, config or auto (default auto: config)")
+    ap.add_argument("--report", nargs=3, metavar=("CONFIG", "WEIGHTS", "OPTIMIZER"),
+                    help="the report's paragraph from the resolved WEIGHTS and OPTIMIZER")
+    return ap
+
+
 def main(argv):
-    if len(argv) > 1 and argv[1] in ("-h", "--help"):
-        emit(__doc__)
-        return 0
-    if len(argv) > 1 and argv[1] == "--report":
-        return report(argv)
-    if len(argv) < 2 or argv[1].startswith("--"):
-        usage("CONFIG --device D [--ngpu N] [--weights W] [--optimizer O]")
-    opts = {"--device": "auto", "--ngpu": "0", "--weights": "auto", "--optimizer": "auto"}
-    i = 2
-    while i < len(argv):
-        if argv[i] not in opts or i + 1 >= len(argv):
-            usage("unknown option or missing value: %s" % argv[i])
-        opts[argv[i]] = argv[i + 1]
-        i += 2
-    ng = opts["--ngpu"]
+    ap = parser()
+    a, extra = ap.parse_known_args(argv[1:])
+    if a.report is not None:
+        if a.config is not None or extra:
+            usage("--report CONFIG WEIGHTS OPTIMIZER")
+        return report(*a.report)
+    if a.config is None or a.config.startswith("--"):
+        usage(USAGE)
+    if extra:
+        usage("unknown option or missing value: %s" % extra[0])
+    ng = a.ngpu
     if ng and not re.fullmatch(r"[0-9]{1,6}", ng):
         usage("--ngpu: '%s' is not a count of GPUs" % ng)
+    opts = {"--weights": a.weights, "--optimizer": a.optimizer}
+    cfg = a.config
     w, o = opts["--weights"], opts["--optimizer"]
     if w not in TYPES + ("config", "auto"):
         usage("--weights: '%s' is not fp16, fp32, bf16, config or auto" % w)
@@ -148,7 +131,7 @@ def main(argv):
         usage("--optimizer: '%s' is not sgd, exact_rowwise_adagrad, adam, config or auto" % o)
     if sys.stdout is None:
         emit("")                         # exit 3: nowhere to say the values
-    opt, types = load(argv[1])
+    opt, types = load(cfg)
     if w == "auto":
         w = "config"
     if o == "auto":
@@ -157,17 +140,17 @@ def main(argv):
         bad = sorted(set(t for t in types if t not in TYPES))
         if bad:
             fail("%s: tables of %s weights: the kernels measure fp32, fp16 and bf16 (give WEIGHTS=fp16|fp32|bf16)" %
-                 (argv[1], ", ".join(bad)), 3)
+                 (cfg, ", ".join(bad)), 3)
         kinds = sorted(set(types))
         if len(kinds) > 1:
             fail("%s: tables of %d weight types (%s): a cost model fits the costs of one (as-costfit), so the "
                  "model cannot be measured in its own types: give WEIGHTS=fp32, fp16 or bf16 to measure every table "
-                 "in that one" % (argv[1], len(kinds), ", ".join(kinds)), 3)
+                 "in that one" % (cfg, len(kinds), ", ".join(kinds)), 3)
         w = "tables"
     if o == "config":
         if opt not in KERNEL_OPT:
             fail("%s: its optimizer %s is not among the kernels' (sgd, exact_rowwise_adagrad, adam): give "
-                 "OPTIMIZER= one of them" % (argv[1], opt), 3)
+                 "OPTIMIZER= one of them" % (cfg, opt), 3)
         o = KERNEL_OPT[opt]
     emit("%s %s\n" % (w, o))
     return 0
