@@ -35,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 
+import aspipe
+
 here = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("mp", os.path.join(here, "..", "tests", "test_helper", "mp.py"))
 mp = importlib.util.module_from_spec(spec)
@@ -77,7 +79,8 @@ def sh(cmd):
 
 
 def show(f):
-    return [json.loads(l) for l in sh("%s/as-show --full -k cost %s" % (W, f)).splitlines()]
+    """the cost records of f, every field (aspipe.records: as-show --full -k cost)"""
+    return aspipe.records("cost", f, exe="%s/as-show" % W)
 
 
 def key(r):

@@ -31,10 +31,15 @@ import subprocess
 import sys
 import time
 
+import aspipe
+
+
+aspipe.set_prog("bench-torch")
+
 
 def die(msg, code):
-    print("bench-torch: " + msg, file=sys.stderr)
-    sys.exit(code)
+    """one line "bench-torch: msg" (aspipe.fail), exit code"""
+    aspipe.fail(msg, code)
 
 
 def read_raw(path, dtype, torch):

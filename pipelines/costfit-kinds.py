@@ -20,73 +20,79 @@ and test shards by their table lists (the same split for every kind; --test-frac
 0.2); each arm is trained with --seeds seeds (default 3) and judged on every kind's test
 shards: R^2 of the costs and MAPE. Prints a markdown table; exit 2 on bad arguments.
 """
-import json
 import math
-import subprocess
 import sys
 
-import torch
+import aspipe
 
+torch = None          # imported in main (--help and usage errors need no torch)
 OPT_STATE = {"sgd": lambda d: 0.0, "exact_rowwise_adagrad": lambda d: 1.0 / d, "adam": lambda d: 2.0}
-
-
-def usage(msg):
-    sys.stderr.write("costfit-kinds: %s\n" % msg)
-    sys.exit(2)
+aspipe.set_prog("costfit-kinds")
+usage = aspipe.usage
 
 
 def records(path, kind, bindir):
-    out = subprocess.run([bindir + "/as-show", "--kind", kind, path], check=True, capture_output=True, text=True)
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    """the records of one kind of path, through bindir/as-show (aspipe.records); exit 1 naming
+    the file when as-show cannot read it"""
+    try:
+        return aspipe.records(kind, path, full=False, exe=bindir + "/as-show")
+    except ValueError as e:
+        aspipe.fail(e)
+
+
+def _arg_error(message):
+    """argparse's usage errors in this script's words"""
+    opt = aspipe.missing_value(message)
+    return "%s needs a value" % opt if opt else None
 
 
 def parse(argv):
-    o = {"features": None, "kinds": [], "epochs": 300, "seeds": 3, "test_frac": 0.2, "bin": "bin"}
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a in ("--features", "--epochs", "--seeds", "--test-frac", "--bin"):
-            if i + 1 >= len(argv):
-                usage("%s needs a value" % a)
-            v = argv[i + 1]
+    ap = aspipe.ArgumentParser(prog="costfit-kinds.py", description=__doc__, error_hook=_arg_error,
+                               usage="%(prog)s --features FT.ast KIND=COSTS.ast... [--epochs N] [--seeds S] "
+                                     "[--test-frac F] [--bin DIR]")
+    ap.add_argument("kinds", nargs="*", metavar="KIND=COSTS.ast",
+                    help="WEIGHTS+OPTIMIZER=the cost records measured in that kind (at least two)")
+    ap.add_argument("--features", metavar="FT.ast", help="the tables' features (as-features)")
+    ap.add_argument("--epochs", metavar="N", help="training epochs of every arm (default 300)")
+    ap.add_argument("--seeds", metavar="S", help="seeds of every arm (default 3)")
+    ap.add_argument("--test-frac", metavar="F", help="the test shards' share (default 0.2)")
+    ap.add_argument("--bin", metavar="DIR", default="bin", help="the tools (default bin)")
+    a, extra = ap.parse_known_args(argv[1:])
+    o = {"features": a.features, "kinds": [], "epochs": 300, "seeds": 3, "test_frac": 0.2, "bin": a.bin}
+    for key, conv, opt in (("epochs", int, "--epochs"), ("seeds", int, "--seeds"), ("test_frac", float, "--test-frac")):
+        v = getattr(a, key)
+        if v is not None:
             try:
-                if a == "--features":
-                    o["features"] = v
-                elif a == "--epochs":
-                    o["epochs"] = int(v)
-                elif a == "--seeds":
-                    o["seeds"] = int(v)
-                elif a == "--test-frac":
-                    o["test_frac"] = float(v)
-                else:
-                    o["bin"] = v
+                o[key] = conv(v)
             except ValueError:
-                usage("bad value for %s: %s" % (a, v))
-            i += 2
-        elif "=" in a and "+" in a.split("=", 1)[0]:
-            k, p = a.split("=", 1)
+                usage("bad value for %s: %s" % (opt, v))
+    for x in a.kinds + extra:
+        if "=" in x and "+" in x.split("=", 1)[0]:
+            k, p = x.split("=", 1)
             w, opt = k.split("+", 1)
             if w not in ("fp16", "fp32", "bf16") or opt not in OPT_STATE:
                 usage("unknown kind %s (WEIGHTS+OPTIMIZER)" % k)
             o["kinds"].append((k, w, opt, p))
-            i += 1
         else:
-            usage("unknown argument %s (try the file's top comment)" % a)
+            usage("unknown argument %s (see --help)" % x)
     if not o["features"] or len(o["kinds"]) < 2:
         usage("--features and at least two KIND=COSTS.ast are needed")
     return o
 
 
-class Net(torch.nn.Module):
-    def __init__(self, F):
-        super().__init__()
-        self.t1, self.t2 = torch.nn.Linear(F, 128), torch.nn.Linear(128, 32)
-        self.s1, self.s2 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 1)
+def net_class():
+    """the network (lib/model/costmodel.h's shape), a torch.nn.Module"""
+    class Net(torch.nn.Module):
+        def __init__(self, F):
+            super().__init__()
+            self.t1, self.t2 = torch.nn.Linear(F, 128), torch.nn.Linear(128, 32)
+            self.s1, self.s2 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 1)
 
-    def forward(self, x, seg, n):
-        h = torch.relu(self.t2(torch.relu(self.t1(x))))
-        s = torch.zeros(n, 32, dtype=h.dtype).index_add_(0, seg, h)
-        return self.s2(torch.relu(self.s1(s))).squeeze(1)
+        def forward(self, x, seg, n):
+            h = torch.relu(self.t2(torch.relu(self.t1(x))))
+            s = torch.zeros(n, 32, dtype=h.dtype).index_add_(0, seg, h)
+            return self.s2(torch.relu(self.s1(s))).squeeze(1)
+    return Net
 
 
 def table_vec(f, w, opt, with_kind, stats):
@@ -111,7 +117,7 @@ def batch(shards, feats, with_kind, stats):
 def train(shards, feats, with_kind, stats, epochs, seed):
     torch.manual_seed(seed)
     F = 21 + (2 if with_kind else 0)
-    net = Net(F).double()
+    net = net_class()(F).double()
     y_scale = sum(s[3] for s in shards) / len(shards)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(seed)
@@ -138,7 +144,13 @@ def judge(net, y_scale, shards, feats, with_kind, stats):
 
 
 def main(argv):
+    global torch
     o = parse(argv)
+    try:
+        import torch as _torch
+    except ImportError as e:
+        aspipe.fail("cannot import torch (%s): run with a python3 that has torch (Debian's python3-torch)" % e, 3)
+    torch = _torch
     feats = {r["id"]: r for r in records(o["features"], "features", o["bin"]) if r.get("piece") is None}
     data = {}
     for k, w, opt, path in o["kinds"]:

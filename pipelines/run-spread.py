@@ -24,41 +24,34 @@ Only the standard library: the tests and pipelines run on a fresh Debian machine
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
 
+import aspipe
+
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-def fail(msg):
-    sys.stderr.write("run-spread: %s\n" % msg)
-    sys.exit(1)
-
-
-def as_show():
-    if os.environ.get("AS_SHOW"):
-        return os.environ["AS_SHOW"]
-    found = shutil.which("as-show")
-    if found:
-        return found
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bin", "as-show")
+aspipe.set_prog("run-spread")
+fail = aspipe.fail
 
 
 def text_of(path):
-    """the file's plans as JSON-lines text: an autoshard stream through as-show"""
+    """the file's plans as JSON-lines text: an autoshard stream through as-show (aspipe)"""
     try:
-        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
     except OSError as e:
         fail("%s: %s" % (path, e.strerror))
     if data[:4] == ZSTD_MAGIC:
+        exe = aspipe.as_show() or os.path.join(os.path.dirname(aspipe.HERE), "bin", "as-show")
         try:
-            out = subprocess.run([as_show(), "--full", "--kind", "plan", "-"], input=data, capture_output=True)
-        except OSError as e:
-            fail("%s: an autoshard stream, but as-show cannot run (%s): build the tools or set AS_SHOW" % (path, e.strerror))
-        if out.returncode:
-            fail("%s: %s" % (path, out.stderr.decode(errors="replace").strip()))
-        data = out.stdout
+            data = aspipe.show_text("-", "plan", full=True, data=data, exe=exe)
+        except aspipe.ShowError as e:
+            if e.os_error is not None:
+                fail("%s: an autoshard stream, but as-show cannot run (%s): build the tools or set AS_SHOW"
+                     % (path, e.os_error.strerror))
+            fail("%s: %s" % (path, e))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -90,8 +83,7 @@ def load_passes(path):
     both = load(path, "cost_pass_ms")
     npass = max((len(v) for v in both.values() if isinstance(v, list)), default=0)
     if npass < 2:
-        sys.stderr.write("run-spread: %s: no plan carries cost_pass_ms of 2 passes or more (as-bench --passes)\n" % path)
-        sys.exit(1)
+        fail("%s: no plan carries cost_pass_ms of 2 passes or more (as-bench --passes)" % path)
     return [{k: (v[p] if isinstance(v, list) and len(v) == npass else None) for k, v in both.items()} for p in range(npass)]
 
 
@@ -101,11 +93,22 @@ def balance(c):
     return min(c) / max(c) if min(c) > 0 else float("nan")
 
 
+def parser():
+    ap = aspipe.ArgumentParser(prog="run-spread.py", description=__doc__,
+                               usage="%(prog)s run1.jsonl run2.jsonl [run3.jsonl ...]\n       %(prog)s --passes run.jsonl")
+    ap.add_argument("runs", nargs="*", metavar="RUN", help="one run's measured plans: as-bench's stream or its JSON "
+                                                            "lines (- : standard input)")
+    ap.add_argument("--passes", metavar="RUN", help="one run measured in passes (as-bench --passes N): each pass a run")
+    return ap
+
+
 def main(argv):
-    if len(argv) < 3 or argv[1] in ("-h", "--help"):
-        sys.stdout.write(__doc__)
-        return 0 if len(argv) > 1 and argv[1] in ("-h", "--help") else 2
-    runs = load_passes(argv[2]) if argv[1] == "--passes" else [load(p) for p in argv[1:]]
+    ap = parser()
+    a = ap.parse_args(argv[1:])
+    if a.passes is None and len(a.runs) < 2:
+        ap.print_help()                  # (as before: the usage on standard output, exit 2)
+        return 2
+    runs = load_passes(a.passes) if a.passes is not None else [load(p) for p in a.runs]
     keys = [k for k in runs[0] if all(k in r for r in runs[1:])]
     diffs = []
     for k in keys:
@@ -120,8 +123,7 @@ def main(argv):
         for r in range(1, len(xs)):
             diffs.extend(math.exp(xs[r][j] - xs[0][j]) - 1 for j in range(len(xs[0])))
     if not diffs:
-        sys.stderr.write("run-spread: no plan measured in every run\n")
-        return 1
+        fail("no plan measured in every run")
     sd = math.sqrt(sum(d * d for d in diffs) / len(diffs))
     print("plans in every run: %d, shard comparisons: %d" % (len(keys), len(diffs)))
     print("per shard, plan level taken out: std %.2f %%, max |diff| %.2f %%" % (100 * sd, 100 * max(abs(d) for d in diffs)))

@@ -81,41 +81,21 @@ import importlib.machinery
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 import types
 from collections import Counter
 
+import aspipe
+
 PROG = "torchrec_planner"
 
 
-# what must not reach a terminal from a name or a message: C0 and C1 control characters, DEL,
-# the line and paragraph separators, and unpaired surrogates (a name that is not UTF-8)
-_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
-
-def _esc(s):
-    """s with every control character escaped as Python writes it in a string (\\x1b, \\n,
-    \\u2028, \\udcff), the rest as it is"""
-    return _CTRL.sub(lambda m: repr(m.group())[1:-1], str(s))
-
-
-def die(msg, code=1):
-    note(msg)
-    sys.exit(code)
-
-
-def note(msg):
-    """one line on stderr, control characters escaped (stderr closed or failing: nothing)"""
-    if sys.stderr is None:
-        return
-    try:
-        sys.stderr.write("%s: %s\n" % (PROG, _esc(msg)))
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+aspipe.set_prog(PROG)
+# one line on stderr "torchrec_planner: ...", control characters escaped (\x1b, \n, \u2028,
+# \udcff); die exits (1, or the code given)
+_esc, note, die = aspipe.safe, aspipe.say, aspipe.fail
 
 
 # ---- stand-ins for the modules TorchRec imports that are missing here -------------------
@@ -339,19 +319,13 @@ def import_torchrec(src):
 
 def find_as_show():
     """AS_SHOW, else as-show on PATH (the tests put the tools under test there), else the
-    one in bin/ of the repository this script is in"""
-    exe = os.environ.get("AS_SHOW")
-    if exe:
-        return exe
-    exe = shutil.which("as-show")
-    if exe:
-        return exe
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cand = os.path.join(here, "bin", "as-show")
-    if os.path.isfile(cand) and os.access(cand, os.X_OK):
-        return cand
-    die("as-show not found (not on PATH, not in %s; build with make, or set AS_SHOW)"
-        % os.path.join(here, "bin"), 2)
+    one in bin/ of the repository this script is in (aspipe.as_show); exit 2 when none"""
+    here = os.path.dirname(os.path.abspath(__file__))
+    exe = aspipe.as_show(here)
+    if exe is None:
+        die("as-show not found (not on PATH, not in %s; build with make, or set AS_SHOW)"
+            % os.path.join(os.path.dirname(here), "bin"), 2)
+    return exe
 
 
 def read_records(path):
@@ -670,7 +644,7 @@ def main():
         if not kernels or bad:
             die("--kernels: unknown kernel %r (TorchRec's: %s)"
                 % (bad[0] if bad else a.kernels, ", ".join(sorted(known))), 2)
-    if _CTRL.search(a.alg) or not (1 <= len(a.alg.encode()) <= 63):
+    if aspipe.CTRL.search(a.alg) or not (1 <= len(a.alg.encode()) <= 63):
         die("--alg: %r is not a plan label: 1-63 bytes of UTF-8 text without control characters" % a.alg, 2)
     if a.output == "-" and sys.stdout is None:
         die("standard output: closed (give -o FILE)", 3)

@@ -345,7 +345,7 @@ no_traceback() {
     assert_output --partial "torchrec_planner: cannot run $T/nonexistent: "
     # a copy of the script outside the repository, no as-show anywhere: exit 2 saying so
     mkdir -p "$T/repo/pipelines"
-    cp "$TP" "$T/repo/pipelines/"
+    cp "$TP" "$(dirname "$TP")/aspipe.py" "$T/repo/pipelines/"
     run env -u AS_SHOW PATH=/usr/bin:/bin "$PY" "$T/repo/pipelines/torchrec_planner.py" "$D/ft.ast"
     assert_failure 2
     assert_output "torchrec_planner: as-show not found (not on PATH, not in $T/repo/bin; build with make, or set AS_SHOW)"
