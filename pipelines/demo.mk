@@ -85,7 +85,7 @@ SPLIT_OPTS ?= --split-tables --refine --split-cols $(SPLIT_COLS)
 # hand (meta-pytorch/torchrec: TORCHREC_SRC or AS_TORCHREC_SRC; a Python with torch): its
 # plans of the test tasks imported as torchrec-own and measured with the rest
 TORCHREC_SRC ?= $(AS_TORCHREC_SRC)
-PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
+PYTHON ?= $(shell pipelines/find-torch-python)
 # the cost model refit: REFIT_ALGS' plans of the training tasks with SPLIT_OPTS are measured
 # and their shards join the cost dataset of a second as-costfit; every plan of the test tasks
 # (and the repair) uses that model. The cost dataset holds shards of 1..MAXT whole tables and

@@ -169,7 +169,7 @@ TORCHREC_SRC ?= $(AS_TORCHREC_SRC)
 # or its plan made before, elsewhere (pipelines/torchrec_planner.py's JSON for this model and
 # topology; a GPU machine has no TorchRec source): imported as it is, instead of planning
 OWN_JSON ?=
-PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' 2>/dev/null && { echo $$p; break; }; done)
+PYTHON ?= $(shell pipelines/find-torch-python)
 PROGRESS ?= --progress
 
 # $(call sq,TEXT): TEXT as one word for the shell (in single quotes)
@@ -310,58 +310,10 @@ export OMP_POLICY_PY
 # file's device, inode, size, mtime and ctime, and read again only when one of them changed
 # (a file swapped for another, even an older one, has another inode or ctime).
 # Prints "CONFIG LOOKUPS OWN": the config's sum, one sum over its lookups files' ("none":
-# it has none), OWN_JSON's ("none": not given).
-define INPUT_SUMS_PY
-import hashlib, json, os, sys
-cache_path, config, own = sys.argv[1:4]
-try:
-    with open(cache_path) as f:
-        cache = json.load(f)
-except (OSError, ValueError):
-    cache = {}
-def digest(p):
-    try:
-        st = os.stat(p)
-    except OSError:
-        return "missing"
-    key = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-    full = os.path.abspath(p)
-    c = cache.get(full)
-    if isinstance(c, list) and len(c) == 2 and c[0] == key:
-        return c[1]
-    h = hashlib.sha256()
-    try:
-        with open(p, "rb") as f:
-            for b in iter(lambda: f.read(1 << 20), b""):
-                h.update(b)
-    except OSError:
-        return "missing"
-    cache[full] = [key, h.hexdigest()]
-    return h.hexdigest()
-files = []
-try:
-    with open(config) as f:
-        cfg = json.load(f)
-    for t in cfg.get("tables", []) if isinstance(cfg, dict) else []:
-        lk = t.get("lookups") if isinstance(t, dict) else None
-        if isinstance(lk, dict) and isinstance(lk.get("file"), str) and lk["file"] not in files:
-            files.append(lk["file"])
-except (OSError, ValueError, AttributeError):
-    pass
-lk = hashlib.sha256()
-for p in sorted(files):
-    lk.update(("%s=%s\n" % (p, digest(p if p.startswith("/") else os.path.join(os.path.dirname(config), p)))).encode())
-print(digest(config), lk.hexdigest() if files else "none", digest(own) if own else "none")
-try:
-    os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-    with open(cache_path + ".tmp", "w") as f:
-        json.dump(cache, f)
-    os.replace(cache_path + ".tmp", cache_path)
-except OSError:
-    pass
-endef
+# it has none), OWN_JSON's ("none": not given): aspipe.input_sums, the config read by
+# aspipe.read_config (one it cannot read names no lookups files: as-convert says why).
 QOWN := $(call sq,$(OWN_JSON))
-INPUT_SUMS := $(shell python3 -c $(call sq,$(INPUT_SUMS_PY)) $(D)/.input-sums.json $(QMODEL) $(QOWN))
+INPUT_SUMS := $(shell python3 pipelines/aspipe.py input-sums $(D)/.input-sums.json $(QMODEL) $(QOWN))
 CONFIG_SUM  := $(word 1,$(INPUT_SUMS))
 LOOKUPS_SUM := $(word 2,$(INPUT_SUMS))
 OWN_SUM     := $(word 3,$(INPUT_SUMS))
@@ -402,12 +354,8 @@ $(call stamp,knobs-report.txt,$(call knobs,MODEL CONFIG_SUM))
 # one of theirs (ALG, or ALG+...) would share a label with one of our candidates
 PLANNERS := $(shell sed -n 's/^AS_PLANNER.[A-Z_]*, *"\([^"]*\)".*/\1/p' lib/records/planners.def)
 # $(call own_labels,PLANS,WHERE): PLANS (imported) refused, and removed, when a plan's label
-# is one of our planners' (WHERE names the file)
-own_labels = $(BIN)/as-show -k plan $(1) | python3 -c 'import json, sys; \
-	  ours = sys.argv[2].split(); \
-	  bad = [r["alg"] for r in map(json.loads, sys.stdin) if str(r.get("alg")).split("+")[0] in ours]; \
-	  bad and sys.stderr.write("make plan: %s: its plan is labelled %s, as our planner %s labels its own plans: one of the candidates would share its label; label it as TorchRec'"'"'s own planner'"'"'s (\"alg\": \"torchrec-own\", as pipelines/torchrec_planner.py writes) or anything not starting with an algorithm'"'"'s name\n" % (sys.argv[1], bad[0], bad[0].split("+")[0])); \
-	  sys.exit(1 if bad else 0)' $(call sq,$(2)) '$(PLANNERS)' || { rm -f $(1); exit 1; }
+# is one of our planners' (WHERE names the file; aspipe.own_labels)
+own_labels = $(BIN)/as-show -k plan $(1) | python3 pipelines/aspipe.py own-labels $(call sq,$(2)) '$(PLANNERS)' || { rm -f $(1); exit 1; }
 
 .PHONY: plan-run
 plan-run: $(D)/report.md $(D)/plan.json

@@ -77,13 +77,7 @@ mp_edit() {
 }
 
 # the first of $AS_PYTHON, /usr/bin/python3 (python3-torch), python3 that imports torch
+# (pipelines/find-torch-python, as make plan, make demo and bench-kernel find it)
 torch_python() {
-    local py
-    for py in ${AS_PYTHON:-} /usr/bin/python3 python3; do
-        if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' >/dev/null 2>&1; then
-            echo "$py"
-            return 0
-        fi
-    done
-    return 1
+    "$ROOT/pipelines/find-torch-python"
 }
