@@ -18,45 +18,6 @@
 #include <omp.h>
 #endif
 
-/* ---- statistics --------------------------------------------------------------------- */
-
-void as_bench_stats(const double *v, int n, int trim, double *tmean, double *median, double *min, double *max, double *rel_std)
-{
-    double *s = as_malloc((size_t)n * sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, as_stats_cmp);
-    if (2 * trim >= n) trim = (n - 1) / 2;
-    double sum = 0;
-    for (int i = trim; i < n - trim; i++) sum += s[i];
-    *tmean = sum / (n - 2 * trim);
-    *median = as_stats_median_sorted(s, n);
-    *min = s[0];
-    *max = s[n - 1];
-    double mean = 0, var = 0;
-    for (int i = 0; i < n; i++) mean += s[i];
-    mean /= n;
-    for (int i = 0; i < n; i++) var += (s[i] - mean) * (s[i] - mean);
-    *rel_std = n > 1 && mean > 0 ? sqrt(var / (n - 1)) / mean : 0;
-    free(s);
-}
-
-double as_bench_spread(const double *v, int n, int trim)
-{
-    if (n < 2) return NAN;
-    double *s = as_malloc((size_t)n * sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, as_stats_cmp);
-    if (2 * trim >= n) trim = (n - 1) / 2;
-    const int m = n - 2 * trim;
-    double mean = 0, var = 0;
-    for (int i = trim; i < n - trim; i++) mean += s[i];
-    mean /= m;
-    for (int i = trim; i < n - trim; i++) var += (s[i] - mean) * (s[i] - mean);
-    free(s);
-    if (m < 2 || !(mean > 0)) return NAN;
-    return sqrt(var / m) / mean;
-}
-
 /* ---- CPU cache flush ---------------------------------------------------------------- */
 
 static volatile double flush_sink;
@@ -951,10 +912,10 @@ static void shard_finish(as_bench_session *S, bslot *b, const int64_t *ids, int6
         S->timer.runs(S->timer.ctx, &tm, fw, bw, tot, R);
     }
     double d1, d2, d3, d4;
-    res->spread = as_bench_spread(tot, R, c->trim);
-    as_bench_stats(tot, R, c->trim, &res->cost_ms, &res->median_ms, &res->min_ms, &res->max_ms, &res->rel_std);
-    as_bench_stats(fw, R, c->trim, &res->fwd_ms, &d1, &d2, &d3, &d4);
-    as_bench_stats(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
+    res->spread = as_stats_trimmed_spread(tot, R, c->trim);
+    as_stats_trimmed(tot, R, c->trim, &res->cost_ms, &res->median_ms, &res->min_ms, &res->max_ms, &res->rel_std);
+    as_stats_trimmed(fw, R, c->trim, &res->fwd_ms, &d1, &d2, &d3, &d4);
+    as_stats_trimmed(bw, R, c->trim, &res->bwd_ms, &d1, &d2, &d3, &d4);
     res->gbps = res->cost_ms > 0 ? 3.0 * b->fwd_bytes / (res->cost_ms * 1e-3) / 1e9 : 0;
     res->ok = 1;
     b->measured = 1;

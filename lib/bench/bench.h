@@ -254,15 +254,6 @@ void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wal
  * name, 3 no such device) with err. */
 int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen);
 
-/* the protocol's statistics over n timings (sorted copy inside); mean of the middle after
- * dropping trim from each end; rel_std over all runs */
-void as_bench_stats(const double *v, int n, int trim, double *trimmed_mean, double *median,
-                    double *min, double *max, double *rel_std);
-/* the relative spread of the runs the trimmed mean keeps: population standard deviation /
- * mean of the sorted runs trim..n-trim-1 (trim clamped as in as_bench_stats); NaN when fewer
- * than 2 runs are kept or their mean is not above 0 */
-double as_bench_spread(const double *v, int n, int trim);
-
 /* the spread of a shard's passes: population std / mean of the finite, positive v[0..n)
  * (NaN: fewer than 2) */
 double as_bench_pass_spread(const double *v, int n);

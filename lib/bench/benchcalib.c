@@ -2,6 +2,7 @@
 #include "benchcalib.h"
 #include "bench.h"
 #include "common.h"
+#include "stats.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -119,9 +120,9 @@ static void calib_cpu(as_bench_session *S, as_bench_calib *out, const calib_cloc
     out->runs = CALIB_RUNS;
     out->trim = CALIB_TRIM;
     double tm, med, mn, mx, rs;
-    as_bench_stats(v, CALIB_RUNS, CALIB_TRIM, &tm, &med, &mn, &mx, &rs);
+    as_stats_trimmed(v, CALIB_RUNS, CALIB_TRIM, &tm, &med, &mn, &mx, &rs);
     out->median_ms = med;
-    out->spread = as_bench_spread(v, CALIB_RUNS, CALIB_TRIM);
+    out->spread = as_stats_trimmed_spread(v, CALIB_RUNS, CALIB_TRIM);
     out->slowest = med > 0 ? mx / med : NAN;
     /* other processes' share of our CPUs meanwhile (not under the fake timer: tests
        must not depend on the machine's load) */

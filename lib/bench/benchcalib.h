@@ -17,7 +17,7 @@ typedef struct {
     char what[96];          /* what was timed */
     int runs, trim;
     double median_ms;       /* of one run */
-    double spread;          /* as as_bench_spread (NaN: could not time) */
+    double spread;          /* as as_stats_trimmed_spread (NaN: could not time) */
     double slowest;         /* slowest run / median */
     double other_cpu;       /* CPU: fraction of the CPUs this process may use that other
                              * processes kept busy during the check (NaN: unknown, or the

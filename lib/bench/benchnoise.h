@@ -4,7 +4,7 @@
  * A window of shards is measured once each (round 0), in groups measured together in
  * interleaved rounds (as_bench_session_run_group; as_noise_group_end_fit: whole units, as
  * many as the interleave and the memory budget allow); then the retry units
- * with a shard whose relative spread (as_bench_spread: population std / mean of the runs the
+ * with a shard whose relative spread (as_stats_trimmed_spread: population std / mean of the runs the
  * trimmed mean keeps) is above the threshold are measured again, in window order and groups
  * of their own, in round 1; then those still above it in round 2, and so on, `retries`
  * rounds at most. A retry unit is a unit of jobs (a plan's shards) when interleave > 1, so

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 int64_t as_stats_meanstd(const double *v, int64_t n, double *mean, double *std)
 {
@@ -112,4 +113,41 @@ double as_stats_median_finite(double *v, int64_t n)
     for (int64_t i = 0; i < n; i++) if (isfinite(v[i])) v[m++] = v[i];
     if (!m) return NAN;
     return as_stats_median(v, m);
+}
+
+void as_stats_trimmed(const double *v, int n, int trim, double *tmean, double *median, double *min, double *max, double *rel_std)
+{
+    double *s = as_malloc((size_t)n * sizeof *s);
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, as_stats_cmp);
+    if (2 * trim >= n) trim = (n - 1) / 2;
+    double sum = 0;
+    for (int i = trim; i < n - trim; i++) sum += s[i];
+    *tmean = sum / (n - 2 * trim);
+    *median = as_stats_median_sorted(s, n);
+    *min = s[0];
+    *max = s[n - 1];
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) mean += s[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (s[i] - mean) * (s[i] - mean);
+    *rel_std = n > 1 && mean > 0 ? sqrt(var / (n - 1)) / mean : 0;
+    free(s);
+}
+
+double as_stats_trimmed_spread(const double *v, int n, int trim)
+{
+    if (n < 2) return NAN;
+    double *s = as_malloc((size_t)n * sizeof *s);
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, as_stats_cmp);
+    if (2 * trim >= n) trim = (n - 1) / 2;
+    const int m = n - 2 * trim;
+    double mean = 0, var = 0;
+    for (int i = trim; i < n - trim; i++) mean += s[i];
+    mean /= m;
+    for (int i = trim; i < n - trim; i++) var += (s[i] - mean) * (s[i] - mean);
+    free(s);
+    if (m < 2 || !(mean > 0)) return NAN;
+    return sqrt(var / m) / mean;
 }

@@ -32,4 +32,13 @@ int64_t as_stats_gmean_ci(const double *v, int64_t n, double *gmean, double *lo,
 /* median of the finite values of v[0..n) (NaN when none); v is reordered */
 double as_stats_median_finite(double *v, int64_t n);
 
+/* the benchmark protocol's statistics over n timings (sorted copy inside); mean of the middle after
+ * dropping trim from each end; rel_std over all runs */
+void as_stats_trimmed(const double *v, int n, int trim, double *trimmed_mean, double *median,
+                    double *min, double *max, double *rel_std);
+/* the relative spread of the runs the trimmed mean keeps: population standard deviation /
+ * mean of the sorted runs trim..n-trim-1 (trim clamped as in as_stats_trimmed); NaN when fewer
+ * than 2 runs are kept or their mean is not above 0 */
+double as_stats_trimmed_spread(const double *v, int n, int trim);
+
 #endif

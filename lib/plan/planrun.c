@@ -83,7 +83,7 @@ char *as_plan_help(const char *head, const char *tail)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    if (!f) as_die(3, "out of memory");
+    if (!f) as_oom("the planners' help");
     fputs(head, f);
     for (int a = 0; a < AS_ALG_COUNT; a++) {
         /* the name in a column of 20, the help's lines after the first indented to it */
@@ -95,7 +95,7 @@ char *as_plan_help(const char *head, const char *tail)
         fputc('\n', f);
     }
     fputs(tail, f);
-    if (fclose(f)) as_die(3, "out of memory");
+    if (fclose(f)) as_oom("the planners' help");
     return buf;
 }
 

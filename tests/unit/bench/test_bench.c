@@ -364,37 +364,6 @@ TEST(bench_session_dims_sum_overflow)
 
 /* ---- noise-aware measurement (issue 12) ---------------------------------------------- */
 
-/* the spread: population std / mean of the runs the trimmed mean keeps, by hand */
-TEST(bench_spread_hand_values)
-{
-    /* {2,3,4} kept of {100,2,4,1,3}: mean 3, variance (1 + 0 + 1) / 3 */
-    double v1[5] = { 100, 2, 4, 1, 3 };
-    CHECK_NEAR(as_bench_spread(v1, 5, 1), sqrt(2.0 / 3.0) / 3.0, 1e-15);
-    /* no trim: {2,4}: mean 3, std 1 */
-    double v2[2] = { 4, 2 };
-    CHECK_NEAR(as_bench_spread(v2, 2, 0), 1.0 / 3.0, 1e-15);
-    /* trim clamped as in as_bench_stats: 4 runs keep at least 2: {2,3} of {5,1,3,2} */
-    double v3[4] = { 5, 1, 3, 2 };
-    CHECK_NEAR(as_bench_spread(v3, 4, 5), 0.5 / 2.5, 1e-15);
-    /* equal runs: 0 */
-    double v4[4] = { 7, 7, 7, 7 };
-    CHECK_NEAR(as_bench_spread(v4, 4, 1), 0, 0);
-    /* fewer than 2 kept, one run, mean 0: undefined (nil in records) */
-    double v5[3] = { 1, 2, 3 };
-    CHECK(isnan(as_bench_spread(v5, 3, 1)));
-    CHECK(isnan(as_bench_spread(v5, 1, 0)));
-    double v6[2] = { 0, 0 };
-    CHECK(isnan(as_bench_spread(v6, 2, 0)));
-    /* the input is left as it was (a sorted copy inside) */
-    CHECK(v1[0] == 100 && v1[4] == 3);
-    /* rel_std is unchanged: sample std over all runs. {1,2,3,4,100}: mean 22, sum of
-       squares 441 + 400 + 361 + 324 + 6084 = 7610, / 4 = 1902.5 */
-    double tm, med, mn, mx, rs;
-    as_bench_stats(v1, 5, 1, &tm, &med, &mn, &mx, &rs);
-    CHECK_NEAR(tm, 3, 1e-15);
-    CHECK_NEAR(rs, sqrt(1902.5) / 22, 1e-12);
-}
-
 TEST(bench_fake_timer_parse_and_factor)
 {
     as_bench_fake f;
