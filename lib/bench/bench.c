@@ -1181,66 +1181,50 @@ void as_bench_summary(char *buf, size_t len, const as_bench_tally *t, double wal
     }
 }
 
-void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r)
+void as_bench_costrec(as_costrec *rec, const as_bench_cfg *c, const as_bench_result *r)
 {
-#define PK_MS(k, v) do { as_pack_str(pk, k); if (r->ok) msgpack_pack_double(pk, v); else msgpack_pack_nil(pk); } while (0)
-    PK_MS("cost_ms", r->cost_ms);
-    PK_MS("fwd_ms", r->fwd_ms);
-    PK_MS("bwd_ms", r->bwd_ms);
-    PK_MS("median_ms", r->median_ms);
-    PK_MS("min_ms", r->min_ms);
-    PK_MS("max_ms", r->max_ms);
-    PK_MS("rel_std", r->rel_std);
-    PK_MS("gbps", r->gbps);
-#undef PK_MS
-    as_pack_str(pk, "spread");
-    if (r->ok && isfinite(r->spread)) msgpack_pack_double(pk, r->spread); else msgpack_pack_nil(pk);
-    as_pack_kv_i64(pk, "attempts", r->attempts);
-    as_pack_kv_i64(pk, "passes", r->passes > 1 ? r->passes : 1);
-    as_pack_kv_i64(pk, "together", r->together);
-    as_pack_str(pk, "drift");
-    if (r->ok && isfinite(r->drift)) msgpack_pack_double(pk, r->drift); else msgpack_pack_nil(pk);
-    as_pack_str(pk, "noisy");
-    if (r->ok && r->noisy) msgpack_pack_true(pk); else msgpack_pack_false(pk);
-    as_pack_str(pk, "drift_refused");
-    if (r->ok && r->ref_bad) msgpack_pack_true(pk); else msgpack_pack_false(pk);
-    as_pack_str(pk, "pass_ms");
-    if (r->npass > 1) {
-        msgpack_pack_array(pk, (size_t)r->npass);
-        for (int i = 0; i < r->npass; i++)
-            if (isfinite(r->pass_ms[i])) msgpack_pack_double(pk, r->pass_ms[i]); else msgpack_pack_nil(pk);
-    } else msgpack_pack_nil(pk);
-    as_pack_str(pk, "pass_spread");
+    const as_fhas ok = r->ok ? AS_F_SET : AS_F_NIL;
+#define CR_NUM(f) rec->f = (as_fnum){ r->f, ok }
+    CR_NUM(cost_ms);
+    CR_NUM(fwd_ms);
+    CR_NUM(bwd_ms);
+    CR_NUM(median_ms);
+    CR_NUM(min_ms);
+    CR_NUM(max_ms);
+    CR_NUM(rel_std);
+    CR_NUM(gbps);
+#undef CR_NUM
+    rec->spread = (as_fnum){ r->spread, r->ok && isfinite(r->spread) ? AS_F_SET : AS_F_NIL };
+    rec->attempts = (as_fint){ r->attempts, AS_F_SET };
+    rec->passes = (as_fint){ r->passes > 1 ? r->passes : 1, AS_F_SET };
+    rec->together = (as_fint){ r->together, AS_F_SET };
+    rec->drift = (as_fnum){ r->drift, r->ok && isfinite(r->drift) ? AS_F_SET : AS_F_NIL };
+    rec->noisy = (as_fint){ r->ok && r->noisy, AS_F_SET };
+    rec->drift_refused = (as_fint){ r->ok && r->ref_bad, AS_F_SET };
+    rec->pass_ms = (double *)r->pass_ms;
+    rec->npass = r->npass > 1 ? r->npass : 0;
+    rec->pass_has = r->npass > 1 ? AS_F_SET : AS_F_NIL;
     const double ps = as_bench_pass_spread(r->pass_ms, r->npass > 1 ? r->npass : 0);
-    if (isfinite(ps)) msgpack_pack_double(pk, ps); else msgpack_pack_nil(pk);
-    as_pack_kv_i64(pk, "lookups", r->lookups);
-    as_pack_str(pk, "row_cap");
-    if (c->row_cap > 0) msgpack_pack_int64(pk, c->row_cap); else msgpack_pack_nil(pk);
-    as_pack_kv_i64(pk, "capped", r->capped);
-    as_pack_kv_i64(pk, "batch", r->batch);
-    as_pack_kv_i64(pk, "sum_dim", r->sum_dim);
-    as_pack_kv_i64(pk, "bytes", (int64_t)r->bytes);
-    as_pack_kv_str(pk, "device", r->device);
-    as_pack_kv_str(pk, "device_kind", c->cuda ? "cuda" : "cpu");
-    as_pack_kv_i64(pk, "threads", r->threads);
-    as_pack_kv_i64(pk, "sm_clock_mhz", r->sm_clock_mhz);
-    as_pack_str(pk, "protocol");
-    msgpack_pack_array(pk, 3);
-    msgpack_pack_int(pk, c->warmup);
-    msgpack_pack_int(pk, c->runs);
-    msgpack_pack_int(pk, c->trim);
-    as_pack_str(pk, "error");
-    if (r->ok) msgpack_pack_nil(pk);
-    else as_pack_str(pk, r->error);
-    if (as_bench_result_fields(c) > AS_BENCH_RESULT_FIELDS) {
-        as_pack_kv_str(pk, "weights_type", r->wtype[0] ? r->wtype : "fp16");
-        as_pack_kv_str(pk, "optimizer", as_eb_optim_name(c->optim));
-    }
-}
-
-int as_bench_result_fields(const as_bench_cfg *c)
-{
-    return AS_BENCH_RESULT_FIELDS + (c->wtype != AS_EB_F16 || c->optim != AS_EB_SGD ? 2 : 0);
+    rec->pass_spread = (as_fnum){ ps, isfinite(ps) ? AS_F_SET : AS_F_NIL };
+    rec->lookups = (as_fint){ r->lookups, AS_F_SET };
+    rec->row_cap = (as_fint){ c->row_cap, c->row_cap > 0 ? AS_F_SET : AS_F_NIL };
+    rec->capped = (as_fint){ r->capped, AS_F_SET };
+    rec->batch = (as_fint){ r->batch, AS_F_SET };
+    rec->sum_dim = (as_fint){ r->sum_dim, AS_F_SET };
+    rec->bytes = (as_fint){ (int64_t)r->bytes, AS_F_SET };
+    rec->device = (as_fstr){ r->device, AS_F_SET };
+    rec->device_kind = (as_fstr){ c->cuda ? "cuda" : "cpu", AS_F_SET };
+    rec->threads = (as_fint){ r->threads, AS_F_SET };
+    rec->sm_clock_mhz = (as_fint){ r->sm_clock_mhz, AS_F_SET };
+    rec->protocol[0] = c->warmup;
+    rec->protocol[1] = c->runs;
+    rec->protocol[2] = c->trim;
+    rec->protocol_has = AS_F_SET;
+    rec->error = (as_fstr){ r->ok ? NULL : r->error, r->ok ? AS_F_NIL : AS_F_SET };
+    /* the kind trained, when not fp16 weights with SGD */
+    const int trained = c->wtype != AS_EB_F16 || c->optim != AS_EB_SGD;
+    rec->weights_type = (as_fstr){ trained ? (r->wtype[0] ? r->wtype : "fp16") : NULL, trained ? AS_F_SET : AS_F_ABSENT };
+    rec->optimizer = (as_fstr){ trained ? as_eb_optim_name(c->optim) : NULL, trained ? AS_F_SET : AS_F_ABSENT };
 }
 
 double as_bench_pass_spread(const double *v, int n)

@@ -20,6 +20,7 @@
 
 #include "benchfake.h"   /* as_bench_fake: the fake timer (tests) */
 #include "benchpool.h"   /* as_bpool: the table data a session measures */
+#include "costrec.h"
 #include "embbag.h"
 #include "piece.h"
 #include "stream.h"
@@ -257,12 +258,11 @@ int as_bench_device(const char *spec, as_bench_cfg *c, char *err, size_t errlen)
 /* the spread of a shard's passes: population std / mean of the finite, positive v[0..n)
  * (NaN: fewer than 2) */
 double as_bench_pass_spread(const double *v, int n);
-/* pack the result fields into an open map (caller counts them: as_bench_result_fields(c);
- * AS_BENCH_RESULT_FIELDS, and weights_type and optimizer when c measures other than fp16
- * weights with SGD) */
-#define AS_BENCH_RESULT_FIELDS 29
-int as_bench_result_fields(const as_bench_cfg *c);
-void as_bench_pack_result(msgpack_packer *pk, const as_bench_cfg *c, const as_bench_result *r);
+/* the measurement's fields of r's `cost` record (lib/records/costrec.h: cost_ms to error, and
+ * weights_type and optimizer when c measures other than fp16 weights with SGD) into rec, its
+ * strings and pass_ms pointing into r and c; the caller sets the shard, origin, task, alg
+ * and reference */
+void as_bench_costrec(as_costrec *rec, const as_bench_cfg *c, const as_bench_result *r);
 /* divide r's times (cost, fwd, bwd, median, min, max) by f > 0, multiply its gbps by f and
  * set drift = f (spread and rel_std are ratios: unchanged); nothing for a failed result */
 void as_bench_result_scale(as_bench_result *r, double f);

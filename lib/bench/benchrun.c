@@ -2,6 +2,7 @@
  * the records it writes (benchrun.h) */
 #include "benchrun.h"
 #include "common.h"
+#include "costrec.h"
 #include "planrec.h"
 #include "planrec.h"
 #include "reclimits.h"
@@ -564,7 +565,6 @@ static void count_result(runner *R, const int64_t *ids, int64_t n, const as_benc
 static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_result *r, const char *origin,
                        int64_t task, const char *alg, int64_t shard)
 {
-    msgpack_packer *pk = as_writer_pk(R->w);
     /* ids of pieces stand for (table, piece): written as the table and `pieces` */
     const as_bpool *pool = as_bench_session_pool(R->sess);
     int pieces = 0;
@@ -572,42 +572,30 @@ static void write_cost(runner *R, const int64_t *ids, int64_t n, const as_bench_
         const as_btable *t = as_bpool_get(pool, ids[i]);
         pieces = t && t->is_piece;
     }
-    /* the run's reference level, so that a later run can share its scale (--reference-level) */
-    const int reflev = r->ok && isfinite(r->drift) && R->st->ref_base > 0 && R->noise.ref_n > 0;
-    msgpack_pack_map(pk, 6 + pieces + reflev + (uint32_t)as_bench_result_fields(R->c->bench));
-    as_pack_kv_str(pk, "kind", "cost");
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)n);
+    as_costrec c = { 0 };
+    as_bench_costrec(&c, R->c->bench, r);
+    c.n = n;
+    c.tables = as_malloc((size_t)(n ? n : 1) * sizeof *c.tables);
+    c.pieces = pieces ? as_malloc((size_t)n * sizeof *c.pieces) : NULL;
     for (int64_t i = 0; i < n; i++) {
-        int64_t tb;
         as_piece q;
-        as_bpool_origin(pool, ids[i], &tb, &q);
-        msgpack_pack_int64(pk, tb);
+        as_bpool_origin(pool, ids[i], &c.tables[i], &q);
+        if (pieces) c.pieces[i] = q;
     }
-    if (pieces) {
-        as_pack_str(pk, "pieces");
-        msgpack_pack_array(pk, (size_t)n);
-        for (int64_t i = 0; i < n; i++) {
-            int64_t tb;
-            as_piece q;
-            as_bpool_origin(pool, ids[i], &tb, &q);
-            as_pack_piece(pk, &q);
-        }
+    c.origin = (as_fstr){ origin, AS_F_SET };
+    c.task = (as_fint){ task, AS_F_SET };
+    c.alg = (as_fstr){ alg, alg ? AS_F_SET : AS_F_NIL };
+    c.shard = (as_fint){ shard, AS_F_SET };
+    /* the run's reference level, so that a later run can share its scale (--reference-level) */
+    if (r->ok && isfinite(r->drift) && R->st->ref_base > 0 && R->noise.ref_n > 0) {
+        c.ref_has = AS_F_SET;
+        c.ref_tables = (int64_t *)R->noise.ref_ids;
+        c.nref = R->noise.ref_n;
+        c.ref_level_ms = R->st->ref_base;
     }
-    as_pack_kv_str(pk, "origin", origin);
-    as_pack_kv_i64(pk, "task", task);
-    as_pack_str(pk, "alg");
-    if (alg) as_pack_str(pk, alg); else msgpack_pack_nil(pk);
-    as_pack_kv_i64(pk, "shard", shard);
-    as_bench_pack_result(pk, R->c->bench, r);
-    if (reflev) {
-        as_pack_str(pk, "reference");
-        msgpack_pack_map(pk, 2);
-        as_pack_str(pk, "tables");
-        msgpack_pack_array(pk, (size_t)R->noise.ref_n);
-        for (int64_t i = 0; i < R->noise.ref_n; i++) msgpack_pack_int64(pk, R->noise.ref_ids[i]);
-        as_pack_kv_f64(pk, "level_ms", R->st->ref_base);
-    }
+    as_costrec_pack(as_writer_pk(R->w), &c);
+    free(c.tables);
+    free(c.pieces);
     as_writer_end_record(R->w);
     count_result(R, ids, n, r, "");
 }
@@ -1128,53 +1116,56 @@ typedef struct {
     int64_t row_cap;
 } reflev_ctx;
 
-static int reflev_record(void *ctx, const as_reader *rd, const as_record *rec, char *err, size_t errlen)
+/* a cost record's reference (c read by as_costrec_read_fields) against this run's: 0 when it
+ * has none (absent or nil) or the same shard's over the same rows, else -1 with err */
+static int reflev_check(const reflev_ctx *x, const as_costrec *c, const char *name, char *err, size_t errlen)
 {
-    reflev_ctx *x = ctx;
-    if (x->found || !as_rec_is(rec, "cost")) return 0;
-    const msgpack_object *ref = as_obj_get(&rec->obj, "reference");
-    if (!ref || ref->type == MSGPACK_OBJECT_NIL) return 0;
-    double level;
-    const msgpack_object *t = ref->type == MSGPACK_OBJECT_MAP ? as_obj_get(ref, "tables") : NULL;
-    if (!t || t->type != MSGPACK_OBJECT_ARRAY || as_obj_f64(ref, "level_ms", &level) || !isfinite(level) ||
-        !(level >= AS_BRUN_REF_LEVEL_MIN && level <= AS_BRUN_REF_LEVEL_MAX)) {
+    if (c->ref_has == AS_F_ABSENT || c->ref_has == AS_F_NIL) return 0;
+    const double level = c->ref_level_ms;
+    if (c->ref_has != AS_F_SET || !isfinite(level) || !(level >= AS_BRUN_REF_LEVEL_MIN && level <= AS_BRUN_REF_LEVEL_MAX)) {
         snprintf(err, errlen, "%s: cost record: `reference` is not {\"tables\": [ids], \"level_ms\": a level in [%g, %g] ms}",
-                 as_reader_name(rd), AS_BRUN_REF_LEVEL_MIN, AS_BRUN_REF_LEVEL_MAX);
+                 name, AS_BRUN_REF_LEVEL_MIN, AS_BRUN_REF_LEVEL_MAX);
         return -1;
     }
-    int same = (int64_t)t->via.array.size == x->n;
-    for (uint32_t i = 0; same && i < t->via.array.size; i++) {
-        const msgpack_object *e = &t->via.array.ptr[i];
-        same = e->type == MSGPACK_OBJECT_POSITIVE_INTEGER && e->via.u64 == (uint64_t)x->ids[i];
-    }
+    int same = c->nref == x->n;
+    for (int64_t i = 0; same && i < c->nref; i++) same = c->ref_tables[i] == x->ids[i];
     if (!same) {
         char a[160] = "", b[160] = "";
         size_t ka = 0, kb = 0;
-        for (uint32_t i = 0; i < t->via.array.size && ka < sizeof a - 24; i++) {
-            const msgpack_object *e = &t->via.array.ptr[i];
-            ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%" PRId64, i ? "," : "",
-                                   e->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)e->via.u64 : (int64_t)-1);
-        }
+        for (int64_t i = 0; i < c->nref && ka < sizeof a - 24; i++)
+            ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%" PRId64, i ? "," : "", c->ref_tables[i]);
         for (int64_t i = 0; i < x->n && kb < sizeof b - 24; i++)
             kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%" PRId64, i ? "," : "", x->ids[i]);
         snprintf(err, errlen, "%s: measured against the reference shard of tables %s, this run's is %s: their levels "
-                 "are not comparable (the same --tables and --reference give the same shard)", as_reader_name(rd), a, b);
+                 "are not comparable (the same --tables and --reference give the same shard)", name, a, b);
         return -1;
     }
     /* the reference measured over the same rows: the same --row-cap (none: nil or absent) */
-    const msgpack_object *rcap = as_obj_get(&rec->obj, "row_cap");
-    const int64_t theirs = rcap && rcap->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)rcap->via.u64 : 0;
+    const int64_t theirs = c->row_cap.has == AS_F_SET && c->row_cap.v >= 0 ? c->row_cap.v : 0;
     if (theirs != x->row_cap) {
-        char a[32] = "none", b[32] = "none";
-        if (theirs) snprintf(a, sizeof a, "%" PRId64, theirs);
-        if (x->row_cap) snprintf(b, sizeof b, "%" PRId64, x->row_cap);
+        char ra[32] = "none", rb[32] = "none";
+        if (theirs) snprintf(ra, sizeof ra, "%" PRId64, theirs);
+        if (x->row_cap) snprintf(rb, sizeof rb, "%" PRId64, x->row_cap);
         snprintf(err, errlen, "%s: measured with --row-cap %s, this run with %s: their reference levels are not comparable",
-                 as_reader_name(rd), a, b);
+                 name, ra, rb);
         return -1;
     }
-    x->level = level;
-    x->found = 1;
     return 0;
+}
+
+static int reflev_record(void *ctx, const as_reader *rd, const as_record *rec, char *err, size_t errlen)
+{
+    reflev_ctx *x = ctx;
+    if (x->found || !as_costrec_is(&rec->obj)) return 0;
+    as_costrec c;
+    as_costrec_read_fields(&rec->obj, &c);
+    const int rc = reflev_check(x, &c, as_reader_name(rd), err, errlen);
+    if (!rc && c.ref_has == AS_F_SET) {
+        x->level = c.ref_level_ms;
+        x->found = 1;
+    }
+    as_costrec_free(&c);
+    return rc;
 }
 
 int as_brun_ref_level_read(const char *file, const int64_t *ids, int64_t n, int64_t row_cap, double *level, char *err,

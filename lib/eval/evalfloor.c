@@ -3,7 +3,7 @@
 #include "evalfloor.h"
 
 #include "common.h"
-#include "costdata.h"
+#include "costrec.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -33,19 +33,19 @@ static int dev_index(as_eval_singles *s, const char *dev)
     return s->ndevices++;
 }
 
-static void singles_put(as_eval_singles *s, int64_t id, const as_cost_rec *c, const msgpack_object *rec);
+static void singles_put(as_eval_singles *s, int64_t id, const as_costrec *c);
 
 int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *err, size_t errlen)
 {
-    if (!as_obj_streq(as_obj_get(rec, "kind"), "cost")) return 0;
-    as_cost_rec c;
-    if (as_cost_rec_read(rec, &c, err, errlen)) return -1;
-    const int64_t id = c.n == 1 ? c.ids[0] : -1;
+    if (!as_costrec_is(rec)) return 0;
+    as_costrec c;
+    if (as_costrec_read(rec, &c, err, errlen)) return -1;
+    const int64_t id = c.n == 1 ? c.tables[0] : -1;
     /* a piece of the table alone is not the table's single cost */
     const int piece = c.n == 1 && c.pieces && !as_piece_whole(&c.pieces[0]);
     const as_piece pq = piece ? c.pieces[0] : AS_PIECE_WHOLE;
     if (c.n != 1) {   /* a shard of several tables (or none): not a single cost */
-        as_cost_rec_free(&c);
+        as_costrec_free(&c);
         return 0;
     }
     if (piece) {
@@ -63,23 +63,23 @@ int as_eval_singles_take(as_eval_singles *s, const msgpack_object *rec, char *er
             s->npk++;
         }
         if (!s->pieces) s->pieces = as_calloc(1, sizeof *s->pieces);
-        singles_put(s->pieces, q, &c, rec);
+        singles_put(s->pieces, q, &c);
     } else {
-        singles_put(s, id, &c, rec);
+        singles_put(s, id, &c);
     }
-    as_cost_rec_free(&c);
+    as_costrec_free(&c);
     return 0;
 }
 
 /* a single record's cost and device under key id */
-static void singles_put(as_eval_singles *s, int64_t id, const as_cost_rec *c, const msgpack_object *rec)
+static void singles_put(as_eval_singles *s, int64_t id, const as_costrec *c)
 {
     if (!c->measured) {
         s->skipped++;   /* not measured */
         return;
     }
     char dev[256] = "";
-    as_obj_str(rec, "device", dev, sizeof dev);
+    if (c->device.s) snprintf(dev, sizeof dev, "%s", c->device.s);
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 256;
         s->ids = as_realloc(s->ids, (size_t)s->cap * sizeof *s->ids);
@@ -87,14 +87,14 @@ static void singles_put(as_eval_singles *s, int64_t id, const as_cost_rec *c, co
         s->dev = as_realloc(s->dev, (size_t)s->cap * sizeof *s->dev);
     }
     s->ids[s->n] = id;
-    s->cost[s->n] = c->cost_ms;
+    s->cost[s->n] = c->cost_ms.v;
     s->dev[s->n] = dev_index(s, dev);
     s->n++;
 }
 
 static int singles_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
-    if (!as_rec_is(rec, "cost")) return 0;
+    if (!as_costrec_is(&rec->obj)) return 0;
     char msg[768];
     if (as_eval_singles_take(ctx, &rec->obj, msg, sizeof msg)) {
         snprintf(err, errlen, "%s: record %" PRIu64 ": cost: %s", as_reader_name(r), rec->index, msg);

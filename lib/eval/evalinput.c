@@ -2,6 +2,7 @@
 #include "evalinput.h"
 
 #include "common.h"
+#include "costrec.h"
 #include "planrec.h"
 #include "reclimits.h"
 
@@ -187,7 +188,7 @@ static int read_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
     /* the tables' sizes (every plan's pieces are checked against them) and, with a cost
        model, their features */
     if (as_rec_is(rec, "features")) return as_featidx_read(&in->ft, rec, as_reader_name(r), err, errlen);
-    if (as_rec_is(rec, "cost")) {
+    if (as_costrec_is(&rec->obj)) {
         if (c->estimate) return 0;
         char msg[768];
         if (as_eval_singles_take(&in->singles, &rec->obj, msg, sizeof msg)) {

@@ -2,6 +2,7 @@
  * costdata.h. Dimension letters: K shards, T tables. */
 #include "costdata.h"
 #include "common.h"
+#include "costrec.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -23,85 +24,50 @@ static int dev_index(as_costdata *d, const char *dev, const char *kind)
 }
 
 /* the record's kind trained, "WEIGHTS + OPTIMIZER", counted among d->trains */
-static void train_kind(as_costdata *d, const msgpack_object *o)
+static void train_kind(as_costdata *d, const as_costrec *r)
 {
     char w[16] = "fp16", opt[32] = "sgd", k[64];
-    if (as_obj_str(o, "weights_type", w, sizeof w)) snprintf(w, sizeof w, "fp16");
-    if (as_obj_str(o, "optimizer", opt, sizeof opt)) snprintf(opt, sizeof opt, "sgd");
+    if (r->weights_type.s) snprintf(w, sizeof w, "%s", r->weights_type.s);
+    if (r->optimizer.s) snprintf(opt, sizeof opt, "%s", r->optimizer.s);
     snprintf(k, sizeof k, "%s + %s", w, opt);
     for (int i = 0; i < d->ntrains; i++) if (!strcmp(d->trains[i], k)) return;
     d->trains = as_realloc(d->trains, (size_t)(d->ntrains + 1) * sizeof *d->trains);
     d->trains[d->ntrains++] = as_strdup(k);
 }
 
-/* one `cost` record: 1 kept, 0 skipped, -1 bad (err) */
-int as_cost_measured(const msgpack_object *rec, double *ms, char *err, size_t errlen)
-{
-    const msgpack_object *e = as_obj_get(rec, "error"), *cm = as_obj_get(rec, "cost_ms");
-    if ((e && e->type != MSGPACK_OBJECT_NIL) || !cm || cm->type == MSGPACK_OBJECT_NIL) return 0;
-    if (as_field_f64(rec, "cost_ms", -INFINITY, INFINITY, ms, err, errlen)) return -1;
-    if (!(*ms > 0)) {
-        snprintf(err, errlen, "'cost_ms' = %g is not a positive cost", *ms);
-        return -1;
-    }
-    return 1;
-}
-
-int as_cost_rec_read(const msgpack_object *rec, as_cost_rec *c, char *err, size_t errlen)
-{
-    memset(c, 0, sizeof *c);
-    if (as_field_table_ids(rec, "tables", &c->ids, &c->n, err, errlen) ||
-        as_field_pieces(rec, "pieces", c->n, &c->pieces, err, errlen)) {
-        as_cost_rec_free(c);
-        return -1;
-    }
-    const int k = as_cost_measured(rec, &c->cost_ms, err, errlen);
-    if (k < 0) {
-        as_cost_rec_free(c);
-        return -1;
-    }
-    c->measured = k;
-    return 0;
-}
-
-void as_cost_rec_free(as_cost_rec *c)
-{
-    if (!c) return;
-    free(c->ids);
-    free(c->pieces);
-    memset(c, 0, sizeof *c);
-}
-
 static int read_cost(as_costdata *d, const msgpack_object *o, as_costshard *c, char *err, size_t errlen)
 {
     /* a measured cost is training data: finite and positive, or the input is bad */
-    as_cost_rec r;
-    if (as_cost_rec_read(o, &r, err, errlen)) return -1;
+    as_costrec r;
+    if (as_costrec_read(o, &r, err, errlen)) return -1;
     if (!r.measured || r.n == 0) {
         if (!r.measured) d->nskipped++;   /* not measured */
         else d->nempty++;
-        as_cost_rec_free(&r);
+        as_costrec_free(&r);
         return 0;
     }
     char dev[256] = "", kind[16] = "", why[96];
-    as_obj_str(o, "device", dev, sizeof dev);
-    as_obj_str(o, "device_kind", kind, sizeof kind);
+    if (r.device.s) snprintf(dev, sizeof dev, "%s", r.device.s);
+    if (r.device_kind.s) snprintf(kind, sizeof kind, "%s", r.device_kind.s);
     /* the device names the model's cost_device (reports, terminals): the names' rule */
     const char *badk = dev[0] && as_name_bad(dev, strlen(dev), why, sizeof why)     ? "device"
                        : kind[0] && as_name_bad(kind, strlen(kind), why, sizeof why) ? "device_kind" : NULL;
     if (badk) {
         snprintf(err, errlen, "cost record: '%s' %s", badk, why);
-        as_cost_rec_free(&r);
+        as_costrec_free(&r);
         return -1;
     }
     memset(c, 0, sizeof *c);
-    c->cost = r.cost_ms;
-    c->ids = r.ids;
+    c->cost = r.cost_ms.v;
+    c->ids = r.tables;
     c->n = r.n;
     c->pieces = r.pieces;
-    if (as_obj_f64(o, "rel_std", &c->rel_std)) c->rel_std = NAN;
+    r.tables = NULL;
+    r.pieces = NULL;
+    c->rel_std = r.rel_std.has == AS_F_SET ? r.rel_std.v : NAN;
     c->dev = dev_index(d, dev, kind);
-    train_kind(d, o);
+    train_kind(d, &r);
+    as_costrec_free(&r);
     return 1;
 }
 
@@ -119,7 +85,7 @@ static int add_input(as_costdata *d, const char *name)
 static int read_record(as_costdata *d, int file, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
     if (as_rec_is(rec, "features")) return as_featidx_read(&d->ft, rec, as_reader_name(r), err, errlen) ? -1 : 0;
-    if (!as_rec_is(rec, "cost")) return 0;
+    if (!as_costrec_is(&rec->obj)) return 0;
     as_costshard c;
     char e2[768];
     int k = read_cost(d, &rec->obj, &c, e2, sizeof e2);

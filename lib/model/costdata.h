@@ -72,25 +72,6 @@ int as_costdata_read_files(as_costdata *d, char *const *files, int nfiles, char 
  * first. */
 int as_costdata_read_record(as_costdata *d, const as_reader *r, const as_record *rec, char *err, size_t errlen);
 
-/* the measured cost of a `cost` record rec (the rule every reader of them follows: as-costfit,
- * as-rl, as-eval's floors): 0 when it carries none (an `error`, or `cost_ms` absent or nil:
- * not measured); 1 with *ms, a finite cost > 0; -1 with err when `cost_ms` is something else
- * (a measured cost is data: a bad one is bad input) */
-int as_cost_measured(const msgpack_object *rec, double *ms, char *err, size_t errlen);
-
-/* A `cost` record (as-bench's, docs/FORMAT.md) as every reader of one takes it: as-costfit
- * and as-rl (training data), as-eval (single costs, the floors), as-costfit --predict
- * (predictions added). Its `tables` (ids within the limits, lib/records/reclimits.h), their
- * `pieces` (one piece or nil per table, or none: lib/records/piece.h) and its measured cost
- * (as_cost_measured), checked in that order. 0 ok, -1 with err naming the field. */
-typedef struct {
-    int64_t *ids, n;        /* its table ids in record order (n may be 0: an empty shard) */
-    as_piece *pieces;       /* [n] the piece of each, NULL: every table whole */
-    int measured;           /* 1: it holds a measured cost, cost_ms */
-    double cost_ms;
-} as_cost_rec;
-int as_cost_rec_read(const msgpack_object *rec, as_cost_rec *c, char *err, size_t errlen);
-void as_cost_rec_free(as_cost_rec *c);   /* NULL: nothing */
 /* build the features index (lib/records/featindex.h: its duplicate rule); 0 or -1 with err */
 int as_costdata_index(as_costdata *d, char *err, size_t errlen);
 /* usable data: at least one measured shard, all from one device; 0 or -1 with err */

@@ -3,6 +3,7 @@
 #include "costpredict.h"
 #include "common.h"
 #include "costdata.h"
+#include "costrec.h"
 #include "planrec.h"
 #include "planrec.h"
 #include "reclimits.h"
@@ -192,24 +193,27 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         const msgpack_object *o = &up.data;
         const msgpack_object *kind = as_obj_get(o, "kind");
         const char *name = p->names[p->file[i]];
-        int is_shard = as_obj_streq(kind, "shard"), is_cost = as_obj_streq(kind, "cost"), is_plan = as_obj_streq(kind, "plan");
+        int is_shard = as_obj_streq(kind, "shard"), is_cost = as_costrec_is(o), is_plan = as_obj_streq(kind, "plan");
         if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, raw, len); continue; }
         /* every field range-checked by the shared readers (lib/records/reclimits.h, lib/plan/plan.h) */
         int64_t *ids = NULL, n = 0;
         as_piece *pc = NULL;
         as_planrec pr;
         char e2[768];
-        as_cost_rec cr = { 0 };
+        as_costrec cr = { 0 };
         int bad;
         /* a plan: its placement, and the fields that pass through read as as-eval reads them
          * (lib/records/planrec.h); pred_ms is replaced */
         if (is_plan) bad = as_planrec_read(o, &pr, AS_PLANREC_STRICT | AS_PLANREC_BARE | AS_PLANREC_NO_PRED, e2, sizeof e2);
-        else if (is_cost) bad = as_cost_rec_read(o, &cr, e2, sizeof e2);
+        else if (is_cost) bad = as_costrec_read(o, &cr, e2, sizeof e2);
         else bad = as_field_table_ids(o, "tables", &ids, &n, e2, sizeof e2) || as_field_pieces(o, "pieces", n, &pc, e2, sizeof e2);
         if (is_cost) {
-            ids = cr.ids;
+            ids = cr.tables;
             n = cr.n;
             pc = cr.pieces;
+            cr.tables = NULL;
+            cr.pieces = NULL;
+            as_costrec_free(&cr);
         }
         if (bad) {
             free(ids);
@@ -296,19 +300,19 @@ static int sel_scan(as_costpred *p, int64_t i, const msgpack_object *o, as_costm
     const msgpack_object *kind = as_obj_get(o, "kind");
     const int cand = as_obj_streq(kind, "shard");
     memset(it, 0, sizeof *it);
-    if (!cand && !as_obj_streq(kind, "cost")) return 0;
+    if (!cand && !as_costrec_is(o)) return 0;
     const char *name = p->names[p->file[i]];
     char e2[768];
-    as_cost_rec cr = { 0 };
-    int bad = cand ? as_field_table_ids(o, "tables", &cr.ids, &cr.n, e2, sizeof e2) || as_field_pieces(o, "pieces", cr.n, &cr.pieces, e2, sizeof e2)
-                   : as_cost_rec_read(o, &cr, e2, sizeof e2);
+    as_costrec cr = { 0 };
+    int bad = cand ? as_field_table_ids(o, "tables", &cr.tables, &cr.n, e2, sizeof e2) || as_field_pieces(o, "pieces", cr.n, &cr.pieces, e2, sizeof e2)
+                   : as_costrec_read(o, &cr, e2, sizeof e2);
     if (bad) {
         snprintf(err, errlen, "%s: record %" PRIu64 ": %s%s", name, p->rec[i], cand ? "shard: " : "cost: ", e2);
-        as_cost_rec_free(&cr);
+        as_costrec_free(&cr);
         return -1;
     }
-    *it = (sel_item){ shard_key(cr.ids, cr.pieces, cr.n), i, cand, 0, 0, 0 };
-    const as_features **f = cand ? lookup(&p->ft, cr.ids, cr.pieces, cr.n, name, p->rec[i], err, errlen) : NULL;
+    *it = (sel_item){ shard_key(cr.tables, cr.pieces, cr.n), i, cand, 0, 0, 0 };
+    const as_features **f = cand ? lookup(&p->ft, cr.tables, cr.pieces, cr.n, name, p->rec[i], err, errlen) : NULL;
     int rc = cand && !f ? -1 : 0;
     if (f) {
         double s = 0, s2 = 0, t1 = as_now();
@@ -322,7 +326,7 @@ static int sel_scan(as_costpred *p, int64_t i, const msgpack_object *o, as_costm
         it->sd = sqrt(fmax(0, s2 / nm - it->mean * it->mean));
     }
     free(f);
-    as_cost_rec_free(&cr);
+    as_costrec_free(&cr);
     return rc;
 }
 

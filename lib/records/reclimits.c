@@ -336,3 +336,55 @@ int as_table_ids_duplicate(const int64_t *ids, size_t n, int64_t *dup)
     free(v);
     return found;
 }
+
+/* ---- fields as they stand ------------------------------------------------------------------ */
+
+as_fhas as_fhas_of(const msgpack_object *o, int set)
+{
+    return !o ? AS_F_ABSENT : o->type == MSGPACK_OBJECT_NIL ? AS_F_NIL : set ? AS_F_SET : AS_F_OTHER;
+}
+
+void as_fread_num(const msgpack_object *map, const char *key, as_fnum *f)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    f->v = NAN;
+    const int set = o && as_obj_f64(map, key, &f->v) == 0;
+    f->has = as_fhas_of(o, set);
+}
+
+void as_fread_int(const msgpack_object *map, const char *key, as_fint *f)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    f->v = 0;
+    const int set = o && as_obj_i64(map, key, &f->v) == 0;
+    if (!set) f->v = 0;
+    f->has = as_fhas_of(o, set);
+}
+
+void as_fread_bool(const msgpack_object *map, const char *key, as_fint *f)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    const int set = o && o->type == MSGPACK_OBJECT_BOOLEAN;
+    f->v = set && o->via.boolean;
+    f->has = as_fhas_of(o, set);
+}
+
+void as_fread_str(const msgpack_object *map, const char *key, as_fstr *f)
+{
+    const msgpack_object *o = as_obj_get(map, key);
+    const int set = o && o->type == MSGPACK_OBJECT_STR;
+    f->s = NULL;
+    if (set) {
+        char *s = as_malloc((size_t)o->via.str.size + 1);
+        memcpy(s, o->via.str.ptr, o->via.str.size);
+        s[o->via.str.size] = 0;
+        f->s = s;
+    }
+    f->has = as_fhas_of(o, set);
+}
+
+void as_fstr_free(as_fstr *f)
+{
+    free((char *)f->s);
+    f->s = NULL;
+}

@@ -101,4 +101,35 @@ int as_table_bytes(int64_t rows, int64_t dim, int64_t elt, int64_t *out, char *e
 /* T x K of a task or plan within AS_LIM_PAIRS; -1 with err */
 int as_check_pairs(int64_t T, int64_t K, char *err, size_t errlen);
 
+
+/* ---- fields as they stand: never refused, each with where it stood (for readers that read
+ * every field of a record and leave the checks to each caller, lib/records/costrec.h) ----- */
+
+/* where a field stood: absent, nil, a value of its type, or something else. Writers write a
+ * value where AS_F_SET and nil otherwise (the fields that may be nil) */
+typedef enum { AS_F_ABSENT = 0, AS_F_NIL, AS_F_SET, AS_F_OTHER } as_fhas;
+/* a number (ints read as numbers, as_obj_f64): v when SET, else NAN */
+typedef struct {
+    double v;
+    as_fhas has;
+} as_fnum;
+/* an integer within int64 (as_obj_i64; a bool: 0 or 1): v when SET, else 0 */
+typedef struct {
+    int64_t v;
+    as_fhas has;
+} as_fint;
+/* a string: s when SET (read: malloc'd, NUL-terminated; a NUL inside ends it early; free with
+ * as_fstr_free), else NULL */
+typedef struct {
+    const char *s;
+    as_fhas has;
+} as_fstr;
+void as_fread_num(const msgpack_object *map, const char *key, as_fnum *f);
+void as_fread_int(const msgpack_object *map, const char *key, as_fint *f);
+void as_fread_bool(const msgpack_object *map, const char *key, as_fint *f);
+void as_fread_str(const msgpack_object *map, const char *key, as_fstr *f);
+/* the state of o, a field that is a value of its type when set (o NULL: absent) */
+as_fhas as_fhas_of(const msgpack_object *o, int set);
+void as_fstr_free(as_fstr *f);   /* a string read: freed, NULL */
+
 #endif
