@@ -4,6 +4,7 @@
 #include <errno.h>
 #include "common.h"
 #include "half.h"
+#include "mcfgrec.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -508,21 +509,15 @@ int64_t as_convert_config(const as_mcfg *c, int64_t batch, uint64_t seed, const 
         return -1;
     }
     if (as_mcfg_check_lookups(c, batch, err, errlen)) return -1;
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 13);
-    as_pack_kv_str(pk, "kind", "model-config");
-    as_pack_kv_str(pk, "name", c->name);
-    as_pack_kv_str(pk, "source", c->source);
-    as_pack_kv_str(pk, "module_path", c->module_path);
-    as_pack_kv_i64(pk, "world_size", c->world_size);
-    as_pack_kv_i64(pk, "local_size", c->local_size);
-    as_pack_kv_i64(pk, "hbm_bytes", (int64_t)llround(c->hbm_gib * 1073741824.0));
-    as_pack_kv_i64(pk, "batch_size_per_rank", c->batch_per_rank);
-    as_pack_kv_str(pk, "optimizer", c->optimizer);
-    as_pack_kv_str(pk, "pipeline", c->pipeline);
-    as_pack_kv_i64(pk, "dense_bytes", (int64_t)as_mcfg_dense_bytes(c));
-    as_pack_kv_i64(pk, "tables", c->n);
-    as_pack_kv_i64(pk, "batch", B);
+    const as_mcfgrec mr = {
+        .name = { c->name, AS_F_SET }, .source = { c->source, AS_F_SET }, .module_path = { c->module_path, AS_F_SET },
+        .world_size = { c->world_size, AS_F_SET }, .local_size = { c->local_size, AS_F_SET },
+        .hbm_bytes = { (int64_t)llround(c->hbm_gib * 1073741824.0), AS_F_SET },
+        .batch_size_per_rank = { c->batch_per_rank, AS_F_SET }, .optimizer = { c->optimizer, AS_F_SET },
+        .pipeline = { c->pipeline, AS_F_SET }, .dense_bytes = { (int64_t)as_mcfg_dense_bytes(c), AS_F_SET },
+        .tables = { c->n, AS_F_SET }, .batch = { B, AS_F_SET },
+    };
+    as_mcfgrec_pack(as_writer_pk(w), &mr);
     as_writer_end_record(w);
     p->total = (double)c->n;
     for (int64_t i = 0; i < c->n; i++) {

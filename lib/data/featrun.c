@@ -1,6 +1,7 @@
 /* featrun.c - as-features' pass over its input; see featrun.h */
 #include "featrun.h"
 #include "common.h"
+#include "mcfgrec.h"
 #include "modelcfg.h"
 #include "piece.h"
 #include "table.h"
@@ -84,15 +85,26 @@ static int table_rec(as_featrun *st, const as_featrun_cfg *c, as_writer *w, cons
 static int model_config(as_featrun *st, const as_record *rec)
 {
     double fi, fo;
-    return as_obj_i64(&rec->obj, "world_size", &st->world) || st->world < 1 ||
-                   as_obj_i64(&rec->obj, "hbm_bytes", &st->hbm) || st->hbm < 0 ||
-                   as_obj_i64(&rec->obj, "batch_size_per_rank", &st->batch) || st->batch < 1 ||
-                   as_obj_str(&rec->obj, "optimizer", st->opt, sizeof st->opt) ||
-                   as_obj_str(&rec->obj, "pipeline", st->pipe, sizeof st->pipe) ||
-                   as_trmem_opt_mult(st->opt, 1) < 0 || as_trmem_pipeline(st->pipe, &fi, &fo) ||
-                   /* dense_bytes: absent in records of before 2026-11-26 (then 0) */
-                   (as_obj_get(&rec->obj, "dense_bytes") && (as_obj_i64(&rec->obj, "dense_bytes", &st->dense) || st->dense < 0))
-               ? -1 : 0;
+    as_mcfgrec m;
+    as_mcfgrec_read(&rec->obj, &m);
+    int bad = m.world_size.has != AS_F_SET || m.world_size.v < 1 || m.hbm_bytes.has != AS_F_SET || m.hbm_bytes.v < 0 ||
+              m.batch_size_per_rank.has != AS_F_SET || m.batch_size_per_rank.v < 1 || m.optimizer.has != AS_F_SET ||
+              m.pipeline.has != AS_F_SET ||
+              /* dense_bytes: absent in records of before 2026-11-26 (then 0) */
+              (m.dense_bytes.has != AS_F_ABSENT && (m.dense_bytes.has != AS_F_SET || m.dense_bytes.v < 0));
+    if (!bad) {
+        snprintf(st->opt, sizeof st->opt, "%s", m.optimizer.s);
+        snprintf(st->pipe, sizeof st->pipe, "%s", m.pipeline.s);
+        bad = as_trmem_opt_mult(st->opt, 1) < 0 || as_trmem_pipeline(st->pipe, &fi, &fo);
+    }
+    if (!bad) {
+        st->world = m.world_size.v;
+        st->hbm = m.hbm_bytes.v;
+        st->batch = m.batch_size_per_rank.v;
+        if (m.dense_bytes.has == AS_F_SET) st->dense = m.dense_bytes.v;
+    }
+    as_mcfgrec_free(&m);
+    return bad ? -1 : 0;
 }
 
 int as_featrun_record(as_featrun *st, const as_featrun_cfg *c, as_writer *w, const as_reader *r, const as_record *rec,
@@ -117,7 +129,7 @@ int as_featrun_record(as_featrun *st, const as_featrun_cfg *c, as_writer *w, con
         have = as_piece_whole(&f.piece);
         /* a model's table already featurized: its ids count in TorchRec's reservation */
         if (have && st->batch && as_features_has_mem(&f)) st->ids_per_rank += f.pooling * (double)st->batch;
-    } else if (as_rec_is(rec, "model-config")) {
+    } else if (as_mcfgrec_is(&rec->obj)) {
         if (model_config(st, rec)) {
             snprintf(err, errlen, "%s: record %" PRIu64 ": model-config: world_size and batch_size_per_rank (>= 1), "
                      "hbm_bytes (>= 0), dense_bytes (>= 0, optional), a known optimizer and pipeline are required",

@@ -2,6 +2,7 @@
 #include "planrun.h"
 
 #include "common.h"
+#include "mcfgrec.h"
 #include "reclimits.h"
 #include "planrec.h"
 #include "refine.h"
@@ -113,14 +114,18 @@ static int on_record(void *ctx, const as_reader *r, const as_record *rec, char *
     if (as_rec_is(rec, "header")) return 0;
     if (as_rec_is(rec, "features")) {
         if (as_featidx_read(&in->ft, rec, as_reader_name(r), err, errlen)) return -1;
-    } else if (as_rec_is(rec, "model-config")) {
+    } else if (as_mcfgrec_is(&rec->obj)) {
         if (!in->local_size) {
-            if (as_obj_i64(&rec->obj, "local_size", &in->local_size) || in->local_size < 1) {
+            as_mcfgrec m;
+            as_mcfgrec_read(&rec->obj, &m);
+            in->local_size = m.local_size.v;
+            snprintf(in->module_path, sizeof in->module_path, "%s", m.module_path.s ? m.module_path.s : "");
+            as_mcfgrec_free(&m);
+            if (in->local_size < 1) {
                 snprintf(err, errlen, "%s: record %" PRIu64 ": model-config: local_size must be an integer >= 1",
                          as_reader_name(r), rec->index);
                 return -1;
             }
-            if (as_obj_str(&rec->obj, "module_path", in->module_path, sizeof in->module_path)) in->module_path[0] = 0;
         }
     } else if (as_rec_is(rec, "task")) {
         as_taskrec t;
