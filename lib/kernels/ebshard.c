@@ -29,6 +29,7 @@ const char *as_eb_dtype_name(as_eb_dtype d) { return d >= 0 && d < AS_EB_NDTYPE 
 const char *as_eb_optim_name(as_eb_optim o) { return o >= 0 && o < AS_EB_NOPTIM ? optim_names[o] : "?"; }
 
 int as_eb_dtype_units(as_eb_dtype d) { return d == AS_EB_F32 ? 2 : 1; }
+int as_eb_dtype_bytes(as_eb_dtype d) { return 2 * as_eb_dtype_units(d); }
 
 int64_t as_eb_opt_state(as_eb_optim o, int64_t E, int64_t D)
 {

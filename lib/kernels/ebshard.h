@@ -55,8 +55,10 @@ int as_eb_dtype_parse(const char *s, as_eb_dtype *d);
 int as_eb_optim_parse(const char *s, as_eb_optim *o);
 const char *as_eb_dtype_name(as_eb_dtype d);
 const char *as_eb_optim_name(as_eb_optim o);
-/* 2-byte units of W one element takes (fp32 2, else 1); bytes of one element */
+/* 2-byte units of W one element takes (fp32 2, else 1); bytes of one element (fp32 4, else 2:
+ * the one list of the weight types' sizes, lib/records/table.c's too) */
 int as_eb_dtype_units(as_eb_dtype d);
+int as_eb_dtype_bytes(as_eb_dtype d);
 /* fp32 state elements a table of E x D needs under optimizer o */
 int64_t as_eb_opt_state(as_eb_optim o, int64_t E, int64_t D);
 /* Adam's bias corrections for o->step into o->c1, o->c2; 0, or -1 with err when the

@@ -2,6 +2,7 @@
  * Dimension letters: B batch, E rows, D dim. */
 #include "table.h"
 #include "common.h"
+#include "ebshard.h"
 #include "reclimits.h"
 
 #include <inttypes.h>
@@ -9,16 +10,34 @@
 #include <stdlib.h>
 #include <strings.h>
 
-static const struct { const char *name; double bytes; } dtypes[] = {
-    { "fp32", 4 }, { "fp16", 2 }, { "bf16", 2 }, { "int8", 1 }, { "int4", 0.5 }, { "int2", 0.25 },
+/* the data types a table may have: the kernels' weight types (ebshard.h: their names and
+ * sizes, fp16, fp32, bf16), then the integer types only the memory models know */
+static const struct { const char *name; double bytes; } int_dtypes[] = {
+    { "int8", 1 }, { "int4", 0.5 }, { "int2", 0.25 },
 };
 #define DTYPE_LIST "fp32, fp16, bf16, int8, int4, int2"
 
+/* data type `name` (any case): its name as records write it, *bytes its bytes per element;
+ * NULL when it is none */
+static const char *dtype_find(const char *name, double *bytes)
+{
+    for (int d = 0; name && d < AS_EB_NDTYPE; d++)
+        if (!strcasecmp(name, as_eb_dtype_name((as_eb_dtype)d))) {
+            *bytes = as_eb_dtype_bytes((as_eb_dtype)d);
+            return as_eb_dtype_name((as_eb_dtype)d);
+        }
+    for (size_t i = 0; name && i < sizeof int_dtypes / sizeof int_dtypes[0]; i++)
+        if (!strcasecmp(name, int_dtypes[i].name)) {
+            *bytes = int_dtypes[i].bytes;
+            return int_dtypes[i].name;
+        }
+    return NULL;
+}
+
 double as_table_dtype_bytes(const char *name)
 {
-    for (size_t i = 0; name && i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (!strcasecmp(name, dtypes[i].name)) return dtypes[i].bytes;
-    return 0;
+    double b = 0;
+    return dtype_find(name, &b) ? b : 0;
 }
 
 int as_table_data_type(const msgpack_object *rec, char *buf, size_t len, char *err, size_t errlen)
@@ -31,11 +50,12 @@ int as_table_data_type(const msgpack_object *rec, char *buf, size_t len, char *e
         !as_name_bad(o->via.str.ptr, o->via.str.size, why, sizeof why)) {
         memcpy(v, o->via.str.ptr, o->via.str.size);
         v[o->via.str.size] = 0;
-        for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-            if (!strcasecmp(v, dtypes[i].name)) {
-                snprintf(buf, len, "%s", dtypes[i].name);
-                return 0;
-            }
+        double b;
+        const char *name = dtype_find(v, &b);
+        if (name) {
+            snprintf(buf, len, "%s", name);
+            return 0;
+        }
     }
     const uint32_t n = o->type == MSGPACK_OBJECT_STR ? o->via.str.size : 0;
     if (o->type == MSGPACK_OBJECT_STR && !n) snprintf(err, errlen, "data_type is \"\", not a data type (%s)", DTYPE_LIST);

@@ -31,7 +31,8 @@ typedef struct {
 
 /* Bytes per element of a table's weights of data type `name` (any case): fp32 4, fp16 2, bf16
  * 2, int8 1, int4 0.5, int2 0.25; 0 for any other name. The one list of the types a model
- * config may give a table (as-convert --config) and a table or features record may carry. */
+ * config may give a table (as-convert --config) and a table or features record may carry;
+ * the kernels' weight types (fp16, fp32, bf16) by their names and sizes in ebshard.h. */
 double as_table_dtype_bytes(const char *name);
 /* The data_type of a table or features record into buf (len >= 8), lower case: absent, buf ""
  * and 0; a string naming one of those types (any case), 0; anything else (nil, "", a number,
