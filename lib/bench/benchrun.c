@@ -246,7 +246,7 @@ static int read_one(void *ctx, const as_reader *r, const as_record *rec, char *e
 {
     as_binput *in = ctx;
     if (as_rec_is(rec, "header")) return 0;
-    int kind = as_rec_is(rec, "plan") ? AS_BREC_PLAN : as_rec_is(rec, "shard") ? AS_BREC_SHARD : AS_BREC_OTHER;
+    int kind = as_planrec_is(&rec->obj) ? AS_BREC_PLAN : as_rec_is(rec, "shard") ? AS_BREC_SHARD : AS_BREC_OTHER;
     if (kind) {
         /* every field checked here, once: the measuring loop re-reads records that passed */
         char e2[768];

@@ -2,6 +2,7 @@
 #include "featrun.h"
 #include "common.h"
 #include "mcfgrec.h"
+#include "planrec.h"
 #include "modelcfg.h"
 #include "piece.h"
 #include "table.h"
@@ -137,7 +138,7 @@ int as_featrun_record(as_featrun *st, const as_featrun_cfg *c, as_writer *w, con
             return -1;
         }
         as_writer_raw(w, rec->raw, rec->rawlen);
-    } else if (!c->drop_tasks || !as_rec_is(rec, "task")) {
+    } else if (!c->drop_tasks || !as_taskrec_is(&rec->obj)) {
         as_writer_raw(w, rec->raw, rec->rawlen);
     }
     if (have) {

@@ -166,7 +166,7 @@ static int read_rec(void *ctx, const as_reader *r, const as_record *rec, char *e
     }
     c->last_r = r;
     c->last_index = rec->index;
-    if (as_rec_is(rec, "plan")) return read_plan(c, r, rec, err, errlen);
+    if (as_planrec_is(&rec->obj)) return read_plan(c, r, rec, err, errlen);
     if (as_rec_is(rec, "train")) {
         if (in->ntrain == c->capt) {
             c->capt = c->capt ? 2 * c->capt : 256;

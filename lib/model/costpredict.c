@@ -193,7 +193,7 @@ int as_costpred_write(as_costpred *p, const as_costmodel *m, as_writer *w, as_co
         const msgpack_object *o = &up.data;
         const msgpack_object *kind = as_obj_get(o, "kind");
         const char *name = p->names[p->file[i]];
-        int is_shard = as_obj_streq(kind, "shard"), is_cost = as_costrec_is(o), is_plan = as_obj_streq(kind, "plan");
+        int is_shard = as_obj_streq(kind, "shard"), is_cost = as_costrec_is(o), is_plan = as_planrec_is(o);
         if (!is_shard && !is_cost && !is_plan) { as_writer_raw(w, raw, len); continue; }
         /* every field range-checked by the shared readers (lib/records/reclimits.h, lib/plan/plan.h) */
         int64_t *ids = NULL, n = 0;

@@ -127,7 +127,7 @@ static int on_record(void *ctx, const as_reader *r, const as_record *rec, char *
                 return -1;
             }
         }
-    } else if (as_rec_is(rec, "task")) {
+    } else if (as_taskrec_is(&rec->obj)) {
         as_taskrec t;
         char e2[768];
         if (as_taskrec_read(&rec->obj, &t, e2, sizeof e2)) {
@@ -833,7 +833,7 @@ static int repair_one(repair_ctx *R, const msgpack_object *o, const as_planrec_f
 static int repair_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
     repair_ctx *R = ctx;
-    if (!as_rec_is(rec, "plan")) return 0;
+    if (!as_planrec_is(&rec->obj)) return 0;
     /* every plan record through the one strict reader as-eval reads plans with */
     char e2[900];
     as_planrec_full ep;
@@ -993,7 +993,7 @@ static int export_one(export_ctx *X, const msgpack_object *o, const as_planrec_f
 
 static int export_rec(void *ctx, const as_reader *r, const as_record *rec, char *err, size_t errlen)
 {
-    if (!as_rec_is(rec, "plan")) return 0;
+    if (!as_planrec_is(&rec->obj)) return 0;
     /* every plan record through the one strict reader as-eval reads plans with */
     char e2[900];
     as_planrec_full ep;

@@ -120,6 +120,16 @@ int as_mgate_read(const msgpack_object *o, as_mgate *g, char *err, size_t errlen
     return 0;
 }
 
+int as_taskrec_is(const msgpack_object *rec)
+{
+    return as_obj_streq(as_obj_get(rec, "kind"), "task");
+}
+
+int as_planrec_is(const msgpack_object *rec)
+{
+    return as_obj_streq(as_obj_get(rec, "kind"), "plan");
+}
+
 void as_taskrec_write(as_writer *w, const as_taskrec *t)
 {
     msgpack_packer *pk = as_writer_pk(w);

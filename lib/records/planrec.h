@@ -110,6 +110,8 @@ typedef struct {
     uint64_t seed;                  /* the seed the tasks were drawn with */
 } as_taskrec;
 
+/* 1 when rec is a task record (the kind's name is this module's) */
+int as_taskrec_is(const msgpack_object *rec);
 /* write a task record (docs/FORMAT.md): every field above */
 void as_taskrec_write(as_writer *w, const as_taskrec *t);
 
@@ -120,6 +122,9 @@ int as_taskrec_read(const msgpack_object *rec, as_taskrec *t, char *err, size_t 
 void as_taskrec_free(as_taskrec *t);
 
 /* ---- the placement in a plan record ---------------------------------------------------- */
+
+/* 1 when rec is a plan record (the kind's name is this module's) */
+int as_planrec_is(const msgpack_object *rec);
 
 /* The placement in a `plan` record, as every reader of plans sees it (as-bench, as-costfit
  * --predict, as-eval): shards within AS_MAX_SHARDS, table ids within the limits, tables x

@@ -21,7 +21,7 @@ static int on_record(void *ctx, const as_reader *r, const as_record *rec, char *
 {
     rd_ctx *x = ctx;
     as_rl_input *in = x->in;
-    if (!as_rec_is(rec, "task")) return as_costdata_read_record(&in->cd, r, rec, err, errlen);
+    if (!as_taskrec_is(&rec->obj)) return as_costdata_read_record(&in->cd, r, rec, err, errlen);
     as_taskrec t;
     char e2[768];
     if (as_taskrec_read(&rec->obj, &t, e2, sizeof e2)) {
