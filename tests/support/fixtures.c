@@ -1,6 +1,7 @@
 /* fixtures.c - test support: hand-made records; see fixtures.h. */
 #include "fixtures.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,3 +82,30 @@ static double toy_head(void *ctx, const float *s)
 }
 
 const as_plan_model tsup_toy_model = { NULL, 1, toy_embed, toy_head, 0, NULL, NULL };
+
+void tsup_put_cost(as_writer *w, const tsup_cost *c)
+{
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 2 + (c->pieces != NULL) + c->has_cost + c->has_rel_std + c->has_error + c->has_device);
+    as_pack_kv_str(pk, "kind", "cost");
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, (size_t)c->n);
+    for (int i = 0; i < c->n; i++) msgpack_pack_int64(pk, c->ids[i]);
+    if (c->pieces) {
+        as_pack_str(pk, "pieces");
+        as_pack_pieces(pk, c->pieces, c->n);
+    }
+    if (c->has_cost) {
+        as_pack_str(pk, "cost_ms");
+        if (isnan(c->cost)) msgpack_pack_nil(pk);
+        else msgpack_pack_double(pk, c->cost);
+    }
+    if (c->has_rel_std) as_pack_kv_f64(pk, "rel_std", c->rel_std);
+    if (c->has_error) {
+        as_pack_str(pk, "error");
+        if (c->error) as_pack_str(pk, c->error);
+        else msgpack_pack_nil(pk);
+    }
+    if (c->has_device) as_pack_kv_str(pk, "device", c->device);
+    as_writer_end_record(w);
+}

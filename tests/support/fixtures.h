@@ -10,6 +10,7 @@
 #include "featurize.h"
 #include "msgobj.h"
 #include "planrun.h"
+#include "stream.h"
 
 /* a 1-D array over v[0..n) of dtype dt (AS_DT_I32, AS_DT_I64, ...): n elements of
  * as_dtype_size(dt) bytes; v is not copied */
@@ -35,5 +36,18 @@ int tsup_plan_input(as_plan_input *in, const char *path, const as_features *f, i
 /* a hand-made cost model: an item's representation is [dim x pooling], a shard's cost their
  * sum */
 extern const as_plan_model tsup_toy_model;
+
+/* a hand-made `cost` record for the readers' tests: its tables ids[0..n) and their pieces
+ * (NULL: none written), cost_ms (NAN: nil), rel_std, error, device; each written only when
+ * its has_ flag is set (error NULL then: nil) */
+typedef struct {
+    const int64_t *ids;
+    const as_piece *pieces;
+    int n;
+    int has_cost, has_rel_std, has_error, has_device;
+    double cost, rel_std;
+    const char *error, *device;
+} tsup_cost;
+void tsup_put_cost(as_writer *w, const tsup_cost *c);
 
 #endif

@@ -120,23 +120,8 @@ static int g_k;
 static void put_cost(as_writer *w, const int64_t *ids, int n, double cost, double rel_std, const char *error,
                      const char *device)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 4 + (cost != -1) + !isnan(rel_std));
-    as_pack_kv_str(pk, "kind", "cost");
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)n);
-    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
-    if (cost != -1) {
-        as_pack_str(pk, "cost_ms");
-        if (isnan(cost)) msgpack_pack_nil(pk);
-        else msgpack_pack_double(pk, cost);
-    }
-    if (!isnan(rel_std)) as_pack_kv_f64(pk, "rel_std", rel_std);
-    as_pack_str(pk, "error");
-    if (error) as_pack_str(pk, error);
-    else msgpack_pack_nil(pk);
-    as_pack_kv_str(pk, "device", device);
-    as_writer_end_record(w);
+    tsup_put_cost(w, &(tsup_cost){ .ids = ids, .n = n, .has_cost = cost != -1, .cost = cost, .has_rel_std = !isnan(rel_std),
+                                   .rel_std = rel_std, .has_error = 1, .error = error, .has_device = 1, .device = device });
 }
 
 /* The hand-made data set of the baseline tests. Tables (dim x pooling = x):
@@ -327,17 +312,7 @@ TEST(costdata_bad_input_messages)
  * (as-rl) joins the same by the same rule and leaves such shards out, counted */
 static void put_cost_pieces(as_writer *w, const int64_t *ids, const as_piece *p, int n, double cost)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 5);
-    as_pack_kv_str(pk, "kind", "cost");
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)n);
-    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
-    as_pack_str(pk, "pieces");
-    as_pack_pieces(pk, p, n);
-    as_pack_kv_f64(pk, "cost_ms", cost);
-    as_pack_kv_str(pk, "device", "d");
-    as_writer_end_record(w);
+    tsup_put_cost(w, &(tsup_cost){ .ids = ids, .pieces = p, .n = n, .has_cost = 1, .cost = cost, .has_device = 1, .device = "d" });
 }
 
 TEST(costdata_pieces_join_and_join_known)

@@ -47,32 +47,13 @@ static void put_task(as_writer *w, int64_t id, const int64_t *ids, int n, int64_
 /* a cost record: tables ids[0..n), cost_ms (NAN: nil), error (NULL: none) */
 static void put_cost(as_writer *w, const int64_t *ids, int n, double cost, const char *error)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 3 + (error != NULL));
-    as_pack_kv_str(pk, "kind", "cost");
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)n);
-    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
-    as_pack_str(pk, "cost_ms");
-    if (isnan(cost)) msgpack_pack_nil(pk);
-    else msgpack_pack_double(pk, cost);
-    if (error) as_pack_kv_str(pk, "error", error);
-    as_writer_end_record(w);
+    tsup_put_cost(w, &(tsup_cost){ .ids = ids, .n = n, .has_cost = 1, .cost = cost, .has_error = error != NULL, .error = error });
 }
 
 /* a cost record of pieces: tables ids[0..n), pieces p (c1 == 0: nil, the whole table) */
 static void put_cost_pieces(as_writer *w, const int64_t *ids, const as_piece *p, int n, double cost)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 4);
-    as_pack_kv_str(pk, "kind", "cost");
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, (size_t)n);
-    for (int i = 0; i < n; i++) msgpack_pack_int64(pk, ids[i]);
-    as_pack_str(pk, "pieces");
-    as_pack_pieces(pk, p, n);
-    as_pack_kv_f64(pk, "cost_ms", cost);
-    as_writer_end_record(w);
+    tsup_put_cost(w, &(tsup_cost){ .ids = ids, .pieces = p, .n = n, .has_cost = 1, .cost = cost });
 }
 
 /* input one: the features of tables 5, 1, 3 and 8 (out of order), the costs;
