@@ -261,6 +261,7 @@ int as_eval_run_print(FILE *f, const as_eval_run *x, char *err, size_t errlen)
 
 void as_eval_run_free(as_eval_run *x)
 {
+    if (!x) return;
     as_eval_input_free(&x->in);
     free(x->sum);
     x->sum = NULL;

@@ -110,7 +110,7 @@ typedef struct {
 /* ---- the planners ------------------------------------------------------------------------
  * Every planner is one line of the registry (planners.def: its as_alg, its name) and one
  * `const as_planner as_planner_IDENT` in a module of its own: plangreedy.c (the heuristics
- * and cost-greedy), planrandom.c, policy.c (autoshard), plantorchrec.c. as_plan_make checks
+ * and cost-greedy), planrandom.c, plan.c (autoshard, over the policy's callback), plantorchrec.c. as_plan_make checks
  * what it needs, sets up the plan and calls its make; as-plan runs it per task, lists it
  * in --help and `--alg all`; as-eval orders its plans by the registry. */
 

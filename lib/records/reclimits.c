@@ -385,6 +385,7 @@ void as_fread_str(const msgpack_object *map, const char *key, as_fstr *f)
 
 void as_fstr_free(as_fstr *f)
 {
+    if (!f) return;
     free((char *)f->s);
     f->s = NULL;
 }

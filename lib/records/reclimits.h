@@ -1,8 +1,9 @@
 /* reclimits.h - what one record may make, and the range-checked reading of record fields.
  *
  * Every field a record carries is checked once, when the record is parsed, by the parser of
- * its kind (table.c: table; featurize.c: features; plan.c: task, plan, shard lists; costmodel.c:
- * model; policy.c: policy; rl.c: rl_buffer; eval.c: plan costs), through the getters below,
+ * its kind (table.c: table; featurize.c: features; planrec.c: task, plan; costrec.c: cost;
+ * mcfgrec.c: model-config; costmodel.c: model; policy.c: policy; rl.c: rl_buffer), through
+ * the getters below,
  * so a number that would overflow an allocation size or a product later is refused as bad
  * data (exit 1) with a message naming the field; the caller adds the input and the record.
  *

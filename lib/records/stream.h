@@ -40,7 +40,8 @@ typedef struct {
 } as_record;
 
 /* path NULL or "-" reads stdin. Returns NULL (and prints "as-x: FILE: strerror") if the
- * file cannot be opened. */
+ * file cannot be opened: for the tests, which read back what they wrote; the tools read
+ * through as_read_records, which returns the message instead. */
 as_reader *as_reader_open(const char *path);
 /* Reader over an already-open FILE (not closed by as_reader_close); name for messages. */
 as_reader *as_reader_from_file(FILE *f, const char *name);
