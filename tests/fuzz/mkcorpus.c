@@ -806,7 +806,7 @@ static void json_seeds(void)
     TR_SHARD(0, 0, rows, cols, rank, dev) "]}"
 #define TR_DOC5(rest) "{\"task\":5,\"alg\":\"torchrec-own\",\"feasible\":true,\"world_size\":2,\"local_size\":8," \
     "\"module\":\"\",\"plan\":{\"\":{" rest "}}}\n"
-static void trimport_seeds(void)
+static void trplanread_seeds(void)
 {
     const char *tw5 = TR_DOC5(TR_TW("t1", 100, 4, 1, 1) "," TR_TW("emb_b", 100, 8, 0, 0) "," TR_TW("t3", 10, 2, 1, 1));
     save_text("trplanread", "table-wise.json", tw5);
@@ -898,7 +898,7 @@ int main(int argc, char **argv)
     checkpoint_seeds();
     json_seeds();
     modelcfg_seeds();
-    trimport_seeds();
+    trplanread_seeds();
     comm_seeds();
     return 0;
 }
