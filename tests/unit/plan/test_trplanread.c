@@ -69,7 +69,7 @@ static int on_plan(void *ctx, const as_reader *r, const as_record *rec, char *er
     return 0;
 }
 
-TEST(trimport_plan)
+TEST(trplanread_plan)
 {
     as_plan_input in;
     toy_input(&in);
@@ -148,7 +148,7 @@ static void import_err(const as_plan_input *in, const as_plan_run_cfg *c, const 
     if (p) memmove(err, p, strlen(p) + 1);   /* the message without the scratch directory */
 }
 
-TEST(trimport_errors)
+TEST(trplanread_errors)
 {
     as_plan_input in;
     toy_input(&in);
@@ -192,7 +192,7 @@ TEST(trimport_errors)
  * L, shard placement rank:R/cuda:(R % L); without it, any device; local_size in
  * 1..AS_MAX_SHARDS; a line with no end (/dev/zero) is an error after the cap, not a read
  * without bound */
-TEST(trimport_placements)
+TEST(trplanread_placements)
 {
     as_plan_input in;
     toy_input(&in);
@@ -240,7 +240,7 @@ TEST(trimport_placements)
 
 /* a table whose every shard is empty (0 rows or columns) is refused: skipping its empty
  * shards left it out of the plan (found by tests/fuzz/fuzz_trplanread.c) */
-TEST(trimport_empty_table)
+TEST(trplanread_empty_table)
 {
     as_plan_input in;
     toy_input(&in);

@@ -45,7 +45,7 @@ static char *print(const as_features *f, const int64_t *assign, int64_t n, int64
 /* table 1 whole on rank 1; table 2's column pieces [8, 16) on rank 1 and [0, 8) on rank 0
  * (listed in that order, written by c0); table 3 data parallel; a table named a"b whole on
  * rank 0. The keys in the order of their first item; local size 0: 8 */
-TEST(trexport_whole_columns_dp_names)
+TEST(trplanwrite_whole_columns_dp_names)
 {
     as_features f[5] = {
         P(1, 100, 16, AS_PIECE_WHOLE), P(2, 50, 8, (as_piece){ 8, 16, 0, 50 }), P(3, 20, 4, AS_PIECE_WHOLE),
@@ -75,7 +75,7 @@ TEST(trexport_whole_columns_dp_names)
  * of ceil(2 / 4) = 1 row from rank 0: row_wise. Table 3: four 5 x 2 pieces, given out of
  * order: grid_shard, written by (r0, c0). Table 4: blocks of 5 rows on ranks 1, 2 (two
  * hosts): row_wise. Placement cuda:r % 2. */
-TEST(trexport_split_types_2d)
+TEST(trplanwrite_split_types_2d)
 {
     as_features f[10] = {
         P(1, 5, 4, (as_piece){ 0, 4, 0, 5 }),  P(1, 5, 4, (as_piece){ 0, 4, 5, 10 }),
@@ -113,7 +113,7 @@ TEST(trexport_split_types_2d)
 }
 
 /* a plan with an unplaced table: -1, nothing written; an empty plan: an empty module */
-TEST(trexport_infeasible_and_empty)
+TEST(trplanwrite_infeasible_and_empty)
 {
     as_features f[3] = { P(1, 10, 4, AS_PIECE_WHOLE), P(2, 10, 4, AS_PIECE_WHOLE), P(3, 10, 4, AS_PIECE_WHOLE) };
     const int64_t assign[3] = { 0, -1, 1 };
