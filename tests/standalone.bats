@@ -44,6 +44,9 @@ load test_helper/common
     run python3 "$ROOT/tests/tools/check-layers.py" "$ROOT"
     assert_success
     assert_output --regexp '^check-layers: [0-9]+ modules in [0-9]+ folders of 4 layers, [0-9]+ includes between them: none up a layer, none against the order of 6 stages, no circle$'
+    run python3 "$ROOT/tests/tools/check-layers.py" "$ROOT" --stages
+    assert_success
+    assert_line --regexp '^check-layers: stage arrows: [0-9]+ \(.*\); against the order: 0 \(none\); folder loops: 0 \(none\)$'
     # the check finds what it must: an include up a layer, one from a stage to a later stage,
     # a circle, a module in no layer, a file outside the folders, a folder of two layers, a
     # module in two folders
@@ -63,6 +66,8 @@ load test_helper/common
     assert_line "check-layers: lib/records/stream.c (layer 2) includes planrun.h (layer 3): up a layer"
     assert_line --regexp '^check-layers: circle: .*reclimits -> stream.*'
     assert_line "check-layers: lib/model/costpredict.c (stage model) includes lib/eval/evalinput.h (stage eval, a later one): against the stages' order (data -> bench -> model -> plan -> rl -> eval)"
+    run python3 "$ROOT/tests/tools/check-layers.py" "$T" --stages
+    assert_line --regexp "^check-layers: stage arrows: [0-9]+ \(.*\); against the order: 1 \(model->eval\); folder loops: 1 \(eval<->model\)$"
     assert_line "check-layers: lib/loose.c: not in a folder of lib/ (one per layer and stage: docs/ARCHITECTURE.md)"
     assert_line "check-layers: lib/table: in folders ['plan', 'records']"
     assert_line "check-layers: lib/plan/: modules of layers [1, 2, 3] (a folder holds one layer's)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check-layers.py [ROOT] - the include rules of docs/ARCHITECTURE.md, checked on the tree.
+"""check-layers.py [ROOT] [--stages] - the include rules of docs/ARCHITECTURE.md, checked on the tree.
 
 Reads the numbered list under "## Layers" in docs/ARCHITECTURE.md: every `name` in
 backquotes that is a module of lib/ (lib/FOLDER/NAME.c, .h or .cu) belongs to that item's
@@ -12,7 +12,8 @@ layer. Then, for every file of lib/ (a module is its .c, .h and .cu together):
     them (`lib/data/`, `lib/bench/`, ...): a stage's module includes only modules of its own
     stage or an earlier one (so no two stage folders include each other);
   - the include graph between modules has no circle (a -> b -> ... -> a).
-cmd/*/main.c is the top layer and may include anything. Prints each violation, exit 1 when
+cmd/*/main.c is the top layer and may include anything. --stages: also a line of the include
+arrows between stage folders, those against the order and the folders that include each other. Prints each violation, exit 1 when
 there is one; exit 0 and a one-line summary otherwise.
 """
 import os
@@ -47,7 +48,9 @@ def layers_from_doc(root, modules):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    args = [a for a in sys.argv[1:] if a != "--stages"]
+    show_stages = "--stages" in sys.argv[1:]
+    root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     lib = os.path.join(root, "lib")
     bad = []
     # lib/FOLDER/NAME.{c,h,cu}: a folder per layer and stage; a source file directly in lib/
@@ -128,6 +131,18 @@ def main():
     for m in modules:
         if m not in state:
             visit(m)
+    if show_stages:
+        # the includes between stage folders, as folder arrows (A -> B: a module of A includes
+        # one of B), the ones against the stages' order, and the folder pairs that include
+        # each other
+        arrows = sorted({(d, next(iter(folder_of[dep]))) for d, f in files if d in stage
+                         for dep in edges[f.rsplit(".", 1)[0]] if next(iter(folder_of[dep])) in stage
+                         and next(iter(folder_of[dep])) != d})
+        back = [(a, b) for a, b in arrows if stage[b] > stage[a]]
+        loops = sorted({tuple(sorted(x)) for x in arrows if (x[1], x[0]) in arrows})
+        fmt = lambda xs, sep: ", ".join(f"{a}{sep}{b}" for a, b in xs) or "none"
+        print(f"check-layers: stage arrows: {len(arrows)} ({fmt(arrows, '->')}); against the order: {len(back)} "
+              f"({fmt(back, '->')}); folder loops: {len(loops)} ({fmt(loops, '<->')})")
     for b in bad:
         print(f"check-layers: {b}")
     if bad:
