@@ -12,7 +12,7 @@ end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit
 The models: `as-costfit --seed S --test-frac 0`; the held-out shards of a table set (with its
 pieces) the random dataset holds are left out, as in active-vs-random.
   python3 pipelines/active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT]
-        [--loop INIT,VAL,BATCH] [--fits N]
+        [--loop INIT,VAL,BATCH] [--fits N] [--explore K] [--ensemble K] [--diverse M]
 
 --one-run RANDOM,HELDOUT: everything from the one run NAME-rand.ast, measured with more random
 shards than the dataset compared (e.g. `as-bench --sample 1150 --singles`): its last HELDOUT
@@ -22,7 +22,11 @@ but the held-out ones, so from more than the random dataset holds, as the real l
 4,000. The row's "R² all" is then the random RANDOM's.
 
 --loop INIT,VAL,BATCH: the loop's random start, validation set and round size (default
-100,40,20, pipelines/active-costs' at a budget of 200). --fits N: each of the three datasets
+100,40,20, pipelines/active-costs' at a budget of 200). --explore K: K of each round's BATCH taken at random (the candidates as drawn), the rest by
+the ensemble's disagreement (default 0). --diverse M: the round's batch picked from the M x BATCH most disputed, each next one by its
+spread times one less its largest table overlap (Jaccard) with those picked before it in the
+round (default: the BATCH most disputed). --ensemble K: the models of the ensemble (default 3,
+as active-costs). --fits N: each of the three datasets
 fitted N times (seeds S, S+1000, ...) and the mean R² printed, so that the fit's own spread
 (0.005-0.01 on the Kaggle DLRM's 26 tables) does not decide the comparison (default 1).
 The records are written again with tests/test_helper/mp.py's encoder (standard library).
@@ -65,12 +69,17 @@ ap.add_argument("bin", metavar="BIN", nargs="?", default="bin")
 ap.add_argument("--one-run", metavar="RANDOM,HELDOUT", type=counts(2, 1))
 ap.add_argument("--loop", metavar="INIT,VAL,BATCH", type=counts(3, 1), default=(100, 40, 20))
 ap.add_argument("--fits", metavar="N", type=lambda t: counts(1, 1)(t)[0], default=1)
+ap.add_argument("--explore", metavar="K", type=lambda t: counts(1, 0)(t)[0], default=0)
+ap.add_argument("--ensemble", metavar="K", type=lambda t: counts(1, 2)(t)[0], default=3)
+ap.add_argument("--diverse", metavar="M", type=lambda t: counts(1, 1)(t)[0], default=0)
 a = ap.parse_args()
 if a.fits > 100:
     ap.error("--fits: at most 100")
 if a.one_run and a.one_run[0] < 200:
     ap.error("--one-run: RANDOM must be at least 200 (the random dataset compared)")
 name, ft, top, seed, W, one, loop, nfits = a.name, a.ft, a.top, a.seed, a.bin, a.one_run, a.loop, a.fits
+if a.explore > a.loop[2]:
+    ap.error("--explore: at most the round's BATCH")
 d = tempfile.mkdtemp()
 
 
@@ -127,15 +136,32 @@ init, val, pool = P[:NI], P[NI:NI + NV], P[NI + NV:]
 chosen = []
 while len(init) + len(val) + len(chosen) + NB <= 200:
     ens = ""
-    for k in (1, 2, 3):
+    for k in range(1, a.ensemble + 1):
         fit(S + init + chosen, seed * 100 + k, "%s/m%d.ast" % (d, k))
         ens += " --ensemble %s/m%d.ast" % (d, k)
     left = [r for r in pool if r not in chosen]
+    # --explore K: the round's first K of the candidates as they were drawn (random), the
+    # other BATCH - K where the ensemble disagrees most
+    rnd, left = left[:a.explore], left[a.explore:]
     write([dict({"kind": "shard", "tables": r["tables"]}, **({"pieces": r["pieces"]} if r.get("pieces") else {})) for r in left], d + "/cand.ast")
     write(S + init + chosen + val, d + "/meas.ast")
-    ks = {key(json.loads(l)) for l in sh("cat %s %s/meas.ast %s/cand.ast | %s/as-costfit -q --select %d%s | %s/as-show -k shard"
-                                           % (ft, d, d, W, NB, ens, W)).splitlines()}
-    chosen += [r for r in left if key(r) in ks][:NB]
+    nb = NB - a.explore
+    sel = [json.loads(l) for l in sh("cat %s %s/meas.ast %s/cand.ast | %s/as-costfit -q --select %d%s | %s/as-show -k shard"
+                                     % (ft, d, d, W, nb * max(1, a.diverse), ens, W)).splitlines()] if nb > 0 else []
+    if a.diverse > 1:
+        # --diverse M: of the M x batch most disputed, greedily the one of the largest spread
+        # times (1 - its largest table overlap, Jaccard, with those taken this round)
+        take, cands = [], [(r["pred_sd_ms"], set(r["tables"]), r) for r in sel]
+        while cands and len(take) < nb:
+            def score(c):
+                ov = max((len(c[1] & t[1]) / len(c[1] | t[1]) for t in take), default=0)
+                return c[0] * (1 - ov)
+            best = max(cands, key=score)
+            cands.remove(best)
+            take.append(best)
+        sel = [t[2] for t in take]
+    ks = {key(r) for r in sel}
+    chosen += rnd + [r for r in left if key(r) in ks][:nb]
 n = len(init) + len(val) + len(chosen)
 res = []
 for recs in (R, S + P[:n], S + init + val + chosen):
