@@ -109,8 +109,9 @@ def main():
             edges[mod].add(dep)
             if mod in level and dep in level and level[dep] > level[mod]:
                 bad.append(f"lib/{d}/{f} (layer {level[mod]}) includes {dep}.h (layer {level[dep]}): up a layer")
-            # a stage includes only its own and earlier stages' modules
-            dd = next(iter(folder_of[dep]))
+            # a stage includes only its own and earlier stages' modules (a module in two
+            # folders, an error above, is left out)
+            dd = next(iter(folder_of[dep])) if len(folder_of[dep]) == 1 else None
             if d in stage and dd in stage and stage[dd] > stage[d]:
                 bad.append(f"lib/{d}/{f} (stage {d}) includes lib/{dd}/{dep}.h (stage {dd}, a later one): against the "
                            f"stages' order ({' -> '.join(stages)})")
@@ -135,9 +136,9 @@ def main():
         # the includes between stage folders, as folder arrows (A -> B: a module of A includes
         # one of B), the ones against the stages' order, and the folder pairs that include
         # each other
-        arrows = sorted({(d, next(iter(folder_of[dep]))) for d, f in files if d in stage
-                         for dep in edges[f.rsplit(".", 1)[0]] if next(iter(folder_of[dep])) in stage
-                         and next(iter(folder_of[dep])) != d})
+        one = {m: next(iter(ds)) for m, ds in folder_of.items() if len(ds) == 1}
+        arrows = sorted({(d, one[dep]) for d, f in files if d in stage
+                         for dep in edges[f.rsplit(".", 1)[0]] if one.get(dep) in stage and one[dep] != d})
         back = [(a, b) for a, b in arrows if stage[b] > stage[a]]
         loops = sorted({tuple(sorted(x)) for x in arrows if (x[1], x[0]) in arrows})
         fmt = lambda xs, sep: ", ".join(f"{a}{sep}{b}" for a, b in xs) or "none"
