@@ -109,3 +109,31 @@ void tsup_put_cost(as_writer *w, const tsup_cost *c)
     if (c->has_device) as_pack_kv_str(pk, "device", c->device);
     as_writer_end_record(w);
 }
+
+void tsup_put_plan2(as_writer *w, const tsup_plan2 *p)
+{
+    const int dev = p->device && *p->device;
+    msgpack_packer *pk = as_writer_pk(w);
+    msgpack_pack_map(pk, 6 + (p->seed >= 0) + !!p->split + (p->cost_kind ? 2 : 0) + dev);
+    as_pack_kv_str(pk, "kind", "plan");
+    as_pack_kv_i64(pk, "task", p->task);
+    as_pack_kv_str(pk, "alg", p->alg);
+    as_pack_kv_i64(pk, "shards", 2);
+    as_pack_str(pk, "tables");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_int(pk, 7); msgpack_pack_int(pk, 8);
+    as_pack_str(pk, "assign");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_int(pk, 0); msgpack_pack_int(pk, 1);
+    if (p->seed >= 0) as_pack_kv_i64(pk, "seed", p->seed);
+    if (p->split) as_pack_kv_str(pk, "split", p->split);
+    if (p->cost_kind) {
+        as_pack_str(pk, "cost_ms");
+        msgpack_pack_array(pk, (uint32_t)p->ncost);
+        if (p->ncost > 0) msgpack_pack_double(pk, p->c0);
+        if (p->ncost > 1) msgpack_pack_double(pk, p->c1);
+        as_pack_kv_str(pk, "cost_kind", p->cost_kind);
+    }
+    if (dev) as_pack_kv_str(pk, "cost_device", p->device);
+    as_writer_end_record(w);
+}

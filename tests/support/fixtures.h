@@ -50,4 +50,19 @@ typedef struct {
 } tsup_cost;
 void tsup_put_cost(as_writer *w, const tsup_cost *c);
 
+/* a hand-made `plan` record of two shards for as-eval's tests: tables 7 and 8 on shards 0
+ * and 1 of task `task`, labelled alg; seed when >= 0, split when not NULL; with cost_kind
+ * (not NULL) the first ncost of the costs c0, c1 as cost_ms and cost_kind; cost_device when
+ * device is not NULL or "" */
+typedef struct {
+    int64_t task;
+    const char *alg;
+    int64_t seed;
+    const char *split, *cost_kind;
+    double c0, c1;
+    int ncost;
+    const char *device;
+} tsup_plan2;
+void tsup_put_plan2(as_writer *w, const tsup_plan2 *p);
+
 #endif

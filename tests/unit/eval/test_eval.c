@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include "common.h"
+#include "fixtures.h"
 #include "eval.h"
 #include "evalcomm.h"
 #include "evalinput.h"
@@ -1031,28 +1032,7 @@ TEST(eval_plot_format)
 static void put_plan(as_writer *w, int64_t task, const char *alg, int64_t seed, const char *split, const char *kind,
                      double c0, double c1, const char *device)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 6 + (seed >= 0) + !!split + (kind ? 2 : 0) + !!*device);
-    as_pack_kv_str(pk, "kind", "plan");
-    as_pack_kv_i64(pk, "task", task);
-    as_pack_kv_str(pk, "alg", alg);
-    as_pack_kv_i64(pk, "shards", 2);
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_int(pk, 7); msgpack_pack_int(pk, 8);
-    as_pack_str(pk, "assign");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_int(pk, 0); msgpack_pack_int(pk, 1);
-    if (seed >= 0) as_pack_kv_i64(pk, "seed", seed);
-    if (split) as_pack_kv_str(pk, "split", split);
-    if (kind) {
-        as_pack_str(pk, "cost_ms");
-        msgpack_pack_array(pk, 2);
-        msgpack_pack_double(pk, c0); msgpack_pack_double(pk, c1);
-        as_pack_kv_str(pk, "cost_kind", kind);
-    }
-    if (*device) as_pack_kv_str(pk, "cost_device", device);
-    as_writer_end_record(w);
+    tsup_put_plan2(w, &(tsup_plan2){ task, alg, seed, split, kind, c0, c1, 2, device });
 }
 
 static void put_train(as_writer *w, int64_t episode)

@@ -16,6 +16,7 @@
 #include "unit.h"
 
 #include "common.h"
+#include "fixtures.h"
 #include "evalrun.h"
 #include "msgobj.h"
 #include "stream.h"
@@ -29,24 +30,7 @@
  * how many of them the record carries) */
 static void put_plan(as_writer *w, int64_t task, const char *alg, double c0, double c1, int ncost)
 {
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 8);
-    as_pack_kv_str(pk, "kind", "plan");
-    as_pack_kv_i64(pk, "task", task);
-    as_pack_kv_str(pk, "alg", alg);
-    as_pack_kv_i64(pk, "shards", 2);
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_int(pk, 7); msgpack_pack_int(pk, 8);
-    as_pack_str(pk, "assign");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_int(pk, 0); msgpack_pack_int(pk, 1);
-    as_pack_str(pk, "cost_ms");
-    msgpack_pack_array(pk, (uint32_t)ncost);
-    if (ncost > 0) msgpack_pack_double(pk, c0);
-    if (ncost > 1) msgpack_pack_double(pk, c1);
-    as_pack_kv_str(pk, "cost_kind", "measured");
-    as_writer_end_record(w);
+    tsup_put_plan2(w, &(tsup_plan2){ task, alg, -1, NULL, "measured", c0, c1, ncost, NULL });
 }
 
 /* the four plans above into the stream at name; its path */
