@@ -12,7 +12,8 @@ end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit
 The models: `as-costfit --seed S --test-frac 0`; the held-out shards of a table set (with its
 pieces) the random dataset holds are left out, as in active-vs-random.
   python3 pipelines/active-replay.py NAME FT DIR SEED [BIN] [--one-run RANDOM,HELDOUT]
-        [--loop INIT,VAL,BATCH] [--fits N] [--explore K] [--ensemble K] [--diverse M]
+        [--loop INIT,VAL,BATCH] [--fits N] [--average] [--explore K] [--ensemble K] [--diverse M]
+        [--budget N] [--fit-opts OPTS] [--keep DIR]
 
 --one-run RANDOM,HELDOUT: everything from the one run NAME-rand.ast, measured with more random
 shards than the dataset compared (e.g. `as-bench --sample 1150 --singles`): its last HELDOUT
@@ -29,6 +30,11 @@ round (default: the BATCH most disputed). --ensemble K: the models of the ensemb
 as active-costs). --fits N: each of the three datasets
 fitted N times (seeds S, S+1000, ...) and the mean R² printed, so that the fit's own spread
 (0.005-0.01 on the Kaggle DLRM's 26 tables) does not decide the comparison (default 1).
+--average: with --fits N, the R² of the N fits' mean prediction instead of their mean R².
+--budget N: the active dataset's random and chosen shards (default 200; the singles are
+measured in both datasets and not counted); the "first" column is then the first N.
+--fit-opts OPTS: as-costfit's options for every fit (e.g. "--steps 600"). --keep DIR: the
+random, first, active and held-out records written to DIR/NAME-{random,first,active,heldout}.ast.
 The records are written again with tests/test_helper/mp.py's encoder (standard library).
 """
 import argparse
@@ -71,12 +77,16 @@ ap.add_argument("--loop", metavar="INIT,VAL,BATCH", type=counts(3, 1), default=(
 ap.add_argument("--fits", metavar="N", type=lambda t: counts(1, 1)(t)[0], default=1)
 ap.add_argument("--explore", metavar="K", type=lambda t: counts(1, 0)(t)[0], default=0)
 ap.add_argument("--ensemble", metavar="K", type=lambda t: counts(1, 2)(t)[0], default=3)
+ap.add_argument("--average", action="store_true")
+ap.add_argument("--budget", metavar="N", type=lambda t: counts(1, 2)(t)[0], default=200)
+ap.add_argument("--keep", metavar="DIR")
+ap.add_argument("--fit-opts", metavar="OPTS", default="")
 ap.add_argument("--diverse", metavar="M", type=lambda t: counts(1, 1)(t)[0], default=0)
 a = ap.parse_args()
 if a.fits > 100:
     ap.error("--fits: at most 100")
-if a.one_run and a.one_run[0] < 200:
-    ap.error("--one-run: RANDOM must be at least 200 (the random dataset compared)")
+if a.one_run and a.one_run[0] < a.budget:
+    ap.error("--one-run: RANDOM must be at least the --budget (the random dataset compared)")
 name, ft, top, seed, W, one, loop, nfits = a.name, a.ft, a.top, a.seed, a.bin, a.one_run, a.loop, a.fits
 if a.explore > a.loop[2]:
     ap.error("--explore: at most the round's BATCH")
@@ -107,14 +117,17 @@ def write(recs, f):
 
 def fit(recs, s, f, extra=""):
     write(recs, d + "/tr.ast")
-    sh("cat %s %s/tr.ast | %s/as-costfit -q --seed %d %s -o %s" % (ft, d, W, s, extra, f))
+    sh("cat %s %s/tr.ast | %s/as-costfit -q --seed %d %s %s -o %s" % (ft, d, W, s, a.fit_opts, extra, f))
 
 
-def r2(model, f, seen):
+def preds(model, f, seen):
+    """(measured, predicted) ms of the held-out shards of f a training set has not seen"""
     rs = [json.loads(l) for l in sh("%s/as-costfit -q --predict %s %s %s | %s/as-show -k cost" % (W, model, ft, f, W)).splitlines()]
     rs = [r for r in rs if r.get("cost_ms") and key(r) not in seen]
-    y = [r["cost_ms"] for r in rs]
-    p = [r["pred_ms"] for r in rs]
+    return [r["cost_ms"] for r in rs], [r["pred_ms"] for r in rs]
+
+
+def r2of(y, p):
     mu = sum(y) / len(y)
     return 1 - sum((a - b) ** 2 for a, b in zip(y, p)) / sum((a - mu) ** 2 for a in y)
 
@@ -134,7 +147,7 @@ seen = {key(r) for r in S + P}
 NI, NV, NB = loop
 init, val, pool = P[:NI], P[NI:NI + NV], P[NI + NV:]
 chosen = []
-while len(init) + len(val) + len(chosen) + NB <= 200:
+while len(init) + len(val) + len(chosen) + NB <= a.budget:
     ens = ""
     for k in range(1, a.ensemble + 1):
         fit(S + init + chosen, seed * 100 + k, "%s/m%d.ast" % (d, k))
@@ -164,11 +177,19 @@ while len(init) + len(val) + len(chosen) + NB <= 200:
     chosen += rnd + [r for r in left if key(r) in ks][:nb]
 n = len(init) + len(val) + len(chosen)
 res = []
+if a.keep:
+    os.makedirs(a.keep, exist_ok=True)
+    for nm, recs in (("random", R), ("first", S + P[:n]), ("active", S + init + val + chosen), ("heldout", H if one else show(test))):
+        write(recs, "%s/%s-%s.ast" % (a.keep, name, nm))
 for recs in (R, S + P[:n], S + init + val + chosen):
-    v = []
+    v, ps = [], []
     for q in range(nfits):
         fit(recs, seed + 1000 * q, d + "/m.ast", "--test-frac 0")
-        v.append(r2(d + "/m.ast", test, seen))
+        ys, p = preds(d + "/m.ast", test, seen)
+        ps.append(p)
+        v.append(r2of(ys, p))
     res.append(sum(v) / len(v))
+    if a.average:
+        res[-1] = r2of(ys, [sum(c) / len(c) for c in zip(*ps)])
 print("| %s | %d | %.4f | %.4f | %.4f | %d |" % (name, seed, res[0], res[1], res[2], n))
 sh("rm -rf " + d)

@@ -426,3 +426,57 @@ LEGACY='{"kind":"model","model":"costmodel","format_version":1,"features":["dim"
     run sh -c "cat '$D/f.ast' '$T/k.ast' '$T/k.ast' '$T/k.ast' | as-costfit -q --epochs 2 -o '$T/m.ast'"
     assert_success
 }
+
+# 300 cost records of 1..4 tables of the tiny pool (table sets drawn with a fixed seed), their
+# cost a sum over the tables of dim x pooling and a constant: records like c.ast's first
+synth_costs() {
+    as-show --kind features "$D/f.ast" > "$T/f.json"
+    mp_edit "$D/c.ast" '
+import json, random
+ft = {f["id"]: f for f in map(json.loads, open("'"$T/f.json"'"))}
+ids = sorted(ft)
+r = random.Random(5)
+one = kind("cost")[0]
+out = []
+for k in range(300):
+    ts = r.sample(ids, r.randint(1, 4))
+    c = 0.05 + sum(0.0004 * ft[t]["dim"] * ft[t]["pooling"] for t in ts)
+    out.append(dict(one, tables=ts, shard=k, cost_ms=c, median_ms=c))
+recs[:] = [recs[0]] + out' > "$T/c300.ast"
+}
+
+@test "as-costfit --steps auto (the default): the step count chosen on a validation part, in the report" {
+    synth_costs
+    cat "$D/f.ast" "$T/c300.ast" | as-costfit --seed 3 --max-steps 800 --report "$T/r.ast" -o "$T/m.ast" 2> "$T/err"
+    grep -q -- "--steps auto: the validation loss lowest at step" "$T/err" || fail "$(cat "$T/err")"
+    run sh -c "as-show '$T/r.ast' | jq -c 'select(.kind == \"costfit-report\") | [.steps_rule, (.validation.best_step <= .validation.ran), (.validation.ran <= 800), (.validation.ran % 10 == 0), (.validation.fit_shards + .validation.val_shards == .train_shards), (.validation.val_shards >= 20), (.validation.loss_best <= .validation.loss_first), (.steps == .validation.best_step)]'"
+    assert_output '["auto",true,true,true,true,true,true,true]'
+    # the model says the steps it was trained for
+    [ "$(as-show --kind model "$T/m.ast" | jq .steps)" = "$(as-show "$T/r.ast" | jq 'select(.kind == "costfit-report") | .steps')" ]
+    # deterministic for a seed
+    cat "$D/f.ast" "$T/c300.ast" | as-costfit -q --seed 3 --max-steps 800 --report "$T/r2.ast" -o "$T/m2.ast"
+    cmp <(as-show --kind model "$T/m.ast" | jq -c .params) <(as-show --kind model "$T/m2.ast" | jq -c .params)
+    # the limit: not stopped before 100 steps and 200 without a fall, so 150 runs to it
+    cat "$D/f.ast" "$T/c300.ast" | as-costfit -q --seed 3 --max-steps 150 --report "$T/r3.ast" -o "$T/m3.ast"
+    run sh -c "as-show '$T/r3.ast' | jq -c 'select(.kind == \"costfit-report\") | [.validation.ran, .validation.early]'"
+    assert_output '[150,false]'
+    # 60 shards are too few for both parts: the epochs decide, no validation run
+    cat "$D/f.ast" "$D/c.ast" | as-costfit --epochs 7 --steps auto --report "$T/r4.ast" -o "$T/m4.ast" 2> "$T/err"
+    grep -q "too few for a validation part" "$T/err" || fail "$(cat "$T/err")"
+    run sh -c "as-show '$T/r4.ast' | jq -c 'select(.kind == \"costfit-report\") | [.steps_rule, .validation, (.steps == 7)]'"
+    assert_output '["auto-epochs",null,true]'
+    # fixed counts say so
+    cat "$D/f.ast" "$T/c300.ast" | as-costfit -q --steps 40 --report "$T/r5.ast" -o "$T/m5.ast"
+    run sh -c "as-show '$T/r5.ast' | jq -c 'select(.kind == \"costfit-report\") | [.steps_rule, .validation, .steps]'"
+    assert_output '["steps",null,40]'
+    # auto's options without auto, and bad values, are usage errors
+    run as-costfit --epochs 5 --max-steps 10 "$D/f.ast"
+    assert_failure 2
+    assert_output --partial "--max-steps and --val-frac are --steps auto's"
+    run as-costfit --steps 10 --val-frac 0.3 "$D/f.ast"
+    assert_failure 2
+    run as-costfit --steps often "$D/f.ast"
+    assert_failure 2
+    run as-costfit --val-frac 0.95 "$D/f.ast"
+    assert_failure 2
+}

@@ -38,8 +38,19 @@ static const char HELP[] =
     "                           first models' form, for comparison; predictions below 0\n"
     "                           are shown as 0)\n"
     "                         (docs/RESULTS.md \"Constrained cost-model output\" compares them)\n"
-    "      --epochs N         passes over the training shards (default 300)\n"
-    "      --steps N          optimiser steps instead of epochs\n"
+    "      --steps auto|N     how long to train (default auto): auto chooses the step\n"
+    "                         count on a validation part of the training shards (--val-frac;\n"
+    "                         table sets kept whole): a model trained on the rest is scored\n"
+    "                         on it every 10 steps, to at most --max-steps, and stops once\n"
+    "                         its loss has not fallen for max(200, half the best's steps)\n"
+    "                         steps (not before 100); the model is then trained afresh on all\n"
+    "                         the training shards for as many epochs as the best score took\n"
+    "                         (too few shards for both parts, under 20 each: --epochs\n"
+    "                         instead); N: exactly N optimiser steps\n"
+    "      --epochs N         exactly N passes over the training shards instead (300 where\n"
+    "                         auto has too few shards)\n"
+    "      --max-steps N      auto's limit (default 4000)\n"
+    "      --val-frac F       auto's validation share of the training shards (default 0.2)\n"
     "      --lr X             Adam learning rate (default 1e-3)\n"
     "      --batch N          shards per step (default 512)\n"
     "      --hidden H1,H2,H3  hidden sizes (default 128,32,64)\n"
@@ -104,7 +115,7 @@ static const char HELP[] =
     "is not a finite number above 0 is bad data (exit 1). A cost or shard\n"
     "whose tables have no `features` record is an error (exit 1).\n";
 
-enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
+enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_MAXSTEPS, OPT_VALFRAC, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP, OPT_YSCALE, OPT_LOGF, OPT_SEED,
        OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM, OPT_DROP,
        OPT_SELECT, OPT_ENSEMBLE };
 
@@ -161,7 +172,9 @@ static void select_mode(as_cli *cli, int64_t nsel, char *const *models, int nm, 
 /* the command line */
 typedef struct {
     int64_t epochs, steps, batch, threads, hidden[3];
-    double lr, clip, yscale, test_frac;
+    int auto_steps;                 /* --steps auto (the default unless --steps N or --epochs) */
+    int64_t max_steps;              /* its limit */
+    double lr, clip, yscale, test_frac, val_frac;
     int log_feats, split_tables, out_form;
     uint32_t drop;                  /* --drop-features */
     uint64_t seed;
@@ -173,11 +186,33 @@ typedef struct {
 
 static void check_args(as_cli *cli, const costfit_args *a, int hidden_given, int out_given);
 
+/* the options of how long to train: --epochs, --steps, --max-steps, --val-frac (*auto_opts set
+   by the last two); 1 when opt was one of them */
+static int parse_length(as_cli *cli, costfit_args *a, int opt, const char *arg, int *auto_opts)
+{
+    switch (opt) {
+    case OPT_EPOCHS:
+        a->epochs = as_cli_i64(cli, "--epochs", arg, 1, 100000000);
+        a->auto_steps = 0;
+        a->steps = 0;
+        return 1;
+    case OPT_STEPS:
+        a->auto_steps = !strcmp(arg, "auto");
+        a->steps = a->auto_steps ? 0 : as_cli_i64(cli, "--steps", arg, 1, 1000000000);
+        return 1;
+    case OPT_MAXSTEPS: a->max_steps = as_cli_i64(cli, "--max-steps", arg, 1, 1000000000); *auto_opts = 1; return 1;
+    case OPT_VALFRAC: a->val_frac = as_cli_f64(cli, "--val-frac", arg, 0.01, 0.9); *auto_opts = 1; return 1;
+    default: return 0;
+    }
+}
+
 static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
 {
     static const struct option opts[] = {
         { "epochs", required_argument, 0, OPT_EPOCHS },
         { "steps", required_argument, 0, OPT_STEPS },
+        { "max-steps", required_argument, 0, OPT_MAXSTEPS },
+        { "val-frac", required_argument, 0, OPT_VALFRAC },
         { "lr", required_argument, 0, OPT_LR },
         { "batch", required_argument, 0, OPT_BATCH },
         { "hidden", required_argument, 0, OPT_HIDDEN },
@@ -198,13 +233,12 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
         { "ensemble", required_argument, 0, OPT_ENSEMBLE },
         AS_CLI_COMMON_OPTIONS
     };
-    *a = (costfit_args){ .epochs = 300, .batch = 512, .threads = 1, .hidden = { 128, 32, 64 }, .lr = 1e-3, .test_frac = 0.2,
-                         .out_form = AS_COSTFIT_DEFAULT_OUTPUT, .device = "cpu" };
-    int hidden_given = 0, out_given = 0, opt;
+    *a = (costfit_args){ .epochs = 300, .auto_steps = 1, .max_steps = 4000, .val_frac = 0.2, .batch = 512, .threads = 1,
+                         .hidden = { 128, 32, 64 }, .lr = 1e-3, .test_frac = 0.2, .out_form = AS_COSTFIT_DEFAULT_OUTPUT,
+                         .device = "cpu" };
+    int hidden_given = 0, out_given = 0, auto_opts = 0, opt;
     while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
         switch (opt) {
-        case OPT_EPOCHS: a->epochs = as_cli_i64(cli, "--epochs", optarg, 1, 100000000); break;
-        case OPT_STEPS: a->steps = as_cli_i64(cli, "--steps", optarg, 1, 1000000000); break;
         case OPT_LR: a->lr = as_cli_f64(cli, "--lr", optarg, 1e-12, 10); break;
         case OPT_BATCH: a->batch = as_cli_i64(cli, "--batch", optarg, 1, 1000000); break;
         case OPT_HIDDEN: {
@@ -248,10 +282,12 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
             out_given = 1;
             break;
         default:
-            if (!as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
+            if (!parse_length(cli, a, opt, optarg, &auto_opts) && !as_cli_common(cli, opt, optarg)) as_cli_usage(cli, "unknown option");
         }
     }
     as_cli_finish(cli);
+    if (auto_opts && !a->auto_steps)
+        as_cli_usage(cli, "--max-steps and --val-frac are --steps auto's: not with --steps N or --epochs N");
     check_args(cli, a, hidden_given, out_given);
 }
 
@@ -330,8 +366,82 @@ typedef struct {
     as_costsplit s;
     int64_t B, nsteps;              /* batch, steps */
     double ttrain, sps;             /* seconds, samples per second */
+    const char *rule;               /* how the steps were set: auto, auto-epochs, steps, epochs */
+    as_costfit_stop stop;           /* --steps auto's validation run */
+    int64_t nfit, nval;             /* its shards: trained on, scored on */
+    double tval;                    /* its seconds */
     as_costeval e;
 } fit_run;
+
+/* a model to train: --init's, loaded again, or a new one of the options' sizes, with the
+   training shards' statistics */
+static as_costmodel *make_model(fit_run *x)
+{
+    const costfit_args *a = x->a;
+    char err[1024];
+    as_costmodel *m = NULL;
+    if (a->init) {
+        if (as_costmodel_load(&m, a->init, err, sizeof err)) die_data(x->w, err);
+    } else {
+        m = as_costmodel_new((int)a->hidden[0], (int)a->hidden[1], (int)a->hidden[2], a->seed);
+        as_costmodel_meta(m)->log_feats = a->log_feats;
+        as_costmodel_meta(m)->drop = a->drop;
+        as_costmodel_meta(m)->output = a->out_form;
+    }
+    as_costdata_stats(m, &x->d, &x->s, a->yscale, a->init != NULL, a->split_tables ? "tables" : a->test_frac > 0 ? "shards" : "none");
+    return m;
+}
+
+/* optimiser steps per epoch over n shards in batches of at most b */
+static int64_t per_epoch(int64_t n, int64_t b)
+{
+    const int64_t B = b < n ? b : n;
+    return B > 0 ? (n + B - 1) / B : 1;
+}
+
+/* --steps auto: the steps to train on all the training shards, chosen by early stopping on a
+   validation part of them (x->stop, x->nval, x->nfit); 0 when either part has fewer than
+   AUTO_MIN_SHARDS shards (then the epochs decide) */
+#define AUTO_MIN_SHARDS 20
+static int64_t choose_steps(fit_run *x, as_cli *cli)
+{
+    const costfit_args *a = x->a;
+    char err[1024];
+    const int64_t n = x->s.ntrain;
+    int64_t *keep = as_malloc((size_t)n * sizeof *keep), *val = as_malloc((size_t)n * sizeof *val);
+    as_costdata_split_part(&x->d, x->s.train, n, a->val_frac, a->seed, keep, &x->nfit, val, &x->nval);
+    int64_t steps = 0;
+    if (x->nfit >= AUTO_MIN_SHARDS && x->nval >= AUTO_MIN_SHARDS) {
+        as_costmodel *m = make_model(x);
+        prog_ctx pc = { 0 };
+        as_progress_start(&pc.p, cli, "steps (validation run, at most)", (double)a->max_steps);
+        as_costfit_opts o = { .steps = a->max_steps, .lr = a->lr, .batch = (int)a->batch, .clip = a->clip, .seed = a->seed,
+                              .ops = x->ops, .progress = on_step, .ctx = &pc, .val = val, .nval = x->nval,
+                              .eval_every = 10, .patience = 200, .min_steps = 100, .stop = &x->stop };
+        const double t0 = as_now();
+        const int rc = as_costmodel_train(m, &x->d.set, keep, x->nfit, &o, err, sizeof err);
+        as_progress_end(&pc.p);
+        as_costmodel_free(m);
+        if (rc) {
+            as_writer_abort(x->w);
+            as_die(o.ops && o.ops->error && o.ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
+        }
+        x->tval = as_now() - t0;
+        /* as many epochs on all the training shards as the best score took on its part */
+        const int64_t pf = per_epoch(x->nfit, a->batch), pt = per_epoch(n, a->batch);
+        steps = (x->stop.best_step * pt + pf - 1) / pf;
+        as_info("--steps auto: the validation loss lowest at step %" PRId64 " of %" PRId64 " run (%s; %.4g, the first %.4g), on %"
+                PRId64 " validation shards, trained on %" PRId64 " (%.2f s); %" PRId64 " steps on all %" PRId64 " training shards",
+                x->stop.best_step, x->stop.ran, x->stop.early ? "stopped: no longer falling" : "the --max-steps limit",
+                x->stop.best_loss, x->stop.first_loss, x->nval, x->nfit, x->tval, steps, n);
+    } else {
+        as_info("--steps auto: %" PRId64 " training shards are too few for a validation part (%" PRId64 " and %" PRId64
+                ", each needs %d): %" PRId64 " epochs", n, x->nfit, x->nval, AUTO_MIN_SHARDS, a->epochs);
+    }
+    free(keep);
+    free(val);
+    return steps;
+}
 
 /* train x->m on the split's training shards, with progress */
 static void train(fit_run *x, as_cli *cli)
@@ -339,10 +449,13 @@ static void train(fit_run *x, as_cli *cli)
     const costfit_args *a = x->a;
     char err[1024];
     prog_ctx pc = { 0 };
-    int64_t B = a->batch < x->s.ntrain ? a->batch : x->s.ntrain, per_epoch = (x->s.ntrain + B - 1) / B;
-    int64_t nsteps = a->steps > 0 ? a->steps : a->epochs * per_epoch;
+    const int64_t steps = a->auto_steps ? choose_steps(x, cli) : a->steps;
+    x->rule = !a->auto_steps ? (a->steps > 0 ? "steps" : "epochs") : steps > 0 ? "auto" : "auto-epochs";
+    int64_t B = a->batch < x->s.ntrain ? a->batch : x->s.ntrain;
+    int64_t nsteps = steps > 0 ? steps : a->epochs * per_epoch(x->s.ntrain, a->batch);
     as_progress_start(&pc.p, cli, "steps", (double)nsteps);
-    as_costfit_opts o = { a->epochs, a->steps, a->lr, (int)a->batch, a->clip, a->seed, x->ops, on_step, &pc };
+    as_costfit_opts o = { .epochs = a->epochs, .steps = steps, .lr = a->lr, .batch = (int)a->batch, .clip = a->clip, .seed = a->seed,
+                          .ops = x->ops, .progress = on_step, .ctx = &pc };
     double t0 = as_now();
     if (as_costmodel_train(x->m, &x->d.set, x->s.train, x->s.ntrain, &o, err, sizeof err)) {
         as_progress_end(&pc.p);
@@ -387,7 +500,8 @@ static void write_outputs(fit_run *x, as_cli *cli, int argc, char **argv)
     }
     as_costfit_report_info ri = { info->split, a->split_tables ? 0 : a->test_frac, a->seed, x->d.devices[0], x->ops->name,
                                   x->d.ncs, x->d.nskipped + x->d.nempty, x->s.ndropped, x->nsteps, x->ttrain, x->sps,
-                                  info->losses, info->nlosses };
+                                  info->losses, info->nlosses, x->rule, !strcmp(x->rule, "auto") ? &x->stop : NULL,
+                                  x->nfit, x->nval, x->tval };
     as_costfit_report_pack(as_writer_pk(wr), &ri, &x->e);
     as_writer_end_record(wr);
     if (a->report) as_writer_close(wr);
@@ -420,13 +534,8 @@ int main(int argc, char **argv)
     split_data(&x.s, &x.d, &a, x.w);
 
     /* the model: a new one, or --init's continued */
-    if (!x.m) {
-        x.m = as_costmodel_new((int)a.hidden[0], (int)a.hidden[1], (int)a.hidden[2], a.seed);
-        as_costmodel_meta(x.m)->log_feats = a.log_feats;
-        as_costmodel_meta(x.m)->drop = a.drop;
-        as_costmodel_meta(x.m)->output = a.out_form;
-    }
-    as_costdata_stats(x.m, &x.d, &x.s, a.yscale, a.init != NULL, a.split_tables ? "tables" : a.test_frac > 0 ? "shards" : "none");
+    as_costmodel_free(x.m);
+    x.m = make_model(&x);
 
     train(&x, &cli);
     evaluate(&x);

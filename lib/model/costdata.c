@@ -314,6 +314,18 @@ void as_costdata_split_shards(const as_costdata *d, double test_frac, uint64_t s
     }
 }
 
+void as_costdata_split_part(const as_costdata *d, const int64_t *shards, int64_t n, double frac, uint64_t seed, int64_t *keep,
+                            int64_t *nkeep, int64_t *part, int64_t *npart)
+{
+    *nkeep = *npart = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t h = shard_hash(&d->cs[shards[i]]) ^ (seed * 0x9e3779b97f4a7c15ULL) ^ 0x76616c6964ULL;   /* "valid" */
+        double u = (double)(as_splitmix64(&h) >> 11) * 0x1.0p-53;
+        if (u < frac) part[(*npart)++] = shards[i];
+        else keep[(*nkeep)++] = shards[i];
+    }
+}
+
 void as_costdata_split_tables(const as_costdata *d, as_costsplit *s)
 {
     split_alloc(d, s);
@@ -574,7 +586,7 @@ static void pack_metrics(msgpack_packer *pk, const char *k, as_costmodel_metrics
 
 void as_costfit_report_pack(msgpack_packer *pk, const as_costfit_report_info *ri, const as_costeval *e)
 {
-    msgpack_pack_map(pk, 24);
+    msgpack_pack_map(pk, 26);
     as_pack_kv_str(pk, "kind", "costfit-report");
     as_pack_kv_str(pk, "split", ri->split);
     as_pack_kv_f64(pk, "test_frac", ri->test_frac);
@@ -587,6 +599,23 @@ void as_costfit_report_pack(msgpack_packer *pk, const as_costfit_report_info *ri
     as_pack_kv_i64(pk, "test_shards", e->ntest);
     as_pack_kv_i64(pk, "dropped_shards", ri->dropped);
     as_pack_kv_i64(pk, "steps", ri->steps);
+    as_pack_kv_str(pk, "steps_rule", ri->steps_rule ? ri->steps_rule : "epochs");
+    as_pack_str(pk, "validation");
+    if (ri->stop) {
+        msgpack_pack_map(pk, 8);
+        as_pack_kv_i64(pk, "fit_shards", ri->fit_shards);
+        as_pack_kv_i64(pk, "val_shards", ri->val_shards);
+        as_pack_kv_i64(pk, "best_step", ri->stop->best_step);
+        as_pack_kv_i64(pk, "ran", ri->stop->ran);
+        as_pack_str(pk, "early");
+        if (ri->stop->early) msgpack_pack_true(pk);
+        else msgpack_pack_false(pk);
+        as_pack_str(pk, "loss_first"); pack_num(pk, ri->stop->first_loss);
+        as_pack_str(pk, "loss_best"); pack_num(pk, ri->stop->best_loss);
+        as_pack_kv_f64(pk, "seconds", ri->val_s);
+    } else {
+        msgpack_pack_nil(pk);
+    }
     as_pack_kv_f64(pk, "train_s", ri->train_s);
     as_pack_kv_f64(pk, "samples_per_s", ri->samples_per_s);
     as_pack_str(pk, "model");

@@ -107,6 +107,11 @@ typedef struct {
 /* by shards: each shard is a test shard when u < test_frac, u in [0, 1) from the hash of its
  * table set and the seed, so repeats of one table set land on one side */
 void as_costdata_split_shards(const as_costdata *d, double test_frac, uint64_t seed, as_costsplit *s);
+/* shards[0..n) (of d->cs) in two, as the split by shards does but with another hash: a
+ * shard goes to part[0..*npart) when u < frac, else to keep[0..*nkeep) (each room for n);
+ * as-costfit's validation part of the training shards */
+void as_costdata_split_part(const as_costdata *d, const int64_t *shards, int64_t n, double frac, uint64_t seed, int64_t *keep,
+                            int64_t *nkeep, int64_t *part, int64_t *npart);
 /* by tables (unseen tables): cut = the id of the distinct table at position n/2 in id order
  * (0 without tables); shards of ids all below cut train, all at or above test, the rest
  * are dropped */
@@ -186,6 +191,10 @@ typedef struct {
     double train_s, samples_per_s;
     const double *losses;           /* per epoch, [nlosses] */
     int64_t nlosses;
+    const char *steps_rule;         /* "auto", "auto-epochs" (too few shards), "steps", "epochs" */
+    const as_costfit_stop *stop;    /* "auto": its validation run, else NULL */
+    int64_t fit_shards, val_shards; /* that run's shards */
+    double val_s;                   /* its seconds */
 } as_costfit_report_info;
 
 /* pack the `costfit-report` record (one map; docs/FORMAT.md) */

@@ -709,31 +709,61 @@ int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shar
     int64_t epochs_done = (steps + per_epoch - 1) / per_epoch;
     m->info.losses = as_realloc(m->info.losses, (size_t)(m->info.nlosses + epochs_done + 1) * sizeof(double));
     double ysc2 = loss_units(m), ep_loss = 0;
-    int64_t ep_n = 0, pos = n;
+    int64_t ep_n = 0, pos = n, bi = 0, done = 0;
+    /* early stopping: the validation loss every `every` steps, the best parameters kept */
+    const int64_t every = opt->eval_every > 0 ? opt->eval_every : per_epoch;
+    as_costfit_stop st = { 0, 0, 0, INFINITY, NAN, 0 };
+    float *best = opt->nval > 0 ? as_malloc(t.pb) : NULL;
     for (int64_t step = 0; step < steps; step++) {
         if (pos >= n) {   /* a new epoch */
             shuffle(t.perm, n, &r);
             pos = 0;
+            bi = 0;
         }
-        int S = (int)(n - pos < B ? n - pos : B);
+        /* the epoch's per_epoch batches of equal size, the first n % per_epoch one larger */
+        int S = (int)(n / per_epoch + (bi < n % per_epoch));
+        bi++;
         memcpy(t.sh, t.perm + pos, (size_t)S * sizeof *t.sh);
         pos += S;
         double loss;
         if (train_step(&t, m, d, S, opt, &ac, step, ysc2, &loss)) break;   /* the device failed */
+        done = step + 1;
         ep_loss += loss * S;
         ep_n += S;
-        if (pos >= n || step == steps - 1) {
+        int stop = 0;
+        if (best && isfinite(loss) && (done % every == 0 || done == steps)) {
+            o->download(m->params, t.P, t.pb);
+            if (o->error()) break;
+            const double v = as_costmodel_loss_grad(m, d, opt->val, opt->nval, NULL);
+            if (st.evals++ == 0) st.first_loss = v;
+            if (v < st.best_loss) {
+                st.best_loss = v;
+                st.best_step = done;
+                memcpy(best, m->params, t.pb);
+            }
+            const int64_t wait = opt->patience > st.best_step / 2 ? opt->patience : st.best_step / 2;
+            stop = done >= opt->min_steps && done - st.best_step >= wait;
+        }
+        if (pos >= n || done == steps || stop) {
             m->info.losses[m->info.nlosses++] = ep_loss / (double)ep_n;
             ep_loss = 0;
             ep_n = 0;
         }
-        if (opt->progress) opt->progress(opt->ctx, step + 1, steps, loss);
+        if (opt->progress) opt->progress(opt->ctx, done, steps, loss);
         if (!isfinite(loss)) {
             snprintf(err, errlen, "training diverged at step %" PRId64 " (loss %g); try a smaller --lr or --clip", step + 1, loss);
             break;
         }
+        if (stop) {
+            st.early = 1;
+            break;
+        }
     }
-    int ok = train_finish(m, &t, opt, steps, epochs_done, err, errlen);
+    int ok = train_finish(m, &t, opt, done, (done + per_epoch - 1) / per_epoch, err, errlen);
+    if (ok && best && st.best_step > 0) memcpy(m->params, best, t.pb);
+    st.ran = done;
+    if (opt->stop) *opt->stop = st;
+    free(best);
     train_end(&t);
     return ok ? 0 : -1;
 }

@@ -168,11 +168,29 @@ typedef struct {
     /* called after every step (may be NULL) */
     void (*progress)(void *ctx, int64_t step, int64_t steps, double loss);
     void *ctx;
+    /* early stopping, when nval > 0: the training loss on val[0..nval) of d (as_costmodel_
+     * loss_grad's, on the CPU) is taken every eval_every steps (0: every epoch); training ends
+     * once it has not fallen for max(patience, half the step count of its lowest) steps, not
+     * before min_steps, at the latest after steps / epochs' count; the model keeps the
+     * parameters of the lowest evaluation, and *stop (when not NULL) says where that was */
+    const int64_t *val;
+    int64_t nval, eval_every, patience, min_steps;
+    struct as_costfit_stop *stop;
 } as_costfit_opts;
+
+/* where early stopping stopped */
+typedef struct as_costfit_stop {
+    int64_t best_step;      /* the step (from 1) of the lowest validation loss */
+    int64_t ran;            /* the steps run */
+    int64_t evals;          /* validation losses taken */
+    double best_loss, first_loss;   /* the lowest and the first (units of the training loss) */
+    int early;              /* 1: stopped by the patience rule, 0: ran to the step limit */
+} as_costfit_stop;
 
 /* minibatch Adam on the output form's loss over shards[0..n) of d (costs required, > 0 for
  * "log"); continues from the
- * model's current weights (fresh Adam moments). Appends per-epoch losses to the metadata.
+ * model's current weights (fresh Adam moments). An epoch's batches are of equal size (within
+ * one shard): ceil(n / batch) of them. Appends per-epoch losses to the metadata.
  * 0 ok, -1 with err: bad data or a diverged loss, or a failure of the device (then
  * opts->ops->error() is set too: an environment failure, exit 3). */
 int as_costmodel_train(as_costmodel *m, const as_costset *d, const int64_t *shards, int64_t n,

@@ -217,7 +217,7 @@ static void costmodel_train_case(int output)
     as_costmodel_meta(b)->output = output;
     as_costmodel_fit_stats(a, &d, NULL, K, 0);
     as_costmodel_fit_stats(b, &d, NULL, K, 0);
-    as_costfit_opts oa = { 0, 20, 1e-3, 128, 0, 1, as_nn_cpu(), NULL, NULL }, ob = oa;
+    as_costfit_opts oa = { .steps = 20, .lr = 1e-3, .batch = 128, .seed = 1, .ops = as_nn_cpu() }, ob = oa;
     ob.ops = g;
     char err[256];
     CHECK(as_costmodel_train(a, &d, NULL, K, &oa, err, sizeof err) == 0);

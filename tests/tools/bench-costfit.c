@@ -93,7 +93,7 @@ static as_costmodel *time_training(const as_costset *d, const opts_t *op)
         if (!devs[di]) { if (di == 1) fprintf(stderr, "bench-costfit: no GPU: training on CUDA not measured\n"); continue; }
         as_costmodel *x = as_costmodel_new(128, 32, 64, 1);
         as_costmodel_fit_stats(x, d, NULL, K, 0);
-        as_costfit_opts o = { 0, 3, 1e-3, (int)batch, 0, 1, devs[di], NULL, NULL };
+        as_costfit_opts o = { .steps = 3, .lr = 1e-3, .batch = (int)batch, .seed = 1, .ops = devs[di] };
         if (as_costmodel_train(x, d, NULL, K, &o, err, sizeof err)) as_die(1, "%s", err);   /* warm-up */
         o.steps = steps;
         double t0 = as_now();

@@ -571,7 +571,8 @@ TEST(costdata_eval_and_report_by_hand)
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     double losses[2] = { 0.5, 0.25 };
-    as_costfit_report_info ri = { "shards", 0.2, 7, "cpu: x", "cpu", 6, 4, 0, 12, 1.5, 100, losses, 2 };
+    as_costfit_stop stop = { .best_step = 40, .ran = 250, .evals = 25, .best_loss = 0.125, .first_loss = NAN, .early = 1 };
+    as_costfit_report_info ri = { "shards", 0.2, 7, "cpu: x", "cpu", 6, 4, 0, 12, 1.5, 100, losses, 2, "auto", &stop, 30, 8, 0.5 };
     e.noise.repeat_mae = NAN;
     as_costfit_report_pack(&pk, &ri, &e);
     msgpack_unpacked up;
@@ -579,7 +580,7 @@ TEST(costdata_eval_and_report_by_hand)
     size_t off = 0;
     CHECK(msgpack_unpack_next(&up, sb.data, sb.size, &off) == MSGPACK_UNPACK_SUCCESS);
     const msgpack_object *r = &up.data;
-    CHECK_EQ_I64(r->via.map.size, 24);
+    CHECK_EQ_I64(r->via.map.size, 26);
     char kind[32] = "";
     as_obj_str(r, "kind", kind, sizeof kind);
     CHECK_STR(kind, "costfit-report");
@@ -602,6 +603,32 @@ TEST(costdata_eval_and_report_by_hand)
     as_array_get_f64(&arr, 0, 4, tss);
     CHECK(tss[0] == 3 && tss[1] == 4 && isnan(tss[2]) && isnan(tss[3]));
     CHECK(!as_obj_array(r, "losses", &arr, err, sizeof err) && arr.n == 2);
+    /* --steps auto's validation run, its undefined first loss nil */
+    char rule[32] = "";
+    as_obj_str(r, "steps_rule", rule, sizeof rule);
+    CHECK_STR(rule, "auto");
+    const msgpack_object *va = as_obj_get(r, "validation");
+    CHECK(va && va->type == MSGPACK_OBJECT_MAP && va->via.map.size == 8);
+    CHECK(va && !as_obj_i64(va, "best_step", &v) && v == 40);
+    CHECK(va && !as_obj_i64(va, "ran", &v) && v == 250);
+    CHECK(va && !as_obj_i64(va, "fit_shards", &v) && v == 30);
+    CHECK(va && !as_obj_i64(va, "val_shards", &v) && v == 8);
+    CHECK(va && !as_obj_f64(va, "loss_best", &x) && x == 0.125);
+    CHECK(va && as_obj_get(va, "loss_first")->type == MSGPACK_OBJECT_NIL);
+    CHECK(va && as_obj_get(va, "early")->type == MSGPACK_OBJECT_BOOLEAN && as_obj_get(va, "early")->via.boolean);
+    msgpack_unpacked_destroy(&up);
+    msgpack_sbuffer_destroy(&sb);
+    /* fixed epochs: no validation run */
+    msgpack_sbuffer_init(&sb);
+    ri.steps_rule = "epochs";
+    ri.stop = NULL;
+    as_costfit_report_pack(&pk, &ri, &e);
+    msgpack_unpacked_init(&up);
+    off = 0;
+    CHECK(msgpack_unpack_next(&up, sb.data, sb.size, &off) == MSGPACK_UNPACK_SUCCESS);
+    as_obj_str(&up.data, "steps_rule", rule, sizeof rule);
+    CHECK_STR(rule, "epochs");
+    CHECK(as_obj_get(&up.data, "validation") && as_obj_get(&up.data, "validation")->type == MSGPACK_OBJECT_NIL);
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     as_costeval_free(&e);

@@ -72,7 +72,7 @@ static as_costmodel *trained(synth *s, uint64_t seed, int epochs)
 {
     as_costmodel *m = as_costmodel_new(32, 16, 16, seed);
     as_costmodel_fit_stats(m, &s->d, NULL, K, 0);
-    as_costfit_opts o = { epochs, 0, 3e-3, 64, 0, seed, NULL, NULL, NULL };
+    as_costfit_opts o = { .epochs = epochs, .lr = 3e-3, .batch = 64, .seed = seed };
     char err[256];
     CHECK(as_costmodel_train(m, &s->d, NULL, K, &o, err, sizeof err) == 0);
     return m;
@@ -102,13 +102,58 @@ TEST(costmodel_train_reduces_loss_deterministic)
     CHECK_NEAR(as_costmodel_predict(m, f, (int)(s.off[8] - s.off[7])), pred[7], 1e-6 * fabs(pred[7]) + 1e-9);
     CHECK_NEAR(as_costmodel_predict(m, f, 0), 0, 0);
     /* continued training (as --init) keeps going from the weights and appends losses */
-    as_costfit_opts o = { 5, 0, 1e-3, 64, 1.0, 5, NULL, NULL, NULL };
+    as_costfit_opts o = { .epochs = 5, .lr = 1e-3, .batch = 64, .clip = 1.0, .seed = 5 };
     char e2[256];
     CHECK(as_costmodel_train(m, &s.d, NULL, K, &o, e2, sizeof e2) == 0);
     CHECK_EQ_I64(as_costmodel_cmeta(m)->nlosses, 65);
     as_costmodel_free(m);
     as_costmodel_free(m2);
     as_costmodel_free(m3);
+}
+
+/* early stopping (as-costfit --steps auto): a validation set the training data contradicts
+   (its costs another shard's) stops the run by the patience rule and the model keeps the
+   parameters of the lowest validation loss; a consistent one runs to the step limit */
+TEST(costmodel_early_stopping_keeps_best)
+{
+    static synth s;
+    mk_synth(&s);
+    enum { NTR = 200 };
+    int64_t tr[NTR], va[K - NTR];
+    for (int k = 0; k < NTR; k++) tr[k] = k;
+    for (int k = NTR; k < K; k++) {
+        va[k - NTR] = k;
+        s.cost[k] = s.cost[NTR + (k - NTR + 37) % (K - NTR)];   /* another shard's cost */
+    }
+    as_costmodel *m = as_costmodel_new(32, 16, 16, 3);
+    as_costmodel_fit_stats(m, &s.d, tr, NTR, 0);
+    as_costfit_stop st;
+    as_costfit_opts o = { .steps = 5000, .lr = 3e-3, .batch = 64, .seed = 3, .val = va, .nval = K - NTR, .eval_every = 10,
+                          .patience = 50, .min_steps = 30, .stop = &st };
+    char err[256];
+    CHECK(as_costmodel_train(m, &s.d, tr, NTR, &o, err, sizeof err) == 0);
+    CHECK(st.early == 1);
+    CHECK(st.ran < 5000 && st.ran >= 30 && st.ran % 10 == 0);
+    const int64_t wait = st.best_step / 2 > 50 ? st.best_step / 2 : 50;
+    CHECK(st.ran - st.best_step >= wait && st.ran - st.best_step < wait + 10);
+    CHECK_EQ_I64(st.evals, st.ran / 10);
+    CHECK_EQ_I64(as_costmodel_cmeta(m)->steps, st.ran);
+    CHECK(isfinite(st.first_loss) && st.best_loss <= st.first_loss);
+    CHECK(as_costmodel_loss_grad(m, &s.d, va, K - NTR, NULL) == st.best_loss);
+    as_costmodel_free(m);
+
+    /* the training shards as their own validation: the loss falls to the limit */
+    m = as_costmodel_new(32, 16, 16, 3);
+    as_costmodel_fit_stats(m, &s.d, tr, NTR, 0);
+    o = (as_costfit_opts){ .steps = 200, .lr = 3e-3, .batch = 64, .seed = 3, .val = tr, .nval = NTR, .eval_every = 10,
+                           .patience = 1000, .min_steps = 30, .stop = &st };
+    CHECK(as_costmodel_train(m, &s.d, tr, NTR, &o, err, sizeof err) == 0);
+    CHECK(st.early == 0 && st.ran == 200 && st.evals == 20);
+    CHECK(st.best_step > 100 && st.best_loss < st.first_loss / 4);
+    CHECK(as_costmodel_loss_grad(m, &s.d, tr, NTR, NULL) == st.best_loss);
+    /* 200 shards in batches of at most 64: 4 steps an epoch */
+    CHECK_EQ_I64(as_costmodel_cmeta(m)->epochs, 50);
+    as_costmodel_free(m);
 }
 
 TEST(costmodel_save_load_roundtrip)
@@ -351,7 +396,7 @@ TEST(costmodel_forms_train)
         as_costmodel *m = as_costmodel_new(32, 16, 16, 5);
         as_costmodel_meta(m)->output = o;
         as_costmodel_fit_stats(m, &s.d, NULL, K, 0);
-        as_costfit_opts op = { 60, 0, 3e-3, 64, 0, 5, NULL, NULL, NULL };
+        as_costfit_opts op = { .epochs = 60, .lr = 3e-3, .batch = 64, .seed = 5 };
         char err[256];
         CHECK(as_costmodel_train(m, &s.d, NULL, K, &op, err, sizeof err) == 0);
         const as_costmodel_info *in = as_costmodel_cmeta(m);
