@@ -247,6 +247,7 @@ TEST(costrec_bad_shard_or_cost_refused)
     CHECK_EQ_I64(r.protocol_has, AS_F_OTHER);
     CHECK_EQ_I64(r.device.has, AS_F_ABSENT);
     as_costrec_free(&r);
+    msgpack_unpacked_destroy(&up);
     /* truncated: the bytes end inside the record */
     CHECK(unpack(sb.data, sb.size - 3, &up) != 0);
     msgpack_unpacked_destroy(&up);
