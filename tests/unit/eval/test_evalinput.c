@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "evalinput.h"
+#include "fixtures.h"
 #include "msgobj.h"
 #include "stream.h"
 
@@ -14,28 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-/* a measured plan of task 1: tables 7 and 8 on shards 0 and 1 */
-static void put_plan(as_writer *w)
-{
-    msgpack_packer *pk = as_writer_pk(w);
-    msgpack_pack_map(pk, 8);
-    as_pack_kv_str(pk, "kind", "plan");
-    as_pack_kv_i64(pk, "task", 1);
-    as_pack_kv_str(pk, "alg", "random");
-    as_pack_kv_i64(pk, "shards", 2);
-    as_pack_str(pk, "tables");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_int(pk, 7); msgpack_pack_int(pk, 8);
-    as_pack_str(pk, "assign");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_int(pk, 0); msgpack_pack_int(pk, 1);
-    as_pack_str(pk, "cost_ms");
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_double(pk, 2); msgpack_pack_double(pk, 1);
-    as_pack_kv_str(pk, "cost_kind", "measured");
-    as_writer_end_record(w);
-}
 
 static void pack_metrics(msgpack_packer *pk, const char *key, int64_t n, double mae, double r2)
 {
@@ -103,7 +82,8 @@ TEST(evalinput_quality)
     as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "evalinput-quality.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
     put_report(w, 50, 0.6, 0, 0);
-    put_plan(w);
+    /* a measured plan of task 1: tables 7 and 8 on shards 0 and 1 */
+    tsup_put_plan2(w, &(tsup_plan2){ .task = 1, .alg = "random", .seed = -1, .cost_kind = "measured", .c0 = 2, .c1 = 1, .ncost = 2 });
     put_model(w, 120, 0.9, 0);
     put_model(w, 7, 0.1, 0);          /* a second model: passed over */
     put_report(w, 9, 0.2, 0, 0);      /* a second report: passed over */
@@ -166,7 +146,8 @@ TEST(evalinput_scatter)
     char path[512], err[1024];
     as_writer *w = as_writer_open(ut_tmppath(path, sizeof path, "evalinput-scatter.ast"), 0, 0);
     as_writer_header(w, "test", 0, NULL);
-    put_plan(w);
+    /* a measured plan of task 1: tables 7 and 8 on shards 0 and 1 */
+    tsup_put_plan2(w, &(tsup_plan2){ .task = 1, .alg = "random", .seed = -1, .cost_kind = "measured", .c0 = 2, .c1 = 1, .ncost = 2 });
     put_report(w, 3, 0.7, 3, 2);      /* unequal lengths: no scatter */
     put_report(w, 3, 0.7, 3, 3);
     put_report(w, 4, 0.7, 4, 4);      /* after the first usable one: passed over */
