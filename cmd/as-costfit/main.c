@@ -373,16 +373,15 @@ typedef struct {
     as_costeval e;
 } fit_run;
 
-/* a model to train: --init's, loaded again, or a new one of the options' sizes, with the
-   training shards' statistics */
-static as_costmodel *make_model(fit_run *x)
+/* a model to train, with the training shards' statistics: m when not NULL (--init's, loaded
+   already), else --init's loaded again or a new one of the options' sizes */
+static as_costmodel *make_model(fit_run *x, as_costmodel *m)
 {
     const costfit_args *a = x->a;
     char err[1024];
-    as_costmodel *m = NULL;
-    if (a->init) {
+    if (!m && a->init) {
         if (as_costmodel_load(&m, a->init, err, sizeof err)) die_data(x->w, err);
-    } else {
+    } else if (!m) {
         m = as_costmodel_new((int)a->hidden[0], (int)a->hidden[1], (int)a->hidden[2], a->seed);
         as_costmodel_meta(m)->log_feats = a->log_feats;
         as_costmodel_meta(m)->drop = a->drop;
@@ -390,6 +389,14 @@ static as_costmodel *make_model(fit_run *x)
     }
     as_costdata_stats(m, &x->d, &x->s, a->yscale, a->init != NULL, a->split_tables ? "tables" : a->test_frac > 0 ? "shards" : "none");
     return m;
+}
+
+/* a training that failed: the output's temporary removed; a device that failed is the
+   environment's fault (exit 3), anything else the data's (1) */
+static _Noreturn void die_training(fit_run *x, const as_costfit_opts *o, const char *err)
+{
+    as_writer_abort(x->w);
+    as_die(o->ops && o->ops->error && o->ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
 }
 
 /* optimiser steps per epoch over n shards in batches of at most b */
@@ -412,7 +419,7 @@ static int64_t choose_steps(fit_run *x, as_cli *cli)
     as_costdata_split_part(&x->d, x->s.train, n, a->val_frac, a->seed, keep, &x->nfit, val, &x->nval);
     int64_t steps = 0;
     if (x->nfit >= AUTO_MIN_SHARDS && x->nval >= AUTO_MIN_SHARDS) {
-        as_costmodel *m = make_model(x);
+        as_costmodel *m = make_model(x, NULL);
         prog_ctx pc = { 0 };
         as_progress_start(&pc.p, cli, "steps (validation run, at most)", (double)a->max_steps);
         as_costfit_opts o = { .steps = a->max_steps, .lr = a->lr, .batch = (int)a->batch, .clip = a->clip, .seed = a->seed,
@@ -422,10 +429,7 @@ static int64_t choose_steps(fit_run *x, as_cli *cli)
         const int rc = as_costmodel_train(m, &x->d.set, keep, x->nfit, &o, err, sizeof err);
         as_progress_end(&pc.p);
         as_costmodel_free(m);
-        if (rc) {
-            as_writer_abort(x->w);
-            as_die(o.ops && o.ops->error && o.ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
-        }
+        if (rc) die_training(x, &o, err);
         x->tval = as_now() - t0;
         /* as many epochs on all the training shards as the best score took on its part */
         const int64_t pf = per_epoch(x->nfit, a->batch), pt = per_epoch(n, a->batch);
@@ -459,9 +463,7 @@ static void train(fit_run *x, as_cli *cli)
     double t0 = as_now();
     if (as_costmodel_train(x->m, &x->d.set, x->s.train, x->s.ntrain, &o, err, sizeof err)) {
         as_progress_end(&pc.p);
-        as_writer_abort(x->w);
-        /* a device that failed is the environment's fault (3), anything else the data's */
-        as_die(o.ops && o.ops->error && o.ops->error() ? AS_EXIT_ENV : AS_EXIT_DATA, "%s", err);
+        die_training(x, &o, err);
     }
     double ttrain = as_now() - t0;
     as_progress_end(&pc.p);
@@ -534,8 +536,7 @@ int main(int argc, char **argv)
     split_data(&x.s, &x.d, &a, x.w);
 
     /* the model: a new one, or --init's continued */
-    as_costmodel_free(x.m);
-    x.m = make_model(&x);
+    x.m = make_model(&x, x.m);
 
     train(&x, &cli);
     evaluate(&x);
