@@ -445,12 +445,12 @@ for k in range(300):
 recs[:] = [recs[0]] + out' > "$T/c300.ast"
 }
 
-@test "as-costfit --steps auto (the default): the step count chosen on a validation part, in the report" {
+@test "as-costfit --steps auto (the default): the step count chosen on validation parts, in the report" {
     synth_costs
     cat "$D/f.ast" "$T/c300.ast" | as-costfit --seed 3 --max-steps 800 --report "$T/r.ast" -o "$T/m.ast" 2> "$T/err"
-    grep -q -- "--steps auto: the validation loss lowest at step" "$T/err" || fail "$(cat "$T/err")"
-    run sh -c "as-show '$T/r.ast' | jq -c 'select(.kind == \"costfit-report\") | [.steps_rule, (.validation.best_step <= .validation.ran), (.validation.ran <= 800), (.validation.ran % 10 == 0), (.validation.fit_shards + .validation.val_shards == .train_shards), (.validation.val_shards >= 20), (.validation.loss_best <= .validation.loss_first), (.steps == .validation.best_step)]'"
-    assert_output '["auto",true,true,true,true,true,true,true]'
+    grep -q -- "--steps auto: the validation loss lowest at steps .* of 3 runs" "$T/err" || fail "$(cat "$T/err")"
+    run sh -c "as-show '$T/r.ast' | jq -c 'select(.kind == \"costfit-report\") | .train_shards as \$n | [.steps_rule, .validation.folds, (.validation.runs | length), (.validation.runs | map((.best_step <= .ran) and (.ran <= 800) and (.ran % 10 == 0) and (.fit_shards + .val_shards == \$n) and (.val_shards >= 20) and (.loss_best <= .loss_first)) | all), ((.validation.runs | map(.val_shards) | add) <= \$n), (.validation.best_step == ((.validation.runs | map(.best_step) | add) / 3 | round)), (.steps == .validation.best_step)]'"
+    assert_output '["auto",3,3,true,true,true,true]'
     # the model says the steps it was trained for
     [ "$(as-show --kind model "$T/m.ast" | jq .steps)" = "$(as-show "$T/r.ast" | jq 'select(.kind == "costfit-report") | .steps')" ]
     # deterministic for a seed
@@ -458,11 +458,15 @@ recs[:] = [recs[0]] + out' > "$T/c300.ast"
     cmp <(as-show --kind model "$T/m.ast" | jq -c .params) <(as-show --kind model "$T/m2.ast" | jq -c .params)
     # the limit: not stopped before 100 steps and 200 without a fall, so 150 runs to it
     cat "$D/f.ast" "$T/c300.ast" | as-costfit -q --seed 3 --max-steps 150 --report "$T/r3.ast" -o "$T/m3.ast"
-    run sh -c "as-show '$T/r3.ast' | jq -c 'select(.kind == \"costfit-report\") | [.validation.ran, .validation.early]'"
-    assert_output '[150,false]'
+    run sh -c "as-show '$T/r3.ast' | jq -c 'select(.kind == \"costfit-report\") | [.validation.runs[] | [.ran, .early]]'"
+    assert_output '[[150,false],[150,false],[150,false]]'
+    # one run: the first part alone, as fold 0 of the three (the same best step)
+    cat "$D/f.ast" "$T/c300.ast" | as-costfit -q --seed 3 --max-steps 800 --folds 1 --report "$T/r6.ast" -o "$T/m6.ast"
+    [ "$(as-show "$T/r6.ast" | jq -c 'select(.kind == "costfit-report") | [.validation.folds, .validation.runs[0].best_step, .validation.best_step]')" = \
+      "$(as-show "$T/r.ast" | jq -c 'select(.kind == "costfit-report") | [1, .validation.runs[0].best_step, .validation.runs[0].best_step]')" ]
     # 60 shards are too few for both parts: the epochs decide, no validation run
     cat "$D/f.ast" "$D/c.ast" | as-costfit --epochs 7 --steps auto --report "$T/r4.ast" -o "$T/m4.ast" 2> "$T/err"
-    grep -q "too few for a validation part" "$T/err" || fail "$(cat "$T/err")"
+    grep -q "too few for 3 validation parts" "$T/err" || fail "$(cat "$T/err")"
     run sh -c "as-show '$T/r4.ast' | jq -c 'select(.kind == \"costfit-report\") | [.steps_rule, .validation, (.steps == 7)]'"
     assert_output '["auto-epochs",null,true]'
     # fixed counts say so
@@ -472,7 +476,14 @@ recs[:] = [recs[0]] + out' > "$T/c300.ast"
     # auto's options without auto, and bad values, are usage errors
     run as-costfit --epochs 5 --max-steps 10 "$D/f.ast"
     assert_failure 2
-    assert_output --partial "--max-steps and --val-frac are --steps auto's"
+    assert_output --partial "--max-steps, --val-frac and --folds are --steps auto's"
+    run as-costfit --steps 10 --folds 2 "$D/f.ast"
+    assert_failure 2
+    run as-costfit --folds 6 "$D/f.ast"
+    assert_failure 2
+    assert_output --partial "more than all the training shards"
+    run as-costfit --folds 0 "$D/f.ast"
+    assert_failure 2
     run as-costfit --steps 10 --val-frac 0.3 "$D/f.ast"
     assert_failure 2
     run as-costfit --steps often "$D/f.ast"

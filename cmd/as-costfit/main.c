@@ -18,6 +18,7 @@
 #define AS_COSTFIT_DEFAULT_OUTPUT AS_CM_OUT_SOFTPLUS
 /* --ensemble: models at most */
 #define AS_COSTFIT_MAX_ENSEMBLE 32
+#define AS_COSTFIT_MAX_FOLDS 10
 
 static const char HELP[] =
     "Train: read `features` records (as-features) and `cost` records (as-bench) and write a\n"
@@ -39,18 +40,22 @@ static const char HELP[] =
     "                           are shown as 0)\n"
     "                         (docs/RESULTS.md \"Constrained cost-model output\" compares them)\n"
     "      --steps auto|N     how long to train (default auto): auto chooses the step\n"
-    "                         count on a validation part of the training shards (--val-frac;\n"
-    "                         table sets kept whole): a model trained on the rest is scored\n"
-    "                         on it every 10 steps, to at most --max-steps, and stops once\n"
-    "                         its loss has not fallen for max(200, half the best's steps)\n"
-    "                         steps (not before 100); the model is then trained afresh on all\n"
-    "                         the training shards for as many epochs as the best score took\n"
-    "                         (too few shards for both parts, under 20 each: --epochs\n"
-    "                         instead); N: exactly N optimiser steps\n"
+    "                         count on validation parts of the training shards (--folds\n"
+    "                         disjoint parts of --val-frac each, table sets kept whole): per\n"
+    "                         part a model trained on the rest is scored on it every 10\n"
+    "                         steps, to at most --max-steps, and stops once its loss has not\n"
+    "                         fallen for max(200, half the best's steps) steps (not before\n"
+    "                         100); the model is then trained afresh on all the training\n"
+    "                         shards for as many epochs as the parts' best scores took on\n"
+    "                         average (too few shards, under 20 in a part or its rest:\n"
+    "                         --epochs instead); N: exactly N optimiser steps\n"
     "      --epochs N         exactly N passes over the training shards instead (300 where\n"
     "                         auto has too few shards)\n"
     "      --max-steps N      auto's limit (default 4000)\n"
-    "      --val-frac F       auto's validation share of the training shards (default 0.2)\n"
+    "      --val-frac F       auto's validation part, a share of the training shards\n"
+    "                         (default 0.2)\n"
+    "      --folds K          auto's validation runs, each on another part (default 3;\n"
+    "                         1..10, K x F <= 1): one run's choice is noisy on small data\n"
     "      --lr X             Adam learning rate (default 1e-3)\n"
     "      --batch N          shards per step (default 512)\n"
     "      --hidden H1,H2,H3  hidden sizes (default 128,32,64)\n"
@@ -115,7 +120,7 @@ static const char HELP[] =
     "is not a finite number above 0 is bad data (exit 1). A cost or shard\n"
     "whose tables have no `features` record is an error (exit 1).\n";
 
-enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_MAXSTEPS, OPT_VALFRAC, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP,
+enum { OPT_EPOCHS = AS_OPT_TOOL_BASE, OPT_STEPS, OPT_MAXSTEPS, OPT_VALFRAC, OPT_FOLDS, OPT_LR, OPT_BATCH, OPT_HIDDEN, OPT_CLIP,
        OPT_YSCALE, OPT_LOGF, OPT_SEED, OPT_DEVICE, OPT_THREADS, OPT_INIT, OPT_SPLIT, OPT_TESTFRAC, OPT_REPORT, OPT_PREDICT, OPT_OUTFORM, OPT_DROP,
        OPT_SELECT, OPT_ENSEMBLE };
 
@@ -174,6 +179,7 @@ typedef struct {
     int64_t epochs, steps, batch, threads, hidden[3];
     int auto_steps;                 /* --steps auto (the default unless --steps N or --epochs) */
     int64_t max_steps;              /* its limit */
+    int64_t folds;                  /* its validation runs (--folds) */
     double lr, clip, yscale, test_frac, val_frac;
     int log_feats, split_tables, out_form;
     uint32_t drop;                  /* --drop-features */
@@ -186,8 +192,8 @@ typedef struct {
 
 static void check_args(as_cli *cli, const costfit_args *a, int hidden_given, int out_given);
 
-/* the options of how long to train: --epochs, --steps, --max-steps, --val-frac (*auto_opts set
-   by the last two); 1 when opt was one of them */
+/* the options of how long to train: --epochs, --steps, --max-steps, --val-frac, --folds
+   (*auto_opts set by the last three); 1 when opt was one of them */
 static int parse_length(as_cli *cli, costfit_args *a, int opt, const char *arg, int *auto_opts)
 {
     switch (opt) {
@@ -202,42 +208,46 @@ static int parse_length(as_cli *cli, costfit_args *a, int opt, const char *arg, 
         return 1;
     case OPT_MAXSTEPS: a->max_steps = as_cli_i64(cli, "--max-steps", arg, 1, 1000000000); *auto_opts = 1; return 1;
     case OPT_VALFRAC: a->val_frac = as_cli_f64(cli, "--val-frac", arg, 0.01, 0.9); *auto_opts = 1; return 1;
+    case OPT_FOLDS: a->folds = as_cli_i64(cli, "--folds", arg, 1, AS_COSTFIT_MAX_FOLDS); *auto_opts = 1; return 1;
     default: return 0;
     }
 }
 
+/* the long options */
+static const struct option fit_long_opts[] = {
+    { "epochs", required_argument, 0, OPT_EPOCHS },
+    { "steps", required_argument, 0, OPT_STEPS },
+    { "max-steps", required_argument, 0, OPT_MAXSTEPS },
+    { "val-frac", required_argument, 0, OPT_VALFRAC },
+    { "folds", required_argument, 0, OPT_FOLDS },
+    { "lr", required_argument, 0, OPT_LR },
+    { "batch", required_argument, 0, OPT_BATCH },
+    { "hidden", required_argument, 0, OPT_HIDDEN },
+    { "clip", required_argument, 0, OPT_CLIP },
+    { "y-scale", required_argument, 0, OPT_YSCALE },
+    { "log-features", no_argument, 0, OPT_LOGF },
+    { "drop-features", required_argument, 0, OPT_DROP },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "device", required_argument, 0, OPT_DEVICE },
+    { "threads", required_argument, 0, OPT_THREADS },
+    { "init", required_argument, 0, OPT_INIT },
+    { "split", required_argument, 0, OPT_SPLIT },
+    { "test-frac", required_argument, 0, OPT_TESTFRAC },
+    { "report", required_argument, 0, OPT_REPORT },
+    { "predict", required_argument, 0, OPT_PREDICT },
+    { "output-form", required_argument, 0, OPT_OUTFORM },
+    { "select", required_argument, 0, OPT_SELECT },
+    { "ensemble", required_argument, 0, OPT_ENSEMBLE },
+    AS_CLI_COMMON_OPTIONS
+};
+
 static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
 {
-    static const struct option opts[] = {
-        { "epochs", required_argument, 0, OPT_EPOCHS },
-        { "steps", required_argument, 0, OPT_STEPS },
-        { "max-steps", required_argument, 0, OPT_MAXSTEPS },
-        { "val-frac", required_argument, 0, OPT_VALFRAC },
-        { "lr", required_argument, 0, OPT_LR },
-        { "batch", required_argument, 0, OPT_BATCH },
-        { "hidden", required_argument, 0, OPT_HIDDEN },
-        { "clip", required_argument, 0, OPT_CLIP },
-        { "y-scale", required_argument, 0, OPT_YSCALE },
-        { "log-features", no_argument, 0, OPT_LOGF },
-        { "drop-features", required_argument, 0, OPT_DROP },
-        { "seed", required_argument, 0, OPT_SEED },
-        { "device", required_argument, 0, OPT_DEVICE },
-        { "threads", required_argument, 0, OPT_THREADS },
-        { "init", required_argument, 0, OPT_INIT },
-        { "split", required_argument, 0, OPT_SPLIT },
-        { "test-frac", required_argument, 0, OPT_TESTFRAC },
-        { "report", required_argument, 0, OPT_REPORT },
-        { "predict", required_argument, 0, OPT_PREDICT },
-        { "output-form", required_argument, 0, OPT_OUTFORM },
-        { "select", required_argument, 0, OPT_SELECT },
-        { "ensemble", required_argument, 0, OPT_ENSEMBLE },
-        AS_CLI_COMMON_OPTIONS
-    };
-    *a = (costfit_args){ .epochs = 300, .auto_steps = 1, .max_steps = 4000, .val_frac = 0.2, .batch = 512, .threads = 1,
+    *a = (costfit_args){ .epochs = 300, .auto_steps = 1, .max_steps = 4000, .val_frac = 0.2, .folds = 3, .batch = 512, .threads = 1,
                          .hidden = { 128, 32, 64 }, .lr = 1e-3, .test_frac = 0.2, .out_form = AS_COSTFIT_DEFAULT_OUTPUT,
                          .device = "cpu" };
     int hidden_given = 0, out_given = 0, auto_opts = 0, opt;
-    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, AS_CLI_COMMON_SHORT, fit_long_opts, NULL)) != -1) {
         switch (opt) {
         case OPT_LR: a->lr = as_cli_f64(cli, "--lr", optarg, 1e-12, 10); break;
         case OPT_BATCH: a->batch = as_cli_i64(cli, "--batch", optarg, 1, 1000000); break;
@@ -287,7 +297,10 @@ static void parse_args(as_cli *cli, int argc, char **argv, costfit_args *a)
     }
     as_cli_finish(cli);
     if (auto_opts && !a->auto_steps)
-        as_cli_usage(cli, "--max-steps and --val-frac are --steps auto's: not with --steps N or --epochs N");
+        as_cli_usage(cli, "--max-steps, --val-frac and --folds are --steps auto's: not with --steps N or --epochs N");
+    if ((double)a->folds * a->val_frac > 1 + 1e-9)
+        as_cli_usage(cli, "--folds %" PRId64 " parts of --val-frac %g are more than all the training shards (folds x val-frac <= 1)",
+                     a->folds, a->val_frac);
     check_args(cli, a, hidden_given, out_given);
 }
 
@@ -367,9 +380,11 @@ typedef struct {
     int64_t B, nsteps;              /* batch, steps */
     double ttrain, sps;             /* seconds, samples per second */
     const char *rule;               /* how the steps were set: auto, auto-epochs, steps, epochs */
-    as_costfit_stop stop;           /* --steps auto's validation run */
-    int64_t nfit, nval;             /* its shards: trained on, scored on */
-    double tval;                    /* its seconds */
+    int folds;                      /* --steps auto's validation runs */
+    as_costfit_stop stop[AS_COSTFIT_MAX_FOLDS];     /* where each stopped */
+    int64_t nfit[AS_COSTFIT_MAX_FOLDS], nval[AS_COSTFIT_MAX_FOLDS];   /* its shards: trained on, scored on */
+    int64_t best_mean;              /* the mean of their best steps */
+    double tval;                    /* their seconds */
     as_costeval e;
 } fit_run;
 
@@ -406,45 +421,67 @@ static int64_t per_epoch(int64_t n, int64_t b)
     return B > 0 ? (n + B - 1) / B : 1;
 }
 
-/* --steps auto: the steps to train on all the training shards, chosen by early stopping on a
-   validation part of them (x->stop, x->nval, x->nfit); 0 when either part has fewer than
-   AUTO_MIN_SHARDS shards (then the epochs decide) */
+/* --steps auto's validation run of fold f: a model trained on the rest of the training shards,
+   scored on the fold's part every 10 steps, stopped by the patience rule (x->stop[f]); the
+   steps it took, scaled to as many epochs on all n training shards */
+static double validation_run(fit_run *x, as_cli *cli, int f, int64_t *keep, int64_t *val)
+{
+    const costfit_args *a = x->a;
+    char err[1024], what[64];
+    const int64_t n = x->s.ntrain;
+    as_costdata_split_part(&x->d, x->s.train, n, a->val_frac, f, a->seed, keep, &x->nfit[f], val, &x->nval[f]);
+    as_costmodel *m = make_model(x, NULL);
+    prog_ctx pc = { 0 };
+    snprintf(what, sizeof what, "steps (validation run %d of %d, at most)", f + 1, x->folds);
+    as_progress_start(&pc.p, cli, what, (double)a->max_steps);
+    as_costfit_opts o = { .steps = a->max_steps, .lr = a->lr, .batch = (int)a->batch, .clip = a->clip, .seed = a->seed + (uint64_t)f,
+                          .ops = x->ops, .progress = on_step, .ctx = &pc, .val = val, .nval = x->nval[f],
+                          .eval_every = 10, .patience = 200, .min_steps = 100, .stop = &x->stop[f] };
+    const int rc = as_costmodel_train(m, &x->d.set, keep, x->nfit[f], &o, err, sizeof err);
+    as_progress_end(&pc.p);
+    as_costmodel_free(m);
+    if (rc) die_training(x, &o, err);
+    return (double)x->stop[f].best_step * (double)per_epoch(n, a->batch) / (double)per_epoch(x->nfit[f], a->batch);
+}
+
+/* --steps auto: the steps to train on all the training shards, the mean of --folds validation
+   runs' (each scoring another part of them, x->stop[f], ...); 0 when a part or its rest has
+   fewer than AUTO_MIN_SHARDS shards (then the epochs decide) */
 #define AUTO_MIN_SHARDS 20
 static int64_t choose_steps(fit_run *x, as_cli *cli)
 {
     const costfit_args *a = x->a;
-    char err[1024];
     const int64_t n = x->s.ntrain;
     int64_t *keep = as_malloc((size_t)n * sizeof *keep), *val = as_malloc((size_t)n * sizeof *val);
-    as_costdata_split_part(&x->d, x->s.train, n, a->val_frac, a->seed, keep, &x->nfit, val, &x->nval);
-    int64_t steps = 0;
-    if (x->nfit >= AUTO_MIN_SHARDS && x->nval >= AUTO_MIN_SHARDS) {
-        as_costmodel *m = make_model(x, NULL);
-        prog_ctx pc = { 0 };
-        as_progress_start(&pc.p, cli, "steps (validation run, at most)", (double)a->max_steps);
-        as_costfit_opts o = { .steps = a->max_steps, .lr = a->lr, .batch = (int)a->batch, .clip = a->clip, .seed = a->seed,
-                              .ops = x->ops, .progress = on_step, .ctx = &pc, .val = val, .nval = x->nval,
-                              .eval_every = 10, .patience = 200, .min_steps = 100, .stop = &x->stop };
-        const double t0 = as_now();
-        const int rc = as_costmodel_train(m, &x->d.set, keep, x->nfit, &o, err, sizeof err);
-        as_progress_end(&pc.p);
-        as_costmodel_free(m);
-        if (rc) die_training(x, &o, err);
-        x->tval = as_now() - t0;
-        /* as many epochs on all the training shards as the best score took on its part */
-        const int64_t pf = per_epoch(x->nfit, a->batch), pt = per_epoch(n, a->batch);
-        steps = (x->stop.best_step * pt + pf - 1) / pf;
-        as_info("--steps auto: the validation loss lowest at step %" PRId64 " of %" PRId64 " run (%s; %.4g, the first %.4g), on %"
-                PRId64 " validation shards, trained on %" PRId64 " (%.2f s); %" PRId64 " steps on all %" PRId64 " training shards",
-                x->stop.best_step, x->stop.ran, x->stop.early ? "stopped: no longer falling" : "the --max-steps limit",
-                x->stop.best_loss, x->stop.first_loss, x->nval, x->nfit, x->tval, steps, n);
-    } else {
-        as_info("--steps auto: %" PRId64 " training shards are too few for a validation part (%" PRId64 " and %" PRId64
-                ", each needs %d): %" PRId64 " epochs", n, x->nfit, x->nval, AUTO_MIN_SHARDS, a->epochs);
+    x->folds = (int)a->folds;
+    for (int f = 0; f < x->folds; f++) {   /* every part and its rest large enough, before any run */
+        as_costdata_split_part(&x->d, x->s.train, n, a->val_frac, f, a->seed, keep, &x->nfit[f], val, &x->nval[f]);
+        if (x->nfit[f] < AUTO_MIN_SHARDS || x->nval[f] < AUTO_MIN_SHARDS) {
+            as_info("--steps auto: %" PRId64 " training shards are too few for %d validation parts (part %d: %" PRId64 " and %" PRId64
+                    ", each needs %d): %" PRId64 " epochs", n, x->folds, f + 1, x->nfit[f], x->nval[f], AUTO_MIN_SHARDS, a->epochs);
+            x->folds = 0;
+            free(keep);
+            free(val);
+            return 0;
+        }
+    }
+    double sum = 0, best = 0;
+    const double t0 = as_now();
+    for (int f = 0; f < x->folds; f++) {
+        sum += validation_run(x, cli, f, keep, val);
+        best += (double)x->stop[f].best_step;
     }
     free(keep);
     free(val);
-    return steps;
+    x->tval = as_now() - t0;
+    x->best_mean = (int64_t)llround(best / x->folds);
+    const int64_t steps = (int64_t)llround(sum / x->folds);
+    char list[AS_COSTFIT_MAX_FOLDS * 32] = "";   /* a step count (<= 10 digits), ", ", " (limit)" */
+    for (int k = 0, o = 0; k < x->folds; k++)
+        o += snprintf(list + o, sizeof list - (size_t)o, "%s%" PRId64 "%s", k ? ", " : "", x->stop[k].best_step, x->stop[k].early ? "" : " (limit)");
+    as_info("--steps auto: the validation loss lowest at steps %s of %d runs (about %" PRId64 " validation shards each, %.2f s); "
+            "%" PRId64 " steps on all %" PRId64 " training shards", list, x->folds, x->nval[0], x->tval, steps, n);
+    return steps > 0 ? steps : 1;
 }
 
 /* train x->m on the split's training shards, with progress */
@@ -502,8 +539,8 @@ static void write_outputs(fit_run *x, as_cli *cli, int argc, char **argv)
     }
     as_costfit_report_info ri = { info->split, a->split_tables ? 0 : a->test_frac, a->seed, x->d.devices[0], x->ops->name,
                                   x->d.ncs, x->d.nskipped + x->d.nempty, x->s.ndropped, x->nsteps, x->ttrain, x->sps,
-                                  info->losses, info->nlosses, x->rule, !strcmp(x->rule, "auto") ? &x->stop : NULL,
-                                  x->nfit, x->nval, x->tval };
+                                  info->losses, info->nlosses, x->rule, !strcmp(x->rule, "auto") ? x->folds : 0,
+                                  x->stop, x->nfit, x->nval, x->best_mean, x->tval };
     as_costfit_report_pack(as_writer_pk(wr), &ri, &x->e);
     as_writer_end_record(wr);
     if (a->report) as_writer_close(wr);

@@ -314,14 +314,14 @@ void as_costdata_split_shards(const as_costdata *d, double test_frac, uint64_t s
     }
 }
 
-void as_costdata_split_part(const as_costdata *d, const int64_t *shards, int64_t n, double frac, uint64_t seed, int64_t *keep,
+void as_costdata_split_part(const as_costdata *d, const int64_t *shards, int64_t n, double frac, int fold, uint64_t seed, int64_t *keep,
                             int64_t *nkeep, int64_t *part, int64_t *npart)
 {
     *nkeep = *npart = 0;
     for (int64_t i = 0; i < n; i++) {
         uint64_t h = shard_hash(&d->cs[shards[i]]) ^ (seed * 0x9e3779b97f4a7c15ULL) ^ 0x76616c6964ULL;   /* "valid" */
         double u = (double)(as_splitmix64(&h) >> 11) * 0x1.0p-53;
-        if (u < frac) part[(*npart)++] = shards[i];
+        if (u >= fold * frac && u < (fold + 1) * frac) part[(*npart)++] = shards[i];
         else keep[(*nkeep)++] = shards[i];
     }
 }
@@ -601,18 +601,26 @@ void as_costfit_report_pack(msgpack_packer *pk, const as_costfit_report_info *ri
     as_pack_kv_i64(pk, "steps", ri->steps);
     as_pack_kv_str(pk, "steps_rule", ri->steps_rule ? ri->steps_rule : "epochs");
     as_pack_str(pk, "validation");
-    if (ri->stop) {
-        msgpack_pack_map(pk, 8);
-        as_pack_kv_i64(pk, "fit_shards", ri->fit_shards);
-        as_pack_kv_i64(pk, "val_shards", ri->val_shards);
-        as_pack_kv_i64(pk, "best_step", ri->stop->best_step);
-        as_pack_kv_i64(pk, "ran", ri->stop->ran);
-        as_pack_str(pk, "early");
-        if (ri->stop->early) msgpack_pack_true(pk);
-        else msgpack_pack_false(pk);
-        as_pack_str(pk, "loss_first"); pack_num(pk, ri->stop->first_loss);
-        as_pack_str(pk, "loss_best"); pack_num(pk, ri->stop->best_loss);
+    if (ri->folds > 0) {
+        msgpack_pack_map(pk, 4);
+        as_pack_kv_i64(pk, "folds", ri->folds);
+        as_pack_kv_i64(pk, "best_step", ri->best_step);
         as_pack_kv_f64(pk, "seconds", ri->val_s);
+        as_pack_str(pk, "runs");
+        msgpack_pack_array(pk, (size_t)ri->folds);
+        for (int f = 0; f < ri->folds; f++) {
+            const as_costfit_stop *st = &ri->stops[f];
+            msgpack_pack_map(pk, 7);
+            as_pack_kv_i64(pk, "fit_shards", ri->fit_shards[f]);
+            as_pack_kv_i64(pk, "val_shards", ri->val_shards[f]);
+            as_pack_kv_i64(pk, "best_step", st->best_step);
+            as_pack_kv_i64(pk, "ran", st->ran);
+            as_pack_str(pk, "early");
+            if (st->early) msgpack_pack_true(pk);
+            else msgpack_pack_false(pk);
+            as_pack_str(pk, "loss_first"); pack_num(pk, st->first_loss);
+            as_pack_str(pk, "loss_best"); pack_num(pk, st->best_loss);
+        }
     } else {
         msgpack_pack_nil(pk);
     }

@@ -108,9 +108,10 @@ typedef struct {
  * table set and the seed, so repeats of one table set land on one side */
 void as_costdata_split_shards(const as_costdata *d, double test_frac, uint64_t seed, as_costsplit *s);
 /* shards[0..n) (of d->cs) in two, as the split by shards does but with another hash: a
- * shard goes to part[0..*npart) when u < frac, else to keep[0..*nkeep) (each room for n);
- * as-costfit's validation part of the training shards */
-void as_costdata_split_part(const as_costdata *d, const int64_t *shards, int64_t n, double frac, uint64_t seed, int64_t *keep,
+ * shard goes to part[0..*npart) when fold * frac <= u < (fold + 1) * frac, else to
+ * keep[0..*nkeep) (each room for n), so folds 0, 1, ... (fold * frac < 1) are disjoint parts
+ * for one seed; as-costfit's validation parts of the training shards */
+void as_costdata_split_part(const as_costdata *d, const int64_t *shards, int64_t n, double frac, int fold, uint64_t seed, int64_t *keep,
                             int64_t *nkeep, int64_t *part, int64_t *npart);
 /* by tables (unseen tables): cut = the id of the distinct table at position n/2 in id order
  * (0 without tables); shards of ids all below cut train, all at or above test, the rest
@@ -192,9 +193,11 @@ typedef struct {
     const double *losses;           /* per epoch, [nlosses] */
     int64_t nlosses;
     const char *steps_rule;         /* "auto", "auto-epochs" (too few shards), "steps", "epochs" */
-    const as_costfit_stop *stop;    /* "auto": its validation run, else NULL */
-    int64_t fit_shards, val_shards; /* that run's shards */
-    double val_s;                   /* its seconds */
+    int folds;                      /* "auto": its validation runs, else 0 */
+    const as_costfit_stop *stops;   /* [folds]: where each stopped */
+    const int64_t *fit_shards, *val_shards;   /* [folds]: each run's shards, trained on, scored on */
+    int64_t best_step;              /* the mean of their best steps */
+    double val_s;                   /* their seconds */
 } as_costfit_report_info;
 
 /* pack the `costfit-report` record (one map; docs/FORMAT.md) */

@@ -440,6 +440,47 @@ TEST(costdata_split_shards_rule)
     as_costdata_free(&d);
 }
 
+/* as-costfit --folds: the parts of one seed are disjoint, each with its rest is every shard, the
+   repeats of a table set in one part, the parts of frac 1/K together all the shards */
+TEST(costdata_split_part_folds)
+{
+    as_costdata d;
+    load_set(&d);
+    const int64_t all[6] = { 0, 1, 2, 3, 4, 5 };
+    int64_t keep[6], part[6], nkeep, npart;
+    int nonempty = 0;
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        int owner[6] = { -1, -1, -1, -1, -1, -1 };
+        for (int f = 0; f < 4; f++) {
+            as_costdata_split_part(&d, all, 6, 0.25, f, seed, keep, &nkeep, part, &npart);
+            CHECK_EQ_I64(nkeep + npart, 6);
+            char side[6] = { 0 };
+            for (int64_t i = 0; i < npart; i++) {
+                CHECK(owner[part[i]] == -1);   /* in no other part */
+                owner[part[i]] = f;
+                side[part[i]] = 'p';
+            }
+            for (int64_t i = 0; i < nkeep; i++) side[keep[i]] = 'k';
+            for (int i = 0; i < 6; i++) CHECK(side[i]);
+            CHECK(side[0] == side[1]);
+            CHECK(side[3] == side[5]);
+            nonempty += npart > 0 && nkeep > 0;
+        }
+        for (int i = 0; i < 6; i++) CHECK(owner[i] >= 0);   /* 4 parts of 1/4: every shard in one */
+        /* fold 0 of frac 0.25 is what the first quarter of a larger fraction's fold 0 holds */
+        int64_t keep2[6], part2[6], nk2, np2;
+        as_costdata_split_part(&d, all, 6, 0.5, 0, seed, keep2, &nk2, part2, &np2);
+        for (int i = 0; i < 6; i++) {
+            if (owner[i] != 0) continue;
+            int in = 0;
+            for (int64_t j = 0; j < np2; j++) in |= part2[j] == i;
+            CHECK(in);
+        }
+    }
+    CHECK(nonempty > 0);
+    as_costdata_free(&d);
+}
+
 /* ---- baselines, noise, metrics, report -------------------------------------------------------- */
 
 TEST(costdata_sum_single_leave_one_out)
@@ -571,8 +612,10 @@ TEST(costdata_eval_and_report_by_hand)
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     double losses[2] = { 0.5, 0.25 };
-    as_costfit_stop stop = { .best_step = 40, .ran = 250, .evals = 25, .best_loss = 0.125, .first_loss = NAN, .early = 1 };
-    as_costfit_report_info ri = { "shards", 0.2, 7, "cpu: x", "cpu", 6, 4, 0, 12, 1.5, 100, losses, 2, "auto", &stop, 30, 8, 0.5 };
+    as_costfit_stop stops[2] = { { .best_step = 40, .ran = 250, .evals = 25, .best_loss = 0.125, .first_loss = NAN, .early = 1 },
+                                 { .best_step = 60, .ran = 400, .evals = 40, .best_loss = 0.25, .first_loss = 1.5, .early = 0 } };
+    const int64_t nfit[2] = { 30, 29 }, nval[2] = { 8, 9 };
+    as_costfit_report_info ri = { "shards", 0.2, 7, "cpu: x", "cpu", 6, 4, 0, 12, 1.5, 100, losses, 2, "auto", 2, stops, nfit, nval, 50, 0.5 };
     e.noise.repeat_mae = NAN;
     as_costfit_report_pack(&pk, &ri, &e);
     msgpack_unpacked up;
@@ -603,25 +646,38 @@ TEST(costdata_eval_and_report_by_hand)
     as_array_get_f64(&arr, 0, 4, tss);
     CHECK(tss[0] == 3 && tss[1] == 4 && isnan(tss[2]) && isnan(tss[3]));
     CHECK(!as_obj_array(r, "losses", &arr, err, sizeof err) && arr.n == 2);
-    /* --steps auto's validation run, its undefined first loss nil */
+    /* --steps auto's two validation runs, the first one's undefined first loss nil */
     char rule[32] = "";
     as_obj_str(r, "steps_rule", rule, sizeof rule);
     CHECK_STR(rule, "auto");
     const msgpack_object *va = as_obj_get(r, "validation");
-    CHECK(va && va->type == MSGPACK_OBJECT_MAP && va->via.map.size == 8);
-    CHECK(va && !as_obj_i64(va, "best_step", &v) && v == 40);
-    CHECK(va && !as_obj_i64(va, "ran", &v) && v == 250);
-    CHECK(va && !as_obj_i64(va, "fit_shards", &v) && v == 30);
-    CHECK(va && !as_obj_i64(va, "val_shards", &v) && v == 8);
-    CHECK(va && !as_obj_f64(va, "loss_best", &x) && x == 0.125);
-    CHECK(va && as_obj_get(va, "loss_first")->type == MSGPACK_OBJECT_NIL);
-    CHECK(va && as_obj_get(va, "early")->type == MSGPACK_OBJECT_BOOLEAN && as_obj_get(va, "early")->via.boolean);
+    CHECK(va && va->type == MSGPACK_OBJECT_MAP && va->via.map.size == 4);
+    CHECK(va && !as_obj_i64(va, "folds", &v) && v == 2);
+    CHECK(va && !as_obj_i64(va, "best_step", &v) && v == 50);
+    CHECK(va && !as_obj_f64(va, "seconds", &x) && x == 0.5);
+    const msgpack_object *runs = va ? as_obj_get(va, "runs") : NULL;
+    CHECK(runs && runs->type == MSGPACK_OBJECT_ARRAY && runs->via.array.size == 2);
+    if (runs && runs->type == MSGPACK_OBJECT_ARRAY && runs->via.array.size == 2) {
+        const msgpack_object *r0 = &runs->via.array.ptr[0], *r1 = &runs->via.array.ptr[1];
+        CHECK(r0->type == MSGPACK_OBJECT_MAP && r0->via.map.size == 7);
+        CHECK(!as_obj_i64(r0, "best_step", &v) && v == 40);
+        CHECK(!as_obj_i64(r0, "ran", &v) && v == 250);
+        CHECK(!as_obj_i64(r0, "fit_shards", &v) && v == 30);
+        CHECK(!as_obj_i64(r0, "val_shards", &v) && v == 8);
+        CHECK(!as_obj_f64(r0, "loss_best", &x) && x == 0.125);
+        CHECK(as_obj_get(r0, "loss_first")->type == MSGPACK_OBJECT_NIL);
+        CHECK(as_obj_get(r0, "early")->type == MSGPACK_OBJECT_BOOLEAN && as_obj_get(r0, "early")->via.boolean);
+        CHECK(!as_obj_i64(r1, "best_step", &v) && v == 60);
+        CHECK(!as_obj_i64(r1, "val_shards", &v) && v == 9);
+        CHECK(!as_obj_f64(r1, "loss_first", &x) && x == 1.5);
+        CHECK(as_obj_get(r1, "early")->type == MSGPACK_OBJECT_BOOLEAN && !as_obj_get(r1, "early")->via.boolean);
+    }
     msgpack_unpacked_destroy(&up);
     msgpack_sbuffer_destroy(&sb);
     /* fixed epochs: no validation run */
     msgpack_sbuffer_init(&sb);
     ri.steps_rule = "epochs";
-    ri.stop = NULL;
+    ri.folds = 0;
     as_costfit_report_pack(&pk, &ri, &e);
     msgpack_unpacked_init(&up);
     off = 0;
