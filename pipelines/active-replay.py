@@ -4,7 +4,7 @@
 Takes run-to-run drift out of pipelines/active-vs-random's comparison: the shards come from
 ONE as-bench run, the random dataset DIR/NAME-rand.ast (singles + N random shards), and all
 three models are scored on DIR/NAME-test.ast as there. The loop's pool is that run's shards:
-its first 100 random shards start (init), the next 40 validate (counted, trained on at the
+its first 80 random shards start (init), the next 40 validate (counted, trained on at the
 end, as pipelines/active-costs does), and rounds of 20 are chosen by `as-costfit --select`
 (3 fits, seeds 100*S+1..3, each holding out 20 %) from the rest of the run's shards, to
 200 (the budget; the stopping rule is not replayed). Prints a markdown row:
@@ -18,12 +18,12 @@ pieces) the random dataset holds are left out, as in active-vs-random.
 --one-run RANDOM,HELDOUT: everything from the one run NAME-rand.ast, measured with more random
 shards than the dataset compared (e.g. `as-bench --sample 1150 --singles`): its last HELDOUT
 random shards are the held-out set (NAME-test.ast is not read), its first RANDOM (with the
-singles) the random dataset, and the loop chooses from every random shard after the first 140
+singles) the random dataset, and the loop chooses from every random shard after the first INIT + VAL (120)
 but the held-out ones, so from more than the random dataset holds, as the real loop draws
 4,000. The row's "R² all" is then the random RANDOM's.
 
 --loop INIT,VAL,BATCH: the loop's random start, validation set and round size (default
-100,40,20, pipelines/active-costs' at a budget of 200). --explore K: K of each round's BATCH taken at random (the candidates as drawn), the rest by
+80,40,20, pipelines/active-costs' at a budget of 200). --explore K: K of each round's BATCH taken at random (the candidates as drawn), the rest by
 the ensemble's disagreement (default 0). --diverse M: the round's batch picked from the M x BATCH most disputed, each next one by its
 spread times one less its largest table overlap (Jaccard) with those picked before it in the
 round (default: the BATCH most disputed). --ensemble K: the models of the ensemble (default 3,
@@ -73,7 +73,7 @@ ap.add_argument("top", metavar="DIR")
 ap.add_argument("seed", metavar="SEED", type=int)
 ap.add_argument("bin", metavar="BIN", nargs="?", default="bin")
 ap.add_argument("--one-run", metavar="RANDOM,HELDOUT", type=counts(2, 1))
-ap.add_argument("--loop", metavar="INIT,VAL,BATCH", type=counts(3, 1), default=(100, 40, 20))
+ap.add_argument("--loop", metavar="INIT,VAL,BATCH", type=counts(3, 1), default=(80, 40, 20))
 ap.add_argument("--fits", metavar="N", type=lambda t: counts(1, 1)(t)[0], default=1)
 ap.add_argument("--explore", metavar="K", type=lambda t: counts(1, 0)(t)[0], default=0)
 ap.add_argument("--ensemble", metavar="K", type=lambda t: counts(1, 2)(t)[0], default=3)

@@ -36,7 +36,7 @@ COL_SINGLES ?= 8
 SPLIT_COLS ?= $(if $(filter-out 0,$(SAMPLE_PIECES)),4,0)
 
 # How the cost dataset's shards are chosen: COSTS=active (default) measures every table alone,
-# ACTIVE_BUDGET/2 random shards and ACTIVE_BUDGET/5 more to validate on, then batches of
+# 2 x ACTIVE_BUDGET/5 random shards and ACTIVE_BUDGET/5 more to validate on, then batches of
 # ACTIVE_BUDGET/10 where an ensemble of 3 cost models disagrees most, until the validation R²
 # stops rising (by more than 0.002 for 2 rounds) or ACTIVE_BUDGET shards are measured
 # (at least 3; pipelines/active-costs; ACTIVE_OPTS: its other options, e.g. --patience 3); on the one

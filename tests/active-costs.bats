@@ -73,6 +73,14 @@ active() {
     as-show --kind cost "$T/c.ast" | jq -c '[.tables, .pieces]' | cmp - "$T/a"
 }
 
+@test "active-costs: by default 2/5 of the budget random to start, 1/5 to validate on" {
+    run active --budget 20 --batch 20
+    assert_success
+    # 8 random + 4 to validate, then a batch of 20 would pass the budget
+    assert_output --partial "active-costs: round 0: 12 shards measured of the budget 20"
+    assert_output --partial "stopped after round 0, 12 shards measured"
+}
+
 @test "active-costs: --help, usage errors are exit 2, a failing stage exit 1 and nothing written" {
     run "$ROOT/pipelines/active-costs" --help
     assert_success
