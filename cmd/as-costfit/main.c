@@ -383,7 +383,6 @@ typedef struct {
     int folds;                      /* --steps auto's validation runs */
     as_costfit_stop stop[AS_COSTFIT_MAX_FOLDS];     /* where each stopped */
     int64_t nfit[AS_COSTFIT_MAX_FOLDS], nval[AS_COSTFIT_MAX_FOLDS];   /* its shards: trained on, scored on */
-    int64_t best_mean;              /* the mean of their best steps */
     double tval;                    /* their seconds */
     as_costeval e;
 } fit_run;
@@ -465,16 +464,14 @@ static int64_t choose_steps(fit_run *x, as_cli *cli)
             return 0;
         }
     }
-    double sum = 0, best = 0;
+    double sum = 0;
     const double t0 = as_now();
     for (int f = 0; f < x->folds; f++) {
         sum += validation_run(x, cli, f, keep, val);
-        best += (double)x->stop[f].best_step;
     }
     free(keep);
     free(val);
     x->tval = as_now() - t0;
-    x->best_mean = (int64_t)llround(best / x->folds);
     const int64_t steps = (int64_t)llround(sum / x->folds);
     char list[AS_COSTFIT_MAX_FOLDS * 32] = "";   /* a step count (<= 10 digits), ", ", " (limit)" */
     for (int k = 0, o = 0; k < x->folds; k++)
@@ -540,7 +537,7 @@ static void write_outputs(fit_run *x, as_cli *cli, int argc, char **argv)
     as_costfit_report_info ri = { info->split, a->split_tables ? 0 : a->test_frac, a->seed, x->d.devices[0], x->ops->name,
                                   x->d.ncs, x->d.nskipped + x->d.nempty, x->s.ndropped, x->nsteps, x->ttrain, x->sps,
                                   info->losses, info->nlosses, x->rule, !strcmp(x->rule, "auto") ? x->folds : 0,
-                                  x->stop, x->nfit, x->nval, x->best_mean, x->tval };
+                                  x->stop, x->nfit, x->nval, x->tval };
     as_costfit_report_pack(as_writer_pk(wr), &ri, &x->e);
     as_writer_end_record(wr);
     if (a->report) as_writer_close(wr);

@@ -604,7 +604,9 @@ void as_costfit_report_pack(msgpack_packer *pk, const as_costfit_report_info *ri
     if (ri->folds > 0) {
         msgpack_pack_map(pk, 4);
         as_pack_kv_i64(pk, "folds", ri->folds);
-        as_pack_kv_i64(pk, "best_step", ri->best_step);
+        double best = 0;
+        for (int f = 0; f < ri->folds; f++) best += (double)ri->stops[f].best_step;
+        as_pack_kv_i64(pk, "best_step", (int64_t)llround(best / ri->folds));   /* their mean */
         as_pack_kv_f64(pk, "seconds", ri->val_s);
         as_pack_str(pk, "runs");
         msgpack_pack_array(pk, (size_t)ri->folds);

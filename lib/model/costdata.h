@@ -196,7 +196,6 @@ typedef struct {
     int folds;                      /* "auto": its validation runs, else 0 */
     const as_costfit_stop *stops;   /* [folds]: where each stopped */
     const int64_t *fit_shards, *val_shards;   /* [folds]: each run's shards, trained on, scored on */
-    int64_t best_step;              /* the mean of their best steps */
     double val_s;                   /* their seconds */
 } as_costfit_report_info;
 

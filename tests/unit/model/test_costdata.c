@@ -615,7 +615,7 @@ TEST(costdata_eval_and_report_by_hand)
     as_costfit_stop stops[2] = { { .best_step = 40, .ran = 250, .evals = 25, .best_loss = 0.125, .first_loss = NAN, .early = 1 },
                                  { .best_step = 60, .ran = 400, .evals = 40, .best_loss = 0.25, .first_loss = 1.5, .early = 0 } };
     const int64_t nfit[2] = { 30, 29 }, nval[2] = { 8, 9 };
-    as_costfit_report_info ri = { "shards", 0.2, 7, "cpu: x", "cpu", 6, 4, 0, 12, 1.5, 100, losses, 2, "auto", 2, stops, nfit, nval, 50, 0.5 };
+    as_costfit_report_info ri = { "shards", 0.2, 7, "cpu: x", "cpu", 6, 4, 0, 12, 1.5, 100, losses, 2, "auto", 2, stops, nfit, nval, 0.5 };
     e.noise.repeat_mae = NAN;
     as_costfit_report_pack(&pk, &ri, &e);
     msgpack_unpacked up;
